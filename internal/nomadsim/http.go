@@ -1,0 +1,247 @@
+package nomadsim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type ctxKey int
+
+const (
+	ctxHost ctxKey = iota
+	ctxToken
+)
+
+// handler builds the HTTP handler of one listener. h is the host whose local agent
+// this listener is, or nil for the cluster address.
+func (s *Sim) handler(h *Host) http.Handler {
+	mux := http.NewServeMux()
+	s.registerNodeRoutes(mux)
+	s.registerVarRoutes(mux)
+	s.registerOperatorRoutes(mux)
+	s.registerAgentRoutes(mux)
+	s.registerControlRoutes(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h != nil {
+			s.mu.Lock()
+			up := h.Up
+			s.mu.Unlock()
+			if !up {
+				// The host is rebooting: nothing listens. Drop the connection so the
+				// caller sees a transport error, as with a real powered-off host.
+				dropConnection(w)
+				return
+			}
+		}
+		if !strings.HasPrefix(r.URL.Path, controlPrefix) {
+			if s.applyFaults(w, r) {
+				return
+			}
+		}
+		ctx := context.WithValue(r.Context(), ctxHost, h)
+		mux.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func dropConnection(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "host is down", http.StatusServiceUnavailable)
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	conn.Close()
+}
+
+// requestHost is the host whose local agent received r, or nil for the cluster address.
+func requestHost(r *http.Request) *Host {
+	h, _ := r.Context().Value(ctxHost).(*Host)
+	return h
+}
+
+// methods wraps h so that only the given methods reach it; others get Nomad's
+// 405 "Invalid method" (command/agent/http.go CodedError(405, ErrInvalidMethod)).
+func methods(h http.HandlerFunc, allowed ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for _, m := range allowed {
+			if r.Method == m {
+				h(w, r)
+				return
+			}
+		}
+		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+	}
+}
+
+// writeError writes a Nomad-style error: a text/plain body (command/agent/http.go wrap()).
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(code)
+	fmt.Fprint(w, msg)
+}
+
+// codedError is an error with an HTTP status, like Nomad's HTTPCodedError.
+type codedError struct {
+	code int
+	msg  string
+}
+
+func (e *codedError) Error() string { return e.msg }
+
+func errCode(code int, format string, args ...any) error {
+	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+var (
+	errPermissionDenied = errCode(http.StatusForbidden, "Permission denied")
+	errTokenNotFound    = errCode(http.StatusForbidden, "ACL token not found")
+	errNoLeader         = errCode(http.StatusInternalServerError, "No cluster leader")
+)
+
+// writeErr writes err with its code, or 500 for a plain error (an RPC fmt.Errorf).
+func writeErr(w http.ResponseWriter, err error) {
+	var ce *codedError
+	if errors.As(err, &ce) {
+		writeError(w, ce.code, ce.msg)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, err.Error())
+}
+
+// writeJSON writes v as JSON with the given status.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// setIndex sets X-Nomad-Index. Nomad never sends index 0 for a read of an existing
+// table; a missing header makes api clients spin, so the emulator always sends >= 1.
+func setIndex(w http.ResponseWriter, idx uint64) {
+	if idx == 0 {
+		idx = 1
+	}
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(idx, 10))
+}
+
+// setQueryMeta sets the read meta headers (nomad/rpc.go setQueryMeta): on the leader
+// KnownLeader=true and LastContact=0; a stale read on a follower reports the time
+// since it last heard from the leader.
+func (s *Sim) setQueryMetaLocked(w http.ResponseWriter, idx uint64) {
+	setIndex(w, idx)
+	known := s.servers.leaderLocked() != ""
+	w.Header().Set("X-Nomad-KnownLeader", strconv.FormatBool(known))
+	w.Header().Set("X-Nomad-LastContact", "0")
+}
+
+// queryParams are the blocking-query parameters (command/agent/http.go parseWait,
+// parseConsistency).
+type queryParams struct {
+	minIndex uint64
+	wait     time.Duration
+	stale    bool
+}
+
+// maxQueryTime and defaultQueryTime: Nomad caps and defaults wait at 300s
+// (nomad/structs/structs.go QueryOptions, MaxBlockingRPCQueryTime).
+const maxQueryTime = 300 * time.Second
+
+func parseQuery(r *http.Request) (queryParams, error) {
+	var qp queryParams
+	q := r.URL.Query()
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return qp, errCode(http.StatusBadRequest, "Invalid wait time")
+		}
+		qp.wait = d
+	}
+	if v := q.Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return qp, errCode(http.StatusBadRequest, "Invalid index")
+		}
+		qp.minIndex = n
+	}
+	if _, ok := q["stale"]; ok {
+		v := q.Get("stale")
+		qp.stale = v == "" || v == "true"
+	}
+	return qp, nil
+}
+
+// blockingRead answers a read endpoint with Nomad's blocking-query semantics
+// (nomad/rpc.go blockingRPC): when index > 0 the query re-runs while the result's
+// index is <= index, until wait (default and cap 300s, plus up to wait/16 jitter)
+// expires; then 200 with the current data. read runs with s.mu held.
+func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (any, uint64, error)) {
+	qp, err := parseQuery(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var deadline <-chan time.Time
+	if qp.minIndex > 0 {
+		wait := qp.wait
+		if wait <= 0 || wait > maxQueryTime {
+			wait = maxQueryTime
+		}
+		s.mu.Lock()
+		jitter := time.Duration(s.rng.Int64N(int64(wait/16) + 1))
+		s.mu.Unlock()
+		t := time.NewTimer(wait + jitter)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		s.mu.Lock()
+		if !qp.stale && s.servers.leaderLocked() == "" {
+			s.mu.Unlock()
+			writeErr(w, errNoLeader)
+			return
+		}
+		out, idx, err := read()
+		ch := s.notify
+		closed := s.closed
+		if err != nil {
+			s.mu.Unlock()
+			writeErr(w, err)
+			return
+		}
+		if qp.minIndex == 0 || idx > qp.minIndex || closed {
+			s.setQueryMetaLocked(w, idx)
+			s.mu.Unlock()
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			qp.minIndex = 0 // answer with what there is now
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// decodeBody decodes a JSON request body into v, with Nomad's 400 on bad JSON.
+func decodeBody(r *http.Request, v any) error {
+	if r.Body == nil {
+		return errCode(http.StatusBadRequest, "Request body is empty")
+	}
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		return errCode(http.StatusBadRequest, "Failed to decode request body: %v", err)
+	}
+	return nil
+}

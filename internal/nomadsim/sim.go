@@ -1,0 +1,578 @@
+// Package nomadsim is an in-process emulator of the Nomad HTTP API.
+//
+// It serves the real Nomad wire format (it encodes the github.com/hashicorp/nomad/api
+// types), so the official api.Client talks to it unchanged. It models a cluster of
+// hosts: some run Nomad servers, most run Nomad clients, and each has its own local
+// agent address, boot ID and "reboot required" sentinel. The semantics it follows are
+// written down in the project's Nomad API reference; every handler cites the Nomad
+// source it models. Where the emulator and Nomad differ, the emulator is wrong.
+package nomadsim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Config describes the emulated cluster. Every duration is configurable so that a
+// whole reboot cycle can take about a second in tests.
+type Config struct {
+	Region     string // default "global"
+	Datacenter string // default "dc1"
+
+	// Servers is the number of hosts that run a Nomad server (and no client).
+	Servers int
+	// Clients is the number of hosts that run a Nomad client.
+	Clients int
+	// ClientPools, when set, assigns client i the node pool ClientPools[i%len].
+	ClientPools []string
+
+	// ACL enables ACL enforcement; the management token is then in Sim.ManagementToken.
+	ACL bool
+
+	// HeartbeatTTL is how long a node may miss heartbeats before it is marked down.
+	// Nomad's default minimum heartbeat TTL is 10s (nomad/structs/config); scaled here.
+	HeartbeatTTL time.Duration
+	// BootTime is how long a rebooting host stays down.
+	BootTime time.Duration
+	// MigrateTime is how long one allocation takes to stop (and its replacement to
+	// start) during a drain.
+	MigrateTime time.Duration
+	// ServerStabilizeTime is how long a server that came back takes before
+	// autopilot counts it healthy again (autopilot ServerStabilizationTime, 10s).
+	ServerStabilizeTime time.Duration
+
+	// KeepSentinelOnReboot leaves the "reboot required" sentinel in place after a
+	// reboot, to test reboot loops. By default a reboot clears it, as an installed
+	// kernel update does.
+	KeepSentinelOnReboot bool
+
+	// StateDir holds per-host files (sentinel, boot ID). Empty: a temporary folder
+	// removed by Close.
+	StateDir string
+
+	// Listen is the address of the cluster API. Empty: 127.0.0.1:0.
+	Listen string
+
+	// Seed makes random choices (IDs, fault injection) repeatable. 0: random.
+	Seed uint64
+}
+
+func (c *Config) setDefaults() {
+	if c.Region == "" {
+		c.Region = "global"
+	}
+	if c.Datacenter == "" {
+		c.Datacenter = "dc1"
+	}
+	if c.HeartbeatTTL == 0 {
+		c.HeartbeatTTL = 200 * time.Millisecond
+	}
+	if c.BootTime == 0 {
+		c.BootTime = 300 * time.Millisecond
+	}
+	if c.MigrateTime == 0 {
+		c.MigrateTime = 50 * time.Millisecond
+	}
+	if c.ServerStabilizeTime == 0 {
+		c.ServerStabilizeTime = 100 * time.Millisecond
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+}
+
+// Sim is a running emulated cluster.
+type Sim struct {
+	cfg Config
+
+	mu     sync.Mutex
+	index  uint64        // the Raft index: bumped by every write
+	notify chan struct{} // closed and replaced on every write (wakes blocking queries)
+	rng    *rand.Rand
+	closed bool
+
+	events []Event
+	faults faultSet
+
+	// ACL state (acl.go).
+	acl aclState
+
+	// Hosts and the Nomad cluster on them.
+	hosts     map[string]*Host // by name
+	hostOrder []string
+
+	cluster clusterState // nodes, jobs, allocations (nodes.go)
+	servers serverState  // Raft membership, leadership, autopilot (operator.go)
+	vars    varState     // Variables and locks (variables.go)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	stateDir    string
+	ownStateDir bool
+
+	main *listener
+}
+
+// Host is one simulated machine.
+type Host struct {
+	Name string
+	// Addr is the address (host:port) of this host's local Nomad agent.
+	Addr string
+	// BootID changes on every boot.
+	BootID string
+	// Up is false while the host is rebooting.
+	Up bool
+	// Server is non-nil when the host runs a Nomad server.
+	Server *ServerInfo
+	// NodeID is the Nomad node ID of the host's client ("" when it runs no client).
+	NodeID string
+	// Dir holds the host's files: "reboot-required" and "boot_id".
+	Dir string
+
+	Boots int // number of completed boots since the emulator started
+
+	lis *listener
+}
+
+// ServerInfo describes a Nomad server on a host.
+type ServerInfo struct {
+	ID       string // Raft ID (the server's node ID)
+	Name     string // "<host>.<region>"
+	RaftAddr string // ip:4647, as Raft and /v1/status/peers show it
+	Voter    bool
+}
+
+// New builds an emulated cluster and starts serving it. Call Close when done.
+func New(cfg Config) (*Sim, error) {
+	cfg.setDefaults()
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Sim{
+		cfg:    cfg,
+		notify: make(chan struct{}),
+		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		hosts:  map[string]*Host{},
+		ctx:    ctx,
+		cancel: cancel,
+		index:  1,
+	}
+	if cfg.StateDir == "" {
+		dir, err := os.MkdirTemp("", "nomadsim-")
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		s.stateDir, s.ownStateDir = dir, true
+	} else {
+		if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+			cancel()
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		s.stateDir = cfg.StateDir
+	}
+	s.acl.init(s, cfg.ACL)
+	s.cluster.init()
+	s.vars.init()
+
+	main, err := s.listen(cfg.Listen, nil)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.main = main
+
+	s.mu.Lock()
+	for i := 0; i < cfg.Servers; i++ {
+		if _, err := s.addHostLocked(fmt.Sprintf("server-%d", i+1), true, false, ""); err != nil {
+			s.mu.Unlock()
+			s.Close()
+			return nil, err
+		}
+	}
+	for i := 0; i < cfg.Clients; i++ {
+		pool := "default"
+		if len(cfg.ClientPools) > 0 {
+			pool = cfg.ClientPools[i%len(cfg.ClientPools)]
+		}
+		if _, err := s.addHostLocked(fmt.Sprintf("client-%d", i+1), false, true, pool); err != nil {
+			s.mu.Unlock()
+			s.Close()
+			return nil, err
+		}
+	}
+	s.servers.electLocked(s)
+	s.mu.Unlock()
+
+	s.startBackground()
+	return s, nil
+}
+
+// AddHost adds a host at run time: a server, a client in the given node pool, or both.
+func (s *Sim) AddHost(name string, server, client bool, pool string) (*Host, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, err := s.addHostLocked(name, server, client, pool)
+	if err != nil {
+		return nil, err
+	}
+	if server {
+		s.servers.electLocked(s)
+	}
+	return h.snapshot(), nil
+}
+
+func (s *Sim) addHostLocked(name string, server, client bool, pool string) (*Host, error) {
+	if _, ok := s.hosts[name]; ok {
+		return nil, fmt.Errorf("host %q exists", name)
+	}
+	if pool == "" {
+		pool = "default"
+	}
+	dir := filepath.Join(s.stateDir, "hosts", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("host %s: %w", name, err)
+	}
+	h := &Host{Name: name, Dir: dir, Up: true, BootID: s.uuidLocked()}
+	if err := os.WriteFile(filepath.Join(dir, "boot_id"), []byte(h.BootID+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("host %s: %w", name, err)
+	}
+	lis, err := s.listen("127.0.0.1:0", h)
+	if err != nil {
+		return nil, err
+	}
+	h.lis = lis
+	h.Addr = lis.addr
+	s.hosts[name] = h
+	s.hostOrder = append(s.hostOrder, name)
+	n := len(s.hostOrder)
+	if server {
+		h.Server = &ServerInfo{
+			ID:       s.uuidLocked(),
+			Name:     name + "." + s.cfg.Region,
+			RaftAddr: fmt.Sprintf("10.0.%d.%d:4647", n/250, n%250+1),
+			Voter:    true,
+		}
+		s.servers.addLocked(s, h)
+	}
+	if client {
+		h.NodeID = s.cluster.registerNodeLocked(s, h, pool)
+	}
+	s.eventLocked(Event{Type: EventHostAdded, Host: name, NodeID: h.NodeID})
+	return h, nil
+}
+
+// Address is the URL of the cluster API (as NOMAD_ADDR).
+func (s *Sim) Address() string { return "http://" + s.main.addr }
+
+// StateDir is the folder that holds the per-host files.
+func (s *Sim) StateDir() string { return s.stateDir }
+
+// Config returns the configuration the emulator runs with (defaults applied).
+func (s *Sim) Config() Config { return s.cfg }
+
+// Hosts returns a snapshot of every host, in creation order.
+func (s *Sim) Hosts() []Host {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Host, 0, len(s.hostOrder))
+	for _, n := range s.hostOrder {
+		out = append(out, *s.hosts[n].snapshot())
+	}
+	return out
+}
+
+// Host returns a snapshot of one host.
+func (s *Sim) Host(name string) (Host, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[name]
+	if !ok {
+		return Host{}, false
+	}
+	return *h.snapshot(), true
+}
+
+func (h *Host) snapshot() *Host {
+	c := *h
+	if h.Server != nil {
+		srv := *h.Server
+		c.Server = &srv
+	}
+	c.lis = nil
+	return &c
+}
+
+// Close stops every background loop and listener.
+func (s *Sim) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.bumpLocked() // wake blocking queries
+	s.mu.Unlock()
+	s.cancel()
+	if s.main != nil {
+		s.main.close()
+	}
+	s.mu.Lock()
+	for _, h := range s.hosts {
+		if h.lis != nil {
+			h.lis.close()
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	if s.ownStateDir {
+		os.RemoveAll(s.stateDir)
+	}
+}
+
+// bumpLocked advances the Raft index and wakes blocking queries. Every state change
+// is one Raft apply in Nomad, so every change gets a new index.
+func (s *Sim) bumpLocked() uint64 {
+	s.index++
+	close(s.notify)
+	s.notify = make(chan struct{})
+	return s.index
+}
+
+// Index is the current Raft index.
+func (s *Sim) Index() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.index
+}
+
+func (s *Sim) uuidLocked() string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(s.rng.UintN(256))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// after runs fn under s.mu after d, unless the emulator is closed first.
+func (s *Sim) after(d time.Duration, fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return
+		}
+		fn()
+	}()
+}
+
+// every runs fn under s.mu each d until the emulator is closed.
+func (s *Sim) every(d time.Duration, fn func(now time.Time)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case now := <-t.C:
+				s.mu.Lock()
+				if !s.closed {
+					fn(now)
+				}
+				s.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// WaitIndex blocks until the Raft index is greater than idx or ctx ends. Tests use it
+// to wait on a condition without sleeping.
+func (s *Sim) WaitIndex(ctx context.Context, idx uint64) uint64 {
+	for {
+		s.mu.Lock()
+		cur, ch := s.index, s.notify
+		s.mu.Unlock()
+		if cur > idx {
+			return cur
+		}
+		select {
+		case <-ctx.Done():
+			return cur
+		case <-ch:
+		}
+	}
+}
+
+// WaitFor re-evaluates cond after every state change until it is true or ctx ends.
+// cond runs with the emulator locked and must not call back into Sim.
+func (s *Sim) WaitFor(ctx context.Context, cond func(v *View) bool) error {
+	for {
+		s.mu.Lock()
+		ok := cond(&View{s: s})
+		ch := s.notify
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// View gives read access to the emulator state inside WaitFor.
+type View struct{ s *Sim }
+
+// Host returns a host by name.
+func (v *View) Host(name string) (Host, bool) {
+	h, ok := v.s.hosts[name]
+	if !ok {
+		return Host{}, false
+	}
+	return *h.snapshot(), true
+}
+
+// Events returns the event log so far.
+func (v *View) Events() []Event { return append([]Event(nil), v.s.events...) }
+
+// ---- listeners -----------------------------------------------------------------
+
+type listener struct {
+	addr string
+	srv  *http.Server
+	host *Host // nil for the cluster address
+}
+
+func (s *Sim) listen(addr string, h *Host) (*listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	l := &listener{addr: ln.Addr().String(), host: h}
+	l.srv = &http.Server{Handler: s.handler(h), ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = l.srv.Serve(ln)
+	}()
+	return l, nil
+}
+
+func (l *listener) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := l.srv.Shutdown(ctx); err != nil {
+		l.srv.Close()
+	}
+}
+
+// ---- events --------------------------------------------------------------------
+
+// Event types in the emulator's event log. The log is what an independent checker
+// reads to verify rollboot's safety invariants.
+const (
+	EventHostAdded        = "host.added"
+	EventHostRebootStart  = "host.reboot"          // the host went down for a reboot
+	EventHostBoot         = "host.boot"            // the host is up with a new boot ID
+	EventHostRebootNeeded = "host.reboot-required" // the sentinel was created
+	EventNodeDown         = "node.down"
+	EventNodeReady        = "node.ready"
+	EventDrainStart       = "node.drain.start"
+	EventDrainUpdate      = "node.drain.update"
+	EventDrainCancel      = "node.drain.cancel"
+	EventDrainComplete    = "node.drain.complete"
+	EventEligibility      = "node.eligibility"
+	EventAllocStop        = "alloc.stop"
+	EventAllocStart       = "alloc.start"
+	EventServerDown       = "server.down"
+	EventServerUp         = "server.up"
+	EventLeader           = "server.leader"
+	EventVarWrite         = "var.write"
+	EventVarDelete        = "var.delete"
+	EventLockAcquire      = "lock.acquire"
+	EventLockRelease      = "lock.release"
+	EventFault            = "fault"
+)
+
+// Event is one entry of the emulator's event log.
+type Event struct {
+	Seq     int               `json:"seq"`
+	Time    time.Time         `json:"time"`
+	Index   uint64            `json:"index"`
+	Type    string            `json:"type"`
+	Host    string            `json:"host,omitempty"`
+	NodeID  string            `json:"node_id,omitempty"`
+	Details map[string]string `json:"details,omitempty"`
+}
+
+func (s *Sim) eventLocked(e Event) {
+	e.Seq = len(s.events) + 1
+	e.Time = time.Now()
+	e.Index = s.index
+	s.events = append(s.events, e)
+}
+
+// Events returns the event log, optionally only entries after seq.
+func (s *Sim) Events(afterSeq int) []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if afterSeq < 0 {
+		afterSeq = 0
+	}
+	if afterSeq >= len(s.events) {
+		return nil
+	}
+	return append([]Event(nil), s.events[afterSeq:]...)
+}
+
+func (s *Sim) hostByNodeLocked(nodeID string) *Host {
+	for _, h := range s.hosts {
+		if h.NodeID == nodeID {
+			return h
+		}
+	}
+	return nil
+}
+
+func (s *Sim) sortedHostsLocked() []*Host {
+	out := make([]*Host, 0, len(s.hosts))
+	for _, n := range s.hostOrder {
+		out = append(out, s.hosts[n])
+	}
+	return out
+}
+
+// startBackground starts the loops that make the cluster live: heartbeats and the
+// drainer (nodes.go), server health (operator.go) and lock expiry (variables.go).
+func (s *Sim) startBackground() {
+	s.cluster.start(s)
+	s.servers.start(s)
+	s.vars.start(s)
+}
