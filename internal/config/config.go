@@ -1,0 +1,184 @@
+// Package config loads rollboot's HCL configuration.
+//
+// The pattern is nomad-autoscaler's: Default returns the defaults, Load
+// parses a file over them, ApplyEnv fills the Nomad connection from the
+// NOMAD_* variables the nomad CLI uses, and Validate reports every problem
+// at once, each with the file:line:col of the offending value. A value that
+// is given but malformed is an error, never replaced by a default.
+//
+// The settings are documented in docs/configuration.md.
+package config
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Config is rollboot's whole configuration.
+type Config struct {
+	Nomad       NomadConfig
+	State       StateConfig
+	Agent       AgentConfig
+	Coordinator CoordinatorConfig
+	Drain       DrainConfig
+	// Groups are matched against nodes in order; the first match wins.
+	// Nodes matched by none fall in the implicit group "default".
+	Groups []GroupConfig
+	// Windows are the maintenance windows, referred to by name from groups.
+	Windows []WindowConfig
+
+	// pos records where each value came from (a file range, or an
+	// environment variable as the file name with no line), keyed by the
+	// value's path such as "drain.deadline" or "group.0.filter".
+	pos map[string]hcl.Range
+	// bad holds the keys whose value was given but could not be decoded,
+	// so that Validate does not add confusing errors about the default
+	// that remained in their place.
+	bad map[string]bool
+}
+
+// NomadConfig is how to reach the Nomad HTTP API. Unset values are filled
+// from the NOMAD_* environment variables by ApplyEnv.
+type NomadConfig struct {
+	Address string
+	// Token is the ACL token. It is a Secret so that it never shows up in
+	// formatted output or logs.
+	Token         Secret
+	Region        string
+	Namespace     string // namespace of rollboot's Variables
+	CACert        string
+	ClientCert    string
+	ClientKey     string
+	TLSServerName string
+	TLSSkipVerify bool
+}
+
+// StateConfig says where rollboot keeps its state in Nomad Variables.
+type StateConfig struct {
+	Prefix string
+}
+
+// AgentConfig configures the per-host agent.
+type AgentConfig struct {
+	// Host is the host's name; "" means os.Hostname() at run time.
+	Host                    string
+	BootIDFile              string
+	SentinelFile            string   // "" disables the file detector
+	SentinelCommand         []string // argv; empty disables the command detector
+	SentinelCommandInterval time.Duration
+	SentinelCommandTimeout  time.Duration
+	Reboot                  RebootConfig
+}
+
+// Reboot methods.
+const (
+	RebootMethodCommand = "command"
+	RebootMethodLogind  = "logind"
+	RebootMethodSignal  = "signal"
+)
+
+// RebootConfig says how the agent reboots its host.
+type RebootConfig struct {
+	Method      string   // RebootMethodCommand, RebootMethodLogind or RebootMethodSignal
+	Command     []string // argv for RebootMethodCommand
+	Signal      int      // signal sent to PID 1 for RebootMethodSignal
+	Delay       time.Duration
+	PreHooks    [][]string // argv lists run before the reboot
+	PostHooks   [][]string // argv lists run after boot, before reporting the new boot ID
+	HookTimeout time.Duration
+}
+
+// CoordinatorConfig configures the coordinator.
+type CoordinatorConfig struct {
+	Enabled              bool
+	LockTTL              time.Duration
+	ResyncInterval       time.Duration
+	RejoinTimeout        time.Duration
+	RebootLoopBackoff    time.Duration
+	RebootLoopMaxBackoff time.Duration
+	HistorySize          int
+}
+
+// What to do when a drain reaches its deadline.
+const (
+	OnTimeoutAbort = "abort"
+	OnTimeoutForce = "force"
+)
+
+// DrainConfig configures node drains.
+type DrainConfig struct {
+	Deadline        time.Duration
+	OnTimeout       string // OnTimeoutAbort or OnTimeoutForce
+	RetryBackoff    time.Duration
+	RetryMaxBackoff time.Duration
+}
+
+// GroupConfig is one `group "name" {}` block.
+type GroupConfig struct {
+	Name string
+	// Filter is a go-bexpr expression over the Nomad node; "" matches
+	// every node.
+	Filter      string
+	Concurrency int
+	// MaxUnavailable is "" or a percentage such as "25%".
+	MaxUnavailable string
+	// Windows names the windows that apply; empty means all windows.
+	Windows []string
+}
+
+// WindowConfig is one `window "name" {}` block.
+type WindowConfig struct {
+	Name     string
+	Days     []string // day names: "mon" or "monday", any case
+	Start    string   // "HH:MM" or "HH:MM:SS"
+	End      string   // "HH:MM", "HH:MM:SS" or "24:00"; earlier than Start crosses midnight
+	TimeZone string   // IANA name
+}
+
+// Default returns the default configuration.
+func Default() *Config {
+	return &Config{
+		Nomad: NomadConfig{
+			Address:   "http://127.0.0.1:4646",
+			Namespace: "default",
+		},
+		State: StateConfig{Prefix: "rollboot"},
+		Agent: AgentConfig{
+			BootIDFile:              "/proc/sys/kernel/random/boot_id",
+			SentinelFile:            "/var/run/reboot-required",
+			SentinelCommandInterval: 5 * time.Minute,
+			SentinelCommandTimeout:  30 * time.Second,
+			Reboot: RebootConfig{
+				Method:      RebootMethodCommand,
+				Command:     []string{"systemctl", "reboot"},
+				Signal:      39, // SIGRTMIN+5: systemd's "reboot"
+				HookTimeout: 5 * time.Minute,
+			},
+		},
+		Coordinator: CoordinatorConfig{
+			Enabled:              true,
+			LockTTL:              15 * time.Second,
+			ResyncInterval:       30 * time.Second,
+			RejoinTimeout:        30 * time.Minute,
+			RebootLoopBackoff:    time.Hour,
+			RebootLoopMaxBackoff: 24 * time.Hour,
+			HistorySize:          200,
+		},
+		Drain: DrainConfig{
+			Deadline:        time.Hour,
+			OnTimeout:       OnTimeoutAbort,
+			RetryBackoff:    5 * time.Minute,
+			RetryMaxBackoff: time.Hour,
+		},
+		pos: map[string]hcl.Range{},
+	}
+}
+
+// setPos records where the value at key came from.
+func (c *Config) setPos(key string, rng hcl.Range) {
+	if c.pos == nil {
+		c.pos = map[string]hcl.Range{}
+	}
+	c.pos[key] = rng
+}

@@ -1,0 +1,190 @@
+package config
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rollboot/rollboot/internal/policy"
+)
+
+// Redacted is what a set Secret prints as.
+const Redacted = "<redacted>"
+
+// Secret is a string that never prints: fmt, slog and encoding/json all see
+// Redacted (or "" when it is empty). Use Reveal to get the value.
+type Secret string
+
+// Reveal returns the secret's value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns Redacted, or "" if the secret is empty.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return Redacted
+}
+
+// GoString masks the secret in %#v.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
+
+// LogValue masks the secret in slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalJSON masks the secret in JSON.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
+
+// MarshalText masks the secret in encodings that use TextMarshaler.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// String renders the configuration in HCL, the token masked. It shows every
+// setting, defaults included.
+func (c *Config) String() string {
+	f := hclwrite.NewEmptyFile()
+	root := f.Body()
+
+	n := root.AppendNewBlock("nomad", nil).Body()
+	n.SetAttributeValue("address", cty.StringVal(c.Nomad.Address))
+	n.SetAttributeValue("token", cty.StringVal(c.Nomad.Token.String()))
+	n.SetAttributeValue("region", cty.StringVal(c.Nomad.Region))
+	n.SetAttributeValue("namespace", cty.StringVal(c.Nomad.Namespace))
+	n.SetAttributeValue("ca_cert", cty.StringVal(c.Nomad.CACert))
+	n.SetAttributeValue("client_cert", cty.StringVal(c.Nomad.ClientCert))
+	n.SetAttributeValue("client_key", cty.StringVal(c.Nomad.ClientKey))
+	n.SetAttributeValue("tls_server_name", cty.StringVal(c.Nomad.TLSServerName))
+	n.SetAttributeValue("tls_skip_verify", cty.BoolVal(c.Nomad.TLSSkipVerify))
+
+	root.AppendNewline()
+	root.AppendNewBlock("state", nil).Body().SetAttributeValue("prefix", cty.StringVal(c.State.Prefix))
+
+	root.AppendNewline()
+	a := root.AppendNewBlock("agent", nil).Body()
+	a.SetAttributeValue("host", cty.StringVal(c.Agent.Host))
+	a.SetAttributeValue("boot_id_file", cty.StringVal(c.Agent.BootIDFile))
+	a.SetAttributeValue("sentinel_file", cty.StringVal(c.Agent.SentinelFile))
+	a.SetAttributeValue("sentinel_command", strList(c.Agent.SentinelCommand))
+	a.SetAttributeValue("sentinel_command_interval", durationVal(c.Agent.SentinelCommandInterval))
+	a.SetAttributeValue("sentinel_command_timeout", durationVal(c.Agent.SentinelCommandTimeout))
+	r := a.AppendNewBlock("reboot", nil).Body()
+	rc := c.Agent.Reboot
+	r.SetAttributeValue("method", cty.StringVal(rc.Method))
+	r.SetAttributeValue("command", strList(rc.Command))
+	r.SetAttributeValue("signal", cty.NumberIntVal(int64(rc.Signal)))
+	r.SetAttributeValue("delay", durationVal(rc.Delay))
+	r.SetAttributeValue("pre_hooks", argvList(rc.PreHooks))
+	r.SetAttributeValue("post_hooks", argvList(rc.PostHooks))
+	r.SetAttributeValue("hook_timeout", durationVal(rc.HookTimeout))
+
+	root.AppendNewline()
+	co := root.AppendNewBlock("coordinator", nil).Body()
+	cc := c.Coordinator
+	co.SetAttributeValue("enabled", cty.BoolVal(cc.Enabled))
+	co.SetAttributeValue("lock_ttl", durationVal(cc.LockTTL))
+	co.SetAttributeValue("resync_interval", durationVal(cc.ResyncInterval))
+	co.SetAttributeValue("rejoin_timeout", durationVal(cc.RejoinTimeout))
+	co.SetAttributeValue("reboot_loop_backoff", durationVal(cc.RebootLoopBackoff))
+	co.SetAttributeValue("reboot_loop_max_backoff", durationVal(cc.RebootLoopMaxBackoff))
+	co.SetAttributeValue("history_size", cty.NumberIntVal(int64(cc.HistorySize)))
+
+	root.AppendNewline()
+	d := root.AppendNewBlock("drain", nil).Body()
+	d.SetAttributeValue("deadline", durationVal(c.Drain.Deadline))
+	d.SetAttributeValue("on_timeout", cty.StringVal(c.Drain.OnTimeout))
+	d.SetAttributeValue("retry_backoff", durationVal(c.Drain.RetryBackoff))
+	d.SetAttributeValue("retry_max_backoff", durationVal(c.Drain.RetryMaxBackoff))
+
+	for _, g := range c.Groups {
+		root.AppendNewline()
+		b := root.AppendNewBlock("group", []string{g.Name}).Body()
+		b.SetAttributeValue("filter", cty.StringVal(g.Filter))
+		b.SetAttributeValue("concurrency", cty.NumberIntVal(int64(g.Concurrency)))
+		b.SetAttributeValue("max_unavailable", cty.StringVal(g.MaxUnavailable))
+		b.SetAttributeValue("windows", strList(g.Windows))
+	}
+	for _, w := range c.Windows {
+		root.AppendNewline()
+		b := root.AppendNewBlock("window", []string{w.Name}).Body()
+		b.SetAttributeValue("days", strList(w.Days))
+		b.SetAttributeValue("start", cty.StringVal(w.Start))
+		b.SetAttributeValue("end", cty.StringVal(w.End))
+		b.SetAttributeValue("time_zone", cty.StringVal(w.TimeZone))
+	}
+	return string(f.Bytes())
+}
+
+func strList(s []string) cty.Value {
+	if len(s) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	vals := make([]cty.Value, len(s))
+	for i, x := range s {
+		vals[i] = cty.StringVal(x)
+	}
+	return cty.ListVal(vals)
+}
+
+func argvList(l [][]string) cty.Value {
+	if len(l) == 0 {
+		return cty.ListValEmpty(cty.List(cty.String))
+	}
+	vals := make([]cty.Value, len(l))
+	for i, argv := range l {
+		if len(argv) == 0 {
+			vals[i] = cty.ListValEmpty(cty.String)
+		} else {
+			vals[i] = strList(argv)
+		}
+	}
+	return cty.ListVal(vals)
+}
+
+// durationVal formats a duration the short way: "1h", "5m", "1h30m".
+func durationVal(d time.Duration) cty.Value {
+	return cty.StringVal(FormatDuration(d))
+}
+
+// FormatDuration formats d like time.Duration.String without the zero
+// units at the end: "1h" rather than "1h0m0s".
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// LogValue gives slog a short summary of the configuration, the token
+// masked.
+func (c *Config) LogValue() slog.Value {
+	groups := make([]string, 0, len(c.Groups)+1)
+	for _, g := range c.Groups {
+		groups = append(groups, g.Name)
+	}
+	groups = append(groups, policy.DefaultGroupName)
+	windows := make([]string, 0, len(c.Windows))
+	for _, w := range c.Windows {
+		windows = append(windows, w.Name)
+	}
+	return slog.GroupValue(
+		slog.Group("nomad",
+			slog.String("address", c.Nomad.Address),
+			slog.String("region", c.Nomad.Region),
+			slog.String("namespace", c.Nomad.Namespace),
+			slog.Any("token", c.Nomad.Token),
+			slog.Bool("tls", c.Nomad.CACert != "" || c.Nomad.ClientCert != "" || strings.HasPrefix(c.Nomad.Address, "https:")),
+		),
+		slog.String("state_prefix", c.State.Prefix),
+		slog.Bool("coordinator", c.Coordinator.Enabled),
+		slog.String("reboot_method", c.Agent.Reboot.Method),
+		slog.Duration("drain_deadline", c.Drain.Deadline),
+		slog.Any("groups", groups),
+		slog.Any("windows", windows),
+	)
+}

@@ -1,0 +1,390 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // time zones must not depend on the host's zoneinfo
+
+	"github.com/rollboot/rollboot/internal/policy"
+)
+
+// Limits checked by Validate.
+const (
+	// MinLockTTL and MaxLockTTL are the range Nomad accepts for a variable
+	// lock's TTL.
+	MinLockTTL = 10 * time.Second
+	MaxLockTTL = 24 * time.Hour
+	// MaxPrefixLength keeps rollboot's variable paths (prefix, then for
+	// example "/hosts/<host>") under Nomad's 128-character limit.
+	MaxPrefixLength = 64
+)
+
+var (
+	// Nomad variable paths: ^[a-zA-Z0-9-_~/]{1,128}$, no dots.
+	variablePathRE = regexp.MustCompile(`^[a-zA-Z0-9\-_~/]+$`)
+	// Nomad namespace names.
+	namespaceRE = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
+	percentRE   = regexp.MustCompile(`^([0-9]+)%$`)
+)
+
+// validator collects errors about c.
+type validator struct {
+	c    *Config
+	errs Errors
+}
+
+// errorf records an error about the value at key, positioned where the value
+// was written (or at the block fallback when the value was not written, for
+// a missing required attribute).
+func (v *validator) errorf(key scope, format string, args ...any) {
+	v.errs = append(v.errs, &Error{Range: v.c.pos[key.key], Msg: key.name + ": " + fmt.Sprintf(format, args...)})
+}
+
+// errorAt records an error positioned at the range of the value at rangeKey.
+func (v *validator) errorAt(rangeKey string, name string, format string, args ...any) {
+	v.errs = append(v.errs, &Error{Range: v.c.pos[rangeKey], Msg: name + ": " + fmt.Sprintf(format, args...)})
+}
+
+// good reports whether none of the keys failed to decode.
+func (v *validator) good(keys ...scope) bool {
+	for _, k := range keys {
+		if v.c.bad[k.key] {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) positive(key scope, d time.Duration) {
+	if d <= 0 && v.good(key) {
+		v.errorf(key, "must be greater than 0, got %s", FormatDuration(d))
+	}
+}
+
+func (v *validator) maxNotBelow(base, maxKey scope, b, m time.Duration) {
+	if m < b && v.good(base, maxKey) {
+		v.errorf(maxKey, "%s is less than %s (%s)", FormatDuration(m), base.name, FormatDuration(b))
+	}
+}
+
+func (v *validator) argv(key scope, argv []string, what string) {
+	if len(argv) > 0 && argv[0] == "" {
+		v.errorf(key, "the program (first element) of %s must not be empty", what)
+	}
+}
+
+// Validate checks the configuration and returns every problem at once as
+// Errors, or nil. Each error names the file:line:col where the offending
+// value was written, when it was written in a file.
+func (c *Config) Validate() error {
+	v := &validator{c: c}
+	v.nomad()
+	v.state()
+	v.agent()
+	v.coordinator()
+	v.drain()
+	windows := v.windows()
+	v.groups(windows)
+	return v.errs.orNil()
+}
+
+func (v *validator) nomad() {
+	n, s := &v.c.Nomad, scope{"nomad", "nomad"}
+	addr := s.sub("address")
+	if n.Address == "" {
+		v.errorf(addr, "must not be empty")
+	} else if u, err := url.Parse(n.Address); err != nil {
+		v.errorf(addr, "invalid URL: %v", unwrapURLError(err))
+	} else {
+		switch {
+		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
+			v.errorf(addr, "%q must start with http://, https:// or unix://", u.Redacted())
+		case u.Scheme != "unix" && u.Host == "":
+			v.errorf(addr, "%q has no host", u.Redacted())
+		}
+	}
+	if !namespaceRE.MatchString(n.Namespace) {
+		v.errorf(s.sub("namespace"), "invalid namespace %q: use 1 to 128 letters, digits and dashes", n.Namespace)
+	}
+	if (n.ClientCert == "") != (n.ClientKey == "") {
+		if n.ClientCert == "" {
+			v.errorf(s.sub("client_key"), "client_key is set but client_cert is not: set both or neither")
+		} else {
+			v.errorf(s.sub("client_cert"), "client_cert is set but client_key is not: set both or neither")
+		}
+	}
+}
+
+// unwrapURLError drops url.Error's repetition of the URL, which could hold
+// credentials.
+func unwrapURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+func (v *validator) state() {
+	p, key := v.c.State.Prefix, scope{"state.prefix", "state.prefix"}
+	switch {
+	case p == "":
+		v.errorf(key, "must not be empty")
+	case !variablePathRE.MatchString(p):
+		v.errorf(key, "invalid variable path %q: use only letters, digits and - _ ~ / (no dots)", p)
+	case strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/"):
+		v.errorf(key, "%q must not start or end with a slash", p)
+	case strings.Contains(p, "//"):
+		v.errorf(key, "%q must not contain an empty path segment (//)", p)
+	case p == "nomad" || strings.HasPrefix(p, "nomad/"):
+		v.errorf(key, "%q is under nomad/, which Nomad reserves", p)
+	case len(p) > MaxPrefixLength:
+		v.errorf(key, "%q is longer than %d characters", p, MaxPrefixLength)
+	}
+}
+
+func (v *validator) agent() {
+	a, s := &v.c.Agent, scope{"agent", "agent"}
+	if a.BootIDFile == "" {
+		v.errorf(s.sub("boot_id_file"), "must not be empty")
+	} else if !strings.HasPrefix(a.BootIDFile, "/") {
+		v.errorf(s.sub("boot_id_file"), "%q must be an absolute path", a.BootIDFile)
+	}
+	if a.SentinelFile != "" && !strings.HasPrefix(a.SentinelFile, "/") {
+		v.errorf(s.sub("sentinel_file"), "%q must be an absolute path (or \"\" to disable the file detector)", a.SentinelFile)
+	}
+	v.argv(s.sub("sentinel_command"), a.SentinelCommand, "sentinel_command")
+	v.positive(s.sub("sentinel_command_interval"), a.SentinelCommandInterval)
+	v.positive(s.sub("sentinel_command_timeout"), a.SentinelCommandTimeout)
+
+	r, rs := &a.Reboot, scope{"agent.reboot", "agent.reboot"}
+	switch r.Method {
+	case RebootMethodCommand:
+		if len(r.Command) == 0 && v.good(rs.sub("command")) {
+			v.errorf(rs.sub("command"), `must not be empty when method = "command"`)
+		}
+	case RebootMethodLogind, RebootMethodSignal:
+	default:
+		v.errorf(rs.sub("method"), `unknown reboot method %q: use "command", "logind" or "signal"`, r.Method)
+	}
+	v.argv(rs.sub("command"), r.Command, "command")
+	if (r.Signal < 1 || r.Signal > 64) && v.good(rs.sub("signal")) {
+		v.errorf(rs.sub("signal"), "must be a signal number from 1 to 64, got %d", r.Signal)
+	}
+	if r.Delay < 0 && v.good(rs.sub("delay")) {
+		v.errorf(rs.sub("delay"), "must not be negative, got %s", FormatDuration(r.Delay))
+	}
+	for _, h := range []struct {
+		name  string
+		hooks [][]string
+	}{{"pre_hooks", r.PreHooks}, {"post_hooks", r.PostHooks}} {
+		key := rs.sub(h.name)
+		for i, argv := range h.hooks {
+			elem := scope{fmt.Sprintf("%s.%d", key.key, i), fmt.Sprintf("%s[%d]", key.name, i)}
+			if _, ok := v.c.pos[elem.key]; !ok {
+				elem.key = key.key
+			}
+			if len(argv) == 0 {
+				v.errorf(elem, "a hook must have at least the program to run")
+				continue
+			}
+			v.argv(elem, argv, "a hook")
+		}
+	}
+	v.positive(rs.sub("hook_timeout"), r.HookTimeout)
+}
+
+func (v *validator) coordinator() {
+	co, s := &v.c.Coordinator, scope{"coordinator", "coordinator"}
+	if ttl := s.sub("lock_ttl"); (co.LockTTL < MinLockTTL || co.LockTTL > MaxLockTTL) && v.good(ttl) {
+		v.errorf(ttl, "must be between %s and %s (Nomad's range for lock TTLs), got %s", FormatDuration(MinLockTTL), FormatDuration(MaxLockTTL), FormatDuration(co.LockTTL))
+	}
+	v.positive(s.sub("resync_interval"), co.ResyncInterval)
+	v.positive(s.sub("rejoin_timeout"), co.RejoinTimeout)
+	v.positive(s.sub("reboot_loop_backoff"), co.RebootLoopBackoff)
+	v.maxNotBelow(s.sub("reboot_loop_backoff"), s.sub("reboot_loop_max_backoff"), co.RebootLoopBackoff, co.RebootLoopMaxBackoff)
+	if hs := s.sub("history_size"); co.HistorySize < 1 && v.good(hs) {
+		v.errorf(hs, "must be at least 1, got %d", co.HistorySize)
+	}
+}
+
+func (v *validator) drain() {
+	dr, s := &v.c.Drain, scope{"drain", "drain"}
+	v.positive(s.sub("deadline"), dr.Deadline)
+	switch dr.OnTimeout {
+	case OnTimeoutAbort, OnTimeoutForce:
+	default:
+		v.errorf(s.sub("on_timeout"), `unknown value %q: use "abort" or "force"`, dr.OnTimeout)
+	}
+	v.positive(s.sub("retry_backoff"), dr.RetryBackoff)
+	v.maxNotBelow(s.sub("retry_backoff"), s.sub("retry_max_backoff"), dr.RetryBackoff, dr.RetryMaxBackoff)
+}
+
+// windows validates the windows and returns the names defined.
+func (v *validator) windows() map[string]bool {
+	names := map[string]bool{}
+	first := map[string]int{}
+	for i, w := range v.c.Windows {
+		s := windowScope(i, w.Name)
+		name := scope{s.key + ".name", s.name}
+		switch j, dup := first[w.Name]; {
+		case w.Name == "":
+			v.errorf(name, "a window needs a name")
+		case dup:
+			v.errorf(name, "duplicate window name, first defined at %s", v.posString(windowScope(j, w.Name).key))
+		default:
+			first[w.Name] = i
+			names[w.Name] = true
+		}
+		days := s.sub("days")
+		if len(w.Days) == 0 && v.good(days) {
+			v.errorf(days, "must list at least one day")
+		}
+		for k, d := range w.Days {
+			if _, err := policy.ParseWeekday(d); err != nil {
+				key := fmt.Sprintf("%s.%d", days.key, k)
+				if _, ok := v.c.pos[key]; !ok {
+					key = days.key
+				}
+				v.errorAt(key, days.name, "%v", err)
+			}
+		}
+		start, startOK := v.clock(s, "start", w.Start)
+		end, endOK := v.clock(s, "end", w.End)
+		if startOK && start == 24*time.Hour {
+			v.errorf(s.sub("start"), `"24:00" can only be an end; a window starting at midnight starts at "00:00"`)
+		} else if startOK && endOK && start == end {
+			v.errorf(s.sub("end"), `start and end are both %s, so the window would be empty; for a whole day use start = "00:00" and end = "24:00"`, w.Start)
+		}
+		if _, err := loadLocation(w.TimeZone); err != nil {
+			v.errorf(s.sub("time_zone"), "%v", err)
+		}
+	}
+	return names
+}
+
+// clock parses a window's start or end, reporting a missing or bad value.
+func (v *validator) clock(s scope, attr, val string) (time.Duration, bool) {
+	key := s.sub(attr)
+	if !v.good(key) {
+		return 0, false
+	}
+	if val == "" {
+		if _, ok := v.c.pos[key.key]; !ok {
+			key.key = s.key // point at the block
+			v.errorf(key, `is required, for example %s = "22:00"`, attr)
+			return 0, false
+		}
+		v.errorf(key, `must not be empty, use HH:MM such as "22:00"`)
+		return 0, false
+	}
+	d, err := policy.ParseClock(val)
+	if err != nil {
+		v.errorf(key, "%v", err)
+		return 0, false
+	}
+	return d, true
+}
+
+func (v *validator) posString(key string) string {
+	r, ok := v.c.pos[key]
+	if !ok || r.Filename == "" {
+		return "an earlier block"
+	}
+	return rangeString(r)
+}
+
+func (v *validator) groups(windows map[string]bool) {
+	first := map[string]int{}
+	catchAll := -1
+	for i, g := range v.c.Groups {
+		s := groupScope(i, g.Name)
+		name := scope{s.key + ".name", s.name}
+		switch j, dup := first[g.Name]; {
+		case g.Name == "":
+			v.errorf(name, "a group needs a name")
+		case g.Name == policy.DefaultGroupName:
+			v.errorf(name, `the name "default" is reserved for the nodes no group matches; to configure them, add a last group with another name and no filter`)
+		case dup:
+			v.errorf(name, "duplicate group name, first defined at %s", v.posString(groupScope(j, g.Name).key))
+		default:
+			first[g.Name] = i
+		}
+		if catchAll >= 0 {
+			v.errorf(name, "can never match a node: group %q before it has no filter and matches every node", v.c.Groups[catchAll].Name)
+		}
+		if g.Filter == "" {
+			if catchAll < 0 && v.good(s.sub("filter")) {
+				catchAll = i
+			}
+		} else if _, err := policy.CompileFilter(g.Filter); err != nil {
+			v.errorf(s.sub("filter"), "%v", err)
+		}
+		if g.Concurrency < 1 && v.good(s.sub("concurrency")) {
+			v.errorf(s.sub("concurrency"), "must be at least 1, got %d", g.Concurrency)
+		}
+		if _, err := parsePercent(g.MaxUnavailable); err != nil {
+			v.errorf(s.sub("max_unavailable"), "%v", err)
+		}
+		ws := s.sub("windows")
+		for k, w := range g.Windows {
+			if _, ok := windows[w]; ok {
+				continue
+			}
+			key := fmt.Sprintf("%s.%d", ws.key, k)
+			if _, ok := v.c.pos[key]; !ok {
+				key = ws.key
+			}
+			if len(windows) == 0 {
+				v.errorAt(key, ws.name, "unknown window %q: no window block is defined", w)
+			} else {
+				v.errorAt(key, ws.name, "unknown window %q: defined windows are %s", w, knownNames(windows))
+			}
+		}
+	}
+}
+
+func knownNames(m map[string]bool) string {
+	var names []string
+	for n := range m {
+		names = append(names, strconv.Quote(n))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// parsePercent parses max_unavailable: "" is unset (0), else "1%" to "100%".
+func parsePercent(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	m := percentRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf(`invalid percentage %q: use a whole number of percent from "1%%" to "100%%", or "" for no limit`, s)
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n < 1 || n > 100 {
+		return 0, fmt.Errorf(`percentage %q out of range: use "1%%" to "100%%", or "" for no limit`, s)
+	}
+	return n, nil
+}
+
+// loadLocation loads an IANA time zone, refusing the names that do not name
+// one: "" and "Local" would depend on the machine the coordinator runs on.
+func loadLocation(name string) (*time.Location, error) {
+	switch name {
+	case "":
+		return nil, fmt.Errorf(`must name an IANA time zone such as "UTC" or "Europe/Berlin"`)
+	case "Local":
+		return nil, fmt.Errorf(`"Local" depends on the machine the coordinator runs on: name an IANA time zone such as "Europe/Berlin"`)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q: use an IANA name such as \"UTC\" or \"America/New_York\"", name)
+	}
+	return loc, nil
+}

@@ -1,0 +1,172 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Slots returns how many hosts of group g, which has groupSize nodes, rollboot
+// may have out of service at once: g.Concurrency, further limited by
+// MaxUnavailable when g.MaxUnavailablePct is set.
+func Slots(g Group, groupSize int) int {
+	n := max(g.Concurrency, 0)
+	if limit, ok := MaxUnavailable(g, groupSize); ok {
+		n = min(n, limit)
+	}
+	return n
+}
+
+// MaxUnavailable returns how many of the group's groupSize nodes may be
+// unavailable at once, for any reason, and whether g.MaxUnavailablePct is
+// set at all. The limit is floor(groupSize × pct / 100), but at least 1 when
+// the group has nodes, so that a small group can still be rebooted one host
+// at a time (25% of 3 nodes allows 1). An empty group allows 0.
+func MaxUnavailable(g Group, groupSize int) (limit int, ok bool) {
+	if g.MaxUnavailablePct <= 0 {
+		return 0, false
+	}
+	if groupSize <= 0 {
+		return 0, true
+	}
+	pct := min(g.MaxUnavailablePct, 100)
+	return max(groupSize*pct/100, 1), true
+}
+
+// GroupStatus is what the coordinator observes about one group when it asks
+// which pending hosts may start.
+type GroupStatus struct {
+	// Group is the group's configuration; Group.Name is the key that
+	// Request.Group refers to.
+	Group Group
+	// Size is the number of nodes in the group.
+	Size int
+	// Active is the number of the group's hosts that rollboot has out of
+	// service: in the draining, drained, rebooting, rejoining or stuck
+	// phase. They count against Slots and against MaxUnavailable.
+	Active int
+	// Unavailable is the number of the group's nodes that are unavailable
+	// for other reasons: down, or ineligible without rollboot having made
+	// them so. They count against MaxUnavailable only. Do not count a host
+	// here that is already counted in Active.
+	Unavailable int
+	// Hold, when not empty, admits no host of the group and is given as the
+	// reason: a closed maintenance window, a blocker, a pause.
+	Hold string
+}
+
+// Request is a host waiting in the pending phase.
+type Request struct {
+	// Host is the host's name. It breaks ties between equal RequestedAt.
+	Host string
+	// Group is the name of the host's group (see Assign).
+	Group string
+	// RequestedAt is when the host asked for a reboot; earlier goes first.
+	RequestedAt time.Time
+}
+
+// Waiting is a pending host that may not start now, and why.
+type Waiting struct {
+	Request
+	// Reason says why, in words for an operator.
+	Reason string
+}
+
+// Admission is the result of Admit.
+type Admission struct {
+	// Admitted are the hosts that may start draining now, in queue order.
+	Admitted []Request
+	// Waiting are the other pending hosts, in queue order.
+	Waiting []Waiting
+}
+
+// fifoCompare orders requests first come, first served, with the host name as
+// tiebreak.
+func fifoCompare(a, b Request) int {
+	if c := a.RequestedAt.Compare(b.RequestedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Host, b.Host)
+}
+
+// Admit decides which pending hosts may start now.
+//
+// Within a group, hosts are served first come, first served (RequestedAt,
+// then Host), and strictly so: once a host of a group cannot start, no later
+// host of that group starts either, while other groups go on. A group admits
+// hosts while
+//
+//	Active + admitted <= Slots(Group, Size)
+//
+// and, when MaxUnavailablePct is set,
+//
+//	Active + Unavailable + admitted <= MaxUnavailable(Group, Size).
+//
+// A host whose group is not in groups waits; if groups names a group twice,
+// the first counts. When a host appears several times in queue, its first
+// request (in FIFO order) counts and the others wait.
+//
+// Admit does not modify its arguments.
+func Admit(groups []GroupStatus, queue []Request) Admission {
+	byName := make(map[string]GroupStatus, len(groups))
+	for _, g := range groups {
+		if _, dup := byName[g.Group.Name]; !dup {
+			byName[g.Group.Name] = g
+		}
+	}
+	q := slices.Clone(queue)
+	slices.SortStableFunc(q, fifoCompare)
+
+	admitted := map[string]int{} // per group
+	blocked := map[string]string{}
+	seen := map[string]bool{}
+	var out Admission
+	wait := func(r Request, reason string) {
+		out.Waiting = append(out.Waiting, Waiting{Request: r, Reason: reason})
+	}
+	for _, r := range q {
+		if seen[r.Host] {
+			wait(r, "duplicate request for this host")
+			continue
+		}
+		seen[r.Host] = true
+		if reason, ok := blocked[r.Group]; ok {
+			wait(r, reason)
+			continue
+		}
+		g, ok := byName[r.Group]
+		if !ok {
+			wait(r, fmt.Sprintf("unknown group %q", r.Group))
+			continue
+		}
+		if reason := g.full(admitted[r.Group]); reason != "" {
+			wait(r, reason)
+			blocked[r.Group] = fmt.Sprintf("behind %s in group %q (%s)", r.Host, r.Group, reason)
+			continue
+		}
+		admitted[r.Group]++
+		out.Admitted = append(out.Admitted, r)
+	}
+	return out
+}
+
+// full returns why one more host cannot start, given n already admitted in
+// this round, or "" if it can.
+func (g GroupStatus) full(n int) string {
+	if g.Hold != "" {
+		return g.Hold
+	}
+	slots := Slots(g.Group, g.Size)
+	if g.Active+n >= slots {
+		return fmt.Sprintf("group %q is full: %d of %d slots in use", g.Group.Name, g.Active+n, slots)
+	}
+	if limit, ok := MaxUnavailable(g.Group, g.Size); ok {
+		down := g.Active + g.Unavailable + n
+		if down >= limit {
+			return fmt.Sprintf("group %q has %d of %d nodes unavailable, max_unavailable %d%% allows %d",
+				g.Group.Name, down, g.Size, g.Group.MaxUnavailablePct, limit)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,199 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-bexpr"
+	"github.com/hashicorp/go-bexpr/grammar"
+	"github.com/hashicorp/nomad/api"
+)
+
+// DefaultGroupName is the group of the nodes that no configured group
+// matches. It has a concurrency of 1, no max_unavailable and the default
+// schedule.
+const DefaultGroupName = "default"
+
+// Group is a set of nodes selected by a filter, with its own budget and
+// maintenance schedule.
+type Group struct {
+	// Name is the group's name.
+	Name string
+	// Filter selects the group's nodes, as `nomad node status -filter`
+	// does. Nil matches every node. Build it with CompileFilter.
+	Filter *bexpr.Evaluator
+	// Concurrency is how many of the group's hosts rollboot may have out of
+	// service at once. Zero or less admits nobody.
+	Concurrency int
+	// MaxUnavailablePct, when 1..100, further limits the hosts of the group
+	// that may be unavailable at once, for any reason, to this percentage
+	// of the group's nodes (see Slots). 0 means unset.
+	MaxUnavailablePct int
+	// Schedule holds the maintenance windows in which the group's drains
+	// may start. An empty schedule is always open.
+	Schedule Schedule
+}
+
+// Matches reports whether the group's filter selects node. A nil filter
+// matches every node. An error (for example a selector that names a map key
+// the node does not have, several levels deep) means no match.
+func (g Group) Matches(node *api.Node) (bool, error) {
+	if g.Filter == nil {
+		return true, nil
+	}
+	if node == nil {
+		return false, errors.New("nil node")
+	}
+	ok, err := g.Filter.Evaluate(node)
+	if err != nil {
+		return false, fmt.Errorf("group %q: filter %q on node %s: %w", g.Name, g.Filter.Expression(), nodeName(node), err)
+	}
+	return ok, nil
+}
+
+func nodeName(n *api.Node) string {
+	if n.Name != "" {
+		return n.Name
+	}
+	return n.ID
+}
+
+// Assign returns the name of the first group, in order, whose filter selects
+// node, or DefaultGroupName if none does. A group whose filter fails to
+// evaluate on the node does not match it; the errors of all such groups are
+// returned (joined) along with the group the node did fall in, so that they
+// can be reported.
+func Assign(groups []Group, node *api.Node) (string, error) {
+	var errs []error
+	for _, g := range groups {
+		ok, err := g.Matches(node)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			return g.Name, errors.Join(errs...)
+		}
+	}
+	return DefaultGroupName, errors.Join(errs...)
+}
+
+// nodeType is what filters are evaluated against.
+var nodeType = reflect.TypeFor[api.Node]()
+
+// CompileFilter compiles a go-bexpr expression evaluated against *api.Node,
+// the way `nomad node status -filter` evaluates it: selectors are the Go
+// field names of the node (NodePool, Datacenter, NodeClass, Name, Status,
+// Meta.<key>, Attributes["<key>"], ...).
+//
+// Beyond the syntax, it checks that every selector names a field that
+// exists, so that a typo such as `NodePol == "x"` is caught here and not
+// reported for every node at run time. Map keys are not checked: nodes
+// differ in their Meta and Attributes.
+func CompileFilter(expr string) (*bexpr.Evaluator, error) {
+	ev, err := bexpr.CreateEvaluator(expr)
+	if err != nil {
+		return nil, fmt.Errorf("invalid filter expression: %w", err)
+	}
+	ast, err := grammar.Parse("", []byte(expr))
+	if err != nil {
+		return nil, fmt.Errorf("invalid filter expression: %w", err)
+	}
+	if err := checkSelectors(ast.(grammar.Expression), nil); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// checkSelectors walks the expression and checks each selector against
+// api.Node. locals are the names bound by enclosing collection expressions
+// (`all Meta as k, v { ... }`), whose selectors are not checked.
+func checkSelectors(e grammar.Expression, locals []string) error {
+	switch e := e.(type) {
+	case *grammar.UnaryExpression:
+		return checkSelectors(e.Operand, locals)
+	case *grammar.BinaryExpression:
+		if err := checkSelectors(e.Left, locals); err != nil {
+			return err
+		}
+		return checkSelectors(e.Right, locals)
+	case *grammar.MatchExpression:
+		return checkSelector(e.Selector.Path, locals)
+	case *grammar.CollectionExpression:
+		if err := checkSelector(e.Selector.Path, locals); err != nil {
+			return err
+		}
+		nb := e.NameBinding
+		inner := append(append([]string(nil), locals...), nb.Default, nb.Index, nb.Value)
+		return checkSelectors(e.Inner, inner)
+	}
+	return nil
+}
+
+func checkSelector(path []string, locals []string) error {
+	if len(path) == 0 {
+		return nil
+	}
+	for _, l := range locals {
+		if l != "" && path[0] == l {
+			return nil
+		}
+	}
+	t := nodeType
+	for i, part := range path {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			f, ok := structField(t, part)
+			if !ok {
+				return fmt.Errorf("invalid filter selector %q: %s has no field %q", strings.Join(path, "."), typeName(t, path[:i]), part)
+			}
+			t = f.Type
+		case reflect.Map:
+			t = t.Elem()
+		case reflect.Slice, reflect.Array:
+			if _, err := strconv.Atoi(part); err != nil {
+				return fmt.Errorf("invalid filter selector %q: %s is a list, index it with a number", strings.Join(path, "."), strings.Join(path[:i], "."))
+			}
+			t = t.Elem()
+		case reflect.Interface:
+			return nil
+		default:
+			return fmt.Errorf("invalid filter selector %q: %s is a %s, it has no field %q", strings.Join(path, "."), strings.Join(path[:i], "."), t.Kind(), part)
+		}
+	}
+	return nil
+}
+
+// structField finds a field the way go-bexpr (through pointerstructure)
+// does: a `bexpr` tag, else the exact exported Go field name.
+func structField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if tag := f.Tag.Get("bexpr"); tag != "" {
+			if tag == name {
+				return f, true
+			}
+			continue
+		}
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func typeName(t reflect.Type, prefix []string) string {
+	if len(prefix) == 0 {
+		return "the node"
+	}
+	return fmt.Sprintf("%s (%s)", strings.Join(prefix, "."), t.Name())
+}

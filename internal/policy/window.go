@@ -1,0 +1,240 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Horizon caps Schedule.Remaining: a schedule that stays open for at least
+// this long (for example an empty schedule, which is always open) reports
+// Horizon, and CanStartDrain treats it as open for any drain deadline.
+const Horizon = 7 * 24 * time.Hour
+
+// Window is a recurring maintenance window: on each of Days, it opens at the
+// wall-clock time Start and closes at the wall-clock time End in Location.
+//
+// Start and End are offsets from midnight. Start is in [0, 24h) and End in
+// [0, 24h]. When End <= Start the window ends on the following day, so a
+// Monday 22:00–04:00 window is open on Tuesday at 03:00; End == Start gives
+// a 24-hour window. End = 24h closes the window at the following midnight.
+//
+// Times are wall-clock times, so across a daylight saving change a window
+// is shorter or longer than usual in elapsed time. A wall-clock time that
+// does not exist (skipped in spring) is moved forward by the length of the
+// gap, and one that occurs twice (in autumn) means its later occurrence,
+// as time.Date does.
+type Window struct {
+	// Name is the window's name in the configuration, used in reasons.
+	Name string
+	// Days lists the weekdays (in Location) on which the window opens.
+	Days []time.Weekday
+	// Start is the wall-clock opening time as an offset from midnight.
+	Start time.Duration
+	// End is the wall-clock closing time as an offset from midnight.
+	End time.Duration
+	// Location is the window's time zone; nil means UTC.
+	Location *time.Location
+}
+
+// Open reports whether the window is open at now.
+func (w Window) Open(now time.Time) bool { return Schedule{w}.Open(now) }
+
+// Remaining returns how long the window stays open from now (0 if it is
+// closed), merging occurrences that touch each other, capped at Horizon.
+func (w Window) Remaining(now time.Time) time.Duration { return Schedule{w}.Remaining(now) }
+
+// NextOpen returns now if the window is open, else the time it next opens;
+// the zero time if it never opens.
+func (w Window) NextOpen(now time.Time) time.Time { return Schedule{w}.NextOpen(now) }
+
+// interval is one occurrence of a window: open in [start, end).
+type interval struct {
+	start, end time.Time
+}
+
+func (w Window) location() *time.Location {
+	if w.Location == nil {
+		return time.UTC
+	}
+	return w.Location
+}
+
+// occurrences returns the window's occurrences that open on the calendar
+// days (in the window's zone) from the day of t plus fromDay to the day of t
+// plus toDay, both included.
+func (w Window) occurrences(t time.Time, fromDay, toDay int) []interval {
+	loc := w.location()
+	lt := t.In(loc)
+	y, m, d := lt.Date()
+	var out []interval
+	for k := fromDay; k <= toDay; k++ {
+		// The weekday of a civil date does not depend on the zone.
+		wd := time.Date(y, m, d+k, 12, 0, 0, 0, time.UTC).Weekday()
+		if !slices.Contains(w.Days, wd) {
+			continue
+		}
+		start := wallClock(y, m, d+k, w.Start, loc)
+		endDay := d + k
+		if w.End <= w.Start {
+			endDay++
+		}
+		end := wallClock(y, m, endDay, w.End, loc)
+		if !end.After(start) {
+			// Only possible when a DST gap swallows the whole window.
+			continue
+		}
+		out = append(out, interval{start, end})
+	}
+	return out
+}
+
+func wallClock(y int, m time.Month, d int, off time.Duration, loc *time.Location) time.Time {
+	off = off.Truncate(time.Second)
+	h := int(off / time.Hour)
+	mi := int(off % time.Hour / time.Minute)
+	s := int(off % time.Minute / time.Second)
+	return time.Date(y, m, d, h, mi, s, 0, loc)
+}
+
+// Schedule is a union of windows. An empty schedule is always open.
+type Schedule []Window
+
+// Open reports whether any window of the schedule is open at now. An empty
+// schedule is always open.
+func (s Schedule) Open(now time.Time) bool {
+	if len(s) == 0 {
+		return true
+	}
+	for _, w := range s {
+		for _, iv := range w.occurrences(now, -1, 0) {
+			if !now.Before(iv.start) && now.Before(iv.end) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Remaining returns how long the schedule stays open from now without
+// interruption: 0 if it is closed, and at most Horizon. Windows that overlap
+// or touch (one closes when the next opens) count as one.
+func (s Schedule) Remaining(now time.Time) time.Duration {
+	if len(s) == 0 {
+		return Horizon
+	}
+	if !s.Open(now) {
+		return 0
+	}
+	// Any occurrence that can matter opens between the day before now and
+	// the day after now+Horizon, in every zone.
+	days := int(Horizon/(24*time.Hour)) + 1
+	var ivs []interval
+	for _, w := range s {
+		ivs = append(ivs, w.occurrences(now, -1, days)...)
+	}
+	slices.SortFunc(ivs, func(a, b interval) int { return a.start.Compare(b.start) })
+	end := now
+	for _, iv := range ivs {
+		if iv.start.After(end) {
+			break
+		}
+		if iv.end.After(end) {
+			end = iv.end
+		}
+		if end.Sub(now) >= Horizon {
+			return Horizon
+		}
+	}
+	return end.Sub(now)
+}
+
+// NextOpen returns now if the schedule is open at now, else the first time
+// after now at which it opens, or the zero time if it never opens (all its
+// windows have no days).
+func (s Schedule) NextOpen(now time.Time) time.Time {
+	if s.Open(now) {
+		return now
+	}
+	var next time.Time
+	for _, w := range s {
+		// Two weeks is more than enough to meet every listed weekday, even
+		// if a DST gap swallows one occurrence.
+		for _, iv := range w.occurrences(now, 0, 15) {
+			if iv.start.After(now) && (next.IsZero() || iv.start.Before(next)) {
+				next = iv.start
+			}
+		}
+	}
+	return next
+}
+
+// CanStartDrain reports whether a drain with the given deadline may start at
+// now: the schedule must be open and stay open at least for the deadline, so
+// that the drain can finish inside the window. When it may not, reason says
+// why, in words for an operator.
+func (s Schedule) CanStartDrain(now time.Time, deadline time.Duration) (ok bool, reason string) {
+	if !s.Open(now) {
+		next := s.NextOpen(now)
+		if next.IsZero() {
+			return false, "outside the maintenance windows, which never open"
+		}
+		return false, fmt.Sprintf("outside the maintenance windows (next opens at %s)", next.Format(time.RFC3339))
+	}
+	rem := s.Remaining(now)
+	if rem >= Horizon || rem >= deadline {
+		return true, ""
+	}
+	return false, fmt.Sprintf("the maintenance window closes in %s, before the drain deadline of %s could pass", rem, deadline)
+}
+
+var clockRE = regexp.MustCompile(`^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?$`)
+
+// ParseClock parses a wall-clock time "HH:MM" or "HH:MM:SS" into an offset
+// from midnight. "24:00" (and "24:00:00") is accepted and gives 24h, which
+// only makes sense as a window's end.
+func ParseClock(s string) (time.Duration, error) {
+	m := clockRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("invalid time of day %q: use HH:MM or HH:MM:SS", s)
+	}
+	h, _ := strconv.Atoi(m[1])
+	mi, _ := strconv.Atoi(m[2])
+	sec := 0
+	if m[3] != "" {
+		sec, _ = strconv.Atoi(m[3])
+	}
+	switch {
+	case h > 24 || mi > 59 || sec > 59:
+		return 0, fmt.Errorf("invalid time of day %q: out of range", s)
+	case h == 24 && (mi != 0 || sec != 0):
+		return 0, fmt.Errorf("invalid time of day %q: past 24:00", s)
+	}
+	return time.Duration(h)*time.Hour + time.Duration(mi)*time.Minute + time.Duration(sec)*time.Second, nil
+}
+
+// FormatClock formats an offset from midnight as "HH:MM", or "HH:MM:SS" when
+// it has seconds.
+func FormatClock(d time.Duration) string {
+	d = d.Truncate(time.Second)
+	h, m, s := int(d/time.Hour), int(d%time.Hour/time.Minute), int(d%time.Minute/time.Second)
+	if s != 0 {
+		return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%02d:%02d", h, m)
+}
+
+// ParseWeekday parses an English day name, full or three letters, in any
+// case: "mon", "Monday", "SUN".
+func ParseWeekday(s string) (time.Weekday, error) {
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		full := d.String()
+		if strings.EqualFold(s, full) || strings.EqualFold(s, full[:3]) {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown day %q: use mon, tue, wed, thu, fri, sat, sun or full English names", s)
+}
