@@ -17,6 +17,15 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		newAgentCmd(),
+		newCoordinatorCmd(),
+		newStatusCmd(),
+		newRequestCmd(),
+		newCancelCmd(),
+		newPauseCmd(),
+		newResumeCmd(),
+		newReleaseCmd(),
+		newDemoCmd(),
 		newVersionCmd(),
 		newSimCmd(),
 	)

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rollboot/rollboot/internal/daemon"
+)
+
+func newAgentCmd() *cobra.Command {
+	var cf configFlags
+	var lf logFlags
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the per-host agent (and a coordinator candidate unless coordinator.enabled = false)",
+		Long: `Run the per-host agent: it notices that this host needs a reboot, publishes it in
+Nomad Variables, waits for the coordinator's go-ahead (after the Nomad node is drained),
+reboots, and reports the new boot ID after boot. Unless coordinator.enabled is false it also
+stands for election as the coordinator, so a Nomad system job of agents is a whole deployment.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.load()
+			if err != nil {
+				return err
+			}
+			log, err := lf.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return daemon.RunAgent(ctx, cfg, daemon.AgentOptions{Log: log})
+		},
+	}
+	cf.register(cmd)
+	lf.register(cmd)
+	return cmd
+}
+
+func newCoordinatorCmd() *cobra.Command {
+	var cf configFlags
+	var lf logFlags
+	cmd := &cobra.Command{
+		Use:   "coordinator",
+		Short: "Run a standalone coordinator candidate",
+		Long: `Run a coordinator without an agent: it stands for election with the Nomad Variable
+lock and, while it leads, decides which hosts may reboot and drains them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.load()
+			if err != nil {
+				return err
+			}
+			log, err := lf.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			c, err := daemon.Client(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return daemon.RunCoordinator(ctx, cfg, c, log)
+		},
+	}
+	cf.register(cmd)
+	lf.register(cmd)
+	return cmd
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rollboot/rollboot/internal/demo"
+)
+
+func newDemoCmd() *cobra.Command {
+	var (
+		clients    int
+		timeout    time.Duration
+		logFile    string
+		printCfg   bool
+		logOptions logFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a whole rolling reboot on an embedded, emulated Nomad cluster",
+		Long: `Start an emulated Nomad cluster (3 servers, 8 clients in two node pools, with service,
+batch and system jobs), make every client host need a reboot, run one rollboot agent per host
+with the coordinator elected among them, show the progress live, and end with a summary and an
+independent check of the safety invariants. The exit status is 0 only if every check holds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printCfg {
+				_, err := cmd.OutOrStdout().Write(demo.ConfigHCL)
+				return err
+			}
+			opt := demo.Options{Out: cmd.OutOrStdout(), Clients: clients, Timeout: timeout}
+			if logFile != "" {
+				f, err := os.Create(logFile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				log, err := logOptions.logger(f)
+				if err != nil {
+					return err
+				}
+				opt.Log = log
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			sum, err := demo.Run(ctx, opt)
+			if err != nil {
+				return err
+			}
+			if !sum.OK() {
+				return demo.ErrChecksFailed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&clients, "clients", 8, "number of client hosts")
+	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "give up after this long")
+	cmd.Flags().StringVar(&logFile, "log-file", "", "write rollboot's own logs to this file")
+	cmd.Flags().BoolVar(&printCfg, "print-config", false, "print the policy the demo runs with and exit")
+	logOptions.register(cmd)
+	return cmd
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rollboot/rollboot/internal/daemon"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// HostView is one row of `rollboot status`.
+type HostView struct {
+	Host           string    `json:"host"`
+	Group          string    `json:"group,omitempty"`
+	NodeID         string    `json:"node_id,omitempty"`
+	Roles          []string  `json:"roles,omitempty"`
+	BootID         string    `json:"boot_id,omitempty"`
+	Phase          string    `json:"phase"`
+	Since          time.Time `json:"since,omitzero"`
+	RebootRequired bool      `json:"reboot_required"`
+	Reason         string    `json:"reason,omitempty"`
+	RequestedAt    time.Time `json:"requested_at,omitzero"`
+	Waiting        string    `json:"waiting,omitempty"`
+	LastError      string    `json:"last_error,omitempty"`
+	DetectError    string    `json:"detect_error,omitempty"`
+	ManualRequest  bool      `json:"manual_request,omitempty"`
+}
+
+// StatusView is the whole output of `rollboot status -json`.
+type StatusView struct {
+	Paused      bool       `json:"paused"`
+	PauseReason string     `json:"pause_reason,omitempty"`
+	Hosts       []HostView `json:"hosts"`
+}
+
+func readStatus(ctx context.Context, st *store.Store) (StatusView, error) {
+	hosts, _, err := st.Hosts(ctx, 0, 0)
+	if err != nil {
+		return StatusView{}, err
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		return StatusView{}, err
+	}
+	ctl, err := st.Control(ctx)
+	if err != nil {
+		return StatusView{}, err
+	}
+	out := StatusView{Paused: ctl.Paused, PauseReason: ctl.PauseReason, Hosts: []HostView{}}
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		seen[h.Host] = true
+		v := HostView{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, BootID: h.BootID, Phase: store.PhaseIdle,
+			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, DetectError: h.DetectError}
+		if p, ok := plans[h.Host]; ok {
+			fillPlan(&v, p)
+		}
+		_, v.ManualRequest = ctl.Requests[h.Host]
+		out.Hosts = append(out.Hosts, v)
+	}
+	for name, p := range plans {
+		if !seen[name] {
+			v := HostView{Host: name}
+			fillPlan(&v, p)
+			out.Hosts = append(out.Hosts, v)
+		}
+	}
+	for name := range ctl.Requests {
+		if !seen[name] && plans[name].Host == "" {
+			out.Hosts = append(out.Hosts, HostView{Host: name, Phase: store.PhaseIdle, ManualRequest: true, Waiting: "no agent has published this host"})
+		}
+	}
+	sort.Slice(out.Hosts, func(i, j int) bool { return out.Hosts[i].Host < out.Hosts[j].Host })
+	return out, nil
+}
+
+func fillPlan(v *HostView, p store.Plan) {
+	v.Group, v.Phase, v.Since, v.Waiting, v.LastError = p.Group, p.Phase, p.PhaseSince, p.Waiting, p.LastError
+	if v.NodeID == "" {
+		v.NodeID = p.NodeID
+	}
+	if v.Reason == "" {
+		v.Reason = p.Reason
+	}
+}
+
+// printStatus writes the status as an aligned table, like the nomad CLI.
+func printStatus(w io.Writer, s StatusView, now time.Time) {
+	if s.Paused {
+		fmt.Fprintf(w, "Rollout paused: %s\n\n", orDash(s.PauseReason))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Host\tGroup\tNode ID\tRoles\tPhase\tSince\tWhy")
+	for _, h := range s.Hosts {
+		since := "-"
+		if !h.Since.IsZero() {
+			since = now.Sub(h.Since).Round(time.Second).String() + " ago"
+		}
+		node := h.NodeID
+		if len(node) > 8 {
+			node = node[:8]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, orDash(h.Group), orDash(node),
+			orDash(strings.Join(h.Roles, ",")), h.Phase, since, why(h))
+	}
+	tw.Flush()
+}
+
+func why(h HostView) string {
+	var parts []string
+	switch {
+	case h.LastError != "" && h.Phase != store.PhaseIdle:
+		parts = append(parts, h.LastError)
+	case h.Waiting != "":
+		parts = append(parts, h.Waiting)
+	}
+	if h.Phase != store.PhaseIdle || h.RebootRequired || h.ManualRequest {
+		if h.Reason != "" {
+			parts = append(parts, "reboot: "+h.Reason)
+		} else if h.ManualRequest {
+			parts = append(parts, "reboot: manual request")
+		}
+	}
+	if h.DetectError != "" {
+		parts = append(parts, "detection error: "+h.DetectError)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newStatusCmd() *cobra.Command {
+	var cf configFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show every host's reboot phase",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.load()
+			if err != nil {
+				return err
+			}
+			c, err := daemon.Client(cfg)
+			if err != nil {
+				return err
+			}
+			s, err := readStatus(cmd.Context(), daemon.Store(cfg, c))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(s)
+			}
+			printStatus(cmd.OutOrStdout(), s, time.Now())
+			return nil
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	return cmd
+}

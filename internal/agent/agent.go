@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/version"
+)
+
+// SelfAPI is the local Nomad agent's /v1/agent/self; *api.Agent implements it.
+type SelfAPI interface {
+	Self() (*api.AgentSelf, error)
+}
+
+// Options configure an agent.
+type Options struct {
+	Host        string // the host's name in rollboot (default: the hostname)
+	Hostname    string
+	Store       *store.Store
+	Self        SelfAPI
+	BootIDFile  string
+	FleetLockID string
+
+	Detectors   []Detector
+	PollEvery   time.Duration // how often cheap detectors (the sentinel file) run; default 500ms
+	SlowEvery   time.Duration // how often slow detectors (a command) run; default 5m
+	SlowIndexes []int         // indexes in Detectors that are slow
+
+	Rebooter    Rebooter
+	Delay       time.Duration
+	PreHooks    [][]string
+	PostHooks   [][]string
+	HookTimeout time.Duration
+
+	// BeforeReboot runs right before the reboot (the agent stops its coordinator
+	// candidate there, releasing the lock at once).
+	BeforeReboot func()
+
+	Log *slog.Logger
+	Now func() time.Time
+}
+
+// Agent is a running agent.
+type Agent struct {
+	opt Options
+	log *slog.Logger
+	now func() time.Time
+
+	rec       store.HostRecord
+	last      store.HostRecord // what was last written
+	published bool
+	detected  []detection // last answer of each detector
+}
+
+type detection struct {
+	required bool
+	reason   string
+	err      error
+	known    bool
+}
+
+// New returns an agent.
+func New(opt Options) *Agent {
+	a := &Agent{opt: opt, log: opt.Log, now: opt.Now}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.log = a.log.With("host", opt.Host)
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.opt.PollEvery <= 0 {
+		a.opt.PollEvery = 500 * time.Millisecond
+	}
+	if a.opt.SlowEvery <= 0 {
+		a.opt.SlowEvery = 5 * time.Minute
+	}
+	if a.opt.HookTimeout <= 0 {
+		a.opt.HookTimeout = 5 * time.Minute
+	}
+	a.detected = make([]detection, len(opt.Detectors))
+	return a
+}
+
+// Identity asks the local Nomad agent who this host is: the client's node ID
+// (stats.client.node_id) and whether it runs a Nomad server (stats.nomad.server).
+func Identity(self SelfAPI) (nodeID string, roles []string, err error) {
+	s, err := self.Self()
+	if err != nil {
+		return "", nil, fmt.Errorf("local Nomad agent: %w", err)
+	}
+	if c := s.Stats["client"]; c != nil && c["node_id"] != "" {
+		nodeID = c["node_id"]
+		roles = append(roles, store.RoleNomadClient)
+	}
+	if n := s.Stats["nomad"]; n != nil && n["server"] == "true" {
+		roles = append(roles, store.RoleNomadServer)
+	}
+	return nodeID, roles, nil
+}
+
+// Run runs the agent until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	o := a.opt
+	var nodeID string
+	var roles []string
+	for attempt := 1; ; attempt++ {
+		var err error
+		nodeID, roles, err = Identity(o.Self)
+		if err == nil {
+			break
+		}
+		a.log.Warn("cannot ask the local Nomad agent who this host is; retrying", "err", err)
+		if !wait(ctx, policy.Backoff(time.Second, 30*time.Second, attempt)) {
+			return nil
+		}
+	}
+	bootID, err := ReadBootID(o.BootIDFile)
+	if err != nil {
+		return err
+	}
+	a.log = a.log.With("node_id", nodeID)
+
+	prev, err := o.Store.Host(ctx, o.Host)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("read host record: %w", err)
+	default:
+		a.rec, a.last = prev, prev
+		a.published = true
+	}
+	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" {
+		// First start after a reboot rollboot asked for: post-reboot hooks run
+		// before the new boot ID is reported, so the coordinator waits for them.
+		for attempt := 1; ; attempt++ {
+			err := RunHooks(ctx, o.PostHooks, o.HookTimeout)
+			if err == nil {
+				break
+			}
+			a.log.Error("post-reboot hook failed; retrying", "err", err)
+			if !wait(ctx, policy.Backoff(5*time.Second, 5*time.Minute, attempt)) {
+				return nil
+			}
+		}
+	}
+	a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = o.Host, nodeID, o.Hostname, roles
+	a.rec.FleetLockID, a.rec.AgentVersion = o.FleetLockID, version.Version
+	if a.rec.BootID != bootID {
+		a.rec.BootID = bootID
+		a.rec.RebootingGrant = ""
+		// The need seen before the reboot is settled; detection starts afresh.
+		a.rec.RebootRequired, a.rec.Reason, a.rec.RequestedAt = false, "", time.Time{}
+	}
+	a.detect(ctx, true)
+	if err := a.publish(ctx); err != nil {
+		a.log.Warn("publish host record", "err", err)
+	}
+	a.log.Info("agent started", "boot_id", bootID, "roles", strings.Join(roles, ","))
+
+	plans := make(chan store.Plan, 1)
+	go a.watchPlan(ctx, plans)
+
+	fast := time.NewTicker(o.PollEvery)
+	defer fast.Stop()
+	slow := time.NewTicker(o.SlowEvery)
+	defer slow.Stop()
+	rebooting := false
+	var lastPlan store.Plan
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-fast.C:
+			a.detect(ctx, false)
+		case <-slow.C:
+			a.detect(ctx, true)
+		case p := <-plans:
+			lastPlan = p
+		}
+		if err := a.publish(ctx); err != nil {
+			a.log.Warn("publish host record", "err", err)
+		}
+		if !rebooting && a.mayReboot(lastPlan, bootID) {
+			rebooting = true
+			if err := a.reboot(ctx, lastPlan); err != nil {
+				a.log.Error("reboot failed; will retry", "err", err, "grant", lastPlan.GrantID)
+				rebooting = !wait(ctx, 10*time.Second) // retry on the next plan or tick
+				continue
+			}
+			// The machine is going down; nothing else to do here.
+			<-ctx.Done()
+			return nil
+		}
+	}
+}
+
+// mayReboot: the coordinator granted a reboot of this boot of the host and the
+// drain is done. The boot ID check makes the reboot happen once per grant, even if
+// the agent restarts right before or after it.
+func (a *Agent) mayReboot(p store.Plan, bootID string) bool {
+	return p.GrantID != "" && p.BootIDAtGrant == bootID &&
+		(p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting)
+}
+
+func (a *Agent) reboot(ctx context.Context, p store.Plan) error {
+	a.log.Info("reboot granted", "grant", p.GrantID, "reason", p.Reason)
+	a.rec.RebootingGrant = p.GrantID
+	if err := a.publish(ctx); err != nil {
+		return fmt.Errorf("report the reboot: %w", err)
+	}
+	if err := RunHooks(ctx, a.opt.PreHooks, a.opt.HookTimeout); err != nil {
+		return fmt.Errorf("pre-reboot hook: %w", err)
+	}
+	if a.opt.BeforeReboot != nil {
+		a.opt.BeforeReboot()
+	}
+	if !wait(ctx, a.opt.Delay) {
+		return ctx.Err()
+	}
+	a.log.Info("rebooting", "grant", p.GrantID)
+	return a.opt.Rebooter.Reboot(ctx)
+}
+
+// detect runs the detectors (the slow ones only when slow is true) and updates the
+// record's need. A detector error never makes or clears a need: the detector's last
+// answer stands, and the error is published for the operator.
+func (a *Agent) detect(ctx context.Context, slow bool) {
+	var errs []string
+	required, reasons := false, []string{}
+	for i, d := range a.opt.Detectors {
+		if slices.Contains(a.opt.SlowIndexes, i) == slow || slow {
+			req, why, err := d.RebootRequired(ctx)
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					if a.detected[i].err == nil || a.detected[i].err.Error() != err.Error() {
+						a.log.Error("reboot detection failed (not a reason to reboot)", "err", err)
+					}
+					a.detected[i].err = err
+				}
+			} else {
+				a.detected[i] = detection{required: req, reason: why, known: true}
+			}
+		}
+		if a.detected[i].err != nil {
+			errs = append(errs, a.detected[i].err.Error())
+		}
+		if a.detected[i].known && a.detected[i].required {
+			required = true
+			reasons = append(reasons, a.detected[i].reason)
+		}
+	}
+	a.rec.DetectError = strings.Join(errs, "; ")
+	if required && !a.rec.RebootRequired {
+		a.rec.RequestedAt = a.now().UTC()
+		a.log.Info("reboot required", "reason", strings.Join(reasons, "; "))
+	}
+	if !required {
+		a.rec.RequestedAt = time.Time{}
+	}
+	a.rec.RebootRequired = required
+	a.rec.Reason = strings.Join(reasons, "; ")
+}
+
+// publish writes the host record when it differs from what this agent last wrote,
+// with CAS; on a conflict (an earlier incarnation of this agent wrote) it takes the
+// stored index and retries. It reads nothing when nothing changed, so an idle agent
+// puts no load on the Nomad servers.
+func (a *Agent) publish(ctx context.Context) error {
+	if a.published && sameRecord(a.last, a.rec) {
+		return nil
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		idx, err := a.opt.Store.PutHost(ctx, a.rec)
+		if errors.Is(err, store.ErrConflict) {
+			cur, rerr := a.opt.Store.Host(ctx, a.opt.Host)
+			switch {
+			case errors.Is(rerr, store.ErrNotFound):
+				a.rec.ModifyIndex = 0
+			case rerr != nil:
+				return rerr
+			default:
+				a.rec.ModifyIndex = cur.ModifyIndex
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		a.rec.ModifyIndex, a.published = idx, true
+		a.last = a.rec
+		return nil
+	}
+	return errors.New("host record kept changing under the agent")
+}
+
+func sameRecord(a, b store.HostRecord) bool {
+	a.ModifyIndex, b.ModifyIndex = 0, 0
+	return a.Host == b.Host && a.NodeID == b.NodeID && a.Hostname == b.Hostname &&
+		slices.Equal(sortedCopy(a.Roles), sortedCopy(b.Roles)) && a.BootID == b.BootID &&
+		a.RebootRequired == b.RebootRequired && a.Reason == b.Reason &&
+		a.RequestedAt.Equal(b.RequestedAt) && a.RebootingGrant == b.RebootingGrant &&
+		a.FleetLockID == b.FleetLockID && a.AgentVersion == b.AgentVersion && a.DetectError == b.DetectError
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
+
+// watchPlan follows this host's plan with blocking queries and sends each new one.
+func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
+	var idx uint64
+	fails := 0
+	for ctx.Err() == nil {
+		p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, idx, 5*time.Minute)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			fails++
+			if ctx.Err() == nil {
+				a.log.Debug("watch plan", "err", err)
+			}
+			if !wait(ctx, policy.Backoff(200*time.Millisecond, 10*time.Second, fails)) {
+				return
+			}
+			idx = 0
+			continue
+		}
+		fails = 0
+		if errors.Is(err, store.ErrNotFound) && n <= idx {
+			// No plan yet and nothing to block on: look again shortly.
+			if !wait(ctx, a.opt.PollEvery) {
+				return
+			}
+			continue
+		}
+		if n == idx && n != 0 {
+			continue // the wait ran out with no change
+		}
+		idx = n
+		if err == nil {
+			select {
+			case out <- p:
+			case <-ctx.Done():
+				return
+			default:
+				// Replace a plan the loop has not taken yet with the newer one.
+				select {
+				case <-out:
+				default:
+				}
+				out <- p
+			}
+		}
+	}
+}
+
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,96 @@
+// Package agent is rollboot's per-host mechanism: it notices that its host needs a
+// reboot, publishes the host record, waits for the coordinator's go-ahead in its
+// plan variable, reboots, and after boot reports the new boot ID. It never decides
+// policy.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Detector tells whether the host needs a reboot. An error is never a reason to
+// reboot.
+type Detector interface {
+	RebootRequired(ctx context.Context) (required bool, reason string, err error)
+}
+
+// FileDetector reports a reboot as needed while a sentinel file exists (Debian's
+// /var/run/reboot-required).
+type FileDetector struct{ Path string }
+
+// RebootRequired stats the sentinel file.
+func (f FileDetector) RebootRequired(context.Context) (bool, string, error) {
+	_, err := os.Stat(f.Path)
+	switch {
+	case err == nil:
+		return true, "sentinel file " + f.Path + " exists", nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, "", nil
+	default:
+		return false, "", fmt.Errorf("sentinel file %s: %w", f.Path, err)
+	}
+}
+
+// CommandDetector runs a command (argv, no shell): exit 0 means a reboot is needed,
+// exit 1 means it is not, and anything else (another code, a signal, a program
+// that cannot be started, a timeout) is an error. Treating only exit 0 as "reboot"
+// and only exit 1 as "no reboot" makes Kured's reboot loop (#976: a missing
+// program's 127 inverted by `!` into 0) impossible: no shell inverts anything.
+type CommandDetector struct {
+	Argv    []string
+	Timeout time.Duration
+}
+
+// RebootRequired runs the command.
+func (c CommandDetector) RebootRequired(ctx context.Context) (bool, string, error) {
+	if len(c.Argv) == 0 {
+		return false, "", errors.New("sentinel command: empty")
+	}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	out, err := cmd.CombinedOutput()
+	name := strings.Join(c.Argv, " ")
+	if err == nil {
+		return true, "sentinel command `" + name + "` exited 0", nil
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return false, "", nil
+	}
+	if ctx.Err() != nil {
+		return false, "", fmt.Errorf("sentinel command `%s`: timed out after %s", name, c.Timeout)
+	}
+	msg := strings.TrimSpace(string(out))
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	if msg != "" {
+		return false, "", fmt.Errorf("sentinel command `%s`: %w (output: %s); only exit 0 (reboot) and 1 (no reboot) are answers", name, err, msg)
+	}
+	return false, "", fmt.Errorf("sentinel command `%s`: %w; only exit 0 (reboot) and 1 (no reboot) are answers", name, err)
+}
+
+// ReadBootID reads the kernel's boot ID (/proc/sys/kernel/random/boot_id), which
+// changes on every boot.
+func ReadBootID(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("boot ID: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" {
+		return "", fmt.Errorf("boot ID: %s is empty", path)
+	}
+	return id, nil
+}

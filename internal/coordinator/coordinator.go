@@ -1,0 +1,559 @@
+// Package coordinator runs rollboot's policy brain: a level-triggered reconcile loop
+// that reads the hosts' records, the Nomad nodes and its own plans, decides with the
+// pure phase machine (decide.go) and the group budgets (package policy), and applies
+// idempotent steps to Nomad. A coordinator killed at any instant and replaced by
+// another continues from what is stored.
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// NodesAPI is the part of the Nomad nodes API the coordinator uses; *api.Nodes
+// implements it.
+type NodesAPI interface {
+	List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error)
+	UpdateDrainOpts(nodeID string, opts *api.DrainOptions, q *api.WriteOptions) (*api.NodeDrainUpdateResponse, error)
+	ToggleEligibility(nodeID string, eligible bool, q *api.WriteOptions) (*api.NodeEligibilityUpdateResponse, error)
+	Allocations(nodeID string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error)
+}
+
+// GroupSpec is a configured group: its budget and schedule, and the Nomad filter
+// expression that selects its nodes (evaluated by Nomad, on the full node).
+type GroupSpec struct {
+	policy.Group
+	Filter string // "" matches every node
+}
+
+// Options configure a coordinator.
+type Options struct {
+	Nodes  NodesAPI
+	Store  *store.Store
+	Groups []GroupSpec // in match order; nodes no group matches fall in DefaultGroup
+	// DefaultGroup holds the nodes no group matches (concurrency 1 by default).
+	DefaultGroup policy.Group
+	Timing       Timing
+	HistorySize  int
+	// Resync is the period of a full reconcile even without any change seen.
+	Resync time.Duration
+	Log    *slog.Logger
+	Now    func() time.Time // default time.Now
+}
+
+// Coordinator is one coordinator instance. Only the elected one runs Run.
+type Coordinator struct {
+	opt Options
+	log *slog.Logger
+	now func() time.Time
+
+	mu     sync.Mutex
+	plans  map[string]store.Plan // our own writes; loaded on start
+	status []HostStatus
+}
+
+// New returns a coordinator.
+func New(opt Options) *Coordinator {
+	c := &Coordinator{opt: opt, log: opt.Log, now: opt.Now}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.opt.DefaultGroup.Name == "" {
+		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
+	}
+	if c.opt.Resync <= 0 {
+		c.opt.Resync = 30 * time.Second
+	}
+	return c
+}
+
+// HostStatus is the coordinator's view of one host after a reconcile.
+type HostStatus struct {
+	Host    string
+	Group   string
+	Phase   string
+	Since   time.Time
+	Waiting string
+}
+
+// Status returns what the last reconcile saw.
+func (c *Coordinator) Status() []HostStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]HostStatus(nil), c.status...)
+}
+
+// Run reconciles whenever rollboot's variables or the Nomad nodes change, and at
+// least every Resync, until ctx ends.
+func (c *Coordinator) Run(ctx context.Context) error {
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(2)
+	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchVars) }()
+	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchNodes) }()
+
+	c.mu.Lock()
+	c.plans = nil // reload: another coordinator may have written since we last led
+	c.mu.Unlock()
+	t := time.NewTicker(c.opt.Resync)
+	defer t.Stop()
+	for {
+		if err := c.ReconcileOnce(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("reconcile failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+		case <-t.C:
+		}
+	}
+}
+
+// watch runs a blocking-query loop and pokes the reconcile loop on every change.
+func (c *Coordinator) watch(ctx context.Context, poke func(), next func(ctx context.Context, idx uint64) (uint64, error)) {
+	var idx uint64
+	fails := 0
+	for ctx.Err() == nil {
+		n, err := next(ctx, idx)
+		if err != nil {
+			fails++
+			// Back off on errors (a leader election, a 500) without spinning.
+			wait := policy.Backoff(100*time.Millisecond, 5*time.Second, fails)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			idx = 0
+			continue
+		}
+		fails = 0
+		if n != idx {
+			poke()
+		}
+		if n < idx {
+			n = 0 // the index went backwards (a restored snapshot): start over
+		}
+		idx = n
+	}
+}
+
+func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
+	_, n, err := c.opt.Store.Hosts(ctx, idx, 5*time.Minute)
+	return n, err
+}
+
+func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error) {
+	q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
+	_, meta, err := c.opt.Nodes.List(q)
+	if err != nil {
+		return 0, err
+	}
+	return meta.LastIndex, nil
+}
+
+// ReconcileOnce reads everything, decides for every host and applies the result.
+func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
+	st := c.opt.Store
+	c.mu.Lock()
+	plans := c.plans
+	c.mu.Unlock()
+	if plans == nil {
+		p, err := st.Plans(ctx)
+		if err != nil {
+			return err
+		}
+		plans = p
+		c.mu.Lock()
+		c.plans = p
+		c.mu.Unlock()
+	}
+	hosts, _, err := st.Hosts(ctx, 0, 0)
+	if err != nil {
+		return err
+	}
+	ctl, err := st.Control(ctx)
+	if err != nil {
+		return err
+	}
+	nodes, groupOf, err := c.readNodes(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+
+	// Group budgets.
+	type hostInfo struct {
+		rec   *store.HostRecord
+		node  *api.NodeListStub
+		group string
+	}
+	infos := map[string]*hostInfo{}
+	var names []string
+	for i := range hosts {
+		h := &hosts[i]
+		hi := &hostInfo{rec: h, group: c.opt.DefaultGroup.Name}
+		if h.NodeID != "" {
+			hi.node = nodes[h.NodeID]
+			if g, ok := groupOf[h.NodeID]; ok {
+				hi.group = g
+			}
+		}
+		infos[h.Host] = hi
+		names = append(names, h.Host)
+	}
+	for name := range plans {
+		if _, ok := infos[name]; !ok {
+			infos[name] = &hostInfo{group: plans[name].Group}
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+
+	groups := c.groupStatuses(now, ctl, nodes, groupOf, plans, func(h string) string { return infos[h].group })
+	var queue []policy.Request
+	for _, name := range names {
+		p, hi := plans[name], infos[name]
+		if p.Phase != store.PhasePending || now.Before(p.NextTry) || hi.rec == nil {
+			continue
+		}
+		if hi.node != nil && (hi.node.Status != "ready" || (hi.node.Drain && drainGrant(hi.node) == "")) {
+			continue
+		}
+		queue = append(queue, policy.Request{Host: name, Group: hi.group, RequestedAt: p.RequestedAt})
+	}
+	adm := policy.Admit(groups, queue)
+	admitted := map[string]bool{}
+	for _, r := range adm.Admitted {
+		admitted[r.Host] = true
+	}
+	waitReason := map[string]string{}
+	for _, w := range adm.Waiting {
+		waitReason[w.Host] = w.Reason
+	}
+
+	var status []HostStatus
+	var firstErr error
+	for _, name := range names {
+		hi := infos[name]
+		p := plans[name]
+		if p.Host == "" {
+			p = store.Plan{Host: name, Phase: store.PhaseIdle}
+		}
+		in := Input{
+			Now: now, Plan: p, Host: hi.rec, Paused: ctl.Paused,
+			CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
+			Admitted: admitted[name], Timing: c.opt.Timing,
+		}
+		if r, ok := ctl.Requests[name]; ok {
+			in.Request = &r
+		}
+		if hi.node != nil {
+			in.Node = nodeView(hi.node)
+			if p.Phase == store.PhaseRejoining && p.EligibleBefore && in.Node.Eligible {
+				if err := c.systemRunning(ctx, in.Node); err != nil {
+					firstErr = errors.Join(firstErr, err)
+					continue
+				}
+			}
+		}
+		if in.Admitted {
+			in.NewGrantID = newGrantID()
+			if in.Node != nil {
+				jobs, err := c.systemJobs(ctx, in.Node.ID)
+				if err != nil {
+					firstErr = errors.Join(firstErr, err)
+					continue
+				}
+				in.SystemJobs = jobs
+			}
+		}
+		d := Step(in)
+		if d.Plan.Phase == store.PhasePending || d.StartDrain {
+			d.Plan.Group = hi.group
+		}
+		if d.Waiting != "" && waitReason[name] != "" && p.Phase == store.PhasePending && d.Waiting == "waiting for a slot in its group or for its window" {
+			d.Waiting = waitReason[name]
+		}
+		if d.Plan.Waiting != d.Waiting && (d.Write || p.Phase != store.PhaseIdle) {
+			// Keep the reason in the plan for `rollboot status`; it changes
+			// rarely, so this adds few writes.
+			d.Plan.Waiting, d.Write = d.Waiting, true
+		}
+		if err := c.apply(ctx, in, d, ctl); err != nil {
+			firstErr = errors.Join(firstErr, fmt.Errorf("host %s: %w", name, err))
+		}
+		c.mu.Lock()
+		cur := c.plans[name]
+		c.mu.Unlock()
+		if cur.Host == "" {
+			cur = d.Plan
+		}
+		status = append(status, HostStatus{Host: name, Group: hi.group, Phase: cur.Phase, Since: cur.PhaseSince, Waiting: d.Waiting})
+	}
+	c.mu.Lock()
+	c.status = status
+	c.mu.Unlock()
+	return firstErr
+}
+
+// groupStatuses computes each group's size, active hosts and otherwise-unavailable
+// nodes, and holds a group whose window does not allow a drain to start now.
+func (c *Coordinator) groupStatuses(now time.Time, ctl store.Control, nodes map[string]*api.NodeListStub,
+	groupOf map[string]string, plans map[string]store.Plan, groupOfHost func(string) string) []policy.GroupStatus {
+	all := append([]policy.Group{}, c.opt.DefaultGroup)
+	for _, g := range c.opt.Groups {
+		all = append(all, g.Group)
+	}
+	byName := map[string]*policy.GroupStatus{}
+	var out []*policy.GroupStatus
+	for _, g := range all {
+		gs := &policy.GroupStatus{Group: g}
+		if ctl.Paused {
+			gs.Hold = "paused"
+			if ctl.PauseReason != "" {
+				gs.Hold += ": " + ctl.PauseReason
+			}
+		} else if ok, why := g.Schedule.CanStartDrain(now, c.opt.Timing.DrainDeadline); !ok {
+			gs.Hold = why
+		}
+		byName[g.Name] = gs
+		out = append(out, gs)
+	}
+	activeNode := map[string]bool{}
+	for name, p := range plans {
+		if !p.Active() {
+			continue
+		}
+		if gs := byName[groupOfHost(name)]; gs != nil {
+			gs.Active++
+		}
+		if p.NodeID != "" {
+			activeNode[p.NodeID] = true
+		}
+	}
+	for id, n := range nodes {
+		g := c.opt.DefaultGroup.Name
+		if name, ok := groupOf[id]; ok {
+			g = name
+		}
+		gs := byName[g]
+		if gs == nil {
+			continue
+		}
+		gs.Size++
+		if !activeNode[id] && (n.Status != "ready" || n.SchedulingEligibility != "eligible") {
+			gs.Unavailable++
+		}
+	}
+	res := make([]policy.GroupStatus, 0, len(out))
+	for _, gs := range out {
+		res = append(res, *gs)
+	}
+	return res
+}
+
+// readNodes lists every node, and the nodes of each group with Nomad's own filter
+// (evaluated by Nomad on the full node, so Meta and Attributes work), first match wins.
+func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListStub, map[string]string, error) {
+	q := (&api.QueryOptions{}).WithContext(ctx)
+	list, _, err := c.opt.Nodes.List(q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
+	}
+	nodes := make(map[string]*api.NodeListStub, len(list))
+	for _, n := range list {
+		nodes[n.ID] = n
+	}
+	groupOf := map[string]string{}
+	for _, g := range c.opt.Groups {
+		var members []*api.NodeListStub
+		if g.Filter == "" {
+			members = list
+		} else {
+			q := (&api.QueryOptions{Filter: g.Filter}).WithContext(ctx)
+			members, _, err = c.opt.Nodes.List(q)
+			if err != nil {
+				return nil, nil, fmt.Errorf("list nodes of group %s: %w", g.Name, err)
+			}
+		}
+		for _, n := range members {
+			if _, ok := groupOf[n.ID]; !ok {
+				groupOf[n.ID] = g.Name
+			}
+		}
+	}
+	return nodes, groupOf, nil
+}
+
+func nodeView(n *api.NodeListStub) *NodeView {
+	v := &NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain}
+	if n.LastDrain != nil {
+		v.DrainStatus = string(n.LastDrain.Status)
+		v.DrainGrant = n.LastDrain.Meta[metaGrant]
+	}
+	return v
+}
+
+func drainGrant(n *api.NodeListStub) string {
+	if n.LastDrain == nil {
+		return ""
+	}
+	return n.LastDrain.Meta[metaGrant]
+}
+
+// Drain meta keys: they tell an operator (and a restarted coordinator) that rollboot
+// started a drain, for which grant and why (like nomad-autoscaler's drained_by).
+const (
+	metaGrant   = "rollboot_grant"
+	metaMessage = "message"
+	metaBy      = "drained_by"
+)
+
+func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, error) {
+	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
+	}
+	set := map[string]bool{}
+	for _, a := range allocs {
+		if a.Job != nil && a.Job.Type != nil && *a.Job.Type == api.JobTypeSystem &&
+			a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusRunning {
+			set[a.Namespace+"/"+a.JobID] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for j := range set {
+		out = append(out, j)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (c *Coordinator) systemRunning(ctx context.Context, v *NodeView) error {
+	jobs, err := c.systemJobs(ctx, v.ID)
+	if err != nil {
+		return err
+	}
+	v.SystemRunning = map[string]bool{}
+	for _, j := range jobs {
+		v.SystemRunning[j] = true
+	}
+	return nil
+}
+
+// apply carries out a decision. Steps that take a node out of service (a drain) run
+// after the plan that records them is stored; steps that give it back (cancel a
+// drain, restore eligibility) run before the plan that forgets them. So a crash at
+// any point leaves a state from which the next reconcile finishes the job.
+func (c *Coordinator) apply(ctx context.Context, in Input, d Decision, ctl store.Control) error {
+	st := c.opt.Store
+	p := d.Plan
+	log := c.log.With("host", p.Host, "phase", p.Phase, "group", p.Group)
+	w := (&api.WriteOptions{}).WithContext(ctx)
+	if d.CancelDrain && in.Node != nil {
+		if _, err := c.opt.Nodes.UpdateDrainOpts(in.Node.ID, &api.DrainOptions{DrainSpec: nil, MarkEligible: d.MarkEligible}, w); err != nil {
+			return fmt.Errorf("cancel drain of node %s: %w", in.Node.ID, err)
+		}
+		log.Info("drain canceled", "node_id", in.Node.ID, "mark_eligible", d.MarkEligible)
+	}
+	if d.SetEligible && in.Node != nil {
+		if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, true, w); err != nil {
+			return fmt.Errorf("restore eligibility of node %s: %w", in.Node.ID, err)
+		}
+		log.Info("eligibility restored", "node_id", in.Node.ID)
+	}
+	if d.Write {
+		p.ModifyIndex = in.Plan.ModifyIndex
+		idx, err := st.PutPlan(ctx, p)
+		if errors.Is(err, store.ErrConflict) {
+			// Another coordinator wrote: forget our cache and decide again.
+			c.mu.Lock()
+			c.plans = nil
+			c.mu.Unlock()
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		p.ModifyIndex = idx
+		c.mu.Lock()
+		if c.plans != nil {
+			c.plans[p.Host] = p
+		}
+		c.mu.Unlock()
+		if d.Event != "" {
+			log.Info(d.Event, "reason", p.Reason, "last_error", p.LastError)
+		}
+	}
+	if d.StartDrain && in.Node != nil {
+		spec := &api.DrainSpec{IgnoreSystemJobs: true}
+		if c.opt.Timing.ForceOnTimeout {
+			// Nomad force-stops what is left at the deadline (drainer deadline
+			// handling); with "abort" the coordinator cancels instead, so Nomad
+			// gets no deadline and never kills what has not migrated.
+			spec.Deadline = c.opt.Timing.DrainDeadline
+		}
+		opts := &api.DrainOptions{DrainSpec: spec, MarkEligible: false, Meta: map[string]string{
+			metaGrant:   p.GrantID,
+			metaBy:      "rollboot",
+			metaMessage: "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
+		}}
+		if _, err := c.opt.Nodes.UpdateDrainOpts(in.Node.ID, opts, w); err != nil {
+			return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
+		}
+		log.Info("drain started", "node_id", in.Node.ID, "grant", p.GrantID)
+	}
+	if d.History != nil {
+		if err := st.AppendHistory(ctx, *d.History, c.opt.HistorySize); err != nil {
+			log.Warn("history not written", "err", err)
+		}
+	}
+	if d.ClearRequest || d.ClearRelease {
+		host := p.Host
+		_, err := st.UpdateControl(ctx, func(c *store.Control) error {
+			if d.ClearRequest {
+				delete(c.Requests, host)
+			}
+			if d.ClearRelease {
+				delete(c.Releases, host)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("update control: %w", err)
+		}
+	}
+	return nil
+}
+
+func newGrantID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,440 @@
+package coordinator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// This file is the phase machine: a pure function of (plan, observation, now) that
+// returns the next plan and the Nomad operations to apply. It does no I/O, so every
+// transition is a table test, and a coordinator that restarts at any instant just
+// calls it again on what is stored.
+
+// Timing is the part of the policy the phase machine needs.
+type Timing struct {
+	DrainDeadline   time.Duration
+	ForceOnTimeout  bool // drain.on_timeout = "force"
+	RetryBackoff    time.Duration
+	RetryMaxBackoff time.Duration
+	RejoinTimeout   time.Duration
+	LoopBackoff     time.Duration
+	LoopMaxBackoff  time.Duration
+}
+
+// NodeView is what the coordinator observed of a host's Nomad node.
+type NodeView struct {
+	ID          string
+	Status      string // ready, down, initializing, disconnected
+	Eligible    bool
+	Draining    bool   // DrainStrategy != nil
+	DrainStatus string // LastDrain.Status: draining, complete, canceled
+	DrainGrant  string // LastDrain.Meta["rollboot_grant"]: the grant that started the last drain
+	// SystemRunning holds the system jobs with a running allocation on the node.
+	SystemRunning map[string]bool
+}
+
+// Input is everything the phase machine looks at for one host.
+type Input struct {
+	Now  time.Time
+	Plan store.Plan // zero Phase means idle
+	Host *store.HostRecord
+	Node *NodeView // nil: the host runs no Nomad client, or its node is unknown
+
+	Paused    bool
+	Request   *store.Request // a manual request for this host
+	CancelAt  time.Time      // requests made at or before this are canceled
+	ReleaseAt time.Time      // a release was asked at this time
+
+	// Admitted: the group has a free slot for this host and its window allows a
+	// drain to start now. Decided by the caller with the group budgets.
+	Admitted bool
+	// NewGrantID is the ID to use if the host is granted a slot now.
+	NewGrantID string
+	// SystemJobs are the system jobs running on the node now (recorded at grant).
+	SystemJobs []string
+
+	Timing Timing
+}
+
+// Decision is what to do for one host.
+type Decision struct {
+	Plan  store.Plan // the next plan
+	Write bool       // Plan differs from the input plan and must be stored first
+
+	StartDrain   bool // start (or re-issue) the drain for Plan.GrantID
+	CancelDrain  bool // cancel the drain
+	MarkEligible bool // with CancelDrain: mark the node eligible (it was before)
+	SetEligible  bool // mark the node eligible (it was before rollboot touched it)
+
+	History      *store.HistoryRecord // a finished cycle to record
+	ClearRequest bool                 // the manual request is done
+	ClearRelease bool                 // the release was carried out
+
+	// Waiting says why the host is not moving, for status and logs.
+	Waiting string
+	// Event is a one-line description of a transition, for logs.
+	Event string
+}
+
+// Need is the host's current reboot request, if any: the earliest of the agent's
+// detection and a manual request, unless canceled.
+func Need(in Input) (at time.Time, reason string, ok bool) {
+	if in.Host != nil && in.Host.RebootRequired {
+		at, reason, ok = in.Host.RequestedAt, in.Host.Reason, true
+	}
+	if in.Request != nil && (!ok || in.Request.At.Before(at)) {
+		at, ok = in.Request.At, true
+		reason = "manual request"
+		if in.Request.Reason != "" {
+			reason += ": " + in.Request.Reason
+		}
+	}
+	if ok && !in.CancelAt.IsZero() && !at.After(in.CancelAt) {
+		return time.Time{}, "", false
+	}
+	return at, reason, ok
+}
+
+// Step decides the next move for one host.
+func Step(in Input) Decision {
+	p := in.Plan
+	if p.Phase == "" {
+		p.Phase = store.PhaseIdle
+	}
+	d := Decision{Plan: p}
+	needAt, reason, need := Need(in)
+
+	if !in.ReleaseAt.IsZero() {
+		// A release applies to the cycle under way when it was asked; an old one
+		// left behind must not cut a later cycle short.
+		if p.Active() && !in.ReleaseAt.Before(p.Timeline[store.PhasePending]) {
+			return release(in, d)
+		}
+		d.ClearRelease = true // nothing held: the release is moot
+	}
+
+	switch p.Phase {
+	case store.PhaseIdle:
+		if !need {
+			return d
+		}
+		d.Plan = enter(p, store.PhasePending, in.Now)
+		d.Plan.Timeline = map[string]time.Time{store.PhasePending: in.Now}
+		d.Plan.RequestedAt, d.Plan.Reason = needAt, reason
+		d.Plan.Attempt, d.Plan.GrantID, d.Plan.NextTry, d.Plan.LastError = 0, "", time.Time{}, ""
+		if isLoop(in, p) {
+			d.Plan.LoopCount = p.LoopCount + 1
+			d.Plan.NextTry = p.LastCompleted.Add(policy.Backoff(in.Timing.LoopBackoff, in.Timing.LoopMaxBackoff, d.Plan.LoopCount))
+			d.Plan.LastError = fmt.Sprintf("reboot loop: a reboot is still needed right after reboot %d; holding until %s",
+				d.Plan.LoopCount, d.Plan.NextTry.UTC().Format(time.RFC3339))
+			d.Event = "reboot loop detected"
+		} else {
+			d.Plan.LoopCount = 0
+			d.Event = "reboot requested: " + reason
+		}
+		d.Write = true
+		return d
+
+	case store.PhasePending:
+		if !need {
+			d.Plan = enter(p, store.PhaseIdle, in.Now)
+			d.Write, d.Event = true, "request withdrawn"
+			return d
+		}
+		if in.Now.Before(p.NextTry) {
+			d.Waiting = "backing off until " + p.NextTry.UTC().Format(time.RFC3339)
+			if p.LastError != "" {
+				d.Waiting = p.LastError
+			}
+			return d
+		}
+		if in.Paused {
+			d.Waiting = "paused"
+			return d
+		}
+		if in.Host == nil {
+			d.Waiting = "no agent has published this host"
+			return d
+		}
+		if in.Node != nil {
+			if in.Node.Status != "ready" {
+				d.Waiting = "node is " + in.Node.Status
+				return d
+			}
+			if in.Node.Draining && in.Node.DrainGrant == "" {
+				d.Waiting = "node is being drained by someone else"
+				return d
+			}
+		}
+		if !in.Admitted {
+			d.Waiting = "waiting for a slot in its group or for its window"
+			return d
+		}
+		d.Plan = enter(p, store.PhaseDraining, in.Now)
+		d.Plan.GrantID = in.NewGrantID
+		d.Plan.Attempt = p.Attempt + 1
+		d.Plan.BootIDAtGrant = in.Host.BootID
+		d.Plan.LastError = ""
+		d.Plan.Forced = false
+		d.Write = true
+		if in.Node == nil {
+			// A host without a Nomad client has nothing to drain.
+			d.Plan = enter(d.Plan, store.PhaseDrained, in.Now)
+			d.Plan.NodeID, d.Plan.EligibleBefore, d.Plan.SystemJobs = "", false, nil
+			d.Event = "granted (no Nomad node to drain)"
+			return d
+		}
+		d.Plan.NodeID = in.Node.ID
+		d.Plan.EligibleBefore = in.Node.Eligible
+		if in.Node.Draining {
+			// Our own earlier grant's drain is still set (a crash mid-abort): keep
+			// the eligibility recorded then.
+			d.Plan.EligibleBefore = p.EligibleBefore
+		}
+		d.Plan.SystemJobs = in.SystemJobs
+		d.StartDrain = true
+		d.Event = "granted: draining"
+		return d
+
+	case store.PhaseDraining:
+		if in.Node == nil {
+			d.Waiting = "node not found"
+			return d
+		}
+		if !need {
+			// Canceled by the operator (or no longer needed) while draining: undo
+			// the drain, restoring eligibility, and go idle.
+			d.CancelDrain, d.MarkEligible, d.Plan = true, p.EligibleBefore, finish(p, in.Now)
+			d.Write, d.Event = true, "canceled while draining"
+			d.History = history(p, in, "canceled")
+			return d
+		}
+		ours := in.Node.DrainGrant == p.GrantID
+		switch {
+		case !in.Node.Draining && ours && in.Node.DrainStatus == "complete":
+			d.Plan = enter(p, store.PhaseDrained, in.Now)
+			d.Plan.Forced = in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) >= in.Timing.DrainDeadline
+			d.Write, d.Event = true, "drain complete"
+			return d
+		case !in.Node.Draining && ours && in.Node.DrainStatus == "canceled":
+			// Someone canceled our drain: treat it as a failed attempt.
+			return abort(in, d, "the drain was canceled outside rollboot", false)
+		case !ours:
+			// The plan was stored but the drain call did not land (a crash or an
+			// error in between): issue it again. Draining is idempotent.
+			d.StartDrain = true
+			d.Waiting = "starting the drain"
+			return d
+		}
+		if !in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) > in.Timing.DrainDeadline {
+			return abort(in, d, fmt.Sprintf("the drain did not finish within %s", in.Timing.DrainDeadline), true)
+		}
+		d.Waiting = "draining"
+		return d
+
+	case store.PhaseDrained:
+		switch {
+		case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
+			d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
+			d.Write, d.Event = true, "host is back with a new boot ID"
+		case in.Host != nil && in.Host.RebootingGrant == p.GrantID:
+			d.Plan = enter(p, store.PhaseRebooting, in.Now)
+			d.Write, d.Event = true, "agent started the reboot"
+		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
+			d.Plan = enter(p, store.PhaseStuck, in.Now)
+			d.Plan.LastError = fmt.Sprintf("the agent did not start the reboot within %s", in.Timing.RejoinTimeout)
+			d.Write, d.Event = true, "stuck: "+d.Plan.LastError
+		default:
+			d.Waiting = "waiting for the agent to reboot the host"
+		}
+		return d
+
+	case store.PhaseRebooting:
+		switch {
+		case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
+			d.Plan = enter(p, store.PhaseRejoining, in.Now)
+			d.Write, d.Event = true, "host is back with a new boot ID"
+		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
+			d.Plan = enter(p, store.PhaseStuck, in.Now)
+			d.Plan.LastError = fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout)
+			d.Write, d.Event = true, "stuck: "+d.Plan.LastError
+		default:
+			d.Waiting = "rebooting"
+		}
+		return d
+
+	case store.PhaseRejoining:
+		return rejoin(in, d)
+
+	case store.PhaseStuck:
+		if in.Host != nil && in.Host.BootID != p.BootIDAtGrant {
+			// Late, but back: carry on with the rejoin checks.
+			d.Plan = enter(p, store.PhaseRejoining, in.Now)
+			d.Plan.LastError = ""
+			d.Write, d.Event = true, "host is back after being reported stuck"
+			return d
+		}
+		d.Waiting = "stuck: " + p.LastError + " (rollboot release " + p.Host + " frees the slot)"
+		return d
+
+	case store.PhaseBackoff:
+		if !need {
+			d.Plan = enter(p, store.PhaseIdle, in.Now)
+			d.Write, d.Event = true, "request withdrawn"
+			return d
+		}
+		if in.Now.Before(p.NextTry) {
+			d.Waiting = "backing off until " + p.NextTry.UTC().Format(time.RFC3339) + ": " + p.LastError
+			return d
+		}
+		d.Plan = enter(p, store.PhasePending, in.Now)
+		d.Write, d.Event = true, "retrying"
+		return d
+	}
+	d.Waiting = "unknown phase " + p.Phase
+	return d
+}
+
+// rejoin waits for the node to be ready, restores eligibility and waits for the
+// node's system allocations before the slot is freed.
+func rejoin(in Input, d Decision) Decision {
+	p := d.Plan
+	since := p.Timeline[store.PhaseRejoining]
+	if since.IsZero() {
+		since = p.PhaseSince
+	}
+	timedOut := in.Now.Sub(since) > in.Timing.RejoinTimeout
+	stuck := func(why string) Decision {
+		d.Plan = enter(p, store.PhaseStuck, in.Now)
+		d.Plan.LastError = why
+		d.Write, d.Event = true, "stuck: "+why
+		return d
+	}
+	if in.Node != nil {
+		if in.Node.Status != "ready" {
+			if timedOut {
+				return stuck(fmt.Sprintf("the node was not ready within %s of the reboot", in.Timing.RejoinTimeout))
+			}
+			d.Waiting = "waiting for the node to be ready (" + in.Node.Status + ")"
+			return d
+		}
+		if p.EligibleBefore {
+			if !in.Node.Eligible {
+				// Nomad keeps a drained node ineligible across a reboot
+				// (state_store.go upsertNodeTxn); only we restore it.
+				if in.Node.Draining {
+					d.CancelDrain, d.MarkEligible = true, true
+				} else {
+					d.SetEligible = true
+				}
+				d.Waiting = "restoring eligibility"
+				return d
+			}
+			// System allocations are placed only on eligible nodes (Nomad's
+			// Node.Ready()), so they are checked after eligibility is back.
+			for _, job := range p.SystemJobs {
+				if !in.Node.SystemRunning[job] {
+					if timedOut {
+						return stuck(fmt.Sprintf("system job %s did not run again on the node within %s", job, in.Timing.RejoinTimeout))
+					}
+					d.Waiting = "waiting for system job " + job + " to run on the node"
+					return d
+				}
+			}
+		}
+	}
+	d.History = history(p, in, "rebooted")
+	d.Plan = finish(p, in.Now)
+	if in.Host != nil {
+		d.Plan.LastAfterBootID = in.Host.BootID
+	}
+	d.Plan.LastCompleted = in.Now
+	d.ClearRequest = in.Request != nil && !in.Request.At.After(p.Timeline[store.PhaseDraining])
+	d.Write, d.Event = true, "rebooted and back in service"
+	return d
+}
+
+// abort cancels the drain, restores eligibility and backs off before a retry.
+func abort(in Input, d Decision, why string, cancel bool) Decision {
+	p := d.Plan
+	d.CancelDrain, d.MarkEligible = cancel, cancel && p.EligibleBefore
+	d.Plan = enter(p, store.PhaseBackoff, in.Now)
+	d.Plan.NextTry = in.Now.Add(policy.Backoff(in.Timing.RetryBackoff, in.Timing.RetryMaxBackoff, p.Attempt))
+	d.Plan.LastError = why
+	if !cancel && p.EligibleBefore && in.Node != nil && !in.Node.Eligible {
+		d.SetEligible = true
+	}
+	d.Write, d.Event = true, "drain aborted: "+why
+	return d
+}
+
+// release frees a host's slot by hand (`rollboot release`), undoing the drain.
+func release(in Input, d Decision) Decision {
+	p := d.Plan
+	if in.Node != nil {
+		if in.Node.Draining {
+			d.CancelDrain, d.MarkEligible = true, p.EligibleBefore
+		} else if p.EligibleBefore && !in.Node.Eligible {
+			d.SetEligible = true
+		}
+	}
+	d.History = history(p, in, "released")
+	d.Plan = finish(p, in.Now)
+	d.ClearRelease = true
+	d.ClearRequest = in.Request != nil
+	d.Write, d.Event = true, "released by hand"
+	return d
+}
+
+func history(p store.Plan, in Input, outcome string) *store.HistoryRecord {
+	h := &store.HistoryRecord{
+		Host: p.Host, Group: p.Group, GrantID: p.GrantID, Outcome: outcome, Reason: p.Reason,
+		BootIDBefore: p.BootIDAtGrant, Forced: p.Forced, Finished: in.Now,
+		Timeline: map[string]time.Time{},
+	}
+	for k, v := range p.Timeline {
+		h.Timeline[k] = v
+	}
+	h.Timeline[store.PhaseIdle] = in.Now
+	if in.Host != nil {
+		h.BootIDAfter = in.Host.BootID
+	}
+	return h
+}
+
+// finish returns the plan of a host whose cycle ended.
+func finish(p store.Plan, now time.Time) store.Plan {
+	n := enter(p, store.PhaseIdle, now)
+	n.GrantID, n.Attempt, n.BootIDAtGrant, n.SystemJobs = "", 0, "", nil
+	n.NextTry, n.LastError, n.Forced, n.EligibleBefore = time.Time{}, "", false, false
+	return n
+}
+
+// enter moves p to phase at now and records the first entry in the timeline.
+func enter(p store.Plan, phase string, now time.Time) store.Plan {
+	p.Phase, p.PhaseSince = phase, now
+	tl := make(map[string]time.Time, len(p.Timeline)+1)
+	for k, v := range p.Timeline {
+		tl[k] = v
+	}
+	if _, ok := tl[phase]; !ok {
+		tl[phase] = now
+	}
+	p.Timeline = tl
+	return p
+}
+
+// isLoop: the agent asks for a reboot again and the host has not booted since our
+// last reboot of it, so the reboot did not clear the need (a reboot loop).
+func isLoop(in Input, p store.Plan) bool {
+	if in.Host == nil || !in.Host.RebootRequired || p.LastAfterBootID == "" {
+		return false
+	}
+	if in.Request != nil && in.Request.At.After(p.LastCompleted) {
+		return false // an operator asked again: that is a new request
+	}
+	return in.Host.BootID == p.LastAfterBootID
+}

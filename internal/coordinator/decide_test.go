@@ -1,0 +1,431 @@
+package coordinator
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+var timing = Timing{
+	DrainDeadline:   10 * time.Minute,
+	RetryBackoff:    time.Minute,
+	RetryMaxBackoff: 8 * time.Minute,
+	RejoinTimeout:   30 * time.Minute,
+	LoopBackoff:     time.Hour,
+	LoopMaxBackoff:  24 * time.Hour,
+}
+
+func host(boot string, required bool) *store.HostRecord {
+	return &store.HostRecord{Host: "h1", NodeID: "n1", BootID: boot, RebootRequired: required,
+		Reason: "sentinel", RequestedAt: t0.Add(-time.Hour)}
+}
+
+func node(mod func(*NodeView)) *NodeView {
+	n := &NodeView{ID: "n1", Status: "ready", Eligible: true}
+	if mod != nil {
+		mod(n)
+	}
+	return n
+}
+
+func plan(phase string, mod func(*store.Plan)) store.Plan {
+	p := store.Plan{Host: "h1", Phase: phase, PhaseSince: t0.Add(-time.Minute), GrantID: "g1",
+		BootIDAtGrant: "b1", NodeID: "n1", EligibleBefore: true, Attempt: 1, Group: "web",
+		RequestedAt: t0.Add(-time.Hour),
+		Timeline:    map[string]time.Time{store.PhasePending: t0.Add(-time.Hour), phase: t0.Add(-time.Minute)}}
+	if phase == store.PhaseIdle {
+		p.GrantID, p.BootIDAtGrant, p.Attempt, p.EligibleBefore = "", "", 0, false
+	}
+	if mod != nil {
+		mod(&p)
+	}
+	return p
+}
+
+func TestStep(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    Input
+		phase string // expected next phase
+		write bool
+		check func(t *testing.T, d Decision)
+	}{
+		{
+			name:  "idle without a need stays idle and writes nothing",
+			in:    Input{Plan: plan(store.PhaseIdle, nil), Host: host("b1", false), Node: node(nil)},
+			phase: store.PhaseIdle,
+		},
+		{
+			name:  "idle with a sentinel goes pending",
+			in:    Input{Plan: plan(store.PhaseIdle, nil), Host: host("b1", true), Node: node(nil)},
+			phase: store.PhasePending, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.Plan.RequestedAt.Equal(t0.Add(-time.Hour)) || d.Plan.Reason != "sentinel" {
+					t.Errorf("request not recorded: %+v", d.Plan)
+				}
+			},
+		},
+		{
+			name: "a manual request counts as a need",
+			in: Input{Plan: plan(store.PhaseIdle, nil), Host: host("b1", false), Node: node(nil),
+				Request: &store.Request{At: t0.Add(-time.Minute), Reason: "kernel"}},
+			phase: store.PhasePending, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Plan.Reason != "manual request: kernel" {
+					t.Errorf("reason = %q", d.Plan.Reason)
+				}
+			},
+		},
+		{
+			name: "a canceled request is no need",
+			in: Input{Plan: plan(store.PhaseIdle, nil), Host: host("b1", true), Node: node(nil),
+				CancelAt: t0.Add(-time.Minute)},
+			phase: store.PhaseIdle,
+		},
+		{
+			name: "still needed right after our reboot is a reboot loop held with backoff",
+			in: Input{Plan: plan(store.PhaseIdle, func(p *store.Plan) {
+				p.LastAfterBootID, p.LastCompleted, p.LoopCount = "b2", t0.Add(-time.Minute), 1
+			}), Host: host("b2", true), Node: node(nil)},
+			phase: store.PhasePending, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Plan.LoopCount != 2 {
+					t.Errorf("loop count = %d, want 2", d.Plan.LoopCount)
+				}
+				// Second loop: base doubled once.
+				if want := t0.Add(-time.Minute + 2*time.Hour); !d.Plan.NextTry.Equal(want) {
+					t.Errorf("next try = %v, want %v", d.Plan.NextTry, want)
+				}
+				if !strings.Contains(d.Plan.LastError, "reboot loop") {
+					t.Errorf("last error = %q", d.Plan.LastError)
+				}
+			},
+		},
+		{
+			name: "a need after a later boot is no loop",
+			in: Input{Plan: plan(store.PhaseIdle, func(p *store.Plan) {
+				p.LastAfterBootID, p.LastCompleted, p.LoopCount = "b2", t0.Add(-time.Minute), 3
+			}), Host: host("b3", true), Node: node(nil)},
+			phase: store.PhasePending, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Plan.LoopCount != 0 || !d.Plan.NextTry.IsZero() {
+					t.Errorf("loop not reset: %+v", d.Plan)
+				}
+			},
+		},
+		{
+			name:  "pending and not admitted waits",
+			in:    Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Node: node(nil)},
+			phase: store.PhasePending,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain || d.Waiting == "" {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "pending while paused waits even if admitted",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Node: node(nil),
+				Paused: true, Admitted: true},
+			phase: store.PhasePending,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain || d.Waiting != "paused" {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "pending waits for a down node",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true,
+				Node: node(func(n *NodeView) { n.Status = "down" })},
+			phase: store.PhasePending,
+		},
+		{
+			name: "pending does not take over a drain someone else started",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true,
+				Node: node(func(n *NodeView) { n.Draining, n.Eligible = true, false })},
+			phase: store.PhasePending,
+		},
+		{
+			name: "admitted: records eligibility and boot ID, then drains",
+			in: Input{Plan: plan(store.PhasePending, func(p *store.Plan) { p.Attempt = 0 }), Host: host("b1", true),
+				Node: node(nil), Admitted: true, NewGrantID: "g9", SystemJobs: []string{"default/exporter"}},
+			phase: store.PhaseDraining, write: true,
+			check: func(t *testing.T, d Decision) {
+				p := d.Plan
+				if !d.StartDrain || p.GrantID != "g9" || !p.EligibleBefore || p.BootIDAtGrant != "b1" ||
+					p.Attempt != 1 || len(p.SystemJobs) != 1 {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "admitted on an ineligible node remembers it was ineligible",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true, NewGrantID: "g9",
+				Node: node(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseDraining, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Plan.EligibleBefore {
+					t.Error("eligible_before = true for an ineligible node")
+				}
+			},
+		},
+		{
+			name:  "a host with no Nomad node skips the drain",
+			in:    Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true, NewGrantID: "g9"},
+			phase: store.PhaseDrained, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain {
+					t.Error("drain started without a node")
+				}
+			},
+		},
+		{
+			name: "draining: the plan was stored but the drain did not land, so drain again",
+			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true),
+				Node: node(func(n *NodeView) { n.Eligible = true })},
+			phase: store.PhaseDraining,
+			check: func(t *testing.T, d Decision) {
+				if !d.StartDrain {
+					t.Error("drain not re-issued")
+				}
+			},
+		},
+		{
+			name: "draining: our drain is still running",
+			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true),
+				Node: node(func(n *NodeView) { n.Draining, n.Eligible, n.DrainGrant, n.DrainStatus = true, false, "g1", "draining" })},
+			phase: store.PhaseDraining,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain || d.CancelDrain {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "draining: our drain completed",
+			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true),
+				Node: node(func(n *NodeView) { n.Eligible, n.DrainGrant, n.DrainStatus = false, "g1", "complete" })},
+			phase: store.PhaseDrained, write: true,
+		},
+		{
+			name: "draining: a completed drain of an older grant is not ours",
+			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true),
+				Node: node(func(n *NodeView) { n.Eligible, n.DrainGrant, n.DrainStatus = false, "g0", "complete" })},
+			phase: store.PhaseDraining,
+			check: func(t *testing.T, d Decision) {
+				if !d.StartDrain {
+					t.Error("drain not started for the current grant")
+				}
+			},
+		},
+		{
+			name: "draining past the deadline with abort: cancel, restore eligibility, back off",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+				Plan: plan(store.PhaseDraining, func(p *store.Plan) { p.PhaseSince = t0.Add(-11 * time.Minute); p.Attempt = 2 }),
+				Node: node(func(n *NodeView) { n.Draining, n.Eligible, n.DrainGrant, n.DrainStatus = true, false, "g1", "draining" })},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.CancelDrain || !d.MarkEligible {
+					t.Errorf("cancel=%v mark=%v", d.CancelDrain, d.MarkEligible)
+				}
+				if want := t0.Add(2 * time.Minute); !d.Plan.NextTry.Equal(want) {
+					t.Errorf("next try %v, want %v (second attempt doubles)", d.Plan.NextTry, want)
+				}
+			},
+		},
+		{
+			name: "abort of a node that was ineligible before leaves it ineligible",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+				Plan: plan(store.PhaseDraining, func(p *store.Plan) { p.PhaseSince = t0.Add(-11 * time.Minute); p.EligibleBefore = false }),
+				Node: node(func(n *NodeView) { n.Draining, n.Eligible, n.DrainGrant = true, false, "g1" })},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.CancelDrain || d.MarkEligible || d.SetEligible {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "with force, the deadline is Nomad's: keep waiting",
+			in: Input{Now: t0, Timing: Timing{DrainDeadline: 10 * time.Minute, ForceOnTimeout: true}, Host: host("b1", true),
+				Plan: plan(store.PhaseDraining, func(p *store.Plan) { p.PhaseSince = t0.Add(-11 * time.Minute) }),
+				Node: node(func(n *NodeView) { n.Draining, n.Eligible, n.DrainGrant = true, false, "g1" })},
+			phase: store.PhaseDraining,
+		},
+		{
+			name: "a drain canceled outside rollboot is a failed attempt; eligibility restored",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true), Plan: plan(store.PhaseDraining, nil),
+				Node: node(func(n *NodeView) { n.Eligible, n.DrainGrant, n.DrainStatus = false, "g1", "canceled" })},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.CancelDrain || !d.SetEligible {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "canceled by the operator while draining: undo and go idle",
+			in: Input{Now: t0, Host: host("b1", true), Plan: plan(store.PhaseDraining, nil), CancelAt: t0,
+				Node: node(func(n *NodeView) { n.Draining, n.Eligible, n.DrainGrant = true, false, "g1" })},
+			phase: store.PhaseIdle, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.CancelDrain || !d.MarkEligible || d.History == nil || d.History.Outcome != "canceled" {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name:  "drained: the agent acknowledged the reboot",
+			in:    Input{Now: t0, Timing: timing, Plan: plan(store.PhaseDrained, nil), Node: node(nil), Host: &store.HostRecord{Host: "h1", BootID: "b1", RebootingGrant: "g1"}},
+			phase: store.PhaseRebooting, write: true,
+		},
+		{
+			name:  "drained: an acknowledgement of an older grant does not count",
+			in:    Input{Now: t0, Timing: timing, Plan: plan(store.PhaseDrained, nil), Node: node(nil), Host: &store.HostRecord{Host: "h1", BootID: "b1", RebootingGrant: "g0"}},
+			phase: store.PhaseDrained,
+		},
+		{
+			name:  "drained: a new boot ID means the reboot happened",
+			in:    Input{Now: t0, Timing: timing, Plan: plan(store.PhaseDrained, nil), Node: node(nil), Host: host("b2", false)},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			name: "drained too long without the agent: stuck",
+			in: Input{Now: t0, Timing: timing, Node: node(nil), Host: host("b1", true),
+				Plan: plan(store.PhaseDrained, func(p *store.Plan) { p.PhaseSince = t0.Add(-31 * time.Minute) })},
+			phase: store.PhaseStuck, write: true,
+		},
+		{
+			name: "rebooting too long: stuck, slot kept",
+			in: Input{Now: t0, Timing: timing, Node: node(func(n *NodeView) { n.Status = "down" }), Host: host("b1", true),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.PhaseSince = t0.Add(-31 * time.Minute) })},
+			phase: store.PhaseStuck, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.Plan.Active() {
+					t.Error("stuck must keep the slot")
+				}
+			},
+		},
+		{
+			name: "rejoining waits for the node to be ready",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false), Plan: plan(store.PhaseRejoining, nil),
+				Node: node(func(n *NodeView) { n.Status, n.Eligible = "down", false })},
+			phase: store.PhaseRejoining,
+		},
+		{
+			name: "rejoining restores eligibility of a node that was eligible",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false), Plan: plan(store.PhaseRejoining, nil),
+				Node: node(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseRejoining,
+			check: func(t *testing.T, d Decision) {
+				if !d.SetEligible {
+					t.Error("eligibility not restored")
+				}
+			},
+		},
+		{
+			name: "rejoining waits for the system jobs after eligibility is back",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false),
+				Plan: plan(store.PhaseRejoining, func(p *store.Plan) { p.SystemJobs = []string{"default/exporter"} }),
+				Node: node(func(n *NodeView) { n.SystemRunning = map[string]bool{} })},
+			phase: store.PhaseRejoining,
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Waiting, "default/exporter") {
+					t.Errorf("waiting = %q", d.Waiting)
+				}
+			},
+		},
+		{
+			name: "rejoining done: idle, history, loop guard armed",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false),
+				Plan: plan(store.PhaseRejoining, func(p *store.Plan) { p.SystemJobs = []string{"default/exporter"} }),
+				Node: node(func(n *NodeView) { n.SystemRunning = map[string]bool{"default/exporter": true} })},
+			phase: store.PhaseIdle, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.History == nil || d.History.Outcome != "rebooted" || d.History.BootIDAfter != "b2" {
+					t.Errorf("history = %+v", d.History)
+				}
+				if d.Plan.LastAfterBootID != "b2" || d.Plan.GrantID != "" {
+					t.Errorf("plan = %+v", d.Plan)
+				}
+			},
+		},
+		{
+			name: "a node ineligible before stays ineligible after the reboot",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false),
+				Plan: plan(store.PhaseRejoining, func(p *store.Plan) { p.EligibleBefore = false }),
+				Node: node(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseIdle, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.SetEligible || d.CancelDrain {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "stuck host back late carries on rejoining",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false), Plan: plan(store.PhaseStuck, nil),
+				Node: node(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			name: "release of a stuck host restores eligibility and frees the slot",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true), Plan: plan(store.PhaseStuck, nil), ReleaseAt: t0,
+				Node: node(func(n *NodeView) { n.Eligible, n.Status = false, "down" })},
+			phase: store.PhaseIdle, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.SetEligible || !d.ClearRelease || d.History.Outcome != "released" {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "an old release does not cut a later cycle short",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true), Plan: plan(store.PhaseStuck, nil), ReleaseAt: t0.Add(-2 * time.Hour),
+				Node: node(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseStuck,
+			check: func(t *testing.T, d Decision) {
+				if !d.ClearRelease {
+					t.Error("stale release not cleared")
+				}
+			},
+		},
+		{
+			name: "backoff returns to pending when its time is up",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true), Node: node(nil),
+				Plan: plan(store.PhaseBackoff, func(p *store.Plan) { p.NextTry = t0.Add(-time.Second) })},
+			phase: store.PhasePending, write: true,
+		},
+		{
+			name: "backoff keeps waiting before its time",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true), Node: node(nil),
+				Plan: plan(store.PhaseBackoff, func(p *store.Plan) { p.NextTry = t0.Add(time.Second) })},
+			phase: store.PhaseBackoff,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.in.Now.IsZero() {
+				tc.in.Now = t0
+			}
+			if tc.in.Timing == (Timing{}) {
+				tc.in.Timing = timing
+			}
+			d := Step(tc.in)
+			if d.Plan.Phase != tc.phase {
+				t.Fatalf("phase = %s, want %s (waiting %q, event %q)", d.Plan.Phase, tc.phase, d.Waiting, d.Event)
+			}
+			if d.Write != tc.write {
+				t.Errorf("write = %v, want %v", d.Write, tc.write)
+			}
+			if tc.check != nil {
+				tc.check(t, d)
+			}
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Watch blocks until the lock variable's index passes index (or wait passes) and
+// returns the new index; with index 0 it returns the current index at once.
+type Watch func(ctx context.Context, index uint64, wait time.Duration) (uint64, error)
+
+// Lock is a lease on a Nomad Variable lock; *api.Locks implements it.
+type Lock interface {
+	Acquire(ctx context.Context) (string, error)
+	Renew(ctx context.Context) error
+	Release(ctx context.Context) error
+	LockTTL() time.Duration
+}
+
+// RunElected runs fn only while this instance holds lock, until ctx ends.
+//
+// It does not use api.LockLeaser: that helper keeps running the protected function
+// after a renewal fails (its function context is only cancelled when Start
+// returns), and releases with the already-cancelled context, so the lock lingers
+// for 2×TTL+delay after a clean stop. Here fn's context is cancelled as soon as a
+// renewal fails or cannot be confirmed within half the TTL, well before Nomad frees
+// the lock for another holder (2×TTL + lock delay after the last renewal,
+// nomad/locks.go), and a clean stop releases the lock at once.
+//
+// Between attempts a candidate waits for the lock variable to change (watch, a
+// blocking query: a release or an expiry bumps its ModifyIndex), or at most 2×TTL,
+// so that many candidates put little load on the Nomad servers and a released
+// lock is taken over at once. watch may be nil: then it retries every TTL/2.
+func RunElected(ctx context.Context, lock Lock, watch Watch, log *slog.Logger, fn func(ctx context.Context) error) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ttl := lock.LockTTL()
+	retry := ttl / 2
+	var idx uint64
+	for ctx.Err() == nil {
+		if watch != nil {
+			// Read the index first, so a change after the failed attempt wakes us.
+			if n, err := watch(ctx, 0, 0); err == nil {
+				idx = n
+			}
+		}
+		id, err := lock.Acquire(ctx)
+		if err != nil || id == "" {
+			if err != nil && !errors.Is(err, api.ErrLockConflict) && ctx.Err() == nil {
+				log.Warn("coordinator election: acquire failed", "err", err)
+				sleep(ctx, retry)
+				continue
+			}
+			if watch == nil || idx == 0 {
+				sleep(ctx, retry)
+				continue
+			}
+			start := time.Now()
+			n, err := watch(ctx, idx, 2*ttl)
+			if err != nil || (n == idx && time.Since(start) < ttl/10) {
+				sleep(ctx, retry) // the query did not block: do not spin
+			}
+			continue
+		}
+		log.Info("elected coordinator")
+		err = lead(ctx, lock, ttl, fn)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/2)
+		if rerr := lock.Release(rctx); rerr != nil && !errors.Is(rerr, api.ErrLockConflict) {
+			log.Warn("coordinator election: release failed", "err", rerr)
+		}
+		cancel()
+		if err != nil {
+			log.Warn("coordinator stopped leading", "err", err)
+		} else {
+			log.Info("coordinator stopped leading")
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		sleep(ctx, retry)
+	}
+	return nil
+}
+
+// lead runs fn while renewing the lock every TTL/4; it returns when ctx ends, fn
+// returns, or a renewal fails.
+func lead(ctx context.Context, lock Lock, ttl time.Duration, fn func(ctx context.Context) error) error {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(fctx) }()
+	t := time.NewTicker(ttl / 4)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			cancel()
+			return <-done
+		case <-t.C:
+			rctx, rcancel := context.WithTimeout(ctx, ttl/2)
+			err := lock.Renew(rctx)
+			rcancel()
+			if err != nil {
+				cancel()
+				<-done
+				return err
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

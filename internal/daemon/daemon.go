@@ -1,0 +1,195 @@
+// Package daemon wires the configuration to the long-running parts: the agent, the
+// coordinator candidate, and the standalone coordinator. The CLI and the demo both
+// start rollboot through it, so the demo runs exactly what a host runs.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/agent"
+	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Client builds a Nomad API client for the configuration.
+func Client(cfg *config.Config) (*api.Client, error) {
+	c, err := api.NewClient(cfg.Nomad.APIConfig())
+	if err != nil {
+		return nil, fmt.Errorf("nomad client for %s: %w", cfg.Nomad.Address, err)
+	}
+	return c, nil
+}
+
+// Store returns the state store for the configuration.
+func Store(cfg *config.Config, c *api.Client) *store.Store {
+	return store.New(c.Variables(), cfg.State.Prefix, cfg.Nomad.Namespace)
+}
+
+// Coordinator builds a coordinator from the configuration.
+func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.Logger) (*coordinator.Coordinator, error) {
+	groups, err := cfg.PolicyGroups()
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]coordinator.GroupSpec, 0, len(cfg.Groups))
+	for i, gc := range cfg.Groups {
+		specs = append(specs, coordinator.GroupSpec{Group: groups[i], Filter: gc.Filter})
+	}
+	return coordinator.New(coordinator.Options{
+		Nodes:        c.Nodes(),
+		Store:        st,
+		Groups:       specs,
+		DefaultGroup: groups[len(groups)-1],
+		Timing: coordinator.Timing{
+			DrainDeadline:   cfg.Drain.Deadline,
+			ForceOnTimeout:  cfg.Drain.OnTimeout == config.OnTimeoutForce,
+			RetryBackoff:    cfg.Drain.RetryBackoff,
+			RetryMaxBackoff: cfg.Drain.RetryMaxBackoff,
+			RejoinTimeout:   cfg.Coordinator.RejoinTimeout,
+			LoopBackoff:     cfg.Coordinator.RebootLoopBackoff,
+			LoopMaxBackoff:  cfg.Coordinator.RebootLoopMaxBackoff,
+		},
+		HistorySize: cfg.Coordinator.HistorySize,
+		Resync:      cfg.Coordinator.ResyncInterval,
+		Log:         log.With("component", "coordinator"),
+	}), nil
+}
+
+// LeaderLock returns the election lock for the configuration.
+func LeaderLock(cfg *config.Config, c *api.Client, st *store.Store) (coordinator.Lock, error) {
+	ttl := cfg.Coordinator.LockTTL
+	v := api.Variable{
+		Namespace: cfg.Nomad.Namespace,
+		Path:      st.LeaderPath(),
+		// Lock delay equal to the TTL, as Nomad's defaults (15s and 15s).
+		Lock: &api.VariableLock{TTL: ttl.String(), LockDelay: ttl.String()},
+	}
+	l, err := c.Locks(api.WriteOptions{Namespace: cfg.Nomad.Namespace}, v)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator lock %s: %w", v.Path, err)
+	}
+	return l, nil
+}
+
+// RunCoordinator runs a coordinator candidate until ctx ends: it leads while it
+// holds the election lock.
+func RunCoordinator(ctx context.Context, cfg *config.Config, c *api.Client, log *slog.Logger) error {
+	st := Store(cfg, c)
+	co, err := Coordinator(cfg, c, st, log)
+	if err != nil {
+		return err
+	}
+	lock, err := LeaderLock(cfg, c, st)
+	if err != nil {
+		return err
+	}
+	return coordinator.RunElected(ctx, lock, st.WatchLeader, log.With("component", "election"), co.Run)
+}
+
+// AgentOptions are what the configuration file does not say about an agent.
+type AgentOptions struct {
+	Log *slog.Logger
+	// Rebooter replaces the configured reboot method (the demo and tests use it).
+	Rebooter agent.Rebooter
+}
+
+// RunAgent runs the agent for the configuration and, when coordinator.enabled, a
+// coordinator candidate beside it, until ctx ends. Before its host reboots, the
+// agent stops its candidate so that the election lock is released at once.
+func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c, err := Client(cfg)
+	if err != nil {
+		return err
+	}
+	host := cfg.Agent.Host
+	hostname, _ := os.Hostname()
+	if host == "" {
+		host = hostname
+	}
+	if host == "" {
+		return errors.New("agent: cannot tell the host name: set agent.host")
+	}
+	reb := opt.Rebooter
+	if reb == nil {
+		reb, err = Rebooter(cfg.Agent.Reboot)
+		if err != nil {
+			return err
+		}
+	}
+	st := Store(cfg, c)
+	dets, slow := Detectors(cfg.Agent)
+
+	candCtx, stopCandidate := context.WithCancel(ctx)
+	defer stopCandidate()
+	var wg sync.WaitGroup
+	var candErr error
+	if cfg.Coordinator.Enabled {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			candErr = RunCoordinator(candCtx, cfg, c, log.With("host", host))
+		}()
+	}
+	a := agent.New(agent.Options{
+		Host:        host,
+		Hostname:    hostname,
+		Store:       st,
+		Self:        c.Agent(),
+		BootIDFile:  cfg.Agent.BootIDFile,
+		Detectors:   dets,
+		SlowIndexes: slow,
+		SlowEvery:   cfg.Agent.SentinelCommandInterval,
+		Rebooter:    reb,
+		Delay:       cfg.Agent.Reboot.Delay,
+		PreHooks:    cfg.Agent.Reboot.PreHooks,
+		PostHooks:   cfg.Agent.Reboot.PostHooks,
+		HookTimeout: cfg.Agent.Reboot.HookTimeout,
+		BeforeReboot: func() {
+			stopCandidate()
+			wg.Wait()
+		},
+		Log: log.With("component", "agent"),
+	})
+	err = a.Run(ctx)
+	stopCandidate()
+	wg.Wait()
+	return errors.Join(err, candErr)
+}
+
+// Detectors builds the configured detectors; slow lists the indexes of those that
+// run on the sentinel command interval rather than every half second.
+func Detectors(ac config.AgentConfig) (dets []agent.Detector, slow []int) {
+	if ac.SentinelFile != "" {
+		dets = append(dets, agent.FileDetector{Path: ac.SentinelFile})
+	}
+	if len(ac.SentinelCommand) > 0 {
+		slow = append(slow, len(dets))
+		dets = append(dets, agent.CommandDetector{Argv: ac.SentinelCommand, Timeout: ac.SentinelCommandTimeout})
+	}
+	return dets, slow
+}
+
+// Rebooter builds the configured reboot method.
+func Rebooter(rc config.RebootConfig) (agent.Rebooter, error) {
+	switch rc.Method {
+	case config.RebootMethodCommand:
+		return agent.CommandRebooter{Argv: rc.Command}, nil
+	case config.RebootMethodSignal:
+		return agent.SignalRebooter{Signal: rc.Signal}, nil
+	case config.RebootMethodLogind:
+		return agent.LogindRebooter{}, nil
+	}
+	return nil, fmt.Errorf("unknown reboot method %q", rc.Method)
+}

@@ -1,0 +1,140 @@
+// Package simhost runs "processes" on the emulator's simulated hosts the way a real
+// machine runs them: a process starts when its host boots and dies, without warning,
+// when the host goes down for a reboot. The demo runs agents as goroutines with it;
+// end-to-end tests run the real rollboot binary as child processes with it.
+package simhost
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+)
+
+// StartFunc runs one host's process for one boot. It must return soon after ctx ends:
+// for a child process, kill it with SIGKILL, as a reboot does.
+type StartFunc func(ctx context.Context, h nomadsim.Host)
+
+// Supervisor keeps one process per host running while the host is up.
+type Supervisor struct {
+	Sim   *nomadsim.Sim
+	Hosts []string // hosts that run a process
+	Start StartFunc
+
+	mu      sync.Mutex
+	running map[string]*proc
+	paused  map[string]bool
+}
+
+type proc struct {
+	bootID string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Kill stops a host's process without a reboot (a crash); with restart false it
+// stays stopped until Restart.
+func (s *Supervisor) Kill(host string, restart bool) {
+	s.mu.Lock()
+	p := s.running[host]
+	delete(s.running, host)
+	if !restart {
+		if s.paused == nil {
+			s.paused = map[string]bool{}
+		}
+		s.paused[host] = true
+	}
+	s.mu.Unlock()
+	if p != nil {
+		p.cancel()
+		<-p.done
+	}
+}
+
+// Restart lets a host killed with Kill(host, false) run its process again.
+func (s *Supervisor) Restart(host string) {
+	s.mu.Lock()
+	delete(s.paused, host)
+	s.mu.Unlock()
+}
+
+// Run supervises until ctx ends, then stops every process.
+func (s *Supervisor) Run(ctx context.Context) {
+	s.mu.Lock()
+	s.running = map[string]*proc{}
+	s.mu.Unlock()
+	defer s.stopAll()
+	for ctx.Err() == nil {
+		s.sync(ctx)
+		// Wait for the next change of any host's state (or a Kill/Restart, which
+		// polls back here through the next emulator change or the short wait).
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_ = s.Sim.WaitFor(wctx, func(v *nomadsim.View) bool { return s.changed(v) })
+		cancel()
+	}
+}
+
+// changed reports whether some host's process must be started or stopped.
+func (s *Supervisor) changed(v *nomadsim.View) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range s.Hosts {
+		h, ok := v.Host(name)
+		p := s.running[name]
+		if !ok {
+			continue
+		}
+		if h.Up && !s.paused[name] && (p == nil || p.bootID != h.BootID) {
+			return true
+		}
+		if !h.Up && p != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Supervisor) sync(ctx context.Context) {
+	for _, name := range s.Hosts {
+		h, ok := s.Sim.Host(name)
+		if !ok {
+			continue
+		}
+		s.mu.Lock()
+		p := s.running[name]
+		paused := s.paused[name]
+		s.mu.Unlock()
+		if p != nil && (!h.Up || p.bootID != h.BootID) {
+			// The host went down: its processes die with it.
+			p.cancel()
+			<-p.done
+			s.mu.Lock()
+			delete(s.running, name)
+			s.mu.Unlock()
+			p = nil
+		}
+		if p == nil && h.Up && !paused {
+			pctx, cancel := context.WithCancel(ctx)
+			np := &proc{bootID: h.BootID, cancel: cancel, done: make(chan struct{})}
+			s.mu.Lock()
+			s.running[name] = np
+			s.mu.Unlock()
+			go func(h nomadsim.Host) {
+				defer close(np.done)
+				s.Start(pctx, h)
+			}(h)
+		}
+	}
+}
+
+func (s *Supervisor) stopAll() {
+	s.mu.Lock()
+	procs := s.running
+	s.running = map[string]*proc{}
+	s.mu.Unlock()
+	for _, p := range procs {
+		p.cancel()
+		<-p.done
+	}
+}

@@ -1,0 +1,381 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Phases of one host, owned by the coordinator.
+const (
+	PhaseIdle      = "idle"
+	PhasePending   = "pending"
+	PhaseDraining  = "draining"
+	PhaseDrained   = "drained"
+	PhaseRebooting = "rebooting"
+	PhaseRejoining = "rejoining"
+	PhaseBackoff   = "backoff"
+	PhaseStuck     = "stuck"
+)
+
+// Roles a host can have.
+const (
+	RoleNomadClient  = "nomad-client"
+	RoleNomadServer  = "nomad-server"
+	RoleConsulServer = "consul-server"
+	RoleVaultServer  = "vault-server"
+)
+
+// HostRecord is what a host's agent publishes about its host.
+type HostRecord struct {
+	Host     string
+	NodeID   string // Nomad node ID; "" when the host runs no Nomad client
+	Hostname string
+	Roles    []string
+	BootID   string
+
+	RebootRequired bool
+	Reason         string    // why a reboot is needed ("sentinel file /var/run/reboot-required")
+	RequestedAt    time.Time // when the current need was first seen; stable while it lasts
+
+	// RebootingGrant is the grant the agent is rebooting for: set right before the
+	// reboot, so the coordinator knows the reboot began.
+	RebootingGrant string
+	FleetLockID    string
+	AgentVersion   string
+	DetectError    string // last detector error (never a reason to reboot)
+
+	ModifyIndex uint64
+}
+
+// Plan is the coordinator's record of one host.
+type Plan struct {
+	Host       string
+	Phase      string
+	PhaseSince time.Time
+	Group      string
+	Reason     string
+
+	// The current request and grant.
+	RequestedAt    time.Time
+	GrantID        string
+	Attempt        int  // drain attempts for the current request
+	EligibleBefore bool // the node was eligible before rollboot touched it
+	BootIDAtGrant  string
+	NodeID         string
+	SystemJobs     []string // system jobs that ran on the node at grant time
+	NextTry        time.Time
+	LastError      string
+	Waiting        string               // why the host is not moving, as the coordinator last saw it
+	Timeline       map[string]time.Time // first time each phase was entered for this grant
+	Forced         bool                 // the drain hit its deadline and was forced
+
+	// The last finished reboot, for the reboot-loop guard.
+	LastAfterBootID string
+	LastCompleted   time.Time
+	LoopCount       int
+
+	ModifyIndex uint64
+}
+
+// Active reports whether the host holds a slot of its group (is out of service).
+func (p Plan) Active() bool {
+	switch p.Phase {
+	case PhaseDraining, PhaseDrained, PhaseRebooting, PhaseRejoining, PhaseStuck:
+		return true
+	}
+	return false
+}
+
+// Control is the cluster-wide control state.
+type Control struct {
+	Paused      bool
+	PauseReason string
+	PausedAt    time.Time
+	// Requests are manual reboot requests (`rollboot request`), by host.
+	Requests map[string]Request
+	// Cancels suppress a host's requests made at or before the given time.
+	Cancels map[string]time.Time
+	// Releases ask the coordinator to free a stuck host's slot, by host.
+	Releases map[string]time.Time
+
+	ModifyIndex uint64
+}
+
+// Request is a manual reboot request.
+type Request struct {
+	At     time.Time `json:"at"`
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// HistoryRecord is one finished reboot cycle.
+type HistoryRecord struct {
+	Host         string
+	Group        string
+	GrantID      string
+	Outcome      string // "rebooted", "released", "canceled"
+	Reason       string
+	BootIDBefore string
+	BootIDAfter  string
+	Forced       bool
+	Timeline     map[string]time.Time
+	Finished     time.Time
+}
+
+// ---- encoding: Nomad variable items are string maps ----------------------------
+
+type enc map[string]string
+
+func (e enc) str(k, v string) {
+	if v != "" {
+		e[k] = v
+	}
+}
+func (e enc) time(k string, t time.Time) {
+	if !t.IsZero() {
+		e[k] = t.UTC().Format(time.RFC3339Nano)
+	}
+}
+func (e enc) bool(k string, b bool) { e[k] = strconv.FormatBool(b) }
+func (e enc) int(k string, n int) {
+	if n != 0 {
+		e[k] = strconv.Itoa(n)
+	}
+}
+func (e enc) json(k string, v any, empty bool) {
+	if empty {
+		return
+	}
+	b, _ := json.Marshal(v)
+	e[k] = string(b)
+}
+
+type dec struct {
+	items api.VariableItems
+	path  string
+	err   error
+}
+
+func (d *dec) fail(k string, err error) {
+	if d.err == nil {
+		d.err = fmt.Errorf("variable %s: item %q: %w", d.path, k, err)
+	}
+}
+func (d *dec) str(k string) string { return d.items[k] }
+func (d *dec) time(k string) time.Time {
+	v := d.items[k]
+	if v == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		d.fail(k, err)
+	}
+	return t
+}
+func (d *dec) bool(k string) bool {
+	v := d.items[k]
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		d.fail(k, err)
+	}
+	return b
+}
+func (d *dec) int(k string) int {
+	v := d.items[k]
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		d.fail(k, err)
+	}
+	return n
+}
+func (d *dec) json(k string, out any) {
+	v := d.items[k]
+	if v == "" {
+		return
+	}
+	if err := json.Unmarshal([]byte(v), out); err != nil {
+		d.fail(k, err)
+	}
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func (r HostRecord) items() map[string]string {
+	e := enc{}
+	e.str("host", r.Host)
+	e.str("node_id", r.NodeID)
+	e.str("hostname", r.Hostname)
+	roles := append([]string(nil), r.Roles...)
+	sort.Strings(roles)
+	e.str("roles", strings.Join(roles, ","))
+	e.str("boot_id", r.BootID)
+	e.bool("reboot_required", r.RebootRequired)
+	e.str("reason", r.Reason)
+	e.time("requested_at", r.RequestedAt)
+	e.str("rebooting_grant", r.RebootingGrant)
+	e.str("fleetlock_id", r.FleetLockID)
+	e.str("agent_version", r.AgentVersion)
+	e.str("detect_error", r.DetectError)
+	return e
+}
+
+func decodeHost(v *api.Variable) (HostRecord, error) {
+	d := &dec{items: v.Items, path: v.Path}
+	r := HostRecord{
+		Host:           d.str("host"),
+		NodeID:         d.str("node_id"),
+		Hostname:       d.str("hostname"),
+		Roles:          splitList(d.str("roles")),
+		BootID:         d.str("boot_id"),
+		RebootRequired: d.bool("reboot_required"),
+		Reason:         d.str("reason"),
+		RequestedAt:    d.time("requested_at"),
+		RebootingGrant: d.str("rebooting_grant"),
+		FleetLockID:    d.str("fleetlock_id"),
+		AgentVersion:   d.str("agent_version"),
+		DetectError:    d.str("detect_error"),
+		ModifyIndex:    v.ModifyIndex,
+	}
+	if r.Host == "" {
+		d.fail("host", fmt.Errorf("missing"))
+	}
+	return r, d.err
+}
+
+func (p Plan) items() map[string]string {
+	e := enc{}
+	e.str("host", p.Host)
+	e.str("phase", p.Phase)
+	e.time("phase_since", p.PhaseSince)
+	e.str("group", p.Group)
+	e.str("reason", p.Reason)
+	e.time("requested_at", p.RequestedAt)
+	e.str("grant_id", p.GrantID)
+	e.int("attempt", p.Attempt)
+	e.bool("eligible_before", p.EligibleBefore)
+	e.str("boot_id_at_grant", p.BootIDAtGrant)
+	e.str("node_id", p.NodeID)
+	e.str("system_jobs", strings.Join(p.SystemJobs, ","))
+	e.time("next_try", p.NextTry)
+	e.str("last_error", p.LastError)
+	e.str("waiting", p.Waiting)
+	e.json("timeline", p.Timeline, len(p.Timeline) == 0)
+	if p.Forced {
+		e.bool("forced", true)
+	}
+	e.str("last_after_boot_id", p.LastAfterBootID)
+	e.time("last_completed", p.LastCompleted)
+	e.int("loop_count", p.LoopCount)
+	return e
+}
+
+func decodePlan(v *api.Variable) (Plan, error) {
+	d := &dec{items: v.Items, path: v.Path}
+	p := Plan{
+		Host:            d.str("host"),
+		Phase:           d.str("phase"),
+		PhaseSince:      d.time("phase_since"),
+		Group:           d.str("group"),
+		Reason:          d.str("reason"),
+		RequestedAt:     d.time("requested_at"),
+		GrantID:         d.str("grant_id"),
+		Attempt:         d.int("attempt"),
+		EligibleBefore:  d.bool("eligible_before"),
+		BootIDAtGrant:   d.str("boot_id_at_grant"),
+		NodeID:          d.str("node_id"),
+		SystemJobs:      splitList(d.str("system_jobs")),
+		NextTry:         d.time("next_try"),
+		LastError:       d.str("last_error"),
+		Waiting:         d.str("waiting"),
+		Forced:          d.bool("forced"),
+		LastAfterBootID: d.str("last_after_boot_id"),
+		LastCompleted:   d.time("last_completed"),
+		LoopCount:       d.int("loop_count"),
+		ModifyIndex:     v.ModifyIndex,
+	}
+	d.json("timeline", &p.Timeline)
+	if p.Host == "" {
+		d.fail("host", fmt.Errorf("missing"))
+	}
+	if p.Phase == "" {
+		p.Phase = PhaseIdle
+	}
+	return p, d.err
+}
+
+func (c Control) items() map[string]string {
+	e := enc{}
+	e.bool("paused", c.Paused)
+	e.str("pause_reason", c.PauseReason)
+	e.time("paused_at", c.PausedAt)
+	e.json("requests", c.Requests, len(c.Requests) == 0)
+	e.json("cancels", c.Cancels, len(c.Cancels) == 0)
+	e.json("releases", c.Releases, len(c.Releases) == 0)
+	return e
+}
+
+func decodeControl(v *api.Variable) (Control, error) {
+	d := &dec{items: v.Items, path: v.Path}
+	c := Control{
+		Paused:      d.bool("paused"),
+		PauseReason: d.str("pause_reason"),
+		PausedAt:    d.time("paused_at"),
+		ModifyIndex: v.ModifyIndex,
+	}
+	d.json("requests", &c.Requests)
+	d.json("cancels", &c.Cancels)
+	d.json("releases", &c.Releases)
+	return c, d.err
+}
+
+func (h HistoryRecord) items() map[string]string {
+	e := enc{}
+	e.str("host", h.Host)
+	e.str("group", h.Group)
+	e.str("grant_id", h.GrantID)
+	e.str("outcome", h.Outcome)
+	e.str("reason", h.Reason)
+	e.str("boot_id_before", h.BootIDBefore)
+	e.str("boot_id_after", h.BootIDAfter)
+	if h.Forced {
+		e.bool("forced", true)
+	}
+	e.json("timeline", h.Timeline, len(h.Timeline) == 0)
+	e.time("finished", h.Finished)
+	return e
+}
+
+func decodeHistory(v *api.Variable) (HistoryRecord, error) {
+	d := &dec{items: v.Items, path: v.Path}
+	h := HistoryRecord{
+		Host:         d.str("host"),
+		Group:        d.str("group"),
+		GrantID:      d.str("grant_id"),
+		Outcome:      d.str("outcome"),
+		Reason:       d.str("reason"),
+		BootIDBefore: d.str("boot_id_before"),
+		BootIDAfter:  d.str("boot_id_after"),
+		Forced:       d.bool("forced"),
+		Finished:     d.time("finished"),
+	}
+	d.json("timeline", &h.Timeline)
+	return h, d.err
+}

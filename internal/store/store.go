@@ -1,0 +1,359 @@
+// Package store gives typed access to rollboot's state in Nomad Variables.
+//
+// Layout under a prefix (default "rollboot"), one writer per variable:
+//
+//	<prefix>/hosts/<host>    written by that host's agent: identity, boot ID, reboot need
+//	<prefix>/plan/<host>     written by the coordinator only: phase and its bookkeeping
+//	<prefix>/control         written by the CLI and the coordinator, always with CAS
+//	<prefix>/history/<id>    written by the coordinator: finished reboots, bounded
+//	<prefix>/leader          the coordinator election lock
+//
+// Every write is check-and-set on ModifyIndex, so a writer that lost a race learns it
+// instead of overwriting newer state.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Variables is the part of the Nomad Variables API the store uses; *api.Variables
+// implements it.
+type Variables interface {
+	Read(path string, q *api.QueryOptions) (*api.Variable, *api.QueryMeta, error)
+	PrefixList(prefix string, q *api.QueryOptions) ([]*api.VariableMetadata, *api.QueryMeta, error)
+	CheckedCreate(v *api.Variable, q *api.WriteOptions) (*api.Variable, *api.WriteMeta, error)
+	CheckedUpdate(v *api.Variable, q *api.WriteOptions) (*api.Variable, *api.WriteMeta, error)
+	CheckedDelete(path string, checkIndex uint64, q *api.WriteOptions) (*api.WriteMeta, error)
+}
+
+// ErrConflict means a check-and-set write lost to a newer write: read again and decide again.
+var ErrConflict = errors.New("state changed since it was read (CAS conflict)")
+
+// ErrNotFound means the variable does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store reads and writes rollboot's variables.
+type Store struct {
+	vars      Variables
+	prefix    string
+	namespace string
+
+	mu    sync.Mutex
+	hosts map[string]cachedHost // host record cache by path, refreshed by ModifyIndex
+}
+
+type cachedHost struct {
+	modify uint64
+	rec    HostRecord
+}
+
+// New returns a store over vars under prefix in namespace ("" = the client's default).
+func New(vars Variables, prefix, namespace string) *Store {
+	return &Store{vars: vars, prefix: strings.Trim(prefix, "/"), namespace: namespace, hosts: map[string]cachedHost{}}
+}
+
+// Prefix is the variables path prefix.
+func (s *Store) Prefix() string { return s.prefix }
+
+// LeaderPath is the path of the coordinator election lock.
+func (s *Store) LeaderPath() string { return s.prefix + "/leader" }
+
+func (s *Store) hostPath(h string) string     { return s.prefix + "/hosts/" + h }
+func (s *Store) planPath(h string) string     { return s.prefix + "/plan/" + h }
+func (s *Store) controlPath() string          { return s.prefix + "/control" }
+func (s *Store) historyPrefix() string        { return s.prefix + "/history/" }
+func (s *Store) historyPath(id string) string { return s.historyPrefix() + id }
+
+func (s *Store) q(ctx context.Context, index uint64, wait time.Duration) *api.QueryOptions {
+	q := &api.QueryOptions{Namespace: s.namespace, WaitIndex: index, WaitTime: wait}
+	return q.WithContext(ctx)
+}
+
+func (s *Store) w(ctx context.Context) *api.WriteOptions {
+	w := &api.WriteOptions{Namespace: s.namespace}
+	return w.WithContext(ctx)
+}
+
+// ValidHostName reports whether name can be part of a variable path (Nomad allows
+// [a-zA-Z0-9-_~/], no dots): host names with dots are stored with dots as "~".
+func pathName(host string) string { return strings.ReplaceAll(host, ".", "~") }
+
+// read returns the variable at path; ErrNotFound if absent.
+func (s *Store) read(ctx context.Context, path string, index uint64, wait time.Duration) (*api.Variable, uint64, error) {
+	v, meta, err := s.vars.Read(path, s.q(ctx, index, wait))
+	if errors.Is(err, api.ErrVariablePathNotFound) {
+		idx := uint64(0)
+		if meta != nil {
+			idx = meta.LastIndex
+		}
+		return nil, idx, ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return v, meta.LastIndex, nil
+}
+
+// write stores items at path with CAS on modifyIndex (0: create only).
+func (s *Store) write(ctx context.Context, path string, items map[string]string, modifyIndex uint64) (uint64, error) {
+	v := &api.Variable{Namespace: s.namespace, Path: path, Items: items, ModifyIndex: modifyIndex}
+	var (
+		out *api.Variable
+		err error
+	)
+	if modifyIndex == 0 {
+		out, _, err = s.vars.CheckedCreate(v, s.w(ctx))
+	} else {
+		out, _, err = s.vars.CheckedUpdate(v, s.w(ctx))
+	}
+	var cas api.ErrCASConflict
+	if errors.As(err, &cas) {
+		return 0, fmt.Errorf("write %s: %w", path, ErrConflict)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", path, err)
+	}
+	return out.ModifyIndex, nil
+}
+
+func (s *Store) remove(ctx context.Context, path string, modifyIndex uint64) error {
+	_, err := s.vars.CheckedDelete(path, modifyIndex, s.w(ctx))
+	var cas api.ErrCASConflict
+	if errors.As(err, &cas) {
+		return fmt.Errorf("delete %s: %w", path, ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", path, err)
+	}
+	return nil
+}
+
+// list returns the metadata under prefix and the list's index; with index > 0 it
+// blocks until something under the prefix changes or wait passes.
+func (s *Store) list(ctx context.Context, prefix string, index uint64, wait time.Duration) ([]*api.VariableMetadata, uint64, error) {
+	l, meta, err := s.vars.PrefixList(prefix, s.q(ctx, index, wait))
+	if err != nil {
+		return nil, 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return l, meta.LastIndex, nil
+}
+
+// WatchLeader blocks until the election lock variable changes past index (with
+// index > 0) or wait passes, and returns its index. Without a management token the
+// lock itself is hidden, but every acquire, release and expiry bumps the index.
+func (s *Store) WatchLeader(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
+	_, idx, err := s.read(ctx, s.LeaderPath(), index, wait)
+	if errors.Is(err, ErrNotFound) {
+		return idx, nil
+	}
+	return idx, err
+}
+
+// ---- host records ----------------------------------------------------------------
+
+// Host reads one host record.
+func (s *Store) Host(ctx context.Context, host string) (HostRecord, error) {
+	v, _, err := s.read(ctx, s.hostPath(pathName(host)), 0, 0)
+	if err != nil {
+		return HostRecord{}, err
+	}
+	return decodeHost(v)
+}
+
+// PutHost writes a host record with CAS on rec.ModifyIndex and returns the new index.
+func (s *Store) PutHost(ctx context.Context, rec HostRecord) (uint64, error) {
+	return s.write(ctx, s.hostPath(pathName(rec.Host)), rec.items(), rec.ModifyIndex)
+}
+
+// DeleteHost removes a host record (a host taken out of the cluster).
+func (s *Store) DeleteHost(ctx context.Context, rec HostRecord) error {
+	return s.remove(ctx, s.hostPath(pathName(rec.Host)), rec.ModifyIndex)
+}
+
+// Hosts returns every host record, sorted by host name, and the list index. With
+// index > 0 it first blocks until a host record changes or wait passes. Records are
+// cached by ModifyIndex, so only changed records are read again.
+func (s *Store) Hosts(ctx context.Context, index uint64, wait time.Duration) ([]HostRecord, uint64, error) {
+	metas, idx, err := s.list(ctx, s.prefix+"/hosts/", index, wait)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]HostRecord, 0, len(metas))
+	seen := make(map[string]bool, len(metas))
+	for _, m := range metas {
+		seen[m.Path] = true
+		s.mu.Lock()
+		c, ok := s.hosts[m.Path]
+		s.mu.Unlock()
+		if ok && c.modify == m.ModifyIndex {
+			out = append(out, c.rec)
+			continue
+		}
+		v, _, err := s.read(ctx, m.Path, 0, 0)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since the list
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		rec, err := decodeHost(v)
+		if err != nil {
+			return nil, 0, err
+		}
+		s.mu.Lock()
+		s.hosts[m.Path] = cachedHost{modify: v.ModifyIndex, rec: rec}
+		s.mu.Unlock()
+		out = append(out, rec)
+	}
+	s.mu.Lock()
+	for p := range s.hosts {
+		if !seen[p] {
+			delete(s.hosts, p)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	return out, idx, nil
+}
+
+// ---- plans -----------------------------------------------------------------------
+
+// Plan reads the plan of one host; ErrNotFound if the coordinator never planned it.
+func (s *Store) Plan(ctx context.Context, host string) (Plan, error) {
+	p, _, err := s.WatchPlan(ctx, host, 0, 0)
+	return p, err
+}
+
+// WatchPlan reads a host's plan, first blocking until it changes past index (when
+// index > 0) or wait passes. It returns the index to pass next time.
+func (s *Store) WatchPlan(ctx context.Context, host string, index uint64, wait time.Duration) (Plan, uint64, error) {
+	v, idx, err := s.read(ctx, s.planPath(pathName(host)), index, wait)
+	if err != nil {
+		return Plan{}, idx, err
+	}
+	p, err := decodePlan(v)
+	return p, idx, err
+}
+
+// Plans returns every plan, by host name.
+func (s *Store) Plans(ctx context.Context) (map[string]Plan, error) {
+	metas, _, err := s.list(ctx, s.prefix+"/plan/", 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Plan, len(metas))
+	for _, m := range metas {
+		v, _, err := s.read(ctx, m.Path, 0, 0)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		p, err := decodePlan(v)
+		if err != nil {
+			return nil, err
+		}
+		out[p.Host] = p
+	}
+	return out, nil
+}
+
+// PutPlan writes a plan with CAS on p.ModifyIndex and returns the new index.
+func (s *Store) PutPlan(ctx context.Context, p Plan) (uint64, error) {
+	return s.write(ctx, s.planPath(pathName(p.Host)), p.items(), p.ModifyIndex)
+}
+
+// ---- control ---------------------------------------------------------------------
+
+// Control reads the control variable; a missing one is the zero Control.
+func (s *Store) Control(ctx context.Context) (Control, error) {
+	v, _, err := s.read(ctx, s.controlPath(), 0, 0)
+	if errors.Is(err, ErrNotFound) {
+		return Control{}, nil
+	}
+	if err != nil {
+		return Control{}, err
+	}
+	return decodeControl(v)
+}
+
+// UpdateControl applies fn to the current control state and writes it with CAS,
+// retrying on conflicts. fn may be called more than once.
+func (s *Store) UpdateControl(ctx context.Context, fn func(*Control) error) (Control, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := s.Control(ctx)
+		if err != nil {
+			return Control{}, err
+		}
+		if err := fn(&c); err != nil {
+			return Control{}, err
+		}
+		idx, err := s.write(ctx, s.controlPath(), c.items(), c.ModifyIndex)
+		if errors.Is(err, ErrConflict) && attempt < 20 {
+			continue
+		}
+		if err != nil {
+			return Control{}, err
+		}
+		c.ModifyIndex = idx
+		return c, nil
+	}
+}
+
+// ---- history ---------------------------------------------------------------------
+
+// AppendHistory stores a finished reboot and prunes the oldest records beyond keep.
+func (s *Store) AppendHistory(ctx context.Context, rec HistoryRecord, keep int) error {
+	id := fmt.Sprintf("%020d-%s", rec.Finished.UnixNano(), pathName(rec.Host))
+	if _, err := s.write(ctx, s.historyPath(id), rec.items(), 0); err != nil && !errors.Is(err, ErrConflict) {
+		return err
+	}
+	if keep <= 0 {
+		return nil
+	}
+	metas, _, err := s.list(ctx, s.historyPrefix(), 0, 0)
+	if err != nil {
+		return err
+	}
+	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
+	for i := 0; i < len(metas)-keep; i++ {
+		if err := s.remove(ctx, metas[i].Path, metas[i].ModifyIndex); err != nil && !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return nil
+}
+
+// History returns the stored history, oldest first.
+func (s *Store) History(ctx context.Context) ([]HistoryRecord, error) {
+	metas, _, err := s.list(ctx, s.historyPrefix(), 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
+	out := make([]HistoryRecord, 0, len(metas))
+	for _, m := range metas {
+		v, _, err := s.read(ctx, m.Path, 0, 0)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rec, err := decodeHistory(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
