@@ -28,6 +28,7 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newVersionCmd(),
 		newSimCmd(),
+		newSimCtlCmd(),
 	)
 	return root
 }

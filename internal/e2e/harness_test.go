@@ -1,0 +1,367 @@
+// Package e2e runs the real rollboot binary as separate processes, one agent per
+// simulated host (and standalone coordinators where a test needs to kill one),
+// against the Nomad emulator on real sockets, and checks the safety invariants with
+// the independent checker over the emulator's event log.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/invariants"
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simhost"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+var rollbootBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rollboot-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rollbootBin = filepath.Join(dir, "rollboot")
+	build := exec.Command("go", "build", "-o", rollbootBin, "github.com/rollboot/rollboot/cmd/rollboot")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build rollboot:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// clusterOpts describe one test cluster.
+type clusterOpts struct {
+	clients      int
+	pools        []string
+	policy       string // HCL: drain, group and window blocks
+	coordExtra   string // HCL attributes added to the coordinator block
+	agentExtra   string // HCL attributes added to the agent block
+	rebootExtra  string // HCL attributes added to agent.reboot
+	coordinators int    // standalone coordinator processes; 0: agents are candidates
+	keepSentinel bool
+	jobs         []nomadsim.JobSpec
+	migrateTime  time.Duration
+}
+
+type cluster struct {
+	t      *testing.T
+	sim    *nomadsim.Sim
+	dir    string
+	sup    *simhost.Supervisor
+	st     *store.Store
+	client *api.Client
+	opts   clusterOpts
+
+	mu     sync.Mutex
+	logs   map[string]*bytes.Buffer // per process name
+	coords map[string]*exec.Cmd
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newCluster(t *testing.T, o clusterOpts) *cluster {
+	t.Helper()
+	if o.migrateTime == 0 {
+		o.migrateTime = 100 * time.Millisecond
+	}
+	sim, err := nomadsim.New(nomadsim.Config{
+		Clients:              o.clients,
+		ClientPools:          o.pools,
+		HeartbeatTTL:         150 * time.Millisecond,
+		BootTime:             400 * time.Millisecond,
+		MigrateTime:          o.migrateTime,
+		KeepSentinelOnReboot: o.keepSentinel,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	for _, j := range o.jobs {
+		if err := sim.AddJob(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, sim: sim, dir: t.TempDir(), client: client, opts: o,
+		st:   store.New(client.Variables(), "rollboot", ""),
+		logs: map[string]*bytes.Buffer{}, coords: map[string]*exec.Cmd{}}
+	var hosts []string
+	for _, h := range sim.Hosts() {
+		if h.NodeID != "" {
+			hosts = append(hosts, h.Name)
+		}
+	}
+	c.sup = &simhost.Supervisor{Sim: sim, Hosts: hosts, Start: c.runAgent}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpLogs()
+		}
+	})
+	return c
+}
+
+// start runs the agents (and coordinators) until the test ends.
+func (c *cluster) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.sup.Run(ctx) }()
+	for i := 0; i < c.opts.coordinators; i++ {
+		c.startCoordinator(fmt.Sprintf("coordinator-%d", i+1))
+	}
+	c.t.Cleanup(func() {
+		cancel()
+		c.mu.Lock()
+		for _, cmd := range c.coords {
+			cmd.Process.Kill()
+		}
+		c.mu.Unlock()
+		c.wg.Wait()
+	})
+}
+
+func (c *cluster) configFor(host, address string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "nomad {\n  address = %q\n}\n", address)
+	b.WriteString(c.opts.policy + "\n")
+	// Agents stand for election unless standalone coordinators run.
+	enabled := host == "" || c.opts.coordinators == 0
+	fmt.Fprintf(&b, "coordinator {\n  enabled = %v\n  lock_ttl = \"10s\"\n  resync_interval = \"200ms\"\n%s\n}\n",
+		enabled, c.opts.coordExtra)
+	if host == "" {
+		return b.String()
+	}
+	h, _ := c.sim.Host(host)
+	fmt.Fprintf(&b, "agent {\n  host = %q\n  boot_id_file = %q\n  sentinel_file = %q\n%s\n",
+		host, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"), c.opts.agentExtra)
+	fmt.Fprintf(&b, "  reboot {\n    method = \"command\"\n    command = [%q, \"sim-ctl\", \"reboot\", \"--address\", %q, %q]\n%s\n  }\n}\n",
+		rollbootBin, c.sim.Address(), host, c.opts.rebootExtra)
+	return b.String()
+}
+
+func (c *cluster) writeConfig(name, content string) string {
+	p := filepath.Join(c.dir, name+".hcl")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+func (c *cluster) logFor(name string) *bytes.Buffer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.logs[name]
+	if b == nil {
+		b = &bytes.Buffer{}
+		c.logs[name] = b
+	}
+	return b
+}
+
+// lockedWriter serializes writes of several processes into one buffer.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// runAgent runs `rollboot agent` for one boot of a host; a reboot kills it (SIGKILL).
+func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
+	path := c.writeConfig(h.Name, c.configFor(h.Name, "http://"+h.Addr))
+	cmd := exec.CommandContext(ctx, rollbootBin, "agent", "--config", path, "--log-level", "debug")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
+	w := lockedWriter{&c.mu, c.logFor(h.Name)}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		c.t.Errorf("start agent on %s: %v", h.Name, err)
+		return
+	}
+	_ = cmd.Wait()
+}
+
+func (c *cluster) startCoordinator(name string) {
+	path := c.writeConfig(name, c.configFor("", c.sim.Address()))
+	cmd := exec.Command(rollbootBin, "coordinator", "--config", path, "--log-level", "debug")
+	w := lockedWriter{&c.mu, c.logFor(name)}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("start %s: %v", name, err)
+	}
+	c.mu.Lock()
+	c.coords[name] = cmd
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); _ = cmd.Wait() }()
+}
+
+// leader returns the standalone coordinator that leads now (it logged its election last).
+func (c *cluster) leader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, cmd := range c.coords {
+		if cmd.ProcessState != nil {
+			continue
+		}
+		log := c.logs[name].String()
+		if i := strings.LastIndex(log, "elected coordinator"); i >= 0 && !strings.Contains(log[i:], "stopped leading") {
+			return name
+		}
+	}
+	return ""
+}
+
+// killCoordinator kills a standalone coordinator process at once (SIGKILL).
+func (c *cluster) killCoordinator(name string) {
+	c.mu.Lock()
+	cmd := c.coords[name]
+	c.mu.Unlock()
+	if cmd == nil {
+		c.t.Fatalf("no coordinator %s", name)
+	}
+	_ = cmd.Process.Kill()
+}
+
+func (c *cluster) dumpLogs() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, b := range c.logs {
+		s := b.String()
+		if len(s) > 6000 {
+			s = "..." + s[len(s)-6000:]
+		}
+		c.t.Logf("---- %s ----\n%s", name, s)
+	}
+}
+
+// clients returns the names of the client hosts.
+func (c *cluster) clients() []string { return append([]string(nil), c.sup.Hosts...) }
+
+func (c *cluster) needReboot(hosts ...string) {
+	for _, h := range hosts {
+		if err := c.sim.SetRebootRequired(h, "test"); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+// waitFor polls cond (reading rollboot's state or the emulator) until it holds.
+func (c *cluster) waitFor(what string, timeout time.Duration, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		c.sim.WaitIndex(ctx, c.sim.Index())
+		cancel()
+	}
+}
+
+func (c *cluster) plans() map[string]store.Plan {
+	p, err := c.st.Plans(context.Background())
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+func (c *cluster) history() []store.HistoryRecord {
+	h, _ := c.st.History(context.Background())
+	return h
+}
+
+// rebootedAll: every host has a finished cycle in the history and is idle.
+func (c *cluster) rebootedAll(hosts []string) func() bool {
+	return func() bool {
+		done := map[string]bool{}
+		for _, r := range c.history() {
+			if r.Outcome == "rebooted" {
+				done[r.Host] = true
+			}
+		}
+		plans := c.plans()
+		for _, h := range hosts {
+			if !done[h] || plans[h].Phase != store.PhaseIdle {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// check runs the invariant checker over the emulator's event log.
+func (c *cluster) check(spec invariants.Spec) invariants.Result {
+	final := map[string]invariants.Final{}
+	for _, h := range c.clients() {
+		n, err := c.sim.Node(h)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		final[h] = invariants.Final{HasNode: true, Eligible: n.SchedulingEligibility == "eligible",
+			Draining: n.DrainStrategy != nil, Ready: n.Status == "ready"}
+	}
+	return invariants.Check(c.sim.Events(0), final, spec)
+}
+
+func (c *cluster) mustHold(spec invariants.Spec) invariants.Result {
+	c.t.Helper()
+	res := c.check(spec)
+	for _, v := range res.Violations {
+		c.t.Errorf("violation: %s", v)
+	}
+	return res
+}
+
+// groupsByPool maps each client host to its node pool.
+func (c *cluster) groupsByPool() map[string]string {
+	out := map[string]string{}
+	for _, h := range c.clients() {
+		n, err := c.sim.Node(h)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		out[h] = n.NodePool
+	}
+	return out
+}
+
+func allTrue(hosts []string) map[string]bool {
+	m := map[string]bool{}
+	for _, h := range hosts {
+		m[h] = true
+	}
+	return m
+}
+
+func each(hosts []string, n int) map[string]int {
+	m := map[string]int{}
+	for _, h := range hosts {
+		m[h] = n
+	}
+	return m
+}
