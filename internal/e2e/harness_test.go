@@ -365,3 +365,12 @@ func each(hosts []string, n int) map[string]int {
 	}
 	return m
 }
+
+func storeFor(t *testing.T, sim *nomadsim.Sim) *store.Store {
+	t.Helper()
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.New(client.Variables(), "rollboot", "")
+}

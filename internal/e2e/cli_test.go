@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/invariants"
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// cli runs the rollboot binary against the emulator's cluster address.
+func (c *cluster) cli(args ...string) string {
+	c.t.Helper()
+	args = append(args, "--address", c.sim.Address())
+	out, err := exec.Command(rollbootBin, args...).CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("rollboot %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+type statusJSON struct {
+	Paused bool `json:"paused"`
+	Hosts  []struct {
+		Host    string `json:"host"`
+		Phase   string `json:"phase"`
+		Group   string `json:"group"`
+		Waiting string `json:"waiting"`
+	} `json:"hosts"`
+}
+
+func (c *cluster) status() statusJSON {
+	c.t.Helper()
+	var s statusJSON
+	out := c.cli("status", "--json")
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		c.t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	return s
+}
+
+// pause stops new drains (a reboot under way finishes); resume lets the rollout go on.
+// A manual request through the CLI reboots a host with no sentinel.
+func TestPauseResumeAndManualRequest(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 3, policy: `group "all" {
+  concurrency = 1
+}`})
+	c.start()
+	hosts := c.clients()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 3 })
+	if out := c.cli("pause", "--reason", "change freeze"); !strings.Contains(out, "paused") {
+		t.Errorf("pause said %q", out)
+	}
+	c.cli("request", hosts[0], "--reason", "new kernel")
+	c.waitFor("the request to wait on the pause", 30*time.Second, func() bool {
+		for _, h := range c.status().Hosts {
+			if h.Host == hosts[0] && h.Phase == store.PhasePending && strings.Contains(h.Waiting, "paused") {
+				return true
+			}
+		}
+		return false
+	})
+	table := c.cli("status")
+	for _, want := range []string{"Rollout paused: change freeze", "Host", "Phase", hosts[0], "pending", "manual request: new kernel"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("status table lacks %q:\n%s", want, table)
+		}
+	}
+	for _, e := range c.sim.Events(0) {
+		if e.Type == nomadsim.EventDrainStart {
+			t.Fatalf("drain started while paused: %+v", e)
+		}
+	}
+	c.cli("resume")
+	c.waitFor("the requested host to reboot", 60*time.Second, c.rebootedAll(hosts[:1]))
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 0, hosts[2]: 0}})
+	// The manual request is consumed: no second reboot.
+	ctl, err := c.st.Control(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ctl.Requests[hosts[0]]; ok {
+		t.Error("manual request still stored after its reboot")
+	}
+}
+
+// A host whose reboot never happens (its reboot command fails) is reported stuck with
+// its slot kept; `rollboot release` undoes the drain and restores eligibility.
+func TestStuckHostReleased(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2, coordExtra: `  rejoin_timeout = "2s"`,
+		policy: `group "all" {
+  concurrency = 1
+}`})
+	c.start()
+	hosts := c.clients()
+	c.sup.Kill(hosts[0], false)
+	c.startBrokenAgent(hosts[0])
+	c.needReboot(hosts[0])
+	c.waitFor("the host to be stuck", 60*time.Second, func() bool {
+		return c.plans()[hosts[0]].Phase == store.PhaseStuck
+	})
+	// The slot stays taken: the other host of the group waits.
+	c.needReboot(hosts[1])
+	c.waitFor("the other host to wait for the slot", 30*time.Second, func() bool {
+		p := c.plans()[hosts[1]]
+		return p.Phase == store.PhasePending && p.Waiting != ""
+	})
+	n, _ := c.sim.Node(hosts[0])
+	if n.SchedulingEligibility != "ineligible" {
+		t.Fatalf("stuck node eligibility = %s; it should still be drained", n.SchedulingEligibility)
+	}
+	c.cli("release", hosts[0])
+	c.waitFor("the stuck host released", 30*time.Second, func() bool {
+		n, _ := c.sim.Node(hosts[0])
+		return c.plans()[hosts[0]].Phase == store.PhaseIdle && n.SchedulingEligibility == "eligible"
+	})
+	released := false
+	for _, r := range c.history() {
+		if r.Host == hosts[0] && r.Outcome == "released" {
+			released = true
+		}
+	}
+	if !released {
+		t.Error("no history record for the release")
+	}
+	// The freed slot goes to the other host, which reboots.
+	c.waitFor("the other host rebooted", 60*time.Second, c.rebootedAll(hosts[1:]))
+}
+
+// startBrokenAgent runs an agent whose reboot command fails, under the supervisor's
+// name for the host, until the test ends.
+func (c *cluster) startBrokenAgent(host string) {
+	h, _ := c.sim.Host(host)
+	cfg := c.configFor(host, "http://"+h.Addr)
+	// Replace the reboot command with one that fails.
+	i := strings.Index(cfg, "command = [")
+	j := strings.Index(cfg[i:], "]\n")
+	cfg = cfg[:i] + `command = ["false"]` + cfg[i+j+1:]
+	path := c.writeConfig(host+"-broken", cfg)
+	cmd := exec.Command(rollbootBin, "agent", "--config", path)
+	w := lockedWriter{&c.mu, c.logFor(host + "-broken")}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+}

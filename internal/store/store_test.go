@@ -1,0 +1,217 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// countingVars counts reads, to show the host cache reads only what changed.
+type countingVars struct {
+	*api.Variables
+	reads atomic.Int64
+}
+
+func (c *countingVars) Read(path string, q *api.QueryOptions) (*api.Variable, *api.QueryMeta, error) {
+	c.reads.Add(1)
+	return c.Variables.Read(path, q)
+}
+
+func newStore(t *testing.T) (*store.Store, *countingVars, *api.Client) {
+	t.Helper()
+	sim, err := nomadsim.New(nomadsim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	c, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := &countingVars{Variables: c.Variables()}
+	return store.New(cv, "rollboot", ""), cv, c
+}
+
+func TestHostRecordRoundTripAndCAS(t *testing.T) {
+	st, _, _ := newStore(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 2, 10, 0, 0, 123, time.UTC)
+	rec := store.HostRecord{Host: "web-1.example.com", NodeID: "n1", Roles: []string{"nomad-server", "nomad-client"},
+		BootID: "b1", RebootRequired: true, Reason: "sentinel", RequestedAt: at}
+	idx, err := st.PutHost(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Host(ctx, "web-1.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ModifyIndex != idx || !got.RequestedAt.Equal(at) || got.Reason != "sentinel" || len(got.Roles) != 2 {
+		t.Errorf("round trip = %+v", got)
+	}
+	// Create-only on an existing record is a conflict, not an overwrite.
+	if _, err := st.PutHost(ctx, rec); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("second create: err = %v, want ErrConflict", err)
+	}
+	// An update with a stale index is a conflict.
+	rec.ModifyIndex = idx
+	if _, err := st.PutHost(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutHost(ctx, rec); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("stale update: err = %v, want ErrConflict", err)
+	}
+	if _, err := st.Host(ctx, "absent"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("absent host: err = %v", err)
+	}
+}
+
+func TestHostsReadsOnlyChangedRecords(t *testing.T) {
+	st, cv, _ := newStore(t)
+	ctx := context.Background()
+	for _, h := range []string{"a", "b", "c"} {
+		if _, err := st.PutHost(ctx, store.HostRecord{Host: h, BootID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts, _, err := st.Hosts(ctx, 0, 0)
+	if err != nil || len(hosts) != 3 {
+		t.Fatalf("hosts = %v, err = %v", hosts, err)
+	}
+	before := cv.reads.Load()
+	if _, _, err := st.Hosts(ctx, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := cv.reads.Load() - before; n != 0 {
+		t.Errorf("unchanged records read again: %d reads", n)
+	}
+	b, _ := st.Host(ctx, "b")
+	b.BootID = "y"
+	if _, err := st.PutHost(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	before = cv.reads.Load()
+	hosts, _, err = st.Hosts(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cv.reads.Load() - before; n != 1 {
+		t.Errorf("reads after one change = %d, want 1", n)
+	}
+	if hosts[1].BootID != "y" {
+		t.Errorf("changed record not refreshed: %+v", hosts[1])
+	}
+}
+
+func TestWatchPlanBlocksUntilChange(t *testing.T) {
+	st, _, _ := newStore(t)
+	ctx := context.Background()
+	idx, err := st.PutPlan(ctx, store.Plan{Host: "h", Phase: store.PhasePending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing changes: the watch returns after its wait with the same index.
+	start := time.Now()
+	_, n, err := st.WatchPlan(ctx, "h", idx, 100*time.Millisecond)
+	if err != nil || n != idx {
+		t.Fatalf("idle watch: n=%d idx=%d err=%v", n, idx, err)
+	}
+	if time.Since(start) < 90*time.Millisecond {
+		t.Error("the watch did not block")
+	}
+	done := make(chan store.Plan, 1)
+	go func() {
+		p, _, _ := st.WatchPlan(ctx, "h", idx, 5*time.Second)
+		done <- p
+	}()
+	p, _ := st.Plan(ctx, "h")
+	p.Phase = store.PhaseDraining
+	if _, err := st.PutPlan(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		if got.Phase != store.PhaseDraining {
+			t.Errorf("watch returned %s", got.Phase)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the watch did not wake on the change")
+	}
+}
+
+func TestUpdateControlRetriesConflicts(t *testing.T) {
+	st, _, _ := newStore(t)
+	ctx := context.Background()
+	calls := 0
+	_, err := st.UpdateControl(ctx, func(c *store.Control) error {
+		calls++
+		if calls == 1 {
+			// Another writer slips in between our read and our write.
+			if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
+				c.Paused, c.PauseReason = true, "other"
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.Requests == nil {
+			c.Requests = map[string]store.Request{}
+		}
+		c.Requests["h"] = store.Request{At: time.Now().UTC()}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Errorf("fn called %d times, want 2 (one conflict)", calls)
+	}
+	c, _ := st.Control(ctx)
+	if !c.Paused || c.PauseReason != "other" || len(c.Requests) != 1 {
+		t.Errorf("control = %+v: one of the two writes was lost", c)
+	}
+}
+
+func TestHistoryIsBounded(t *testing.T) {
+	st, _, _ := newStore(t)
+	ctx := context.Background()
+	base := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 5; i++ {
+		rec := store.HistoryRecord{Host: "h", Outcome: "rebooted", Finished: base.Add(time.Duration(i) * time.Minute),
+			Timeline: map[string]time.Time{store.PhaseDraining: base}}
+		if err := st.AppendHistory(ctx, rec, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := st.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 3 || !h[0].Finished.Equal(base.Add(2*time.Minute)) || !h[2].Finished.Equal(base.Add(4*time.Minute)) {
+		t.Errorf("history = %+v, want the 3 newest, oldest first", h)
+	}
+	if !h[0].Timeline[store.PhaseDraining].Equal(base) {
+		t.Error("timeline lost")
+	}
+}
+
+func TestCorruptRecordIsAClearError(t *testing.T) {
+	st, _, c := newStore(t)
+	ctx := context.Background()
+	v := &api.Variable{Path: "rollboot/plan/h", Items: map[string]string{"host": "h", "phase": "pending", "attempt": "two"}}
+	if _, _, err := c.Variables().Create(v, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.Plan(ctx, "h")
+	if err == nil || !strings.Contains(err.Error(), "rollboot/plan/h") || !strings.Contains(err.Error(), `"attempt"`) {
+		t.Errorf("err = %v, want it to name the variable and the item", err)
+	}
+}
