@@ -63,8 +63,14 @@ func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.L
 	}), nil
 }
 
-// LeaderLock returns the election lock for the configuration.
-func LeaderLock(cfg *config.Config, c *api.Client, st *store.Store) (coordinator.Lock, error) {
+// LeaderLock returns the election lock for the configuration. It has a client of
+// its own: api.Client.Locks rewrites the client's retry settings without a lock,
+// which would race with (and change) every other request on a shared client.
+func LeaderLock(cfg *config.Config, st *store.Store) (coordinator.Lock, error) {
+	c, err := Client(cfg)
+	if err != nil {
+		return nil, err
+	}
 	ttl := cfg.Coordinator.LockTTL
 	v := api.Variable{
 		Namespace: cfg.Nomad.Namespace,
@@ -87,7 +93,7 @@ func RunCoordinator(ctx context.Context, cfg *config.Config, c *api.Client, log 
 	if err != nil {
 		return err
 	}
-	lock, err := LeaderLock(cfg, c, st)
+	lock, err := LeaderLock(cfg, st)
 	if err != nil {
 		return err
 	}
