@@ -212,7 +212,10 @@ func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (
 		out, idx, err := read()
 		ch := s.notify
 		closed := s.closed
-		if err != nil {
+		var ie *indexedError
+		if errors.As(err, &ie) {
+			idx = ie.index
+		} else if err != nil {
 			s.mu.Unlock()
 			writeErr(w, err)
 			return
@@ -220,6 +223,10 @@ func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (
 		if qp.minIndex == 0 || idx > qp.minIndex || closed {
 			s.setQueryMetaLocked(w, idx)
 			s.mu.Unlock()
+			if ie != nil {
+				writeErr(w, ie.err)
+				return
+			}
 			writeJSON(w, http.StatusOK, out)
 			return
 		}
@@ -233,6 +240,18 @@ func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (
 		}
 	}
 }
+
+// indexedError is a read result that is an error but still carries the index the
+// query ran at. Nomad sets the query meta before it turns an empty result into an
+// error (command/agent/variable_endpoint.go variableQuery: setMeta, then
+// 404 "variable not found"), and blockingRPC blocks on that index like on data.
+type indexedError struct {
+	err   error
+	index uint64
+}
+
+func (e *indexedError) Error() string { return e.err.Error() }
+func (e *indexedError) Unwrap() error { return e.err }
 
 // decodeBody decodes a JSON request body into v, with Nomad's 400 on bad JSON.
 func decodeBody(r *http.Request, v any) error {

@@ -47,6 +47,14 @@ type Config struct {
 	// ServerStabilizeTime is how long a server that came back takes before
 	// autopilot counts it healthy again (autopilot ServerStabilizationTime, 10s).
 	ServerStabilizeTime time.Duration
+	// ElectionTime is how long the servers take to elect a new leader after the
+	// leader failed or quorum came back (Raft election timeout; about 1-2s in Nomad).
+	ElectionTime time.Duration
+
+	// AllowShortLockTTL lets variable locks use a TTL below Nomad's 10s minimum
+	// (nomad/structs/variables.go minVariableLockTTL), so that tests can run
+	// api.NewLockLeaser fail-overs with TTLs of ~100ms. Off by default: Nomad's range.
+	AllowShortLockTTL bool
 
 	// KeepSentinelOnReboot leaves the "reboot required" sentinel in place after a
 	// reboot, to test reboot loops. By default a reboot clears it, as an installed
@@ -82,6 +90,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ServerStabilizeTime == 0 {
 		c.ServerStabilizeTime = 100 * time.Millisecond
+	}
+	if c.ElectionTime == 0 {
+		c.ElectionTime = 50 * time.Millisecond
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// lockedBuffer is an io.Writer the command writes to while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestSimCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lockedBuffer{}
+	cmd := newSimCmd()
+	cmd.SetOut(out)
+	cmd.SetErr(out)
+	// Single-dash long flags work as well as double-dash ones.
+	cmd.SetArgs([]string{"-listen", "127.0.0.1:0", "--servers", "1", "-clients=3", "-acl",
+		"-state-dir", t.TempDir(), "-pools", "a,b", "-boot-time", "300ms", "-heartbeat-ttl", "100ms",
+		"-migrate-time", "20ms", "-jobs"})
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.ExecuteContext(ctx) }()
+
+	addrRe := regexp.MustCompile(`Cluster address: (http://\S+)`)
+	tokRe := regexp.MustCompile(`Management token: (\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "Serving until interrupted") {
+		select {
+		case err := <-errc:
+			t.Fatalf("sim exited early: %v\n%s", err, out.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sim did not start:\n%s", out.String())
+		}
+	}
+	text := out.String()
+	addr, tok := addrRe.FindStringSubmatch(text), tokRe.FindStringSubmatch(text)
+	if addr == nil || tok == nil {
+		t.Fatalf("no address or token in output:\n%s", text)
+	}
+	for _, want := range []string{"server-1", "client-1", "client-3", "server", "client", "NODE ID", "FOLDER", "node-exporter (system)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+
+	c, err := api.NewClient(&api.Config{Address: addr[1], SecretID: tok[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nodes, _, err := c.Nodes().List(&api.QueryOptions{Filter: `NodePool == "b"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 1 || nodes[0].Name != "client-2" || !strings.Contains(text, nodes[0].ID) {
+		t.Fatalf("pool b nodes: %+v", nodes)
+	}
+	// The default jobs run (the system job on every client).
+	var idx uint64
+	for {
+		as, meta, err := c.Nodes().Allocations(nodes[0].ID, &api.QueryOptions{WaitIndex: idx, WaitTime: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(as, func(a *api.Allocation) bool { return a.JobID == "node-exporter" && a.ClientStatus == "running" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("system job not running")
+		}
+		idx = meta.LastIndex
+	}
+	// Without the token: 403.
+	anon, _ := api.NewClient(&api.Config{Address: addr[1]})
+	defer anon.Close()
+	if _, _, err := anon.Nodes().List(nil); err == nil {
+		t.Fatal("ACLs not enforced")
+	}
+
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("sim: %v", err)
+	}
+}
+
+func TestSimCommandBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-clients", "0", "-servers", "0"},
+		{"-boot-time", "0s"},
+		{"-pools", "a,,b"},
+		{"-nope"},
+		{"extra"},
+	} {
+		cmd := newSimCmd()
+		cmd.SetOut(&lockedBuffer{})
+		cmd.SetErr(&lockedBuffer{})
+		cmd.SetArgs(append([]string{"-listen", "127.0.0.1:0"}, args...))
+		if err := cmd.Execute(); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

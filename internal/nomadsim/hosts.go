@@ -1,0 +1,175 @@
+package nomadsim
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Names of the per-host files in Host.Dir.
+const (
+	SentinelFile = "reboot-required" // like /var/run/reboot-required
+	BootIDFile   = "boot_id"         // like /proc/sys/kernel/random/boot_id
+)
+
+// Reboot reboots host: it goes down at once (its agent address drops every
+// connection), its node misses heartbeats and is marked down after HeartbeatTTL,
+// and after BootTime it boots with a new boot ID, its sentinel is removed (unless
+// Config.KeepSentinelOnReboot) and its node registers again.
+func (s *Sim) Reboot(host string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[host]
+	if !ok {
+		return fmt.Errorf("host %q not found", host)
+	}
+	if !h.Up {
+		return fmt.Errorf("host %q is down (already rebooting)", host)
+	}
+	s.cluster.rebootGen[host]++
+	gen := s.cluster.rebootGen[host]
+	h.Up = false
+	s.bumpLocked()
+	s.eventLocked(Event{Type: EventHostRebootStart, Host: host, NodeID: h.NodeID,
+		Details: map[string]string{"boot_id": h.BootID}})
+	if h.Server != nil {
+		s.servers.hostDownLocked(s, h)
+	}
+	if h.NodeID != "" {
+		// nomad/heartbeat.go invalidateHeartbeat: the TTL timer fires and the node
+		// is set down with the event "Node heartbeat missed".
+		s.after(s.cfg.HeartbeatTTL, func() {
+			if h.Up || s.cluster.rebootGen[host] != gen {
+				return // back before the TTL ran out: heartbeats resumed in time
+			}
+			s.cluster.nodeDownLocked(s, h)
+		})
+	}
+	s.after(s.cfg.BootTime, func() {
+		if s.cluster.rebootGen[host] != gen {
+			return
+		}
+		s.bootLocked(h)
+	})
+	return nil
+}
+
+// bootLocked brings h up with a new boot ID.
+func (s *Sim) bootLocked(h *Host) {
+	h.BootID = s.uuidLocked()
+	if err := os.WriteFile(filepath.Join(h.Dir, BootIDFile), []byte(h.BootID+"\n"), 0o644); err != nil {
+		s.eventLocked(Event{Type: EventHostBoot, Host: h.Name, Details: map[string]string{"error": err.Error()}})
+	}
+	if !s.cfg.KeepSentinelOnReboot {
+		_ = os.Remove(filepath.Join(h.Dir, SentinelFile))
+	}
+	h.Up = true
+	h.Boots++
+	s.bumpLocked()
+	s.eventLocked(Event{Type: EventHostBoot, Host: h.Name, NodeID: h.NodeID,
+		Details: map[string]string{"boot_id": h.BootID}})
+	if h.Server != nil {
+		s.servers.hostUpLocked(s, h)
+	}
+	if h.NodeID != "" {
+		s.cluster.reregisterLocked(s, h)
+	}
+}
+
+// nodeDownLocked marks the node of h down (Node.UpdateStatus from the heartbeat
+// timer) and its allocations lost.
+func (c *clusterState) nodeDownLocked(s *Sim, h *Host) {
+	sn, ok := c.nodes[h.NodeID]
+	if !ok || sn.node.Status == api.NodeStatusDown {
+		return
+	}
+	idx := s.bumpLocked()
+	n := sn.node
+	n.Status = api.NodeStatusDown
+	n.StatusUpdatedAt = time.Now().Unix()
+	addNodeEvent(n, "Cluster", nodeHeartbeatMissed, nil, idx)
+	c.touchNodeLocked(n, idx)
+	s.eventLocked(Event{Type: EventNodeDown, Host: h.Name, NodeID: n.ID})
+	c.nodeDownAllocsLocked(s, n.ID)
+	c.scheduleLocked(s, time.Now())
+}
+
+// reregisterLocked is the client registering again after boot (Node.Register →
+// state_store.go upsertNodeTxn): the node keeps its SchedulingEligibility,
+// DrainStrategy and LastDrain; a node that was down gets "Node re-registered".
+// Nothing makes it eligible again by itself.
+func (c *clusterState) reregisterLocked(s *Sim, h *Host) {
+	sn, ok := c.nodes[h.NodeID]
+	if !ok {
+		return
+	}
+	idx := s.bumpLocked()
+	n := sn.node
+	n.HTTPAddr = h.Addr
+	sn.metaPending = false
+	n.Meta = mergeNodeMeta(sn.staticMeta, sn.dynamicMeta)
+	wasDown := n.Status == api.NodeStatusDown
+	n.Status = api.NodeStatusReady
+	n.StatusUpdatedAt = time.Now().Unix()
+	if wasDown {
+		addNodeEvent(n, "Cluster", nodeReregistered, nil, idx)
+	}
+	c.touchNodeLocked(n, idx)
+	s.eventLocked(Event{Type: EventNodeReady, Host: h.Name, NodeID: n.ID})
+	c.scheduleLocked(s, time.Now())
+}
+
+// SetRebootRequired creates host's sentinel file with reason as its content.
+func (s *Sim) SetRebootRequired(host, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[host]
+	if !ok {
+		return fmt.Errorf("host %q not found", host)
+	}
+	if reason == "" {
+		reason = "*** System restart required ***"
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir, SentinelFile), []byte(reason+"\n"), 0o644); err != nil {
+		return fmt.Errorf("host %s: %w", host, err)
+	}
+	s.bumpLocked()
+	s.eventLocked(Event{Type: EventHostRebootNeeded, Host: host, NodeID: h.NodeID,
+		Details: map[string]string{"reason": reason}})
+	return nil
+}
+
+// ClearRebootRequired removes host's sentinel file.
+func (s *Sim) ClearRebootRequired(host string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[host]
+	if !ok {
+		return fmt.Errorf("host %q not found", host)
+	}
+	if err := os.Remove(filepath.Join(h.Dir, SentinelFile)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("host %s: %w", host, err)
+	}
+	s.bumpLocked()
+	return nil
+}
+
+// RebootRequired reports whether host's sentinel file exists.
+func (s *Sim) RebootRequired(host string) bool {
+	s.mu.Lock()
+	h, ok := s.hosts[host]
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(h.Dir, SentinelFile))
+	return err == nil
+}

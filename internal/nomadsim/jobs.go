@@ -1,0 +1,500 @@
+package nomadsim
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// JobSpec is the small job model the emulator schedules: enough for drains, reboots
+// and the demo. Allocations have no tasks or resources; they start and stop in
+// Config.MigrateTime.
+type JobSpec struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace,omitempty"` // default "default"
+	Type      string `json:"type,omitempty"`      // service (default), batch or system
+	// NodePool restricts placement to one node pool. Empty: every pool (Nomad's
+	// built-in pool "all").
+	NodePool string `json:"node_pool,omitempty"`
+	// RunTime is how long a batch allocation runs before it completes on its own.
+	// 0: it runs until stopped.
+	RunTime time.Duration `json:"run_time,omitempty"`
+	// Groups are the task groups. Empty: one group named after the job, count 1.
+	Groups []GroupSpec `json:"groups,omitempty"`
+}
+
+// GroupSpec is a task group.
+type GroupSpec struct {
+	Name  string `json:"name"`
+	Count int    `json:"count,omitempty"` // ignored for system jobs; default 1
+	// MigrateMaxParallel is the group's migrate.max_parallel (default 1, as in
+	// nomad/structs DefaultMigrateStrategy).
+	MigrateMaxParallel int `json:"migrate_max_parallel,omitempty"`
+}
+
+// UnmarshalJSON accepts run_time as a Go duration string ("30s") or integer ns.
+func (j *JobSpec) UnmarshalJSON(b []byte) error {
+	type plain JobSpec
+	aux := struct {
+		*plain
+		RunTime json.RawMessage `json:"run_time,omitempty"`
+	}{plain: (*plain)(j)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	d, err := decodeDurationJSON(aux.RunTime)
+	if err != nil {
+		return fmt.Errorf("run_time: %w", err)
+	}
+	j.RunTime = d
+	return nil
+}
+
+// MarshalJSON writes run_time as a Go duration string.
+func (j JobSpec) MarshalJSON() ([]byte, error) {
+	type plain JobSpec
+	aux := struct {
+		plain
+		RunTime string `json:"run_time,omitempty"`
+	}{plain: plain(j)}
+	if j.RunTime != 0 {
+		aux.RunTime = j.RunTime.String()
+	}
+	return json.Marshal(aux)
+}
+
+// decodeDurationJSON reads a duration written as "50ms" or as integer nanoseconds.
+func decodeDurationJSON(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s == "" {
+			return 0, nil
+		}
+		return time.ParseDuration(s)
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, fmt.Errorf("want a duration such as \"50ms\" or integer nanoseconds, got %s", raw)
+	}
+	return time.Duration(n), nil
+}
+
+type jobKey struct{ ns, id string }
+
+type simJob struct {
+	spec JobSpec
+	job  *api.Job // embedded in every allocation; never changed after AddJob
+}
+
+func (j *simJob) group(name string) *GroupSpec {
+	for i := range j.spec.Groups {
+		if j.spec.Groups[i].Name == name {
+			return &j.spec.Groups[i]
+		}
+	}
+	return nil
+}
+
+// simAlloc is an allocation and the times at which its client moves it on.
+type simAlloc struct {
+	a        *api.Allocation
+	job      *simJob
+	startAt  time.Time // pending → running
+	stopAt   time.Time // desired stop → complete
+	finishAt time.Time // batch: running → complete on its own (zero: never)
+}
+
+// Event types for allocations, in addition to those in sim.go.
+const (
+	// EventAllocPlace: the scheduler placed an allocation (ClientStatus pending).
+	EventAllocPlace = "alloc.place"
+	// EventAllocStopping: the scheduler set DesiredStatus "stop" (migration, drain
+	// deadline, end of drain for system allocs).
+	EventAllocStopping = "alloc.stopping"
+)
+
+// AddJob registers a job and places its allocations at once.
+func (s *Sim) AddJob(spec JobSpec) error {
+	if spec.ID == "" {
+		return fmt.Errorf("job: id is required")
+	}
+	if spec.Namespace == "" {
+		spec.Namespace = "default"
+	}
+	switch spec.Type {
+	case "":
+		spec.Type = api.JobTypeService
+	case api.JobTypeService, api.JobTypeBatch, api.JobTypeSystem:
+	default:
+		return fmt.Errorf("job %s: type %q: want service, batch or system", spec.ID, spec.Type)
+	}
+	if spec.RunTime < 0 {
+		return fmt.Errorf("job %s: run_time must not be negative", spec.ID)
+	}
+	spec.Groups = slices.Clone(spec.Groups)
+	if len(spec.Groups) == 0 {
+		spec.Groups = []GroupSpec{{Name: spec.ID, Count: 1}}
+	}
+	seen := map[string]bool{}
+	for i := range spec.Groups {
+		g := &spec.Groups[i]
+		if g.Name == "" {
+			return fmt.Errorf("job %s: group %d: name is required", spec.ID, i)
+		}
+		if seen[g.Name] {
+			return fmt.Errorf("job %s: group %q defined twice", spec.ID, g.Name)
+		}
+		seen[g.Name] = true
+		if g.Count < 0 || g.MigrateMaxParallel < 0 {
+			return fmt.Errorf("job %s: group %s: count and migrate_max_parallel must not be negative", spec.ID, g.Name)
+		}
+		if g.Count == 0 {
+			g.Count = 1
+		}
+		if spec.Type == api.JobTypeSystem {
+			g.Count = 1
+		}
+		if g.MigrateMaxParallel == 0 {
+			g.MigrateMaxParallel = 1
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := jobKey{spec.Namespace, spec.ID}
+	if _, ok := s.cluster.jobs[key]; ok {
+		return fmt.Errorf("job %s in namespace %s exists", spec.ID, spec.Namespace)
+	}
+	idx := s.bumpLocked()
+	pool := spec.NodePool
+	if pool == "" {
+		pool = "all"
+	}
+	job := &api.Job{
+		ID:             pointerOf(spec.ID),
+		Name:           pointerOf(spec.ID),
+		Namespace:      pointerOf(spec.Namespace),
+		Region:         pointerOf(s.cfg.Region),
+		Type:           pointerOf(spec.Type),
+		NodePool:       pointerOf(pool),
+		Datacenters:    []string{"*"},
+		Priority:       pointerOf(50),
+		Status:         pointerOf("running"),
+		Version:        pointerOf(uint64(0)),
+		Stable:         pointerOf(true),
+		CreateIndex:    pointerOf(idx),
+		ModifyIndex:    pointerOf(idx),
+		JobModifyIndex: pointerOf(idx),
+	}
+	for _, g := range spec.Groups {
+		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count)}
+		if spec.Type == api.JobTypeService {
+			// Only service jobs have a migrate block (structs.TaskGroup Canonicalize).
+			tg.Migrate = &api.MigrateStrategy{
+				MaxParallel:     pointerOf(g.MigrateMaxParallel),
+				HealthCheck:     pointerOf("checks"),
+				MinHealthyTime:  pointerOf(time.Duration(0)),
+				HealthyDeadline: pointerOf(5 * time.Minute),
+			}
+		}
+		job.TaskGroups = append(job.TaskGroups, tg)
+	}
+	s.cluster.jobs[key] = &simJob{spec: spec, job: job}
+	s.cluster.jobOrder = append(s.cluster.jobOrder, key)
+	s.cluster.scheduleLocked(s, time.Now())
+	return nil
+}
+
+// Jobs returns the specs of the registered jobs, in registration order.
+func (s *Sim) Jobs() []JobSpec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]JobSpec, 0, len(s.cluster.jobOrder))
+	for _, k := range s.cluster.jobOrder {
+		sp := s.cluster.jobs[k].spec
+		sp.Groups = slices.Clone(sp.Groups)
+		out = append(out, sp)
+	}
+	return out
+}
+
+func pointerOf[T any](v T) *T { return &v }
+
+// allocClientTerminal is Allocation.ClientTerminalStatus: complete, failed or lost.
+func allocClientTerminal(a *api.Allocation) bool {
+	switch a.ClientStatus {
+	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// allocTerminal is Allocation.TerminalStatus: desired stop/evict or client-terminal.
+func allocTerminal(a *api.Allocation) bool {
+	return a.DesiredStatus == api.AllocDesiredStatusStop || a.DesiredStatus == api.AllocDesiredStatusEvict || allocClientTerminal(a)
+}
+
+func allocShouldMigrate(a *api.Allocation) bool {
+	return a.DesiredTransition.Migrate != nil && *a.DesiredTransition.Migrate
+}
+
+// touchAllocLocked records a write to a in the current batch.
+func (c *clusterState) touchAllocLocked(s *Sim, a *api.Allocation) uint64 {
+	idx := c.writeLocked(s)
+	a.ModifyIndex = idx
+	a.ModifyTime = time.Now().UnixNano()
+	c.allocsIndex = idx
+	return idx
+}
+
+func (c *clusterState) allocEventLocked(s *Sim, typ string, a *api.Allocation, details map[string]string) {
+	d := map[string]string{
+		"alloc_id": a.ID, "job": a.JobID, "namespace": a.Namespace, "group": a.TaskGroup,
+		"client_status": a.ClientStatus, "desired_status": a.DesiredStatus,
+		"job_type": *a.Job.Type,
+	}
+	maps.Copy(d, details)
+	host := ""
+	if sn, ok := c.nodes[a.NodeID]; ok {
+		host = sn.host.Name
+	}
+	s.eventLocked(Event{Type: typ, Host: host, NodeID: a.NodeID, Details: d})
+}
+
+// clientUpdatesLocked is the clients' side: each client whose host is up reports
+// its allocations' progress (client/allocrunner → Node.UpdateAlloc, batched).
+func (c *clusterState) clientUpdatesLocked(s *Sim, now time.Time) {
+	defer c.endBatch()
+	for _, id := range c.allocOrder {
+		sa := c.allocs[id]
+		a := sa.a
+		if allocClientTerminal(a) {
+			continue
+		}
+		sn, ok := c.nodes[a.NodeID]
+		if !ok || !sn.host.Up || sn.node.Status != api.NodeStatusReady {
+			continue
+		}
+		switch {
+		case a.DesiredStatus != api.AllocDesiredStatusRun:
+			if !now.Before(sa.stopAt) {
+				a.ClientStatus = api.AllocClientStatusComplete
+				a.ClientDescription = "All tasks have completed"
+				c.touchAllocLocked(s, a)
+				c.allocEventLocked(s, EventAllocStop, a, nil)
+			}
+		case a.ClientStatus == api.AllocClientStatusPending:
+			if !now.Before(sa.startAt) {
+				a.ClientStatus = api.AllocClientStatusRunning
+				a.ClientDescription = "Tasks are running"
+				if *a.Job.Type == api.JobTypeService {
+					// The deployment watcher marks it healthy (migrate
+					// health_check = "checks", min_healthy_time 0 here).
+					a.DeploymentStatus = &api.AllocDeploymentStatus{Healthy: pointerOf(true), Timestamp: now}
+				}
+				if *a.Job.Type == api.JobTypeBatch && sa.job.spec.RunTime > 0 {
+					sa.finishAt = now.Add(sa.job.spec.RunTime)
+				}
+				c.touchAllocLocked(s, a)
+				c.allocEventLocked(s, EventAllocStart, a, nil)
+			}
+		case a.ClientStatus == api.AllocClientStatusRunning && !sa.finishAt.IsZero() && !now.Before(sa.finishAt):
+			a.ClientStatus = api.AllocClientStatusComplete
+			a.ClientDescription = "All tasks have completed"
+			c.touchAllocLocked(s, a)
+			c.allocEventLocked(s, EventAllocStop, a, map[string]string{"reason": "finished"})
+		}
+	}
+}
+
+// stopAllocLocked is the scheduler stopping an allocation (DesiredStatus "stop");
+// its client reports it complete after MigrateTime.
+func (c *clusterState) stopAllocLocked(s *Sim, sa *simAlloc, now time.Time, desc string) {
+	a := sa.a
+	a.DesiredStatus = api.AllocDesiredStatusStop
+	a.DesiredDescription = desc
+	sa.stopAt = now.Add(s.cfg.MigrateTime)
+	c.touchAllocLocked(s, a)
+	c.allocEventLocked(s, EventAllocStopping, a, map[string]string{"reason": desc})
+}
+
+// scheduleLocked is the scheduler (scheduler/generic_sched.go for service and
+// batch, scheduler/scheduler_system.go for system jobs, reconciled every tick):
+//   - allocations marked for migration are stopped and replaced elsewhere
+//     (reconciler "migrate");
+//   - service and batch groups get allocations until Count are live (a batch
+//     allocation that completed on its own counts as done), spread over ready
+//     nodes, least-loaded first;
+//   - system groups get one allocation on every node that is Ready()
+//     (structs.Node.Ready: status ready, no drain strategy, eligible). A node that
+//     stays ineligible after a drain therefore gets no system allocation back
+//     until it is made eligible (scheduler/util.go readyNodesInDCsAndPool skips
+//     ineligible nodes for new placements).
+func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
+	defer c.endBatch()
+	// Stop allocations the drainer marked for migration.
+	for _, id := range c.allocOrder {
+		sa := c.allocs[id]
+		if allocShouldMigrate(sa.a) && sa.a.DesiredStatus == api.AllocDesiredStatusRun && !allocClientTerminal(sa.a) {
+			c.stopAllocLocked(s, sa, now, "alloc is being migrated")
+		}
+	}
+	nodes := c.sortedNodesLocked(s)
+	load := map[string]int{}
+	for _, a := range c.allocs {
+		if !allocTerminal(a.a) {
+			load[a.a.NodeID]++
+		}
+	}
+	for _, key := range c.jobOrder {
+		j := c.jobs[key]
+		for _, g := range j.spec.Groups {
+			var live, done []*simAlloc
+			var prev []*simAlloc // stopped allocs without a replacement yet
+			onNode := map[string]bool{}
+			for _, id := range c.allocOrder {
+				sa := c.allocs[id]
+				a := sa.a
+				if a.JobID != j.spec.ID || a.Namespace != j.spec.Namespace || a.TaskGroup != g.Name {
+					continue
+				}
+				switch {
+				case !allocTerminal(a):
+					live = append(live, sa)
+					onNode[a.NodeID] = true
+				case j.spec.Type == api.JobTypeBatch && a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusComplete:
+					done = append(done, sa)
+				case a.NextAllocation == "":
+					prev = append(prev, sa)
+				}
+			}
+			if j.spec.Type == api.JobTypeSystem {
+				for _, sn := range nodes {
+					if onNode[sn.node.ID] || !nodeReady(sn.node) || !jobInPool(j, sn.node) {
+						continue
+					}
+					var p *simAlloc
+					for _, sa := range prev {
+						if sa.a.NodeID == sn.node.ID {
+							p = sa
+						}
+					}
+					c.placeLocked(s, j, g.Name, 0, sn, p, now)
+					load[sn.node.ID]++
+				}
+				continue
+			}
+			need := g.Count - len(live) - len(done)
+			used := map[int]bool{}
+			for _, sa := range append(slices.Clone(live), done...) {
+				used[allocIndex(sa.a)] = true
+			}
+			for ; need > 0; need-- {
+				var best *simNode
+				for _, sn := range nodes {
+					if !nodeReady(sn.node) || !jobInPool(j, sn.node) {
+						continue
+					}
+					if best == nil || load[sn.node.ID] < load[best.node.ID] {
+						best = sn
+					}
+				}
+				if best == nil {
+					break // no capacity: Nomad would create a blocked evaluation
+				}
+				var p *simAlloc
+				if len(prev) > 0 {
+					p, prev = prev[0], prev[1:]
+				}
+				n := 0
+				if p != nil && !used[allocIndex(p.a)] {
+					n = allocIndex(p.a)
+				} else {
+					for used[n] {
+						n++
+					}
+				}
+				used[n] = true
+				c.placeLocked(s, j, g.Name, n, best, p, now)
+				load[best.node.ID]++
+			}
+		}
+	}
+}
+
+func jobInPool(j *simJob, n *api.Node) bool {
+	return j.spec.NodePool == "" || j.spec.NodePool == "all" || j.spec.NodePool == n.NodePool
+}
+
+func allocIndex(a *api.Allocation) int {
+	var n int
+	for i := len(a.Name) - 1; i >= 0; i-- {
+		if a.Name[i] == '[' {
+			fmt.Sscanf(a.Name[i:], "[%d]", &n)
+			break
+		}
+	}
+	return n
+}
+
+// placeLocked creates a pending allocation of group on node sn, replacing prev
+// (may be nil).
+func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *simNode, prev *simAlloc, now time.Time) {
+	idx := c.writeLocked(s)
+	a := &api.Allocation{
+		ID:               s.uuidLocked(),
+		Namespace:        j.spec.Namespace,
+		EvalID:           s.uuidLocked(),
+		Name:             fmt.Sprintf("%s.%s[%d]", j.spec.ID, group, n),
+		NodeID:           sn.node.ID,
+		NodeName:         sn.node.Name,
+		JobID:            j.spec.ID,
+		Job:              j.job,
+		TaskGroup:        group,
+		DesiredStatus:    api.AllocDesiredStatusRun,
+		ClientStatus:     api.AllocClientStatusPending,
+		CreateIndex:      idx,
+		ModifyIndex:      idx,
+		AllocModifyIndex: idx,
+		CreateTime:       now.UnixNano(),
+		ModifyTime:       now.UnixNano(),
+	}
+	if prev != nil {
+		a.PreviousAllocation = prev.a.ID
+		prev.a.NextAllocation = a.ID
+		c.touchAllocLocked(s, prev.a)
+	}
+	sa := &simAlloc{a: a, job: j, startAt: now.Add(s.cfg.MigrateTime)}
+	c.allocs[a.ID] = sa
+	c.allocOrder = append(c.allocOrder, a.ID)
+	c.allocsIndex = idx
+	c.allocEventLocked(s, EventAllocPlace, a, nil)
+}
+
+// nodeDownAllocsLocked marks every non-terminal allocation on a node that missed
+// its heartbeats as lost (scheduler/reconcile_util.go: allocs on a down node are
+// "lost": DesiredStatus stop, ClientStatus lost); the scheduler then replaces
+// service and batch allocs on other nodes.
+func (c *clusterState) nodeDownAllocsLocked(s *Sim, nodeID string) {
+	defer c.endBatch()
+	for _, id := range c.allocOrder {
+		sa := c.allocs[id]
+		a := sa.a
+		if a.NodeID != nodeID || allocClientTerminal(a) {
+			continue
+		}
+		a.DesiredStatus = api.AllocDesiredStatusStop
+		a.DesiredDescription = "alloc is lost since its node is down"
+		a.ClientStatus = api.AllocClientStatusLost
+		a.ClientDescription = "alloc is lost since its node is down"
+		c.touchAllocLocked(s, a)
+		c.allocEventLocked(s, EventAllocStop, a, map[string]string{"reason": "node down"})
+	}
+}
