@@ -24,6 +24,7 @@ type SelfAPI interface {
 // Options configure an agent.
 type Options struct {
 	Host        string // the host's name in rollboot (default: the hostname)
+	Candidate   bool   // a coordinator candidate runs beside the agent
 	Hostname    string
 	Store       *store.Store
 	Self        SelfAPI
@@ -42,8 +43,10 @@ type Options struct {
 	HookTimeout time.Duration
 
 	// BeforeReboot runs right before the reboot (the agent stops its coordinator
-	// candidate there, releasing the lock at once).
+	// candidate there, releasing the lock at once); RebootFailed runs when the
+	// reboot could not be started (the candidate stands again).
 	BeforeReboot func()
+	RebootFailed func()
 
 	Log *slog.Logger
 	Now func() time.Time
@@ -153,6 +156,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}
 	}
+	if o.Candidate {
+		roles = append(roles, store.RoleCandidate)
+	}
 	a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = o.Host, nodeID, o.Hostname, roles
 	a.rec.FleetLockID, a.rec.AgentVersion = o.FleetLockID, version.Version
 	if a.rec.BootID != bootID {
@@ -194,6 +200,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			rebooting = true
 			if err := a.reboot(ctx, lastPlan); err != nil {
 				a.log.Error("reboot failed; will retry", "err", err, "grant", lastPlan.GrantID)
+				if a.opt.RebootFailed != nil {
+					a.opt.RebootFailed()
+				}
 				rebooting = !wait(ctx, 10*time.Second) // retry on the next plan or tick
 				continue
 			}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ import (
 // implements it.
 type NodesAPI interface {
 	List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error)
+	Info(nodeID string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error)
 	UpdateDrainOpts(nodeID string, opts *api.DrainOptions, q *api.WriteOptions) (*api.NodeDrainUpdateResponse, error)
 	ToggleEligibility(nodeID string, eligible bool, q *api.WriteOptions) (*api.NodeEligibilityUpdateResponse, error)
 	Allocations(nodeID string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error)
@@ -248,13 +250,34 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		queue = append(queue, policy.Request{Host: name, Group: hi.group, RequestedAt: p.RequestedAt})
 	}
 	adm := policy.Admit(groups, queue)
-	admitted := map[string]bool{}
-	for _, r := range adm.Admitted {
-		admitted[r.Host] = true
-	}
 	waitReason := map[string]string{}
 	for _, w := range adm.Waiting {
 		waitReason[w.Host] = w.Reason
+	}
+	admitted := map[string]bool{}
+	// Keep a coordinator candidate in service. After a reboot a drained node stays
+	// ineligible until the coordinator restores it, and an agent deployed as a
+	// system job gets no allocation there until then; with every candidate's host
+	// drained or rebooting at once, nobody would be left to do it.
+	spare := 0
+	isCandidate := func(name string) bool {
+		return infos[name].rec != nil && slices.Contains(infos[name].rec.Roles, store.RoleCandidate)
+	}
+	for _, name := range names {
+		hi := infos[name]
+		if isCandidate(name) && !plans[name].Active() && (hi.node == nil || hi.node.Status == "ready") {
+			spare++
+		}
+	}
+	for _, r := range adm.Admitted {
+		if isCandidate(r.Host) {
+			if spare <= 1 {
+				waitReason[r.Host] = "it would take the last coordinator candidate in service out"
+				continue
+			}
+			spare--
+		}
+		admitted[r.Host] = true
 	}
 
 	var status []HostStatus
@@ -275,6 +298,12 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		if hi.node != nil {
 			in.Node = nodeView(hi.node)
+			if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting {
+				if err := c.reregisteredIndex(ctx, in.Node); err != nil {
+					firstErr = errors.Join(firstErr, err)
+					continue
+				}
+			}
 			if p.Phase == store.PhaseRejoining && p.EligibleBefore && in.Node.Eligible {
 				if err := c.systemRunning(ctx, in.Node); err != nil {
 					firstErr = errors.Join(firstErr, err)
@@ -412,7 +441,8 @@ func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListSt
 }
 
 func nodeView(n *api.NodeListStub) *NodeView {
-	v := &NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain}
+	v := &NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
+		ModifyIndex: n.ModifyIndex}
 	if n.LastDrain != nil {
 		v.DrainStatus = string(n.LastDrain.Status)
 		v.DrainGrant = n.LastDrain.Meta[metaGrant]
@@ -434,6 +464,21 @@ const (
 	metaMessage = "message"
 	metaBy      = "drained_by"
 )
+
+// reregisteredIndex reads the node's events (the list stub has none) for the last
+// "Node re-registered", which Nomad adds when a node that was down registers again.
+func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error {
+	n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("read node %s: %w", v.ID, err)
+	}
+	for _, e := range n.Events {
+		if e.Message == "Node re-registered" && e.CreateIndex > v.ReregisteredIndex {
+			v.ReregisteredIndex = e.CreateIndex
+		}
+	}
+	return nil
+}
 
 func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, error) {
 	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
@@ -488,6 +533,21 @@ func (c *Coordinator) apply(ctx context.Context, in Input, d Decision, ctl store
 		}
 		log.Info("eligibility restored", "node_id", in.Node.ID)
 	}
+	if d.ClearRequest {
+		// Before the plan says the cycle is over, so that whoever sees it over
+		// also sees the request gone; a crash in between only drops a request
+		// whose reboot is done.
+		if err := c.clearControl(ctx, p.Host, true, false); err != nil {
+			return err
+		}
+	}
+	if d.History != nil {
+		// Before the plan forgets the cycle: the record's path is fixed by the
+		// cycle, so writing it again after a crash or an error is harmless.
+		if err := st.AppendHistory(ctx, *d.History, c.opt.HistorySize); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+	}
 	if d.Write {
 		p.ModifyIndex = in.Plan.ModifyIndex
 		idx, err := st.PutPlan(ctx, p)
@@ -529,25 +589,29 @@ func (c *Coordinator) apply(ctx context.Context, in Input, d Decision, ctl store
 		}
 		log.Info("drain started", "node_id", in.Node.ID, "grant", p.GrantID)
 	}
-	if d.History != nil {
-		if err := st.AppendHistory(ctx, *d.History, c.opt.HistorySize); err != nil {
-			log.Warn("history not written", "err", err)
+	if d.ClearRelease {
+		// After the plan: a release is forgotten only once it is carried out.
+		if err := c.clearControl(ctx, p.Host, false, true); err != nil {
+			return err
 		}
 	}
-	if d.ClearRequest || d.ClearRelease {
-		host := p.Host
-		_, err := st.UpdateControl(ctx, func(c *store.Control) error {
-			if d.ClearRequest {
-				delete(c.Requests, host)
-			}
-			if d.ClearRelease {
-				delete(c.Releases, host)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("update control: %w", err)
+	return nil
+}
+
+// clearControl removes a host's manual request and/or release from the control
+// variable.
+func (c *Coordinator) clearControl(ctx context.Context, host string, request, release bool) error {
+	_, err := c.opt.Store.UpdateControl(ctx, func(ctl *store.Control) error {
+		if request {
+			delete(ctl.Requests, host)
 		}
+		if release {
+			delete(ctl.Releases, host)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update control: %w", err)
 	}
 	return nil
 }

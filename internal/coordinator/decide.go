@@ -34,6 +34,20 @@ type NodeView struct {
 	DrainGrant  string // LastDrain.Meta["rollboot_grant"]: the grant that started the last drain
 	// SystemRunning holds the system jobs with a running allocation on the node.
 	SystemRunning map[string]bool
+	// ModifyIndex is the node's ModifyIndex.
+	ModifyIndex uint64
+	// ReregisteredIndex is the index of the node's last "Node re-registered" event
+	// (0: none seen): Nomad adds it when a node that was down registers again
+	// (state_store.go upsertNodeTxn).
+	ReregisteredIndex uint64
+}
+
+// reregistered: the node went down and registered again after its drain completed.
+// An agent deployed as a Nomad system job cannot report its new boot ID before
+// that: its allocation was lost with the node and Nomad places no new one on an
+// ineligible node, so this is how the coordinator learns the reboot happened.
+func reregistered(n *NodeView, p store.Plan) bool {
+	return n != nil && p.DrainedIndex != 0 && n.ReregisteredIndex > p.DrainedIndex && n.Status == "ready"
 }
 
 // Input is everything the phase machine looks at for one host.
@@ -82,7 +96,8 @@ type Decision struct {
 // Need is the host's current reboot request, if any: the earliest of the agent's
 // detection and a manual request, unless canceled.
 func Need(in Input) (at time.Time, reason string, ok bool) {
-	if in.Host != nil && in.Host.RebootRequired {
+	stale := in.Host != nil && in.Plan.GoneBootID != "" && in.Host.BootID == in.Plan.GoneBootID
+	if in.Host != nil && in.Host.RebootRequired && !stale {
 		at, reason, ok = in.Host.RequestedAt, in.Host.Reason, true
 	}
 	if in.Request != nil && (!ok || in.Request.At.Before(at)) {
@@ -217,6 +232,7 @@ func Step(in Input) Decision {
 		case !in.Node.Draining && ours && in.Node.DrainStatus == "complete":
 			d.Plan = enter(p, store.PhaseDrained, in.Now)
 			d.Plan.Forced = in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) >= in.Timing.DrainDeadline
+			d.Plan.DrainedIndex = in.Node.ModifyIndex
 			d.Write, d.Event = true, "drain complete"
 			return d
 		case !in.Node.Draining && ours && in.Node.DrainStatus == "canceled":
@@ -240,6 +256,9 @@ func Step(in Input) Decision {
 		case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
 			d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
 			d.Write, d.Event = true, "host is back with a new boot ID"
+		case reregistered(in.Node, p):
+			d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
+			d.Write, d.Event = true, "node registered again after going down"
 		case in.Host != nil && in.Host.RebootingGrant == p.GrantID:
 			d.Plan = enter(p, store.PhaseRebooting, in.Now)
 			d.Write, d.Event = true, "agent started the reboot"
@@ -257,6 +276,9 @@ func Step(in Input) Decision {
 		case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
 			d.Plan = enter(p, store.PhaseRejoining, in.Now)
 			d.Write, d.Event = true, "host is back with a new boot ID"
+		case reregistered(in.Node, p):
+			d.Plan = enter(p, store.PhaseRejoining, in.Now)
+			d.Write, d.Event = true, "node registered again after going down"
 		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
 			d.Plan = enter(p, store.PhaseStuck, in.Now)
 			d.Plan.LastError = fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout)
@@ -346,10 +368,26 @@ func rejoin(in Input, d Decision) Decision {
 			}
 		}
 	}
+	if in.Host != nil && in.Host.BootID == p.BootIDAtGrant && (p.EligibleBefore || in.Node == nil) {
+		// The node came back, but the agent has not reported a new boot ID yet
+		// (it starts once its system allocation is placed again, and runs its
+		// post-reboot hooks first). The reboot is done when the host says so.
+		// On a node that stays ineligible Nomad places no allocation, so an agent
+		// deployed as a system job cannot come back there: its node's word counts.
+		if timedOut {
+			return stuck(fmt.Sprintf("the agent did not report a new boot ID within %s", in.Timing.RejoinTimeout))
+		}
+		d.Waiting = "waiting for the agent to report the host's new boot ID"
+		return d
+	}
 	d.History = history(p, in, "rebooted")
 	d.Plan = finish(p, in.Now)
-	if in.Host != nil {
+	d.Plan.GoneBootID, d.Plan.LastAfterBootID = "", ""
+	if in.Host != nil && in.Host.BootID != p.BootIDAtGrant {
 		d.Plan.LastAfterBootID = in.Host.BootID
+	} else if in.Host != nil {
+		// Done on the node's word: the agent has not reported since the reboot.
+		d.Plan.GoneBootID = p.BootIDAtGrant
 	}
 	d.Plan.LastCompleted = in.Now
 	d.ClearRequest = in.Request != nil && !in.Request.At.After(p.Timeline[store.PhaseDraining])
@@ -409,7 +447,7 @@ func history(p store.Plan, in Input, outcome string) *store.HistoryRecord {
 func finish(p store.Plan, now time.Time) store.Plan {
 	n := enter(p, store.PhaseIdle, now)
 	n.GrantID, n.Attempt, n.BootIDAtGrant, n.SystemJobs = "", 0, "", nil
-	n.NextTry, n.LastError, n.Forced, n.EligibleBefore = time.Time{}, "", false, false
+	n.NextTry, n.LastError, n.Forced, n.EligibleBefore, n.DrainedIndex = time.Time{}, "", false, false, 0
 	return n
 }
 

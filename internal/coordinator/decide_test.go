@@ -295,6 +295,51 @@ func TestStep(t *testing.T) {
 			phase: store.PhaseRejoining, write: true,
 		},
 		{
+			name: "drained: the node went down and registered again, so the host rebooted",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+				Plan: plan(store.PhaseDrained, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible, n.ReregisteredIndex = false, 60 })},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			name: "drained: a re-registration from before the drain completed does not count",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+				Plan: plan(store.PhaseDrained, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible, n.ReregisteredIndex = false, 40 })},
+			phase: store.PhaseDrained,
+		},
+		{
+			name: "rebooting: re-registered but not ready yet keeps waiting",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible, n.ReregisteredIndex, n.Status = false, 60, "initializing" })},
+			phase: store.PhaseRebooting,
+		},
+		{
+			name: "rejoining on the node's word waits for the agent's new boot ID after eligibility is back",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true), Plan: plan(store.PhaseRejoining, nil),
+				Node: node(nil)},
+			phase: store.PhaseRejoining,
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Waiting, "new boot ID") || d.History != nil {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "draining to drained records the node's index",
+			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true),
+				Node: node(func(n *NodeView) {
+					n.Eligible, n.DrainGrant, n.DrainStatus, n.ModifyIndex = false, "g1", "complete", 77
+				})},
+			phase: store.PhaseDrained, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Plan.DrainedIndex != 77 {
+					t.Errorf("drained index = %d", d.Plan.DrainedIndex)
+				}
+			},
+		},
+		{
 			name: "drained too long without the agent: stuck",
 			in: Input{Now: t0, Timing: timing, Node: node(nil), Host: host("b1", true),
 				Plan: plan(store.PhaseDrained, func(p *store.Plan) { p.PhaseSince = t0.Add(-31 * time.Minute) })},
@@ -364,6 +409,30 @@ func TestStep(t *testing.T) {
 			check: func(t *testing.T, d Decision) {
 				if d.SetEligible || d.CancelDrain {
 					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "done on the node's word: the stale record's need is not a new request",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true), Node: node(nil),
+				Plan: plan(store.PhaseIdle, func(p *store.Plan) { p.GoneBootID = "b1" })},
+			phase: store.PhaseIdle,
+		},
+		{
+			name: "after the agent reports a new boot, its needs count again",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", true), Node: node(nil),
+				Plan: plan(store.PhaseIdle, func(p *store.Plan) { p.GoneBootID = "b1" })},
+			phase: store.PhasePending, write: true,
+		},
+		{
+			name: "an ineligible-before node completes on its node's word and marks the boot gone",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+				Plan: plan(store.PhaseRejoining, func(p *store.Plan) { p.EligibleBefore = false }),
+				Node: node(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseIdle, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Plan.GoneBootID != "b1" || d.Plan.LastAfterBootID != "" {
+					t.Errorf("plan = %+v", d.Plan)
 				}
 			},
 		},

@@ -137,41 +137,83 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 	st := Store(cfg, c)
 	dets, slow := Detectors(cfg.Agent)
 
-	candCtx, stopCandidate := context.WithCancel(ctx)
-	defer stopCandidate()
-	var wg sync.WaitGroup
-	var candErr error
+	cand := &candidate{parent: ctx, run: func(ctx context.Context) error {
+		return RunCoordinator(ctx, cfg, c, log.With("host", host))
+	}}
 	if cfg.Coordinator.Enabled {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			candErr = RunCoordinator(candCtx, cfg, c, log.With("host", host))
-		}()
+		cand.start()
 	}
 	a := agent.New(agent.Options{
-		Host:        host,
-		Hostname:    hostname,
-		Store:       st,
-		Self:        c.Agent(),
-		BootIDFile:  cfg.Agent.BootIDFile,
-		Detectors:   dets,
-		SlowIndexes: slow,
-		SlowEvery:   cfg.Agent.SentinelCommandInterval,
-		Rebooter:    reb,
-		Delay:       cfg.Agent.Reboot.Delay,
-		PreHooks:    cfg.Agent.Reboot.PreHooks,
-		PostHooks:   cfg.Agent.Reboot.PostHooks,
-		HookTimeout: cfg.Agent.Reboot.HookTimeout,
-		BeforeReboot: func() {
-			stopCandidate()
-			wg.Wait()
+		Host:         host,
+		Hostname:     hostname,
+		Store:        st,
+		Self:         c.Agent(),
+		BootIDFile:   cfg.Agent.BootIDFile,
+		Detectors:    dets,
+		SlowIndexes:  slow,
+		SlowEvery:    cfg.Agent.SentinelCommandInterval,
+		Rebooter:     reb,
+		Delay:        cfg.Agent.Reboot.Delay,
+		PreHooks:     cfg.Agent.Reboot.PreHooks,
+		PostHooks:    cfg.Agent.Reboot.PostHooks,
+		HookTimeout:  cfg.Agent.Reboot.HookTimeout,
+		Candidate:    cfg.Coordinator.Enabled,
+		BeforeReboot: func() { _ = cand.stop() },
+		RebootFailed: func() {
+			if cfg.Coordinator.Enabled {
+				cand.start()
+			}
 		},
 		Log: log.With("component", "agent"),
 	})
 	err = a.Run(ctx)
-	stopCandidate()
-	wg.Wait()
-	return errors.Join(err, candErr)
+	return errors.Join(err, cand.stop())
+}
+
+// candidate is the coordinator candidate beside an agent; it stops before the
+// host reboots (releasing the lock at once) and stands again if the reboot fails.
+type candidate struct {
+	parent context.Context
+	run    func(ctx context.Context) error
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func (c *candidate) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(c.parent)
+	done := make(chan struct{})
+	c.cancel, c.done = cancel, done
+	go func() {
+		defer close(done)
+		if err := c.run(ctx); err != nil {
+			c.mu.Lock()
+			c.err = errors.Join(c.err, err)
+			c.mu.Unlock()
+		}
+	}()
+}
+
+// stop stops the candidate, if it runs, and returns the errors it ended with.
+func (c *candidate) stop() error {
+	c.mu.Lock()
+	cancel, done := c.cancel, c.done
+	c.cancel, c.done = nil, nil
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
 }
 
 // Detectors builds the configured detectors; slow lists the indexes of those that

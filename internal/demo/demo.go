@@ -103,6 +103,8 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		{ID: "api", Type: "service", NodePool: "batch", Groups: []nomadsim.GroupSpec{{Name: "api", Count: 4, MigrateMaxParallel: 1}}},
 		{ID: "nightly-report", Type: "batch", NodePool: "batch", RunTime: 1500 * time.Millisecond, Groups: []nomadsim.GroupSpec{{Name: "report", Count: 2}}},
 		{ID: "node-exporter", Type: "system"},
+		// rollboot's own agents, deployed as a system job as in production.
+		{ID: "rollboot", Type: "system"},
 	}
 	for _, j := range jobs {
 		if err := sim.AddJob(j); err != nil {
@@ -126,10 +128,10 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	fmt.Fprintf(opt.Out, "Emulated Nomad cluster at %s: 3 servers, %d clients in node pools %s.\n",
 		sim.Address(), len(clients), strings.Join(pools, " and "))
-	fmt.Fprintf(opt.Out, "Jobs: %d service allocations, %d batch, and a system job on every node.\n", 10, 2)
+	fmt.Fprintf(opt.Out, "Jobs: %d service allocations, %d batch, a system job, and the rollboot agents as a system job.\n", 10, 2)
 	fmt.Fprintf(opt.Out, "Policy: groups web and batch, 2 hosts at a time each; drains ignore system jobs.\n\n")
 
-	sup := &simhost.Supervisor{Sim: sim, Start: func(ctx context.Context, h nomadsim.Host) {
+	sup := &simhost.Supervisor{Sim: sim, Job: "rollboot", Start: func(ctx context.Context, h nomadsim.Host) {
 		cfg := *base
 		cfg.Nomad.Address = "http://" + h.Addr
 		cfg.Agent.Host = h.Name

@@ -27,6 +27,9 @@ import (
 
 var rollbootBin string
 
+// agentJob is the system job the agents run as.
+const agentJob = "rollboot"
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "rollboot-e2e-")
 	if err != nil {
@@ -92,6 +95,9 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
+	// The agents are deployed as a Nomad system job, as in production: an agent
+	// runs only while its node has a running allocation of this job.
+	o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system"}}, o.jobs...)
 	for _, j := range o.jobs {
 		if err := sim.AddJob(j); err != nil {
 			t.Fatal(err)
@@ -110,7 +116,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 			hosts = append(hosts, h.Name)
 		}
 	}
-	c.sup = &simhost.Supervisor{Sim: sim, Hosts: hosts, Start: c.runAgent}
+	c.sup = &simhost.Supervisor{Sim: sim, Hosts: hosts, Start: c.runAgent, Job: agentJob}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpLogs()

@@ -57,6 +57,7 @@ func randomRollout(t *testing.T, seed uint64) {
 	for _, j := range []nomadsim.JobSpec{
 		{ID: "svc", Type: "service", Groups: []nomadsim.GroupSpec{{Name: "g", Count: clients, MigrateMaxParallel: 1 + rng.IntN(2)}}},
 		{ID: "sys", Type: "system"},
+		{ID: agentJob, Type: "system"},
 	} {
 		if err := sim.AddJob(j); err != nil {
 			t.Fatal(err)
@@ -94,7 +95,7 @@ group "b" {
 			groups[h.Name] = n.NodePool
 		}
 	}
-	sup := &simhost.Supervisor{Sim: sim, Hosts: hosts, Start: func(ctx context.Context, h nomadsim.Host) {
+	sup := &simhost.Supervisor{Sim: sim, Hosts: hosts, Job: agentJob, Start: func(ctx context.Context, h nomadsim.Host) {
 		cfg := *base
 		cfg.Nomad.Address = "http://" + h.Addr
 		cfg.Agent.Host = h.Name
@@ -134,6 +135,17 @@ group "b" {
 	sim.ClearFaults()
 
 	c := &cluster{t: t, sim: sim, st: storeFor(t, sim), sup: sup}
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		for h, p := range c.plans() {
+			n, _ := sim.Node(h)
+			hr, _ := c.st.Host(context.Background(), h)
+			t.Logf("%s: phase %s waiting %q error %q boot(plan) %s boot(rec) %s node %s/%s", h, p.Phase, p.Waiting,
+				p.LastError, p.BootIDAtGrant, hr.BootID, n.Status, n.SchedulingEligibility)
+		}
+	}()
 	c.waitFor("every host rebooted after the faults ended", 120*time.Second, c.rebootedAll(hosts))
 	conc2 := map[string]int{"a": conc, "b": conc}
 	res := c.mustHold(invariants.Spec{Group: groups, Concurrency: conc2, EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})

@@ -219,10 +219,10 @@ drain {
 // reboot-loop guard: one reboot, then the host waits with the reason reported.
 func TestRebootLoopGuard(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, clusterOpts{clients: 1, keepSentinel: true, coordExtra: `  reboot_loop_backoff = "1h"`})
+	c := newCluster(t, clusterOpts{clients: 2, keepSentinel: true, coordExtra: `  reboot_loop_backoff = "1h"`})
 	c.start()
 	hosts := c.clients()
-	c.needReboot(hosts...)
+	c.needReboot(hosts[0])
 	c.waitFor("the loop guard to hold the host", 60*time.Second, func() bool {
 		p := c.plans()[hosts[0]]
 		return p.LoopCount == 1 && strings.Contains(p.LastError, "reboot loop")
@@ -230,5 +230,25 @@ func TestRebootLoopGuard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	<-ctx.Done()
-	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 0}})
+}
+
+// With the coordinator elected among the agents, the host of the last candidate in
+// service is not drained: after its reboot its node would stay ineligible and its
+// agent (a system job) unplaced, with no coordinator left to restore it.
+func TestLastCandidateKept(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 1})
+	c.start()
+	hosts := c.clients()
+	c.needReboot(hosts...)
+	c.waitFor("the host to wait with the reason", 30*time.Second, func() bool {
+		p := c.plans()[hosts[0]]
+		return p.Phase == store.PhasePending && strings.Contains(p.Waiting, "last coordinator candidate")
+	})
+	for _, e := range c.sim.Events(0) {
+		if e.Type == nomadsim.EventDrainStart {
+			t.Fatalf("the last candidate's node was drained: %+v", e)
+		}
+	}
 }

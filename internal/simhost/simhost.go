@@ -21,6 +21,12 @@ type Supervisor struct {
 	Sim   *nomadsim.Sim
 	Hosts []string // hosts that run a process
 	Start StartFunc
+	// Job, when set, makes the process an allocation of that Nomad system job, as a
+	// rollboot agent deployed as a system job is: it runs only while the host's node
+	// has a running allocation of Job, and a new allocation is a new process. Nomad
+	// places no allocation on a node that is ineligible, so a drained node gets its
+	// agent back only once it is eligible again.
+	Job string
 
 	mu      sync.Mutex
 	running map[string]*proc
@@ -28,9 +34,10 @@ type Supervisor struct {
 }
 
 type proc struct {
-	bootID string
-	cancel context.CancelFunc
-	done   chan struct{}
+	bootID  string
+	allocID string
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // Kill stops a host's process without a reboot (a crash); with restart false it
@@ -81,23 +88,47 @@ func (s *Supervisor) changed(v *nomadsim.View) bool {
 	defer s.mu.Unlock()
 	for _, name := range s.Hosts {
 		h, ok := v.Host(name)
-		p := s.running[name]
 		if !ok {
 			continue
 		}
-		if h.Up && !s.paused[name] && (p == nil || p.bootID != h.BootID) {
+		run, alloc := s.shouldRun(v, h)
+		p := s.running[name]
+		if p != nil && (!run || p.bootID != h.BootID || p.allocID != alloc) {
 			return true
 		}
-		if !h.Up && p != nil {
+		if p == nil && run && !s.paused[name] {
 			return true
 		}
 	}
 	return false
 }
 
+// shouldRun reports whether h's process should run, and for which allocation.
+func (s *Supervisor) shouldRun(v *nomadsim.View, h nomadsim.Host) (bool, string) {
+	if !h.Up {
+		return false, ""
+	}
+	if s.Job == "" {
+		return true, ""
+	}
+	alloc, ok := v.RunningAlloc(h.NodeID, s.Job)
+	return ok, alloc
+}
+
 func (s *Supervisor) sync(ctx context.Context) {
 	for _, name := range s.Hosts {
-		h, ok := s.Sim.Host(name)
+		var (
+			h       nomadsim.Host
+			ok, run bool
+			alloc   string
+		)
+		_ = s.Sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+			h, ok = v.Host(name)
+			if ok {
+				run, alloc = s.shouldRun(v, h)
+			}
+			return true
+		})
 		if !ok {
 			continue
 		}
@@ -105,8 +136,9 @@ func (s *Supervisor) sync(ctx context.Context) {
 		p := s.running[name]
 		paused := s.paused[name]
 		s.mu.Unlock()
-		if p != nil && (!h.Up || p.bootID != h.BootID) {
-			// The host went down: its processes die with it.
+		if p != nil && (!run || p.bootID != h.BootID || p.allocID != alloc) {
+			// The host went down (its processes die with it) or the
+			// allocation was stopped or replaced.
 			p.cancel()
 			<-p.done
 			s.mu.Lock()
@@ -114,9 +146,9 @@ func (s *Supervisor) sync(ctx context.Context) {
 			s.mu.Unlock()
 			p = nil
 		}
-		if p == nil && h.Up && !paused {
+		if p == nil && run && !paused {
 			pctx, cancel := context.WithCancel(ctx)
-			np := &proc{bootID: h.BootID, cancel: cancel, done: make(chan struct{})}
+			np := &proc{bootID: h.BootID, allocID: alloc, cancel: cancel, done: make(chan struct{})}
 			s.mu.Lock()
 			s.running[name] = np
 			s.mu.Unlock()

@@ -29,6 +29,8 @@ const (
 	RoleNomadServer  = "nomad-server"
 	RoleConsulServer = "consul-server"
 	RoleVaultServer  = "vault-server"
+	// RoleCandidate: the host's agent stands for election as the coordinator.
+	RoleCandidate = "coordinator-candidate"
 )
 
 // HostRecord is what a host's agent publishes about its host.
@@ -74,6 +76,14 @@ type Plan struct {
 	Waiting        string               // why the host is not moving, as the coordinator last saw it
 	Timeline       map[string]time.Time // first time each phase was entered for this grant
 	Forced         bool                 // the drain hit its deadline and was forced
+	// DrainedIndex is the node's ModifyIndex when its drain completed: a "Node
+	// re-registered" event after it proves the host went down and came back.
+	DrainedIndex uint64
+
+	// GoneBootID is a boot the host is known to have left (its node re-registered)
+	// while its agent has not reported since: what its record says of that boot,
+	// including a reboot need, is stale.
+	GoneBootID string
 
 	// The last finished reboot, for the reboot-loop guard.
 	LastAfterBootID string
@@ -201,6 +211,17 @@ func (d *dec) int(k string) int {
 	}
 	return n
 }
+func (d *dec) uint(k string) uint64 {
+	v := d.items[k]
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		d.fail(k, err)
+	}
+	return n
+}
 func (d *dec) json(k string, out any) {
 	v := d.items[k]
 	if v == "" {
@@ -281,6 +302,10 @@ func (p Plan) items() map[string]string {
 	if p.Forced {
 		e.bool("forced", true)
 	}
+	if p.DrainedIndex != 0 {
+		e["drained_index"] = strconv.FormatUint(p.DrainedIndex, 10)
+	}
+	e.str("gone_boot_id", p.GoneBootID)
 	e.str("last_after_boot_id", p.LastAfterBootID)
 	e.time("last_completed", p.LastCompleted)
 	e.int("loop_count", p.LoopCount)
@@ -306,6 +331,8 @@ func decodePlan(v *api.Variable) (Plan, error) {
 		LastError:       d.str("last_error"),
 		Waiting:         d.str("waiting"),
 		Forced:          d.bool("forced"),
+		DrainedIndex:    d.uint("drained_index"),
+		GoneBootID:      d.str("gone_boot_id"),
 		LastAfterBootID: d.str("last_after_boot_id"),
 		LastCompleted:   d.time("last_completed"),
 		LoopCount:       d.int("loop_count"),

@@ -311,9 +311,15 @@ func (s *Store) UpdateControl(ctx context.Context, fn func(*Control) error) (Con
 
 // ---- history ---------------------------------------------------------------------
 
-// AppendHistory stores a finished reboot and prunes the oldest records beyond keep.
+// AppendHistory stores a finished cycle and prunes the oldest records beyond keep.
+// The record's path is fixed by the cycle (its request time, host and grant), so
+// storing the same cycle twice keeps the first record: callers may retry freely.
 func (s *Store) AppendHistory(ctx context.Context, rec HistoryRecord, keep int) error {
-	id := fmt.Sprintf("%020d-%s", rec.Finished.UnixNano(), pathName(rec.Host))
+	start := rec.Timeline[PhasePending]
+	if start.IsZero() {
+		start = rec.Finished
+	}
+	id := fmt.Sprintf("%020d-%s-%s", start.UnixNano(), pathName(rec.Host), rec.GrantID)
 	if _, err := s.write(ctx, s.historyPath(id), rec.items(), 0); err != nil && !errors.Is(err, ErrConflict) {
 		return err
 	}

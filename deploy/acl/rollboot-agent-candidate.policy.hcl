@@ -1,0 +1,56 @@
+# rollboot-agent-candidate: the default deployment, `rollboot agent` with
+# coordinator.enabled = true (the default): a per-host agent that also stands for
+# election as the coordinator. It is the union of rollboot-agent.policy.hcl and
+# rollboot-coordinator.policy.hcl; see those files for the call behind each right.
+#
+# Use this policy rather than attaching both of those to one token: Nomad merges
+# variable rules by path and the most specific path wins, so the agent policy's
+# "rollboot/plan/*" (read only) would hide the coordinator's "rollboot/*" and the
+# coordinator could not write plans.
+#
+#   nomad acl policy apply -description "rollboot agent and coordinator candidate" \
+#     rollboot-agent-candidate rollboot-agent-candidate.policy.hcl
+#
+# Written for the default state prefix "rollboot" in namespace "default". For
+# another state.prefix, replace "rollboot/" in the path; for another
+# nomad.namespace, rename the `namespace "default"` block (keep its read-job).
+
+# Agent: GET /v1/agent/self (client node ID, server role).
+agent {
+  policy = "read"
+}
+
+# Coordinator: GET /v1/nodes (list, ?filter=, blocking watch) and
+# GET /v1/node/<id>/allocations need node:read; POST /v1/node/<id>/drain and
+# POST /v1/node/<id>/eligibility need node:write.
+node {
+  policy = "write"
+}
+
+# Coordinator: GET /v1/node/<id>/allocations only returns allocations of
+# namespaces with read-job; system jobs may be in any namespace.
+namespace "*" {
+  capabilities = ["read-job"]
+}
+
+namespace "default" {
+  # Repeated: the exact namespace rule replaces the "*" rule here.
+  capabilities = ["read-job"]
+
+  variables {
+    # Agent:       read + write rollboot/hosts/<host>, read (blocking)
+    #              rollboot/plan/<host>.
+    # Coordinator: list + read hosts/, plan/, history/, control, leader;
+    #              write plan/<host>, control, history/<id>, and the lock
+    #              operations on rollboot/leader; destroy history/<id> (pruning).
+    path "rollboot/*" {
+      capabilities = ["read", "list", "write", "destroy"]
+    }
+  }
+}
+
+# Not needed today; add when the server quorum gates call
+# GET /v1/operator/autopilot/health:
+# operator {
+#   policy = "read"
+# }

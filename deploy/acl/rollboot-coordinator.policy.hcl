@@ -1,0 +1,51 @@
+# rollboot-coordinator: a standalone `rollboot coordinator`. It never calls
+# /v1/agent/self, so it has no agent rule.
+#
+#   nomad acl policy apply -description "rollboot coordinator" rollboot-coordinator rollboot-coordinator.policy.hcl
+#
+# Written for the default state prefix "rollboot" in namespace "default". For
+# another state.prefix, replace "rollboot/" in the path; for another
+# nomad.namespace, rename the `namespace "default"` block (keep its read-job).
+
+# node:write (includes node:read):
+#   GET  /v1/nodes, also with ?filter=<group filter> and as a blocking watch   (read)
+#   GET  /v1/node/<id>/allocations: system jobs back after the reboot          (read)
+#   POST /v1/node/<id>/drain: start a drain, cancel it                         (write)
+#   POST /v1/node/<id>/eligibility: restore eligibility after the reboot       (write)
+node {
+  policy = "write"
+}
+
+# read-job in every namespace: GET /v1/node/<id>/allocations silently drops the
+# allocations of namespaces where the token lacks read-job, and system jobs
+# (which must be running again before a node is made eligible) may live in any
+# namespace. Nothing else: no job submission, no logs.
+namespace "*" {
+  capabilities = ["read-job"]
+}
+
+# An exact namespace rule replaces the "*" rule for that namespace (Nomad takes
+# the exact match, not the union), so read-job is repeated here.
+namespace "default" {
+  capabilities = ["read-job"]
+
+  variables {
+    # read/list: GET /v1/vars?prefix=rollboot/hosts/ (blocking watch) and
+    #            rollboot/plan/, rollboot/history/; GET of each record, of
+    #            rollboot/control and of rollboot/leader (watch of the election).
+    # write:     PUT rollboot/plan/<host>?cas=N, rollboot/control?cas=N (clears
+    #            requests and releases it carried out), rollboot/history/<id>?cas=0,
+    #            and PUT rollboot/leader?lock-acquire|lock-renew|lock-release
+    #            (the election lock; every lock operation needs write).
+    # destroy:   DELETE rollboot/history/<id>?cas=N (pruning to history_size).
+    path "rollboot/*" {
+      capabilities = ["read", "list", "write", "destroy"]
+    }
+  }
+}
+
+# Not needed today. When the server quorum gates call
+# GET /v1/operator/autopilot/health they need operator:read:
+# operator {
+#   policy = "read"
+# }

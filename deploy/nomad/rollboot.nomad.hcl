@@ -1,0 +1,176 @@
+# rollboot as a Nomad system job: one `rollboot agent` on every Linux client, run
+# with the raw_exec driver. Each agent is also a coordinator candidate, so this job
+# is the whole deployment. See docs/deploy.md.
+#
+#   nomad job run -var 'artifact=https://<your mirror>/rollboot_linux_amd64.tar.gz?checksum=sha256:<sum>' \
+#     deploy/nomad/rollboot.nomad.hcl
+#
+# Why these choices:
+#
+# - raw_exec: the agent must see the host as it is: the kernel's boot ID
+#   (/proc/sys/kernel/random/boot_id), the sentinel file /var/run/reboot-required,
+#   and it must run `systemctl reboot` as root. raw_exec runs the task as the Nomad
+#   client's user (root) without isolation. The driver is off by default: enable it
+#   on the clients (docs/deploy.md). Nodes without a healthy raw_exec driver get no
+#   agent; `nomad job status rollboot` shows them as placement failures. If you
+#   cannot enable raw_exec, use rollboot-docker.nomad.hcl.
+# - type = "system" and node_pool = "all": one allocation on every client, in every
+#   node pool (a system job otherwise only covers the pool "default").
+# - The drain rollboot issues always ignores system jobs (IgnoreSystemJobs), so this
+#   agent keeps running on its draining and drained node: it is the agent that
+#   reboots the host once the drain is done.
+# - When the host reboots, the agent dies with it. When the Nomad client comes back
+#   it starts this allocation again; the agent reads the new boot ID, runs the
+#   post-reboot hooks and reports it, and the coordinator makes the node eligible
+#   again. If the agent was the coordinator, it released the election lock before
+#   rebooting and another agent took over.
+# - The token: a client token with the rollboot-agent-candidate policy
+#   (deploy/acl/), stored in the Nomad Variable nomad/jobs/rollboot (item "token")
+#   in the job's namespace. The job's workload identity may read exactly that path
+#   without any policy, and the template turns it into NOMAD_TOKEN.
+# - NOMAD_ADDR is the Nomad agent on this host: the agent learns its node ID from
+#   the local agent's /v1/agent/self, so it must not talk to a load balancer.
+# - update: max_parallel = 1 rolls out a new rollboot version one host at a time.
+#   A killed agent loses nothing (its state is in Nomad Variables), and a
+#   coordinator that gets SIGTERM releases the lock, so a restart is cheap.
+# - restart: mode = "delay" never gives up on a host; a system allocation is not
+#   rescheduled elsewhere, so failing for good would leave the host unmanaged.
+
+variable "artifact" {
+  type        = string
+  description = "go-getter URL of the rollboot linux binary or archive, with ?checksum=sha256:<sum>"
+}
+
+variable "datacenters" {
+  type        = list(string)
+  description = "Datacenters whose clients run the agent"
+  default     = ["*"]
+}
+
+job "rollboot" {
+  type        = "system"
+  datacenters = var.datacenters
+  node_pool   = "all"
+
+  # Above ordinary workloads: the system scheduler may preempt lower-priority
+  # allocations to fit this small task on a full node.
+  priority = 80
+
+  constraint {
+    attribute = "${attr.kernel.name}"
+    value     = "linux"
+  }
+
+  # Rolling update of rollboot itself, one host at a time. Nomad versions without
+  # system-job deployments honour only max_parallel and stagger.
+  update {
+    max_parallel     = 1
+    stagger          = "15s"
+    health_check     = "task_states"
+    min_healthy_time = "15s"
+    healthy_deadline = "3m"
+  }
+
+  group "agent" {
+    # Restart forever, with a pause between bursts of failures (e.g. the Nomad
+    # servers unreachable): the agent is the only thing that reboots this host.
+    restart {
+      attempts = 5
+      interval = "10m"
+      delay    = "15s"
+      mode     = "delay"
+    }
+
+    task "rollboot" {
+      driver = "raw_exec"
+
+      artifact {
+        source      = var.artifact
+        destination = "local/bin"
+      }
+
+      config {
+        command = "local/bin/rollboot"
+        args    = ["agent", "--config", "${NOMAD_TASK_DIR}/rollboot.hcl", "--log-json"]
+      }
+
+      # SIGTERM: the agent stops, and a leading coordinator releases the election
+      # lock (it waits up to lock_ttl/2 for Nomad), so give it time.
+      kill_signal  = "SIGTERM"
+      kill_timeout = "30s"
+
+      env {
+        # The Nomad agent on this host (raw_exec shares the host's network). With
+        # TLS: "https://127.0.0.1:4646" and the nomad { ca_cert ... } settings in
+        # the configuration below (raw_exec sees the host's files).
+        NOMAD_ADDR = "http://127.0.0.1:4646"
+      }
+
+      # The ACL token, from the Nomad Variable nomad/jobs/rollboot. The workload
+      # identity has implicit read on nomad/jobs/<job> in its own namespace. The
+      # task does not start until the variable exists. A new token restarts the
+      # agents, spread over a minute.
+      template {
+        destination = "secrets/rollboot.env"
+        env         = true
+        change_mode = "restart"
+        splay       = "1m"
+        data        = <<-EOT
+          {{ with nomadVar "nomad/jobs/rollboot" }}NOMAD_TOKEN={{ .token }}{{ end }}
+        EOT
+      }
+
+      # The rollboot configuration (docs/configuration.md). Every agent may become
+      # the coordinator, so the policy parts (drain, coordinator, group, window)
+      # must be the same on every host, including hosts run by systemd.
+      # Changing it here is a job update, rolled out like an upgrade.
+      template {
+        destination = "local/rollboot.hcl"
+        change_mode = "restart"
+        data        = <<-EOT
+          nomad {
+            # rollboot's state namespace. Set it: otherwise NOMAD_NAMESPACE, which
+            # Nomad sets to the job's namespace, would choose it. The ACL
+            # policies grant this namespace.
+            namespace = "default"
+          }
+
+          state {
+            prefix = "rollboot"
+          }
+
+          agent {
+            # The Nomad node name, so that `rollboot status` and
+            # `rollboot request <host>` use the names `nomad node status` shows.
+            host          = "{{ env "node.unique.name" }}"
+            boot_id_file  = "/proc/sys/kernel/random/boot_id"
+            sentinel_file = "/var/run/reboot-required"
+
+            reboot {
+              method  = "command"
+              command = ["systemctl", "reboot"]
+            }
+          }
+
+          coordinator {
+            enabled        = true
+            rejoin_timeout = "30m"
+          }
+
+          drain {
+            deadline   = "1h"
+            on_timeout = "abort"
+          }
+
+          # Add group and window blocks here (docs/configuration.md).
+        EOT
+      }
+
+      resources {
+        cpu        = 100
+        memory     = 128
+        memory_max = 512 # hooks and the sentinel command run inside the task; used only with memory oversubscription enabled
+      }
+    }
+  }
+}

@@ -1,0 +1,39 @@
+# /etc/rollboot/config.hcl for a host where rollboot runs as a systemd service
+# (deploy/systemd/rollboot-agent.service): a server-only host that is not a Nomad
+# client. Reference: docs/configuration.md.
+#
+# NOMAD_TOKEN comes from /etc/rollboot/env, never from this file.
+
+nomad {
+  # The Nomad agent (here a server) on this host: the agent learns from its
+  # /v1/agent/self that the host runs a Nomad server. With TLS use https:// and
+  # set ca_cert (and client_cert, client_key when mutual TLS is on).
+  address   = "http://127.0.0.1:4646"
+  namespace = "default"
+}
+
+state {
+  prefix = "rollboot"
+}
+
+agent {
+  # Empty: the OS host name.
+  host          = ""
+  boot_id_file  = "/proc/sys/kernel/random/boot_id"
+  sentinel_file = "/var/run/reboot-required"
+
+  reboot {
+    method  = "command"
+    command = ["systemctl", "reboot"]
+  }
+}
+
+# Not a coordinator candidate: the Nomad clients' system job supplies the
+# coordinators, so this host's token needs only the rollboot-agent policy (no
+# node:write on the servers), and the policy settings (drain, groups, windows)
+# live in one place, the job. To make this host a candidate anyway, set
+# enabled = true, use the rollboot-agent-candidate policy, and copy the job's
+# drain, coordinator, group and window settings here exactly.
+coordinator {
+  enabled = false
+}
