@@ -1,13 +1,28 @@
 package main
 
 import (
+	"log/slog"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
 )
+
+// setup loads the configuration and builds the logger of a long-running command.
+func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Config, *slog.Logger, error) {
+	cfg, err := cf.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := lf.logger(cmd.ErrOrStderr())
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, log, nil
+}
 
 func newAgentCmd() *cobra.Command {
 	var cf configFlags
@@ -21,11 +36,7 @@ reboots, and reports the new boot ID after boot. Unless coordinator.enabled is f
 stands for election as the coordinator, so a Nomad system job of agents is a whole deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := cf.load()
-			if err != nil {
-				return err
-			}
-			log, err := lf.logger(cmd.ErrOrStderr())
+			cfg, log, err := setup(cmd, &cf, &lf)
 			if err != nil {
 				return err
 			}
@@ -49,11 +60,7 @@ func newCoordinatorCmd() *cobra.Command {
 lock and, while it leads, decides which hosts may reboot and drains them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := cf.load()
-			if err != nil {
-				return err
-			}
-			log, err := lf.logger(cmd.ErrOrStderr())
+			cfg, log, err := setup(cmd, &cf, &lf)
 			if err != nil {
 				return err
 			}

@@ -265,8 +265,7 @@ func summarize(sim *nomadsim.Sim, clients []nomadsim.Host, groupOf map[string]st
 			sum.Problems = append(sum.Problems, err.Error())
 			continue
 		}
-		final[h.Name] = invariants.Final{HasNode: true, Eligible: n.SchedulingEligibility == "eligible",
-			Draining: n.DrainStrategy != nil, Ready: n.Status == "ready"}
+		final[h.Name] = invariants.FinalOf(n)
 	}
 	res := invariants.Check(events, final, spec)
 	sum.Violations, sum.Peak = res.Violations, res.Peak

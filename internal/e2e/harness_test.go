@@ -328,8 +328,7 @@ func (c *cluster) check(spec invariants.Spec) invariants.Result {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		final[h] = invariants.Final{HasNode: true, Eligible: n.SchedulingEligibility == "eligible",
-			Draining: n.DrainStrategy != nil, Ready: n.Status == "ready"}
+		final[h] = invariants.FinalOf(n)
 	}
 	return invariants.Check(c.sim.Events(0), final, spec)
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
@@ -29,6 +31,12 @@ type Final struct {
 	Draining bool
 	Ready    bool
 	HasNode  bool
+}
+
+// FinalOf is the final state of a host whose node is n.
+func FinalOf(n *api.Node) Final {
+	return Final{HasNode: true, Eligible: n.SchedulingEligibility == api.NodeSchedulingEligible,
+		Draining: n.DrainStrategy != nil, Ready: n.Status == api.NodeStatusReady}
 }
 
 // Violation is a broken invariant.
@@ -88,6 +96,7 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 		return h
 	}
 	peak := map[string]int{}
+	over := map[string]bool{}
 	for _, e := range events {
 		name := e.Host
 		if name == "" && e.NodeID != "" {
@@ -155,9 +164,12 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 			if n > peak[g] {
 				peak[g] = n
 			}
-			if limit, ok := spec.Concurrency[g]; ok && n > limit {
+			// Reported once each time the group goes over its limit.
+			limit, ok := spec.Concurrency[g]
+			if ok && n > limit && !over[g] {
 				out = append(out, Violation{1, name, e.Seq, fmt.Sprintf("%d hosts of group %s out of service at once; concurrency is %d", n, g, limit)})
 			}
+			over[g] = ok && n > limit
 		}
 	}
 	// Invariant 3 at the end: no node left ineligible or draining by rollboot.

@@ -245,11 +245,26 @@ func (s *Store) WatchPlan(ctx context.Context, host string, index uint64, wait t
 
 // Plans returns every plan, by host name.
 func (s *Store) Plans(ctx context.Context) (map[string]Plan, error) {
-	metas, _, err := s.list(ctx, s.prefix+"/plan/", 0, 0)
+	plans, err := readAll(ctx, s, s.prefix+"/plan/", decodePlan)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]Plan, len(metas))
+	out := make(map[string]Plan, len(plans))
+	for _, p := range plans {
+		out[p.Host] = p
+	}
+	return out, nil
+}
+
+// readAll reads and decodes every variable under prefix, in path order; one that
+// vanishes between the list and its read is skipped.
+func readAll[T any](ctx context.Context, s *Store, prefix string, decode func(*api.Variable) (T, error)) ([]T, error) {
+	metas, _, err := s.list(ctx, prefix, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
+	out := make([]T, 0, len(metas))
 	for _, m := range metas {
 		v, _, err := s.read(ctx, m.Path, 0, 0)
 		if errors.Is(err, ErrNotFound) {
@@ -258,11 +273,11 @@ func (s *Store) Plans(ctx context.Context) (map[string]Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := decodePlan(v)
+		rec, err := decode(v)
 		if err != nil {
 			return nil, err
 		}
-		out[p.Host] = p
+		out = append(out, rec)
 	}
 	return out, nil
 }
@@ -341,25 +356,5 @@ func (s *Store) AppendHistory(ctx context.Context, rec HistoryRecord, keep int) 
 
 // History returns the stored history, oldest first.
 func (s *Store) History(ctx context.Context) ([]HistoryRecord, error) {
-	metas, _, err := s.list(ctx, s.historyPrefix(), 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
-	out := make([]HistoryRecord, 0, len(metas))
-	for _, m := range metas {
-		v, _, err := s.read(ctx, m.Path, 0, 0)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		rec, err := decodeHistory(v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
-	}
-	return out, nil
+	return readAll(ctx, s, s.historyPrefix(), decodeHistory)
 }
