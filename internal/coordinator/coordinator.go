@@ -225,6 +225,8 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			if g, ok := groupOf[h.NodeID]; ok {
 				hi.group = g
 			}
+		} else if h.Group != "" && c.knownGroup(h.Group) {
+			hi.group = h.Group // a host without a node says its group (FleetLock)
 		}
 		infos[h.Host] = hi
 		names = append(names, h.Host)
@@ -349,6 +351,19 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.status = status
 	c.mu.Unlock()
 	return firstErr
+}
+
+// knownGroup reports whether name is a configured group or the default one.
+func (c *Coordinator) knownGroup(name string) bool {
+	if name == c.opt.DefaultGroup.Name {
+		return true
+	}
+	for _, g := range c.opt.Groups {
+		if g.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // groupStatuses computes each group's size, active hosts and otherwise-unavailable

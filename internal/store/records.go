@@ -31,6 +31,8 @@ const (
 	RoleVaultServer  = "vault-server"
 	// RoleCandidate: the host's agent stands for election as the coordinator.
 	RoleCandidate = "coordinator-candidate"
+	// RoleFleetLock: the host takes part through the FleetLock protocol (no agent).
+	RoleFleetLock = "fleetlock"
 )
 
 // HostRecord is what a host's agent publishes about its host.
@@ -49,8 +51,11 @@ type HostRecord struct {
 	// reboot, so the coordinator knows the reboot began.
 	RebootingGrant string
 	FleetLockID    string
-	AgentVersion   string
-	DetectError    string // last detector error (never a reason to reboot)
+	// Group is the rollboot group of a host without a Nomad node (a FleetLock
+	// client names it); hosts with a node are grouped by the groups' filters.
+	Group        string
+	AgentVersion string
+	DetectError  string // last detector error (never a reason to reboot)
 
 	ModifyIndex uint64
 }
@@ -253,6 +258,7 @@ func (r HostRecord) items() map[string]string {
 	e.time("requested_at", r.RequestedAt)
 	e.str("rebooting_grant", r.RebootingGrant)
 	e.str("fleetlock_id", r.FleetLockID)
+	e.str("group", r.Group)
 	e.str("agent_version", r.AgentVersion)
 	e.str("detect_error", r.DetectError)
 	return e
@@ -271,6 +277,7 @@ func decodeHost(v *api.Variable) (HostRecord, error) {
 		RequestedAt:    d.time("requested_at"),
 		RebootingGrant: d.str("rebooting_grant"),
 		FleetLockID:    d.str("fleetlock_id"),
+		Group:          d.str("group"),
 		AgentVersion:   d.str("agent_version"),
 		DetectError:    d.str("detect_error"),
 		ModifyIndex:    v.ModifyIndex,
