@@ -174,6 +174,12 @@ func Step(in Input) Decision {
 			d.Waiting = "no agent has published this host"
 			return d
 		}
+		if role := serverRole(in.Host.Roles); role != "" {
+			// Rebooting a server is safe only behind quorum gates (invariant 2),
+			// which this version does not have: never take a server out.
+			d.Waiting = "the host runs a " + role + ": rollboot does not reboot servers without quorum gates"
+			return d
+		}
 		if in.Node != nil {
 			if in.Node.Status != "ready" {
 				d.Waiting = "node is " + in.Node.Status
@@ -318,6 +324,17 @@ func Step(in Input) Decision {
 	}
 	d.Waiting = "unknown phase " + p.Phase
 	return d
+}
+
+// serverRole returns the first server role in roles, or "".
+func serverRole(roles []string) string {
+	for _, r := range roles {
+		switch r {
+		case store.RoleNomadServer, store.RoleConsulServer, store.RoleVaultServer:
+			return r
+		}
+	}
+	return ""
 }
 
 // rejoin waits for the node to be ready, restores eligibility and waits for the

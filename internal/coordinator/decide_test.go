@@ -139,6 +139,17 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			name: "a server host is never granted",
+			in: Input{Plan: plan(store.PhasePending, nil), Admitted: true, NewGrantID: "g9", Node: node(nil),
+				Host: &store.HostRecord{Host: "h1", BootID: "b1", RebootRequired: true, Roles: []string{store.RoleNomadClient, store.RoleNomadServer}}},
+			phase: store.PhasePending,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain || !strings.Contains(d.Waiting, "nomad-server") {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
 			name: "pending waits for a down node",
 			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true,
 				Node: node(func(n *NodeView) { n.Status = "down" })},

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
@@ -153,4 +154,51 @@ func (c *cluster) startBrokenAgent(host string) {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+}
+
+// cancel withdraws a request before its drain: the host goes back to idle and is
+// not rebooted; a need detected later is a new request.
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2})
+	c.start()
+	hosts := c.clients()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 2 })
+	c.cli("pause")
+	c.needReboot(hosts[0])
+	c.waitFor("the host pending", 30*time.Second, func() bool { return c.plans()[hosts[0]].Phase == store.PhasePending })
+	if out := c.cli("cancel", hosts[0]); !strings.Contains(out, "canceled") {
+		t.Errorf("cancel said %q", out)
+	}
+	c.waitFor("the host idle again", 30*time.Second, func() bool { return c.plans()[hosts[0]].Phase == store.PhaseIdle })
+	c.cli("resume")
+	// Resynced several times since: still idle, never drained.
+	c.waitFor("the coordinator to see the resume", 30*time.Second, func() bool {
+		return !c.status().Paused
+	})
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if p := c.plans()[hosts[0]]; p.Phase != store.PhaseIdle {
+			t.Fatalf("canceled host moved to %s", p.Phase)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		c.sim.WaitIndex(ctx, c.sim.Index())
+		cancel()
+	}
+	for _, e := range c.sim.Events(0) {
+		if e.Type == nomadsim.EventDrainStart {
+			t.Fatalf("drain after cancel: %+v", e)
+		}
+	}
+	// A new need (the sentinel appears again after the cancel) is a new request.
+	if err := c.sim.ClearRebootRequired(hosts[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the agent to see the sentinel gone", 30*time.Second, func() bool {
+		h, err := c.st.Host(t.Context(), hosts[0])
+		return err == nil && !h.RebootRequired
+	})
+	c.needReboot(hosts[0])
+	c.waitFor("the new request served", 60*time.Second, c.rebootedAll(hosts[:1]))
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 0}})
 }
