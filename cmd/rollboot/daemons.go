@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os/signal"
 	"syscall"
@@ -42,7 +43,9 @@ stands for election as the coordinator, so a Nomad system job of agents is a who
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return daemon.RunAgent(ctx, cfg, daemon.AgentOptions{Log: log})
+			return withFleetLock(ctx, cfg, log, func(ctx context.Context) error {
+				return daemon.RunAgent(ctx, cfg, daemon.AgentOptions{Log: log})
+			})
 		},
 	}
 	cf.register(cmd)
@@ -70,7 +73,9 @@ lock and, while it leads, decides which hosts may reboot and drains them.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return daemon.RunCoordinator(ctx, cfg, c, log)
+			return withFleetLock(ctx, cfg, log, func(ctx context.Context) error {
+				return daemon.RunCoordinator(ctx, cfg, c, log)
+			})
 		},
 	}
 	cf.register(cmd)

@@ -25,6 +25,7 @@ func newRootCmd() *cobra.Command {
 		newPauseCmd(),
 		newResumeCmd(),
 		newReleaseCmd(),
+		newFleetLockIDCmd(),
 		newDemoCmd(),
 		newVersionCmd(),
 		newSimCmd(),

@@ -22,6 +22,7 @@ type HostView struct {
 	Group          string    `json:"group,omitempty"`
 	NodeID         string    `json:"node_id,omitempty"`
 	Roles          []string  `json:"roles,omitempty"`
+	FleetLockID    string    `json:"fleetlock_id,omitempty"`
 	BootID         string    `json:"boot_id,omitempty"`
 	Phase          string    `json:"phase"`
 	Since          time.Time `json:"since,omitzero"`
@@ -58,7 +59,7 @@ func readStatus(ctx context.Context, st *store.Store) (StatusView, error) {
 	seen := map[string]bool{}
 	for _, h := range hosts {
 		seen[h.Host] = true
-		v := HostView{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, BootID: h.BootID, Phase: store.PhaseIdle,
+		v := HostView{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, FleetLockID: h.FleetLockID, BootID: h.BootID, Phase: store.PhaseIdle,
 			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, DetectError: h.DetectError}
 		if p, ok := plans[h.Host]; ok {
 			fillPlan(&v, p)
@@ -109,9 +110,22 @@ func printStatus(w io.Writer, s StatusView, now time.Time) {
 			node = node[:8]
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, orDash(h.Group), orDash(node),
-			orDash(strings.Join(h.Roles, ",")), h.Phase, since, why(h))
+			orDash(rolesText(h)), h.Phase, since, why(h))
 	}
 	tw.Flush()
+}
+
+// rolesText shows the roles, the FleetLock role with the client's id
+// ("fleetlock=<id>"), so that a FleetLock holder can be told by its id.
+func rolesText(h HostView) string {
+	roles := make([]string, 0, len(h.Roles))
+	for _, r := range h.Roles {
+		if r == store.RoleFleetLock && h.FleetLockID != "" {
+			r += "=" + h.FleetLockID
+		}
+		roles = append(roles, r)
+	}
+	return strings.Join(roles, ",")
 }
 
 func why(h HostView) string {

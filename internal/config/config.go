@@ -22,6 +22,7 @@ type Config struct {
 	Agent       AgentConfig
 	Coordinator CoordinatorConfig
 	Drain       DrainConfig
+	FleetLock   FleetLockConfig
 	// Groups are matched against nodes in order; the first match wins.
 	// Nodes matched by none fall in the implicit group "default".
 	Groups []GroupConfig
@@ -62,8 +63,11 @@ type StateConfig struct {
 // AgentConfig configures the per-host agent.
 type AgentConfig struct {
 	// Host is the host's name; "" means os.Hostname() at run time.
-	Host                    string
-	BootIDFile              string
+	Host       string
+	BootIDFile string
+	// MachineIDFile is the machine-id(5) file the agent derives the host's
+	// FleetLock (Zincati) id from; a missing file means no id, "" disables it.
+	MachineIDFile           string
 	SentinelFile            string   // "" disables the file detector
 	SentinelCommand         []string // argv; empty disables the command detector
 	SentinelCommandInterval time.Duration
@@ -114,6 +118,20 @@ type DrainConfig struct {
 	RetryMaxBackoff time.Duration
 }
 
+// FleetLockConfig configures the FleetLock server (docs/fleetlock.md), served by
+// `rollboot agent` and `rollboot coordinator` when Enabled.
+type FleetLockConfig struct {
+	Enabled bool
+	Listen  string // host:port
+	// PathPrefix is the path of the base URL clients use, such as "/fleet_lock".
+	PathPrefix string
+	TLSCert    string // PEM certificate; with TLSKey, the server speaks HTTPS
+	TLSKey     string
+	ClientCA   string // PEM CA: require client certificates signed by it
+	// MaxBodyBytes limits a request body (413 above it).
+	MaxBodyBytes int
+}
+
 // GroupConfig is one `group "name" {}` block.
 type GroupConfig struct {
 	Name string
@@ -146,6 +164,7 @@ func Default() *Config {
 		State: StateConfig{Prefix: "rollboot"},
 		Agent: AgentConfig{
 			BootIDFile:              "/proc/sys/kernel/random/boot_id",
+			MachineIDFile:           "/etc/machine-id",
 			SentinelFile:            "/var/run/reboot-required",
 			SentinelCommandInterval: 5 * time.Minute,
 			SentinelCommandTimeout:  30 * time.Second,
@@ -170,6 +189,10 @@ func Default() *Config {
 			OnTimeout:       OnTimeoutAbort,
 			RetryBackoff:    5 * time.Minute,
 			RetryMaxBackoff: time.Hour,
+		},
+		FleetLock: FleetLockConfig{
+			Listen:       "127.0.0.1:7777",
+			MaxBodyBytes: 64 << 10,
 		},
 		pos: map[string]hcl.Range{},
 	}

@@ -132,6 +132,7 @@ func TestLoadFullExample(t *testing.T) {
 		State: StateConfig{Prefix: "rollboot/prod"},
 		Agent: AgentConfig{
 			BootIDFile:              "/proc/sys/kernel/random/boot_id",
+			MachineIDFile:           "/etc/machine-id",
 			SentinelFile:            "/var/run/reboot-required",
 			SentinelCommand:         []string{"/usr/local/bin/reboot-needed", "--kernel"},
 			SentinelCommandInterval: 10 * time.Minute,
@@ -150,6 +151,8 @@ func TestLoadFullExample(t *testing.T) {
 			RebootLoopMaxBackoff: 48 * time.Hour, HistorySize: 500,
 		},
 		Drain: DrainConfig{Deadline: 45 * time.Minute, OnTimeout: "abort", RetryBackoff: 10 * time.Minute, RetryMaxBackoff: 2 * time.Hour},
+		FleetLock: FleetLockConfig{Enabled: true, Listen: ":7777", PathPrefix: "/fleet_lock",
+			TLSCert: "/etc/rollboot/tls/fleetlock.pem", TLSKey: "/etc/rollboot/tls/fleetlock-key.pem", MaxBodyBytes: 64 << 10},
 		Groups: []GroupConfig{
 			{Name: "batch", Filter: `NodePool == "batch"`, Concurrency: 3, MaxUnavailable: "25%", Windows: []string{"weeknights", "weekend"}},
 			{Name: "gpu-r1", Filter: `"gpu" in NodeClass and Meta.rack == "r1"`, Concurrency: 1, Windows: []string{"weekend"}},

@@ -113,7 +113,7 @@ func rangeString(r hcl.Range) string {
 func (d *decoder) root(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"},
+			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"},
 			{Type: "group", LabelNames: []string{"name"}},
 			{Type: "window", LabelNames: []string{"name"}},
 		},
@@ -135,6 +135,9 @@ func (d *decoder) root(body hcl.Body) {
 	}
 	if b := d.single(content.Blocks, "drain"); b != nil {
 		d.drain(b.Body)
+	}
+	if b := d.single(content.Blocks, "fleetlock"); b != nil {
+		d.fleetlock(b.Body)
 	}
 	for _, b := range content.Blocks {
 		switch b.Type {
@@ -180,7 +183,7 @@ func (d *decoder) state(body hcl.Body) {
 func (d *decoder) agent(body hcl.Body) {
 	s := scope{"agent", "agent"}
 	content := d.content(body, &hcl.BodySchema{
-		Attributes: attrSchema("host", "boot_id_file", "sentinel_file", "sentinel_command",
+		Attributes: attrSchema("host", "boot_id_file", "machine_id_file", "sentinel_file", "sentinel_command",
 			"sentinel_command_interval", "sentinel_command_timeout"),
 		Blocks: []hcl.BlockHeaderSchema{{Type: "reboot"}},
 	})
@@ -190,6 +193,7 @@ func (d *decoder) agent(body hcl.Body) {
 	a, ag := content.Attributes, &d.c.Agent
 	d.str(a, s, "host", &ag.Host)
 	d.str(a, s, "boot_id_file", &ag.BootIDFile)
+	d.str(a, s, "machine_id_file", &ag.MachineIDFile)
 	d.str(a, s, "sentinel_file", &ag.SentinelFile)
 	d.strList(a, s, "sentinel_command", &ag.SentinelCommand)
 	d.duration(a, s, "sentinel_command_interval", &ag.SentinelCommandInterval)
@@ -246,6 +250,23 @@ func (d *decoder) drain(body hcl.Body) {
 	d.str(a, s, "on_timeout", &dr.OnTimeout)
 	d.duration(a, s, "retry_backoff", &dr.RetryBackoff)
 	d.duration(a, s, "retry_max_backoff", &dr.RetryMaxBackoff)
+}
+
+func (d *decoder) fleetlock(body hcl.Body) {
+	s := scope{"fleetlock", "fleetlock"}
+	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
+		"enabled", "listen", "path_prefix", "tls_cert", "tls_key", "client_ca", "max_body_bytes")})
+	if content == nil {
+		return
+	}
+	a, f := content.Attributes, &d.c.FleetLock
+	d.boolean(a, s, "enabled", &f.Enabled)
+	d.str(a, s, "listen", &f.Listen)
+	d.str(a, s, "path_prefix", &f.PathPrefix)
+	d.str(a, s, "tls_cert", &f.TLSCert)
+	d.str(a, s, "tls_key", &f.TLSKey)
+	d.str(a, s, "client_ca", &f.ClientCA)
+	d.integer(a, s, "max_body_bytes", &f.MaxBodyBytes)
 }
 
 func (d *decoder) group(b *hcl.Block) {

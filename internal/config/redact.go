@@ -65,6 +65,7 @@ func (c *Config) String() string {
 	a := root.AppendNewBlock("agent", nil).Body()
 	a.SetAttributeValue("host", cty.StringVal(c.Agent.Host))
 	a.SetAttributeValue("boot_id_file", cty.StringVal(c.Agent.BootIDFile))
+	a.SetAttributeValue("machine_id_file", cty.StringVal(c.Agent.MachineIDFile))
 	a.SetAttributeValue("sentinel_file", cty.StringVal(c.Agent.SentinelFile))
 	a.SetAttributeValue("sentinel_command", strList(c.Agent.SentinelCommand))
 	a.SetAttributeValue("sentinel_command_interval", durationVal(c.Agent.SentinelCommandInterval))
@@ -96,6 +97,17 @@ func (c *Config) String() string {
 	d.SetAttributeValue("on_timeout", cty.StringVal(c.Drain.OnTimeout))
 	d.SetAttributeValue("retry_backoff", durationVal(c.Drain.RetryBackoff))
 	d.SetAttributeValue("retry_max_backoff", durationVal(c.Drain.RetryMaxBackoff))
+
+	root.AppendNewline()
+	fl := root.AppendNewBlock("fleetlock", nil).Body()
+	fc := c.FleetLock
+	fl.SetAttributeValue("enabled", cty.BoolVal(fc.Enabled))
+	fl.SetAttributeValue("listen", cty.StringVal(fc.Listen))
+	fl.SetAttributeValue("path_prefix", cty.StringVal(fc.PathPrefix))
+	fl.SetAttributeValue("tls_cert", cty.StringVal(fc.TLSCert))
+	fl.SetAttributeValue("tls_key", cty.StringVal(fc.TLSKey))
+	fl.SetAttributeValue("client_ca", cty.StringVal(fc.ClientCA))
+	fl.SetAttributeValue("max_body_bytes", cty.NumberIntVal(int64(fc.MaxBodyBytes)))
 
 	for _, g := range c.Groups {
 		root.AppendNewline()
@@ -184,6 +196,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.Bool("coordinator", c.Coordinator.Enabled),
 		slog.String("reboot_method", c.Agent.Reboot.Method),
 		slog.Duration("drain_deadline", c.Drain.Deadline),
+		slog.Bool("fleetlock", c.FleetLock.Enabled),
 		slog.Any("groups", groups),
 		slog.Any("windows", windows),
 	)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -88,6 +89,7 @@ func (c *Config) Validate() error {
 	v.agent()
 	v.coordinator()
 	v.drain()
+	v.fleetlock()
 	windows := v.windows()
 	v.groups(windows)
 	return v.errs.orNil()
@@ -153,6 +155,9 @@ func (v *validator) agent() {
 		v.errorf(s.sub("boot_id_file"), "must not be empty")
 	} else if !strings.HasPrefix(a.BootIDFile, "/") {
 		v.errorf(s.sub("boot_id_file"), "%q must be an absolute path", a.BootIDFile)
+	}
+	if a.MachineIDFile != "" && !strings.HasPrefix(a.MachineIDFile, "/") {
+		v.errorf(s.sub("machine_id_file"), "%q must be an absolute path (or \"\" for no FleetLock id)", a.MachineIDFile)
 	}
 	if a.SentinelFile != "" && !strings.HasPrefix(a.SentinelFile, "/") {
 		v.errorf(s.sub("sentinel_file"), "%q must be an absolute path (or \"\" to disable the file detector)", a.SentinelFile)
@@ -222,6 +227,47 @@ func (v *validator) drain() {
 	}
 	v.positive(s.sub("retry_backoff"), dr.RetryBackoff)
 	v.maxNotBelow(s.sub("retry_backoff"), s.sub("retry_max_backoff"), dr.RetryBackoff, dr.RetryMaxBackoff)
+}
+
+// Limits of fleetlock.max_body_bytes.
+const (
+	MinFleetLockBody = 256
+	MaxFleetLockBody = 16 << 20
+)
+
+func (v *validator) fleetlock() {
+	f, s := &v.c.FleetLock, scope{"fleetlock", "fleetlock"}
+	listen := s.sub("listen")
+	if host, port, err := net.SplitHostPort(f.Listen); err != nil {
+		v.errorf(listen, "invalid address %q: use host:port such as \"127.0.0.1:7777\" or \":7777\"", f.Listen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.errorf(listen, "invalid port %q in %q: use a number from 0 to 65535", port, f.Listen)
+	} else if strings.ContainsAny(host, "/ ") {
+		v.errorf(listen, "invalid host %q in %q", host, f.Listen)
+	}
+	if p := f.PathPrefix; p != "" {
+		switch {
+		case !strings.HasPrefix(p, "/"):
+			v.errorf(s.sub("path_prefix"), "%q must start with a slash, such as \"/fleet_lock\"", p)
+		case strings.ContainsAny(p, "?#% "):
+			v.errorf(s.sub("path_prefix"), "%q must be a plain URL path (no ?, #, %% or spaces)", p)
+		case strings.TrimRight(p, "/") == "/metrics" || strings.HasPrefix(p, "/metrics/"):
+			v.errorf(s.sub("path_prefix"), "%q collides with /metrics, served on the same listener", p)
+		}
+	}
+	if (f.TLSCert == "") != (f.TLSKey == "") {
+		if f.TLSCert == "" {
+			v.errorf(s.sub("tls_key"), "tls_key is set but tls_cert is not: set both or neither")
+		} else {
+			v.errorf(s.sub("tls_cert"), "tls_cert is set but tls_key is not: set both or neither")
+		}
+	}
+	if f.ClientCA != "" && f.TLSCert == "" {
+		v.errorf(s.sub("client_ca"), "client certificates need TLS: set tls_cert and tls_key too")
+	}
+	if mb := s.sub("max_body_bytes"); (f.MaxBodyBytes < MinFleetLockBody || f.MaxBodyBytes > MaxFleetLockBody) && v.good(mb) {
+		v.errorf(mb, "must be between %d and %d, got %d", MinFleetLockBody, MaxFleetLockBody, f.MaxBodyBytes)
+	}
 }
 
 // windows validates the windows and returns the names defined.

@@ -30,6 +30,9 @@ type HostStatus struct {
 	Draining       bool          `json:"draining,omitempty"`
 	Allocs         int           `json:"allocs,omitempty"`
 	Server         *ServerStatus `json:"server,omitempty"`
+	ConsulAddr     string        `json:"consul_addr,omitempty"`
+	VaultAddr      string        `json:"vault_addr,omitempty"`
+	VaultSealed    bool          `json:"vault_sealed,omitempty"`
 }
 
 // ServerStatus is the Nomad server of a host as the control API shows it.
@@ -55,6 +58,10 @@ func (s *Sim) hostStatusLocked(h *Host) HostStatus {
 	st := HostStatus{
 		Name: h.Name, Addr: h.Addr, Up: h.Up, BootID: h.BootID, Boots: h.Boots, Dir: h.Dir,
 		NodeID: h.NodeID,
+	}
+	st.ConsulAddr, st.VaultAddr = h.ConsulAddr, h.VaultAddr
+	if m := s.vault.g.byHostLocked(h); m != nil {
+		st.VaultSealed = m.sealed
 	}
 	if _, err := os.Stat(filepath.Join(h.Dir, SentinelFile)); err == nil {
 		st.RebootRequired = true
@@ -245,6 +252,9 @@ func (s *Sim) control(r *http.Request) (any, *controlError) {
 		}
 		return map[string]any{"host": name, "healthy": healthy}, nil
 
+	case len(parts) == 4 && (parts[0] == "consul" || parts[0] == "vault") && parts[1] == "servers":
+		return s.controlAux(r, parts[0], parts[2], parts[3], allow)
+
 	case len(parts) == 1 && parts[0] == "events":
 		if e := allow(http.MethodGet); e != nil {
 			return nil, e
@@ -306,4 +316,41 @@ func decodeControlBodyOptional(r *http.Request, v any) *controlError {
 		return nil
 	}
 	return decodeControlBody(r, v)
+}
+
+// controlAux serves /sim/v1/{consul,vault}/servers/<host>/{health,seal,unseal}.
+func (s *Sim) controlAux(r *http.Request, kind, name, op string, allow func(...string) *controlError) (any, *controlError) {
+	if e := allow(http.MethodPut, http.MethodPost); e != nil {
+		return nil, e
+	}
+	if _, ok := s.Host(name); !ok {
+		return nil, ctlErr(http.StatusNotFound, "host %q not found", name)
+	}
+	var err error
+	out := map[string]any{"host": name}
+	switch {
+	case op == "health":
+		healthy, perr := strconv.ParseBool(r.URL.Query().Get("healthy"))
+		if perr != nil {
+			return nil, ctlErr(http.StatusBadRequest, "healthy=%q: want true or false", r.URL.Query().Get("healthy"))
+		}
+		if kind == "consul" {
+			err = s.SetConsulServerHealthy(name, healthy)
+		} else {
+			err = s.SetVaultServerHealthy(name, healthy)
+		}
+		out["healthy"] = healthy
+	case kind == "vault" && op == "seal":
+		err = s.SealVault(name)
+		out["sealed"] = true
+	case kind == "vault" && op == "unseal":
+		err = s.UnsealVault(name)
+		out["sealed"] = false
+	default:
+		return nil, ctlErr(http.StatusNotFound, "no such endpoint: %s", r.URL.Path)
+	}
+	if err != nil {
+		return nil, ctlErr(http.StatusBadRequest, "%v", err)
+	}
+	return out, nil
 }

@@ -39,6 +39,8 @@ func (s *Sim) Reboot(host string) error {
 		Details: map[string]string{"boot_id": h.BootID}})
 	if h.Server != nil {
 		s.servers.hostDownLocked(s, h)
+		s.consulHostDownLocked(h)
+		s.vaultHostDownLocked(h)
 	}
 	if h.NodeID != "" {
 		// nomad/heartbeat.go invalidateHeartbeat: the TTL timer fires and the node
@@ -75,6 +77,8 @@ func (s *Sim) bootLocked(h *Host) {
 		Details: map[string]string{"boot_id": h.BootID}})
 	if h.Server != nil {
 		s.servers.hostUpLocked(s, h)
+		s.consulHostUpLocked(h)
+		s.vaultHostUpLocked(h)
 	}
 	if h.NodeID != "" {
 		s.cluster.reregisterLocked(s, h)

@@ -51,6 +51,19 @@ type Config struct {
 	// leader failed or quorum came back (Raft election timeout; about 1-2s in Nomad).
 	ElectionTime time.Duration
 
+	// ConsulServers runs a Consul server (with its own local agent listener,
+	// Host.ConsulAddr) on every Nomad server host (consul.go).
+	ConsulServers bool
+	// VaultServers runs a Vault server with integrated storage (Host.VaultAddr) on
+	// every Nomad server host (vault.go).
+	VaultServers bool
+	// VaultAutoUnseal makes Vault unseal itself at boot (an auto-unseal seal
+	// stanza). Off by default: a rebooted Vault node stays sealed until UnsealVault.
+	VaultAutoUnseal bool
+	// VaultStepDownTime is how long a Vault node that stepped down waits before it
+	// tries to take the HA lock again (vault/ha.go manualStepDownSleepPeriod, 10s).
+	VaultStepDownTime time.Duration
+
 	// AllowShortLockTTL lets variable locks use a TTL below Nomad's 10s minimum
 	// (nomad/structs/variables.go minVariableLockTTL), so that tests can run
 	// api.NewLockLeaser fail-overs with TTLs of ~100ms. Off by default: Nomad's range.
@@ -94,6 +107,9 @@ func (c *Config) setDefaults() {
 	if c.ElectionTime == 0 {
 		c.ElectionTime = 50 * time.Millisecond
 	}
+	if c.VaultStepDownTime == 0 {
+		c.VaultStepDownTime = 100 * time.Millisecond
+	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"
 	}
@@ -122,6 +138,8 @@ type Sim struct {
 	cluster clusterState // nodes, jobs, allocations (nodes.go)
 	servers serverState  // Raft membership, leadership, autopilot (operator.go)
 	vars    varState     // Variables and locks (variables.go)
+	consul  consulState  // Consul servers on the server hosts (consul.go)
+	vault   vaultState   // Vault servers on the server hosts (vault.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -138,6 +156,10 @@ type Host struct {
 	Name string
 	// Addr is the address (host:port) of this host's local Nomad agent.
 	Addr string
+	// ConsulAddr and VaultAddr are the addresses of the host's Consul agent and
+	// Vault server ("" when it runs none).
+	ConsulAddr string
+	VaultAddr  string
 	// BootID changes on every boot.
 	BootID string
 	// Up is false while the host is rebooting.
@@ -196,6 +218,8 @@ func New(cfg Config) (*Sim, error) {
 	s.acl.init(s, cfg.ACL)
 	s.cluster.init()
 	s.vars.init()
+	s.consul.init(s)
+	s.vault.init(s)
 
 	main, err := s.listen(cfg.Listen, nil)
 	if err != nil {
@@ -224,6 +248,8 @@ func New(cfg Config) (*Sim, error) {
 		}
 	}
 	s.servers.electLocked(s)
+	s.consul.g.electLocked(s)
+	s.vault.g.electLocked(s)
 	s.mu.Unlock()
 
 	s.startBackground()
@@ -240,6 +266,8 @@ func (s *Sim) AddHost(name string, server, client bool, pool string) (*Host, err
 	}
 	if server {
 		s.servers.electLocked(s)
+		s.consul.g.electLocked(s)
+		s.vault.g.electLocked(s)
 	}
 	return h.snapshot(), nil
 }
@@ -276,6 +304,16 @@ func (s *Sim) addHostLocked(name string, server, client bool, pool string) (*Hos
 			Voter:    true,
 		}
 		s.servers.addLocked(s, h)
+		if s.cfg.ConsulServers {
+			if err := s.addConsulServerLocked(h, n); err != nil {
+				return nil, err
+			}
+		}
+		if s.cfg.VaultServers {
+			if err := s.addVaultServerLocked(h, n); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if client {
 		h.NodeID = s.cluster.registerNodeLocked(s, h, pool)
@@ -344,6 +382,9 @@ func (s *Sim) Close() {
 		if h.lis != nil {
 			h.lis.close()
 		}
+	}
+	for _, l := range s.auxListenersLocked() {
+		l.close()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -482,12 +523,17 @@ type listener struct {
 }
 
 func (s *Sim) listen(addr string, h *Host) (*listener, error) {
+	return s.listenHandler(addr, h, s.handler(h))
+}
+
+// listenHandler serves handler on addr (the Consul and Vault listeners use their own).
+func (s *Sim) listenHandler(addr string, h *Host, handler http.Handler) (*listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	l := &listener{addr: ln.Addr().String(), host: h}
-	l.srv = &http.Server{Handler: s.handler(h), ReadHeaderTimeout: 10 * time.Second}
+	l.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -1,0 +1,252 @@
+package fleetlock
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Endpoints, relative to the base URL (the path prefix).
+const (
+	PathPreReboot   = "/v1/pre-reboot"
+	PathSteadyState = "/v1/steady-state"
+	// PathMetrics serves the Prometheus metrics, at the root of the listener.
+	PathMetrics = "/metrics"
+)
+
+// DefaultMaxBodyBytes is the default limit on a request body.
+const DefaultMaxBodyBytes = 64 << 10
+
+// NodesAPI is the part of the Nomad nodes API the server uses; *api.Nodes implements it.
+type NodesAPI interface {
+	List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error)
+}
+
+// NodeMetaKey is the Nomad node meta key that names a node's FleetLock id.
+const NodeMetaKey = "fleetlock_id"
+
+// Options configure a Server.
+type Options struct {
+	Store *store.Store
+	// Nodes finds the Nomad node of an id (node meta fleetlock_id); nil: no lookup.
+	Nodes NodesAPI
+	// Groups are the configured rollboot group names a client may name.
+	Groups []string
+	// DefaultGroup is rollboot's group of nodes no group matches; the FleetLock
+	// group "default" (Zincati's default) maps to it. Default "default".
+	DefaultGroup string
+	// PathPrefix is the path of the base URL, such as "/fleet_lock" ("" = root).
+	PathPrefix   string
+	MaxBodyBytes int64 // default DefaultMaxBodyBytes
+	// Registry receives the metrics; nil: a new registry (see Server.Registry).
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// Server answers FleetLock requests over rollboot's state.
+type Server struct {
+	opt      Options
+	log      *slog.Logger
+	now      func() time.Time
+	prefix   string
+	groups   map[string]bool
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// New returns a server.
+func New(opt Options) *Server {
+	s := &Server{opt: opt, log: opt.Log, now: opt.Now, registry: opt.Registry, groups: map[string]bool{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.opt.DefaultGroup == "" {
+		s.opt.DefaultGroup = "default"
+	}
+	if s.opt.MaxBodyBytes <= 0 {
+		s.opt.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	for _, g := range opt.Groups {
+		s.groups[g] = true
+	}
+	s.groups[s.opt.DefaultGroup] = true
+	s.prefix = NormalizePrefix(opt.PathPrefix)
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rollboot_fleetlock_requests_total",
+		Help: "FleetLock requests answered, by endpoint, HTTP status code and error kind (\"none\" on success).",
+	}, []string{"endpoint", "code", "kind"})
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "rollboot_fleetlock_request_duration_seconds",
+		Help:    "Time to answer a FleetLock request, by endpoint.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"endpoint"})
+	s.registry.MustRegister(s.requests, s.duration)
+	return s
+}
+
+// Registry is the registry the server's metrics are registered on.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// NormalizePrefix turns a configured path prefix into "" or "/a/b" (no trailing
+// slash, empty segments dropped).
+func NormalizePrefix(p string) string {
+	p = cleanPath(p)
+	if p == "/" {
+		return ""
+	}
+	return p
+}
+
+// cleanPath collapses repeated slashes and drops a trailing one; Go's ServeMux
+// would answer such paths with a redirect, which turns a POST into a GET.
+func cleanPath(p string) string {
+	parts := strings.Split(p, "/")
+	out := parts[:0]
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+// Handler serves the two FleetLock endpoints under the prefix and the metrics at
+// /metrics.
+func (s *Server) Handler() http.Handler {
+	metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := cleanPath(r.URL.Path)
+		if p == PathMetrics {
+			metrics.ServeHTTP(w, r)
+			return
+		}
+		rest, ok := strings.CutPrefix(p, s.prefix)
+		endpoint := "other"
+		switch {
+		case ok && rest == PathPreReboot:
+			endpoint = "pre-reboot"
+		case ok && rest == PathSteadyState:
+			endpoint = "steady-state"
+		}
+		start := s.now()
+		code, kind := s.serve(w, r, endpoint)
+		if kind == "" {
+			kind = "none"
+		}
+		s.requests.WithLabelValues(endpoint, strconv.Itoa(code), kind).Inc()
+		s.duration.WithLabelValues(endpoint).Observe(s.now().Sub(start).Seconds())
+	})
+}
+
+// answer is a handler's result: 200, or an error kind and its text.
+type answer struct {
+	kind, value string
+}
+
+var ok200 = answer{}
+
+func fail(kind, value string) answer { return answer{kind: kind, value: value} }
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string) (int, string) {
+	a := s.route(w, r, endpoint)
+	if a.kind == "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "{}\n")
+		return http.StatusOK, ""
+	}
+	code := kindStatus[a.kind]
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	if a.kind == KindMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(ErrorBody{Kind: a.kind, Value: a.value})
+	return code, a.kind
+}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request, endpoint string) answer {
+	if endpoint == "other" {
+		return fail(KindNotFound, "not a FleetLock endpoint: use POST "+s.prefix+PathPreReboot+" or POST "+s.prefix+PathSteadyState)
+	}
+	if r.Method != http.MethodPost {
+		return fail(KindMethodNotAllowed, "method "+r.Method+" not allowed: FleetLock endpoints take POST")
+	}
+	if !strings.EqualFold(strings.TrimSpace(r.Header.Get("fleet-lock-protocol")), "true") {
+		return fail(KindMissingHeader, "missing header fleet-lock-protocol: true")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return fail(KindBodyTooLarge, "request body larger than "+strconv.FormatInt(s.opt.MaxBodyBytes, 10)+" bytes")
+		}
+		return fail(KindBadRequest, "reading the body: "+err.Error())
+	}
+	p, err := Decode(body)
+	if err != nil {
+		return fail(KindBadRequest, err.Error())
+	}
+	group, a := s.mapGroup(p.Group)
+	if a.kind != "" {
+		return a
+	}
+	ctx := r.Context()
+	log := s.log.With("endpoint", endpoint, "fleetlock_id", p.ID, "group", p.Group)
+	var res answer
+	for attempt := 0; ; attempt++ {
+		switch endpoint {
+		case "pre-reboot":
+			res, err = s.preReboot(ctx, p.ID, group)
+		default:
+			res, err = s.steadyState(ctx, p.ID, group)
+		}
+		if errors.Is(err, store.ErrConflict) && attempt < 5 {
+			continue // someone wrote in between: read again and decide again
+		}
+		break
+	}
+	if err != nil {
+		log.Warn("FleetLock request failed", "err", err)
+		return fail(KindInternal, err.Error())
+	}
+	if res.kind == "" {
+		log.Debug("FleetLock request granted")
+	} else {
+		log.Debug("FleetLock request refused", "kind", res.kind, "value", res.value)
+	}
+	return res
+}
+
+// mapGroup maps a FleetLock group to a rollboot group.
+func (s *Server) mapGroup(g string) (string, answer) {
+	if s.groups[g] {
+		return g, ok200
+	}
+	if g == "default" {
+		return s.opt.DefaultGroup, ok200
+	}
+	return "", fail(KindUnknownGroup, "unknown group "+strconv.Quote(g)+": use \"default\" or the name of a rollboot group")
+}
