@@ -54,6 +54,7 @@ type clusterOpts struct {
 	pools        []string
 	policy       string // HCL: drain, group and window blocks
 	coordExtra   string // HCL attributes added to the coordinator block
+	coordOnly    string // HCL blocks added to the standalone coordinators' configuration only
 	agentExtra   string // HCL attributes added to the agent block
 	rebootExtra  string // HCL attributes added to agent.reboot
 	coordinators int    // standalone coordinator processes; 0: agents are candidates
@@ -154,6 +155,7 @@ func (c *cluster) configFor(host, address string) string {
 	fmt.Fprintf(&b, "coordinator {\n  enabled = %v\n  lock_ttl = \"10s\"\n  resync_interval = \"200ms\"\n%s\n}\n",
 		enabled, c.opts.coordExtra)
 	if host == "" {
+		b.WriteString(c.opts.coordOnly + "\n")
 		return b.String()
 	}
 	h, _ := c.sim.Host(host)
