@@ -6,6 +6,7 @@ package invariants
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -80,7 +81,8 @@ type Result struct {
 	Reboots map[string]int
 }
 
-// Check replays events and returns every violation of invariants 1, 3, 4 and 5.
+// Check replays events and returns every violation of the five invariants. Invariant
+// 2 is judged from the cluster health the emulator records in each host.reboot.
 // final is each host's state at the end (for invariant 3).
 func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 	var out []Violation
@@ -134,6 +136,19 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 			h.ready = true
 		case nomadsim.EventHostRebootStart:
 			h.reboots++
+			// Invariant 2: a server host goes down only while each of its
+			// clusters is healthy and can lose a server.
+			for _, product := range []string{"nomad", "consul", "vault"} {
+				if e.Details[product+"_server"] != "true" {
+					continue
+				}
+				ft, _ := strconv.Atoi(e.Details[product+"_failure_tolerance"])
+				if e.Details[product+"_healthy"] != "true" || ft < 1 {
+					out = append(out, Violation{2, name, e.Seq, fmt.Sprintf(
+						"rebooted a %s server while its cluster was healthy=%s with failure tolerance %d",
+						product, e.Details[product+"_healthy"], ft)})
+				}
+			}
 			h.up, h.inCycle = false, true
 			if h.hasNode {
 				switch {

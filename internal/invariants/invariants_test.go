@@ -129,6 +129,25 @@ func TestCheck(t *testing.T) {
 			want:   []int{3, 3},
 		},
 		{
+			name: "a server of a healthy cluster that can lose one",
+			events: seq([]ns.Event{{Type: ns.EventHostRebootStart, Host: "s1", Details: map[string]string{
+				"nomad_server": "true", "nomad_healthy": "true", "nomad_failure_tolerance": "1",
+				"vault_server": "true", "vault_healthy": "true", "vault_failure_tolerance": "2"}}}),
+		},
+		{
+			name: "a server of a cluster that cannot lose one",
+			events: seq([]ns.Event{{Type: ns.EventHostRebootStart, Host: "s1", Details: map[string]string{
+				"nomad_server": "true", "nomad_healthy": "true", "nomad_failure_tolerance": "1",
+				"consul_server": "true", "consul_healthy": "true", "consul_failure_tolerance": "0"}}}),
+			want: []int{2},
+		},
+		{
+			name: "a server of an unhealthy cluster",
+			events: seq([]ns.Event{{Type: ns.EventHostRebootStart, Host: "s1", Details: map[string]string{
+				"vault_server": "true", "vault_healthy": "false", "vault_failure_tolerance": "1"}}}),
+			want: []int{2},
+		},
+		{
 			name:   "two reboots for one request",
 			events: seq(cycle("a", "na"), cycle("a", "na")),
 			spec:   Spec{Reboots: map[string]int{"a": 1}},

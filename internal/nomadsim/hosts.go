@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -33,10 +34,11 @@ func (s *Sim) Reboot(host string) error {
 	}
 	s.cluster.rebootGen[host]++
 	gen := s.cluster.rebootGen[host]
+	details := map[string]string{"boot_id": h.BootID}
+	s.serverHealthAtRebootLocked(h, details)
 	h.Up = false
 	s.bumpLocked()
-	s.eventLocked(Event{Type: EventHostRebootStart, Host: host, NodeID: h.NodeID,
-		Details: map[string]string{"boot_id": h.BootID}})
+	s.eventLocked(Event{Type: EventHostRebootStart, Host: host, NodeID: h.NodeID, Details: details})
 	if h.Server != nil {
 		s.servers.hostDownLocked(s, h)
 		s.consulHostDownLocked(h)
@@ -176,4 +178,30 @@ func (s *Sim) RebootRequired(host string) bool {
 	}
 	_, err := os.Stat(filepath.Join(h.Dir, SentinelFile))
 	return err == nil
+}
+
+// serverHealthAtRebootLocked records, in the details of a host.reboot event, the
+// health of every server cluster the host is a member of, as autopilot reported it
+// the instant before the host went down: "<product>_server", "<product>_healthy"
+// and "<product>_failure_tolerance" for nomad, consul and vault. An outside checker
+// judges invariant 2 (never reboot a server of an unhealthy cluster, or one that
+// cannot lose a server) from these alone.
+func (s *Sim) serverHealthAtRebootLocked(h *Host, d map[string]string) {
+	put := func(product string, healthy bool, ft int) {
+		d[product+"_server"] = "true"
+		d[product+"_healthy"] = strconv.FormatBool(healthy)
+		d[product+"_failure_tolerance"] = strconv.Itoa(ft)
+	}
+	if h.Server != nil {
+		r := s.servers.healthLocked(s)
+		put("nomad", r.Healthy, r.FailureTolerance)
+	}
+	if s.consul.g.byHostLocked(h) != nil {
+		_, healthy, ft, _ := s.consul.g.viewLocked()
+		put("consul", healthy, ft)
+	}
+	if s.vault.g.byHostLocked(h) != nil {
+		_, healthy, ft, _ := s.vault.g.viewLocked()
+		put("vault", healthy, ft)
+	}
 }
