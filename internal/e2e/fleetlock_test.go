@@ -91,10 +91,16 @@ func TestFleetLockEndToEnd(t *testing.T) {
 	if code, body := zincati(t, base, "pre-reboot", id); code != 200 {
 		t.Errorf("second pre-reboot: %d %s", code, body)
 	}
-	// Zincati reboots the machine, then reports steady-state until it gets a 200.
+	// Zincati reboots the machine and, once it is up again, reports steady-state
+	// until it gets a 200.
+	before, _ := c.sim.Host(coreos)
 	if err := c.sim.Reboot(coreos); err != nil {
 		t.Fatal(err)
 	}
+	c.waitFor("the machine to boot", 30*time.Second, func() bool {
+		h, _ := c.sim.Host(coreos)
+		return h.Up && h.BootID != before.BootID
+	})
 	c.waitFor("steady-state 200", 60*time.Second, func() bool {
 		code, _ := zincati(t, base, "steady-state", id)
 		return code == 200
