@@ -1,0 +1,233 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Local holds clients of the agents on THIS host. A nil client means the product
+// is not looked for.
+type Local struct {
+	Nomad  *nomadapi.Client
+	Consul *consulapi.Client
+	Vault  *vaultapi.Client
+	// VaultNodeID is the Vault Raft node_id when the operator knows it
+	// (VAULT_RAFT_NODE_ID, as Vault itself reads it). Without it Discover uses the
+	// autopilot leader when the local node is active, else a server whose ID or
+	// name equals Hostname.
+	VaultNodeID string
+	Hostname    string
+}
+
+// LocalFromEnv builds the local clients from each product's DefaultConfig, which
+// reads the usual variables: NOMAD_ADDR, NOMAD_TOKEN, NOMAD_REGION, NOMAD_CACERT,
+// NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY...; CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN,
+// CONSUL_CACERT, CONSUL_CLIENT_CERT, CONSUL_CLIENT_KEY, CONSUL_HTTP_SSL...;
+// VAULT_ADDR, VAULT_TOKEN, VAULT_CACERT, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY...
+// Unset addresses are the local defaults (127.0.0.1:4646, :8500, :8200). Errors
+// name the product, never a token.
+func LocalFromEnv() (Local, error) {
+	var l Local
+	var err error
+	if l.Nomad, err = nomadapi.NewClient(nomadapi.DefaultConfig()); err != nil {
+		return Local{}, fmt.Errorf("nomad client: %w", err)
+	}
+	if l.Consul, err = consulapi.NewClient(consulapi.DefaultConfig()); err != nil {
+		return Local{}, fmt.Errorf("consul client: %w", err)
+	}
+	vc := vaultapi.DefaultConfig()
+	if vc.Error != nil {
+		return Local{}, fmt.Errorf("vault client: %w", vc.Error)
+	}
+	if l.Vault, err = vaultapi.NewClient(vc); err != nil {
+		return Local{}, fmt.Errorf("vault client: %w", err)
+	}
+	l.VaultNodeID = os.Getenv("VAULT_RAFT_NODE_ID")
+	l.Hostname, _ = os.Hostname()
+	return l, nil
+}
+
+// ServerRole is one server that runs on this host.
+type ServerRole struct {
+	Product Product
+	// Cluster is the Nomad region, the Consul datacenter or the Vault cluster name
+	// ("" for a sealed Vault node: Vault only tells it when unsealed).
+	Cluster string
+	// ID is the server's Raft ID, as the product's autopilot reports it. "" when
+	// it could not be found; Detail says why.
+	ID     string
+	Name   string
+	Detail string
+}
+
+// Roles are the servers on this host; nil means the host runs no such server.
+type Roles struct {
+	Nomad  *ServerRole
+	Consul *ServerRole
+	Vault  *ServerRole
+	// NomadNodeID is the node ID of the local Nomad client, "" without one.
+	NomadNodeID string
+}
+
+// Names are the roles as the host record stores them (store.Role*).
+func (r Roles) Names() []string {
+	var out []string
+	if r.NomadNodeID != "" {
+		out = append(out, store.RoleNomadClient)
+	}
+	if r.Nomad != nil {
+		out = append(out, store.RoleNomadServer)
+	}
+	if r.Consul != nil {
+		out = append(out, store.RoleConsulServer)
+	}
+	if r.Vault != nil {
+		out = append(out, store.RoleVaultServer)
+	}
+	return out
+}
+
+// Discover finds which servers run on this host by asking its local agents. A
+// product whose local agent refuses the connection (nothing listens) is not a
+// server here. Every other failure — a dropped connection (the agent is
+// restarting), a timeout, TLS, HTTP 403 or 5xx — is returned as an error, since
+// "not a server" would open the quorum gates wrongly.
+func Discover(ctx context.Context, l Local) (Roles, error) {
+	var r Roles
+	var err error
+	if l.Nomad != nil {
+		if r.Nomad, r.NomadNodeID, err = discoverNomad(ctx, l.Nomad); err != nil {
+			return Roles{}, err
+		}
+	}
+	if l.Consul != nil {
+		if r.Consul, err = discoverConsul(ctx, l.Consul); err != nil {
+			return Roles{}, err
+		}
+	}
+	if l.Vault != nil {
+		if r.Vault, err = discoverVault(ctx, l); err != nil {
+			return Roles{}, err
+		}
+	}
+	return r, nil
+}
+
+// discoverNomad reads /v1/agent/self (agent:read): stats.nomad.server, member
+// Tags.id (the Raft ID) and Tags.region; stats.client.node_id. It uses Raw because
+// Agent().Self() flattens the error and so hides a refused connection.
+func discoverNomad(ctx context.Context, c *nomadapi.Client) (*ServerRole, string, error) {
+	var self nomadapi.AgentSelf
+	if _, err := c.Raw().Query("/v1/agent/self", &self, (&nomadapi.QueryOptions{}).WithContext(ctx)); err != nil {
+		if isRefused(err) {
+			return nil, "", nil
+		}
+		return nil, "", fmt.Errorf("discover nomad: agent self: %w", err)
+	}
+	nodeID := self.Stats["client"]["node_id"]
+	if self.Stats["nomad"]["server"] != "true" {
+		return nil, nodeID, nil
+	}
+	role := &ServerRole{Product: Nomad, ID: self.Member.Tags["id"], Name: self.Member.Name,
+		Cluster: self.Member.Tags["region"]}
+	if role.Cluster == "" {
+		role.Cluster, _ = self.Config["Region"].(string)
+	}
+	if role.ID == "" {
+		role.Detail = "the agent's Serf member has no id tag"
+	}
+	return role, nodeID, nil
+}
+
+// discoverConsul reads /v1/agent/self (Config.Server, NodeID, NodeName,
+// Datacenter), then the Raft configuration (?stale, operator:read) to find the
+// Raft ID of this node by node name. A server not (yet) in the configuration gets
+// its node ID, which is its Raft ID with Raft protocol 3.
+func discoverConsul(ctx context.Context, c *consulapi.Client) (*ServerRole, error) {
+	var self map[string]map[string]any
+	if _, err := c.Raw().Query("/v1/agent/self", &self, (&consulapi.QueryOptions{}).WithContext(ctx)); err != nil {
+		if isRefused(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("discover consul: agent self: %w", err)
+	}
+	cfg := self["Config"]
+	if server, _ := cfg["Server"].(bool); !server {
+		return nil, nil
+	}
+	nodeName, _ := cfg["NodeName"].(string)
+	nodeID, _ := cfg["NodeID"].(string)
+	dc, _ := cfg["Datacenter"].(string)
+	role := &ServerRole{Product: Consul, Cluster: dc, Name: nodeName}
+	rc, err := c.Operator().RaftGetConfiguration((&consulapi.QueryOptions{AllowStale: true}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("discover consul: raft configuration: %w", err)
+	}
+	for _, s := range rc.Servers {
+		if s.Node == nodeName || (nodeID != "" && s.ID == nodeID) {
+			role.ID = s.ID
+			return role, nil
+		}
+	}
+	role.ID = nodeID
+	role.Detail = "not in the Raft configuration: using the node ID"
+	return role, nil
+}
+
+// discoverVault asks the local node's own sys/health (unauthenticated; with no
+// retries, so that a host without Vault answers at once), then finds the node ID:
+// Local.VaultNodeID, else the autopilot leader when this node is active, else the
+// autopilot server whose ID or name is Local.Hostname. Autopilot lists Raft
+// (cluster) addresses only, so the local API address cannot be matched to it.
+func discoverVault(ctx context.Context, l Local) (*ServerRole, error) {
+	probe, err := l.Vault.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("discover vault: %w", err)
+	}
+	probe.SetMaxRetries(0)
+	hr, err := probe.Sys().HealthWithContext(ctx)
+	if err != nil {
+		if isRefused(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("discover vault: sys/health: %w", err)
+	}
+	role := &ServerRole{Product: Vault, Cluster: hr.ClusterName}
+	switch {
+	case l.VaultNodeID != "":
+		role.ID = l.VaultNodeID
+	case !hr.Initialized:
+		role.Detail = "vault is not initialized"
+	case hr.Sealed:
+		role.Detail = "vault is sealed: set VAULT_RAFT_NODE_ID to know its node ID"
+	default:
+		state, err := l.Vault.Sys().RaftAutopilotStateWithContext(ctx)
+		if err != nil || state == nil {
+			role.Detail = fmt.Sprintf("cannot read autopilot state: %v", err)
+			break
+		}
+		if !hr.Standby {
+			role.ID = state.Leader
+			break
+		}
+		for id, s := range state.Servers {
+			if l.Hostname != "" && (id == l.Hostname || s.Name == l.Hostname) {
+				role.ID = id
+			}
+		}
+		if role.ID == "" {
+			role.Detail = "no autopilot server is named after this host: set VAULT_RAFT_NODE_ID"
+		}
+	}
+	if role.ID != "" {
+		role.Name = role.ID
+	}
+	return role, nil
+}

@@ -1,0 +1,171 @@
+// Package health holds the server quorum gates of rollboot (invariant 2): never
+// reboot a Nomad, Consul or Vault server unless its cluster is healthy and can lose
+// one more server, and do not call a rebooted server back until it rejoined.
+//
+// The package has three layers:
+//
+//   - pure decisions (this file): PreRebootGate, PostRebootGate and NeedsHandOver
+//     are functions of an observed ClusterHealth, table-tested without I/O;
+//   - thin readers (nomad.go, consul.go, vault.go) that turn each product's
+//     autopilot view into a ClusterHealth, and hand-over actions that move a
+//     leader (or the active Vault node) off a host before it reboots;
+//   - role discovery (discover.go): which servers run on this host, from its
+//     local agents.
+//
+// "At most one server per cluster at once" is not decided here: the coordinator
+// grants at most one server host per (Product, Cluster) and asks these gates first.
+package health
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Product names a server product whose quorum the gates protect.
+type Product string
+
+// The products.
+const (
+	Nomad  Product = "nomad"
+	Consul Product = "consul"
+	Vault  Product = "vault"
+)
+
+// ClusterHealth is one product cluster's health as observed at one moment.
+type ClusterHealth struct {
+	Product Product
+	// Cluster is the Nomad region, the Consul datacenter or the Vault cluster name.
+	Cluster string
+	// Err is set when the health could not be read; every gate is then closed.
+	Err error
+
+	Healthy          bool
+	FailureTolerance int
+	// Leader is the Raft ID of the leader (the active node for Vault); "" when
+	// there is none.
+	Leader  string
+	Servers []ServerHealth
+}
+
+// ServerHealth is one server of the Raft configuration as autopilot reports it.
+type ServerHealth struct {
+	ID      string // Raft ID (Vault: node_id)
+	Name    string
+	Address string // Raft address
+	Healthy bool
+	Voter   bool
+	Leader  bool
+	// StableSince is when Healthy last changed.
+	StableSince time.Time
+	// Sealed is set for a Vault node whose own sys/health says it is sealed. It is
+	// false when the node was not asked (see ReadVault).
+	Sealed bool
+}
+
+// Server returns the server with the Raft ID id.
+func (h ClusterHealth) Server(id string) (ServerHealth, bool) {
+	for _, s := range h.Servers {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return ServerHealth{}, false
+}
+
+func (h ClusterHealth) label() string {
+	if h.Cluster == "" {
+		return string(h.Product)
+	}
+	return fmt.Sprintf("%s %q", h.Product, h.Cluster)
+}
+
+func serverLabel(s ServerHealth) string {
+	if s.Name != "" && s.Name != s.ID {
+		return fmt.Sprintf("%s (%s)", s.Name, s.ID)
+	}
+	return s.ID
+}
+
+// PreRebootGate says whether the host that runs server serverID may reboot now. It
+// is open only when the health was read, the server is in the Raft configuration,
+// the cluster has a leader and is healthy, its failure tolerance is at least 1,
+// and every other server is healthy (and, for Vault, not sealed). The reason says
+// why a closed gate is closed, or what was checked for an open one.
+func PreRebootGate(h ClusterHealth, serverID string) (ok bool, reason string) {
+	if h.Err != nil {
+		return false, fmt.Sprintf("%s health unknown: %v", h.label(), h.Err)
+	}
+	if _, found := h.Server(serverID); !found {
+		return false, fmt.Sprintf("%s: server %s is not in the Raft configuration", h.label(), serverID)
+	}
+	var unhealthy, sealed []string
+	for _, s := range h.Servers {
+		if s.ID == serverID {
+			continue
+		}
+		if s.Sealed {
+			sealed = append(sealed, serverLabel(s))
+		}
+		if !s.Healthy {
+			unhealthy = append(unhealthy, serverLabel(s))
+		}
+	}
+	sort.Strings(unhealthy)
+	sort.Strings(sealed)
+	switch {
+	case len(sealed) > 0:
+		return false, fmt.Sprintf("%s: other server sealed: %s", h.label(), strings.Join(sealed, ", "))
+	case len(unhealthy) > 0:
+		return false, fmt.Sprintf("%s: other server not healthy: %s", h.label(), strings.Join(unhealthy, ", "))
+	case h.Leader == "":
+		return false, fmt.Sprintf("%s: no leader", h.label())
+	case !h.Healthy:
+		return false, fmt.Sprintf("%s: cluster not healthy", h.label())
+	case h.FailureTolerance < 1:
+		return false, fmt.Sprintf("%s: failure tolerance %d, cannot lose a server", h.label(), h.FailureTolerance)
+	}
+	return true, fmt.Sprintf("%s: healthy, failure tolerance %d", h.label(), h.FailureTolerance)
+}
+
+// PostRebootGate says whether server serverID is back after its host rebooted: it
+// is in the Raft configuration, healthy and stable for at least minStable at now,
+// the cluster has a leader and is healthy; a Vault node must be unsealed (the
+// reason then says an unseal is needed).
+func PostRebootGate(h ClusterHealth, serverID string, now time.Time, minStable time.Duration) (ok bool, reason string) {
+	if h.Err != nil {
+		return false, fmt.Sprintf("%s health unknown: %v", h.label(), h.Err)
+	}
+	s, found := h.Server(serverID)
+	switch {
+	case !found:
+		return false, fmt.Sprintf("%s: server %s is not back in the Raft configuration", h.label(), serverID)
+	case s.Sealed:
+		return false, fmt.Sprintf("%s: server %s is sealed: an unseal is needed", h.label(), serverLabel(s))
+	case !s.Healthy:
+		return false, fmt.Sprintf("%s: server %s is not healthy yet", h.label(), serverLabel(s))
+	case s.StableSince.IsZero() || now.Sub(s.StableSince) < minStable:
+		return false, fmt.Sprintf("%s: server %s healthy for %s, needs %s", h.label(), serverLabel(s),
+			max(0, now.Sub(s.StableSince)).Round(time.Millisecond), minStable)
+	case h.Leader == "":
+		return false, fmt.Sprintf("%s: no leader", h.label())
+	case !h.Healthy:
+		return false, fmt.Sprintf("%s: cluster not healthy", h.label())
+	}
+	return true, fmt.Sprintf("%s: server %s back and stable", h.label(), serverLabel(s))
+}
+
+// NeedsHandOver reports whether serverID leads its cluster (for Vault: is the
+// active node), so leadership should move before its host reboots. An unreadable
+// health (Err) reports false: PreRebootGate is closed then anyway.
+func NeedsHandOver(h ClusterHealth, serverID string) bool {
+	if h.Err != nil || serverID == "" {
+		return false
+	}
+	if h.Leader == serverID {
+		return true
+	}
+	s, ok := h.Server(serverID)
+	return ok && s.Leader
+}
