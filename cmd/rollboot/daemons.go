@@ -74,7 +74,7 @@ lock and, while it leads, decides which hosts may reboot and drains them.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return withFleetLock(ctx, cfg, log, func(ctx context.Context) error {
-				return daemon.RunCoordinator(ctx, cfg, c, log)
+				return daemon.RunCoordinator(ctx, cfg, c, log, nil)
 			})
 		},
 	}

@@ -21,6 +21,18 @@ type SelfAPI interface {
 	Self() (*api.AgentSelf, error)
 }
 
+// ServerProbe asks the host's local Consul and Vault (and Nomad) agents which
+// servers run here, and acts on the local Consul agent.
+type ServerProbe interface {
+	// Discover returns the host's roles and its servers.
+	Discover(ctx context.Context) (roles []string, servers []store.Server, err error)
+	// VaultSealed reports whether the local Vault server is sealed.
+	VaultSealed(ctx context.Context) (bool, error)
+	// ConsulMaintenance puts the local Consul node in maintenance mode, or takes
+	// it out.
+	ConsulMaintenance(ctx context.Context, enable bool, reason string) error
+}
+
 // Options configure an agent.
 type Options struct {
 	Host        string // the host's name in rollboot (default: the hostname)
@@ -30,6 +42,10 @@ type Options struct {
 	Self        SelfAPI
 	BootIDFile  string
 	FleetLockID string
+
+	// Servers, when set, discovers the Nomad, Consul and Vault servers on the host
+	// (roles come from the local Nomad agent alone otherwise).
+	Servers ServerProbe
 
 	Detectors   []Detector
 	PollEvery   time.Duration // how often cheap detectors (the sentinel file) run; default 500ms
@@ -127,6 +143,22 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+	var servers []store.Server
+	if o.Servers != nil {
+		for attempt := 1; ; attempt++ {
+			r, srv, err := o.Servers.Discover(ctx)
+			if err == nil {
+				roles, servers = r, srv
+				break
+			}
+			// Not knowing whether a server runs here is no answer: a wrong "no"
+			// would skip the quorum gates. Keep asking.
+			a.log.Warn("cannot tell which servers run on this host; retrying", "err", err)
+			if !wait(ctx, policy.Backoff(time.Second, 30*time.Second, attempt)) {
+				return nil
+			}
+		}
+	}
 	bootID, err := ReadBootID(o.BootIDFile)
 	if err != nil {
 		return err
@@ -141,6 +173,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	default:
 		a.rec, a.last = prev, prev
 		a.published = true
+	}
+	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" && hasRole(roles, store.RoleConsulServer) {
+		// Consul keeps a node's maintenance mode across a reboot (the check is
+		// persisted): take it out, as it was put in before the reboot.
+		for attempt := 1; ; attempt++ {
+			err := o.Servers.ConsulMaintenance(ctx, false, "")
+			if err == nil {
+				break
+			}
+			a.log.Warn("cannot take the Consul node out of maintenance; retrying", "err", err)
+			if !wait(ctx, policy.Backoff(time.Second, 30*time.Second, attempt)) {
+				return nil
+			}
+		}
 	}
 	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" {
 		// First start after a reboot rollboot asked for: post-reboot hooks run
@@ -160,6 +206,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		roles = append(roles, store.RoleCandidate)
 	}
 	a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = o.Host, nodeID, o.Hostname, roles
+	a.rec.Servers = servers
+	a.checkVault(ctx)
 	a.rec.FleetLockID, a.rec.AgentVersion = o.FleetLockID, version.Version
 	if a.rec.BootID != bootID {
 		a.rec.BootID = bootID
@@ -188,8 +236,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case <-fast.C:
 			a.detect(ctx, false)
+			if a.rec.VaultSealed {
+				a.checkVault(ctx) // noticed soon after an operator unseals it
+			}
 		case <-slow.C:
 			a.detect(ctx, true)
+			a.checkVault(ctx)
 		case p := <-plans:
 			lastPlan = p
 		}
@@ -229,6 +281,11 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan) error {
 	}
 	if err := RunHooks(ctx, a.opt.PreHooks, a.opt.HookTimeout); err != nil {
 		return fmt.Errorf("pre-reboot hook: %w", err)
+	}
+	if hasRole(a.rec.Roles, store.RoleConsulServer) {
+		if err := a.opt.Servers.ConsulMaintenance(ctx, true, "rollboot: reboot (grant "+p.GrantID+")"); err != nil {
+			return fmt.Errorf("consul maintenance: %w", err)
+		}
 	}
 	if a.opt.BeforeReboot != nil {
 		a.opt.BeforeReboot()
@@ -314,12 +371,30 @@ func (a *Agent) publish(ctx context.Context) error {
 
 func sameRecord(a, b store.HostRecord) bool {
 	a.ModifyIndex, b.ModifyIndex = 0, 0
-	return a.Host == b.Host && a.NodeID == b.NodeID && a.Hostname == b.Hostname &&
+	return slices.Equal(a.Servers, b.Servers) && a.VaultSealed == b.VaultSealed && a.Host == b.Host && a.NodeID == b.NodeID && a.Hostname == b.Hostname &&
 		slices.Equal(sortedCopy(a.Roles), sortedCopy(b.Roles)) && a.BootID == b.BootID &&
 		a.RebootRequired == b.RebootRequired && a.Reason == b.Reason &&
 		a.RequestedAt.Equal(b.RequestedAt) && a.RebootingGrant == b.RebootingGrant &&
 		a.FleetLockID == b.FleetLockID && a.AgentVersion == b.AgentVersion && a.DetectError == b.DetectError
 }
+
+// checkVault records whether the host's Vault server is sealed.
+func (a *Agent) checkVault(ctx context.Context) {
+	if a.opt.Servers == nil || !hasRole(a.rec.Roles, store.RoleVaultServer) {
+		return
+	}
+	sealed, err := a.opt.Servers.VaultSealed(ctx)
+	if err != nil {
+		a.log.Debug("vault seal status", "err", err)
+		return
+	}
+	if sealed != a.rec.VaultSealed {
+		a.log.Info("vault seal status changed", "sealed", sealed)
+	}
+	a.rec.VaultSealed = sealed
+}
+
+func hasRole(roles []string, role string) bool { return slices.Contains(roles, role) }
 
 func sortedCopy(s []string) []string {
 	c := slices.Clone(s)

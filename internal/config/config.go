@@ -95,10 +95,13 @@ type RebootConfig struct {
 
 // CoordinatorConfig configures the coordinator.
 type CoordinatorConfig struct {
-	Enabled              bool
-	LockTTL              time.Duration
-	ResyncInterval       time.Duration
-	RejoinTimeout        time.Duration
+	Enabled        bool
+	LockTTL        time.Duration
+	ResyncInterval time.Duration
+	RejoinTimeout  time.Duration
+	// ServerStableFor: after a reboot, a server must have been stable this long
+	// (autopilot's StableSince) before its host's slot is freed.
+	ServerStableFor      time.Duration
 	RebootLoopBackoff    time.Duration
 	RebootLoopMaxBackoff time.Duration
 	HistorySize          int
@@ -180,6 +183,7 @@ func Default() *Config {
 			LockTTL:              15 * time.Second,
 			ResyncInterval:       30 * time.Second,
 			RejoinTimeout:        30 * time.Minute,
+			ServerStableFor:      10 * time.Second,
 			RebootLoopBackoff:    time.Hour,
 			RebootLoopMaxBackoff: 24 * time.Hour,
 			HistorySize:          200,

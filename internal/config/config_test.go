@@ -63,6 +63,7 @@ func TestDefault(t *testing.T) {
 		{"coordinator.lock_ttl", c.Coordinator.LockTTL, 15 * time.Second},
 		{"coordinator.resync_interval", c.Coordinator.ResyncInterval, 30 * time.Second},
 		{"coordinator.rejoin_timeout", c.Coordinator.RejoinTimeout, 30 * time.Minute},
+		{"coordinator.server_stable_for", c.Coordinator.ServerStableFor, 10 * time.Second},
 		{"coordinator.reboot_loop_backoff", c.Coordinator.RebootLoopBackoff, time.Hour},
 		{"coordinator.reboot_loop_max_backoff", c.Coordinator.RebootLoopMaxBackoff, 24 * time.Hour},
 		{"coordinator.history_size", c.Coordinator.HistorySize, 200},
@@ -148,7 +149,7 @@ func TestLoadFullExample(t *testing.T) {
 		Coordinator: CoordinatorConfig{
 			Enabled: true, LockTTL: 20 * time.Second, ResyncInterval: time.Minute,
 			RejoinTimeout: 45 * time.Minute, RebootLoopBackoff: 2 * time.Hour,
-			RebootLoopMaxBackoff: 48 * time.Hour, HistorySize: 500,
+			RebootLoopMaxBackoff: 48 * time.Hour, HistorySize: 500, ServerStableFor: 10 * time.Second,
 		},
 		Drain: DrainConfig{Deadline: 45 * time.Minute, OnTimeout: "abort", RetryBackoff: 10 * time.Minute, RetryMaxBackoff: 2 * time.Hour},
 		FleetLock: FleetLockConfig{Enabled: true, Listen: ":7777", PathPrefix: "/fleet_lock",

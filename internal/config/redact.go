@@ -87,6 +87,7 @@ func (c *Config) String() string {
 	co.SetAttributeValue("lock_ttl", durationVal(cc.LockTTL))
 	co.SetAttributeValue("resync_interval", durationVal(cc.ResyncInterval))
 	co.SetAttributeValue("rejoin_timeout", durationVal(cc.RejoinTimeout))
+	co.SetAttributeValue("server_stable_for", durationVal(cc.ServerStableFor))
 	co.SetAttributeValue("reboot_loop_backoff", durationVal(cc.RebootLoopBackoff))
 	co.SetAttributeValue("reboot_loop_max_backoff", durationVal(cc.RebootLoopMaxBackoff))
 	co.SetAttributeValue("history_size", cty.NumberIntVal(int64(cc.HistorySize)))

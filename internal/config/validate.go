@@ -210,6 +210,9 @@ func (v *validator) coordinator() {
 	}
 	v.positive(s.sub("resync_interval"), co.ResyncInterval)
 	v.positive(s.sub("rejoin_timeout"), co.RejoinTimeout)
+	if k := s.sub("server_stable_for"); co.ServerStableFor < 0 && v.good(k) {
+		v.errorf(k, "must not be negative, got %s", FormatDuration(co.ServerStableFor))
+	}
 	v.positive(s.sub("reboot_loop_backoff"), co.RebootLoopBackoff)
 	v.maxNotBelow(s.sub("reboot_loop_backoff"), s.sub("reboot_loop_max_backoff"), co.RebootLoopBackoff, co.RebootLoopMaxBackoff)
 	if hs := s.sub("history_size"); co.HistorySize < 1 && v.good(hs) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -31,6 +32,13 @@ type NodesAPI interface {
 	UpdateDrainOpts(nodeID string, opts *api.DrainOptions, q *api.WriteOptions) (*api.NodeDrainUpdateResponse, error)
 	ToggleEligibility(nodeID string, eligible bool, q *api.WriteOptions) (*api.NodeEligibilityUpdateResponse, error)
 	Allocations(nodeID string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error)
+}
+
+// ClusterAccess reads the health of the Nomad, Consul and Vault server clusters
+// and hands their leadership over.
+type ClusterAccess interface {
+	Read(ctx context.Context, product, cluster string) health.ClusterHealth
+	HandOver(ctx context.Context, product, serverID string) error
 }
 
 // GroupSpec is a configured group: its budget and schedule, and the Nomad filter
@@ -49,6 +57,12 @@ type Options struct {
 	DefaultGroup policy.Group
 	Timing       Timing
 	HistorySize  int
+	// Clusters gives the server quorum gates their view of the server clusters.
+	// Without it, hosts that run servers are never granted.
+	Clusters ClusterAccess
+	// ServerStableFor is how long a server must have been stable (autopilot's
+	// StableSince) after its reboot before its host's slot is freed.
+	ServerStableFor time.Duration
 	// Resync is the period of a full reconcile even without any change seen.
 	Resync time.Duration
 	Log    *slog.Logger
@@ -64,6 +78,9 @@ type Coordinator struct {
 	mu     sync.Mutex
 	plans  map[string]store.Plan // our own writes; loaded on start
 	status []HostStatus
+	// noHandOver: hand-overs refused for lack of permission, by host/product; the
+	// host reboots without them (the cluster elects a new leader when it goes).
+	noHandOver map[string]bool
 }
 
 // New returns a coordinator.
@@ -271,13 +288,31 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			spare++
 		}
 	}
+	cl := c.clusterCache()
+	outServers := map[string]string{} // product/cluster -> host out of service (or admitted now)
+	for _, name := range names {
+		if plans[name].Active() && infos[name].rec != nil {
+			for _, srv := range infos[name].rec.Servers {
+				outServers[srv.Product+"/"+srv.Cluster] = name
+			}
+		}
+	}
 	for _, r := range adm.Admitted {
 		if isCandidate(r.Host) {
 			if spare <= 1 {
 				waitReason[r.Host] = "it would take the last coordinator candidate in service out"
 				continue
 			}
+		}
+		if why := c.serverGate(ctx, cl, infos[r.Host].rec, outServers); why != "" {
+			waitReason[r.Host] = why
+			continue
+		}
+		if isCandidate(r.Host) {
 			spare--
+		}
+		for _, srv := range infos[r.Host].rec.Servers {
+			outServers[srv.Product+"/"+srv.Cluster] = r.Host
 		}
 		admitted[r.Host] = true
 	}
@@ -311,6 +346,15 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 					firstErr = errors.Join(firstErr, err)
 					continue
 				}
+			}
+		}
+		if hi.rec != nil && c.opt.Clusters != nil {
+			in.ServerGates = true
+			switch p.Phase {
+			case store.PhasePending, store.PhaseDraining:
+				in.Leads = c.leads(ctx, cl, hi.rec)
+			case store.PhaseRejoining:
+				in.PostGate = c.postGate(ctx, cl, hi.rec, now)
 			}
 		}
 		if in.Admitted {
@@ -586,6 +630,11 @@ func (c *Coordinator) apply(ctx context.Context, in Input, d Decision, ctl store
 			log.Info(d.Event, "reason", p.Reason, "last_error", p.LastError)
 		}
 	}
+	for _, product := range d.HandOver {
+		if err := c.handOver(ctx, in.Host, product); err != nil {
+			return err
+		}
+	}
 	if d.StartDrain && in.Node != nil {
 		spec := &api.DrainSpec{IgnoreSystemJobs: true}
 		if c.opt.Timing.ForceOnTimeout {
@@ -627,6 +676,109 @@ func (c *Coordinator) clearControl(ctx context.Context, host string, request, re
 	})
 	if err != nil {
 		return fmt.Errorf("update control: %w", err)
+	}
+	return nil
+}
+
+// clusterCache reads each server cluster's health at most once per pass.
+func (c *Coordinator) clusterCache() func(ctx context.Context, product, cluster string) health.ClusterHealth {
+	seen := map[string]health.ClusterHealth{}
+	return func(ctx context.Context, product, cluster string) health.ClusterHealth {
+		k := product + "/" + cluster
+		if h, ok := seen[k]; ok {
+			return h
+		}
+		h := c.opt.Clusters.Read(ctx, product, cluster)
+		seen[k] = h
+		return h
+	}
+}
+
+type clusterReader = func(ctx context.Context, product, cluster string) health.ClusterHealth
+
+// serverGate says why a host that runs servers may not be taken out now ("" if it
+// may): at most one server of each cluster out at once (its quorum group has a
+// concurrency of 1), and each cluster healthy and able to lose this server.
+func (c *Coordinator) serverGate(ctx context.Context, read clusterReader, rec *store.HostRecord, out map[string]string) string {
+	if rec == nil || len(rec.Servers) == 0 {
+		if rec != nil && serverRole(rec.Roles) != "" {
+			return "the host runs a " + serverRole(rec.Roles) + " whose Raft ID is unknown: its quorum gate stays closed"
+		}
+		return ""
+	}
+	if c.opt.Clusters == nil {
+		return "the host runs servers and no quorum gates are configured"
+	}
+	for _, srv := range rec.Servers {
+		if other, ok := out[srv.Product+"/"+srv.Cluster]; ok && other != rec.Host {
+			return fmt.Sprintf("%s server of %s on %s is already out: one at a time", srv.Product, srv.Cluster, other)
+		}
+	}
+	for _, srv := range rec.Servers {
+		if ok, why := health.PreRebootGate(read(ctx, srv.Product, srv.Cluster), srv.ID); !ok {
+			return "quorum gate: " + why
+		}
+	}
+	return ""
+}
+
+// leads returns the products whose leader runs on the host.
+func (c *Coordinator) leads(ctx context.Context, read clusterReader, rec *store.HostRecord) []string {
+	var out []string
+	for _, srv := range rec.Servers {
+		c.mu.Lock()
+		skip := c.noHandOver[rec.Host+"/"+srv.Product]
+		c.mu.Unlock()
+		if !skip && health.NeedsHandOver(read(ctx, srv.Product, srv.Cluster), srv.ID) {
+			out = append(out, srv.Product)
+		}
+	}
+	return out
+}
+
+// postGate says why the host's servers are not back in their clusters ("" when
+// they are): a Raft member again, healthy, stable, and Vault unsealed.
+func (c *Coordinator) postGate(ctx context.Context, read clusterReader, rec *store.HostRecord, now time.Time) string {
+	if rec.VaultSealed {
+		return "Vault on " + rec.Host + " is sealed: an unseal is needed"
+	}
+	for _, srv := range rec.Servers {
+		if ok, why := health.PostRebootGate(read(ctx, srv.Product, srv.Cluster), srv.ID, now, c.opt.ServerStableFor); !ok {
+			return why
+		}
+	}
+	return ""
+}
+
+// handOver hands the leadership of product over from the host's server. Without
+// the permission to (Nomad's needs a management token) it says so once and lets
+// the host go: the cluster elects a new leader when the host goes down.
+func (c *Coordinator) handOver(ctx context.Context, rec *store.HostRecord, product string) error {
+	if rec == nil {
+		return nil
+	}
+	for _, srv := range rec.Servers {
+		if srv.Product != product {
+			continue
+		}
+		hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := c.opt.Clusters.HandOver(hctx, product, srv.ID)
+		cancel()
+		if errors.Is(err, health.ErrDenied) {
+			c.log.Error("leadership hand-over refused; the host reboots as leader and the cluster elects another",
+				"host", rec.Host, "product", product, "err", err)
+			c.mu.Lock()
+			if c.noHandOver == nil {
+				c.noHandOver = map[string]bool{}
+			}
+			c.noHandOver[rec.Host+"/"+product] = true
+			c.mu.Unlock()
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("hand over %s leadership from %s: %w", product, rec.Host, err)
+		}
+		c.log.Info("leadership handed over", "host", rec.Host, "product", product)
 	}
 	return nil
 }

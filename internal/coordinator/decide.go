@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/policy"
@@ -69,6 +70,15 @@ type Input struct {
 	NewGrantID string
 	// SystemJobs are the system jobs running on the node now (recorded at grant).
 	SystemJobs []string
+	// ServerGates: the host runs servers and their quorum gates are evaluated by
+	// the caller (Admitted already includes the pre-reboot gates). Without it a
+	// server host is never granted.
+	ServerGates bool
+	// Leads are the products whose leader (the active node, for Vault) runs on
+	// this host: leadership is handed over before the host may reboot.
+	Leads []string
+	// PostGate says why the host's servers are not back yet ("" when they are).
+	PostGate string
 
 	Timing Timing
 }
@@ -82,6 +92,8 @@ type Decision struct {
 	CancelDrain  bool // cancel the drain
 	MarkEligible bool // with CancelDrain: mark the node eligible (it was before)
 	SetEligible  bool // mark the node eligible (it was before rollboot touched it)
+	// HandOver: hand over the leadership of these products before the reboot.
+	HandOver []string
 
 	History      *store.HistoryRecord // a finished cycle to record
 	ClearRequest bool                 // the manual request is done
@@ -174,7 +186,7 @@ func Step(in Input) Decision {
 			d.Waiting = "no agent has published this host"
 			return d
 		}
-		if role := serverRole(in.Host.Roles); role != "" {
+		if role := serverRole(in.Host.Roles); role != "" && !in.ServerGates {
 			// Rebooting a server is safe only behind quorum gates (invariant 2),
 			// which this version does not have: never take a server out.
 			d.Waiting = "the host runs a " + role + ": rollboot does not reboot servers without quorum gates"
@@ -203,8 +215,12 @@ func Step(in Input) Decision {
 		d.Write = true
 		if in.Node == nil {
 			// A host without a Nomad client has nothing to drain.
-			d.Plan = enter(d.Plan, store.PhaseDrained, in.Now)
 			d.Plan.NodeID, d.Plan.EligibleBefore, d.Plan.SystemJobs = "", false, nil
+			if len(in.Leads) > 0 {
+				d.Event = "granted (no Nomad node to drain): handing over leadership"
+				return d
+			}
+			d.Plan = enter(d.Plan, store.PhaseDrained, in.Now)
 			d.Event = "granted (no Nomad node to drain)"
 			return d
 		}
@@ -221,6 +237,17 @@ func Step(in Input) Decision {
 		return d
 
 	case store.PhaseDraining:
+		if in.Node == nil && p.NodeID == "" {
+			// No node to drain: only the leadership hand-over is left.
+			if len(in.Leads) > 0 {
+				d.HandOver = in.Leads
+				d.Waiting = "handing over the leadership of " + strings.Join(in.Leads, ", ")
+				return d
+			}
+			d.Plan = enter(p, store.PhaseDrained, in.Now)
+			d.Write, d.Event = true, "ready to reboot"
+			return d
+		}
 		if in.Node == nil {
 			d.Waiting = "node not found"
 			return d
@@ -235,6 +262,11 @@ func Step(in Input) Decision {
 		}
 		ours := in.Node.DrainGrant == p.GrantID
 		switch {
+		case !in.Node.Draining && ours && in.Node.DrainStatus == "complete" && len(in.Leads) > 0:
+			// Drained; the host still leads a cluster: hand over before the reboot.
+			d.HandOver = in.Leads
+			d.Waiting = "handing over the leadership of " + strings.Join(in.Leads, ", ")
+			return d
 		case !in.Node.Draining && ours && in.Node.DrainStatus == "complete":
 			d.Plan = enter(p, store.PhaseDrained, in.Now)
 			d.Plan.Forced = in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) >= in.Timing.DrainDeadline
@@ -384,6 +416,15 @@ func rejoin(in Input, d Decision) Decision {
 				}
 			}
 		}
+	}
+	if in.PostGate != "" {
+		// The host's servers must be back in their clusters (Raft member,
+		// healthy, stable; Vault unsealed) before the slot is freed.
+		if timedOut {
+			return stuck(fmt.Sprintf("servers not back within %s: %s", in.Timing.RejoinTimeout, in.PostGate))
+		}
+		d.Waiting = in.PostGate
+		return d
 	}
 	if in.Host != nil && in.Host.BootID == p.BootIDAtGrant && (p.EligibleBefore || in.Node == nil) {
 		// The node came back, but the agent has not reported a new boot ID yet

@@ -17,6 +17,7 @@ import (
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/fleetlock"
+	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -34,8 +35,10 @@ func Store(cfg *config.Config, c *api.Client) *store.Store {
 	return store.New(c.Variables(), cfg.State.Prefix, cfg.Nomad.Namespace)
 }
 
-// Coordinator builds a coordinator from the configuration.
-func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.Logger) (*coordinator.Coordinator, error) {
+// Coordinator builds a coordinator from the configuration. clusters gives the
+// server quorum gates their view of the Nomad, Consul and Vault clusters; nil
+// means no server host is ever granted.
+func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.Logger, clusters coordinator.ClusterAccess) (*coordinator.Coordinator, error) {
 	groups, err := cfg.PolicyGroups()
 	if err != nil {
 		return nil, err
@@ -58,9 +61,11 @@ func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.L
 			LoopBackoff:     cfg.Coordinator.RebootLoopBackoff,
 			LoopMaxBackoff:  cfg.Coordinator.RebootLoopMaxBackoff,
 		},
-		HistorySize: cfg.Coordinator.HistorySize,
-		Resync:      cfg.Coordinator.ResyncInterval,
-		Log:         log.With("component", "coordinator"),
+		HistorySize:     cfg.Coordinator.HistorySize,
+		Clusters:        clusters,
+		ServerStableFor: cfg.Coordinator.ServerStableFor,
+		Resync:          cfg.Coordinator.ResyncInterval,
+		Log:             log.With("component", "coordinator"),
 	}), nil
 }
 
@@ -88,9 +93,19 @@ func LeaderLock(cfg *config.Config, st *store.Store) (coordinator.Lock, error) {
 
 // RunCoordinator runs a coordinator candidate until ctx ends: it leads while it
 // holds the election lock.
-func RunCoordinator(ctx context.Context, cfg *config.Config, c *api.Client, log *slog.Logger) error {
+//
+// clusters may be nil: the Consul and Vault clients are then built from their
+// usual environment variables (CONSUL_HTTP_ADDR, VAULT_ADDR, their tokens and TLS).
+func RunCoordinator(ctx context.Context, cfg *config.Config, c *api.Client, log *slog.Logger, clusters coordinator.ClusterAccess) error {
 	st := Store(cfg, c)
-	co, err := Coordinator(cfg, c, st, log)
+	if clusters == nil {
+		cl, err := ClustersFromEnv(c)
+		if err != nil {
+			return err
+		}
+		clusters = cl
+	}
+	co, err := Coordinator(cfg, c, st, log, clusters)
 	if err != nil {
 		return err
 	}
@@ -106,6 +121,11 @@ type AgentOptions struct {
 	Log *slog.Logger
 	// Rebooter replaces the configured reboot method (the demo and tests use it).
 	Rebooter agent.Rebooter
+	// Local replaces the clients of the host's local Consul and Vault agents
+	// (default: from CONSUL_HTTP_ADDR, VAULT_ADDR and the rest of their usual
+	// environment); Clusters replaces the coordinator's cluster clients.
+	Local    *health.Local
+	Clusters coordinator.ClusterAccess
 }
 
 // RunAgent runs the agent for the configuration and, when coordinator.enabled, a
@@ -144,12 +164,27 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 	}
 
 	cand := &candidate{parent: ctx, run: func(ctx context.Context) error {
-		return RunCoordinator(ctx, cfg, c, log.With("host", host))
+		return RunCoordinator(ctx, cfg, c, log.With("host", host), opt.Clusters)
 	}}
 	if cfg.Coordinator.Enabled {
 		cand.start()
 	}
+	local := opt.Local
+	if local == nil {
+		l, err := health.LocalFromEnv()
+		if err != nil {
+			return err
+		}
+		local = &l
+	}
+	local.Nomad = c // the agent's own connection to its local Nomad agent
+	if local.Hostname == "" || cfg.Agent.Host != "" {
+		// Vault's Raft node_id defaults to the host name: the host's name in
+		// rollboot is the best guess when VAULT_RAFT_NODE_ID is not set.
+		local.Hostname = host
+	}
 	a := agent.New(agent.Options{
+		Servers:      ServerProbe{Local: *local},
 		Host:         host,
 		Hostname:     hostname,
 		Store:        st,

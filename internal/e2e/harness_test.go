@@ -61,6 +61,10 @@ type clusterOpts struct {
 	keepSentinel bool
 	jobs         []nomadsim.JobSpec
 	migrateTime  time.Duration
+	// servers: server hosts running Nomad, Consul and Vault servers, each with an
+	// agent (as a service: they run no Nomad client).
+	servers    int
+	autoUnseal bool
 }
 
 type cluster struct {
@@ -85,6 +89,10 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		o.migrateTime = 100 * time.Millisecond
 	}
 	sim, err := nomadsim.New(nomadsim.Config{
+		Servers:              o.servers,
+		ConsulServers:        o.servers > 0,
+		VaultServers:         o.servers > 0,
+		VaultAutoUnseal:      o.autoUnseal,
 		Clients:              o.clients,
 		ClientPools:          o.pools,
 		HeartbeatTTL:         150 * time.Millisecond,
@@ -113,7 +121,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		logs: map[string]*bytes.Buffer{}, coords: map[string]*exec.Cmd{}}
 	var hosts []string
 	for _, h := range sim.Hosts() {
-		if h.NodeID != "" {
+		if h.NodeID != "" || h.Server != nil {
 			hosts = append(hosts, h.Name)
 		}
 	}
@@ -202,6 +210,16 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 	path := c.writeConfig(h.Name, c.configFor(h.Name, "http://"+h.Addr))
 	cmd := exec.CommandContext(ctx, rollbootBin, "agent", "--config", path, "--log-level", "debug")
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
+	// The host's local Consul and Vault agents, as their usual variables say; a
+	// host without them gets an address where nothing listens.
+	consul, vault := "http://127.0.0.1:1", "http://127.0.0.1:1"
+	if h.ConsulAddr != "" {
+		consul = "http://" + h.ConsulAddr
+	}
+	if h.VaultAddr != "" {
+		vault = "http://" + h.VaultAddr
+	}
+	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e")
 	w := lockedWriter{&c.mu, c.logFor(h.Name)}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
@@ -214,6 +232,11 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 func (c *cluster) startCoordinator(name string) {
 	path := c.writeConfig(name, c.configFor("", c.sim.Address()))
 	cmd := exec.Command(rollbootBin, "coordinator", "--config", path, "--log-level", "debug")
+	consul, vault := "http://127.0.0.1:1", "http://127.0.0.1:1"
+	if c.opts.servers > 0 {
+		consul, vault = c.sim.ConsulAddress(), c.sim.VaultAddress()
+	}
+	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e")
 	w := lockedWriter{&c.mu, c.logFor(name)}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
@@ -266,7 +289,26 @@ func (c *cluster) dumpLogs() {
 }
 
 // clients returns the names of the client hosts.
-func (c *cluster) clients() []string { return append([]string(nil), c.sup.Hosts...) }
+func (c *cluster) clients() []string {
+	var out []string
+	for _, h := range c.sup.Hosts {
+		if hh, _ := c.sim.Host(h); hh.NodeID != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// serverHosts returns the names of the server hosts.
+func (c *cluster) serverHosts() []string {
+	var out []string
+	for _, h := range c.sup.Hosts {
+		if hh, _ := c.sim.Host(h); hh.Server != nil {
+			out = append(out, h)
+		}
+	}
+	return out
+}
 
 func (c *cluster) needReboot(hosts ...string) {
 	for _, h := range hosts {

@@ -55,7 +55,7 @@ func newEnv(t *testing.T, clients int, hcl string) *env {
 	}
 	log := slog.New(slog.DiscardHandler)
 	st := daemon.Store(cfg, client)
-	co, err := daemon.Coordinator(cfg, client, st, log)
+	co, err := daemon.Coordinator(cfg, client, st, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,26 +182,27 @@ func (s *Sim) RebootRequired(host string) bool {
 
 // serverHealthAtRebootLocked records, in the details of a host.reboot event, the
 // health of every server cluster the host is a member of, as autopilot reported it
-// the instant before the host went down: "<product>_server", "<product>_healthy"
-// and "<product>_failure_tolerance" for nomad, consul and vault. An outside checker
+// the instant before the host went down: "<product>_server", "<product>_healthy",
+// "<product>_failure_tolerance" and "<product>_leader" for nomad, consul and vault. An outside checker
 // judges invariant 2 (never reboot a server of an unhealthy cluster, or one that
 // cannot lose a server) from these alone.
 func (s *Sim) serverHealthAtRebootLocked(h *Host, d map[string]string) {
-	put := func(product string, healthy bool, ft int) {
+	put := func(product string, healthy bool, ft int, leader bool) {
 		d[product+"_server"] = "true"
 		d[product+"_healthy"] = strconv.FormatBool(healthy)
 		d[product+"_failure_tolerance"] = strconv.Itoa(ft)
+		d[product+"_leader"] = strconv.FormatBool(leader)
 	}
 	if h.Server != nil {
 		r := s.servers.healthLocked(s)
-		put("nomad", r.Healthy, r.FailureTolerance)
+		put("nomad", r.Healthy, r.FailureTolerance, r.Leader == h.Server.ID)
 	}
-	if s.consul.g.byHostLocked(h) != nil {
+	if m := s.consul.g.byHostLocked(h); m != nil {
 		_, healthy, ft, _ := s.consul.g.viewLocked()
-		put("consul", healthy, ft)
+		put("consul", healthy, ft, s.consul.g.leader == m)
 	}
-	if s.vault.g.byHostLocked(h) != nil {
+	if m := s.vault.g.byHostLocked(h); m != nil {
 		_, healthy, ft, _ := s.vault.g.viewLocked()
-		put("vault", healthy, ft)
+		put("vault", healthy, ft, s.vault.g.leader == m)
 	}
 }

@@ -180,14 +180,17 @@ func TestLockExpiry(t *testing.T) {
 
 	// Renewing within 2×TTL keeps it.
 	waitUntil(renewed.Add(3 * ttl / 2))
+	// Taken before the call: the server restarts its timer after this instant, so
+	// the release cannot come earlier than renewed+2×TTL+LockDelay.
+	renewed = time.Now()
 	if _, _, err := vars.RenewLock(&api.Variable{Path: "l", Lock: &api.VariableLock{ID: id}}, nil); err != nil {
 		t.Fatalf("renew within 2×TTL: %v", err)
 	}
-	renewed = time.Now()
+	renewedAfter := time.Now()
 
 	// After 2×TTL the timer fired: renewals fail although the lock is still there
 	// during LockDelay.
-	waitUntil(renewed.Add(2*ttl + delay/4))
+	waitUntil(renewedAfter.Add(2*ttl + delay/4))
 	_, _, err = vars.RenewLock(&api.Variable{Path: "l", Lock: &api.VariableLock{ID: id}}, nil)
 	if code, body := vtStatus(t, err); code != 409 || body != "attempting to modify locked variable" {
 		t.Fatalf("renew after 2×TTL: %d %q", code, body)

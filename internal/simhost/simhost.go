@@ -108,8 +108,8 @@ func (s *Supervisor) shouldRun(v *nomadsim.View, h nomadsim.Host) (bool, string)
 	if !h.Up {
 		return false, ""
 	}
-	if s.Job == "" {
-		return true, ""
+	if s.Job == "" || h.NodeID == "" {
+		return true, "" // a host without a Nomad client runs its agent as a service
 	}
 	alloc, ok := v.RunningAlloc(h.NodeID, s.Job)
 	return ok, alloc

@@ -51,6 +51,11 @@ type HostRecord struct {
 	// reboot, so the coordinator knows the reboot began.
 	RebootingGrant string
 	FleetLockID    string
+	// Servers are the Nomad, Consul and Vault servers that run on the host.
+	Servers []Server
+	// VaultSealed: the host's Vault server is sealed (after a reboot, until an
+	// operator or auto-unseal unseals it).
+	VaultSealed bool
 	// Group is the rollboot group of a host without a Nomad node (a FleetLock
 	// client names it); hosts with a node are grouped by the groups' filters.
 	Group        string
@@ -58,6 +63,14 @@ type HostRecord struct {
 	DetectError  string // last detector error (never a reason to reboot)
 
 	ModifyIndex uint64
+}
+
+// Server is one server on a host: the product ("nomad", "consul", "vault"), its
+// cluster (Nomad region, Consul datacenter, Vault cluster name) and its Raft ID.
+type Server struct {
+	Product string `json:"product"`
+	Cluster string `json:"cluster"`
+	ID      string `json:"id"`
 }
 
 // Plan is the coordinator's record of one host.
@@ -259,6 +272,10 @@ func (r HostRecord) items() map[string]string {
 	e.str("rebooting_grant", r.RebootingGrant)
 	e.str("fleetlock_id", r.FleetLockID)
 	e.str("group", r.Group)
+	e.json("servers", r.Servers, len(r.Servers) == 0)
+	if r.VaultSealed {
+		e.bool("vault_sealed", true)
+	}
 	e.str("agent_version", r.AgentVersion)
 	e.str("detect_error", r.DetectError)
 	return e
@@ -278,10 +295,12 @@ func decodeHost(v *api.Variable) (HostRecord, error) {
 		RebootingGrant: d.str("rebooting_grant"),
 		FleetLockID:    d.str("fleetlock_id"),
 		Group:          d.str("group"),
+		VaultSealed:    d.bool("vault_sealed"),
 		AgentVersion:   d.str("agent_version"),
 		DetectError:    d.str("detect_error"),
 		ModifyIndex:    v.ModifyIndex,
 	}
+	d.json("servers", &r.Servers)
 	if r.Host == "" {
 		d.fail("host", fmt.Errorf("missing"))
 	}
