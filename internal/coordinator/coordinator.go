@@ -289,6 +289,12 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 	}
 	cl := c.clusterCache()
+	var sealed []string // hosts whose Vault server is sealed
+	for _, name := range names {
+		if r := infos[name].rec; r != nil && r.VaultSealed {
+			sealed = append(sealed, name)
+		}
+	}
 	outServers := map[string]string{} // product/cluster -> host out of service (or admitted now)
 	for _, name := range names {
 		if plans[name].Active() && infos[name].rec != nil {
@@ -304,7 +310,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 				continue
 			}
 		}
-		if why := c.serverGate(ctx, cl, infos[r.Host].rec, outServers); why != "" {
+		if why := c.serverGate(ctx, cl, infos[r.Host].rec, outServers, sealed); why != "" {
 			waitReason[r.Host] = why
 			continue
 		}
@@ -699,7 +705,7 @@ type clusterReader = func(ctx context.Context, product, cluster string) health.C
 // serverGate says why a host that runs servers may not be taken out now ("" if it
 // may): at most one server of each cluster out at once (its quorum group has a
 // concurrency of 1), and each cluster healthy and able to lose this server.
-func (c *Coordinator) serverGate(ctx context.Context, read clusterReader, rec *store.HostRecord, out map[string]string) string {
+func (c *Coordinator) serverGate(ctx context.Context, read clusterReader, rec *store.HostRecord, out map[string]string, sealed []string) string {
 	if rec == nil || len(rec.Servers) == 0 {
 		if rec != nil && serverRole(rec.Roles) != "" {
 			return "the host runs a " + serverRole(rec.Roles) + " whose Raft ID is unknown: its quorum gate stays closed"
@@ -712,6 +718,13 @@ func (c *Coordinator) serverGate(ctx context.Context, read clusterReader, rec *s
 	for _, srv := range rec.Servers {
 		if other, ok := out[srv.Product+"/"+srv.Cluster]; ok && other != rec.Host {
 			return fmt.Sprintf("%s server of %s on %s is already out: one at a time", srv.Product, srv.Cluster, other)
+		}
+		if srv.Product == "vault" {
+			for _, h := range sealed {
+				if h != rec.Host {
+					return "quorum gate: Vault on " + h + " is sealed: an unseal is needed first"
+				}
+			}
 		}
 	}
 	for _, srv := range rec.Servers {

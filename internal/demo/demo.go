@@ -19,10 +19,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
+	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
+	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simhost"
@@ -49,7 +52,9 @@ type Summary struct {
 	LowerBound time.Duration
 	Peak       map[string]int
 	Violations []invariants.Violation
-	Problems   []string // anything else that did not hold
+	// Tolerance is each server cluster's failure tolerance over time.
+	Tolerance map[string][]Point
+	Problems  []string // anything else that did not hold
 }
 
 // HostTimes are one host's phase durations.
@@ -59,6 +64,7 @@ type HostTimes struct {
 	Started, Finished      time.Time
 	BootBefore, BootAfter  string
 	Forced                 bool
+	Server                 bool
 	RebootsSeenByEmulator  int
 	EligibleAfterTheReboot bool
 }
@@ -87,12 +93,17 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	pools := []string{"web", "batch"}
 	sim, err := nomadsim.New(nomadsim.Config{
-		Servers:      3,
-		Clients:      opt.Clients,
-		ClientPools:  pools,
-		HeartbeatTTL: 150 * time.Millisecond,
-		BootTime:     400 * time.Millisecond,
-		MigrateTime:  100 * time.Millisecond,
+		Servers:       3,
+		ConsulServers: true,
+		VaultServers:  true,
+		// Auto-unseal (as with a cloud KMS) lets the demo run unattended; without
+		// it each Vault comes back sealed and its host waits for an unseal.
+		VaultAutoUnseal: true,
+		Clients:         opt.Clients,
+		ClientPools:     pools,
+		HeartbeatTTL:    150 * time.Millisecond,
+		BootTime:        400 * time.Millisecond,
+		MigrateTime:     100 * time.Millisecond,
 	})
 	if err != nil {
 		return nil, err
@@ -112,12 +123,16 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		}
 	}
 
-	var clients []nomadsim.Host
+	var clients, servers []nomadsim.Host
 	for _, h := range sim.Hosts() {
 		if h.NodeID != "" {
 			clients = append(clients, h)
 		}
+		if h.Server != nil {
+			servers = append(servers, h)
+		}
 	}
+	all := append(append([]nomadsim.Host(nil), servers...), clients...)
 	groupOf := map[string]string{}
 	for _, h := range clients {
 		n, err := sim.Node(h.Name)
@@ -126,10 +141,15 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		}
 		groupOf[h.Name] = n.NodePool
 	}
-	fmt.Fprintf(opt.Out, "Emulated Nomad cluster at %s: 3 servers, %d clients in node pools %s.\n",
+	fmt.Fprintf(opt.Out, "Emulated cluster at %s: 3 server hosts running Nomad, Consul and Vault servers,\n%d Nomad clients in node pools %s.\n",
 		sim.Address(), len(clients), strings.Join(pools, " and "))
 	fmt.Fprintf(opt.Out, "Jobs: %d service allocations, %d batch, a system job, and the rollboot agents as a system job.\n", 10, 2)
-	fmt.Fprintf(opt.Out, "Policy: groups web and batch, 2 hosts at a time each; drains ignore system jobs.\n\n")
+	fmt.Fprintf(opt.Out, "Policy: groups web and batch, 2 hosts at a time each; drains ignore system jobs;\n")
+	fmt.Fprintf(opt.Out, "servers one at a time, behind the quorum gates, leaders handed over first.\n\n")
+	clusters, err := demoClusters(sim)
+	if err != nil {
+		return nil, err
+	}
 
 	sup := &simhost.Supervisor{Sim: sim, Job: "rollboot", Start: func(ctx context.Context, h nomadsim.Host) {
 		cfg := *base
@@ -137,15 +157,22 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		cfg.Agent.Host = h.Name
 		cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
 		cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
-		err := daemon.RunAgent(ctx, &cfg, daemon.AgentOptions{
+		local, err := hostLocal(h)
+		if err != nil {
+			log.Error("agent", "host", h.Name, "err", err)
+			return
+		}
+		err = daemon.RunAgent(ctx, &cfg, daemon.AgentOptions{
 			Log:      log.With("sim_host", h.Name),
 			Rebooter: simRebooter{sim: sim, host: h.Name},
+			Local:    local,
+			Clusters: clusters,
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Error("agent stopped", "host", h.Name, "err", err)
 		}
 	}}
-	for _, h := range clients {
+	for _, h := range all {
 		sup.Hosts = append(sup.Hosts, h.Name)
 	}
 	runCtx, cancel := context.WithTimeout(ctx, opt.Timeout)
@@ -163,14 +190,15 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	st := store.New(client.Variables(), base.State.Prefix, "")
 
 	start := time.Now()
-	for _, h := range clients {
+	ft := sampleTolerance(runCtx, clusters, start)
+	for _, h := range all {
 		if err := sim.SetRebootRequired(h.Name, "kernel update installed"); err != nil {
 			return nil, err
 		}
 	}
-	fmt.Fprintf(opt.Out, "Every client host now needs a reboot (/var/run/reboot-required).\n\n")
+	fmt.Fprintf(opt.Out, "Every host now needs a reboot (/var/run/reboot-required).\n\n")
 
-	done := watchProgress(runCtx, opt.Out, st, start, len(clients))
+	done := watchProgress(runCtx, opt.Out, st, start, len(all))
 	<-done
 	timedOut := runCtx.Err() != nil && ctx.Err() == nil
 	cancel()
@@ -183,7 +211,8 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := summarize(sim, clients, groupOf, hist, start, 2)
+	sum := summarize(sim, clients, servers, groupOf, hist, start, 2)
+	sum.Tolerance = ft()
 	if timedOut {
 		sum.Problems = append(sum.Problems, fmt.Sprintf("the rollout did not finish within %s", opt.Timeout))
 	}
@@ -248,7 +277,7 @@ func allIdle(plans map[string]store.Plan) bool {
 	return true
 }
 
-func summarize(sim *nomadsim.Sim, clients []nomadsim.Host, groupOf map[string]string, hist []store.HistoryRecord,
+func summarize(sim *nomadsim.Sim, clients, servers []nomadsim.Host, groupOf map[string]string, hist []store.HistoryRecord,
 	start time.Time, concurrency int) *Summary {
 	sum := &Summary{}
 	events := sim.Events(0)
@@ -256,6 +285,9 @@ func summarize(sim *nomadsim.Sim, clients []nomadsim.Host, groupOf map[string]st
 	spec := invariants.Spec{Group: groupOf, Concurrency: map[string]int{}, EligibleBefore: map[string]bool{}, Reboots: map[string]int{}}
 	for _, g := range groupOf {
 		spec.Concurrency[g] = concurrency
+	}
+	for _, h := range servers {
+		spec.Reboots[h.Name] = 1
 	}
 	for _, h := range clients {
 		spec.EligibleBefore[h.Name] = true
@@ -284,7 +316,7 @@ func summarize(sim *nomadsim.Sim, clients []nomadsim.Host, groupOf map[string]st
 	cycles := map[string][]time.Duration{}
 	count := map[string]int{}
 	var end time.Time
-	for _, h := range clients {
+	for _, h := range append(append([]nomadsim.Host(nil), servers...), clients...) {
 		r, ok := byHost[h.Name]
 		if !ok {
 			sum.Problems = append(sum.Problems, h.Name+": no finished reboot")
@@ -299,6 +331,7 @@ func summarize(sim *nomadsim.Sim, clients []nomadsim.Host, groupOf map[string]st
 			Started: tl[store.PhaseDraining], Finished: r.Finished,
 			RebootsSeenByEmulator:  res.Reboots[h.Name],
 			EligibleAfterTheReboot: final[h.Name].Eligible,
+			Server:                 h.Server != nil,
 		}
 		if r.BootIDAfter == "" || r.BootIDAfter == r.BootIDBefore {
 			sum.Problems = append(sum.Problems, h.Name+": boot ID did not change")
@@ -322,7 +355,11 @@ func summarize(sim *nomadsim.Sim, clients []nomadsim.Host, groupOf map[string]st
 			total += c
 		}
 		mean := total / time.Duration(len(cs))
-		waves := int(math.Ceil(float64(count[g]) / float64(concurrency)))
+		conc := concurrency
+		if _, ok := spec.Concurrency[g]; !ok {
+			conc = 1 // the server hosts: one at a time (their quorum groups)
+		}
+		waves := int(math.Ceil(float64(count[g]) / float64(conc)))
 		if lb := time.Duration(waves) * mean; lb > sum.LowerBound {
 			sum.LowerBound = lb
 		}
@@ -335,8 +372,13 @@ func printSummary(out io.Writer, s *Summary) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Host\tGroup\tDrain\tReboot\tRejoin\tReboots\tEligible after")
 	for _, h := range s.Hosts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%v\n", h.Host, h.Group, round(h.Drain), round(h.Reboot), round(h.Rejoin),
-			h.RebootsSeenByEmulator, h.EligibleAfterTheReboot)
+		elig := fmt.Sprint(h.EligibleAfterTheReboot)
+		group := h.Group
+		if h.Server {
+			elig, group = "(no node)", "servers"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Host, group, round(h.Drain), round(h.Reboot), round(h.Rejoin),
+			h.RebootsSeenByEmulator, elig)
 	}
 	tw.Flush()
 	ratio := 0.0
@@ -369,6 +411,8 @@ func printSummary(out io.Writer, s *Summary) {
 		}
 		return false
 	}
+	printTolerance(out, s.Tolerance)
+	check(!has(2), "no server rebooted unless its clusters were healthy and could lose it")
 	check(!has(5) && len(s.Problems) == 0, "every host rebooted exactly once")
 	check(!has(1), "concurrency never exceeded in any group")
 	check(!has(3), "every node is eligible again and none is left draining")
@@ -387,3 +431,114 @@ func round(d time.Duration) string {
 
 // ErrChecksFailed is returned by the demo command when a check did not hold.
 var ErrChecksFailed = errors.New("demo: some checks failed")
+
+// Point is a value at a time since the start of the rollout.
+type Point struct {
+	At    time.Duration
+	Value int
+}
+
+// demoClusters are the coordinator's clients of the three server clusters.
+func demoClusters(sim *nomadsim.Sim) (*daemon.Clusters, error) {
+	n, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		return nil, err
+	}
+	cc := consulapi.DefaultConfig()
+	cc.Address = sim.ConsulAddress()
+	c, err := consulapi.NewClient(cc)
+	if err != nil {
+		return nil, err
+	}
+	vc := vaultapi.DefaultConfig()
+	vc.Address = sim.VaultAddress()
+	v, err := vaultapi.NewClient(vc)
+	if err != nil {
+		return nil, err
+	}
+	v.SetToken("demo")
+	return &daemon.Clusters{Nomad: n, Consul: c, Vault: v}, nil
+}
+
+// hostLocal are the clients of a host's own Consul and Vault agents (none on a
+// host without them).
+func hostLocal(h nomadsim.Host) (*health.Local, error) {
+	l := &health.Local{Hostname: h.Name}
+	if h.ConsulAddr != "" {
+		cc := consulapi.DefaultConfig()
+		cc.Address = "http://" + h.ConsulAddr
+		c, err := consulapi.NewClient(cc)
+		if err != nil {
+			return nil, err
+		}
+		l.Consul = c
+	}
+	if h.VaultAddr != "" {
+		vc := vaultapi.DefaultConfig()
+		vc.Address = "http://" + h.VaultAddr
+		vc.MaxRetries = 0
+		v, err := vaultapi.NewClient(vc)
+		if err != nil {
+			return nil, err
+		}
+		v.SetToken("demo")
+		l.Vault = v
+	}
+	return l, nil
+}
+
+// sampleTolerance records each server cluster's failure tolerance, as autopilot
+// reports it, whenever it changes, until ctx ends; the returned function gives
+// the series (and waits for the sampler to stop).
+func sampleTolerance(ctx context.Context, cl *daemon.Clusters, start time.Time) func() map[string][]Point {
+	out := map[string][]Point{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(25 * time.Millisecond)
+		defer t.Stop()
+		for {
+			for _, p := range []string{"nomad", "consul", "vault"} {
+				h := cl.Read(ctx, p, "")
+				if ctx.Err() != nil {
+					return // a read cut short by the end is no sample
+				}
+				v := h.FailureTolerance
+				if h.Err != nil {
+					v = -1 // no answer (no leader): shown as "?"
+				}
+				if pts := out[p]; len(pts) == 0 || pts[len(pts)-1].Value != v {
+					out[p] = append(out[p], Point{At: time.Since(start), Value: v})
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() map[string][]Point {
+		<-done
+		return out
+	}
+}
+
+func printTolerance(out io.Writer, tol map[string][]Point) {
+	if len(tol) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "Failure tolerance of each server cluster over time (value from time):")
+	for _, p := range []string{"nomad", "consul", "vault"} {
+		var parts []string
+		for _, pt := range tol[p] {
+			v := fmt.Sprint(pt.Value)
+			if pt.Value < 0 {
+				v = "?"
+			}
+			parts = append(parts, fmt.Sprintf("%s@%.1fs", v, pt.At.Seconds()))
+		}
+		fmt.Fprintf(out, "  %-6s %s\n", p, strings.Join(parts, " "))
+	}
+	fmt.Fprintln(out)
+}

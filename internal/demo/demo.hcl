@@ -18,6 +18,7 @@ coordinator {
   rejoin_timeout  = "20s"
   reboot_loop_backoff = "30s"
   reboot_loop_max_backoff = "5m"
+  server_stable_for = "200ms"
 }
 
 drain {
