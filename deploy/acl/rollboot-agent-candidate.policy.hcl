@@ -49,8 +49,9 @@ namespace "default" {
   }
 }
 
-# Not needed today; add when the server quorum gates call
-# GET /v1/operator/autopilot/health:
-# operator {
-#   policy = "read"
-# }
+# GET /v1/operator/autopilot/health: the server quorum gates. (The Nomad
+# leadership hand-over needs a management token: see
+# coordinator.leader_transfer_denied.)
+operator {
+  policy = "read"
+}

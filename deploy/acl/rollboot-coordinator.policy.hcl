@@ -44,8 +44,14 @@ namespace "default" {
   }
 }
 
-# Not needed today. When the server quorum gates call
-# GET /v1/operator/autopilot/health they need operator:read:
-# operator {
-#   policy = "read"
-# }
+# GET /v1/operator/autopilot/health: the server quorum gates read the Nomad
+# servers' health and failure tolerance.
+operator {
+  policy = "read"
+}
+
+# Handing the Nomad leadership over before its server's reboot
+# (PUT /v1/operator/raft/transfer-leadership) needs a MANAGEMENT token, which no
+# policy grants. Without one the transfer is refused and
+# coordinator.leader_transfer_denied decides: "continue" (the default) reboots the
+# leader and Nomad elects another; "hold" keeps the host waiting.

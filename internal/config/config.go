@@ -101,7 +101,11 @@ type CoordinatorConfig struct {
 	RejoinTimeout  time.Duration
 	// ServerStableFor: after a reboot, a server must have been stable this long
 	// (autopilot's StableSince) before its host's slot is freed.
-	ServerStableFor      time.Duration
+	ServerStableFor time.Duration
+	// LeaderTransferDenied is what to do when a leadership hand-over is refused
+	// for lack of permission (Nomad's needs a management token): "continue"
+	// (reboot the leader; the cluster elects another) or "hold" (wait).
+	LeaderTransferDenied string
 	RebootLoopBackoff    time.Duration
 	RebootLoopMaxBackoff time.Duration
 	HistorySize          int
@@ -184,6 +188,7 @@ func Default() *Config {
 			ResyncInterval:       30 * time.Second,
 			RejoinTimeout:        30 * time.Minute,
 			ServerStableFor:      10 * time.Second,
+			LeaderTransferDenied: "continue",
 			RebootLoopBackoff:    time.Hour,
 			RebootLoopMaxBackoff: 24 * time.Hour,
 			HistorySize:          200,

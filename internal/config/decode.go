@@ -224,7 +224,7 @@ func (d *decoder) coordinator(body hcl.Body) {
 	s := scope{"coordinator", "coordinator"}
 	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
 		"enabled", "lock_ttl", "resync_interval", "rejoin_timeout", "reboot_loop_backoff",
-		"reboot_loop_max_backoff", "history_size", "server_stable_for")})
+		"reboot_loop_max_backoff", "history_size", "server_stable_for", "leader_transfer_denied")})
 	if content == nil {
 		return
 	}
@@ -234,6 +234,7 @@ func (d *decoder) coordinator(body hcl.Body) {
 	d.duration(a, s, "resync_interval", &co.ResyncInterval)
 	d.duration(a, s, "rejoin_timeout", &co.RejoinTimeout)
 	d.duration(a, s, "server_stable_for", &co.ServerStableFor)
+	d.str(a, s, "leader_transfer_denied", &co.LeaderTransferDenied)
 	d.duration(a, s, "reboot_loop_backoff", &co.RebootLoopBackoff)
 	d.duration(a, s, "reboot_loop_max_backoff", &co.RebootLoopMaxBackoff)
 	d.integer(a, s, "history_size", &co.HistorySize)

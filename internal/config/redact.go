@@ -88,6 +88,7 @@ func (c *Config) String() string {
 	co.SetAttributeValue("resync_interval", durationVal(cc.ResyncInterval))
 	co.SetAttributeValue("rejoin_timeout", durationVal(cc.RejoinTimeout))
 	co.SetAttributeValue("server_stable_for", durationVal(cc.ServerStableFor))
+	co.SetAttributeValue("leader_transfer_denied", cty.StringVal(cc.LeaderTransferDenied))
 	co.SetAttributeValue("reboot_loop_backoff", durationVal(cc.RebootLoopBackoff))
 	co.SetAttributeValue("reboot_loop_max_backoff", durationVal(cc.RebootLoopMaxBackoff))
 	co.SetAttributeValue("history_size", cty.NumberIntVal(int64(cc.HistorySize)))

@@ -210,6 +210,9 @@ func (v *validator) coordinator() {
 	}
 	v.positive(s.sub("resync_interval"), co.ResyncInterval)
 	v.positive(s.sub("rejoin_timeout"), co.RejoinTimeout)
+	if k := s.sub("leader_transfer_denied"); co.LeaderTransferDenied != "continue" && co.LeaderTransferDenied != "hold" && v.good(k) {
+		v.errorf(k, "must be \"continue\" or \"hold\", got %q", co.LeaderTransferDenied)
+	}
 	if k := s.sub("server_stable_for"); co.ServerStableFor < 0 && v.good(k) {
 		v.errorf(k, "must not be negative, got %s", FormatDuration(co.ServerStableFor))
 	}

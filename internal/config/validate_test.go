@@ -53,6 +53,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "empty hook", src: "agent {\n  reboot {\n    pre_hooks = [[\"/bin/a\"], []]\n  }\n}", at: `[]]`, msg: "agent.reboot.pre_hooks[1]: a hook must have at least the program"},
 		{name: "hook not a list of lists", src: "agent {\n  reboot {\n    post_hooks = [\"/bin/a\"]\n  }\n}", at: `["/bin/a"]`, msg: "agent.reboot.post_hooks: must be a list of argv lists"},
 		{name: "on_timeout", src: "drain {\n  on_timeout = \"Force\"\n}", at: `"Force"`, msg: `drain.on_timeout: unknown value "Force": use "abort" or "force"`},
+		{name: "leader_transfer_denied", src: "coordinator {\n  leader_transfer_denied = \"wait\"\n}", at: `"wait"`, msg: `coordinator.leader_transfer_denied: must be "continue" or "hold", got "wait"`},
+		{name: "server_stable_for", src: "coordinator {\n  server_stable_for = \"-1s\"\n}", at: `"-1s"`, msg: `coordinator.server_stable_for: must not be negative, got -1s`},
 		{name: "sentinel command empty program", src: "agent {\n  sentinel_command = [\"\"]\n}", at: `[""]`, msg: "agent.sentinel_command: the program"},
 		{name: "relative boot id file", src: "agent {\n  boot_id_file = \"boot_id\"\n}", at: `"boot_id"`, msg: "must be an absolute path"},
 		{name: "relative sentinel file", src: "agent {\n  sentinel_file = \"reboot-required\"\n}", at: `"reboot-required"`, msg: "agent.sentinel_file"},

@@ -63,6 +63,9 @@ type Options struct {
 	// ServerStableFor is how long a server must have been stable (autopilot's
 	// StableSince) after its reboot before its host's slot is freed.
 	ServerStableFor time.Duration
+	// HoldOnDeniedHandOver: when a leadership hand-over is refused for lack of
+	// permission, keep the host waiting instead of rebooting the leader.
+	HoldOnDeniedHandOver bool
 	// Resync is the period of a full reconcile even without any change seen.
 	Resync time.Duration
 	Log    *slog.Logger
@@ -78,9 +81,9 @@ type Coordinator struct {
 	mu     sync.Mutex
 	plans  map[string]store.Plan // our own writes; loaded on start
 	status []HostStatus
-	// noHandOver: hand-overs refused for lack of permission, by host/product; the
-	// host reboots without them (the cluster elects a new leader when it goes).
-	noHandOver map[string]bool
+	// noHandOver: hand-overs refused for lack of permission, by host/product, with
+	// the refusal.
+	noHandOver map[string]string
 }
 
 // New returns a coordinator.
@@ -358,7 +361,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			in.ServerGates = true
 			switch p.Phase {
 			case store.PhasePending, store.PhaseDraining:
-				in.Leads = c.leads(ctx, cl, hi.rec)
+				in.Leads, in.HandOverBlocked = c.leads(ctx, cl, hi.rec)
 			case store.PhaseRejoining:
 				in.PostGate = c.postGate(ctx, cl, hi.rec, now)
 			}
@@ -735,18 +738,29 @@ func (c *Coordinator) serverGate(ctx context.Context, read clusterReader, rec *s
 	return ""
 }
 
-// leads returns the products whose leader runs on the host.
-func (c *Coordinator) leads(ctx context.Context, read clusterReader, rec *store.HostRecord) []string {
+// leads returns the products whose leader runs on the host, and why their
+// hand-over is blocked (refused, with the "hold" policy).
+func (c *Coordinator) leads(ctx context.Context, read clusterReader, rec *store.HostRecord) ([]string, string) {
 	var out []string
+	blocked := ""
 	for _, srv := range rec.Servers {
+		if !health.NeedsHandOver(read(ctx, srv.Product, srv.Cluster), srv.ID) {
+			continue
+		}
 		c.mu.Lock()
-		skip := c.noHandOver[rec.Host+"/"+srv.Product]
+		refused, denied := c.noHandOver[rec.Host+"/"+srv.Product]
 		c.mu.Unlock()
-		if !skip && health.NeedsHandOver(read(ctx, srv.Product, srv.Cluster), srv.ID) {
+		switch {
+		case denied && c.opt.HoldOnDeniedHandOver:
+			blocked = "leadership hand-over refused (policy: hold): " + refused
+			out = append(out, srv.Product)
+		case denied:
+			// policy continue: the host reboots as leader
+		default:
 			out = append(out, srv.Product)
 		}
 	}
-	return out
+	return out, blocked
 }
 
 // postGate says why the host's servers are not back in their clusters ("" when
@@ -778,13 +792,18 @@ func (c *Coordinator) handOver(ctx context.Context, rec *store.HostRecord, produ
 		err := c.opt.Clusters.HandOver(hctx, product, srv.ID)
 		cancel()
 		if errors.Is(err, health.ErrDenied) {
-			c.log.Error("leadership hand-over refused; the host reboots as leader and the cluster elects another",
-				"host", rec.Host, "product", product, "err", err)
+			if c.opt.HoldOnDeniedHandOver {
+				c.log.Error("leadership hand-over refused; holding the host (policy: hold)",
+					"host", rec.Host, "product", product, "err", err)
+			} else {
+				c.log.Error("leadership hand-over refused; the host reboots as leader and the cluster elects another (policy: continue)",
+					"host", rec.Host, "product", product, "err", err)
+			}
 			c.mu.Lock()
 			if c.noHandOver == nil {
-				c.noHandOver = map[string]bool{}
+				c.noHandOver = map[string]string{}
 			}
-			c.noHandOver[rec.Host+"/"+product] = true
+			c.noHandOver[rec.Host+"/"+product] = err.Error()
 			c.mu.Unlock()
 			return nil
 		}

@@ -77,6 +77,8 @@ type Input struct {
 	// Leads are the products whose leader (the active node, for Vault) runs on
 	// this host: leadership is handed over before the host may reboot.
 	Leads []string
+	// HandOverBlocked says why the hand-over cannot be done ("" when it can).
+	HandOverBlocked string
 	// PostGate says why the host's servers are not back yet ("" when they are).
 	PostGate string
 
@@ -240,9 +242,7 @@ func Step(in Input) Decision {
 		if in.Node == nil && p.NodeID == "" {
 			// No node to drain: only the leadership hand-over is left.
 			if len(in.Leads) > 0 {
-				d.HandOver = in.Leads
-				d.Waiting = "handing over the leadership of " + strings.Join(in.Leads, ", ")
-				return d
+				return handOver(in, d)
 			}
 			d.Plan = enter(p, store.PhaseDrained, in.Now)
 			d.Write, d.Event = true, "ready to reboot"
@@ -264,9 +264,7 @@ func Step(in Input) Decision {
 		switch {
 		case !in.Node.Draining && ours && in.Node.DrainStatus == "complete" && len(in.Leads) > 0:
 			// Drained; the host still leads a cluster: hand over before the reboot.
-			d.HandOver = in.Leads
-			d.Waiting = "handing over the leadership of " + strings.Join(in.Leads, ", ")
-			return d
+			return handOver(in, d)
 		case !in.Node.Draining && ours && in.Node.DrainStatus == "complete":
 			d.Plan = enter(p, store.PhaseDrained, in.Now)
 			d.Plan.Forced = in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) >= in.Timing.DrainDeadline
@@ -355,6 +353,17 @@ func Step(in Input) Decision {
 		return d
 	}
 	d.Waiting = "unknown phase " + p.Phase
+	return d
+}
+
+// handOver asks for the leadership hand-over, unless it is blocked.
+func handOver(in Input, d Decision) Decision {
+	if in.HandOverBlocked != "" {
+		d.Waiting = in.HandOverBlocked
+		return d
+	}
+	d.HandOver = in.Leads
+	d.Waiting = "handing over the leadership of " + strings.Join(in.Leads, ", ")
 	return d
 }
 

@@ -150,6 +150,57 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			name: "a drained server host that leads hands the leadership over first",
+			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true), ServerGates: true, Leads: []string{"nomad", "vault"},
+				Node: node(func(n *NodeView) { n.Eligible, n.DrainGrant, n.DrainStatus = false, "g1", "complete" })},
+			phase: store.PhaseDraining,
+			check: func(t *testing.T, d Decision) {
+				if len(d.HandOver) != 2 || d.Write {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "a refused hand-over with the hold policy waits with the reason",
+			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true), ServerGates: true, Leads: []string{"nomad"},
+				HandOverBlocked: "leadership hand-over refused (policy: hold): needs a management token",
+				Node:            node(func(n *NodeView) { n.Eligible, n.DrainGrant, n.DrainStatus = false, "g1", "complete" })},
+			phase: store.PhaseDraining,
+			check: func(t *testing.T, d Decision) {
+				if len(d.HandOver) != 0 || !strings.Contains(d.Waiting, "management token") {
+					t.Errorf("decision = %+v", d)
+				}
+			},
+		},
+		{
+			name: "a server host without a node that leads goes to draining for the hand-over",
+			in: Input{Plan: plan(store.PhasePending, nil), Admitted: true, NewGrantID: "g9", ServerGates: true, Leads: []string{"consul"},
+				Host: &store.HostRecord{Host: "h1", BootID: "b1", RebootRequired: true, Roles: []string{store.RoleConsulServer}}},
+			phase: store.PhaseDraining, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain {
+					t.Error("drain without a node")
+				}
+			},
+		},
+		{
+			name: "a server host without a node that leads nothing may reboot once drained of leadership",
+			in: Input{Plan: plan(store.PhaseDraining, func(p *store.Plan) { p.NodeID = "" }), ServerGates: true,
+				Host: &store.HostRecord{Host: "h1", BootID: "b1", RebootRequired: true, Roles: []string{store.RoleConsulServer}}},
+			phase: store.PhaseDrained, write: true,
+		},
+		{
+			name: "rejoining waits for the servers' post-reboot gate",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false), Plan: plan(store.PhaseRejoining, nil), Node: node(nil),
+				PostGate: "Vault on h1 is sealed: an unseal is needed"},
+			phase: store.PhaseRejoining,
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Waiting, "unseal is needed") {
+					t.Errorf("waiting = %q", d.Waiting)
+				}
+			},
+		},
+		{
 			name: "pending waits for a down node",
 			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true,
 				Node: node(func(n *NodeView) { n.Status = "down" })},

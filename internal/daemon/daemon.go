@@ -61,11 +61,12 @@ func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.L
 			LoopBackoff:     cfg.Coordinator.RebootLoopBackoff,
 			LoopMaxBackoff:  cfg.Coordinator.RebootLoopMaxBackoff,
 		},
-		HistorySize:     cfg.Coordinator.HistorySize,
-		Clusters:        clusters,
-		ServerStableFor: cfg.Coordinator.ServerStableFor,
-		Resync:          cfg.Coordinator.ResyncInterval,
-		Log:             log.With("component", "coordinator"),
+		HistorySize:          cfg.Coordinator.HistorySize,
+		Clusters:             clusters,
+		ServerStableFor:      cfg.Coordinator.ServerStableFor,
+		HoldOnDeniedHandOver: cfg.Coordinator.LeaderTransferDenied == "hold",
+		Resync:               cfg.Coordinator.ResyncInterval,
+		Log:                  log.With("component", "coordinator"),
 	}), nil
 }
 
