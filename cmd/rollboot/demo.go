@@ -22,10 +22,12 @@ func newDemoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a whole rolling reboot on an embedded, emulated Nomad cluster",
-		Long: `Start an emulated Nomad cluster (3 servers, 8 clients in two node pools, with service,
-batch and system jobs), make every client host need a reboot, run one rollboot agent per host
-with the coordinator elected among them, show the progress live, and end with a summary and an
-independent check of the safety invariants. The exit status is 0 only if every check holds.`,
+		Long: `Start an emulated cluster (3 server hosts running Nomad, Consul and Vault servers, and
+8 Nomad clients in two node pools with service, batch and system jobs), make every host need a
+reboot, run one rollboot agent per host with the coordinator elected among them, show the
+progress live, and end with a summary (per-host durations, makespan against its lower bound,
+each server cluster's failure tolerance over time) and an independent check of the safety
+invariants. The exit status is 0 only if every check holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if printCfg {
