@@ -43,6 +43,18 @@ type NodeView struct {
 	ReregisteredIndex uint64
 }
 
+// rebootSeen says how the host is known to have rebooted since its grant ("" if
+// it is not): its agent reports a new boot ID, or its node registered again.
+func rebootSeen(in Input, p store.Plan) string {
+	switch {
+	case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
+		return "host is back with a new boot ID"
+	case reregistered(in.Node, p):
+		return "node registered again after going down"
+	}
+	return ""
+}
+
 // reregistered: the node went down and registered again after its drain completed.
 // An agent deployed as a Nomad system job cannot report its new boot ID before
 // that: its allocation was lost with the node and Nomad places no new one on an
@@ -288,13 +300,10 @@ func Step(in Input) Decision {
 		return d
 
 	case store.PhaseDrained:
-		switch {
-		case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
+		switch ev := rebootSeen(in, p); {
+		case ev != "":
 			d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
-			d.Write, d.Event = true, "host is back with a new boot ID"
-		case reregistered(in.Node, p):
-			d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
-			d.Write, d.Event = true, "node registered again after going down"
+			d.Write, d.Event = true, ev
 		case in.Host != nil && in.Host.RebootingGrant == p.GrantID:
 			d.Plan = enter(p, store.PhaseRebooting, in.Now)
 			d.Write, d.Event = true, "agent started the reboot"
@@ -308,13 +317,10 @@ func Step(in Input) Decision {
 		return d
 
 	case store.PhaseRebooting:
-		switch {
-		case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
+		switch ev := rebootSeen(in, p); {
+		case ev != "":
 			d.Plan = enter(p, store.PhaseRejoining, in.Now)
-			d.Write, d.Event = true, "host is back with a new boot ID"
-		case reregistered(in.Node, p):
-			d.Plan = enter(p, store.PhaseRejoining, in.Now)
-			d.Write, d.Event = true, "node registered again after going down"
+			d.Write, d.Event = true, ev
 		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
 			d.Plan = enter(p, store.PhaseStuck, in.Now)
 			d.Plan.LastError = fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout)
@@ -328,7 +334,7 @@ func Step(in Input) Decision {
 		return rejoin(in, d)
 
 	case store.PhaseStuck:
-		if in.Host != nil && in.Host.BootID != p.BootIDAtGrant {
+		if rebootSeen(in, p) != "" {
 			// Late, but back: carry on with the rejoin checks.
 			d.Plan = enter(p, store.PhaseRejoining, in.Now)
 			d.Plan.LastError = ""

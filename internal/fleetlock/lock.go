@@ -163,21 +163,31 @@ func (s *Server) plan(ctx context.Context, host string) (store.Plan, error) {
 	return p, err
 }
 
-// preReboot is RecursiveLock: 200 once the host holds a slot and its node is
-// drained; otherwise the need is recorded and the answer says what it waits for.
-func (s *Server) preReboot(ctx context.Context, id, group string) (answer, error) {
+// prepare resolves the id to its host, reads the host's plan and, for a record the
+// server owns, brings the record up to date. A non-empty answer kind ends the call.
+func (s *Server) prepare(ctx context.Context, id, group string) (identity, store.Plan, answer, error) {
 	ident, a, err := s.resolve(ctx, id)
 	if err != nil || a.kind != "" {
-		return a, err
+		return ident, store.Plan{}, a, err
 	}
 	p, err := s.plan(ctx, ident.host)
 	if err != nil {
-		return ok200, err
+		return ident, p, ok200, err
 	}
 	if ident.owned {
 		if err := s.syncRecord(ctx, &ident, id, group, p); err != nil {
-			return ok200, err
+			return ident, p, ok200, err
 		}
+	}
+	return ident, p, ok200, nil
+}
+
+// preReboot is RecursiveLock: 200 once the host holds a slot and its node is
+// drained; otherwise the need is recorded and the answer says what it waits for.
+func (s *Server) preReboot(ctx context.Context, id, group string) (answer, error) {
+	ident, p, a, err := s.prepare(ctx, id, group)
+	if err != nil || a.kind != "" {
+		return a, err
 	}
 	switch p.Phase {
 	case store.PhaseDrained, store.PhaseRebooting:
@@ -264,18 +274,9 @@ func (s *Server) withdraw(ctx context.Context, ident identity) (bool, error) {
 // the client is back from its reboot: that is recorded, and the answer is 200 only
 // once the coordinator finished the cycle (node ready, eligibility restored).
 func (s *Server) steadyState(ctx context.Context, id, group string) (answer, error) {
-	ident, a, err := s.resolve(ctx, id)
+	ident, p, a, err := s.prepare(ctx, id, group)
 	if err != nil || a.kind != "" {
 		return a, err
-	}
-	p, err := s.plan(ctx, ident.host)
-	if err != nil {
-		return ok200, err
-	}
-	if ident.owned {
-		if err := s.syncRecord(ctx, &ident, id, group, p); err != nil {
-			return ok200, err
-		}
 	}
 	switch p.Phase {
 	case store.PhaseIdle, store.PhasePending, store.PhaseBackoff, "":
