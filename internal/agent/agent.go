@@ -248,6 +248,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err := a.publish(ctx); err != nil {
 			a.log.Warn("publish host record", "err", err)
 		}
+		select {
+		case p := <-plans: // take the newest plan before acting on it
+			lastPlan = p
+		default:
+		}
 		if !rebooting && a.mayReboot(lastPlan, bootID) {
 			rebooting = true
 			if err := a.reboot(ctx, lastPlan); err != nil {
@@ -274,6 +279,16 @@ func (a *Agent) mayReboot(p store.Plan, bootID string) bool {
 }
 
 func (a *Agent) reboot(ctx context.Context, p store.Plan) error {
+	// The plan seen may be old (a retry after a failed reboot, a slow watch): the
+	// stored plan must still grant this reboot, or the host could go down
+	// undrained after a release or a new grant.
+	cur, err := a.opt.Store.Plan(ctx, a.opt.Host)
+	if err != nil {
+		return fmt.Errorf("read the plan before rebooting: %w", err)
+	}
+	if cur.GrantID != p.GrantID || !a.mayReboot(cur, p.BootIDAtGrant) {
+		return fmt.Errorf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)
+	}
 	a.log.Info("reboot granted", "grant", p.GrantID, "reason", p.Reason)
 	a.rec.RebootingGrant = p.GrantID
 	if err := a.publish(ctx); err != nil {

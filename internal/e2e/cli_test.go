@@ -120,6 +120,10 @@ func TestStuckHostReleased(t *testing.T) {
 	if err := c.sim.ClearRebootRequired(hosts[0]); err != nil {
 		t.Fatal(err)
 	}
+	c.waitFor("the agent to see the sentinel gone", 30*time.Second, func() bool {
+		h, err := c.st.Host(t.Context(), hosts[0])
+		return err == nil && !h.RebootRequired
+	})
 	c.cli("release", hosts[0])
 	c.waitFor("the stuck host released", 30*time.Second, func() bool {
 		n, _ := c.sim.Node(hosts[0])
