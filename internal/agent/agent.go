@@ -53,6 +53,7 @@ type Options struct {
 	SlowIndexes []int         // indexes in Detectors that are slow
 
 	Rebooter    Rebooter
+	RetryAfter  time.Duration // wait after a failed reboot before trying again; default 10s
 	Delay       time.Duration
 	PreHooks    [][]string
 	PostHooks   [][]string
@@ -102,6 +103,9 @@ func New(opt Options) *Agent {
 	}
 	if a.opt.SlowEvery <= 0 {
 		a.opt.SlowEvery = 5 * time.Minute
+	}
+	if a.opt.RetryAfter <= 0 {
+		a.opt.RetryAfter = 10 * time.Second
 	}
 	if a.opt.HookTimeout <= 0 {
 		a.opt.HookTimeout = 5 * time.Minute
@@ -260,7 +264,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				if a.opt.RebootFailed != nil {
 					a.opt.RebootFailed()
 				}
-				rebooting = !wait(ctx, 10*time.Second) // retry on the next plan or tick
+				rebooting = !wait(ctx, a.opt.RetryAfter) // retry on the next plan or tick
 				continue
 			}
 			// The machine is going down; nothing else to do here.

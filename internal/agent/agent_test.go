@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// flakyRebooter fails every reboot and counts them.
+type flakyRebooter struct {
+	mu    sync.Mutex
+	calls int
+	ch    chan struct{}
+}
+
+func (f *flakyRebooter) Reboot(context.Context) error {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	select {
+	case f.ch <- struct{}{}:
+	default:
+	}
+	return errors.New("reboot refused")
+}
+
+// An agent whose reboot failed retries only while the stored plan still grants it:
+// once the host is released (plan idle), no retry reboots the host undrained.
+func TestRetryNeedsACurrentGrant(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	h := sim.Hosts()[0]
+	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(client.Variables(), "rollboot", "")
+	bootID, err := ReadBootID(filepath.Join(h.Dir, "boot_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reb := &flakyRebooter{ch: make(chan struct{}, 4)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+		Detectors: []Detector{FileDetector{Path: filepath.Join(h.Dir, "reboot-required")}},
+		Rebooter:  reb, RetryAfter: 100 * time.Millisecond, PollEvery: 20 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+
+	// The coordinator's part, played by the test: a grant for this boot.
+	idx, err := st.PutPlan(ctx, store.Plan{Host: h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: bootID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reb.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not try to reboot")
+	}
+	// It failed; the operator releases the host before the retry.
+	if _, err := st.PutPlan(ctx, store.Plan{Host: h.Name, Phase: store.PhaseIdle, ModifyIndex: idx}); err != nil {
+		t.Fatal(err)
+	}
+	// Many retry periods later, no second reboot.
+	select {
+	case <-reb.ch:
+		t.Fatal("the agent rebooted again after its grant was withdrawn")
+	case <-time.After(time.Second):
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(h.Dir); err != nil {
+		t.Fatal(err)
+	}
+}
