@@ -3,7 +3,11 @@ package health
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"strings"
+	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
@@ -24,6 +28,12 @@ type Local struct {
 	// name equals Hostname.
 	VaultNodeID string
 	Hostname    string
+	// ConsulAddr is the address the Consul client talks to ("" = assume local).
+	// A Consul or Vault address that is not on this machine (a cluster address
+	// such as vault.service.consul) answers for some other node: Discover then
+	// finds no server of that product here rather than mistaking that node's
+	// role for this host's. Vault's address is read from its client.
+	ConsulAddr string
 }
 
 // LocalFromEnv builds the local clients from each product's DefaultConfig, which
@@ -39,9 +49,11 @@ func LocalFromEnv() (Local, error) {
 	if l.Nomad, err = nomadapi.NewClient(nomadapi.DefaultConfig()); err != nil {
 		return Local{}, fmt.Errorf("nomad client: %w", err)
 	}
-	if l.Consul, err = consulapi.NewClient(consulapi.DefaultConfig()); err != nil {
+	cc := consulapi.DefaultConfig()
+	if l.Consul, err = consulapi.NewClient(cc); err != nil {
 		return Local{}, fmt.Errorf("consul client: %w", err)
 	}
+	l.ConsulAddr = cc.Address
 	vc := vaultapi.DefaultConfig()
 	if vc.Error != nil {
 		return Local{}, fmt.Errorf("vault client: %w", vc.Error)
@@ -107,12 +119,12 @@ func Discover(ctx context.Context, l Local) (Roles, error) {
 			return Roles{}, err
 		}
 	}
-	if l.Consul != nil {
+	if l.Consul != nil && (l.ConsulAddr == "" || IsLocalAddress(l.ConsulAddr)) {
 		if r.Consul, err = discoverConsul(ctx, l.Consul); err != nil {
 			return Roles{}, err
 		}
 	}
-	if l.Vault != nil {
+	if l.Vault != nil && IsLocalAddress(l.Vault.Address()) {
 		if r.Vault, err = discoverVault(ctx, l); err != nil {
 			return Roles{}, err
 		}
@@ -230,4 +242,53 @@ func discoverVault(ctx context.Context, l Local) (*ServerRole, error) {
 		role.Name = role.ID
 	}
 	return role, nil
+}
+
+// IsLocalAddress reports whether addr (a URL, or host:port) names this machine: a
+// unix socket, localhost, a loopback address, or a name or address that resolves
+// to one of this machine's interface addresses.
+func IsLocalAddress(addr string) bool {
+	host := addr
+	if strings.Contains(addr, "://") {
+		u, err := url.Parse(addr)
+		if err != nil {
+			return false
+		}
+		if u.Scheme == "unix" {
+			return true
+		}
+		host = u.Host
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "" || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = []net.IP{ip}
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+		if err != nil {
+			return false
+		}
+		for _, a := range addrs {
+			ips = append(ips, a.IP)
+		}
+	}
+	ifaddrs, _ := net.InterfaceAddrs()
+	for _, ip := range ips {
+		if ip.IsLoopback() || ip.IsUnspecified() {
+			return true
+		}
+		for _, a := range ifaddrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return true
+			}
+		}
+	}
+	return false
 }

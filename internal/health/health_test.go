@@ -1,11 +1,15 @@
 package health
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	vaultapi "github.com/hashicorp/vault/api"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -160,5 +164,51 @@ func TestDeniedError(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "management token") {
 		t.Fatalf("message: %v", err)
+	}
+}
+
+func TestIsLocalAddress(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"http://127.0.0.1:8200", true},
+		{"https://localhost:8501", true},
+		{"127.0.0.1:8500", true},
+		{"http://[::1]:8200", true},
+		{"unix:///run/vault.sock", true},
+		{"http://0.0.0.0:8500", true},
+		// A cluster address elsewhere answers for another node.
+		{"https://192.0.2.10:8200", false},
+		{"https://vault.invalid:8200", false},
+	}
+	for _, tc := range tests {
+		if got := IsLocalAddress(tc.addr); got != tc.want {
+			t.Errorf("IsLocalAddress(%q) = %v, want %v", tc.addr, got, tc.want)
+		}
+	}
+}
+
+// A Vault or Consul address that is not this machine (a cluster address) answers
+// for another node: Discover must not take that node's role as this host's.
+func TestDiscoverIgnoresRemoteAddresses(t *testing.T) {
+	vc := vaultapi.DefaultConfig()
+	vc.Address = "https://192.0.2.10:8200"
+	v, err := vaultapi.NewClient(vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := consulapi.DefaultConfig()
+	cc.Address = "192.0.2.11:8500"
+	c, err := consulapi.NewClient(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Discover(context.Background(), Local{Vault: v, Consul: c, ConsulAddr: cc.Address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Vault != nil || r.Consul != nil {
+		t.Errorf("roles from remote addresses: %+v", r)
 	}
 }
