@@ -7,9 +7,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/spf13/cobra"
 
 	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/daemon"
 )
 
 // configFlags are the flags every command that talks to Nomad takes.
@@ -49,6 +51,19 @@ func (f *configFlags) load() (*config.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// client loads the configuration and builds the Nomad client it names.
+func (f *configFlags) client() (*config.Config, *api.Client, error) {
+	cfg, err := f.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := daemon.Client(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, c, nil
 }
 
 // logFlags choose the log format and level.

@@ -20,11 +20,7 @@ func controlCmd(use, short string, args cobra.PositionalArgs, extra func(*cobra.
 		Short: short,
 		Args:  args,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := cf.load()
-			if err != nil {
-				return err
-			}
-			c, err := daemon.Client(cfg)
+			cfg, c, err := cf.client()
 			if err != nil {
 				return err
 			}

@@ -167,11 +167,7 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show every host's reboot phase",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := cf.load()
-			if err != nil {
-				return err
-			}
-			c, err := daemon.Client(cfg)
+			cfg, c, err := cf.client()
 			if err != nil {
 				return err
 			}

@@ -43,6 +43,14 @@ type NodeView struct {
 	ReregisteredIndex uint64
 }
 
+// toStuck reports the host stuck: its slot stays taken and why is shown.
+func toStuck(d Decision, p store.Plan, now time.Time, why string) Decision {
+	d.Plan = enter(p, store.PhaseStuck, now)
+	d.Plan.LastError = why
+	d.Write, d.Event = true, "stuck: "+why
+	return d
+}
+
 // rebootSeen says how the host is known to have rebooted since its grant ("" if
 // it is not): its agent reports a new boot ID, or its node registered again.
 func rebootSeen(in Input, p store.Plan) string {
@@ -308,9 +316,7 @@ func Step(in Input) Decision {
 			d.Plan = enter(p, store.PhaseRebooting, in.Now)
 			d.Write, d.Event = true, "agent started the reboot"
 		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
-			d.Plan = enter(p, store.PhaseStuck, in.Now)
-			d.Plan.LastError = fmt.Sprintf("the agent did not start the reboot within %s", in.Timing.RejoinTimeout)
-			d.Write, d.Event = true, "stuck: "+d.Plan.LastError
+			d = toStuck(d, p, in.Now, fmt.Sprintf("the agent did not start the reboot within %s", in.Timing.RejoinTimeout))
 		default:
 			d.Waiting = "waiting for the agent to reboot the host"
 		}
@@ -322,9 +328,7 @@ func Step(in Input) Decision {
 			d.Plan = enter(p, store.PhaseRejoining, in.Now)
 			d.Write, d.Event = true, ev
 		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
-			d.Plan = enter(p, store.PhaseStuck, in.Now)
-			d.Plan.LastError = fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout)
-			d.Write, d.Event = true, "stuck: "+d.Plan.LastError
+			d = toStuck(d, p, in.Now, fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout))
 		default:
 			d.Waiting = "rebooting"
 		}
@@ -393,12 +397,7 @@ func rejoin(in Input, d Decision) Decision {
 		since = p.PhaseSince
 	}
 	timedOut := in.Now.Sub(since) > in.Timing.RejoinTimeout
-	stuck := func(why string) Decision {
-		d.Plan = enter(p, store.PhaseStuck, in.Now)
-		d.Plan.LastError = why
-		d.Write, d.Event = true, "stuck: "+why
-		return d
-	}
+	stuck := func(why string) Decision { return toStuck(d, p, in.Now, why) }
 	if in.Node != nil {
 		if in.Node.Status != "ready" {
 			if timedOut {

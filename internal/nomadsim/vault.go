@@ -152,17 +152,26 @@ func (s *Sim) vaultMemberLocked(host string) (*raftMember, error) {
 	return m, nil
 }
 
+// vaultUpMemberLocked is the Vault node on host, which must be up.
+func (s *Sim) vaultUpMemberLocked(host string) (*raftMember, error) {
+	m, err := s.vaultMemberLocked(host)
+	if err != nil {
+		return nil, err
+	}
+	if !m.up {
+		return nil, fmt.Errorf("host %q is down", host)
+	}
+	return m, nil
+}
+
 // SealVault seals the Vault node on host (like "vault operator seal" on it): it
 // leaves Raft; an active node loses the lock and the standbys elect a new one.
 func (s *Sim) SealVault(host string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, err := s.vaultMemberLocked(host)
+	m, err := s.vaultUpMemberLocked(host)
 	if err != nil {
 		return err
-	}
-	if !m.up {
-		return fmt.Errorf("host %q is down", host)
 	}
 	if m.sealed {
 		return nil
@@ -177,12 +186,9 @@ func (s *Sim) SealVault(host string) error {
 func (s *Sim) UnsealVault(host string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, err := s.vaultMemberLocked(host)
+	m, err := s.vaultUpMemberLocked(host)
 	if err != nil {
 		return err
-	}
-	if !m.up {
-		return fmt.Errorf("host %q is down", host)
 	}
 	if m.uninit {
 		return fmt.Errorf("vault on host %q is not initialized", host)
