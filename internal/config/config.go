@@ -67,7 +67,10 @@ type AgentConfig struct {
 	BootIDFile string
 	// MachineIDFile is the machine-id(5) file the agent derives the host's
 	// FleetLock (Zincati) id from; a missing file means no id, "" disables it.
-	MachineIDFile           string
+	MachineIDFile string
+	// PublishFleetLockID: publish the FleetLock id in the host record, so that
+	// FleetLock requests with this id reboot this host. Off by default.
+	PublishFleetLockID      bool
 	SentinelFile            string   // "" disables the file detector
 	SentinelCommand         []string // argv; empty disables the command detector
 	SentinelCommandInterval time.Duration
@@ -137,6 +140,21 @@ type FleetLockConfig struct {
 	ClientCA   string // PEM CA: require client certificates signed by it
 	// MaxBodyBytes limits a request body (413 above it).
 	MaxBodyBytes int
+	// AllowedIDs may hold a slot without a Nomad node; every other id must be
+	// the meta fleetlock_id of a node (or published by an agent).
+	AllowedIDs []string
+	// MaxNodelessSlots bounds the slots of a group held by hosts without a node.
+	MaxNodelessSlots int
+	// RequestTimeout bounds the handling of one request (500 after it).
+	RequestTimeout time.Duration
+	// RateLimit is the number of requests per second answered (0: no limit).
+	RateLimit int
+	// ClientCertID says where a client certificate must name the id it asks
+	// for (with client_ca): "san_or_cn", "san", "cn" or "none".
+	ClientCertID string
+	// RecordGrace is how long a record the server wrote may stay without a
+	// node or allow-list entry behind it before it is deleted.
+	RecordGrace time.Duration
 }
 
 // GroupConfig is one `group "name" {}` block.
@@ -200,8 +218,13 @@ func Default() *Config {
 			RetryMaxBackoff: time.Hour,
 		},
 		FleetLock: FleetLockConfig{
-			Listen:       "127.0.0.1:7777",
-			MaxBodyBytes: 64 << 10,
+			Listen:           "127.0.0.1:7777",
+			MaxBodyBytes:     64 << 10,
+			MaxNodelessSlots: 1,
+			RequestTimeout:   20 * time.Second,
+			RateLimit:        20,
+			ClientCertID:     "san_or_cn",
+			RecordGrace:      time.Hour,
 		},
 		pos: map[string]hcl.Range{},
 	}

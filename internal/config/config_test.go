@@ -154,7 +154,8 @@ func TestLoadFullExample(t *testing.T) {
 		},
 		Drain: DrainConfig{Deadline: 45 * time.Minute, OnTimeout: "abort", RetryBackoff: 10 * time.Minute, RetryMaxBackoff: 2 * time.Hour},
 		FleetLock: FleetLockConfig{Enabled: true, Listen: ":7777", PathPrefix: "/fleet_lock",
-			TLSCert: "/etc/rollboot/tls/fleetlock.pem", TLSKey: "/etc/rollboot/tls/fleetlock-key.pem", MaxBodyBytes: 64 << 10},
+			TLSCert: "/etc/rollboot/tls/fleetlock.pem", TLSKey: "/etc/rollboot/tls/fleetlock-key.pem", MaxBodyBytes: 64 << 10,
+			MaxNodelessSlots: 1, RequestTimeout: 20 * time.Second, RateLimit: 20, ClientCertID: "san_or_cn", RecordGrace: time.Hour},
 		Groups: []GroupConfig{
 			{Name: "batch", Filter: `NodePool == "batch"`, Concurrency: 3, MaxUnavailable: "25%", Windows: []string{"weeknights", "weekend"}},
 			{Name: "gpu-r1", Filter: `"gpu" in NodeClass and Meta.rack == "r1"`, Concurrency: 1, Windows: []string{"weekend"}},

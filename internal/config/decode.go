@@ -183,7 +183,7 @@ func (d *decoder) state(body hcl.Body) {
 func (d *decoder) agent(body hcl.Body) {
 	s := scope{"agent", "agent"}
 	content := d.content(body, &hcl.BodySchema{
-		Attributes: attrSchema("host", "boot_id_file", "machine_id_file", "sentinel_file", "sentinel_command",
+		Attributes: attrSchema("host", "boot_id_file", "machine_id_file", "publish_fleetlock_id", "sentinel_file", "sentinel_command",
 			"sentinel_command_interval", "sentinel_command_timeout"),
 		Blocks: []hcl.BlockHeaderSchema{{Type: "reboot"}},
 	})
@@ -194,6 +194,7 @@ func (d *decoder) agent(body hcl.Body) {
 	d.str(a, s, "host", &ag.Host)
 	d.str(a, s, "boot_id_file", &ag.BootIDFile)
 	d.str(a, s, "machine_id_file", &ag.MachineIDFile)
+	d.boolean(a, s, "publish_fleetlock_id", &ag.PublishFleetLockID)
 	d.str(a, s, "sentinel_file", &ag.SentinelFile)
 	d.strList(a, s, "sentinel_command", &ag.SentinelCommand)
 	d.duration(a, s, "sentinel_command_interval", &ag.SentinelCommandInterval)
@@ -257,7 +258,8 @@ func (d *decoder) drain(body hcl.Body) {
 func (d *decoder) fleetlock(body hcl.Body) {
 	s := scope{"fleetlock", "fleetlock"}
 	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"enabled", "listen", "path_prefix", "tls_cert", "tls_key", "client_ca", "max_body_bytes")})
+		"enabled", "listen", "path_prefix", "tls_cert", "tls_key", "client_ca", "max_body_bytes",
+		"allowed_ids", "max_nodeless_slots", "request_timeout", "rate_limit", "client_cert_id", "record_grace")})
 	if content == nil {
 		return
 	}
@@ -269,6 +271,12 @@ func (d *decoder) fleetlock(body hcl.Body) {
 	d.str(a, s, "tls_key", &f.TLSKey)
 	d.str(a, s, "client_ca", &f.ClientCA)
 	d.integer(a, s, "max_body_bytes", &f.MaxBodyBytes)
+	d.strList(a, s, "allowed_ids", &f.AllowedIDs)
+	d.integer(a, s, "max_nodeless_slots", &f.MaxNodelessSlots)
+	d.duration(a, s, "request_timeout", &f.RequestTimeout)
+	d.integer(a, s, "rate_limit", &f.RateLimit)
+	d.str(a, s, "client_cert_id", &f.ClientCertID)
+	d.duration(a, s, "record_grace", &f.RecordGrace)
 }
 
 func (d *decoder) group(b *hcl.Block) {

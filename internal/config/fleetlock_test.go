@@ -1,13 +1,17 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFleetLockDefaults(t *testing.T) {
 	c := Default()
-	if c.FleetLock.Enabled || c.FleetLock.Listen != "127.0.0.1:7777" || c.FleetLock.MaxBodyBytes != 65536 || c.FleetLock.PathPrefix != "" {
+	if c.FleetLock.Enabled || c.FleetLock.Listen != "127.0.0.1:7777" || c.FleetLock.MaxBodyBytes != 65536 || c.FleetLock.PathPrefix != "" ||
+		len(c.FleetLock.AllowedIDs) != 0 || c.FleetLock.MaxNodelessSlots != 1 || c.FleetLock.RequestTimeout != 20*time.Second ||
+		c.FleetLock.RateLimit != 20 || c.FleetLock.ClientCertID != "san_or_cn" || c.FleetLock.RecordGrace != time.Hour || c.Agent.PublishFleetLockID {
 		t.Fatalf("defaults: %+v", c.FleetLock)
 	}
 	if c.Agent.MachineIDFile != "/etc/machine-id" {
@@ -27,20 +31,29 @@ func TestFleetLockLoad(t *testing.T) {
   tls_key = "/k.pem"
   client_ca = "/ca.pem"
   max_body_bytes = 1024
+  allowed_ids = ["0123456789abcdef0123456789abcdef"]
+  max_nodeless_slots = 2
+  request_timeout = "5s"
+  rate_limit = 3
+  client_cert_id = "cn"
+  record_grace = "10m"
 }
 agent {
   machine_id_file = ""
+  publish_fleetlock_id = true
 }
 `
 	c, err := LoadBytes([]byte(src), "t.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := FleetLockConfig{Enabled: true, Listen: ":7777", PathPrefix: "/fleet_lock/", TLSCert: "/c.pem", TLSKey: "/k.pem", ClientCA: "/ca.pem", MaxBodyBytes: 1024}
-	if c.FleetLock != want {
+	want := FleetLockConfig{Enabled: true, Listen: ":7777", PathPrefix: "/fleet_lock/", TLSCert: "/c.pem", TLSKey: "/k.pem", ClientCA: "/ca.pem", MaxBodyBytes: 1024,
+		AllowedIDs: []string{"0123456789abcdef0123456789abcdef"}, MaxNodelessSlots: 2, RequestTimeout: 5 * time.Second, RateLimit: 3,
+		ClientCertID: "cn", RecordGrace: 10 * time.Minute}
+	if !reflect.DeepEqual(c.FleetLock, want) {
 		t.Fatalf("got %+v, want %+v", c.FleetLock, want)
 	}
-	if c.Agent.MachineIDFile != "" {
+	if c.Agent.MachineIDFile != "" || !c.Agent.PublishFleetLockID {
 		t.Fatalf("machine_id_file %q", c.Agent.MachineIDFile)
 	}
 	// The rendered configuration loads back to the same.
@@ -48,7 +61,7 @@ agent {
 	if err != nil {
 		t.Fatalf("reload String(): %v", err)
 	}
-	if back.FleetLock != want {
+	if !reflect.DeepEqual(back.FleetLock, want) || !back.Agent.PublishFleetLockID {
 		t.Fatalf("round trip: %+v", back.FleetLock)
 	}
 }
@@ -68,6 +81,13 @@ func TestFleetLockErrors(t *testing.T) {
 		{"enabled not bool", "fleetlock {\n  enabled = \"yes\"\n}", `"yes"`, `fleetlock.enabled: must be true or false`},
 		{"unknown attribute", "fleetlock {\n  port = 7777\n}", `port`, `Unsupported argument`},
 		{"relative machine id", "agent {\n  machine_id_file = \"machine-id\"\n}", `"machine-id"`, `agent.machine_id_file: "machine-id" must be an absolute path`},
+		{"bad allowed id", "fleetlock {\n  allowed_ids = [\"a/b\"]\n}", `["a/b"]`, `fleetlock.allowed_ids: "a/b" is not a FleetLock id`},
+		{"no nodeless slot", "fleetlock {\n  max_nodeless_slots = 0\n}", `0`, `fleetlock.max_nodeless_slots: must be at least 1`},
+		{"timeout above write timeout", "fleetlock {\n  request_timeout = \"2m\"\n}", `"2m"`, `fleetlock.request_timeout: must be between 1s and 50s`},
+		{"negative rate", "fleetlock {\n  rate_limit = -1\n}", `-1`, `fleetlock.rate_limit: must be 0 (no limit) or more`},
+		{"bad cert id mode", "fleetlock {\n  client_cert_id = \"dns\"\n}", `"dns"`, `fleetlock.client_cert_id: "dns": use`},
+		{"zero grace", "fleetlock {\n  record_grace = \"0s\"\n}", `"0s"`, `fleetlock.record_grace: must be positive`},
+		{"publish not bool", "agent {\n  publish_fleetlock_id = \"yes\"\n}", `"yes"`, `agent.publish_fleetlock_id: must be true or false`},
 		{"duplicate block", "fleetlock {\n}\nfleetlock {\n}", "fleetlock {\n}\nfleetlock", `duplicate fleetlock block`},
 	}
 	for _, tt := range tests {

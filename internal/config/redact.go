@@ -66,6 +66,7 @@ func (c *Config) String() string {
 	a.SetAttributeValue("host", cty.StringVal(c.Agent.Host))
 	a.SetAttributeValue("boot_id_file", cty.StringVal(c.Agent.BootIDFile))
 	a.SetAttributeValue("machine_id_file", cty.StringVal(c.Agent.MachineIDFile))
+	a.SetAttributeValue("publish_fleetlock_id", cty.BoolVal(c.Agent.PublishFleetLockID))
 	a.SetAttributeValue("sentinel_file", cty.StringVal(c.Agent.SentinelFile))
 	a.SetAttributeValue("sentinel_command", strList(c.Agent.SentinelCommand))
 	a.SetAttributeValue("sentinel_command_interval", durationVal(c.Agent.SentinelCommandInterval))
@@ -110,6 +111,12 @@ func (c *Config) String() string {
 	fl.SetAttributeValue("tls_key", cty.StringVal(fc.TLSKey))
 	fl.SetAttributeValue("client_ca", cty.StringVal(fc.ClientCA))
 	fl.SetAttributeValue("max_body_bytes", cty.NumberIntVal(int64(fc.MaxBodyBytes)))
+	fl.SetAttributeValue("allowed_ids", strList(fc.AllowedIDs))
+	fl.SetAttributeValue("max_nodeless_slots", cty.NumberIntVal(int64(fc.MaxNodelessSlots)))
+	fl.SetAttributeValue("request_timeout", durationVal(fc.RequestTimeout))
+	fl.SetAttributeValue("rate_limit", cty.NumberIntVal(int64(fc.RateLimit)))
+	fl.SetAttributeValue("client_cert_id", cty.StringVal(fc.ClientCertID))
+	fl.SetAttributeValue("record_grace", durationVal(fc.RecordGrace))
 
 	for _, g := range c.Groups {
 		root.AppendNewline()

@@ -274,7 +274,42 @@ func (v *validator) fleetlock() {
 	if mb := s.sub("max_body_bytes"); (f.MaxBodyBytes < MinFleetLockBody || f.MaxBodyBytes > MaxFleetLockBody) && v.good(mb) {
 		v.errorf(mb, "must be between %d and %d, got %d", MinFleetLockBody, MaxFleetLockBody, f.MaxBodyBytes)
 	}
+	v.fleetlockAccess()
 }
+
+// MaxFleetLockRequestTimeout keeps fleetlock.request_timeout below the FleetLock
+// server's write timeout (60s), so that a slow answer is still written.
+const MaxFleetLockRequestTimeout = 50 * time.Second
+
+// fleetlockAccess validates who may take FleetLock slots and how fast.
+func (v *validator) fleetlockAccess() {
+	f, s := &v.c.FleetLock, scope{"fleetlock", "fleetlock"}
+	for _, id := range f.AllowedIDs {
+		if len(id) > 64 || !fleetlockIDRE.MatchString(id) {
+			v.errorf(s.sub("allowed_ids"), "%q is not a FleetLock id: use 1 to 64 letters, digits, dots, dashes and underscores", id)
+		}
+	}
+	if k := s.sub("max_nodeless_slots"); f.MaxNodelessSlots < 1 && v.good(k) {
+		v.errorf(k, "must be at least 1, got %d (an empty allowed_ids already admits no host without a node)", f.MaxNodelessSlots)
+	}
+	if k := s.sub("request_timeout"); (f.RequestTimeout < time.Second || f.RequestTimeout > MaxFleetLockRequestTimeout) && v.good(k) {
+		v.errorf(k, "must be between 1s and %s (below the server's 60s write timeout), got %s", MaxFleetLockRequestTimeout, f.RequestTimeout)
+	}
+	if k := s.sub("rate_limit"); f.RateLimit < 0 && v.good(k) {
+		v.errorf(k, "must be 0 (no limit) or more, got %d", f.RateLimit)
+	}
+	switch f.ClientCertID {
+	case "san_or_cn", "san", "cn", "none":
+	default:
+		v.errorf(s.sub("client_cert_id"), "%q: use \"san_or_cn\", \"san\", \"cn\" or \"none\"", f.ClientCertID)
+	}
+	if k := s.sub("record_grace"); f.RecordGrace <= 0 && v.good(k) {
+		v.errorf(k, "must be positive, got %s", f.RecordGrace)
+	}
+}
+
+// fleetlockIDRE is the pattern of a FleetLock id (as the server accepts it).
+var fleetlockIDRE = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
 // windows validates the windows and returns the names defined.
 func (v *validator) windows() map[string]bool {

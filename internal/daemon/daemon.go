@@ -16,7 +16,6 @@ import (
 	"github.com/rollboot/rollboot/internal/agent"
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
-	"github.com/rollboot/rollboot/internal/fleetlock"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -158,11 +157,7 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 	}
 	st := Store(cfg, c)
 	dets, slow := Detectors(cfg.Agent)
-	flID, err := fleetlock.MachineFleetLockID(cfg.Agent.MachineIDFile)
-	if err != nil {
-		// A FleetLock id is optional: say why there is none and carry on.
-		log.Warn("no FleetLock id for this host", "err", err)
-	}
+	flID := AgentFleetLockID(cfg.Agent, log)
 
 	cand := &candidate{parent: ctx, run: func(ctx context.Context) error {
 		return RunCoordinator(ctx, cfg, c, log.With("host", host), opt.Clusters)

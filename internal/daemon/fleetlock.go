@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/fleetlock"
@@ -32,7 +33,38 @@ func FleetLockServer(cfg *config.Config, log *slog.Logger) (*fleetlock.Server, e
 		PathPrefix:   cfg.FleetLock.PathPrefix,
 		MaxBodyBytes: int64(cfg.FleetLock.MaxBodyBytes),
 		Log:          log.With("component", "fleetlock"),
+
+		AllowedIDs:       cfg.FleetLock.AllowedIDs,
+		MaxNodelessSlots: cfg.FleetLock.MaxNodelessSlots,
+		RequestTimeout:   cfg.FleetLock.RequestTimeout,
+		RateLimit:        float64(cfg.FleetLock.RateLimit),
+		ClientCertID:     clientCertID(cfg.FleetLock),
+		RecordGrace:      cfg.FleetLock.RecordGrace,
 	}), nil
+}
+
+// clientCertID is where client certificates must name their id: only with
+// mutual TLS (client_ca), else there is no certificate to look at.
+func clientCertID(fc config.FleetLockConfig) string {
+	if fc.ClientCA == "" {
+		return fleetlock.CertIDNone
+	}
+	return fc.ClientCertID
+}
+
+// AgentFleetLockID is the FleetLock id the agent publishes in its host record:
+// none unless agent.publish_fleetlock_id is set, since a published id lets any
+// FleetLock client that knows it ask for this host's reboot.
+func AgentFleetLockID(ac config.AgentConfig, log *slog.Logger) string {
+	if !ac.PublishFleetLockID {
+		return ""
+	}
+	id, err := fleetlock.MachineFleetLockID(ac.MachineIDFile)
+	if err != nil {
+		// A FleetLock id is optional: say why there is none and carry on.
+		log.Warn("no FleetLock id for this host", "err", err)
+	}
+	return id
 }
 
 // ListenFleetLock opens the FleetLock listener of the configuration (with TLS
@@ -55,5 +87,18 @@ func ServeFleetLock(ctx context.Context, cfg *config.Config, ln net.Listener, lo
 	}
 	log.Info("serving FleetLock", "address", ln.Addr().String(), "path_prefix", cfg.FleetLock.PathPrefix,
 		"tls", cfg.FleetLock.TLSCert != "", "client_certs", cfg.FleetLock.ClientCA != "")
+	if cfg.FleetLock.TLSCert == "" {
+		log.Warn("FleetLock is served without TLS: anyone who can reach the port can ask for reboots of known ids; use tls_cert and a firewall")
+	}
+	gctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); srv.RunCollector(gctx, collectEvery(cfg.FleetLock.RecordGrace)) }()
+	defer func() { stop(); <-done }()
 	return fleetlock.Serve(ctx, ln, srv.Handler())
+}
+
+// collectEvery is how often the stale FleetLock records are looked for: a
+// quarter of the grace, between a second and ten minutes.
+func collectEvery(grace time.Duration) time.Duration {
+	return min(max(grace/4, time.Second), 10*time.Minute)
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,15 @@ func newEnv(t *testing.T, clients int, hcl string) *env {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); cancel(); <-done })
 	return &env{t: t, sim: sim, st: st, base: hs.URL + fleetlock.NormalizePrefix(cfg.FleetLock.PathPrefix) + "/"}
+}
+
+// allow is the configuration that lets ids hold slots without a Nomad node.
+func allow(ids ...string) string {
+	q := make([]string, 0, len(ids))
+	for _, id := range ids {
+		q = append(q, strconv.Quote(id))
+	}
+	return "fleetlock {\n  allowed_ids = [" + strings.Join(q, ", ") + "]\n}\n"
 }
 
 // body is what Zincati sends: pretty-printed JSON (serde_json::to_string_pretty).
@@ -229,7 +239,7 @@ func (e *env) monitor(group string) func() int {
 }
 
 func TestProtocolErrors(t *testing.T) {
-	e := newEnv(t, 0, "fleetlock {\n  path_prefix = \"/fleet_lock\"\n  max_body_bytes = 1024\n}\ngroup \"workers\" {\n  filter = \"NodePool == \\\"workers\\\"\"\n}\n")
+	e := newEnv(t, 0, "fleetlock {\n  path_prefix = \"/fleet_lock\"\n  max_body_bytes = 1024\n  allowed_ids = [\"0123456789abcdef0123456789abcdef\"]\n}\ngroup \"workers\" {\n  filter = \"NodePool == \\\"workers\\\"\"\n}\n")
 	id := "0123456789abcdef0123456789abcdef"
 	for _, tt := range []struct {
 		name    string
@@ -292,7 +302,7 @@ func TestProtocolErrors(t *testing.T) {
 // Two slot holders without a node in a group of one slot: recursive lock, the
 // second waits while the first holds, release when not held, idempotent release.
 func TestSlotHolders(t *testing.T) {
-	e := newEnv(t, 0, "")
+	e := newEnv(t, 0, allow("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"))
 	a, b := "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 	most := e.monitor("default")
 
@@ -425,7 +435,7 @@ func TestNomadClientDrainAndRejoin(t *testing.T) {
 
 // An agent host and a FleetLock host of the same group share its one slot.
 func TestSharedWithAgentHost(t *testing.T) {
-	e := newEnv(t, 1, "")
+	e := newEnv(t, 1, allow("cccccccccccccccccccccccccccccccc"))
 	ctx := context.Background()
 	most := e.monitor("default")
 	h, _ := e.sim.Host("client-1")
@@ -505,7 +515,7 @@ func TestAgentPublishedID(t *testing.T) {
 
 // `rollboot release` frees a FleetLock holder: its slot goes to the next client.
 func TestReleaseByHand(t *testing.T) {
-	e := newEnv(t, 0, "")
+	e := newEnv(t, 0, allow("eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "ffffffffffffffffffffffffffffffff"))
 	ctx := context.Background()
 	a, b := "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "ffffffffffffffffffffffffffffffff"
 	e.until(pre, a, "default", 10*time.Second)

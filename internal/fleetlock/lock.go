@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -35,25 +36,28 @@ type identity struct {
 	// agent runs there). Otherwise an agent writes it and the server never does.
 	owned  bool
 	nodeID string
+	// known are the names of every host with a record, kept out of answers.
+	known []string
 }
 
-// resolve maps an id to a host: (a) a host record carrying the id, (b) a Nomad
-// node whose meta fleetlock_id is the id, (c) a slot holder "fleetlock-<id>".
-func (s *Server) resolve(ctx context.Context, id string) (identity, answer, error) {
+// resolve maps an id to a host: (a) a host record in which an agent published the
+// id (agents publish it only when the operator enabled it for them), (b) a Nomad
+// node whose meta fleetlock_id (set by an operator) is the id, (c) an id of the
+// allow-list, as a slot holder without a node "fleetlock-<id>". Any other id is
+// refused and leaves no state. The names of all known hosts are returned, so
+// that answers can be kept from naming other hosts.
+func (s *Server) resolve(ctx context.Context, id string) (identity, []string, answer, error) {
 	hosts, _, err := s.opt.Store.Hosts(ctx, 0, 0)
 	if err != nil {
-		return identity{}, ok200, err
+		return identity{}, nil, ok200, err
 	}
-	var agents, owned []store.HostRecord
+	var agents []store.HostRecord
+	names := make([]string, 0, len(hosts))
 	byName := map[string]store.HostRecord{}
 	for _, h := range hosts {
 		byName[h.Host] = h
-		if h.FleetLockID != id {
-			continue
-		}
-		if isOwned(h) {
-			owned = append(owned, h)
-		} else {
+		names = append(names, h.Host)
+		if h.FleetLockID == id && !isOwned(h) {
 			agents = append(agents, h)
 		}
 	}
@@ -61,51 +65,77 @@ func (s *Server) resolve(ctx context.Context, id string) (identity, answer, erro
 	case len(agents) == 1:
 		// An agent publishes the id: it writes the record, the server only asks.
 		h := agents[0]
-		return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, ok200, nil
+		return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
 	case len(agents) > 1:
-		return identity{}, conflict(id, agents), nil
-	case len(owned) == 1:
-		h := owned[0]
-		return identity{host: h.Host, rec: &h, owned: true, nodeID: h.NodeID}, ok200, nil
-	case len(owned) > 1:
-		return identity{}, conflict(id, owned), nil
+		s.log.Warn("FleetLock id published by several hosts", "fleetlock_id", id, "hosts", hostNames(agents))
+		return identity{}, names, conflict(id, "published by several hosts"), nil
 	}
 	if s.opt.Nodes != nil {
-		q := (&api.QueryOptions{Filter: "Meta." + NodeMetaKey + " == " + strconv.Quote(id)}).WithContext(ctx)
-		nodes, _, err := s.opt.Nodes.List(q)
-		if err != nil {
-			return identity{}, ok200, fmt.Errorf("find the node of FleetLock id %s: %w", id, err)
+		n, a, err := s.nodeOf(ctx, id)
+		if err != nil || a.kind != "" {
+			return identity{}, names, a, err
 		}
-		switch {
-		case len(nodes) > 1:
-			names := make([]string, 0, len(nodes))
-			for _, n := range nodes {
-				names = append(names, n.Name)
-			}
-			return identity{}, fail(KindIdentityConflict, "FleetLock id "+id+" is the meta "+NodeMetaKey+" of several nodes: "+strings.Join(names, ", ")), nil
-		case len(nodes) == 1:
-			n := nodes[0]
+		if n != nil {
 			if h, ok := byName[n.Name]; ok && !isOwned(h) {
-				// An agent runs there but did not publish the id (no machine-id
-				// file): it still writes the record.
-				return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, ok200, nil
+				// An agent runs there but did not publish the id: it still
+				// writes the record.
+				return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
 			}
-			return identity{host: n.Name, owned: true, nodeID: n.ID}, ok200, nil
+			ident := identity{host: n.Name, owned: true, nodeID: n.ID}
+			if h, ok := byName[n.Name]; ok {
+				ident.rec = &h
+			}
+			return ident, names, ok200, nil
 		}
 	}
-	name := HostPrefix + id
-	if h, ok := byName[name]; ok && !isOwned(h) {
-		return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, ok200, nil
+	if s.allowed[id] {
+		name := HostPrefix + id
+		h, ok := byName[name]
+		switch {
+		case ok && !isOwned(h):
+			return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
+		case ok:
+			return identity{host: name, rec: &h, owned: true}, names, ok200, nil
+		}
+		return identity{host: name, owned: true}, names, ok200, nil
 	}
-	return identity{host: name, owned: true}, ok200, nil
+	return identity{}, names, fail(KindUnknownID, "FleetLock id "+id+" is not known: set it as the meta "+NodeMetaKey+
+		" of its Nomad node, or add it to fleetlock.allowed_ids"), nil
 }
 
-func conflict(id string, recs []store.HostRecord) answer {
+// nodeOf finds the node whose meta fleetlock_id is id; nil when none.
+func (s *Server) nodeOf(ctx context.Context, id string) (*api.NodeListStub, answer, error) {
+	q := (&api.QueryOptions{Filter: "Meta." + NodeMetaKey + " == " + strconv.Quote(id)}).WithContext(ctx)
+	nodes, _, err := s.opt.Nodes.List(q)
+	if err != nil {
+		return nil, ok200, fmt.Errorf("find the node of FleetLock id %s: %w", id, err)
+	}
+	switch len(nodes) {
+	case 0:
+		return nil, ok200, nil
+	case 1:
+		return nodes[0], ok200, nil
+	}
+	nn := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		nn = append(nn, n.Name)
+	}
+	s.log.Warn("FleetLock id is the node meta of several nodes", "fleetlock_id", id, "nodes", nn)
+	return nil, conflict(id, "the meta "+NodeMetaKey+" of several nodes"), nil
+}
+
+// conflict answers an id that names several hosts; the answer does not name
+// them (the client may not be one of them), the log does.
+func conflict(id, what string) answer {
+	return fail(KindIdentityConflict, "FleetLock id "+id+" is "+what+": an operator must make it unique (see the server's log)")
+}
+
+func hostNames(recs []store.HostRecord) []string {
 	names := make([]string, 0, len(recs))
 	for _, r := range recs {
 		names = append(names, r.Host)
 	}
-	return fail(KindIdentityConflict, "FleetLock id "+id+" is published by several hosts: "+strings.Join(names, ", "))
+	return names
 }
 
 // isOwned: the record was written by the FleetLock server (it has the role and
@@ -166,7 +196,8 @@ func (s *Server) plan(ctx context.Context, host string) (store.Plan, error) {
 // prepare resolves the id to its host, reads the host's plan and, for a record the
 // server owns, brings the record up to date. A non-empty answer kind ends the call.
 func (s *Server) prepare(ctx context.Context, id, group string) (identity, store.Plan, answer, error) {
-	ident, a, err := s.resolve(ctx, id)
+	ident, known, a, err := s.resolve(ctx, id)
+	ident.known = known
 	if err != nil || a.kind != "" {
 		return ident, store.Plan{}, a, err
 	}
@@ -182,10 +213,46 @@ func (s *Server) prepare(ctx context.Context, id, group string) (identity, store
 	return ident, p, ok200, nil
 }
 
+// scrub keeps other hosts' names out of an answer: the client may learn about
+// its own host, not about the fleet.
+func scrub(a answer, ident identity) answer {
+	for _, n := range ident.known {
+		if n != ident.host && n != "" && strings.Contains(a.value, n) {
+			a.value = replaceName(a.value, n)
+		}
+	}
+	return a
+}
+
+// replaceName replaces whole-word occurrences of name with "another host".
+func replaceName(text, name string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, name)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		before, after := i == 0 || !isNameChar(text[i-1]), i+len(name) == len(text) || !isNameChar(text[i+len(name)])
+		b.WriteString(text[:i])
+		if before && after {
+			b.WriteString("another host")
+		} else {
+			b.WriteString(name)
+		}
+		text = text[i+len(name):]
+	}
+}
+
+func isNameChar(c byte) bool {
+	return c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
 // preReboot is RecursiveLock: 200 once the host holds a slot and its node is
 // drained; otherwise the need is recorded and the answer says what it waits for.
-func (s *Server) preReboot(ctx context.Context, id, group string) (answer, error) {
+func (s *Server) preReboot(ctx context.Context, id, group string) (res answer, err error) {
 	ident, p, a, err := s.prepare(ctx, id, group)
+	defer func() { res = scrub(res, ident) }()
 	if err != nil || a.kind != "" {
 		return a, err
 	}
@@ -195,7 +262,8 @@ func (s *Server) preReboot(ctx context.Context, id, group string) (answer, error
 			return fail(KindInternal, "plan of "+ident.host+" is "+p.Phase+" without a grant"), nil
 		}
 		if ident.owned && ident.rec.RebootingGrant != p.GrantID {
-			// Tells the coordinator the reboot begins (drained -> rebooting).
+			// Tells the coordinator the reboot begins (drained -> rebooting),
+			// and tells a later steady-state that the client was told it may.
 			rec := *ident.rec
 			rec.RebootingGrant = p.GrantID
 			if err := s.putRecord(ctx, &ident, rec); err != nil {
@@ -211,8 +279,13 @@ func (s *Server) preReboot(ctx context.Context, id, group string) (answer, error
 		return fail(KindStuck, "the reboot cycle of "+ident.host+" is stuck: "+p.LastError+" (rollboot release "+ident.host+" frees the slot)"), nil
 	}
 	// idle, pending, backoff: make sure the reboot is asked for.
-	if err := s.request(ctx, ident.host, id); err != nil {
+	full, err := s.request(ctx, ident, id, group)
+	if err != nil {
 		return ok200, err
+	}
+	if full {
+		return fail(KindWaitingForSlot, fmt.Sprintf("group %s already has %d slots held or asked for by hosts without a Nomad node (fleetlock.max_nodeless_slots) (host %s)",
+			group, s.opt.MaxNodelessSlots, ident.host)), nil
 	}
 	why := "queued for a slot in group " + group
 	switch {
@@ -224,27 +297,90 @@ func (s *Server) preReboot(ctx context.Context, id, group string) (answer, error
 	return fail(KindWaitingForSlot, why+" (host "+ident.host+")"), nil
 }
 
+// nodeless: the host is a slot holder without a Nomad node.
+func (ident identity) nodeless() bool { return ident.owned && ident.nodeID == "" }
+
 // request writes a manual reboot request for host unless one exists. The
-// coordinator clears it when the cycle ends or is released by hand.
-func (s *Server) request(ctx context.Context, host, id string) error {
+// coordinator clears it when the cycle ends or is released by hand. For a host
+// without a node it writes none, and reports full, when its group already has
+// max_nodeless_slots such hosts holding or asking for a slot.
+func (s *Server) request(ctx context.Context, ident identity, id, group string) (full bool, err error) {
 	ctl, err := s.opt.Store.Control(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if _, ok := ctl.Requests[host]; ok {
-		return nil
+	if _, ok := ctl.Requests[ident.host]; ok {
+		return false, nil
+	}
+	var busy map[string]bool     // nodeless hosts of the group holding a slot
+	var groups map[string]string // the group of every nodeless host
+	if ident.nodeless() {
+		if busy, groups, err = s.nodelessHolders(ctx, group); err != nil {
+			return false, err
+		}
 	}
 	_, err = s.opt.Store.UpdateControl(ctx, func(c *store.Control) error {
-		if _, ok := c.Requests[host]; ok {
+		full = false
+		if _, ok := c.Requests[ident.host]; ok {
+			return nil
+		}
+		if ident.nodeless() && NodelessFull(ident.host, group, busy, c.Requests, groups, s.opt.MaxNodelessSlots) {
+			full = true
 			return nil
 		}
 		if c.Requests == nil {
 			c.Requests = map[string]store.Request{}
 		}
-		c.Requests[host] = store.Request{At: s.now().UTC(), By: RequestBy + id, Reason: RequestReason}
+		c.Requests[ident.host] = store.Request{At: s.now().UTC(), By: RequestBy + id, Reason: RequestReason}
 		return nil
 	})
-	return err
+	return full, err
+}
+
+// nodelessHolders returns the hosts without a node whose plan holds a slot in
+// group, and the group of every host without a node.
+func (s *Server) nodelessHolders(ctx context.Context, group string) (map[string]bool, map[string]string, error) {
+	hosts, _, err := s.opt.Store.Hosts(ctx, 0, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	busy := map[string]bool{}
+	groups := map[string]string{}
+	for _, h := range hosts {
+		if !isOwned(h) || h.NodeID != "" {
+			continue
+		}
+		groups[h.Host] = h.Group
+		if h.Group != group {
+			continue
+		}
+		p, err := s.plan(ctx, h.Host)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.Active() {
+			busy[h.Host] = true
+		}
+	}
+	return busy, groups, nil
+}
+
+// NodelessFull decides whether host (without a node) may ask for a slot in
+// group: no, when max hosts without a node other than it already hold one there
+// (busy) or asked for one (a request for a nodeless host of that group).
+func NodelessFull(host, group string, busy map[string]bool, requests map[string]store.Request, groups map[string]string, max int) bool {
+	n := 0
+	for h := range busy {
+		if h != host {
+			n++
+		}
+	}
+	for h := range requests {
+		if h != host && !busy[h] && strings.HasPrefix(h, HostPrefix) && groups[h] == group {
+			n++
+		}
+	}
+	return n >= max
 }
 
 // withdraw removes the host's request: any request for a host without an agent
@@ -271,10 +407,10 @@ func (s *Server) withdraw(ctx context.Context, ident identity) (bool, error) {
 }
 
 // steadyState is UnlockIfHeld: 200 when the host holds no slot. When it holds one,
-// the client is back from its reboot: that is recorded, and the answer is 200 only
-// once the coordinator finished the cycle (node ready, eligibility restored).
-func (s *Server) steadyState(ctx context.Context, id, group string) (answer, error) {
+// what happens depends on whether the host rebooted (see steadyHeld).
+func (s *Server) steadyState(ctx context.Context, id, group string) (res answer, err error) {
 	ident, p, a, err := s.prepare(ctx, id, group)
+	defer func() { res = scrub(res, ident) }()
 	if err != nil || a.kind != "" {
 		return a, err
 	}
@@ -285,13 +421,17 @@ func (s *Server) steadyState(ctx context.Context, id, group string) (answer, err
 		if err != nil {
 			return ok200, err
 		}
-		if ident.owned && (withdrawn || ident.rec.RebootRequired) {
+		if ident.owned && (ident.rec.RebootRequired || withdrawn && ident.nodeID == "") {
 			// A coordinator that read the request before it was withdrawn may
-			// still grant it: a new boot ID (the client did start anew) ends
-			// such a grant at once (drained -> rejoining -> idle).
+			// still grant it. A host with a node is then drained and, with no
+			// request left, the drain is undone. A host without a node is
+			// granted at once (drained): a new boot ID (the client did start
+			// anew) ends such a grant at once (drained -> rejoining -> idle).
 			rec := *ident.rec
 			rec.RebootRequired, rec.Reason = false, ""
-			rec.BootID = SteadyBootPrefix + strconv.FormatInt(s.now().UnixNano(), 36)
+			if withdrawn && ident.nodeID == "" {
+				rec.BootID = SteadyBootPrefix + strconv.FormatInt(s.now().UnixNano(), 36)
+			}
 			if err := s.putRecord(ctx, &ident, rec); err != nil {
 				return ok200, err
 			}
@@ -305,7 +445,35 @@ func (s *Server) steadyState(ctx context.Context, id, group string) (answer, err
 		}
 		return fail(KindWaitingForRejoin, "undoing the drain of "+ident.host), nil
 	}
-	// drained, rebooting, rejoining, stuck: the host is back.
+	return s.steadyHeld(ctx, ident, p)
+}
+
+// steadyHeld answers steady-state for a host holding a slot (drained, rebooting,
+// rejoining, stuck):
+//   - the client was never told it may reboot (no 200 for this grant): it did not
+//     reboot and will not for this grant. The slot is released by hand (the drain
+//     undone, eligibility restored), and no reboot is recorded;
+//   - it was told, and its node shows no reboot yet (Nomad has not seen the node
+//     go down and register again): the reboot may still come, so nothing is given
+//     back: the slot stays held and the node ineligible until Nomad sees the
+//     reboot (or rejoin_timeout turns the cycle stuck);
+//   - otherwise the host is back: that is recorded and the coordinator finishes
+//     the cycle (node ready, eligibility restored).
+func (s *Server) steadyHeld(ctx context.Context, ident identity, p store.Plan) (answer, error) {
+	told := ident.rec != nil && ident.rec.RebootingGrant == p.GrantID && p.GrantID != ""
+	if ident.owned && !told && p.Phase == store.PhaseDrained {
+		if _, err := s.withdraw(ctx, ident); err != nil {
+			return ok200, err
+		}
+		if err := s.releaseSlot(ctx, ident.host, p); err != nil {
+			return ok200, err
+		}
+		return fail(KindWaitingForRejoin, "the client did not reboot: releasing the slot of "+ident.host+" and undoing its drain"), nil
+	}
+	if ident.owned && ident.nodeID != "" && (p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting) {
+		return fail(KindWaitingForRejoin, "the node of "+ident.host+" has not rebooted yet as Nomad sees it: "+
+			"its slot stays held and the node ineligible until it does"), nil
+	}
 	if ident.owned && p.GrantID != "" {
 		boot := SteadyBootPrefix + p.GrantID
 		if ident.rec.BootID == p.BootIDAtGrant || ident.rec.RebootRequired {
@@ -321,6 +489,22 @@ func (s *Server) steadyState(ctx context.Context, id, group string) (answer, err
 		why = "stuck: " + p.LastError
 	}
 	return fail(KindWaitingForRejoin, "the reboot cycle of "+ident.host+" is finishing: "+why), nil
+}
+
+// releaseSlot asks the coordinator to release the host's cycle, as `rollboot
+// release` does: no reboot is recorded.
+func (s *Server) releaseSlot(ctx context.Context, host string, p store.Plan) error {
+	_, err := s.opt.Store.UpdateControl(ctx, func(c *store.Control) error {
+		if at, ok := c.Releases[host]; ok && !at.Before(p.Timeline[store.PhasePending]) {
+			return nil
+		}
+		if c.Releases == nil {
+			c.Releases = map[string]time.Time{}
+		}
+		c.Releases[host] = s.now().UTC()
+		return nil
+	})
+	return err
 }
 
 func orText(s, def string) string {

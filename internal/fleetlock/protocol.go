@@ -6,8 +6,10 @@
 // Variables, written with check-and-set, so any rollboot instance can serve.
 //
 // A FleetLock id maps to a rollboot host: a host record whose agent published the
-// id, else a Nomad node whose meta fleetlock_id is the id, else a slot holder
-// without a node named "fleetlock-<id>". The handlers ask for a reboot with a
+// id (only when FleetLock is enabled for that agent), else a Nomad node whose meta
+// fleetlock_id is the id, else, for an id of the operator's allow-list, a slot
+// holder without a node named "fleetlock-<id>". Any other id is refused and
+// leaves no state. The handlers ask for a reboot with a
 // manual request in the control variable and report the client's progress in the
 // host record they write (never in an agent's record); the coordinator does the
 // rest, exactly as for an agent: admission, drain, rejoin.
@@ -31,6 +33,9 @@ const (
 	KindUnknownGroup     = "unknown_group"      // 400: the group is not a rollboot group
 	KindNotFound         = "not_found"          // 404: not a FleetLock endpoint
 	KindMethodNotAllowed = "method_not_allowed" // 405: not a POST
+	KindUnknownID        = "unknown_id"         // 403: the id maps to no Nomad node, agent or allow-list entry
+	KindForbidden        = "forbidden"          // 403: the client certificate does not name the id
+	KindRateLimited      = "rate_limited"       // 429: too many requests; retry later
 	KindIdentityConflict = "identity_conflict"  // 409: the id names more than one host
 	KindBodyTooLarge     = "body_too_large"     // 413: the body exceeds max_body_bytes
 	KindWaitingForSlot   = "waiting_for_slot"   // 423: queued for a slot, a window, a gate or a pause
@@ -44,7 +49,7 @@ const (
 var Kinds = []string{
 	KindMissingHeader, KindBadRequest, KindUnknownGroup, KindNotFound, KindMethodNotAllowed,
 	KindIdentityConflict, KindBodyTooLarge, KindWaitingForSlot, KindWaitingForDrain,
-	KindWaitingForRejoin, KindStuck, KindInternal,
+	KindWaitingForRejoin, KindStuck, KindInternal, KindUnknownID, KindForbidden, KindRateLimited,
 }
 
 // kindStatus is the HTTP status of each kind.
@@ -54,6 +59,9 @@ var kindStatus = map[string]int{
 	KindUnknownGroup:     http.StatusBadRequest,
 	KindNotFound:         http.StatusNotFound,
 	KindMethodNotAllowed: http.StatusMethodNotAllowed,
+	KindUnknownID:        http.StatusForbidden,
+	KindForbidden:        http.StatusForbidden,
+	KindRateLimited:      http.StatusTooManyRequests,
 	KindIdentityConflict: http.StatusConflict,
 	KindBodyTooLarge:     http.StatusRequestEntityTooLarge,
 	KindWaitingForSlot:   http.StatusLocked,

@@ -1,6 +1,7 @@
 package fleetlock
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
 
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -49,15 +51,52 @@ type Options struct {
 	// PathPrefix is the path of the base URL, such as "/fleet_lock" ("" = root).
 	PathPrefix   string
 	MaxBodyBytes int64 // default DefaultMaxBodyBytes
+	// AllowedIDs may hold a slot without a Nomad node (as "fleetlock-<id>").
+	AllowedIDs []string
+	// MaxNodelessSlots bounds the slots of a group held or asked for by hosts
+	// without a node; default DefaultMaxNodelessSlots.
+	MaxNodelessSlots int
+	// RequestTimeout bounds the handling of one request, below the server's
+	// write timeout, so that a slow Nomad yields a 500 internal_error answer;
+	// default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// RateLimit is the number of FleetLock requests per second the server
+	// answers (bursts of twice as many); more get 429 rate_limited. 0: no limit.
+	RateLimit float64
+	// ClientCertID says where a client certificate must name the id it asks
+	// for: CertIDSANOrCN, CertIDSAN, CertIDCN, or CertIDNone ("" = none).
+	ClientCertID string
+	// RecordGrace is how long a record the server wrote may stay without a node
+	// or allow-list entry behind it before Collect deletes it; default
+	// DefaultRecordGrace.
+	RecordGrace time.Duration
 	// Registry receives the metrics; nil: a new registry (see Server.Registry).
 	Registry *prometheus.Registry
 	Log      *slog.Logger
 	Now      func() time.Time
 }
 
+// Defaults of the Options.
+const (
+	DefaultMaxNodelessSlots = 1
+	DefaultRequestTimeout   = 20 * time.Second
+	DefaultRecordGrace      = time.Hour
+)
+
+// Where a client certificate must name the id (Options.ClientCertID).
+const (
+	CertIDSANOrCN = "san_or_cn"
+	CertIDSAN     = "san"
+	CertIDCN      = "cn"
+	CertIDNone    = "none"
+)
+
 // Server answers FleetLock requests over rollboot's state.
 type Server struct {
 	opt      Options
+	allowed  map[string]bool
+	limiter  *rate.Limiter
+	gc       collector
 	log      *slog.Logger
 	now      func() time.Time
 	prefix   string
@@ -84,6 +123,22 @@ func New(opt Options) *Server {
 	}
 	for _, g := range opt.Groups {
 		s.groups[g] = true
+	}
+	s.allowed = map[string]bool{}
+	for _, id := range opt.AllowedIDs {
+		s.allowed[id] = true
+	}
+	if s.opt.MaxNodelessSlots <= 0 {
+		s.opt.MaxNodelessSlots = DefaultMaxNodelessSlots
+	}
+	if s.opt.RequestTimeout <= 0 {
+		s.opt.RequestTimeout = DefaultRequestTimeout
+	}
+	if s.opt.RecordGrace <= 0 {
+		s.opt.RecordGrace = DefaultRecordGrace
+	}
+	if s.opt.RateLimit > 0 {
+		s.limiter = rate.NewLimiter(rate.Limit(s.opt.RateLimit), max(1, int(2*s.opt.RateLimit)))
 	}
 	s.groups[s.opt.DefaultGroup] = true
 	s.prefix = NormalizePrefix(opt.PathPrefix)
@@ -194,6 +249,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, endpoint string) 
 	if r.Method != http.MethodPost {
 		return fail(KindMethodNotAllowed, "method "+r.Method+" not allowed: FleetLock endpoints take POST")
 	}
+	if s.limiter != nil && !s.limiter.Allow() {
+		return fail(KindRateLimited, "too many FleetLock requests: retry later")
+	}
 	if !strings.EqualFold(strings.TrimSpace(r.Header.Get("fleet-lock-protocol")), "true") {
 		return fail(KindMissingHeader, "missing header fleet-lock-protocol: true")
 	}
@@ -209,11 +267,17 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, endpoint string) 
 	if err != nil {
 		return fail(KindBadRequest, err.Error())
 	}
+	if why := CertNamesID(r.TLS, p.ID, s.opt.ClientCertID); why != "" {
+		return fail(KindForbidden, why)
+	}
 	group, a := s.mapGroup(p.Group)
 	if a.kind != "" {
 		return a
 	}
-	ctx := r.Context()
+	// The deadline ends the request well before the server's write timeout,
+	// so that the client gets an answer, not a closed connection.
+	ctx, cancel := context.WithTimeout(r.Context(), s.opt.RequestTimeout)
+	defer cancel()
 	log := s.log.With("endpoint", endpoint, "fleetlock_id", p.ID, "group", p.Group)
 	var res answer
 	for attempt := 0; ; attempt++ {
@@ -223,14 +287,17 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, endpoint string) 
 		default:
 			res, err = s.steadyState(ctx, p.ID, group)
 		}
-		if errors.Is(err, store.ErrConflict) && attempt < 5 {
+		if errors.Is(err, store.ErrConflict) && attempt < 5 && ctx.Err() == nil {
 			continue // someone wrote in between: read again and decide again
 		}
 		break
 	}
 	if err != nil {
 		log.Warn("FleetLock request failed", "err", err)
-		return fail(KindInternal, err.Error())
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			return fail(KindInternal, "Nomad did not answer within "+s.opt.RequestTimeout.String()+": retry later")
+		}
+		return fail(KindInternal, "Nomad or the state store failed: retry later")
 	}
 	if res.kind == "" {
 		log.Debug("FleetLock request granted")
