@@ -153,7 +153,7 @@ func TestLoadFullExample(t *testing.T) {
 			LeaderTransferDenied: "continue",
 		},
 		Drain: DrainConfig{Deadline: 45 * time.Minute, OnTimeout: "abort", RetryBackoff: 10 * time.Minute, RetryMaxBackoff: 2 * time.Hour},
-		FleetLock: FleetLockConfig{Enabled: true, Listen: ":7777", PathPrefix: "/fleet_lock",
+		FleetLock: FleetLockConfig{Enabled: true, Listen: "10.0.0.5:7777", PathPrefix: "/fleet_lock",
 			TLSCert: "/etc/rollboot/tls/fleetlock.pem", TLSKey: "/etc/rollboot/tls/fleetlock-key.pem", MaxBodyBytes: 64 << 10,
 			MaxNodelessSlots: 1, RequestTimeout: 20 * time.Second, RateLimit: 20, ClientCertID: "san_or_cn", RecordGrace: time.Hour},
 		Groups: []GroupConfig{

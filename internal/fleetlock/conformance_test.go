@@ -32,6 +32,7 @@ type env struct {
 	t    *testing.T
 	sim  *nomadsim.Sim
 	st   *store.Store
+	srv  *fleetlock.Server
 	base string // the base URL, as in Zincati's base_url (with its trailing slash)
 }
 
@@ -69,7 +70,7 @@ func newEnv(t *testing.T, clients int, hcl string) *env {
 	go func() { defer close(done); _ = co.Run(ctx) }()
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); cancel(); <-done })
-	return &env{t: t, sim: sim, st: st, base: hs.URL + fleetlock.NormalizePrefix(cfg.FleetLock.PathPrefix) + "/"}
+	return &env{t: t, sim: sim, st: st, srv: srv, base: hs.URL + fleetlock.NormalizePrefix(cfg.FleetLock.PathPrefix) + "/"}
 }
 
 // allow is the configuration that lets ids hold slots without a Nomad node.

@@ -233,7 +233,7 @@ func replaceName(text, name string) string {
 			b.WriteString(text)
 			return b.String()
 		}
-		before, after := i == 0 || !isNameChar(text[i-1]), i+len(name) == len(text) || !isNameChar(text[i+len(name)])
+		before, after := i == 0 || !isNameChar(text[i-1]), endsName(text[i+len(name):])
 		b.WriteString(text[:i])
 		if before && after {
 			b.WriteString("another host")
@@ -242,6 +242,18 @@ func replaceName(text, name string) string {
 		}
 		text = text[i+len(name):]
 	}
+}
+
+// endsName: a name is complete before rest (a dot ending a sentence does not
+// continue it).
+func endsName(rest string) bool {
+	switch {
+	case rest == "" || !isNameChar(rest[0]):
+		return true
+	case rest[0] == '.':
+		return len(rest) == 1 || !isNameChar(rest[1])
+	}
+	return false
 }
 
 func isNameChar(c byte) bool {
