@@ -17,9 +17,13 @@ import (
 func (c *cluster) cli(args ...string) string {
 	c.t.Helper()
 	args = append(args, "--address", c.sim.Address())
-	out, err := exec.Command(rollbootBin, args...).CombinedOutput()
+	// Only stdout: warnings (such as no state yet) go to stderr.
+	var stderr strings.Builder
+	cmd := exec.Command(rollbootBin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		c.t.Fatalf("rollboot %s: %v\n%s", strings.Join(args, " "), err, out)
+		c.t.Fatalf("rollboot %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out)
 }
