@@ -51,6 +51,11 @@ func newEnv(t *testing.T, clients int, hcl string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(hcl, "rate_limit") {
+		// The suite polls faster than a fleet of Zincati clients; the limit
+		// has tests of its own.
+		cfg.FleetLock.RateLimit = 0
+	}
 	client, err := daemon.Client(cfg)
 	if err != nil {
 		t.Fatal(err)
