@@ -310,3 +310,31 @@ func TestCollectStaleRecords(t *testing.T) {
 	}
 	e.host(fleetlock.HostPrefix + a) // backed by the allow-list: kept
 }
+
+// A record that claims the FleetLock id of another node is ignored: the request
+// of that node's machine drains that node, never the claimant.
+func TestNodeMetaWinsOverAClaimingRecord(t *testing.T) {
+	e := newEnv(t, 2, "")
+	ctx := context.Background()
+	id := "975228d46dc94622b9bbe16671e2b58d"
+	if err := e.sim.SetNodeMeta("client-2", map[string]string{fleetlock.NodeMetaKey: id}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := e.sim.Host("client-1")
+	node, _ := e.sim.Node("client-1")
+	// client-1's agent (compromised, or misconfigured) claims client-2's id.
+	if _, err := e.st.PutHost(ctx, store.HostRecord{Host: "client-1", NodeID: node.ID, Roles: []string{store.RoleNomadClient},
+		BootID: h.BootID, FleetLockID: id, AgentVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	e.until(pre, id, "default", 20*time.Second)
+	if p := e.plan("client-2"); p.Phase != store.PhaseDrained && p.Phase != store.PhaseRebooting {
+		t.Fatalf("client-2 (the node with the id) is %s", p.Phase)
+	}
+	if p := e.plan("client-1"); p.Active() {
+		t.Fatalf("the claimant client-1 was granted: %s", p.Phase)
+	}
+	if n, _ := e.sim.Node("client-1"); n.SchedulingEligibility != api.NodeSchedulingEligible {
+		t.Fatalf("the claimant's node is %s", n.SchedulingEligibility)
+	}
+}

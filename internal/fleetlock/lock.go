@@ -40,12 +40,14 @@ type identity struct {
 	known []string
 }
 
-// resolve maps an id to a host: (a) a host record in which an agent published the
-// id (agents publish it only when the operator enabled it for them), (b) a Nomad
-// node whose meta fleetlock_id (set by an operator) is the id, (c) an id of the
+// resolve maps an id to a host: (a) a Nomad node whose meta fleetlock_id (set by
+// an operator) is the id, (b) a host record in which an agent published the id
+// (agents publish it only when the operator enabled it for them), (c) an id of the
 // allow-list, as a slot holder without a node "fleetlock-<id>". Any other id is
-// refused and leaves no state. The names of all known hosts are returned, so
-// that answers can be kept from naming other hosts.
+// refused and leaves no state. The node's word comes first: a record elsewhere
+// that claims the same id must not turn a request from that node's machine into
+// the drain of another host (the machine would then reboot undrained). The names
+// of all known hosts are returned, so that answers can be kept from naming them.
 func (s *Server) resolve(ctx context.Context, id string) (identity, []string, answer, error) {
 	hosts, _, err := s.opt.Store.Hosts(ctx, 0, 0)
 	if err != nil {
@@ -61,24 +63,18 @@ func (s *Server) resolve(ctx context.Context, id string) (identity, []string, an
 			agents = append(agents, h)
 		}
 	}
-	switch {
-	case len(agents) == 1:
-		// An agent publishes the id: it writes the record, the server only asks.
-		h := agents[0]
-		return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
-	case len(agents) > 1:
-		s.log.Warn("FleetLock id published by several hosts", "fleetlock_id", id, "hosts", hostNames(agents))
-		return identity{}, names, conflict(id, "published by several hosts"), nil
-	}
 	if s.opt.Nodes != nil {
 		n, a, err := s.nodeOf(ctx, id)
 		if err != nil || a.kind != "" {
 			return identity{}, names, a, err
 		}
 		if n != nil {
+			if others := slices.DeleteFunc(slices.Clone(agents), func(h store.HostRecord) bool { return h.Host == n.Name }); len(others) > 0 {
+				s.log.Warn("host records claim the FleetLock id of another node; ignored", "fleetlock_id", id,
+					"node", n.Name, "hosts", hostNames(others))
+			}
 			if h, ok := byName[n.Name]; ok && !isOwned(h) {
-				// An agent runs there but did not publish the id: it still
-				// writes the record.
+				// An agent runs there: it writes the record, the server only asks.
 				return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
 			}
 			ident := identity{host: n.Name, owned: true, nodeID: n.ID}
@@ -87,6 +83,15 @@ func (s *Server) resolve(ctx context.Context, id string) (identity, []string, an
 			}
 			return ident, names, ok200, nil
 		}
+	}
+	switch {
+	case len(agents) == 1:
+		// An agent publishes the id: it writes the record, the server only asks.
+		h := agents[0]
+		return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
+	case len(agents) > 1:
+		s.log.Warn("FleetLock id published by several hosts", "fleetlock_id", id, "hosts", hostNames(agents))
+		return identity{}, names, conflict(id, "published by several hosts"), nil
 	}
 	if s.allowed[id] {
 		name := HostPrefix + id
