@@ -478,7 +478,10 @@ func (s *Server) steadyState(ctx context.Context, id, group string) (res answer,
 //     the cycle (node ready, eligibility restored).
 func (s *Server) steadyHeld(ctx context.Context, ident identity, p store.Plan) (answer, error) {
 	told := ident.rec != nil && ident.rec.RebootingGrant == p.GrantID && p.GrantID != ""
-	if ident.owned && !told && p.Phase == store.PhaseDrained {
+	// The coordinator saw the reboot (the node registered again, or a new boot
+	// ID) when the cycle reached rejoining.
+	seen := p.Phase == store.PhaseRejoining || p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero()
+	if ident.owned && !told && !seen && (p.Phase == store.PhaseDrained || p.Phase == store.PhaseStuck) {
 		if _, err := s.withdraw(ctx, ident); err != nil {
 			return ok200, err
 		}
@@ -487,9 +490,12 @@ func (s *Server) steadyHeld(ctx context.Context, ident identity, p store.Plan) (
 		}
 		return fail(KindWaitingForRejoin, "the client did not reboot: releasing the slot of "+ident.host+" and undoing its drain"), nil
 	}
-	if ident.owned && ident.nodeID != "" && (p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting) {
-		return fail(KindWaitingForRejoin, "the node of "+ident.host+" has not rebooted yet as Nomad sees it: "+
-			"its slot stays held and the node ineligible until it does"), nil
+	if ident.owned && ident.nodeID != "" && !seen {
+		why := "the node of " + ident.host + " has not rebooted yet as Nomad sees it: its slot stays held and the node ineligible until it does"
+		if p.Phase == store.PhaseStuck {
+			why = "the reboot cycle of " + ident.host + " is stuck: " + p.LastError + " (rollboot release " + ident.host + " frees the slot)"
+		}
+		return fail(KindWaitingForRejoin, why), nil
 	}
 	if ident.owned && p.GrantID != "" {
 		boot := SteadyBootPrefix + p.GrantID
