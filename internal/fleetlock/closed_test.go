@@ -79,17 +79,26 @@ func TestUnknownIDFloodLeavesNoState(t *testing.T) {
 func TestRateLimited(t *testing.T) {
 	e := newEnv(t, 0, "fleetlock {\n  rate_limit = 1\n}\n")
 	id := randomID(t)
-	var kinds []string
-	for range 5 {
-		kinds = append(kinds, e.call(steady, id, "default").Kind)
+	start := time.Now()
+	answered, limited := 0, 0
+	for i := range 20 {
+		r := e.call(steady, id, "default")
+		switch r.Kind {
+		case fleetlock.KindRateLimited:
+			if r.code != http.StatusTooManyRequests {
+				t.Fatalf("rate_limited with %d", r.code)
+			}
+			limited++
+		case fleetlock.KindUnknownID:
+			answered++
+		default:
+			t.Fatalf("call %d: %d %s %s", i, r.code, r.Kind, r.Value)
+		}
 	}
-	// A burst of two is answered (unknown_id), the rest is refused before any
-	// Nomad call.
-	if !slices.Contains(kinds, fleetlock.KindRateLimited) || kinds[0] != fleetlock.KindUnknownID {
-		t.Fatalf("kinds of 5 quick calls with rate_limit 1: %v", kinds)
-	}
-	if r := e.call(steady, id, "default"); r.code != http.StatusTooManyRequests {
-		t.Fatalf("rate limited: %d %s", r.code, r.Kind)
+	// A burst of two, then one a second: the rest is refused before any Nomad
+	// call.
+	if most := 2 + int(time.Since(start).Seconds()) + 1; answered > most || limited == 0 {
+		t.Fatalf("20 calls in %s with rate_limit 1: %d answered, %d limited", time.Since(start), answered, limited)
 	}
 }
 
