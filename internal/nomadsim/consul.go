@@ -57,7 +57,9 @@ const simConsulVersion = "1.21.4"
 // leader and is healthy; the others keep the term, index and contact time they had
 // when they stopped following. Losing the leader starts an election after
 // Config.ElectionTime among the participating, non-stalled voters, when a quorum
-// (voters/2+1) participates.
+// (voters/2+1) participates. Autopilot (autopilot.go) resets its state on every
+// leader change, promotes stable non-voters and, with cleanup set, removes members
+// whose host is down; they rejoin as non-voters.
 type raftGroup struct {
 	kind        string // "consul" or "vault"
 	leaderEvent string
@@ -69,6 +71,10 @@ type raftGroup struct {
 	reconcileN  uint64
 	leaderSince time.Time // when the current leader was elected
 	leaderLost  time.Time // when the last leader was lost
+
+	cleanup bool          // autopilot's cleanup_dead_servers
+	removed []*raftMember // removed by the dead-server cleanup, not (yet) back
+	ap      autopilotRun
 }
 
 type raftMember struct {
@@ -222,6 +228,7 @@ func (g *raftGroup) setLeaderLocked(s *Sim, m *raftMember, reason string) {
 	m.catchingUp = false
 	m.catchGen++
 	g.changedLocked(s)
+	g.ap.leaderChangedLocked(s, true, prev == nil && g.term == 1, func() { g.refreshLocked(time.Now()) })
 	prevID := ""
 	if prev != nil {
 		prevID = prev.id
@@ -229,6 +236,86 @@ func (g *raftGroup) setLeaderLocked(s *Sim, m *raftMember, reason string) {
 	s.eventLocked(Event{Type: g.leaderEvent, Host: m.host.Name, Details: map[string]string{
 		"id": m.id, "address": m.addr, "previous": prevID, "term": fmt.Sprint(g.term),
 		"reason": reason}})
+	g.rejoinLocked(s)
+}
+
+// autopilotPassLocked is one reconcile pass of the leader's autopilot
+// (autopilot.go): promotions, then dead-server cleanup of members whose host is
+// down (Serf failed).
+func (g *raftGroup) autopilotPassLocked(s *Sim, now time.Time) {
+	if g.leader == nil || !g.ap.ready {
+		return
+	}
+	g.refreshLocked(now)
+	for _, m := range g.members {
+		if !m.voter && m.healthy && g.ap.promotable(s, now, m.stableSince) {
+			m.voter = true
+			g.configChangedLocked(s, EventServerPromoted, m)
+		}
+	}
+	if !g.cleanup {
+		return
+	}
+	for _, voters := range []bool{false, true} {
+		var failed []*raftMember
+		var isVoter []bool
+		for _, m := range g.members {
+			if !m.up && m.voter == voters {
+				failed = append(failed, m)
+				isVoter = append(isVoter, m.voter)
+			}
+		}
+		for _, i := range removals(len(g.members), isVoter) {
+			g.removeLocked(s, failed[i])
+		}
+	}
+}
+
+func (g *raftGroup) removeLocked(s *Sim, m *raftMember) {
+	for i, x := range g.members {
+		if x == m {
+			g.members = append(g.members[:i:i], g.members[i+1:]...)
+			break
+		}
+	}
+	m.voter = false
+	g.removed = append(g.removed, m)
+	g.configChangedLocked(s, EventServerRemoved, m)
+}
+
+// rejoinLocked: the leader adds removed members that are up again as non-voters
+// (Consul leader.go joinConsulServer → AddNonvoter).
+func (g *raftGroup) rejoinLocked(s *Sim) {
+	if g.leader == nil {
+		return
+	}
+	keep := g.removed[:0]
+	for _, m := range g.removed {
+		if !m.up {
+			keep = append(keep, m)
+			continue
+		}
+		m.voter = false
+		g.members = append(g.members, m)
+		g.configChangedLocked(s, EventServerRejoined, m)
+	}
+	g.removed = keep
+}
+
+func (g *raftGroup) removedByHostLocked(h *Host) *raftMember {
+	for _, m := range g.removed {
+		if m.host == h {
+			return m
+		}
+	}
+	return nil
+}
+
+// configChangedLocked records a change of the Raft configuration.
+func (g *raftGroup) configChangedLocked(s *Sim, typ string, m *raftMember) {
+	g.changedLocked(s)
+	g.configIndex = g.index
+	s.eventLocked(Event{Type: typ, Host: m.host.Name, Details: map[string]string{"product": g.kind, "id": m.id}})
 }
 
 func (g *raftGroup) clearLeaderLocked(s *Sim, reason string) {
@@ -240,6 +327,7 @@ func (g *raftGroup) clearLeaderLocked(s *Sim, reason string) {
 	g.leader = nil
 	g.leaderLost = time.Now()
 	g.changedLocked(s)
+	g.ap.leaderChangedLocked(s, false, false, nil)
 	s.eventLocked(Event{Type: g.leaderEvent, Details: map[string]string{
 		"id": "", "previous": prev.id, "term": fmt.Sprint(g.term), "reason": reason}})
 }
@@ -326,6 +414,7 @@ type raftServerView struct {
 	lastTerm    uint64
 	lastIndex   uint64
 	lastContact time.Duration
+	stableSince time.Time // in the leader's autopilot state
 }
 
 // viewLocked is raft-autopilot's cluster state: FailureTolerance = max(0, healthy
@@ -337,7 +426,7 @@ func (g *raftGroup) viewLocked() (servers []raftServerView, healthy bool, tolera
 	nVoters, healthyVoters := 0, 0
 	voters = []string{}
 	for _, m := range g.members {
-		v := raftServerView{m: m, leader: m == g.leader}
+		v := raftServerView{m: m, leader: m == g.leader, stableSince: g.ap.stableSince(m.stableSince)}
 		if v.leader || g.followingLocked(m) {
 			v.lastTerm, v.lastIndex = g.term, g.index
 		} else {
@@ -407,7 +496,7 @@ const consulNodeMaintCheckID = "_node_maintenance"
 const defaultConsulNodeMaintReason = "Maintenance mode is enabled for this node, but no reason was provided. This is a default message."
 
 func (cs *consulState) init(s *Sim) {
-	cs.g = raftGroup{kind: "consul", leaderEvent: EventConsulLeader}
+	cs.g = raftGroup{kind: "consul", leaderEvent: EventConsulLeader, cleanup: !s.cfg.KeepDeadServers}
 	cs.maint = map[string]*consulMaint{}
 	cs.nodeIDs = map[string]string{}
 	cs.serfChanged = map[string]uint64{}
@@ -481,6 +570,11 @@ func (s *Sim) consulHostDownLocked(h *Host) {
 	cs := &s.consul
 	m := cs.g.byHostLocked(h)
 	if m == nil {
+		if m = cs.g.removedByHostLocked(h); m != nil {
+			m.up, m.catchingUp = false, false // a removed server is no Raft peer
+			m.catchGen++
+			cs.serfChangedLocked(h)
+		}
 		return
 	}
 	cs.g.leaveLocked(s, m, func() { m.up = false })
@@ -491,12 +585,16 @@ func (s *Sim) consulHostUpLocked(h *Host) {
 	cs := &s.consul
 	m := cs.g.byHostLocked(h)
 	if m == nil {
+		m = cs.g.removedByHostLocked(h)
+	}
+	if m == nil {
 		return
 	}
 	m.up = true
 	cs.loadMaintLocked(h)
 	cs.serfChangedLocked(h)
 	cs.g.joinLocked(s, m, EventConsulHealth)
+	cs.g.rejoinLocked(s)
 }
 
 // serfChangedLocked: the serfHealth check of h changed (the leader's reconcile
@@ -624,14 +722,17 @@ func (s *Sim) consulAutopilotHealth(w http.ResponseWriter, r *http.Request, _ *H
 		return
 	}
 	views, healthy, ft, _ := g.viewLocked()
-	out := consulapi.OperatorHealthReply{Healthy: healthy, FailureTolerance: ft}
+	if !g.ap.ready { // a new leader's empty autopilot state (autopilot.go)
+		views, healthy, ft = nil, false, 0
+	}
+	out := consulapi.OperatorHealthReply{Healthy: healthy, FailureTolerance: ft, Servers: []consulapi.ServerHealth{}}
 	for _, v := range views {
 		out.Servers = append(out.Servers, consulapi.ServerHealth{
 			ID: v.m.id, Name: v.m.name, Address: v.m.addr, SerfStatus: consulSerfStatus(v.m),
 			Version: simConsulVersion, Leader: v.leader,
 			LastContact: consulapi.NewReadableDuration(v.lastContact),
 			LastTerm:    v.lastTerm, LastIndex: v.lastIndex, Healthy: v.m.healthy, Voter: v.m.voter,
-			StableSince: v.m.stableSince.Round(time.Second).UTC(),
+			StableSince: v.stableSince.Round(time.Second).UTC(),
 		})
 	}
 	s.mu.Unlock()
@@ -660,8 +761,12 @@ func (s *Sim) consulAutopilotState(w http.ResponseWriter, r *http.Request, _ *Ho
 		return
 	}
 	views, healthy, ft, voters := g.viewLocked()
+	leader := g.leader.id
+	if !g.ap.ready { // a new leader's empty autopilot state (autopilot.go)
+		views, healthy, ft, voters, leader = nil, false, 0, []string{}, ""
+	}
 	out := consulapi.AutopilotState{Healthy: healthy, FailureTolerance: ft,
-		Servers: map[string]consulapi.AutopilotServer{}, Leader: g.leader.id, Voters: voters}
+		Servers: map[string]consulapi.AutopilotServer{}, Leader: leader, Voters: voters}
 	for _, v := range views {
 		st := consulapi.AutopilotServerVoter
 		switch {
@@ -674,7 +779,7 @@ func (s *Sim) consulAutopilotState(w http.ResponseWriter, r *http.Request, _ *Ho
 			ID: v.m.id, Name: v.m.name, Address: v.m.addr, NodeStatus: consulSerfStatus(v.m),
 			Version: simConsulVersion, LastContact: consulapi.NewReadableDuration(v.lastContact),
 			LastTerm: v.lastTerm, LastIndex: v.lastIndex, Healthy: v.m.healthy,
-			StableSince: v.m.stableSince.Round(time.Second).UTC(), Status: st,
+			StableSince: v.stableSince.Round(time.Second).UTC(), Status: st,
 			Meta: map[string]string{"consul-network-segment": ""}, NodeType: consulapi.AutopilotTypeVoter,
 		}
 	}

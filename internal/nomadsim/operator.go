@@ -11,7 +11,7 @@ package nomadsim
 //   - PUT|POST /v1/operator/raft/transfer-leadership (OperatorRaftTransferLeadership,
 //     Operator.TransferLeadershipToPeer, nomad/leader.go leadershipTransferToServer)
 //
-// Model. Every server host is a Raft voter. A server is "following" when it is up
+// Model. The servers built by New are Raft voters. A server is "following" when it is up
 // (Serf alive), not stalled (SetServerHealthy false) and done catching up after a
 // boot (Config.ServerStabilizeTime), while there is a leader. Autopilot counts the
 // leader and following servers healthy: they have recent contact, the leader's term
@@ -25,6 +25,13 @@ package nomadsim
 // voters follows after Config.ElectionTime when a quorum (voters/2+1) is alive. Every
 // leader change starts a new term, is a Raft write (the index moves) and is logged as
 // EventLeader.
+//
+// Autopilot (autopilot.go). A new leader's autopilot starts with an empty state;
+// cleanup_dead_servers (on by default, Config.KeepDeadServers turns it off)
+// removes a server that is down at a reconcile pass, and when it is back the
+// leader adds it as a non-voter, promoted once it has been healthy for
+// AutopilotStabilizationTime. The health reply reports the leader's autopilot
+// state; the Raft configuration and /v1/status/peers report Raft itself.
 //
 // No server hosts. A cluster configured with no servers (client-only test clusters)
 // is served by one implicit server that is no host and cannot reboot: it is the
@@ -56,11 +63,15 @@ type serverState struct {
 	lost        bool         // SetLeaderLost(true): no election until cleared
 	implicit    *serverEntry // the implicit server of a cluster without server hosts
 	reconcileN  uint64       // generation of the pending reconcile timer
+
+	removed []*serverEntry // removed by autopilot's dead-server cleanup, not (yet) back
+	ap      autopilotRun
 }
 
 type serverEntry struct {
-	host *Host // nil for the implicit server
-	info *ServerInfo
+	host  *Host // nil for the implicit server
+	info  *ServerInfo
+	voter bool // Raft suffrage
 
 	alive      bool // Serf alive (the host is up)
 	stalled    bool // SetServerHealthy(false)
@@ -76,7 +87,88 @@ type serverEntry struct {
 	stableSince time.Time
 }
 
-func (st *serverState) start(s *Sim) {}
+// start runs the autopilot reconcile passes of the three products.
+func (st *serverState) start(s *Sim) {
+	s.every(s.cfg.AutopilotInterval, func(now time.Time) {
+		st.autopilotPassLocked(s, now)
+		s.consul.g.autopilotPassLocked(s, now)
+		s.vault.g.autopilotPassLocked(s, now)
+	})
+}
+
+// autopilotPassLocked is one reconcile pass of the leader's autopilot
+// (autopilot.go): promotions, then dead-server cleanup.
+func (st *serverState) autopilotPassLocked(s *Sim, now time.Time) {
+	if st.leader == "" || !st.ap.ready || len(st.entries) == 0 {
+		return
+	}
+	st.refreshLocked(now)
+	for _, e := range st.entries {
+		if !e.voter && e.healthy && st.ap.promotable(s, now, e.stableSince) {
+			e.voter = true
+			st.configChangedLocked(s, EventServerPromoted, e)
+		}
+	}
+	if s.cfg.KeepDeadServers {
+		return
+	}
+	for _, voters := range []bool{false, true} {
+		var failed []*serverEntry
+		var isVoter []bool
+		for _, e := range st.entries {
+			if !e.alive && e.voter == voters {
+				failed = append(failed, e)
+				isVoter = append(isVoter, e.voter)
+			}
+		}
+		for _, i := range removals(len(st.entries), isVoter) {
+			st.removeLocked(s, failed[i])
+		}
+	}
+}
+
+// removeLocked takes a failed server out of the Raft configuration.
+func (st *serverState) removeLocked(s *Sim, e *serverEntry) {
+	for i, x := range st.entries {
+		if x == e {
+			st.entries = append(st.entries[:i:i], st.entries[i+1:]...)
+			break
+		}
+	}
+	e.voter = false
+	st.removed = append(st.removed, e)
+	st.configChangedLocked(s, EventServerRemoved, e)
+}
+
+// rejoinLocked: the leader adds a removed server that is alive again as a
+// non-voter (nomad/leader.go addRaftPeer → AddNonvoter).
+func (st *serverState) rejoinLocked(s *Sim) {
+	if st.leader == "" {
+		return
+	}
+	keep := st.removed[:0]
+	for _, e := range st.removed {
+		if !e.alive {
+			keep = append(keep, e)
+			continue
+		}
+		e.voter = false
+		st.entries = append(st.entries, e)
+		st.configChangedLocked(s, EventServerRejoined, e)
+	}
+	st.removed = keep
+}
+
+// configChangedLocked records a change of the Raft configuration (a Raft write).
+func (st *serverState) configChangedLocked(s *Sim, typ string, e *serverEntry) {
+	st.configIndex = s.bumpLocked()
+	st.refreshLocked(time.Now())
+	ev := Event{Type: typ, Details: map[string]string{"product": "nomad", "id": e.info.ID}}
+	if e.host != nil {
+		ev.Host = e.host.Name
+	}
+	s.eventLocked(ev)
+}
 
 // allLocked is the Raft configuration: the server hosts, or the implicit server.
 func (st *serverState) allLocked() []*serverEntry {
@@ -160,7 +252,7 @@ func (st *serverState) addLocked(s *Sim, h *Host) {
 	}
 	now := time.Now()
 	st.entries = append(st.entries, &serverEntry{
-		host: h, info: h.Server, alive: h.Up, healthy: false, stableSince: now,
+		host: h, info: h.Server, voter: h.Server.Voter, alive: h.Up, healthy: false, stableSince: now,
 		lastTerm: st.term, lastIndex: s.index, lastContact: now,
 	})
 	st.configIndex = s.bumpLocked()
@@ -171,7 +263,7 @@ func (st *serverState) addLocked(s *Sim, h *Host) {
 func (st *serverState) quorumLocked() bool {
 	voters, alive := 0, 0
 	for _, e := range st.allLocked() {
-		if e.info.Voter {
+		if e.voter {
 			voters++
 			if e.alive {
 				alive++
@@ -194,7 +286,7 @@ func (st *serverState) electLocked(s *Sim) {
 			st.implicit = &serverEntry{
 				info: &ServerInfo{ID: s.uuidLocked(), Name: "nomadsim." + s.cfg.Region,
 					RaftAddr: implicitServerAddr, Voter: true},
-				alive: true, stableSince: now, lastContact: now,
+				voter: true, alive: true, stableSince: now, lastContact: now,
 			}
 		}
 		st.setLeaderLocked(s, st.implicit, "election")
@@ -205,7 +297,7 @@ func (st *serverState) electLocked(s *Sim) {
 	}
 	var ready, behind []*serverEntry
 	for _, e := range st.entries {
-		if !e.info.Voter || !e.alive || e.stalled {
+		if !e.voter || !e.alive || e.stalled {
 			continue
 		}
 		if e.catchingUp {
@@ -235,6 +327,7 @@ func (st *serverState) setLeaderLocked(s *Sim, e *serverEntry, reason string) {
 	e.catchGen++
 	idx := s.bumpLocked()
 	st.refreshLocked(time.Now())
+	st.ap.leaderChangedLocked(s, true, prev == "" && st.term == 1, func() { st.refreshLocked(time.Now()) })
 	ev := Event{Type: EventLeader, Details: map[string]string{
 		"id": e.info.ID, "address": e.info.RaftAddr, "previous": prev,
 		"term": fmt.Sprint(st.term), "reason": reason, "index": fmt.Sprint(idx)}}
@@ -243,6 +336,7 @@ func (st *serverState) setLeaderLocked(s *Sim, e *serverEntry, reason string) {
 	}
 	s.eventLocked(ev)
 	s.vars.leaderChangedLocked(s, true)
+	st.rejoinLocked(s)
 }
 
 // clearLeaderLocked leaves the cluster without a leader.
@@ -255,6 +349,7 @@ func (st *serverState) clearLeaderLocked(s *Sim, reason string) {
 	st.leader = ""
 	idx := s.bumpLocked()
 	st.refreshLocked(time.Now())
+	st.ap.leaderChangedLocked(s, false, false, nil)
 	s.eventLocked(Event{Type: EventLeader, Details: map[string]string{
 		"id": "", "previous": prev, "term": fmt.Sprint(st.term), "reason": reason,
 		"index": fmt.Sprint(idx)}})
@@ -288,6 +383,10 @@ func (st *serverState) reconcileLocked(s *Sim) {
 func (st *serverState) hostDownLocked(s *Sim, h *Host) {
 	e := st.byHostLocked(h)
 	if e == nil {
+		if e = st.removedByHostLocked(h); e != nil {
+			e.alive, e.catchingUp = false, false // a removed server is no Raft peer
+			e.catchGen++
+		}
 		return
 	}
 	st.freezeLocked(s, e)
@@ -308,6 +407,9 @@ func (st *serverState) hostDownLocked(s *Sim, h *Host) {
 // after ElectionTime if the quorum is back.
 func (st *serverState) hostUpLocked(s *Sim, h *Host) {
 	e := st.byHostLocked(h)
+	if e == nil {
+		e = st.removedByHostLocked(h)
+	}
 	if e == nil {
 		return
 	}
@@ -330,9 +432,19 @@ func (st *serverState) hostUpLocked(s *Sim, h *Host) {
 			st.electLocked(s)
 		}
 	})
+	st.rejoinLocked(s)
 	if st.leader == "" {
 		st.scheduleReconcileLocked(s)
 	}
+}
+
+func (st *serverState) removedByHostLocked(h *Host) *serverEntry {
+	for _, e := range st.removed {
+		if e.host == h {
+			return e
+		}
+	}
+	return nil
 }
 
 // SetLeaderLost makes the cluster lose its leader (true): reads that do not allow
@@ -417,7 +529,7 @@ func (s *Sim) handleAutopilotHealth(w http.ResponseWriter, r *http.Request) {
 		if !tok.AllowOperator(false) {
 			return 0, nil, errPermissionDenied
 		}
-		out := s.servers.healthLocked(s)
+		out := s.servers.autopilotHealthLocked(s)
 		code := http.StatusOK
 		if !out.Healthy {
 			code = http.StatusTooManyRequests
@@ -431,6 +543,15 @@ func (s *Sim) handleAutopilotHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, out)
 }
 
+// autopilotHealthLocked is what the leader's autopilot reports: an empty,
+// unhealthy state before its first pass (autopilot.go), else healthLocked.
+func (st *serverState) autopilotHealthLocked(s *Sim) *api.OperatorHealthReply {
+	if !st.ap.ready {
+		return &api.OperatorHealthReply{Voters: []string{}, Servers: []api.ServerHealth{}}
+	}
+	return st.healthLocked(s)
+}
+
 // healthLocked is GetClusterHealth: FailureTolerance = max(0, healthy voters −
 // (voters/2+1)), Healthy only when every server is.
 func (st *serverState) healthLocked(s *Sim) *api.OperatorHealthReply {
@@ -442,9 +563,9 @@ func (st *serverState) healthLocked(s *Sim) *api.OperatorHealthReply {
 		sh := api.ServerHealth{
 			ID: e.info.ID, Name: e.info.Name, Address: e.info.RaftAddr,
 			SerfStatus: "alive", Version: simNomadVersion,
-			Leader: e.info.ID == st.leader, Voter: e.info.Voter,
+			Leader: e.info.ID == st.leader, Voter: e.voter,
 			Healthy:     e.healthy,
-			StableSince: e.stableSince.Round(time.Second).UTC(),
+			StableSince: st.ap.stableSince(e.stableSince).Round(time.Second).UTC(),
 		}
 		if !e.alive {
 			sh.SerfStatus = "failed"
@@ -455,7 +576,7 @@ func (st *serverState) healthLocked(s *Sim) *api.OperatorHealthReply {
 			sh.LastTerm, sh.LastIndex = e.lastTerm, e.lastIndex
 			sh.LastContact = now.Sub(e.lastContact)
 		}
-		if e.info.Voter {
+		if e.voter {
 			voters++
 			out.Voters = append(out.Voters, e.info.ID)
 			if e.healthy {
@@ -502,7 +623,7 @@ func (s *Sim) handleRaftConfiguration(w http.ResponseWriter, r *http.Request) {
 		for _, e := range st.allLocked() {
 			out.Servers = append(out.Servers, &api.RaftServer{
 				ID: e.info.ID, Node: e.info.Name, Address: e.info.RaftAddr,
-				Leader: e.info.ID == st.leader, Voter: e.info.Voter, RaftProtocol: "3",
+				Leader: e.info.ID == st.leader, Voter: e.voter, RaftProtocol: "3",
 			})
 		}
 		return out, nil
@@ -596,7 +717,7 @@ func (s *Sim) handleTransferLeadership(w http.ResponseWriter, r *http.Request) {
 			out.Noop = true
 			return out, nil
 		}
-		if !target.alive || target.stalled {
+		if !target.alive || target.stalled || !target.voter {
 			return nil, errors.New("failed to transfer leadership in 3 attempts. last error: leadership transfer timeout")
 		}
 		st.setLeaderLocked(s, target, "leadership transfer")

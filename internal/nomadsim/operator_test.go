@@ -166,8 +166,11 @@ func TestAutopilotStalledServer(t *testing.T) {
 
 // TestServerReboot reboots the leader's host: the others elect a new leader, the
 // rebooted server comes back failed→alive but unhealthy, healthy after it caught up.
+// Dead-server cleanup is off here (autopilot_test.go covers it): the server keeps
+// its vote.
 func TestServerReboot(t *testing.T) {
-	s := vtSim(t, Config{Servers: 3, BootTime: 100 * time.Millisecond, ServerStabilizeTime: 300 * time.Millisecond})
+	s := vtSim(t, Config{Servers: 3, BootTime: 100 * time.Millisecond, ServerStabilizeTime: 300 * time.Millisecond,
+		KeepDeadServers: true})
 	c := vtClient(t, s, "", "")
 	leader, _ := opServers(s)
 	old := leader.Server.ID

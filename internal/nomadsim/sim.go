@@ -51,6 +51,24 @@ type Config struct {
 	// leader failed or quorum came back (Raft election timeout; about 1-2s in Nomad).
 	ElectionTime time.Duration
 
+	// AutopilotInterval is how often the leader's autopilot reconciles: promotes
+	// stable non-voters and removes dead servers (Nomad AutopilotInterval and
+	// Consul's autopilot reconcile interval, 10s; raft-autopilot run.go).
+	AutopilotInterval time.Duration
+	// AutopilotUpdateInterval is how long a new leader's autopilot takes to compute
+	// its first state (Nomad ServerHealthInterval, 2s): until then the health
+	// endpoints answer with an empty, unhealthy state (autopilot.go).
+	AutopilotUpdateInterval time.Duration
+	// AutopilotStabilizationTime is how long a non-voter must have been healthy
+	// before autopilot promotes it (server_stabilization_time, 10s in Nomad,
+	// Consul and Vault; raft-autopilot stable_promoter.go).
+	AutopilotStabilizationTime time.Duration
+	// KeepDeadServers turns autopilot's cleanup_dead_servers off for Nomad and
+	// Consul (it is on by default in both: a failed server is removed from the
+	// Raft configuration and rejoins as a non-voter). Vault never cleans up by
+	// default (vault.go).
+	KeepDeadServers bool
+
 	// ConsulServers runs a Consul server (with its own local agent listener,
 	// Host.ConsulAddr) on every Nomad server host (consul.go).
 	ConsulServers bool
@@ -106,6 +124,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.ElectionTime == 0 {
 		c.ElectionTime = 50 * time.Millisecond
+	}
+	if c.AutopilotInterval == 0 {
+		c.AutopilotInterval = 100 * time.Millisecond
+	}
+	if c.AutopilotUpdateInterval == 0 {
+		c.AutopilotUpdateInterval = 20 * time.Millisecond
+	}
+	if c.AutopilotStabilizationTime == 0 {
+		c.AutopilotStabilizationTime = 100 * time.Millisecond
 	}
 	if c.VaultStepDownTime == 0 {
 		c.VaultStepDownTime = 100 * time.Millisecond

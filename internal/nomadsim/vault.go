@@ -33,6 +33,14 @@ package nomadsim
 // restarts). A sealed node does not run Raft: for Raft it is like a host that is
 // down, but Vault's autopilot keeps its node_status "alive" until the dead-server
 // threshold (physical/raft/raft_autopilot.go KnownServers, 24h by default).
+//
+// Autopilot. Vault's autopilot resets its state when the active node changes and
+// promotes stable non-voters like Consul's (autopilot.go), but it never removes
+// dead servers by default: its delegate passes CleanupDeadServers=false to
+// raft-autopilot (physical/raft/raft_autopilot.go AutopilotConfig), and its own
+// cleanup (autopilot_cleanup_dead_servers) is off by default. So a rebooted Vault
+// node stays a voter. That option is not modelled (with it, Vault 1.19+ also
+// marks a removed node removed_from_cluster, which needs an operator).
 
 import (
 	"fmt"
@@ -500,6 +508,11 @@ func (s *Sim) vaultAutopilotState(w http.ResponseWriter, r *http.Request, h *Hos
 	g := &s.vault.g
 	reqID := s.uuidLocked()
 	views, healthy, ft, voters := g.viewLocked()
+	leader := active.id
+	if !g.ap.ready { // a new active node's empty autopilot state (autopilot.go)
+		views, healthy, ft, voters, leader = nil, false, 0, []string{}, ""
+	}
+	nonVoters := []string{}
 	servers := map[string]any{}
 	for _, v := range views {
 		status := "voter"
@@ -508,18 +521,19 @@ func (s *Sim) vaultAutopilotState(w http.ResponseWriter, r *http.Request, h *Hos
 			status = "leader"
 		case !v.m.voter:
 			status = "non-voter"
+			nonVoters = append(nonVoters, v.m.id)
 		}
 		servers[v.m.id] = map[string]any{
 			"id": v.m.id, "name": v.m.name, "address": v.m.addr, "node_status": "alive",
 			"last_contact": v.lastContact.String(), "last_term": v.lastTerm, "last_index": v.lastIndex,
-			"healthy": v.m.healthy, "stable_since": v.m.stableSince.UTC().Format(time.RFC3339Nano),
+			"healthy": v.m.healthy, "stable_since": v.stableSince.UTC().Format(time.RFC3339Nano),
 			"status": status, "version": simVaultVersion, "node_type": "voter",
 			"meta": map[string]string{},
 		}
 	}
 	data := map[string]any{
-		"healthy": healthy, "failure_tolerance": ft, "leader": active.id,
-		"voters": voters, "non_voters": []string{}, "servers": servers,
+		"healthy": healthy, "failure_tolerance": ft, "leader": leader,
+		"voters": voters, "non_voters": nonVoters, "servers": servers,
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{
