@@ -97,6 +97,9 @@ func PreRebootGate(h ClusterHealth, serverID string) (ok bool, reason string) {
 	if h.Err != nil {
 		return false, fmt.Sprintf("%s health unknown: %v", h.label(), h.Err)
 	}
+	if len(h.Servers) == 0 {
+		return false, noAutopilotState(h)
+	}
 	if _, found := h.Server(serverID); !found {
 		return false, fmt.Sprintf("%s: server %s is not in the Raft configuration", h.label(), serverID)
 	}
@@ -130,21 +133,31 @@ func PreRebootGate(h ClusterHealth, serverID string) (ok bool, reason string) {
 }
 
 // PostRebootGate says whether server serverID is back after its host rebooted: it
-// is in the Raft configuration, healthy and stable for at least minStable at now,
-// the cluster has a leader and is healthy; a Vault node must be unsealed (the
-// reason then says an unseal is needed).
+// is in the Raft configuration, healthy, a voter again, stable for at least
+// minStable at now, the cluster has a leader and is healthy; a Vault node must be
+// unsealed (the reason then says an unseal is needed).
+//
+// A voter again: autopilot's dead-server cleanup (on by default in Nomad and
+// Consul) removes a server that stays down, and the leader adds it back as a
+// non-voter that autopilot promotes only after its stabilization time
+// (raft-autopilot). Until then the cluster cannot lose another server: freeing
+// the slot earlier would let the next server host reboot with a quorum of two.
 func PostRebootGate(h ClusterHealth, serverID string, now time.Time, minStable time.Duration) (ok bool, reason string) {
 	if h.Err != nil {
 		return false, fmt.Sprintf("%s health unknown: %v", h.label(), h.Err)
 	}
 	s, found := h.Server(serverID)
 	switch {
+	case len(h.Servers) == 0:
+		return false, noAutopilotState(h)
 	case !found:
 		return false, fmt.Sprintf("%s: server %s is not back in the Raft configuration", h.label(), serverID)
 	case s.Sealed:
 		return false, fmt.Sprintf("%s: server %s is sealed: an unseal is needed", h.label(), serverLabel(s))
 	case !s.Healthy:
 		return false, fmt.Sprintf("%s: server %s is not healthy yet", h.label(), serverLabel(s))
+	case !s.Voter:
+		return false, fmt.Sprintf("%s: server %s is back as a non-voter: waiting for autopilot to promote it", h.label(), serverLabel(s))
 	case s.StableSince.IsZero() || now.Sub(s.StableSince) < minStable:
 		return false, fmt.Sprintf("%s: server %s healthy for %s, needs %s", h.label(), serverLabel(s),
 			max(0, now.Sub(s.StableSince)).Round(time.Millisecond), minStable)
@@ -154,6 +167,12 @@ func PostRebootGate(h ClusterHealth, serverID string, now time.Time, minStable t
 		return false, fmt.Sprintf("%s: cluster not healthy", h.label())
 	}
 	return true, fmt.Sprintf("%s: server %s back and stable", h.label(), serverLabel(s))
+}
+
+// noAutopilotState is the reason for a health reply without servers: a new
+// leader's autopilot reports an empty state until its first pass.
+func noAutopilotState(h ClusterHealth) string {
+	return fmt.Sprintf("%s: autopilot reports no servers yet (a new leader's first pass has not run)", h.label())
 }
 
 // NeedsHandOver reports whether serverID leads its cluster (for Vault: is the
