@@ -32,6 +32,7 @@ type HostView struct {
 	Waiting        string    `json:"waiting,omitempty"`
 	LastError      string    `json:"last_error,omitempty"`
 	DetectError    string    `json:"detect_error,omitempty"`
+	DiscoverError  string    `json:"discover_error,omitempty"`
 	ManualRequest  bool      `json:"manual_request,omitempty"`
 }
 
@@ -60,7 +61,8 @@ func readStatus(ctx context.Context, st *store.Store) (StatusView, error) {
 	for _, h := range hosts {
 		seen[h.Host] = true
 		v := HostView{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, FleetLockID: h.FleetLockID, BootID: h.BootID, Phase: store.PhaseIdle,
-			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, DetectError: h.DetectError}
+			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, DetectError: h.DetectError,
+			DiscoverError: h.DiscoverError}
 		if p, ok := plans[h.Host]; ok {
 			fillPlan(&v, p)
 		}
@@ -145,6 +147,9 @@ func why(h HostView) string {
 	}
 	if h.DetectError != "" {
 		parts = append(parts, "detection error: "+h.DetectError)
+	}
+	if h.DiscoverError != "" && !strings.Contains(h.Waiting, h.DiscoverError) {
+		parts = append(parts, "server roles unknown: "+h.DiscoverError)
 	}
 	if len(parts) == 0 {
 		return "-"

@@ -147,22 +147,6 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	var servers []store.Server
-	if o.Servers != nil {
-		for attempt := 1; ; attempt++ {
-			r, srv, err := o.Servers.Discover(ctx)
-			if err == nil {
-				roles, servers = r, srv
-				break
-			}
-			// Not knowing whether a server runs here is no answer: a wrong "no"
-			// would skip the quorum gates. Keep asking.
-			a.log.Warn("cannot tell which servers run on this host; retrying", "err", err)
-			if !wait(ctx, policy.Backoff(time.Second, 30*time.Second, attempt)) {
-				return nil
-			}
-		}
-	}
 	bootID, err := ReadBootID(o.BootIDFile)
 	if err != nil {
 		return err
@@ -177,6 +161,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	default:
 		a.rec, a.last = prev, prev
 		a.published = true
+	}
+	var servers []store.Server
+	if o.Servers != nil {
+		var ok bool
+		if roles, servers, ok = a.discover(ctx, nodeID, roles, bootID); !ok {
+			return nil
+		}
 	}
 	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" && hasRole(roles, store.RoleConsulServer) {
 		// Consul keeps a node's maintenance mode across a reboot (the check is
@@ -388,13 +379,46 @@ func (a *Agent) publish(ctx context.Context) error {
 	return errors.New("host record kept changing under the agent")
 }
 
+// discover asks which servers run on the host until it can tell. Not knowing is no
+// answer: a wrong "no server here" would skip the quorum gates. Meanwhile the host
+// record says why (DiscoverError), so the coordinator admits no reboot of the host
+// and `rollboot status` shows the reason. It returns false when ctx ends.
+func (a *Agent) discover(ctx context.Context, nodeID string, roles []string, bootID string) ([]string, []store.Server, bool) {
+	for attempt := 1; ; attempt++ {
+		r, srv, err := a.opt.Servers.Discover(ctx)
+		if err == nil {
+			a.rec.DiscoverError = ""
+			return r, srv, true
+		}
+		if ctx.Err() != nil {
+			return nil, nil, false
+		}
+		a.log.Warn("cannot tell which servers run on this host; retrying", "err", err)
+		a.rec.DiscoverError = err.Error()
+		if !a.published {
+			// No record yet: say who the host is, so that status lists it. An
+			// existing record keeps its boot ID: a new boot is reported only after
+			// discovery and the post-reboot hooks.
+			a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = a.opt.Host, nodeID, a.opt.Hostname, roles
+			a.rec.BootID, a.rec.AgentVersion = bootID, version.Version
+		}
+		if err := a.publish(ctx); err != nil {
+			a.log.Warn("publish host record", "err", err)
+		}
+		if !wait(ctx, policy.Backoff(time.Second, 30*time.Second, attempt)) {
+			return nil, nil, false
+		}
+	}
+}
+
 func sameRecord(a, b store.HostRecord) bool {
 	a.ModifyIndex, b.ModifyIndex = 0, 0
 	return slices.Equal(a.Servers, b.Servers) && a.VaultSealed == b.VaultSealed && a.Host == b.Host && a.NodeID == b.NodeID && a.Hostname == b.Hostname &&
 		slices.Equal(sortedCopy(a.Roles), sortedCopy(b.Roles)) && a.BootID == b.BootID &&
 		a.RebootRequired == b.RebootRequired && a.Reason == b.Reason &&
 		a.RequestedAt.Equal(b.RequestedAt) && a.RebootingGrant == b.RebootingGrant &&
-		a.FleetLockID == b.FleetLockID && a.AgentVersion == b.AgentVersion && a.DetectError == b.DetectError
+		a.FleetLockID == b.FleetLockID && a.AgentVersion == b.AgentVersion && a.DetectError == b.DetectError &&
+		a.DiscoverError == b.DiscoverError
 }
 
 // checkVault records whether the host's Vault server is sealed.

@@ -709,6 +709,9 @@ type clusterReader = func(ctx context.Context, product, cluster string) health.C
 // may): at most one server of each cluster out at once (its quorum group has a
 // concurrency of 1), and each cluster healthy and able to lose this server.
 func (c *Coordinator) serverGate(ctx context.Context, read clusterReader, rec *store.HostRecord, out map[string]string, sealed []string) string {
+	if why := discoveryHold(rec); why != "" {
+		return why
+	}
 	if rec == nil || len(rec.Servers) == 0 {
 		if rec != nil && serverRole(rec.Roles) != "" {
 			return "the host runs a " + serverRole(rec.Roles) + " whose Raft ID is unknown: its quorum gate stays closed"
@@ -736,6 +739,16 @@ func (c *Coordinator) serverGate(ctx context.Context, read clusterReader, rec *s
 		}
 	}
 	return ""
+}
+
+// discoveryHold says why a host whose agent cannot tell which servers run on it
+// is held ("" when it can): its record may lack a server, and taking it out then
+// would skip that server's quorum gate.
+func discoveryHold(rec *store.HostRecord) string {
+	if rec == nil || rec.DiscoverError == "" {
+		return ""
+	}
+	return "server roles unknown (the agent keeps retrying): " + rec.DiscoverError
 }
 
 // leads returns the products whose leader runs on the host, and why their
@@ -766,6 +779,9 @@ func (c *Coordinator) leads(ctx context.Context, read clusterReader, rec *store.
 // postGate says why the host's servers are not back in their clusters ("" when
 // they are): a Raft member again, healthy, stable, and Vault unsealed.
 func (c *Coordinator) postGate(ctx context.Context, read clusterReader, rec *store.HostRecord, now time.Time) string {
+	if why := discoveryHold(rec); why != "" {
+		return why
+	}
 	if rec.VaultSealed {
 		return "Vault on " + rec.Host + " is sealed: an unseal is needed"
 	}

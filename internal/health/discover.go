@@ -34,6 +34,21 @@ type Local struct {
 	// finds no server of that product here rather than mistaking that node's
 	// role for this host's. Vault's address is read from its client.
 	ConsulAddr string
+	// Resolver looks up the names in those addresses (net.DefaultResolver when
+	// nil). A failed lookup is an error of Discover, never "not on this machine".
+	Resolver Resolver
+}
+
+// Resolver looks up a host name's addresses; *net.Resolver implements it.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+func (l Local) resolver() Resolver {
+	if l.Resolver == nil {
+		return net.DefaultResolver
+	}
+	return l.Resolver
 }
 
 // LocalFromEnv builds the local clients from each product's DefaultConfig, which
@@ -109,8 +124,9 @@ func (r Roles) Names() []string {
 // Discover finds which servers run on this host by asking its local agents. A
 // product whose local agent refuses the connection (nothing listens) is not a
 // server here. Every other failure — a dropped connection (the agent is
-// restarting), a timeout, TLS, HTTP 403 or 5xx — is returned as an error, since
-// "not a server" would open the quorum gates wrongly.
+// restarting), a timeout, TLS, HTTP 403 or 5xx, a failed lookup of the agent's
+// address — is returned as an error, since "not a server" would open the quorum
+// gates wrongly.
 func Discover(ctx context.Context, l Local) (Roles, error) {
 	var r Roles
 	var err error
@@ -119,14 +135,28 @@ func Discover(ctx context.Context, l Local) (Roles, error) {
 			return Roles{}, err
 		}
 	}
-	if l.Consul != nil && (l.ConsulAddr == "" || IsLocalAddress(l.ConsulAddr)) {
-		if r.Consul, err = discoverConsul(ctx, l.Consul); err != nil {
-			return Roles{}, err
+	if l.Consul != nil {
+		local := true
+		if l.ConsulAddr != "" {
+			if local, err = IsLocalAddress(ctx, l.resolver(), l.ConsulAddr); err != nil {
+				return Roles{}, fmt.Errorf("discover consul: is %s this host: %w", l.ConsulAddr, err)
+			}
+		}
+		if local {
+			if r.Consul, err = discoverConsul(ctx, l.Consul); err != nil {
+				return Roles{}, err
+			}
 		}
 	}
-	if l.Vault != nil && IsLocalAddress(l.Vault.Address()) {
-		if r.Vault, err = discoverVault(ctx, l); err != nil {
-			return Roles{}, err
+	if l.Vault != nil {
+		local, err := IsLocalAddress(ctx, l.resolver(), l.Vault.Address())
+		if err != nil {
+			return Roles{}, fmt.Errorf("discover vault: is %s this host: %w", l.Vault.Address(), err)
+		}
+		if local {
+			if r.Vault, err = discoverVault(ctx, l); err != nil {
+				return Roles{}, err
+			}
 		}
 	}
 	return r, nil
@@ -246,16 +276,19 @@ func discoverVault(ctx context.Context, l Local) (*ServerRole, error) {
 
 // IsLocalAddress reports whether addr (a URL, or host:port) names this machine: a
 // unix socket, localhost, a loopback address, or a name or address that resolves
-// to one of this machine's interface addresses.
-func IsLocalAddress(addr string) bool {
+// (with r, within 2s) to one of this machine's interface addresses. It fails
+// closed: a malformed address, a failed or timed-out lookup, or unreadable
+// interface addresses is an error, not "elsewhere" — a wrong "elsewhere" would
+// hide a server on this host from the quorum gates.
+func IsLocalAddress(ctx context.Context, r Resolver, addr string) (bool, error) {
 	host := addr
 	if strings.Contains(addr, "://") {
 		u, err := url.Parse(addr)
 		if err != nil {
-			return false
+			return false, fmt.Errorf("parse address: %w", err)
 		}
 		if u.Scheme == "unix" {
-			return true
+			return true, nil
 		}
 		host = u.Host
 	}
@@ -263,32 +296,40 @@ func IsLocalAddress(addr string) bool {
 		host = h
 	}
 	if host == "" || strings.EqualFold(host, "localhost") {
-		return true
+		return true, nil
 	}
 	var ips []net.IP
 	if ip := net.ParseIP(host); ip != nil {
 		ips = []net.IP{ip}
 	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+		addrs, err := r.LookupIPAddr(lctx, host)
 		if err != nil {
-			return false
+			return false, fmt.Errorf("look up %s: %w", host, err)
+		}
+		if len(addrs) == 0 {
+			return false, fmt.Errorf("look up %s: no addresses", host)
 		}
 		for _, a := range addrs {
 			ips = append(ips, a.IP)
 		}
 	}
-	ifaddrs, _ := net.InterfaceAddrs()
 	for _, ip := range ips {
 		if ip.IsLoopback() || ip.IsUnspecified() {
-			return true
+			return true, nil
 		}
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false, fmt.Errorf("this host's addresses: %w", err)
+	}
+	for _, ip := range ips {
 		for _, a := range ifaddrs {
 			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-				return true
+				return true, nil
 			}
 		}
 	}
-	return false
+	return false, nil
 }

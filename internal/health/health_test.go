@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -169,22 +170,26 @@ func TestDeniedError(t *testing.T) {
 
 func TestIsLocalAddress(t *testing.T) {
 	tests := []struct {
-		addr string
-		want bool
+		addr    string
+		want    bool
+		wantErr bool
 	}{
-		{"http://127.0.0.1:8200", true},
-		{"https://localhost:8501", true},
-		{"127.0.0.1:8500", true},
-		{"http://[::1]:8200", true},
-		{"unix:///run/vault.sock", true},
-		{"http://0.0.0.0:8500", true},
+		{"http://127.0.0.1:8200", true, false},
+		{"https://localhost:8501", true, false},
+		{"127.0.0.1:8500", true, false},
+		{"http://[::1]:8200", true, false},
+		{"unix:///run/vault.sock", true, false},
+		{"http://0.0.0.0:8500", true, false},
 		// A cluster address elsewhere answers for another node.
-		{"https://192.0.2.10:8200", false},
-		{"https://vault.invalid:8200", false},
+		{"https://192.0.2.10:8200", false, false},
+		// A name that cannot be looked up is no answer: an error, never "elsewhere".
+		{"https://vault.invalid:8200", false, true},
+		{"http://%zz:8200", false, true},
 	}
 	for _, tc := range tests {
-		if got := IsLocalAddress(tc.addr); got != tc.want {
-			t.Errorf("IsLocalAddress(%q) = %v, want %v", tc.addr, got, tc.want)
+		got, err := IsLocalAddress(context.Background(), net.DefaultResolver, tc.addr)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("IsLocalAddress(%q) = %v, %v; want %v, error %v", tc.addr, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

@@ -61,6 +61,11 @@ type HostRecord struct {
 	Group        string
 	AgentVersion string
 	DetectError  string // last detector error (never a reason to reboot)
+	// DiscoverError says why the agent cannot tell which servers run on the host
+	// (a local agent that does not answer, a failed DNS lookup). While it is set
+	// the host's Roles and Servers may be incomplete: the coordinator admits no
+	// reboot of it.
+	DiscoverError string
 
 	ModifyIndex uint64
 }
@@ -278,6 +283,7 @@ func (r HostRecord) items() map[string]string {
 	}
 	e.str("agent_version", r.AgentVersion)
 	e.str("detect_error", r.DetectError)
+	e.str("discover_error", r.DiscoverError)
 	return e
 }
 
@@ -298,6 +304,7 @@ func decodeHost(v *api.Variable) (HostRecord, error) {
 		VaultSealed:    d.bool("vault_sealed"),
 		AgentVersion:   d.str("agent_version"),
 		DetectError:    d.str("detect_error"),
+		DiscoverError:  d.str("discover_error"),
 		ModifyIndex:    v.ModifyIndex,
 	}
 	d.json("servers", &r.Servers)
