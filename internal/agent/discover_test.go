@@ -24,7 +24,7 @@ func (p *failingProbe) Discover(context.Context) ([]string, []store.Server, erro
 	return []string{store.RoleNomadClient, store.RoleConsulServer},
 		[]store.Server{{Product: "consul", Cluster: "dc1", ID: "c1"}}, nil
 }
-func (p *failingProbe) VaultSealed(context.Context) (bool, error)            { return false, nil }
+func (p *failingProbe) VaultSealed(context.Context) (bool, error)             { return false, nil }
 func (p *failingProbe) ConsulMaintenance(context.Context, bool, string) error { return nil }
 
 // While the agent cannot tell which servers run on its host it publishes why (so

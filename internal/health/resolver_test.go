@@ -56,21 +56,33 @@ func TestDiscoverResolver(t *testing.T) {
 		consul   bool   // a Consul server is found
 	}{
 		{name: "consul: lookup fails", resolver: &fakeResolver{err: errors.New("server misbehaving")},
-			local:   func(r Resolver) Local { return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r} },
+			local: func(r Resolver) Local {
+				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
+			},
 			wantErr: "discover consul: is " + consulByName + " this host: look up consul.service.example"},
 		{name: "consul: lookup times out", resolver: &fakeResolver{block: true}, timeout: 100 * time.Millisecond,
-			local:   func(r Resolver) Local { return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r} },
+			local: func(r Resolver) Local {
+				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
+			},
 			wantErr: "deadline exceeded"},
 		{name: "consul: no addresses", resolver: &fakeResolver{},
-			local:   func(r Resolver) Local { return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r} },
+			local: func(r Resolver) Local {
+				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
+			},
 			wantErr: "no addresses"},
 		{name: "consul: resolves to this host", resolver: &fakeResolver{ips: []string{"127.0.0.1"}},
-			local:  func(r Resolver) Local { return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r} },
+			local: func(r Resolver) Local {
+				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
+			},
 			consul: true},
 		{name: "consul: resolves elsewhere", resolver: &fakeResolver{ips: []string{"192.0.2.7"}},
-			local: func(r Resolver) Local { return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r} }},
+			local: func(r Resolver) Local {
+				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
+			}},
 		{name: "vault: lookup fails", resolver: &fakeResolver{err: errors.New("no such host")},
-			local:   func(r Resolver) Local { return Local{Vault: vaultClient(t, "http://vault.service.example:8200"), Resolver: r} },
+			local: func(r Resolver) Local {
+				return Local{Vault: vaultClient(t, "http://vault.service.example:8200"), Resolver: r}
+			},
 			wantErr: "discover vault: is http://vault.service.example:8200 this host: look up vault.service.example"},
 	}
 	for _, tc := range tests {
