@@ -47,6 +47,10 @@ func TestDiscoverResolver(t *testing.T) {
 	h := s.Hosts()[0]
 	_, port, _ := net.SplitHostPort(h.ConsulAddr)
 	consulByName := "consul.service.example:" + port
+	// The host's Consul agent, known by a name the resolver must look up.
+	byName := func(r Resolver) Local {
+		return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
+	}
 	tests := []struct {
 		name     string
 		local    func(r Resolver) Local
@@ -56,29 +60,19 @@ func TestDiscoverResolver(t *testing.T) {
 		consul   bool   // a Consul server is found
 	}{
 		{name: "consul: lookup fails", resolver: &fakeResolver{err: errors.New("server misbehaving")},
-			local: func(r Resolver) Local {
-				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
-			},
+			local:   byName,
 			wantErr: "discover consul: is " + consulByName + " this host: look up consul.service.example"},
 		{name: "consul: lookup times out", resolver: &fakeResolver{block: true}, timeout: 100 * time.Millisecond,
-			local: func(r Resolver) Local {
-				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
-			},
+			local:   byName,
 			wantErr: "deadline exceeded"},
 		{name: "consul: no addresses", resolver: &fakeResolver{},
-			local: func(r Resolver) Local {
-				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
-			},
+			local:   byName,
 			wantErr: "no addresses"},
 		{name: "consul: resolves to this host", resolver: &fakeResolver{ips: []string{"127.0.0.1"}},
-			local: func(r Resolver) Local {
-				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
-			},
+			local:  byName,
 			consul: true},
 		{name: "consul: resolves elsewhere", resolver: &fakeResolver{ips: []string{"192.0.2.7"}},
-			local: func(r Resolver) Local {
-				return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
-			}},
+			local: byName},
 		{name: "vault: lookup fails", resolver: &fakeResolver{err: errors.New("no such host")},
 			local: func(r Resolver) Local {
 				return Local{Vault: vaultClient(t, "http://vault.service.example:8200"), Resolver: r}
