@@ -503,6 +503,9 @@ func sampleTolerance(ctx context.Context, cl *daemon.Clusters, start time.Time) 
 				if ctx.Err() != nil {
 					return // a read cut short by the end is no sample
 				}
+				if h.Err == nil && len(h.Servers) == 0 {
+					continue // a new leader's autopilot before its first pass: no sample
+				}
 				v := h.FailureTolerance
 				if h.Err != nil {
 					v = -1 // no answer (no leader): shown as "?"

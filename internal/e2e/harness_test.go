@@ -65,6 +65,11 @@ type clusterOpts struct {
 	// agent (as a service: they run no Nomad client).
 	servers    int
 	autoUnseal bool
+	// simConfig, when set, adjusts the emulator's configuration.
+	simConfig func(*nomadsim.Config)
+	// agentEnv, when set, gives environment variables added to a host's agent
+	// each time it starts (later ones win).
+	agentEnv func(host string) []string
 }
 
 type cluster struct {
@@ -88,7 +93,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	if o.migrateTime == 0 {
 		o.migrateTime = 100 * time.Millisecond
 	}
-	sim, err := nomadsim.New(nomadsim.Config{
+	cfg := nomadsim.Config{
 		Servers:              o.servers,
 		ConsulServers:        o.servers > 0,
 		VaultServers:         o.servers > 0,
@@ -99,7 +104,11 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		BootTime:             400 * time.Millisecond,
 		MigrateTime:          o.migrateTime,
 		KeepSentinelOnReboot: o.keepSentinel,
-	})
+	}
+	if o.simConfig != nil {
+		o.simConfig(&cfg)
+	}
+	sim, err := nomadsim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +229,9 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 		vault = "http://" + h.VaultAddr
 	}
 	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e")
+	if c.opts.agentEnv != nil {
+		cmd.Env = append(cmd.Env, c.opts.agentEnv(h.Name)...)
+	}
 	w := lockedWriter{&c.mu, c.logFor(h.Name)}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
