@@ -67,7 +67,10 @@ func (s *Sim) hostStatusLocked(h *Host) HostStatus {
 		st.RebootRequired = true
 	}
 	if h.Server != nil {
-		st.Server = &ServerStatus{ID: h.Server.ID, Name: h.Server.Name, RaftAddr: h.Server.RaftAddr, Voter: h.Server.Voter}
+		// Voter is the current Raft suffrage: false while autopilot has removed the
+		// server or it is back as a non-voter (autopilot.go).
+		e := s.servers.byHostLocked(h)
+		st.Server = &ServerStatus{ID: h.Server.ID, Name: h.Server.Name, RaftAddr: h.Server.RaftAddr, Voter: e != nil && e.voter}
 	}
 	if sn, ok := s.cluster.nodes[h.NodeID]; ok && h.NodeID != "" {
 		st.NodeStatus = sn.node.Status

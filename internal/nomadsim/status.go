@@ -95,6 +95,16 @@ func (s *Sim) handleAgentMembers(w http.ResponseWriter, r *http.Request) {
 	for _, e := range all {
 		out.Members = append(out.Members, s.serfMemberLocked(e))
 	}
+	// A server removed by autopilot's dead-server cleanup was force-left from Serf
+	// (nomad/autopilot.go RemoveFailedServer → serf RemoveFailedNode): "left" until
+	// it is back.
+	for _, e := range st.removed {
+		m := s.serfMemberLocked(e)
+		if !e.alive {
+			m.Status = "left"
+		}
+		out.Members = append(out.Members, m)
+	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
 }
