@@ -169,6 +169,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+	a.rec.DiscoverError = "" // also one left by an earlier agent that discovered servers
 	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" && hasRole(roles, store.RoleConsulServer) {
 		// Consul keeps a node's maintenance mode across a reboot (the check is
 		// persisted): take it out, as it was put in before the reboot.
