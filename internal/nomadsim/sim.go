@@ -44,8 +44,10 @@ type Config struct {
 	// MigrateTime is how long one allocation takes to stop (and its replacement to
 	// start) during a drain.
 	MigrateTime time.Duration
-	// ServerStabilizeTime is how long a server that came back takes before
-	// autopilot counts it healthy again (autopilot ServerStabilizationTime, 10s).
+	// ServerStabilizeTime is how long a server that came back takes to catch up
+	// its log before autopilot counts it healthy again. Autopilot's own
+	// server_stabilization_time, which gates promotions, is
+	// AutopilotStabilizationTime.
 	ServerStabilizeTime time.Duration
 	// ElectionTime is how long the servers take to elect a new leader after the
 	// leader failed or quorum came back (Raft election timeout; about 1-2s in Nomad).
