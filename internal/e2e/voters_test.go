@@ -66,6 +66,8 @@ func TestServerSlotFreedOnlyWhenVoter(t *testing.T) {
 			t.Errorf("%s: removed %v, promoted at %v: its servers did not rejoin as non-voters", h, removed[h], promoted[h])
 			continue
 		}
+		t.Logf("%s: voter again %v after its reboot began; slot freed %v after that",
+			h, promoted[h].Sub(rebootAt[h]).Round(time.Millisecond), finished[h].Sub(promoted[h]).Round(time.Millisecond))
 		if finished[h].Before(promoted[h]) {
 			t.Errorf("%s: slot freed at %v, before its servers were voters again (%v)", h, finished[h], promoted[h])
 		}
