@@ -65,6 +65,11 @@ type clusterOpts struct {
 	// agent (as a service: they run no Nomad client).
 	servers    int
 	autoUnseal bool
+	// tune, when set, adjusts the emulator's configuration (heartbeat and boot
+	// timings) before it starts.
+	tune func(*nomadsim.Config)
+	// agentLostAfter is the agents' system job's disconnect.lost_after (0: none).
+	agentLostAfter time.Duration
 }
 
 type cluster struct {
@@ -88,7 +93,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	if o.migrateTime == 0 {
 		o.migrateTime = 100 * time.Millisecond
 	}
-	sim, err := nomadsim.New(nomadsim.Config{
+	cfg := nomadsim.Config{
 		Servers:              o.servers,
 		ConsulServers:        o.servers > 0,
 		VaultServers:         o.servers > 0,
@@ -99,14 +104,18 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		BootTime:             400 * time.Millisecond,
 		MigrateTime:          o.migrateTime,
 		KeepSentinelOnReboot: o.keepSentinel,
-	})
+	}
+	if o.tune != nil {
+		o.tune(&cfg)
+	}
+	sim, err := nomadsim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
 	// The agents are deployed as a Nomad system job, as in production: an agent
 	// runs only while its node has a running allocation of this job.
-	o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system"}}, o.jobs...)
+	o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system", DisconnectLostAfter: o.agentLostAfter}}, o.jobs...)
 	for _, j := range o.jobs {
 		if err := sim.AddJob(j); err != nil {
 			t.Fatal(err)
