@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -126,6 +127,56 @@ func TestRebootSeenThroughDown(t *testing.T) {
 		path := c.nodePath(h)
 		if !slices.Equal(path, []string{nomadsim.EventNodeDown, nomadsim.EventNodeReady}) {
 			t.Errorf("%s: node went %v; want down then ready", h, path)
+		}
+	}
+}
+
+// The Nomad leader changes while each host goes down for its reboot (as when a
+// server host's leadership was handed over right before): the new leader gives
+// the silent node the failover TTL, so a reboot longer than the normal TTL but
+// shorter than the failover TTL misses no heartbeat, and only the agent's new boot
+// ID tells.
+func TestRebootRightAfterLeaderChange(t *testing.T) {
+	t.Parallel()
+	ttl := 3 * nodesTTL // the leader change must land within one grace (= TTL) of the host going down
+	c := newCluster(t, clusterOpts{clients: 3, policy: oneGroup, tune: realHeartbeats(ttl, 4*ttl), jobs: standardJobs[2:]})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	changes := 0
+	go func() {
+		defer close(done)
+		seen := 0
+		for {
+			err := c.sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+				n := 0
+				for _, e := range v.Events() {
+					if e.Type == nomadsim.EventHostRebootStart {
+						n++
+					}
+				}
+				if n > seen {
+					seen = n
+					return true
+				}
+				return false
+			})
+			if err != nil {
+				return
+			}
+			if c.sim.SetLeaderLost(true) == nil && c.sim.SetLeaderLost(false) == nil {
+				changes++
+			}
+		}
+	}()
+	hosts := c.rollOut(t)
+	cancel()
+	<-done
+	if changes != len(hosts) {
+		t.Errorf("%d leader changes for %d reboots", changes, len(hosts))
+	}
+	for _, h := range hosts {
+		if path := c.nodePath(h); len(path) != 0 {
+			t.Errorf("%s: node went %v within the failover TTL", h, path)
 		}
 	}
 }
