@@ -98,6 +98,19 @@ func TestRebootSeenThroughDisconnected(t *testing.T) {
 		if !slices.Equal(path, want) {
 			t.Errorf("%s: node went %v; want %v", h, path, want)
 		}
+		// The agent's allocation was unknown while the node was away and
+		// reconnected: the same allocation, never lost.
+		var agentAlloc []string
+		for _, e := range c.sim.Events(0) {
+			if e.Host == h && e.Details["job"] == agentJob &&
+				(e.Type == nomadsim.EventAllocUnknown || e.Type == nomadsim.EventAllocStart || e.Type == nomadsim.EventAllocStop) {
+				agentAlloc = append(agentAlloc, e.Type+" "+e.Details["reason"])
+			}
+		}
+		wantAlloc := []string{nomadsim.EventAllocStart + " ", nomadsim.EventAllocUnknown + " node disconnected", nomadsim.EventAllocStart + " reconnected"}
+		if !slices.Equal(agentAlloc, wantAlloc) {
+			t.Errorf("%s: agent allocation went %q; want %q", h, agentAlloc, wantAlloc)
+		}
 	}
 }
 
