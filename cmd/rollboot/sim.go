@@ -28,6 +28,8 @@ type simFlags struct {
 	pools        string
 	bootTime     time.Duration
 	heartbeatTTL time.Duration
+	hbGrace      time.Duration
+	failoverTTL  time.Duration
 	migrateTime  time.Duration
 	keepSentinel bool
 	jobs         bool
@@ -42,7 +44,9 @@ func (f *simFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.stateDir, "state-dir", "", "folder for the per-host files (default: a temporary folder removed on exit)")
 	fs.StringVar(&f.pools, "pools", "", "comma-separated node pools, assigned to clients in turn (default: \"default\")")
 	fs.DurationVar(&f.bootTime, "boot-time", 2*time.Second, "how long a rebooting host stays down")
-	fs.DurationVar(&f.heartbeatTTL, "heartbeat-ttl", time.Second, "how long a node may miss heartbeats before it is marked down")
+	fs.DurationVar(&f.heartbeatTTL, "heartbeat-ttl", time.Second, "minimum heartbeat TTL: each heartbeat gets it plus up to as much again")
+	fs.DurationVar(&f.hbGrace, "heartbeat-grace", 0, "grace added to every heartbeat TTL before a silent node is marked (Nomad: as long as the minimum TTL)")
+	fs.DurationVar(&f.failoverTTL, "failover-heartbeat-ttl", 0, "heartbeat TTL every node gets after a leader change (Nomad: 30 minimum TTLs; 0: not stretched)")
 	fs.DurationVar(&f.migrateTime, "migrate-time", 200*time.Millisecond, "how long an allocation takes to stop or start")
 	fs.BoolVar(&f.keepSentinel, "keep-sentinel", false, "keep the reboot-required sentinel across reboots (reboot loops)")
 	fs.BoolVar(&f.jobs, "jobs", false, "register a default set of service, batch and system jobs")
@@ -58,6 +62,11 @@ func (f *simFlags) config() (nomadsim.Config, error) {
 			return nomadsim.Config{}, fmt.Errorf("--%s %v: must be positive", name, d)
 		}
 	}
+	for name, d := range map[string]time.Duration{"heartbeat-grace": f.hbGrace, "failover-heartbeat-ttl": f.failoverTTL} {
+		if d < 0 {
+			return nomadsim.Config{}, fmt.Errorf("--%s %v: must not be negative", name, d)
+		}
+	}
 	cfg := nomadsim.Config{
 		Listen:               f.listen,
 		Servers:              f.servers,
@@ -66,6 +75,8 @@ func (f *simFlags) config() (nomadsim.Config, error) {
 		StateDir:             f.stateDir,
 		BootTime:             f.bootTime,
 		HeartbeatTTL:         f.heartbeatTTL,
+		HeartbeatGrace:       f.hbGrace,
+		FailoverHeartbeatTTL: f.failoverTTL,
 		MigrateTime:          f.migrateTime,
 		KeepSentinelOnReboot: f.keepSentinel,
 		Seed:                 f.seed,

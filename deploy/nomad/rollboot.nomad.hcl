@@ -19,11 +19,14 @@
 # - The drain rollboot issues always ignores system jobs (IgnoreSystemJobs), so this
 #   agent keeps running on its draining and drained node: it is the agent that
 #   reboots the host once the drain is done.
-# - When the host reboots, the agent dies with it. When the Nomad client comes back
-#   it starts this allocation again; the agent reads the new boot ID, runs the
-#   post-reboot hooks and reports it, and the coordinator makes the node eligible
-#   again. If the agent was the coordinator, it released the election lock before
-#   rebooting and another agent took over.
+# - When the host reboots, the agent dies with it. After a reboot shorter than the
+#   node's heartbeat TTL the allocation is still there and the Nomad client starts
+#   it again at boot; the agent reads the new boot ID, runs the post-reboot hooks and
+#   reports it. After a longer one Nomad marks the node down and the allocation
+#   lost, and places it again only once the coordinator (which saw the node miss
+#   its heartbeats and come back) has made the node eligible again. If the agent
+#   was the coordinator, it released the election lock before rebooting and
+#   another agent took over.
 # - The token: a client token with the rollboot-agent-candidate policy
 #   (deploy/acl/), stored in the Nomad Variable nomad/jobs/rollboot (item "token")
 #   in the job's namespace. The job's workload identity may read exactly that path

@@ -344,7 +344,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		if hi.node != nil {
 			in.Node = nodeView(hi.node)
-			if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting {
+			if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck {
 				if err := c.reregisteredIndex(ctx, in.Node); err != nil {
 					firstErr = errors.Join(firstErr, err)
 					continue
@@ -533,16 +533,32 @@ const (
 	metaBy      = "drained_by"
 )
 
+// Node event messages that tell a node missed heartbeats or came back from it.
+const (
+	// nomad/heartbeat.go NodeHeartbeatEventMissed: the node went down or
+	// disconnected.
+	eventHeartbeatMissed = "Node heartbeat missed"
+	// nomad/node_endpoint.go NodeHeartbeatEventReregistered: a down node
+	// heartbeats again (Nomad ≥ 1.5 keeps the status at registration).
+	eventReregisteredByHeartbeat = "Node reregistered by heartbeat"
+	// nomad/state/state_store.go NodeRegisterEventReregistered: a down node
+	// registered with a new status (before Nomad 1.5).
+	eventReregistered = "Node re-registered"
+)
+
 // reregisteredIndex reads the node's events (the list stub has none) for the last
-// "Node re-registered", which Nomad adds when a node that was down registers again.
+// missed heartbeat and the last re-registration.
 func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error {
 	n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("read node %s: %w", v.ID, err)
 	}
 	for _, e := range n.Events {
-		if e.Message == "Node re-registered" && e.CreateIndex > v.ReregisteredIndex {
-			v.ReregisteredIndex = e.CreateIndex
+		switch e.Message {
+		case eventReregistered, eventReregisteredByHeartbeat:
+			v.ReregisteredIndex = max(v.ReregisteredIndex, e.CreateIndex)
+		case eventHeartbeatMissed:
+			v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.CreateIndex)
 		}
 	}
 	return nil

@@ -37,10 +37,16 @@ type NodeView struct {
 	SystemRunning map[string]bool
 	// ModifyIndex is the node's ModifyIndex.
 	ModifyIndex uint64
-	// ReregisteredIndex is the index of the node's last "Node re-registered" event
-	// (0: none seen): Nomad adds it when a node that was down registers again
-	// (state_store.go upsertNodeTxn).
+	// ReregisteredIndex is the index of the node's last re-registration event
+	// (0: none seen): "Node reregistered by heartbeat", which Nomad adds when a
+	// node that was down heartbeats again (node_endpoint.go UpdateStatus), or the
+	// older "Node re-registered" (state_store.go upsertNodeTxn).
 	ReregisteredIndex uint64
+	// MissedHeartbeatIndex is the index of the node's last "Node heartbeat
+	// missed" event (0: none seen): Nomad adds it when the node goes down or
+	// disconnected (nomad/heartbeat.go invalidateHeartbeat). A node that was
+	// disconnected comes back through initializing with no re-registration event.
+	MissedHeartbeatIndex uint64
 }
 
 // toStuck reports the host stuck: its slot stays taken and why is shown.
@@ -52,23 +58,33 @@ func toStuck(d Decision, p store.Plan, now time.Time, why string) Decision {
 }
 
 // rebootSeen says how the host is known to have rebooted since its grant ("" if
-// it is not): its agent reports a new boot ID, or its node registered again.
+// it is not): its agent reports a new boot ID, or, once the agent said it is
+// rebooting for this grant, its node missed heartbeats after the drain completed
+// and is ready again. A reboot shorter than the heartbeat TTL (or right after a
+// Nomad leader change, when the TTL is stretched to the failover TTL) leaves the
+// node ready throughout: then only the new boot ID tells.
 func rebootSeen(in Input, p store.Plan) string {
 	switch {
 	case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
 		return "host is back with a new boot ID"
-	case reregistered(in.Node, p):
-		return "node registered again after going down"
+	case in.Host != nil && in.Host.RebootingGrant == p.GrantID && nodeCameBack(in.Node, p):
+		return "node missed heartbeats during the reboot and is ready again"
 	}
 	return ""
 }
 
-// reregistered: the node went down and registered again after its drain completed.
-// An agent deployed as a Nomad system job cannot report its new boot ID before
-// that: its allocation was lost with the node and Nomad places no new one on an
-// ineligible node, so this is how the coordinator learns the reboot happened.
-func reregistered(n *NodeView, p store.Plan) bool {
-	return n != nil && p.DrainedIndex != 0 && n.ReregisteredIndex > p.DrainedIndex && n.Status == "ready"
+// nodeCameBack: the node missed heartbeats (went down or disconnected) after its
+// drain completed and is ready again. An agent deployed as a Nomad system job
+// may not be able to report its new boot ID before that: on a node that went down
+// its allocation was lost and Nomad places no new one on an ineligible node, so
+// this is how the coordinator learns the reboot happened. It counts only once the
+// agent announced the reboot: a node cut off by the network and back, with no
+// reboot, must not pass for a rebooted host.
+func nodeCameBack(n *NodeView, p store.Plan) bool {
+	if n == nil || p.DrainedIndex == 0 || n.Status != "ready" {
+		return false
+	}
+	return max(n.ReregisteredIndex, n.MissedHeartbeatIndex) > p.DrainedIndex
 }
 
 // Input is everything the phase machine looks at for one host.

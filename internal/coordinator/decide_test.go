@@ -24,6 +24,13 @@ func host(boot string, required bool) *store.HostRecord {
 		Reason: "sentinel", RequestedAt: t0.Add(-time.Hour)}
 }
 
+// rebootingHost is the record of an agent that announced the reboot for grant.
+func rebootingHost(grant string) *store.HostRecord {
+	h := host("b1", true)
+	h.RebootingGrant = grant
+	return h
+}
+
 func node(mod func(*NodeView)) *NodeView {
 	n := &NodeView{ID: "n1", Status: "ready", Eligible: true}
 	if mod != nil {
@@ -358,24 +365,73 @@ func TestStep(t *testing.T) {
 		},
 		{
 			name: "drained: the node went down and registered again, so the host rebooted",
-			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+			in: Input{Now: t0, Timing: timing, Host: rebootingHost("g1"),
 				Plan: plan(store.PhaseDrained, func(p *store.Plan) { p.DrainedIndex = 50 }),
-				Node: node(func(n *NodeView) { n.Eligible, n.ReregisteredIndex = false, 60 })},
+				Node: node(func(n *NodeView) { n.Eligible, n.MissedHeartbeatIndex, n.ReregisteredIndex = false, 55, 60 })},
 			phase: store.PhaseRejoining, write: true,
 		},
 		{
 			name: "drained: a re-registration from before the drain completed does not count",
+			in: Input{Now: t0, Timing: timing, Host: rebootingHost("g1"),
+				Plan: plan(store.PhaseDrained, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible, n.MissedHeartbeatIndex, n.ReregisteredIndex = false, 35, 40 })},
+			phase: store.PhaseRebooting, write: true,
+		},
+		{
+			name: "drained: a node that went down and came back without the agent announcing a reboot did not reboot",
 			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
 				Plan: plan(store.PhaseDrained, func(p *store.Plan) { p.DrainedIndex = 50 }),
-				Node: node(func(n *NodeView) { n.Eligible, n.ReregisteredIndex = false, 40 })},
+				Node: node(func(n *NodeView) { n.Eligible, n.MissedHeartbeatIndex, n.ReregisteredIndex = false, 55, 60 })},
 			phase: store.PhaseDrained,
 		},
 		{
 			name: "rebooting: re-registered but not ready yet keeps waiting",
-			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+			in: Input{Now: t0, Timing: timing, Host: rebootingHost("g1"),
 				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
 				Node: node(func(n *NodeView) { n.Eligible, n.ReregisteredIndex, n.Status = false, 60, "initializing" })},
 			phase: store.PhaseRebooting,
+		},
+		{
+			name: "rebooting: a disconnected node keeps waiting",
+			in: Input{Now: t0, Timing: timing, Host: rebootingHost("g1"),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible, n.MissedHeartbeatIndex, n.Status = false, 60, "disconnected" })},
+			phase: store.PhaseRebooting,
+		},
+		{
+			name: "rebooting: disconnected, then initializing, keeps waiting",
+			in: Input{Now: t0, Timing: timing, Host: rebootingHost("g1"),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible, n.MissedHeartbeatIndex, n.Status = false, 60, "initializing" })},
+			phase: store.PhaseRebooting,
+		},
+		{
+			name: "rebooting: disconnected and ready again (no re-registration event) means the host rebooted",
+			in: Input{Now: t0, Timing: timing, Host: rebootingHost("g1"),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible, n.MissedHeartbeatIndex = false, 60 })},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			name: "rebooting: no missed heartbeat at all, the new boot ID tells",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			name: "rebooting: the node never missed a heartbeat and the agent is not back yet: wait",
+			in: Input{Now: t0, Timing: timing, Host: rebootingHost("g1"),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseRebooting,
+		},
+		{
+			name: "stuck: the node came back late after missing heartbeats: rejoin",
+			in: Input{Now: t0, Timing: timing, Host: rebootingHost("g1"),
+				Plan: plan(store.PhaseStuck, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: node(func(n *NodeView) { n.Eligible, n.MissedHeartbeatIndex = false, 60 })},
+			phase: store.PhaseRejoining, write: true,
 		},
 		{
 			name: "rejoining on the node's word waits for the agent's new boot ID after eligibility is back",

@@ -70,6 +70,11 @@ type clusterOpts struct {
 	// agentEnv, when set, gives environment variables added to a host's agent
 	// each time it starts (later ones win).
 	agentEnv func(host string) []string
+	// tune, when set, adjusts the emulator's configuration (heartbeat and boot
+	// timings) before it starts.
+	tune func(*nomadsim.Config)
+	// agentLostAfter is the agents' system job's disconnect.lost_after (0: none).
+	agentLostAfter time.Duration
 }
 
 type cluster struct {
@@ -108,6 +113,9 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	if o.simConfig != nil {
 		o.simConfig(&cfg)
 	}
+	if o.tune != nil {
+		o.tune(&cfg)
+	}
 	sim, err := nomadsim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +123,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Cleanup(sim.Close)
 	// The agents are deployed as a Nomad system job, as in production: an agent
 	// runs only while its node has a running allocation of this job.
-	o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system"}}, o.jobs...)
+	o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system", DisconnectLostAfter: o.agentLostAfter}}, o.jobs...)
 	for _, j := range o.jobs {
 		if err := sim.AddJob(j); err != nil {
 			t.Fatal(err)

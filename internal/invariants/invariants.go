@@ -130,7 +130,7 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 			if h.eligible && !h.eligibleStart {
 				out = append(out, Violation{3, name, e.Seq, "rollboot made eligible a node that was ineligible before it touched it"})
 			}
-		case nomadsim.EventNodeDown:
+		case nomadsim.EventNodeDown, nomadsim.EventNodeDisconnected, nomadsim.EventNodeInit:
 			h.ready = false
 		case nomadsim.EventNodeReady:
 			h.ready = true

@@ -74,6 +74,23 @@ func TestCheck(t *testing.T) {
 			peak:   2,
 		},
 		{
+			name: "a node still initializing after a disconnection is out of service",
+			events: seq([]ns.Event{
+				{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+				{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
+				{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},
+				{Type: ns.EventNodeDisconnected, Host: "a", NodeID: "na"},
+				{Type: ns.EventHostBoot, Host: "a", NodeID: "na"},
+				{Type: ns.EventNodeInit, Host: "a", NodeID: "na"},
+				{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
+				{Type: ns.EventDrainStart, Host: "b", NodeID: "nb"},
+				{Type: ns.EventNodeReady, Host: "a", NodeID: "na"},
+			}),
+			spec: Spec{Group: groups, Concurrency: map[string]int{"g": 1}},
+			want: []int{1},
+			peak: 2,
+		},
+		{
 			name: "a reboot without a drain",
 			events: seq([]ns.Event{
 				{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},

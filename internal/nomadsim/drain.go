@@ -20,7 +20,6 @@ const (
 	nodeEligibilityEligible      = "Node marked as eligible for scheduling"
 	nodeEligibilityIneligible    = "Node marked as ineligible for scheduling"
 	nodeHeartbeatMissed          = "Node heartbeat missed"
-	nodeReregistered             = "Node re-registered"
 )
 
 // nodeUpdateResponse is structs.NodeDrainUpdateResponse /

@@ -7,9 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
-
-	"github.com/hashicorp/nomad/api"
 )
 
 // Names of the per-host files in Host.Dir.
@@ -19,9 +16,10 @@ const (
 )
 
 // Reboot reboots host: it goes down at once (its agent address drops every
-// connection), its node misses heartbeats and is marked down after HeartbeatTTL,
-// and after BootTime it boots with a new boot ID, its sentinel is removed (unless
-// Config.KeepSentinelOnReboot) and its node registers again.
+// connection), its client stops heartbeating (its node is marked down or
+// disconnected if the leader's heartbeat timer runs out before the host is back:
+// heartbeat.go), and after BootTime it boots with a new boot ID, its sentinel is
+// removed (unless Config.KeepSentinelOnReboot) and its node registers again.
 func (s *Sim) Reboot(host string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -36,6 +34,11 @@ func (s *Sim) Reboot(host string) error {
 	gen := s.cluster.rebootGen[host]
 	details := map[string]string{"boot_id": h.BootID}
 	s.serverHealthAtRebootLocked(h, details)
+	if h.NodeID != "" {
+		// The client stops heartbeating: the leader's timer runs out at the
+		// deadline of its last heartbeat (heartbeat.go).
+		s.cluster.clientGoesSilentLocked(s, h)
+	}
 	h.Up = false
 	s.bumpLocked()
 	s.eventLocked(Event{Type: EventHostRebootStart, Host: host, NodeID: h.NodeID, Details: details})
@@ -43,16 +46,6 @@ func (s *Sim) Reboot(host string) error {
 		s.servers.hostDownLocked(s, h)
 		s.consulHostDownLocked(h)
 		s.vaultHostDownLocked(h)
-	}
-	if h.NodeID != "" {
-		// nomad/heartbeat.go invalidateHeartbeat: the TTL timer fires and the node
-		// is set down with the event "Node heartbeat missed".
-		s.after(s.cfg.HeartbeatTTL, func() {
-			if h.Up || s.cluster.rebootGen[host] != gen {
-				return // back before the TTL ran out: heartbeats resumed in time
-			}
-			s.cluster.nodeDownLocked(s, h)
-		})
 	}
 	s.after(s.cfg.BootTime, func() {
 		if s.cluster.rebootGen[host] != gen {
@@ -87,28 +80,11 @@ func (s *Sim) bootLocked(h *Host) {
 	}
 }
 
-// nodeDownLocked marks the node of h down (Node.UpdateStatus from the heartbeat
-// timer) and its allocations lost.
-func (c *clusterState) nodeDownLocked(s *Sim, h *Host) {
-	sn, ok := c.nodes[h.NodeID]
-	if !ok || sn.node.Status == api.NodeStatusDown {
-		return
-	}
-	idx := s.bumpLocked()
-	n := sn.node
-	n.Status = api.NodeStatusDown
-	n.StatusUpdatedAt = time.Now().Unix()
-	addNodeEvent(n, "Cluster", nodeHeartbeatMissed, nil, idx)
-	c.touchNodeLocked(n, idx)
-	s.eventLocked(Event{Type: EventNodeDown, Host: h.Name, NodeID: n.ID})
-	c.nodeDownAllocsLocked(s, n.ID)
-	c.scheduleLocked(s, time.Now())
-}
-
-// reregisterLocked is the client registering again after boot (Node.Register →
-// state_store.go upsertNodeTxn): the node keeps its SchedulingEligibility,
-// DrainStrategy and LastDrain; a node that was down gets "Node re-registered".
-// Nothing makes it eligible again by itself.
+// reregisterLocked is the client registering again after boot (client.go
+// registerNode → Node.Register → state_store.go upsertNodeTxn): the node keeps its
+// status (Node.Register does not change it since Nomad 1.5), SchedulingEligibility,
+// DrainStrategy and LastDrain; its heartbeats then move its status on
+// (heartbeat.go clientHeartbeatLocked). Nothing makes it eligible again by itself.
 func (c *clusterState) reregisterLocked(s *Sim, h *Host) {
 	sn, ok := c.nodes[h.NodeID]
 	if !ok {
@@ -119,15 +95,8 @@ func (c *clusterState) reregisterLocked(s *Sim, h *Host) {
 	n.HTTPAddr = h.Addr
 	sn.metaPending = false
 	n.Meta = mergeNodeMeta(sn.staticMeta, sn.dynamicMeta)
-	wasDown := n.Status == api.NodeStatusDown
-	n.Status = api.NodeStatusReady
-	n.StatusUpdatedAt = time.Now().Unix()
-	if wasDown {
-		addNodeEvent(n, "Cluster", nodeReregistered, nil, idx)
-	}
 	c.touchNodeLocked(n, idx)
-	s.eventLocked(Event{Type: EventNodeReady, Host: h.Name, NodeID: n.ID})
-	c.scheduleLocked(s, time.Now())
+	c.clientRegisteredLocked(s, h, sn)
 }
 
 // SetRebootRequired creates host's sentinel file with reason as its content.

@@ -96,7 +96,7 @@ func TestRebootDrainedNodeKeepsDrainStateAndSystemAllocsWaitForEligibility(t *te
 	if s.RebootRequired("client-1") {
 		t.Fatal("the sentinel must be gone after the reboot")
 	}
-	if lastEvent(up).Message != "Node re-registered" || up.SchedulingEligibility != api.NodeSchedulingIneligible ||
+	if lastEvent(up).Message != "Node reregistered by heartbeat" || up.SchedulingEligibility != api.NodeSchedulingIneligible ||
 		up.DrainStrategy != nil || up.LastDrain == nil || up.LastDrain.Status != api.DrainStatusComplete ||
 		!up.LastDrain.UpdatedAt.Equal(drained.LastDrain.UpdatedAt) {
 		t.Fatalf("after re-registration: %s %+v %+v", up.SchedulingEligibility, up.LastDrain, lastEvent(up))

@@ -25,6 +25,11 @@ type JobSpec struct {
 	RunTime time.Duration `json:"run_time,omitempty"`
 	// Groups are the task groups. Empty: one group named after the job, count 1.
 	Groups []GroupSpec `json:"groups,omitempty"`
+	// DisconnectLostAfter is every group's disconnect.lost_after (Nomad ≥ 1.8;
+	// max_client_disconnect before, ignored since 1.10): when the node misses its
+	// heartbeats, it goes disconnected instead of down and the allocations become
+	// unknown until the node is back (heartbeat.go). System jobs only. 0: none.
+	DisconnectLostAfter time.Duration `json:"disconnect_lost_after,omitempty"`
 }
 
 // GroupSpec is a task group.
@@ -41,7 +46,8 @@ func (j *JobSpec) UnmarshalJSON(b []byte) error {
 	type plain JobSpec
 	aux := struct {
 		*plain
-		RunTime json.RawMessage `json:"run_time,omitempty"`
+		RunTime   json.RawMessage `json:"run_time,omitempty"`
+		LostAfter json.RawMessage `json:"disconnect_lost_after,omitempty"`
 	}{plain: (*plain)(j)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
@@ -51,6 +57,9 @@ func (j *JobSpec) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("run_time: %w", err)
 	}
 	j.RunTime = d
+	if j.DisconnectLostAfter, err = decodeDurationJSON(aux.LostAfter); err != nil {
+		return fmt.Errorf("disconnect_lost_after: %w", err)
+	}
 	return nil
 }
 
@@ -59,10 +68,14 @@ func (j JobSpec) MarshalJSON() ([]byte, error) {
 	type plain JobSpec
 	aux := struct {
 		plain
-		RunTime string `json:"run_time,omitempty"`
+		RunTime   string `json:"run_time,omitempty"`
+		LostAfter string `json:"disconnect_lost_after,omitempty"`
 	}{plain: plain(j)}
 	if j.RunTime != 0 {
 		aux.RunTime = j.RunTime.String()
+	}
+	if j.DisconnectLostAfter != 0 {
+		aux.LostAfter = j.DisconnectLostAfter.String()
 	}
 	return json.Marshal(aux)
 }
@@ -138,6 +151,15 @@ func (s *Sim) AddJob(spec JobSpec) error {
 	if spec.RunTime < 0 {
 		return fmt.Errorf("job %s: run_time must not be negative", spec.ID)
 	}
+	if spec.DisconnectLostAfter < 0 {
+		return fmt.Errorf("job %s: disconnect_lost_after must not be negative", spec.ID)
+	}
+	if spec.DisconnectLostAfter > 0 && spec.Type != api.JobTypeSystem {
+		// Service and batch allocations on a disconnected node would be
+		// replaced and reconciled on reconnect (disconnect.replace and
+		// reconcile), which the emulator does not model.
+		return fmt.Errorf("job %s: disconnect_lost_after is modelled for system jobs only", spec.ID)
+	}
 	spec.Groups = slices.Clone(spec.Groups)
 	if len(spec.Groups) == 0 {
 		spec.Groups = []GroupSpec{{Name: spec.ID, Count: 1}}
@@ -195,6 +217,10 @@ func (s *Sim) AddJob(spec JobSpec) error {
 	}
 	for _, g := range spec.Groups {
 		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count)}
+		if spec.DisconnectLostAfter > 0 {
+			tg.Disconnect = &api.DisconnectStrategy{LostAfter: pointerOf(spec.DisconnectLostAfter)}
+			tg.Disconnect.Canonicalize()
+		}
 		if spec.Type == api.JobTypeService {
 			// Only service jobs have a migrate block (structs.TaskGroup Canonicalize).
 			tg.Migrate = &api.MigrateStrategy{

@@ -35,6 +35,8 @@ type clusterState struct {
 	batchIdx uint64
 
 	rebootGen map[string]int // per host: bumped on every reboot
+
+	hb heartbeats // the leader's heartbeat timers (heartbeat.go)
 }
 
 // simNode is a node and the emulator's own bookkeeping for it.
@@ -138,8 +140,10 @@ func (c *clusterState) registerNodeLocked(s *Sim, h *Host, pool string) string {
 		ModifyIndex: idx,
 	}
 	addNodeEvent(n, "Cluster", "Node registered", nil, idx)
-	c.nodes[id] = &simNode{node: n, host: h, staticMeta: map[string]string{}, dynamicMeta: map[string]*string{}}
+	sn := &simNode{node: n, host: h, staticMeta: map[string]string{}, dynamicMeta: map[string]*string{}}
+	c.nodes[id] = sn
 	c.nodesIndex = idx
+	c.acceptHeartbeatLocked(s, sn, now) // Node.Register starts the heartbeat timer
 	return id
 }
 

@@ -337,6 +337,9 @@ func (st *serverState) setLeaderLocked(s *Sim, e *serverEntry, reason string) {
 	s.eventLocked(ev)
 	s.vars.leaderChangedLocked(s, true)
 	st.rejoinLocked(s)
+	// A new leader starts the nodes' heartbeat timers; after a leader change they
+	// get the failover TTL (heartbeat.go initializeHeartbeatTimers).
+	s.cluster.leaderElectedLocked(s, st.term > 1)
 }
 
 // clearLeaderLocked leaves the cluster without a leader.
@@ -354,6 +357,7 @@ func (st *serverState) clearLeaderLocked(s *Sim, reason string) {
 		"id": "", "previous": prev, "term": fmt.Sprint(st.term), "reason": reason,
 		"index": fmt.Sprint(idx)}})
 	s.vars.leaderChangedLocked(s, false)
+	s.cluster.leaderLostLocked(s) // heartbeat.go clearAllHeartbeatTimers
 }
 
 // scheduleReconcileLocked runs reconcileLocked after ElectionTime (the latest

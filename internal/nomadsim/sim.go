@@ -36,9 +36,21 @@ type Config struct {
 	// ACL enables ACL enforcement; the management token is then in Sim.ManagementToken.
 	ACL bool
 
-	// HeartbeatTTL is how long a node may miss heartbeats before it is marked down.
-	// Nomad's default minimum heartbeat TTL is 10s (nomad/structs/config); scaled here.
+	// HeartbeatTTL is the minimum heartbeat TTL (nomad/config.go MinHeartbeatTTL,
+	// 10s; scaled here). Each heartbeat gets it plus a random stagger of up to as
+	// much again; a node silent for that TTL plus HeartbeatGrace is marked down or
+	// disconnected (heartbeat.go).
 	HeartbeatTTL time.Duration
+	// HeartbeatGrace is added to every heartbeat TTL before the leader marks a
+	// silent node (nomad/config.go HeartbeatGrace: 10s, as long as the minimum
+	// TTL). Default 0, so that the fast default timings stay fast; tests of
+	// missed heartbeats set Nomad's ratio (HeartbeatGrace = HeartbeatTTL).
+	HeartbeatGrace time.Duration
+	// FailoverHeartbeatTTL is the TTL every node gets when a new leader takes
+	// over (nomad/config.go FailoverHeartbeatTTL: 5m, 30 times the minimum TTL;
+	// heartbeat.go initializeHeartbeatTimers). 0 (the default) keeps each node's
+	// last deadline, so that fast tests are not slowed down by elections.
+	FailoverHeartbeatTTL time.Duration
 	// BootTime is how long a rebooting host stays down.
 	BootTime time.Duration
 	// MigrateTime is how long one allocation takes to stop (and its replacement to

@@ -25,7 +25,9 @@ type Supervisor struct {
 	// rollboot agent deployed as a system job is: it runs only while the host's node
 	// has a running allocation of Job, and a new allocation is a new process. Nomad
 	// places no allocation on a node that is ineligible, so a drained node gets its
-	// agent back only once it is eligible again.
+	// agent back only once it is eligible again. Across a reboot its node did
+	// not miss heartbeats for (or was only disconnected), the allocation stays
+	// and the Nomad client restarts its task at boot: a new process.
 	Job string
 
 	mu      sync.Mutex
@@ -111,7 +113,7 @@ func (s *Supervisor) shouldRun(v *nomadsim.View, h nomadsim.Host) (bool, string)
 	if s.Job == "" || h.NodeID == "" {
 		return true, "" // a host without a Nomad client runs its agent as a service
 	}
-	alloc, ok := v.RunningAlloc(h.NodeID, s.Job)
+	alloc, ok := v.ClientAlloc(h.NodeID, s.Job)
 	return ok, alloc
 }
 
