@@ -478,6 +478,7 @@ func rejoin(in Input, d Decision) Decision {
 		d.Plan.GoneBootID = p.BootIDAtGrant
 	}
 	d.Plan.LastCompleted = in.Now
+	d.Plan.LastNeedAt, d.Plan.LoopCount = loopAfterCycle(in, p)
 	d.ClearRequest = in.Request != nil && !in.Request.At.After(p.Timeline[store.PhaseDraining])
 	d.Write, d.Event = true, "rebooted and back in service"
 	return d
@@ -553,14 +554,28 @@ func enter(p store.Plan, phase string, now time.Time) store.Plan {
 	return p
 }
 
-// isLoop: the agent asks for a reboot again and the host has not booted since our
-// last reboot of it, so the reboot did not clear the need (a reboot loop).
+// isLoop: the need that the host still showed right after rollboot's last reboot
+// of it (the agent's first detection after the new boot) is still there, and the
+// host has not booted since: the reboot did not clear the need (a reboot loop). A
+// need first seen later, even in the same boot, is a new need.
 func isLoop(in Input, p store.Plan) bool {
-	if in.Host == nil || !in.Host.RebootRequired || p.LastAfterBootID == "" {
+	if in.Host == nil || !in.Host.RebootRequired || p.LastAfterBootID == "" || p.LastNeedAt.IsZero() {
 		return false
 	}
 	if in.Request != nil && in.Request.At.After(p.LastCompleted) {
 		return false // an operator asked again: that is a new request
 	}
-	return in.Host.BootID == p.LastAfterBootID
+	// A need's RequestedAt is stable while it lasts (the agent's clock on both
+	// sides), so a later need has a later one.
+	return in.Host.BootID == p.LastAfterBootID && !in.Host.RequestedAt.After(p.LastNeedAt)
+}
+
+// loopAfterCycle arms the reboot-loop guard when a reboot cycle ends: the need the
+// host's record shows for its new boot (zero if none), and the loop count, reset
+// by a clean cycle (the reboot cleared the need).
+func loopAfterCycle(in Input, p store.Plan) (time.Time, int) {
+	if in.Host == nil || in.Host.BootID == p.BootIDAtGrant || !in.Host.RebootRequired {
+		return time.Time{}, 0
+	}
+	return in.Host.RequestedAt, p.LoopCount
 }

@@ -97,6 +97,7 @@ func TestStep(t *testing.T) {
 			name: "still needed right after our reboot is a reboot loop held with backoff",
 			in: Input{Plan: plan(store.PhaseIdle, func(p *store.Plan) {
 				p.LastAfterBootID, p.LastCompleted, p.LoopCount = "b2", t0.Add(-time.Minute), 1
+				p.LastNeedAt = t0.Add(-time.Hour)
 			}), Host: host("b2", true), Node: node(nil)},
 			phase: store.PhasePending, write: true,
 			check: func(t *testing.T, d Decision) {

@@ -112,6 +112,10 @@ type Plan struct {
 	LastAfterBootID string
 	LastCompleted   time.Time
 	LoopCount       int
+	// LastNeedAt is when the need the host still showed as its last reboot
+	// finished was first seen (zero: the reboot cleared it): only that same need,
+	// not a later one, makes a reboot loop.
+	LastNeedAt time.Time
 
 	ModifyIndex uint64
 }
@@ -342,6 +346,7 @@ func (p Plan) items() map[string]string {
 	e.str("last_after_boot_id", p.LastAfterBootID)
 	e.time("last_completed", p.LastCompleted)
 	e.int("loop_count", p.LoopCount)
+	e.time("last_need_at", p.LastNeedAt)
 	return e
 }
 
@@ -369,6 +374,7 @@ func decodePlan(v *api.Variable) (Plan, error) {
 		LastAfterBootID: d.str("last_after_boot_id"),
 		LastCompleted:   d.time("last_completed"),
 		LoopCount:       d.int("loop_count"),
+		LastNeedAt:      d.time("last_need_at"),
 		ModifyIndex:     v.ModifyIndex,
 	}
 	d.json("timeline", &p.Timeline)
