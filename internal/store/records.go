@@ -140,8 +140,14 @@ type Control struct {
 	Cancels map[string]time.Time
 	// Releases ask the coordinator to free a stuck host's slot, by host.
 	Releases map[string]time.Time
+	// Problems are the entries that could not be read (skipped), for status and logs.
+	Problems []string
 
-	ModifyIndex uint64
+	ModifyIndex uint64 // of the control variable
+
+	raw     map[string]string      // the control variable's items as read
+	legacy  map[string]HostControl // entries found in the control variable itself
+	hostIdx map[string]uint64      // ModifyIndex of each per-host control variable
 }
 
 // Request is a manual reboot request.
@@ -385,31 +391,6 @@ func decodePlan(v *api.Variable) (Plan, error) {
 		p.Phase = PhaseIdle
 	}
 	return p, d.err
-}
-
-func (c Control) items() map[string]string {
-	e := enc{}
-	e.bool("paused", c.Paused)
-	e.str("pause_reason", c.PauseReason)
-	e.time("paused_at", c.PausedAt)
-	e.json("requests", c.Requests, len(c.Requests) == 0)
-	e.json("cancels", c.Cancels, len(c.Cancels) == 0)
-	e.json("releases", c.Releases, len(c.Releases) == 0)
-	return e
-}
-
-func decodeControl(v *api.Variable) (Control, error) {
-	d := &dec{items: v.Items, path: v.Path}
-	c := Control{
-		Paused:      d.bool("paused"),
-		PauseReason: d.str("pause_reason"),
-		PausedAt:    d.time("paused_at"),
-		ModifyIndex: v.ModifyIndex,
-	}
-	d.json("requests", &c.Requests)
-	d.json("cancels", &c.Cancels)
-	d.json("releases", &c.Releases)
-	return c, d.err
 }
 
 func (h HistoryRecord) items() map[string]string {

@@ -46,18 +46,20 @@ type Store struct {
 	prefix    string
 	namespace string
 
-	mu    sync.Mutex
-	hosts map[string]cachedHost // host record cache by path, refreshed by ModifyIndex
+	mu       sync.Mutex
+	hosts    map[string]cachedHost    // host record cache by path, refreshed by ModifyIndex (bad ones too)
+	controls map[string]cachedControl // per-host control variables, likewise
 }
 
 type cachedHost struct {
 	modify uint64
 	rec    HostRecord
+	bad    *BadRecord // the record cannot be used
 }
 
 // New returns a store over vars under prefix in namespace ("" = the client's default).
 func New(vars Variables, prefix, namespace string) *Store {
-	return &Store{vars: vars, prefix: strings.Trim(prefix, "/"), namespace: namespace, hosts: map[string]cachedHost{}}
+	return &Store{vars: vars, prefix: strings.Trim(prefix, "/"), namespace: namespace, hosts: map[string]cachedHost{}, controls: map[string]cachedControl{}}
 }
 
 // Prefix is the variables path prefix.
@@ -178,50 +180,13 @@ func (s *Store) DeleteHost(ctx context.Context, rec HostRecord) error {
 	return s.remove(ctx, s.hostPath(pathName(rec.Host)), rec.ModifyIndex)
 }
 
-// Hosts returns every host record, sorted by host name, and the list index. With
-// index > 0 it first blocks until a host record changes or wait passes. Records are
-// cached by ModifyIndex, so only changed records are read again.
+// Hosts returns every host record that can be used, sorted by host name, and the
+// list index. With index > 0 it first blocks until a host record changes or wait
+// passes. Records are cached by ModifyIndex, so only changed records are read
+// again. A record that cannot be used is skipped: HostsChecked also reports it.
 func (s *Store) Hosts(ctx context.Context, index uint64, wait time.Duration) ([]HostRecord, uint64, error) {
-	metas, idx, err := s.list(ctx, s.prefix+"/hosts/", index, wait)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]HostRecord, 0, len(metas))
-	seen := make(map[string]bool, len(metas))
-	for _, m := range metas {
-		seen[m.Path] = true
-		s.mu.Lock()
-		c, ok := s.hosts[m.Path]
-		s.mu.Unlock()
-		if ok && c.modify == m.ModifyIndex {
-			out = append(out, c.rec)
-			continue
-		}
-		v, _, err := s.read(ctx, m.Path, 0, 0)
-		if errors.Is(err, ErrNotFound) {
-			continue // deleted since the list
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		rec, err := decodeHost(v)
-		if err != nil {
-			return nil, 0, err
-		}
-		s.mu.Lock()
-		s.hosts[m.Path] = cachedHost{modify: v.ModifyIndex, rec: rec}
-		s.mu.Unlock()
-		out = append(out, rec)
-	}
-	s.mu.Lock()
-	for p := range s.hosts {
-		if !seen[p] {
-			delete(s.hosts, p)
-		}
-	}
-	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
-	return out, idx, nil
+	recs, _, idx, err := s.HostsChecked(ctx, index, wait)
+	return recs, idx, err
 }
 
 // ---- plans -----------------------------------------------------------------------
@@ -289,39 +254,19 @@ func (s *Store) PutPlan(ctx context.Context, p Plan) (uint64, error) {
 
 // ---- control ---------------------------------------------------------------------
 
-// Control reads the control variable; a missing one is the zero Control.
+// Control reads the control state: the control variable merged with the per-host
+// request variables (control.go). Entries that cannot be read are skipped and
+// listed in Problems; a missing control variable is the zero Control.
 func (s *Store) Control(ctx context.Context) (Control, error) {
-	v, _, err := s.read(ctx, s.controlPath(), 0, 0)
-	if errors.Is(err, ErrNotFound) {
-		return Control{}, nil
-	}
-	if err != nil {
-		return Control{}, err
-	}
-	return decodeControl(v)
+	return s.readControl(ctx)
 }
 
-// UpdateControl applies fn to the current control state and writes it with CAS,
-// retrying on conflicts. fn may be called more than once.
+// UpdateControl applies fn to the current control state and writes what changed
+// with CAS, retrying on conflicts: each host's requests, cancels and releases go to
+// that host's own variable, the pause flag to the control variable (control.go).
+// fn may be called more than once.
 func (s *Store) UpdateControl(ctx context.Context, fn func(*Control) error) (Control, error) {
-	for attempt := 0; ; attempt++ {
-		c, err := s.Control(ctx)
-		if err != nil {
-			return Control{}, err
-		}
-		if err := fn(&c); err != nil {
-			return Control{}, err
-		}
-		idx, err := s.write(ctx, s.controlPath(), c.items(), c.ModifyIndex)
-		if errors.Is(err, ErrConflict) && attempt < 20 {
-			continue
-		}
-		if err != nil {
-			return Control{}, err
-		}
-		c.ModifyIndex = idx
-		return c, nil
-	}
+	return s.updateControl(ctx, fn)
 }
 
 // ---- history ---------------------------------------------------------------------

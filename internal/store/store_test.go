@@ -154,9 +154,11 @@ func TestUpdateControlRetriesConflicts(t *testing.T) {
 	_, err := st.UpdateControl(ctx, func(c *store.Control) error {
 		calls++
 		if calls == 1 {
-			// Another writer slips in between our read and our write.
+			// Another writer slips in between our read and our write, on the
+			// same host's variable.
 			if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
 				c.Paused, c.PauseReason = true, "other"
+				c.Releases = map[string]time.Time{"h": time.Now().UTC()}
 				return nil
 			}); err != nil {
 				t.Fatal(err)
@@ -175,7 +177,7 @@ func TestUpdateControlRetriesConflicts(t *testing.T) {
 		t.Errorf("fn called %d times, want 2 (one conflict)", calls)
 	}
 	c, _ := st.Control(ctx)
-	if !c.Paused || c.PauseReason != "other" || len(c.Requests) != 1 {
+	if !c.Paused || c.PauseReason != "other" || len(c.Requests) != 1 || len(c.Releases) != 1 {
 		t.Errorf("control = %+v: one of the two writes was lost", c)
 	}
 }

@@ -1,0 +1,499 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// The control state is kept in two places:
+//
+//	<prefix>/control          the pause flag (and, from older versions, requests,
+//	                          cancels and releases of every host in one variable)
+//	<prefix>/requests/<host>  one host's manual request, cancel and release
+//
+// Per-host variables keep requests from accumulating in one variable until it
+// reaches Nomad's size limit, and an entry is deleted once it is carried out.
+// Entries still found in the control variable (written by an older version) are
+// honoured and move to their host's variable the first time they change.
+//
+// Both are parsed leniently: an entry that cannot be read is skipped and reported
+// in Control.Problems (a cancel that cannot be read counts as a cancel at the time
+// its variable was last written: it suppresses at least what it was meant to).
+
+func (s *Store) requestsPrefix() string         { return s.prefix + "/requests/" }
+func (s *Store) requestPath(host string) string { return s.requestsPrefix() + pathName(host) }
+
+// HostControl is the control state of one host, in its own variable.
+type HostControl struct {
+	Host        string
+	Request     *Request
+	CancelAt    time.Time
+	ReleaseAt   time.Time
+	ModifyIndex uint64
+}
+
+func (h HostControl) empty() bool {
+	return h.Request == nil && h.CancelAt.IsZero() && h.ReleaseAt.IsZero()
+}
+
+func (h HostControl) equal(o HostControl) bool {
+	if (h.Request == nil) != (o.Request == nil) {
+		return false
+	}
+	if h.Request != nil && (!h.Request.At.Equal(o.Request.At) || h.Request.By != o.Request.By || h.Request.Reason != o.Request.Reason) {
+		return false
+	}
+	return h.CancelAt.Equal(o.CancelAt) && h.ReleaseAt.Equal(o.ReleaseAt)
+}
+
+func (h HostControl) items() map[string]string {
+	e := enc{}
+	e.str("host", h.Host)
+	if h.Request != nil {
+		e.time("requested_at", h.Request.At)
+		e.str("requested_by", h.Request.By)
+		e.str("request_reason", h.Request.Reason)
+		if h.Request.At.IsZero() {
+			e["requested_at"] = "" // present: a request without a time is still a request
+		}
+	}
+	e.time("cancel_at", h.CancelAt)
+	e.time("release_at", h.ReleaseAt)
+	return e
+}
+
+// decodeHostControl reads a per-host control variable leniently: each entry that
+// cannot be read is reported and skipped.
+func decodeHostControl(v *api.Variable) (HostControl, []string) {
+	var problems []string
+	bad := func(k string, err error) {
+		problems = append(problems, fmt.Sprintf("variable %s: item %q: %v: skipped", v.Path, k, err))
+	}
+	h := HostControl{Host: v.Items["host"], ModifyIndex: v.ModifyIndex}
+	if h.Host == "" {
+		h.Host = HostFromPath(v.Path)
+	}
+	parse := func(k string) (time.Time, bool) {
+		s, ok := v.Items[k]
+		if !ok || s == "" {
+			return time.Time{}, ok
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			bad(k, err)
+			return time.Time{}, false
+		}
+		return t, true
+	}
+	if at, ok := parse("requested_at"); ok {
+		h.Request = &Request{At: at, By: v.Items["requested_by"], Reason: v.Items["request_reason"]}
+	}
+	if _, ok := v.Items["cancel_at"]; ok {
+		at, ok := parse("cancel_at")
+		if !ok && v.Items["cancel_at"] != "" {
+			at = modifyTime(v)
+			problems[len(problems)-1] += fmt.Sprintf(" (counted as a cancel at %s, when the variable was last written)", at.Format(time.RFC3339))
+		}
+		h.CancelAt = at
+	}
+	h.ReleaseAt, _ = parse("release_at")
+	return h, problems
+}
+
+func modifyTime(v *api.Variable) time.Time {
+	if v.ModifyTime == 0 {
+		return time.Now().UTC()
+	}
+	return time.Unix(0, v.ModifyTime).UTC()
+}
+
+// HostFromPath returns the host name a record path ends with (dots are stored as "~").
+func HostFromPath(path string) string {
+	return strings.ReplaceAll(path[strings.LastIndex(path, "/")+1:], "~", ".")
+}
+
+// decodeControlLenient reads the control variable, skipping (and reporting) what
+// cannot be read. A pause flag that cannot be read counts as paused: when rollboot
+// cannot tell, it holds.
+func decodeControlLenient(v *api.Variable) Control {
+	c := Control{ModifyIndex: v.ModifyIndex, raw: maps.Clone(v.Items)}
+	d := &dec{items: v.Items, path: v.Path}
+	c.Paused = d.bool("paused")
+	if d.err != nil {
+		c.Paused = true
+		c.PauseReason = "the pause flag cannot be read (" + strconv.Quote(v.Items["paused"]) + "): holding; rollboot control reset repairs it"
+		c.Problems = append(c.Problems, d.err.Error()+": counted as paused")
+		d.err = nil
+	} else {
+		c.PauseReason = d.str("pause_reason")
+	}
+	c.PausedAt = d.time("paused_at")
+	if d.err != nil {
+		c.Problems = append(c.Problems, d.err.Error()+": skipped")
+	}
+	c.Requests = lenientMap(v, "requests", &c.Problems, func(raw json.RawMessage) (Request, error) {
+		var r Request
+		err := json.Unmarshal(raw, &r)
+		return r, err
+	}, nil)
+	c.Cancels = lenientMap(v, "cancels", &c.Problems, func(raw json.RawMessage) (time.Time, error) {
+		var t time.Time
+		err := json.Unmarshal(raw, &t)
+		return t, err
+	}, func() (time.Time, string) {
+		at := modifyTime(v)
+		return at, " (counted as a cancel at " + at.Format(time.RFC3339) + ", when the variable was last written)"
+	})
+	c.Releases = lenientMap(v, "releases", &c.Problems, func(raw json.RawMessage) (time.Time, error) {
+		var t time.Time
+		err := json.Unmarshal(raw, &t)
+		return t, err
+	}, nil)
+	c.legacy = HostControls(c)
+	return c
+}
+
+// lenientMap decodes the JSON object in item k entry by entry; an entry that
+// cannot be read is skipped, or replaced by orElse when given.
+func lenientMap[T any](v *api.Variable, k string, problems *[]string, decode func(json.RawMessage) (T, error), orElse func() (T, string)) map[string]T {
+	s := v.Items[k]
+	if s == "" {
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		*problems = append(*problems, fmt.Sprintf("variable %s: item %q: %v: skipped", v.Path, k, err))
+		return nil
+	}
+	out := make(map[string]T, len(raw))
+	for host, r := range raw {
+		val, err := decode(r)
+		if err == nil {
+			out[host] = val
+			continue
+		}
+		msg := fmt.Sprintf("variable %s: item %q: entry %q: %v", v.Path, k, host, err)
+		if orElse != nil {
+			val, why := orElse()
+			out[host] = val
+			msg += why
+		} else {
+			msg += ": skipped"
+		}
+		*problems = append(*problems, msg)
+	}
+	return out
+}
+
+// HostControls splits the control state by host.
+func HostControls(c Control) map[string]HostControl {
+	out := map[string]HostControl{}
+	get := func(h string) HostControl {
+		hc, ok := out[h]
+		if !ok {
+			hc.Host = h
+		}
+		return hc
+	}
+	for h, r := range c.Requests {
+		hc := get(h)
+		r := r
+		hc.Request = &r
+		out[h] = hc
+	}
+	for h, t := range c.Cancels {
+		hc := get(h)
+		hc.CancelAt = t
+		out[h] = hc
+	}
+	for h, t := range c.Releases {
+		hc := get(h)
+		hc.ReleaseAt = t
+		out[h] = hc
+	}
+	return out
+}
+
+// merge puts a host's control state into c, replacing what c had for the host.
+func (c *Control) merge(h HostControl) {
+	delete(c.Requests, h.Host)
+	delete(c.Cancels, h.Host)
+	delete(c.Releases, h.Host)
+	if h.Request != nil {
+		if c.Requests == nil {
+			c.Requests = map[string]Request{}
+		}
+		c.Requests[h.Host] = *h.Request
+	}
+	if !h.CancelAt.IsZero() {
+		if c.Cancels == nil {
+			c.Cancels = map[string]time.Time{}
+		}
+		c.Cancels[h.Host] = h.CancelAt
+	}
+	if !h.ReleaseAt.IsZero() {
+		if c.Releases == nil {
+			c.Releases = map[string]time.Time{}
+		}
+		c.Releases[h.Host] = h.ReleaseAt
+	}
+}
+
+type cachedControl struct {
+	modify   uint64
+	hc       HostControl
+	problems []string
+}
+
+// readControl reads the control variable and every per-host control variable,
+// merged; the per-host variable wins over an entry left in the control variable.
+func (s *Store) readControl(ctx context.Context) (Control, error) {
+	var c Control
+	v, _, err := s.read(ctx, s.controlPath(), 0, 0)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return Control{}, err
+	default:
+		c = decodeControlLenient(v)
+	}
+	metas, _, err := s.list(ctx, s.requestsPrefix(), 0, 0)
+	if err != nil {
+		return Control{}, err
+	}
+	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
+	c.hostIdx = map[string]uint64{}
+	seen := map[string]bool{}
+	for _, m := range metas {
+		seen[m.Path] = true
+		s.mu.Lock()
+		cc, ok := s.controls[m.Path]
+		s.mu.Unlock()
+		if !ok || cc.modify != m.ModifyIndex {
+			v, _, err := s.read(ctx, m.Path, 0, 0)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return Control{}, err
+			}
+			hc, problems := decodeHostControl(v)
+			cc = cachedControl{modify: v.ModifyIndex, hc: hc, problems: problems}
+			s.mu.Lock()
+			s.controls[m.Path] = cc
+			s.mu.Unlock()
+		}
+		c.Problems = append(c.Problems, cc.problems...)
+		c.hostIdx[cc.hc.Host] = cc.hc.ModifyIndex
+		c.merge(cc.hc)
+	}
+	s.mu.Lock()
+	for p := range s.controls {
+		if !seen[p] {
+			delete(s.controls, p)
+		}
+	}
+	s.mu.Unlock()
+	return c, nil
+}
+
+// updateControl applies fn to the merged control state and writes what changed:
+// each host whose entries changed to its own variable (deleted when empty; its
+// entries in the control variable are then dropped from it), and the pause flag to
+// the control variable. Every write is check-and-set; on a conflict it all starts
+// again from a fresh read.
+func (s *Store) updateControl(ctx context.Context, fn func(*Control) error) (Control, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := s.readControl(ctx)
+		if err != nil {
+			return Control{}, err
+		}
+		before := HostControls(c)
+		paused, reason, at := c.Paused, c.PauseReason, c.PausedAt
+		c.Requests, c.Cancels, c.Releases = maps.Clone(c.Requests), maps.Clone(c.Cancels), maps.Clone(c.Releases)
+		if err := fn(&c); err != nil {
+			return Control{}, err
+		}
+		err = s.writeControl(ctx, &c, before, paused != c.Paused || reason != c.PauseReason || !at.Equal(c.PausedAt))
+		if errors.Is(err, ErrConflict) && attempt < 20 {
+			continue
+		}
+		if err != nil {
+			return Control{}, err
+		}
+		return c, nil
+	}
+}
+
+func (s *Store) writeControl(ctx context.Context, c *Control, before map[string]HostControl, pauseChanged bool) error {
+	after := HostControls(*c)
+	hosts := map[string]bool{}
+	for h := range before {
+		hosts[h] = true
+	}
+	for h := range after {
+		hosts[h] = true
+	}
+	names := make([]string, 0, len(hosts))
+	for h := range hosts {
+		names = append(names, h)
+	}
+	sort.Strings(names)
+	var moved []string
+	for _, h := range names {
+		want := after[h]
+		want.Host = h
+		if want.equal(before[h]) {
+			continue
+		}
+		if err := s.putHostControl(ctx, want, c.hostIdx[h]); err != nil {
+			return err
+		}
+		if _, ok := c.legacy[h]; ok {
+			moved = append(moved, h)
+		}
+	}
+	if !pauseChanged && len(moved) == 0 {
+		return nil
+	}
+	// The per-host variables are written first: a crash (or conflict) before the
+	// control variable is written leaves an entry in both places, which reads the
+	// same (the per-host variable wins).
+	items := controlItems(c, pauseChanged, moved)
+	idx, err := s.write(ctx, s.controlPath(), items, c.ModifyIndex)
+	if err != nil {
+		return err
+	}
+	c.ModifyIndex = idx
+	return nil
+}
+
+// putHostControl writes (or deletes, when empty) one host's control variable with
+// check-and-set on index (0: it does not exist).
+func (s *Store) putHostControl(ctx context.Context, hc HostControl, index uint64) error {
+	if hc.empty() {
+		if index == 0 {
+			return nil
+		}
+		return s.remove(ctx, s.requestPath(hc.Host), index)
+	}
+	_, err := s.write(ctx, s.requestPath(hc.Host), hc.items(), index)
+	return err
+}
+
+// controlItems is the control variable to write: its current items (so that what
+// cannot be read is not lost by an unrelated change), with the pause flag when it
+// changed and without the entries of the hosts moved to their own variables.
+func controlItems(c *Control, pauseChanged bool, moved []string) map[string]string {
+	items := maps.Clone(c.raw)
+	if items == nil {
+		items = map[string]string{}
+	}
+	if pauseChanged {
+		delete(items, "pause_reason")
+		delete(items, "paused_at")
+		e := enc(items)
+		e.bool("paused", c.Paused)
+		e.str("pause_reason", c.PauseReason)
+		e.time("paused_at", c.PausedAt)
+	}
+	for _, k := range []string{"requests", "cancels", "releases"} {
+		var raw map[string]json.RawMessage
+		if items[k] == "" || json.Unmarshal([]byte(items[k]), &raw) != nil {
+			continue // nothing there, or unreadable: left for control reset
+		}
+		for _, h := range moved {
+			delete(raw, h)
+		}
+		if len(raw) == 0 {
+			delete(items, k)
+			continue
+		}
+		b, _ := json.Marshal(raw)
+		items[k] = string(b)
+	}
+	return items
+}
+
+// ResetReport says what ResetControl did.
+type ResetReport struct {
+	Moved   []string // hosts whose entries moved from the control variable to their own
+	Dropped []string // problems: entries (or variables) that could not be read, removed
+}
+
+// ResetControl repairs the control state: every readable entry of the control
+// variable moves to its host's variable (an entry already there wins), per-host
+// variables that cannot be read are deleted, and the control variable keeps only
+// the pause flag. A pause flag that cannot be read becomes "paused", with a reason
+// that says so: resume by hand once the state is checked.
+func (s *Store) ResetControl(ctx context.Context) (ResetReport, error) {
+	for attempt := 0; ; attempt++ {
+		rep, err := s.resetControl(ctx)
+		if errors.Is(err, ErrConflict) && attempt < 20 {
+			continue
+		}
+		return rep, err
+	}
+}
+
+func (s *Store) resetControl(ctx context.Context) (ResetReport, error) {
+	var rep ResetReport
+	c, err := s.readControl(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Dropped = append(rep.Dropped, c.Problems...)
+	for _, h := range sortedKeys(c.legacy) {
+		if _, ok := c.hostIdx[h]; ok {
+			continue // the per-host variable wins, and stays
+		}
+		if err := s.putHostControl(ctx, c.legacy[h], 0); err != nil {
+			return rep, err
+		}
+		rep.Moved = append(rep.Moved, h)
+	}
+	// Per-host variables with problems are rewritten with what could be read.
+	s.mu.Lock()
+	var broken []cachedControl
+	for _, cc := range s.controls {
+		if len(cc.problems) > 0 {
+			broken = append(broken, cc)
+		}
+	}
+	s.mu.Unlock()
+	for _, cc := range broken {
+		if err := s.putHostControl(ctx, cc.hc, cc.modify); err != nil {
+			return rep, err
+		}
+	}
+	items := map[string]string{}
+	e := enc(items)
+	e.bool("paused", c.Paused)
+	e.str("pause_reason", c.PauseReason)
+	e.time("paused_at", c.PausedAt)
+	if c.ModifyIndex == 0 && len(c.raw) == 0 {
+		return rep, nil // no control variable: nothing to rewrite
+	}
+	if _, err := s.write(ctx, s.controlPath(), items, c.ModifyIndex); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+func sortedKeys[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// BadRecord is a variable that cannot be used: it is skipped, for its host only,
+// and reported (status, logs).
+type BadRecord struct {
+	Path string `json:"path"`
+	Host string `json:"host"` // the host its path names
+	Err  string `json:"error"`
+}
+
+// HostsChecked is Hosts that also returns the records it skipped: those that fail
+// to decode, and those whose host name does not match their path (a record under
+// hosts/a naming host b would otherwise stand for b).
+func (s *Store) HostsChecked(ctx context.Context, index uint64, wait time.Duration) ([]HostRecord, []BadRecord, uint64, error) {
+	metas, idx, err := s.list(ctx, s.prefix+"/hosts/", index, wait)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	out := make([]HostRecord, 0, len(metas))
+	var bad []BadRecord
+	seen := make(map[string]bool, len(metas))
+	for _, m := range metas {
+		seen[m.Path] = true
+		s.mu.Lock()
+		c, ok := s.hosts[m.Path]
+		s.mu.Unlock()
+		if !ok || c.modify != m.ModifyIndex {
+			v, _, err := s.read(ctx, m.Path, 0, 0)
+			if errors.Is(err, ErrNotFound) {
+				continue // deleted since the list
+			}
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			c = cachedHost{modify: v.ModifyIndex}
+			rec, err := decodeHost(v)
+			if err == nil && s.hostPath(pathName(rec.Host)) != v.Path {
+				err = fmt.Errorf("the record names host %q but is stored under %s", rec.Host, v.Path)
+			}
+			if err != nil {
+				c.bad = &BadRecord{Path: v.Path, Host: HostFromPath(v.Path), Err: err.Error()}
+			} else {
+				c.rec = rec
+			}
+			s.mu.Lock()
+			s.hosts[m.Path] = c
+			s.mu.Unlock()
+		}
+		if c.bad != nil {
+			bad = append(bad, *c.bad)
+			continue
+		}
+		out = append(out, c.rec)
+	}
+	s.mu.Lock()
+	for p := range s.hosts {
+		if !seen[p] {
+			delete(s.hosts, p)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
+	return out, bad, idx, nil
+}
