@@ -122,6 +122,7 @@ type simAlloc struct {
 	startAt  time.Time // pending → running
 	stopAt   time.Time // desired stop → complete
 	finishAt time.Time // batch: running → complete on its own (zero: never)
+	taskDead bool      // the task died and waits to be restarted (SetTaskRunning)
 }
 
 // Event types for allocations, in addition to those in sim.go.
@@ -317,7 +318,7 @@ func (c *clusterState) clientUpdatesLocked(s *Sim, now time.Time) {
 				c.allocEventLocked(s, EventAllocStop, a, nil)
 			}
 		case a.ClientStatus == api.AllocClientStatusPending:
-			if !now.Before(sa.startAt) {
+			if !now.Before(sa.startAt) && !sa.taskDead {
 				a.ClientStatus = api.AllocClientStatusRunning
 				a.ClientDescription = "Tasks are running"
 				if *a.Job.Type == api.JobTypeService {

@@ -1,0 +1,88 @@
+package nomadsim
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// registerJobRoutes serves the job endpoints the emulator models.
+func (s *Sim) registerJobRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("/v1/job/", methods(s.handleJobSpecific, http.MethodGet))
+}
+
+func (s *Sim) handleJobSpecific(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
+	id, ok := strings.CutSuffix(rest, "/allocations")
+	if !ok || id == "" || strings.Contains(id, "/") {
+		writeError(w, http.StatusNotFound, "Invalid URL")
+		return
+	}
+	s.handleJobAllocs(w, r, id)
+}
+
+// handleJobAllocs answers GET /v1/job/:id/allocations (nomad/job_endpoint.go
+// Job.Allocations): read-job in the request's namespace (403 otherwise), the
+// allocation stubs of the job in that namespace (state.AllocsByJob), and as index
+// the allocs table index (state.Index("allocs")), so a blocking query wakes on any
+// allocation change. A job that does not exist is no error: its list is empty
+// (the endpoint does not look the job up), encoded as [] (command/agent
+// job_endpoint.go jobAllocations makes an empty slice).
+func (s *Sim) handleJobAllocs(w http.ResponseWriter, r *http.Request, id string) {
+	ns := requestNamespace(r)
+	if s.authorize(w, r, func(t *Token) bool { return t.AllowNamespace(ns, "read-job") }) == nil {
+		return
+	}
+	s.blockingRead(w, r, func() (any, uint64, error) {
+		out := []*api.AllocationListStub{}
+		for _, aid := range s.cluster.allocOrder {
+			a := s.cluster.allocs[aid].a
+			if a.JobID != id || a.Namespace != ns {
+				continue
+			}
+			out = append(out, &api.AllocationListStub{
+				ID: a.ID, EvalID: a.EvalID, Name: a.Name, Namespace: a.Namespace, NodeID: a.NodeID,
+				NodeName: a.NodeName, JobID: a.JobID, JobType: *a.Job.Type, TaskGroup: a.TaskGroup,
+				DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
+				ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
+				CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+			})
+		}
+		return out, max(s.cluster.allocsIndex, 1), nil
+	})
+}
+
+// SetTaskRunning makes the task of job's allocation on host's node die
+// (running false) or start again (running true), without the host rebooting, as
+// when the process is killed. A task that dies and is restarted by the client
+// waits in TaskStatePending for its restart delay (client/allocrunner/taskrunner
+// task_runner.go shouldRestart), so the allocation's client status is "pending"
+// ("No tasks have started", alloc_runner.go getClientStatus) until it runs again.
+// The emulator keeps it there until SetTaskRunning(host, job, true).
+func (s *Sim) SetTaskRunning(host, job string, running bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.cluster.endBatch()
+	h, ok := s.hosts[host]
+	if !ok || h.NodeID == "" {
+		return fmt.Errorf("host %q has no Nomad client", host)
+	}
+	for _, aid := range s.cluster.allocOrder {
+		sa := s.cluster.allocs[aid]
+		a := sa.a
+		if a.NodeID != h.NodeID || a.JobID != job || allocTerminal(a) {
+			continue
+		}
+		sa.taskDead = !running
+		if running {
+			a.ClientStatus, a.ClientDescription = api.AllocClientStatusRunning, "Tasks are running"
+		} else {
+			a.ClientStatus, a.ClientDescription = api.AllocClientStatusPending, "No tasks have started"
+		}
+		s.cluster.touchAllocLocked(s, a)
+		return nil
+	}
+	return fmt.Errorf("no live allocation of job %q on host %q", job, host)
+}
