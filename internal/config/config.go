@@ -112,6 +112,11 @@ type CoordinatorConfig struct {
 	RebootLoopBackoff    time.Duration
 	RebootLoopMaxBackoff time.Duration
 	HistorySize          int
+	// AgentJob is the Nomad job the agents run as, in AgentJobNamespace ("" means
+	// nomad.namespace): a host whose node has no running allocation of it is
+	// reported "agent missing". "" turns the check off.
+	AgentJob          string
+	AgentJobNamespace string
 }
 
 // What to do when a drain reaches its deadline.
@@ -210,6 +215,7 @@ func Default() *Config {
 			RebootLoopBackoff:    time.Hour,
 			RebootLoopMaxBackoff: 24 * time.Hour,
 			HistorySize:          200,
+			AgentJob:             "rollboot",
 		},
 		Drain: DrainConfig{
 			Deadline:        time.Hour,

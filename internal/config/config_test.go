@@ -150,7 +150,7 @@ func TestLoadFullExample(t *testing.T) {
 			Enabled: true, LockTTL: 20 * time.Second, ResyncInterval: time.Minute,
 			RejoinTimeout: 45 * time.Minute, RebootLoopBackoff: 2 * time.Hour,
 			RebootLoopMaxBackoff: 48 * time.Hour, HistorySize: 500, ServerStableFor: 10 * time.Second,
-			LeaderTransferDenied: "continue",
+			LeaderTransferDenied: "continue", AgentJob: "rollboot",
 		},
 		Drain: DrainConfig{Deadline: 45 * time.Minute, OnTimeout: "abort", RetryBackoff: 10 * time.Minute, RetryMaxBackoff: 2 * time.Hour},
 		FleetLock: FleetLockConfig{Enabled: true, Listen: "10.0.0.5:7777", PathPrefix: "/fleet_lock",

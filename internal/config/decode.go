@@ -225,7 +225,8 @@ func (d *decoder) coordinator(body hcl.Body) {
 	s := scope{"coordinator", "coordinator"}
 	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
 		"enabled", "lock_ttl", "resync_interval", "rejoin_timeout", "reboot_loop_backoff",
-		"reboot_loop_max_backoff", "history_size", "server_stable_for", "leader_transfer_denied")})
+		"reboot_loop_max_backoff", "history_size", "server_stable_for", "leader_transfer_denied",
+		"agent_job", "agent_job_namespace")})
 	if content == nil {
 		return
 	}
@@ -239,6 +240,8 @@ func (d *decoder) coordinator(body hcl.Body) {
 	d.duration(a, s, "reboot_loop_backoff", &co.RebootLoopBackoff)
 	d.duration(a, s, "reboot_loop_max_backoff", &co.RebootLoopMaxBackoff)
 	d.integer(a, s, "history_size", &co.HistorySize)
+	d.str(a, s, "agent_job", &co.AgentJob)
+	d.str(a, s, "agent_job_namespace", &co.AgentJobNamespace)
 }
 
 func (d *decoder) drain(body hcl.Body) {

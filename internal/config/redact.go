@@ -93,6 +93,8 @@ func (c *Config) String() string {
 	co.SetAttributeValue("reboot_loop_backoff", durationVal(cc.RebootLoopBackoff))
 	co.SetAttributeValue("reboot_loop_max_backoff", durationVal(cc.RebootLoopMaxBackoff))
 	co.SetAttributeValue("history_size", cty.NumberIntVal(int64(cc.HistorySize)))
+	co.SetAttributeValue("agent_job", cty.StringVal(cc.AgentJob))
+	co.SetAttributeValue("agent_job_namespace", cty.StringVal(cc.AgentJobNamespace))
 
 	root.AppendNewline()
 	d := root.AppendNewBlock("drain", nil).Body()

@@ -151,6 +151,9 @@ func (v *validator) state() {
 
 func (v *validator) agent() {
 	a, s := &v.c.Agent, scope{"agent", "agent"}
+	if k := s.sub("host"); strings.ContainsAny(a.Host, "~/") && v.good(k) {
+		v.errorf(k, `%q contains "~" or "/": not allowed in a host name (rollboot stores dots as "~" in variable paths)`, a.Host)
+	}
 	if a.BootIDFile == "" {
 		v.errorf(s.sub("boot_id_file"), "must not be empty")
 	} else if !strings.HasPrefix(a.BootIDFile, "/") {
@@ -220,6 +223,12 @@ func (v *validator) coordinator() {
 	v.maxNotBelow(s.sub("reboot_loop_backoff"), s.sub("reboot_loop_max_backoff"), co.RebootLoopBackoff, co.RebootLoopMaxBackoff)
 	if hs := s.sub("history_size"); co.HistorySize < 1 && v.good(hs) {
 		v.errorf(hs, "must be at least 1, got %d", co.HistorySize)
+	}
+	if k := s.sub("agent_job"); strings.ContainsAny(co.AgentJob, " \x00") && v.good(k) {
+		v.errorf(k, "invalid job ID %q: no spaces or null characters (\"\" turns the check off)", co.AgentJob)
+	}
+	if k := s.sub("agent_job_namespace"); co.AgentJobNamespace != "" && !namespaceRE.MatchString(co.AgentJobNamespace) && v.good(k) {
+		v.errorf(k, "invalid namespace %q: use 1 to 128 letters, digits and dashes (\"\" means nomad.namespace)", co.AgentJobNamespace)
 	}
 }
 

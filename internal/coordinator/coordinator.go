@@ -70,6 +70,12 @@ type Options struct {
 	Resync time.Duration
 	Log    *slog.Logger
 	Now    func() time.Time // default time.Now
+
+	// Jobs, when set, tells which hosts lost their agent from the allocations of
+	// AgentJob (default "rollboot") in AgentJobNamespace (records.go).
+	Jobs              JobsAPI
+	AgentJob          string
+	AgentJobNamespace string
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -84,6 +90,9 @@ type Coordinator struct {
 	// noHandOver: hand-overs refused for lack of permission, by host/product, with
 	// the refusal.
 	noHandOver map[string]string
+	// reported: what checkRecords last logged; ignored: the records it dropped.
+	reported string
+	ignored  []store.BadRecord
 }
 
 // New returns a coordinator.
@@ -111,6 +120,9 @@ type HostStatus struct {
 	Phase   string
 	Since   time.Time
 	Waiting string
+	// AgentMissing says why the host's agent is known not to run ("" if it runs
+	// or cannot be told).
+	AgentMissing string
 }
 
 // Status returns what the last reconcile saw.
@@ -137,6 +149,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchVars) }()
 	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchNodes) }()
+	if c.agentJob() != "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.watch(ctx, poke, c.watchAgentJob) }()
+	}
 
 	c.mu.Lock()
 	c.plans = nil // reload: another coordinator may have written since we last led
@@ -215,7 +231,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		c.plans = p
 		c.mu.Unlock()
 	}
-	hosts, _, err := st.Hosts(ctx, 0, 0)
+	hosts, badRecs, _, err := st.HostsChecked(ctx, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -227,6 +243,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	hosts, missing := c.checkRecords(ctx, hosts, badRecs, nodes, ctl)
 	now := c.now()
 
 	// Group budgets.
@@ -269,12 +286,18 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		if hi.node != nil && (hi.node.Status != "ready" || (hi.node.Drain && drainGrant(hi.node) == "")) {
 			continue
 		}
+		if missing[name] != "" {
+			continue // nobody would reboot it after its drain: held, and why is shown
+		}
 		queue = append(queue, policy.Request{Host: name, Group: hi.group, RequestedAt: p.RequestedAt})
 	}
 	adm := policy.Admit(groups, queue)
 	waitReason := map[string]string{}
 	for _, w := range adm.Waiting {
 		waitReason[w.Host] = w.Reason
+	}
+	for name, why := range missing {
+		waitReason[name] = why
 	}
 	admitted := map[string]bool{}
 	// Keep a coordinator candidate in service. After a reboot a drained node stays
@@ -398,7 +421,8 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		if cur.Host == "" {
 			cur = d.Plan
 		}
-		status = append(status, HostStatus{Host: name, Group: hi.group, Phase: cur.Phase, Since: cur.PhaseSince, Waiting: d.Waiting})
+		status = append(status, HostStatus{Host: name, Group: hi.group, Phase: cur.Phase, Since: cur.PhaseSince, Waiting: d.Waiting,
+			AgentMissing: missing[name]})
 	}
 	c.mu.Lock()
 	c.status = status

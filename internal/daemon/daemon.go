@@ -65,6 +65,9 @@ func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.L
 		ServerStableFor:      cfg.Coordinator.ServerStableFor,
 		HoldOnDeniedHandOver: cfg.Coordinator.LeaderTransferDenied == "hold",
 		Resync:               cfg.Coordinator.ResyncInterval,
+		Jobs:                 agentJobs(cfg, c),
+		AgentJob:             cfg.Coordinator.AgentJob,
+		AgentJobNamespace:    agentJobNamespace(cfg),
 		Log:                  log.With("component", "coordinator"),
 	}), nil
 }
@@ -147,6 +150,9 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 	}
 	if host == "" {
 		return errors.New("agent: cannot tell the host name: set agent.host")
+	}
+	if err := store.CheckHostName(host); err != nil {
+		return fmt.Errorf("agent: %w: set agent.host", err)
 	}
 	reb := opt.Rebooter
 	if reb == nil {
@@ -278,4 +284,20 @@ func Rebooter(rc config.RebootConfig) (agent.Rebooter, error) {
 		return agent.LogindRebooter{}, nil
 	}
 	return nil, fmt.Errorf("unknown reboot method %q", rc.Method)
+}
+
+// agentJobs is the jobs API the coordinator reads the agent job's allocations
+// with; nil when coordinator.agent_job is "" (no presence check).
+func agentJobs(cfg *config.Config, c *api.Client) coordinator.JobsAPI {
+	if cfg.Coordinator.AgentJob == "" {
+		return nil
+	}
+	return c.Jobs()
+}
+
+func agentJobNamespace(cfg *config.Config) string {
+	if cfg.Coordinator.AgentJobNamespace != "" {
+		return cfg.Coordinator.AgentJobNamespace
+	}
+	return cfg.Nomad.Namespace
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -70,4 +71,17 @@ func (s *Store) HostsChecked(ctx context.Context, index uint64, wait time.Durati
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
 	return out, bad, idx, nil
+}
+
+// CheckHostName refuses host names that cannot be mapped to a variable path one
+// to one: dots are stored as "~", so a "~" would read back as a dot, and a "/"
+// would put the record under another path.
+func CheckHostName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty host name")
+	case strings.ContainsAny(name, "~/"):
+		return fmt.Errorf(`host name %q contains "~" or "/", which rollboot refuses: dots are stored as "~" in variable paths`, name)
+	}
+	return nil
 }

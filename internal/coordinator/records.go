@@ -1,0 +1,213 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// This file checks what hosts publish before the coordinator uses it, and tells
+// which hosts lost their agent. Both are pure functions of what was read, shared
+// with `rollboot status`.
+
+// DefaultAgentJob is the Nomad job the agents run as, by default.
+const DefaultAgentJob = "rollboot"
+
+// JobsAPI is the part of the Nomad jobs API the coordinator uses; *api.Jobs
+// implements it.
+type JobsAPI interface {
+	Allocations(jobID string, allAllocs bool, q *api.QueryOptions) ([]*api.AllocationListStub, *api.QueryMeta, error)
+}
+
+// ValidateRecords keeps the host records the coordinator may use. A record that
+// names a Nomad node must name one whose node name is the record's host: a record
+// under hosts/b naming a's node ID would otherwise have a's node drained for b.
+// The store already dropped records whose path does not match their host name.
+func ValidateRecords(recs []store.HostRecord, nodes map[string]*api.NodeListStub) ([]store.HostRecord, []store.BadRecord) {
+	ok := make([]store.HostRecord, 0, len(recs))
+	var ignored []store.BadRecord
+	for _, r := range recs {
+		why := ""
+		if err := store.CheckHostName(r.Host); err != nil {
+			why = err.Error()
+		} else if r.NodeID != "" {
+			switch n := nodes[r.NodeID]; {
+			case n == nil:
+				why = fmt.Sprintf("node_id %s is no Nomad node", r.NodeID)
+			case n.Name != r.Host:
+				why = fmt.Sprintf("node_id %s is the node of %q, not of this host", r.NodeID, n.Name)
+			}
+		}
+		if why != "" {
+			ignored = append(ignored, store.BadRecord{Host: r.Host, Err: "record ignored: " + why})
+			continue
+		}
+		ok = append(ok, r)
+	}
+	return ok, ignored
+}
+
+// AgentAllocs is what the agent job's allocations say, by node ID.
+type AgentAllocs struct {
+	Job string
+	// Known: the job has allocations at all. Without any (the agents run as
+	// systemd services, or the job is not deployed) nothing can be told.
+	Known bool
+	// ByNode holds, for each node with a live allocation of the job, whether it
+	// runs, and its client status.
+	ByNode map[string]allocState
+}
+
+type allocState struct {
+	running bool
+	status  string
+}
+
+// agentAllocs sums up the job's allocation stubs.
+func agentAllocs(job string, stubs []*api.AllocationListStub) AgentAllocs {
+	a := AgentAllocs{Job: job, Known: len(stubs) > 0, ByNode: map[string]allocState{}}
+	for _, s := range stubs {
+		if s.DesiredStatus != api.AllocDesiredStatusRun {
+			continue
+		}
+		running := s.ClientStatus == api.AllocClientStatusRunning
+		if cur, ok := a.ByNode[s.NodeID]; ok && cur.running {
+			continue
+		}
+		switch s.ClientStatus {
+		case api.AllocClientStatusComplete, api.AllocClientStatusLost:
+			continue // gone: as if none
+		}
+		a.ByNode[s.NodeID] = allocState{running: running, status: s.ClientStatus}
+	}
+	return a
+}
+
+// MissingAgents returns the hosts whose agent should run and does not, with why.
+// A host should have an agent when it published a record (FleetLock-only hosts
+// have none) and its node is ready. Its agent is missing when the agent job's
+// allocation on the node is not running (the task died and waits for a restart,
+// or failed), or when the node is eligible and has no allocation at all (Nomad
+// places a system job's allocation on every eligible node). A node that is
+// ineligible or draining gets no new allocation, so none there is no proof. Hosts
+// without a Nomad client are not checked (see docs/architecture.md).
+func MissingAgents(recs []store.HostRecord, nodes map[string]*api.NodeListStub, allocs AgentAllocs) map[string]string {
+	out := map[string]string{}
+	if !allocs.Known {
+		return out
+	}
+	for _, r := range recs {
+		if r.NodeID == "" || (slices.Contains(r.Roles, store.RoleFleetLock) && r.AgentVersion == "") {
+			continue
+		}
+		n := nodes[r.NodeID]
+		if n == nil || n.Status != "ready" {
+			continue
+		}
+		st, ok := allocs.ByNode[r.NodeID]
+		switch {
+		case ok && st.running:
+		case ok:
+			out[r.Host] = fmt.Sprintf("agent missing: its allocation of job %s is %s", allocs.Job, st.status)
+		case n.SchedulingEligibility == "eligible" && !n.Drain:
+			out[r.Host] = fmt.Sprintf("agent missing: no allocation of job %s on its node", allocs.Job)
+		}
+	}
+	return out
+}
+
+// ReadAgentAllocs reads the agent job's allocations (index > 0: a blocking query).
+func ReadAgentAllocs(ctx context.Context, jobs JobsAPI, job, namespace string, index uint64, wait time.Duration) (AgentAllocs, uint64, error) {
+	q := (&api.QueryOptions{Namespace: namespace, WaitIndex: index, WaitTime: wait}).WithContext(ctx)
+	stubs, meta, err := jobs.Allocations(job, false, q)
+	if err != nil {
+		return AgentAllocs{}, 0, fmt.Errorf("allocations of job %s: %w", job, err)
+	}
+	return agentAllocs(job, stubs), meta.LastIndex, nil
+}
+
+// agentJob returns the agent job's name ("" when not watched).
+func (c *Coordinator) agentJob() string {
+	if c.opt.Jobs == nil {
+		return ""
+	}
+	if c.opt.AgentJob == "" {
+		return DefaultAgentJob
+	}
+	return c.opt.AgentJob
+}
+
+func (c *Coordinator) watchAgentJob(ctx context.Context, idx uint64) (uint64, error) {
+	_, n, err := ReadAgentAllocs(ctx, c.opt.Jobs, c.agentJob(), c.opt.AgentJobNamespace, idx, 5*time.Minute)
+	return n, err
+}
+
+// checkRecords drops the records the coordinator must not use and finds the
+// missing agents; it logs both when they change.
+func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord, bad []store.BadRecord,
+	nodes map[string]*api.NodeListStub, ctl store.Control) ([]store.HostRecord, map[string]string) {
+	hosts, ignored := ValidateRecords(hosts, nodes)
+	bad = append(bad, ignored...)
+	missing := map[string]string{}
+	if job := c.agentJob(); job != "" {
+		allocs, _, err := ReadAgentAllocs(ctx, c.opt.Jobs, job, c.opt.AgentJobNamespace, 0, 0)
+		if err != nil {
+			// Presence is reported, not decided on: a failed read only hides it.
+			c.log.Warn("cannot tell which agents run", "err", err)
+		} else {
+			missing = MissingAgents(hosts, nodes, allocs)
+		}
+	}
+	var lines []string
+	for _, b := range bad {
+		lines = append(lines, "bad:"+b.Host+":"+b.Err)
+	}
+	for _, p := range ctl.Problems {
+		lines = append(lines, "control:"+p)
+	}
+	for h, why := range missing {
+		lines = append(lines, "missing:"+h+":"+why)
+	}
+	sort.Strings(lines)
+	key := strings.Join(lines, "\n")
+	c.mu.Lock()
+	changed := key != c.reported
+	c.reported = key
+	c.ignored = bad
+	c.mu.Unlock()
+	if changed {
+		for _, b := range bad {
+			c.log.Warn("host record ignored", "host", b.Host, "path", b.Path, "err", b.Err)
+		}
+		for _, p := range ctl.Problems {
+			c.log.Warn("control entry skipped", "err", p)
+		}
+		for _, h := range sortedKeys(missing) {
+			c.log.Warn("agent missing", "host", h, "why", missing[h])
+		}
+	}
+	return hosts, missing
+}
+
+// Ignored returns the host records the last reconcile did not use, and why.
+func (c *Coordinator) Ignored() []store.BadRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ignored)
+}
+
+func sortedKeys[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

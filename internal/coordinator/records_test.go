@@ -1,0 +1,168 @@
+package coordinator
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+func TestValidateRecords(t *testing.T) {
+	nodes := map[string]*api.NodeListStub{
+		"n1": {ID: "n1", Name: "web-1"},
+		"n2": {ID: "n2", Name: "web-2.example.com"},
+	}
+	tests := []struct {
+		name string
+		rec  store.HostRecord
+		want string // "" kept; else in the reason
+	}{
+		{name: "own node", rec: store.HostRecord{Host: "web-1", NodeID: "n1"}},
+		{name: "dotted name", rec: store.HostRecord{Host: "web-2.example.com", NodeID: "n2"}},
+		{name: "no node (server host)", rec: store.HostRecord{Host: "srv-1"}},
+		{name: "shadowing another host's node", rec: store.HostRecord{Host: "web-2", NodeID: "n1"}, want: `the node of "web-1"`},
+		{name: "unknown node", rec: store.HostRecord{Host: "web-3", NodeID: "n9"}, want: "no Nomad node"},
+		{name: "tilde in the name", rec: store.HostRecord{Host: "web~1"}, want: `"~" or "/"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, bad := ValidateRecords([]store.HostRecord{tt.rec}, nodes)
+			if tt.want == "" {
+				if len(ok) != 1 || len(bad) != 0 {
+					t.Errorf("ignored: %+v", bad)
+				}
+				return
+			}
+			if len(ok) != 0 || len(bad) != 1 || !strings.Contains(bad[0].Err, tt.want) {
+				t.Errorf("kept %+v, ignored %+v; want ignored for %q", ok, bad, tt.want)
+			}
+		})
+	}
+}
+
+func TestMissingAgents(t *testing.T) {
+	ready := func(id string, mod func(*api.NodeListStub)) *api.NodeListStub {
+		n := &api.NodeListStub{ID: id, Name: "h-" + id, Status: "ready", SchedulingEligibility: "eligible"}
+		if mod != nil {
+			mod(n)
+		}
+		return n
+	}
+	alloc := func(node, status string) *api.AllocationListStub {
+		return &api.AllocationListStub{NodeID: node, DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: status}
+	}
+	rec := func(id string) store.HostRecord {
+		return store.HostRecord{Host: "h-" + id, NodeID: id, AgentVersion: "v"}
+	}
+	tests := []struct {
+		name   string
+		node   *api.NodeListStub
+		rec    store.HostRecord
+		allocs []*api.AllocationListStub
+		want   string // "" not missing; else in the reason
+	}{
+		{name: "running", node: ready("n1", nil), rec: rec("n1"),
+			allocs: []*api.AllocationListStub{alloc("n1", "running")}},
+		{name: "task died, restarting", node: ready("n1", nil), rec: rec("n1"),
+			allocs: []*api.AllocationListStub{alloc("n1", "pending"), alloc("n2", "running")}, want: "is pending"},
+		{name: "failed", node: ready("n1", nil), rec: rec("n1"),
+			allocs: []*api.AllocationListStub{alloc("n1", "failed"), alloc("n2", "running")}, want: "is failed"},
+		{name: "no allocation on an eligible node", node: ready("n1", nil), rec: rec("n1"),
+			allocs: []*api.AllocationListStub{alloc("n2", "running")}, want: "no allocation"},
+		{name: "none on an ineligible node proves nothing", node: ready("n1", func(n *api.NodeListStub) { n.SchedulingEligibility = "ineligible" }),
+			rec: rec("n1"), allocs: []*api.AllocationListStub{alloc("n2", "running")}},
+		{name: "node down: the host is down, not its agent", node: ready("n1", func(n *api.NodeListStub) { n.Status = "down" }),
+			rec: rec("n1"), allocs: []*api.AllocationListStub{alloc("n1", "pending")}},
+		{name: "job not deployed (systemd agents): cannot tell", node: ready("n1", nil), rec: rec("n1")},
+		{name: "FleetLock host has no agent", node: ready("n1", nil),
+			rec:    store.HostRecord{Host: "h-n1", NodeID: "n1", Roles: []string{store.RoleFleetLock}},
+			allocs: []*api.AllocationListStub{alloc("n2", "running")}},
+		{name: "host without a Nomad client is not checked", node: ready("n1", nil), rec: store.HostRecord{Host: "srv"},
+			allocs: []*api.AllocationListStub{alloc("n2", "running")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := map[string]*api.NodeListStub{tt.node.ID: tt.node}
+			got := MissingAgents([]store.HostRecord{tt.rec}, nodes, agentAllocs("rollboot", tt.allocs))[tt.rec.Host]
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("missing = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBadRecordsDoNotStopReconcile: through the emulator, a record that fails to
+// decode and a record shadowing another host's node are skipped and reported;
+// every other host goes on.
+func TestBadRecordsDoNotStopReconcile(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	c, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st := store.New(c.Variables(), "rollboot", "")
+	node := func(h string) string {
+		n, err := sim.Node(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.ID
+	}
+	put := func(rec store.HostRecord) {
+		if _, err := st.PutHost(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(store.HostRecord{Host: "client-1", NodeID: node("client-1"), BootID: "b1"})
+	put(store.HostRecord{Host: "client-3", NodeID: node("client-3"), BootID: "b3", RebootRequired: true,
+		Reason: "sentinel", RequestedAt: time.Now().UTC()})
+	// client-2's record does not decode.
+	if _, _, err := c.Variables().Create(&api.Variable{Path: "rollboot/hosts/client-2",
+		Items: map[string]string{"host": "client-2", "reboot_required": "maybe"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A record under another name shadows client-1's node and asks for a reboot.
+	put(store.HostRecord{Host: "client-9", NodeID: node("client-1"), BootID: "x", RebootRequired: true,
+		Reason: "forged", RequestedAt: time.Now().Add(-time.Hour).UTC()})
+
+	co := New(Options{Nodes: c.Nodes(), Store: st, Jobs: c.Jobs(),
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
+		Timing:       Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
+	for i := 0; i < 2; i++ {
+		if err := co.ReconcileOnce(ctx); err != nil {
+			t.Fatalf("pass %d: %v", i, err)
+		}
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := plans["client-3"]; p.Phase != store.PhaseDraining {
+		t.Errorf("client-3 is %q, want draining: one bad record stopped the others", p.Phase)
+	}
+	if p, ok := plans["client-9"]; ok {
+		t.Errorf("the shadowing record got a plan: %+v", p)
+	}
+	n1, _ := sim.Node("client-1")
+	if n1.DrainStrategy != nil || n1.SchedulingEligibility != "eligible" {
+		t.Errorf("client-1 was drained for a record that is not its own")
+	}
+	var ignored []string
+	for _, b := range co.Ignored() {
+		ignored = append(ignored, b.Host)
+	}
+	if strings.Join(ignored, ",") != "client-2,client-9" {
+		t.Errorf("ignored = %v, want client-2 and client-9", co.Ignored())
+	}
+}
