@@ -25,6 +25,7 @@ func newRootCmd() *cobra.Command {
 		clientCommand(newPauseCmd()),
 		clientCommand(newResumeCmd()),
 		clientCommand(newReleaseCmd()),
+		newControlCmd(),
 		newFleetLockIDCmd(),
 		newDemoCmd(),
 		newVersionCmd(),

@@ -34,6 +34,10 @@ type HostView struct {
 	DetectError    string    `json:"detect_error,omitempty"`
 	DiscoverError  string    `json:"discover_error,omitempty"`
 	ManualRequest  bool      `json:"manual_request,omitempty"`
+	// AgentMissing says why the host's agent is known not to run.
+	AgentMissing string `json:"agent_missing,omitempty"`
+	// RecordIgnored says why the coordinator does not use the host's record.
+	RecordIgnored string `json:"record_ignored,omitempty"`
 }
 
 // StatusView is the whole output of `rollboot status -json`.
@@ -41,6 +45,12 @@ type StatusView struct {
 	Paused      bool       `json:"paused"`
 	PauseReason string     `json:"pause_reason,omitempty"`
 	Hosts       []HostView `json:"hosts"`
+	// Ignored are the host records that cannot be used (skipped), and why.
+	Ignored []store.BadRecord `json:"ignored_records,omitempty"`
+	// ControlProblems are the control entries that cannot be read (skipped).
+	ControlProblems []string `json:"control_problems,omitempty"`
+	// AgentCheck says how agents were checked, when they could not be.
+	AgentCheck string `json:"agent_check,omitempty"`
 }
 
 func readStatus(ctx context.Context, st *store.Store) (StatusView, error) {
@@ -115,6 +125,7 @@ func printStatus(w io.Writer, s StatusView, now time.Time) {
 			orDash(rolesText(h)), h.Phase, since, why(h))
 	}
 	tw.Flush()
+	printProblems(w, s)
 }
 
 // rolesText shows the roles, the FleetLock role with the client's id
@@ -151,6 +162,12 @@ func why(h HostView) string {
 	if h.DiscoverError != "" && !strings.Contains(h.Waiting, h.DiscoverError) {
 		parts = append(parts, "server roles unknown: "+h.DiscoverError)
 	}
+	if h.AgentMissing != "" {
+		parts = append(parts, h.AgentMissing)
+	}
+	if h.RecordIgnored != "" {
+		parts = append(parts, h.RecordIgnored)
+	}
 	if len(parts) == 0 {
 		return "-"
 	}
@@ -176,8 +193,12 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := readStatus(cmd.Context(), daemon.Store(cfg, c))
+			st := daemon.Store(cfg, c)
+			s, err := readStatus(cmd.Context(), st)
 			if err != nil {
+				return err
+			}
+			if err := addChecks(cmd.Context(), &s, cfg, c, st); err != nil {
 				return err
 			}
 			if asJSON {

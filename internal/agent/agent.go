@@ -219,6 +219,8 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	plans := make(chan store.Plan, 1)
 	go a.watchPlan(ctx, plans)
+	changes := make(chan recordChange, 1)
+	go a.watchRecord(ctx, changes)
 
 	fast := time.NewTicker(o.PollEvery)
 	defer fast.Stop()
@@ -240,6 +242,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.checkVault(ctx)
 		case p := <-plans:
 			lastPlan = p
+		case ch := <-changes:
+			a.restoreRecord(ctx, ch)
 		}
 		if err := a.publish(ctx); err != nil {
 			a.log.Warn("publish host record", "err", err)

@@ -414,6 +414,9 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		if err := c.apply(ctx, in, d, ctl); err != nil {
 			firstErr = errors.Join(firstErr, fmt.Errorf("host %s: %w", name, err))
+		} else if cancelDone(in, d.Plan) {
+			// The cancel is carried out: forget it, so cancels do not pile up.
+			firstErr = errors.Join(firstErr, c.clearCancel(ctx, name, in.CancelAt))
 		}
 		c.mu.Lock()
 		cur := c.plans[name]

@@ -85,3 +85,16 @@ func CheckHostName(name string) error {
 	}
 	return nil
 }
+
+// WatchHost reads one host record, first blocking until it changes past index
+// (when index > 0) or wait passes, and returns the index to pass next time. A
+// record that does not decode is returned with its ModifyIndex and the error.
+func (s *Store) WatchHost(ctx context.Context, host string, index uint64, wait time.Duration) (HostRecord, uint64, error) {
+	v, idx, err := s.read(ctx, s.hostPath(pathName(host)), index, wait)
+	if err != nil {
+		return HostRecord{}, idx, err
+	}
+	rec, err := decodeHost(v)
+	rec.ModifyIndex = v.ModifyIndex
+	return rec, idx, err
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// addChecks adds to the status what the coordinator checks before using the
+// hosts' records: records that cannot be used (they do not decode, do not match
+// their path, or name another host's node), control entries that cannot be read,
+// and hosts whose agent does not run (from the agent job's allocations).
+func addChecks(ctx context.Context, s *StatusView, cfg *config.Config, c *api.Client, st *store.Store) error {
+	recs, bad, _, err := st.HostsChecked(ctx, 0, 0)
+	if err != nil {
+		return err
+	}
+	ctl, err := st.Control(ctx)
+	if err != nil {
+		return err
+	}
+	s.ControlProblems = ctl.Problems
+	list, _, err := c.Nodes().List((&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	nodes := make(map[string]*api.NodeListStub, len(list))
+	for _, n := range list {
+		nodes[n.ID] = n
+	}
+	recs, ignored := coordinator.ValidateRecords(recs, nodes)
+	s.Ignored = append(bad, ignored...)
+	why := map[string]string{}
+	for _, b := range s.Ignored {
+		why[b.Host] = b.Err
+	}
+	missing := map[string]string{}
+	if job := cfg.Coordinator.AgentJob; job != "" {
+		ns := cfg.Coordinator.AgentJobNamespace
+		if ns == "" {
+			ns = cfg.Nomad.Namespace
+		}
+		allocs, _, err := coordinator.ReadAgentAllocs(ctx, c.Jobs(), job, ns, 0, 0)
+		switch {
+		case err != nil:
+			s.AgentCheck = "cannot tell which agents run: " + err.Error()
+		case !allocs.Known:
+			s.AgentCheck = fmt.Sprintf("job %s has no allocations in namespace %s: agents are not checked", job, ns)
+		default:
+			missing = coordinator.MissingAgents(recs, nodes, allocs)
+		}
+	}
+	for i := range s.Hosts {
+		s.Hosts[i].AgentMissing, s.Hosts[i].RecordIgnored = missing[s.Hosts[i].Host], why[s.Hosts[i].Host]
+	}
+	// A host whose only record does not decode has no row yet: give it one.
+	seen := map[string]bool{}
+	for _, h := range s.Hosts {
+		seen[h.Host] = true
+	}
+	for _, b := range s.Ignored {
+		if !seen[b.Host] {
+			s.Hosts = append(s.Hosts, HostView{Host: b.Host, Phase: store.PhaseIdle, RecordIgnored: b.Err})
+			seen[b.Host] = true
+		}
+	}
+	sort.Slice(s.Hosts, func(i, j int) bool { return s.Hosts[i].Host < s.Hosts[j].Host })
+	return nil
+}
+
+// printProblems lists what was skipped, below the table.
+func printProblems(w io.Writer, s StatusView) {
+	if len(s.Ignored) > 0 {
+		fmt.Fprintln(w, "\nIgnored host records:")
+		for _, b := range s.Ignored {
+			fmt.Fprintf(w, "  %s: %s\n", b.Host, b.Err)
+		}
+	}
+	if len(s.ControlProblems) > 0 {
+		fmt.Fprintln(w, "\nUnreadable control entries (skipped; rollboot control reset repairs them):")
+		for _, p := range s.ControlProblems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if s.AgentCheck != "" {
+		fmt.Fprintf(w, "\nAgents: %s\n", s.AgentCheck)
+	}
+}
