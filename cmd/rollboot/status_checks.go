@@ -29,7 +29,11 @@ func addChecks(ctx context.Context, s *StatusView, cfg *config.Config, c *api.Cl
 	s.ControlProblems = ctl.Problems
 	list, _, err := c.Nodes().List((&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
+		// The rest of the status stands; say what could not be checked.
+		s.Ignored = bad
+		s.AgentCheck = "cannot check host records against their nodes, nor agents: list nodes: " + err.Error()
+		markIgnored(s)
+		return nil
 	}
 	nodes := make(map[string]*api.NodeListStub, len(list))
 	for _, n := range list {
@@ -37,10 +41,6 @@ func addChecks(ctx context.Context, s *StatusView, cfg *config.Config, c *api.Cl
 	}
 	recs, ignored := coordinator.ValidateRecords(recs, nodes)
 	s.Ignored = append(bad, ignored...)
-	why := map[string]string{}
-	for _, b := range s.Ignored {
-		why[b.Host] = b.Err
-	}
 	missing := map[string]string{}
 	if job := cfg.Coordinator.AgentJob; job != "" {
 		ns := cfg.Coordinator.AgentJobNamespace
@@ -58,9 +58,22 @@ func addChecks(ctx context.Context, s *StatusView, cfg *config.Config, c *api.Cl
 		}
 	}
 	for i := range s.Hosts {
-		s.Hosts[i].AgentMissing, s.Hosts[i].RecordIgnored = missing[s.Hosts[i].Host], why[s.Hosts[i].Host]
+		s.Hosts[i].AgentMissing = missing[s.Hosts[i].Host]
 	}
-	// A host whose only record does not decode has no row yet: give it one.
+	markIgnored(s)
+	return nil
+}
+
+// markIgnored shows each ignored record on its host's row; a host whose only
+// record does not decode has no row yet: it gets one.
+func markIgnored(s *StatusView) {
+	why := map[string]string{}
+	for _, b := range s.Ignored {
+		why[b.Host] = b.Err
+	}
+	for i := range s.Hosts {
+		s.Hosts[i].RecordIgnored = why[s.Hosts[i].Host]
+	}
 	seen := map[string]bool{}
 	for _, h := range s.Hosts {
 		seen[h.Host] = true
@@ -72,7 +85,6 @@ func addChecks(ctx context.Context, s *StatusView, cfg *config.Config, c *api.Cl
 		}
 	}
 	sort.Slice(s.Hosts, func(i, j int) bool { return s.Hosts[i].Host < s.Hosts[j].Host })
-	return nil
 }
 
 // printProblems lists what was skipped, below the table.

@@ -7,10 +7,21 @@
 # another state.prefix, replace "rollboot/" in both paths; for another
 # nomad.namespace, rename the namespace block.
 #
-# The CLI never touches nodes: every change it makes is a check-and-set write of
-# rollboot/control, which the coordinator carries out with its own token.
+# The CLI never changes nodes: every change it makes is a check-and-set write of
+# rollboot/control or rollboot/requests/<host>, which the coordinator carries out
+# with its own token.
+
+# `rollboot status`: GET /v1/nodes, to check that each host record names its own
+# node, and that the node's agent runs.
+node {
+  policy = "read"
+}
 
 namespace "default" {
+  # `rollboot status`: GET /v1/job/<coordinator.agent_job>/allocations (which
+  # hosts lost their agent). In the namespace the agent job runs in.
+  capabilities = ["read-job"]
+
   variables {
     # `rollboot status`: GET /v1/vars?prefix=rollboot/hosts/ and
     # ?prefix=rollboot/plan/ (read implies list), GET of each record.
@@ -24,6 +35,13 @@ namespace "default" {
     # specific path rule wins, so read is repeated here.
     path "rollboot/control" {
       capabilities = ["read", "write"]
+    }
+
+    # request, cancel, release: PUT rollboot/requests/<host>?cas=N (one variable
+    # per host), DELETE rollboot/requests/<host>?cas=N once it is empty;
+    # `rollboot control reset` moves old entries there from rollboot/control.
+    path "rollboot/requests/*" {
+      capabilities = ["read", "list", "write", "destroy"]
     }
   }
 }

@@ -125,9 +125,9 @@ var checks = []check{
 	{"agent:read (/v1/agent/self)", func(t *nomadsim.Token) bool { return t.AllowAgent(false) }, "agent,candidate"},
 	{"agent:write", func(t *nomadsim.Token) bool { return t.AllowAgent(true) }, ""},
 	// Coordinator: node list and allocations (read), drain and eligibility (write).
-	{"node:read (/v1/nodes)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "coordinator,candidate"},
+	{"node:read (/v1/nodes)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "coordinator,candidate,operator"},
 	{"node:write (drain, eligibility)", func(t *nomadsim.Token) bool { return t.AllowNode(true) }, "coordinator,candidate"},
-	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "coordinator,candidate"},
+	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "coordinator,candidate,operator"},
 	{"read-job in another namespace (system jobs anywhere)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "coordinator,candidate"},
 	{"submit-job in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "submit-job") }, ""},
 	{"read-logs in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-logs") }, ""},
@@ -149,6 +149,9 @@ var checks = []check{
 	{"read rollboot/control", v("rollboot/control", "read"), "coordinator,candidate,operator"},
 	{"write rollboot/control", v("rollboot/control", "write"), "coordinator,candidate,operator"},
 	{"destroy rollboot/control", v("rollboot/control", "destroy"), "coordinator,candidate"},
+	// One variable per host for requests, cancels and releases.
+	{"write rollboot/requests/x", v("rollboot/requests/x", "write"), "coordinator,candidate,operator"},
+	{"destroy rollboot/requests/x", v("rollboot/requests/x", "destroy"), "coordinator,candidate,operator"},
 	// History: written and pruned by the coordinator.
 	{"list rollboot/history/x", v("rollboot/history/x", "list"), "coordinator,candidate,operator"},
 	{"write rollboot/history/x", v("rollboot/history/x", "write"), "coordinator,candidate"},
