@@ -52,7 +52,9 @@ func TestAgentRestoresItsRecord(t *testing.T) {
 			c()
 		}
 	}
-	mine := func(r store.HostRecord, err error) bool { return err == nil && r.NodeID == h.NodeID && !r.RebootRequired }
+	mine := func(r store.HostRecord, err error) bool {
+		return err == nil && r.NodeID == h.NodeID && !r.RebootRequired
+	}
 	waitRecord("the first record", mine)
 
 	tests := []struct {
