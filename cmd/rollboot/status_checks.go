@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -54,7 +55,7 @@ func addChecks(ctx context.Context, s *StatusView, cfg *config.Config, c *api.Cl
 		case !allocs.Known:
 			s.AgentCheck = fmt.Sprintf("job %s has no allocations in namespace %s: agents are not checked", job, ns)
 		default:
-			missing = coordinator.MissingAgents(recs, nodes, allocs)
+			missing = coordinator.MissingAgents(recs, nodes, allocs, time.Now())
 		}
 	}
 	for i := range s.Hosts {

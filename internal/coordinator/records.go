@@ -54,9 +54,16 @@ func ValidateRecords(recs []store.HostRecord, nodes map[string]*api.NodeListStub
 	return ok, ignored
 }
 
+// AgentStartGrace is how long a newly placed allocation of the agent job may stay
+// pending (image pull, first start) before its agent counts as missing.
+const AgentStartGrace = 2 * time.Minute
+
 // AgentAllocs is what the agent job's allocations say, by node ID.
 type AgentAllocs struct {
 	Job string
+	// Index is the allocs table index the list was read at: a node changed
+	// after it (made eligible again) may not have its allocation placed yet.
+	Index uint64
 	// Known: the job has allocations at all. Without any (the agents run as
 	// systemd services, or the job is not deployed) nothing can be told.
 	Known bool
@@ -68,11 +75,15 @@ type AgentAllocs struct {
 type allocState struct {
 	running bool
 	status  string
+	created time.Time
+	// ran: a task of the allocation ran before (it died and waits for its
+	// restart, or failed), as opposed to an allocation that never started.
+	ran bool
 }
 
 // agentAllocs sums up the job's allocation stubs.
-func agentAllocs(job string, stubs []*api.AllocationListStub) AgentAllocs {
-	a := AgentAllocs{Job: job, Known: len(stubs) > 0, ByNode: map[string]allocState{}}
+func agentAllocs(job string, index uint64, stubs []*api.AllocationListStub) AgentAllocs {
+	a := AgentAllocs{Job: job, Index: index, Known: len(stubs) > 0, ByNode: map[string]allocState{}}
 	for _, s := range stubs {
 		if s.DesiredStatus != api.AllocDesiredStatusRun {
 			continue
@@ -85,20 +96,28 @@ func agentAllocs(job string, stubs []*api.AllocationListStub) AgentAllocs {
 		case api.AllocClientStatusComplete, api.AllocClientStatusLost:
 			continue // gone: as if none
 		}
-		a.ByNode[s.NodeID] = allocState{running: running, status: s.ClientStatus}
+		st := allocState{running: running, status: s.ClientStatus, created: time.Unix(0, s.CreateTime)}
+		for _, ts := range s.TaskStates {
+			st.ran = st.ran || ts.Restarts > 0 || !ts.FinishedAt.IsZero()
+		}
+		a.ByNode[s.NodeID] = st
 	}
 	return a
 }
 
 // MissingAgents returns the hosts whose agent should run and does not, with why.
 // A host should have an agent when it published a record (FleetLock-only hosts
-// have none) and its node is ready. Its agent is missing when the agent job's
-// allocation on the node is not running (the task died and waits for a restart,
-// or failed), or when the node is eligible and has no allocation at all (Nomad
-// places a system job's allocation on every eligible node). A node that is
-// ineligible or draining gets no new allocation, so none there is no proof. Hosts
-// without a Nomad client are not checked (see docs/architecture.md).
-func MissingAgents(recs []store.HostRecord, nodes map[string]*api.NodeListStub, allocs AgentAllocs) map[string]string {
+// have none) and its node is ready. Its agent is missing when:
+//   - the agent job's allocation on the node failed, or its task ran and died
+//     and waits for its restart (client status pending, task restarted);
+//   - the allocation never started within AgentStartGrace of its placement;
+//   - the node is eligible and has no allocation at all (Nomad places a system
+//     job's allocation on every eligible node), and the list is newer than the
+//     node's last change (the scheduler had its chance to place one).
+//
+// A node that is ineligible or draining gets no new allocation, so none there is
+// no proof. Hosts without a Nomad client are not checked (docs/architecture.md).
+func MissingAgents(recs []store.HostRecord, nodes map[string]*api.NodeListStub, allocs AgentAllocs, now time.Time) map[string]string {
 	out := map[string]string{}
 	if !allocs.Known {
 		return out
@@ -114,9 +133,15 @@ func MissingAgents(recs []store.HostRecord, nodes map[string]*api.NodeListStub, 
 		st, ok := allocs.ByNode[r.NodeID]
 		switch {
 		case ok && st.running:
+		case ok && st.status == api.AllocClientStatusFailed:
+			out[r.Host] = fmt.Sprintf("agent missing: its allocation of job %s failed", allocs.Job)
+		case ok && st.ran:
+			out[r.Host] = fmt.Sprintf("agent missing: its task of job %s died and is %s (waiting for its restart)", allocs.Job, st.status)
+		case ok && now.Sub(st.created) > AgentStartGrace:
+			out[r.Host] = fmt.Sprintf("agent missing: its allocation of job %s is still %s, %s after its placement",
+				allocs.Job, st.status, now.Sub(st.created).Round(time.Second))
 		case ok:
-			out[r.Host] = fmt.Sprintf("agent missing: its allocation of job %s is %s", allocs.Job, st.status)
-		case n.SchedulingEligibility == "eligible" && !n.Drain:
+		case n.SchedulingEligibility == "eligible" && !n.Drain && allocs.Index > n.ModifyIndex:
 			out[r.Host] = fmt.Sprintf("agent missing: no allocation of job %s on its node", allocs.Job)
 		}
 	}
@@ -130,7 +155,7 @@ func ReadAgentAllocs(ctx context.Context, jobs JobsAPI, job, namespace string, i
 	if err != nil {
 		return AgentAllocs{}, 0, fmt.Errorf("allocations of job %s: %w", job, err)
 	}
-	return agentAllocs(job, stubs), meta.LastIndex, nil
+	return agentAllocs(job, meta.LastIndex, stubs), meta.LastIndex, nil
 }
 
 // agentJob returns the agent job's name ("" when not watched).
@@ -162,7 +187,7 @@ func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord
 			// Presence is reported, not decided on: a failed read only hides it.
 			c.log.Warn("cannot tell which agents run", "err", err)
 		} else {
-			missing = MissingAgents(hosts, nodes, allocs)
+			missing = MissingAgents(hosts, nodes, allocs, c.now())
 		}
 	}
 	var lines []string

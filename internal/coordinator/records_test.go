@@ -47,16 +47,19 @@ func TestValidateRecords(t *testing.T) {
 }
 
 func TestMissingAgents(t *testing.T) {
+	now := t0
 	ready := func(id string, mod func(*api.NodeListStub)) *api.NodeListStub {
-		n := &api.NodeListStub{ID: id, Name: "h-" + id, Status: "ready", SchedulingEligibility: "eligible"}
+		n := &api.NodeListStub{ID: id, Name: "h-" + id, Status: "ready", SchedulingEligibility: "eligible", ModifyIndex: 10}
 		if mod != nil {
 			mod(n)
 		}
 		return n
 	}
-	alloc := func(node, status string) *api.AllocationListStub {
-		return &api.AllocationListStub{NodeID: node, DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: status}
+	alloc := func(node, status string, age time.Duration, restarts uint64) *api.AllocationListStub {
+		return &api.AllocationListStub{NodeID: node, DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: status,
+			CreateTime: now.Add(-age).UnixNano(), TaskStates: map[string]*api.TaskState{"agent": {Restarts: restarts}}}
 	}
+	other := alloc("n2", "running", time.Hour, 0)
 	rec := func(id string) store.HostRecord {
 		return store.HostRecord{Host: "h-" + id, NodeID: id, AgentVersion: "v"}
 	}
@@ -65,31 +68,41 @@ func TestMissingAgents(t *testing.T) {
 		node   *api.NodeListStub
 		rec    store.HostRecord
 		allocs []*api.AllocationListStub
+		index  uint64 // allocs table index; default 20 (after the node's last change)
 		want   string // "" not missing; else in the reason
 	}{
 		{name: "running", node: ready("n1", nil), rec: rec("n1"),
-			allocs: []*api.AllocationListStub{alloc("n1", "running")}},
-		{name: "task died, restarting", node: ready("n1", nil), rec: rec("n1"),
-			allocs: []*api.AllocationListStub{alloc("n1", "pending"), alloc("n2", "running")}, want: "is pending"},
+			allocs: []*api.AllocationListStub{alloc("n1", "running", time.Hour, 0)}},
+		{name: "task died, waiting for its restart", node: ready("n1", nil), rec: rec("n1"),
+			allocs: []*api.AllocationListStub{alloc("n1", "pending", time.Hour, 1), other}, want: "died"},
 		{name: "failed", node: ready("n1", nil), rec: rec("n1"),
-			allocs: []*api.AllocationListStub{alloc("n1", "failed"), alloc("n2", "running")}, want: "is failed"},
+			allocs: []*api.AllocationListStub{alloc("n1", "failed", time.Hour, 2), other}, want: "failed"},
+		{name: "just placed, starting", node: ready("n1", nil), rec: rec("n1"),
+			allocs: []*api.AllocationListStub{alloc("n1", "pending", 5*time.Second, 0), other}},
+		{name: "placed long ago and never started", node: ready("n1", nil), rec: rec("n1"),
+			allocs: []*api.AllocationListStub{alloc("n1", "pending", 10*time.Minute, 0), other}, want: "still pending, 10m0s"},
 		{name: "no allocation on an eligible node", node: ready("n1", nil), rec: rec("n1"),
-			allocs: []*api.AllocationListStub{alloc("n2", "running")}, want: "no allocation"},
+			allocs: []*api.AllocationListStub{other}, want: "no allocation"},
+		{name: "node just made eligible: the scheduler has not placed it yet", node: ready("n1", nil), rec: rec("n1"),
+			allocs: []*api.AllocationListStub{other}, index: 10},
 		{name: "none on an ineligible node proves nothing", node: ready("n1", func(n *api.NodeListStub) { n.SchedulingEligibility = "ineligible" }),
-			rec: rec("n1"), allocs: []*api.AllocationListStub{alloc("n2", "running")}},
+			rec: rec("n1"), allocs: []*api.AllocationListStub{other}},
 		{name: "node down: the host is down, not its agent", node: ready("n1", func(n *api.NodeListStub) { n.Status = "down" }),
-			rec: rec("n1"), allocs: []*api.AllocationListStub{alloc("n1", "pending")}},
+			rec: rec("n1"), allocs: []*api.AllocationListStub{alloc("n1", "pending", time.Hour, 1)}},
 		{name: "job not deployed (systemd agents): cannot tell", node: ready("n1", nil), rec: rec("n1")},
 		{name: "FleetLock host has no agent", node: ready("n1", nil),
 			rec:    store.HostRecord{Host: "h-n1", NodeID: "n1", Roles: []string{store.RoleFleetLock}},
-			allocs: []*api.AllocationListStub{alloc("n2", "running")}},
+			allocs: []*api.AllocationListStub{other}},
 		{name: "host without a Nomad client is not checked", node: ready("n1", nil), rec: store.HostRecord{Host: "srv"},
-			allocs: []*api.AllocationListStub{alloc("n2", "running")}},
+			allocs: []*api.AllocationListStub{other}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.index == 0 {
+				tt.index = 20
+			}
 			nodes := map[string]*api.NodeListStub{tt.node.ID: tt.node}
-			got := MissingAgents([]store.HostRecord{tt.rec}, nodes, agentAllocs("rollboot", tt.allocs))[tt.rec.Host]
+			got := MissingAgents([]store.HostRecord{tt.rec}, nodes, agentAllocs("rollboot", tt.index, tt.allocs), now)[tt.rec.Host]
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("missing = %q, want %q", got, tt.want)
 			}

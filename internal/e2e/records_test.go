@@ -149,3 +149,20 @@ func TestShadowingRecordIsIgnored(t *testing.T) {
 		return err == nil && r.NodeID == rec.NodeID && !r.RebootRequired
 	})
 }
+
+// TestNoAgentMissingDuringRollout: a rolling reboot takes every agent down in
+// turn (its allocation is lost with the node, placed again once the node is
+// eligible); none of that is a missing agent.
+func TestNoAgentMissingDuringRollout(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 3, coordinators: 1})
+	c.start()
+	hosts := c.clients()
+	c.waitFor("agents to publish", 60*time.Second, func() bool { return len(c.checks().Hosts) == 3 })
+	c.needReboot(hosts...)
+	c.waitFor("every host to reboot", 120*time.Second, c.rebootedAll(hosts))
+	if log := c.logFor("coordinator-1").String(); strings.Contains(log, "agent missing") {
+		i := strings.Index(log, "agent missing")
+		t.Errorf("a rollout reported a missing agent: %s", log[max(0, i-200):min(len(log), i+300)])
+	}
+}

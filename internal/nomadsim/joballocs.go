@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -48,10 +49,22 @@ func (s *Sim) handleJobAllocs(w http.ResponseWriter, r *http.Request, id string)
 				DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
 				ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
 				CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+				TaskStates: cloneTaskStates(a.TaskStates),
 			})
 		}
 		return out, max(s.cluster.allocsIndex, 1), nil
 	})
+}
+
+func cloneTaskStates(m map[string]*api.TaskState) map[string]*api.TaskState {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*api.TaskState, len(m))
+	for k, v := range m {
+		out[k] = cloneAPI(v)
+	}
+	return out
 }
 
 // SetTaskRunning makes the task of job's allocation on host's node die
@@ -76,10 +89,28 @@ func (s *Sim) SetTaskRunning(host, job string, running bool) error {
 			continue
 		}
 		sa.taskDead = !running
+		// The task's state as the client reports it (structs.TaskState): the
+		// emulator models one task per group, named after the group.
+		if a.TaskStates == nil {
+			a.TaskStates = map[string]*api.TaskState{}
+		}
+		ts := a.TaskStates[a.TaskGroup]
+		if ts == nil {
+			ts = &api.TaskState{StartedAt: time.Unix(0, a.CreateTime)}
+			a.TaskStates[a.TaskGroup] = ts
+		}
+		now := time.Now()
 		if running {
 			a.ClientStatus, a.ClientDescription = api.AllocClientStatusRunning, "Tasks are running"
+			ts.State, ts.StartedAt = "running", now
+			ts.Events = append(ts.Events, &api.TaskEvent{Type: "Started", Time: now.UnixNano()})
 		} else {
 			a.ClientStatus, a.ClientDescription = api.AllocClientStatusPending, "No tasks have started"
+			// shouldRestart: TaskStatePending with a "Restarting" event; the
+			// restart tracker counts the restart (Restarts, LastRestart).
+			ts.State, ts.FinishedAt, ts.Restarts, ts.LastRestart = "pending", now, ts.Restarts+1, now
+			ts.Events = append(ts.Events, &api.TaskEvent{Type: "Terminated", Time: now.UnixNano()},
+				&api.TaskEvent{Type: "Restarting", Time: now.UnixNano()})
 		}
 		s.cluster.touchAllocLocked(s, a)
 		return nil
