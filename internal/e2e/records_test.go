@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -164,5 +166,55 @@ func TestNoAgentMissingDuringRollout(t *testing.T) {
 	if log := c.logFor("coordinator-1").String(); strings.Contains(log, "agent missing") {
 		i := strings.Index(log, "agent missing")
 		t.Errorf("a rollout reported a missing agent: %s", log[max(0, i-200):min(len(log), i+300)])
+	}
+}
+
+// TestBadVariablesDoNotStopTheFleet: a host record that does not decode and a
+// control variable with unreadable entries (and a request an older version left
+// in it) are reported by status; the readable request is still carried out, and
+// `rollboot control reset` repairs the control state.
+func TestBadVariablesDoNotStopTheFleet(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 3, coordinators: 1})
+	c.start()
+	hosts := c.clients()
+	c.waitFor("agents to publish", 60*time.Second, func() bool { return len(c.checks().Hosts) == 3 })
+	vars := c.client.Variables()
+	if _, _, err := vars.Create(&api.Variable{Path: "rollboot/hosts/ghost",
+		Items: map[string]string{"host": "ghost", "reboot_required": "maybe"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Format(time.RFC3339Nano)
+	if _, _, err := vars.Create(&api.Variable{Path: "rollboot/control", Items: map[string]string{
+		"paused":   "false",
+		"requests": `{"` + hosts[0] + `":{"at":"` + at + `","by":"old-version"},"` + hosts[1] + `":{"at":"soon"}}`,
+	}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := c.cli("status")
+	for _, want := range []string{"Ignored host records:", "ghost", "Unreadable control entries", `"soon"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	// The readable old request is honoured: that host reboots, the others do not.
+	c.waitFor(hosts[0]+" to reboot for the old request", 120*time.Second, c.rebootedAll(hosts[:1]))
+	for _, r := range c.history() {
+		if r.Host != hosts[0] {
+			t.Errorf("%s rebooted: %+v", r.Host, r)
+		}
+	}
+	c.waitFor("the request to be removed once carried out", 30*time.Second, func() bool {
+		ctl, err := c.st.Control(context.Background())
+		return err == nil && len(ctl.Requests) == 0
+	})
+	if out := c.cli("control", "reset"); !strings.Contains(out, "Dropped:") || !strings.Contains(out, "repaired") {
+		t.Errorf("control reset said:\n%s", out)
+	}
+	if s := c.cli("status"); strings.Contains(s, "Unreadable control entries") {
+		t.Errorf("control problems left after reset:\n%s", s)
+	}
+	if !strings.Contains(c.logFor("coordinator-1").String(), "host record ignored") {
+		t.Error("the coordinator did not log the bad record")
 	}
 }
