@@ -49,6 +49,8 @@ type StatusView struct {
 	Ignored []store.BadRecord `json:"ignored_records,omitempty"`
 	// ControlProblems are the control entries that cannot be read (skipped).
 	ControlProblems []string `json:"control_problems,omitempty"`
+	// PlanProblems are plans with items that cannot be read (read as zero).
+	PlanProblems []store.BadRecord `json:"plan_problems,omitempty"`
 	// AgentCheck says how agents were checked, when they could not be.
 	AgentCheck string `json:"agent_check,omitempty"`
 }

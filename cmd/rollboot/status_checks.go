@@ -28,6 +28,9 @@ func addChecks(ctx context.Context, s *StatusView, cfg *config.Config, c *api.Cl
 		return err
 	}
 	s.ControlProblems = ctl.Problems
+	if _, s.PlanProblems, err = st.PlansChecked(ctx); err != nil {
+		return err
+	}
 	list, _, err := c.Nodes().List((&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		// The rest of the status stands; say what could not be checked.
@@ -100,6 +103,12 @@ func printProblems(w io.Writer, s StatusView) {
 		fmt.Fprintln(w, "\nUnreadable control entries (skipped; rollboot control reset repairs them):")
 		for _, p := range s.ControlProblems {
 			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if len(s.PlanProblems) > 0 {
+		fmt.Fprintln(w, "\nPartly unreadable plans (used with what could be read; the coordinator's next write repairs them):")
+		for _, b := range s.PlanProblems {
+			fmt.Fprintf(w, "  %s: %s\n", b.Host, b.Err)
 		}
 	}
 	if s.AgentCheck != "" {

@@ -222,9 +222,13 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	plans := c.plans
 	c.mu.Unlock()
 	if plans == nil {
-		p, err := st.Plans(ctx)
+		p, badPlans, err := st.PlansChecked(ctx)
 		if err != nil {
 			return err
+		}
+		for _, b := range badPlans {
+			// Used with what could be read; the next write of the plan repairs it.
+			c.log.Warn("plan partly unreadable", "host", b.Host, "path", b.Path, "err", b.Err)
 		}
 		plans = p
 		c.mu.Lock()

@@ -98,3 +98,37 @@ func (s *Store) WatchHost(ctx context.Context, host string, index uint64, wait t
 	rec.ModifyIndex = v.ModifyIndex
 	return rec, idx, err
 }
+
+// PlansChecked returns every plan by host name, and the plans with items that
+// cannot be read. Such a plan is kept with what could be read (the rest is zero:
+// no backoff, not eligible before, no drain index, which errs on the side of
+// holding), so that its host still counts against its group, and the
+// coordinator's next write of it repairs it.
+func (s *Store) PlansChecked(ctx context.Context) (map[string]Plan, []BadRecord, error) {
+	metas, _, err := s.list(ctx, s.prefix+"/plan/", 0, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
+	out := make(map[string]Plan, len(metas))
+	var bad []BadRecord
+	for _, m := range metas {
+		v, _, err := s.read(ctx, m.Path, 0, 0)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := decodePlan(v)
+		if err != nil {
+			bad = append(bad, BadRecord{Path: v.Path, Host: HostFromPath(v.Path), Err: err.Error() + ": read as zero"})
+		}
+		if p.Host == "" {
+			p.Host = HostFromPath(v.Path)
+		}
+		p.ModifyIndex = v.ModifyIndex
+		out[p.Host] = p
+	}
+	return out, bad, nil
+}

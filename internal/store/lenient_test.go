@@ -221,3 +221,34 @@ func TestResetControl(t *testing.T) {
 		t.Errorf("after reset: %+v, %v", ctl, err)
 	}
 }
+
+// TestPlanPartlyUnreadable: a plan with an item that cannot be read is kept with
+// what could be read (its host still holds its slot) and reported.
+func TestPlanPartlyUnreadable(t *testing.T) {
+	st, _, c := newStore(t)
+	ctx := context.Background()
+	if _, err := st.PutPlan(ctx, store.Plan{Host: "web-1", Phase: store.PhaseIdle}); err != nil {
+		t.Fatal(err)
+	}
+	putRaw(t, c, "rollboot/plan/web-2", map[string]string{"host": "web-2", "phase": "draining", "group": "web",
+		"grant_id": "g1", "attempt": "many", "node_id": "n2"})
+	plans, bad, err := st.PlansChecked(ctx)
+	if err != nil {
+		t.Fatalf("one bad plan stopped the read: %v", err)
+	}
+	p := plans["web-2"]
+	if !p.Active() || p.Group != "web" || p.GrantID != "g1" || p.Attempt != 0 || p.ModifyIndex == 0 {
+		t.Errorf("plan = %+v, want it kept (draining, group web) with attempt read as 0", p)
+	}
+	if len(plans) != 2 || len(bad) != 1 || bad[0].Host != "web-2" || !strings.Contains(bad[0].Err, `"attempt"`) {
+		t.Errorf("plans %d, bad = %+v", len(plans), bad)
+	}
+	// The coordinator's next write (CAS on the stored index) repairs it.
+	p.Attempt = 1
+	if _, err := st.PutPlan(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, bad, _ := st.PlansChecked(ctx); len(bad) != 0 {
+		t.Errorf("still bad after a write: %+v", bad)
+	}
+}

@@ -208,17 +208,11 @@ func (s *Store) WatchPlan(ctx context.Context, host string, index uint64, wait t
 	return p, idx, err
 }
 
-// Plans returns every plan, by host name.
+// Plans returns every plan, by host name. A plan with an item that cannot be read
+// is returned with what could be read (PlansChecked also reports it).
 func (s *Store) Plans(ctx context.Context) (map[string]Plan, error) {
-	plans, err := readAll(ctx, s, s.prefix+"/plan/", decodePlan)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]Plan, len(plans))
-	for _, p := range plans {
-		out[p.Host] = p
-	}
-	return out, nil
+	plans, _, err := s.PlansChecked(ctx)
+	return plans, err
 }
 
 // readAll reads and decodes every variable under prefix, in path order; one that
