@@ -216,7 +216,7 @@ func (s *Store) Plans(ctx context.Context) (map[string]Plan, error) {
 }
 
 // readAll reads and decodes every variable under prefix, in path order; one that
-// vanishes between the list and its read is skipped.
+// vanishes between the list and its read, or does not decode, is skipped.
 func readAll[T any](ctx context.Context, s *Store, prefix string, decode func(*api.Variable) (T, error)) ([]T, error) {
 	metas, _, err := s.list(ctx, prefix, 0, 0)
 	if err != nil {
@@ -234,7 +234,7 @@ func readAll[T any](ctx context.Context, s *Store, prefix string, decode func(*a
 		}
 		rec, err := decode(v)
 		if err != nil {
-			return nil, err
+			continue // one bad record does not hide the others
 		}
 		out = append(out, rec)
 	}
