@@ -223,11 +223,9 @@ func HostControls(c Control) map[string]HostControl {
 	return out
 }
 
-// merge puts a host's control state into c, replacing what c had for the host.
+// merge puts a host's control state into c: each entry the host's variable has
+// replaces the one c had (from the control variable), the others stay.
 func (c *Control) merge(h HostControl) {
-	delete(c.Requests, h.Host)
-	delete(c.Cancels, h.Host)
-	delete(c.Releases, h.Host)
 	if h.Request != nil {
 		if c.Requests == nil {
 			c.Requests = map[string]Request{}
@@ -255,7 +253,8 @@ type cachedControl struct {
 }
 
 // readControl reads the control variable and every per-host control variable,
-// merged; the per-host variable wins over an entry left in the control variable.
+// merged; an entry of the per-host variable wins over the same entry left in the
+// control variable.
 func (s *Store) readControl(ctx context.Context) (Control, error) {
 	var c Control
 	v, _, err := s.read(ctx, s.controlPath(), 0, 0)
@@ -452,11 +451,9 @@ func (s *Store) resetControl(ctx context.Context) (ResetReport, error) {
 		return rep, err
 	}
 	rep.Dropped = append(rep.Dropped, c.Problems...)
+	merged := HostControls(c)
 	for _, h := range sortedKeys(c.legacy) {
-		if _, ok := c.hostIdx[h]; ok {
-			continue // the per-host variable wins, and stays
-		}
-		if err := s.putHostControl(ctx, c.legacy[h], 0); err != nil {
+		if err := s.putHostControl(ctx, merged[h], c.hostIdx[h]); err != nil {
 			return rep, err
 		}
 		rep.Moved = append(rep.Moved, h)
@@ -471,6 +468,9 @@ func (s *Store) resetControl(ctx context.Context) (ResetReport, error) {
 	}
 	s.mu.Unlock()
 	for _, cc := range broken {
+		if _, done := c.legacy[cc.hc.Host]; done {
+			continue // rewritten above, with what could be read
+		}
 		if err := s.putHostControl(ctx, cc.hc, cc.modify); err != nil {
 			return rep, err
 		}

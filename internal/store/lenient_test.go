@@ -252,3 +252,24 @@ func TestPlanPartlyUnreadable(t *testing.T) {
 		t.Errorf("still bad after a write: %+v", bad)
 	}
 }
+
+// TestControlMergeKeepsOldEntries: an entry left in the control variable by an
+// older version still counts next to a newer per-host variable of the same host.
+func TestControlMergeKeepsOldEntries(t *testing.T) {
+	st, _, c := newStore(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	putRaw(t, c, "rollboot/control", map[string]string{"cancels": `{"web-1":"` + at + `"}`})
+	putRaw(t, c, "rollboot/requests/web-1", map[string]string{"host": "web-1", "requested_at": at})
+	ctl, err := st.Control(ctx)
+	if err != nil || ctl.Cancels["web-1"].IsZero() || ctl.Requests["web-1"].At.IsZero() {
+		t.Fatalf("merged control = %+v, %v", ctl, err)
+	}
+	if _, err := st.ResetControl(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := c.Variables().Read("rollboot/requests/web-1", nil)
+	if err != nil || v.Items["cancel_at"] == "" || v.Items["requested_at"] == "" {
+		t.Errorf("after reset: %v, %v", v, err)
+	}
+}
