@@ -156,6 +156,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	prev, err := o.Store.Host(ctx, o.Host)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrUnreadable):
+		// Garbled by someone else: written anew, with CAS on what is there.
+		a.log.Warn("own host record unreadable; writing it anew", "err", err)
+		a.rec.ModifyIndex, a.published = prev.ModifyIndex, true
 	case err != nil:
 		return fmt.Errorf("read host record: %w", err)
 	default:
@@ -367,7 +371,7 @@ func (a *Agent) publish(ctx context.Context) error {
 			switch {
 			case errors.Is(rerr, store.ErrNotFound):
 				a.rec.ModifyIndex = 0
-			case rerr != nil:
+			case rerr != nil && !errors.Is(rerr, store.ErrUnreadable): // a garbled record is overwritten
 				return rerr
 			default:
 				a.rec.ModifyIndex = cur.ModifyIndex

@@ -95,3 +95,51 @@ func TestAgentRestoresItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAgentStartsOverAGarbledRecord: an agent whose record was garbled while it
+// was down starts anyway and writes its record anew.
+func TestAgentStartsOverAGarbledRecord(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	h := sim.Hosts()[0]
+	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := client.Variables().Create(&api.Variable{Path: "rollboot/hosts/" + h.Name,
+		Items: map[string]string{"host": h.Name, "reboot_required": "maybe"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(client.Variables(), "rollboot", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+		Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)}, PollEvery: 20 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := st.Host(ctx, h.Name)
+		if err == nil && rec.NodeID == h.NodeID {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the agent stopped: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record not rewritten: %+v, %v", rec, err)
+		}
+		sctx, c := context.WithTimeout(ctx, 50*time.Millisecond)
+		sim.WaitIndex(sctx, sim.Index())
+		c()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

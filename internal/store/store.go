@@ -40,6 +40,9 @@ var ErrConflict = errors.New("state changed since it was read (CAS conflict)")
 // ErrNotFound means the variable does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrUnreadable means the variable exists but does not decode.
+var ErrUnreadable = errors.New("unreadable record")
+
 // Store reads and writes rollboot's variables.
 type Store struct {
 	vars      Variables
@@ -161,13 +164,18 @@ func (s *Store) WatchLeader(ctx context.Context, index uint64, wait time.Duratio
 
 // ---- host records ----------------------------------------------------------------
 
-// Host reads one host record.
+// Host reads one host record. A record that does not decode is an error wrapping
+// ErrUnreadable, returned with its ModifyIndex (to overwrite it with CAS).
 func (s *Store) Host(ctx context.Context, host string) (HostRecord, error) {
 	v, _, err := s.read(ctx, s.hostPath(pathName(host)), 0, 0)
 	if err != nil {
 		return HostRecord{}, err
 	}
-	return decodeHost(v)
+	rec, err := decodeHost(v)
+	if err != nil {
+		return rec, fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	return rec, nil
 }
 
 // PutHost writes a host record with CAS on rec.ModifyIndex and returns the new index.
