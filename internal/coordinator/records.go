@@ -181,16 +181,18 @@ func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord
 	hosts, ignored := ValidateRecords(hosts, nodes)
 	bad = append(bad, ignored...)
 	missing := map[string]string{}
+	var lines []string
+	var allocErr error
 	if job := c.agentJob(); job != "" {
 		allocs, _, err := ReadAgentAllocs(ctx, c.opt.Jobs, job, c.opt.AgentJobNamespace, 0, 0)
 		if err != nil {
-			// Presence is reported, not decided on: a failed read only hides it.
-			c.log.Warn("cannot tell which agents run", "err", err)
+			// A failed read only hides missing agents (logged when it changes).
+			allocErr = err
+			lines = append(lines, "allocs:"+err.Error())
 		} else {
 			missing = MissingAgents(hosts, nodes, allocs, c.now())
 		}
 	}
-	var lines []string
 	for _, b := range bad {
 		lines = append(lines, "bad:"+b.Host+":"+b.Err)
 	}
@@ -208,6 +210,9 @@ func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord
 	c.ignored = bad
 	c.mu.Unlock()
 	if changed {
+		if allocErr != nil {
+			c.log.Warn("cannot tell which agents run", "err", allocErr)
+		}
 		for _, b := range bad {
 			c.log.Warn("host record ignored", "host", b.Host, "path", b.Path, "err", b.Err)
 		}
