@@ -275,6 +275,11 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	for name := range plans {
 		if _, ok := infos[name]; !ok {
 			infos[name] = &hostInfo{group: plans[name].Group}
+			if id := plans[name].NodeID; id != "" {
+				// No usable record (none, or ignored): the node the plan took
+				// out of service is still the one to give back.
+				infos[name].node = nodes[id]
+			}
 			names = append(names, name)
 		}
 	}

@@ -179,3 +179,47 @@ func TestBadRecordsDoNotStopReconcile(t *testing.T) {
 		t.Errorf("ignored = %v, want client-2 and client-9", co.Ignored())
 	}
 }
+
+// TestIgnoredRecordStillGivesTheNodeBack: a host mid-cycle whose record is
+// forged (and so ignored) still gets the node its plan took out of service back.
+func TestIgnoredRecordStillGivesTheNodeBack(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	c, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st := store.New(c.Variables(), "rollboot", "")
+	n1, _ := sim.Node("client-1")
+	n2, _ := sim.Node("client-2")
+	if _, err := c.Nodes().ToggleEligibility(n1.ID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if _, err := st.PutPlan(ctx, store.Plan{Host: "client-1", Phase: store.PhaseRejoining, PhaseSince: now, GrantID: "g1",
+		NodeID: n1.ID, EligibleBefore: true, BootIDAtGrant: "b1",
+		Timeline: map[string]time.Time{store.PhasePending: now, store.PhaseRejoining: now}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutHost(ctx, store.HostRecord{Host: "client-1", NodeID: n2.ID, BootID: "b2"}); err != nil {
+		t.Fatal(err)
+	}
+	co := New(Options{Nodes: c.Nodes(), Store: st,
+		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
+	for i := 0; i < 3; i++ {
+		if err := co.ReconcileOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, _ := sim.Node("client-1")
+	if n.SchedulingEligibility != "eligible" {
+		t.Errorf("client-1 left %s", n.SchedulingEligibility)
+	}
+	if n, _ := sim.Node("client-2"); n.DrainStrategy != nil || n.SchedulingEligibility != "eligible" {
+		t.Errorf("client-2 touched: %+v", n.DrainStrategy)
+	}
+}
