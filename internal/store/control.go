@@ -59,12 +59,10 @@ func (h HostControl) items() map[string]string {
 	e := enc{}
 	e.str("host", h.Host)
 	if h.Request != nil {
-		e.time("requested_at", h.Request.At)
+		// Always present (even a zero time): the item says there is a request.
+		e["requested_at"] = h.Request.At.UTC().Format(time.RFC3339Nano)
 		e.str("requested_by", h.Request.By)
 		e.str("request_reason", h.Request.Reason)
-		if h.Request.At.IsZero() {
-			e["requested_at"] = "" // present: a request without a time is still a request
-		}
 	}
 	e.time("cancel_at", h.CancelAt)
 	e.time("release_at", h.ReleaseAt)
@@ -97,11 +95,12 @@ func decodeHostControl(v *api.Variable) (HostControl, []string) {
 	if at, ok := parse("requested_at"); ok {
 		h.Request = &Request{At: at, By: v.Items["requested_by"], Reason: v.Items["request_reason"]}
 	}
-	if _, ok := v.Items["cancel_at"]; ok {
-		at, ok := parse("cancel_at")
-		if !ok && v.Items["cancel_at"] != "" {
+	if c := v.Items["cancel_at"]; c != "" {
+		at, err := time.Parse(time.RFC3339Nano, c)
+		if err != nil {
 			at = modifyTime(v)
-			problems[len(problems)-1] += fmt.Sprintf(" (counted as a cancel at %s, when the variable was last written)", at.Format(time.RFC3339))
+			problems = append(problems, fmt.Sprintf("variable %s: item %q: %v: counted as a cancel at %s, when the variable was last written",
+				v.Path, "cancel_at", err, at.Format(time.RFC3339)))
 		}
 		h.CancelAt = at
 	}

@@ -273,3 +273,19 @@ func TestControlMergeKeepsOldEntries(t *testing.T) {
 		t.Errorf("after reset: %v, %v", v, err)
 	}
 }
+
+func TestHostControlParsedLeniently(t *testing.T) {
+	st, _, c := newStore(t)
+	putRaw(t, c, "rollboot/requests/web~1", map[string]string{"host": "web.1", "requested_at": "later",
+		"cancel_at": "never", "release_at": "2026-12-02T10:00:00Z"})
+	ctl, err := st.Control(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ctl.Requests["web.1"]; ok || ctl.Cancels["web.1"].IsZero() || ctl.Releases["web.1"].IsZero() {
+		t.Errorf("control = %+v: want no request, a cancel (at the write time) and the release", ctl)
+	}
+	if len(ctl.Problems) != 2 || !strings.Contains(ctl.Problems[1], "counted as a cancel") {
+		t.Errorf("problems = %q", ctl.Problems)
+	}
+}
