@@ -37,6 +37,8 @@ type clusterState struct {
 	rebootGen map[string]int // per host: bumped on every reboot
 
 	hb heartbeats // the leader's heartbeat timers (heartbeat.go)
+
+	drainRound uint64 // drainer rounds so far (drain.go)
 }
 
 // simNode is a node and the emulator's own bookkeeping for it.
