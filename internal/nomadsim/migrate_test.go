@@ -3,6 +3,7 @@ package nomadsim
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,5 +271,37 @@ func TestUnhealthyAllocationsCountForTheDrainer(t *testing.T) {
 	as, _, _ = c.Nodes().Allocations(id, nil)
 	if d := as[0].DeploymentStatus; d == nil || d.Healthy == nil || *d.Healthy {
 		t.Fatalf("old allocation's health %+v; want false", d)
+	}
+}
+
+// The control API takes the migrate times as Go durations and gives them back the
+// same way; a negative time is refused.
+func TestControlAPIMigrateFields(t *testing.T) {
+	s, _ := newTestSim(t, Config{Clients: 1})
+	base := s.Address() + controlPrefix
+	var jobs []JobSpec
+	code := ctl(t, "POST", base+"jobs", `{"id":"web","groups":[{"name":"front","count":2,"migrate_max_parallel":2,
+		"migrate_min_healthy_time":"1s","migrate_healthy_deadline":"90s","fail_health_checks":true}]}`, &jobs)
+	if code != 200 || len(jobs) != 1 {
+		t.Fatalf("add job: %d %+v", code, jobs)
+	}
+	g := jobs[0].Groups[0]
+	if g.MigrateMaxParallel != 2 || g.MigrateMinHealthyTime != time.Second || g.MigrateHealthyDeadline != 90*time.Second || !g.FailHealthChecks {
+		t.Fatalf("group %+v", g)
+	}
+	var listed []map[string]any
+	if code := ctl(t, "GET", base+"jobs", "", &listed); code != 200 || len(listed) != 1 {
+		t.Fatalf("list: %d %v", code, listed)
+	}
+	grp := listed[0]["groups"].([]any)[0].(map[string]any)
+	if grp["migrate_min_healthy_time"] != "1s" || grp["migrate_healthy_deadline"] != "1m30s" {
+		t.Fatalf("listed group %v", grp)
+	}
+	var e map[string]string
+	if code := ctl(t, "POST", base+"jobs", `{"id":"neg","groups":[{"name":"g","migrate_min_healthy_time":"-1s"}]}`, &e); code != 400 || !strings.Contains(e["error"], "must not be negative") {
+		t.Fatalf("negative: %d %v", code, e)
+	}
+	if code := ctl(t, "POST", base+"jobs", `{"id":"bad","groups":[{"name":"g","migrate_healthy_deadline":"soon"}]}`, &e); code != 400 || !strings.Contains(e["error"], "migrate_healthy_deadline") {
+		t.Fatalf("bad duration: %d %v", code, e)
 	}
 }
