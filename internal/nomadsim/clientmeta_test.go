@@ -207,3 +207,30 @@ func TestClientMetadataErrors(t *testing.T) {
 		t.Fatalf("bad body: %d", code)
 	}
 }
+
+// What decides the 404 is the client's connection, not the node's status: a node
+// the servers still list as down or disconnected (as right after a boot, before the
+// client's first heartbeat) is served as soon as its client registered; a node
+// whose host is down is not, whatever its status.
+func TestClientMetadataFollowsTheConnection(t *testing.T) {
+	s, c := newTestSim(t, Config{Clients: 1, HeartbeatTTL: time.Hour})
+	h, _ := s.Host("client-1")
+	for _, status := range []string{api.NodeStatusDown, api.NodeStatusDisconnected, api.NodeStatusInit, api.NodeStatusReady} {
+		s.mu.Lock()
+		s.cluster.nodes[h.NodeID].node.Status = status
+		s.mu.Unlock()
+		if _, err := c.Nodes().Meta().Read(h.NodeID, nil); err != nil {
+			t.Fatalf("node %s, client connected: %v", status, err)
+		}
+	}
+	// The heartbeat TTL of an hour keeps the node ready while its host is down.
+	if err := s.Reboot("client-1"); err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := c.Nodes().Info(h.NodeID, nil)
+	if err != nil || n.Status != api.NodeStatusReady {
+		t.Fatalf("node %v, %v", n.Status, err)
+	}
+	_, err = c.Nodes().Meta().Read(h.NodeID, nil)
+	wantStatus(t, err, 404, "No path to node")
+}

@@ -577,12 +577,14 @@ func (s *Sim) clientMetaLocked(r *http.Request, nodeID string, write bool, meta 
 	}, nil
 }
 
-// clientConnected reports whether the servers hold a connection to the node's
-// client: its host is up and the servers have not given the node up (down or
-// disconnected after missed heartbeats). A node that is initializing has just
-// registered, so it is connected.
+// clientConnected reports whether a server holds a connection to the node's
+// client (nomad/client_rpc.go getNodeConn). The client opens it when it registers
+// at boot (nomad/node_endpoint.go Register and UpdateStatus call addNodeConn) and
+// loses it when its host goes down. The node's status does not matter: after a
+// boot the client is connected while the node is still down or disconnected,
+// until its first heartbeat changes that.
 func clientConnected(sn *simNode) bool {
-	return sn.host.Up && sn.node.Status != api.NodeStatusDown && sn.node.Status != api.NodeStatusDisconnected
+	return sn.host.Up
 }
 
 // applyNodeMetaLocked is client/meta_endpoint.go NodeMeta.Apply: the dynamic meta
