@@ -24,6 +24,9 @@ type Spec struct {
 	Force bool
 	// Reboots is how many reboots each host must have had (nil: not checked).
 	Reboots map[string]int
+	// Jobs are the cluster's jobs, for invariant 6 (migrate max_parallel of every
+	// service group; nil: not checked).
+	Jobs []nomadsim.JobSpec
 }
 
 // Final is a host's state at the end of the run.
@@ -42,7 +45,7 @@ func FinalOf(n *api.Node) Final {
 
 // Violation is a broken invariant.
 type Violation struct {
-	Invariant int // 1..5, as numbered in DESIGN.md
+	Invariant int // 1..5 as numbered in DESIGN.md; 6: migrate max_parallel (migrate.go)
 	Host      string
 	Seq       int // the event at which it was seen (0: the final state)
 	Msg       string
@@ -79,6 +82,9 @@ type Result struct {
 	Peak map[string]int
 	// Reboots counts the reboots of each host.
 	Reboots map[string]int
+	// MigratePeak is, per service task group ("job.group"), the largest number of
+	// its allocations down at once (with Spec.Jobs).
+	MigratePeak map[string]int
 }
 
 // Check replays events and returns every violation of the five invariants. Invariant
@@ -224,5 +230,11 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 			out = append(out, Violation{5, name, 0, fmt.Sprintf("rebooted %d times, want %d", got, want)})
 		}
 	}
-	return Result{Violations: out, Peak: peak, Reboots: reboots}
+	var migratePeak map[string]int
+	if spec.Jobs != nil {
+		var mv []Violation
+		mv, migratePeak = checkMigrations(events, spec.Jobs)
+		out = append(out, mv...)
+	}
+	return Result{Violations: out, Peak: peak, Reboots: reboots, MigratePeak: migratePeak}
 }

@@ -264,9 +264,10 @@ func deadlineTime(d *api.DrainStrategy) (infinite bool, deadline time.Time) {
 
 // drainLocked is the server's drainer (nomad/drainer): it handles deadlines, marks
 // service allocations for migration within each group's migrate.max_parallel, and
-// completes drains.
+// completes drains. It follows Nomad 1.10.3 and later (see drainGroupLocked).
 func (c *clusterState) drainLocked(s *Sim, now time.Time) {
 	defer c.endBatch()
+	c.drainRound++
 	var draining []*simNode
 	for _, sn := range c.sortedNodesLocked(s) {
 		if sn.node.DrainStrategy != nil {
@@ -302,40 +303,16 @@ func (c *clusterState) drainLocked(s *Sim, now time.Time) {
 		c.completeDrainLocked(s, sn, now, true)
 	}
 
-	// Service groups (drainer/watch_jobs.go handleTaskGroup): an allocation counts
-	// as healthy when it is not terminal, is healthy for its deployment and is not
-	// already marked for migration (PR #26175, Nomad 1.10.3/1.11: otherwise two
-	// draining nodes could each migrate max_parallel allocations). At most
-	// healthy - (count - max_parallel) allocations on draining nodes are marked,
-	// counted across all draining nodes. Batch allocations are never migrated
-	// early; system allocations are handled at the end of the drain.
+	// Service groups (drainer/watch_jobs.go watch → handleJob → handleTaskGroup).
+	// Batch allocations are never migrated early; system jobs are skipped by the
+	// job watcher and handled at the end of the drain.
 	for _, key := range c.jobOrder {
 		j := c.jobs[key]
 		if j.spec.Type != api.JobTypeService {
 			continue
 		}
 		for _, g := range j.spec.Groups {
-			healthy := 0
-			var drainable []*simAlloc
-			for _, id := range c.allocOrder {
-				sa := c.allocs[id]
-				a := sa.a
-				if a.JobID != j.spec.ID || a.Namespace != j.spec.Namespace || a.TaskGroup != g.Name {
-					continue
-				}
-				if !allocTerminal(a) && !allocShouldMigrate(a) && a.DeploymentStatus != nil &&
-					a.DeploymentStatus.Healthy != nil && *a.DeploymentStatus.Healthy {
-					healthy++
-				}
-				if !stillDraining[a.NodeID] || allocTerminal(a) || allocShouldMigrate(a) {
-					continue
-				}
-				drainable = append(drainable, sa)
-			}
-			numToDrain := min(len(drainable), healthy-(g.Count-g.MigrateMaxParallel))
-			for i := 0; i < numToDrain; i++ {
-				c.markMigrateLocked(s, drainable[i])
-			}
+			c.drainGroupLocked(s, j, g, stillDraining)
 		}
 	}
 
@@ -377,11 +354,50 @@ func (c *clusterState) drainLocked(s *Sim, now time.Time) {
 	}
 }
 
+// drainGroupLocked is handleTaskGroup for one service group, as in Nomad 1.10.3 and
+// later (PR #26175, backported to 1.10.3; first in 1.11.0):
+//   - healthy counts the group's allocations, on every node, that are not terminal
+//     (desired stop/evict or client-terminal), have their health set, true or false
+//     (AllocDeploymentStatus.HasHealth), and are not already marked for migration.
+//     Before 1.10.3 a marked allocation still counted until the scheduler stopped
+//     it, so a second node drained meanwhile could migrate max_parallel more;
+//   - drainable are the allocations on draining nodes that are not client-terminal
+//     and not yet marked;
+//   - min(drainable, healthy - (count - max_parallel)) of them are marked, in
+//     order. So across all draining nodes at most max_parallel allocations of a
+//     group are marked and not yet replaced by a healthy one.
+func (c *clusterState) drainGroupLocked(s *Sim, j *simJob, g GroupSpec, draining map[string]bool) {
+	healthy := 0
+	var drainable []*simAlloc
+	for _, id := range c.allocOrder {
+		sa := c.allocs[id]
+		a := sa.a
+		if a.JobID != j.spec.ID || a.Namespace != j.spec.Namespace || a.TaskGroup != g.Name {
+			continue
+		}
+		if !allocTerminal(a) && allocHasHealth(a) && !allocShouldMigrate(a) {
+			healthy++
+		}
+		if !draining[a.NodeID] || allocClientTerminal(a) || allocShouldMigrate(a) {
+			continue
+		}
+		drainable = append(drainable, sa)
+	}
+	numToDrain := min(len(drainable), healthy-(g.Count-g.MigrateMaxParallel))
+	for i := 0; i < numToDrain; i++ {
+		c.markMigrateLocked(s, drainable[i])
+	}
+}
+
 // markMigrateLocked sets DesiredTransition.Migrate (drainer.go drainAllocs →
-// Alloc.UpdateDesiredTransition); the scheduler then stops and replaces it.
+// Alloc.UpdateDesiredTransition, committed with an evaluation for the job); the
+// scheduler stops and replaces it when it processes that evaluation, in a later
+// round (scheduleLocked).
 func (c *clusterState) markMigrateLocked(s *Sim, sa *simAlloc) {
 	sa.a.DesiredTransition.Migrate = pointerOf(true)
+	sa.markRound = c.drainRound
 	c.touchAllocLocked(s, sa.a)
+	c.allocEventLocked(s, EventAllocMigrate, sa.a, nil)
 }
 
 // completeDrainLocked is the drainer's BatchNodeUpdateDrainRequest with an empty

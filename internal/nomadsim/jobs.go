@@ -39,6 +39,16 @@ type GroupSpec struct {
 	// MigrateMaxParallel is the group's migrate.max_parallel (default 1, as in
 	// nomad/structs DefaultMigrateStrategy).
 	MigrateMaxParallel int `json:"migrate_max_parallel,omitempty"`
+	// MigrateMinHealthyTime and MigrateHealthyDeadline are the group's
+	// migrate.min_healthy_time and migrate.healthy_deadline (0: Config.MinHealthyTime
+	// and Config.HealthyDeadline, Nomad's 10s and 5m scaled). JSON: Go duration
+	// strings or integer nanoseconds.
+	MigrateMinHealthyTime  time.Duration `json:"migrate_min_healthy_time,omitempty"`
+	MigrateHealthyDeadline time.Duration `json:"migrate_healthy_deadline,omitempty"`
+	// FailHealthChecks: the group's health checks never pass, so its clients mark
+	// every allocation unhealthy at its healthy deadline (client/allocrunner/
+	// health_hook.go watchHealth).
+	FailHealthChecks bool `json:"fail_health_checks,omitempty"`
 }
 
 // UnmarshalJSON accepts run_time as a Go duration string ("30s") or integer ns.
@@ -123,6 +133,13 @@ type simAlloc struct {
 	stopAt   time.Time // desired stop → complete
 	finishAt time.Time // batch: running → complete on its own (zero: never)
 	taskDead bool      // the task died and waits to be restarted (SetTaskRunning)
+
+	// Health (migrate.go): the client marks the allocation healthy at healthAt
+	// (running + min_healthy_time) or unhealthy at healthDeadline.
+	healthAt       time.Time
+	healthDeadline time.Time
+	// markRound is the drainer round that marked it for migration (drain.go).
+	markRound uint64
 }
 
 // Event types for allocations, in addition to those in sim.go.
@@ -175,8 +192,8 @@ func (s *Sim) AddJob(spec JobSpec) error {
 			return fmt.Errorf("job %s: group %q defined twice", spec.ID, g.Name)
 		}
 		seen[g.Name] = true
-		if g.Count < 0 || g.MigrateMaxParallel < 0 {
-			return fmt.Errorf("job %s: group %s: count and migrate_max_parallel must not be negative", spec.ID, g.Name)
+		if g.Count < 0 || g.MigrateMaxParallel < 0 || g.MigrateMinHealthyTime < 0 || g.MigrateHealthyDeadline < 0 {
+			return fmt.Errorf("job %s: group %s: count, migrate_max_parallel, migrate_min_healthy_time and migrate_healthy_deadline must not be negative", spec.ID, g.Name)
 		}
 		if g.Count == 0 {
 			g.Count = 1
@@ -187,6 +204,7 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		if g.MigrateMaxParallel == 0 {
 			g.MigrateMaxParallel = 1
 		}
+		s.migrateDefaults(g)
 	}
 
 	s.mu.Lock()
@@ -227,8 +245,8 @@ func (s *Sim) AddJob(spec JobSpec) error {
 			tg.Migrate = &api.MigrateStrategy{
 				MaxParallel:     pointerOf(g.MigrateMaxParallel),
 				HealthCheck:     pointerOf("checks"),
-				MinHealthyTime:  pointerOf(time.Duration(0)),
-				HealthyDeadline: pointerOf(5 * time.Minute),
+				MinHealthyTime:  pointerOf(g.MigrateMinHealthyTime),
+				HealthyDeadline: pointerOf(g.MigrateHealthyDeadline),
 			}
 		}
 		job.TaskGroups = append(job.TaskGroups, tg)
@@ -321,11 +339,7 @@ func (c *clusterState) clientUpdatesLocked(s *Sim, now time.Time) {
 			if !now.Before(sa.startAt) && !sa.taskDead {
 				a.ClientStatus = api.AllocClientStatusRunning
 				a.ClientDescription = "Tasks are running"
-				if *a.Job.Type == api.JobTypeService {
-					// The deployment watcher marks it healthy (migrate
-					// health_check = "checks", min_healthy_time 0 here).
-					a.DeploymentStatus = &api.AllocDeploymentStatus{Healthy: pointerOf(true), Timestamp: now}
-				}
+				sa.healthAt = now.Add(sa.minHealthyTime(s))
 				if *a.Job.Type == api.JobTypeBatch && sa.job.spec.RunTime > 0 {
 					sa.finishAt = now.Add(sa.job.spec.RunTime)
 				}
@@ -337,6 +351,8 @@ func (c *clusterState) clientUpdatesLocked(s *Sim, now time.Time) {
 			a.ClientDescription = "All tasks have completed"
 			c.touchAllocLocked(s, a)
 			c.allocEventLocked(s, EventAllocStop, a, map[string]string{"reason": "finished"})
+		case a.ClientStatus == api.AllocClientStatusRunning:
+			c.allocHealthLocked(s, sa, now)
 		}
 	}
 }
@@ -369,7 +385,10 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 	// Stop allocations the drainer marked for migration.
 	for _, id := range c.allocOrder {
 		sa := c.allocs[id]
-		if allocShouldMigrate(sa.a) && sa.a.DesiredStatus == api.AllocDesiredStatusRun && !allocClientTerminal(sa.a) {
+		// The drainer's mark reaches the scheduler with its evaluation, in a
+		// later round (drainer.go drainAllocs commits the transition and the
+		// evaluation; a scheduler worker then dequeues it).
+		if allocShouldMigrate(sa.a) && sa.markRound < c.drainRound && sa.a.DesiredStatus == api.AllocDesiredStatusRun && !allocClientTerminal(sa.a) {
 			c.stopAllocLocked(s, sa, now, "alloc is being migrated")
 		}
 	}
@@ -499,6 +518,7 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 		c.touchAllocLocked(s, prev.a)
 	}
 	sa := &simAlloc{a: a, job: j, startAt: now.Add(s.cfg.MigrateTime)}
+	sa.healthDeadline = now.Add(sa.healthyDeadline(s))
 	c.allocs[a.ID] = sa
 	c.allocOrder = append(c.allocOrder, a.ID)
 	c.allocsIndex = idx

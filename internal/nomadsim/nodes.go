@@ -37,6 +37,8 @@ type clusterState struct {
 	rebootGen map[string]int // per host: bumped on every reboot
 
 	hb heartbeats // the leader's heartbeat timers (heartbeat.go)
+
+	drainRound uint64 // drainer rounds so far (drain.go)
 }
 
 // simNode is a node and the emulator's own bookkeeping for it.
@@ -301,7 +303,9 @@ func cloneAPI[T any](v *T) *T {
 func (s *Sim) registerNodeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/nodes", methods(s.handleNodes, http.MethodGet))
 	mux.HandleFunc("/v1/node/", s.handleNodeSpecific)
-	mux.HandleFunc("/v1/client/metadata", methods(s.handleClientMeta, http.MethodGet, http.MethodPost, http.MethodPut))
+	// command/agent/meta_endpoint.go NodeMetaRequest: GET reads, POST applies; any
+	// other method is 405.
+	mux.HandleFunc("/v1/client/metadata", methods(s.handleClientMeta, http.MethodGet, http.MethodPost))
 }
 
 // handleNodeSpecific dispatches /v1/node/:id[/...] (command/agent/node_endpoint.go
@@ -495,16 +499,15 @@ func (s *Sim) handleNodeAllocs(w http.ResponseWriter, r *http.Request, id string
 
 // ---- /v1/client/metadata -------------------------------------------------------------
 
-// handleClientMeta serves GET and POST /v1/client/metadata
-// (command/agent/meta_endpoint.go, client/meta_endpoint.go). The request is
-// answered by the node's client agent: while the node is not connected (its host
-// is rebooting) the answer is 404 "No path to node" (structs.ErrNoNodeConn). No
-// index header is sent.
+// handleClientMeta serves GET and POST /v1/client/metadata (Nomad >= 1.5.0:
+// command/agent/meta_endpoint.go nodeMetaRead / nodeMetaApply). A bad body is 400
+// before anything else; then the agent picks who answers (command/agent/http.go
+// rpcHandlerForNode): its own client when node_id is empty or names its node,
+// otherwise the servers (nomad/client_meta_endpoint.go), which forward the request
+// to the node's client. The client checks the token again and validates the
+// request (client/meta_endpoint.go). No index header is sent.
 func (s *Sim) handleClientMeta(w http.ResponseWriter, r *http.Request) {
-	write := r.Method != http.MethodGet
-	if s.authorize(w, r, func(t *Token) bool { return t.AllowNode(write) }) == nil {
-		return
-	}
+	write := r.Method == http.MethodPost
 	nodeID := r.URL.Query().Get("node_id")
 	var req api.NodeMetaApplyRequest
 	if write {
@@ -512,15 +515,14 @@ func (s *Sim) handleClientMeta(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
-		if req.NodeID != "" {
+		// parseNode: the node_id query parameter wins over the body's NodeID.
+		if nodeID == "" {
 			nodeID = req.NodeID
 		}
-		if err := validateNodeMeta(req.Meta); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
 	}
-	out, err := s.clientMeta(requestHost(r), nodeID, write, req.Meta)
+	s.mu.Lock()
+	out, err := s.clientMetaLocked(r, nodeID, write, req.Meta)
+	s.mu.Unlock()
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -528,48 +530,87 @@ func (s *Sim) handleClientMeta(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Sim) clientMeta(local *Host, nodeID string, write bool, meta map[string]*string) (*api.NodeMetaResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if nodeID == "" && local != nil {
-		nodeID = local.NodeID
-	}
-	if nodeID == "" {
+// clientMetaLocked routes and answers one metadata request.
+func (s *Sim) clientMetaLocked(r *http.Request, nodeID string, write bool, meta map[string]*string) (*api.NodeMetaResponse, error) {
+	local := requestHost(r)
+	useLocal := local != nil && local.NodeID != "" && (nodeID == "" || nodeID == local.NodeID)
+	if !useLocal && nodeID == "" {
 		return nil, errCode(http.StatusBadRequest, "No local Node and node_id not provided")
+	}
+	t, err := s.tokenLocked(r)
+	if err != nil {
+		if !useLocal {
+			// nomad/client_meta_endpoint.go: a failed Authenticate (an unknown
+			// secret) is reported as "Permission denied" by the servers; the
+			// client's own ResolveToken reports "ACL token not found".
+			return nil, errPermissionDenied
+		}
+		return nil, err
+	}
+	if !t.AllowNode(write) { // AllowNodeWrite / AllowNodeRead, on server and client
+		return nil, errPermissionDenied
+	}
+	if useLocal {
+		nodeID = local.NodeID
 	}
 	sn, ok := s.cluster.nodes[nodeID]
 	if !ok {
-		// getNodeForRpc: structs.ErrUnknownNode, mapped to 404 like ErrNoNodeConn.
-		return nil, errCode(http.StatusNotFound, "Unknown node %q", nodeID)
+		// nomad/client_rpc.go forwardClientRPC → util.go getNodeForRpc: a plain
+		// RPC error, hence 500.
+		return nil, fmt.Errorf("Unknown node %s", nodeID)
 	}
-	if !sn.host.Up || sn.node.Status != api.NodeStatusReady {
+	if !useLocal && !clientConnected(sn) {
+		// No server holds a connection to the client (findNodeConnAndForward):
+		// structs.ErrNoNodeConn, which the HTTP agent turns into 404.
 		return nil, errCode(http.StatusNotFound, "No path to node")
 	}
 	if write {
-		// client/meta_endpoint.go Apply: nil values stay in the dynamic meta as
-		// tombstones (they can unset static keys); the merged meta reaches the
-		// servers with the next batched node update (about every 5s in Nomad;
-		// HeartbeatTTL/2 here).
-		for k, v := range meta {
-			if v == nil {
-				sn.dynamicMeta[k] = nil
-			} else {
-				val := *v
-				sn.dynamicMeta[k] = &val
-			}
+		if err := validateNodeMeta(meta); err != nil {
+			return nil, errCode(http.StatusBadRequest, "%s", err.Error())
 		}
-		if !sn.metaPending {
-			sn.metaPending = true
-			s.after(s.cfg.HeartbeatTTL/2, func() { s.cluster.syncMetaLocked(s, sn) })
-		}
+		s.applyNodeMetaLocked(sn, meta)
 	}
-	dyn := make(map[string]*string, len(sn.dynamicMeta))
-	maps.Copy(dyn, sn.dynamicMeta)
 	return &api.NodeMetaResponse{
 		Meta:    mergeNodeMeta(sn.staticMeta, sn.dynamicMeta),
-		Dynamic: dyn,
+		Dynamic: maps.Clone(sn.dynamicMeta),
 		Static:  maps.Clone(sn.staticMeta),
 	}, nil
+}
+
+// clientConnected reports whether a server holds a connection to the node's
+// client (nomad/client_rpc.go getNodeConn). The client opens it when it registers
+// at boot (nomad/node_endpoint.go Register and UpdateStatus call addNodeConn) and
+// loses it when its host goes down. The node's status does not matter: after a
+// boot the client is connected while the node is still down or disconnected,
+// until its first heartbeat changes that.
+func clientConnected(sn *simNode) bool {
+	return sn.host.Up
+}
+
+// applyNodeMetaLocked is client/meta_endpoint.go NodeMeta.Apply: the dynamic meta
+// takes the new values; a null deletes the key from it, except for a key that is
+// also static, whose null stays as a tombstone so that its removal survives a
+// restart (dynamic meta persists in the client's state DB). The client then
+// triggers a node update: its servers get the merged meta with the next
+// re-registration, batched over 5-10s (client/client.go watchNodeUpdates,
+// nodeUpdateRetryIntv plus stagger); HeartbeatTTL/2 here.
+func (s *Sim) applyNodeMetaLocked(sn *simNode, meta map[string]*string) {
+	for k, v := range meta {
+		_, static := sn.staticMeta[k]
+		switch {
+		case v == nil && !static:
+			delete(sn.dynamicMeta, k)
+		case v == nil:
+			sn.dynamicMeta[k] = nil
+		default:
+			val := *v
+			sn.dynamicMeta[k] = &val
+		}
+	}
+	if !sn.metaPending {
+		sn.metaPending = true
+		s.after(s.cfg.HeartbeatTTL/2, func() { s.cluster.syncMetaLocked(s, sn) })
+	}
 }
 
 // syncMetaLocked sends the client's merged meta to the servers (a node update).

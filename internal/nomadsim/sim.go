@@ -56,6 +56,15 @@ type Config struct {
 	// MigrateTime is how long one allocation takes to stop (and its replacement to
 	// start) during a drain.
 	MigrateTime time.Duration
+	// MinHealthyTime is the default migrate.min_healthy_time of a service group:
+	// how long an allocation must run before its client marks it healthy
+	// (nomad/structs/structs.go DefaultMigrateStrategy: 10s). Default 200ms, the
+	// scale of the default HeartbeatTTL (200ms for Nomad's 10s minimum TTL).
+	MinHealthyTime time.Duration
+	// HealthyDeadline is the default migrate.healthy_deadline: an allocation not
+	// healthy by then is marked unhealthy (DefaultMigrateStrategy: 5m). Default 6s,
+	// on the same scale.
+	HealthyDeadline time.Duration
 	// ServerStabilizeTime is how long a server that came back takes to catch up
 	// its log before autopilot counts it healthy again. Autopilot's own
 	// server_stabilization_time, which gates promotions, is
@@ -132,6 +141,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MigrateTime == 0 {
 		c.MigrateTime = 50 * time.Millisecond
+	}
+	if c.MinHealthyTime == 0 {
+		c.MinHealthyTime = 200 * time.Millisecond
+	}
+	if c.HealthyDeadline == 0 {
+		c.HealthyDeadline = 6 * time.Second
 	}
 	if c.ServerStabilizeTime == 0 {
 		c.ServerStabilizeTime = 100 * time.Millisecond
