@@ -127,6 +127,11 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 			h.drainForced = e.Details["deadline_reached"] == "true"
 		case nomadsim.EventEligibility:
 			h.eligible = e.Details["eligibility"] == "eligible"
+			if h.eligible && !h.draining {
+				// Back in the scheduler's hands: Nomad may place work on the node
+				// again, so an earlier drain no longer covers a reboot.
+				h.drainDone, h.awaitReboot = false, false
+			}
 			if h.eligible && !h.eligibleStart {
 				out = append(out, Violation{3, name, e.Seq, "rollboot made eligible a node that was ineligible before it touched it"})
 			}

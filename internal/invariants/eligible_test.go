@@ -1,0 +1,48 @@
+package invariants
+
+import (
+	"testing"
+
+	ns "github.com/rollboot/rollboot/internal/nomadsim"
+)
+
+// A node made eligible after its drain completed may get work again: rebooting it
+// then is a reboot without a completed drain (the race of an operator marking a
+// drained node eligible right before the reboot).
+func TestEligibleAfterDrainIsNoDrain(t *testing.T) {
+	tests := []struct {
+		name   string
+		events []ns.Event
+		want   int // violations of invariant 4
+	}{
+		{"drained then rebooted", seq(cycle("a", "na")), 0},
+		{"made eligible between the drain and the reboot", seq([]ns.Event{
+			{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+			{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
+			{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
+			{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},
+			{Type: ns.EventHostBoot, Host: "a", NodeID: "na"},
+		}), 1},
+		{"a failed attempt given back, then drained again", seq([]ns.Event{
+			{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+			{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
+			{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
+		}, cycle("a", "na")), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Check(tc.events, map[string]Final{"a": {HasNode: true, Eligible: true, Ready: true}}, Spec{})
+			got := 0
+			for _, v := range res.Violations {
+				if v.Invariant == 4 {
+					got++
+				} else {
+					t.Errorf("unexpected %s", v)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("invariant 4 violations = %d, want %d (%v)", got, tc.want, res.Violations)
+			}
+		})
+	}
+}
