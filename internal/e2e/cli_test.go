@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -38,18 +39,40 @@ type statusJSON struct {
 		Host    string `json:"host"`
 		Phase   string `json:"phase"`
 		Group   string `json:"group"`
-		Waiting string `json:"waiting"`
+		Waiting   string `json:"waiting"`
+		LastError string `json:"last_error"`
+		Failure   *struct {
+			Step       string `json:"step"`
+			ExitStatus int    `json:"exit_status"`
+			Message    string `json:"message"`
+		} `json:"failure"`
 	} `json:"hosts"`
 }
 
 func (c *cluster) status() statusJSON {
 	c.t.Helper()
-	var s statusJSON
-	out := c.cli("status", "--json")
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		c.t.Fatalf("status --json: %v\n%s", err, out)
+	s, err := c.tryStatus()
+	if err != nil {
+		c.t.Fatal(err)
 	}
 	return s
+}
+
+// tryStatus runs `rollboot status -json`; it may be called from any goroutine.
+func (c *cluster) tryStatus() (statusJSON, error) {
+	var s statusJSON
+	cmd := exec.Command(rollbootBin, "status", "--json", "--address", c.sim.Address())
+	if tok := mgmtToken(c.sim); tok != "" {
+		cmd.Env = append(os.Environ(), "NOMAD_TOKEN="+tok)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		return s, fmt.Errorf("status --json: %v\n%s", err, out)
+	}
+	if err := json.Unmarshal(out, &s); err != nil {
+		return s, fmt.Errorf("status --json: %v\n%s", err, out)
+	}
+	return s, nil
 }
 
 // pause stops new drains (a reboot under way finishes); resume lets the rollout go on.
