@@ -176,6 +176,11 @@ drain {
 	}
 	c := newCluster(t, o)
 	hosts := append(c.clients(), c.serverHosts()...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpPlans()
+		}
+	})
 	var neverBack string
 	if sc.has(faultNeverReturns) {
 		neverBack = c.clients()[sc.rng.IntN(len(c.clients()))]
@@ -453,5 +458,20 @@ func (c *cluster) checkFaultRun(t *testing.T, sc *scenario, hosts []string, conc
 				t.Errorf("%s went through stuck: %+v", r.Host, r.Timeline)
 			}
 		}
+	}
+}
+
+// dumpPlans logs every host's plan, record and node, to see why a run failed.
+func (c *cluster) dumpPlans() {
+	for h, p := range c.plans() {
+		rec, _ := c.st.Host(context.Background(), h)
+		hh, _ := c.sim.Host(h)
+		node := "-"
+		if n, err := c.sim.Node(h); err == nil {
+			node = n.Status + "/" + n.SchedulingEligibility
+		}
+		c.t.Logf("%s: phase %s since %s waiting %q error %q grant %s boot(plan) %s boot(rec) %s boot(host) %s up %v node %s hold %q failure %+v",
+			h, p.Phase, p.PhaseSince.Format(time.StampMilli), p.Waiting, p.LastError, p.GrantID, p.BootIDAtGrant, rec.BootID,
+			hh.BootID, hh.Up, node, rec.HoldReason, rec.Failure)
 	}
 }
