@@ -36,9 +36,9 @@ func (c *cluster) cli(args ...string) string {
 type statusJSON struct {
 	Paused bool `json:"paused"`
 	Hosts  []struct {
-		Host    string `json:"host"`
-		Phase   string `json:"phase"`
-		Group   string `json:"group"`
+		Host      string `json:"host"`
+		Phase     string `json:"phase"`
+		Group     string `json:"group"`
 		Waiting   string `json:"waiting"`
 		LastError string `json:"last_error"`
 		Failure   *struct {

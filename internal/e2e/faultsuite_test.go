@@ -363,7 +363,8 @@ func (ch *chaos) inject(f faultKind) {
 			t.Error(err)
 			return
 		}
-		d := time.Duration(1500+ch.intn(1500)) * time.Millisecond
+		// Longer than the reboot delay: the reboot falls inside the loss.
+		d := ch.sc.delay + time.Duration(1000+ch.intn(1500))*time.Millisecond
 		t.Logf("fault nomad-leader-loss: Nomad lost its leader while %s prepared its reboot, for %s", victim, d)
 		time.Sleep(d) // the fault's duration
 		if err := c.sim.SetLeaderLost(false); err != nil {
