@@ -546,6 +546,7 @@ func finish(p store.Plan, now time.Time) store.Plan {
 	n := enter(p, store.PhaseIdle, now)
 	n.GrantID, n.Attempt, n.BootIDAtGrant, n.SystemJobs = "", 0, "", nil
 	n.NextTry, n.LastError, n.Forced, n.EligibleBefore, n.DrainedIndex = time.Time{}, "", false, false, 0
+	n.Held = false
 	return n
 }
 
