@@ -481,3 +481,51 @@ func (c *cluster) dumpPlans() {
 			hh.BootID, hh.Up, node, rec.HoldReason, rec.Failure)
 	}
 }
+
+// An operator marks a drained node eligible while its agent waits its reboot
+// delay: the agent believes Nomad, not the plan, and holds (the reason shows in
+// `status`) until the node is ineligible again. Rebooting it would be a reboot
+// without a drain that still holds (invariant 4): Nomad may have placed work on it.
+func TestOperatorMakesDrainedNodeEligible(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1,
+		jobs:        []nomadsim.JobSpec{{ID: "exporter", Type: "system"}},
+		rebootExtra: "    delay = \"1500ms\"\n    recheck_interval = \"200ms\""})
+	c.start()
+	hosts := c.clients()
+	c.needReboot(hosts[0])
+	ch := &chaos{c: c, t: t}
+	var victim string
+	if !ch.until(60*time.Second, func() bool { victim = ch.rebootingHost(hosts[:1]); return victim != "" }) {
+		t.Fatal("the agent never prepared its reboot")
+	}
+	n, err := c.sim.Node(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := c.sim.Host(victim)
+	if _, err := c.client.Nodes().ToggleEligibility(n.ID, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the hold to show in status", 30*time.Second, func() bool {
+		st, err := c.tryStatus()
+		if err != nil {
+			return false
+		}
+		for _, h := range st.Hosts {
+			if h.Host == victim && strings.Contains(h.HoldReason, "eligible again") {
+				return true
+			}
+		}
+		return false
+	})
+	if hh, _ := c.sim.Host(victim); !hh.Up || hh.BootID != before.BootID {
+		t.Fatal("the host rebooted while its node was eligible")
+	}
+	// The operator undoes the mistake: the reboot goes ahead.
+	if _, err := c.client.Nodes().ToggleEligibility(n.ID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the host rebooted", 60*time.Second, c.rebootedAll(hosts[:1]))
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 0}})
+}
