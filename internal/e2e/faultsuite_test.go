@@ -508,6 +508,9 @@ func TestOperatorMakesDrainedNodeEligible(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor("the hold to show in status", 30*time.Second, func() bool {
+		if hh, _ := c.sim.Host(victim); !hh.Up || hh.BootID != before.BootID {
+			return true // rebooted: reported below
+		}
 		st, err := c.tryStatus()
 		if err != nil {
 			return false
@@ -520,6 +523,7 @@ func TestOperatorMakesDrainedNodeEligible(t *testing.T) {
 		return false
 	})
 	if hh, _ := c.sim.Host(victim); !hh.Up || hh.BootID != before.BootID {
+		c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts)})
 		t.Fatal("the host rebooted while its node was eligible")
 	}
 	// The operator undoes the mistake: the reboot goes ahead.
