@@ -56,3 +56,19 @@ func TestRebootWhileEligibleAgain(t *testing.T) {
 		})
 	}
 }
+
+// A failed attempt given back (eligible again, no reboot) is back in service: the
+// next host of its group may go (invariant 1).
+func TestGivenBackIsInService(t *testing.T) {
+	giveBack := []ns.Event{
+		{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+		{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
+		{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
+	}
+	final := map[string]Final{"a": {HasNode: true, Eligible: true, Ready: true}, "b": {HasNode: true, Eligible: true, Ready: true}}
+	res := Check(seq(giveBack, cycle("b", "nb"), cycle("a", "na")), final,
+		Spec{Group: map[string]string{"a": "g", "b": "g"}, Concurrency: map[string]int{"g": 1}, Reboots: map[string]int{"a": 1, "b": 1}})
+	if len(res.Violations) != 0 || res.Peak["g"] != 1 {
+		t.Errorf("violations %v, peak %v", res.Violations, res.Peak)
+	}
+}

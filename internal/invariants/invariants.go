@@ -127,6 +127,11 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 			h.drainForced = e.Details["deadline_reached"] == "true"
 		case nomadsim.EventEligibility:
 			h.eligible = e.Details["eligibility"] == "eligible"
+			if h.eligible && !h.draining {
+				// Back in service without a reboot (a failed attempt given back,
+				// or an operator's doing): no longer out for a reboot.
+				h.awaitReboot = false
+			}
 			if h.eligible && !h.eligibleStart {
 				out = append(out, Violation{3, name, e.Seq, "rollboot made eligible a node that was ineligible before it touched it"})
 			}
