@@ -202,7 +202,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.rec.DiscoverError = "" // also one left by an earlier agent that discovered servers
-	a.rec.HoldReason = "" // a hold is re-established by the go/no-go, if it still applies
+	a.rec.HoldReason = ""    // a hold is re-established by the go/no-go, if it still applies
 	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" && hasRole(roles, store.RoleConsulServer) {
 		// Consul keeps a node's maintenance mode across a reboot (the check is
 		// persisted): take it out, as it was put in before the reboot.
