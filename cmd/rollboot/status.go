@@ -38,6 +38,19 @@ type HostView struct {
 	AgentMissing string `json:"agent_missing,omitempty"`
 	// RecordIgnored says why the coordinator does not use the host's record.
 	RecordIgnored string `json:"record_ignored,omitempty"`
+	// HoldReason: the agent holds the reboot at its final go/no-go, and why.
+	HoldReason string `json:"hold_reason,omitempty"`
+	// Failure is the host's last failed reboot attempt, as its agent reported it.
+	Failure *FailureView `json:"failure,omitempty"`
+}
+
+// FailureView is a failed reboot attempt in `rollboot status -json`.
+type FailureView struct {
+	Grant      string    `json:"grant"`
+	Step       string    `json:"step"`
+	ExitStatus int       `json:"exit_status"`
+	Message    string    `json:"message"`
+	At         time.Time `json:"at,omitzero"`
 }
 
 // StatusView is the whole output of `rollboot status -json`.
@@ -79,6 +92,7 @@ func readStatus(ctx context.Context, st *store.Store) (StatusView, error) {
 			fillPlan(&v, p)
 		}
 		_, v.ManualRequest = ctl.Requests[h.Host]
+		fillAgentReport(&v, h)
 		out.Hosts = append(out.Hosts, v)
 	}
 	for name, p := range plans {
@@ -105,6 +119,21 @@ func fillPlan(v *HostView, p store.Plan) {
 	if v.Reason == "" {
 		v.Reason = p.Reason
 	}
+}
+
+// fillAgentReport adds the agent's hold and last failure to the view.
+func fillAgentReport(v *HostView, h store.HostRecord) {
+	if h.HoldReason != "" && h.RebootingGrant != "" {
+		v.HoldReason = h.HoldReason
+	}
+	if f := h.Failure; f != nil {
+		v.Failure = &FailureView{Grant: f.Grant, Step: f.Step, ExitStatus: f.ExitStatus, Message: f.Message, At: f.At}
+	}
+}
+
+// failureText is the one-line form of a failure, as the store writes it.
+func failureText(f *FailureView) string {
+	return store.RebootFailure{Step: f.Step, ExitStatus: f.ExitStatus, Message: f.Message}.String()
 }
 
 // printStatus writes the status as an aligned table, like the nomad CLI.
@@ -157,6 +186,12 @@ func why(h HostView) string {
 		} else if h.ManualRequest {
 			parts = append(parts, "reboot: manual request")
 		}
+	}
+	if h.HoldReason != "" && h.Phase != store.PhaseIdle && !strings.Contains(h.Waiting, h.HoldReason) {
+		parts = append(parts, "agent holds the reboot: "+h.HoldReason)
+	}
+	if h.Failure != nil && !strings.Contains(h.LastError, failureText(h.Failure)) {
+		parts = append(parts, "last failed attempt: "+failureText(h.Failure))
 	}
 	if h.DetectError != "" {
 		parts = append(parts, "detection error: "+h.DetectError)

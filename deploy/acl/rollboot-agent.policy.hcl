@@ -10,7 +10,7 @@
 #
 # Nomad cannot scope a static policy to "this host's own record", so an agent
 # token can write every record under rollboot/hosts/. It cannot touch plans,
-# control, history or the leader lock, and has no node rights.
+# control, history or the leader lock, and cannot drain or change eligibility.
 
 # GET /v1/agent/self: the agent asks its local Nomad agent for its client node ID
 # (stats.client.node_id) and whether it is a server (stats.nomad.server).
@@ -18,7 +18,29 @@ agent {
   policy = "read"
 }
 
+# Read only: right before rebooting, the agent checks its node as Nomad reports
+# it (GET /v1/node/<id>: ineligible, its last drain complete and rollboot's) and
+# that nothing but system jobs runs on it (GET /v1/node/<id>/allocations).
+node {
+  policy = "read"
+}
+
+# GET /v1/node/<id>/allocations only returns allocations of namespaces with
+# read-job; an allocation left on the node may be in any namespace.
+namespace "*" {
+  capabilities = ["read-job"]
+}
+
+# GET /v1/operator/autopilot/health: a server host checks its Nomad cluster's
+# pre-reboot quorum gate once more right before rebooting.
+operator {
+  policy = "read"
+}
+
 namespace "default" {
+  # Repeated: the exact namespace rule replaces the "*" rule here.
+  capabilities = ["read-job"]
+
   variables {
     # read:  GET /v1/var/rollboot/hosts/<host> (own record at start, and again
     #        after a CAS conflict).

@@ -53,7 +53,7 @@ type Options struct {
 	SlowIndexes []int         // indexes in Detectors that are slow
 
 	Rebooter    Rebooter
-	RetryAfter  time.Duration // wait after a failed reboot before trying again; default 10s
+	RetryAfter  time.Duration // wait after an interrupted reboot attempt before trying again; default 10s
 	Delay       time.Duration
 	PreHooks    [][]string
 	PostHooks   [][]string
@@ -64,6 +64,23 @@ type Options struct {
 	// reboot could not be started (the candidate stands again).
 	BeforeReboot func()
 	RebootFailed func()
+
+	// Nodes reads the host's node as Nomad reports it, for the final go/no-go;
+	// Clusters reads the server clusters' health for a server host's pre-reboot
+	// gate. Without Nodes the node is not checked; without Clusters a server host
+	// never reboots.
+	Nodes    NodeAPI
+	Clusters ClusterReader
+	// Force: the drain policy forces drains at their deadline (drain.on_timeout =
+	// "force"), so allocations still on the node do not hold the reboot.
+	Force bool
+	// RecheckEvery is how often a held reboot checks its go/no-go again; default 5s.
+	RecheckEvery time.Duration
+	// DownTimeout is how long the host may take to go down after the reboot
+	// method succeeded before the attempt counts as failed; default 5m.
+	DownTimeout time.Duration
+	// AgentJob is the Nomad system job the agent runs as ("<namespace>/<job>").
+	AgentJob string
 
 	Log *slog.Logger
 	Now func() time.Time
@@ -79,6 +96,8 @@ type Agent struct {
 	last      store.HostRecord // what was last written
 	published bool
 	detected  []detection // last answer of each detector
+	pubFails  int         // consecutive failed publishes
+	pubNext   time.Time   // no publish before this (backoff after failures)
 }
 
 type detection struct {
@@ -110,6 +129,12 @@ func New(opt Options) *Agent {
 	if a.opt.HookTimeout <= 0 {
 		a.opt.HookTimeout = 5 * time.Minute
 	}
+	if a.opt.RecheckEvery <= 0 {
+		a.opt.RecheckEvery = 5 * time.Second
+	}
+	if a.opt.DownTimeout <= 0 {
+		a.opt.DownTimeout = 5 * time.Minute
+	}
 	a.detected = make([]detection, len(opt.Detectors))
 	return a
 }
@@ -136,16 +161,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	o := a.opt
 	var nodeID string
 	var roles []string
-	for attempt := 1; ; attempt++ {
-		var err error
+	err := a.retry(ctx, "ask the local Nomad agent who this host is", func() (err error) {
 		nodeID, roles, err = Identity(o.Self)
-		if err == nil {
-			break
-		}
-		a.log.Warn("cannot ask the local Nomad agent who this host is; retrying", "err", err)
-		if !wait(ctx, policy.Backoff(time.Second, 30*time.Second, attempt)) {
-			return nil
-		}
+		return err
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	bootID, err := ReadBootID(o.BootIDFile)
 	if err != nil {
@@ -153,16 +177,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log = a.log.With("node_id", nodeID)
 
-	prev, err := o.Store.Host(ctx, o.Host)
+	var prev store.HostRecord
+	var unreadable error
+	err = a.retry(ctx, "read the host record", func() (err error) {
+		prev, err = o.Store.Host(ctx, o.Host)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case errors.Is(err, store.ErrUnreadable):
+			unreadable = err // not transient: handled below
+			return nil
+		}
+		return err
+	})
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case errors.Is(err, store.ErrUnreadable):
+	case ctx.Err() != nil:
+		return nil
+	case err == nil && unreadable != nil:
 		// Garbled by someone else: written anew, with CAS on what is there.
-		a.log.Warn("own host record unreadable; writing it anew", "err", err)
+		a.log.Warn("own host record unreadable; writing it anew", "err", unreadable)
 		a.rec.ModifyIndex, a.published = prev.ModifyIndex, true
 	case err != nil:
 		return fmt.Errorf("read host record: %w", err)
-	default:
+	case prev.Host != "":
 		a.rec, a.last = prev, prev
 		a.published = true
 	}
@@ -174,6 +211,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.rec.DiscoverError = "" // also one left by an earlier agent that discovered servers
+	a.rec.HoldReason = ""    // a hold is re-established by the go/no-go, if it still applies
 	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" && hasRole(roles, store.RoleConsulServer) {
 		// Consul keeps a node's maintenance mode across a reboot (the check is
 		// persisted): take it out, as it was put in before the reboot.
@@ -208,17 +246,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = o.Host, nodeID, o.Hostname, roles
 	a.rec.Servers = servers
 	a.checkVault(ctx)
-	a.rec.FleetLockID, a.rec.AgentVersion = o.FleetLockID, version.Version
+	a.rec.FleetLockID, a.rec.AgentVersion, a.rec.AgentJob = o.FleetLockID, version.Version, o.AgentJob
 	if a.rec.BootID != bootID {
 		a.rec.BootID = bootID
-		a.rec.RebootingGrant = ""
+		a.rec.RebootingGrant, a.rec.Failure = "", nil
 		// The need seen before the reboot is settled; detection starts afresh.
 		a.rec.RebootRequired, a.rec.Reason, a.rec.RequestedAt = false, "", time.Time{}
 	}
 	a.detect(ctx, true)
-	if err := a.publish(ctx); err != nil {
-		a.log.Warn("publish host record", "err", err)
-	}
+	a.publishSoon(ctx)
 	a.log.Info("agent started", "boot_id", bootID, "roles", strings.Join(roles, ","))
 
 	plans := make(chan store.Plan, 1)
@@ -249,27 +285,33 @@ func (a *Agent) Run(ctx context.Context) error {
 		case ch := <-changes:
 			a.restoreRecord(ctx, ch)
 		}
-		if err := a.publish(ctx); err != nil {
-			a.log.Warn("publish host record", "err", err)
-		}
+		a.publishSoon(ctx)
 		select {
 		case p := <-plans: // take the newest plan before acting on it
 			lastPlan = p
 		default:
 		}
-		if !rebooting && a.mayReboot(lastPlan, bootID) {
+		if !rebooting && a.mayReboot(lastPlan, bootID) && !a.failedFor(lastPlan.GrantID) {
 			rebooting = true
-			if err := a.reboot(ctx, lastPlan); err != nil {
-				a.log.Error("reboot failed; will retry", "err", err, "grant", lastPlan.GrantID)
-				if a.opt.RebootFailed != nil {
-					a.opt.RebootFailed()
-				}
-				rebooting = !wait(ctx, a.opt.RetryAfter) // retry on the next plan or tick
+			err := a.reboot(ctx, lastPlan, bootID)
+			if ctx.Err() != nil {
+				return nil // the machine is going down (or the agent stops)
+			}
+			var rf *rebootFailed
+			if errors.As(err, &rf) {
+				// The host did not go down: say so in the record, so that the
+				// coordinator undoes the drain and retries later with a new grant.
+				a.reportFailure(ctx, rf.f)
+				rebooting = false
 				continue
 			}
-			// The machine is going down; nothing else to do here.
-			<-ctx.Done()
-			return nil
+			a.log.Error("reboot attempt interrupted; will retry", "err", err, "grant", lastPlan.GrantID)
+			a.rec.HoldReason = ""
+			if a.opt.RebootFailed != nil {
+				a.opt.RebootFailed()
+			}
+			rebooting = !wait(ctx, a.opt.RetryAfter) // retry on the next plan or tick
+			continue
 		}
 	}
 }
@@ -282,27 +324,32 @@ func (a *Agent) mayReboot(p store.Plan, bootID string) bool {
 		(p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting)
 }
 
-func (a *Agent) reboot(ctx context.Context, p store.Plan) error {
+func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 	// The plan seen may be old (a retry after a failed reboot, a slow watch): the
 	// stored plan must still grant this reboot, or the host could go down
 	// undrained after a release or a new grant.
-	cur, err := a.opt.Store.Plan(ctx, a.opt.Host)
-	if err != nil {
+	var cur store.Plan
+	if err := a.retry(ctx, "read the plan before rebooting", func() (err error) {
+		cur, err = a.opt.Store.Plan(ctx, a.opt.Host)
+		return err
+	}); err != nil {
 		return fmt.Errorf("read the plan before rebooting: %w", err)
 	}
 	if cur.GrantID != p.GrantID || !a.mayReboot(cur, p.BootIDAtGrant) {
 		return fmt.Errorf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)
 	}
 	a.log.Info("reboot granted", "grant", p.GrantID, "reason", p.Reason)
-	a.rec.RebootingGrant = p.GrantID
-	if err := a.publish(ctx); err != nil {
+	a.rec.RebootingGrant, a.rec.HoldReason, a.rec.Failure = p.GrantID, "", nil
+	if err := a.retry(ctx, "report the reboot", func() error { return a.publish(ctx) }); err != nil {
 		return fmt.Errorf("report the reboot: %w", err)
 	}
 	if err := RunHooks(ctx, a.opt.PreHooks, a.opt.HookTimeout); err != nil {
-		return fmt.Errorf("pre-reboot hook: %w", err)
+		return failure(store.StepPreHook, p.GrantID, err, a.now())
 	}
 	if hasRole(a.rec.Roles, store.RoleConsulServer) {
-		if err := a.opt.Servers.ConsulMaintenance(ctx, true, "rollboot: reboot (grant "+p.GrantID+")"); err != nil {
+		if err := a.retry(ctx, "put the Consul node in maintenance", func() error {
+			return a.opt.Servers.ConsulMaintenance(ctx, true, "rollboot: reboot (grant "+p.GrantID+")")
+		}); err != nil {
 			return fmt.Errorf("consul maintenance: %w", err)
 		}
 	}
@@ -312,8 +359,127 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan) error {
 	if !wait(ctx, a.opt.Delay) {
 		return ctx.Err()
 	}
+	if err := a.finalCheck(ctx, p, bootID); err != nil {
+		return err
+	}
 	a.log.Info("rebooting", "grant", p.GrantID)
-	return a.opt.Rebooter.Reboot(ctx)
+	if err := a.opt.Rebooter.Reboot(ctx); err != nil {
+		return failure(store.StepReboot, p.GrantID, err, a.now())
+	}
+	// The host should go down now, taking this process with it.
+	if !wait(ctx, a.opt.DownTimeout) {
+		return ctx.Err()
+	}
+	return &rebootFailed{store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: 0, At: a.now().UTC(),
+		Message: fmt.Sprintf("the reboot method succeeded but the host did not go down within %s", a.opt.DownTimeout)}}
+}
+
+// finalCheck holds the reboot until the go/no-go passes: the hold reason is
+// published in the host record (so `rollboot status` shows it) and checked again
+// every RecheckEvery; the slot stays taken meanwhile. It returns an error when the
+// grant was withdrawn or ctx ended.
+func (a *Agent) finalCheck(ctx context.Context, p store.Plan, bootID string) error {
+	for {
+		hold, err := a.goNoGo(ctx, p, bootID)
+		if err != nil {
+			return err
+		}
+		if hold == "" {
+			a.rec.HoldReason = ""
+			if a.last.HoldReason == "" {
+				return nil
+			}
+			// Say the hold is over, so that the coordinator counts the time to
+			// come back from now; then check once more, so that the check stays
+			// the last step before the reboot.
+			if err := a.publish(ctx); err != nil {
+				a.log.Warn("publish the end of the hold", "err", err)
+				a.last.HoldReason = "" // best effort: do not loop on it
+			}
+			continue
+		}
+		if hold != a.rec.HoldReason {
+			a.log.Warn("reboot held at the final go/no-go; checking again", "grant", p.GrantID, "why", hold,
+				"recheck_every", a.opt.RecheckEvery)
+		}
+		a.rec.HoldReason = hold
+		if err := a.publish(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("publish the hold reason", "err", err)
+		}
+		if !wait(ctx, a.opt.RecheckEvery) {
+			return ctx.Err()
+		}
+	}
+}
+
+// rebootFailed is a reboot attempt that failed on the host (a pre-reboot hook or
+// the reboot method): the host did not go down.
+type rebootFailed struct{ f store.RebootFailure }
+
+func (e *rebootFailed) Error() string { return e.f.String() }
+
+func failure(step, grant string, err error, now time.Time) *rebootFailed {
+	f := store.RebootFailure{Grant: grant, Step: step, ExitStatus: -1, At: now.UTC(), Message: firstLine(err.Error(), maxMessage)}
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		f.ExitStatus = ce.ExitStatus
+		f.Message = firstLine(strings.Join(ce.Argv, " "), maxMessage/2)
+		if ce.Stderr != "" {
+			f.Message += ": " + ce.Stderr
+		} else {
+			f.Message += ": " + firstLine(ce.Err.Error(), maxMessage/2)
+		}
+	}
+	return &rebootFailed{f}
+}
+
+// failedFor reports whether this host's reboot for grant already failed: a grant
+// is tried once; the coordinator undoes the drain and grants again after a backoff.
+func (a *Agent) failedFor(grant string) bool {
+	return a.rec.Failure != nil && a.rec.Failure.Grant == grant
+}
+
+// reportFailure publishes a failed reboot attempt and gives the host back: the
+// Consul node leaves maintenance and the coordinator candidate stands again.
+func (a *Agent) reportFailure(ctx context.Context, f store.RebootFailure) {
+	a.log.Error("reboot failed: the host did not go down; reported to the coordinator", "grant", f.Grant,
+		"step", f.Step, "exit_status", f.ExitStatus, "err", f.Message)
+	a.rec.Failure, a.rec.HoldReason = &f, ""
+	if hasRole(a.rec.Roles, store.RoleConsulServer) && f.Step == store.StepReboot {
+		if err := a.retry(ctx, "take the Consul node out of maintenance", func() error {
+			return a.opt.Servers.ConsulMaintenance(ctx, false, "")
+		}); err != nil && ctx.Err() == nil {
+			a.log.Error("cannot take the Consul node out of maintenance", "err", err)
+		}
+	}
+	if err := a.retry(ctx, "report the failed reboot", func() error { return a.publish(ctx) }); err != nil && ctx.Err() == nil {
+		a.log.Error("cannot report the failed reboot", "err", err)
+	}
+	if a.opt.RebootFailed != nil {
+		a.opt.RebootFailed()
+	}
+}
+
+// publishSoon publishes the record unless a recent failure asks to wait: a
+// failing Nomad is not hammered every poll, and a change is never lost (the
+// record is compared with what was last written).
+func (a *Agent) publishSoon(ctx context.Context) {
+	if a.now().Before(a.pubNext) {
+		return
+	}
+	if err := a.publish(ctx); err != nil {
+		a.pubFails++
+		base, maxWait := transientBase, transientMax
+		if classify(err) == denied {
+			base, maxWait = deniedBase, deniedMax
+			a.log.Error("publish host record: permission denied: the token is unknown, revoked or lacks a right", "err", err)
+		} else {
+			a.log.Warn("publish host record", "err", err, "attempt", a.pubFails)
+		}
+		a.pubNext = a.now().Add(policy.Backoff(base, maxWait, a.pubFails))
+		return
+	}
+	a.pubFails, a.pubNext = 0, time.Time{}
 }
 
 // detect runs the detectors (the slow ones only when slow is true) and updates the
@@ -427,7 +593,15 @@ func sameRecord(a, b store.HostRecord) bool {
 		a.RebootRequired == b.RebootRequired && a.Reason == b.Reason &&
 		a.RequestedAt.Equal(b.RequestedAt) && a.RebootingGrant == b.RebootingGrant &&
 		a.FleetLockID == b.FleetLockID && a.AgentVersion == b.AgentVersion && a.DetectError == b.DetectError &&
-		a.DiscoverError == b.DiscoverError
+		a.DiscoverError == b.DiscoverError &&
+		a.AgentJob == b.AgentJob && a.HoldReason == b.HoldReason && equalFailure(a.Failure, b.Failure)
+}
+
+func equalFailure(a, b *store.RebootFailure) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Grant == b.Grant && a.Step == b.Step && a.ExitStatus == b.ExitStatus && a.Message == b.Message && a.At.Equal(b.At)
 }
 
 // checkVault records whether the host's Vault server is sealed.
@@ -462,10 +636,15 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
 		p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, idx, 5*time.Minute)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			fails++
-			if ctx.Err() == nil {
+			d := policy.Backoff(200*time.Millisecond, 10*time.Second, fails)
+			if ctx.Err() == nil && classify(err) == denied {
+				d = policy.Backoff(deniedBase, deniedMax, fails)
+				a.log.Error("watch plan: permission denied: the token is unknown, revoked or lacks a right; retrying slowly",
+					"err", err, "retry_in", d)
+			} else if ctx.Err() == nil {
 				a.log.Debug("watch plan", "err", err)
 			}
-			if !wait(ctx, policy.Backoff(200*time.Millisecond, 10*time.Second, fails)) {
+			if !wait(ctx, d) {
 				return
 			}
 			idx = 0

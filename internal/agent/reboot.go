@@ -26,9 +26,8 @@ func (c CommandRebooter) Reboot(ctx context.Context) error {
 	if len(c.Argv) == 0 {
 		return errors.New("reboot command: empty")
 	}
-	out, err := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("reboot command `%s`: %w: %s", strings.Join(c.Argv, " "), err, strings.TrimSpace(string(out)))
+	if err := runCommand(ctx, c.Argv, 0); err != nil {
+		return err
 	}
 	return nil
 }
@@ -94,12 +93,84 @@ func RunHooks(ctx context.Context, hooks [][]string, timeout time.Duration) erro
 		if len(h) == 0 {
 			continue
 		}
-		hctx, cancel := context.WithTimeout(ctx, timeout)
-		out, err := exec.CommandContext(hctx, h[0], h[1:]...).CombinedOutput()
-		cancel()
-		if err != nil {
-			return fmt.Errorf("hook `%s`: %w: %s", strings.Join(h, " "), err, strings.TrimSpace(string(out)))
+		if err := runCommand(ctx, h, timeout); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// maxMessage caps the command output kept in an error (and so in the host record).
+const maxMessage = 200
+
+// CommandError is a command (a hook, the reboot command) that failed: its argv,
+// its exit status (-1 when it did not exit by itself: not started, timed out,
+// killed) and the first line of its standard error, capped.
+type CommandError struct {
+	Argv       []string
+	ExitStatus int
+	Stderr     string
+	Err        error
+}
+
+func (e *CommandError) Error() string {
+	msg := fmt.Sprintf("`%s`: %v", strings.Join(e.Argv, " "), e.Err)
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// runCommand runs argv (no shell) within timeout (0: none).
+func runCommand(ctx context.Context, argv []string, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = &capWriter{b: &stderr, left: 4096}
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	ce := &CommandError{Argv: argv, ExitStatus: -1, Stderr: firstLine(stderr.String(), maxMessage), Err: err}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.Exited() && ctx.Err() == nil {
+		ce.ExitStatus = ee.ExitCode()
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		ce.Err = fmt.Errorf("timed out after %s", timeout)
+	}
+	return ce
+}
+
+// capWriter keeps at most left bytes and drops the rest.
+type capWriter struct {
+	b    *strings.Builder
+	left int
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	n := min(len(p), w.left)
+	w.b.Write(p[:n])
+	w.left -= n
+	return len(p), nil
+}
+
+// firstLine returns the first non-empty line of s, at most n bytes (cut on a rune
+// boundary).
+func firstLine(s string, n int) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > n {
+				l = strings.ToValidUTF8(l[:n], "") + "…"
+			}
+			return l
+		}
+	}
+	return ""
 }

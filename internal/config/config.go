@@ -94,6 +94,9 @@ type RebootConfig struct {
 	PreHooks    [][]string // argv lists run before the reboot
 	PostHooks   [][]string // argv lists run after boot, before reporting the new boot ID
 	HookTimeout time.Duration
+	// RecheckInterval is how often a reboot held at the final go/no-go (a quorum
+	// gate closed, the node not drained as it should be) is checked again.
+	RecheckInterval time.Duration
 }
 
 // CoordinatorConfig configures the coordinator.
@@ -203,6 +206,8 @@ func Default() *Config {
 				Command:     []string{"systemctl", "reboot"},
 				Signal:      39, // SIGRTMIN+5: systemd's "reboot"
 				HookTimeout: 5 * time.Minute,
+
+				RecheckInterval: 5 * time.Second,
 			},
 		},
 		Coordinator: CoordinatorConfig{

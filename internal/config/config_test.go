@@ -59,6 +59,7 @@ func TestDefault(t *testing.T) {
 		{"agent.reboot.signal", c.Agent.Reboot.Signal, 39},
 		{"agent.reboot.delay", c.Agent.Reboot.Delay, time.Duration(0)},
 		{"agent.reboot.hook_timeout", c.Agent.Reboot.HookTimeout, 5 * time.Minute},
+		{"agent.reboot.recheck_interval", c.Agent.Reboot.RecheckInterval, 5 * time.Second},
 		{"coordinator.enabled", c.Coordinator.Enabled, true},
 		{"coordinator.lock_ttl", c.Coordinator.LockTTL, 15 * time.Second},
 		{"coordinator.resync_interval", c.Coordinator.ResyncInterval, 30 * time.Second},
@@ -144,6 +145,8 @@ func TestLoadFullExample(t *testing.T) {
 				PreHooks:    [][]string{{"/usr/local/bin/notify", "rebooting"}, {"/bin/sync"}},
 				PostHooks:   [][]string{{"/usr/local/bin/notify", "back"}},
 				HookTimeout: 2 * time.Minute,
+
+				RecheckInterval: 5 * time.Second,
 			},
 		},
 		Coordinator: CoordinatorConfig{

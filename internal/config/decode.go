@@ -207,7 +207,8 @@ func (d *decoder) agent(body hcl.Body) {
 func (d *decoder) reboot(body hcl.Body) {
 	s := scope{"agent.reboot", "agent.reboot"}
 	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"method", "command", "signal", "delay", "pre_hooks", "post_hooks", "hook_timeout")})
+		"method", "command", "signal", "delay", "pre_hooks", "post_hooks", "hook_timeout",
+		"recheck_interval")})
 	if content == nil {
 		return
 	}
@@ -219,6 +220,7 @@ func (d *decoder) reboot(body hcl.Body) {
 	d.argvList(a, s, "pre_hooks", &r.PreHooks)
 	d.argvList(a, s, "post_hooks", &r.PostHooks)
 	d.duration(a, s, "hook_timeout", &r.HookTimeout)
+	d.duration(a, s, "recheck_interval", &r.RecheckInterval)
 }
 
 func (d *decoder) coordinator(body hcl.Body) {

@@ -80,6 +80,7 @@ func (c *Config) String() string {
 	r.SetAttributeValue("pre_hooks", argvList(rc.PreHooks))
 	r.SetAttributeValue("post_hooks", argvList(rc.PostHooks))
 	r.SetAttributeValue("hook_timeout", durationVal(rc.HookTimeout))
+	r.SetAttributeValue("recheck_interval", durationVal(rc.RecheckInterval))
 
 	root.AppendNewline()
 	co := root.AppendNewBlock("coordinator", nil).Body()

@@ -204,6 +204,7 @@ func (v *validator) agent() {
 		}
 	}
 	v.positive(rs.sub("hook_timeout"), r.HookTimeout)
+	v.positive(rs.sub("recheck_interval"), r.RecheckInterval)
 }
 
 func (v *validator) coordinator() {

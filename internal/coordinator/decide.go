@@ -244,6 +244,10 @@ func Step(in Input) Decision {
 			d.Waiting = "waiting for a slot in its group or for its window"
 			return d
 		}
+		if why := agentWouldBeLost(in); why != "" {
+			d.Waiting = why
+			return d
+		}
 		d.Plan = enter(p, store.PhaseDraining, in.Now)
 		d.Plan.GrantID = in.NewGrantID
 		d.Plan.Attempt = p.Attempt + 1
@@ -324,6 +328,9 @@ func Step(in Input) Decision {
 		return d
 
 	case store.PhaseDrained:
+		if r, ok := agentReport(in, d); ok {
+			return r
+		}
 		switch ev := rebootSeen(in, p); {
 		case ev != "":
 			d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
@@ -339,6 +346,9 @@ func Step(in Input) Decision {
 		return d
 
 	case store.PhaseRebooting:
+		if r, ok := agentReport(in, d); ok {
+			return r
+		}
 		switch ev := rebootSeen(in, p); {
 		case ev != "":
 			d.Plan = enter(p, store.PhaseRejoining, in.Now)
@@ -537,6 +547,7 @@ func finish(p store.Plan, now time.Time) store.Plan {
 	n := enter(p, store.PhaseIdle, now)
 	n.GrantID, n.Attempt, n.BootIDAtGrant, n.SystemJobs = "", 0, "", nil
 	n.NextTry, n.LastError, n.Forced, n.EligibleBefore, n.DrainedIndex = time.Time{}, "", false, false, 0
+	n.Held = false
 	return n
 }
 

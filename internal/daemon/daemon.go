@@ -185,7 +185,7 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 		// rollboot is the best guess when VAULT_RAFT_NODE_ID is not set.
 		local.Hostname = host
 	}
-	a := agent.New(agent.Options{
+	opts := agent.Options{
 		Servers:      ServerProbe{Local: *local},
 		Host:         host,
 		Hostname:     hostname,
@@ -209,9 +209,31 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 			}
 		},
 		Log: log.With("component", "agent"),
-	})
+	}
+	// The final go/no-go: the node as Nomad reports it, and for a server host its
+	// clusters' health through the host's local agents.
+	opts.Nodes = c.Nodes()
+	opts.Clusters = &Clusters{Nomad: c, Consul: local.Consul, Vault: local.Vault}
+	opts.Force = cfg.Drain.OnTimeout == config.OnTimeoutForce
+	opts.AgentJob = agentJob()
+	opts.RecheckEvery = cfg.Agent.Reboot.RecheckInterval
+	a := agent.New(opts)
 	err = a.Run(ctx)
 	return errors.Join(err, cand.stop())
+}
+
+// agentJob is the Nomad job the agent runs as, "<namespace>/<job>", from the
+// variables Nomad sets in every task's environment; "" outside Nomad.
+func agentJob() string {
+	job := os.Getenv("NOMAD_JOB_ID")
+	if job == "" {
+		return ""
+	}
+	ns := os.Getenv("NOMAD_NAMESPACE")
+	if ns == "" {
+		ns = "default"
+	}
+	return ns + "/" + job
 }
 
 // candidate is the coordinator candidate beside an agent; it stops before the

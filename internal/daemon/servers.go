@@ -79,13 +79,15 @@ func ClustersFromEnv(n *nomadapi.Client) (*Clusters, error) {
 
 // Read reads one cluster's health.
 func (c *Clusters) Read(ctx context.Context, product, cluster string) health.ClusterHealth {
-	switch health.Product(product) {
-	case health.Nomad:
+	switch p := health.Product(product); {
+	case p == health.Nomad && c.Nomad != nil:
 		return health.ReadNomad(ctx, c.Nomad.Operator(), cluster)
-	case health.Consul:
+	case p == health.Consul && c.Consul != nil:
 		return health.ReadConsul(ctx, c.Consul.Operator(), cluster)
-	case health.Vault:
+	case p == health.Vault && c.Vault != nil:
 		return health.ReadVault(ctx, c.Vault.Sys(), nil)
+	case p == health.Nomad || p == health.Consul || p == health.Vault:
+		return health.ClusterHealth{Product: p, Cluster: cluster, Err: fmt.Errorf("no %s client configured", product)}
 	}
 	return health.ClusterHealth{Product: health.Product(product), Cluster: cluster, Err: fmt.Errorf("unknown product %q", product)}
 }

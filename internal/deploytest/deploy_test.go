@@ -125,14 +125,14 @@ var checks = []check{
 	{"agent:read (/v1/agent/self)", func(t *nomadsim.Token) bool { return t.AllowAgent(false) }, "agent,candidate"},
 	{"agent:write", func(t *nomadsim.Token) bool { return t.AllowAgent(true) }, ""},
 	// Coordinator: node list and allocations (read), drain and eligibility (write).
-	{"node:read (/v1/nodes)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "coordinator,candidate,operator"},
+	{"node:read (/v1/nodes, the agent's own node)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "agent,coordinator,candidate,operator"},
 	{"node:write (drain, eligibility)", func(t *nomadsim.Token) bool { return t.AllowNode(true) }, "coordinator,candidate"},
-	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "coordinator,candidate,operator"},
-	{"read-job in another namespace (system jobs anywhere)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "coordinator,candidate"},
+	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "agent,coordinator,candidate,operator"},
+	{"read-job in another namespace (system jobs anywhere)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "agent,coordinator,candidate"},
 	{"submit-job in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "submit-job") }, ""},
 	{"read-logs in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-logs") }, ""},
 	{"alloc-lifecycle in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "alloc-lifecycle") }, ""},
-	{"operator:read", func(t *nomadsim.Token) bool { return t.AllowOperator(false) }, "coordinator,candidate"},
+	{"operator:read", func(t *nomadsim.Token) bool { return t.AllowOperator(false) }, "agent,coordinator,candidate"},
 	{"operator:write", func(t *nomadsim.Token) bool { return t.AllowOperator(true) }, ""},
 
 	// Host records: written by their agent, read by everyone.
@@ -274,8 +274,12 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	}
 	_, err = agSt.PutPlan(ctx, store.Plan{Host: "web-1", Phase: store.PhasePending})
 	denied("agent: PutPlan", err)
-	_, _, err = ag.Nodes().List(nil)
-	denied("agent: list nodes", err)
+	_, _, err = ag.Nodes().Info(nodeID, nil)
+	allowed("agent: read its node (final go/no-go)", err)
+	_, _, err = ag.Nodes().Allocations(nodeID, nil)
+	allowed("agent: read its node's allocations (final go/no-go)", err)
+	_, err = ag.Nodes().ToggleEligibility(nodeID, false, nil)
+	denied("agent: change eligibility", err)
 
 	// Coordinator: everything it reads and writes, the lock and node calls.
 	co := client("coordinator")

@@ -75,7 +75,20 @@ type clusterOpts struct {
 	tune func(*nomadsim.Config)
 	// agentLostAfter is the agents' system job's disconnect.lost_after (0: none).
 	agentLostAfter time.Duration
+	// acl: the emulator enforces ACLs; every process gets the management token
+	// in its configuration (and the tests check no log shows it).
+	acl bool
+	// rebootCommand replaces the agents' reboot command (argv). In it and in
+	// rebootExtra, {{host}}, {{host_dir}}, {{bin}} and {{sim}} stand for the
+	// host's name and folder, the rollboot binary and the emulator's address.
+	rebootCommand []string
 }
+
+// Secrets given to every process; no log may show them.
+const (
+	consulToken = "consul-secret-3f1c9e"
+	vaultToken  = "vault-secret-8b27d4"
+)
 
 type cluster struct {
 	t      *testing.T
@@ -89,6 +102,10 @@ type cluster struct {
 	mu     sync.Mutex
 	logs   map[string]*bytes.Buffer // per process name
 	coords map[string]*exec.Cmd
+	// killed: processes the test stopped on purpose; exits lists the others
+	// that ended while the test ran (name and status).
+	killed map[string]bool
+	exits  []string
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -99,6 +116,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		o.migrateTime = 100 * time.Millisecond
 	}
 	cfg := nomadsim.Config{
+		ACL:                  o.acl,
 		Servers:              o.servers,
 		ConsulServers:        o.servers > 0,
 		VaultServers:         o.servers > 0,
@@ -129,13 +147,13 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 			t.Fatal(err)
 		}
 	}
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	client, err := api.NewClient(&api.Config{Address: sim.Address(), SecretID: mgmtToken(sim)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &cluster{t: t, sim: sim, dir: t.TempDir(), client: client, opts: o,
 		st:   store.New(client.Variables(), "rollboot", ""),
-		logs: map[string]*bytes.Buffer{}, coords: map[string]*exec.Cmd{}}
+		logs: map[string]*bytes.Buffer{}, coords: map[string]*exec.Cmd{}, killed: map[string]bool{}}
 	var hosts []string
 	for _, h := range sim.Hosts() {
 		if h.NodeID != "" || h.Server != nil {
@@ -163,7 +181,9 @@ func (c *cluster) start() {
 	c.t.Cleanup(func() {
 		cancel()
 		c.mu.Lock()
-		for _, cmd := range c.coords {
+		for name, cmd := range c.coords {
+			c.killed[name] = true
+			cmd.Process.Signal(syscall.SIGCONT) // a stopped process cannot die
 			cmd.Process.Kill()
 		}
 		c.mu.Unlock()
@@ -171,9 +191,27 @@ func (c *cluster) start() {
 	})
 }
 
+// mgmtToken is the emulator's management token ("" without ACLs).
+func mgmtToken(sim *nomadsim.Sim) string {
+	if !sim.ACLEnabled() {
+		return ""
+	}
+	return sim.ManagementToken()
+}
+
+// expand fills the placeholders of clusterOpts.rebootCommand and rebootExtra.
+func (c *cluster) expand(s string, h nomadsim.Host) string {
+	return strings.NewReplacer("{{host}}", h.Name, "{{host_dir}}", h.Dir, "{{bin}}", rollbootBin,
+		"{{sim}}", c.sim.Address()).Replace(s)
+}
+
 func (c *cluster) configFor(host, address string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nomad {\n  address = %q\n}\n", address)
+	fmt.Fprintf(&b, "nomad {\n  address = %q\n", address)
+	if tok := mgmtToken(c.sim); tok != "" {
+		fmt.Fprintf(&b, "  token = %q\n", tok)
+	}
+	b.WriteString("}\n")
 	b.WriteString(c.opts.policy + "\n")
 	// Agents stand for election unless standalone coordinators run.
 	enabled := host == "" || c.opts.coordinators == 0
@@ -186,8 +224,16 @@ func (c *cluster) configFor(host, address string) string {
 	h, _ := c.sim.Host(host)
 	fmt.Fprintf(&b, "agent {\n  host = %q\n  boot_id_file = %q\n  sentinel_file = %q\n%s\n",
 		host, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"), c.opts.agentExtra)
-	fmt.Fprintf(&b, "  reboot {\n    method = \"command\"\n    command = [%q, \"sim-ctl\", \"reboot\", \"--address\", %q, %q]\n%s\n  }\n}\n",
-		rollbootBin, c.sim.Address(), host, c.opts.rebootExtra)
+	command := fmt.Sprintf("[%q, \"sim-ctl\", \"reboot\", \"--address\", %q, %q]", rollbootBin, c.sim.Address(), host)
+	if len(c.opts.rebootCommand) > 0 {
+		var args []string
+		for _, a := range c.opts.rebootCommand {
+			args = append(args, fmt.Sprintf("%q", c.expand(a, h)))
+		}
+		command = "[" + strings.Join(args, ", ") + "]"
+	}
+	fmt.Fprintf(&b, "  reboot {\n    method = \"command\"\n    command = %s\n%s\n  }\n}\n",
+		command, c.expand(c.opts.rebootExtra, h))
 	return b.String()
 }
 
@@ -236,7 +282,12 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 	if h.VaultAddr != "" {
 		vault = "http://" + h.VaultAddr
 	}
-	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e")
+	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN="+vaultToken,
+		"CONSUL_HTTP_TOKEN="+consulToken)
+	if h.NodeID != "" {
+		// What Nomad sets in the task environment of the agents' system job.
+		cmd.Env = append(cmd.Env, "NOMAD_JOB_ID="+agentJob, "NOMAD_NAMESPACE=default")
+	}
 	if c.opts.agentEnv != nil {
 		cmd.Env = append(cmd.Env, c.opts.agentEnv(h.Name)...)
 	}
@@ -246,7 +297,13 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 		c.t.Errorf("start agent on %s: %v", h.Name, err)
 		return
 	}
-	_ = cmd.Wait()
+	err := cmd.Wait()
+	if ctx.Err() == nil {
+		// Neither a reboot nor the test stopped it: it ended by itself.
+		c.mu.Lock()
+		c.exits = append(c.exits, fmt.Sprintf("agent on %s: %v", h.Name, err))
+		c.mu.Unlock()
+	}
 }
 
 func (c *cluster) startCoordinator(name string) {
@@ -256,7 +313,8 @@ func (c *cluster) startCoordinator(name string) {
 	if c.opts.servers > 0 {
 		consul, vault = c.sim.ConsulAddress(), c.sim.VaultAddress()
 	}
-	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e")
+	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN="+vaultToken,
+		"CONSUL_HTTP_TOKEN="+consulToken)
 	w := lockedWriter{&c.mu, c.logFor(name)}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
@@ -266,7 +324,15 @@ func (c *cluster) startCoordinator(name string) {
 	c.coords[name] = cmd
 	c.mu.Unlock()
 	c.wg.Add(1)
-	go func() { defer c.wg.Done(); _ = cmd.Wait() }()
+	go func() {
+		defer c.wg.Done()
+		err := cmd.Wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.killed[name] {
+			c.exits = append(c.exits, fmt.Sprintf("%s: %v", name, err))
+		}
+	}()
 }
 
 // leader returns the standalone coordinator that leads now (it logged its election last).
@@ -293,7 +359,30 @@ func (c *cluster) killCoordinator(name string) {
 	if cmd == nil {
 		c.t.Fatalf("no coordinator %s", name)
 	}
+	c.mu.Lock()
+	c.killed[name] = true
+	c.mu.Unlock()
 	_ = cmd.Process.Kill()
+}
+
+// signalCoordinator sends sig (SIGSTOP, SIGCONT) to a standalone coordinator.
+func (c *cluster) signalCoordinator(name string, sig syscall.Signal) {
+	c.mu.Lock()
+	cmd := c.coords[name]
+	c.mu.Unlock()
+	if cmd == nil {
+		c.t.Fatalf("no coordinator %s", name)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		c.t.Fatalf("signal %s: %v", name, err)
+	}
+}
+
+// unexpectedExits lists the processes that ended by themselves.
+func (c *cluster) unexpectedExits() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.exits...)
 }
 
 func (c *cluster) dumpLogs() {

@@ -133,6 +133,11 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 			h.drainForced = e.Details["deadline_reached"] == "true"
 		case nomadsim.EventEligibility:
 			h.eligible = e.Details["eligibility"] == "eligible"
+			if h.eligible && !h.draining {
+				// Back in service without a reboot (a failed attempt given back,
+				// or an operator's doing): no longer out for a reboot.
+				h.awaitReboot = false
+			}
 			if h.eligible && !h.eligibleStart {
 				out = append(out, Violation{3, name, e.Seq, "rollboot made eligible a node that was ineligible before it touched it"})
 			}
@@ -162,6 +167,10 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 					out = append(out, Violation{4, name, e.Seq, "rebooted while its drain was still running"})
 				case !h.drainDone:
 					out = append(out, Violation{4, name, e.Seq, "rebooted without a completed drain"})
+				case h.eligible:
+					// Made eligible after its drain: the node is back in the
+					// scheduler's hands and Nomad may have placed work on it.
+					out = append(out, Violation{4, name, e.Seq, "rebooted while its node was eligible again after the drain"})
 				case h.drainForced && !spec.Force:
 					out = append(out, Violation{4, name, e.Seq, "rebooted after a drain forced at its deadline, but the policy is abort"})
 				}

@@ -48,7 +48,7 @@ func (s *Sim) Reboot(host string) error {
 		s.vaultHostDownLocked(h)
 	}
 	s.after(s.cfg.BootTime, func() {
-		if s.cluster.rebootGen[host] != gen {
+		if s.cluster.rebootGen[host] != gen || s.holdBootLocked(host) {
 			return
 		}
 		s.bootLocked(h)

@@ -196,6 +196,7 @@ type Sim struct {
 	vars    varState     // Variables and locks (variables.go)
 	consul  consulState  // Consul servers on the server hosts (consul.go)
 	vault   vaultState   // Vault servers on the server hosts (vault.go)
+	boots   bootBlocks   // hosts that do not come back from a reboot (bootblock.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc

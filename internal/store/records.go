@@ -66,8 +66,42 @@ type HostRecord struct {
 	// the host's Roles and Servers may be incomplete: the coordinator admits no
 	// reboot of it.
 	DiscoverError string
+	// AgentJob is the Nomad system job the agent runs as ("<namespace>/<job>",
+	// from NOMAD_NAMESPACE and NOMAD_JOB_ID); "" when it runs as a service.
+	AgentJob string
+
+	// HoldReason says why the agent holds the reboot of RebootingGrant at its
+	// final go/no-go (the slot stays taken and the agent checks again); "" when
+	// it does not hold.
+	HoldReason string
+	// Failure is the last failed reboot attempt, for the grant it names.
+	Failure *RebootFailure
 
 	ModifyIndex uint64
+}
+
+// Failed steps of a reboot attempt.
+const (
+	StepPreHook = "pre-reboot hook"
+	StepReboot  = "reboot command"
+)
+
+// RebootFailure is a reboot attempt that failed on the host: the host did not go
+// down, and the agent says which step failed and how.
+type RebootFailure struct {
+	Grant      string
+	Step       string // StepPreHook or StepReboot
+	ExitStatus int    // the command's exit status; -1 when it did not exit (not started, killed, timed out)
+	Message    string // the command and the first line of its stderr, capped
+	At         time.Time
+}
+
+// String describes the failure in one line.
+func (f RebootFailure) String() string {
+	if f.ExitStatus >= 0 {
+		return fmt.Sprintf("%s failed (exit status %d): %s", f.Step, f.ExitStatus, f.Message)
+	}
+	return fmt.Sprintf("%s failed: %s", f.Step, f.Message)
 }
 
 // Server is one server on a host: the product ("nomad", "consul", "vault"), its
@@ -107,6 +141,10 @@ type Plan struct {
 	// while its agent has not reported since: what its record says of that boot,
 	// including a reboot need, is stale.
 	GoneBootID string
+
+	// Held: the agent holds the reboot at its final go/no-go (the slot stays
+	// taken); when the hold ends, the time to come back counts from then.
+	Held bool
 
 	// The last finished reboot, for the reboot-loop guard.
 	LastAfterBootID string
@@ -167,8 +205,10 @@ type HistoryRecord struct {
 	BootIDBefore string
 	BootIDAfter  string
 	Forced       bool
-	Timeline     map[string]time.Time
-	Finished     time.Time
+	// Error is why the cycle failed (outcome "failed"): the agent's reported failure.
+	Error    string
+	Timeline map[string]time.Time
+	Finished time.Time
 }
 
 // ---- encoding: Nomad variable items are string maps ----------------------------
@@ -294,6 +334,15 @@ func (r HostRecord) items() map[string]string {
 	e.str("agent_version", r.AgentVersion)
 	e.str("detect_error", r.DetectError)
 	e.str("discover_error", r.DiscoverError)
+	e.str("agent_job", r.AgentJob)
+	e.str("hold_reason", r.HoldReason)
+	if f := r.Failure; f != nil {
+		e.str("failed_grant", f.Grant)
+		e.str("failed_step", f.Step)
+		e["failed_exit_status"] = strconv.Itoa(f.ExitStatus)
+		e.str("failed_message", f.Message)
+		e.time("failed_at", f.At)
+	}
 	return e
 }
 
@@ -315,7 +364,13 @@ func decodeHost(v *api.Variable) (HostRecord, error) {
 		AgentVersion:   d.str("agent_version"),
 		DetectError:    d.str("detect_error"),
 		DiscoverError:  d.str("discover_error"),
+		AgentJob:       d.str("agent_job"),
+		HoldReason:     d.str("hold_reason"),
 		ModifyIndex:    v.ModifyIndex,
+	}
+	if d.str("failed_step") != "" {
+		r.Failure = &RebootFailure{Grant: d.str("failed_grant"), Step: d.str("failed_step"),
+			ExitStatus: d.int("failed_exit_status"), Message: d.str("failed_message"), At: d.time("failed_at")}
 	}
 	d.json("servers", &r.Servers)
 	if r.Host == "" {
@@ -349,6 +404,9 @@ func (p Plan) items() map[string]string {
 		e["drained_index"] = strconv.FormatUint(p.DrainedIndex, 10)
 	}
 	e.str("gone_boot_id", p.GoneBootID)
+	if p.Held {
+		e.bool("held", true)
+	}
 	e.str("last_after_boot_id", p.LastAfterBootID)
 	e.time("last_completed", p.LastCompleted)
 	e.int("loop_count", p.LoopCount)
@@ -377,6 +435,7 @@ func decodePlan(v *api.Variable) (Plan, error) {
 		Forced:          d.bool("forced"),
 		DrainedIndex:    d.uint("drained_index"),
 		GoneBootID:      d.str("gone_boot_id"),
+		Held:            d.bool("held"),
 		LastAfterBootID: d.str("last_after_boot_id"),
 		LastCompleted:   d.time("last_completed"),
 		LoopCount:       d.int("loop_count"),
@@ -405,6 +464,7 @@ func (h HistoryRecord) items() map[string]string {
 	if h.Forced {
 		e.bool("forced", true)
 	}
+	e.str("error", h.Error)
 	e.json("timeline", h.Timeline, len(h.Timeline) == 0)
 	e.time("finished", h.Finished)
 	return e
@@ -421,6 +481,7 @@ func decodeHistory(v *api.Variable) (HistoryRecord, error) {
 		BootIDBefore: d.str("boot_id_before"),
 		BootIDAfter:  d.str("boot_id_after"),
 		Forced:       d.bool("forced"),
+		Error:        d.str("error"),
 		Finished:     d.time("finished"),
 	}
 	d.json("timeline", &h.Timeline)

@@ -1,0 +1,145 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// NodeAPI is how the agent sees its own node as Nomad reports it; *api.Nodes
+// implements it.
+type NodeAPI interface {
+	Info(nodeID string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error)
+	Allocations(nodeID string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error)
+}
+
+// ClusterReader reads a Nomad, Consul or Vault server cluster's health, for the
+// pre-reboot quorum gate of a server host.
+type ClusterReader interface {
+	Read(ctx context.Context, product, cluster string) health.ClusterHealth
+}
+
+// drainMetaGrant is the drain Meta key naming the grant a drain was started for
+// (the coordinator sets it).
+const drainMetaGrant = "rollboot_grant"
+
+// errWithdrawn: the stored plan no longer grants the reboot being prepared.
+type errWithdrawn struct{ msg string }
+
+func (e errWithdrawn) Error() string { return e.msg }
+
+// goNoGo is the final check right before the reboot, after the hooks and the
+// delay: minutes may have passed since the coordinator admitted the host, and
+// the world may have changed. It returns a withdrawn error when the stored plan no
+// longer grants this boot's reboot (then the attempt ends), or a hold reason when
+// the reboot must wait ("" when it may go now):
+//   - the node, as Nomad reports it, is ineligible, its last drain completed and
+//     names this grant, and nothing but system jobs runs on it (unless the policy
+//     forces drains): an operator may have made the node eligible again and Nomad
+//     placed work on it;
+//   - on a server host, every cluster's pre-reboot gate passes: a cluster that
+//     just lost its leader or a server must not lose this one too.
+func (a *Agent) goNoGo(ctx context.Context, p store.Plan, bootID string) (string, error) {
+	cur, err := a.opt.Store.Plan(ctx, a.opt.Host)
+	if err != nil {
+		return "cannot read the plan: " + err.Error(), nil
+	}
+	if cur.GrantID != p.GrantID || !a.mayReboot(cur, bootID) {
+		return "", errWithdrawn{fmt.Sprintf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)}
+	}
+	if a.rec.NodeID != "" && a.opt.Nodes != nil {
+		if why := a.nodeGate(ctx, p.GrantID); why != "" {
+			return why, nil
+		}
+	}
+	if len(a.rec.Servers) > 0 && a.opt.Clusters != nil {
+		for _, srv := range a.rec.Servers {
+			if ok, why := health.PreRebootGate(a.opt.Clusters.Read(ctx, srv.Product, srv.Cluster), srv.ID); !ok {
+				return "quorum gate: " + why, nil
+			}
+		}
+	} else if serverRoleOf(a.rec.Roles) != "" {
+		return "the host runs a " + serverRoleOf(a.rec.Roles) + " and its quorum gate cannot be checked", nil
+	}
+	return "", nil
+}
+
+// nodeGate says why the node, as Nomad reports it, is not ready for the reboot
+// of grant ("" when it is).
+func (a *Agent) nodeGate(ctx context.Context, grant string) string {
+	q := (&api.QueryOptions{}).WithContext(ctx)
+	n, _, err := a.opt.Nodes.Info(a.rec.NodeID, q)
+	if err != nil {
+		return "cannot read the node: " + err.Error()
+	}
+	if why := nodeDrainedFor(n, grant); why != "" {
+		return why
+	}
+	if a.opt.Force {
+		return ""
+	}
+	allocs, _, err := a.opt.Nodes.Allocations(a.rec.NodeID, q)
+	if err != nil {
+		return "cannot read the node's allocations: " + err.Error()
+	}
+	return nonSystemRunning(allocs)
+}
+
+// nodeDrainedFor says why n is not a node drained for grant ("" when it is).
+func nodeDrainedFor(n *api.Node, grant string) string {
+	switch {
+	case n.SchedulingEligibility != api.NodeSchedulingIneligible:
+		return "the node is " + n.SchedulingEligibility + " again: Nomad may place work on it"
+	case n.DrainStrategy != nil:
+		return "the node is being drained"
+	case n.LastDrain == nil:
+		return "the node has no completed drain"
+	case n.LastDrain.Meta[drainMetaGrant] != grant:
+		return fmt.Sprintf("the node's last drain is not rollboot's for grant %s (it names %q)", grant, n.LastDrain.Meta[drainMetaGrant])
+	case n.LastDrain.Status != api.DrainStatusComplete:
+		return "the node's last drain is " + string(n.LastDrain.Status) + ", not complete"
+	}
+	return ""
+}
+
+// nonSystemRunning names the allocations other than system jobs' that run (or are
+// about to) on the node ("" when there are none).
+func nonSystemRunning(allocs []*api.Allocation) string {
+	var names []string
+	for _, al := range allocs {
+		if al.Job != nil && al.Job.Type != nil && *al.Job.Type == api.JobTypeSystem {
+			continue
+		}
+		if al.DesiredStatus != api.AllocDesiredStatusRun {
+			continue
+		}
+		if al.ClientStatus != api.AllocClientStatusRunning && al.ClientStatus != api.AllocClientStatusPending {
+			continue
+		}
+		names = append(names, al.Namespace+"/"+al.JobID+" ("+al.Name+")")
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	if len(names) > 3 {
+		names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
+	}
+	return "allocations still run on the node: " + strings.Join(names, ", ")
+}
+
+func serverRoleOf(roles []string) string {
+	for _, r := range roles {
+		switch r {
+		case store.RoleNomadServer, store.RoleConsulServer, store.RoleVaultServer:
+			return r
+		}
+	}
+	return ""
+}

@@ -1,0 +1,351 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// countingRebooter records reboots and succeeds (the test plays the reboot).
+type countingRebooter struct {
+	mu    sync.Mutex
+	calls int
+	ch    chan struct{}
+}
+
+func (c *countingRebooter) Reboot(context.Context) error {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	select {
+	case c.ch <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (c *countingRebooter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// syncBuffer is a log sink shared by goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type agentEnv struct {
+	sim    *nomadsim.Sim
+	h      nomadsim.Host
+	client *api.Client
+	st     *store.Store
+	bootID string
+}
+
+func newAgentEnv(t *testing.T, cfg nomadsim.Config) *agentEnv {
+	t.Helper()
+	sim, err := nomadsim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	h := sim.Hosts()[len(sim.Hosts())-1]
+	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr, SecretID: tokenOf(sim)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootID, err := ReadBootID(filepath.Join(h.Dir, "boot_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &agentEnv{sim: sim, h: h, client: client, st: store.New(client.Variables(), "rollboot", ""), bootID: bootID}
+}
+
+func tokenOf(sim *nomadsim.Sim) string {
+	if sim.ACLEnabled() {
+		return sim.ManagementToken()
+	}
+	return ""
+}
+
+func (e *agentEnv) options(reb Rebooter, log *syncBuffer) Options {
+	o := Options{Host: e.h.Name, Store: e.st, Self: e.client.Agent(), BootIDFile: filepath.Join(e.h.Dir, "boot_id"),
+		Detectors: []Detector{FileDetector{Path: filepath.Join(e.h.Dir, "reboot-required")}},
+		Rebooter:  reb, RetryAfter: 100 * time.Millisecond, PollEvery: 20 * time.Millisecond,
+		Nodes: e.client.Nodes(), RecheckEvery: 50 * time.Millisecond}
+	if log != nil {
+		o.Log = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return o
+}
+
+func run(t *testing.T, a *Agent) (cancel func()) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	return func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("agent ended with %v", err)
+		}
+	}
+}
+
+// drainFor drains the host's node as the coordinator does for grant and waits
+// for the drain to complete.
+func (e *agentEnv) drainFor(t *testing.T, grant string) {
+	t.Helper()
+	_, err := e.client.Nodes().UpdateDrainOpts(e.h.NodeID, &api.DrainOptions{
+		DrainSpec: &api.DrainSpec{IgnoreSystemJobs: true}, Meta: map[string]string{drainMetaGrant: grant}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitNode(t, "the drain to complete", func(n *api.Node) bool {
+		return n.DrainStrategy == nil && n.LastDrain != nil && n.LastDrain.Status == api.DrainStatusComplete
+	})
+}
+
+func (e *agentEnv) waitNode(t *testing.T, what string, cond func(n *api.Node) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := e.sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+		n, ok := v.Node(e.h.NodeID)
+		return ok && cond(n)
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func waitRecord(t *testing.T, st *store.Store, host, what string, cond func(r store.HostRecord) bool) store.HostRecord {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var idx uint64
+	for {
+		rec, err := st.Host(context.Background(), host)
+		if err == nil && cond(rec) {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: record %+v, err %v", what, rec, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, n, _ := st.Hosts(ctx, idx, 200*time.Millisecond)
+		cancel()
+		idx = n
+	}
+}
+
+// The final go/no-go believes Nomad, not the plan alone: an operator who marks
+// the drained node eligible again holds the reboot (the reason is published), and
+// it goes ahead once the node is ineligible again.
+func TestFinalCheckHoldsAnEligibleNode(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	reb := &countingRebooter{ch: make(chan struct{}, 4)}
+	a := New(e.options(reb, nil))
+	e.drainFor(t, "g1")
+	// The operator's mistake, between the drain and the reboot.
+	if _, err := e.client.Nodes().ToggleEligibility(e.h.NodeID, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, a)
+	defer stop()
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID}); err != nil {
+		t.Fatal(err)
+	}
+	rec := waitRecord(t, e.st, e.h.Name, "the hold to be published", func(r store.HostRecord) bool { return r.HoldReason != "" })
+	if !strings.Contains(rec.HoldReason, "eligible") || rec.RebootingGrant != "g1" {
+		t.Errorf("hold %q for grant %q", rec.HoldReason, rec.RebootingGrant)
+	}
+	if reb.count() != 0 {
+		t.Fatal("rebooted a node Nomad may place work on")
+	}
+	if _, err := e.client.Nodes().ToggleEligibility(e.h.NodeID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reb.ch:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reboot after the node was ineligible again")
+	}
+}
+
+// Each way the node can disagree with the plan holds the reboot.
+func TestNodeDrainedFor(t *testing.T) {
+	done := &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{drainMetaGrant: "g1"}}
+	tests := []struct {
+		name string
+		node api.Node
+		want string // "" = may reboot
+	}{
+		{"drained for this grant", api.Node{SchedulingEligibility: "ineligible", LastDrain: done}, ""},
+		{"eligible again", api.Node{SchedulingEligibility: "eligible", LastDrain: done}, "eligible again"},
+		{"drain under way", api.Node{SchedulingEligibility: "ineligible", DrainStrategy: &api.DrainStrategy{}, LastDrain: done}, "being drained"},
+		{"never drained", api.Node{SchedulingEligibility: "ineligible"}, "no completed drain"},
+		{"someone else's drain", api.Node{SchedulingEligibility: "ineligible",
+			LastDrain: &api.DrainMetadata{Status: api.DrainStatusComplete}}, "not rollboot's"},
+		{"another grant's drain", api.Node{SchedulingEligibility: "ineligible",
+			LastDrain: &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{drainMetaGrant: "g0"}}}, "not rollboot's"},
+		{"canceled", api.Node{SchedulingEligibility: "ineligible",
+			LastDrain: &api.DrainMetadata{Status: api.DrainStatusCanceled, Meta: map[string]string{drainMetaGrant: "g1"}}}, "canceled"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := nodeDrainedFor(&tc.node, "g1")
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("nodeDrainedFor = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNonSystemRunning(t *testing.T) {
+	sys, svc := api.JobTypeSystem, api.JobTypeService
+	alloc := func(typ, desired, client string) *api.Allocation {
+		return &api.Allocation{Namespace: "default", JobID: "j-" + typ, Name: "a", Job: &api.Job{Type: &typ},
+			DesiredStatus: desired, ClientStatus: client}
+	}
+	tests := []struct {
+		name   string
+		allocs []*api.Allocation
+		held   bool
+	}{
+		{"only system jobs", []*api.Allocation{alloc(sys, "run", "running")}, false},
+		{"a stopped service", []*api.Allocation{alloc(svc, "stop", "complete")}, false},
+		{"a service placed after the drain", []*api.Allocation{alloc(svc, "run", "pending")}, true},
+		{"a running service", []*api.Allocation{alloc(sys, "run", "running"), alloc(svc, "run", "running")}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nonSystemRunning(tc.allocs); (got != "") != tc.held {
+				t.Errorf("nonSystemRunning = %q, held want %v", got, tc.held)
+			}
+		})
+	}
+}
+
+// A failing pre-reboot hook is published (step, exit status, first line of
+// stderr) and the same grant is never tried again; a new grant is.
+func TestFailedHookIsPublishedOnce(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	reb := &countingRebooter{ch: make(chan struct{}, 4)}
+	o := e.options(reb, nil)
+	flag := filepath.Join(t.TempDir(), "fixed")
+	o.PreHooks = [][]string{{"sh", "-c", `test -e ` + flag + ` || { echo "disk full" >&2; echo second line >&2; exit 3; }`}}
+	var failed sync.WaitGroup
+	failed.Add(1)
+	o.RebootFailed = sync.OnceFunc(failed.Done)
+	stop := run(t, New(o))
+	defer stop()
+	e.drainFor(t, "g1")
+	idx, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := waitRecord(t, e.st, e.h.Name, "the failure", func(r store.HostRecord) bool { return r.Failure != nil })
+	f := rec.Failure
+	if f.Grant != "g1" || f.Step != store.StepPreHook || f.ExitStatus != 3 || !strings.HasSuffix(f.Message, ": disk full") {
+		t.Errorf("failure = %+v", f)
+	}
+	failed.Wait()
+	// Many retry periods later: no second attempt of the same grant.
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reb.ch:
+		t.Fatal("a failed grant was tried again")
+	case <-time.After(500 * time.Millisecond):
+	}
+	// The coordinator's retry: a new grant.
+	e.drainFor(t, "g2")
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g2",
+		BootIDAtGrant: e.bootID, ModifyIndex: idx}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reb.ch:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the new grant was not carried out")
+	}
+}
+
+// A Nomad without a leader (500) at the agent's first read of its record, then a
+// burst of 429s, do not stop the agent: it keeps trying and publishes its record
+// once the servers answer.
+func TestTransientErrorsDoNotStopTheAgent(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	if err := e.sim.SetLeaderLost(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sim.InjectFault(nomadsim.Fault{PathPrefix: "/v1/var", ErrorRate: 1, Status: 429, Count: 3}); err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	stop := run(t, New(e.options(&countingRebooter{}, log)))
+	defer stop()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(log.String(), "read the host record failed; retrying") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no retry logged:\n%s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a log: no condition to block on
+	}
+	if err := e.sim.SetLeaderLost(false); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, e.st, e.h.Name, "the record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+}
+
+// An unknown token (403) is reported loudly, without the token, and the agent
+// keeps running rather than exiting.
+func TestDeniedTokenIsReportedAndRetried(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1, ACL: true})
+	const secret = "00000000-dead-beef-0000-000000000000"
+	bad, err := api.NewClient(&api.Config{Address: "http://" + e.h.Addr, SecretID: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	o := e.options(&countingRebooter{}, log)
+	o.Self, o.Store = bad.Agent(), store.New(bad.Variables(), "rollboot", "")
+	stop := run(t, New(o))
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(log.String(), "permission denied") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no error logged:\n%s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a log: no condition to block on
+	}
+	stop() // Run returned nil: the agent had not exited by itself
+	if !strings.Contains(log.String(), "level=ERROR") || strings.Contains(log.String(), secret) {
+		t.Errorf("log:\n%s", log.String())
+	}
+}

@@ -1,0 +1,77 @@
+package coordinator
+
+import (
+	"slices"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// agentReport acts on what the agent says about the current grant while its host
+// has not gone down (same boot ID, node ready): a failed attempt, or a hold at
+// its final go/no-go. ok is false when neither applies and the phase machine
+// carries on as usual.
+func agentReport(in Input, d Decision) (Decision, bool) {
+	p := d.Plan
+	h := in.Host
+	up := h != nil && h.BootID == p.BootIDAtGrant && rebootSeen(in, p) == "" &&
+		(in.Node == nil || in.Node.Status == "ready")
+	switch {
+	case up && h.Failure != nil && h.Failure.Grant == p.GrantID:
+		return notRebooted(in, d, *h.Failure), true
+	case up && h.HoldReason != "" && h.RebootingGrant == p.GrantID && p.Phase == store.PhaseRebooting:
+		// The agent is alive and holds the reboot (a quorum gate closed, the
+		// node not as drained as it should be): the slot stays taken, and the
+		// host is not stuck while it says why it waits.
+		if !p.Held {
+			d.Plan.Held, d.Write, d.Event = true, true, "the agent holds the reboot: "+h.HoldReason
+		}
+		d.Waiting = "the agent holds the reboot: " + h.HoldReason
+		return d, true
+	case p.Held:
+		// The hold ended (the agent went ahead, or the host went down): the
+		// reboot starts now, so its time to come back counts from now.
+		d.Plan.Held, d.Plan.PhaseSince = false, in.Now
+		d.Write, d.Event = true, "the agent ended its hold"
+		d.Waiting = "rebooting"
+		return d, true
+	}
+	return d, false
+}
+
+// notRebooted handles a host that provably did not reboot: its agent reports a
+// failed pre-reboot hook or reboot command, its boot ID is the one at grant and its
+// node is ready. It is not stuck: the drain is undone (eligibility restored if the
+// node was eligible before), the failed attempt is recorded in the history, and
+// the host retries after a backoff with a new grant.
+func notRebooted(in Input, d Decision, f store.RebootFailure) Decision {
+	p := d.Plan
+	if in.Node != nil {
+		switch {
+		case in.Node.Draining:
+			d.CancelDrain, d.MarkEligible = true, p.EligibleBefore
+		case p.EligibleBefore && !in.Node.Eligible:
+			d.SetEligible = true
+		}
+	}
+	h := history(p, in, "failed")
+	h.Error = f.String()
+	d.History = h
+	d.Plan = enter(p, store.PhaseBackoff, in.Now)
+	d.Plan.NextTry = in.Now.Add(policy.Backoff(in.Timing.RetryBackoff, in.Timing.RetryMaxBackoff, p.Attempt))
+	d.Plan.LastError = "the host did not reboot: " + f.String()
+	d.Plan.Held = false
+	d.Write, d.Event = true, "reboot failed on the host: "+f.String()
+	return d
+}
+
+// agentWouldBeLost says why a drain must not start ("" when it may): the host's
+// agent runs as a Nomad system job that does not run on the node now (an operator
+// drain without IgnoreSystemJobs stopped it, say), so after the drain nobody
+// would be there to reboot the host and report back.
+func agentWouldBeLost(in Input) string {
+	if in.Node == nil || in.Host == nil || in.Host.AgentJob == "" || slices.Contains(in.SystemJobs, in.Host.AgentJob) {
+		return ""
+	}
+	return "rollboot's agent (job " + in.Host.AgentJob + ") does not run on the node: a drain would leave no agent to reboot it"
+}

@@ -1,0 +1,198 @@
+package coordinator
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+func failedHost(boot, grant string) *store.HostRecord {
+	h := host(boot, true)
+	h.RebootingGrant = "g1"
+	h.Failure = &store.RebootFailure{Grant: grant, Step: store.StepPreHook, ExitStatus: 3, Message: "check-disk: disk full", At: t0}
+	return h
+}
+
+func holdingHost(why string) *store.HostRecord {
+	h := host("b1", true)
+	h.RebootingGrant, h.HoldReason = "g1", why
+	return h
+}
+
+func drainedNode(n *NodeView) { n.Eligible, n.DrainStatus, n.DrainGrant = false, "complete", "g1" }
+
+// The agent's word about a grant whose host did not go down: a failure undoes the
+// attempt and retries later; a hold keeps the slot and is never "stuck".
+func TestStepAgentReport(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    Input
+		phase string
+		write bool
+		check func(t *testing.T, d Decision)
+	}{
+		{
+			name:  "a failed hook while rebooting: eligibility back, failed attempt in history, backoff",
+			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b1", "g1"), Node: node(drainedNode)},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.SetEligible || d.CancelDrain {
+					t.Errorf("set eligible %v, cancel drain %v: want eligibility restored only", d.SetEligible, d.CancelDrain)
+				}
+				if d.History == nil || d.History.Outcome != "failed" || !strings.Contains(d.History.Error, "exit status 3") ||
+					!strings.Contains(d.History.Error, "disk full") {
+					t.Errorf("history = %+v", d.History)
+				}
+				if !d.Plan.NextTry.Equal(t0.Add(time.Minute)) || !strings.Contains(d.Plan.LastError, "pre-reboot hook failed") {
+					t.Errorf("next try %s, last error %q", d.Plan.NextTry, d.Plan.LastError)
+				}
+				if d.Plan.Active() {
+					t.Error("a host that did not reboot still holds its slot")
+				}
+			},
+		},
+		{
+			name:  "a failure reported before the coordinator saw the reboot start (still drained)",
+			in:    Input{Plan: plan(store.PhaseDrained, nil), Host: failedHost("b1", "g1"), Node: node(drainedNode)},
+			phase: store.PhaseBackoff, write: true,
+		},
+		{
+			name: "the backoff grows with the attempts",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.Attempt = 3 }), Host: failedHost("b1", "g1"),
+				Node: node(drainedNode)},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.Plan.NextTry.Equal(t0.Add(4 * time.Minute)) {
+					t.Errorf("next try %s, want +4m", d.Plan.NextTry)
+				}
+			},
+		},
+		{
+			name: "a node that was ineligible before stays so",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.EligibleBefore = false }),
+				Host: failedHost("b1", "g1"), Node: node(drainedNode)},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.SetEligible || d.MarkEligible {
+					t.Error("made eligible a node that was not before")
+				}
+			},
+		},
+		{
+			name:  "a drain still set is canceled, marking the node eligible",
+			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b1", "g1"), Node: node(func(n *NodeView) { drainedNode(n); n.Draining = true })},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.CancelDrain || !d.MarkEligible {
+					t.Errorf("cancel %v mark %v", d.CancelDrain, d.MarkEligible)
+				}
+			},
+		},
+		{
+			name:  "a host without a node that failed is retried too",
+			in:    Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.NodeID = "" }), Host: failedHost("b1", "g1")},
+			phase: store.PhaseBackoff, write: true,
+		},
+		{
+			name:  "a failure of an older grant is not this attempt's",
+			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b1", "g0"), Node: node(drainedNode)},
+			phase: store.PhaseRebooting,
+		},
+		{
+			name:  "a failure with the node down is not proof: the host may be rebooting",
+			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b1", "g1"), Node: node(func(n *NodeView) { drainedNode(n); n.Status = "down" })},
+			phase: store.PhaseRebooting,
+		},
+		{
+			name:  "a failure with a new boot ID: the host did reboot after all",
+			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b2", "g1"), Node: node(drainedNode)},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			name: "a host that went down and never came back is still stuck",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.PhaseSince = t0.Add(-31 * time.Minute) }),
+				Host: func() *store.HostRecord { h := host("b1", true); h.RebootingGrant = "g1"; return h }(),
+				Node: node(func(n *NodeView) { drainedNode(n); n.Status = "down" })},
+			phase: store.PhaseStuck, write: true,
+		},
+		{
+			name:  "a hold is shown, recorded once, and keeps the slot",
+			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: holdingHost("quorum gate: nomad: no leader"), Node: node(drainedNode)},
+			phase: store.PhaseRebooting, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.Plan.Held || !strings.Contains(d.Waiting, "no leader") || !d.Plan.Active() {
+					t.Errorf("held %v waiting %q", d.Plan.Held, d.Waiting)
+				}
+			},
+		},
+		{
+			name: "a long hold is never stuck while the agent says why",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.Held = true; p.PhaseSince = t0.Add(-2 * time.Hour) }),
+				Host: holdingHost("quorum gate: nomad: no leader"), Node: node(drainedNode)},
+			phase: store.PhaseRebooting,
+		},
+		{
+			name: "when the hold ends the time to come back counts from then",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.Held = true; p.PhaseSince = t0.Add(-2 * time.Hour) }),
+				Host: func() *store.HostRecord { h := host("b1", true); h.RebootingGrant = "g1"; return h }(),
+				Node: node(func(n *NodeView) { drainedNode(n); n.Status = "down" })},
+			phase: store.PhaseRebooting, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Plan.Held || !d.Plan.PhaseSince.Equal(t0) {
+					t.Errorf("held %v since %s", d.Plan.Held, d.Plan.PhaseSince)
+				}
+			},
+		},
+		{
+			name: "a hold of a host whose node went down does not count",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.PhaseSince = t0.Add(-31 * time.Minute) }),
+				Host: holdingHost("x"), Node: node(func(n *NodeView) { drainedNode(n); n.Status = "down" })},
+			phase: store.PhaseStuck, write: true,
+		},
+		{
+			name: "no grant when the agent's system job does not run on the node",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: func() *store.HostRecord {
+				h := host("b1", true)
+				h.AgentJob = "default/rollboot"
+				return h
+			}(), Node: node(nil), Admitted: true, NewGrantID: "g2", SystemJobs: []string{"default/exporter"}},
+			phase: store.PhasePending,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain || !strings.Contains(d.Waiting, "no agent to reboot it") {
+					t.Errorf("start drain %v, waiting %q", d.StartDrain, d.Waiting)
+				}
+			},
+		},
+		{
+			name: "a grant when the agent's system job runs on the node",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: func() *store.HostRecord {
+				h := host("b1", true)
+				h.AgentJob = "default/rollboot"
+				return h
+			}(), Node: node(nil), Admitted: true, NewGrantID: "g2", SystemJobs: []string{"default/exporter", "default/rollboot"}},
+			phase: store.PhaseDraining, write: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.in.Now.IsZero() {
+				tc.in.Now = t0
+			}
+			if tc.in.Timing == (Timing{}) {
+				tc.in.Timing = timing
+			}
+			d := Step(tc.in)
+			if d.Plan.Phase != tc.phase {
+				t.Fatalf("phase = %s, want %s (waiting %q, event %q)", d.Plan.Phase, tc.phase, d.Waiting, d.Event)
+			}
+			if d.Write != tc.write {
+				t.Errorf("write = %v, want %v", d.Write, tc.write)
+			}
+			if tc.check != nil {
+				tc.check(t, d)
+			}
+		})
+	}
+}
