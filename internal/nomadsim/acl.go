@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -20,6 +21,14 @@ type Token struct {
 	SecretID   string
 	Management bool
 	Policies   []*Policy
+	// PolicyNames are the policies linked by name, as `nomad acl token create
+	// -policy` links them (acl_endpoint.go); their rules are looked up on every
+	// request.
+	PolicyNames []string
+	Global      bool
+	CreateTime  time.Time
+	CreateIndex uint64
+	ModifyIndex uint64
 }
 
 // Policy is a Nomad ACL policy as written in HCL (acl/policy.go). Only the parts
@@ -81,11 +90,17 @@ type aclState struct {
 	enabled bool
 	tokens  map[string]*Token // by secret
 	mgmt    *Token
+	// policies are the policies stored through the API, by name, and the
+	// indexes of the policy and token tables (acl_endpoint.go).
+	policies    map[string]*storedPolicy
+	policyIndex uint64
+	tokenIndex  uint64
 }
 
 func (a *aclState) init(s *Sim, enabled bool) {
 	a.enabled = enabled
 	a.tokens = map[string]*Token{}
+	a.policies = map[string]*storedPolicy{}
 	a.mgmt = &Token{Name: "bootstrap", AccessorID: s.uuidLocked(), SecretID: s.uuidLocked(), Management: true}
 	a.tokens[a.mgmt.SecretID] = a.mgmt
 }
@@ -138,7 +153,7 @@ func (s *Sim) tokenLocked(r *http.Request) (*Token, error) {
 	if !ok {
 		return nil, errTokenNotFound
 	}
-	return t, nil
+	return s.resolvedLocked(t), nil
 }
 
 // accessorIdentity is how Nomad records who made a change (AuthenticatedIdentity.String).

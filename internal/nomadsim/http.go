@@ -27,6 +27,7 @@ func (s *Sim) handler(h *Host) http.Handler {
 	s.registerOperatorRoutes(mux)
 	s.registerAgentRoutes(mux)
 	s.registerControlRoutes(mux)
+	s.registerACLRoutes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h != nil {
 			s.mu.Lock()
