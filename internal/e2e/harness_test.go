@@ -75,6 +75,12 @@ type clusterOpts struct {
 	tune func(*nomadsim.Config)
 	// agentLostAfter is the agents' system job's disconnect.lost_after (0: none).
 	agentLostAfter time.Duration
+	// acl: ACLs enforced; the agents run with agentToken, the standalone
+	// coordinators with coordToken (security_test.go mints them through the ACL
+	// API from the shipped policies), and c.client with the management token.
+	acl        bool
+	agentToken string
+	coordToken string
 }
 
 type cluster struct {
@@ -109,6 +115,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		BootTime:             400 * time.Millisecond,
 		MigrateTime:          o.migrateTime,
 		KeepSentinelOnReboot: o.keepSentinel,
+		ACL:                  o.acl,
 	}
 	if o.simConfig != nil {
 		o.simConfig(&cfg)
@@ -129,7 +136,11 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 			t.Fatal(err)
 		}
 	}
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	var mgmt string
+	if o.acl {
+		mgmt = sim.ManagementToken()
+	}
+	client, err := api.NewClient(&api.Config{Address: sim.Address(), SecretID: mgmt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +247,7 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 	if h.VaultAddr != "" {
 		vault = "http://" + h.VaultAddr
 	}
-	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e")
+	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e", "NOMAD_TOKEN="+c.opts.agentToken)
 	if c.opts.agentEnv != nil {
 		cmd.Env = append(cmd.Env, c.opts.agentEnv(h.Name)...)
 	}
@@ -256,7 +267,7 @@ func (c *cluster) startCoordinator(name string) {
 	if c.opts.servers > 0 {
 		consul, vault = c.sim.ConsulAddress(), c.sim.VaultAddress()
 	}
-	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e")
+	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN=e2e", "NOMAD_TOKEN="+c.opts.coordToken)
 	w := lockedWriter{&c.mu, c.logFor(name)}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
