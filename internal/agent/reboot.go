@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -18,17 +17,21 @@ type Rebooter interface {
 	Reboot(ctx context.Context) error
 }
 
-// CommandRebooter runs a command given as argv (no shell), e.g. systemctl reboot.
-type CommandRebooter struct{ Argv []string }
+// CommandRebooter runs a command given as argv (no shell), e.g. systemctl reboot,
+// with the agent's environment minus its secrets (cmdenv.go) except PassEnv.
+type CommandRebooter struct {
+	Argv    []string
+	PassEnv []string
+}
 
 // Reboot runs the command.
 func (c CommandRebooter) Reboot(ctx context.Context) error {
 	if len(c.Argv) == 0 {
 		return errors.New("reboot command: empty")
 	}
-	out, err := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...).CombinedOutput()
+	out, err := command(ctx, c.Argv, c.PassEnv).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("reboot command `%s`: %w: %s", strings.Join(c.Argv, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("reboot command `%s`: %w: %s", strings.Join(c.Argv, " "), err, commandOutput(out))
 	}
 	return nil
 }
@@ -88,17 +91,18 @@ func (systemBus) Call(ctx context.Context, method string, args ...any) error {
 }
 
 // RunHooks runs each hook (argv, no shell) in order, each within timeout; the first
-// failure stops the rest.
-func RunHooks(ctx context.Context, hooks [][]string, timeout time.Duration) error {
+// failure stops the rest. Hooks run with the agent's environment minus its secrets
+// (cmdenv.go), except the variables named in passEnv.
+func RunHooks(ctx context.Context, hooks [][]string, timeout time.Duration, passEnv ...string) error {
 	for _, h := range hooks {
 		if len(h) == 0 {
 			continue
 		}
 		hctx, cancel := context.WithTimeout(ctx, timeout)
-		out, err := exec.CommandContext(hctx, h[0], h[1:]...).CombinedOutput()
+		out, err := command(hctx, h, passEnv).CombinedOutput()
 		cancel()
 		if err != nil {
-			return fmt.Errorf("hook `%s`: %w: %s", strings.Join(h, " "), err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("hook `%s`: %w: %s", strings.Join(h, " "), err, commandOutput(out))
 		}
 	}
 	return nil
