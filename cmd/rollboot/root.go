@@ -26,11 +26,10 @@ func newRootCmd() *cobra.Command {
 		clientCommand(newResumeCmd()),
 		clientCommand(newReleaseCmd()),
 		newFleetLockIDCmd(),
-		newDemoCmd(),
 		newVersionCmd(),
-		newSimCmd(),
-		newSimCtlCmd(),
 	)
+	// demo, sim and sim-ctl: absent from builds with -tags norollbootsim.
+	root.AddCommand(simCommands()...)
 	return root
 }
 
