@@ -2,6 +2,9 @@ package deploytest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +195,25 @@ func TestAgentPolicyCannotReachCoordinatorToken(t *testing.T) {
 
 func newToken(p *nomadsim.Policy) *nomadsim.Token {
 	return &nomadsim.Token{Policies: []*nomadsim.Policy{p}}
+}
+
+// Every deploy/ file that docs/deploy.md names exists, and every policy the docs
+// apply is applied under the name the job files and tests use.
+func TestDeployDocNamesExistingFiles(t *testing.T) {
+	doc := string(read(t, filepath.Join(root, "docs", "deploy.md")))
+	for _, m := range regexp.MustCompile("deploy/[a-z]+/[A-Za-z0-9._-]+").FindAllString(doc, -1) {
+		m = strings.TrimRight(m, ".")
+		if _, err := os.Stat(filepath.Join(root, m)); err != nil {
+			t.Errorf("docs/deploy.md names %s: %v", m, err)
+		}
+	}
+	for _, role := range []string{"agent", "coordinator", "operator"} {
+		want := "nomad acl token create -type client -name " + policyName(role) + " -policy " + policyName(role)
+		if role != "operator" && !strings.Contains(doc, want) {
+			t.Errorf("docs/deploy.md: no %q", want)
+		}
+		if !strings.Contains(doc, policyName(role)+" deploy/acl/"+policyFiles[role]) {
+			t.Errorf("docs/deploy.md does not apply %s as %s", policyFiles[role], policyName(role))
+		}
+	}
 }
