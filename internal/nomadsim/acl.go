@@ -134,8 +134,8 @@ var anonymous = &Token{Name: "anonymous", Management: true}
 
 // tokenLocked resolves the request's token (command/agent/http.go parseToken:
 // X-Nomad-Token first, then Authorization: Bearer). An unknown secret is
-// 403 "ACL token not found"; no token at all is the anonymous token, which has no
-// policies here.
+// 403 "ACL token not found"; no token at all is the anonymous token, whose rules
+// are those of the policy named "anonymous" if one was stored (none by default).
 func (s *Sim) tokenLocked(r *http.Request) (*Token, error) {
 	if !s.acl.enabled {
 		return anonymous, nil
@@ -147,7 +147,9 @@ func (s *Sim) tokenLocked(r *http.Request) (*Token, error) {
 		}
 	}
 	if secret == "" {
-		return &Token{Name: "anonymous"}, nil
+		// The anonymous token's policy is the one named "anonymous", when an
+		// operator stored one (structs.AnonymousACLToken: Policies ["anonymous"]).
+		return s.resolvedLocked(&Token{Name: "anonymous", PolicyNames: []string{"anonymous"}}), nil
 	}
 	t, ok := s.acl.tokens[secret]
 	if !ok {

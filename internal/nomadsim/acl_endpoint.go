@@ -36,7 +36,7 @@ const (
 var (
 	// errACLDisabled is nomad/acl_endpoint.go aclDisabled.
 	errACLDisabled = errCode(http.StatusBadRequest, "ACL support disabled")
-	// errACLTokenNotFound is the 404 of aclTokenQuery and aclTokenSelf.
+	// errACLTokenNotFound is the 404 of aclTokenQuery.
 	errACLTokenNotFound = errCode(http.StatusNotFound, "ACL token not found")
 )
 
@@ -239,20 +239,20 @@ func (s *Sim) handleACLToken(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// aclTokenSelf answers with the caller's own token, secret included; the anonymous
-// caller has no token: 404 "ACL token not found".
+// aclTokenSelf answers with the caller's own token, secret included. A request
+// without a token is the anonymous token (nomad/auth/auth.go Authenticate sets
+// structs.AnonymousACLToken), whose accessor is "anonymous".
 func (s *Sim) aclTokenSelf(w http.ResponseWriter, r *http.Request) {
 	t := s.aclToken(w, r, false)
 	if t == nil {
 		return
 	}
-	if t.AccessorID == "" {
-		writeErr(w, errACLTokenNotFound)
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at := t.apiToken()
+	if t.AccessorID == "" {
+		at = &api.ACLToken{AccessorID: "anonymous", Name: "Anonymous Token", Type: "client", Policies: []string{"anonymous"}}
+	}
 	s.setQueryMetaLocked(w, at.ModifyIndex)
 	writeJSON(w, http.StatusOK, at)
 }

@@ -141,3 +141,25 @@ func TestACLPolicyNameMustMatchPath(t *testing.T) {
 		t.Errorf("status %d, want 400", resp.StatusCode)
 	}
 }
+
+// A request without a token is Nomad's anonymous token: it grants nothing until an
+// operator applies a policy named "anonymous", and then grants that policy.
+func TestACLAnonymousPolicy(t *testing.T) {
+	s, mgmt := newTestSim(t, Config{Clients: 1, ACL: true})
+	anon := newClient(t, s.Address(), "")
+	self, _, err := anon.ACLTokens().Self(nil)
+	if err != nil || self.AccessorID != "anonymous" {
+		t.Errorf("anonymous token self: %+v, %v", self, err)
+	}
+	_, _, err = anon.Nodes().List(nil)
+	wantCode(t, "anonymous node list without an anonymous policy", err, "403")
+	if _, err := mgmt.ACLPolicies().Upsert(&api.ACLPolicy{Name: "anonymous", Rules: `node { policy = "read" }`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := anon.Nodes().List(nil); err != nil {
+		t.Errorf("anonymous node list with an anonymous policy granting node:read: %v", err)
+	}
+	if _, _, err := anon.ACLPolicies().Info("anonymous", nil); err != nil {
+		t.Errorf("anyone reads the anonymous policy: %v", err)
+	}
+}
