@@ -103,42 +103,8 @@ func TestSecurityAgentTokenCannotActOnOtherHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ag.Close()
-	st := store.New(ag.Variables(), "rollboot", "")
 
-	// Forged plan: the victim "drained" for its current boot, so that its agent
-	// reboots it without a drain.
-	_, err = st.PutPlan(ctx, store.Plan{Host: victim, Phase: store.PhaseDrained, GrantID: "forged", BootIDAtGrant: victimRec.BootID, NodeID: victimNode.ID, PhaseSince: time.Now()})
-	refused(t, "forged plan for "+victim, err)
-	_, err = st.PutPlan(ctx, store.Plan{Host: attacker, Phase: store.PhaseDrained, GrantID: "forged"})
-	refused(t, "forged plan for the attacker's own host", err)
-	// Pause the fleet, or request reboots of others, through control.
-	_, err = st.UpdateControl(ctx, func(ctl *store.Control) error { ctl.Paused, ctl.PauseReason = true, "forged"; return nil })
-	refused(t, "write control", err)
-	if out, err := c.cliAs(c.opts.agentToken, "pause", "--reason", "forged"); err == nil {
-		t.Errorf("rollboot pause with the agent token succeeded:\n%s", out)
-	}
-	if out, err := c.cliAs(c.opts.agentToken, "request", victim); err == nil {
-		t.Errorf("rollboot request %s with the agent token succeeded:\n%s", victim, out)
-	}
-	// Rewrite history.
-	refused(t, "write history", st.AppendHistory(ctx, store.HistoryRecord{Host: victim, Outcome: "rebooted", Finished: time.Now()}, 100))
-	// Take the leader lock, to coordinate itself.
-	lock, err := ag.Locks(api.WriteOptions{}, api.Variable{Path: st.LeaderPath(), Lock: &api.VariableLock{TTL: "15s", LockDelay: "15s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = lock.Acquire(ctx)
-	refused(t, "acquire the leader lock", err)
-	// Drain or cordon the victim's node directly.
-	_, err = ag.Nodes().UpdateDrainOpts(victimNode.ID, &api.DrainOptions{DrainSpec: &api.DrainSpec{Deadline: time.Minute, IgnoreSystemJobs: true}}, nil)
-	refused(t, "drain "+victim, err)
-	_, err = ag.Nodes().ToggleEligibility(victimNode.ID, false, nil)
-	refused(t, "mark "+victim+" ineligible", err)
-	// Mint itself a better token.
-	_, _, err = ag.ACLTokens().Create(&api.ACLToken{Type: "management"}, nil)
-	refused(t, "create a management token", err)
-	_, err = ag.ACLPolicies().Upsert(&api.ACLPolicy{Name: "rollboot-agent", Rules: `node { policy = "write" }`}, nil)
-	refused(t, "widen the agent policy", err)
+	agentTokenAttacks(ctx, t, c, ag, attacker, victimRec, victimNode)
 
 	// None of it had any effect: the victim did not reboot, nothing is paused.
 	if got := boots(c, victim); got != bootsBefore {
@@ -171,4 +137,48 @@ func boots(c *cluster, host string) int {
 	}
 	c.t.Fatalf("no host %s", host)
 	return 0
+}
+
+// agentTokenAttacks tries, with the agent token (client ag), every write that
+// would act on another host, and checks each is refused with 403.
+func agentTokenAttacks(ctx context.Context, t *testing.T, c *cluster, ag *api.Client, attacker string, victimRec store.HostRecord, victimNode *api.Node) {
+	t.Helper()
+	victim := victimRec.Host
+	st := store.New(ag.Variables(), "rollboot", "")
+	var err error
+	// Forged plan: the victim "drained" for its current boot, so that its agent
+	// reboots it without a drain.
+	_, err = st.PutPlan(ctx, store.Plan{Host: victim, Phase: store.PhaseDrained, GrantID: "forged", BootIDAtGrant: victimRec.BootID, NodeID: victimNode.ID, PhaseSince: time.Now()})
+	refused(t, "forged plan for "+victim, err)
+	_, err = st.PutPlan(ctx, store.Plan{Host: attacker, Phase: store.PhaseDrained, GrantID: "forged"})
+	refused(t, "forged plan for the attacker's own host", err)
+	// Pause the fleet, or request reboots of others, through control.
+	_, err = st.UpdateControl(ctx, func(ctl *store.Control) error { ctl.Paused, ctl.PauseReason = true, "forged"; return nil })
+	refused(t, "write control", err)
+	for _, args := range [][]string{{"pause", "--reason", "forged"}, {"request", victim}} {
+		out, err := c.cliAs(c.opts.agentToken, args...)
+		if err == nil || !strings.Contains(out, "403") {
+			t.Errorf("rollboot %s with the agent token: %v, want a 403:\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// Rewrite history.
+	refused(t, "write history", st.AppendHistory(ctx, store.HistoryRecord{Host: victim, Outcome: "rebooted", Finished: time.Now()}, 100))
+	// Take the leader lock, to coordinate itself.
+	lock, err := ag.Locks(api.WriteOptions{}, api.Variable{Path: st.LeaderPath(), Lock: &api.VariableLock{TTL: "15s", LockDelay: "15s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lock.Acquire(ctx)
+	refused(t, "acquire the leader lock", err)
+	// Drain or cordon the victim's node directly.
+	_, err = ag.Nodes().UpdateDrainOpts(victimNode.ID, &api.DrainOptions{DrainSpec: &api.DrainSpec{Deadline: time.Minute, IgnoreSystemJobs: true}}, nil)
+	refused(t, "drain "+victim, err)
+	_, err = ag.Nodes().ToggleEligibility(victimNode.ID, false, nil)
+	refused(t, "mark "+victim+" ineligible", err)
+	// Mint itself a better token.
+	_, _, err = ag.ACLTokens().Create(&api.ACLToken{Type: "management"}, nil)
+	refused(t, "create a management token", err)
+	_, err = ag.ACLPolicies().Upsert(&api.ACLPolicy{Name: "rollboot-agent", Rules: `node { policy = "write" }`}, nil)
+	refused(t, "widen the agent policy", err)
+
 }
