@@ -43,6 +43,10 @@
 #       CONSUL_HTTP_TOKEN={{ .consul_token }}
 #       VAULT_TOKEN={{ .vault_token }}
 #   They belong here only, never in the agents' job.
+# - FleetLock (docs/fleetlock.md): to serve it from here, add a fleetlock block
+#   (with TLS) to the configuration below and a port to the group, e.g.
+#       network { port "fleetlock" { static = 7777 } }
+#   and let only the CoreOS machines reach it.
 # - The Nomad leadership hand-over needs a management token (Nomad's
 #   Operator.TransferLeadershipToPeer accepts nothing less). Do not give the
 #   coordinator one: without it the transfer is refused and
