@@ -1,3 +1,5 @@
+//go:build !norollbootsim
+
 package main
 
 import (

@@ -27,11 +27,10 @@ func newRootCmd() *cobra.Command {
 		clientCommand(newReleaseCmd()),
 		newControlCmd(),
 		newFleetLockIDCmd(),
-		newDemoCmd(),
 		newVersionCmd(),
-		newSimCmd(),
-		newSimCtlCmd(),
 	)
+	// demo, sim and sim-ctl: absent from builds with -tags norollbootsim.
+	root.AddCommand(simCommands()...)
 	return root
 }
 

@@ -1,6 +1,9 @@
-# rollboot-agent-candidate: the default deployment, `rollboot agent` with
-# coordinator.enabled = true (the default): a per-host agent that also stands for
-# election as the coordinator. It is the union of rollboot-agent.policy.hcl and
+# rollboot-agent-candidate: `rollboot agent` with coordinator.enabled = true, a
+# per-host agent that also stands for election as the coordinator. An option for
+# small clusters only: every host holding this token can drain, reboot or pause
+# any host of the fleet (docs/deploy.md). The default deployment gives agents
+# rollboot-agent.policy.hcl and runs rollboot-coordinator.nomad.hcl.
+# It is the union of rollboot-agent.policy.hcl and
 # rollboot-coordinator.policy.hcl; see those files for the call behind each right.
 #
 # Use this policy rather than attaching both of those to one token: Nomad merges

@@ -1,5 +1,6 @@
 # rollboot-agent: a per-host agent that is NOT a coordinator candidate
-# (coordinator.enabled = false), e.g. `rollboot agent` on server-only hosts.
+# (coordinator.enabled = false): the agents' system job and the systemd agents of
+# the default deployment, where rollboot-coordinator.nomad.hcl coordinates.
 #
 #   nomad acl policy apply -description "rollboot agent" rollboot-agent rollboot-agent.policy.hcl
 #
@@ -8,9 +9,16 @@
 # nomad.namespace, rename the namespace block (it must be the namespace named in
 # the rollboot configuration, not the one the job runs in).
 #
-# Nomad cannot scope a static policy to "this host's own record", so an agent
-# token can write every record under rollboot/hosts/. It cannot touch plans,
-# control, history or the leader lock, and cannot drain or change eligibility.
+# Nomad cannot scope a policy to "this host's own record", so an agent token can
+# write every record under rollboot/hosts/. Variable path rules are fixed globs,
+# and neither way around it exists: a workload identity's implicit access covers
+# only nomad/jobs/<job>[/<group>[/<task>]] of its own namespace, read and list
+# only (acl/acl.go matchingVariablesCapabilitySet), and a policy attached to the
+# job (`nomad acl policy apply -job`) gives every allocation the same rules,
+# whatever its node. What a host holding this token can still do is listed in
+# docs/deploy.md. It cannot touch plans, control, history or the leader lock, and
+# can only read nodes (its own node's drain, for the final go/no-go), so it cannot
+# drain or reboot another host.
 
 # GET /v1/agent/self: the agent asks its local Nomad agent for its client node ID
 # (stats.client.node_id) and whether it is a server (stats.nomad.server).

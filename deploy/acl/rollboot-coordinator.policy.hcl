@@ -1,5 +1,7 @@
-# rollboot-coordinator: a standalone `rollboot coordinator`. It never calls
-# /v1/agent/self, so it has no agent rule.
+# rollboot-coordinator: a standalone `rollboot coordinator`, the job
+# deploy/nomad/rollboot-coordinator.nomad.hcl of the default deployment. Its token
+# is the only one that can drain nodes and write plans: keep it in that job. It
+# never calls /v1/agent/self, so it has no agent rule.
 #
 #   nomad acl policy apply -description "rollboot coordinator" rollboot-coordinator rollboot-coordinator.policy.hcl
 #
@@ -51,7 +53,9 @@ operator {
 }
 
 # Handing the Nomad leadership over before its server's reboot
-# (PUT /v1/operator/raft/transfer-leadership) needs a MANAGEMENT token, which no
-# policy grants. Without one the transfer is refused and
+# (PUT /v1/operator/raft/transfer-leadership) needs a management token: Nomad's
+# Operator.TransferLeadershipToPeer (nomad/operator_endpoint.go) checks
+# IsManagement(), and operator:write is not enough. No policy grants it, and
+# rollboot does not need it: without it the transfer is refused and
 # coordinator.leader_transfer_denied decides: "continue" (the default) reboots the
 # leader and Nomad elects another; "hold" keeps the host waiting.

@@ -7,7 +7,8 @@
 # The image must hold the rollboot binary (entrypoint `rollboot`) and nsenter
 # (util-linux). Pin it by tag or digest: changing it is how rollboot is upgraded.
 #
-# Why these choices (the rest is as in rollboot.nomad.hcl, read its header):
+# Why these choices (the rest, the agent token and the coordinator job among
+# them, is as in rollboot.nomad.hcl: read its header):
 #
 # - Rebooting from a container: pid_mode = "host" makes PID 1 the host's systemd,
 #   and `nsenter -t 1 -m -u -i -n -p -- systemctl reboot` runs the host's own
@@ -113,6 +114,7 @@ job "rollboot" {
       template {
         destination = "secrets/rollboot.env"
         env         = true
+        perms       = "0400"
         change_mode = "restart"
         splay       = "1m"
         data        = <<-EOT
@@ -120,8 +122,8 @@ job "rollboot" {
         EOT
       }
 
-      # Keep the policy parts (drain, coordinator, group, window) the same as on
-      # every other host: any agent may become the coordinator.
+      # Host-local settings only: the agents are not coordinator candidates; the
+      # policy parts live in rollboot-coordinator.nomad.hcl.
       template {
         destination = "local/rollboot.hcl"
         change_mode = "restart"
@@ -146,16 +148,8 @@ job "rollboot" {
           }
 
           coordinator {
-            enabled        = true
-            rejoin_timeout = "30m"
+            enabled = false
           }
-
-          drain {
-            deadline   = "1h"
-            on_timeout = "abort"
-          }
-
-          # Add group and window blocks here (docs/configuration.md).
         EOT
       }
 

@@ -1,6 +1,7 @@
 # rollboot as a Nomad system job: one `rollboot agent` on every Linux client, run
-# with the raw_exec driver. Each agent is also a coordinator candidate, so this job
-# is the whole deployment. See docs/deploy.md.
+# with the raw_exec driver. The agents are not coordinator candidates
+# (coordinator.enabled = false): the coordinator runs as its own job,
+# rollboot-coordinator.nomad.hcl, with its own token. See docs/deploy.md.
 #
 #   nomad job run -var 'artifact=https://<your mirror>/rollboot_linux_amd64.tar.gz?checksum=sha256:<sum>' \
 #     deploy/nomad/rollboot.nomad.hcl
@@ -24,13 +25,19 @@
 #   it again at boot; the agent reads the new boot ID, runs the post-reboot hooks and
 #   reports it. After a longer one Nomad marks the node down and the allocation
 #   lost, and places it again only once the coordinator (which saw the node miss
-#   its heartbeats and come back) has made the node eligible again. If the agent
-#   was the coordinator, it released the election lock before rebooting and
-#   another agent took over.
-# - The token: a client token with the rollboot-agent-candidate policy
-#   (deploy/acl/), stored in the Nomad Variable nomad/jobs/rollboot (item "token")
-#   in the job's namespace. The job's workload identity may read exactly that path
-#   without any policy, and the template turns it into NOMAD_TOKEN.
+#   its heartbeats and come back) has made the node eligible again.
+# - The token: a client token with the rollboot-agent policy (deploy/acl/), stored
+#   in the Nomad Variable nomad/jobs/rollboot (item "token") in the job's
+#   namespace. The job's workload identity may read exactly that path without any
+#   policy, and the template turns it into NOMAD_TOKEN, readable by root only
+#   (perms 0400). That token can publish host records and read plans: it cannot
+#   drain, write plans, control or history, or take the election lock. Never give
+#   these agents the coordinator's token, nor Consul operator:write or Vault
+#   step-down rights.
+# - Every agent a coordinator candidate (coordinator.enabled = true and the
+#   rollboot-agent-candidate policy) is possible for small clusters, without the
+#   coordinator job; then root on ANY client can drain, reboot or pause every
+#   host. docs/deploy.md weighs it.
 # - NOMAD_ADDR is the Nomad agent on this host: the agent learns its node ID from
 #   the local agent's /v1/agent/self, so it must not talk to a load balancer.
 # - update: max_parallel = 1 rolls out a new rollboot version one host at a time.
@@ -116,6 +123,7 @@ job "rollboot" {
       template {
         destination = "secrets/rollboot.env"
         env         = true
+        perms       = "0400"
         change_mode = "restart"
         splay       = "1m"
         data        = <<-EOT
@@ -123,10 +131,10 @@ job "rollboot" {
         EOT
       }
 
-      # The rollboot configuration (docs/configuration.md). Every agent may become
-      # the coordinator, so the policy parts (drain, coordinator, group, window)
-      # must be the same on every host, including hosts run by systemd.
-      # Changing it here is a job update, rolled out like an upgrade.
+      # The rollboot configuration (docs/configuration.md): host-local settings
+      # only. The policy parts (drain, coordinator, group, window) live in the
+      # coordinator's job. Changing it here is a job update, rolled out like an
+      # upgrade.
       template {
         destination = "local/rollboot.hcl"
         change_mode = "restart"
@@ -155,17 +163,10 @@ job "rollboot" {
             }
           }
 
+          # Not a coordinator candidate: rollboot-coordinator.nomad.hcl is.
           coordinator {
-            enabled        = true
-            rejoin_timeout = "30m"
+            enabled = false
           }
-
-          drain {
-            deadline   = "1h"
-            on_timeout = "abort"
-          }
-
-          # Add group and window blocks here (docs/configuration.md).
         EOT
       }
 

@@ -28,12 +28,11 @@ agent {
   }
 }
 
-# Not a coordinator candidate: the Nomad clients' system job supplies the
-# coordinators, so this host's token needs only the rollboot-agent policy (no
-# node:write on the servers), and the policy settings (drain, groups, windows)
-# live in one place, the job. To make this host a candidate anyway, set
-# enabled = true, use the rollboot-agent-candidate policy, and copy the job's
-# drain, coordinator, group and window settings here exactly.
+# Not a coordinator candidate: the coordinator job (rollboot-coordinator.nomad.hcl)
+# is, so this host's token needs only the rollboot-agent policy (no node:write on
+# the servers), and the policy settings (drain, groups, windows) live in one
+# place, that job. The Consul and Vault tokens of this agent need no operator or
+# step-down rights either: hand-over is the coordinator's.
 coordinator {
   enabled = false
 }

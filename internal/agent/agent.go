@@ -58,6 +58,9 @@ type Options struct {
 	PreHooks    [][]string
 	PostHooks   [][]string
 	HookTimeout time.Duration
+	// PassEnv names the secret-bearing environment variables hooks still get
+	// (agent.pass_env); every other one is removed (cmdenv.go).
+	PassEnv []string
 
 	// BeforeReboot runs right before the reboot (the agent stops its coordinator
 	// candidate there, releasing the lock at once); RebootFailed runs when the
@@ -230,7 +233,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		// First start after a reboot rollboot asked for: post-reboot hooks run
 		// before the new boot ID is reported, so the coordinator waits for them.
 		for attempt := 1; ; attempt++ {
-			err := RunHooks(ctx, o.PostHooks, o.HookTimeout)
+			err := RunHooks(ctx, o.PostHooks, o.HookTimeout, o.PassEnv...)
 			if err == nil {
 				break
 			}
@@ -343,7 +346,7 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 	if err := a.retry(ctx, "report the reboot", func() error { return a.publish(ctx) }); err != nil {
 		return fmt.Errorf("report the reboot: %w", err)
 	}
-	if err := RunHooks(ctx, a.opt.PreHooks, a.opt.HookTimeout); err != nil {
+	if err := RunHooks(ctx, a.opt.PreHooks, a.opt.HookTimeout, a.opt.PassEnv...); err != nil {
 		return failure(store.StepPreHook, p.GrantID, err, a.now())
 	}
 	if hasRole(a.rec.Roles, store.RoleConsulServer) {

@@ -43,9 +43,13 @@ func (f FileDetector) RebootRequired(context.Context) (bool, string, error) {
 // that cannot be started, a timeout) is an error. Treating only exit 0 as "reboot"
 // and only exit 1 as "no reboot" makes Kured's reboot loop (#976: a missing
 // program's 127 inverted by `!` into 0) impossible: no shell inverts anything.
+//
+// The command runs with the agent's environment minus its secrets (cmdenv.go),
+// except the variables named in PassEnv.
 type CommandDetector struct {
 	Argv    []string
 	Timeout time.Duration
+	PassEnv []string
 }
 
 // RebootRequired runs the command.
@@ -58,8 +62,7 @@ func (c CommandDetector) RebootRequired(ctx context.Context) (bool, string, erro
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
-	out, err := cmd.CombinedOutput()
+	out, err := command(ctx, c.Argv, c.PassEnv).CombinedOutput()
 	name := strings.Join(c.Argv, " ")
 	if err == nil {
 		return true, "sentinel command `" + name + "` exited 0", nil
@@ -71,10 +74,7 @@ func (c CommandDetector) RebootRequired(ctx context.Context) (bool, string, erro
 	if ctx.Err() != nil {
 		return false, "", fmt.Errorf("sentinel command `%s`: timed out after %s", name, c.Timeout)
 	}
-	msg := strings.TrimSpace(string(out))
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
-	}
+	msg := commandOutput(out)
 	if msg != "" {
 		return false, "", fmt.Errorf("sentinel command `%s`: %w (output: %s); only exit 0 (reboot) and 1 (no reboot) are answers", name, err, msg)
 	}

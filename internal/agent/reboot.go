@@ -18,15 +18,19 @@ type Rebooter interface {
 	Reboot(ctx context.Context) error
 }
 
-// CommandRebooter runs a command given as argv (no shell), e.g. systemctl reboot.
-type CommandRebooter struct{ Argv []string }
+// CommandRebooter runs a command given as argv (no shell), e.g. systemctl reboot,
+// with the agent's environment minus its secrets (cmdenv.go) except PassEnv.
+type CommandRebooter struct {
+	Argv    []string
+	PassEnv []string
+}
 
 // Reboot runs the command.
 func (c CommandRebooter) Reboot(ctx context.Context) error {
 	if len(c.Argv) == 0 {
 		return errors.New("reboot command: empty")
 	}
-	if err := runCommand(ctx, c.Argv, 0); err != nil {
+	if err := runCommand(ctx, c.Argv, 0, c.PassEnv); err != nil {
 		return err
 	}
 	return nil
@@ -87,13 +91,14 @@ func (systemBus) Call(ctx context.Context, method string, args ...any) error {
 }
 
 // RunHooks runs each hook (argv, no shell) in order, each within timeout; the first
-// failure stops the rest.
-func RunHooks(ctx context.Context, hooks [][]string, timeout time.Duration) error {
+// failure stops the rest. Hooks run with the agent's environment minus its secrets
+// (cmdenv.go), except the variables named in passEnv.
+func RunHooks(ctx context.Context, hooks [][]string, timeout time.Duration, passEnv ...string) error {
 	for _, h := range hooks {
 		if len(h) == 0 {
 			continue
 		}
-		if err := runCommand(ctx, h, timeout); err != nil {
+		if err := runCommand(ctx, h, timeout, passEnv); err != nil {
 			return err
 		}
 	}
@@ -124,20 +129,20 @@ func (e *CommandError) Error() string {
 func (e *CommandError) Unwrap() error { return e.Err }
 
 // runCommand runs argv (no shell) within timeout (0: none).
-func runCommand(ctx context.Context, argv []string, timeout time.Duration) error {
+func runCommand(ctx context.Context, argv []string, timeout time.Duration, pass []string) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	var stderr strings.Builder
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := command(ctx, argv, pass) // the environment without the agent's secrets
 	cmd.Stderr = &capWriter{b: &stderr, left: 4096}
 	err := cmd.Run()
 	if err == nil {
 		return nil
 	}
-	ce := &CommandError{Argv: argv, ExitStatus: -1, Stderr: firstLine(stderr.String(), maxMessage), Err: err}
+	ce := &CommandError{Argv: argv, ExitStatus: -1, Stderr: firstLine(commandOutput([]byte(stderr.String())), maxMessage), Err: err}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.Exited() && ctx.Err() == nil {
 		ce.ExitStatus = ee.ExitCode()

@@ -76,6 +76,10 @@ type AgentConfig struct {
 	SentinelCommandInterval time.Duration
 	SentinelCommandTimeout  time.Duration
 	Reboot                  RebootConfig
+	// PassEnv names secret-bearing environment variables (tokens, secrets,
+	// passwords: agent.IsSecretEnv) that hooks, the sentinel command and the reboot
+	// command still get; every other one is removed from their environment.
+	PassEnv []string
 }
 
 // Reboot methods.

@@ -184,7 +184,7 @@ func (d *decoder) agent(body hcl.Body) {
 	s := scope{"agent", "agent"}
 	content := d.content(body, &hcl.BodySchema{
 		Attributes: attrSchema("host", "boot_id_file", "machine_id_file", "publish_fleetlock_id", "sentinel_file", "sentinel_command",
-			"sentinel_command_interval", "sentinel_command_timeout"),
+			"sentinel_command_interval", "sentinel_command_timeout", "pass_env"),
 		Blocks: []hcl.BlockHeaderSchema{{Type: "reboot"}},
 	})
 	if content == nil {
@@ -199,6 +199,7 @@ func (d *decoder) agent(body hcl.Body) {
 	d.strList(a, s, "sentinel_command", &ag.SentinelCommand)
 	d.duration(a, s, "sentinel_command_interval", &ag.SentinelCommandInterval)
 	d.duration(a, s, "sentinel_command_timeout", &ag.SentinelCommandTimeout)
+	d.strList(a, s, "pass_env", &ag.PassEnv)
 	if b := d.single(content.Blocks, "reboot"); b != nil {
 		d.reboot(b.Body)
 	}

@@ -71,6 +71,7 @@ func (c *Config) String() string {
 	a.SetAttributeValue("sentinel_command", strList(c.Agent.SentinelCommand))
 	a.SetAttributeValue("sentinel_command_interval", durationVal(c.Agent.SentinelCommandInterval))
 	a.SetAttributeValue("sentinel_command_timeout", durationVal(c.Agent.SentinelCommandTimeout))
+	a.SetAttributeValue("pass_env", strList(c.Agent.PassEnv))
 	r := a.AppendNewBlock("reboot", nil).Body()
 	rc := c.Agent.Reboot
 	r.SetAttributeValue("method", cty.StringVal(rc.Method))

@@ -168,6 +168,7 @@ func (v *validator) agent() {
 	v.argv(s.sub("sentinel_command"), a.SentinelCommand, "sentinel_command")
 	v.positive(s.sub("sentinel_command_interval"), a.SentinelCommandInterval)
 	v.positive(s.sub("sentinel_command_timeout"), a.SentinelCommandTimeout)
+	v.envNames(s.sub("pass_env"), a.PassEnv)
 
 	r, rs := &a.Reboot, scope{"agent.reboot", "agent.reboot"}
 	switch r.Method {

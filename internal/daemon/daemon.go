@@ -156,7 +156,7 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 	}
 	reb := opt.Rebooter
 	if reb == nil {
-		reb, err = Rebooter(cfg.Agent.Reboot)
+		reb, err = Rebooter(cfg.Agent.Reboot, cfg.Agent.PassEnv...)
 		if err != nil {
 			return err
 		}
@@ -201,6 +201,7 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 		PreHooks:     cfg.Agent.Reboot.PreHooks,
 		PostHooks:    cfg.Agent.Reboot.PostHooks,
 		HookTimeout:  cfg.Agent.Reboot.HookTimeout,
+		PassEnv:      cfg.Agent.PassEnv,
 		Candidate:    cfg.Coordinator.Enabled,
 		BeforeReboot: func() { _ = cand.stop() },
 		RebootFailed: func() {
@@ -290,16 +291,17 @@ func Detectors(ac config.AgentConfig) (dets []agent.Detector, slow []int) {
 	}
 	if len(ac.SentinelCommand) > 0 {
 		slow = append(slow, len(dets))
-		dets = append(dets, agent.CommandDetector{Argv: ac.SentinelCommand, Timeout: ac.SentinelCommandTimeout})
+		dets = append(dets, agent.CommandDetector{Argv: ac.SentinelCommand, Timeout: ac.SentinelCommandTimeout, PassEnv: ac.PassEnv})
 	}
 	return dets, slow
 }
 
-// Rebooter builds the configured reboot method.
-func Rebooter(rc config.RebootConfig) (agent.Rebooter, error) {
+// Rebooter builds the configured reboot method; a reboot command gets the
+// secret-bearing variables named in passEnv (agent.pass_env) and no others.
+func Rebooter(rc config.RebootConfig, passEnv ...string) (agent.Rebooter, error) {
 	switch rc.Method {
 	case config.RebootMethodCommand:
-		return agent.CommandRebooter{Argv: rc.Command}, nil
+		return agent.CommandRebooter{Argv: rc.Command, PassEnv: passEnv}, nil
 	case config.RebootMethodSignal:
 		return agent.SignalRebooter{Signal: rc.Signal}, nil
 	case config.RebootMethodLogind:

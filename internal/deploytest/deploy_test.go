@@ -223,11 +223,15 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
+	// The policies are applied and the tokens minted through the ACL API, as
+	// `nomad acl policy apply` and `nomad acl token create` do.
+	mgmtAPI := apiClient(t, sim.Address(), sim.ManagementToken())
+	applyPolicies(t, mgmtAPI)
 	client := func(role string) *api.Client {
 		t.Helper()
 		secret := sim.ManagementToken()
 		if role != "management" {
-			secret = sim.CreateToken(role, loadPolicy(t, role)).SecretID
+			secret = mintToken(t, mgmtAPI, role)
 		}
 		c, err := api.NewClient(&api.Config{Address: sim.Address(), SecretID: secret})
 		if err != nil {
@@ -280,6 +284,7 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	allowed("agent: read its node's allocations (final go/no-go)", err)
 	_, err = ag.Nodes().ToggleEligibility(nodeID, false, nil)
 	denied("agent: change eligibility", err)
+	checkAgentCannotCoordinate(ctx, t, ag, agSt, nodeID, denied)
 
 	// Coordinator: everything it reads and writes, the lock and node calls.
 	co := client("coordinator")
@@ -409,6 +414,7 @@ type jobTemplate struct {
 	destination string
 	env         bool
 	data        string
+	perms       string
 	pos         hcl.Range
 }
 
@@ -442,6 +448,8 @@ func parseJob(t *testing.T, path string) (*hclsyntax.Body, []jobTemplate) {
 						jt.data = val.AsString()
 					case "env":
 						jt.env = val.True()
+					case "perms":
+						jt.perms = val.AsString()
 					}
 				}
 				tmpls = append(tmpls, jt)
@@ -545,6 +553,10 @@ func TestJobFiles(t *testing.T) {
 			if !strings.HasPrefix(tokTmpl.destination, "secrets/") {
 				t.Errorf("token template destination %q: want it under secrets/", tokTmpl.destination)
 			}
+			if tokTmpl.perms != "0400" {
+				t.Errorf("token template perms %q, want \"0400\" (readable by the task's user only)", tokTmpl.perms)
+			}
+			checkNoCoordinatorSecrets(t, path)
 
 			// The configuration: the task must be started with it.
 			drv := block(t, task, "config")
@@ -560,10 +572,10 @@ func TestJobFiles(t *testing.T) {
 			if cfg.Agent.Host != nodeName {
 				t.Errorf("agent.host = %q, want the node name %q", cfg.Agent.Host, nodeName)
 			}
-			if !cfg.Coordinator.Enabled {
-				t.Error("coordinator.enabled = false: the system job is meant to supply the coordinators")
+			if cfg.Coordinator.Enabled {
+				t.Error("coordinator.enabled = true: the agents' job must not be coordinator candidates; rollboot-coordinator.nomad.hcl is")
 			}
-			checkStateMatchesPolicies(t, cfg, "candidate")
+			checkStateMatchesPolicies(t, cfg, "agent")
 			if cfg.Agent.BootIDFile != "/proc/sys/kernel/random/boot_id" {
 				t.Errorf("boot_id_file %q", cfg.Agent.BootIDFile)
 			}

@@ -82,6 +82,11 @@ type clusterOpts struct {
 	// rebootExtra, {{host}}, {{host_dir}}, {{bin}} and {{sim}} stand for the
 	// host's name and folder, the rollboot binary and the emulator's address.
 	rebootCommand []string
+	// agentToken and coordToken, when set, replace the management token for the
+	// agents and the standalone coordinators (security_test.go mints them through
+	// the ACL API from the shipped policies).
+	agentToken string
+	coordToken string
 }
 
 // Secrets given to every process; no log may show them.
@@ -208,7 +213,10 @@ func (c *cluster) expand(s string, h nomadsim.Host) string {
 func (c *cluster) configFor(host, address string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "nomad {\n  address = %q\n", address)
-	if tok := mgmtToken(c.sim); tok != "" {
+	// A minted token (agentToken, coordToken) comes through NOMAD_TOKEN instead,
+	// and a token in the file would win over it.
+	minted := (host != "" && c.opts.agentToken != "") || (host == "" && c.opts.coordToken != "")
+	if tok := mgmtToken(c.sim); tok != "" && !minted {
 		fmt.Fprintf(&b, "  token = %q\n", tok)
 	}
 	b.WriteString("}\n")
@@ -288,6 +296,9 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 		// What Nomad sets in the task environment of the agents' system job.
 		cmd.Env = append(cmd.Env, "NOMAD_JOB_ID="+agentJob, "NOMAD_NAMESPACE=default")
 	}
+	if c.opts.agentToken != "" {
+		cmd.Env = append(cmd.Env, "NOMAD_TOKEN="+c.opts.agentToken)
+	}
 	if c.opts.agentEnv != nil {
 		cmd.Env = append(cmd.Env, c.opts.agentEnv(h.Name)...)
 	}
@@ -315,6 +326,9 @@ func (c *cluster) startCoordinator(name string) {
 	}
 	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+consul, "VAULT_ADDR="+vault, "VAULT_TOKEN="+vaultToken,
 		"CONSUL_HTTP_TOKEN="+consulToken)
+	if c.opts.coordToken != "" {
+		cmd.Env = append(cmd.Env, "NOMAD_TOKEN="+c.opts.coordToken)
+	}
 	w := lockedWriter{&c.mu, c.logFor(name)}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {

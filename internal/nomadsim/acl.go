@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -20,6 +21,14 @@ type Token struct {
 	SecretID   string
 	Management bool
 	Policies   []*Policy
+	// PolicyNames are the policies linked by name, as `nomad acl token create
+	// -policy` links them (acl_endpoint.go); their rules are looked up on every
+	// request.
+	PolicyNames []string
+	Global      bool
+	CreateTime  time.Time
+	CreateIndex uint64
+	ModifyIndex uint64
 }
 
 // Policy is a Nomad ACL policy as written in HCL (acl/policy.go). Only the parts
@@ -81,11 +90,17 @@ type aclState struct {
 	enabled bool
 	tokens  map[string]*Token // by secret
 	mgmt    *Token
+	// policies are the policies stored through the API, by name, and the
+	// indexes of the policy and token tables (acl_endpoint.go).
+	policies    map[string]*storedPolicy
+	policyIndex uint64
+	tokenIndex  uint64
 }
 
 func (a *aclState) init(s *Sim, enabled bool) {
 	a.enabled = enabled
 	a.tokens = map[string]*Token{}
+	a.policies = map[string]*storedPolicy{}
 	a.mgmt = &Token{Name: "bootstrap", AccessorID: s.uuidLocked(), SecretID: s.uuidLocked(), Management: true}
 	a.tokens[a.mgmt.SecretID] = a.mgmt
 }
@@ -119,8 +134,8 @@ var anonymous = &Token{Name: "anonymous", Management: true}
 
 // tokenLocked resolves the request's token (command/agent/http.go parseToken:
 // X-Nomad-Token first, then Authorization: Bearer). An unknown secret is
-// 403 "ACL token not found"; no token at all is the anonymous token, which has no
-// policies here.
+// 403 "ACL token not found"; no token at all is the anonymous token, whose rules
+// are those of the policy named "anonymous" if one was stored (none by default).
 func (s *Sim) tokenLocked(r *http.Request) (*Token, error) {
 	if !s.acl.enabled {
 		return anonymous, nil
@@ -132,13 +147,15 @@ func (s *Sim) tokenLocked(r *http.Request) (*Token, error) {
 		}
 	}
 	if secret == "" {
-		return &Token{Name: "anonymous"}, nil
+		// The anonymous token's policy is the one named "anonymous", when an
+		// operator stored one (structs.AnonymousACLToken: Policies ["anonymous"]).
+		return s.resolvedLocked(&Token{Name: "anonymous", PolicyNames: []string{"anonymous"}}), nil
 	}
 	t, ok := s.acl.tokens[secret]
 	if !ok {
 		return nil, errTokenNotFound
 	}
-	return t, nil
+	return s.resolvedLocked(t), nil
 }
 
 // accessorIdentity is how Nomad records who made a change (AuthenticatedIdentity.String).

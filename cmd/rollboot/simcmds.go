@@ -1,0 +1,12 @@
+//go:build !norollbootsim
+
+package main
+
+import "github.com/spf13/cobra"
+
+// simCommands are the commands that embed the Nomad emulator: `demo`, `sim` and
+// `sim-ctl`. A release build may leave them out with -tags norollbootsim
+// (simcmds_none.go), and with them the emulator's code (docs/release.md).
+func simCommands() []*cobra.Command {
+	return []*cobra.Command{newDemoCmd(), newSimCmd(), newSimCtlCmd()}
+}

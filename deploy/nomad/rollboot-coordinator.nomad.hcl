@@ -1,0 +1,190 @@
+# rollboot coordinator: two `rollboot coordinator` instances, one of which leads
+# (the other waits on the election lock). Run it with the agents' system job
+# (rollboot.nomad.hcl or rollboot-docker.nomad.hcl, whose agents have
+# coordinator.enabled = false). This is the default deployment: see docs/deploy.md.
+#
+#   nomad namespace apply -description "rollboot coordinator" rollboot
+#   nomad job run -var 'artifact=https://<your mirror>/rollboot_linux_amd64.tar.gz?checksum=sha256:<sum>' \
+#     deploy/nomad/rollboot-coordinator.nomad.hcl
+#
+# Why these choices:
+#
+# - Roles split: the coordinator is the only holder of the rights that change
+#   other hosts: draining and making nodes eligible (node:write), writing plans,
+#   control and history, the election lock, and the Consul operator:write and
+#   Vault step-down tokens used to hand leadership over. The agents' token can
+#   only publish host records and read plans, so a compromised client host cannot
+#   drain, reboot or pause another host.
+# - Its own namespace ("rollboot"): the token lives in the Nomad Variable
+#   nomad/jobs/rollboot-coordinator of that namespace (item "token"), which only
+#   this job's workload identity may read implicitly. Policies that grant
+#   variables in the namespace of your ordinary jobs do not reach it. rollboot's
+#   STATE stays in nomad.namespace below ("default"), where the agents write.
+# - Placement: whoever is root on the host running the coordinator can read its
+#   token from the allocation's secrets directory. Constrain the job to nodes you
+#   trust as much as the token (a node pool of your own, or the constraint below
+#   on a node metadata key), never to every client.
+# - Two instances on distinct hosts, one at a time migrated: when rollboot drains
+#   the node of the leading instance, Nomad migrates it and the other instance,
+#   already waiting on the lock, takes over at once (a coordinator that gets
+#   SIGTERM releases the lock). Give the job at least three eligible nodes so a
+#   replacement can always be placed; with one node left nobody would make it
+#   eligible again after its reboot.
+# - exec driver: the coordinator needs no host access (no boot ID, no sentinel,
+#   no reboot), only the network, so it runs isolated, not as root on the host.
+# - NOMAD_ADDR: the local Nomad agent (the exec driver shares the host's
+#   network). CONSUL_HTTP_ADDR and VAULT_ADDR, if you use the server quorum gates,
+#   must reach the clusters' servers.
+# - Consul and Vault tokens for leadership hand-over (Consul operator:write, Vault
+#   sys/step-down with update and sudo) and the quorum gates (Consul
+#   operator:read, Vault read on sys/storage/raft/autopilot/state): add them to
+#   the same variable as items consul_token and vault_token, and these lines to
+#   the env template:
+#       CONSUL_HTTP_TOKEN={{ .consul_token }}
+#       VAULT_TOKEN={{ .vault_token }}
+#   They belong here only, never in the agents' job.
+# - FleetLock (docs/fleetlock.md): to serve it from here, add a fleetlock block
+#   (with TLS) to the configuration below and a port to the group, e.g.
+#       network { port "fleetlock" { static = 7777 } }
+#   and let only the CoreOS machines reach it.
+# - The Nomad leadership hand-over needs a management token (Nomad's
+#   Operator.TransferLeadershipToPeer accepts nothing less). Do not give the
+#   coordinator one: without it the transfer is refused and
+#   coordinator.leader_transfer_denied = "continue" reboots the leader, and the
+#   Nomad servers elect another (a few seconds without a leader).
+
+variable "artifact" {
+  type        = string
+  description = "go-getter URL of the rollboot linux binary or archive, with ?checksum=sha256:<sum>"
+}
+
+variable "datacenters" {
+  type        = list(string)
+  description = "Datacenters where the coordinator may run"
+  default     = ["*"]
+}
+
+job "rollboot-coordinator" {
+  type        = "service"
+  namespace   = "rollboot"
+  datacenters = var.datacenters
+
+  # Above ordinary workloads, so a coordinator can always be placed.
+  priority = 80
+
+  constraint {
+    attribute = "${attr.kernel.name}"
+    value     = "linux"
+  }
+
+  # Only on nodes trusted with the coordinator token: set this meta key on them
+  # (client { meta { rollboot_coordinator = "true" } }), or use a node pool.
+  constraint {
+    attribute = "${meta.rollboot_coordinator}"
+    value     = "true"
+  }
+
+  constraint {
+    operator = "distinct_hosts"
+    value    = "true"
+  }
+
+  group "coordinator" {
+    count = 2
+
+    # A drain of a coordinator's node migrates one instance at a time, so the
+    # other is always there to take over.
+    migrate {
+      max_parallel     = 1
+      health_check     = "task_states"
+      min_healthy_time = "10s"
+      healthy_deadline = "5m"
+    }
+
+    update {
+      max_parallel     = 1
+      health_check     = "task_states"
+      min_healthy_time = "10s"
+      healthy_deadline = "3m"
+    }
+
+    restart {
+      attempts = 5
+      interval = "10m"
+      delay    = "15s"
+      mode     = "delay"
+    }
+
+    task "rollboot" {
+      driver = "exec"
+
+      artifact {
+        source      = var.artifact
+        destination = "local/bin"
+      }
+
+      config {
+        command = "local/bin/rollboot"
+        args    = ["coordinator", "--config", "${NOMAD_TASK_DIR}/rollboot.hcl", "--log-json"]
+      }
+
+      # SIGTERM: a leading coordinator releases the election lock.
+      kill_signal  = "SIGTERM"
+      kill_timeout = "30s"
+
+      env {
+        NOMAD_ADDR = "http://127.0.0.1:4646"
+      }
+
+      # The coordinator token, from nomad/jobs/rollboot-coordinator in this job's
+      # namespace (implicit read for this job's workload identity), readable by
+      # the task's user only.
+      template {
+        destination = "secrets/rollboot.env"
+        env         = true
+        perms       = "0400"
+        change_mode = "restart"
+        splay       = "1m"
+        data        = <<-EOT
+          {{ with nomadVar "nomad/jobs/rollboot-coordinator" }}NOMAD_TOKEN={{ .token }}{{ end }}
+        EOT
+      }
+
+      # The policy parts of the configuration live here, in one place: the agents
+      # are not candidates and ignore them.
+      template {
+        destination = "local/rollboot.hcl"
+        change_mode = "restart"
+        data        = <<-EOT
+          nomad {
+            # rollboot's STATE namespace (where the agents publish), not this
+            # job's namespace: set it, or NOMAD_NAMESPACE ("rollboot") would
+            # choose it.
+            namespace = "default"
+          }
+
+          state {
+            prefix = "rollboot"
+          }
+
+          coordinator {
+            rejoin_timeout         = "30m"
+            leader_transfer_denied = "continue"
+          }
+
+          drain {
+            deadline   = "1h"
+            on_timeout = "abort"
+          }
+
+          # Add group and window blocks here (docs/configuration.md).
+        EOT
+      }
+
+      resources {
+        cpu    = 100
+        memory = 128
+      }
+    }
+  }
+}
