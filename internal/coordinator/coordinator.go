@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -68,7 +70,10 @@ type Options struct {
 	HoldOnDeniedHandOver bool
 	// Resync is the period of a full reconcile even without any change seen.
 	Resync time.Duration
-	Log    *slog.Logger
+	// Registry receives the coordinator's metrics (nil: a registry of its own,
+	// see Registry).
+	Registry *prometheus.Registry
+	Log      *slog.Logger
 	Now    func() time.Time // default time.Now
 }
 
@@ -84,6 +89,11 @@ type Coordinator struct {
 	// noHandOver: hand-overs refused for lack of permission, by host/product, with
 	// the refusal.
 	noHandOver map[string]string
+
+	metrics *passMetrics
+	overrun Overrun
+	// changed: a pass applied a change (wake.go: the next pass runs at once).
+	changed bool
 }
 
 // New returns a coordinator.
@@ -101,6 +111,7 @@ func New(opt Options) *Coordinator {
 	if c.opt.Resync <= 0 {
 		c.opt.Resync = 30 * time.Second
 	}
+	c.metrics = newPassMetrics(c.opt.Registry)
 	return c
 }
 
@@ -120,8 +131,9 @@ func (c *Coordinator) Status() []HostStatus {
 	return append([]HostStatus(nil), c.status...)
 }
 
-// Run reconciles whenever rollboot's variables or the Nomad nodes change, and at
-// least every Resync, until ctx ends.
+// Run reconciles whenever the host records, the control variable or the Nomad
+// nodes change, again at once after a pass that changed something, when a timer
+// of a decision runs out, and at least every Resync, until ctx ends (wake.go).
 func (c *Coordinator) Run(ctx context.Context) error {
 	kick := make(chan struct{}, 1)
 	poke := func() {
@@ -134,24 +146,44 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchVars) }()
 	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchNodes) }()
+	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchControl) }()
 
 	c.mu.Lock()
 	c.plans = nil // reload: another coordinator may have written since we last led
 	c.mu.Unlock()
 	t := time.NewTicker(c.opt.Resync)
 	defer t.Stop()
+	chained, failed := 0, 0
 	for {
-		if err := c.ReconcileOnce(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("reconcile failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
+		c.mu.Lock()
+		c.changed = false
+		c.mu.Unlock()
+		start := time.Now()
+		err := c.ReconcileOnce(ctx)
+		c.observePass(time.Since(start), time.Now())
+		if ctx.Err() != nil {
 			return nil
-		case <-kick:
-		case <-t.C:
+		}
+		if err != nil {
+			c.log.Warn("reconcile failed", "err", err)
+			failed++
+		} else {
+			failed = 0
+		}
+		c.mu.Lock()
+		changed, plans := c.changed, maps.Clone(c.plans)
+		c.mu.Unlock()
+		if changed && chained < maxChainedPasses {
+			// Our own writes wake none of our watches: decide again now.
+			chained++
+			continue
+		}
+		chained = 0
+		if !c.waitForPass(ctx, kick, t.C, plans, failed) {
+			return nil
 		}
 	}
 }
@@ -188,6 +220,10 @@ func (c *Coordinator) watch(ctx context.Context, poke func(), next func(ctx cont
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
 	_, n, err := c.opt.Store.Hosts(ctx, idx, 5*time.Minute)
 	return n, err
+}
+
+func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
+	return c.opt.Store.WatchControl(ctx, idx, 5*time.Minute)
 }
 
 func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error) {
@@ -391,6 +427,10 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		if err := c.apply(ctx, in, d, ctl); err != nil {
 			firstErr = errors.Join(firstErr, fmt.Errorf("host %s: %w", name, err))
+		} else if d.changes() {
+			c.mu.Lock()
+			c.changed = true
+			c.mu.Unlock()
 		}
 		c.mu.Lock()
 		cur := c.plans[name]

@@ -301,6 +301,17 @@ func (s *Store) Control(ctx context.Context) (Control, error) {
 	return decodeControl(v)
 }
 
+// WatchControl blocks until the control variable changes past index (with index
+// > 0) or wait passes, and returns its index (the variables table index while it
+// does not exist). Nomad wakes such a query only for a write to this variable.
+func (s *Store) WatchControl(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
+	_, idx, err := s.read(ctx, s.controlPath(), index, wait)
+	if errors.Is(err, ErrNotFound) {
+		return idx, nil
+	}
+	return idx, err
+}
+
 // UpdateControl applies fn to the current control state and writes it with CAS,
 // retrying on conflicts. fn may be called more than once.
 func (s *Store) UpdateControl(ctx context.Context, fn func(*Control) error) (Control, error) {
