@@ -74,7 +74,7 @@ type Options struct {
 	// see Registry).
 	Registry *prometheus.Registry
 	Log      *slog.Logger
-	Now    func() time.Time // default time.Now
+	Now      func() time.Time // default time.Now
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
