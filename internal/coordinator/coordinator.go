@@ -181,6 +181,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			chained++
 			continue
 		}
+		if changed {
+			c.log.Warn("decisions kept changing: waiting for a change, a timer or the resync before the next pass",
+				"passes", chained+1)
+		}
 		chained = 0
 		if !c.waitForPass(ctx, kick, t.C, plans, failed) {
 			return nil
