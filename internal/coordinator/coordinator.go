@@ -151,6 +151,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchNodes) }()
 	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchControl) }()
 
+	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
+	defer allocs.stop()
+
 	c.mu.Lock()
 	c.plans = nil // reload: another coordinator may have written since we last led
 	c.mu.Unlock()
@@ -176,6 +179,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Lock()
 		changed, plans := c.changed, maps.Clone(c.plans)
 		c.mu.Unlock()
+		allocs.set(plans)
 		if changed && chained < maxChainedPasses {
 			// Our own writes wake none of our watches: decide again now.
 			chained++

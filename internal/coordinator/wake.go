@@ -2,7 +2,10 @@ package coordinator
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,6 +26,9 @@ import (
 //   - a pass that failed is retried after a short backoff;
 //   - a decision that waits for a time to pass (a backoff, a drain or rejoin
 //     timeout) gets a pass at that time;
+//   - a host that waits for its node's system jobs to run again after its reboot
+//     has its node's allocations watched (the node list does not change when an
+//     allocation starts);
 //   - and a full pass runs at least every resync interval.
 
 // maxChainedPasses bounds the passes run back to back after changes: a decision
@@ -165,4 +171,61 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 	case <-timer:
 	}
 	return true
+}
+
+// allocWatchers watch the allocations of the nodes whose hosts wait for their
+// system jobs to run again (rejoining), and poke the reconcile loop when they
+// change. Each runs until its node no longer needs it or ctx ends.
+type allocWatchers struct {
+	ctx     context.Context
+	poke    func()
+	c       *Coordinator
+	wg      sync.WaitGroup
+	running map[string]context.CancelFunc
+}
+
+// set watches exactly the nodes of the rejoining plans that wait for system jobs.
+func (w *allocWatchers) set(plans map[string]store.Plan) {
+	want := map[string]bool{}
+	for _, p := range plans {
+		if p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0 {
+			want[p.NodeID] = true
+		}
+	}
+	if w.running == nil {
+		w.running = map[string]context.CancelFunc{}
+	}
+	for id, cancel := range w.running {
+		if !want[id] {
+			cancel()
+			delete(w.running, id)
+		}
+	}
+	for id := range want {
+		if _, ok := w.running[id]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(w.ctx)
+		w.running[id] = cancel
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.c.watch(ctx, w.poke, func(ctx context.Context, idx uint64) (uint64, error) {
+				q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
+				_, meta, err := w.c.opt.Nodes.Allocations(id, q)
+				if err != nil {
+					return 0, err
+				}
+				return meta.LastIndex, nil
+			})
+		}()
+	}
+}
+
+// stop ends every watcher and waits for them.
+func (w *allocWatchers) stop() {
+	for _, cancel := range w.running {
+		cancel()
+	}
+	w.wg.Wait()
 }

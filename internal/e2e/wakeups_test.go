@@ -18,14 +18,16 @@ import (
 //     slot, until the drain of its node starts (the coordinator's passes: control
 //     change → pending → draining);
 //   - rebooted → eligible: the node registering again after the reboot, until the
-//     coordinator makes it eligible again (node change → rejoining → eligible).
+//     coordinator makes it eligible again (node change → rejoining → eligible);
+//   - and, for information, rebooted → slot freed: until the node's system jobs
+//     (the agent and another one) run again and the agent reported its new boot.
 //
 // Run: go test -count=1 -v -run TestReactionLatency ./internal/e2e/
 func TestReactionLatency(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, clusterOpts{clients: 3, resync: productionResync, policy: `group "all" {
   concurrency = 1
-}`})
+}`, jobs: []nomadsim.JobSpec{{ID: "node-exporter", Type: "system"}}})
 	c.start()
 	hosts := c.clients()
 	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 3 })
@@ -59,6 +61,15 @@ func TestReactionLatency(t *testing.T) {
 		took.Round(time.Millisecond), eligible.Sub(boot).Round(time.Millisecond))
 	if took > productionResync/2 {
 		t.Errorf("rebooted → eligible took %s with resync_interval %s: it waited for a resync", took, productionResync)
+	}
+	for _, r := range c.history() {
+		if r.Host == h && r.Outcome == "rebooted" {
+			freed := r.Finished.Sub(ready)
+			t.Logf("rebooted → slot freed (node ready again → history written): %s", freed.Round(time.Millisecond))
+			if freed > productionResync/2 {
+				t.Errorf("rebooted → slot freed took %s with resync_interval %s: it waited for a resync", freed, productionResync)
+			}
+		}
 	}
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 0, h: 1, hosts[2]: 0}})
 }

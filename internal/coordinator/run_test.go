@@ -122,3 +122,72 @@ func counterValue(t *testing.T, co *Coordinator, name string) float64 {
 	}
 	return 0
 }
+
+// A host rejoining after its reboot waits for its node's system jobs to run again.
+// Nothing in the host records, the control variable or the node list changes when
+// an allocation starts, so the coordinator watches the allocations of that node:
+// the slot is freed as soon as the job runs, not at the next resync (30s here).
+func TestRejoinSeesSystemJobsWithoutResync(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	st := store.New(client.Variables(), "rollboot", "")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	h, _ := sim.Host("client-1")
+	if _, err := st.PutHost(ctx, store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	plan := store.Plan{Host: h.Name, Phase: store.PhaseRejoining, PhaseSince: now, Group: "default",
+		NodeID: h.NodeID, GrantID: "g1", BootIDAtGrant: "boot-before", EligibleBefore: true,
+		SystemJobs: []string{"default/late"},
+		Timeline:   map[string]time.Time{store.PhasePending: now, store.PhaseRejoining: now}}
+	if _, err := st.PutPlan(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	co := New(Options{Nodes: client.Nodes(), Store: st, Resync: 30 * time.Second,
+		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	done := make(chan error, 1)
+	go func() { done <- co.Run(ctx) }()
+	waitPlan(t, ctx, st, h.Name, func(p store.Plan) bool { return p.Waiting == "waiting for system job default/late to run on the node" })
+
+	start := time.Now()
+	if err := sim.AddJob(nomadsim.JobSpec{ID: "late", Type: api.JobTypeSystem}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlan(t, ctx, st, h.Name, func(p store.Plan) bool { return p.Phase == store.PhaseIdle })
+	took := time.Since(start)
+	t.Logf("system job placed → slot freed: %s", took.Round(time.Millisecond))
+	if took > 15*time.Second {
+		t.Errorf("the slot was freed %s after the system job ran: it waited for the resync", took)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// waitPlan waits until the host's plan satisfies cond.
+func waitPlan(t *testing.T, ctx context.Context, st *store.Store, host string, cond func(store.Plan) bool) {
+	t.Helper()
+	var idx uint64
+	for {
+		p, n, err := st.WatchPlan(ctx, host, idx, time.Second)
+		if err == nil && cond(p) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("plan of %s: %+v, %v", host, p, err)
+		}
+		idx = n
+	}
+}
