@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -68,8 +70,11 @@ type Options struct {
 	HoldOnDeniedHandOver bool
 	// Resync is the period of a full reconcile even without any change seen.
 	Resync time.Duration
-	Log    *slog.Logger
-	Now    func() time.Time // default time.Now
+	// Registry receives the coordinator's metrics (nil: a registry of its own,
+	// see Registry).
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	Now      func() time.Time // default time.Now
 
 	// Jobs, when set, tells which hosts lost their agent from the allocations of
 	// AgentJob (default "rollboot") in AgentJobNamespace (records.go).
@@ -93,6 +98,11 @@ type Coordinator struct {
 	// reported: what checkRecords last logged; ignored: the records it dropped.
 	reported string
 	ignored  []store.BadRecord
+
+	metrics *passMetrics
+	overrun Overrun
+	// changed: a pass applied a change (wake.go: the next pass runs at once).
+	changed bool
 }
 
 // New returns a coordinator.
@@ -110,6 +120,7 @@ func New(opt Options) *Coordinator {
 	if c.opt.Resync <= 0 {
 		c.opt.Resync = 30 * time.Second
 	}
+	c.metrics = newPassMetrics(c.opt.Registry)
 	return c
 }
 
@@ -132,8 +143,9 @@ func (c *Coordinator) Status() []HostStatus {
 	return append([]HostStatus(nil), c.status...)
 }
 
-// Run reconciles whenever rollboot's variables or the Nomad nodes change, and at
-// least every Resync, until ctx ends.
+// Run reconciles whenever the host records, the control variable or the Nomad
+// nodes change, again at once after a pass that changed something, when a timer
+// of a decision runs out, and at least every Resync, until ctx ends (wake.go).
 func (c *Coordinator) Run(ctx context.Context) error {
 	kick := make(chan struct{}, 1)
 	poke := func() {
@@ -146,9 +158,15 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchVars) }()
 	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchNodes) }()
+	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchControl) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchRequests) }()
+
+	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
+	defer allocs.stop()
 	if c.agentJob() != "" {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.watch(ctx, poke, c.watchAgentJob) }()
@@ -159,15 +177,39 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.mu.Unlock()
 	t := time.NewTicker(c.opt.Resync)
 	defer t.Stop()
+	chained, failed := 0, 0
 	for {
-		if err := c.ReconcileOnce(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("reconcile failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
+		c.mu.Lock()
+		c.changed = false
+		c.mu.Unlock()
+		start := time.Now()
+		err := c.ReconcileOnce(ctx)
+		c.observePass(time.Since(start), time.Now())
+		if ctx.Err() != nil {
 			return nil
-		case <-kick:
-		case <-t.C:
+		}
+		if err != nil {
+			c.log.Warn("reconcile failed", "err", err)
+			failed++
+		} else {
+			failed = 0
+		}
+		c.mu.Lock()
+		changed, plans := c.changed, maps.Clone(c.plans)
+		c.mu.Unlock()
+		allocs.set(plans)
+		if changed && chained < maxChainedPasses {
+			// Our own writes wake none of our watches: decide again now.
+			chained++
+			continue
+		}
+		if changed {
+			c.log.Warn("decisions kept changing: waiting for a change, a timer or the resync before the next pass",
+				"passes", chained+1)
+		}
+		chained = 0
+		if !c.waitForPass(ctx, kick, t.C, plans, failed) {
+			return nil
 		}
 	}
 }
@@ -204,6 +246,16 @@ func (c *Coordinator) watch(ctx context.Context, poke func(), next func(ctx cont
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
 	_, n, err := c.opt.Store.Hosts(ctx, idx, 5*time.Minute)
 	return n, err
+}
+
+func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
+	return c.opt.Store.WatchControl(ctx, idx, 5*time.Minute)
+}
+
+// watchRequests wakes the reconcile loop when a host's request, cancel or release
+// variable (<prefix>/requests/<host>) changes.
+func (c *Coordinator) watchRequests(ctx context.Context, idx uint64) (uint64, error) {
+	return c.opt.Store.WatchRequests(ctx, idx, 5*time.Minute)
 }
 
 func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error) {
@@ -423,9 +475,16 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		if err := c.apply(ctx, in, d, ctl); err != nil {
 			firstErr = errors.Join(firstErr, fmt.Errorf("host %s: %w", name, err))
-		} else if cancelDone(in, d.Plan) {
-			// The cancel is carried out: forget it, so cancels do not pile up.
-			firstErr = errors.Join(firstErr, c.clearCancel(ctx, name, in.CancelAt))
+		} else {
+			if cancelDone(in, d.Plan) {
+				// The cancel is carried out: forget it, so cancels do not pile up.
+				firstErr = errors.Join(firstErr, c.clearCancel(ctx, name, in.CancelAt))
+			}
+			if d.changes() {
+				c.mu.Lock()
+				c.changed = true
+				c.mu.Unlock()
+			}
 		}
 		c.mu.Lock()
 		cur := c.plans[name]

@@ -16,13 +16,16 @@ import (
 	"github.com/rollboot/rollboot/internal/agent"
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// Client builds a Nomad API client for the configuration.
+// Client builds a Nomad API client for the configuration. Every request it sends
+// has a deadline (package deadline): one request that never gets an answer cannot
+// hold up the agent or the coordinator.
 func Client(cfg *config.Config) (*api.Client, error) {
-	c, err := api.NewClient(cfg.Nomad.APIConfig())
+	c, err := deadline.NomadClient(cfg.Nomad.APIConfig())
 	if err != nil {
 		return nil, fmt.Errorf("nomad client for %s: %w", cfg.Nomad.Address, err)
 	}

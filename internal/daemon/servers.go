@@ -8,6 +8,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 	vaultapi "github.com/hashicorp/vault/api"
 
+	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -62,7 +63,7 @@ type Clusters struct {
 // ClustersFromEnv builds the Consul and Vault clients from their usual
 // environment variables, beside the given Nomad client.
 func ClustersFromEnv(n *nomadapi.Client) (*Clusters, error) {
-	c, err := consulapi.NewClient(consulapi.DefaultConfig())
+	c, err := deadline.ConsulClient(consulapi.DefaultConfig())
 	if err != nil {
 		return nil, fmt.Errorf("consul client: %w", err)
 	}
@@ -70,7 +71,7 @@ func ClustersFromEnv(n *nomadapi.Client) (*Clusters, error) {
 	if vc.Error != nil {
 		return nil, fmt.Errorf("vault client: %w", vc.Error)
 	}
-	v, err := vaultapi.NewClient(vc)
+	v, err := vaultapi.NewClient(deadline.VaultConfig(vc))
 	if err != nil {
 		return nil, fmt.Errorf("vault client: %w", err)
 	}

@@ -77,10 +77,12 @@ func (c *cluster) tryStatus() (statusJSON, error) {
 }
 
 // pause stops new drains (a reboot under way finishes); resume lets the rollout go on.
-// A manual request through the CLI reboots a host with no sentinel.
+// A manual request through the CLI reboots a host with no sentinel. Each command
+// acts at once with the production resync interval: the coordinator watches the
+// control variable.
 func TestPauseResumeAndManualRequest(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, clusterOpts{clients: 3, policy: `group "all" {
+	c := newCluster(t, clusterOpts{clients: 3, resync: productionResync, policy: `group "all" {
   concurrency = 1
 }`})
 	c.start()
@@ -89,8 +91,9 @@ func TestPauseResumeAndManualRequest(t *testing.T) {
 	if out := c.cli("pause", "--reason", "change freeze"); !strings.Contains(out, "paused") {
 		t.Errorf("pause said %q", out)
 	}
+	start := time.Now()
 	c.cli("request", hosts[0], "--reason", "new kernel")
-	c.waitFor("the request to wait on the pause", 30*time.Second, func() bool {
+	c.within("request, while paused: pending and waiting on the pause", start, func() bool {
 		for _, h := range c.status().Hosts {
 			if h.Host == hosts[0] && h.Phase == store.PhasePending && strings.Contains(h.Waiting, "paused") {
 				return true
@@ -109,7 +112,9 @@ func TestPauseResumeAndManualRequest(t *testing.T) {
 			t.Fatalf("drain started while paused: %+v", e)
 		}
 	}
+	start = time.Now()
 	c.cli("resume")
+	c.within("resume: drain start", start, func() bool { return c.drainStarted(hosts[0]) })
 	c.waitFor("the requested host to reboot", 60*time.Second, c.rebootedAll(hosts[:1]))
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 0, hosts[2]: 0}})
 	// The manual request is consumed: no second reboot.
@@ -130,7 +135,7 @@ func TestStuckHostReleased(t *testing.T) {
 	t.Parallel()
 	// A standalone coordinator: with the agents as candidates, the last one in
 	// service would (rightly) not be drained while the other host is down.
-	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, coordExtra: `  rejoin_timeout = "2s"`,
+	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, resync: productionResync, coordExtra: `  rejoin_timeout = "2s"`,
 		policy: `group "all" {
   concurrency = 1
 }`})
@@ -154,8 +159,9 @@ func TestStuckHostReleased(t *testing.T) {
 		t.Fatalf("stuck node eligibility = %s; it should still be drained", n.SchedulingEligibility)
 	}
 	// The operator gives up on the host for now and frees the slot.
+	start := time.Now()
 	c.cli("release", hosts[0])
-	c.waitFor("the stuck host released", 30*time.Second, func() bool {
+	c.within("release: the stuck host idle and eligible", start, func() bool {
 		n, _ := c.sim.Node(hosts[0])
 		return !c.plans()[hosts[0]].Active() && n.SchedulingEligibility == "eligible"
 	})
@@ -169,6 +175,17 @@ func TestStuckHostReleased(t *testing.T) {
 	})
 	// The freed slot goes to the other host, which reboots.
 	c.waitFor("the other host rebooted", 60*time.Second, c.rebootedAll(hosts[1:]))
+}
+
+// drainStarted reports whether a drain of host's node has started.
+func (c *cluster) drainStarted(host string) bool {
+	h, _ := c.sim.Host(host)
+	for _, e := range c.sim.Events(0) {
+		if e.Type == nomadsim.EventDrainStart && e.NodeID == h.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // startBrokenAgent runs an agent whose reboot command fails, under the supervisor's
@@ -194,17 +211,19 @@ func (c *cluster) startBrokenAgent(host string) {
 // not rebooted; a need detected later is a new request.
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, clusterOpts{clients: 2})
+	c := newCluster(t, clusterOpts{clients: 2, resync: productionResync})
 	c.start()
 	hosts := c.clients()
 	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 2 })
 	c.cli("pause")
+	start := time.Now()
 	c.needReboot(hosts[0])
-	c.waitFor("the host pending", 30*time.Second, func() bool { return c.plans()[hosts[0]].Phase == store.PhasePending })
+	c.within("sentinel: pending", start, func() bool { return c.plans()[hosts[0]].Phase == store.PhasePending })
+	start = time.Now()
 	if out := c.cli("cancel", hosts[0]); !strings.Contains(out, "canceled") {
 		t.Errorf("cancel said %q", out)
 	}
-	c.waitFor("the host idle again", 30*time.Second, func() bool { return c.plans()[hosts[0]].Phase == store.PhaseIdle })
+	c.within("cancel: idle again", start, func() bool { return c.plans()[hosts[0]].Phase == store.PhaseIdle })
 	c.cli("resume")
 	// Resynced several times since: still idle, never drained.
 	c.waitFor("the coordinator to see the resume", 30*time.Second, func() bool {

@@ -87,7 +87,13 @@ type clusterOpts struct {
 	// the ACL API from the shipped policies).
 	agentToken string
 	coordToken string
+	// resync is coordinator.resync_interval (default 200ms). Tests of how fast
+	// rollboot reacts use productionResync, so that no resync hides a missed wake-up.
+	resync time.Duration
 }
+
+// productionResync is the default coordinator.resync_interval.
+const productionResync = 30 * time.Second
 
 // Secrets given to every process; no log may show them.
 const (
@@ -223,8 +229,12 @@ func (c *cluster) configFor(host, address string) string {
 	b.WriteString(c.opts.policy + "\n")
 	// Agents stand for election unless standalone coordinators run.
 	enabled := host == "" || c.opts.coordinators == 0
-	fmt.Fprintf(&b, "coordinator {\n  enabled = %v\n  lock_ttl = \"10s\"\n  resync_interval = \"200ms\"\n%s\n}\n",
-		enabled, c.opts.coordExtra)
+	resync := c.opts.resync
+	if resync == 0 {
+		resync = 200 * time.Millisecond
+	}
+	fmt.Fprintf(&b, "coordinator {\n  enabled = %v\n  lock_ttl = \"10s\"\n  resync_interval = %q\n%s\n}\n",
+		enabled, resync.String(), c.opts.coordExtra)
 	if host == "" {
 		b.WriteString(c.opts.coordOnly + "\n")
 		return b.String()
@@ -439,6 +449,20 @@ func (c *cluster) needReboot(hosts ...string) {
 			c.t.Fatal(err)
 		}
 	}
+}
+
+// within waits for cond like waitFor and returns how long it took since start. A
+// reaction slower than half the resync interval fails the test: only a watch, not
+// the resync, can explain a faster one, whatever the machine's speed.
+func (c *cluster) within(what string, start time.Time, cond func() bool) time.Duration {
+	c.t.Helper()
+	c.waitFor(what, 2*productionResync, cond)
+	took := time.Since(start)
+	c.t.Logf("%s: %s", what, took.Round(time.Millisecond))
+	if resync := c.opts.resync; resync > 0 && took > resync/2 {
+		c.t.Errorf("%s took %s with resync_interval %s: it waited for a resync", what, took, resync)
+	}
+	return took
 }
 
 // waitFor polls cond (reading rollboot's state or the emulator) until it holds.

@@ -13,6 +13,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 	vaultapi "github.com/hashicorp/vault/api"
 
+	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -61,11 +62,12 @@ func (l Local) resolver() Resolver {
 func LocalFromEnv() (Local, error) {
 	var l Local
 	var err error
-	if l.Nomad, err = nomadapi.NewClient(nomadapi.DefaultConfig()); err != nil {
+	// Every request has a deadline (package deadline).
+	if l.Nomad, err = deadline.NomadClient(nomadapi.DefaultConfig()); err != nil {
 		return Local{}, fmt.Errorf("nomad client: %w", err)
 	}
 	cc := consulapi.DefaultConfig()
-	if l.Consul, err = consulapi.NewClient(cc); err != nil {
+	if l.Consul, err = deadline.ConsulClient(cc); err != nil {
 		return Local{}, fmt.Errorf("consul client: %w", err)
 	}
 	l.ConsulAddr = cc.Address
@@ -73,7 +75,7 @@ func LocalFromEnv() (Local, error) {
 	if vc.Error != nil {
 		return Local{}, fmt.Errorf("vault client: %w", vc.Error)
 	}
-	if l.Vault, err = vaultapi.NewClient(vc); err != nil {
+	if l.Vault, err = vaultapi.NewClient(deadline.VaultConfig(vc)); err != nil {
 		return Local{}, fmt.Errorf("vault client: %w", err)
 	}
 	l.VaultNodeID = os.Getenv("VAULT_RAFT_NODE_ID")

@@ -18,6 +18,11 @@ type Fault struct {
 	Latency    time.Duration `json:"latency,omitempty"`
 	// Count limits how many failures the fault causes (0: no limit).
 	Count int `json:"count,omitempty"`
+	// Hang makes a failure a request that is accepted and never answered: the
+	// server reads it and then says nothing until the caller gives up (closes the
+	// connection) or the emulator closes, as a server stuck on a lock or a
+	// half-open connection behind a load balancer does. Status is then unused.
+	Hang bool `json:"hang,omitempty"`
 }
 
 type faultSet struct {
@@ -62,6 +67,7 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request) bool {
 	s.mu.Lock()
 	var delay time.Duration
 	fail := 0
+	hang := false
 	for _, f := range s.faults.rules {
 		if !strings.HasPrefix(r.URL.Path, f.PathPrefix) || (f.Method != "" && f.Method != r.Method) {
 			continue
@@ -69,9 +75,12 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request) bool {
 		delay += f.Latency
 		if fail == 0 && f.ErrorRate > 0 && (f.Count == 0 || f.fired < f.Count) && s.rng.Float64() < f.ErrorRate {
 			f.fired++
-			fail = f.Status
-			s.eventLocked(Event{Type: EventFault, Details: map[string]string{
-				"path": r.URL.Path, "method": r.Method, "status": fmt.Sprint(fail)}})
+			fail, hang = f.Status, f.Hang
+			d := map[string]string{"path": r.URL.Path, "method": r.Method, "status": fmt.Sprint(fail)}
+			if hang {
+				d = map[string]string{"path": r.URL.Path, "method": r.Method, "hang": "true"}
+			}
+			s.eventLocked(Event{Type: EventFault, Details: d})
 		}
 	}
 	s.mu.Unlock()
@@ -83,6 +92,13 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request) bool {
 			t.Stop()
 			return true
 		}
+	}
+	if hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.ctx.Done():
+		}
+		return true
 	}
 	if fail != 0 {
 		msg := "injected fault"

@@ -1,8 +1,14 @@
 package nomadsim
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // Injected faults reach the real api client as Nomad errors would: the status
@@ -65,6 +71,38 @@ func TestFaultInjection(t *testing.T) {
 		// A lower bound only: a slow machine cannot make this fail.
 		if d := time.Since(start); d < 50*time.Millisecond {
 			t.Errorf("call took %s, want at least the injected 50ms", d)
+		}
+	})
+
+	t.Run("a hanging request is never answered", func(t *testing.T) {
+		// Set through the control API, as a fault suite run from outside does.
+		body := `{"path_prefix":"/v1/nodes","error_rate":1,"count":1,"hang":true}`
+		resp, err := http.Post(s.Address()+"/sim/v1/faults", "application/json", bytes.NewBufferString(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST /sim/v1/faults: %s", resp.Status)
+		}
+		defer s.ClearFaults()
+		before := len(s.Events(0))
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		_, _, err = c.Nodes().List((&api.QueryOptions{}).WithContext(ctx))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("hung request ended with %v; want the caller's deadline", err)
+		}
+		hung := false
+		for _, e := range s.Events(before) {
+			hung = hung || (e.Type == EventFault && e.Details["hang"] == "true")
+		}
+		if !hung {
+			t.Error("no fault event for the hung request")
+		}
+		// Count 1: the next request is answered, and other paths never hung.
+		if _, _, err := c.Nodes().List(nil); err != nil {
+			t.Errorf("request after the hang: %v", err)
 		}
 	})
 

@@ -184,8 +184,17 @@ func parseQuery(r *http.Request) (queryParams, error) {
 // blockingRead answers a read endpoint with Nomad's blocking-query semantics
 // (nomad/rpc.go blockingRPC): when index > 0 the query re-runs while the result's
 // index is <= index, until wait (default and cap 300s, plus up to wait/16 jitter)
-// expires; then 200 with the current data. read runs with s.mu held.
+// expires; then 200 with the current data. read runs with s.mu held. The query
+// watches the index read returns: use blockingReadWatch when what the query
+// watches is narrower than what its index covers (watch.go).
 func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (any, uint64, error)) {
+	s.blockingReadWatch(w, r, nil, read)
+}
+
+// blockingReadWatch is blockingRead for a query whose memdb watch set covers less
+// than its index: between runs it sleeps until watch (run with s.mu held) returns
+// another version, as blockingRPC sleeps on ws.WatchCtx, not on the index.
+func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch func() watchVersion, read func() (any, uint64, error)) {
 	qp, err := parseQuery(r)
 	if err != nil {
 		writeErr(w, err)
@@ -212,7 +221,6 @@ func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (
 			return
 		}
 		out, idx, err := read()
-		ch := s.notify
 		closed := s.closed
 		var ie *indexedError
 		if errors.As(err, &ie) {
@@ -232,14 +240,29 @@ func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (
 			writeJSON(w, http.StatusOK, out)
 			return
 		}
+		if watch == nil {
+			watch = indexWatch(read)
+		}
+		changed := s.waitWatchLocked(watch, watch(), deadline, r.Context().Done())
 		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			qp.minIndex = 0 // answer with what there is now
-		case <-r.Context().Done():
+		if r.Context().Err() != nil {
 			return
 		}
+		if !changed {
+			qp.minIndex = 0 // the wait ran out: answer with what there is now
+		}
+	}
+}
+
+// indexWatch watches the index a read answers with.
+func indexWatch(read func() (any, uint64, error)) func() watchVersion {
+	return func() watchVersion {
+		_, idx, err := read()
+		var ie *indexedError
+		if errors.As(err, &ie) {
+			idx = ie.index
+		}
+		return watchVersion{max: idx}
 	}
 }
 

@@ -368,7 +368,7 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 	withRes := q.Get("resources") == "true"
 
 	var token string
-	s.blockingRead(w, r, func() (any, uint64, error) {
+	s.blockingReadWatch(w, r, s.watchNodePrefix(prefix), func() (any, uint64, error) {
 		ids := slices.Sorted(maps.Keys(s.cluster.nodes))
 		if reverse {
 			slices.Reverse(ids)
@@ -477,7 +477,7 @@ func (s *Sim) handleNodeAllocs(w http.ResponseWriter, r *http.Request, id string
 	if t == nil {
 		return
 	}
-	s.blockingRead(w, r, func() (any, uint64, error) {
+	s.blockingReadWatch(w, r, s.watchNodeAllocs(id), func() (any, uint64, error) {
 		out := []*api.Allocation{}
 		var idx uint64
 		for _, aid := range s.cluster.allocOrder {

@@ -183,6 +183,8 @@ type Sim struct {
 
 	events []Event
 	faults faultSet
+	// watches counts blocking queries waiting on their watched data (watch.go).
+	watches watchStats
 
 	// ACL state (acl.go).
 	acl aclState

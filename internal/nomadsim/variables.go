@@ -381,7 +381,7 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.blockingRead(w, r, func() (any, uint64, error) {
+	s.blockingReadWatch(w, r, s.watchVarPrefix(ns, prefix), func() (any, uint64, error) {
 		keys := make([]varKey, 0, len(s.vars.vars))
 		for k := range s.vars.vars {
 			if ns == "*" || k.ns == ns {
@@ -508,7 +508,7 @@ func (s *Sim) varRead(w http.ResponseWriter, r *http.Request, p string) {
 	if tok == nil {
 		return
 	}
-	s.blockingRead(w, r, func() (any, uint64, error) {
+	s.blockingReadWatch(w, r, s.watchVar(ns, p), func() (any, uint64, error) {
 		v, ok := s.vars.vars[varKey{ns, p}]
 		if !ok {
 			return nil, 0, &indexedError{

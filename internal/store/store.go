@@ -263,6 +263,25 @@ func (s *Store) Control(ctx context.Context) (Control, error) {
 	return s.readControl(ctx)
 }
 
+// WatchControl blocks until the control variable changes past index (with index
+// > 0) or wait passes, and returns its index (the variables table index while it
+// does not exist). Nomad wakes such a query only for a write to this variable.
+func (s *Store) WatchControl(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
+	_, idx, err := s.read(ctx, s.controlPath(), index, wait)
+	if errors.Is(err, ErrNotFound) {
+		return idx, nil
+	}
+	return idx, err
+}
+
+// WatchRequests blocks until a per-host request variable (<prefix>/requests/)
+// changes past index (with index > 0) or wait passes, and returns the list's
+// index. Nomad wakes such a list only for writes under the prefix.
+func (s *Store) WatchRequests(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
+	_, idx, err := s.list(ctx, s.requestsPrefix(), index, wait)
+	return idx, err
+}
+
 // UpdateControl applies fn to the current control state and writes what changed
 // with CAS, retrying on conflicts: each host's requests, cancels and releases go to
 // that host's own variable, the pause flag to the control variable (control.go).

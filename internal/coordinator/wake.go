@@ -1,0 +1,231 @@
+package coordinator
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// When the coordinator runs a pass.
+//
+// Nomad wakes a blocking query only for a write to what it watches (nomad/rpc.go
+// blockingRPC with memdb watch sets), never for the watcher's own writes to other
+// data. So the coordinator watches everything that others change and it must
+// react to (host records, the control variable, the node list), and it does not
+// wait to be woken by its own writes:
+//   - a pass that changed something is followed by another pass at once, until a
+//     pass changes nothing (a host moves through pending, draining, rejoining and
+//     idle in successive passes);
+//   - a pass that failed is retried after a short backoff;
+//   - a decision that waits for a time to pass (a backoff, a drain or rejoin
+//     timeout) gets a pass at that time;
+//   - a host that waits for its node's system jobs to run again after its reboot
+//     has its node's allocations watched (the node list does not change when an
+//     allocation starts);
+//   - and a full pass runs at least every resync interval.
+
+// maxChainedPasses bounds the passes run back to back after changes: a decision
+// that wrote on every pass would otherwise spin. Past it, the loop waits for a
+// change, a timer or the resync as usual.
+const maxChainedPasses = 20
+
+// nextTimer is the earliest time after now at which a decision about one of plans
+// can change with no other change seen: a backoff's next try, a drain that runs
+// out of its deadline (when rollboot aborts it), a reboot or rejoin that runs out
+// of time. Zero when there is none.
+func nextTimer(plans map[string]store.Plan, t Timing, now time.Time) time.Time {
+	var next time.Time
+	consider := func(at time.Time) {
+		if at.IsZero() || !at.After(now) {
+			return
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	// Decisions compare durations with ">": a pass one tick after the limit sees it.
+	const tick = time.Millisecond
+	for _, p := range plans {
+		switch p.Phase {
+		case store.PhasePending, store.PhaseBackoff:
+			consider(p.NextTry)
+		case store.PhaseDraining:
+			if !t.ForceOnTimeout && t.DrainDeadline > 0 {
+				consider(p.PhaseSince.Add(t.DrainDeadline + tick))
+			}
+		case store.PhaseDrained, store.PhaseRebooting:
+			if t.RejoinTimeout > 0 {
+				consider(p.PhaseSince.Add(t.RejoinTimeout + tick))
+			}
+		case store.PhaseRejoining:
+			since := p.Timeline[store.PhaseRejoining]
+			if since.IsZero() {
+				since = p.PhaseSince
+			}
+			if t.RejoinTimeout > 0 {
+				consider(since.Add(t.RejoinTimeout + tick))
+			}
+		}
+	}
+	return next
+}
+
+// passMetrics are the coordinator's own metrics, in a registry it owns.
+type passMetrics struct {
+	registry *prometheus.Registry
+	duration prometheus.Histogram
+	overruns prometheus.Counter
+}
+
+func newPassMetrics(reg *prometheus.Registry) *passMetrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &passMetrics{
+		registry: reg,
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "rollboot_coordinator_pass_duration_seconds",
+			Help:    "How long one reconcile pass took.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}),
+		overruns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollboot_coordinator_pass_overruns_total",
+			Help: "Reconcile passes that took longer than the resync interval.",
+		}),
+	}
+	reg.MustRegister(m.duration, m.overruns)
+	return m
+}
+
+// Registry is the Prometheus registry of the coordinator's metrics.
+func (c *Coordinator) Registry() *prometheus.Registry { return c.metrics.registry }
+
+// Overrun is a reconcile pass that took longer than the resync interval.
+type Overrun struct {
+	Count int           // overruns since the coordinator started
+	Last  time.Time     // when the last one ended
+	Took  time.Duration // how long it took
+}
+
+// Overruns returns the passes that overran so far.
+func (c *Coordinator) Overruns() Overrun {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.overrun
+}
+
+// observePass records a pass's duration; one longer than the resync interval is an
+// overrun: logged and counted, since decisions waited for it (every request has a
+// deadline, so a pass cannot hang for ever, but a slow server still slows it).
+func (c *Coordinator) observePass(took time.Duration, end time.Time) {
+	c.metrics.duration.Observe(took.Seconds())
+	if took <= c.opt.Resync {
+		return
+	}
+	c.metrics.overruns.Inc()
+	c.mu.Lock()
+	c.overrun.Count++
+	c.overrun.Last, c.overrun.Took = end, took
+	n := c.overrun.Count
+	c.mu.Unlock()
+	c.log.Warn("reconcile pass overran the resync interval", "took", took.Round(time.Millisecond),
+		"resync_interval", c.opt.Resync, "overruns", n)
+}
+
+// changes reports whether applying d writes anything.
+func (d Decision) changes() bool {
+	return d.Write || d.StartDrain || d.CancelDrain || d.SetEligible || d.ClearRequest ||
+		d.ClearRelease || d.History != nil || len(d.HandOver) > 0
+}
+
+// waitForPass waits for a reason to run the next pass: a change seen by a watch
+// (kick), the resync tick, a decision's timer, or the retry of a failed pass
+// (failed passes in a row, with backoff). It returns false when ctx ends.
+func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, resync <-chan time.Time, plans map[string]store.Plan, failed int) bool {
+	now := c.now()
+	next := nextTimer(plans, c.opt.Timing, now)
+	if failed > 0 {
+		retry := now.Add(policy.Backoff(time.Second, c.opt.Resync, failed))
+		if next.IsZero() || retry.Before(next) {
+			next = retry
+		}
+	}
+	var timer <-chan time.Time
+	if !next.IsZero() {
+		tm := time.NewTimer(next.Sub(now))
+		defer tm.Stop()
+		timer = tm.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-kick:
+	case <-resync:
+	case <-timer:
+	}
+	return true
+}
+
+// allocWatchers watch the allocations of the nodes whose hosts wait for their
+// system jobs to run again (rejoining), and poke the reconcile loop when they
+// change. Each runs until its node no longer needs it or ctx ends.
+type allocWatchers struct {
+	ctx     context.Context
+	poke    func()
+	c       *Coordinator
+	wg      sync.WaitGroup
+	running map[string]context.CancelFunc
+}
+
+// set watches exactly the nodes of the rejoining plans that wait for system jobs.
+func (w *allocWatchers) set(plans map[string]store.Plan) {
+	want := map[string]bool{}
+	for _, p := range plans {
+		if p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0 {
+			want[p.NodeID] = true
+		}
+	}
+	if w.running == nil {
+		w.running = map[string]context.CancelFunc{}
+	}
+	for id, cancel := range w.running {
+		if !want[id] {
+			cancel()
+			delete(w.running, id)
+		}
+	}
+	for id := range want {
+		if _, ok := w.running[id]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(w.ctx)
+		w.running[id] = cancel
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.c.watch(ctx, w.poke, func(ctx context.Context, idx uint64) (uint64, error) {
+				q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
+				_, meta, err := w.c.opt.Nodes.Allocations(id, q)
+				if err != nil {
+					return 0, err
+				}
+				return meta.LastIndex, nil
+			})
+		}()
+	}
+}
+
+// stop ends every watcher and waits for them.
+func (w *allocWatchers) stop() {
+	for _, cancel := range w.running {
+		cancel()
+	}
+	w.wg.Wait()
+}
