@@ -44,15 +44,16 @@ const (
 	faultNomadLeaderLoss                  // the Nomad servers lose their leader while a server host runs its hooks and delay
 	faultNeverReturns                     // a host that goes down and does not boot (until the block is lifted)
 	faultDrainStuck                       // drains that cannot finish (batch work outlives the deadline) for a while
+	faultRequestHangs                     // requests accepted and never answered (node calls: drains, eligibility, allocations)
 	numFaults
 )
 
 var faultNames = [numFaults]string{"leader-kill", "leader-stop", "agent-kill", "reboot-fails", "hook-fails",
-	"api-bursts", "nomad-leader-loss", "never-returns", "drain-stuck"}
+	"api-bursts", "nomad-leader-loss", "never-returns", "drain-stuck", "request-hangs"}
 
 // ciSeeds run with `go test ./...`: together they cover every fault kind (see
 // TestFaultSeedsCoverEveryFault).
-var ciSeeds = []uint64{3, 4, 6, 7, 18}
+var ciSeeds = []uint64{4, 7, 16, 18, 35}
 
 // scenario is what a seed chose.
 type scenario struct {
@@ -379,6 +380,17 @@ func (ch *chaos) inject(f faultKind) {
 		if err := c.sim.SetBootBlocked(ch.neverBack, false); err != nil {
 			t.Error(err)
 		}
+	case faultRequestHangs:
+		// Node calls (drain, eligibility, a node's allocations) hang until the
+		// caller's deadline: the coordinator must keep deciding for the others and
+		// finish every cycle once the fault ends.
+		ch.until(60*time.Second, ch.somePlan(store.PhaseDraining, store.PhaseRejoining))
+		rate := 0.2 + float64(ch.intn(30))/100
+		c.burst(t, nomadsim.Fault{PathPrefix: "/v1/node/", ErrorRate: rate, Hang: true})
+		d := time.Duration(2000+ch.intn(3000)) * time.Millisecond
+		t.Logf("fault request-hangs: %.2f of node calls hang, for %s", rate, d)
+		time.Sleep(d) // the fault's duration
+		c.sim.ClearFaults()
 	case faultDrainStuck:
 		ok := ch.until(60*time.Second, func() bool {
 			for _, p := range c.plans() {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/invariants"
+	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -105,6 +106,7 @@ func TestSecurityAgentTokenCannotActOnOtherHosts(t *testing.T) {
 	defer ag.Close()
 
 	agentTokenAttacks(ctx, t, c, ag, attacker, victimRec, victimNode)
+	recordAttacks(ctx, t, c, ag, victimRec, victimNode)
 
 	// None of it had any effect: the victim did not reboot, nothing is paused.
 	if got := boots(c, victim); got != bootsBefore {
@@ -181,4 +183,40 @@ func agentTokenAttacks(ctx context.Context, t *testing.T, c *cluster, ag *api.Cl
 	_, err = ag.ACLPolicies().Upsert(&api.ACLPolicy{Name: "rollboot-agent", Rules: `node { policy = "write" }`}, nil)
 	refused(t, "widen the agent policy", err)
 
+}
+
+// recordAttacks writes, with the agent token (which may write host records: Nomad
+// cannot scope it to the host's own one), a record that shadows the victim's node
+// and a garbled record in the victim's place. The coordinator ignores both and
+// reports them, and the victim's agent restores its own record; the caller then
+// checks that the victim was neither drained nor rebooted.
+func recordAttacks(ctx context.Context, t *testing.T, c *cluster, ag *api.Client, victimRec store.HostRecord, victimNode *api.Node) {
+	t.Helper()
+	victim := victimRec.Host
+	st := store.New(ag.Variables(), "rollboot", "")
+	shadow := store.HostRecord{Host: "shadow-host", NodeID: victimNode.ID, BootID: victimRec.BootID,
+		RebootRequired: true, Reason: "forged", RequestedAt: time.Now().UTC()}
+	if _, err := st.PutHost(ctx, shadow); err != nil {
+		t.Fatalf("the agent token may write host records, but: %v", err)
+	}
+	garbled := &api.Variable{Path: "rollboot/hosts/" + victim,
+		Items: api.VariableItems{"host": victim, "node_id": victimNode.ID, "reboot_required": "maybe"}}
+	if _, _, err := ag.Variables().Update(garbled, nil); err != nil {
+		t.Fatalf("write a garbled record: %v", err)
+	}
+	c.waitFor("the coordinator to ignore the shadowing record", 60*time.Second, func() bool {
+		return strings.Contains(c.logFor("coordinator-1").String(), "host record ignored")
+	})
+	c.waitFor(victim+"'s agent to restore its record", 60*time.Second, func() bool {
+		r, err := c.st.Host(ctx, victim)
+		return err == nil && !r.RebootRequired && r.NodeID == victimNode.ID
+	})
+	// Several passes later, nothing was drained for either record.
+	deadline := time.Now().Add(2 * time.Second)
+	c.waitFor("a few reconcile passes", 10*time.Second, func() bool { return time.Now().After(deadline) })
+	for _, e := range c.sim.Events(0) {
+		if e.Type == nomadsim.EventDrainStart {
+			t.Errorf("a drain started after the record attacks: %+v", e)
+		}
+	}
 }
