@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -353,6 +354,9 @@ func Step(in Input) Decision {
 		case ev != "":
 			d.Plan = enter(p, store.PhaseRejoining, in.Now)
 			d.Write, d.Event = true, ev
+		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout && neverWentDown(in, p):
+			return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
+				Message: fmt.Sprintf("the host did not go down within %s (same boot ID, node ready)", in.Timing.RejoinTimeout), At: in.Now})
 		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
 			d = toStuck(d, p, in.Now, fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout))
 		default:
@@ -370,6 +374,12 @@ func Step(in Input) Decision {
 			d.Plan.LastError = ""
 			d.Write, d.Event = true, "host is back after being reported stuck"
 			return d
+		}
+		if neverWentDown(in, p) {
+			// Marked stuck, yet the host never went down (its agent stopped
+			// before the reboot, say): that is a failed attempt, not a stuck host.
+			return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
+				Message: "the host never went down (same boot ID, node ready)", At: in.Now})
 		}
 		d.Waiting = "stuck: " + p.LastError + " (rollboot release " + p.Host + " frees the slot)"
 		return d
@@ -589,4 +599,18 @@ func loopAfterCycle(in Input, p store.Plan) (time.Time, int) {
 		return time.Time{}, 0
 	}
 	return in.Host.RequestedAt, p.LoopCount
+}
+
+// neverWentDown: past its time to come back, the host provably did not reboot for
+// this grant: its agent reports the boot ID it had at grant and its node is ready
+// with no sign of a reboot since the drain. A host that went down has its node
+// marked down or disconnected long before rejoin_timeout (Nomad's heartbeat TTL,
+// at most the failover TTL of 5 minutes), so a ready node with the same boot ID
+// means the reboot never started. Hosts without a node cannot show this: they stay
+// stuck until they are back or released, and so do FleetLock hosts: a client that
+// was told it may reboot can still do so at any time, so its slot is not taken back.
+func neverWentDown(in Input, p store.Plan) bool {
+	return p.GrantID != "" && in.Node != nil && in.Node.Status == "ready" && in.Host != nil &&
+		!slices.Contains(in.Host.Roles, store.RoleFleetLock) &&
+		in.Host.BootID == p.BootIDAtGrant && rebootSeen(in, p) == ""
 }

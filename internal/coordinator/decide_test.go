@@ -574,8 +574,10 @@ func TestStep(t *testing.T) {
 		},
 		{
 			name: "an old release does not cut a later cycle short",
+			// The node is down: a stuck host whose node is ready with the same boot
+			// ID never went down and is retried instead (notrebooted_test.go).
 			in: Input{Now: t0, Timing: timing, Host: host("b1", true), Plan: plan(store.PhaseStuck, nil), ReleaseAt: t0.Add(-2 * time.Hour),
-				Node: node(func(n *NodeView) { n.Eligible = false })},
+				Node: node(func(n *NodeView) { n.Eligible = false; n.Status = "down" })},
 			phase: store.PhaseStuck,
 			check: func(t *testing.T, d Decision) {
 				if !d.ClearRelease {

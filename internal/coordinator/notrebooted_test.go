@@ -118,6 +118,48 @@ func TestStepAgentReport(t *testing.T) {
 			phase: store.PhaseStuck, write: true,
 		},
 		{
+			// The agent was cut short before its reboot (a request hung past the
+			// time to come back): it reported nothing, but the node never went down.
+			name: "past the time to come back with the node ready and the same boot ID: a failed attempt, not stuck",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.PhaseSince = t0.Add(-31 * time.Minute) }),
+				Host: func() *store.HostRecord { h := host("b1", true); h.RebootingGrant = "g1"; return h }(),
+				Node: node(drainedNode)},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.CancelDrain && !d.SetEligible {
+					t.Error("the drain is not undone")
+				}
+				if d.History == nil || !strings.Contains(d.History.Error, "did not go down") {
+					t.Errorf("history %+v", d.History)
+				}
+			},
+		},
+		{
+			name: "already stuck, but the node never went down: a failed attempt, retried",
+			in: Input{Plan: plan(store.PhaseStuck, nil),
+				Host: func() *store.HostRecord { h := host("b1", true); h.RebootingGrant = "g1"; return h }(),
+				Node: node(drainedNode)},
+			phase: store.PhaseBackoff, write: true,
+		},
+		{
+			name: "a FleetLock holder past its time stays stuck: its client may still reboot",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.PhaseSince = t0.Add(-31 * time.Minute) }),
+				Host: func() *store.HostRecord { h := host("b1", true); h.Roles = []string{store.RoleFleetLock}; return h }(),
+				Node: node(drainedNode)},
+			phase: store.PhaseStuck, write: true,
+		},
+		{
+			name: "stuck with the node down stays stuck",
+			in: Input{Plan: plan(store.PhaseStuck, nil), Host: host("b1", true),
+				Node: node(func(n *NodeView) { drainedNode(n); n.Status = "down" })},
+			phase: store.PhaseStuck,
+		},
+		{
+			name:  "stuck without a node stays stuck: nothing shows the host is up",
+			in:    Input{Plan: plan(store.PhaseStuck, nil), Host: host("b1", true)},
+			phase: store.PhaseStuck,
+		},
+		{
 			name:  "a hold is shown, recorded once, and keeps the slot",
 			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: holdingHost("quorum gate: nomad: no leader"), Node: node(drainedNode)},
 			phase: store.PhaseRebooting, write: true,
