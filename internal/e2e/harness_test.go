@@ -70,9 +70,6 @@ type clusterOpts struct {
 	// agentEnv, when set, gives environment variables added to a host's agent
 	// each time it starts (later ones win).
 	agentEnv func(host string) []string
-	// tune, when set, adjusts the emulator's configuration (heartbeat and boot
-	// timings) before it starts.
-	tune func(*nomadsim.Config)
 	// agentLostAfter is the agents' system job's disconnect.lost_after (0: none).
 	agentLostAfter time.Duration
 	// acl: the emulator enforces ACLs; every process gets the management token
@@ -141,9 +138,6 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	}
 	if o.simConfig != nil {
 		o.simConfig(&cfg)
-	}
-	if o.tune != nil {
-		o.tune(&cfg)
 	}
 	sim, err := nomadsim.New(cfg)
 	if err != nil {

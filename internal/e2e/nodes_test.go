@@ -91,7 +91,7 @@ drain {
 func TestRebootSeenThroughDisconnected(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, clusterOpts{clients: 3, policy: oneGroup, resync: productionResync, agentLostAfter: time.Hour,
-		tune: realHeartbeats(nodesTTL, 8*nodesTTL), jobs: standardJobs[2:]})
+		simConfig: realHeartbeats(nodesTTL, 8*nodesTTL), jobs: standardJobs[2:]})
 	for _, h := range c.rollOut(t) {
 		path := c.nodePath(h)
 		want := []string{nomadsim.EventNodeDisconnected, nomadsim.EventNodeInit, nomadsim.EventNodeReady}
@@ -120,7 +120,7 @@ func TestRebootSeenThroughDisconnected(t *testing.T) {
 func TestRebootWithoutMissedHeartbeat(t *testing.T) {
 	t.Parallel()
 	ttl := 5 * nodesTTL // the earliest a silent node can be marked is one grace (= TTL) after its last heartbeat
-	c := newCluster(t, clusterOpts{clients: 3, policy: oneGroup, resync: productionResync, tune: realHeartbeats(ttl, ttl/5), jobs: standardJobs[2:]})
+	c := newCluster(t, clusterOpts{clients: 3, policy: oneGroup, resync: productionResync, simConfig: realHeartbeats(ttl, ttl/5), jobs: standardJobs[2:]})
 	for _, h := range c.rollOut(t) {
 		if path := c.nodePath(h); len(path) != 0 {
 			t.Errorf("%s: node went %v during a reboot shorter than the heartbeat TTL", h, path)
@@ -135,7 +135,7 @@ func TestRebootWithoutMissedHeartbeat(t *testing.T) {
 func TestRebootSeenThroughDown(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, clusterOpts{clients: 3, policy: oneGroup, resync: productionResync,
-		tune: realHeartbeats(nodesTTL, 8*nodesTTL), jobs: standardJobs[2:]})
+		simConfig: realHeartbeats(nodesTTL, 8*nodesTTL), jobs: standardJobs[2:]})
 	for _, h := range c.rollOut(t) {
 		path := c.nodePath(h)
 		if !slices.Equal(path, []string{nomadsim.EventNodeDown, nomadsim.EventNodeReady}) {
@@ -152,7 +152,7 @@ func TestRebootSeenThroughDown(t *testing.T) {
 func TestRebootRightAfterLeaderChange(t *testing.T) {
 	t.Parallel()
 	ttl := 3 * nodesTTL // the leader change must land within one grace (= TTL) of the host going down
-	c := newCluster(t, clusterOpts{clients: 3, policy: oneGroup, resync: productionResync, tune: realHeartbeats(ttl, 4*ttl), jobs: standardJobs[2:]})
+	c := newCluster(t, clusterOpts{clients: 3, policy: oneGroup, resync: productionResync, simConfig: realHeartbeats(ttl, 4*ttl), jobs: standardJobs[2:]})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	changes := 0

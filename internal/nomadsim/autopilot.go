@@ -108,3 +108,25 @@ func removals(potential int, failedVoter []bool) []int {
 	}
 	return out
 }
+
+// pruneDeadLocked is the dead-server cleanup of one autopilot pass
+// (raft-autopilot reconcile.go pruneDeadServers): failed non-voters first, then
+// failed voters, each class within the removal budget of the members left.
+// members reads the current configuration, dead and voter describe a member,
+// and remove takes one out.
+func pruneDeadLocked[M any](members func() []M, dead, voter func(M) bool, remove func(M)) {
+	for _, voters := range []bool{false, true} {
+		var failed []M
+		var isVoter []bool
+		all := members()
+		for _, m := range all {
+			if dead(m) && voter(m) == voters {
+				failed = append(failed, m)
+				isVoter = append(isVoter, voter(m))
+			}
+		}
+		for _, i := range removals(len(all), isVoter) {
+			remove(failed[i])
+		}
+	}
+}

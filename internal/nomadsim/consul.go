@@ -256,19 +256,10 @@ func (g *raftGroup) autopilotPassLocked(s *Sim, now time.Time) {
 	if !g.cleanup {
 		return
 	}
-	for _, voters := range []bool{false, true} {
-		var failed []*raftMember
-		var isVoter []bool
-		for _, m := range g.members {
-			if !m.up && m.voter == voters {
-				failed = append(failed, m)
-				isVoter = append(isVoter, m.voter)
-			}
-		}
-		for _, i := range removals(len(g.members), isVoter) {
-			g.removeLocked(s, failed[i])
-		}
-	}
+	pruneDeadLocked(func() []*raftMember { return g.members },
+		func(m *raftMember) bool { return !m.up },
+		func(m *raftMember) bool { return m.voter },
+		func(m *raftMember) { g.removeLocked(s, m) })
 }
 
 func (g *raftGroup) removeLocked(s *Sim, m *raftMember) {

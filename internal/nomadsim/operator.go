@@ -112,19 +112,10 @@ func (st *serverState) autopilotPassLocked(s *Sim, now time.Time) {
 	if s.cfg.KeepDeadServers {
 		return
 	}
-	for _, voters := range []bool{false, true} {
-		var failed []*serverEntry
-		var isVoter []bool
-		for _, e := range st.entries {
-			if !e.alive && e.voter == voters {
-				failed = append(failed, e)
-				isVoter = append(isVoter, e.voter)
-			}
-		}
-		for _, i := range removals(len(st.entries), isVoter) {
-			st.removeLocked(s, failed[i])
-		}
-	}
+	pruneDeadLocked(func() []*serverEntry { return st.entries },
+		func(e *serverEntry) bool { return !e.alive },
+		func(e *serverEntry) bool { return e.voter },
+		func(e *serverEntry) { st.removeLocked(s, e) })
 }
 
 // removeLocked takes a failed server out of the Raft configuration.
