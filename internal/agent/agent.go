@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -14,6 +15,7 @@ import (
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/version"
+	"github.com/rollboot/rollboot/internal/watch"
 )
 
 // SelfAPI is the local Nomad agent's /v1/agent/self; *api.Agent implements it.
@@ -159,31 +161,83 @@ func Identity(self SelfAPI) (nodeID string, roles []string, err error) {
 	return nodeID, roles, nil
 }
 
-// Run runs the agent until ctx ends.
+// Run runs the agent until ctx ends. The goroutines it starts (the watches of
+// its plan and of its own record) have ended when it returns.
 func (a *Agent) Run(ctx context.Context) error {
-	o := a.opt
-	var nodeID string
-	var roles []string
-	err := a.retry(ctx, "ask the local Nomad agent who this host is", func() (err error) {
-		nodeID, roles, err = Identity(o.Self)
-		return err
-	})
+	bootID, err := a.start(ctx)
 	if ctx.Err() != nil {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	bootID, err := ReadBootID(o.BootIDFile)
-	if err != nil {
-		return err
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	plans := make(chan store.Plan, 1)
+	wg.Go(func() { a.watchPlan(ctx, plans) })
+	changes := make(chan recordChange, 1)
+	wg.Go(func() { a.watchRecord(ctx, changes) })
+	a.loop(ctx, bootID, plans, changes)
+	return nil
+}
+
+// start finds out who the host is, picks up its record where an earlier agent
+// left it, finishes a reboot rollboot asked for (post-reboot steps), and publishes
+// the record for this boot. It returns the boot ID; when ctx ends first, what it
+// returns does not count.
+func (a *Agent) start(ctx context.Context) (bootID string, err error) {
+	nodeID, roles, err := a.identify(ctx)
+	if err != nil || ctx.Err() != nil {
+		return "", err
+	}
+	if bootID, err = ReadBootID(a.opt.BootIDFile); err != nil {
+		return "", err
 	}
 	a.log = a.log.With("node_id", nodeID)
+	if err := a.readOwnRecord(ctx); err != nil || ctx.Err() != nil {
+		return "", err
+	}
+	var servers []store.Server
+	if a.opt.Servers != nil {
+		var ok bool
+		if roles, servers, ok = a.discover(ctx, nodeID, roles, bootID); !ok {
+			return "", nil
+		}
+	}
+	a.rec.DiscoverError = "" // also one left by an earlier agent that discovered servers
+	a.rec.HoldReason = ""    // a hold is re-established by the go/no-go, if it still applies
+	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" && !a.afterReboot(ctx, roles) {
+		return "", nil
+	}
+	if a.opt.Candidate {
+		roles = append(roles, store.RoleCandidate)
+	}
+	a.setIdentity(ctx, nodeID, roles, servers, bootID)
+	a.detect(ctx, true)
+	a.publishSoon(ctx)
+	a.log.Info("agent started", "boot_id", bootID, "roles", strings.Join(roles, ","))
+	return bootID, nil
+}
 
+// identify asks the local Nomad agent, until it answers, who this host is.
+func (a *Agent) identify(ctx context.Context) (nodeID string, roles []string, err error) {
+	err = a.retry(ctx, "ask the local Nomad agent who this host is", func() (err error) {
+		nodeID, roles, err = Identity(a.opt.Self)
+		return err
+	})
+	return nodeID, roles, err
+}
+
+// readOwnRecord starts from the host record an earlier agent of this host wrote,
+// if any. A record garbled by someone else is written anew, with CAS on what is
+// there.
+func (a *Agent) readOwnRecord(ctx context.Context) error {
 	var prev store.HostRecord
 	var unreadable error
-	err = a.retry(ctx, "read the host record", func() (err error) {
-		prev, err = o.Store.Host(ctx, o.Host)
+	err := a.retry(ctx, "read the host record", func() (err error) {
+		prev, err = a.opt.Store.Host(ctx, a.opt.Host)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil
@@ -197,7 +251,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	case ctx.Err() != nil:
 		return nil
 	case err == nil && unreadable != nil:
-		// Garbled by someone else: written anew, with CAS on what is there.
 		a.log.Warn("own host record unreadable; writing it anew", "err", unreadable)
 		a.rec.ModifyIndex, a.published = prev.ModifyIndex, true
 	case err != nil:
@@ -206,46 +259,41 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.rec, a.last = prev, prev
 		a.published = true
 	}
-	var servers []store.Server
-	if o.Servers != nil {
-		var ok bool
-		if roles, servers, ok = a.discover(ctx, nodeID, roles, bootID); !ok {
-			return nil
-		}
-	}
-	a.rec.DiscoverError = "" // also one left by an earlier agent that discovered servers
-	a.rec.HoldReason = ""    // a hold is re-established by the go/no-go, if it still applies
-	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" && hasRole(roles, store.RoleConsulServer) {
+	return nil
+}
+
+// afterReboot runs on the first start after a reboot rollboot asked for: the
+// Consul node leaves maintenance, and the post-reboot hooks run before the new
+// boot ID is reported, so that the coordinator waits for them. Both are retried
+// until they succeed; it returns false when ctx ends first.
+func (a *Agent) afterReboot(ctx context.Context, roles []string) bool {
+	if hasRole(roles, store.RoleConsulServer) {
 		// Consul keeps a node's maintenance mode across a reboot (the check is
 		// persisted): take it out, as it was put in before the reboot.
-		for attempt := 1; ; attempt++ {
-			err := o.Servers.ConsulMaintenance(ctx, false, "")
-			if err == nil {
-				break
+		if !keepTrying(ctx, time.Second, 30*time.Second, func() error {
+			err := a.opt.Servers.ConsulMaintenance(ctx, false, "")
+			if err != nil {
+				a.log.Warn("cannot take the Consul node out of maintenance; retrying", "err", err)
 			}
-			a.log.Warn("cannot take the Consul node out of maintenance; retrying", "err", err)
-			if !wait(ctx, policy.Backoff(time.Second, 30*time.Second, attempt)) {
-				return nil
-			}
+			return err
+		}) {
+			return false
 		}
 	}
-	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" {
-		// First start after a reboot rollboot asked for: post-reboot hooks run
-		// before the new boot ID is reported, so the coordinator waits for them.
-		for attempt := 1; ; attempt++ {
-			err := RunHooks(ctx, o.PostHooks, o.HookTimeout, o.PassEnv...)
-			if err == nil {
-				break
-			}
+	return keepTrying(ctx, 5*time.Second, 5*time.Minute, func() error {
+		err := RunHooks(ctx, a.opt.PostHooks, a.opt.HookTimeout, a.opt.PassEnv...)
+		if err != nil {
 			a.log.Error("post-reboot hook failed; retrying", "err", err)
-			if !wait(ctx, policy.Backoff(5*time.Second, 5*time.Minute, attempt)) {
-				return nil
-			}
 		}
-	}
-	if o.Candidate {
-		roles = append(roles, store.RoleCandidate)
-	}
+		return err
+	})
+}
+
+// setIdentity fills the record with who the host is for this boot. A new boot
+// settles the need seen before it and the attempt that led to it: detection
+// starts afresh.
+func (a *Agent) setIdentity(ctx context.Context, nodeID string, roles []string, servers []store.Server, bootID string) {
+	o := a.opt
 	a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = o.Host, nodeID, o.Hostname, roles
 	a.rec.Servers = servers
 	a.checkVault(ctx)
@@ -253,28 +301,25 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.rec.BootID != bootID {
 		a.rec.BootID = bootID
 		a.rec.RebootingGrant, a.rec.Failure = "", nil
-		// The need seen before the reboot is settled; detection starts afresh.
 		a.rec.RebootRequired, a.rec.Reason, a.rec.RequestedAt = false, "", time.Time{}
 	}
-	a.detect(ctx, true)
-	a.publishSoon(ctx)
-	a.log.Info("agent started", "boot_id", bootID, "roles", strings.Join(roles, ","))
+}
 
-	plans := make(chan store.Plan, 1)
-	go a.watchPlan(ctx, plans)
-	changes := make(chan recordChange, 1)
-	go a.watchRecord(ctx, changes)
-
-	fast := time.NewTicker(o.PollEvery)
+// loop is the agent's event loop, the only code that touches the record once the
+// agent has started: it runs the detectors on their tickers, takes the newest
+// plan, restores the record when someone else changed it, publishes what changed,
+// and reboots when the plan grants it. It returns when ctx ends.
+func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan, changes <-chan recordChange) {
+	fast := time.NewTicker(a.opt.PollEvery)
 	defer fast.Stop()
-	slow := time.NewTicker(o.SlowEvery)
+	slow := time.NewTicker(a.opt.SlowEvery)
 	defer slow.Stop()
 	rebooting := false
 	var lastPlan store.Plan
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-fast.C:
 			a.detect(ctx, false)
 			if a.rec.VaultSealed {
@@ -295,28 +340,36 @@ func (a *Agent) Run(ctx context.Context) error {
 		default:
 		}
 		if !rebooting && a.mayReboot(lastPlan, bootID) && !a.failedFor(lastPlan.GrantID) {
-			rebooting = true
-			err := a.reboot(ctx, lastPlan, bootID)
+			rebooting = a.attemptReboot(ctx, lastPlan, bootID)
 			if ctx.Err() != nil {
-				return nil // the machine is going down (or the agent stops)
+				return // the machine is going down (or the agent stops)
 			}
-			var rf *rebootFailed
-			if errors.As(err, &rf) {
-				// The host did not go down: say so in the record, so that the
-				// coordinator undoes the drain and retries later with a new grant.
-				a.reportFailure(ctx, rf.f)
-				rebooting = false
-				continue
-			}
-			a.log.Error("reboot attempt interrupted; will retry", "err", err, "grant", lastPlan.GrantID)
-			a.rec.HoldReason = ""
-			if a.opt.RebootFailed != nil {
-				a.opt.RebootFailed()
-			}
-			rebooting = !wait(ctx, a.opt.RetryAfter) // retry on the next plan or tick
-			continue
 		}
 	}
+}
+
+// attemptReboot reboots the host for the grant in p. When the host did not go
+// down it says so in the record, so that the coordinator undoes the drain and
+// retries later with a new grant; when the attempt was interrupted (the grant
+// withdrawn, the store unreachable) it waits RetryAfter and lets the loop try
+// again on the next plan or tick. It reports whether the attempt is still on,
+// so that the loop does not start another.
+func (a *Agent) attemptReboot(ctx context.Context, p store.Plan, bootID string) (rebooting bool) {
+	err := a.reboot(ctx, p, bootID)
+	if ctx.Err() != nil {
+		return true
+	}
+	var rf *rebootFailed
+	if errors.As(err, &rf) {
+		a.reportFailure(ctx, rf.f)
+		return false
+	}
+	a.log.Error("reboot attempt interrupted; will retry", "err", err, "grant", p.GrantID)
+	a.rec.HoldReason = ""
+	if a.opt.RebootFailed != nil {
+		a.opt.RebootFailed()
+	}
+	return !watch.Sleep(ctx, a.opt.RetryAfter)
 }
 
 // mayReboot: the coordinator granted a reboot of this boot of the host and the
@@ -359,7 +412,7 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 	if a.opt.BeforeReboot != nil {
 		a.opt.BeforeReboot()
 	}
-	if !wait(ctx, a.opt.Delay) {
+	if !watch.Sleep(ctx, a.opt.Delay) {
 		return ctx.Err()
 	}
 	if err := a.finalCheck(ctx, p, bootID); err != nil {
@@ -370,7 +423,7 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 		return failure(store.StepReboot, p.GrantID, err, a.now())
 	}
 	// The host should go down now, taking this process with it.
-	if !wait(ctx, a.opt.DownTimeout) {
+	if !watch.Sleep(ctx, a.opt.DownTimeout) {
 		return ctx.Err()
 	}
 	return &rebootFailed{store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: 0, At: a.now().UTC(),
@@ -409,7 +462,7 @@ func (a *Agent) finalCheck(ctx context.Context, p store.Plan, bootID string) err
 		if err := a.publish(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("publish the hold reason", "err", err)
 		}
-		if !wait(ctx, a.opt.RecheckEvery) {
+		if !watch.Sleep(ctx, a.opt.RecheckEvery) {
 			return ctx.Err()
 		}
 	}
@@ -562,14 +615,12 @@ func (a *Agent) publish(ctx context.Context) error {
 // record says why (DiscoverError), so the coordinator admits no reboot of the host
 // and `rollboot status` shows the reason. It returns false when ctx ends.
 func (a *Agent) discover(ctx context.Context, nodeID string, roles []string, bootID string) ([]string, []store.Server, bool) {
-	for attempt := 1; ; attempt++ {
-		r, srv, err := a.opt.Servers.Discover(ctx)
-		if err == nil {
-			a.rec.DiscoverError = ""
-			return r, srv, true
-		}
-		if ctx.Err() != nil {
-			return nil, nil, false
+	var found []string
+	var servers []store.Server
+	ok := keepTrying(ctx, time.Second, 30*time.Second, func() (err error) {
+		found, servers, err = a.opt.Servers.Discover(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
 		}
 		a.log.Warn("cannot tell which servers run on this host; retrying", "err", err)
 		a.rec.DiscoverError = err.Error()
@@ -580,13 +631,16 @@ func (a *Agent) discover(ctx context.Context, nodeID string, roles []string, boo
 			a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = a.opt.Host, nodeID, a.opt.Hostname, roles
 			a.rec.BootID, a.rec.AgentVersion = bootID, version.Version
 		}
-		if err := a.publish(ctx); err != nil {
-			a.log.Warn("publish host record", "err", err)
+		if perr := a.publish(ctx); perr != nil {
+			a.log.Warn("publish host record", "err", perr)
 		}
-		if !wait(ctx, policy.Backoff(time.Second, 30*time.Second, attempt)) {
-			return nil, nil, false
-		}
+		return err
+	})
+	if !ok {
+		return nil, nil, false
 	}
+	a.rec.DiscoverError = ""
+	return found, servers, true
 }
 
 func sameRecord(a, b store.HostRecord) bool {
@@ -631,67 +685,66 @@ func sortedCopy(s []string) []string {
 	return c
 }
 
-// watchPlan follows this host's plan with blocking queries and sends each new one.
+// watchPlan follows this host's plan with blocking queries and offers each new
+// one to the loop. A refused token is retried slowly and logged as an error; a
+// plan not written yet is looked for again every PollEvery.
 func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
-	var idx uint64
-	fails := 0
-	for ctx.Err() == nil {
-		p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, idx, 5*time.Minute)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			fails++
-			d := policy.Backoff(200*time.Millisecond, 10*time.Second, fails)
-			if ctx.Err() == nil && classify(err) == denied {
-				d = policy.Backoff(deniedBase, deniedMax, fails)
+	var plan store.Plan
+	var found bool
+	watch.Loop{
+		Query: func(ctx context.Context, idx uint64) (uint64, error) {
+			p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, idx, 5*time.Minute)
+			missing := errors.Is(err, store.ErrNotFound)
+			switch {
+			case err != nil && !missing:
+				return 0, err
+			case missing && n <= idx:
+				// No plan yet and nothing to block on: look again shortly.
+				watch.Sleep(ctx, a.opt.PollEvery)
+				return idx, ctx.Err()
+			case n == idx:
+				return idx, nil // the wait ran out with no change
+			}
+			plan, found = p, !missing
+			return n, nil
+		},
+		OnChange: func(uint64) {
+			if found {
+				offerNewest(out, plan)
+			}
+		},
+		Retry: planRetry,
+		OnError: func(err error, _ int, d time.Duration) {
+			if classify(err) == denied {
 				a.log.Error("watch plan: permission denied: the token is unknown, revoked or lacks a right; retrying slowly",
 					"err", err, "retry_in", d)
-			} else if ctx.Err() == nil {
-				a.log.Debug("watch plan", "err", err)
-			}
-			if !wait(ctx, d) {
 				return
 			}
-			idx = 0
-			continue
-		}
-		fails = 0
-		if errors.Is(err, store.ErrNotFound) && n <= idx {
-			// No plan yet and nothing to block on: look again shortly.
-			if !wait(ctx, a.opt.PollEvery) {
-				return
-			}
-			continue
-		}
-		if n == idx && n != 0 {
-			continue // the wait ran out with no change
-		}
-		idx = n
-		if err == nil {
-			select {
-			case out <- p:
-			case <-ctx.Done():
-				return
-			default:
-				// Replace a plan the loop has not taken yet with the newer one.
-				select {
-				case <-out:
-				default:
-				}
-				out <- p
-			}
-		}
-	}
+			a.log.Debug("watch plan", "err", err)
+		},
+	}.Run(ctx)
 }
 
-func wait(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
+// planRetry is the wait after the fails-th failed watch of the plan in a row: a
+// refused token is not going to heal by itself, so it is retried slowly.
+func planRetry(err error, fails int) time.Duration {
+	if classify(err) == denied {
+		return policy.Backoff(deniedBase, deniedMax, fails)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	return policy.Backoff(200*time.Millisecond, 10*time.Second, fails)
+}
+
+// offerNewest puts v in out (a channel of capacity 1 with this one sender),
+// replacing a value the receiver has not taken yet: the receiver only ever acts
+// on the newest.
+func offerNewest[T any](out chan T, v T) {
 	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+	case out <- v:
+	default:
+		select {
+		case <-out:
+		default:
+		}
+		out <- v
 	}
 }

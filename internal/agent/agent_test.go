@@ -40,7 +40,7 @@ func TestRetryNeedsACurrentGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sim.Close()
+	t.Cleanup(sim.Close)
 	h := sim.Hosts()[0]
 	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
 	if err != nil {
@@ -52,13 +52,11 @@ func TestRetryNeedsACurrentGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	reb := &flakyRebooter{ch: make(chan struct{}, 4)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Detectors: []Detector{FileDetector{Path: filepath.Join(h.Dir, "reboot-required")}},
 		Rebooter:  reb, RetryAfter: 100 * time.Millisecond, PollEvery: 20 * time.Millisecond})
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	stop, _ := run(t, a)
 
 	// The coordinator's part, played by the test: a grant for this boot.
 	idx, err := st.PutPlan(ctx, store.Plan{Host: h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: bootID})
@@ -80,10 +78,7 @@ func TestRetryNeedsACurrentGrant(t *testing.T) {
 		t.Fatal("the agent rebooted again after its grant was withdrawn")
 	case <-time.After(time.Second):
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if _, err := os.Stat(h.Dir); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestDiscoveryErrorPublishedUntilItSucceeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sim.Close()
+	t.Cleanup(sim.Close)
 	h := sim.Hosts()[0]
 	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
 	if err != nil {
@@ -43,12 +43,10 @@ func TestDiscoveryErrorPublishedUntilItSucceeds(t *testing.T) {
 	}
 	st := store.New(client.Variables(), "rollboot", "")
 	probe := &failingProbe{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Servers: probe, PollEvery: 20 * time.Millisecond})
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	stop, _ := run(t, a)
 
 	waitRecord := func(what string, ok func(store.HostRecord) bool) store.HostRecord {
 		t.Helper()
@@ -77,8 +75,5 @@ func TestDiscoveryErrorPublishedUntilItSucceeds(t *testing.T) {
 	if len(rec.Servers) != 1 || rec.Servers[0].ID != "c1" {
 		t.Fatalf("record after discovery: %+v", rec)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }

@@ -104,19 +104,6 @@ func (e *agentEnv) options(reb Rebooter, log *syncBuffer) Options {
 	return o
 }
 
-func run(t *testing.T, a *Agent) (cancel func()) {
-	t.Helper()
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	return func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("agent ended with %v", err)
-		}
-	}
-}
-
 // drainFor drains the host's node as the coordinator does for grant and waits
 // for the drain to complete.
 func (e *agentEnv) drainFor(t *testing.T, grant string) {
@@ -175,7 +162,7 @@ func TestFinalCheckHoldsAnEligibleNode(t *testing.T) {
 	if _, err := e.client.Nodes().ToggleEligibility(e.h.NodeID, true, nil); err != nil {
 		t.Fatal(err)
 	}
-	stop := run(t, a)
+	stop, _ := run(t, a)
 	defer stop()
 	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID}); err != nil {
 		t.Fatal(err)
@@ -262,7 +249,7 @@ func TestFailedHookIsPublishedOnce(t *testing.T) {
 	var failed sync.WaitGroup
 	failed.Add(1)
 	o.RebootFailed = sync.OnceFunc(failed.Done)
-	stop := run(t, New(o))
+	stop, _ := run(t, New(o))
 	defer stop()
 	e.drainFor(t, "g1")
 	idx, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID})
@@ -309,7 +296,7 @@ func TestTransientErrorsDoNotStopTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &syncBuffer{}
-	stop := run(t, New(e.options(&countingRebooter{}, log)))
+	stop, _ := run(t, New(e.options(&countingRebooter{}, log)))
 	defer stop()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(log.String(), "read the host record failed; retrying") {
@@ -336,7 +323,7 @@ func TestDeniedTokenIsReportedAndRetried(t *testing.T) {
 	log := &syncBuffer{}
 	o := e.options(&countingRebooter{}, log)
 	o.Self, o.Store = bad.Agent(), store.New(bad.Variables(), "rollboot", "")
-	stop := run(t, New(o))
+	stop, _ := run(t, New(o))
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(log.String(), "permission denied") {
 		if time.Now().After(deadline) {

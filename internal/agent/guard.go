@@ -7,6 +7,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watch"
 )
 
 // Any holder of an agent token can write every host's record (Nomad cannot scope
@@ -20,45 +21,32 @@ type recordChange struct {
 	decoded bool
 }
 
-// watchRecord follows this host's record and sends every version it sees.
+// watchRecord follows this host's record with blocking queries and offers every
+// version it sees to the loop, a deleted or garbled one included. A missing record
+// with nothing to block on is looked for again every PollEvery.
 func (a *Agent) watchRecord(ctx context.Context, out chan recordChange) {
-	var idx uint64
-	fails := 0
-	for ctx.Err() == nil {
-		rec, n, err := a.opt.Store.WatchHost(ctx, a.opt.Host, idx, 5*time.Minute)
-		gone := errors.Is(err, store.ErrNotFound)
-		if err != nil && !gone && rec.ModifyIndex == 0 {
-			fails++
-			if !wait(ctx, policy.Backoff(200*time.Millisecond, 10*time.Second, fails)) {
-				return
+	var seen recordChange
+	watch.Loop{
+		Query: func(ctx context.Context, idx uint64) (uint64, error) {
+			rec, n, err := a.opt.Store.WatchHost(ctx, a.opt.Host, idx, 5*time.Minute)
+			gone := errors.Is(err, store.ErrNotFound)
+			switch {
+			case err != nil && !gone && rec.ModifyIndex == 0:
+				return 0, err // a garbled record has an index: it is a version seen
+			case n == idx && n != 0:
+				return idx, nil // the wait ran out with no change
+			case gone && n <= idx:
+				watch.Sleep(ctx, a.opt.PollEvery)
+				return idx, ctx.Err()
 			}
-			idx = 0
-			continue
-		}
-		fails = 0
-		if n == idx && n != 0 {
-			continue // the wait ran out with no change
-		}
-		if gone && n <= idx {
-			if !wait(ctx, a.opt.PollEvery) {
-				return
-			}
-			continue
-		}
-		idx = n
-		ch := recordChange{rec: rec, index: rec.ModifyIndex, decoded: err == nil}
-		select {
-		case out <- ch:
-		case <-ctx.Done():
-			return
-		default:
-			select { // replace a version the loop has not taken yet
-			case <-out:
-			default:
-			}
-			out <- ch
-		}
-	}
+			seen = recordChange{rec: rec, index: rec.ModifyIndex, decoded: err == nil}
+			return n, nil
+		},
+		OnChange: func(uint64) { offerNewest(out, seen) },
+		Retry: func(_ error, fails int) time.Duration {
+			return policy.Backoff(200*time.Millisecond, 10*time.Second, fails)
+		},
+	}.Run(ctx)
 }
 
 // restoreRecord puts back what this agent last wrote when its record was changed

@@ -19,7 +19,7 @@ func TestAgentRestoresItsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sim.Close()
+	t.Cleanup(sim.Close)
 	h := sim.Hosts()[0]
 	other, _ := sim.Node(sim.Hosts()[1].Name)
 	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
@@ -27,12 +27,10 @@ func TestAgentRestoresItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := store.New(client.Variables(), "rollboot", "")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)}, PollEvery: 20 * time.Millisecond})
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	stop, _ := run(t, a)
 
 	var own store.HostRecord
 	waitRecord := func(what string, ok func(store.HostRecord, error) bool) {
@@ -90,10 +88,7 @@ func TestAgentRestoresItsRecord(t *testing.T) {
 			})
 		})
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // TestAgentStartsOverAGarbledRecord: an agent whose record was garbled while it
@@ -103,7 +98,7 @@ func TestAgentStartsOverAGarbledRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sim.Close()
+	t.Cleanup(sim.Close)
 	h := sim.Hosts()[0]
 	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
 	if err != nil {
@@ -114,12 +109,10 @@ func TestAgentStartsOverAGarbledRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := store.New(client.Variables(), "rollboot", "")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)}, PollEvery: 20 * time.Millisecond})
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	stop, exited := run(t, a)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		rec, err := st.Host(ctx, h.Name)
@@ -127,8 +120,8 @@ func TestAgentStartsOverAGarbledRecord(t *testing.T) {
 			break
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("the agent stopped: %v", err)
+		case <-exited:
+			t.Fatal("the agent stopped")
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -138,8 +131,5 @@ func TestAgentStartsOverAGarbledRecord(t *testing.T) {
 		sim.WaitIndex(sctx, sim.Index())
 		c()
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }

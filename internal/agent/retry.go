@@ -12,6 +12,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/watch"
 )
 
 // Backoffs of the agent's API calls. A transient error (a 5xx such as "No cluster
@@ -90,8 +91,22 @@ func (a *Agent) retry(ctx context.Context, what string, fn func() error) error {
 			d = policy.Backoff(transientBase, transientMax, attempt)
 			a.log.Warn(what+" failed; retrying", "err", err, "attempt", attempt, "retry_in", d)
 		}
-		if !wait(ctx, d) {
+		if !watch.Sleep(ctx, d) {
 			return ctx.Err()
+		}
+	}
+}
+
+// keepTrying calls try until it succeeds, waiting policy.Backoff(base, maxWait, n)
+// after the n-th failure in a row; try logs its own errors. It returns false when
+// ctx ends first.
+func keepTrying(ctx context.Context, base, maxWait time.Duration, try func() error) bool {
+	for attempt := 1; ; attempt++ {
+		if try() == nil {
+			return true
+		}
+		if !watch.Sleep(ctx, policy.Backoff(base, maxWait, attempt)) {
+			return false
 		}
 	}
 }
