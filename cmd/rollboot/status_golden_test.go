@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -117,28 +116,4 @@ func TestStatusGolden(t *testing.T) {
 	}
 	golden(t, "status.json", run("--json"))
 	golden(t, "status.txt", run())
-}
-
-// The table's Since column and a missing agent, which the emulated run above
-// cannot show without a clock, rendered at a fixed time.
-func TestStatusGoldenRender(t *testing.T) {
-	now := time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
-	v := StatusView{Hosts: []HostView{
-		{Host: "a.example.com", Group: "web", NodeID: "5f1c9a2e-0000", Roles: []string{store.RoleNomadClient, store.RoleNomadServer},
-			Phase: store.PhasePending, Since: now.Add(-90 * time.Second), RebootRequired: true, Reason: "kernel update",
-			Waiting: "waiting for a slot in group web (1/1 taken)", AgentMissing: "agent missing: allocation failed"},
-		{Host: "b", Phase: store.PhaseIdle, ManualRequest: true},
-		{Host: "c", Phase: store.PhaseRejoining, Since: now.Add(-3 * time.Hour), HoldReason: "quorum gate: vault: sealed",
-			Waiting: "quorum gate: vault: sealed", DiscoverError: "vault: timeout"},
-	}}
-	var text bytes.Buffer
-	printStatus(&text, v, now)
-	golden(t, "status_render.txt", text.String())
-	var js bytes.Buffer
-	enc := json.NewEncoder(&js)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "status_render.json", js.String())
 }
