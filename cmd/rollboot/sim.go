@@ -167,7 +167,7 @@ func runSim(ctx context.Context, w io.Writer, cfg nomadsim.Config, withJobs bool
 	}
 
 	fmt.Fprintf(w, "Nomad emulator running. Cluster address: %s\n", s.Address())
-	fmt.Fprintf(w, "Control API: %s/sim/v1/ (see docs/emulator.md)\n\n", s.Address())
+	fmt.Fprintf(w, "Control API: %s%s (see docs/emulator.md)\n\n", s.Address(), nomadsim.ControlPrefix)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tROLE\tAGENT ADDRESS\tNODE ID\tPOOL\tFOLDER")
 	for _, h := range s.HostStatuses() {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
 // lockedBuffer is an io.Writer the command writes to while the test reads.
@@ -126,5 +128,39 @@ func TestSimCommandBadFlags(t *testing.T) {
 		if err := cmd.Execute(); err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+// sim-ctl drives a running emulator through its control client: the sentinel
+// appears, the host reboots, and a refusal is an error naming the call.
+func TestSimCtlCommand(t *testing.T) {
+	s, err := nomadsim.New(nomadsim.Config{Servers: 1, Clients: 1, BootTime: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	host := s.Hosts()[1]
+	run := func(args ...string) error {
+		cmd := newSimCtlCmd()
+		cmd.SetOut(&lockedBuffer{})
+		cmd.SetErr(&lockedBuffer{})
+		cmd.SetArgs(append(args, "--address", s.Address()))
+		return cmd.Execute()
+	}
+	if err := run("need-reboot", host.Name); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.HostStatuses()[1]; !st.RebootRequired {
+		t.Fatalf("no sentinel after need-reboot: %+v", st)
+	}
+	if err := run("reboot", host.Name); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.HostStatuses()[1]; st.Up && st.Boots == host.Boots {
+		t.Fatalf("host did not reboot: %+v", st)
+	}
+	err = run("reboot", "nope")
+	if err == nil || !strings.Contains(err.Error(), "POST /sim/v1/hosts/nope/reboot: 404 Not Found") {
+		t.Fatalf("unknown host: %v", err)
 	}
 }

@@ -3,14 +3,12 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
 // newSimCtlCmd drives a running emulator's control API, so that a simulated host's
@@ -24,35 +22,24 @@ func newSimCtlCmd() *cobra.Command {
 		Hidden: true,
 	}
 	cmd.PersistentFlags().StringVar(&address, "address", "http://127.0.0.1:4646", "the emulator's address")
-	call := func(method, path string) error {
-		req, err := http.NewRequest(method, strings.TrimRight(address, "/")+path, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(body)))
-		}
-		return nil
+	client := func() nomadsim.ControlClient {
+		return nomadsim.ControlClient{Addr: address, HTTP: &http.Client{Timeout: 10 * time.Second}}
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "reboot HOST",
 		Short: "Reboot a simulated host",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return call(http.MethodPost, "/sim/v1/hosts/"+url.PathEscape(args[0])+"/reboot")
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := client().Reboot(cmd.Context(), args[0])
+			return err
 		},
 	}, &cobra.Command{
 		Use:   "need-reboot HOST",
 		Short: "Create a simulated host's reboot-required sentinel",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return call(http.MethodPut, "/sim/v1/hosts/"+url.PathEscape(args[0])+"/reboot-required")
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := client().SetRebootRequired(cmd.Context(), args[0], "")
+			return err
 		},
 	})
 	return cmd

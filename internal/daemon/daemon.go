@@ -17,7 +17,7 @@ import (
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/deadline"
-	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -130,7 +130,7 @@ type AgentOptions struct {
 	// Local replaces the clients of the host's local Consul and Vault agents
 	// (default: from CONSUL_HTTP_ADDR, VAULT_ADDR and the rest of their usual
 	// environment); Clusters replaces the coordinator's cluster clients.
-	Local    *health.Local
+	Local    *discovery.Local
 	Clusters coordinator.ClusterAccess
 }
 
@@ -176,7 +176,7 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 	}
 	local := opt.Local
 	if local == nil {
-		l, err := health.LocalFromEnv()
+		l, err := discovery.LocalFromEnv()
 		if err != nil {
 			return err
 		}

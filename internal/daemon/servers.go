@@ -9,21 +9,23 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/rollboot/rollboot/internal/deadline"
+	"github.com/rollboot/rollboot/internal/discovery"
+	"github.com/rollboot/rollboot/internal/handover"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // ServerProbe implements agent.ServerProbe over the host's local agents.
-type ServerProbe struct{ Local health.Local }
+type ServerProbe struct{ Local discovery.Local }
 
 // Discover asks the local agents which servers run on the host.
 func (p ServerProbe) Discover(ctx context.Context) ([]string, []store.Server, error) {
-	r, err := health.Discover(ctx, p.Local)
+	r, err := discovery.Discover(ctx, p.Local)
 	if err != nil {
 		return nil, nil, err
 	}
 	var servers []store.Server
-	for _, s := range []*health.ServerRole{r.Nomad, r.Consul, r.Vault} {
+	for _, s := range []*discovery.ServerRole{r.Nomad, r.Consul, r.Vault} {
 		if s != nil && s.ID != "" {
 			servers = append(servers, store.Server{Product: string(s.Product), Cluster: s.Cluster, ID: s.ID})
 		}
@@ -48,7 +50,7 @@ func (p ServerProbe) ConsulMaintenance(ctx context.Context, enable bool, reason 
 	if p.Local.Consul == nil {
 		return nil
 	}
-	return health.ConsulMaintenance(ctx, p.Local.Consul.Agent(), enable, reason)
+	return handover.ConsulMaintenance(ctx, p.Local.Consul.Agent(), enable, reason)
 }
 
 // Clusters implements coordinator.ClusterAccess with cluster-wide clients: the
@@ -97,11 +99,11 @@ func (c *Clusters) Read(ctx context.Context, product, cluster string) health.Clu
 func (c *Clusters) HandOver(ctx context.Context, product, serverID string) error {
 	switch health.Product(product) {
 	case health.Nomad:
-		return health.HandOverNomad(ctx, c.Nomad.Operator(), serverID)
+		return handover.Nomad(ctx, c.Nomad.Operator(), serverID)
 	case health.Consul:
-		return health.HandOverConsul(ctx, c.Consul.Operator(), serverID)
+		return handover.Consul(ctx, c.Consul.Operator(), serverID)
 	case health.Vault:
-		return health.StepDownVault(ctx, c.Vault.Sys(), serverID)
+		return handover.Vault(ctx, c.Vault.Sys(), serverID)
 	}
 	return fmt.Errorf("unknown product %q", product)
 }

@@ -25,7 +25,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
-	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simhost"
@@ -462,8 +462,8 @@ func demoClusters(sim *nomadsim.Sim) (*daemon.Clusters, error) {
 
 // hostLocal are the clients of a host's own Consul and Vault agents (none on a
 // host without them).
-func hostLocal(h nomadsim.Host) (*health.Local, error) {
-	l := &health.Local{Hostname: h.Name}
+func hostLocal(h nomadsim.Host) (*discovery.Local, error) {
+	l := &discovery.Local{Hostname: h.Name}
 	if h.ConsulAddr != "" {
 		cc := consulapi.DefaultConfig()
 		cc.Address = "http://" + h.ConsulAddr

@@ -2,15 +2,16 @@
 // reboot a Nomad, Consul or Vault server unless its cluster is healthy and can lose
 // one more server, and do not call a rebooted server back until it rejoined.
 //
-// The package has three layers:
+// The package has two layers:
 //
 //   - pure decisions (this file): PreRebootGate, PostRebootGate and NeedsHandOver
 //     are functions of an observed ClusterHealth, table-tested without I/O;
 //   - thin readers (nomad.go, consul.go, vault.go) that turn each product's
-//     autopilot view into a ClusterHealth, and hand-over actions that move a
-//     leader (or the active Vault node) off a host before it reboots;
-//   - role discovery (discover.go): which servers run on this host, from its
-//     local agents.
+//     autopilot view into a ClusterHealth.
+//
+// Which servers run on a host is package discovery's; moving a leader off a host
+// before it reboots is package handover's (it returns this package's
+// DeniedError).
 //
 // "At most one server per cluster at once" is not decided here: the coordinator
 // grants at most one server host per (Product, Cluster) and asks these gates first.
@@ -74,7 +75,9 @@ func (h ClusterHealth) Server(id string) (ServerHealth, bool) {
 	return ServerHealth{}, false
 }
 
-func (h ClusterHealth) label() string {
+// Label names the cluster in reasons and errors: the product, and the cluster
+// name when known (nomad "global").
+func (h ClusterHealth) Label() string {
 	if h.Cluster == "" {
 		return string(h.Product)
 	}
@@ -95,13 +98,13 @@ func serverLabel(s ServerHealth) string {
 // why a closed gate is closed, or what was checked for an open one.
 func PreRebootGate(h ClusterHealth, serverID string) (ok bool, reason string) {
 	if h.Err != nil {
-		return false, fmt.Sprintf("%s health unknown: %v", h.label(), h.Err)
+		return false, fmt.Sprintf("%s health unknown: %v", h.Label(), h.Err)
 	}
 	if len(h.Servers) == 0 {
 		return false, noAutopilotState(h)
 	}
 	if _, found := h.Server(serverID); !found {
-		return false, fmt.Sprintf("%s: server %s is not in the Raft configuration", h.label(), serverID)
+		return false, fmt.Sprintf("%s: server %s is not in the Raft configuration", h.Label(), serverID)
 	}
 	var unhealthy, sealed []string
 	for _, s := range h.Servers {
@@ -119,17 +122,17 @@ func PreRebootGate(h ClusterHealth, serverID string) (ok bool, reason string) {
 	sort.Strings(sealed)
 	switch {
 	case len(sealed) > 0:
-		return false, fmt.Sprintf("%s: other server sealed: %s", h.label(), strings.Join(sealed, ", "))
+		return false, fmt.Sprintf("%s: other server sealed: %s", h.Label(), strings.Join(sealed, ", "))
 	case len(unhealthy) > 0:
-		return false, fmt.Sprintf("%s: other server not healthy: %s", h.label(), strings.Join(unhealthy, ", "))
+		return false, fmt.Sprintf("%s: other server not healthy: %s", h.Label(), strings.Join(unhealthy, ", "))
 	case h.Leader == "":
-		return false, fmt.Sprintf("%s: no leader", h.label())
+		return false, fmt.Sprintf("%s: no leader", h.Label())
 	case !h.Healthy:
-		return false, fmt.Sprintf("%s: cluster not healthy", h.label())
+		return false, fmt.Sprintf("%s: cluster not healthy", h.Label())
 	case h.FailureTolerance < 1:
-		return false, fmt.Sprintf("%s: failure tolerance %d, cannot lose a server", h.label(), h.FailureTolerance)
+		return false, fmt.Sprintf("%s: failure tolerance %d, cannot lose a server", h.Label(), h.FailureTolerance)
 	}
-	return true, fmt.Sprintf("%s: healthy, failure tolerance %d", h.label(), h.FailureTolerance)
+	return true, fmt.Sprintf("%s: healthy, failure tolerance %d", h.Label(), h.FailureTolerance)
 }
 
 // PostRebootGate says whether server serverID is back after its host rebooted: it
@@ -144,35 +147,35 @@ func PreRebootGate(h ClusterHealth, serverID string) (ok bool, reason string) {
 // the slot earlier would let the next server host reboot with a quorum of two.
 func PostRebootGate(h ClusterHealth, serverID string, now time.Time, minStable time.Duration) (ok bool, reason string) {
 	if h.Err != nil {
-		return false, fmt.Sprintf("%s health unknown: %v", h.label(), h.Err)
+		return false, fmt.Sprintf("%s health unknown: %v", h.Label(), h.Err)
 	}
 	s, found := h.Server(serverID)
 	switch {
 	case len(h.Servers) == 0:
 		return false, noAutopilotState(h)
 	case !found:
-		return false, fmt.Sprintf("%s: server %s is not back in the Raft configuration", h.label(), serverID)
+		return false, fmt.Sprintf("%s: server %s is not back in the Raft configuration", h.Label(), serverID)
 	case s.Sealed:
-		return false, fmt.Sprintf("%s: server %s is sealed: an unseal is needed", h.label(), serverLabel(s))
+		return false, fmt.Sprintf("%s: server %s is sealed: an unseal is needed", h.Label(), serverLabel(s))
 	case !s.Healthy:
-		return false, fmt.Sprintf("%s: server %s is not healthy yet", h.label(), serverLabel(s))
+		return false, fmt.Sprintf("%s: server %s is not healthy yet", h.Label(), serverLabel(s))
 	case !s.Voter:
-		return false, fmt.Sprintf("%s: server %s is back as a non-voter: waiting for autopilot to promote it", h.label(), serverLabel(s))
+		return false, fmt.Sprintf("%s: server %s is back as a non-voter: waiting for autopilot to promote it", h.Label(), serverLabel(s))
 	case s.StableSince.IsZero() || now.Sub(s.StableSince) < minStable:
-		return false, fmt.Sprintf("%s: server %s healthy for %s, needs %s", h.label(), serverLabel(s),
+		return false, fmt.Sprintf("%s: server %s healthy for %s, needs %s", h.Label(), serverLabel(s),
 			max(0, now.Sub(s.StableSince)).Round(time.Millisecond), minStable)
 	case h.Leader == "":
-		return false, fmt.Sprintf("%s: no leader", h.label())
+		return false, fmt.Sprintf("%s: no leader", h.Label())
 	case !h.Healthy:
-		return false, fmt.Sprintf("%s: cluster not healthy", h.label())
+		return false, fmt.Sprintf("%s: cluster not healthy", h.Label())
 	}
-	return true, fmt.Sprintf("%s: server %s back and stable", h.label(), serverLabel(s))
+	return true, fmt.Sprintf("%s: server %s back and stable", h.Label(), serverLabel(s))
 }
 
 // noAutopilotState is the reason for a health reply without servers: a new
 // leader's autopilot reports an empty state until its first pass.
 func noAutopilotState(h ClusterHealth) string {
-	return fmt.Sprintf("%s: autopilot reports no servers yet (a new leader's first pass has not run)", h.label())
+	return fmt.Sprintf("%s: autopilot reports no servers yet (a new leader's first pass has not run)", h.Label())
 }
 
 // NeedsHandOver reports whether serverID leads its cluster (for Vault: is the

@@ -1,16 +1,11 @@
 package health
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
-
-	consulapi "github.com/hashicorp/consul/api"
-	vaultapi "github.com/hashicorp/vault/api"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -165,55 +160,5 @@ func TestDeniedError(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "management token") {
 		t.Fatalf("message: %v", err)
-	}
-}
-
-func TestIsLocalAddress(t *testing.T) {
-	tests := []struct {
-		addr    string
-		want    bool
-		wantErr bool
-	}{
-		{"http://127.0.0.1:8200", true, false},
-		{"https://localhost:8501", true, false},
-		{"127.0.0.1:8500", true, false},
-		{"http://[::1]:8200", true, false},
-		{"unix:///run/vault.sock", true, false},
-		{"http://0.0.0.0:8500", true, false},
-		// A cluster address elsewhere answers for another node.
-		{"https://192.0.2.10:8200", false, false},
-		// A name that cannot be looked up is no answer: an error, never "elsewhere".
-		{"https://vault.invalid:8200", false, true},
-		{"http://%zz:8200", false, true},
-	}
-	for _, tc := range tests {
-		got, err := IsLocalAddress(context.Background(), net.DefaultResolver, tc.addr)
-		if got != tc.want || (err != nil) != tc.wantErr {
-			t.Errorf("IsLocalAddress(%q) = %v, %v; want %v, error %v", tc.addr, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
-
-// A Vault or Consul address that is not this machine (a cluster address) answers
-// for another node: Discover must not take that node's role as this host's.
-func TestDiscoverIgnoresRemoteAddresses(t *testing.T) {
-	vc := vaultapi.DefaultConfig()
-	vc.Address = "https://192.0.2.10:8200"
-	v, err := vaultapi.NewClient(vc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := consulapi.DefaultConfig()
-	cc.Address = "192.0.2.11:8500"
-	c, err := consulapi.NewClient(cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Discover(context.Background(), Local{Vault: v, Consul: c, ConsulAddr: cc.Address})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Vault != nil || r.Consul != nil {
-		t.Errorf("roles from remote addresses: %+v", r)
 	}
 }

@@ -15,12 +15,6 @@ type NomadAutopilot interface {
 	AutopilotServerHealth(q *nomadapi.QueryOptions) (*nomadapi.OperatorHealthReply, *nomadapi.QueryMeta, error)
 }
 
-// NomadOperator is the part of *nomadapi.Operator that HandOverNomad uses.
-type NomadOperator interface {
-	NomadAutopilot
-	RaftTransferLeadershipByID(id string, q *nomadapi.WriteOptions) error
-}
-
 // ReadNomad reads GET /v1/operator/autopilot/health (operator:read) of the Nomad
 // region (the client's default when region is ""). Nomad answers 429 with the same
 // body when the cluster is unhealthy, and its Go client turns every non-200 into
@@ -62,30 +56,4 @@ func nomadHealthFrom429(err error) (*nomadapi.OperatorHealthReply, error) {
 		return nil, fmt.Errorf("decode 429 body: %v: %w", jerr, err)
 	}
 	return &reply, nil
-}
-
-// HandOverNomad moves the Nomad leadership off serverID (a Raft ID) to the healthy
-// voter with the lowest ID, with PUT /v1/operator/raft/transfer-leadership, then
-// waits (bounded by ctx) until a leader other than serverID is elected. It does
-// nothing when serverID does not lead. Transferring needs a management token: a
-// 403 (of the transfer, or of the autopilot read before it) is returned as a
-// *DeniedError (errors.Is(err, ErrDenied)).
-func HandOverNomad(ctx context.Context, op NomadOperator, serverID string) error {
-	h := ReadNomad(ctx, op, "")
-	if h.Err != nil {
-		return denied(Nomad, "hand-over: read autopilot health", "operator:read", h.Err)
-	}
-	if !NeedsHandOver(h, serverID) {
-		return nil
-	}
-	target, err := pickTarget(h, serverID)
-	if err != nil {
-		return fmt.Errorf("hand over nomad leadership: %w", err)
-	}
-	if err := op.RaftTransferLeadershipByID(target, (&nomadapi.WriteOptions{}).WithContext(ctx)); err != nil {
-		return denied(Nomad, fmt.Sprintf("transfer leadership from %s to %s", serverID, target), "a management token", err)
-	}
-	return poll(ctx, "a new nomad leader", func() (bool, error) {
-		return newLeaderElsewhere(ReadNomad(ctx, op, ""), serverID)
-	})
 }

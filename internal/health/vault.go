@@ -22,12 +22,6 @@ type VaultAutopilot interface {
 	RaftAutopilotStateWithContext(ctx context.Context) (*vaultapi.AutopilotState, error)
 }
 
-// VaultStepDown is the part of *vaultapi.Sys that StepDownVault uses.
-type VaultStepDown interface {
-	VaultAutopilot
-	StepDownWithContext(ctx context.Context) error
-}
-
 // ReadVault reads GET /v1/sys/storage/raft/autopilot/state (needs a token with
 // read on it; forwarded to the active node) and the cluster name from sys/health
 // of the cluster address. Vault's autopilot has no API address per server, so the
@@ -91,28 +85,4 @@ func ReadVault(ctx context.Context, sys VaultAutopilot, nodes map[string]VaultHe
 		out.Servers = append(out.Servers, sh)
 	}
 	return out
-}
-
-// StepDownVault makes the active Vault node nodeID step down (PUT sys/step-down,
-// update+sudo; a standby forwards it to whichever node is active, so the active
-// node is checked first) and waits (bounded by ctx) until another node is active.
-// It does nothing when nodeID is not active. A 403 (of the step-down, or of the
-// autopilot read before it) is a *DeniedError.
-func StepDownVault(ctx context.Context, sys VaultStepDown, nodeID string) error {
-	h := ReadVault(ctx, sys, nil)
-	if h.Err != nil {
-		return denied(Vault, "step-down: read autopilot state", "read on sys/storage/raft/autopilot/state", h.Err)
-	}
-	if !NeedsHandOver(h, nodeID) {
-		return nil
-	}
-	if _, err := pickTarget(h, nodeID); err != nil {
-		return fmt.Errorf("vault step-down: %w", err)
-	}
-	if err := sys.StepDownWithContext(ctx); err != nil {
-		return denied(Vault, "step-down of "+nodeID, "update and sudo on sys/step-down", err)
-	}
-	return poll(ctx, "a new active vault node", func() (bool, error) {
-		return newLeaderElsewhere(ReadVault(ctx, sys, nil), nodeID)
-	})
 }

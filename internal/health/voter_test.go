@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
 func nonVoter(id string) func(*ClusterHealth) {
@@ -69,65 +67,5 @@ func TestPreRebootGateEmptyState(t *testing.T) {
 	ok, reason := PreRebootGate(cluster(Consul, 3, emptyState), "s2")
 	if ok || !strings.Contains(reason, "autopilot reports no servers yet") {
 		t.Fatalf("got %v %q", ok, reason)
-	}
-}
-
-// Through the readers and the emulator: a rebooted server host's Nomad and Consul
-// servers come back as non-voters, and the gate opens only once autopilot promoted
-// them.
-func TestPostRebootGateSeesNonVoter(t *testing.T) {
-	s, err := nomadsim.New(nomadsim.Config{Servers: 3, ConsulServers: true, BootTime: time.Second,
-		ServerStabilizeTime: 100 * time.Millisecond, AutopilotInterval: 50 * time.Millisecond,
-		AutopilotStabilizationTime: 1500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	ctx := testCtx(t)
-	nomad := nomadClient(t, s.Address(), "").Operator()
-	consul := consulClient(t, s.ConsulAddress()).Operator()
-	var host string
-	for _, h := range s.Hosts() {
-		if h.Server != nil && h.Name != lastLeaderHost(s, nomadsim.EventLeader) && h.Name != s.ConsulLeader() {
-			host = h.Name
-		}
-	}
-	if err := s.Reboot(host); err != nil {
-		t.Fatal(err)
-	}
-	reads := map[Product]func() ClusterHealth{
-		Nomad:  func() ClusterHealth { return ReadNomad(ctx, nomad, "") },
-		Consul: func() ClusterHealth { return ReadConsul(ctx, consul, "") },
-	}
-	// Both products are watched at once: their non-voter phases overlap in time.
-	sawNonVoter, open := map[Product]bool{}, map[Product]bool{}
-	err = poll(ctx, "both servers back as voters", func() (bool, error) {
-		for p, read := range reads {
-			h := read()
-			srv, found := serverByName(h, host)
-			if !found || open[p] {
-				continue
-			}
-			ok, why := PostRebootGate(h, srv.ID, time.Now(), 0)
-			switch {
-			case !srv.Voter && srv.Healthy:
-				sawNonVoter[p] = true
-				if ok || !strings.Contains(why, "non-voter") {
-					t.Errorf("%s: gate %v %q for a non-voter", p, ok, why)
-				}
-			case ok:
-				if !srv.Voter || h.FailureTolerance != 1 {
-					t.Errorf("%s: gate open with %+v, tolerance %d", p, srv, h.FailureTolerance)
-				}
-				open[p] = true
-			}
-		}
-		return open[Nomad] && open[Consul], nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sawNonVoter[Nomad] || !sawNonVoter[Consul] {
-		t.Fatalf("no non-voter phase seen: %v", sawNonVoter)
 	}
 }

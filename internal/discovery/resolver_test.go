@@ -1,4 +1,4 @@
-package health
+package discovery
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/health/healthtest"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
@@ -49,7 +50,7 @@ func TestDiscoverResolver(t *testing.T) {
 	consulByName := "consul.service.example:" + port
 	// The host's Consul agent, known by a name the resolver must look up.
 	byName := func(r Resolver) Local {
-		return Local{Consul: consulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
+		return Local{Consul: healthtest.ConsulClient(t, h.ConsulAddr), ConsulAddr: consulByName, Resolver: r}
 	}
 	tests := []struct {
 		name     string
@@ -75,13 +76,13 @@ func TestDiscoverResolver(t *testing.T) {
 			local: byName},
 		{name: "vault: lookup fails", resolver: &fakeResolver{err: errors.New("no such host")},
 			local: func(r Resolver) Local {
-				return Local{Vault: vaultClient(t, "http://vault.service.example:8200"), Resolver: r}
+				return Local{Vault: healthtest.VaultClient(t, "http://vault.service.example:8200"), Resolver: r}
 			},
 			wantErr: "discover vault: is http://vault.service.example:8200 this host: look up vault.service.example"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := healthtest.Ctx(t)
 			if tc.timeout > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, tc.timeout)

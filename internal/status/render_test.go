@@ -1,7 +1,10 @@
-package main
+package status
 
 import (
 	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,11 +46,13 @@ func TestStatusShowsHoldAndFailure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := HostView{Host: tc.rec.Host, Phase: store.PhaseIdle}
+			v := Host{Host: tc.rec.Host, Phase: store.PhaseIdle}
 			fillPlan(&v, tc.plan)
 			fillAgentReport(&v, tc.rec)
 			var b bytes.Buffer
-			printStatus(&b, StatusView{Hosts: []HostView{v}}, at)
+			if err := WriteText(&b, View{Hosts: []Host{v}}, at); err != nil {
+				t.Fatal(err)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(b.String(), w) {
 					t.Errorf("status:\n%s\nwant %q", b.String(), w)
@@ -58,4 +63,48 @@ func TestStatusShowsHoldAndFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// The table's Since column and a missing agent, which cmd/rollboot's TestStatusGolden (the
+// command run against the emulator) cannot show without a clock, rendered at a fixed time.
+func TestStatusGoldenRender(t *testing.T) {
+	now := time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
+	v := View{Hosts: []Host{
+		{Host: "a.example.com", Group: "web", NodeID: "5f1c9a2e-0000", Roles: []string{store.RoleNomadClient, store.RoleNomadServer},
+			Phase: store.PhasePending, Since: now.Add(-90 * time.Second), RebootRequired: true, Reason: "kernel update",
+			Waiting: "waiting for a slot in group web (1/1 taken)", AgentMissing: "agent missing: allocation failed"},
+		{Host: "b", Phase: store.PhaseIdle, ManualRequest: true},
+		{Host: "c", Phase: store.PhaseRejoining, Since: now.Add(-3 * time.Hour), HoldReason: "quorum gate: vault: sealed",
+			Waiting: "quorum gate: vault: sealed", DiscoverError: "vault: timeout"},
+	}}
+	var text bytes.Buffer
+	if err := WriteText(&text, v, now); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "render.txt", text.String())
+	var js bytes.Buffer
+	if err := WriteJSON(&js, v); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "render.json", js.String())
 }

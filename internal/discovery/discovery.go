@@ -1,12 +1,18 @@
-package health
+// Package discovery finds which Nomad, Consul and Vault servers run on this host,
+// by asking the host's local agents. It fails closed: any failure but a refused
+// connection (nothing listens) is an error, never "no server here", since a
+// server that goes unseen would skip its quorum gate.
+package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -14,6 +20,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/rollboot/rollboot/internal/deadline"
+	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -85,7 +92,7 @@ func LocalFromEnv() (Local, error) {
 
 // ServerRole is one server that runs on this host.
 type ServerRole struct {
-	Product Product
+	Product health.Product
 	// Cluster is the Nomad region, the Consul datacenter or the Vault cluster name
 	// ("" for a sealed Vault node: Vault only tells it when unsealed).
 	Cluster string
@@ -179,7 +186,7 @@ func discoverNomad(ctx context.Context, c *nomadapi.Client) (*ServerRole, string
 	if self.Stats["nomad"]["server"] != "true" {
 		return nil, nodeID, nil
 	}
-	role := &ServerRole{Product: Nomad, ID: self.Member.Tags["id"], Name: self.Member.Name,
+	role := &ServerRole{Product: health.Nomad, ID: self.Member.Tags["id"], Name: self.Member.Name,
 		Cluster: self.Member.Tags["region"]}
 	if role.Cluster == "" {
 		role.Cluster, _ = self.Config["Region"].(string)
@@ -209,7 +216,7 @@ func discoverConsul(ctx context.Context, c *consulapi.Client) (*ServerRole, erro
 	nodeName, _ := cfg["NodeName"].(string)
 	nodeID, _ := cfg["NodeID"].(string)
 	dc, _ := cfg["Datacenter"].(string)
-	role := &ServerRole{Product: Consul, Cluster: dc, Name: nodeName}
+	role := &ServerRole{Product: health.Consul, Cluster: dc, Name: nodeName}
 	rc, err := c.Operator().RaftGetConfiguration((&consulapi.QueryOptions{AllowStale: true}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("discover consul: raft configuration: %w", err)
@@ -243,7 +250,7 @@ func discoverVault(ctx context.Context, l Local) (*ServerRole, error) {
 		}
 		return nil, fmt.Errorf("discover vault: sys/health: %w", err)
 	}
-	role := &ServerRole{Product: Vault, Cluster: hr.ClusterName}
+	role := &ServerRole{Product: health.Vault, Cluster: hr.ClusterName}
 	switch {
 	case l.VaultNodeID != "":
 		role.ID = l.VaultNodeID
@@ -334,4 +341,11 @@ func IsLocalAddress(ctx context.Context, r Resolver, addr string) (bool, error) 
 		}
 	}
 	return false, nil
+}
+
+// isRefused reports whether err means that nothing listens at the address (the
+// connection was refused). A dropped connection, a timeout, a TLS or HTTP error is
+// not refused.
+func isRefused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED)
 }

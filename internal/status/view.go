@@ -1,0 +1,144 @@
+// Package status is the view of a rollout that `rollboot status` prints: every
+// host's phase and why it waits, and what the coordinator skips (records it
+// cannot use, unreadable control entries and plans, agents that do not run).
+//
+// Build is a pure function of the stored records; Read reads them through narrow
+// interfaces over the store and Nomad and adds the coordinator's own checks;
+// WriteText and WriteJSON render the view. The CLI uses it, and so can anything
+// else that shows the rollout (a status page, metrics).
+package status
+
+import (
+	"sort"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Host is one row of the status.
+type Host struct {
+	Host           string    `json:"host"`
+	Group          string    `json:"group,omitempty"`
+	NodeID         string    `json:"node_id,omitempty"`
+	Roles          []string  `json:"roles,omitempty"`
+	FleetLockID    string    `json:"fleetlock_id,omitempty"`
+	BootID         string    `json:"boot_id,omitempty"`
+	Phase          string    `json:"phase"`
+	Since          time.Time `json:"since,omitzero"`
+	RebootRequired bool      `json:"reboot_required"`
+	Reason         string    `json:"reason,omitempty"`
+	RequestedAt    time.Time `json:"requested_at,omitzero"`
+	Waiting        string    `json:"waiting,omitempty"`
+	LastError      string    `json:"last_error,omitempty"`
+	DetectError    string    `json:"detect_error,omitempty"`
+	DiscoverError  string    `json:"discover_error,omitempty"`
+	ManualRequest  bool      `json:"manual_request,omitempty"`
+	// AgentMissing says why the host's agent is known not to run.
+	AgentMissing string `json:"agent_missing,omitempty"`
+	// RecordIgnored says why the coordinator does not use the host's record.
+	RecordIgnored string `json:"record_ignored,omitempty"`
+	// HoldReason: the agent holds the reboot at its final go/no-go, and why.
+	HoldReason string `json:"hold_reason,omitempty"`
+	// Failure is the host's last failed reboot attempt, as its agent reported it.
+	Failure *Failure `json:"failure,omitempty"`
+}
+
+// Failure is a failed reboot attempt.
+type Failure struct {
+	Grant      string    `json:"grant"`
+	Step       string    `json:"step"`
+	ExitStatus int       `json:"exit_status"`
+	Message    string    `json:"message"`
+	At         time.Time `json:"at,omitzero"`
+}
+
+// View is the whole status, as `rollboot status -json` prints it.
+type View struct {
+	Paused      bool   `json:"paused"`
+	PauseReason string `json:"pause_reason,omitempty"`
+	Hosts       []Host `json:"hosts"`
+	// Ignored are the host records that cannot be used (skipped), and why.
+	Ignored []store.BadRecord `json:"ignored_records,omitempty"`
+	// ControlProblems are the control entries that cannot be read (skipped).
+	ControlProblems []string `json:"control_problems,omitempty"`
+	// PlanProblems are plans with items that cannot be read (read as zero).
+	PlanProblems []store.BadRecord `json:"plan_problems,omitempty"`
+	// AgentCheck says how agents were checked, when they could not be.
+	AgentCheck string `json:"agent_check,omitempty"`
+}
+
+// Build is the view of the host records, plans and control state: a row for
+// every host with a record, a plan or a manual request, in name order.
+func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Control) View {
+	out := View{Paused: ctl.Paused, PauseReason: ctl.PauseReason, Hosts: []Host{}}
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		seen[h.Host] = true
+		v := Host{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, FleetLockID: h.FleetLockID, BootID: h.BootID, Phase: store.PhaseIdle,
+			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, DetectError: h.DetectError,
+			DiscoverError: h.DiscoverError}
+		if p, ok := plans[h.Host]; ok {
+			fillPlan(&v, p)
+		}
+		_, v.ManualRequest = ctl.Requests[h.Host]
+		fillAgentReport(&v, h)
+		out.Hosts = append(out.Hosts, v)
+	}
+	for name, p := range plans {
+		if !seen[name] {
+			v := Host{Host: name}
+			fillPlan(&v, p)
+			out.Hosts = append(out.Hosts, v)
+		}
+	}
+	for name := range ctl.Requests {
+		if !seen[name] && plans[name].Host == "" {
+			out.Hosts = append(out.Hosts, Host{Host: name, Phase: store.PhaseIdle, ManualRequest: true, Waiting: "no agent has published this host"})
+		}
+	}
+	sort.Slice(out.Hosts, func(i, j int) bool { return out.Hosts[i].Host < out.Hosts[j].Host })
+	return out
+}
+
+func fillPlan(v *Host, p store.Plan) {
+	v.Group, v.Phase, v.Since, v.Waiting, v.LastError = p.Group, p.Phase, p.PhaseSince, p.Waiting, p.LastError
+	if v.NodeID == "" {
+		v.NodeID = p.NodeID
+	}
+	if v.Reason == "" {
+		v.Reason = p.Reason
+	}
+}
+
+// fillAgentReport adds the agent's hold and last failure to the row.
+func fillAgentReport(v *Host, h store.HostRecord) {
+	if h.HoldReason != "" && h.RebootingGrant != "" {
+		v.HoldReason = h.HoldReason
+	}
+	if f := h.Failure; f != nil {
+		v.Failure = &Failure{Grant: f.Grant, Step: f.Step, ExitStatus: f.ExitStatus, Message: f.Message, At: f.At}
+	}
+}
+
+// markIgnored shows each ignored record on its host's row; a host whose only
+// record does not decode has no row yet: it gets one.
+func markIgnored(s *View) {
+	why := map[string]string{}
+	for _, b := range s.Ignored {
+		why[b.Host] = b.Err
+	}
+	for i := range s.Hosts {
+		s.Hosts[i].RecordIgnored = why[s.Hosts[i].Host]
+	}
+	seen := map[string]bool{}
+	for _, h := range s.Hosts {
+		seen[h.Host] = true
+	}
+	for _, b := range s.Ignored {
+		if !seen[b.Host] {
+			s.Hosts = append(s.Hosts, Host{Host: b.Host, Phase: store.PhaseIdle, RecordIgnored: b.Err})
+			seen[b.Host] = true
+		}
+	}
+	sort.Slice(s.Hosts, func(i, j int) bool { return s.Hosts[i].Host < s.Hosts[j].Host })
+}
