@@ -388,13 +388,25 @@ func TestEligibility(t *testing.T) {
 		t.Fatalf("node %s %+v", n.SchedulingEligibility, lastEvent(n))
 	}
 
-	// Eligible while draining is refused.
+	// Eligible while draining is refused. The drain must still be running when
+	// the toggle comes, so wait for the batch allocation that keeps it busy: it is
+	// placed only once the node is eligible again.
 	if err := s.AddJob(JobSpec{ID: "forever", Type: "batch"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Nodes().ToggleEligibility(id, true, nil); err != nil {
 		t.Fatal(err)
 	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	waitAllocs(wctx, t, c, id, func(as []*api.Allocation) bool {
+		for _, a := range as {
+			if a.JobID == "forever" && a.ClientStatus == "running" {
+				return true
+			}
+		}
+		return false
+	})
 	if _, err := c.Nodes().UpdateDrain(id, &api.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
