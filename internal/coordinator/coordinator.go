@@ -1,8 +1,10 @@
 // Package coordinator runs rollboot's policy brain: a level-triggered reconcile loop
-// that reads the hosts' records, the Nomad nodes and its own plans, decides with the
-// pure phase machine (decide.go) and the group budgets (package policy), and applies
-// idempotent steps to Nomad. A coordinator killed at any instant and replaced by
-// another continues from what is stored.
+// whose every pass observes (observe.go: the hosts' records, the Nomad nodes, its own
+// plans, the server clusters' health, into a snapshot), admits (admit.go: the group
+// budgets of package policy and rollboot's own rules, pure), decides with the pure
+// phase machine (decide.go) and applies idempotent steps to Nomad in a crash-safe
+// order (apply.go). A coordinator killed at any instant and replaced by another
+// continues from what is stored.
 package coordinator
 
 import (

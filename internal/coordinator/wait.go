@@ -9,28 +9,28 @@ type WaitKind int
 const (
 	NotWaiting WaitKind = iota
 
-	// Pending: before admission (decide.go).
-	WaitRebootLoop      // Detail: the plan's last error, which says until when
-	WaitBackoff         // Detail: "<time>" or "<time>: <last error>"
-	WaitPaused          //
-	WaitNoRecord        //
-	WaitServerNoGates   // Detail: the server role
-	WaitNodeNotReady    // Detail: the node's status
-	WaitForeignDrain    //
-	WaitSlot            // not admitted, with no reason given by admission
-	WaitAgentNotOnNode  // Detail: the agent's job
-	WaitGroupBudget     // Detail: package policy's reason (window, budget, FIFO order)
-	WaitAgentMissing    // Detail: MissingAgents' reason
-	WaitLastCandidate   //
-	WaitRolesUnknown    // Detail: the agent's discovery error
-	WaitRaftIDUnknown   // Detail: the server role
-	WaitNoQuorumGates   //
+	// A pending host (decide.go, admit.go).
+	WaitRebootLoop // Detail: the plan's last error, which says until when
+	WaitBackoff    // Detail: "<time>" or "<time>: <last error>"
+	WaitPaused
+	WaitNoRecord
+	WaitServerNoGates // Detail: the server role
+	WaitNodeNotReady  // Detail: the node's status
+	WaitForeignDrain
+	WaitSlot           // not admitted, with no reason given by admission
+	WaitAgentNotOnNode // Detail: the agent's job
+	WaitGroupBudget    // Detail: package policy's reason (window, budget, FIFO order)
+	WaitAgentMissing   // Detail: MissingAgents' reason
+	WaitLastCandidate
+	WaitRolesUnknown  // Detail: the agent's discovery error
+	WaitRaftIDUnknown // Detail: the server role
+	WaitNoQuorumGates
 	WaitServerOut       // Detail: "<product> server of <cluster> on <host>"
 	WaitVaultSealed     // Detail: the host whose Vault is sealed
 	WaitPreRebootGate   // Detail: health.PreRebootGate's reason
 	WaitHandOverRefused // Detail: the refusal
 
-	// Out of service.
+	// A host out of service.
 	WaitNodeNotFound
 	WaitDrainStarting
 	WaitDraining
