@@ -1,8 +1,10 @@
 // Package coordinator runs rollboot's policy brain: a level-triggered reconcile loop
-// that reads the hosts' records, the Nomad nodes and its own plans, decides with the
-// pure phase machine (decide.go) and the group budgets (package policy), and applies
-// idempotent steps to Nomad. A coordinator killed at any instant and replaced by
-// another continues from what is stored.
+// whose every pass observes (observe.go: the hosts' records, the Nomad nodes, its own
+// plans, the server clusters' health, into a snapshot), admits (admit.go: the group
+// budgets of package policy and rollboot's own rules, pure), decides with the pure
+// phase machine (decide.go) and applies idempotent steps to Nomad in a crash-safe
+// order (apply.go). A coordinator killed at any instant and replaced by another
+// continues from what is stored.
 package coordinator
 
 import (
@@ -13,8 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -24,6 +24,7 @@ import (
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watch"
 )
 
 // NodesAPI is the part of the Nomad nodes API the coordinator uses; *api.Nodes
@@ -89,9 +90,8 @@ type Coordinator struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu     sync.Mutex
-	plans  map[string]store.Plan // our own writes; loaded on start
-	status []HostStatus
+	mu    sync.Mutex
+	plans map[string]store.Plan // our own writes; loaded on start
 	// noHandOver: hand-overs refused for lack of permission, by host/product, with
 	// the refusal.
 	noHandOver map[string]string
@@ -124,25 +124,6 @@ func New(opt Options) *Coordinator {
 	return c
 }
 
-// HostStatus is the coordinator's view of one host after a reconcile.
-type HostStatus struct {
-	Host    string
-	Group   string
-	Phase   string
-	Since   time.Time
-	Waiting string
-	// AgentMissing says why the host's agent is known not to run ("" if it runs
-	// or cannot be told).
-	AgentMissing string
-}
-
-// Status returns what the last reconcile saw.
-func (c *Coordinator) Status() []HostStatus {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]HostStatus(nil), c.status...)
-}
-
 // Run reconciles whenever the host records, the control variable or the Nomad
 // nodes change, again at once after a pass that changed something, when a timer
 // of a decision runs out, and at least every Resync, until ctx ends (wake.go).
@@ -158,19 +139,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(3)
-	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchVars) }()
-	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchNodes) }()
-	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchControl) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); c.watch(ctx, poke, c.watchRequests) }()
-
+	c.startWatches(ctx, &wg, poke)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
 	defer allocs.stop()
-	if c.agentJob() != "" {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.watch(ctx, poke, c.watchAgentJob) }()
-	}
 
 	c.mu.Lock()
 	c.plans = nil // reload: another coordinator may have written since we last led
@@ -214,32 +185,20 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 }
 
-// watch runs a blocking-query loop and pokes the reconcile loop on every change.
-func (c *Coordinator) watch(ctx context.Context, poke func(), next func(ctx context.Context, idx uint64) (uint64, error)) {
-	var idx uint64
-	fails := 0
-	for ctx.Err() == nil {
-		n, err := next(ctx, idx)
-		if err != nil {
-			fails++
-			// Back off on errors (a leader election, a 500) without spinning.
-			wait := policy.Backoff(100*time.Millisecond, 5*time.Second, fails)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			idx = 0
-			continue
-		}
-		fails = 0
-		if n != idx {
-			poke()
-		}
-		if n < idx {
-			n = 0 // the index went backwards (a restored snapshot): start over
-		}
-		idx = n
+// startWatches starts a blocking-query loop that pokes the reconcile loop on every
+// change of the host records, the nodes, the control variable, the requests and
+// (when checked) the agent job's allocations. They end with ctx; wg waits for them.
+func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke func()) {
+	queries := []watch.Query{c.watchVars, c.watchNodes, c.watchControl, c.watchRequests}
+	if c.agentJob() != "" {
+		queries = append(queries, c.watchAgentJob)
+	}
+	for _, q := range queries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watch.Loop{Query: q, OnChange: func(uint64) { poke() }}.Run(ctx)
+		}()
 	}
 }
 
@@ -267,238 +226,75 @@ func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error
 	return meta.LastIndex, nil
 }
 
-// ReconcileOnce reads everything, decides for every host and applies the result.
+// ReconcileOnce runs one pass: observe (read everything into a snapshot), admit
+// (which pending hosts get a slot), then for every host Step (the phase machine)
+// and apply (the writes, in their crash-safe order).
 func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
-	st := c.opt.Store
-	c.mu.Lock()
-	plans := c.plans
-	c.mu.Unlock()
-	if plans == nil {
-		p, badPlans, err := st.PlansChecked(ctx)
-		if err != nil {
-			return err
+	s, err := c.observe(ctx)
+	if err != nil {
+		return err
+	}
+	adm := admit(c.admitRules(), s)
+	c.readGrantJobs(ctx, s, adm)
+	var errs error
+	for _, name := range s.names {
+		if err := s.hosts[name].err; err != nil {
+			errs = errors.Join(errs, err)
+			continue
 		}
-		for _, b := range badPlans {
-			// Used with what could be read; the next write of the plan repairs it.
-			c.log.Warn("plan partly unreadable", "host", b.Host, "path", b.Path, "err", b.Err)
+		in := c.input(s, adm, name)
+		errs = errors.Join(errs, c.carryOut(ctx, in, Step(in)))
+	}
+	return errs
+}
+
+// input is what the phase machine sees of one host in this pass.
+func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
+	hv, ctl := s.hosts[name], s.control
+	p := s.plans[name]
+	if p.Host == "" {
+		p = store.Plan{Host: name, Phase: store.PhaseIdle}
+	}
+	in := Input{
+		Now: s.now, Plan: p, Host: hv.rec, Node: hv.node, Group: hv.group, Paused: ctl.Paused,
+		CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
+		Admitted: adm.admitted[name], NotAdmitted: adm.wait[name], Timing: c.opt.Timing,
+	}
+	if r, ok := ctl.Requests[name]; ok {
+		in.Request = &r
+	}
+	if hv.rec != nil && c.opt.Clusters != nil {
+		in.ServerGates = true
+		switch p.Phase {
+		case store.PhasePending, store.PhaseDraining:
+			in.Leads, in.HandOverBlocked = leads(s.clusters, hv.rec, s.noHandOver, c.opt.HoldOnDeniedHandOver)
+		case store.PhaseRejoining:
+			in.PostGate = postGate(s.clusters, hv.rec, s.now, c.opt.ServerStableFor)
 		}
-		plans = p
+	}
+	if in.Admitted {
+		in.NewGrantID = newGrantID()
+		in.SystemJobs = hv.jobs
+	}
+	return in
+}
+
+// carryOut applies one host's decision, then forgets a cancel it carried out.
+func (c *Coordinator) carryOut(ctx context.Context, in Input, d Decision) error {
+	if err := c.apply(ctx, in, d); err != nil {
+		return fmt.Errorf("host %s: %w", in.Plan.Host, err)
+	}
+	var err error
+	if cancelDone(in, d.Plan) {
+		// The cancel is carried out: forget it, so cancels do not pile up.
+		err = c.clearCancel(ctx, in.Plan.Host, in.CancelAt)
+	}
+	if d.changes() {
 		c.mu.Lock()
-		c.plans = p
+		c.changed = true
 		c.mu.Unlock()
 	}
-	hosts, badRecs, _, err := st.HostsChecked(ctx, 0, 0)
-	if err != nil {
-		return err
-	}
-	ctl, err := st.Control(ctx)
-	if err != nil {
-		return err
-	}
-	nodes, groupOf, err := c.readNodes(ctx)
-	if err != nil {
-		return err
-	}
-	hosts, missing := c.checkRecords(ctx, hosts, badRecs, nodes, ctl)
-	now := c.now()
-
-	// Group budgets.
-	type hostInfo struct {
-		rec   *store.HostRecord
-		node  *api.NodeListStub
-		group string
-	}
-	infos := map[string]*hostInfo{}
-	var names []string
-	for i := range hosts {
-		h := &hosts[i]
-		hi := &hostInfo{rec: h, group: c.opt.DefaultGroup.Name}
-		if h.NodeID != "" {
-			hi.node = nodes[h.NodeID]
-			if g, ok := groupOf[h.NodeID]; ok {
-				hi.group = g
-			}
-		} else if h.Group != "" && c.knownGroup(h.Group) {
-			hi.group = h.Group // a host without a node says its group (FleetLock)
-		}
-		infos[h.Host] = hi
-		names = append(names, h.Host)
-	}
-	for name := range plans {
-		if _, ok := infos[name]; !ok {
-			infos[name] = &hostInfo{group: plans[name].Group}
-			if id := plans[name].NodeID; id != "" {
-				// No usable record (none, or ignored): the node the plan took
-				// out of service is still the one to give back.
-				infos[name].node = nodes[id]
-			}
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-
-	groups := c.groupStatuses(now, ctl, nodes, groupOf, plans, func(h string) string { return infos[h].group })
-	var queue []policy.Request
-	for _, name := range names {
-		p, hi := plans[name], infos[name]
-		if p.Phase != store.PhasePending || now.Before(p.NextTry) || hi.rec == nil {
-			continue
-		}
-		if hi.node != nil && (hi.node.Status != "ready" || (hi.node.Drain && drainGrant(hi.node) == "")) {
-			continue
-		}
-		if missing[name] != "" {
-			continue // nobody would reboot it after its drain: held, and why is shown
-		}
-		queue = append(queue, policy.Request{Host: name, Group: hi.group, RequestedAt: p.RequestedAt})
-	}
-	adm := policy.Admit(groups, queue)
-	waitReason := map[string]string{}
-	for _, w := range adm.Waiting {
-		waitReason[w.Host] = w.Reason
-	}
-	for name, why := range missing {
-		waitReason[name] = why
-	}
-	admitted := map[string]bool{}
-	// Keep a coordinator candidate in service. After a reboot a drained node stays
-	// ineligible until the coordinator restores it, and an agent deployed as a
-	// system job gets no allocation there until then; with every candidate's host
-	// drained or rebooting at once, nobody would be left to do it.
-	spare := 0
-	isCandidate := func(name string) bool {
-		return infos[name].rec != nil && slices.Contains(infos[name].rec.Roles, store.RoleCandidate)
-	}
-	for _, name := range names {
-		hi := infos[name]
-		if isCandidate(name) && !plans[name].Active() && (hi.node == nil || hi.node.Status == "ready") {
-			spare++
-		}
-	}
-	cl := c.clusterCache()
-	var sealed []string // hosts whose Vault server is sealed
-	for _, name := range names {
-		if r := infos[name].rec; r != nil && r.VaultSealed {
-			sealed = append(sealed, name)
-		}
-	}
-	outServers := map[string]string{} // product/cluster -> host out of service (or admitted now)
-	for _, name := range names {
-		if plans[name].Active() && infos[name].rec != nil {
-			for _, srv := range infos[name].rec.Servers {
-				outServers[srv.Product+"/"+srv.Cluster] = name
-			}
-		}
-	}
-	for _, r := range adm.Admitted {
-		if isCandidate(r.Host) {
-			if spare <= 1 {
-				waitReason[r.Host] = "it would take the last coordinator candidate in service out"
-				continue
-			}
-		}
-		if why := c.serverGate(ctx, cl, infos[r.Host].rec, outServers, sealed); why != "" {
-			waitReason[r.Host] = why
-			continue
-		}
-		if isCandidate(r.Host) {
-			spare--
-		}
-		for _, srv := range infos[r.Host].rec.Servers {
-			outServers[srv.Product+"/"+srv.Cluster] = r.Host
-		}
-		admitted[r.Host] = true
-	}
-
-	var status []HostStatus
-	var firstErr error
-	for _, name := range names {
-		hi := infos[name]
-		p := plans[name]
-		if p.Host == "" {
-			p = store.Plan{Host: name, Phase: store.PhaseIdle}
-		}
-		in := Input{
-			Now: now, Plan: p, Host: hi.rec, Paused: ctl.Paused,
-			CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
-			Admitted: admitted[name], Timing: c.opt.Timing,
-		}
-		if r, ok := ctl.Requests[name]; ok {
-			in.Request = &r
-		}
-		if hi.node != nil {
-			in.Node = nodeView(hi.node)
-			if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck {
-				if err := c.reregisteredIndex(ctx, in.Node); err != nil {
-					firstErr = errors.Join(firstErr, err)
-					continue
-				}
-			}
-			if p.Phase == store.PhaseRejoining && p.EligibleBefore && in.Node.Eligible {
-				if err := c.systemRunning(ctx, in.Node); err != nil {
-					firstErr = errors.Join(firstErr, err)
-					continue
-				}
-			}
-		}
-		if hi.rec != nil && c.opt.Clusters != nil {
-			in.ServerGates = true
-			switch p.Phase {
-			case store.PhasePending, store.PhaseDraining:
-				in.Leads, in.HandOverBlocked = c.leads(ctx, cl, hi.rec)
-			case store.PhaseRejoining:
-				in.PostGate = c.postGate(ctx, cl, hi.rec, now)
-			}
-		}
-		if in.Admitted {
-			in.NewGrantID = newGrantID()
-			if in.Node != nil {
-				jobs, err := c.systemJobs(ctx, in.Node.ID)
-				if err != nil {
-					firstErr = errors.Join(firstErr, err)
-					continue
-				}
-				in.SystemJobs = jobs
-			}
-		}
-		d := Step(in)
-		if d.Plan.Phase == store.PhasePending || d.StartDrain {
-			d.Plan.Group = hi.group
-		}
-		if d.Waiting != "" && waitReason[name] != "" && p.Phase == store.PhasePending && d.Waiting == "waiting for a slot in its group or for its window" {
-			d.Waiting = waitReason[name]
-		}
-		if d.Plan.Waiting != d.Waiting && (d.Write || p.Phase != store.PhaseIdle) {
-			// Keep the reason in the plan for `rollboot status`; it changes
-			// rarely, so this adds few writes.
-			d.Plan.Waiting, d.Write = d.Waiting, true
-		}
-		if err := c.apply(ctx, in, d, ctl); err != nil {
-			firstErr = errors.Join(firstErr, fmt.Errorf("host %s: %w", name, err))
-		} else {
-			if cancelDone(in, d.Plan) {
-				// The cancel is carried out: forget it, so cancels do not pile up.
-				firstErr = errors.Join(firstErr, c.clearCancel(ctx, name, in.CancelAt))
-			}
-			if d.changes() {
-				c.mu.Lock()
-				c.changed = true
-				c.mu.Unlock()
-			}
-		}
-		c.mu.Lock()
-		cur := c.plans[name]
-		c.mu.Unlock()
-		if cur.Host == "" {
-			cur = d.Plan
-		}
-		status = append(status, HostStatus{Host: name, Group: hi.group, Phase: cur.Phase, Since: cur.PhaseSince, Waiting: d.Waiting,
-			AgentMissing: missing[name]})
-	}
-	c.mu.Lock()
-	c.status = status
-	c.mu.Unlock()
-	return firstErr
+	return err
 }
 
 // knownGroup reports whether name is a configured group or the default one.
@@ -514,112 +310,6 @@ func (c *Coordinator) knownGroup(name string) bool {
 	return false
 }
 
-// groupStatuses computes each group's size, active hosts and otherwise-unavailable
-// nodes, and holds a group whose window does not allow a drain to start now.
-func (c *Coordinator) groupStatuses(now time.Time, ctl store.Control, nodes map[string]*api.NodeListStub,
-	groupOf map[string]string, plans map[string]store.Plan, groupOfHost func(string) string) []policy.GroupStatus {
-	all := append([]policy.Group{}, c.opt.DefaultGroup)
-	for _, g := range c.opt.Groups {
-		all = append(all, g.Group)
-	}
-	byName := map[string]*policy.GroupStatus{}
-	var out []*policy.GroupStatus
-	for _, g := range all {
-		gs := &policy.GroupStatus{Group: g}
-		if ctl.Paused {
-			gs.Hold = "paused"
-			if ctl.PauseReason != "" {
-				gs.Hold += ": " + ctl.PauseReason
-			}
-		} else if ok, why := g.Schedule.CanStartDrain(now, c.opt.Timing.DrainDeadline); !ok {
-			gs.Hold = why
-		}
-		byName[g.Name] = gs
-		out = append(out, gs)
-	}
-	activeNode := map[string]bool{}
-	for name, p := range plans {
-		if !p.Active() {
-			continue
-		}
-		if gs := byName[groupOfHost(name)]; gs != nil {
-			gs.Active++
-		}
-		if p.NodeID != "" {
-			activeNode[p.NodeID] = true
-		}
-	}
-	for id, n := range nodes {
-		g := c.opt.DefaultGroup.Name
-		if name, ok := groupOf[id]; ok {
-			g = name
-		}
-		gs := byName[g]
-		if gs == nil {
-			continue
-		}
-		gs.Size++
-		if !activeNode[id] && (n.Status != "ready" || n.SchedulingEligibility != "eligible") {
-			gs.Unavailable++
-		}
-	}
-	res := make([]policy.GroupStatus, 0, len(out))
-	for _, gs := range out {
-		res = append(res, *gs)
-	}
-	return res
-}
-
-// readNodes lists every node, and the nodes of each group with Nomad's own filter
-// (evaluated by Nomad on the full node, so Meta and Attributes work), first match wins.
-func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListStub, map[string]string, error) {
-	q := (&api.QueryOptions{}).WithContext(ctx)
-	list, _, err := c.opt.Nodes.List(q)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list nodes: %w", err)
-	}
-	nodes := make(map[string]*api.NodeListStub, len(list))
-	for _, n := range list {
-		nodes[n.ID] = n
-	}
-	groupOf := map[string]string{}
-	for _, g := range c.opt.Groups {
-		var members []*api.NodeListStub
-		if g.Filter == "" {
-			members = list
-		} else {
-			q := (&api.QueryOptions{Filter: g.Filter}).WithContext(ctx)
-			members, _, err = c.opt.Nodes.List(q)
-			if err != nil {
-				return nil, nil, fmt.Errorf("list nodes of group %s: %w", g.Name, err)
-			}
-		}
-		for _, n := range members {
-			if _, ok := groupOf[n.ID]; !ok {
-				groupOf[n.ID] = g.Name
-			}
-		}
-	}
-	return nodes, groupOf, nil
-}
-
-func nodeView(n *api.NodeListStub) *NodeView {
-	v := &NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
-		ModifyIndex: n.ModifyIndex}
-	if n.LastDrain != nil {
-		v.DrainStatus = string(n.LastDrain.Status)
-		v.DrainGrant = n.LastDrain.Meta[metaGrant]
-	}
-	return v
-}
-
-func drainGrant(n *api.NodeListStub) string {
-	if n.LastDrain == nil {
-		return ""
-	}
-	return n.LastDrain.Meta[metaGrant]
-}
-
 // Drain meta keys: they tell an operator (and a restarted coordinator) that rollboot
 // started a drain, for which grant and why (like nomad-autoscaler's drained_by).
 const (
@@ -627,282 +317,6 @@ const (
 	metaMessage = "message"
 	metaBy      = "drained_by"
 )
-
-// Node event messages that tell a node missed heartbeats or came back from it.
-const (
-	// nomad/heartbeat.go NodeHeartbeatEventMissed: the node went down or
-	// disconnected.
-	eventHeartbeatMissed = "Node heartbeat missed"
-	// nomad/node_endpoint.go NodeHeartbeatEventReregistered: a down node
-	// heartbeats again (Nomad ≥ 1.5 keeps the status at registration).
-	eventReregisteredByHeartbeat = "Node reregistered by heartbeat"
-	// nomad/state/state_store.go NodeRegisterEventReregistered: a down node
-	// registered with a new status (before Nomad 1.5).
-	eventReregistered = "Node re-registered"
-)
-
-// reregisteredIndex reads the node's events (the list stub has none) for the last
-// missed heartbeat and the last re-registration.
-func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error {
-	n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return fmt.Errorf("read node %s: %w", v.ID, err)
-	}
-	for _, e := range n.Events {
-		switch e.Message {
-		case eventReregistered, eventReregisteredByHeartbeat:
-			v.ReregisteredIndex = max(v.ReregisteredIndex, e.CreateIndex)
-		case eventHeartbeatMissed:
-			v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.CreateIndex)
-		}
-	}
-	return nil
-}
-
-func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, error) {
-	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
-	}
-	set := map[string]bool{}
-	for _, a := range allocs {
-		if a.Job != nil && a.Job.Type != nil && *a.Job.Type == api.JobTypeSystem &&
-			a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusRunning {
-			set[a.Namespace+"/"+a.JobID] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for j := range set {
-		out = append(out, j)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-func (c *Coordinator) systemRunning(ctx context.Context, v *NodeView) error {
-	jobs, err := c.systemJobs(ctx, v.ID)
-	if err != nil {
-		return err
-	}
-	v.SystemRunning = map[string]bool{}
-	for _, j := range jobs {
-		v.SystemRunning[j] = true
-	}
-	return nil
-}
-
-// apply carries out a decision. Steps that take a node out of service (a drain) run
-// after the plan that records them is stored; steps that give it back (cancel a
-// drain, restore eligibility) run before the plan that forgets them. So a crash at
-// any point leaves a state from which the next reconcile finishes the job.
-func (c *Coordinator) apply(ctx context.Context, in Input, d Decision, ctl store.Control) error {
-	st := c.opt.Store
-	p := d.Plan
-	log := c.log.With("host", p.Host, "phase", p.Phase, "group", p.Group)
-	w := (&api.WriteOptions{}).WithContext(ctx)
-	if d.CancelDrain && in.Node != nil {
-		if _, err := c.opt.Nodes.UpdateDrainOpts(in.Node.ID, &api.DrainOptions{DrainSpec: nil, MarkEligible: d.MarkEligible}, w); err != nil {
-			return fmt.Errorf("cancel drain of node %s: %w", in.Node.ID, err)
-		}
-		log.Info("drain canceled", "node_id", in.Node.ID, "mark_eligible", d.MarkEligible)
-	}
-	if d.SetEligible && in.Node != nil {
-		if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, true, w); err != nil {
-			return fmt.Errorf("restore eligibility of node %s: %w", in.Node.ID, err)
-		}
-		log.Info("eligibility restored", "node_id", in.Node.ID)
-	}
-	if d.ClearRequest {
-		// Before the plan says the cycle is over, so that whoever sees it over
-		// also sees the request gone; a crash in between only drops a request
-		// whose reboot is done.
-		if err := c.clearControl(ctx, p.Host, true, false); err != nil {
-			return err
-		}
-	}
-	if d.History != nil {
-		// Before the plan forgets the cycle: the record's path is fixed by the
-		// cycle, so writing it again after a crash or an error is harmless.
-		if err := st.AppendHistory(ctx, *d.History, c.opt.HistorySize); err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-	}
-	if d.Write {
-		p.ModifyIndex = in.Plan.ModifyIndex
-		idx, err := st.PutPlan(ctx, p)
-		if errors.Is(err, store.ErrConflict) {
-			// Another coordinator wrote: forget our cache and decide again.
-			c.mu.Lock()
-			c.plans = nil
-			c.mu.Unlock()
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		p.ModifyIndex = idx
-		c.mu.Lock()
-		if c.plans != nil {
-			c.plans[p.Host] = p
-		}
-		c.mu.Unlock()
-		if d.Event != "" {
-			log.Info(d.Event, "reason", p.Reason, "last_error", p.LastError)
-		}
-	}
-	for _, product := range d.HandOver {
-		if err := c.handOver(ctx, in.Host, product); err != nil {
-			return err
-		}
-	}
-	if d.StartDrain && in.Node != nil {
-		spec := &api.DrainSpec{IgnoreSystemJobs: true}
-		if c.opt.Timing.ForceOnTimeout {
-			// Nomad force-stops what is left at the deadline (drainer deadline
-			// handling); with "abort" the coordinator cancels instead, so Nomad
-			// gets no deadline and never kills what has not migrated.
-			spec.Deadline = c.opt.Timing.DrainDeadline
-		}
-		opts := &api.DrainOptions{DrainSpec: spec, MarkEligible: false, Meta: map[string]string{
-			metaGrant:   p.GrantID,
-			metaBy:      "rollboot",
-			metaMessage: "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
-		}}
-		if _, err := c.opt.Nodes.UpdateDrainOpts(in.Node.ID, opts, w); err != nil {
-			return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
-		}
-		log.Info("drain started", "node_id", in.Node.ID, "grant", p.GrantID)
-	}
-	if d.ClearRelease {
-		// After the plan: a release is forgotten only once it is carried out.
-		if err := c.clearControl(ctx, p.Host, false, true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// clearControl removes a host's manual request and/or release from the control
-// variable.
-func (c *Coordinator) clearControl(ctx context.Context, host string, request, release bool) error {
-	_, err := c.opt.Store.UpdateControl(ctx, func(ctl *store.Control) error {
-		if request {
-			delete(ctl.Requests, host)
-		}
-		if release {
-			delete(ctl.Releases, host)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("update control: %w", err)
-	}
-	return nil
-}
-
-// clusterCache reads each server cluster's health at most once per pass.
-func (c *Coordinator) clusterCache() func(ctx context.Context, product, cluster string) health.ClusterHealth {
-	seen := map[string]health.ClusterHealth{}
-	return func(ctx context.Context, product, cluster string) health.ClusterHealth {
-		k := product + "/" + cluster
-		if h, ok := seen[k]; ok {
-			return h
-		}
-		h := c.opt.Clusters.Read(ctx, product, cluster)
-		seen[k] = h
-		return h
-	}
-}
-
-type clusterReader = func(ctx context.Context, product, cluster string) health.ClusterHealth
-
-// serverGate says why a host that runs servers may not be taken out now ("" if it
-// may): at most one server of each cluster out at once (its quorum group has a
-// concurrency of 1), and each cluster healthy and able to lose this server.
-func (c *Coordinator) serverGate(ctx context.Context, read clusterReader, rec *store.HostRecord, out map[string]string, sealed []string) string {
-	if why := discoveryHold(rec); why != "" {
-		return why
-	}
-	if rec == nil || len(rec.Servers) == 0 {
-		if rec != nil && serverRole(rec.Roles) != "" {
-			return "the host runs a " + serverRole(rec.Roles) + " whose Raft ID is unknown: its quorum gate stays closed"
-		}
-		return ""
-	}
-	if c.opt.Clusters == nil {
-		return "the host runs servers and no quorum gates are configured"
-	}
-	for _, srv := range rec.Servers {
-		if other, ok := out[srv.Product+"/"+srv.Cluster]; ok && other != rec.Host {
-			return fmt.Sprintf("%s server of %s on %s is already out: one at a time", srv.Product, srv.Cluster, other)
-		}
-		if srv.Product == "vault" {
-			for _, h := range sealed {
-				if h != rec.Host {
-					return "quorum gate: Vault on " + h + " is sealed: an unseal is needed first"
-				}
-			}
-		}
-	}
-	for _, srv := range rec.Servers {
-		if ok, why := health.PreRebootGate(read(ctx, srv.Product, srv.Cluster), srv.ID); !ok {
-			return "quorum gate: " + why
-		}
-	}
-	return ""
-}
-
-// discoveryHold says why a host whose agent cannot tell which servers run on it
-// is held ("" when it can): its record may lack a server, and taking it out then
-// would skip that server's quorum gate.
-func discoveryHold(rec *store.HostRecord) string {
-	if rec == nil || rec.DiscoverError == "" {
-		return ""
-	}
-	return "server roles unknown (the agent keeps retrying): " + rec.DiscoverError
-}
-
-// leads returns the products whose leader runs on the host, and why their
-// hand-over is blocked (refused, with the "hold" policy).
-func (c *Coordinator) leads(ctx context.Context, read clusterReader, rec *store.HostRecord) ([]string, string) {
-	var out []string
-	blocked := ""
-	for _, srv := range rec.Servers {
-		if !health.NeedsHandOver(read(ctx, srv.Product, srv.Cluster), srv.ID) {
-			continue
-		}
-		c.mu.Lock()
-		refused, denied := c.noHandOver[rec.Host+"/"+srv.Product]
-		c.mu.Unlock()
-		switch {
-		case denied && c.opt.HoldOnDeniedHandOver:
-			blocked = "leadership hand-over refused (policy: hold): " + refused
-			out = append(out, srv.Product)
-		case denied:
-			// policy continue: the host reboots as leader
-		default:
-			out = append(out, srv.Product)
-		}
-	}
-	return out, blocked
-}
-
-// postGate says why the host's servers are not back in their clusters ("" when
-// they are): a Raft member again, healthy, stable, and Vault unsealed.
-func (c *Coordinator) postGate(ctx context.Context, read clusterReader, rec *store.HostRecord, now time.Time) string {
-	if why := discoveryHold(rec); why != "" {
-		return why
-	}
-	if rec.VaultSealed {
-		return "Vault on " + rec.Host + " is sealed: an unseal is needed"
-	}
-	for _, srv := range rec.Servers {
-		if ok, why := health.PostRebootGate(read(ctx, srv.Product, srv.Cluster), srv.ID, now, c.opt.ServerStableFor); !ok {
-			return why
-		}
-	}
-	return ""
-}
 
 // handOver hands the leadership of product over from the host's server. Without
 // the permission to (Nomad's needs a management token) it says so once and lets

@@ -100,9 +100,14 @@ type Input struct {
 	CancelAt  time.Time      // requests made at or before this are canceled
 	ReleaseAt time.Time      // a release was asked at this time
 
-	// Admitted: the group has a free slot for this host and its window allows a
-	// drain to start now. Decided by the caller with the group budgets.
+	// Group is the host's group now (its node's); "" keeps the plan's.
+	Group string
+	// Admitted: the group has a free slot for this host, its window allows a
+	// drain to start now and its servers' gates pass (admit.go).
 	Admitted bool
+	// NotAdmitted says why admission left the host waiting (zero: no reason
+	// given, the host waits for a slot or its window).
+	NotAdmitted WaitReason
 	// NewGrantID is the ID to use if the host is granted a slot now.
 	NewGrantID string
 	// SystemJobs are the system jobs running on the node now (recorded at grant).
@@ -114,10 +119,10 @@ type Input struct {
 	// Leads are the products whose leader (the active node, for Vault) runs on
 	// this host: leadership is handed over before the host may reboot.
 	Leads []string
-	// HandOverBlocked says why the hand-over cannot be done ("" when it can).
-	HandOverBlocked string
-	// PostGate says why the host's servers are not back yet ("" when they are).
-	PostGate string
+	// HandOverBlocked says why the hand-over cannot be done (zero when it can).
+	HandOverBlocked WaitReason
+	// PostGate says why the host's servers are not back yet (zero when they are).
+	PostGate WaitReason
 
 	Timing Timing
 }
@@ -138,8 +143,8 @@ type Decision struct {
 	ClearRequest bool                 // the manual request is done
 	ClearRelease bool                 // the release was carried out
 
-	// Waiting says why the host is not moving, for status and logs.
-	Waiting string
+	// Waiting says why the host is not moving; Plan.Waiting holds its text.
+	Waiting WaitReason
 	// Event is a one-line description of a transition, for logs.
 	Event string
 }
@@ -164,14 +169,37 @@ func Need(in Input) (at time.Time, reason string, ok bool) {
 	return at, reason, ok
 }
 
-// Step decides the next move for one host.
+// Step decides the next move for one host. Its decision is final: the plan it
+// returns is the one to store, with the host's group and why it waits.
 func Step(in Input) Decision {
+	d := step(in)
+	if in.Group != "" && (d.Plan.Phase == store.PhasePending || d.StartDrain) {
+		d.Plan.Group = in.Group
+	}
+	if w := d.Waiting.String(); d.Plan.Waiting != w && (d.Write || in.Plan.Phase != store.PhaseIdle) {
+		// Keep the reason in the plan for `rollboot status`; it changes rarely,
+		// so this adds few writes.
+		d.Plan.Waiting, d.Write = w, true
+	}
+	return d
+}
+
+// needed is the host's current need (Need).
+type needed struct {
+	at     time.Time
+	reason string
+	ok     bool
+}
+
+// step is the phase machine proper: one function per phase.
+func step(in Input) Decision {
 	p := in.Plan
 	if p.Phase == "" {
 		p.Phase = store.PhaseIdle
 	}
 	d := Decision{Plan: p}
-	needAt, reason, need := Need(in)
+	var n needed
+	n.at, n.reason, n.ok = Need(in)
 
 	if !in.ReleaseAt.IsZero() {
 		// A release applies to the cycle under way when it was asked; an old one
@@ -184,232 +212,283 @@ func Step(in Input) Decision {
 
 	switch p.Phase {
 	case store.PhaseIdle:
-		if !need {
-			return d
-		}
-		d.Plan = enter(p, store.PhasePending, in.Now)
-		d.Plan.Timeline = map[string]time.Time{store.PhasePending: in.Now}
-		d.Plan.RequestedAt, d.Plan.Reason = needAt, reason
-		d.Plan.Attempt, d.Plan.GrantID, d.Plan.NextTry, d.Plan.LastError = 0, "", time.Time{}, ""
-		if isLoop(in, p) {
-			d.Plan.LoopCount = p.LoopCount + 1
-			d.Plan.NextTry = p.LastCompleted.Add(policy.Backoff(in.Timing.LoopBackoff, in.Timing.LoopMaxBackoff, d.Plan.LoopCount))
-			d.Plan.LastError = fmt.Sprintf("reboot loop: a reboot is still needed right after reboot %d; holding until %s",
-				d.Plan.LoopCount, d.Plan.NextTry.UTC().Format(time.RFC3339))
-			d.Event = "reboot loop detected"
-		} else {
-			d.Plan.LoopCount = 0
-			d.Event = "reboot requested: " + reason
-		}
-		d.Write = true
-		return d
-
+		return stepIdle(in, d, n)
 	case store.PhasePending:
-		if !need {
-			d.Plan = enter(p, store.PhaseIdle, in.Now)
-			d.Write, d.Event = true, "request withdrawn"
-			return d
-		}
-		if in.Now.Before(p.NextTry) {
-			d.Waiting = "backing off until " + p.NextTry.UTC().Format(time.RFC3339)
-			if p.LastError != "" {
-				d.Waiting = p.LastError
-			}
-			return d
-		}
-		if in.Paused {
-			d.Waiting = "paused"
-			return d
-		}
-		if in.Host == nil {
-			d.Waiting = "no agent has published this host"
-			return d
-		}
-		if role := serverRole(in.Host.Roles); role != "" && !in.ServerGates {
-			// Rebooting a server is safe only behind quorum gates (invariant 2),
-			// which this version does not have: never take a server out.
-			d.Waiting = "the host runs a " + role + ": rollboot does not reboot servers without quorum gates"
-			return d
-		}
-		if in.Node != nil {
-			if in.Node.Status != "ready" {
-				d.Waiting = "node is " + in.Node.Status
-				return d
-			}
-			if in.Node.Draining && in.Node.DrainGrant == "" {
-				d.Waiting = "node is being drained by someone else"
-				return d
-			}
-		}
-		if !in.Admitted {
-			d.Waiting = "waiting for a slot in its group or for its window"
-			return d
-		}
-		if why := agentWouldBeLost(in); why != "" {
-			d.Waiting = why
-			return d
-		}
-		d.Plan = enter(p, store.PhaseDraining, in.Now)
-		d.Plan.GrantID = in.NewGrantID
-		d.Plan.Attempt = p.Attempt + 1
-		d.Plan.BootIDAtGrant = in.Host.BootID
-		d.Plan.LastError = ""
-		d.Plan.Forced = false
-		d.Write = true
-		if in.Node == nil {
-			// A host without a Nomad client has nothing to drain.
-			d.Plan.NodeID, d.Plan.EligibleBefore, d.Plan.SystemJobs = "", false, nil
-			if len(in.Leads) > 0 {
-				d.Event = "granted (no Nomad node to drain): handing over leadership"
-				return d
-			}
-			d.Plan = enter(d.Plan, store.PhaseDrained, in.Now)
-			d.Event = "granted (no Nomad node to drain)"
-			return d
-		}
-		d.Plan.NodeID = in.Node.ID
-		d.Plan.EligibleBefore = in.Node.Eligible
-		if in.Node.Draining {
-			// Our own earlier grant's drain is still set (a crash mid-abort): keep
-			// the eligibility recorded then.
-			d.Plan.EligibleBefore = p.EligibleBefore
-		}
-		d.Plan.SystemJobs = in.SystemJobs
-		d.StartDrain = true
-		d.Event = "granted: draining"
-		return d
-
+		return stepPending(in, d, n)
 	case store.PhaseDraining:
-		if in.Node == nil && p.NodeID == "" {
-			// No node to drain: only the leadership hand-over is left.
-			if len(in.Leads) > 0 {
-				return handOver(in, d)
-			}
-			d.Plan = enter(p, store.PhaseDrained, in.Now)
-			d.Write, d.Event = true, "ready to reboot"
-			return d
-		}
-		if in.Node == nil {
-			d.Waiting = "node not found"
-			return d
-		}
-		if !need {
-			// Canceled by the operator (or no longer needed) while draining: undo
-			// the drain, restoring eligibility, and go idle.
-			d.CancelDrain, d.MarkEligible, d.Plan = true, p.EligibleBefore, finish(p, in.Now)
-			d.Write, d.Event = true, "canceled while draining"
-			d.History = history(p, in, "canceled")
-			return d
-		}
-		ours := in.Node.DrainGrant == p.GrantID
-		switch {
-		case !in.Node.Draining && ours && in.Node.DrainStatus == "complete" && len(in.Leads) > 0:
-			// Drained; the host still leads a cluster: hand over before the reboot.
-			return handOver(in, d)
-		case !in.Node.Draining && ours && in.Node.DrainStatus == "complete":
-			d.Plan = enter(p, store.PhaseDrained, in.Now)
-			d.Plan.Forced = in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) >= in.Timing.DrainDeadline
-			d.Plan.DrainedIndex = in.Node.ModifyIndex
-			d.Write, d.Event = true, "drain complete"
-			return d
-		case !in.Node.Draining && ours && in.Node.DrainStatus == "canceled":
-			// Someone canceled our drain: treat it as a failed attempt.
-			return abort(in, d, "the drain was canceled outside rollboot", false)
-		case !ours:
-			// The plan was stored but the drain call did not land (a crash or an
-			// error in between): issue it again. Draining is idempotent.
-			d.StartDrain = true
-			d.Waiting = "starting the drain"
-			return d
-		}
-		if !in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) > in.Timing.DrainDeadline {
-			return abort(in, d, fmt.Sprintf("the drain did not finish within %s", in.Timing.DrainDeadline), true)
-		}
-		d.Waiting = "draining"
-		return d
-
+		return stepDraining(in, d, n)
 	case store.PhaseDrained:
-		if r, ok := agentReport(in, d); ok {
-			return r
-		}
-		switch ev := rebootSeen(in, p); {
-		case ev != "":
-			d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
-			d.Write, d.Event = true, ev
-		case in.Host != nil && in.Host.RebootingGrant == p.GrantID:
-			d.Plan = enter(p, store.PhaseRebooting, in.Now)
-			d.Write, d.Event = true, "agent started the reboot"
-		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
-			d = toStuck(d, p, in.Now, fmt.Sprintf("the agent did not start the reboot within %s", in.Timing.RejoinTimeout))
-		default:
-			d.Waiting = "waiting for the agent to reboot the host"
-		}
-		return d
-
+		return stepDrained(in, d)
 	case store.PhaseRebooting:
-		if r, ok := agentReport(in, d); ok {
-			return r
-		}
-		switch ev := rebootSeen(in, p); {
-		case ev != "":
-			d.Plan = enter(p, store.PhaseRejoining, in.Now)
-			d.Write, d.Event = true, ev
-		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout && neverWentDown(in, p):
-			return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
-				Message: fmt.Sprintf("the host did not go down within %s (same boot ID, node ready)", in.Timing.RejoinTimeout), At: in.Now})
-		case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
-			d = toStuck(d, p, in.Now, fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout))
-		default:
-			d.Waiting = "rebooting"
-		}
-		return d
-
+		return stepRebooting(in, d)
 	case store.PhaseRejoining:
 		return rejoin(in, d)
-
 	case store.PhaseStuck:
-		if rebootSeen(in, p) != "" {
-			// Late, but back: carry on with the rejoin checks.
-			d.Plan = enter(p, store.PhaseRejoining, in.Now)
-			d.Plan.LastError = ""
-			d.Write, d.Event = true, "host is back after being reported stuck"
-			return d
-		}
-		if neverWentDown(in, p) {
-			// Marked stuck, yet the host never went down (its agent stopped
-			// before the reboot, say): that is a failed attempt, not a stuck host.
-			return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
-				Message: "the host never went down (same boot ID, node ready)", At: in.Now})
-		}
-		d.Waiting = "stuck: " + p.LastError + " (rollboot release " + p.Host + " frees the slot)"
-		return d
-
+		return stepStuck(in, d)
 	case store.PhaseBackoff:
-		if !need {
-			d.Plan = enter(p, store.PhaseIdle, in.Now)
-			d.Write, d.Event = true, "request withdrawn"
-			return d
-		}
-		if in.Now.Before(p.NextTry) {
-			d.Waiting = "backing off until " + p.NextTry.UTC().Format(time.RFC3339) + ": " + p.LastError
-			return d
-		}
-		d.Plan = enter(p, store.PhasePending, in.Now)
-		d.Write, d.Event = true, "retrying"
+		return stepBackoff(in, d, n)
+	}
+	d.Waiting = waitFor(WaitUnknownPhase, p.Phase)
+	return d
+}
+
+// stepIdle: a need makes the host pending, unless it is the need its last reboot
+// did not clear (a reboot loop), which is held with a backoff.
+func stepIdle(in Input, d Decision, n needed) Decision {
+	p := d.Plan
+	if !n.ok {
 		return d
 	}
-	d.Waiting = "unknown phase " + p.Phase
+	d.Plan = enter(p, store.PhasePending, in.Now)
+	d.Plan.Timeline = map[string]time.Time{store.PhasePending: in.Now}
+	d.Plan.RequestedAt, d.Plan.Reason = n.at, n.reason
+	d.Plan.Attempt, d.Plan.GrantID, d.Plan.NextTry, d.Plan.LastError = 0, "", time.Time{}, ""
+	if isLoop(in, p) {
+		d.Plan.LoopCount = p.LoopCount + 1
+		d.Plan.NextTry = p.LastCompleted.Add(policy.Backoff(in.Timing.LoopBackoff, in.Timing.LoopMaxBackoff, d.Plan.LoopCount))
+		d.Plan.LastError = fmt.Sprintf("reboot loop: a reboot is still needed right after reboot %d; holding until %s",
+			d.Plan.LoopCount, d.Plan.NextTry.UTC().Format(time.RFC3339))
+		d.Event = "reboot loop detected"
+	} else {
+		d.Plan.LoopCount = 0
+		d.Event = "reboot requested: " + n.reason
+	}
+	d.Write = true
+	return d
+}
+
+// stepPending: a pending host is granted once nothing holds it and admission
+// gave it a slot.
+func stepPending(in Input, d Decision, n needed) Decision {
+	p := d.Plan
+	if !n.ok {
+		d.Plan = enter(p, store.PhaseIdle, in.Now)
+		d.Write, d.Event = true, "request withdrawn"
+		return d
+	}
+	if in.Now.Before(p.NextTry) {
+		d.Waiting = waitFor(WaitBackoff, p.NextTry.UTC().Format(time.RFC3339))
+		if p.LastError != "" {
+			d.Waiting = waitFor(WaitRebootLoop, p.LastError)
+		}
+		return d
+	}
+	if in.Paused {
+		d.Waiting = waitFor(WaitPaused, "")
+		return d
+	}
+	if in.Host == nil {
+		d.Waiting = waitFor(WaitNoRecord, "")
+		return d
+	}
+	if role := serverRole(in.Host.Roles); role != "" && !in.ServerGates {
+		// Rebooting a server is safe only behind quorum gates (invariant 2),
+		// which this version does not have: never take a server out.
+		d.Waiting = waitFor(WaitServerNoGates, role)
+		return d
+	}
+	if in.Node != nil {
+		if in.Node.Status != "ready" {
+			d.Waiting = waitFor(WaitNodeNotReady, in.Node.Status)
+			return d
+		}
+		if in.Node.Draining && in.Node.DrainGrant == "" {
+			d.Waiting = waitFor(WaitForeignDrain, "")
+			return d
+		}
+	}
+	if !in.Admitted {
+		d.Waiting = in.NotAdmitted
+		if d.Waiting.IsZero() {
+			d.Waiting = waitFor(WaitSlot, "")
+		}
+		return d
+	}
+	if why := agentWouldBeLost(in); !why.IsZero() {
+		d.Waiting = why
+		return d
+	}
+	return grant(in, d)
+}
+
+// grant gives the host its slot: the plan records the grant, the node's
+// eligibility and its system jobs, and the drain starts once it is stored.
+func grant(in Input, d Decision) Decision {
+	p := d.Plan
+	d.Plan = enter(p, store.PhaseDraining, in.Now)
+	d.Plan.GrantID = in.NewGrantID
+	d.Plan.Attempt = p.Attempt + 1
+	d.Plan.BootIDAtGrant = in.Host.BootID
+	d.Plan.LastError = ""
+	d.Plan.Forced = false
+	d.Write = true
+	if in.Node == nil {
+		// A host without a Nomad client has nothing to drain.
+		d.Plan.NodeID, d.Plan.EligibleBefore, d.Plan.SystemJobs = "", false, nil
+		if len(in.Leads) > 0 {
+			d.Event = "granted (no Nomad node to drain): handing over leadership"
+			return d
+		}
+		d.Plan = enter(d.Plan, store.PhaseDrained, in.Now)
+		d.Event = "granted (no Nomad node to drain)"
+		return d
+	}
+	d.Plan.NodeID = in.Node.ID
+	d.Plan.EligibleBefore = in.Node.Eligible
+	if in.Node.Draining {
+		// Our own earlier grant's drain is still set (a crash mid-abort): keep
+		// the eligibility recorded then.
+		d.Plan.EligibleBefore = p.EligibleBefore
+	}
+	d.Plan.SystemJobs = in.SystemJobs
+	d.StartDrain = true
+	d.Event = "granted: draining"
+	return d
+}
+
+// stepDraining waits for the drain to complete (then for the leadership
+// hand-over), re-issues a drain that did not land, and aborts one that is
+// canceled or runs too long.
+func stepDraining(in Input, d Decision, n needed) Decision {
+	p := d.Plan
+	if in.Node == nil && p.NodeID == "" {
+		// No node to drain: only the leadership hand-over is left.
+		if len(in.Leads) > 0 {
+			return handOver(in, d)
+		}
+		d.Plan = enter(p, store.PhaseDrained, in.Now)
+		d.Write, d.Event = true, "ready to reboot"
+		return d
+	}
+	if in.Node == nil {
+		d.Waiting = waitFor(WaitNodeNotFound, "")
+		return d
+	}
+	if !n.ok {
+		// Canceled by the operator (or no longer needed) while draining: undo
+		// the drain, restoring eligibility, and go idle.
+		d.CancelDrain, d.MarkEligible, d.Plan = true, p.EligibleBefore, finish(p, in.Now)
+		d.Write, d.Event = true, "canceled while draining"
+		d.History = history(p, in, "canceled")
+		return d
+	}
+	ours := in.Node.DrainGrant == p.GrantID
+	switch {
+	case !in.Node.Draining && ours && in.Node.DrainStatus == "complete" && len(in.Leads) > 0:
+		// Drained; the host still leads a cluster: hand over before the reboot.
+		return handOver(in, d)
+	case !in.Node.Draining && ours && in.Node.DrainStatus == "complete":
+		d.Plan = enter(p, store.PhaseDrained, in.Now)
+		d.Plan.Forced = in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) >= in.Timing.DrainDeadline
+		d.Plan.DrainedIndex = in.Node.ModifyIndex
+		d.Write, d.Event = true, "drain complete"
+		return d
+	case !in.Node.Draining && ours && in.Node.DrainStatus == "canceled":
+		// Someone canceled our drain: treat it as a failed attempt.
+		return abort(in, d, "the drain was canceled outside rollboot", false)
+	case !ours:
+		// The plan was stored but the drain call did not land (a crash or an
+		// error in between): issue it again. Draining is idempotent.
+		d.StartDrain = true
+		d.Waiting = waitFor(WaitDrainStarting, "")
+		return d
+	}
+	if !in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) > in.Timing.DrainDeadline {
+		return abort(in, d, fmt.Sprintf("the drain did not finish within %s", in.Timing.DrainDeadline), true)
+	}
+	d.Waiting = waitFor(WaitDraining, "")
+	return d
+}
+
+// stepDrained waits for the agent to start the reboot.
+func stepDrained(in Input, d Decision) Decision {
+	p := d.Plan
+	if r, ok := agentReport(in, d); ok {
+		return r
+	}
+	switch ev := rebootSeen(in, p); {
+	case ev != "":
+		d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
+		d.Write, d.Event = true, ev
+	case in.Host != nil && in.Host.RebootingGrant == p.GrantID:
+		d.Plan = enter(p, store.PhaseRebooting, in.Now)
+		d.Write, d.Event = true, "agent started the reboot"
+	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
+		d = toStuck(d, p, in.Now, fmt.Sprintf("the agent did not start the reboot within %s", in.Timing.RejoinTimeout))
+	default:
+		d.Waiting = waitFor(WaitAgentReboot, "")
+	}
+	return d
+}
+
+// stepRebooting waits for a sign of the reboot; past its time, a host that
+// never went down failed its attempt, and any other is stuck.
+func stepRebooting(in Input, d Decision) Decision {
+	p := d.Plan
+	if r, ok := agentReport(in, d); ok {
+		return r
+	}
+	switch ev := rebootSeen(in, p); {
+	case ev != "":
+		d.Plan = enter(p, store.PhaseRejoining, in.Now)
+		d.Write, d.Event = true, ev
+	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout && neverWentDown(in, p):
+		return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
+			Message: fmt.Sprintf("the host did not go down within %s (same boot ID, node ready)", in.Timing.RejoinTimeout), At: in.Now})
+	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
+		d = toStuck(d, p, in.Now, fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout))
+	default:
+		d.Waiting = waitFor(WaitRebooting, "")
+	}
+	return d
+}
+
+// stepStuck: a stuck host keeps its slot until it comes back, is released, or
+// turns out never to have gone down.
+func stepStuck(in Input, d Decision) Decision {
+	p := d.Plan
+	if rebootSeen(in, p) != "" {
+		// Late, but back: carry on with the rejoin checks.
+		d.Plan = enter(p, store.PhaseRejoining, in.Now)
+		d.Plan.LastError = ""
+		d.Write, d.Event = true, "host is back after being reported stuck"
+		return d
+	}
+	if neverWentDown(in, p) {
+		// Marked stuck, yet the host never went down (its agent stopped
+		// before the reboot, say): that is a failed attempt, not a stuck host.
+		return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
+			Message: "the host never went down (same boot ID, node ready)", At: in.Now})
+	}
+	d.Waiting = waitFor(WaitStuck, p.LastError+" (rollboot release "+p.Host+" frees the slot)")
+	return d
+}
+
+// stepBackoff returns the host to pending when its backoff is over.
+func stepBackoff(in Input, d Decision, n needed) Decision {
+	p := d.Plan
+	if !n.ok {
+		d.Plan = enter(p, store.PhaseIdle, in.Now)
+		d.Write, d.Event = true, "request withdrawn"
+		return d
+	}
+	if in.Now.Before(p.NextTry) {
+		d.Waiting = waitFor(WaitBackoff, p.NextTry.UTC().Format(time.RFC3339)+": "+p.LastError)
+		return d
+	}
+	d.Plan = enter(p, store.PhasePending, in.Now)
+	d.Write, d.Event = true, "retrying"
 	return d
 }
 
 // handOver asks for the leadership hand-over, unless it is blocked.
 func handOver(in Input, d Decision) Decision {
-	if in.HandOverBlocked != "" {
+	if !in.HandOverBlocked.IsZero() {
 		d.Waiting = in.HandOverBlocked
 		return d
 	}
 	d.HandOver = in.Leads
-	d.Waiting = "handing over the leadership of " + strings.Join(in.Leads, ", ")
+	d.Waiting = waitFor(WaitHandingOver, strings.Join(in.Leads, ", "))
 	return d
 }
 
@@ -439,7 +518,7 @@ func rejoin(in Input, d Decision) Decision {
 			if timedOut {
 				return stuck(fmt.Sprintf("the node was not ready within %s of the reboot", in.Timing.RejoinTimeout))
 			}
-			d.Waiting = "waiting for the node to be ready (" + in.Node.Status + ")"
+			d.Waiting = waitFor(WaitNodeToBeReady, in.Node.Status)
 			return d
 		}
 		if p.EligibleBefore {
@@ -451,7 +530,7 @@ func rejoin(in Input, d Decision) Decision {
 				} else {
 					d.SetEligible = true
 				}
-				d.Waiting = "restoring eligibility"
+				d.Waiting = waitFor(WaitEligibility, "")
 				return d
 			}
 			// System allocations are placed only on eligible nodes (Nomad's
@@ -461,17 +540,17 @@ func rejoin(in Input, d Decision) Decision {
 					if timedOut {
 						return stuck(fmt.Sprintf("system job %s did not run again on the node within %s", job, in.Timing.RejoinTimeout))
 					}
-					d.Waiting = "waiting for system job " + job + " to run on the node"
+					d.Waiting = waitFor(WaitSystemJob, job)
 					return d
 				}
 			}
 		}
 	}
-	if in.PostGate != "" {
+	if !in.PostGate.IsZero() {
 		// The host's servers must be back in their clusters (Raft member,
 		// healthy, stable; Vault unsealed) before the slot is freed.
 		if timedOut {
-			return stuck(fmt.Sprintf("servers not back within %s: %s", in.Timing.RejoinTimeout, in.PostGate))
+			return stuck(fmt.Sprintf("servers not back within %s: %s", in.Timing.RejoinTimeout, in.PostGate.String()))
 		}
 		d.Waiting = in.PostGate
 		return d
@@ -485,7 +564,7 @@ func rejoin(in Input, d Decision) Decision {
 		if timedOut {
 			return stuck(fmt.Sprintf("the agent did not report a new boot ID within %s", in.Timing.RejoinTimeout))
 		}
-		d.Waiting = "waiting for the agent to report the host's new boot ID"
+		d.Waiting = waitFor(WaitNewBootID, "")
 		return d
 	}
 	d.History = history(p, in, "rebooted")

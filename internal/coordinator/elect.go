@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/watch"
 )
 
 // Watch blocks until the lock variable's index passes index (or wait passes) and
@@ -31,11 +33,11 @@ type Lock interface {
 // the lock for another holder (2×TTL + lock delay after the last renewal,
 // nomad/locks.go), and a clean stop releases the lock at once.
 //
-// Between attempts a candidate waits for the lock variable to change (watch, a
+// Between attempts a candidate waits for the lock variable to change (watchLock, a
 // blocking query: a release or an expiry bumps its ModifyIndex), or at most 2×TTL,
 // so that many candidates put little load on the Nomad servers and a released
-// lock is taken over at once. watch may be nil: then it retries every TTL/2.
-func RunElected(ctx context.Context, lock Lock, watch Watch, log *slog.Logger, fn func(ctx context.Context) error) error {
+// lock is taken over at once. watchLock may be nil: then it retries every TTL/2.
+func RunElected(ctx context.Context, lock Lock, watchLock Watch, log *slog.Logger, fn func(ctx context.Context) error) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -43,9 +45,9 @@ func RunElected(ctx context.Context, lock Lock, watch Watch, log *slog.Logger, f
 	retry := ttl / 2
 	var idx uint64
 	for ctx.Err() == nil {
-		if watch != nil {
+		if watchLock != nil {
 			// Read the index first, so a change after the failed attempt wakes us.
-			if n, err := watch(ctx, 0, 0); err == nil {
+			if n, err := watchLock(ctx, 0, 0); err == nil {
 				idx = n
 			}
 		}
@@ -53,17 +55,17 @@ func RunElected(ctx context.Context, lock Lock, watch Watch, log *slog.Logger, f
 		if err != nil || id == "" {
 			if err != nil && !errors.Is(err, api.ErrLockConflict) && ctx.Err() == nil {
 				log.Warn("coordinator election: acquire failed", "err", err)
-				sleep(ctx, retry)
+				watch.Sleep(ctx, retry)
 				continue
 			}
-			if watch == nil || idx == 0 {
-				sleep(ctx, retry)
+			if watchLock == nil || idx == 0 {
+				watch.Sleep(ctx, retry)
 				continue
 			}
 			start := time.Now()
-			n, err := watch(ctx, idx, 2*ttl)
+			n, err := watchLock(ctx, idx, 2*ttl)
 			if err != nil || (n == idx && time.Since(start) < ttl/10) {
-				sleep(ctx, retry) // the query did not block: do not spin
+				watch.Sleep(ctx, retry) // the query did not block: do not spin
 			}
 			continue
 		}
@@ -82,7 +84,7 @@ func RunElected(ctx context.Context, lock Lock, watch Watch, log *slog.Logger, f
 		if ctx.Err() != nil {
 			return nil
 		}
-		sleep(ctx, retry)
+		watch.Sleep(ctx, retry)
 	}
 	return nil
 }
@@ -113,14 +115,5 @@ func lead(ctx context.Context, lock Lock, ttl time.Duration, fn func(ctx context
 				return err
 			}
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

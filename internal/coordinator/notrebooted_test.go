@@ -164,7 +164,7 @@ func TestStepAgentReport(t *testing.T) {
 			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: holdingHost("quorum gate: nomad: no leader"), Node: node(drainedNode)},
 			phase: store.PhaseRebooting, write: true,
 			check: func(t *testing.T, d Decision) {
-				if !d.Plan.Held || !strings.Contains(d.Waiting, "no leader") || !d.Plan.Active() {
+				if !d.Plan.Held || !strings.Contains(d.Waiting.String(), "no leader") || !d.Plan.Active() {
 					t.Errorf("held %v waiting %q", d.Plan.Held, d.Waiting)
 				}
 			},
@@ -202,7 +202,7 @@ func TestStepAgentReport(t *testing.T) {
 			}(), Node: node(nil), Admitted: true, NewGrantID: "g2", SystemJobs: []string{"default/exporter"}},
 			phase: store.PhasePending,
 			check: func(t *testing.T, d Decision) {
-				if d.StartDrain || !strings.Contains(d.Waiting, "no agent to reboot it") {
+				if d.StartDrain || !strings.Contains(d.Waiting.String(), "no agent to reboot it") {
 					t.Errorf("start drain %v, waiting %q", d.StartDrain, d.Waiting)
 				}
 			},
@@ -229,8 +229,8 @@ func TestStepAgentReport(t *testing.T) {
 			if d.Plan.Phase != tc.phase {
 				t.Fatalf("phase = %s, want %s (waiting %q, event %q)", d.Plan.Phase, tc.phase, d.Waiting, d.Event)
 			}
-			if d.Write != tc.write {
-				t.Errorf("write = %v, want %v", d.Write, tc.write)
+			if w := writesBeyondStatus(t, tc.in, d); w != tc.write {
+				t.Errorf("write = %v, want %v", w, tc.write)
 			}
 			if tc.check != nil {
 				tc.check(t, d)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watch"
 )
 
 // When the coordinator runs a pass.
@@ -210,14 +211,14 @@ func (w *allocWatchers) set(plans map[string]store.Plan) {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			w.c.watch(ctx, w.poke, func(ctx context.Context, idx uint64) (uint64, error) {
+			watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
 				q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
 				_, meta, err := w.c.opt.Nodes.Allocations(id, q)
 				if err != nil {
 					return 0, err
 				}
 				return meta.LastIndex, nil
-			})
+			}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
 		}()
 	}
 }

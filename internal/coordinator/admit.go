@@ -1,0 +1,286 @@
+package coordinator
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Admission: which pending hosts may be taken out of service now, and why each
+// other one waits. A pure function of the pass's snapshot: the group budgets and
+// windows (package policy), then rollboot's own rules, in this order, for each
+// host the budgets admit (first come, first served):
+//   - a coordinator candidate is kept in service;
+//   - a host whose agent cannot tell which servers run on it is held;
+//   - at most one server of each cluster is out at once;
+//   - no Vault server goes while another Vault server is sealed;
+//   - every cluster of the host's servers passes its pre-reboot gate.
+//
+// Hosts not queued at all wait for what the phase machine says (a backoff, a
+// node not ready, no record), or for their missing agent.
+
+// admitRules is the configuration admission depends on.
+type admitRules struct {
+	groups        []policy.Group // the default group first, then the configured ones
+	drainDeadline time.Duration  // a window must leave room for a drain to finish
+	gates         bool           // quorum gates are configured (Options.Clusters)
+}
+
+// admission is the result of admit.
+type admission struct {
+	admitted map[string]bool
+	wait     map[string]WaitReason // why a pending host was not admitted
+}
+
+// admitRules returns the coordinator's admission configuration.
+func (c *Coordinator) admitRules() admitRules {
+	r := admitRules{groups: []policy.Group{c.opt.DefaultGroup}, drainDeadline: c.opt.Timing.DrainDeadline,
+		gates: c.opt.Clusters != nil}
+	for _, g := range c.opt.Groups {
+		r.groups = append(r.groups, g.Group)
+	}
+	return r
+}
+
+// admit decides which pending hosts get a slot now.
+func admit(r admitRules, s *snapshot) admission {
+	adm := policy.Admit(groupStatuses(r, s), admissionQueue(s))
+	out := admission{admitted: map[string]bool{}, wait: map[string]WaitReason{}}
+	for _, w := range adm.Waiting {
+		out.wait[w.Host] = waitFor(WaitGroupBudget, w.Reason)
+	}
+	for name, why := range s.missing {
+		out.wait[name] = waitFor(WaitAgentMissing, why)
+	}
+	spare := spareCandidates(s)
+	outServers := serversOut(s)
+	sealed := sealedVaults(s)
+	for _, req := range adm.Admitted {
+		rec := s.hosts[req.Host].rec
+		candidate := isCandidate(rec)
+		if candidate && spare <= 1 {
+			// After its reboot a drained node stays ineligible until the
+			// coordinator restores it, and an agent deployed as a system job gets
+			// no allocation there until then: with every candidate's host out at
+			// once, nobody would be left to do it.
+			out.wait[req.Host] = waitFor(WaitLastCandidate, "")
+			continue
+		}
+		if why := serverGate(r.gates, s.clusters, rec, outServers, sealed); !why.IsZero() {
+			out.wait[req.Host] = why
+			continue
+		}
+		if candidate {
+			spare--
+		}
+		for _, srv := range rec.Servers {
+			outServers[clusterKey(srv)] = req.Host
+		}
+		out.admitted[req.Host] = true
+	}
+	return out
+}
+
+// admissionQueue returns the pending hosts that may compete for a slot: past
+// their backoff, published by an agent, with a ready node not drained by someone
+// else, and an agent that runs.
+func admissionQueue(s *snapshot) []policy.Request {
+	var queue []policy.Request
+	for _, name := range s.names {
+		p, hv := s.plans[name], s.hosts[name]
+		if p.Phase != store.PhasePending || s.now.Before(p.NextTry) || hv.rec == nil {
+			continue
+		}
+		if n := hv.node; n != nil && (n.Status != "ready" || (n.Draining && n.DrainGrant == "")) {
+			continue
+		}
+		if s.missing[name] != "" {
+			continue // nobody would reboot it after its drain: held, and why is shown
+		}
+		queue = append(queue, policy.Request{Host: name, Group: hv.group, RequestedAt: p.RequestedAt})
+	}
+	return queue
+}
+
+// groupStatuses computes each group's size, active hosts and otherwise-unavailable
+// nodes, and holds a group whose window does not allow a drain to start now.
+func groupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
+	byName := map[string]*policy.GroupStatus{}
+	var out []*policy.GroupStatus
+	for _, g := range r.groups {
+		gs := &policy.GroupStatus{Group: g}
+		if s.control.Paused {
+			gs.Hold = "paused"
+			if s.control.PauseReason != "" {
+				gs.Hold += ": " + s.control.PauseReason
+			}
+		} else if ok, why := g.Schedule.CanStartDrain(s.now, r.drainDeadline); !ok {
+			gs.Hold = why
+		}
+		byName[g.Name] = gs
+		out = append(out, gs)
+	}
+	activeNode := map[string]bool{}
+	for name, p := range s.plans {
+		if !p.Active() {
+			continue
+		}
+		if gs := byName[s.hosts[name].group]; gs != nil {
+			gs.Active++
+		}
+		if p.NodeID != "" {
+			activeNode[p.NodeID] = true
+		}
+	}
+	for id, n := range s.nodes {
+		g, ok := s.groupOf[id]
+		if !ok {
+			g = r.groups[0].Name
+		}
+		gs := byName[g]
+		if gs == nil {
+			continue
+		}
+		gs.Size++
+		if !activeNode[id] && (n.Status != "ready" || n.SchedulingEligibility != "eligible") {
+			gs.Unavailable++
+		}
+	}
+	res := make([]policy.GroupStatus, 0, len(out))
+	for _, gs := range out {
+		res = append(res, *gs)
+	}
+	return res
+}
+
+func isCandidate(rec *store.HostRecord) bool {
+	return rec != nil && slices.Contains(rec.Roles, store.RoleCandidate)
+}
+
+// spareCandidates counts the coordinator candidates in service: not out for
+// rollboot, with a ready node (or none).
+func spareCandidates(s *snapshot) int {
+	spare := 0
+	for _, name := range s.names {
+		hv := s.hosts[name]
+		if isCandidate(hv.rec) && !s.plans[name].Active() && (hv.node == nil || hv.node.Status == "ready") {
+			spare++
+		}
+	}
+	return spare
+}
+
+// serversOut maps each server cluster (product/cluster) with a server out of
+// service for rollboot to that server's host.
+func serversOut(s *snapshot) map[string]string {
+	out := map[string]string{}
+	for _, name := range s.names {
+		if rec := s.hosts[name].rec; s.plans[name].Active() && rec != nil {
+			for _, srv := range rec.Servers {
+				out[clusterKey(srv)] = name
+			}
+		}
+	}
+	return out
+}
+
+// sealedVaults returns the hosts whose Vault server is sealed.
+func sealedVaults(s *snapshot) []string {
+	var sealed []string
+	for _, name := range s.names {
+		if r := s.hosts[name].rec; r != nil && r.VaultSealed {
+			sealed = append(sealed, name)
+		}
+	}
+	return sealed
+}
+
+// serverGate says why a host that runs servers may not be taken out now (zero
+// if it may): at most one server of each cluster out at once (its quorum group
+// has a concurrency of 1), and each cluster healthy and able to lose this server.
+func serverGate(gates bool, clusters map[string]health.ClusterHealth, rec *store.HostRecord, out map[string]string, sealed []string) WaitReason {
+	if why := discoveryHold(rec); !why.IsZero() {
+		return why
+	}
+	if rec == nil || len(rec.Servers) == 0 {
+		if rec != nil && serverRole(rec.Roles) != "" {
+			return waitFor(WaitRaftIDUnknown, serverRole(rec.Roles))
+		}
+		return WaitReason{}
+	}
+	if !gates {
+		return waitFor(WaitNoQuorumGates, "")
+	}
+	for _, srv := range rec.Servers {
+		if other, ok := out[clusterKey(srv)]; ok && other != rec.Host {
+			return waitFor(WaitServerOut, fmt.Sprintf("%s server of %s on %s", srv.Product, srv.Cluster, other))
+		}
+		if srv.Product == "vault" {
+			for _, h := range sealed {
+				if h != rec.Host {
+					return waitFor(WaitVaultSealed, h)
+				}
+			}
+		}
+	}
+	for _, srv := range rec.Servers {
+		if ok, why := health.PreRebootGate(clusters[clusterKey(srv)], srv.ID); !ok {
+			return waitFor(WaitPreRebootGate, why)
+		}
+	}
+	return WaitReason{}
+}
+
+// discoveryHold says why a host whose agent cannot tell which servers run on it
+// is held (zero when it can): its record may lack a server, and taking it out
+// then would skip that server's quorum gate.
+func discoveryHold(rec *store.HostRecord) WaitReason {
+	if rec == nil || rec.DiscoverError == "" {
+		return WaitReason{}
+	}
+	return waitFor(WaitRolesUnknown, rec.DiscoverError)
+}
+
+// leads returns the products whose leader runs on the host, and why their
+// hand-over is blocked (refused, with the "hold" policy).
+func leads(clusters map[string]health.ClusterHealth, rec *store.HostRecord, noHandOver map[string]string, hold bool) ([]string, WaitReason) {
+	var out []string
+	var blocked WaitReason
+	for _, srv := range rec.Servers {
+		if !health.NeedsHandOver(clusters[clusterKey(srv)], srv.ID) {
+			continue
+		}
+		refused, denied := noHandOver[rec.Host+"/"+srv.Product]
+		switch {
+		case denied && hold:
+			blocked = waitFor(WaitHandOverRefused, refused)
+			out = append(out, srv.Product)
+		case denied:
+			// policy continue: the host reboots as leader
+		default:
+			out = append(out, srv.Product)
+		}
+	}
+	return out, blocked
+}
+
+// postGate says why the host's servers are not back in their clusters (zero
+// when they are): a Raft member again, healthy, stable, and Vault unsealed.
+func postGate(clusters map[string]health.ClusterHealth, rec *store.HostRecord, now time.Time, stableFor time.Duration) WaitReason {
+	if why := discoveryHold(rec); !why.IsZero() {
+		return why
+	}
+	if rec.VaultSealed {
+		return waitFor(WaitVaultUnseal, rec.Host)
+	}
+	for _, srv := range rec.Servers {
+		if ok, why := health.PostRebootGate(clusters[clusterKey(srv)], srv.ID, now, stableFor); !ok {
+			return waitFor(WaitPostRebootGate, why)
+		}
+	}
+	return WaitReason{}
+}

@@ -1,0 +1,210 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/health"
+)
+
+var errInjected = errors.New("injected failure")
+
+// callLog records every write the coordinator makes, to Nomad nodes, to the
+// variables and to the server clusters, in order, and fails the failAt-th one
+// (1-based; 0: none).
+type callLog struct {
+	mu     sync.Mutex
+	calls  []string
+	failAt int
+}
+
+func (l *callLog) do(call string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, call)
+	if len(l.calls) == l.failAt {
+		return errInjected
+	}
+	return nil
+}
+
+func (l *callLog) reset(failAt int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls, l.failAt = nil, failAt
+}
+
+func (l *callLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.calls...)
+}
+
+// memVars is an in-memory Nomad Variables API with check-and-set; its writes go
+// to log as "put <path>" and "delete <path>" (the path without the prefix).
+type memVars struct {
+	log  *callLog
+	mu   sync.Mutex
+	idx  uint64
+	vars map[string]api.Variable
+}
+
+func newMemVars(log *callLog) *memVars { return &memVars{log: log, vars: map[string]api.Variable{}} }
+
+func (m *memVars) name(path string) string {
+	path = strings.TrimPrefix(path, "rollboot/")
+	if strings.HasPrefix(path, "history/") {
+		return "history"
+	}
+	return path
+}
+
+func (m *memVars) Read(path string, _ *api.QueryOptions) (*api.Variable, *api.QueryMeta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.vars[path]
+	if !ok {
+		return nil, &api.QueryMeta{LastIndex: m.idx}, api.ErrVariablePathNotFound
+	}
+	return &v, &api.QueryMeta{LastIndex: m.idx}, nil
+}
+
+func (m *memVars) PrefixList(prefix string, _ *api.QueryOptions) ([]*api.VariableMetadata, *api.QueryMeta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*api.VariableMetadata
+	for p, v := range m.vars {
+		if strings.HasPrefix(p, prefix) {
+			out = append(out, &api.VariableMetadata{Path: p, CreateIndex: v.CreateIndex, ModifyIndex: v.ModifyIndex})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, &api.QueryMeta{LastIndex: m.idx}, nil
+}
+
+func (m *memVars) CheckedCreate(v *api.Variable, q *api.WriteOptions) (*api.Variable, *api.WriteMeta, error) {
+	return m.put(v, true)
+}
+
+func (m *memVars) CheckedUpdate(v *api.Variable, q *api.WriteOptions) (*api.Variable, *api.WriteMeta, error) {
+	return m.put(v, false)
+}
+
+func (m *memVars) put(v *api.Variable, create bool) (*api.Variable, *api.WriteMeta, error) {
+	if err := m.log.do("put " + m.name(v.Path)); err != nil {
+		return nil, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.vars[v.Path]
+	if (create && ok) || (!create && (!ok || cur.ModifyIndex != v.ModifyIndex)) {
+		return nil, nil, api.ErrCASConflict{CheckIndex: v.ModifyIndex, Conflict: &cur}
+	}
+	m.idx++
+	n := *v
+	n.ModifyIndex = m.idx
+	if !ok {
+		n.CreateIndex = m.idx
+	}
+	m.vars[v.Path] = n
+	return &n, &api.WriteMeta{LastIndex: m.idx}, nil
+}
+
+func (m *memVars) CheckedDelete(path string, checkIndex uint64, _ *api.WriteOptions) (*api.WriteMeta, error) {
+	if err := m.log.do("delete " + m.name(path)); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.vars[path]
+	if !ok || cur.ModifyIndex != checkIndex {
+		return nil, api.ErrCASConflict{CheckIndex: checkIndex, Conflict: &cur}
+	}
+	m.idx++
+	delete(m.vars, path)
+	return &api.WriteMeta{LastIndex: m.idx}, nil
+}
+
+// recNodes is a NodesAPI whose writes go to log: "drain <node>", "cancel drain
+// <node> (eligible)", "eligible <node>". It lists nodes (ignoring filters), and
+// every node runs no allocation and has no event.
+type recNodes struct {
+	log      *callLog
+	nodes    []*api.NodeListStub
+	failInfo string // Info of this node fails
+}
+
+func (n recNodes) List(*api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	return n.nodes, &api.QueryMeta{LastIndex: 1}, nil
+}
+
+func (n recNodes) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	if id == n.failInfo {
+		return nil, nil, errInjected
+	}
+	return &api.Node{ID: id}, &api.QueryMeta{LastIndex: 1}, nil
+}
+
+func (n recNodes) Allocations(string, *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	return nil, &api.QueryMeta{LastIndex: 1}, nil
+}
+
+func (n recNodes) UpdateDrainOpts(id string, opts *api.DrainOptions, _ *api.WriteOptions) (*api.NodeDrainUpdateResponse, error) {
+	call := "drain " + id
+	if opts.DrainSpec == nil {
+		call = "cancel drain " + id
+		if opts.MarkEligible {
+			call += " (eligible)"
+		}
+	}
+	if err := n.log.do(call); err != nil {
+		return nil, err
+	}
+	return &api.NodeDrainUpdateResponse{}, nil
+}
+
+func (n recNodes) ToggleEligibility(id string, eligible bool, _ *api.WriteOptions) (*api.NodeEligibilityUpdateResponse, error) {
+	if !eligible {
+		return nil, errors.New("rollboot never makes a node ineligible by itself")
+	}
+	if err := n.log.do("eligible " + id); err != nil {
+		return nil, err
+	}
+	return &api.NodeEligibilityUpdateResponse{}, nil
+}
+
+// recClusters records leadership hand-overs as "hand over <product>" (failing
+// them with handOverErr), and counts the health reads by product/cluster.
+type recClusters struct {
+	log         *callLog
+	health      map[string]health.ClusterHealth
+	handOverErr error
+
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *recClusters) Read(_ context.Context, product, cluster string) health.ClusterHealth {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reads == nil {
+		c.reads = map[string]int{}
+	}
+	c.reads[product+"/"+cluster]++
+	if h, ok := c.health[product+"/"+cluster]; ok {
+		return h
+	}
+	return health.ClusterHealth{Product: health.Product(product), Cluster: cluster, Err: errors.New("unknown cluster")}
+}
+
+func (c *recClusters) HandOver(_ context.Context, product, _ string) error {
+	if err := c.log.do("hand over " + product); err != nil {
+		return err
+	}
+	return c.handOverErr
+}

@@ -1,0 +1,190 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// TestReconcileServerHosts: one pass reads the health of each cluster a pending,
+// draining or rejoining host belongs to, once, and none other; of two pending
+// servers of one cluster the first goes (plan stored, then drained) and the
+// second waits for it, with the reason in its plan.
+func TestReconcileServerHosts(t *testing.T) {
+	log := &callLog{}
+	vars := newMemVars(log)
+	st := store.New(vars, "rollboot", "")
+	ctx := context.Background()
+	var stubs []*api.NodeListStub
+	for _, h := range []string{"a", "b", "c"} {
+		stubs = append(stubs, &api.NodeListStub{ID: "n-" + h, Name: h, Status: "ready", SchedulingEligibility: "eligible"})
+	}
+	server := func(h, product, cluster, id string) store.HostRecord {
+		return store.HostRecord{Host: h, NodeID: "n-" + h, BootID: "b-" + h, RebootRequired: true, Reason: "kernel",
+			RequestedAt: t0.Add(-time.Hour), Roles: []string{store.RoleNomadClient, product + "-server"},
+			Servers: []store.Server{{Product: product, Cluster: cluster, ID: id}}}
+	}
+	recs := []store.HostRecord{server("a", "nomad", "global", "s1"), server("b", "nomad", "global", "s2"),
+		server("c", "vault", "v", "s1")}
+	recs[2].RebootRequired = false // idle: its cluster is not read
+	for _, r := range recs {
+		if _, err := st.PutHost(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, h := range []string{"a", "b"} {
+		at := t0.Add(-time.Hour + time.Duration(i)*time.Minute)
+		if _, err := st.PutPlan(ctx, store.Plan{Host: h, Phase: store.PhasePending, PhaseSince: at, RequestedAt: at,
+			Reason: "kernel", Timeline: map[string]time.Time{store.PhasePending: at}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clusters := &recClusters{log: log, health: map[string]health.ClusterHealth{
+		"nomad/global": cluster(health.Nomad, "global", nil)}}
+	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Clusters: clusters, Timing: timing,
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 3}, Now: func() time.Time { return t0 }})
+	log.reset(0)
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"nomad/global": 1}; !maps.Equal(clusters.reads, want) {
+		t.Errorf("health reads %v, want %v", clusters.reads, want)
+	}
+	if got, want := log.get(), []string{"put plan/a", "drain n-a", "put plan/b"}; !slices.Equal(got, want) {
+		t.Errorf("writes %q, want %q", got, want)
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := plans["a"]; p.Phase != store.PhaseDraining || p.Group != policy.DefaultGroupName {
+		t.Errorf("a: %s in group %q, want draining in the default group", p.Phase, p.Group)
+	}
+	if p := plans["b"]; p.Phase != store.PhasePending || p.Waiting != "nomad server of global on a is already out: one at a time" {
+		t.Errorf("b: %s waiting %q", p.Phase, p.Waiting)
+	}
+}
+
+// A hand-over refused for lack of permission is remembered for the host: with
+// the "hold" policy the host then waits and says why, with "continue" it goes
+// on as leader. Any other error fails the step.
+func TestHandOverRefused(t *testing.T) {
+	rec := &store.HostRecord{Host: "h1", Servers: []store.Server{{Product: "nomad", Cluster: "global", ID: "s3"}}}
+	clusters := map[string]health.ClusterHealth{"nomad/global": cluster(health.Nomad, "global", nil)} // s3 leads
+	for _, hold := range []bool{true, false} {
+		log := &callLog{}
+		c := New(Options{Clusters: &recClusters{log: log, handOverErr: health.ErrDenied}, HoldOnDeniedHandOver: hold})
+		if products, blocked := leads(clusters, rec, c.noHandOver, hold); !slices.Equal(products, []string{"nomad"}) || !blocked.IsZero() {
+			t.Fatalf("hold=%v, before any refusal: leads %v, blocked %+v", hold, products, blocked)
+		}
+		if err := c.handOver(context.Background(), rec, "nomad"); err != nil {
+			t.Fatalf("hold=%v: a refused hand-over failed the step: %v", hold, err)
+		}
+		products, blocked := leads(clusters, rec, c.noHandOver, hold)
+		switch {
+		case hold && (!slices.Equal(products, []string{"nomad"}) || blocked.Kind != WaitHandOverRefused ||
+			!strings.Contains(blocked.Detail, health.ErrDenied.Error())):
+			t.Errorf("hold: leads %v, blocked %+v", products, blocked)
+		case !hold && (len(products) != 0 || !blocked.IsZero()):
+			t.Errorf("continue: leads %v, blocked %+v", products, blocked)
+		}
+	}
+	log := &callLog{}
+	c := New(Options{Clusters: &recClusters{log: log, handOverErr: errors.New("500")}})
+	if err := c.handOver(context.Background(), rec, "nomad"); err == nil || len(c.noHandOver) != 0 {
+		t.Errorf("a failed hand-over: %v, remembered %v", err, c.noHandOver)
+	}
+	if err := c.handOver(context.Background(), nil, "nomad"); err != nil {
+		t.Errorf("no record: %v", err)
+	}
+}
+
+func TestPostGate(t *testing.T) {
+	srv := []store.Server{{Product: "nomad", Cluster: "global", ID: "s1"}}
+	stable := t0.Add(-time.Hour)
+	healthy := cluster(health.Nomad, "global", func(h *health.ClusterHealth) {
+		for i := range h.Servers {
+			h.Servers[i].StableSince = stable
+		}
+	})
+	tests := []struct {
+		name     string
+		rec      store.HostRecord
+		clusters map[string]health.ClusterHealth
+		want     WaitReason
+		kind     WaitKind // when the detail comes from package health
+	}{
+		{name: "back, healthy and stable", rec: store.HostRecord{Host: "h1", Servers: srv},
+			clusters: map[string]health.ClusterHealth{"nomad/global": healthy}},
+		{name: "no servers and no error: nothing to wait for", rec: store.HostRecord{Host: "h1"}},
+		{name: "discovery failing", rec: store.HostRecord{Host: "h1", Servers: srv, DiscoverError: "EOF"},
+			want: waitFor(WaitRolesUnknown, "EOF")},
+		{name: "Vault sealed", rec: store.HostRecord{Host: "h1", VaultSealed: true},
+			want: waitFor(WaitVaultUnseal, "h1")},
+		{name: "not back in the Raft configuration", rec: store.HostRecord{Host: "h1", Servers: []store.Server{{Product: "nomad", Cluster: "global", ID: "s9"}}},
+			clusters: map[string]health.ClusterHealth{"nomad/global": healthy}, kind: WaitPostRebootGate},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := postGate(tc.clusters, &tc.rec, t0, time.Minute)
+			if tc.kind != NotWaiting {
+				if got.Kind != tc.kind || got.String() == "" {
+					t.Errorf("postGate = %+v, want kind %v", got, tc.kind)
+				}
+				return
+			}
+			if got != tc.want {
+				t.Errorf("postGate = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A read that one host's decision needs fails: that host is skipped this pass and
+// the pass reports the error, while the others are decided and applied (here a
+// cancel that suppresses nothing any more is forgotten).
+func TestReconcileSkipsAHostWhoseReadFails(t *testing.T) {
+	log := &callLog{}
+	vars := newMemVars(log)
+	st := store.New(vars, "rollboot", "")
+	ctx := context.Background()
+	stubs := []*api.NodeListStub{
+		{ID: "n-a", Name: "a", Status: "ready", SchedulingEligibility: "ineligible"},
+		{ID: "n-b", Name: "b", Status: "ready", SchedulingEligibility: "eligible"},
+	}
+	for _, r := range []store.HostRecord{{Host: "a", NodeID: "n-a", BootID: "b1"}, {Host: "b", NodeID: "n-b", BootID: "b1"}} {
+		if _, err := st.PutHost(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drained := plan(store.PhaseDrained, func(p *store.Plan) { p.Host, p.NodeID = "a", "n-a" })
+	if _, err := st.PutPlan(ctx, drained); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.UpdateControl(ctx, func(ctl *store.Control) error {
+		ctl.Cancels = map[string]time.Time{"b": t0.Add(-time.Minute)}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Nodes: recNodes{log: log, nodes: stubs, failInfo: "n-a"}, Store: st, Timing: timing,
+		Now: func() time.Time { return t0 }})
+	log.reset(0)
+	err := c.ReconcileOnce(ctx)
+	if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read node n-a") {
+		t.Errorf("ReconcileOnce = %v, want the failed read of a's node", err)
+	}
+	if got, want := log.get(), []string{"delete requests/b"}; !slices.Equal(got, want) {
+		t.Errorf("writes %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,301 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// A reconcile pass first observes: it reads everything its decisions need into a
+// snapshot, and decides nothing. Admission (admit.go) and the phase machine
+// (decide.go) then decide from the snapshot alone, and apply (apply.go) writes.
+// The one read that depends on a decision, the system jobs of a host admitted
+// now (recorded in its plan at grant), follows admission (readGrantJobs).
+
+// snapshot is what one pass read.
+type snapshot struct {
+	now     time.Time
+	plans   map[string]store.Plan
+	control store.Control
+	nodes   map[string]*api.NodeListStub // every Nomad node, by ID
+	groupOf map[string]string            // node ID -> the first group whose filter matches it
+	hosts   map[string]*hostView         // every host with a usable record or a plan
+	names   []string                     // the keys of hosts, sorted
+	// missing: hosts whose agent is known not to run, and why (records.go).
+	missing map[string]string
+	// clusters holds the health of each server cluster (by product/cluster) of a
+	// host that is pending, draining or rejoining; nil without quorum gates.
+	clusters map[string]health.ClusterHealth
+	// noHandOver: leadership hand-overs refused for lack of permission, by
+	// host/product, with the refusal.
+	noHandOver map[string]string
+}
+
+// hostView is what a pass knows of one host.
+type hostView struct {
+	rec   *store.HostRecord // nil: no usable record
+	node  *NodeView         // nil: no Nomad node, or an unknown one
+	group string
+	// jobs are the system jobs running on the node, read for a host admitted
+	// now.
+	jobs []string
+	// err: a read this host's decision needs failed; it is skipped this pass.
+	err error
+}
+
+// observe reads everything a pass decides on.
+func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
+	plans, err := c.loadPlans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := c.opt.Store
+	recs, badRecs, _, err := st.HostsChecked(ctx, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	ctl, err := st.Control(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nodes, groupOf, err := c.readNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, missing := c.checkRecords(ctx, recs, badRecs, nodes, ctl)
+	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing}
+	c.hostViews(s, recs)
+	c.readNodeDetails(ctx, s)
+	c.readClusters(ctx, s)
+	c.mu.Lock()
+	s.noHandOver = maps.Clone(c.noHandOver)
+	c.mu.Unlock()
+	return s, nil
+}
+
+// loadPlans returns the plans: the coordinator's own writes, read once after it
+// starts leading (or after a write lost to another coordinator's).
+func (c *Coordinator) loadPlans(ctx context.Context) (map[string]store.Plan, error) {
+	c.mu.Lock()
+	plans := c.plans
+	c.mu.Unlock()
+	if plans != nil {
+		return plans, nil
+	}
+	plans, badPlans, err := c.opt.Store.PlansChecked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range badPlans {
+		// Used with what could be read; the next write of the plan repairs it.
+		c.log.Warn("plan partly unreadable", "host", b.Host, "path", b.Path, "err", b.Err)
+	}
+	c.mu.Lock()
+	c.plans = plans
+	c.mu.Unlock()
+	return plans, nil
+}
+
+// hostViews gives every host with a usable record or a plan its node and group.
+func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
+	s.hosts = map[string]*hostView{}
+	view := func(id string) *NodeView {
+		if n := s.nodes[id]; n != nil {
+			return nodeView(n)
+		}
+		return nil
+	}
+	for i := range recs {
+		r := &recs[i]
+		hv := &hostView{rec: r, group: c.opt.DefaultGroup.Name}
+		if r.NodeID != "" {
+			hv.node = view(r.NodeID)
+			if g, ok := s.groupOf[r.NodeID]; ok {
+				hv.group = g
+			}
+		} else if r.Group != "" && c.knownGroup(r.Group) {
+			hv.group = r.Group // a host without a node says its group (FleetLock)
+		}
+		s.hosts[r.Host] = hv
+	}
+	for name, p := range s.plans {
+		if _, ok := s.hosts[name]; !ok {
+			// No usable record (none, or ignored): the node the plan took out
+			// of service is still the one to give back.
+			s.hosts[name] = &hostView{group: p.Group, node: view(p.NodeID)}
+		}
+	}
+	s.names = sortedKeys(s.hosts)
+}
+
+// readNodes lists every node, and the nodes of each group with Nomad's own filter
+// (evaluated by Nomad on the full node, so Meta and Attributes work), first match wins.
+func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListStub, map[string]string, error) {
+	q := (&api.QueryOptions{}).WithContext(ctx)
+	list, _, err := c.opt.Nodes.List(q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
+	}
+	nodes := make(map[string]*api.NodeListStub, len(list))
+	for _, n := range list {
+		nodes[n.ID] = n
+	}
+	groupOf := map[string]string{}
+	for _, g := range c.opt.Groups {
+		var members []*api.NodeListStub
+		if g.Filter == "" {
+			members = list
+		} else {
+			q := (&api.QueryOptions{Filter: g.Filter}).WithContext(ctx)
+			members, _, err = c.opt.Nodes.List(q)
+			if err != nil {
+				return nil, nil, fmt.Errorf("list nodes of group %s: %w", g.Name, err)
+			}
+		}
+		for _, n := range members {
+			if _, ok := groupOf[n.ID]; !ok {
+				groupOf[n.ID] = g.Name
+			}
+		}
+	}
+	return nodes, groupOf, nil
+}
+
+// readNodeDetails reads what the node list does not say and a phase needs: the
+// node's events while the host should be rebooting (did it miss heartbeats and
+// come back?), and its system jobs while it rejoins.
+func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
+	for _, name := range s.names {
+		hv, p := s.hosts[name], s.plans[name]
+		if hv.node == nil {
+			continue
+		}
+		switch {
+		case p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck:
+			hv.err = c.reregisteredIndex(ctx, hv.node)
+		case p.Phase == store.PhaseRejoining && p.EligibleBefore && hv.node.Eligible:
+			hv.err = c.systemRunning(ctx, hv.node)
+		}
+	}
+}
+
+// readClusters reads, once per pass, the health of every server cluster whose
+// gates a host may meet in this pass: to be admitted and hand its leadership
+// over (pending, draining), or to be back (rejoining).
+func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
+	if c.opt.Clusters == nil {
+		return
+	}
+	s.clusters = map[string]health.ClusterHealth{}
+	for _, name := range s.names {
+		hv := s.hosts[name]
+		switch s.plans[name].Phase {
+		case store.PhasePending, store.PhaseDraining, store.PhaseRejoining:
+		default:
+			continue
+		}
+		if hv.rec == nil {
+			continue
+		}
+		for _, srv := range hv.rec.Servers {
+			k := clusterKey(srv)
+			if _, ok := s.clusters[k]; !ok {
+				s.clusters[k] = c.opt.Clusters.Read(ctx, srv.Product, srv.Cluster)
+			}
+		}
+	}
+}
+
+func clusterKey(srv store.Server) string { return srv.Product + "/" + srv.Cluster }
+
+// readGrantJobs reads the system jobs on the node of each host admitted now:
+// its plan records them at grant, and the host waits for them after its reboot.
+func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admission) {
+	for _, name := range s.names {
+		hv := s.hosts[name]
+		if !adm.admitted[name] || hv.node == nil || hv.err != nil {
+			continue
+		}
+		hv.jobs, hv.err = c.systemJobs(ctx, hv.node.ID)
+	}
+}
+
+func nodeView(n *api.NodeListStub) *NodeView {
+	v := &NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
+		ModifyIndex: n.ModifyIndex}
+	if n.LastDrain != nil {
+		v.DrainStatus = string(n.LastDrain.Status)
+		v.DrainGrant = n.LastDrain.Meta[metaGrant]
+	}
+	return v
+}
+
+// Node event messages that tell a node missed heartbeats or came back from it.
+const (
+	// nomad/heartbeat.go NodeHeartbeatEventMissed: the node went down or
+	// disconnected.
+	eventHeartbeatMissed = "Node heartbeat missed"
+	// nomad/node_endpoint.go NodeHeartbeatEventReregistered: a down node
+	// heartbeats again (Nomad ≥ 1.5 keeps the status at registration).
+	eventReregisteredByHeartbeat = "Node reregistered by heartbeat"
+	// nomad/state/state_store.go NodeRegisterEventReregistered: a down node
+	// registered with a new status (before Nomad 1.5).
+	eventReregistered = "Node re-registered"
+)
+
+// reregisteredIndex reads the node's events (the list stub has none) for the last
+// missed heartbeat and the last re-registration.
+func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error {
+	n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("read node %s: %w", v.ID, err)
+	}
+	for _, e := range n.Events {
+		switch e.Message {
+		case eventReregistered, eventReregisteredByHeartbeat:
+			v.ReregisteredIndex = max(v.ReregisteredIndex, e.CreateIndex)
+		case eventHeartbeatMissed:
+			v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.CreateIndex)
+		}
+	}
+	return nil
+}
+
+func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, error) {
+	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
+	}
+	set := map[string]bool{}
+	for _, a := range allocs {
+		if a.Job != nil && a.Job.Type != nil && *a.Job.Type == api.JobTypeSystem &&
+			a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusRunning {
+			set[a.Namespace+"/"+a.JobID] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for j := range set {
+		out = append(out, j)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (c *Coordinator) systemRunning(ctx context.Context, v *NodeView) error {
+	jobs, err := c.systemJobs(ctx, v.ID)
+	if err != nil {
+		return err
+	}
+	v.SystemRunning = map[string]bool{}
+	for _, j := range jobs {
+		v.SystemRunning[j] = true
+	}
+	return nil
+}

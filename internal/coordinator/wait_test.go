@@ -1,0 +1,111 @@
+package coordinator
+
+import (
+	"testing"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// The text of every wait reason, as stored in plans and printed by `rollboot
+// status`: scripts and operators read it, so it does not change with the code.
+func TestWaitReasonText(t *testing.T) {
+	tests := []struct {
+		w    WaitReason
+		want string
+	}{
+		{WaitReason{}, ""},
+		{waitFor(WaitRebootLoop, "reboot loop: a reboot is still needed right after reboot 1; holding until 2026-12-02T11:00:00Z"),
+			"reboot loop: a reboot is still needed right after reboot 1; holding until 2026-12-02T11:00:00Z"},
+		{waitFor(WaitBackoff, "2026-12-02T11:00:00Z"), "backing off until 2026-12-02T11:00:00Z"},
+		{waitFor(WaitPaused, ""), "paused"},
+		{waitFor(WaitNoRecord, ""), "no agent has published this host"},
+		{waitFor(WaitServerNoGates, "nomad-server"), "the host runs a nomad-server: rollboot does not reboot servers without quorum gates"},
+		{waitFor(WaitNodeNotReady, "down"), "node is down"},
+		{waitFor(WaitForeignDrain, ""), "node is being drained by someone else"},
+		{waitFor(WaitSlot, ""), "waiting for a slot in its group or for its window"},
+		{waitFor(WaitAgentNotOnNode, "rollboot"), "rollboot's agent (job rollboot) does not run on the node: a drain would leave no agent to reboot it"},
+		{waitFor(WaitGroupBudget, `group "web" is full: 1 of 1 slots in use`), `group "web" is full: 1 of 1 slots in use`},
+		{waitFor(WaitAgentMissing, "agent missing: its allocation of job rollboot failed"), "agent missing: its allocation of job rollboot failed"},
+		{waitFor(WaitLastCandidate, ""), "it would take the last coordinator candidate in service out"},
+		{waitFor(WaitRolesUnknown, "EOF"), "server roles unknown (the agent keeps retrying): EOF"},
+		{waitFor(WaitRaftIDUnknown, "consul-server"), "the host runs a consul-server whose Raft ID is unknown: its quorum gate stays closed"},
+		{waitFor(WaitNoQuorumGates, ""), "the host runs servers and no quorum gates are configured"},
+		{waitFor(WaitServerOut, "nomad server of global on h2"), "nomad server of global on h2 is already out: one at a time"},
+		{waitFor(WaitVaultSealed, "h2"), "quorum gate: Vault on h2 is sealed: an unseal is needed first"},
+		{waitFor(WaitPreRebootGate, `nomad "global": no leader`), `quorum gate: nomad "global": no leader`},
+		{waitFor(WaitHandOverRefused, "403"), "leadership hand-over refused (policy: hold): 403"},
+		{waitFor(WaitNodeNotFound, ""), "node not found"},
+		{waitFor(WaitDrainStarting, ""), "starting the drain"},
+		{waitFor(WaitDraining, ""), "draining"},
+		{waitFor(WaitHandingOver, "nomad, vault"), "handing over the leadership of nomad, vault"},
+		{waitFor(WaitAgentReboot, ""), "waiting for the agent to reboot the host"},
+		{waitFor(WaitAgentHolds, "no leader"), "the agent holds the reboot: no leader"},
+		{waitFor(WaitRebooting, ""), "rebooting"},
+		{waitFor(WaitStuck, "x (rollboot release h1 frees the slot)"), "stuck: x (rollboot release h1 frees the slot)"},
+		{waitFor(WaitNodeToBeReady, "initializing"), "waiting for the node to be ready (initializing)"},
+		{waitFor(WaitEligibility, ""), "restoring eligibility"},
+		{waitFor(WaitSystemJob, "default/x"), "waiting for system job default/x to run on the node"},
+		{waitFor(WaitVaultUnseal, "h1"), "Vault on h1 is sealed: an unseal is needed"},
+		{waitFor(WaitPostRebootGate, `nomad "global": no leader`), `nomad "global": no leader`},
+		{waitFor(WaitNewBootID, ""), "waiting for the agent to report the host's new boot ID"},
+		{waitFor(WaitUnknownPhase, "odd"), "unknown phase odd"},
+	}
+	for _, tc := range tests {
+		if got := tc.w.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.w, got, tc.want)
+		}
+	}
+}
+
+// Step takes what admission says: the host's group, and why it was not
+// admitted; the plan it returns is the one to store.
+func TestStepTakesAdmission(t *testing.T) {
+	pending := plan(store.PhasePending, func(p *store.Plan) { p.GrantID, p.Attempt = "", 0 })
+	budget := waitFor(WaitGroupBudget, `group "db" is full: 1 of 1 slots in use`)
+	tests := []struct {
+		name      string
+		in        Input
+		wantGroup string
+		wait      WaitReason
+		write     bool
+	}{
+		{name: "not admitted without a reason waits for a slot",
+			in:        Input{Plan: pending, Host: host("b1", true), Node: node(nil), Group: "db"},
+			wantGroup: "db", wait: waitFor(WaitSlot, ""), write: true},
+		{name: "not admitted: admission's reason is shown",
+			in:        Input{Plan: pending, Host: host("b1", true), Node: node(nil), Group: "db", NotAdmitted: budget},
+			wantGroup: "db", wait: budget, write: true},
+		{name: "the reason already shown is not written again",
+			in: Input{Plan: func() store.Plan { p := pending; p.Waiting = budget.String(); return p }(),
+				Host: host("b1", true), Node: node(nil), Group: "db", NotAdmitted: budget},
+			wantGroup: "db", wait: budget},
+		{name: "the phase machine's own reasons come first",
+			in:        Input{Plan: pending, Host: host("b1", true), Node: node(func(n *NodeView) { n.Status = "down" }), Group: "db", NotAdmitted: budget},
+			wantGroup: "db", wait: waitFor(WaitNodeNotReady, "down"), write: true},
+		{name: "granted: the group is recorded",
+			in:        Input{Plan: pending, Host: host("b1", true), Node: node(nil), Group: "db", Admitted: true, NewGrantID: "g2"},
+			wantGroup: "db", write: true},
+		{name: "no group given keeps the plan's",
+			in:        Input{Plan: pending, Host: host("b1", true), Node: node(nil)},
+			wantGroup: "web", wait: waitFor(WaitSlot, ""), write: true},
+		{name: "out of service, the group stays the one granted",
+			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true), Group: "db",
+				Node: node(func(n *NodeView) { n.Draining, n.DrainGrant, n.DrainStatus = true, "g1", "draining" })},
+			wantGroup: "web", wait: waitFor(WaitDraining, ""), write: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Now, tc.in.Timing = t0, timing
+			d := Step(tc.in)
+			if d.Plan.Group != tc.wantGroup {
+				t.Errorf("group = %q, want %q", d.Plan.Group, tc.wantGroup)
+			}
+			if d.Waiting != tc.wait || d.Plan.Waiting != tc.wait.String() {
+				t.Errorf("waiting %+v, plan shows %q; want %+v", d.Waiting, d.Plan.Waiting, tc.wait)
+			}
+			if d.Write != tc.write {
+				t.Errorf("write = %v, want %v", d.Write, tc.write)
+			}
+		})
+	}
+}
