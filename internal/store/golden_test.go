@@ -46,10 +46,14 @@ func (g golden[R]) run(t *testing.T) {
 }
 
 func TestGoldenHostRecords(t *testing.T) {
+	for _, g := range goldenHosts() {
+		g.run(t)
+	}
+}
+
+func goldenHosts() []golden[HostRecord] {
 	at := goldenAt
-	dec := func(v *api.Variable) (HostRecord, error) { return decodeHost(v) }
-	enc := func(r HostRecord) map[string]string { return r.items() }
-	for _, g := range []golden[HostRecord]{{
+	gs := []golden[HostRecord]{{
 		name: "full",
 		items: map[string]string{
 			"agent_job":          "default/rollboot",
@@ -85,15 +89,22 @@ func TestGoldenHostRecords(t *testing.T) {
 		name:  "minimal",
 		items: map[string]string{"host": "a", "reboot_required": "false"},
 		rec:   HostRecord{Host: "a", ModifyIndex: 7},
-	}} {
-		g.encode, g.decode = enc, dec
+	}}
+	for i := range gs {
+		gs[i].encode, gs[i].decode = HostRecord.items, decodeHost
+	}
+	return gs
+}
+
+func TestGoldenPlans(t *testing.T) {
+	for _, g := range goldenPlans() {
 		g.run(t)
 	}
 }
 
-func TestGoldenPlans(t *testing.T) {
+func goldenPlans() []golden[Plan] {
 	at := goldenAt
-	for _, g := range []golden[Plan]{{
+	gs := []golden[Plan]{{
 		name: "full",
 		items: map[string]string{
 			"attempt":            "2",
@@ -130,15 +141,20 @@ func TestGoldenPlans(t *testing.T) {
 		name:  "minimal",
 		items: map[string]string{"eligible_before": "false", "host": "a", "phase": "idle"},
 		rec:   Plan{Host: "a", Phase: PhaseIdle, ModifyIndex: 7},
-	}} {
-		g.encode, g.decode = func(p Plan) map[string]string { return p.items() }, decodePlan
-		g.run(t)
+	}}
+	for i := range gs {
+		gs[i].encode, gs[i].decode = Plan.items, decodePlan
 	}
+	return gs
 }
 
 func TestGoldenHistory(t *testing.T) {
+	goldenHistory().run(t)
+}
+
+func goldenHistory() golden[HistoryRecord] {
 	at := goldenAt
-	g := golden[HistoryRecord]{
+	return golden[HistoryRecord]{
 		name: "full",
 		items: map[string]string{
 			"boot_id_after":  "b1",
@@ -155,22 +171,27 @@ func TestGoldenHistory(t *testing.T) {
 		},
 		rec: HistoryRecord{Host: "web-1", Group: "web", GrantID: "g1", Outcome: "failed", Reason: "r", BootIDBefore: "b0", BootIDAfter: "b1",
 			Forced: true, Error: "e", Timeline: map[string]time.Time{PhasePending: at}, Finished: at},
-		encode: func(h HistoryRecord) map[string]string { return h.items() },
+		encode: HistoryRecord.items,
 		decode: decodeHistory,
 	}
-	g.run(t)
 }
 
 func TestGoldenHostControl(t *testing.T) {
-	at := goldenAt
-	dec := func(v *api.Variable) (HostControl, error) {
-		h, problems := decodeHostControl(v)
-		if len(problems) > 0 {
-			t.Errorf("problems: %q", problems)
+	for _, g := range goldenHostControls() {
+		g.decode = func(v *api.Variable) (HostControl, error) {
+			h, problems := decodeHostControl(v)
+			if len(problems) > 0 {
+				t.Errorf("problems: %q", problems)
+			}
+			return h, nil
 		}
-		return h, nil
+		g.run(t)
 	}
-	for _, g := range []golden[HostControl]{{
+}
+
+func goldenHostControls() []golden[HostControl] {
+	at := goldenAt
+	gs := []golden[HostControl]{{
 		name: "full",
 		items: map[string]string{
 			"cancel_at":      "2026-12-02T10:00:00.123456789Z",
@@ -185,8 +206,17 @@ func TestGoldenHostControl(t *testing.T) {
 		name:  "zero request",
 		items: map[string]string{"host": "a", "requested_at": "0001-01-01T00:00:00Z"},
 		rec:   HostControl{Host: "a", Request: &Request{}, ModifyIndex: 7},
-	}} {
-		g.encode, g.decode = func(h HostControl) map[string]string { return h.items() }, dec
-		g.run(t)
+	}}
+	for i := range gs {
+		gs[i].encode = HostControl.items
 	}
+	return gs
+}
+
+func goldenItems[R any](gs ...golden[R]) []map[string]string {
+	out := make([]map[string]string, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, g.items)
+	}
+	return out
 }
