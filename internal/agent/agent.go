@@ -583,7 +583,7 @@ func (a *Agent) detect(ctx context.Context, slow bool) {
 // stored index and retries. It reads nothing when nothing changed, so an idle agent
 // puts no load on the Nomad servers.
 func (a *Agent) publish(ctx context.Context) error {
-	if a.published && sameRecord(a.last, a.rec) {
+	if a.published && a.last.Equal(a.rec) {
 		return nil
 	}
 	for attempt := 0; attempt < 3; attempt++ {
@@ -643,24 +643,6 @@ func (a *Agent) discover(ctx context.Context, nodeID string, roles []string, boo
 	return found, servers, true
 }
 
-func sameRecord(a, b store.HostRecord) bool {
-	a.ModifyIndex, b.ModifyIndex = 0, 0
-	return slices.Equal(a.Servers, b.Servers) && a.VaultSealed == b.VaultSealed && a.Host == b.Host && a.NodeID == b.NodeID && a.Hostname == b.Hostname &&
-		slices.Equal(sortedCopy(a.Roles), sortedCopy(b.Roles)) && a.BootID == b.BootID &&
-		a.RebootRequired == b.RebootRequired && a.Reason == b.Reason &&
-		a.RequestedAt.Equal(b.RequestedAt) && a.RebootingGrant == b.RebootingGrant &&
-		a.FleetLockID == b.FleetLockID && a.AgentVersion == b.AgentVersion && a.DetectError == b.DetectError &&
-		a.DiscoverError == b.DiscoverError &&
-		a.AgentJob == b.AgentJob && a.HoldReason == b.HoldReason && equalFailure(a.Failure, b.Failure)
-}
-
-func equalFailure(a, b *store.RebootFailure) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Grant == b.Grant && a.Step == b.Step && a.ExitStatus == b.ExitStatus && a.Message == b.Message && a.At.Equal(b.At)
-}
-
 // checkVault records whether the host's Vault server is sealed.
 func (a *Agent) checkVault(ctx context.Context) {
 	if a.opt.Servers == nil || !hasRole(a.rec.Roles, store.RoleVaultServer) {
@@ -678,12 +660,6 @@ func (a *Agent) checkVault(ctx context.Context) {
 }
 
 func hasRole(roles []string, role string) bool { return slices.Contains(roles, role) }
-
-func sortedCopy(s []string) []string {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return c
-}
 
 // watchPlan follows this host's plan with blocking queries and offers each new
 // one to the loop. A refused token is retried slowly and logged as an error; a

@@ -55,7 +55,7 @@ func (a *Agent) restoreRecord(ctx context.Context, ch recordChange) {
 	if !a.published || (ch.index != 0 && ch.index <= a.rec.ModifyIndex) {
 		return // not written yet, or our own write (or an older version of it)
 	}
-	if ch.decoded && ch.index != 0 && sameRecord(ch.rec, a.last) {
+	if ch.decoded && ch.index != 0 && ch.rec.Equal(a.last) {
 		a.rec.ModifyIndex = ch.index // same content (another incarnation of us)
 		a.last.ModifyIndex = ch.index
 		return

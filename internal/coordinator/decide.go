@@ -65,9 +65,9 @@ func toStuck(d Decision, p store.Plan, now time.Time, why string) Decision {
 // Nomad leader change, when the TTL is stretched to the failover TTL) leaves the
 // node ready throughout: then only the new boot ID tells.
 func rebootSeen(in Input, p store.Plan) string {
-	switch {
-	case in.Host != nil && in.Host.BootID != p.BootIDAtGrant:
-		return "host is back with a new boot ID"
+	switch back := reportedBack(in.Host, p); {
+	case back != "":
+		return back
 	case in.Host != nil && in.Host.RebootingGrant == p.GrantID && nodeCameBack(in.Node, p):
 		return "node missed heartbeats during the reboot and is ready again"
 	}
@@ -198,6 +198,11 @@ func step(in Input) Decision {
 		p.Phase = store.PhaseIdle
 	}
 	d := Decision{Plan: p}
+	if p.Phase == store.PhaseUnreadable {
+		// A newer rollboot wrote the plan: hold the host, change nothing.
+		d.Waiting = waitFor(WaitPlanUnreadable, p.Waiting)
+		return d
+	}
 	var n needed
 	n.at, n.reason, n.ok = Need(in)
 
@@ -555,7 +560,7 @@ func rejoin(in Input, d Decision) Decision {
 		d.Waiting = in.PostGate
 		return d
 	}
-	if in.Host != nil && in.Host.BootID == p.BootIDAtGrant && (p.EligibleBefore || in.Node == nil) {
+	if in.Host != nil && reportedBack(in.Host, p) == "" && (p.EligibleBefore || in.Node == nil) {
 		// The node came back, but the agent has not reported a new boot ID yet
 		// (it starts once its system allocation is placed again, and runs its
 		// post-reboot hooks first). The reboot is done when the host says so.

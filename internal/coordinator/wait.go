@@ -46,6 +46,9 @@ const (
 	WaitPostRebootGate // Detail: health.PostRebootGate's reason
 	WaitNewBootID
 	WaitUnknownPhase // Detail: the phase
+
+	// A host whose plan a newer rollboot wrote (store.PhaseUnreadable).
+	WaitPlanUnreadable // Detail: the store's reason, the whole text
 )
 
 // WaitReason is why a host waits: a kind, and the detail its text needs.
@@ -126,7 +129,7 @@ func (w WaitReason) String() string {
 	case WaitUnknownPhase:
 		return "unknown phase " + w.Detail
 	}
-	// WaitRebootLoop, WaitGroupBudget, WaitAgentMissing, WaitPostRebootGate: the
-	// detail is the whole text.
+	// WaitRebootLoop, WaitGroupBudget, WaitAgentMissing, WaitPostRebootGate,
+	// WaitPlanUnreadable: the detail is the whole text.
 	return w.Detail
 }

@@ -49,6 +49,8 @@ func TestWaitReasonText(t *testing.T) {
 		{waitFor(WaitPostRebootGate, `nomad "global": no leader`), `nomad "global": no leader`},
 		{waitFor(WaitNewBootID, ""), "waiting for the agent to report the host's new boot ID"},
 		{waitFor(WaitUnknownPhase, "odd"), "unknown phase odd"},
+		{waitFor(WaitPlanUnreadable, "held: its plan was written by a newer rollboot (version 9)"),
+			"held: its plan was written by a newer rollboot (version 9)"},
 	}
 	for _, tc := range tests {
 		if got := tc.w.String(); got != tc.want {

@@ -23,10 +23,6 @@ const RequestBy = "fleetlock:"
 // RequestReason is the reason of a FleetLock reboot request.
 const RequestReason = "FleetLock pre-reboot"
 
-// SteadyBootPrefix starts the boot ID the server records in a FleetLock host's
-// record when the client reports steady-state after its reboot.
-const SteadyBootPrefix = "fleetlock-steady-"
-
 // identity is the rollboot host a FleetLock id maps to.
 type identity struct {
 	host string
@@ -168,7 +164,7 @@ func (s *Server) syncRecord(ctx context.Context, ident *identity, id, group stri
 	if !plan.Active() || want.Group == "" {
 		want.Group = group
 	}
-	if ident.rec != nil && sameRecord(rec, want) {
+	if ident.rec != nil && rec.Equal(want) {
 		return nil
 	}
 	return s.putRecord(ctx, ident, want)
@@ -182,12 +178,6 @@ func (s *Server) putRecord(ctx context.Context, ident *identity, rec store.HostR
 	rec.ModifyIndex = idx
 	ident.rec = &rec
 	return nil
-}
-
-func sameRecord(a, b store.HostRecord) bool {
-	return a.FleetLockID == b.FleetLockID && a.NodeID == b.NodeID && a.Group == b.Group &&
-		slices.Equal(a.Roles, b.Roles) && a.BootID == b.BootID && a.RebootingGrant == b.RebootingGrant &&
-		a.RebootRequired == b.RebootRequired
 }
 
 func (s *Server) plan(ctx context.Context, host string) (store.Plan, error) {
@@ -438,18 +428,22 @@ func (s *Server) steadyState(ctx context.Context, id, group string) (res answer,
 		if err != nil {
 			return ok200, err
 		}
-		if ident.owned && (ident.rec.RebootRequired || withdrawn && ident.nodeID == "") {
+		if ident.owned && ident.rec.RebootRequired {
+			rec := *ident.rec
+			rec.RebootRequired, rec.Reason = false, ""
+			if err := s.putRecord(ctx, &ident, rec); err != nil {
+				return ok200, err
+			}
+		}
+		if withdrawn && ident.nodeless() {
 			// A coordinator that read the request before it was withdrawn may
 			// still grant it. A host with a node is then drained and, with no
 			// request left, the drain is undone. A host without a node is
-			// granted at once (drained): a new boot ID (the client did start
-			// anew) ends such a grant at once (drained -> rejoining -> idle).
-			rec := *ident.rec
-			rec.RebootRequired, rec.Reason = false, ""
-			if withdrawn && ident.nodeID == "" {
-				rec.BootID = SteadyBootPrefix + strconv.FormatInt(s.now().UnixNano(), 36)
-			}
-			if err := s.putRecord(ctx, &ident, rec); err != nil {
+			// granted at once (drained), and the client, told it holds no
+			// slot, will not reboot for it: a release asked now ends such a
+			// grant as rollboot release does (no reboot recorded); with no
+			// grant it is moot and the coordinator drops it.
+			if err := s.releaseSlot(ctx, ident.host, p); err != nil {
 				return ok200, err
 			}
 		}
@@ -478,8 +472,8 @@ func (s *Server) steadyState(ctx context.Context, id, group string) (res answer,
 //     the cycle (node ready, eligibility restored).
 func (s *Server) steadyHeld(ctx context.Context, ident identity, p store.Plan) (answer, error) {
 	told := ident.rec != nil && ident.rec.RebootingGrant == p.GrantID && p.GrantID != ""
-	// The coordinator saw the reboot (the node registered again, or a new boot
-	// ID) when the cycle reached rejoining.
+	// The coordinator saw the reboot (the node registered again, or the client
+	// reported back from its grant) when the cycle reached rejoining.
 	seen := p.Phase == store.PhaseRejoining || p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero()
 	if ident.owned && !told && !seen && (p.Phase == store.PhaseDrained || p.Phase == store.PhaseStuck) {
 		if _, err := s.withdraw(ctx, ident); err != nil {
@@ -497,14 +491,14 @@ func (s *Server) steadyHeld(ctx context.Context, ident identity, p store.Plan) (
 		}
 		return fail(KindWaitingForRejoin, why), nil
 	}
-	if ident.owned && p.GrantID != "" {
-		boot := SteadyBootPrefix + p.GrantID
-		if ident.rec.BootID == p.BootIDAtGrant || ident.rec.RebootRequired {
-			rec := *ident.rec
-			rec.BootID, rec.RebootRequired, rec.Reason = boot, false, ""
-			if err := s.putRecord(ctx, &ident, rec); err != nil {
-				return ok200, err
-			}
+	if ident.owned && p.GrantID != "" && (ident.rec.RebootedGrant != p.GrantID || ident.rec.RebootRequired) {
+		// The client is back from the reboot of this grant: the server cannot
+		// see its boot ID, so it records the grant it came back from, which
+		// the coordinator takes as the reboot seen.
+		rec := *ident.rec
+		rec.RebootedGrant, rec.RebootRequired, rec.Reason = p.GrantID, false, ""
+		if err := s.putRecord(ctx, &ident, rec); err != nil {
+			return ok200, err
 		}
 	}
 	why := orText(p.Waiting, p.Phase)

@@ -39,6 +39,8 @@ type HostControl struct {
 	CancelAt    time.Time
 	ReleaseAt   time.Time
 	ModifyIndex uint64
+
+	newer bool // the variable has a version this rollboot does not know
 }
 
 func (h HostControl) empty() bool {
@@ -55,56 +57,51 @@ func (h HostControl) equal(o HostControl) bool {
 	return h.CancelAt.Equal(o.CancelAt) && h.ReleaseAt.Equal(o.ReleaseAt)
 }
 
-func (h HostControl) items() map[string]string {
-	e := enc{}
-	e.str("host", h.Host)
-	if h.Request != nil {
-		// Always present (even a zero time): the item says there is a request.
-		e["requested_at"] = h.Request.At.UTC().Format(time.RFC3339Nano)
-		e.str("requested_by", h.Request.By)
-		e.str("request_reason", h.Request.Reason)
-	}
-	e.time("cancel_at", h.CancelAt)
-	e.time("release_at", h.ReleaseAt)
-	return e
-}
+// hostControlCodec is the schema of a per-host control variable.
+var hostControlCodec = codec[HostControl]{version: 1, fields: []field[HostControl]{
+	text("host", func(h *HostControl) *string { return &h.Host }),
+	// Present whenever there is a request: requested_at is written even as a
+	// zero time, since the item says there is one.
+	part("requested_at", true, func(h *HostControl) **Request { return &h.Request }, []field[Request]{
+		instant("requested_at", func(r *Request) *time.Time { return &r.At }, true),
+		text("requested_by", func(r *Request) *string { return &r.By }),
+		text("request_reason", func(r *Request) *string { return &r.Reason }),
+	}),
+	instant("cancel_at", func(h *HostControl) *time.Time { return &h.CancelAt }, false),
+	instant("release_at", func(h *HostControl) *time.Time { return &h.ReleaseAt }, false),
+}}
+
+func (h HostControl) items() map[string]string { return hostControlCodec.encode(h) }
 
 // decodeHostControl reads a per-host control variable leniently: each entry that
-// cannot be read is reported and skipped.
+// cannot be read is reported and skipped; a cancel that cannot be read counts as
+// a cancel at the time the variable was last written. A variable of a version
+// this rollboot does not know is read as that cancel alone (it suppresses at
+// least what it may hold) and marked newer, so that it is never overwritten.
 func decodeHostControl(v *api.Variable) (HostControl, []string) {
-	var problems []string
-	bad := func(k string, err error) {
-		problems = append(problems, fmt.Sprintf("variable %s: item %q: %v: skipped", v.Path, k, err))
-	}
-	h := HostControl{Host: v.Items["host"], ModifyIndex: v.ModifyIndex}
+	h, bad, err := hostControlCodec.decode(v.Items)
+	h.ModifyIndex = v.ModifyIndex
 	if h.Host == "" {
 		h.Host = HostFromPath(v.Path)
 	}
-	parse := func(k string) (time.Time, bool) {
-		s, ok := v.Items[k]
-		if !ok || s == "" {
-			return time.Time{}, ok
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			bad(k, err)
-			return time.Time{}, false
-		}
-		return t, true
+	if err != nil {
+		h.CancelAt, h.newer = modifyTime(v), true
+		return h, []string{fmt.Sprintf("variable %s: %v: counted as a cancel at %s, when the variable was last written; not overwritten",
+			v.Path, err, h.CancelAt.Format(time.RFC3339))}
 	}
-	if at, ok := parse("requested_at"); ok {
-		h.Request = &Request{At: at, By: v.Items["requested_by"], Reason: v.Items["request_reason"]}
-	}
-	if c := v.Items["cancel_at"]; c != "" {
-		at, err := time.Parse(time.RFC3339Nano, c)
-		if err != nil {
-			at = modifyTime(v)
+	var problems []string
+	for _, b := range bad {
+		switch b.key {
+		case "cancel_at":
+			h.CancelAt = modifyTime(v)
 			problems = append(problems, fmt.Sprintf("variable %s: item %q: %v: counted as a cancel at %s, when the variable was last written",
-				v.Path, "cancel_at", err, at.Format(time.RFC3339)))
+				v.Path, b.key, b.err, h.CancelAt.Format(time.RFC3339)))
+			continue
+		case "requested_at":
+			h.Request = nil
 		}
-		h.CancelAt = at
+		problems = append(problems, fmt.Sprintf("variable %s: item %q: %v: skipped", v.Path, b.key, b.err))
 	}
-	h.ReleaseAt, _ = parse("release_at")
 	return h, problems
 }
 
@@ -120,24 +117,37 @@ func HostFromPath(path string) string {
 	return strings.ReplaceAll(path[strings.LastIndex(path, "/")+1:], "~", ".")
 }
 
+// controlCodec is the schema of the control variable: the pause flag. Its items
+// "requests", "cancels" and "releases" come from older versions, which kept every
+// host's entries there; they are only read (leniently, by decodeControlLenient),
+// and kept as they are until they move to their host's variable.
+var controlCodec = codec[Control]{version: 1, fields: []field[Control]{
+	flag("paused", func(c *Control) *bool { return &c.Paused }, true),
+	text("pause_reason", func(c *Control) *string { return &c.PauseReason }),
+	instant("paused_at", func(c *Control) *time.Time { return &c.PausedAt }, false),
+}}
+
 // decodeControlLenient reads the control variable, skipping (and reporting) what
 // cannot be read. A pause flag that cannot be read counts as paused: when rollboot
-// cannot tell, it holds.
+// cannot tell, it holds. So does a control variable of a version this rollboot
+// does not know, which it never overwrites.
 func decodeControlLenient(v *api.Variable) Control {
-	c := Control{ModifyIndex: v.ModifyIndex, raw: maps.Clone(v.Items)}
-	d := &dec{items: v.Items, path: v.Path}
-	c.Paused = d.bool("paused")
-	if d.err != nil {
-		c.Paused = true
-		c.PauseReason = "the pause flag cannot be read (" + strconv.Quote(v.Items["paused"]) + "): holding; rollboot control reset repairs it"
-		c.Problems = append(c.Problems, d.err.Error()+": counted as paused")
-		d.err = nil
-	} else {
-		c.PauseReason = d.str("pause_reason")
+	c, bad, err := controlCodec.decode(v.Items)
+	c.ModifyIndex, c.raw = v.ModifyIndex, maps.Clone(v.Items)
+	if err != nil {
+		c = Control{ModifyIndex: v.ModifyIndex, raw: c.raw, newer: true, Paused: true,
+			PauseReason: "the control variable was written by a newer rollboot: holding until that version runs"}
+		c.Problems = []string{fmt.Sprintf("variable %s: %v: counted as paused; not overwritten", v.Path, err)}
+		return c
 	}
-	c.PausedAt = d.time("paused_at")
-	if d.err != nil {
-		c.Problems = append(c.Problems, d.err.Error()+": skipped")
+	for _, b := range bad {
+		if b.key == "paused" {
+			c.Paused = true
+			c.PauseReason = "the pause flag cannot be read (" + strconv.Quote(v.Items["paused"]) + "): holding; rollboot control reset repairs it"
+			c.Problems = append(c.Problems, fmt.Sprintf("variable %s: item %q: %v: counted as paused", v.Path, b.key, b.err))
+			continue
+		}
+		c.Problems = append(c.Problems, fmt.Sprintf("variable %s: item %q: %v: skipped", v.Path, b.key, b.err))
 	}
 	c.Requests = lenientMap(v, "requests", &c.Problems, func(raw json.RawMessage) (Request, error) {
 		var r Request
@@ -292,6 +302,12 @@ func (s *Store) readControl(ctx context.Context) (Control, error) {
 		}
 		c.Problems = append(c.Problems, cc.problems...)
 		c.hostIdx[cc.hc.Host] = cc.hc.ModifyIndex
+		if cc.hc.newer {
+			if c.newerHosts == nil {
+				c.newerHosts = map[string]bool{}
+			}
+			c.newerHosts[cc.hc.Host] = true
+		}
 		c.merge(cc.hc)
 	}
 	s.mu.Lock()
@@ -353,6 +369,9 @@ func (s *Store) writeControl(ctx context.Context, c *Control, before map[string]
 		if want.equal(before[h]) {
 			continue
 		}
+		if c.newerHosts[h] {
+			return fmt.Errorf("control entries of %s: %s: %w: not overwritten", h, s.requestPath(h), ErrUnknownVersion)
+		}
 		if err := s.putHostControl(ctx, want, c.hostIdx[h]); err != nil {
 			return err
 		}
@@ -362,6 +381,9 @@ func (s *Store) writeControl(ctx context.Context, c *Control, before map[string]
 	}
 	if !pauseChanged && len(moved) == 0 {
 		return nil
+	}
+	if c.newer {
+		return fmt.Errorf("%s: %w: not overwritten", s.controlPath(), ErrUnknownVersion)
 	}
 	// The per-host variables are written first: a crash (or conflict) before the
 	// control variable is written leaves an entry in both places, which reads the
@@ -397,13 +419,12 @@ func controlItems(c *Control, pauseChanged bool, moved []string) map[string]stri
 		items = map[string]string{}
 	}
 	if pauseChanged {
-		delete(items, "pause_reason")
-		delete(items, "paused_at")
-		e := enc(items)
-		e.bool("paused", c.Paused)
-		e.str("pause_reason", c.PauseReason)
-		e.time("paused_at", c.PausedAt)
+		for _, f := range controlCodec.fields {
+			delete(items, f.key)
+		}
+		controlCodec.put(c, items)
 	}
+	items[versionKey] = strconv.Itoa(controlCodec.version)
 	for _, k := range []string{"requests", "cancels", "releases"} {
 		var raw map[string]json.RawMessage
 		if items[k] == "" || json.Unmarshal([]byte(items[k]), &raw) != nil {
@@ -449,9 +470,16 @@ func (s *Store) resetControl(ctx context.Context) (ResetReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	if c.newer {
+		return rep, fmt.Errorf("%s: %w: reset it with the rollboot that wrote it", s.controlPath(), ErrUnknownVersion)
+	}
 	rep.Dropped = append(rep.Dropped, c.Problems...)
 	merged := HostControls(c)
 	for _, h := range sortedKeys(c.legacy) {
+		if c.newerHosts[h] {
+			rep.Dropped = append(rep.Dropped, fmt.Sprintf("entries of %s in %s: %s was written by a newer rollboot", h, s.controlPath(), s.requestPath(h)))
+			continue
+		}
 		if err := s.putHostControl(ctx, merged[h], c.hostIdx[h]); err != nil {
 			return rep, err
 		}
@@ -470,15 +498,14 @@ func (s *Store) resetControl(ctx context.Context) (ResetReport, error) {
 		if _, done := c.legacy[cc.hc.Host]; done {
 			continue // rewritten above, with what could be read
 		}
+		if cc.hc.newer {
+			continue // written by a newer rollboot: left to it
+		}
 		if err := s.putHostControl(ctx, cc.hc, cc.modify); err != nil {
 			return rep, err
 		}
 	}
-	items := map[string]string{}
-	e := enc(items)
-	e.bool("paused", c.Paused)
-	e.str("pause_reason", c.PauseReason)
-	e.time("paused_at", c.PausedAt)
+	items := controlCodec.encode(c)
 	if c.ModifyIndex == 0 && len(c.raw) == 0 {
 		return rep, nil // no control variable: nothing to rewrite
 	}

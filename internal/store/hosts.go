@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // BadRecord is a variable that cannot be used: it is skipped, for its host only,
@@ -103,7 +105,9 @@ func (s *Store) WatchHost(ctx context.Context, host string, index uint64, wait t
 // cannot be read. Such a plan is kept with what could be read (the rest is zero:
 // no backoff, not eligible before, no drain index, which errs on the side of
 // holding), so that its host still counts against its group, and the
-// coordinator's next write of it repairs it.
+// coordinator's next write of it repairs it. A plan written by a newer rollboot
+// (a version this one does not know) is not read at all: it is returned as
+// PhaseUnreadable, which holds its host and which PutPlan never overwrites.
 func (s *Store) PlansChecked(ctx context.Context) (map[string]Plan, []BadRecord, error) {
 	metas, _, err := s.list(ctx, s.prefix+"/plan/", 0, 0)
 	if err != nil {
@@ -121,7 +125,11 @@ func (s *Store) PlansChecked(ctx context.Context) (map[string]Plan, []BadRecord,
 			return nil, nil, err
 		}
 		p, err := decodePlan(v)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrUnknownVersion):
+			p = unreadablePlan(v, err)
+			bad = append(bad, BadRecord{Path: v.Path, Host: p.Host, Err: err.Error() + ": host held, plan not overwritten"})
+		case err != nil:
 			bad = append(bad, BadRecord{Path: v.Path, Host: HostFromPath(v.Path), Err: err.Error() + ": read as zero"})
 		}
 		if p.Host == "" {
@@ -131,4 +139,11 @@ func (s *Store) PlansChecked(ctx context.Context) (map[string]Plan, []BadRecord,
 		out[p.Host] = p
 	}
 	return out, bad, nil
+}
+
+// unreadablePlan stands for a plan that a newer rollboot wrote: the host is held
+// (PhaseUnreadable), and Waiting says why.
+func unreadablePlan(v *api.Variable, err error) Plan {
+	return Plan{Host: HostFromPath(v.Path), Phase: PhaseUnreadable, ModifyIndex: v.ModifyIndex,
+		Waiting: "held: its plan was written by a newer rollboot (" + err.Error() + ")"}
 }

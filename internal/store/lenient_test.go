@@ -213,8 +213,8 @@ func TestResetControl(t *testing.T) {
 		t.Errorf("report = %+v", rep)
 	}
 	v, _, _ := c.Variables().Read("rollboot/control", nil)
-	if len(v.Items) != 1 || v.Items["paused"] != "true" {
-		t.Errorf("control variable = %v, want the pause flag only", v.Items)
+	if len(v.Items) != 2 || v.Items["paused"] != "true" || v.Items["version"] != "1" {
+		t.Errorf("control variable = %v, want the pause flag (and the schema version) only", v.Items)
 	}
 	ctl, err := st.Control(ctx)
 	if err != nil || len(ctl.Problems) != 0 || len(ctl.Requests) != 1 || ctl.Releases["web-4"].IsZero() {

@@ -1,11 +1,9 @@
 package store
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
+	"maps"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -21,6 +19,13 @@ const (
 	PhaseRejoining = "rejoining"
 	PhaseBackoff   = "backoff"
 	PhaseStuck     = "stuck"
+
+	// PhaseUnreadable is no phase of the machine and is never stored: it stands
+	// for a plan written by a newer rollboot, with a schema this one does not
+	// know (PlansChecked). Its host is held: it counts as holding a slot of its
+	// group, the coordinator decides nothing for it, and PutPlan refuses to
+	// overwrite its plan.
+	PhaseUnreadable = "unreadable"
 )
 
 // Roles a host can have.
@@ -50,7 +55,12 @@ type HostRecord struct {
 	// RebootingGrant is the grant the agent is rebooting for: set right before the
 	// reboot, so the coordinator knows the reboot began.
 	RebootingGrant string
-	FleetLockID    string
+	// RebootedGrant is the grant a FleetLock client reported itself back from
+	// (steady-state after the reboot it was told it may do): the FleetLock
+	// server sets it, since it cannot see the client's boot ID, and the
+	// coordinator takes it as the reboot of that grant being seen.
+	RebootedGrant string
+	FleetLockID   string
 	// Servers are the Nomad, Consul and Vault servers that run on the host.
 	Servers []Server
 	// VaultSealed: the host's Vault server is sealed (after a reboot, until an
@@ -161,7 +171,7 @@ type Plan struct {
 // Active reports whether the host holds a slot of its group (is out of service).
 func (p Plan) Active() bool {
 	switch p.Phase {
-	case PhaseDraining, PhaseDrained, PhaseRebooting, PhaseRejoining, PhaseStuck:
+	case PhaseDraining, PhaseDrained, PhaseRebooting, PhaseRejoining, PhaseStuck, PhaseUnreadable:
 		return true
 	}
 	return false
@@ -186,6 +196,10 @@ type Control struct {
 	raw     map[string]string      // the control variable's items as read
 	legacy  map[string]HostControl // entries found in the control variable itself
 	hostIdx map[string]uint64      // ModifyIndex of each per-host control variable
+	// newer: the control variable has a version this rollboot does not know;
+	// newerHosts: likewise for these hosts' variables. Neither is overwritten.
+	newer      bool
+	newerHosts map[string]bool
 }
 
 // Request is a manual reboot request.
@@ -211,279 +225,118 @@ type HistoryRecord struct {
 	Finished time.Time
 }
 
-// ---- encoding: Nomad variable items are string maps ----------------------------
+// ---- codecs: one per record type (codec.go) --------------------------------------
 
-type enc map[string]string
+// hostCodec is the schema of a host record.
+var hostCodec = codec[HostRecord]{version: 1, fields: []field[HostRecord]{
+	text("host", func(r *HostRecord) *string { return &r.Host }),
+	text("node_id", func(r *HostRecord) *string { return &r.NodeID }),
+	text("hostname", func(r *HostRecord) *string { return &r.Hostname }),
+	list("roles", func(r *HostRecord) *[]string { return &r.Roles }, true),
+	text("boot_id", func(r *HostRecord) *string { return &r.BootID }),
+	flag("reboot_required", func(r *HostRecord) *bool { return &r.RebootRequired }, true),
+	text("reason", func(r *HostRecord) *string { return &r.Reason }),
+	instant("requested_at", func(r *HostRecord) *time.Time { return &r.RequestedAt }, false),
+	text("rebooting_grant", func(r *HostRecord) *string { return &r.RebootingGrant }),
+	text("rebooted_grant", func(r *HostRecord) *string { return &r.RebootedGrant }),
+	text("fleetlock_id", func(r *HostRecord) *string { return &r.FleetLockID }),
+	text("group", func(r *HostRecord) *string { return &r.Group }),
+	flag("vault_sealed", func(r *HostRecord) *bool { return &r.VaultSealed }, false),
+	text("agent_version", func(r *HostRecord) *string { return &r.AgentVersion }),
+	text("detect_error", func(r *HostRecord) *string { return &r.DetectError }),
+	text("discover_error", func(r *HostRecord) *string { return &r.DiscoverError }),
+	text("agent_job", func(r *HostRecord) *string { return &r.AgentJob }),
+	text("hold_reason", func(r *HostRecord) *string { return &r.HoldReason }),
+	part("failed_step", false, func(r *HostRecord) **RebootFailure { return &r.Failure }, []field[RebootFailure]{
+		text("failed_grant", func(f *RebootFailure) *string { return &f.Grant }),
+		text("failed_step", func(f *RebootFailure) *string { return &f.Step }),
+		number("failed_exit_status", func(f *RebootFailure) *int { return &f.ExitStatus }, true),
+		text("failed_message", func(f *RebootFailure) *string { return &f.Message }),
+		instant("failed_at", func(f *RebootFailure) *time.Time { return &f.At }, false),
+	}),
+	object("servers", func(r *HostRecord) *[]Server { return &r.Servers }, noElements[Server]),
+}}
 
-func (e enc) str(k, v string) {
-	if v != "" {
-		e[k] = v
-	}
-}
-func (e enc) time(k string, t time.Time) {
-	if !t.IsZero() {
-		e[k] = t.UTC().Format(time.RFC3339Nano)
-	}
-}
-func (e enc) bool(k string, b bool) { e[k] = strconv.FormatBool(b) }
-func (e enc) int(k string, n int) {
-	if n != 0 {
-		e[k] = strconv.Itoa(n)
-	}
-}
-func (e enc) json(k string, v any, empty bool) {
-	if empty {
-		return
-	}
-	b, _ := json.Marshal(v)
-	e[k] = string(b)
-}
+func (r HostRecord) items() map[string]string { return hostCodec.encode(r) }
 
-type dec struct {
-	items api.VariableItems
-	path  string
-	err   error
-}
-
-func (d *dec) fail(k string, err error) {
-	if d.err == nil {
-		d.err = fmt.Errorf("variable %s: item %q: %w", d.path, k, err)
-	}
-}
-func (d *dec) str(k string) string { return d.items[k] }
-func (d *dec) time(k string) time.Time {
-	v := d.items[k]
-	if v == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		d.fail(k, err)
-	}
-	return t
-}
-func (d *dec) bool(k string) bool {
-	v := d.items[k]
-	if v == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		d.fail(k, err)
-	}
-	return b
-}
-func (d *dec) int(k string) int {
-	v := d.items[k]
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		d.fail(k, err)
-	}
-	return n
-}
-func (d *dec) uint(k string) uint64 {
-	v := d.items[k]
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		d.fail(k, err)
-	}
-	return n
-}
-func (d *dec) json(k string, out any) {
-	v := d.items[k]
-	if v == "" {
-		return
-	}
-	if err := json.Unmarshal([]byte(v), out); err != nil {
-		d.fail(k, err)
-	}
-}
-
-func splitList(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, ",")
-}
-
-func (r HostRecord) items() map[string]string {
-	e := enc{}
-	e.str("host", r.Host)
-	e.str("node_id", r.NodeID)
-	e.str("hostname", r.Hostname)
-	roles := append([]string(nil), r.Roles...)
-	sort.Strings(roles)
-	e.str("roles", strings.Join(roles, ","))
-	e.str("boot_id", r.BootID)
-	e.bool("reboot_required", r.RebootRequired)
-	e.str("reason", r.Reason)
-	e.time("requested_at", r.RequestedAt)
-	e.str("rebooting_grant", r.RebootingGrant)
-	e.str("fleetlock_id", r.FleetLockID)
-	e.str("group", r.Group)
-	e.json("servers", r.Servers, len(r.Servers) == 0)
-	if r.VaultSealed {
-		e.bool("vault_sealed", true)
-	}
-	e.str("agent_version", r.AgentVersion)
-	e.str("detect_error", r.DetectError)
-	e.str("discover_error", r.DiscoverError)
-	e.str("agent_job", r.AgentJob)
-	e.str("hold_reason", r.HoldReason)
-	if f := r.Failure; f != nil {
-		e.str("failed_grant", f.Grant)
-		e.str("failed_step", f.Step)
-		e["failed_exit_status"] = strconv.Itoa(f.ExitStatus)
-		e.str("failed_message", f.Message)
-		e.time("failed_at", f.At)
-	}
-	return e
-}
+// Equal reports whether two host records say the same: whether they would be
+// stored as the same items (roles are a set, times are instants; ModifyIndex,
+// which says where a record was read, does not count). It is how a writer tells
+// that its record needs no write, and how an agent tells that its record was
+// changed by someone else.
+func (r HostRecord) Equal(o HostRecord) bool { return maps.Equal(r.items(), o.items()) }
 
 func decodeHost(v *api.Variable) (HostRecord, error) {
-	d := &dec{items: v.Items, path: v.Path}
-	r := HostRecord{
-		Host:           d.str("host"),
-		NodeID:         d.str("node_id"),
-		Hostname:       d.str("hostname"),
-		Roles:          splitList(d.str("roles")),
-		BootID:         d.str("boot_id"),
-		RebootRequired: d.bool("reboot_required"),
-		Reason:         d.str("reason"),
-		RequestedAt:    d.time("requested_at"),
-		RebootingGrant: d.str("rebooting_grant"),
-		FleetLockID:    d.str("fleetlock_id"),
-		Group:          d.str("group"),
-		VaultSealed:    d.bool("vault_sealed"),
-		AgentVersion:   d.str("agent_version"),
-		DetectError:    d.str("detect_error"),
-		DiscoverError:  d.str("discover_error"),
-		AgentJob:       d.str("agent_job"),
-		HoldReason:     d.str("hold_reason"),
-		ModifyIndex:    v.ModifyIndex,
+	r, err := decodeStrict(hostCodec, v.Path, v.Items)
+	r.ModifyIndex = v.ModifyIndex
+	if err == nil && r.Host == "" {
+		err = fmt.Errorf("variable %s: item %q: missing", v.Path, "host")
 	}
-	if d.str("failed_step") != "" {
-		r.Failure = &RebootFailure{Grant: d.str("failed_grant"), Step: d.str("failed_step"),
-			ExitStatus: d.int("failed_exit_status"), Message: d.str("failed_message"), At: d.time("failed_at")}
-	}
-	d.json("servers", &r.Servers)
-	if r.Host == "" {
-		d.fail("host", fmt.Errorf("missing"))
-	}
-	return r, d.err
+	return r, err
 }
 
-func (p Plan) items() map[string]string {
-	e := enc{}
-	e.str("host", p.Host)
-	e.str("phase", p.Phase)
-	e.time("phase_since", p.PhaseSince)
-	e.str("group", p.Group)
-	e.str("reason", p.Reason)
-	e.time("requested_at", p.RequestedAt)
-	e.str("grant_id", p.GrantID)
-	e.int("attempt", p.Attempt)
-	e.bool("eligible_before", p.EligibleBefore)
-	e.str("boot_id_at_grant", p.BootIDAtGrant)
-	e.str("node_id", p.NodeID)
-	e.str("system_jobs", strings.Join(p.SystemJobs, ","))
-	e.time("next_try", p.NextTry)
-	e.str("last_error", p.LastError)
-	e.str("waiting", p.Waiting)
-	e.json("timeline", p.Timeline, len(p.Timeline) == 0)
-	if p.Forced {
-		e.bool("forced", true)
-	}
-	if p.DrainedIndex != 0 {
-		e["drained_index"] = strconv.FormatUint(p.DrainedIndex, 10)
-	}
-	e.str("gone_boot_id", p.GoneBootID)
-	if p.Held {
-		e.bool("held", true)
-	}
-	e.str("last_after_boot_id", p.LastAfterBootID)
-	e.time("last_completed", p.LastCompleted)
-	e.int("loop_count", p.LoopCount)
-	e.time("last_need_at", p.LastNeedAt)
-	return e
-}
+// planCodec is the schema of a plan.
+var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
+	text("host", func(p *Plan) *string { return &p.Host }),
+	text("phase", func(p *Plan) *string { return &p.Phase }),
+	instant("phase_since", func(p *Plan) *time.Time { return &p.PhaseSince }, false),
+	text("group", func(p *Plan) *string { return &p.Group }),
+	text("reason", func(p *Plan) *string { return &p.Reason }),
+	instant("requested_at", func(p *Plan) *time.Time { return &p.RequestedAt }, false),
+	text("grant_id", func(p *Plan) *string { return &p.GrantID }),
+	number("attempt", func(p *Plan) *int { return &p.Attempt }, false),
+	flag("eligible_before", func(p *Plan) *bool { return &p.EligibleBefore }, true),
+	text("boot_id_at_grant", func(p *Plan) *string { return &p.BootIDAtGrant }),
+	text("node_id", func(p *Plan) *string { return &p.NodeID }),
+	list("system_jobs", func(p *Plan) *[]string { return &p.SystemJobs }, false),
+	instant("next_try", func(p *Plan) *time.Time { return &p.NextTry }, false),
+	text("last_error", func(p *Plan) *string { return &p.LastError }),
+	text("waiting", func(p *Plan) *string { return &p.Waiting }),
+	flag("forced", func(p *Plan) *bool { return &p.Forced }, false),
+	counter("drained_index", func(p *Plan) *uint64 { return &p.DrainedIndex }),
+	text("gone_boot_id", func(p *Plan) *string { return &p.GoneBootID }),
+	flag("held", func(p *Plan) *bool { return &p.Held }, false),
+	text("last_after_boot_id", func(p *Plan) *string { return &p.LastAfterBootID }),
+	instant("last_completed", func(p *Plan) *time.Time { return &p.LastCompleted }, false),
+	number("loop_count", func(p *Plan) *int { return &p.LoopCount }, false),
+	instant("last_need_at", func(p *Plan) *time.Time { return &p.LastNeedAt }, false),
+	object("timeline", func(p *Plan) *map[string]time.Time { return &p.Timeline }, noEntries[string, time.Time]),
+}}
+
+func (p Plan) items() map[string]string { return planCodec.encode(p) }
 
 func decodePlan(v *api.Variable) (Plan, error) {
-	d := &dec{items: v.Items, path: v.Path}
-	p := Plan{
-		Host:            d.str("host"),
-		Phase:           d.str("phase"),
-		PhaseSince:      d.time("phase_since"),
-		Group:           d.str("group"),
-		Reason:          d.str("reason"),
-		RequestedAt:     d.time("requested_at"),
-		GrantID:         d.str("grant_id"),
-		Attempt:         d.int("attempt"),
-		EligibleBefore:  d.bool("eligible_before"),
-		BootIDAtGrant:   d.str("boot_id_at_grant"),
-		NodeID:          d.str("node_id"),
-		SystemJobs:      splitList(d.str("system_jobs")),
-		NextTry:         d.time("next_try"),
-		LastError:       d.str("last_error"),
-		Waiting:         d.str("waiting"),
-		Forced:          d.bool("forced"),
-		DrainedIndex:    d.uint("drained_index"),
-		GoneBootID:      d.str("gone_boot_id"),
-		Held:            d.bool("held"),
-		LastAfterBootID: d.str("last_after_boot_id"),
-		LastCompleted:   d.time("last_completed"),
-		LoopCount:       d.int("loop_count"),
-		LastNeedAt:      d.time("last_need_at"),
-		ModifyIndex:     v.ModifyIndex,
+	p, err := decodeStrict(planCodec, v.Path, v.Items)
+	p.ModifyIndex = v.ModifyIndex
+	if errors.Is(err, ErrUnknownVersion) {
+		return p, err
 	}
-	d.json("timeline", &p.Timeline)
-	if p.Host == "" {
-		d.fail("host", fmt.Errorf("missing"))
+	if err == nil && p.Host == "" {
+		err = fmt.Errorf("variable %s: item %q: missing", v.Path, "host")
 	}
 	if p.Phase == "" {
 		p.Phase = PhaseIdle
 	}
-	return p, d.err
+	return p, err
 }
 
-func (h HistoryRecord) items() map[string]string {
-	e := enc{}
-	e.str("host", h.Host)
-	e.str("group", h.Group)
-	e.str("grant_id", h.GrantID)
-	e.str("outcome", h.Outcome)
-	e.str("reason", h.Reason)
-	e.str("boot_id_before", h.BootIDBefore)
-	e.str("boot_id_after", h.BootIDAfter)
-	if h.Forced {
-		e.bool("forced", true)
-	}
-	e.str("error", h.Error)
-	e.json("timeline", h.Timeline, len(h.Timeline) == 0)
-	e.time("finished", h.Finished)
-	return e
-}
+// historyCodec is the schema of a history record.
+var historyCodec = codec[HistoryRecord]{version: 1, fields: []field[HistoryRecord]{
+	text("host", func(h *HistoryRecord) *string { return &h.Host }),
+	text("group", func(h *HistoryRecord) *string { return &h.Group }),
+	text("grant_id", func(h *HistoryRecord) *string { return &h.GrantID }),
+	text("outcome", func(h *HistoryRecord) *string { return &h.Outcome }),
+	text("reason", func(h *HistoryRecord) *string { return &h.Reason }),
+	text("boot_id_before", func(h *HistoryRecord) *string { return &h.BootIDBefore }),
+	text("boot_id_after", func(h *HistoryRecord) *string { return &h.BootIDAfter }),
+	flag("forced", func(h *HistoryRecord) *bool { return &h.Forced }, false),
+	text("error", func(h *HistoryRecord) *string { return &h.Error }),
+	instant("finished", func(h *HistoryRecord) *time.Time { return &h.Finished }, false),
+	object("timeline", func(h *HistoryRecord) *map[string]time.Time { return &h.Timeline }, noEntries[string, time.Time]),
+}}
+
+func (h HistoryRecord) items() map[string]string { return historyCodec.encode(h) }
 
 func decodeHistory(v *api.Variable) (HistoryRecord, error) {
-	d := &dec{items: v.Items, path: v.Path}
-	h := HistoryRecord{
-		Host:         d.str("host"),
-		Group:        d.str("group"),
-		GrantID:      d.str("grant_id"),
-		Outcome:      d.str("outcome"),
-		Reason:       d.str("reason"),
-		BootIDBefore: d.str("boot_id_before"),
-		BootIDAfter:  d.str("boot_id_after"),
-		Forced:       d.bool("forced"),
-		Error:        d.str("error"),
-		Finished:     d.time("finished"),
-	}
-	d.json("timeline", &h.Timeline)
-	return h, d.err
+	return decodeStrict(historyCodec, v.Path, v.Items)
 }

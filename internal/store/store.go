@@ -249,8 +249,12 @@ func readAll[T any](ctx context.Context, s *Store, prefix string, decode func(*a
 	return out, nil
 }
 
-// PutPlan writes a plan with CAS on p.ModifyIndex and returns the new index.
+// PutPlan writes a plan with CAS on p.ModifyIndex and returns the new index. It
+// refuses to overwrite a plan written by a newer rollboot (PhaseUnreadable).
 func (s *Store) PutPlan(ctx context.Context, p Plan) (uint64, error) {
+	if p.Phase == PhaseUnreadable {
+		return 0, fmt.Errorf("plan of %s: %w: not overwritten", p.Host, ErrUnknownVersion)
+	}
 	return s.write(ctx, s.planPath(pathName(p.Host)), p.items(), p.ModifyIndex)
 }
 
