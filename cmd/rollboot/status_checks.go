@@ -18,7 +18,7 @@ import (
 // hosts' records: records that cannot be used (they do not decode, do not match
 // their path, or name another host's node), control entries that cannot be read,
 // and hosts whose agent does not run (from the agent job's allocations).
-func addChecks(ctx context.Context, s *StatusView, cfg *config.Config, c *api.Client, st *store.Store) error {
+func addChecks(ctx context.Context, s *StatusView, cfg *config.Compiled, c *api.Client, st *store.Store) error {
 	recs, bad, _, err := st.HostsChecked(ctx, 0, 0)
 	if err != nil {
 		return err
