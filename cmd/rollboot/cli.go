@@ -63,7 +63,7 @@ type connInfo struct {
 	Timeout                    time.Duration
 }
 
-func connInfoOf(cfg *config.Config, timeout time.Duration) connInfo {
+func connInfoOf(cfg *config.Compiled, timeout time.Duration) connInfo {
 	return connInfo{Address: cfg.Nomad.Address, Namespace: cfg.Nomad.Namespace, Prefix: cfg.State.Prefix,
 		TokenSet: cfg.Nomad.Token != "", Timeout: timeout}
 }
@@ -128,6 +128,7 @@ func clientCommand(cmd *cobra.Command) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		cmd.SetContext(withLoaded(ctx, cfg, client))
 		st := daemon.Store(cfg, client)
 		if err := checkState(ctx, cmd, st, c); err != nil {
 			return explain(err, c)
@@ -160,7 +161,7 @@ func addressOf(cf configFlags) string {
 	}
 	cfg := config.Default()
 	if cf.path != "" {
-		if c, err := config.Load(cf.path); err == nil {
+		if c, err := config.Parse(cf.path); err == nil {
 			cfg = c
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rollboot/rollboot/internal/config"
-	"github.com/rollboot/rollboot/internal/daemon"
 )
 
 // configFlags are the flags every command that talks to Nomad takes.
@@ -28,11 +28,12 @@ func (f *configFlags) register(cmd *cobra.Command) {
 }
 
 // load reads the configuration: defaults, then the file, then the NOMAD_*
-// environment, then flags, then validation (which reports every error at once).
-func (f *configFlags) load() (*config.Config, error) {
+// environment, then flags, then Compile, which checks the result once and
+// reports every problem at once.
+func (f *configFlags) load() (*config.Compiled, error) {
 	cfg := config.Default()
 	if f.path != "" {
-		c, err := config.Load(f.path)
+		c, err := config.Parse(f.path)
 		if err != nil {
 			return nil, err
 		}
@@ -47,23 +48,34 @@ func (f *configFlags) load() (*config.Config, error) {
 	if f.prefix != "" {
 		cfg.State.Prefix = f.prefix
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return config.Compile(cfg)
 }
 
-// client loads the configuration and builds the Nomad client it names.
-func (f *configFlags) client() (*config.Config, *api.Client, error) {
-	cfg, err := f.load()
-	if err != nil {
-		return nil, nil, err
+// loaded is what clientCommand loaded for the command it runs: the configuration,
+// compiled once, and the Nomad client it names.
+type loaded struct {
+	cfg    *config.Compiled
+	client *api.Client
+}
+
+type loadedKey struct{}
+
+// withLoaded records what clientCommand loaded, for loadedOf.
+func withLoaded(ctx context.Context, cfg *config.Compiled, c *api.Client) context.Context {
+	return context.WithValue(ctx, loadedKey{}, loaded{cfg: cfg, client: c})
+}
+
+// loadedOf returns the configuration and client clientCommand loaded for cmd.
+func loadedOf(cmd *cobra.Command) (*config.Compiled, *api.Client, error) {
+	var l loaded
+	ok := false
+	if ctx := cmd.Context(); ctx != nil {
+		l, ok = ctx.Value(loadedKey{}).(loaded)
 	}
-	c, err := daemon.Client(cfg)
-	if err != nil {
-		return nil, nil, err
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: no configuration loaded (the command is not a clientCommand)", cmd.Name())
 	}
-	return cfg, c, nil
+	return l.cfg, l.client, nil
 }
 
 // logFlags choose the log format and level.

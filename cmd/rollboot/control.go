@@ -20,7 +20,7 @@ func controlCmd(use, short string, args cobra.PositionalArgs, extra func(*cobra.
 		Short: short,
 		Args:  args,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, c, err := cf.client()
+			cfg, c, err := loadedOf(cmd)
 			if err != nil {
 				return err
 			}

@@ -30,7 +30,7 @@ are dropped and listed; the control variable keeps only the pause flag. A pause
 flag that cannot be read becomes "paused": check the state, then rollboot resume.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, c, err := cf.client()
+			cfg, c, err := loadedOf(cmd)
 			if err != nil {
 				return err
 			}

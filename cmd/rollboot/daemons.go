@@ -13,7 +13,8 @@ import (
 )
 
 // setup loads the configuration and builds the logger of a long-running command.
-func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Config, *slog.Logger, error) {
+// The effective configuration is logged once, the token masked (config.Secret).
+func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Compiled, *slog.Logger, error) {
 	cfg, err := cf.load()
 	if err != nil {
 		return nil, nil, err
@@ -22,6 +23,7 @@ func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Config, *
 	if err != nil {
 		return nil, nil, err
 	}
+	log.Info("configuration", "config", cfg)
 	return cfg, log, nil
 }
 

@@ -16,7 +16,7 @@ import (
 // withFleetLock runs run and, when fleetlock.enabled, the FleetLock server beside
 // it. The listener opens first, so a bad address or certificate fails at start;
 // if the server stops with an error, run is stopped too.
-func withFleetLock(ctx context.Context, cfg *config.Config, log *slog.Logger, run func(context.Context) error) error {
+func withFleetLock(ctx context.Context, cfg *config.Compiled, log *slog.Logger, run func(context.Context) error) error {
 	if !cfg.FleetLock.Enabled {
 		return run(ctx)
 	}

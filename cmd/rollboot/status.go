@@ -17,7 +17,7 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show every host's reboot phase",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, c, err := cf.client()
+			cfg, c, err := loadedOf(cmd)
 			if err != nil {
 				return err
 			}

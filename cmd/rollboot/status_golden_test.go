@@ -97,7 +97,7 @@ func TestStatusGolden(t *testing.T) {
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := newStatusCmd()
+		cmd := clientCommand(newStatusCmd())
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)

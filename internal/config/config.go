@@ -1,10 +1,13 @@
 // Package config loads rollboot's HCL configuration.
 //
-// The pattern is nomad-autoscaler's: Default returns the defaults, Load
-// parses a file over them, ApplyEnv fills the Nomad connection from the
-// NOMAD_* variables the nomad CLI uses, and Validate reports every problem
-// at once, each with the file:line:col of the offending value. A value that
-// is given but malformed is an error, never replaced by a default.
+// The pattern is nomad-autoscaler's: Default returns the defaults, Parse
+// reads a file over them, ApplyEnv fills the Nomad connection from the
+// NOMAD_* variables the nomad CLI uses, the command's flags come next, and
+// Compile checks the result once, reporting every problem at once, each
+// with the file:line:col of the offending value. A value that is given but
+// malformed is an error, never replaced by a default. Compile returns the
+// typed values (package policy's groups, windows and budgets) that the
+// daemons take as is.
 //
 // The settings are documented in docs/configuration.md.
 package config
@@ -34,9 +37,11 @@ type Config struct {
 	// value's path such as "drain.deadline" or "group.0.filter".
 	pos map[string]hcl.Range
 	// bad holds the keys whose value was given but could not be decoded,
-	// so that Validate does not add confusing errors about the default
+	// so that Compile does not add confusing errors about the default
 	// that remained in their place.
 	bad map[string]bool
+	// problems are the values Parse could not decode, reported by Compile.
+	problems Errors
 }
 
 // NomadConfig is how to reach the Nomad HTTP API. Unset values are filled

@@ -37,7 +37,7 @@ func fullExample(t *testing.T) []byte {
 
 func TestDefault(t *testing.T) {
 	c := Default()
-	if err := c.Validate(); err != nil {
+	if _, err := Compile(c); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	want := []struct {
@@ -168,8 +168,8 @@ func TestLoadFullExample(t *testing.T) {
 			{Name: "weekend", Days: []string{"Saturday", "Sunday"}, Start: "00:00", End: "24:00", TimeZone: "Europe/Berlin"},
 		},
 	}
-	got := *c
-	got.pos, got.bad = nil, nil
+	got := c.Config
+	got.pos = nil
 	if !reflect.DeepEqual(&got, want) {
 		t.Errorf("loaded\n%s\nwant\n%s", got.String(), want.String())
 	}
@@ -218,8 +218,8 @@ func TestStringRoundTrip(t *testing.T) {
 	if c.String() != again.String() {
 		t.Errorf("round trip differs:\n%s\n---\n%s", c.String(), again.String())
 	}
-	a, b := *c, *again
-	a.pos, b.pos, a.bad, b.bad = nil, nil, nil, nil
+	a, b := c.Config, again.Config
+	a.pos, b.pos = nil, nil
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("round trip differs:\n%+v\n%+v", a, b)
 	}
@@ -248,27 +248,39 @@ func TestAPIConfig(t *testing.T) {
 	}
 }
 
-func TestPolicyGroups(t *testing.T) {
+// assign is the group a node falls in: the first whose filter selects it, as
+// Nomad evaluates the filter the coordinator sends, else the default group.
+func assign(t *testing.T, p policy.Policy, node *api.Node) string {
+	t.Helper()
+	for _, g := range p.Groups {
+		if g.Filter == nil {
+			return g.Name
+		}
+		ok, err := g.Filter.Evaluate(node)
+		if err != nil {
+			t.Fatalf("group %s: filter on %s: %v", g.Name, node.Name, err)
+		}
+		if ok {
+			return g.Name
+		}
+	}
+	return p.Default.Name
+}
+
+func TestCompilePolicy(t *testing.T) {
 	c, err := LoadBytes(fullExample(t), "full.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := c.PolicyGroups()
-	if err != nil {
-		t.Fatal(err)
+	p := c.Policy
+	if got := strings.Join(p.Names(), ","); got != "batch,gpu-r1,default" {
+		t.Fatalf("groups %v", got)
 	}
-	var names []string
-	for _, g := range groups {
-		names = append(names, g.Name)
-	}
-	if strings.Join(names, ",") != "batch,gpu-r1,default" {
-		t.Fatalf("groups %v", names)
-	}
-	batch, gpu, def := groups[0], groups[1], groups[2]
+	batch, gpu, def := p.Groups[0], p.Groups[1], p.Default
 	if batch.Concurrency != 3 || batch.MaxUnavailablePct != 25 || len(batch.Schedule) != 2 {
 		t.Errorf("batch = %+v", batch)
 	}
-	if def.Concurrency != 1 || def.MaxUnavailablePct != 0 || def.Filter != nil || len(def.Schedule) != 2 {
+	if def.Name != policy.DefaultGroupName || def.Concurrency != 1 || def.MaxUnavailablePct != 0 || def.Filter != nil || len(def.Schedule) != 2 {
 		t.Errorf("default = %+v", def)
 	}
 	if len(gpu.Schedule) != 1 || gpu.Schedule[0].Name != "weekend" || gpu.Schedule[0].Location.String() != "Europe/Berlin" {
@@ -285,9 +297,8 @@ func TestPolicyGroups(t *testing.T) {
 		{&api.Node{Name: "w1", NodePool: "default"}, "default"},
 	}
 	for _, n := range nodes {
-		got, err := policy.Assign(groups, n.node)
-		if err != nil || got != n.want {
-			t.Errorf("Assign(%s) = %q, %v; want %q", n.node.Name, got, err, n.want)
+		if got := assign(t, p, n.node); got != n.want {
+			t.Errorf("node %s falls in %q; want %q", n.node.Name, got, n.want)
 		}
 	}
 
@@ -303,26 +314,152 @@ func TestPolicyGroups(t *testing.T) {
 		t.Errorf("batch remaining from Friday night = %v, want %v", got, want)
 	}
 
-	// An invalid configuration gives Validate's errors.
+	// An invalid configuration gives the errors and no policy.
 	c.Groups[0].Concurrency = 0
-	if _, err := c.PolicyGroups(); err == nil || !strings.Contains(err.Error(), "concurrency") {
-		t.Errorf("PolicyGroups on an invalid config: %v", err)
+	if cc, err := Compile(&c.Config); err == nil || cc != nil || !strings.Contains(err.Error(), "full.hcl:") || !strings.Contains(err.Error(), "concurrency") {
+		t.Errorf("Compile of an invalid config: %v, %v", cc, err)
 	}
 }
 
-func TestPolicyGroupsNoWindows(t *testing.T) {
-	c, err := LoadBytes([]byte(`group "all" {}`), "a.hcl")
+// Compile turns every group, window and percentage into its typed value, the
+// default group named explicitly whatever the order of the blocks in the file.
+func TestCompileTable(t *testing.T) {
+	night := policy.Window{Name: "night", Days: []time.Weekday{time.Monday, time.Tuesday}, Start: 22 * time.Hour, End: 4 * time.Hour, Location: time.UTC}
+	day := policy.Window{Name: "day", Days: []time.Weekday{time.Saturday}, Start: 0, End: 24 * time.Hour, Location: time.UTC}
+	type group struct {
+		name, filter string
+		conc, pct    int
+		windows      []string // names of the schedule's windows
+	}
+	tests := []struct {
+		name    string
+		src     string
+		groups  []group
+		def     group
+		windows []policy.Window // the default schedule
+		force   bool
+		hold    bool
+	}{
+		{name: "empty file", src: "", def: group{name: "default", conc: 1}},
+		{name: "one catch-all group, always open", src: `group "all" { concurrency = 4 }`,
+			groups: []group{{name: "all", conc: 4}}, def: group{name: "default", conc: 1}},
+		{name: "windows after the groups that name them, groups in file order",
+			src: `
+group "b" {
+  filter = "NodePool == \"b\""
+  windows = ["day"]
+}
+group "a" {
+  filter = "NodePool == \"a\""
+  concurrency = 2
+  max_unavailable = "50%"
+}
+window "night" {
+  days = ["mon", "Tuesday"]
+  start = "22:00"
+  end = "04:00"
+}
+window "day" {
+  days = ["sat"]
+  start = "00:00"
+  end = "24:00"
+}
+drain { on_timeout = "force" }
+coordinator { leader_transfer_denied = "hold" }
+`,
+			groups: []group{
+				{name: "b", filter: `NodePool == "b"`, conc: 1, windows: []string{"day"}},
+				{name: "a", filter: `NodePool == "a"`, conc: 2, pct: 50, windows: []string{"night", "day"}},
+			},
+			def:     group{name: "default", conc: 1, windows: []string{"night", "day"}},
+			windows: []policy.Window{night, day},
+			force:   true, hold: true,
+		},
+		{name: "a group naming a window twice gets it twice", src: `
+window "day" {
+  days = ["sat"]
+  start = "00:00"
+  end = "24:00"
+}
+group "x" { windows = ["day", "day"] }`,
+			groups:  []group{{name: "x", conc: 1, windows: []string{"day", "day"}}},
+			def:     group{name: "default", conc: 1, windows: []string{"day"}},
+			windows: []policy.Window{day},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cc, err := LoadBytes([]byte(tt.src), "t.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, g policy.Group, want group) {
+				t.Helper()
+				var names []string
+				for _, w := range g.Schedule {
+					names = append(names, w.Name)
+				}
+				if g.Name != want.name || g.FilterExpression() != want.filter || g.Concurrency != want.conc ||
+					g.MaxUnavailablePct != want.pct || strings.Join(names, ",") != strings.Join(want.windows, ",") {
+					t.Errorf("%s = {%s %q conc %d pct %d windows %v}, want %+v", what, g.Name, g.FilterExpression(), g.Concurrency, g.MaxUnavailablePct, names, want)
+				}
+			}
+			if len(cc.Policy.Groups) != len(tt.groups) {
+				t.Fatalf("groups %v, want %d", cc.Policy.Names(), len(tt.groups))
+			}
+			for i, g := range cc.Policy.Groups {
+				check("group "+g.Name, g, tt.groups[i])
+			}
+			check("default group", cc.Policy.Default, tt.def)
+			if !reflect.DeepEqual([]policy.Window(cc.Policy.Default.Schedule), tt.windows) {
+				t.Errorf("default schedule = %+v, want %+v", cc.Policy.Default.Schedule, tt.windows)
+			}
+			if cc.ForceDrains != tt.force || cc.HoldOnDeniedHandOver != tt.hold {
+				t.Errorf("ForceDrains %v, HoldOnDeniedHandOver %v; want %v, %v", cc.ForceDrains, cc.HoldOnDeniedHandOver, tt.force, tt.hold)
+			}
+		})
+	}
+}
+
+// Compile copies the settings: the Config it was given can change afterwards
+// (or be compiled again with other flags) without changing what was compiled.
+func TestCompileCopies(t *testing.T) {
+	c, err := ParseBytes([]byte("state { prefix = \"a\" }"), "t.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := c.PolicyGroups()
+	cc, err := Compile(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(groups) != 2 || groups[0].Schedule != nil || groups[0].Filter != nil || groups[1].Name != "default" {
-		t.Errorf("groups = %+v", groups)
+	c.State.Prefix = "b.c"
+	if cc.State.Prefix != "a" {
+		t.Errorf("compiled prefix changed to %q", cc.State.Prefix)
 	}
-	if !groups[0].Schedule.Open(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)) {
-		t.Error("no windows should be always open")
+	if _, err := Compile(c); err == nil || !strings.HasPrefix(err.Error(), "t.hcl:1:18: state.prefix:") {
+		t.Errorf("changed config: %v", err)
+	}
+}
+
+// Parse keeps what it cannot decode for Compile, so that problems of values
+// and of checks are reported together, once, after the environment and flags.
+func TestParseThenCompileReportsEverythingOnce(t *testing.T) {
+	src := "drain {\n  deadline = \"5x\"\n}\nstate {\n  prefix = \"a.b\"\n}\n"
+	c, err := ParseBytes([]byte(src), "t.hcl")
+	if err != nil {
+		t.Fatalf("Parse fails on a value problem: %v", err)
+	}
+	if err := c.ApplyEnv(func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(c)
+	want := "t.hcl:2:14: drain.deadline: invalid duration \"5x\": use a number with a unit (ns, us, ms, s, m, h) such as \"30s\", \"5m\" or \"1h30m\"\n" +
+		"t.hcl:5:12: state.prefix: invalid variable path \"a.b\": use only letters, digits and - _ ~ / (no dots)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+	// A file that is not HCL fails at once.
+	if _, err := ParseBytes([]byte("drain {"), "t.hcl"); err == nil || !strings.HasPrefix(err.Error(), "t.hcl:1:") {
+		t.Errorf("syntax error: %v", err)
 	}
 }

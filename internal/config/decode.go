@@ -15,22 +15,45 @@ import (
 )
 
 // Load reads the HCL file at path (HCL JSON if the name ends in ".json")
-// over the defaults and validates the result. It returns every decoding and
-// validation problem at once as Errors, and then no Config.
+// over the defaults and compiles it, without the environment: every problem
+// is returned at once as Errors, and then no Compiled.
 //
-// Call ApplyEnv next to fill the Nomad connection from the environment,
-// then apply command-line flags, then Validate again.
-func Load(path string) (*Config, error) {
-	src, err := os.ReadFile(path)
+// A daemon takes the environment and its flags into account: it calls Parse,
+// then ApplyEnv, then applies its flags, then Compile.
+func Load(path string) (*Compiled, error) {
+	c, err := Parse(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
-	return LoadBytes(src, path)
+	return Compile(c)
 }
 
 // LoadBytes is Load for a file already read; filename is used in positions
 // and to choose between HCL and HCL JSON.
-func LoadBytes(src []byte, filename string) (*Config, error) {
+func LoadBytes(src []byte, filename string) (*Compiled, error) {
+	c, err := ParseBytes(src, filename)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(c)
+}
+
+// Parse reads the HCL file at path (HCL JSON if the name ends in ".json")
+// over the defaults, without checking it. It fails only when the file cannot
+// be read or is not HCL; a value that cannot be decoded (a list where a
+// string belongs, a malformed duration) is kept aside and reported by
+// Compile with the other problems, so that every problem is reported at once.
+func Parse(path string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return ParseBytes(src, path)
+}
+
+// ParseBytes is Parse for a file already read; filename is used in positions
+// and to choose between HCL and HCL JSON.
+func ParseBytes(src []byte, filename string) (*Config, error) {
 	parser := hclparse.NewParser()
 	var (
 		file  *hcl.File
@@ -44,19 +67,11 @@ func LoadBytes(src []byte, filename string) (*Config, error) {
 	if diags.HasErrors() {
 		return nil, fromDiags(diags).orNil()
 	}
-
 	c := Default()
 	c.bad = map[string]bool{}
 	d := &decoder{c: c}
 	d.root(file.Body)
-	errs := d.errs
-	if err := c.Validate(); err != nil {
-		errs = append(errs, err.(Errors)...)
-	}
-	c.bad = nil
-	if err := errs.orNil(); err != nil {
-		return nil, err
-	}
+	c.problems = d.errs
 	return c, nil
 }
 

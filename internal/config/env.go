@@ -24,7 +24,7 @@ import (
 //
 // Empty variables are ignored. getenv is usually os.Getenv. A value that
 // cannot be parsed (NOMAD_SKIP_VERIFY=maybe) is an error, not ignored.
-// Values taken from the environment are reported in Validate's errors
+// Values taken from the environment are reported in Compile's errors
 // under the variable's name. Call ApplyEnv before applying flags: it
 // overwrites any value that did not come from the file.
 func (c *Config) ApplyEnv(getenv func(string) string) error {

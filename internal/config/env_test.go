@@ -66,7 +66,7 @@ func TestApplyEnv(t *testing.T) {
 			c := Default()
 			if tt.file != "" {
 				var err error
-				if c, err = LoadBytes([]byte(tt.file), "t.hcl"); err != nil {
+				if c, err = ParseBytes([]byte(tt.file), "t.hcl"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -97,7 +97,7 @@ func TestApplyEnvErrorsNameTheVariable(t *testing.T) {
 	if err := c.ApplyEnv(func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Validate()
+	_, err := Compile(c)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -112,7 +112,7 @@ func TestApplyEnvErrorsNameTheVariable(t *testing.T) {
 	if err := c.ApplyEnv(func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Validate(); err != nil {
+	if _, err := Compile(c); err != nil {
 		t.Errorf("after fixing the environment: %v", err)
 	}
 }
@@ -213,7 +213,7 @@ func TestTokenNotInErrors(t *testing.T) {
 	if err := c.ApplyEnv(func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Validate()
+	_, err := Compile(c)
 	if err == nil || strings.Contains(err.Error(), secretToken) {
 		t.Errorf("validate error = %v", err)
 	}

@@ -30,7 +30,7 @@ func (e *Error) Error() string {
 	}
 }
 
-// Errors is every problem found at once. Load and Validate return it (as an
+// Errors is every problem found at once. Compile and Load return it (as an
 // error) sorted by position, problems without a position last.
 type Errors []*Error
 

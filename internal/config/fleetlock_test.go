@@ -17,7 +17,7 @@ func TestFleetLockDefaults(t *testing.T) {
 	if c.Agent.MachineIDFile != "/etc/machine-id" {
 		t.Fatalf("machine_id_file default %q", c.Agent.MachineIDFile)
 	}
-	if err := c.Validate(); err != nil {
+	if _, err := Compile(c); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -46,7 +46,32 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 func (c *Config) String() string {
 	f := hclwrite.NewEmptyFile()
 	root := f.Body()
+	for i, write := range []func(*hclwrite.Body){c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeDrain, c.writeFleetLock} {
+		if i > 0 {
+			root.AppendNewline()
+		}
+		write(root)
+	}
+	for _, g := range c.Groups {
+		root.AppendNewline()
+		b := root.AppendNewBlock("group", []string{g.Name}).Body()
+		b.SetAttributeValue("filter", cty.StringVal(g.Filter))
+		b.SetAttributeValue("concurrency", cty.NumberIntVal(int64(g.Concurrency)))
+		b.SetAttributeValue("max_unavailable", cty.StringVal(g.MaxUnavailable))
+		b.SetAttributeValue("windows", strList(g.Windows))
+	}
+	for _, w := range c.Windows {
+		root.AppendNewline()
+		b := root.AppendNewBlock("window", []string{w.Name}).Body()
+		b.SetAttributeValue("days", strList(w.Days))
+		b.SetAttributeValue("start", cty.StringVal(w.Start))
+		b.SetAttributeValue("end", cty.StringVal(w.End))
+		b.SetAttributeValue("time_zone", cty.StringVal(w.TimeZone))
+	}
+	return string(f.Bytes())
+}
 
+func (c *Config) writeNomad(root *hclwrite.Body) {
 	n := root.AppendNewBlock("nomad", nil).Body()
 	n.SetAttributeValue("address", cty.StringVal(c.Nomad.Address))
 	n.SetAttributeValue("token", cty.StringVal(c.Nomad.Token.String()))
@@ -57,11 +82,13 @@ func (c *Config) String() string {
 	n.SetAttributeValue("client_key", cty.StringVal(c.Nomad.ClientKey))
 	n.SetAttributeValue("tls_server_name", cty.StringVal(c.Nomad.TLSServerName))
 	n.SetAttributeValue("tls_skip_verify", cty.BoolVal(c.Nomad.TLSSkipVerify))
+}
 
-	root.AppendNewline()
+func (c *Config) writeState(root *hclwrite.Body) {
 	root.AppendNewBlock("state", nil).Body().SetAttributeValue("prefix", cty.StringVal(c.State.Prefix))
+}
 
-	root.AppendNewline()
+func (c *Config) writeAgent(root *hclwrite.Body) {
 	a := root.AppendNewBlock("agent", nil).Body()
 	a.SetAttributeValue("host", cty.StringVal(c.Agent.Host))
 	a.SetAttributeValue("boot_id_file", cty.StringVal(c.Agent.BootIDFile))
@@ -82,8 +109,9 @@ func (c *Config) String() string {
 	r.SetAttributeValue("post_hooks", argvList(rc.PostHooks))
 	r.SetAttributeValue("hook_timeout", durationVal(rc.HookTimeout))
 	r.SetAttributeValue("recheck_interval", durationVal(rc.RecheckInterval))
+}
 
-	root.AppendNewline()
+func (c *Config) writeCoordinator(root *hclwrite.Body) {
 	co := root.AppendNewBlock("coordinator", nil).Body()
 	cc := c.Coordinator
 	co.SetAttributeValue("enabled", cty.BoolVal(cc.Enabled))
@@ -97,15 +125,17 @@ func (c *Config) String() string {
 	co.SetAttributeValue("history_size", cty.NumberIntVal(int64(cc.HistorySize)))
 	co.SetAttributeValue("agent_job", cty.StringVal(cc.AgentJob))
 	co.SetAttributeValue("agent_job_namespace", cty.StringVal(cc.AgentJobNamespace))
+}
 
-	root.AppendNewline()
+func (c *Config) writeDrain(root *hclwrite.Body) {
 	d := root.AppendNewBlock("drain", nil).Body()
 	d.SetAttributeValue("deadline", durationVal(c.Drain.Deadline))
 	d.SetAttributeValue("on_timeout", cty.StringVal(c.Drain.OnTimeout))
 	d.SetAttributeValue("retry_backoff", durationVal(c.Drain.RetryBackoff))
 	d.SetAttributeValue("retry_max_backoff", durationVal(c.Drain.RetryMaxBackoff))
+}
 
-	root.AppendNewline()
+func (c *Config) writeFleetLock(root *hclwrite.Body) {
 	fl := root.AppendNewBlock("fleetlock", nil).Body()
 	fc := c.FleetLock
 	fl.SetAttributeValue("enabled", cty.BoolVal(fc.Enabled))
@@ -121,24 +151,6 @@ func (c *Config) String() string {
 	fl.SetAttributeValue("rate_limit", cty.NumberIntVal(int64(fc.RateLimit)))
 	fl.SetAttributeValue("client_cert_id", cty.StringVal(fc.ClientCertID))
 	fl.SetAttributeValue("record_grace", durationVal(fc.RecordGrace))
-
-	for _, g := range c.Groups {
-		root.AppendNewline()
-		b := root.AppendNewBlock("group", []string{g.Name}).Body()
-		b.SetAttributeValue("filter", cty.StringVal(g.Filter))
-		b.SetAttributeValue("concurrency", cty.NumberIntVal(int64(g.Concurrency)))
-		b.SetAttributeValue("max_unavailable", cty.StringVal(g.MaxUnavailable))
-		b.SetAttributeValue("windows", strList(g.Windows))
-	}
-	for _, w := range c.Windows {
-		root.AppendNewline()
-		b := root.AppendNewBlock("window", []string{w.Name}).Body()
-		b.SetAttributeValue("days", strList(w.Days))
-		b.SetAttributeValue("start", cty.StringVal(w.Start))
-		b.SetAttributeValue("end", cty.StringVal(w.End))
-		b.SetAttributeValue("time_zone", cty.StringVal(w.TimeZone))
-	}
-	return string(f.Bytes())
 }
 
 func strList(s []string) cty.Value {

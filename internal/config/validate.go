@@ -9,12 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // time zones must not depend on the host's zoneinfo
 
 	"github.com/rollboot/rollboot/internal/policy"
 )
 
-// Limits checked by Validate.
+// Limits checked by Compile.
 const (
 	// MinLockTTL and MaxLockTTL are the range Nomad accepts for a variable
 	// lock's TTL.
@@ -30,7 +29,6 @@ var (
 	variablePathRE = regexp.MustCompile(`^[a-zA-Z0-9\-_~/]+$`)
 	// Nomad namespace names.
 	namespaceRE = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
-	percentRE   = regexp.MustCompile(`^([0-9]+)%$`)
 )
 
 // validator collects errors about c.
@@ -77,22 +75,6 @@ func (v *validator) argv(key scope, argv []string, what string) {
 	if len(argv) > 0 && argv[0] == "" {
 		v.errorf(key, "the program (first element) of %s must not be empty", what)
 	}
-}
-
-// Validate checks the configuration and returns every problem at once as
-// Errors, or nil. Each error names the file:line:col where the offending
-// value was written, when it was written in a file.
-func (c *Config) Validate() error {
-	v := &validator{c: c}
-	v.nomad()
-	v.state()
-	v.agent()
-	v.coordinator()
-	v.drain()
-	v.fleetlock()
-	windows := v.windows()
-	v.groups(windows)
-	return v.errs.orNil()
 }
 
 func (v *validator) nomad() {
@@ -322,47 +304,66 @@ func (v *validator) fleetlockAccess() {
 // fleetlockIDRE is the pattern of a FleetLock id (as the server accepts it).
 var fleetlockIDRE = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
-// windows validates the windows and returns the names defined.
-func (v *validator) windows() map[string]bool {
-	names := map[string]bool{}
+// windows checks the windows and compiles them. It returns every window
+// defined, by name (the first of a name, compiled as far as it is valid), and
+// all of them in file order: the default schedule.
+func (v *validator) windows() (map[string]policy.Window, policy.Schedule) {
+	byName := map[string]policy.Window{}
 	first := map[string]int{}
-	for i, w := range v.c.Windows {
-		s := windowScope(i, w.Name)
+	var all policy.Schedule
+	for i, wc := range v.c.Windows {
+		s := windowScope(i, wc.Name)
 		name := scope{s.key + ".name", s.name}
-		switch j, dup := first[w.Name]; {
-		case w.Name == "":
+		j, dup := first[wc.Name]
+		switch {
+		case wc.Name == "":
 			v.errorf(name, "a window needs a name")
 		case dup:
-			v.errorf(name, "duplicate window name, first defined at %s", v.posString(windowScope(j, w.Name).key))
-		default:
-			first[w.Name] = i
-			names[w.Name] = true
+			v.errorf(name, "duplicate window name, first defined at %s", v.posString(windowScope(j, wc.Name).key))
 		}
-		days := s.sub("days")
-		if len(w.Days) == 0 && v.good(days) {
-			v.errorf(days, "must list at least one day")
+		w := v.window(s, wc)
+		if wc.Name != "" && !dup {
+			first[wc.Name] = i
+			byName[wc.Name] = w
 		}
-		for k, d := range w.Days {
-			if _, err := policy.ParseWeekday(d); err != nil {
-				key := fmt.Sprintf("%s.%d", days.key, k)
-				if _, ok := v.c.pos[key]; !ok {
-					key = days.key
-				}
-				v.errorAt(key, days.name, "%v", err)
-			}
-		}
-		start, startOK := v.clock(s, "start", w.Start)
-		end, endOK := v.clock(s, "end", w.End)
-		if startOK && start == 24*time.Hour {
-			v.errorf(s.sub("start"), `"24:00" can only be an end; a window starting at midnight starts at "00:00"`)
-		} else if startOK && endOK && start == end {
-			v.errorf(s.sub("end"), `start and end are both %s, so the window would be empty; for a whole day use start = "00:00" and end = "24:00"`, w.Start)
-		}
-		if _, err := loadLocation(w.TimeZone); err != nil {
-			v.errorf(s.sub("time_zone"), "%v", err)
-		}
+		all = append(all, w)
 	}
-	return names
+	return byName, all
+}
+
+// window checks one window block and compiles it.
+func (v *validator) window(s scope, wc WindowConfig) policy.Window {
+	w := policy.Window{Name: wc.Name}
+	days := s.sub("days")
+	if len(wc.Days) == 0 && v.good(days) {
+		v.errorf(days, "must list at least one day")
+	}
+	for k, d := range wc.Days {
+		day, err := policy.ParseWeekday(d)
+		if err != nil {
+			key := fmt.Sprintf("%s.%d", days.key, k)
+			if _, ok := v.c.pos[key]; !ok {
+				key = days.key
+			}
+			v.errorAt(key, days.name, "%v", err)
+			continue
+		}
+		w.Days = append(w.Days, day)
+	}
+	start, startOK := v.clock(s, "start", wc.Start)
+	end, endOK := v.clock(s, "end", wc.End)
+	if startOK && start == 24*time.Hour {
+		v.errorf(s.sub("start"), `"24:00" can only be an end; a window starting at midnight starts at "00:00"`)
+	} else if startOK && endOK && start == end {
+		v.errorf(s.sub("end"), `start and end are both %s, so the window would be empty; for a whole day use start = "00:00" and end = "24:00"`, wc.Start)
+	}
+	w.Start, w.End = start, end
+	loc, err := policy.ParseTimeZone(wc.TimeZone)
+	if err != nil {
+		v.errorf(s.sub("time_zone"), "%v", err)
+	}
+	w.Location = loc
+	return w
 }
 
 // clock parses a window's start or end, reporting a missing or bad value.
@@ -396,93 +397,82 @@ func (v *validator) posString(key string) string {
 	return rangeString(r)
 }
 
-func (v *validator) groups(windows map[string]bool) {
+// groups checks the groups and compiles them, in file order (their match
+// order). windows are the windows defined, by name; all is the default
+// schedule.
+func (v *validator) groups(windows map[string]policy.Window, all policy.Schedule) []policy.Group {
 	first := map[string]int{}
 	catchAll := -1
-	for i, g := range v.c.Groups {
-		s := groupScope(i, g.Name)
+	groups := make([]policy.Group, 0, len(v.c.Groups))
+	for i, gc := range v.c.Groups {
+		s := groupScope(i, gc.Name)
 		name := scope{s.key + ".name", s.name}
-		switch j, dup := first[g.Name]; {
-		case g.Name == "":
+		switch j, dup := first[gc.Name]; {
+		case gc.Name == "":
 			v.errorf(name, "a group needs a name")
-		case g.Name == policy.DefaultGroupName:
+		case gc.Name == policy.DefaultGroupName:
 			v.errorf(name, `the name "default" is reserved for the nodes no group matches; to configure them, add a last group with another name and no filter`)
 		case dup:
-			v.errorf(name, "duplicate group name, first defined at %s", v.posString(groupScope(j, g.Name).key))
+			v.errorf(name, "duplicate group name, first defined at %s", v.posString(groupScope(j, gc.Name).key))
 		default:
-			first[g.Name] = i
+			first[gc.Name] = i
 		}
 		if catchAll >= 0 {
 			v.errorf(name, "can never match a node: group %q before it has no filter and matches every node", v.c.Groups[catchAll].Name)
 		}
-		if g.Filter == "" {
-			if catchAll < 0 && v.good(s.sub("filter")) {
-				catchAll = i
-			}
-		} else if _, err := policy.CompileFilter(g.Filter); err != nil {
-			v.errorf(s.sub("filter"), "%v", err)
+		if gc.Filter == "" && catchAll < 0 && v.good(s.sub("filter")) {
+			catchAll = i
 		}
-		if g.Concurrency < 1 && v.good(s.sub("concurrency")) {
-			v.errorf(s.sub("concurrency"), "must be at least 1, got %d", g.Concurrency)
-		}
-		if _, err := parsePercent(g.MaxUnavailable); err != nil {
-			v.errorf(s.sub("max_unavailable"), "%v", err)
-		}
-		ws := s.sub("windows")
-		for k, w := range g.Windows {
-			if _, ok := windows[w]; ok {
-				continue
-			}
-			key := fmt.Sprintf("%s.%d", ws.key, k)
-			if _, ok := v.c.pos[key]; !ok {
-				key = ws.key
-			}
-			if len(windows) == 0 {
-				v.errorAt(key, ws.name, "unknown window %q: no window block is defined", w)
-			} else {
-				v.errorAt(key, ws.name, "unknown window %q: defined windows are %s", w, knownNames(windows))
-			}
-		}
+		groups = append(groups, v.group(s, gc, windows, all))
 	}
+	return groups
 }
 
-func knownNames(m map[string]bool) string {
+// group checks the settings of one group block and compiles it.
+func (v *validator) group(s scope, gc GroupConfig, windows map[string]policy.Window, all policy.Schedule) policy.Group {
+	g := policy.Group{Name: gc.Name, Concurrency: gc.Concurrency, Schedule: all}
+	if gc.Filter != "" {
+		f, err := policy.CompileFilter(gc.Filter)
+		if err != nil {
+			v.errorf(s.sub("filter"), "%v", err)
+		}
+		g.Filter = f
+	}
+	if gc.Concurrency < 1 && v.good(s.sub("concurrency")) {
+		v.errorf(s.sub("concurrency"), "must be at least 1, got %d", gc.Concurrency)
+	}
+	pct, err := policy.ParsePercent(gc.MaxUnavailable)
+	if err != nil {
+		v.errorf(s.sub("max_unavailable"), "%v", err)
+	}
+	g.MaxUnavailablePct = pct
+	if len(gc.Windows) > 0 {
+		g.Schedule = nil
+	}
+	ws := s.sub("windows")
+	for k, name := range gc.Windows {
+		if w, ok := windows[name]; ok {
+			g.Schedule = append(g.Schedule, w)
+			continue
+		}
+		key := fmt.Sprintf("%s.%d", ws.key, k)
+		if _, ok := v.c.pos[key]; !ok {
+			key = ws.key
+		}
+		if len(windows) == 0 {
+			v.errorAt(key, ws.name, "unknown window %q: no window block is defined", name)
+		} else {
+			v.errorAt(key, ws.name, "unknown window %q: defined windows are %s", name, knownNames(windows))
+		}
+	}
+	return g
+}
+
+func knownNames(m map[string]policy.Window) string {
 	var names []string
 	for n := range m {
 		names = append(names, strconv.Quote(n))
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
-}
-
-// parsePercent parses max_unavailable: "" is unset (0), else "1%" to "100%".
-func parsePercent(s string) (int, error) {
-	if s == "" {
-		return 0, nil
-	}
-	m := percentRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0, fmt.Errorf(`invalid percentage %q: use a whole number of percent from "1%%" to "100%%", or "" for no limit`, s)
-	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil || n < 1 || n > 100 {
-		return 0, fmt.Errorf(`percentage %q out of range: use "1%%" to "100%%", or "" for no limit`, s)
-	}
-	return n, nil
-}
-
-// loadLocation loads an IANA time zone, refusing the names that do not name
-// one: "" and "Local" would depend on the machine the coordinator runs on.
-func loadLocation(name string) (*time.Location, error) {
-	switch name {
-	case "":
-		return nil, fmt.Errorf(`must name an IANA time zone such as "UTC" or "Europe/Berlin"`)
-	case "Local":
-		return nil, fmt.Errorf(`"Local" depends on the machine the coordinator runs on: name an IANA time zone such as "Europe/Berlin"`)
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q: use an IANA name such as \"UTC\" or \"America/New_York\"", name)
-	}
-	return loc, nil
 }

@@ -226,7 +226,7 @@ func TestValidateWithoutPositions(t *testing.T) {
 	c := Default()
 	c.Drain.Deadline = 0
 	c.Groups = []GroupConfig{{Name: "a", Concurrency: 1, Windows: []string{"x"}}}
-	err := c.Validate()
+	_, err := Compile(c)
 	if err == nil {
 		t.Fatal("no error")
 	}

@@ -18,13 +18,14 @@ import (
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/discovery"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // Client builds a Nomad API client for the configuration. Every request it sends
 // has a deadline (package deadline): one request that never gets an answer cannot
 // hold up the agent or the coordinator.
-func Client(cfg *config.Config) (*api.Client, error) {
+func Client(cfg *config.Compiled) (*api.Client, error) {
 	c, err := deadline.NomadClient(cfg.Nomad.APIConfig())
 	if err != nil {
 		return nil, fmt.Errorf("nomad client for %s: %w", cfg.Nomad.Address, err)
@@ -33,30 +34,28 @@ func Client(cfg *config.Config) (*api.Client, error) {
 }
 
 // Store returns the state store for the configuration.
-func Store(cfg *config.Config, c *api.Client) *store.Store {
+func Store(cfg *config.Compiled, c *api.Client) *store.Store {
 	return store.New(c.Variables(), cfg.State.Prefix, cfg.Nomad.Namespace)
 }
 
 // Coordinator builds a coordinator from the configuration. clusters gives the
 // server quorum gates their view of the Nomad, Consul and Vault clusters; nil
 // means no server host is ever granted.
-func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.Logger, clusters coordinator.ClusterAccess) (*coordinator.Coordinator, error) {
-	groups, err := cfg.PolicyGroups()
-	if err != nil {
-		return nil, err
-	}
-	specs := make([]coordinator.GroupSpec, 0, len(cfg.Groups))
-	for i, gc := range cfg.Groups {
-		specs = append(specs, coordinator.GroupSpec{Group: groups[i], Filter: gc.Filter})
-	}
-	return coordinator.New(coordinator.Options{
+func Coordinator(cfg *config.Compiled, c *api.Client, st *store.Store, log *slog.Logger, clusters coordinator.ClusterAccess) *coordinator.Coordinator {
+	return coordinator.New(coordinatorOptions(cfg, c, st, log, clusters))
+}
+
+// coordinatorOptions are the coordinator's options: the compiled groups and
+// timings as they are.
+func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, log *slog.Logger, clusters coordinator.ClusterAccess) coordinator.Options {
+	return coordinator.Options{
 		Nodes:        c.Nodes(),
 		Store:        st,
-		Groups:       specs,
-		DefaultGroup: groups[len(groups)-1],
+		Groups:       groupSpecs(cfg.Policy),
+		DefaultGroup: cfg.Policy.Default,
 		Timing: coordinator.Timing{
 			DrainDeadline:   cfg.Drain.Deadline,
-			ForceOnTimeout:  cfg.Drain.OnTimeout == config.OnTimeoutForce,
+			ForceOnTimeout:  cfg.ForceDrains,
 			RetryBackoff:    cfg.Drain.RetryBackoff,
 			RetryMaxBackoff: cfg.Drain.RetryMaxBackoff,
 			RejoinTimeout:   cfg.Coordinator.RejoinTimeout,
@@ -66,19 +65,29 @@ func Coordinator(cfg *config.Config, c *api.Client, st *store.Store, log *slog.L
 		HistorySize:          cfg.Coordinator.HistorySize,
 		Clusters:             clusters,
 		ServerStableFor:      cfg.Coordinator.ServerStableFor,
-		HoldOnDeniedHandOver: cfg.Coordinator.LeaderTransferDenied == "hold",
+		HoldOnDeniedHandOver: cfg.HoldOnDeniedHandOver,
 		Resync:               cfg.Coordinator.ResyncInterval,
 		Jobs:                 agentJobs(cfg, c),
 		AgentJob:             cfg.Coordinator.AgentJob,
 		AgentJobNamespace:    agentJobNamespace(cfg),
 		Log:                  log.With("component", "coordinator"),
-	}), nil
+	}
+}
+
+// groupSpecs are the coordinator's groups: the compiled groups in match order,
+// each with the filter expression that Nomad evaluates to list its nodes.
+func groupSpecs(p policy.Policy) []coordinator.GroupSpec {
+	specs := make([]coordinator.GroupSpec, 0, len(p.Groups))
+	for _, g := range p.Groups {
+		specs = append(specs, coordinator.GroupSpec{Group: g, Filter: g.FilterExpression()})
+	}
+	return specs
 }
 
 // LeaderLock returns the election lock for the configuration. It has a client of
 // its own: api.Client.Locks rewrites the client's retry settings without a lock,
 // which would race with (and change) every other request on a shared client.
-func LeaderLock(cfg *config.Config, st *store.Store) (coordinator.Lock, error) {
+func LeaderLock(cfg *config.Compiled, st *store.Store) (coordinator.Lock, error) {
 	c, err := Client(cfg)
 	if err != nil {
 		return nil, err
@@ -102,7 +111,7 @@ func LeaderLock(cfg *config.Config, st *store.Store) (coordinator.Lock, error) {
 //
 // clusters may be nil: the Consul and Vault clients are then built from their
 // usual environment variables (CONSUL_HTTP_ADDR, VAULT_ADDR, their tokens and TLS).
-func RunCoordinator(ctx context.Context, cfg *config.Config, c *api.Client, log *slog.Logger, clusters coordinator.ClusterAccess) error {
+func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, log *slog.Logger, clusters coordinator.ClusterAccess) error {
 	st := Store(cfg, c)
 	if clusters == nil {
 		cl, err := ClustersFromEnv(c)
@@ -111,10 +120,7 @@ func RunCoordinator(ctx context.Context, cfg *config.Config, c *api.Client, log 
 		}
 		clusters = cl
 	}
-	co, err := Coordinator(cfg, c, st, log, clusters)
-	if err != nil {
-		return err
-	}
+	co := Coordinator(cfg, c, st, log, clusters)
 	lock, err := LeaderLock(cfg, st)
 	if err != nil {
 		return err
@@ -137,7 +143,7 @@ type AgentOptions struct {
 // RunAgent runs the agent for the configuration and, when coordinator.enabled, a
 // coordinator candidate beside it, until ctx ends. Before its host reboots, the
 // agent stops its candidate so that the election lock is released at once.
-func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
+func RunAgent(ctx context.Context, cfg *config.Compiled, opt AgentOptions) error {
 	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -146,27 +152,22 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 	if err != nil {
 		return err
 	}
-	host := cfg.Agent.Host
-	hostname, _ := os.Hostname()
-	if host == "" {
-		host = hostname
-	}
-	if host == "" {
-		return errors.New("agent: cannot tell the host name: set agent.host")
-	}
-	if err := store.CheckHostName(host); err != nil {
-		return fmt.Errorf("agent: %w: set agent.host", err)
+	host, hostname, err := agentHost(cfg.Agent.Host, os.Hostname)
+	if err != nil {
+		return err
 	}
 	reb := opt.Rebooter
 	if reb == nil {
-		reb, err = Rebooter(cfg.Agent.Reboot, cfg.Agent.PassEnv...)
-		if err != nil {
+		if reb, err = Rebooter(cfg.Agent.Reboot, cfg.Agent.PassEnv...); err != nil {
 			return err
 		}
 	}
-	st := Store(cfg, c)
-	dets, slow := Detectors(cfg.Agent)
-	flID := AgentFleetLockID(cfg.Agent, log)
+	local, err := localAgents(opt.Local, c, host, cfg.Agent.Host != "")
+	if err != nil {
+		return err
+	}
+	opts := agentOptions(cfg, c, host, hostname, local, log)
+	opts.Rebooter = reb
 
 	cand := &candidate{parent: ctx, run: func(ctx context.Context) error {
 		return RunCoordinator(ctx, cfg, c, log.With("host", host), opt.Clusters)
@@ -174,56 +175,84 @@ func RunAgent(ctx context.Context, cfg *config.Config, opt AgentOptions) error {
 	if cfg.Coordinator.Enabled {
 		cand.start()
 	}
-	local := opt.Local
+	opts.BeforeReboot = func() { _ = cand.stop() }
+	opts.RebootFailed = func() {
+		if cfg.Coordinator.Enabled {
+			cand.start()
+		}
+	}
+	err = agent.New(opts).Run(ctx)
+	return errors.Join(err, cand.stop())
+}
+
+// agentHost is the host's name in rollboot (agent.host, else the machine's host
+// name) and the machine's host name.
+func agentHost(configured string, osHostname func() (string, error)) (host, hostname string, err error) {
+	hostname, _ = osHostname()
+	host = configured
+	if host == "" {
+		host = hostname
+	}
+	if host == "" {
+		return "", "", errors.New("agent: cannot tell the host name: set agent.host")
+	}
+	if err := store.CheckHostName(host); err != nil {
+		return "", "", fmt.Errorf("agent: %w: set agent.host", err)
+	}
+	return host, hostname, nil
+}
+
+// localAgents are the clients of the host's local Nomad, Consul and Vault agents:
+// given (the demo and tests), or Consul and Vault from their usual environment
+// (CONSUL_HTTP_ADDR, VAULT_ADDR and the rest), and the agent's own Nomad client.
+func localAgents(given *discovery.Local, c *api.Client, host string, hostConfigured bool) (*discovery.Local, error) {
+	local := given
 	if local == nil {
 		l, err := discovery.LocalFromEnv()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		local = &l
 	}
 	local.Nomad = c // the agent's own connection to its local Nomad agent
-	if local.Hostname == "" || cfg.Agent.Host != "" {
+	if local.Hostname == "" || hostConfigured {
 		// Vault's Raft node_id defaults to the host name: the host's name in
 		// rollboot is the best guess when VAULT_RAFT_NODE_ID is not set.
 		local.Hostname = host
 	}
-	opts := agent.Options{
-		Servers:      ServerProbe{Local: *local},
-		Host:         host,
-		Hostname:     hostname,
-		Store:        st,
-		Self:         c.Agent(),
-		BootIDFile:   cfg.Agent.BootIDFile,
-		FleetLockID:  flID,
-		Detectors:    dets,
-		SlowIndexes:  slow,
-		SlowEvery:    cfg.Agent.SentinelCommandInterval,
-		Rebooter:     reb,
-		Delay:        cfg.Agent.Reboot.Delay,
-		PreHooks:     cfg.Agent.Reboot.PreHooks,
-		PostHooks:    cfg.Agent.Reboot.PostHooks,
-		HookTimeout:  cfg.Agent.Reboot.HookTimeout,
-		PassEnv:      cfg.Agent.PassEnv,
-		Candidate:    cfg.Coordinator.Enabled,
-		BeforeReboot: func() { _ = cand.stop() },
-		RebootFailed: func() {
-			if cfg.Coordinator.Enabled {
-				cand.start()
-			}
-		},
-		Log: log.With("component", "agent"),
+	return local, nil
+}
+
+// agentOptions are the agent's options from the configuration, but for its
+// rebooter and its coordinator candidate.
+func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, local *discovery.Local, log *slog.Logger) agent.Options {
+	dets, slow := Detectors(cfg.Agent)
+	return agent.Options{
+		Servers:     ServerProbe{Local: *local},
+		Host:        host,
+		Hostname:    hostname,
+		Store:       Store(cfg, c),
+		Self:        c.Agent(),
+		BootIDFile:  cfg.Agent.BootIDFile,
+		FleetLockID: AgentFleetLockID(cfg.Agent, log),
+		Detectors:   dets,
+		SlowIndexes: slow,
+		SlowEvery:   cfg.Agent.SentinelCommandInterval,
+		Delay:       cfg.Agent.Reboot.Delay,
+		PreHooks:    cfg.Agent.Reboot.PreHooks,
+		PostHooks:   cfg.Agent.Reboot.PostHooks,
+		HookTimeout: cfg.Agent.Reboot.HookTimeout,
+		PassEnv:     cfg.Agent.PassEnv,
+		Candidate:   cfg.Coordinator.Enabled,
+		Log:         log.With("component", "agent"),
+		// The final go/no-go: the node as Nomad reports it, and for a server host
+		// its clusters' health through the host's local agents.
+		Nodes:        c.Nodes(),
+		Clusters:     &Clusters{Nomad: c, Consul: local.Consul, Vault: local.Vault},
+		Force:        cfg.ForceDrains,
+		AgentJob:     agentJob(),
+		RecheckEvery: cfg.Agent.Reboot.RecheckInterval,
 	}
-	// The final go/no-go: the node as Nomad reports it, and for a server host its
-	// clusters' health through the host's local agents.
-	opts.Nodes = c.Nodes()
-	opts.Clusters = &Clusters{Nomad: c, Consul: local.Consul, Vault: local.Vault}
-	opts.Force = cfg.Drain.OnTimeout == config.OnTimeoutForce
-	opts.AgentJob = agentJob()
-	opts.RecheckEvery = cfg.Agent.Reboot.RecheckInterval
-	a := agent.New(opts)
-	err = a.Run(ctx)
-	return errors.Join(err, cand.stop())
 }
 
 // agentJob is the Nomad job the agent runs as, "<namespace>/<job>", from the
@@ -315,14 +344,14 @@ func Rebooter(rc config.RebootConfig, passEnv ...string) (agent.Rebooter, error)
 
 // agentJobs is the jobs API the coordinator reads the agent job's allocations
 // with; nil when coordinator.agent_job is "" (no presence check).
-func agentJobs(cfg *config.Config, c *api.Client) coordinator.JobsAPI {
+func agentJobs(cfg *config.Compiled, c *api.Client) coordinator.JobsAPI {
 	if cfg.Coordinator.AgentJob == "" {
 		return nil
 	}
 	return c.Jobs()
 }
 
-func agentJobNamespace(cfg *config.Config) string {
+func agentJobNamespace(cfg *config.Compiled) string {
 	if cfg.Coordinator.AgentJobNamespace != "" {
 		return cfg.Coordinator.AgentJobNamespace
 	}

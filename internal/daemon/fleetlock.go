@@ -8,28 +8,26 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/fleetlock"
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 // FleetLockServer builds the FleetLock server for the configuration: it shares
 // the groups with the coordinator and keeps its state in rollboot's variables.
-func FleetLockServer(cfg *config.Config, log *slog.Logger) (*fleetlock.Server, error) {
+func FleetLockServer(cfg *config.Compiled, log *slog.Logger) (*fleetlock.Server, error) {
 	c, err := Client(cfg)
 	if err != nil {
 		return nil, err
 	}
-	groups, err := cfg.PolicyGroups()
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(groups))
-	for _, g := range groups {
-		names = append(names, g.Name)
-	}
-	return fleetlock.New(fleetlock.Options{
-		Store:        Store(cfg, c),
-		Nodes:        c.Nodes(),
-		Groups:       names,
-		DefaultGroup: groups[len(groups)-1].Name,
+	return fleetlock.New(fleetLockOptions(cfg, Store(cfg, c), c.Nodes(), log)), nil
+}
+
+// fleetLockOptions are the FleetLock server's options: the compiled groups as
+// they are, and the fleetlock block.
+func fleetLockOptions(cfg *config.Compiled, st *store.Store, nodes fleetlock.NodesAPI, log *slog.Logger) fleetlock.Options {
+	return fleetlock.Options{
+		Store:        st,
+		Nodes:        nodes,
+		Groups:       cfg.Policy,
 		PathPrefix:   cfg.FleetLock.PathPrefix,
 		MaxBodyBytes: int64(cfg.FleetLock.MaxBodyBytes),
 		Log:          log.With("component", "fleetlock"),
@@ -40,7 +38,7 @@ func FleetLockServer(cfg *config.Config, log *slog.Logger) (*fleetlock.Server, e
 		RateLimit:        float64(cfg.FleetLock.RateLimit),
 		ClientCertID:     clientCertID(cfg.FleetLock),
 		RecordGrace:      cfg.FleetLock.RecordGrace,
-	}), nil
+	}
 }
 
 // clientCertID is where client certificates must name their id: only with
@@ -69,7 +67,7 @@ func AgentFleetLockID(ac config.AgentConfig, log *slog.Logger) string {
 
 // ListenFleetLock opens the FleetLock listener of the configuration (with TLS
 // when configured), so that a bad address or certificate fails at start.
-func ListenFleetLock(cfg *config.Config) (net.Listener, error) {
+func ListenFleetLock(cfg *config.Compiled) (net.Listener, error) {
 	fc := cfg.FleetLock
 	tlsCfg, err := fleetlock.TLSConfig(fleetlock.TLSFiles{Cert: fc.TLSCert, Key: fc.TLSKey, ClientCA: fc.ClientCA})
 	if err != nil {
@@ -79,7 +77,7 @@ func ListenFleetLock(cfg *config.Config) (net.Listener, error) {
 }
 
 // ServeFleetLock serves FleetLock on ln until ctx ends.
-func ServeFleetLock(ctx context.Context, cfg *config.Config, ln net.Listener, log *slog.Logger) error {
+func ServeFleetLock(ctx context.Context, cfg *config.Compiled, ln net.Listener, log *slog.Logger) error {
 	srv, err := FleetLockServer(cfg, log)
 	if err != nil {
 		_ = ln.Close()

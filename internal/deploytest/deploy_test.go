@@ -647,7 +647,7 @@ func TestSystemdConfig(t *testing.T) {
 
 // checkStateMatchesPolicies: the policy for role covers the variables an agent of
 // this configuration uses, in its namespace and under its prefix.
-func checkStateMatchesPolicies(t *testing.T, cfg *config.Config, role string) {
+func checkStateMatchesPolicies(t *testing.T, cfg *config.Compiled, role string) {
 	t.Helper()
 	tok := &nomadsim.Token{Policies: []*nomadsim.Policy{loadPolicy(t, role)}}
 	p, n := cfg.State.Prefix, cfg.Nomad.Namespace

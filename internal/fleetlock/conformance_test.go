@@ -62,10 +62,7 @@ func newEnv(t *testing.T, clients int, hcl string) *env {
 	}
 	log := slog.New(slog.DiscardHandler)
 	st := daemon.Store(cfg, client)
-	co, err := daemon.Coordinator(cfg, client, st, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	co := daemon.Coordinator(cfg, client, st, log, nil)
 	srv, err := daemon.FleetLockServer(cfg, log)
 	if err != nil {
 		t.Fatal(err)

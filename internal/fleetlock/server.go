@@ -1,6 +1,7 @@
 package fleetlock
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -43,11 +45,10 @@ type Options struct {
 	Store *store.Store
 	// Nodes finds the Nomad node of an id (node meta fleetlock_id); nil: no lookup.
 	Nodes NodesAPI
-	// Groups are the configured rollboot group names a client may name.
-	Groups []string
-	// DefaultGroup is rollboot's group of nodes no group matches; the FleetLock
-	// group "default" (Zincati's default) maps to it. Default "default".
-	DefaultGroup string
+	// Groups are rollboot's groups, as config.Compile made them: a client may
+	// name any of them, and the FleetLock group "default" (Zincati's default)
+	// maps to Groups.Default (named "default" when it has no name).
+	Groups policy.Policy
 	// PathPrefix is the path of the base URL, such as "/fleet_lock" ("" = root).
 	PathPrefix   string
 	MaxBodyBytes int64 // default DefaultMaxBodyBytes
@@ -104,6 +105,9 @@ type Server struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	// defaultGroup is the group of the FleetLock group "default".
+	defaultGroup string
 }
 
 // New returns a server.
@@ -115,15 +119,14 @@ func New(opt Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.opt.DefaultGroup == "" {
-		s.opt.DefaultGroup = "default"
-	}
 	if s.opt.MaxBodyBytes <= 0 {
 		s.opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	for _, g := range opt.Groups {
-		s.groups[g] = true
+	s.defaultGroup = cmp.Or(opt.Groups.Default.Name, policy.DefaultGroupName)
+	for _, g := range opt.Groups.Groups {
+		s.groups[g.Name] = true
 	}
+	s.groups[s.defaultGroup] = true
 	s.allowed = map[string]bool{}
 	for _, id := range opt.AllowedIDs {
 		s.allowed[id] = true
@@ -140,7 +143,6 @@ func New(opt Options) *Server {
 	if s.opt.RateLimit > 0 {
 		s.limiter = rate.NewLimiter(rate.Limit(s.opt.RateLimit), max(1, int(2*s.opt.RateLimit)))
 	}
-	s.groups[s.opt.DefaultGroup] = true
 	s.prefix = NormalizePrefix(opt.PathPrefix)
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
@@ -313,7 +315,7 @@ func (s *Server) mapGroup(g string) (string, answer) {
 		return g, ok200
 	}
 	if g == "default" {
-		return s.opt.DefaultGroup, ok200
+		return s.defaultGroup, ok200
 	}
 	return "", fail(KindUnknownGroup, "unknown group "+strconv.Quote(g)+": use \"default\" or the name of a rollboot group")
 }

@@ -3,7 +3,9 @@ package policy
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -169,4 +171,23 @@ func (g GroupStatus) full(n int) string {
 		}
 	}
 	return ""
+}
+
+var percentRE = regexp.MustCompile(`^([0-9]+)%$`)
+
+// ParsePercent parses a group's max_unavailable: "" is unset (0), else a
+// whole number of percent from "1%" to "100%".
+func ParsePercent(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	m := percentRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf(`invalid percentage %q: use a whole number of percent from "1%%" to "100%%", or "" for no limit`, s)
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n < 1 || n > 100 {
+		return 0, fmt.Errorf(`percentage %q out of range: use "1%%" to "100%%", or "" for no limit`, s)
+	}
+	return n, nil
 }

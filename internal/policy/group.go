@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -37,48 +36,34 @@ type Group struct {
 	Schedule Schedule
 }
 
-// Matches reports whether the group's filter selects node. A nil filter
-// matches every node. An error (for example a selector that names a map key
-// the node does not have, several levels deep) means no match.
-func (g Group) Matches(node *api.Node) (bool, error) {
+// FilterExpression returns the expression of the group's filter, as written in
+// the configuration; "" when the group has no filter and matches every node.
+func (g Group) FilterExpression() string {
 	if g.Filter == nil {
-		return true, nil
+		return ""
 	}
-	if node == nil {
-		return false, errors.New("nil node")
-	}
-	ok, err := g.Filter.Evaluate(node)
-	if err != nil {
-		return false, fmt.Errorf("group %q: filter %q on node %s: %w", g.Name, g.Filter.Expression(), nodeName(node), err)
-	}
-	return ok, nil
+	return g.Filter.Expression()
 }
 
-func nodeName(n *api.Node) string {
-	if n.Name != "" {
-		return n.Name
-	}
-	return n.ID
+// Policy is what the coordinator decides with and what the FleetLock server
+// maps its groups to: the configured groups and the group of the nodes that
+// none of them matches. config.Compile builds it once at start.
+type Policy struct {
+	// Groups are the configured groups in match order: a node falls in the
+	// first whose filter selects it.
+	Groups []Group
+	// Default is the group of the nodes that no group in Groups selects
+	// (DefaultGroupName).
+	Default Group
 }
 
-// Assign returns the name of the first group, in order, whose filter selects
-// node, or DefaultGroupName if none does. A group whose filter fails to
-// evaluate on the node does not match it; the errors of all such groups are
-// returned (joined) along with the group the node did fall in, so that they
-// can be reported.
-func Assign(groups []Group, node *api.Node) (string, error) {
-	var errs []error
-	for _, g := range groups {
-		ok, err := g.Matches(node)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if ok {
-			return g.Name, errors.Join(errs...)
-		}
+// Names returns the names of every group: Groups in order, then Default.
+func (p Policy) Names() []string {
+	names := make([]string, 0, len(p.Groups)+1)
+	for _, g := range p.Groups {
+		names = append(names, g.Name)
 	}
-	return DefaultGroupName, errors.Join(errs...)
+	return append(names, p.Default.Name)
 }
 
 // nodeType is what filters are evaluated against.

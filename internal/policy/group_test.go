@@ -70,9 +70,9 @@ func TestFilterSelectors(t *testing.T) {
 			g := mustFilterGroup(t, "g", tt.expr)
 			var got []string
 			for _, name := range []string{"batch-1", "gpu-1", "web-1"} {
-				ok, err := g.Matches(nodes[name])
+				ok, err := g.Filter.Evaluate(nodes[name])
 				if err != nil {
-					t.Fatalf("Matches(%s): %v", name, err)
+					t.Fatalf("Evaluate(%s): %v", name, err)
 				}
 				if ok {
 					got = append(got, name)
@@ -116,49 +116,6 @@ func TestCompileFilterErrors(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("CompileFilter(%q) error = %v, want it to contain %q", tt.expr, err, tt.want)
-			}
-		})
-	}
-}
-
-func TestAssign(t *testing.T) {
-	nodes := testNodes()
-	gpu := mustFilterGroup(t, "gpu", `NodeClass matches "^gpu"`)
-	batch := mustFilterGroup(t, "batch", `NodePool == "batch"`)
-	// Fails on nodes without a docker driver: pointerstructure cannot find
-	// the key "docker" under Drivers, several levels deep.
-	docker := mustFilterGroup(t, "docker", `Drivers.docker.Healthy == true`)
-	all := Group{Name: "all", Concurrency: 2}
-
-	tests := []struct {
-		name    string
-		groups  []Group
-		node    string
-		want    string
-		wantErr string
-	}{
-		{name: "first match wins", groups: []Group{gpu, batch}, node: "gpu-1", want: "gpu"},
-		{name: "order matters", groups: []Group{batch, gpu}, node: "gpu-1", want: "batch"},
-		{name: "second group", groups: []Group{gpu, batch}, node: "batch-1", want: "batch"},
-		{name: "no match is default", groups: []Group{gpu, batch}, node: "web-1", want: DefaultGroupName},
-		{name: "no groups is default", groups: nil, node: "web-1", want: DefaultGroupName},
-		{name: "nil filter matches all", groups: []Group{gpu, all}, node: "web-1", want: "all"},
-		{name: "evaluation error is no match", groups: []Group{docker, batch}, node: "gpu-1", want: "batch",
-			wantErr: `group "docker": filter "Drivers.docker.Healthy == true" on node gpu-1`},
-		{name: "evaluation error then default", groups: []Group{docker}, node: "batch-1", want: DefaultGroupName, wantErr: "docker"},
-		{name: "evaluation succeeds where the key exists", groups: []Group{docker}, node: "web-1", want: "docker"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := Assign(tt.groups, nodes[tt.node])
-			if got != tt.want {
-				t.Errorf("Assign = %q, want %q", got, tt.want)
-			}
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Errorf("unexpected error: %v", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Errorf("error = %v, want it to contain %q", err, tt.wantErr)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // time zones must not depend on the host's zoneinfo
 )
 
 // Horizon caps Schedule.Remaining: a schedule that stays open for at least
@@ -39,17 +40,6 @@ type Window struct {
 	// Location is the window's time zone; nil means UTC.
 	Location *time.Location
 }
-
-// Open reports whether the window is open at now.
-func (w Window) Open(now time.Time) bool { return Schedule{w}.Open(now) }
-
-// Remaining returns how long the window stays open from now (0 if it is
-// closed), merging occurrences that touch each other, capped at Horizon.
-func (w Window) Remaining(now time.Time) time.Duration { return Schedule{w}.Remaining(now) }
-
-// NextOpen returns now if the window is open, else the time it next opens;
-// the zero time if it never opens.
-func (w Window) NextOpen(now time.Time) time.Time { return Schedule{w}.NextOpen(now) }
 
 // interval is one occurrence of a window: open in [start, end).
 type interval struct {
@@ -237,4 +227,21 @@ func ParseWeekday(s string) (time.Weekday, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown day %q: use mon, tue, wed, thu, fri, sat, sun or full English names", s)
+}
+
+// ParseTimeZone loads a window's IANA time zone, refusing the names that do
+// not name one: "" and "Local" would depend on the machine the coordinator
+// runs on.
+func ParseTimeZone(name string) (*time.Location, error) {
+	switch name {
+	case "":
+		return nil, fmt.Errorf(`must name an IANA time zone such as "UTC" or "Europe/Berlin"`)
+	case "Local":
+		return nil, fmt.Errorf(`"Local" depends on the machine the coordinator runs on: name an IANA time zone such as "Europe/Berlin"`)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q: use an IANA name such as \"UTC\" or \"America/New_York\"", name)
+	}
+	return loc, nil
 }

@@ -104,10 +104,11 @@ func TestWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := at(t, tt.now)
-			if got := tt.w.Open(now); got != tt.open {
+			s := Schedule{tt.w}
+			if got := s.Open(now); got != tt.open {
 				t.Errorf("Open(%s) = %v, want %v", tt.now, got, tt.open)
 			}
-			if got := tt.w.Remaining(now); got != tt.remain {
+			if got := s.Remaining(now); got != tt.remain {
 				t.Errorf("Remaining(%s) = %v, want %v", tt.now, got, tt.remain)
 			}
 			want := now
@@ -118,7 +119,7 @@ func TestWindow(t *testing.T) {
 			default:
 				want = at(t, tt.nextOpn)
 			}
-			if got := tt.w.NextOpen(now); !got.Equal(want) {
+			if got := s.NextOpen(now); !got.Equal(want) {
 				t.Errorf("NextOpen(%s) = %v, want %v", tt.now, got, want)
 			}
 		})

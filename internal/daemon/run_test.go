@@ -1,0 +1,122 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/discovery"
+	"github.com/rollboot/rollboot/internal/nomadsim"
+)
+
+type rebootFunc func() error
+
+func (f rebootFunc) Reboot(context.Context) error { return f() }
+
+// Agents with a coordinator candidate beside each, wired from one compiled
+// configuration, reboot a host of a configured group: a candidate is elected,
+// drains the node, and that host's agent calls its rebooter. Each RunAgent then
+// stops with every goroutine it started (TestMain checks for leaks).
+func TestRunAgentReboots(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 2, ClientPools: []string{"web"},
+		HeartbeatTTL: 150 * time.Millisecond, BootTime: 300 * time.Millisecond, MigrateTime: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	var hosts []nomadsim.Host
+	for _, h := range sim.Hosts() {
+		if h.NodeID != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	if len(hosts) != 2 {
+		t.Fatalf("%d clients", len(hosts))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rebooted := make(chan string, len(hosts))
+	errs := make(chan error, len(hosts))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, h := range hosts {
+		// With a candidate beside each agent, the last candidate in service is
+		// never drained: two agents, so that one host may go.
+		cc := compile(t, fmt.Sprintf(`
+nomad { address = "http://%s" }
+agent {
+  host = %q
+  boot_id_file = %q
+  sentinel_file = %q
+}
+coordinator {
+  lock_ttl = "10s"
+  resync_interval = "200ms"
+  agent_job = ""
+}
+group "web" {
+  filter = "NodePool == \"web\""
+}
+`, h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required")))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- RunAgent(ctx, cc, AgentOptions{
+				Log:      slog.New(slog.DiscardHandler),
+				Rebooter: rebootFunc(func() error { rebooted <- h.Name; return nil }),
+				Local:    &discovery.Local{},
+				Clusters: &Clusters{},
+			})
+		}()
+	}
+	target := hosts[0].Name
+	if err := sim.SetRebootRequired(target, "kernel update"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-rebooted:
+		if got != target {
+			t.Fatalf("%s rebooted, want %s", got, target)
+		}
+	case err := <-errs:
+		t.Fatalf("RunAgent stopped before the reboot: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no reboot within 30s")
+	}
+	n, err := sim.Node(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.SchedulingEligibility != "ineligible" || n.LastDrain == nil || n.LastDrain.Meta["drained_by"] != "rollboot" {
+		t.Errorf("the node was not drained by rollboot before the reboot: %s, last drain %+v", n.SchedulingEligibility, n.LastDrain)
+	}
+	cancel()
+	for range hosts {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("RunAgent: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("RunAgent did not stop")
+		}
+	}
+}
+
+// An agent that cannot build its local clients stops at start, and its
+// coordinator candidate never runs (it used to start first and outlive the
+// error until ctx ended: TestMain would find its goroutines).
+func TestRunAgentLocalClientsError(t *testing.T) {
+	t.Setenv("VAULT_CACERT", filepath.Join(t.TempDir(), "missing-ca.pem"))
+	cc := compile(t, "nomad { address = \"http://127.0.0.1:1\" }\nagent { host = \"web-1\" }\ncoordinator { enabled = true }")
+	err := RunAgent(context.Background(), cc, AgentOptions{Rebooter: rebootFunc(func() error { return nil })})
+	if err == nil || !strings.Contains(err.Error(), "vault client") {
+		t.Fatalf("RunAgent = %v, want the vault client's error", err)
+	}
+}
