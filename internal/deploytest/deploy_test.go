@@ -594,6 +594,11 @@ func TestJobFiles(t *testing.T) {
 				if got := literal(t, task, "driver"); got != "docker" {
 					t.Errorf("driver %q", got)
 				}
+				// The image runs as an unprivileged user by default (Dockerfile);
+				// nsenter into PID 1 needs root.
+				if got := literal(t, task, "user"); got != "root" {
+					t.Errorf("user %q: want root, the image's default user is unprivileged", got)
+				}
 				dc := block(t, task, "config")
 				if literal(t, dc, "pid_mode") != "host" || literal(t, dc, "network_mode") != "host" {
 					t.Error("docker: want pid_mode and network_mode host")
