@@ -4,7 +4,7 @@
 # coordinator.enabled = false). This is the default deployment: see docs/deploy.md.
 #
 #   nomad namespace apply -description "rollboot coordinator" rollboot
-#   nomad job run -var 'artifact=https://<your mirror>/rollboot_linux_amd64.tar.gz?checksum=sha256:<sum>' \
+#   nomad job run -var 'version=v1.2.3' \
 #     deploy/nomad/rollboot-coordinator.nomad.hcl
 #
 # Why these choices:
@@ -53,9 +53,15 @@
 #   coordinator.leader_transfer_denied = "continue" reboots the leader, and the
 #   Nomad servers elect another (a few seconds without a leader).
 
-variable "artifact" {
+variable "version" {
   type        = string
-  description = "go-getter URL of the rollboot linux binary or archive, with ?checksum=sha256:<sum>"
+  description = "rollboot release to run, e.g. v1.2.3 (a tag of the release)"
+}
+
+variable "release_url" {
+  type        = string
+  description = "Where the releases are: <release_url>/<version>/ holds the archives and SHA256SUMS (set it to your mirror)"
+  default     = "https://github.com/rollboot/rollboot/releases/download"
 }
 
 variable "datacenters" {
@@ -118,9 +124,14 @@ job "rollboot-coordinator" {
     task "rollboot" {
       driver = "exec"
 
+      # The release archive for this client's architecture, checked against the
+      # release's SHA256SUMS (go-getter picks the line of this file name).
       artifact {
-        source      = var.artifact
+        source      = "${var.release_url}/${var.version}/rollboot_${var.version}_linux_${attr.cpu.arch}.tar.gz"
         destination = "local/bin"
+        options {
+          checksum = "file:${var.release_url}/${var.version}/SHA256SUMS"
+        }
       }
 
       config {

@@ -2,10 +2,13 @@
 # raw_exec may not be enabled. Same job name as rollboot.nomad.hcl (so the token
 # variable nomad/jobs/rollboot is the same): run one of the two, not both.
 #
-#   nomad job run -var 'image=<registry>/rollboot:<version>' deploy/nomad/rollboot-docker.nomad.hcl
+#   nomad job run -var 'image=<registry>/rollboot:v1.2.3' deploy/nomad/rollboot-docker.nomad.hcl
 #
-# The image must hold the rollboot binary (entrypoint `rollboot`) and nsenter
-# (util-linux). Pin it by tag or digest: changing it is how rollboot is upgraded.
+# The image is the project's Dockerfile, built from a release (docs/install.md):
+# the release binary as its entrypoint, and nsenter (util-linux). Pin it by tag
+# or digest: changing it is how rollboot is upgraded. The image runs as an
+# unprivileged user by default; this task runs it as root (user = "root"),
+# which the privileged reboot below needs.
 #
 # Why these choices (the rest, the agent token and the coordinator job among
 # them, is as in rollboot.nomad.hcl: read its header):
@@ -50,7 +53,7 @@
 
 variable "image" {
   type        = string
-  description = "rollboot image (with nsenter), pinned by tag or digest"
+  description = "rollboot image built from the Dockerfile (with nsenter), pinned by tag or digest, e.g. <registry>/rollboot:v1.2.3"
 }
 
 variable "datacenters" {
@@ -88,6 +91,9 @@ job "rollboot" {
 
     task "rollboot" {
       driver = "docker"
+
+      # The image's default user is unprivileged; nsenter into PID 1 needs root.
+      user = "root"
 
       config {
         image        = var.image

@@ -3,7 +3,7 @@
 # (coordinator.enabled = false): the coordinator runs as its own job,
 # rollboot-coordinator.nomad.hcl, with its own token. See docs/deploy.md.
 #
-#   nomad job run -var 'artifact=https://<your mirror>/rollboot_linux_amd64.tar.gz?checksum=sha256:<sum>' \
+#   nomad job run -var 'version=v1.2.3' \
 #     deploy/nomad/rollboot.nomad.hcl
 #
 # Why these choices:
@@ -46,9 +46,15 @@
 # - restart: mode = "delay" never gives up on a host; a system allocation is not
 #   rescheduled elsewhere, so failing for good would leave the host unmanaged.
 
-variable "artifact" {
+variable "version" {
   type        = string
-  description = "go-getter URL of the rollboot linux binary or archive, with ?checksum=sha256:<sum>"
+  description = "rollboot release to run, e.g. v1.2.3 (a tag of the release)"
+}
+
+variable "release_url" {
+  type        = string
+  description = "Where the releases are: <release_url>/<version>/ holds the archives and SHA256SUMS (set it to your mirror)"
+  default     = "https://github.com/rollboot/rollboot/releases/download"
 }
 
 variable "datacenters" {
@@ -94,9 +100,14 @@ job "rollboot" {
     task "rollboot" {
       driver = "raw_exec"
 
+      # The release archive for this client's architecture, checked against the
+      # release's SHA256SUMS (go-getter picks the line of this file name).
       artifact {
-        source      = var.artifact
+        source      = "${var.release_url}/${var.version}/rollboot_${var.version}_linux_${attr.cpu.arch}.tar.gz"
         destination = "local/bin"
+        options {
+          checksum = "file:${var.release_url}/${var.version}/SHA256SUMS"
+        }
       }
 
       config {

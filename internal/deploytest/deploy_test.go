@@ -376,6 +376,8 @@ var taskEnv = map[string]string{
 	"NOMAD_JOB_NAME":   "rollboot",
 	"NOMAD_NAMESPACE":  "default",
 	"NOMAD_TASK_DIR":   "/local",
+	// The pack's FleetLock listener: the group's static port on the host.
+	"NOMAD_ADDR_fleetlock": "10.0.0.7:7777",
 }
 
 // render executes a Nomad template with the functions rollboot's templates use,
@@ -423,7 +425,13 @@ type jobTemplate struct {
 // alone; the template fields must be literal.
 func parseJob(t *testing.T, path string) (*hclsyntax.Body, []jobTemplate) {
 	t.Helper()
-	f, diags := hclsyntax.ParseConfig(read(t, path), path, hcl.InitialPos)
+	return parseJobSource(t, path, read(t, path))
+}
+
+// parseJobSource is parseJob of a job file's text, such as a rendered pack.
+func parseJobSource(t *testing.T, path string, src []byte) (*hclsyntax.Body, []jobTemplate) {
+	t.Helper()
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
 	if diags.HasErrors() {
 		t.Fatalf("%s: %v", path, diags)
 	}
@@ -593,6 +601,11 @@ func TestJobFiles(t *testing.T) {
 			case "rollboot-docker.nomad.hcl":
 				if got := literal(t, task, "driver"); got != "docker" {
 					t.Errorf("driver %q", got)
+				}
+				// The image runs as an unprivileged user by default (Dockerfile);
+				// nsenter into PID 1 needs root.
+				if got := literal(t, task, "user"); got != "root" {
+					t.Errorf("user %q: want root, the image's default user is unprivileged", got)
 				}
 				dc := block(t, task, "config")
 				if literal(t, dc, "pid_mode") != "host" || literal(t, dc, "network_mode") != "host" {

@@ -1,0 +1,95 @@
+variable "job_name" {
+  description = "Name of the system job. The Variable token source reads nomad/jobs/<job_name>."
+  type        = string
+  default     = "rollboot"
+}
+
+variable "datacenters" {
+  description = "Datacenters whose clients run the agent."
+  type        = list(string)
+  default     = ["*"]
+}
+
+variable "driver" {
+  description = "Task driver: \"raw_exec\" (the release archive, run as root on the host) or \"docker\" (the image, privileged)."
+  type        = string
+  default     = "raw_exec"
+}
+
+variable "version" {
+  description = "raw_exec: the rollboot release to run, e.g. v1.2.3."
+  type        = string
+  default     = ""
+}
+
+variable "release_url" {
+  description = "raw_exec: where the releases are; <release_url>/<version>/ holds the archives and SHA256SUMS."
+  type        = string
+  default     = "https://github.com/rollboot/rollboot/releases/download"
+}
+
+variable "image" {
+  description = "docker: the rollboot image built from the Dockerfile, pinned by tag or digest, e.g. registry.example.com/rollboot:v1.2.3."
+  type        = string
+  default     = ""
+}
+
+variable "token_source" {
+  description = "Where the agent's Nomad token comes from: \"variable\" (the Nomad Variable nomad/jobs/<job_name>, item token), \"vault\" (Vault's Nomad secrets engine) or \"workload_identity\" (the task's identity, with the agent policy attached to the job)."
+  type        = string
+  default     = "variable"
+}
+
+variable "vault_role" {
+  description = "token_source = \"vault\": the Vault role of the task's vault block (\"\": the cluster's default)."
+  type        = string
+  default     = ""
+}
+
+variable "vault_secret_path" {
+  description = "token_source = \"vault\": the Nomad secrets engine path that issues rollboot-agent tokens."
+  type        = string
+  default     = "nomad/creds/rollboot-agent"
+}
+
+variable "state_namespace" {
+  description = "Nomad namespace of rollboot's state (nomad.namespace); the ACL policies in deploy/acl grant \"default\"."
+  type        = string
+  default     = "default"
+}
+
+variable "state_prefix" {
+  description = "Prefix of rollboot's Nomad Variables (state.prefix)."
+  type        = string
+  default     = "rollboot"
+}
+
+variable "fleetlock_enabled" {
+  description = "Serve FleetLock (docs/fleetlock.md) from every agent, on a static port of the host."
+  type        = bool
+  default     = false
+}
+
+variable "fleetlock_port" {
+  description = "Static host port of the FleetLock listener (and of /metrics)."
+  type        = number
+  default     = 7777
+}
+
+variable "fleetlock_tls_cert" {
+  description = "PEM certificate file of the FleetLock listener, as the task sees it (with fleetlock_tls_key; \"\": plain HTTP)."
+  type        = string
+  default     = ""
+}
+
+variable "fleetlock_tls_key" {
+  description = "PEM key file of fleetlock_tls_cert."
+  type        = string
+  default     = ""
+}
+
+variable "telemetry_enabled" {
+  description = "Register the agents' Prometheus /metrics (served on the FleetLock listener, so it needs fleetlock_enabled) as the Nomad service <job_name>-metrics, for Prometheus's Nomad service discovery."
+  type        = bool
+  default     = false
+}
