@@ -297,7 +297,7 @@ func (a *Agent) setIdentity(ctx context.Context, nodeID string, roles []string, 
 	a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = o.Host, nodeID, o.Hostname, roles
 	a.rec.Servers = servers
 	a.checkVault(ctx)
-	a.rec.FleetLockID, a.rec.AgentVersion, a.rec.AgentJob = o.FleetLockID, version.Version, o.AgentJob
+	a.rec.FleetLockID, a.rec.AgentVersion, a.rec.AgentJob = o.FleetLockID, version.String(), o.AgentJob
 	if a.rec.BootID != bootID {
 		a.rec.BootID = bootID
 		a.rec.RebootingGrant, a.rec.Failure = "", nil
@@ -629,7 +629,7 @@ func (a *Agent) discover(ctx context.Context, nodeID string, roles []string, boo
 			// existing record keeps its boot ID: a new boot is reported only after
 			// discovery and the post-reboot hooks.
 			a.rec.Host, a.rec.NodeID, a.rec.Hostname, a.rec.Roles = a.opt.Host, nodeID, a.opt.Hostname, roles
-			a.rec.BootID, a.rec.AgentVersion = bootID, version.Version
+			a.rec.BootID, a.rec.AgentVersion = bootID, version.String()
 		}
 		if perr := a.publish(ctx); perr != nil {
 			a.log.Warn("publish host record", "err", perr)

@@ -34,15 +34,20 @@ func (c *cluster) cli(args ...string) string {
 }
 
 type statusJSON struct {
-	Paused bool `json:"paused"`
-	Hosts  []struct {
-		Host       string `json:"host"`
-		Phase      string `json:"phase"`
-		Group      string `json:"group"`
-		Waiting    string `json:"waiting"`
-		LastError  string `json:"last_error"`
-		HoldReason string `json:"hold_reason"`
-		Failure    *struct {
+	Paused        bool `json:"paused"`
+	MixedVersions []struct {
+		Version string `json:"version"`
+		Hosts   int    `json:"hosts"`
+	} `json:"mixed_versions"`
+	Hosts []struct {
+		Host         string `json:"host"`
+		AgentVersion string `json:"agent_version"`
+		Phase        string `json:"phase"`
+		Group        string `json:"group"`
+		Waiting      string `json:"waiting"`
+		LastError    string `json:"last_error"`
+		HoldReason   string `json:"hold_reason"`
+		Failure      *struct {
 			Step       string `json:"step"`
 			ExitStatus int    `json:"exit_status"`
 			Message    string `json:"message"`

@@ -61,6 +61,16 @@ func TestFullRollout(t *testing.T) {
 			t.Errorf("%s: boot ID unchanged in history", r.Host)
 		}
 	}
+	// Every agent published its version, and they all run the same one.
+	st := c.status()
+	for _, h := range st.Hosts {
+		if h.AgentVersion == "" {
+			t.Errorf("%s: status shows no agent version", h.Host)
+		}
+	}
+	if len(st.MixedVersions) != 0 {
+		t.Errorf("status reports mixed versions %+v: every agent runs the same binary", st.MixedVersions)
+	}
 	// Drains were ours and said why.
 	n, err := c.sim.Node(hosts[0])
 	if err != nil {

@@ -134,4 +134,17 @@ func writeProblems(w io.Writer, v View) {
 	if v.AgentCheck != "" {
 		fmt.Fprintf(w, "\nAgents: %s\n", v.AgentCheck)
 	}
+	if len(v.MixedVersions) > 0 {
+		fmt.Fprintln(w, "\nAgents run different versions (an upgrade under way?):")
+		for _, c := range v.MixedVersions {
+			fmt.Fprintf(w, "  %s: %d %s\n", c.Version, c.Hosts, plural(c.Hosts, "host", "hosts"))
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -41,6 +41,8 @@ type Host struct {
 	HoldReason string `json:"hold_reason,omitempty"`
 	// Failure is the host's last failed reboot attempt, as its agent reported it.
 	Failure *Failure `json:"failure,omitempty"`
+	// AgentVersion is the version of rollboot the host's agent runs.
+	AgentVersion string `json:"agent_version,omitempty"`
 }
 
 // Failure is a failed reboot attempt.
@@ -65,6 +67,41 @@ type View struct {
 	PlanProblems []store.BadRecord `json:"plan_problems,omitempty"`
 	// AgentCheck says how agents were checked, when they could not be.
 	AgentCheck string `json:"agent_check,omitempty"`
+	// MixedVersions lists the agents' versions with how many hosts run each, when
+	// they do not all run the same one (during an upgrade), most hosts first.
+	MixedVersions []VersionCount `json:"mixed_versions,omitempty"`
+}
+
+// VersionCount is how many hosts' agents run one version.
+type VersionCount struct {
+	Version string `json:"version"`
+	Hosts   int    `json:"hosts"`
+}
+
+// mixedVersions counts the agents' versions; it returns nil when they agree.
+// A record without a version (a FleetLock host, an agent older than the field)
+// counts as no version.
+func mixedVersions(hosts []Host) []VersionCount {
+	count := map[string]int{}
+	for _, h := range hosts {
+		if h.AgentVersion != "" {
+			count[h.AgentVersion]++
+		}
+	}
+	if len(count) < 2 {
+		return nil
+	}
+	out := make([]VersionCount, 0, len(count))
+	for v, n := range count {
+		out = append(out, VersionCount{Version: v, Hosts: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Hosts != out[j].Hosts {
+			return out[i].Hosts > out[j].Hosts
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out
 }
 
 // Build is the view of the host records, plans and control state: a row for
@@ -76,7 +113,7 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 		seen[h.Host] = true
 		v := Host{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, FleetLockID: h.FleetLockID, BootID: h.BootID, Phase: store.PhaseIdle,
 			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, DetectError: h.DetectError,
-			DiscoverError: h.DiscoverError}
+			DiscoverError: h.DiscoverError, AgentVersion: h.AgentVersion}
 		if p, ok := plans[h.Host]; ok {
 			fillPlan(&v, p)
 		}
@@ -97,6 +134,7 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 		}
 	}
 	sort.Slice(out.Hosts, func(i, j int) bool { return out.Hosts[i].Host < out.Hosts[j].Host })
+	out.MixedVersions = mixedVersions(out.Hosts)
 	return out
 }
 
