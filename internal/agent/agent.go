@@ -689,21 +689,28 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
 				offerNewest(out, plan)
 			}
 		},
-		Retry: planRetry,
-		OnError: func(err error, _ int, d time.Duration) {
-			if classify(err) == denied {
-				a.log.Error("watch plan: permission denied: the token is unknown, revoked or lacks a right; retrying slowly",
-					"err", err, "retry_in", d)
-				return
-			}
-			a.log.Debug("watch plan", "err", err)
-		},
+		Retry:   watchRetry,
+		OnError: a.watchFailed("watch plan"),
 	}.Run(ctx)
 }
 
-// planRetry is the wait after the fails-th failed watch of the plan in a row: a
-// refused token is not going to heal by itself, so it is retried slowly.
-func planRetry(err error, fails int) time.Duration {
+// watchFailed logs a failed watch: a refused token as an error (it will not heal
+// by itself), anything else at debug level (the loop retries).
+func (a *Agent) watchFailed(what string) func(err error, fails int, retry time.Duration) {
+	return func(err error, _ int, d time.Duration) {
+		if classify(err) == denied {
+			a.log.Error(what+": permission denied: the token is unknown, revoked or lacks a right; retrying slowly",
+				"err", err, "retry_in", d)
+			return
+		}
+		a.log.Debug(what, "err", err)
+	}
+}
+
+// watchRetry is the wait after the fails-th failed watch in a row (of the plan or
+// of the host record): a refused token is not going to heal by itself, so it is
+// retried slowly.
+func watchRetry(err error, fails int) time.Duration {
 	if classify(err) == denied {
 		return policy.Backoff(deniedBase, deniedMax, fails)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
 )
@@ -43,9 +42,8 @@ func (a *Agent) watchRecord(ctx context.Context, out chan recordChange) {
 			return n, nil
 		},
 		OnChange: func(uint64) { offerNewest(out, seen) },
-		Retry: func(_ error, fails int) time.Duration {
-			return policy.Backoff(200*time.Millisecond, 10*time.Second, fails)
-		},
+		Retry:    watchRetry,
+		OnError:  a.watchFailed("watch host record"),
 	}.Run(ctx)
 }
 

@@ -227,7 +227,34 @@ func TestWatchPlanDeniedIsLoggedAndRetried(t *testing.T) {
 	}
 }
 
-func TestPlanRetry(t *testing.T) {
+// The watch of the host record treats a refused token as the plan's watch does:
+// an error in the log and a slow retry, not a silent retry every few seconds.
+func TestWatchRecordDeniedIsLoggedAndRetried(t *testing.T) {
+	vars := newMemVars()
+	vars.failReads(errors.New("Unexpected response code: 403 (Permission denied)"))
+	log := &syncBuffer{}
+	a := New(Options{Host: "h1", Store: store.New(vars, "rollboot", ""), PollEvery: 5 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(log, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.watchRecord(ctx, make(chan recordChange, 1))
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(log.String(), "watch host record: permission denied") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no error logged:\n%s", log.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a log: no condition to block on
+	}
+	if !strings.Contains(log.String(), "level=ERROR") || !strings.Contains(log.String(), "retry_in=30s") {
+		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+func TestWatchRetry(t *testing.T) {
 	denied := errors.New("Unexpected response code: 403 (Permission denied)")
 	down := errors.New("connection refused")
 	tests := []struct {
@@ -243,8 +270,8 @@ func TestPlanRetry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := planRetry(tt.err, tt.fails); got != tt.want {
-				t.Errorf("planRetry(%v, %d) = %s, want %s", tt.err, tt.fails, got, tt.want)
+			if got := watchRetry(tt.err, tt.fails); got != tt.want {
+				t.Errorf("watchRetry(%v, %d) = %s, want %s", tt.err, tt.fails, got, tt.want)
 			}
 		})
 	}

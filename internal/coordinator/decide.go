@@ -267,9 +267,7 @@ func stepIdle(in Input, d Decision, n needed) Decision {
 func stepPending(in Input, d Decision, n needed) Decision {
 	p := d.Plan
 	if !n.ok {
-		d.Plan = enter(p, store.PhaseIdle, in.Now)
-		d.Write, d.Event = true, "request withdrawn"
-		return d
+		return withdrawn(in, d)
 	}
 	if in.Now.Before(p.NextTry) {
 		d.Waiting = waitFor(WaitBackoff, p.NextTry.UTC().Format(time.RFC3339))
@@ -469,13 +467,18 @@ func stepStuck(in Input, d Decision) Decision {
 	return d
 }
 
+// withdrawn returns a waiting host to idle: nothing needs its reboot any more.
+func withdrawn(in Input, d Decision) Decision {
+	d.Plan = enter(d.Plan, store.PhaseIdle, in.Now)
+	d.Write, d.Event = true, "request withdrawn"
+	return d
+}
+
 // stepBackoff returns the host to pending when its backoff is over.
 func stepBackoff(in Input, d Decision, n needed) Decision {
 	p := d.Plan
 	if !n.ok {
-		d.Plan = enter(p, store.PhaseIdle, in.Now)
-		d.Write, d.Event = true, "request withdrawn"
-		return d
+		return withdrawn(in, d)
 	}
 	if in.Now.Before(p.NextTry) {
 		d.Waiting = waitFor(WaitBackoff, p.NextTry.UTC().Format(time.RFC3339)+": "+p.LastError)
