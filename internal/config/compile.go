@@ -40,6 +40,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.coordinator()
 	v.drain()
 	v.fleetlock()
+	v.telemetry()
 	p := v.policy()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {

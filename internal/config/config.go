@@ -26,6 +26,7 @@ type Config struct {
 	Coordinator CoordinatorConfig
 	Drain       DrainConfig
 	FleetLock   FleetLockConfig
+	Telemetry   TelemetryConfig
 	// Groups are matched against nodes in order; the first match wins.
 	// Nodes matched by none fall in the implicit group "default".
 	Groups []GroupConfig
@@ -143,6 +144,14 @@ type DrainConfig struct {
 	OnTimeout       string // OnTimeoutAbort or OnTimeoutForce
 	RetryBackoff    time.Duration
 	RetryMaxBackoff time.Duration
+}
+
+// TelemetryConfig configures the Prometheus metrics listener of `rollboot agent`
+// and `rollboot coordinator` (docs/metrics.md).
+type TelemetryConfig struct {
+	// Listen is the host:port /metrics is served on; "" (the default) serves no
+	// listener of its own (FleetLock's listener still serves /metrics).
+	Listen string
 }
 
 // FleetLockConfig configures the FleetLock server (docs/fleetlock.md), served by

@@ -128,7 +128,7 @@ func rangeString(r hcl.Range) string {
 func (d *decoder) root(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"},
+			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"},
 			{Type: "group", LabelNames: []string{"name"}},
 			{Type: "window", LabelNames: []string{"name"}},
 		},
@@ -153,6 +153,9 @@ func (d *decoder) root(body hcl.Body) {
 	}
 	if b := d.single(content.Blocks, "fleetlock"); b != nil {
 		d.fleetlock(b.Body)
+	}
+	if b := d.single(content.Blocks, "telemetry"); b != nil {
+		d.telemetry(b.Body)
 	}
 	for _, b := range content.Blocks {
 		switch b.Type {
@@ -298,6 +301,14 @@ func (d *decoder) fleetlock(body hcl.Body) {
 	d.integer(a, s, "rate_limit", &f.RateLimit)
 	d.str(a, s, "client_cert_id", &f.ClientCertID)
 	d.duration(a, s, "record_grace", &f.RecordGrace)
+}
+
+func (d *decoder) telemetry(body hcl.Body) {
+	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema("listen")})
+	if content == nil {
+		return
+	}
+	d.str(content.Attributes, scope{"telemetry", "telemetry"}, "listen", &d.c.Telemetry.Listen)
 }
 
 func (d *decoder) group(b *hcl.Block) {

@@ -46,7 +46,7 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 func (c *Config) String() string {
 	f := hclwrite.NewEmptyFile()
 	root := f.Body()
-	for i, write := range []func(*hclwrite.Body){c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeDrain, c.writeFleetLock} {
+	for i, write := range []func(*hclwrite.Body){c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeDrain, c.writeFleetLock, c.writeTelemetry} {
 		if i > 0 {
 			root.AppendNewline()
 		}
@@ -151,6 +151,10 @@ func (c *Config) writeFleetLock(root *hclwrite.Body) {
 	fl.SetAttributeValue("rate_limit", cty.NumberIntVal(int64(fc.RateLimit)))
 	fl.SetAttributeValue("client_cert_id", cty.StringVal(fc.ClientCertID))
 	fl.SetAttributeValue("record_grace", durationVal(fc.RecordGrace))
+}
+
+func (c *Config) writeTelemetry(root *hclwrite.Body) {
+	root.AppendNewBlock("telemetry", nil).Body().SetAttributeValue("listen", cty.StringVal(c.Telemetry.Listen))
 }
 
 func strList(s []string) cty.Value {

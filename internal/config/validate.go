@@ -236,14 +236,7 @@ const (
 
 func (v *validator) fleetlock() {
 	f, s := &v.c.FleetLock, scope{"fleetlock", "fleetlock"}
-	listen := s.sub("listen")
-	if host, port, err := net.SplitHostPort(f.Listen); err != nil {
-		v.errorf(listen, "invalid address %q: use host:port such as \"127.0.0.1:7777\" or \":7777\"", f.Listen)
-	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		v.errorf(listen, "invalid port %q in %q: use a number from 0 to 65535", port, f.Listen)
-	} else if strings.ContainsAny(host, "/ ") {
-		v.errorf(listen, "invalid host %q in %q", host, f.Listen)
-	}
+	v.listenAddr(s.sub("listen"), f.Listen, "7777")
 	if p := f.PathPrefix; p != "" {
 		switch {
 		case !strings.HasPrefix(p, "/"):
@@ -268,6 +261,24 @@ func (v *validator) fleetlock() {
 		v.errorf(mb, "must be between %d and %d, got %d", MinFleetLockBody, MaxFleetLockBody, f.MaxBodyBytes)
 	}
 	v.fleetlockAccess()
+}
+
+// listenAddr checks a listener's host:port (port is the example given).
+func (v *validator) listenAddr(key scope, addr, port string) {
+	if host, p, err := net.SplitHostPort(addr); err != nil {
+		v.errorf(key, "invalid address %q: use host:port such as \"127.0.0.1:%s\" or \":%s\"", addr, port, port)
+	} else if n, err := strconv.Atoi(p); err != nil || n < 0 || n > 65535 {
+		v.errorf(key, "invalid port %q in %q: use a number from 0 to 65535", p, addr)
+	} else if strings.ContainsAny(host, "/ ") {
+		v.errorf(key, "invalid host %q in %q", host, addr)
+	}
+}
+
+// telemetry validates the metrics listener: "" is off.
+func (v *validator) telemetry() {
+	if l := v.c.Telemetry.Listen; l != "" {
+		v.listenAddr(scope{"telemetry.listen", "telemetry.listen"}, l, "9464")
+	}
 }
 
 // MaxFleetLockRequestTimeout keeps fleetlock.request_timeout below the FleetLock
