@@ -85,6 +85,7 @@ func (c *Coordinator) closeCycle(ctx context.Context, d Decision) error {
 		if err := c.opt.Store.AppendHistory(ctx, *d.History, c.opt.HistorySize); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
+		c.metrics.state.finished(*d.History)
 	}
 	return nil
 }

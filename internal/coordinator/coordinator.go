@@ -72,7 +72,7 @@ type Options struct {
 	// Resync is the period of a full reconcile even without any change seen.
 	Resync time.Duration
 	// Registry receives the coordinator's metrics (nil: a registry of its own,
-	// see Registry).
+	// see Registry). Coordinators built again on the same registry share them.
 	Registry *prometheus.Registry
 	Log      *slog.Logger
 	Now      func() time.Time // default time.Now
@@ -128,6 +128,8 @@ func New(opt Options) *Coordinator {
 // nodes change, again at once after a pass that changed something, when a timer
 // of a decision runs out, and at least every Resync, until ctx ends (wake.go).
 func (c *Coordinator) Run(ctx context.Context) error {
+	c.metrics.state.lead(true)
+	defer c.metrics.state.lead(false)
 	kick := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -235,6 +237,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		return err
 	}
 	adm := admit(c.admitRules(), s)
+	c.metrics.state.export(s, groupStatuses(c.admitRules(), s))
 	c.readGrantJobs(ctx, s, adm)
 	var errs error
 	for _, name := range s.names {

@@ -78,31 +78,32 @@ func nextTimer(plans map[string]store.Plan, t Timing, now time.Time) time.Time {
 	return next
 }
 
-// passMetrics are the coordinator's own metrics, in a registry it owns.
+// passMetrics are the coordinator's metrics, on the registry of its process
+// (one of its own without one).
 type passMetrics struct {
 	registry *prometheus.Registry
 	duration prometheus.Histogram
 	overruns prometheus.Counter
+	state    *stateMetrics
 }
 
 func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m := &passMetrics{
+	return &passMetrics{
 		registry: reg,
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		duration: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rollboot_coordinator_pass_duration_seconds",
 			Help:    "How long one reconcile pass took.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}),
-		overruns: prometheus.NewCounter(prometheus.CounterOpts{
+		})),
+		overruns: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_coordinator_pass_overruns_total",
 			Help: "Reconcile passes that took longer than the resync interval.",
-		}),
+		})),
+		state: newStateMetrics(reg),
 	}
-	reg.MustRegister(m.duration, m.overruns)
-	return m
 }
 
 // Registry is the Prometheus registry of the coordinator's metrics.

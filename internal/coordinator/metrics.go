@@ -1,0 +1,183 @@
+package coordinator
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Metrics of the rollout (docs/metrics.md). Only the leader exports the state
+// of the cluster: a coordinator that stops leading clears those series, so that
+// summing them over every process counts each host once. Counters and
+// histograms keep their values across leaderships.
+
+// phases are the values of the phase label: a fixed set.
+var phases = []string{store.PhaseIdle, store.PhasePending, store.PhaseDraining, store.PhaseDrained,
+	store.PhaseRebooting, store.PhaseRejoining, store.PhaseBackoff, store.PhaseStuck, store.PhaseUnreadable}
+
+// durationBuckets span a fast drain (seconds) to a long cycle (hours).
+var durationBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400}
+
+// stateMetrics are the leader's view of the cluster, set at the end of each pass.
+type stateMetrics struct {
+	leader        prometheus.Gauge
+	leaderChanges prometheus.Counter
+	hostPhase     *prometheus.GaugeVec
+	rebootReq     *prometheus.GaugeVec
+	groupHosts    *prometheus.GaugeVec
+	slotsUsed     *prometheus.GaugeVec
+	slotsLimit    *prometheus.GaugeVec
+	oldestPending prometheus.Gauge
+	stuck         prometheus.Gauge
+	paused        prometheus.Gauge
+	agentsMissing prometheus.Gauge
+	reboots       *prometheus.CounterVec
+	durations     *prometheus.HistogramVec
+}
+
+func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
+	gauge := func(name, help string) prometheus.Gauge {
+		return register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
+	}
+	gaugeVec := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels))
+	}
+	return &stateMetrics{
+		leader: gauge("rollboot_leader", "1 while this process is the leading coordinator, else 0."),
+		leaderChanges: register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "rollboot_leader_changes_total",
+			Help: "Times this process became the leading coordinator."})),
+		hostPhase:     gaugeVec("rollboot_host_phase", "1 for the host's phase in the rollout, 0 for the others.", "host", "phase"),
+		rebootReq:     gaugeVec("rollboot_host_reboot_required", "1 when the host's agent says it needs a reboot.", "host"),
+		groupHosts:    gaugeVec("rollboot_group_hosts", "Hosts of the group in each phase.", "group", "phase"),
+		slotsUsed:     gaugeVec("rollboot_group_slots_used", "Hosts of the group rollboot has out of service.", "group"),
+		slotsLimit:    gaugeVec("rollboot_group_slots_limit", "Hosts of the group rollboot may have out of service at once.", "group"),
+		oldestPending: gauge("rollboot_oldest_pending_age_seconds", "Age of the oldest reboot request still pending (0: none)."),
+		stuck:         gauge("rollboot_hosts_stuck", "Hosts in the stuck phase, holding their slot until released."),
+		paused:        gauge("rollboot_paused", "1 while the rollout is paused."),
+		agentsMissing: gauge("rollboot_agents_missing", "Hosts whose agent is known not to run."),
+		reboots: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollboot_reboots_total",
+			Help: "Finished reboot cycles, by outcome."}, []string{"outcome"})),
+		durations: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rollboot_cycle_stage_duration_seconds",
+			Help: "Durations of the stages of finished reboot cycles: drain, reboot, rejoin and the whole cycle.", Buckets: durationBuckets},
+			[]string{"stage"})),
+	}
+}
+
+// register registers c on reg, or returns the collector already registered
+// there under the same description: a coordinator is built again each time its
+// process stands for election, on the process's one registry.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}
+
+// lead marks the start (true) or the end (false) of a leadership; at the end the
+// state series are cleared.
+func (m *stateMetrics) lead(leading bool) {
+	if leading {
+		m.leader.Set(1)
+		m.leaderChanges.Inc()
+		return
+	}
+	m.leader.Set(0)
+	for _, v := range []*prometheus.GaugeVec{m.hostPhase, m.rebootReq, m.groupHosts, m.slotsUsed, m.slotsLimit} {
+		v.Reset()
+	}
+	for _, g := range []prometheus.Gauge{m.oldestPending, m.stuck, m.paused, m.agentsMissing} {
+		g.Set(0)
+	}
+}
+
+// export sets the state series from what a pass observed.
+func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
+	m.hostPhase.Reset()
+	m.rebootReq.Reset()
+	m.groupHosts.Reset()
+	byGroup := map[string]map[string]int{}
+	for _, g := range groups {
+		byGroup[g.Group.Name] = map[string]int{}
+		m.slotsUsed.WithLabelValues(g.Group.Name).Set(float64(g.Active))
+		m.slotsLimit.WithLabelValues(g.Group.Name).Set(float64(policy.Slots(g.Group, g.Size)))
+	}
+	var oldest time.Time
+	stuck := 0
+	for _, name := range s.names {
+		phase, hv := hostPhase(s.plans[name]), s.hosts[name]
+		for _, ph := range phases {
+			m.hostPhase.WithLabelValues(name, ph).Set(boolValue(ph == phase))
+		}
+		if hv.rec != nil {
+			m.rebootReq.WithLabelValues(name).Set(boolValue(hv.rec.RebootRequired))
+		}
+		if n, ok := byGroup[hv.group]; ok {
+			n[phase]++
+		}
+		switch p := s.plans[name]; phase {
+		case store.PhaseStuck:
+			stuck++
+		case store.PhasePending:
+			if !p.RequestedAt.IsZero() && (oldest.IsZero() || p.RequestedAt.Before(oldest)) {
+				oldest = p.RequestedAt
+			}
+		}
+	}
+	for group, n := range byGroup {
+		for _, ph := range phases {
+			m.groupHosts.WithLabelValues(group, ph).Set(float64(n[ph]))
+		}
+	}
+	m.oldestPending.Set(0)
+	if !oldest.IsZero() {
+		m.oldestPending.Set(s.now.Sub(oldest).Seconds())
+	}
+	m.stuck.Set(float64(stuck))
+	m.paused.Set(boolValue(s.control.Paused))
+	m.agentsMissing.Set(float64(len(s.missing)))
+}
+
+// hostPhase is the phase of a host's plan, idle without one.
+func hostPhase(p store.Plan) string {
+	if p.Phase == "" {
+		return store.PhaseIdle
+	}
+	return p.Phase
+}
+
+// finished counts a finished cycle and observes the durations of its stages,
+// from the time each phase was first entered.
+func (m *stateMetrics) finished(h store.HistoryRecord) {
+	m.reboots.WithLabelValues(h.Outcome).Inc()
+	at := func(phase string) time.Time { return h.Timeline[phase] }
+	for _, st := range []struct {
+		stage      string
+		start, end time.Time
+	}{
+		{"drain", at(store.PhaseDraining), at(store.PhaseDrained)},
+		{"reboot", at(store.PhaseRebooting), at(store.PhaseRejoining)},
+		{"rejoin", at(store.PhaseRejoining), h.Finished},
+		{"cycle", at(store.PhaseDraining), h.Finished},
+	} {
+		if !st.start.IsZero() && !st.end.IsZero() && !st.end.Before(st.start) {
+			m.durations.WithLabelValues(st.stage).Observe(st.end.Sub(st.start).Seconds())
+		}
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

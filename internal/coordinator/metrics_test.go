@@ -1,0 +1,163 @@
+package coordinator
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+func metricsSnapshot(now time.Time) (*snapshot, []policy.GroupStatus) {
+	s := &snapshot{
+		now: now,
+		plans: map[string]store.Plan{
+			"a": {Host: "a", Phase: store.PhaseDraining},
+			"b": {Host: "b", Phase: store.PhasePending, RequestedAt: now.Add(-90 * time.Second)},
+			"c": {Host: "c", Phase: store.PhaseStuck},
+		},
+		control: store.Control{Paused: true},
+		hosts: map[string]*hostView{
+			"a": {rec: &store.HostRecord{Host: "a", RebootRequired: true}, group: "web"},
+			"b": {rec: &store.HostRecord{Host: "b", RebootRequired: true}, group: "web"},
+			"c": {rec: &store.HostRecord{Host: "c"}, group: "db"},
+			"d": {group: "db"}, // no record, no plan: idle
+		},
+		names:   []string{"a", "b", "c", "d"},
+		missing: map[string]string{"d": "no allocation"},
+	}
+	groups := []policy.GroupStatus{
+		{Group: policy.Group{Name: "web", Concurrency: 2}, Size: 5, Active: 1},
+		{Group: policy.Group{Name: "db", Concurrency: 1}, Size: 2, Active: 1},
+	}
+	return s, groups
+}
+
+func TestStateMetricsExport(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newStateMetrics(reg)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m.export(metricsSnapshot(now))
+
+	checks := []struct {
+		name string
+		c    prometheus.Collector
+		want float64
+	}{
+		{"phase of a", m.hostPhase.WithLabelValues("a", "draining"), 1},
+		{"a not idle", m.hostPhase.WithLabelValues("a", "idle"), 0},
+		{"d idle", m.hostPhase.WithLabelValues("d", "idle"), 1},
+		{"a reboot required", m.rebootReq.WithLabelValues("a"), 1},
+		{"c no reboot required", m.rebootReq.WithLabelValues("c"), 0},
+		{"web pending", m.groupHosts.WithLabelValues("web", "pending"), 1},
+		{"db stuck", m.groupHosts.WithLabelValues("db", "stuck"), 1},
+		{"db idle", m.groupHosts.WithLabelValues("db", "idle"), 1},
+		{"web slots used", m.slotsUsed.WithLabelValues("web"), 1},
+		{"web slots limit", m.slotsLimit.WithLabelValues("web"), 2},
+		{"db slots limit", m.slotsLimit.WithLabelValues("db"), 1},
+		{"oldest pending", m.oldestPending, 90},
+		{"stuck", m.stuck, 1},
+		{"paused", m.paused, 1},
+		{"agents missing", m.agentsMissing, 1},
+	}
+	for _, c := range checks {
+		if got := testutil.ToFloat64(c.c); got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// One series per host and phase: a fixed set of phases per host.
+	if n := testutil.CollectAndCount(m.hostPhase); n != 4*len(phases) {
+		t.Errorf("host phase series = %d, want %d", n, 4*len(phases))
+	}
+	// d has no record: no reboot-required series for it.
+	if n := testutil.CollectAndCount(m.rebootReq); n != 3 {
+		t.Errorf("reboot required series = %d, want 3", n)
+	}
+}
+
+// A coordinator that stops leading exports no state of the cluster.
+func TestStateMetricsClearedWhenNotLeading(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newStateMetrics(reg)
+	m.lead(true)
+	m.export(metricsSnapshot(time.Now()))
+	m.lead(false)
+	m.lead(true)
+	want := `
+# HELP rollboot_leader 1 while this process is the leading coordinator, else 0.
+# TYPE rollboot_leader gauge
+rollboot_leader 1
+# HELP rollboot_leader_changes_total Times this process became the leading coordinator.
+# TYPE rollboot_leader_changes_total counter
+rollboot_leader_changes_total 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rollboot_leader", "rollboot_leader_changes_total"); err != nil {
+		t.Error(err)
+	}
+	m.lead(false)
+	for _, v := range []prometheus.Collector{m.hostPhase, m.rebootReq, m.groupHosts, m.slotsUsed, m.slotsLimit} {
+		if n := testutil.CollectAndCount(v); n != 0 {
+			t.Errorf("%d series left after leadership ended", n)
+		}
+	}
+	if testutil.ToFloat64(m.paused) != 0 || testutil.ToFloat64(m.leader) != 0 || testutil.ToFloat64(m.stuck) != 0 {
+		t.Error("gauges not cleared after leadership ended")
+	}
+}
+
+func TestStateMetricsFinishedCycle(t *testing.T) {
+	m := newStateMetrics(prometheus.NewRegistry())
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	m.finished(store.HistoryRecord{Host: "a", Outcome: "rebooted", Finished: t0.Add(10 * time.Minute), Timeline: map[string]time.Time{
+		store.PhaseDraining: t0, store.PhaseDrained: t0.Add(time.Minute),
+		store.PhaseRebooting: t0.Add(2 * time.Minute), store.PhaseRejoining: t0.Add(5 * time.Minute),
+	}})
+	m.finished(store.HistoryRecord{Host: "b", Outcome: "canceled", Finished: t0}) // no timeline: no durations
+	if got := testutil.ToFloat64(m.reboots.WithLabelValues("rebooted")); got != 1 {
+		t.Errorf("rebooted = %v", got)
+	}
+	if got := testutil.ToFloat64(m.reboots.WithLabelValues("canceled")); got != 1 {
+		t.Errorf("canceled = %v", got)
+	}
+	want := map[string]float64{"drain": 60, "reboot": 180, "rejoin": 300, "cycle": 600}
+	for stage, sum := range want {
+		h := m.durations.WithLabelValues(stage).(prometheus.Histogram)
+		if n := testutil.CollectAndCount(h); n != 1 {
+			t.Fatalf("%s: %d series", stage, n)
+		}
+		if got := histogramSum(t, h); got != sum {
+			t.Errorf("%s duration sum = %v, want %v", stage, got, sum)
+		}
+	}
+}
+
+func histogramSum(t *testing.T, h prometheus.Histogram) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	h.Collect(ch)
+	var pb dto.Metric
+	if err := (<-ch).Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	return pb.GetHistogram().GetSampleSum()
+}
+
+// A coordinator built again on its process's registry (a candidate that stands
+// again after a failed reboot) shares the metrics of the one before.
+func TestMetricsSurviveANewCoordinator(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := New(Options{Registry: reg})
+	a.metrics.state.reboots.WithLabelValues("rebooted").Inc()
+	b := New(Options{Registry: reg})
+	if got := testutil.ToFloat64(b.metrics.state.reboots.WithLabelValues("rebooted")); got != 1 {
+		t.Fatalf("rebooted after a new coordinator = %v, want 1", got)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+}
