@@ -61,7 +61,9 @@ func TestNomadTransportCountsErrors(t *testing.T) {
 			_ = resp.Body.Close()
 		}
 	}
-	errs := func(kind string) float64 { return testutil.ToFloat64(nomadErrors.WithLabelValues("/v1/node/:id/drain", kind)) }
+	errs := func(kind string) float64 {
+		return testutil.ToFloat64(nomadErrors.WithLabelValues("/v1/node/:id/drain", kind))
+	}
 	base := map[string]float64{"5xx": errs("5xx"), "4xx": errs("4xx"), "timeout": errs("timeout"), "transport": errs("transport")}
 	before := testutil.CollectAndCount(nomadDuration)
 	send()
