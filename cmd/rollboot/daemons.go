@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/rollboot/rollboot/internal/config"
@@ -45,8 +46,10 @@ stands for election as the coordinator, so a Nomad system job of agents is a who
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return withFleetLock(ctx, cfg, log, func(ctx context.Context) error {
-				return daemon.RunAgent(ctx, cfg, daemon.AgentOptions{Log: log})
+			return daemon.WithTelemetry(ctx, cfg, log, func(ctx context.Context, reg *prometheus.Registry) error {
+				return withFleetLock(ctx, cfg, log, reg, func(ctx context.Context) error {
+					return daemon.RunAgent(ctx, cfg, daemon.AgentOptions{Log: log, Registry: reg})
+				})
 			})
 		},
 	}
@@ -75,8 +78,10 @@ lock and, while it leads, decides which hosts may reboot and drains them.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return withFleetLock(ctx, cfg, log, func(ctx context.Context) error {
-				return daemon.RunCoordinator(ctx, cfg, c, log, nil)
+			return daemon.WithTelemetry(ctx, cfg, log, func(ctx context.Context, reg *prometheus.Registry) error {
+				return withFleetLock(ctx, cfg, log, reg, func(ctx context.Context) error {
+					return daemon.RunCoordinator(ctx, cfg, c, log, nil, reg)
+				})
 			})
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/rollboot/rollboot/internal/config"
@@ -16,7 +17,8 @@ import (
 // withFleetLock runs run and, when fleetlock.enabled, the FleetLock server beside
 // it. The listener opens first, so a bad address or certificate fails at start;
 // if the server stops with an error, run is stopped too.
-func withFleetLock(ctx context.Context, cfg *config.Compiled, log *slog.Logger, run func(context.Context) error) error {
+// FleetLock's metrics go to reg, the process's registry.
+func withFleetLock(ctx context.Context, cfg *config.Compiled, log *slog.Logger, reg *prometheus.Registry, run func(context.Context) error) error {
 	if !cfg.FleetLock.Enabled {
 		return run(ctx)
 	}
@@ -28,7 +30,7 @@ func withFleetLock(ctx context.Context, cfg *config.Compiled, log *slog.Logger, 
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		err := daemon.ServeFleetLock(ctx, cfg, ln, log)
+		err := daemon.ServeFleetLock(ctx, cfg, ln, log, reg)
 		if err != nil && ctx.Err() == nil {
 			err = fmt.Errorf("FleetLock server: %w", err)
 			cancel()

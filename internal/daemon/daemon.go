@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/agent"
 	"github.com/rollboot/rollboot/internal/config"
@@ -20,16 +21,22 @@ import (
 	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // Client builds a Nomad API client for the configuration. Every request it sends
 // has a deadline (package deadline): one request that never gets an answer cannot
 // hold up the agent or the coordinator.
+//
+// Its requests are measured (telemetry.NomadTransport).
 func Client(cfg *config.Compiled) (*api.Client, error) {
-	c, err := deadline.NomadClient(cfg.Nomad.APIConfig())
+	ac := cfg.Nomad.APIConfig()
+	c, err := deadline.NomadClient(ac)
 	if err != nil {
 		return nil, fmt.Errorf("nomad client for %s: %w", cfg.Nomad.Address, err)
 	}
+	// The client keeps ac's http.Client: its transport is wrapped in place.
+	ac.HttpClient.Transport = telemetry.NomadTransport(ac.HttpClient.Transport)
 	return c, nil
 }
 
@@ -111,7 +118,8 @@ func LeaderLock(cfg *config.Compiled, st *store.Store) (coordinator.Lock, error)
 //
 // clusters may be nil: the Consul and Vault clients are then built from their
 // usual environment variables (CONSUL_HTTP_ADDR, VAULT_ADDR, their tokens and TLS).
-func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, log *slog.Logger, clusters coordinator.ClusterAccess) error {
+// The coordinator's metrics go to reg (nil: a registry of its own).
+func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, log *slog.Logger, clusters coordinator.ClusterAccess, reg *prometheus.Registry) error {
 	st := Store(cfg, c)
 	if clusters == nil {
 		cl, err := ClustersFromEnv(c)
@@ -120,7 +128,9 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 		}
 		clusters = cl
 	}
-	co := Coordinator(cfg, c, st, log, clusters)
+	opts := coordinatorOptions(cfg, c, st, log, clusters)
+	opts.Registry = reg
+	co := coordinator.New(opts)
 	lock, err := LeaderLock(cfg, st)
 	if err != nil {
 		return err
@@ -138,6 +148,8 @@ type AgentOptions struct {
 	// environment); Clusters replaces the coordinator's cluster clients.
 	Local    *discovery.Local
 	Clusters coordinator.ClusterAccess
+	// Registry receives the coordinator candidate's metrics (nil: none served).
+	Registry *prometheus.Registry
 }
 
 // RunAgent runs the agent for the configuration and, when coordinator.enabled, a
@@ -170,7 +182,7 @@ func RunAgent(ctx context.Context, cfg *config.Compiled, opt AgentOptions) error
 	opts.Rebooter = reb
 
 	cand := &candidate{parent: ctx, run: func(ctx context.Context) error {
-		return RunCoordinator(ctx, cfg, c, log.With("host", host), opt.Clusters)
+		return RunCoordinator(ctx, cfg, c, log.With("host", host), opt.Clusters, opt.Registry)
 	}}
 	if cfg.Coordinator.Enabled {
 		cand.start()

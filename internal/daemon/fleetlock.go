@@ -6,6 +6,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/fleetlock"
 	"github.com/rollboot/rollboot/internal/store"
@@ -14,11 +16,19 @@ import (
 // FleetLockServer builds the FleetLock server for the configuration: it shares
 // the groups with the coordinator and keeps its state in rollboot's variables.
 func FleetLockServer(cfg *config.Compiled, log *slog.Logger) (*fleetlock.Server, error) {
+	return fleetLockServer(cfg, log, nil)
+}
+
+// fleetLockServer builds the FleetLock server with its metrics on reg (nil: a
+// registry of its own).
+func fleetLockServer(cfg *config.Compiled, log *slog.Logger, reg *prometheus.Registry) (*fleetlock.Server, error) {
 	c, err := Client(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return fleetlock.New(fleetLockOptions(cfg, Store(cfg, c), c.Nodes(), log)), nil
+	opt := fleetLockOptions(cfg, Store(cfg, c), c.Nodes(), log)
+	opt.Registry = reg
+	return fleetlock.New(opt), nil
 }
 
 // fleetLockOptions are the FleetLock server's options: the compiled groups as
@@ -76,9 +86,10 @@ func ListenFleetLock(cfg *config.Compiled) (net.Listener, error) {
 	return fleetlock.Listen(fc.Listen, tlsCfg)
 }
 
-// ServeFleetLock serves FleetLock on ln until ctx ends.
-func ServeFleetLock(ctx context.Context, cfg *config.Compiled, ln net.Listener, log *slog.Logger) error {
-	srv, err := FleetLockServer(cfg, log)
+// ServeFleetLock serves FleetLock on ln until ctx ends, with its metrics on the
+// process's registry reg, all of which its /metrics serves.
+func ServeFleetLock(ctx context.Context, cfg *config.Compiled, ln net.Listener, log *slog.Logger, reg *prometheus.Registry) error {
+	srv, err := fleetLockServer(cfg, log, reg)
 	if err != nil {
 		_ = ln.Close()
 		return err
