@@ -150,6 +150,9 @@ func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *sl
 		return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
 	}
 	log.Info("drain started", "node_id", in.Node.ID, "grant", p.GrantID)
+	if in.Plan.Phase == store.PhasePending { // the grant of this pass, not a drain issued again
+		c.metrics.state.drainStarted(in.Group, in.Plan.RequestedAt, in.Now)
+	}
 	return nil
 }
 

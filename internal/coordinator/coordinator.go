@@ -240,14 +240,18 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.metrics.state.export(s, groupStatuses(c.admitRules(), s))
 	c.readGrantJobs(ctx, s, adm)
 	var errs error
+	waiting := map[WaitKind]int{}
 	for _, name := range s.names {
 		if err := s.hosts[name].err; err != nil {
 			errs = errors.Join(errs, err)
 			continue
 		}
 		in := c.input(s, adm, name)
-		errs = errors.Join(errs, c.carryOut(ctx, in, Step(in)))
+		d := Step(in)
+		waiting[d.Waiting.Kind]++
+		errs = errors.Join(errs, c.carryOut(ctx, in, d))
 	}
+	c.metrics.state.waiting(waiting)
 	return errs
 }
 

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,13 @@ type stateMetrics struct {
 	agentsMissing prometheus.Gauge
 	reboots       *prometheus.CounterVec
 	durations     *prometheus.HistogramVec
+	hostsWaiting  *prometheus.GaugeVec
+	handOff       prometheus.Histogram
+
+	mu sync.Mutex
+	// freed: when a cycle of each group last ended (its slot freed), until the
+	// group's next drain starts.
+	freed map[string]time.Time
 }
 
 func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
@@ -64,6 +72,11 @@ func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
 		durations: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rollboot_cycle_stage_duration_seconds",
 			Help: "Durations of the stages of finished reboot cycles: drain, reboot, rejoin and the whole cycle.", Buckets: durationBuckets},
 			[]string{"stage"})),
+		hostsWaiting: gaugeVec("rollboot_hosts_waiting", "Hosts not moving in the last pass, by the kind of reason.", "reason"),
+		handOff: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rollboot_slot_handoff_seconds",
+			Help:    "From a group's slot freeing (or the host asking, if later) to the next host of the group starting its drain.",
+			Buckets: durationBuckets})),
+		freed: map[string]time.Time{},
 	}
 }
 
@@ -84,15 +97,18 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 }
 
 // lead marks the start (true) or the end (false) of a leadership; at the end the
-// state series are cleared.
+// state series are cleared. The slots seen freed are forgotten at both.
 func (m *stateMetrics) lead(leading bool) {
+	m.mu.Lock()
+	clear(m.freed) // another leader may have freed and filled slots since
+	m.mu.Unlock()
 	if leading {
 		m.leader.Set(1)
 		m.leaderChanges.Inc()
 		return
 	}
 	m.leader.Set(0)
-	for _, v := range []*prometheus.GaugeVec{m.hostPhase, m.rebootReq, m.groupHosts, m.slotsUsed, m.slotsLimit} {
+	for _, v := range []*prometheus.GaugeVec{m.hostPhase, m.rebootReq, m.groupHosts, m.slotsUsed, m.slotsLimit, m.hostsWaiting} {
 		v.Reset()
 	}
 	for _, g := range []prometheus.Gauge{m.oldestPending, m.stuck, m.paused, m.agentsMissing} {
@@ -159,6 +175,11 @@ func hostPhase(p store.Plan) string {
 // from the time each phase was first entered.
 func (m *stateMetrics) finished(h store.HistoryRecord) {
 	m.reboots.WithLabelValues(h.Outcome).Inc()
+	if !h.Finished.IsZero() {
+		m.mu.Lock()
+		m.freed[h.Group] = h.Finished
+		m.mu.Unlock()
+	}
 	at := func(phase string) time.Time { return h.Timeline[phase] }
 	for _, st := range []struct {
 		stage      string
@@ -172,6 +193,37 @@ func (m *stateMetrics) finished(h store.HistoryRecord) {
 		if !st.start.IsZero() && !st.end.IsZero() && !st.end.Before(st.start) {
 			m.durations.WithLabelValues(st.stage).Observe(st.end.Sub(st.start).Seconds())
 		}
+	}
+}
+
+// waiting sets the hosts waiting in the last pass, by kind of reason.
+func (m *stateMetrics) waiting(byKind map[WaitKind]int) {
+	m.hostsWaiting.Reset()
+	for k, n := range byKind {
+		if name := k.Name(); name != "" {
+			m.hostsWaiting.WithLabelValues(name).Set(float64(n))
+		}
+	}
+}
+
+// drainStarted observes the slot hand-off of a drain granted now to a host of
+// group that asked at requested: from the later of its asking and the last
+// freeing of a slot of the group. The first drain of a group after the
+// coordinator starts leading is not observed (it did not see the slot free).
+func (m *stateMetrics) drainStarted(group string, requested, now time.Time) {
+	m.mu.Lock()
+	freed, ok := m.freed[group]
+	delete(m.freed, group)
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	from := freed
+	if requested.After(from) {
+		from = requested
+	}
+	if !now.Before(from) {
+		m.handOff.Observe(now.Sub(from).Seconds())
 	}
 }
 

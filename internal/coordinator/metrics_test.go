@@ -161,3 +161,73 @@ func TestMetricsSurviveANewCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Every kind of wait reason has its own name: the label's values are a fixed set.
+func TestWaitKindNames(t *testing.T) {
+	seen := map[string]WaitKind{}
+	for k := WaitRebootLoop; k <= WaitPlanUnreadable; k++ {
+		name := k.Name()
+		if name == "" {
+			t.Errorf("kind %d has no name", k)
+			continue
+		}
+		if other, dup := seen[name]; dup {
+			t.Errorf("kinds %d and %d share the name %q", other, k, name)
+		}
+		seen[name] = k
+	}
+	if NotWaiting.Name() != "" || (WaitPlanUnreadable+1).Name() != "" {
+		t.Error("NotWaiting or an unknown kind has a name")
+	}
+}
+
+func TestHostsWaiting(t *testing.T) {
+	m := newStateMetrics(prometheus.NewRegistry())
+	m.waiting(map[WaitKind]int{NotWaiting: 3, WaitGroupBudget: 2, WaitDraining: 1})
+	if n := testutil.CollectAndCount(m.hostsWaiting); n != 2 {
+		t.Fatalf("%d series, want 2 (no series for hosts not waiting)", n)
+	}
+	if got := testutil.ToFloat64(m.hostsWaiting.WithLabelValues("group_budget")); got != 2 {
+		t.Errorf("group_budget = %v", got)
+	}
+	m.waiting(map[WaitKind]int{WaitDraining: 1})
+	if n := testutil.CollectAndCount(m.hostsWaiting); n != 1 {
+		t.Errorf("%d series after the next pass, want 1: a reason no host waits for any more is dropped", n)
+	}
+}
+
+func TestSlotHandOff(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		freed     bool
+		requested time.Time
+		started   time.Time
+		wantCount int
+		wantSum   float64
+	}{
+		{"waiting host drains after the slot frees", true, t0.Add(-time.Hour), t0.Add(5 * time.Second), 1, 5},
+		{"host asked after the slot freed", true, t0.Add(time.Minute), t0.Add(70 * time.Second), 1, 10},
+		{"no slot seen freed", false, t0, t0.Add(time.Second), 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newStateMetrics(prometheus.NewRegistry())
+			if tt.freed {
+				m.finished(store.HistoryRecord{Host: "a", Group: "web", Outcome: "rebooted", Finished: t0})
+			}
+			m.drainStarted("web", tt.requested, tt.started)
+			m.drainStarted("web", tt.requested, tt.started.Add(time.Hour)) // a second drain: no slot freed since
+			var pb dto.Metric
+			if err := m.handOff.Write(&pb); err != nil {
+				t.Fatal(err)
+			}
+			if got := int(pb.GetHistogram().GetSampleCount()); got != tt.wantCount {
+				t.Errorf("count = %d, want %d", got, tt.wantCount)
+			}
+			if got := pb.GetHistogram().GetSampleSum(); got != tt.wantSum {
+				t.Errorf("sum = %v, want %v", got, tt.wantSum)
+			}
+		})
+	}
+}

@@ -51,6 +51,31 @@ const (
 	WaitPlanUnreadable // Detail: the store's reason, the whole text
 )
 
+// waitKindNames are the kinds' names, the values of the reason label of
+// rollboot_hosts_waiting: a fixed set.
+var waitKindNames = [...]string{
+	NotWaiting: "", WaitRebootLoop: "reboot_loop", WaitBackoff: "backoff", WaitPaused: "paused",
+	WaitNoRecord: "no_record", WaitServerNoGates: "server_no_gates", WaitNodeNotReady: "node_not_ready",
+	WaitForeignDrain: "foreign_drain", WaitSlot: "slot", WaitAgentNotOnNode: "agent_not_on_node",
+	WaitGroupBudget: "group_budget", WaitAgentMissing: "agent_missing", WaitLastCandidate: "last_candidate",
+	WaitRolesUnknown: "roles_unknown", WaitRaftIDUnknown: "raft_id_unknown", WaitNoQuorumGates: "no_quorum_gates",
+	WaitServerOut: "server_out", WaitVaultSealed: "vault_sealed", WaitPreRebootGate: "pre_reboot_gate",
+	WaitHandOverRefused: "hand_over_refused", WaitNodeNotFound: "node_not_found", WaitDrainStarting: "drain_starting",
+	WaitDraining: "draining", WaitHandingOver: "handing_over", WaitAgentReboot: "agent_reboot",
+	WaitAgentHolds: "agent_holds", WaitRebooting: "rebooting", WaitStuck: "stuck", WaitNodeToBeReady: "node_to_be_ready",
+	WaitEligibility: "eligibility", WaitSystemJob: "system_job", WaitVaultUnseal: "vault_unseal",
+	WaitPostRebootGate: "post_reboot_gate", WaitNewBootID: "new_boot_id", WaitUnknownPhase: "unknown_phase",
+	WaitPlanUnreadable: "plan_unreadable",
+}
+
+// Name is the kind's name in metrics ("" for NotWaiting and an unknown kind).
+func (k WaitKind) Name() string {
+	if k < 0 || int(k) >= len(waitKindNames) {
+		return ""
+	}
+	return waitKindNames[k]
+}
+
 // WaitReason is why a host waits: a kind, and the detail its text needs.
 type WaitReason struct {
 	Kind   WaitKind
