@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// After a rollout the coordinator's /metrics, on its telemetry listener (FleetLock
+// off), counts one rebooted cycle per host and shows every host idle; a real
+// scrape passes promtool's naming checks when promtool is installed.
+func TestFullRolloutMetrics(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	c := newCluster(t, clusterOpts{clients: 3, coordinators: 1, coordOnly: fmt.Sprintf("telemetry {\n  listen = %q\n}\n", addr)})
+	c.start()
+	hosts := c.clients()
+	c.needReboot(hosts...)
+	c.waitFor("every host rebooted", 90*time.Second, c.rebootedAll(hosts))
+	want := fmt.Sprintf(`rollboot_reboots_total{outcome="rebooted"} %d`, len(hosts))
+	var body string
+	c.waitFor("the coordinator counts every reboot", 30*time.Second, func() bool {
+		body = scrapeMetrics(addr)
+		return strings.Contains(body, want+"\n")
+	})
+	for _, h := range hosts {
+		if line := fmt.Sprintf("rollboot_host_phase{host=%q,phase=\"idle\"} 1\n", h); !strings.Contains(body, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	for _, line := range []string{"rollboot_leader 1\n", "rollboot_paused 0\n", `rollboot_cycle_stage_duration_seconds_count{stage="cycle"} 3` + "\n"} {
+		if !strings.Contains(body, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	if p, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(p, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// scrapeMetrics returns one scrape of addr's /metrics, "" when it fails.
+func scrapeMetrics(addr string) string {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := hc.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
