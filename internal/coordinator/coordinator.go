@@ -275,7 +275,7 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
 		switch p.Phase {
 		case store.PhasePending, store.PhaseDraining:
 			in.Leads, in.HandOverBlocked = leads(s.clusters, hv.rec, s.noHandOver, c.opt.HoldOnDeniedHandOver)
-		case store.PhaseRejoining:
+		case store.PhaseRejoining, store.PhaseStuck:
 			in.PostGate = postGate(s.clusters, hv.rec, s.now, c.opt.ServerStableFor)
 		}
 	}

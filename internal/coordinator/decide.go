@@ -451,6 +451,9 @@ func stepRebooting(in Input, d Decision) Decision {
 func stepStuck(in Input, d Decision) Decision {
 	p := d.Plan
 	if rebootSeen(in, p) != "" {
+		if !p.Timeline[store.PhaseRejoining].IsZero() {
+			return stuckRejoin(in, d)
+		}
 		// Late, but back: carry on with the rejoin checks.
 		d.Plan = enter(p, store.PhaseRejoining, in.Now)
 		d.Plan.LastError = ""
@@ -464,6 +467,32 @@ func stepStuck(in Input, d Decision) Decision {
 			Message: "the host never went down (same boot ID, node ready)", At: in.Now})
 	}
 	d.Waiting = waitFor(WaitStuck, p.LastError+" (rollboot release "+p.Host+" frees the slot)")
+	return d
+}
+
+// stuckRejoin: a host made stuck by the rejoin checks (its node, its system
+// jobs, its servers or its agent were not back in time) stays stuck until those
+// checks pass or make progress, and only then carries on. Going back to rejoining
+// at once would time out again at once, a plan write and a "stuck" event per
+// pass for as long as the check fails.
+func stuckRejoin(in Input, d Decision) Decision {
+	p := d.Plan
+	r := d
+	r.Plan.Phase = store.PhaseRejoining
+	r = rejoin(in, r)
+	if r.Plan.Phase != store.PhaseStuck {
+		if r.Plan.Phase == store.PhaseRejoining {
+			r.Plan = enter(p, store.PhaseRejoining, in.Now) // its rejoin clock keeps running
+			r.Plan.LastError = ""
+			r.Write, r.Event = true, "host is back after being reported stuck"
+		}
+		return r
+	}
+	if r.Plan.LastError != p.LastError {
+		// Still stuck, for another reason now: say which.
+		d.Plan.LastError, d.Write = r.Plan.LastError, true
+	}
+	d.Waiting = waitFor(WaitStuck, d.Plan.LastError+" (rollboot release "+p.Host+" frees the slot)")
 	return d
 }
 

@@ -177,10 +177,12 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 		if hv.node == nil {
 			continue
 		}
-		switch {
-		case p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck:
+		if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck {
 			hv.err = c.reregisteredIndex(ctx, hv.node)
-		case p.Phase == store.PhaseRejoining && p.EligibleBefore && hv.node.Eligible:
+		}
+		// A stuck host that had come back keeps meeting the rejoin checks.
+		rejoins := p.Phase == store.PhaseRejoining || (p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero())
+		if hv.err == nil && rejoins && p.EligibleBefore && hv.node.Eligible {
 			hv.err = c.systemRunning(ctx, hv.node)
 		}
 	}
@@ -188,7 +190,8 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 
 // readClusters reads, once per pass, the health of every server cluster whose
 // gates a host may meet in this pass: to be admitted and hand its leadership
-// over (pending, draining), or to be back (rejoining).
+// over (pending, draining), or to be back (rejoining, and stuck: a stuck host
+// that came back leaves stuck only once its servers are back too).
 func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 	if c.opt.Clusters == nil {
 		return
@@ -197,7 +200,7 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 	for _, name := range s.names {
 		hv := s.hosts[name]
 		switch s.plans[name].Phase {
-		case store.PhasePending, store.PhaseDraining, store.PhaseRejoining:
+		case store.PhasePending, store.PhaseDraining, store.PhaseRejoining, store.PhaseStuck:
 		default:
 			continue
 		}
