@@ -161,6 +161,10 @@ drain {
 	}
 	if sc.has(faultNomadLeaderLoss) {
 		o.servers, o.autoUnseal = 3, true
+		// Scaled with rejoin_timeout: at the default 10s, a server had to be
+		// stable for as long as its whole rejoin may take, and a Nomad leader
+		// change (which restarts every StableSince) made it stuck.
+		o.coordExtra += "\n  server_stable_for = \"2s\""
 	}
 	if sc.has(faultDrainStuck) {
 		// Batch work runs to its end: a drain waits for it past its deadline
