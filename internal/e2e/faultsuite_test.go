@@ -317,13 +317,21 @@ func (ch *chaos) inject(f faultKind) {
 			t.Logf("fault leader-stop: no leader to stop")
 			return
 		}
-		c.signalCoordinator(leader, syscall.SIGSTOP)
+		if c.signalCoordinator(leader, syscall.SIGSTOP) != nil {
+			t.Logf("fault leader-stop: %s has ended already", leader)
+			return
+		}
 		// Nomad frees the lock 2×TTL + lock delay after the last renewal
 		// (TTL 10s, lock delay = TTL): the other candidate leads meanwhile.
 		pause := 31*time.Second + time.Duration(ch.intn(3000))*time.Millisecond
 		t.Logf("fault leader-stop: SIGSTOP %s for %s", leader, pause)
 		time.Sleep(pause) // the fault's own duration, not a wait for a condition
-		c.signalCoordinator(leader, syscall.SIGCONT)
+		if c.signalCoordinator(leader, syscall.SIGCONT) != nil {
+			// Still holding the lock while stopped, it was the leader that
+			// leader-kill found, and killed.
+			t.Logf("fault leader-stop: %s was killed while stopped", leader)
+			return
+		}
 		t.Logf("fault leader-stop: SIGCONT %s", leader)
 	case faultAgentKill:
 		var victim string

@@ -7,6 +7,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -383,17 +384,20 @@ func (c *cluster) killCoordinator(name string) {
 	_ = cmd.Process.Kill()
 }
 
-// signalCoordinator sends sig (SIGSTOP, SIGCONT) to a standalone coordinator.
-func (c *cluster) signalCoordinator(name string, sig syscall.Signal) {
+// signalCoordinator sends sig (SIGSTOP, SIGCONT) to a standalone coordinator. It
+// returns os.ErrProcessDone when the process has ended (another fault killed it).
+func (c *cluster) signalCoordinator(name string, sig syscall.Signal) error {
 	c.mu.Lock()
 	cmd := c.coords[name]
 	c.mu.Unlock()
 	if cmd == nil {
 		c.t.Fatalf("no coordinator %s", name)
 	}
-	if err := cmd.Process.Signal(sig); err != nil {
+	err := cmd.Process.Signal(sig)
+	if err != nil && !errors.Is(err, os.ErrProcessDone) {
 		c.t.Fatalf("signal %s: %v", name, err)
 	}
+	return err
 }
 
 // unexpectedExits lists the processes that ended by themselves.
