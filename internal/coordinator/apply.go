@@ -54,12 +54,18 @@ func (c *Coordinator) giveBack(ctx context.Context, in Input, d Decision, log *s
 	}
 	w := (&api.WriteOptions{}).WithContext(ctx)
 	if d.CancelDrain {
+		if err := checkLease(ctx); err != nil {
+			return fmt.Errorf("cancel drain of node %s: %w", in.Node.ID, err)
+		}
 		if _, err := c.opt.Nodes.UpdateDrainOpts(in.Node.ID, &api.DrainOptions{DrainSpec: nil, MarkEligible: d.MarkEligible}, w); err != nil {
 			return fmt.Errorf("cancel drain of node %s: %w", in.Node.ID, err)
 		}
 		log.Info("drain canceled", "node_id", in.Node.ID, "mark_eligible", d.MarkEligible)
 	}
 	if d.SetEligible {
+		if err := checkLease(ctx); err != nil {
+			return fmt.Errorf("restore eligibility of node %s: %w", in.Node.ID, err)
+		}
 		if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, true, w); err != nil {
 			return fmt.Errorf("restore eligibility of node %s: %w", in.Node.ID, err)
 		}
@@ -125,6 +131,9 @@ func (c *Coordinator) storePlan(ctx context.Context, in Input, d Decision, log *
 // draining, whose drain the next pass issues again.
 func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *slog.Logger) error {
 	for _, product := range d.HandOver {
+		if err := checkLease(ctx); err != nil {
+			return fmt.Errorf("hand over the %s leadership: %w", product, err)
+		}
 		if err := c.handOver(ctx, in.Host, product); err != nil {
 			return err
 		}
@@ -146,6 +155,9 @@ func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *sl
 		metaMessage: "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
 	}}
 	w := (&api.WriteOptions{}).WithContext(ctx)
+	if err := checkLease(ctx); err != nil {
+		return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
+	}
 	if _, err := c.opt.Nodes.UpdateDrainOpts(in.Node.ID, opts, w); err != nil {
 		return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
 	}

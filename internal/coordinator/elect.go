@@ -92,7 +92,8 @@ func RunElected(ctx context.Context, lock Lock, watchLock Watch, log *slog.Logge
 // lead runs fn while renewing the lock every TTL/4; it returns when ctx ends, fn
 // returns, or a renewal fails.
 func lead(ctx context.Context, lock Lock, ttl time.Duration, fn func(ctx context.Context) error) error {
-	fctx, cancel := context.WithCancel(ctx)
+	l := newLease(ttl)
+	fctx, cancel := context.WithCancel(context.WithValue(ctx, leaseKey{}, l))
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- fn(fctx) }()
@@ -107,6 +108,7 @@ func lead(ctx context.Context, lock Lock, ttl time.Duration, fn func(ctx context
 			return <-done
 		case <-t.C:
 			rctx, rcancel := context.WithTimeout(ctx, ttl/2)
+			sent := l.now()
 			err := lock.Renew(rctx)
 			rcancel()
 			if err != nil {
@@ -114,6 +116,7 @@ func lead(ctx context.Context, lock Lock, ttl time.Duration, fn func(ctx context
 				<-done
 				return err
 			}
+			l.renewedAt(sent)
 		}
 	}
 }

@@ -1,0 +1,120 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLease(t *testing.T) {
+	l := newLease(40 * time.Millisecond)
+	if err := l.check(); err != nil {
+		t.Fatalf("a lease just acquired: %v", err)
+	}
+	time.Sleep(30 * time.Millisecond) // past TTL/2: time itself is the input
+	if err := l.check(); !errors.Is(err, ErrLeaseLapsed) {
+		t.Fatalf("past TTL/2 without a renewal: %v, want ErrLeaseLapsed", err)
+	}
+	l.renewedAt(l.now())
+	if err := l.check(); err != nil {
+		t.Fatalf("just renewed: %v", err)
+	}
+	if err := checkLease(context.Background()); err != nil {
+		t.Fatalf("no election, no lease: %v", err)
+	}
+}
+
+// A coordinator that cannot be sure it still leads (it was paused past half its
+// lock's TTL, say, and resumed with a pass half done) touches no node: neither a
+// drain, nor a canceled drain, nor eligibility, nor a leadership hand-over. Its
+// successor may be managing them. Plans are written with check-and-set and fail
+// by themselves.
+func TestApplyFencedByLease(t *testing.T) {
+	l := newLease(time.Minute)
+	l.renewedAt(l.now() - time.Minute) // last renewed a whole TTL ago
+	ctx := context.WithValue(context.Background(), leaseKey{}, l)
+	for _, tc := range applyCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			c, log, _, in := applyFixture(t, tc)
+			log.reset(0)
+			err := c.apply(ctx, in, Step(in))
+			var nodeWrites []string
+			for _, w := range log.get() {
+				if !strings.HasPrefix(w, "put ") && !strings.HasPrefix(w, "delete ") {
+					nodeWrites = append(nodeWrites, w)
+				}
+			}
+			wantNode := slices.ContainsFunc(tc.want, func(w string) bool {
+				return !strings.HasPrefix(w, "put ") && !strings.HasPrefix(w, "delete ")
+			})
+			if len(nodeWrites) > 0 {
+				t.Errorf("node writes %q with a lapsed lease", nodeWrites)
+			}
+			if wantNode && !errors.Is(err, ErrLeaseLapsed) {
+				t.Errorf("apply = %v, want ErrLeaseLapsed", err)
+			}
+			if !wantNode && err != nil {
+				t.Errorf("apply = %v: a decision without node writes needs no lease", err)
+			}
+		})
+	}
+}
+
+// leaseLock is a lock that is always acquired, and whose renewals succeed until
+// hang is set; then they block until their deadline and fail.
+type leaseLock struct {
+	ttl  time.Duration
+	hang hangGate
+}
+
+// hangGate is closed to make renewals hang.
+type hangGate struct{ ch chan struct{} }
+
+func (l *leaseLock) Acquire(context.Context) (string, error) { return "lock", nil }
+func (l *leaseLock) Release(context.Context) error           { return nil }
+func (l *leaseLock) LockTTL() time.Duration                  { return l.ttl }
+func (l *leaseLock) Renew(ctx context.Context) error {
+	select {
+	case <-l.hang.ch:
+		<-ctx.Done()
+		return ctx.Err()
+	default:
+		return nil
+	}
+}
+
+// The leader's pass sees its lease valid while the lock is renewed, and lapsed
+// once renewals stop being confirmed, before the election gives up the lead.
+func TestLeadKeepsTheLease(t *testing.T) {
+	lock := &leaseLock{ttl: 200 * time.Millisecond, hang: hangGate{ch: make(chan struct{})}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var valid, lapsed bool
+	err := lead(ctx, lock, lock.ttl, func(ctx context.Context) error {
+		time.Sleep(3 * lock.ttl / 4) // longer than TTL/2: only renewals keep it valid
+		valid = checkLease(ctx) == nil
+		close(lock.hang.ch)
+		deadline := time.Now().Add(5 * lock.ttl)
+		for time.Now().Before(deadline) {
+			if errors.Is(checkLease(ctx), ErrLeaseLapsed) {
+				lapsed = true
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // polling the clock-driven lease
+		}
+		<-ctx.Done()
+		return nil
+	})
+	if err == nil {
+		t.Error("lead returned no error after its renewals failed")
+	}
+	if !valid {
+		t.Error("the lease lapsed although the lock was renewed")
+	}
+	if !lapsed {
+		t.Error("the lease stayed valid although no renewal was confirmed")
+	}
+}
