@@ -97,7 +97,11 @@ type Coordinator struct {
 	noHandOver map[string]string
 	// reported: what checkRecords last logged; ignored: the records it dropped.
 	reported string
-	ignored  []store.BadRecord
+	// agentAllocs is the agent job's allocations as its watch last read them
+	// (nil while the watch has no answer, or after it failed): a pass uses them
+	// instead of reading them again.
+	agentAllocs *AgentAllocs
+	ignored     []store.BadRecord
 
 	metrics *passMetrics
 	overrun Overrun
@@ -146,7 +150,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer allocs.stop()
 
 	c.mu.Lock()
-	c.plans = nil // reload: another coordinator may have written since we last led
+	c.plans = nil       // reload: another coordinator may have written since we last led
+	c.agentAllocs = nil // the watch of this term has not answered yet
 	c.mu.Unlock()
 	t := time.NewTicker(c.opt.Resync)
 	defer t.Stop()

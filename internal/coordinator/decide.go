@@ -466,7 +466,7 @@ func stepStuck(in Input, d Decision) Decision {
 		return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
 			Message: "the host never went down (same boot ID, node ready)", At: in.Now})
 	}
-	d.Waiting = waitFor(WaitStuck, p.LastError+" (rollboot release "+p.Host+" frees the slot)")
+	d.Waiting = stuckWait(p)
 	return d
 }
 
@@ -492,8 +492,13 @@ func stuckRejoin(in Input, d Decision) Decision {
 		// Still stuck, for another reason now: say which.
 		d.Plan.LastError, d.Write = r.Plan.LastError, true
 	}
-	d.Waiting = waitFor(WaitStuck, d.Plan.LastError+" (rollboot release "+p.Host+" frees the slot)")
+	d.Waiting = stuckWait(d.Plan)
 	return d
+}
+
+// stuckWait is why a stuck host waits: its last error, and how to free its slot.
+func stuckWait(p store.Plan) WaitReason {
+	return waitFor(WaitStuck, p.LastError+" (rollboot release "+p.Host+" frees the slot)")
 }
 
 // withdrawn returns a waiting host to idle: nothing needs its reboot any more.

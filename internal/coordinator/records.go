@@ -170,8 +170,28 @@ func (c *Coordinator) agentJob() string {
 }
 
 func (c *Coordinator) watchAgentJob(ctx context.Context, idx uint64) (uint64, error) {
-	_, n, err := ReadAgentAllocs(ctx, c.opt.Jobs, c.agentJob(), c.opt.AgentJobNamespace, idx, 5*time.Minute)
+	allocs, n, err := ReadAgentAllocs(ctx, c.opt.Jobs, c.agentJob(), c.opt.AgentJobNamespace, idx, 5*time.Minute)
+	c.mu.Lock()
+	if err != nil {
+		c.agentAllocs = nil // not known to be current: passes read them
+	} else {
+		c.agentAllocs = &allocs
+	}
+	c.mu.Unlock()
 	return n, err
+}
+
+// readAgentAllocs returns the agent job's allocations: as the watch last saw
+// them, or read now when it has none.
+func (c *Coordinator) readAgentAllocs(ctx context.Context, job string) (AgentAllocs, error) {
+	c.mu.Lock()
+	cached := c.agentAllocs
+	c.mu.Unlock()
+	if cached != nil {
+		return *cached, nil
+	}
+	allocs, _, err := ReadAgentAllocs(ctx, c.opt.Jobs, job, c.opt.AgentJobNamespace, 0, 0)
+	return allocs, err
 }
 
 // checkRecords drops the records the coordinator must not use and finds the
@@ -184,7 +204,7 @@ func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord
 	var lines []string
 	var allocErr error
 	if job := c.agentJob(); job != "" {
-		allocs, _, err := ReadAgentAllocs(ctx, c.opt.Jobs, job, c.opt.AgentJobNamespace, 0, 0)
+		allocs, err := c.readAgentAllocs(ctx, job)
 		if err != nil {
 			// A failed read only hides missing agents (logged when it changes).
 			allocErr = err

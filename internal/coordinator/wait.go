@@ -1,5 +1,7 @@
 package coordinator
 
+import "strings"
+
 // WaitKind says why a host is not moving. Code compares kinds, never the text
 // shown to operators, so that rewording a reason cannot change a decision.
 type WaitKind int
@@ -51,29 +53,54 @@ const (
 	WaitPlanUnreadable // Detail: the store's reason, the whole text
 )
 
-// waitKindNames are the kinds' names, the values of the reason label of
-// rollboot_hosts_waiting: a fixed set.
-var waitKindNames = [...]string{
-	NotWaiting: "", WaitRebootLoop: "reboot_loop", WaitBackoff: "backoff", WaitPaused: "paused",
-	WaitNoRecord: "no_record", WaitServerNoGates: "server_no_gates", WaitNodeNotReady: "node_not_ready",
-	WaitForeignDrain: "foreign_drain", WaitSlot: "slot", WaitAgentNotOnNode: "agent_not_on_node",
-	WaitGroupBudget: "group_budget", WaitAgentMissing: "agent_missing", WaitLastCandidate: "last_candidate",
-	WaitRolesUnknown: "roles_unknown", WaitRaftIDUnknown: "raft_id_unknown", WaitNoQuorumGates: "no_quorum_gates",
-	WaitServerOut: "server_out", WaitVaultSealed: "vault_sealed", WaitPreRebootGate: "pre_reboot_gate",
-	WaitHandOverRefused: "hand_over_refused", WaitNodeNotFound: "node_not_found", WaitDrainStarting: "drain_starting",
-	WaitDraining: "draining", WaitHandingOver: "handing_over", WaitAgentReboot: "agent_reboot",
-	WaitAgentHolds: "agent_holds", WaitRebooting: "rebooting", WaitStuck: "stuck", WaitNodeToBeReady: "node_to_be_ready",
-	WaitEligibility: "eligibility", WaitSystemJob: "system_job", WaitVaultUnseal: "vault_unseal",
-	WaitPostRebootGate: "post_reboot_gate", WaitNewBootID: "new_boot_id", WaitUnknownPhase: "unknown_phase",
-	WaitPlanUnreadable: "plan_unreadable",
+// waitKinds gives each kind its name, the value of the reason label of
+// rollboot_hosts_waiting (a fixed set), and its text as stored in plans and shown
+// by `rollboot status`, where %s stands for the reason's Detail.
+var waitKinds = [...]struct{ name, text string }{
+	NotWaiting:          {"", ""},
+	WaitRebootLoop:      {"reboot_loop", "%s"},
+	WaitBackoff:         {"backoff", "backing off until %s"},
+	WaitPaused:          {"paused", "paused"},
+	WaitNoRecord:        {"no_record", "no agent has published this host"},
+	WaitServerNoGates:   {"server_no_gates", "the host runs a %s: rollboot does not reboot servers without quorum gates"},
+	WaitNodeNotReady:    {"node_not_ready", "node is %s"},
+	WaitForeignDrain:    {"foreign_drain", "node is being drained by someone else"},
+	WaitSlot:            {"slot", "waiting for a slot in its group or for its window"},
+	WaitAgentNotOnNode:  {"agent_not_on_node", "rollboot's agent (job %s) does not run on the node: a drain would leave no agent to reboot it"},
+	WaitGroupBudget:     {"group_budget", "%s"},
+	WaitAgentMissing:    {"agent_missing", "%s"},
+	WaitLastCandidate:   {"last_candidate", "it would take the last coordinator candidate in service out"},
+	WaitRolesUnknown:    {"roles_unknown", "server roles unknown (the agent keeps retrying): %s"},
+	WaitRaftIDUnknown:   {"raft_id_unknown", "the host runs a %s whose Raft ID is unknown: its quorum gate stays closed"},
+	WaitNoQuorumGates:   {"no_quorum_gates", "the host runs servers and no quorum gates are configured"},
+	WaitServerOut:       {"server_out", "%s is already out: one at a time"},
+	WaitVaultSealed:     {"vault_sealed", "quorum gate: Vault on %s is sealed: an unseal is needed first"},
+	WaitPreRebootGate:   {"pre_reboot_gate", "quorum gate: %s"},
+	WaitHandOverRefused: {"hand_over_refused", "leadership hand-over refused (policy: hold): %s"},
+	WaitNodeNotFound:    {"node_not_found", "node not found"},
+	WaitDrainStarting:   {"drain_starting", "starting the drain"},
+	WaitDraining:        {"draining", "draining"},
+	WaitHandingOver:     {"handing_over", "handing over the leadership of %s"},
+	WaitAgentReboot:     {"agent_reboot", "waiting for the agent to reboot the host"},
+	WaitAgentHolds:      {"agent_holds", "the agent holds the reboot: %s"},
+	WaitRebooting:       {"rebooting", "rebooting"},
+	WaitStuck:           {"stuck", "stuck: %s"},
+	WaitNodeToBeReady:   {"node_to_be_ready", "waiting for the node to be ready (%s)"},
+	WaitEligibility:     {"eligibility", "restoring eligibility"},
+	WaitSystemJob:       {"system_job", "waiting for system job %s to run on the node"},
+	WaitVaultUnseal:     {"vault_unseal", "Vault on %s is sealed: an unseal is needed"},
+	WaitPostRebootGate:  {"post_reboot_gate", "%s"},
+	WaitNewBootID:       {"new_boot_id", "waiting for the agent to report the host's new boot ID"},
+	WaitUnknownPhase:    {"unknown_phase", "unknown phase %s"},
+	WaitPlanUnreadable:  {"plan_unreadable", "%s"},
 }
 
 // Name is the kind's name in metrics ("" for NotWaiting and an unknown kind).
 func (k WaitKind) Name() string {
-	if k < 0 || int(k) >= len(waitKindNames) {
+	if k < 0 || int(k) >= len(waitKinds) {
 		return ""
 	}
-	return waitKindNames[k]
+	return waitKinds[k].name
 }
 
 // WaitReason is why a host waits: a kind, and the detail its text needs.
@@ -88,73 +115,15 @@ func waitFor(k WaitKind, detail string) WaitReason { return WaitReason{Kind: k, 
 // IsZero reports whether the host does not wait.
 func (w WaitReason) IsZero() bool { return w.Kind == NotWaiting }
 
-// String is the reason as stored in the plan and shown by `rollboot status`.
+// String is the reason as stored in the plan and shown by `rollboot status`: its
+// kind's text with the detail in place (the detail alone for an unknown kind).
 func (w WaitReason) String() string {
-	switch w.Kind {
-	case NotWaiting:
-		return ""
-	case WaitBackoff:
-		return "backing off until " + w.Detail
-	case WaitPaused:
-		return "paused"
-	case WaitNoRecord:
-		return "no agent has published this host"
-	case WaitServerNoGates:
-		return "the host runs a " + w.Detail + ": rollboot does not reboot servers without quorum gates"
-	case WaitNodeNotReady:
-		return "node is " + w.Detail
-	case WaitForeignDrain:
-		return "node is being drained by someone else"
-	case WaitSlot:
-		return "waiting for a slot in its group or for its window"
-	case WaitAgentNotOnNode:
-		return "rollboot's agent (job " + w.Detail + ") does not run on the node: a drain would leave no agent to reboot it"
-	case WaitLastCandidate:
-		return "it would take the last coordinator candidate in service out"
-	case WaitRolesUnknown:
-		return "server roles unknown (the agent keeps retrying): " + w.Detail
-	case WaitRaftIDUnknown:
-		return "the host runs a " + w.Detail + " whose Raft ID is unknown: its quorum gate stays closed"
-	case WaitNoQuorumGates:
-		return "the host runs servers and no quorum gates are configured"
-	case WaitServerOut:
-		return w.Detail + " is already out: one at a time"
-	case WaitVaultSealed:
-		return "quorum gate: Vault on " + w.Detail + " is sealed: an unseal is needed first"
-	case WaitPreRebootGate:
-		return "quorum gate: " + w.Detail
-	case WaitHandOverRefused:
-		return "leadership hand-over refused (policy: hold): " + w.Detail
-	case WaitNodeNotFound:
-		return "node not found"
-	case WaitDrainStarting:
-		return "starting the drain"
-	case WaitDraining:
-		return "draining"
-	case WaitHandingOver:
-		return "handing over the leadership of " + w.Detail
-	case WaitAgentReboot:
-		return "waiting for the agent to reboot the host"
-	case WaitAgentHolds:
-		return "the agent holds the reboot: " + w.Detail
-	case WaitRebooting:
-		return "rebooting"
-	case WaitStuck:
-		return "stuck: " + w.Detail
-	case WaitNodeToBeReady:
-		return "waiting for the node to be ready (" + w.Detail + ")"
-	case WaitEligibility:
-		return "restoring eligibility"
-	case WaitSystemJob:
-		return "waiting for system job " + w.Detail + " to run on the node"
-	case WaitVaultUnseal:
-		return "Vault on " + w.Detail + " is sealed: an unseal is needed"
-	case WaitNewBootID:
-		return "waiting for the agent to report the host's new boot ID"
-	case WaitUnknownPhase:
-		return "unknown phase " + w.Detail
+	if w.Kind < 0 || int(w.Kind) >= len(waitKinds) {
+		return w.Detail
 	}
-	// WaitRebootLoop, WaitGroupBudget, WaitAgentMissing, WaitPostRebootGate,
-	// WaitPlanUnreadable: the detail is the whole text.
-	return w.Detail
+	before, after, found := strings.Cut(waitKinds[w.Kind].text, "%s")
+	if !found {
+		return before
+	}
+	return before + w.Detail + after
 }
