@@ -8,8 +8,8 @@ import (
 )
 
 // The release flavour, built with -tags norollbootsim, compiles, holds neither the
-// emulator nor the demo (nor anything that imports them), and has no demo, sim
-// or sim-ctl command.
+// emulator nor the demo (nor anything that imports them), and has no demo, sim,
+// sim-ctl or bench command.
 func TestReleaseFlavourHasNoEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -20,7 +20,7 @@ func TestReleaseFlavourHasNoEmulator(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{"/internal/nomadsim", "/internal/demo", "/internal/simhost", "/internal/invariants"} {
+		for _, banned := range []string{"/internal/nomadsim", "/internal/demo", "/internal/simhost", "/internal/invariants", "/internal/bench"} {
 			if strings.HasSuffix(dep, banned) {
 				t.Errorf("the norollbootsim build depends on %s", dep)
 			}
@@ -30,7 +30,7 @@ func TestReleaseFlavourHasNoEmulator(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-tags", "norollbootsim", "-o", bin, pkg).CombinedOutput(); err != nil {
 		t.Fatalf("go build -tags norollbootsim: %v\n%s", err, out)
 	}
-	for _, cmd := range []string{"demo", "sim", "sim-ctl"} {
+	for _, cmd := range []string{"demo", "sim", "sim-ctl", "bench"} {
 		out, err := exec.Command(bin, cmd, "--help").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "unknown command") {
 			t.Errorf("rollboot %s in the release flavour: err %v, output:\n%s", cmd, err, out)

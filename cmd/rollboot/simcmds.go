@@ -4,9 +4,9 @@ package main
 
 import "github.com/spf13/cobra"
 
-// simCommands are the commands that embed the Nomad emulator: `demo`, `sim` and
+// simCommands are the commands that embed the Nomad emulator: `demo`, `sim`, `bench` and
 // `sim-ctl`. A release build may leave them out with -tags norollbootsim
 // (simcmds_none.go), and with them the emulator's code (docs/release.md).
 func simCommands() []*cobra.Command {
-	return []*cobra.Command{newDemoCmd(), newSimCmd(), newSimCtlCmd()}
+	return []*cobra.Command{newDemoCmd(), newSimCmd(), newSimCtlCmd(), newBenchCmd()}
 }

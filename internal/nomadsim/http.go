@@ -47,7 +47,11 @@ func (s *Sim) handler(h *Host) http.Handler {
 			}
 		}
 		ctx := context.WithValue(r.Context(), ctxHost, h)
-		mux.ServeHTTP(w, r.WithContext(ctx))
+		if strings.HasPrefix(r.URL.Path, controlPrefix) {
+			mux.ServeHTTP(w, r.WithContext(ctx))
+			return
+		}
+		s.timed(mux).ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -243,7 +247,11 @@ func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch fu
 		if watch == nil {
 			watch = indexWatch(read)
 		}
+		slept := time.Now()
 		changed := s.waitWatchLocked(watch, watch(), deadline, r.Context().Done())
+		if rt := requestTimer(r.Context()); rt != nil {
+			rt.waited += time.Since(slept)
+		}
 		s.mu.Unlock()
 		if r.Context().Err() != nil {
 			return

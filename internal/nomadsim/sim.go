@@ -185,6 +185,8 @@ type Sim struct {
 	faults faultSet
 	// watches counts blocking queries waiting on their watched data (watch.go).
 	watches watchStats
+	// reqs times the requests the emulator answers (reqstats.go).
+	reqs reqStats
 
 	// ACL state (acl.go).
 	acl aclState

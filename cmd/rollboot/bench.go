@@ -1,0 +1,86 @@
+//go:build !norollbootsim
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rollboot/rollboot/internal/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		o          bench.Options
+		hosts      string
+		logFile    string
+		logOptions logFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure rollboot at scale against the embedded Nomad emulator",
+		Long: `Run the real coordinator and agents (one per simulated host, in this process) against the
+embedded Nomad emulator at each host count, and print one table of the scale figures with the
+goal beside each: makespan against its lower bound, slot hand-off and sentinel-to-pending
+latencies, variable writes per rebooted host, Nomad requests on an idle cluster, the
+coordinator's cold start, pass time and peak memory, an agent's memory and idle CPU, and the
+emulator's own share of the time; then a Kured-style baseline for the same work. The machines'
+timings are scaled (boots of half a second); Nomad's protocol is not. Host counts above
+-rollout-max measure the coordinator alone. Not a test: the exit status is 1 when a goal
+was missed, figures depend on the machine (docs/performance.md).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, f := range strings.Split(hosts, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || n < 1 {
+					return fmt.Errorf("-hosts: %q is not a host count (a list like 100,1000,5000)", f)
+				}
+				o.Hosts = append(o.Hosts, n)
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the rollboot binary: %w", err)
+			}
+			o.Exe = exe
+			o.Out = cmd.ErrOrStderr()
+			if logFile != "" {
+				f, err := os.Create(logFile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if o.Log, err = logOptions.logger(f); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			rep, err := bench.Run(ctx, o)
+			if err != nil {
+				return err
+			}
+			rep.Print(cmd.OutOrStdout())
+			if rep.Failed() {
+				return bench.ErrGoalsMissed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&hosts, "hosts", "100,1000,5000", "host counts to measure, comma-separated")
+	cmd.Flags().IntVar(&o.Groups, "groups", 10, "groups (one node pool each)")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 10, "hosts of a group rebooting at once")
+	cmd.Flags().IntVar(&o.RolloutMax, "rollout-max", 1000, "largest host count that runs a full rollout; above it the coordinator alone is measured")
+	cmd.Flags().DurationVar(&o.Idle, "idle", time.Minute, "length of the idle windows (requests on an idle cluster, agent CPU)")
+	cmd.Flags().DurationVar(&o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")
+	cmd.Flags().IntVar(&o.Passes, "passes", 100, "reconcile passes timed at the largest host count")
+	cmd.Flags().StringVar(&logFile, "log-file", "", "write rollboot's own logs to this file")
+	logOptions.register(cmd)
+	return cmd
+}

@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// AgentProc is what one real agent process measured while idle.
+type AgentProc struct {
+	RSS    int64         // peak resident set (VmHWM), bytes
+	CPU    time.Duration // CPU time (user + system) over the window
+	Window time.Duration
+	Note   string // why it was not measured
+}
+
+// runAgentProcess runs one `rollboot agent` process (no coordinator candidate,
+// as the shipped deployment runs agents) against a host of a small emulated
+// cluster, waits for its host record, then reads its CPU time over window.
+func runAgentProcess(ctx context.Context, o *Options) (*AgentProc, error) {
+	if o.Exe == "" {
+		return &AgentProc{Note: "no rollboot binary to run"}, nil
+	}
+	c, err := startCluster(ctx, clusterSpec{hosts: 3, groups: 1, concurrency: 1, log: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	h := c.hosts[0]
+	agent := fmt.Sprintf("agent {\n  host          = %q\n  boot_id_file  = %q\n  sentinel_file = %q\n",
+		h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"))
+	hcl := fmt.Sprintf("nomad {\n  address = %q\n}\n%s", "http://"+h.Addr, strings.Replace(c.policy, "agent {\n", agent, 1))
+	p, err := startProcess(ctx, o.Exe, "agent", hcl, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	if err := c.waitRecordsN(ctx, 1, time.Minute); err != nil {
+		return nil, fmt.Errorf("%w; its output:\n%s", err, p.tail())
+	}
+	if err := sleep(ctx, o.Settle); err != nil {
+		return nil, err
+	}
+	before, err := p.status()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := sleep(ctx, o.Idle); err != nil {
+		return nil, err
+	}
+	after, err := p.status()
+	if err != nil {
+		return nil, err
+	}
+	return &AgentProc{RSS: after.hwm, CPU: after.cpu - before.cpu, Window: time.Since(start)}, nil
+}

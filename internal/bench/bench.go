@@ -1,0 +1,137 @@
+// Package bench measures rollboot at scale: the real coordinator and agents
+// (in this process, one agent per simulated host, as the demo runs them)
+// against the Nomad emulator, at given host counts, and prints every figure of
+// the scale goals in one table with the goal beside each, and a Kured-style
+// baseline for the same work. The machines' timings are scaled (package
+// comment of cluster.go): Nomad's protocol is not.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Options configure a run.
+type Options struct {
+	Hosts       []int // host counts (Nomad clients); default 100, 1000, 5000
+	Groups      int   // groups, one node pool each; default 10
+	Concurrency int   // hosts of a group out of service at once; default 10
+	// RolloutMax is the largest host count that runs a full rollout and the
+	// idle-load measurement; above it only the coordinator is measured.
+	// Default 1000.
+	RolloutMax     int
+	RolloutTimeout time.Duration // per rollout; default 10m + 1s per host
+	Idle           time.Duration // the idle windows (requests, agent CPU); default 1m
+	Settle         time.Duration // time given to settle before an idle window; default 10s
+	Passes         int           // back-to-back passes timed at the largest size; default 100
+	// Exe is the rollboot binary, run as child processes to measure the
+	// coordinator's and an agent's memory and CPU as the kernel sees them
+	// ("": not measured).
+	Exe string
+	Out io.Writer    // progress (nil: discarded)
+	Log *slog.Logger // rollboot's own logs (nil: discarded)
+}
+
+func (o *Options) defaults() {
+	if len(o.Hosts) == 0 {
+		o.Hosts = []int{100, 1000, 5000}
+	}
+	if o.Groups <= 0 {
+		o.Groups = 10
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
+	}
+	if o.RolloutMax <= 0 {
+		o.RolloutMax = 1000
+	}
+	if o.Idle <= 0 {
+		o.Idle = time.Minute
+	}
+	if o.Settle <= 0 {
+		o.Settle = 10 * time.Second
+	}
+	if o.Passes <= 0 {
+		o.Passes = 100
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Report is everything a run measured.
+type Report struct {
+	Options  Options
+	Rollouts []*Rollout
+	Idle     []*Idle
+	Coord    *Coord
+	Agent    *AgentProc
+}
+
+// Run measures every size in o.Hosts and returns the figures; Print shows them.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.defaults()
+	sizes := slices.Clone(o.Hosts)
+	slices.Sort(sizes)
+	rep := &Report{Options: o}
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(o.Out, "%s  "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
+	}
+
+	// The agent process idles beside the first idle window: both only wait.
+	var (
+		agentWG  sync.WaitGroup
+		agentErr error
+	)
+	agentWG.Add(1)
+	go func() {
+		defer agentWG.Done()
+		rep.Agent, agentErr = runAgentProcess(ctx, &o)
+	}()
+
+	for _, n := range sizes {
+		if n > o.RolloutMax {
+			continue
+		}
+		progress("%d hosts: idle cluster, every agent a candidate, %s window", n, o.Idle)
+		idle, err := runIdle(ctx, &o, n)
+		if err != nil {
+			return nil, fmt.Errorf("idle, %d hosts: %w", n, err)
+		}
+		rep.Idle = append(rep.Idle, idle)
+		progress("%d hosts: rollout, %d groups of concurrency %d", n, o.Groups, o.Concurrency)
+		r, err := runRollout(ctx, &o, n)
+		if err != nil {
+			return nil, fmt.Errorf("rollout, %d hosts: %w", n, err)
+		}
+		rep.Rollouts = append(rep.Rollouts, r)
+		progress("%d hosts: rollout took %s (completed: %t)", n, r.Makespan.Round(time.Second), r.Completed)
+	}
+	largest := sizes[len(sizes)-1]
+	progress("%d hosts: coordinator alone (cold start, passes, peak RSS)", largest)
+	co, err := runCoord(ctx, &o, largest)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator, %d hosts: %w", largest, err)
+	}
+	rep.Coord = co
+	agentWG.Wait()
+	if agentErr != nil {
+		return nil, fmt.Errorf("agent process: %w", agentErr)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return rep, nil
+}
+
+// ErrGoalsMissed is returned by the bench command when a goal was not met.
+var ErrGoalsMissed = errors.New("bench: some goals were not met")

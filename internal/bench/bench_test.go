@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A small fixed sample of the benchmark, for CI: 30 hosts in 3 groups. It checks
+// that every figure is computed and sane, never how fast anything was: the
+// machine running the tests may be slow and loaded.
+func TestBenchSample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a rollout of 30 hosts")
+	}
+	rep, err := Run(context.Background(), Options{
+		Hosts: []int{30}, Groups: 3, Concurrency: 3,
+		Idle: 3 * time.Second, Settle: 2 * time.Second, Passes: 10,
+		RolloutTimeout: 3 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Log("\n" + out.String())
+
+	if len(rep.Rollouts) != 1 {
+		t.Fatalf("%d rollouts, want 1", len(rep.Rollouts))
+	}
+	r := rep.Rollouts[0]
+	if !r.Completed {
+		t.Fatalf("the rollout did not complete: %s", r.Problem)
+	}
+	if len(r.Cycles) != 30 || len(r.SentinelToPend) != 30 {
+		t.Errorf("%d cycles and %d sentinel-to-pending figures, want one per host (30)", len(r.Cycles), len(r.SentinelToPend))
+	}
+	// Each group's first 3 drains take free slots; the other 7 each a handed-off one.
+	if len(r.HandOff) != 3*(10-3) {
+		t.Errorf("%d hand-offs, want 21", len(r.HandOff))
+	}
+	if r.LowerBound <= 0 || r.Makespan < r.LowerBound/2 {
+		t.Errorf("makespan %s against lower bound %s", r.Makespan, r.LowerBound)
+	}
+	if per := float64(r.VarWrites) / 30; per <= 0 || per > 10 {
+		t.Errorf("%.1f variable writes per rebooted host (%v), want at most 10", per, r.WritesBy)
+	}
+	if r.Emulator.Requests == 0 || r.Emulator.Busy <= 0 || r.Requests == 0 || r.Requests > r.Emulator.Requests {
+		t.Errorf("emulator figures %+v, rollboot's requests %d", r.Emulator, r.Requests)
+	}
+	if len(rep.Idle) != 1 || rep.Idle[0].Requests == 0 {
+		t.Errorf("idle figures %+v: the leader renews its lock, so some requests", rep.Idle)
+	}
+	if c := rep.Coord; c == nil || len(c.ColdStart) != 3 || len(c.Passes) != 10 || c.Needing != 3 {
+		t.Errorf("coordinator figures %+v", c)
+	}
+	if rep.Agent == nil || rep.Agent.Note == "" {
+		t.Errorf("agent process %+v: without a binary it is not measured, and says so", rep.Agent)
+	}
+	for _, row := range rep.Rows() {
+		if row.Value == "" || row.Verdict == "" {
+			t.Errorf("row %+v is incomplete", row)
+		}
+	}
+	if !strings.Contains(out.String(), "Kured, period 1h") {
+		t.Errorf("no Kured baseline in the output")
+	}
+}
+
+func TestKuredMakespan(t *testing.T) {
+	sec := func(n int) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = time.Second
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		cycles   []time.Duration
+		period   time.Duration
+		min, max time.Duration
+	}{
+		{name: "none", cycles: nil, period: time.Minute},
+		// Checks far more often than a cycle: the lock is taken at once.
+		{name: "fast checks", cycles: sec(10), period: time.Millisecond, min: 10 * time.Second, max: 10*time.Second + 10*time.Millisecond},
+		// Ten one-second cycles within an hour: about one sweep of the period,
+		// never less than the cycles, never more than a period per host.
+		{name: "hourly", cycles: sec(10), period: time.Hour, min: 10 * time.Second, max: 10 * (time.Hour + time.Second)},
+		// One host: its first check plus its cycle.
+		{name: "one", cycles: sec(1), period: time.Minute, min: time.Second, max: time.Minute + time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := kuredMakespan(tt.cycles, tt.period)
+			if got < tt.min || got > tt.max {
+				t.Errorf("makespan %s, want within [%s, %s]", got, tt.min, tt.max)
+			}
+		})
+	}
+}

@@ -1,0 +1,278 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/nomad/api"
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/daemon"
+	"github.com/rollboot/rollboot/internal/discovery"
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simhost"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Scaled timings of the emulated machines: a reboot cycle takes about a second
+// instead of minutes, so that 1,000 hosts roll in a few minutes. Nomad's own
+// protocol (blocking queries, locks, drains) is unchanged; only how long the
+// machines take is shorter.
+const (
+	heartbeatTTL = 500 * time.Millisecond // Nomad: 10s minimum TTL
+	bootTime     = 500 * time.Millisecond // a real host: 1-5 minutes
+	migrateTime  = 50 * time.Millisecond  // one allocation stopping and its replacement starting
+)
+
+// cluster is an emulated cluster with one rollboot agent per client host, and
+// the bench's own view of it.
+type cluster struct {
+	sim     *nomadsim.Sim
+	hosts   []nomadsim.Host // the clients, in order
+	groupOf map[string]string
+	cfg     *config.Compiled
+	policy  string       // the configuration file cfg was compiled from
+	st      *store.Store // the bench's own reads, counted apart (own)
+	api     *api.Client  // the same, for what the store does not offer
+	own     *countingTransport
+	log     *slog.Logger
+
+	stop func() // stops the agents and the coordinator, then the emulator
+}
+
+// clusterSpec is what a cluster runs.
+type clusterSpec struct {
+	hosts, groups, concurrency int
+	// candidates: every agent stands in the coordinator election (the one-job
+	// deployment) with the production timings; otherwise one coordinator runs
+	// beside agents that do not stand, with the scaled timings.
+	candidates bool
+	agents     bool // run the agents (false: the records are written by the bench)
+	log        *slog.Logger
+}
+
+func groupName(i int) string { return fmt.Sprintf("g%02d", i+1) }
+
+// policyHCL is the configuration every process of the cluster runs with.
+func policyHCL(spec clusterSpec) []byte {
+	var b strings.Builder
+	b.WriteString("state {\n  prefix = \"rollboot\"\n}\nagent {\n  reboot {\n    delay = \"0s\"\n  }\n}\n")
+	if spec.candidates {
+		// Production timings: only what an operator writes in a one-job deployment.
+		b.WriteString("coordinator {\n  enabled = true\n  agent_job = \"\"\n}\n")
+	} else {
+		b.WriteString(`coordinator {
+  enabled         = false
+  agent_job       = ""
+  lock_ttl        = "10s"
+  resync_interval = "1s"
+  rejoin_timeout  = "60s"
+}
+drain {
+  deadline          = "120s"
+  on_timeout        = "abort"
+  retry_backoff     = "1s"
+  retry_max_backoff = "10s"
+}
+`)
+	}
+	for i := 0; i < spec.groups; i++ {
+		fmt.Fprintf(&b, "group %q {\n  filter      = \"NodePool == \\\"%s\\\"\"\n  concurrency = %d\n}\n",
+			groupName(i), groupName(i), spec.concurrency)
+	}
+	return []byte(b.String())
+}
+
+// startCluster starts the emulator and, when spec.agents, one agent per client
+// host (in this process, as goroutines: each with its own Nomad client talking
+// to its host's own listener, and dying with its host at a reboot).
+func startCluster(ctx context.Context, spec clusterSpec) (*cluster, error) {
+	policy := policyHCL(spec)
+	cfg, err := config.LoadBytes(policy, "bench.hcl")
+	if err != nil {
+		return nil, fmt.Errorf("bench configuration: %w", err)
+	}
+	pools := make([]string, spec.groups)
+	for i := range pools {
+		pools[i] = groupName(i)
+	}
+	sim, err := nomadsim.New(nomadsim.Config{
+		Servers:      1,
+		Clients:      spec.hosts,
+		ClientPools:  pools,
+		HeartbeatTTL: heartbeatTTL,
+		BootTime:     bootTime,
+		MigrateTime:  migrateTime,
+		Seed:         13,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// One service job per group, one allocation per four hosts: every drain
+	// migrates something, as on a real cluster.
+	for _, p := range pools {
+		count := max(1, spec.hosts/spec.groups/4)
+		job := nomadsim.JobSpec{ID: "svc-" + p, Type: "service", NodePool: p,
+			Groups: []nomadsim.GroupSpec{{Name: "app", Count: count, MigrateMaxParallel: max(1, spec.concurrency)}}}
+		if err := sim.AddJob(job); err != nil {
+			sim.Close()
+			return nil, fmt.Errorf("job %s: %w", job.ID, err)
+		}
+	}
+	c := &cluster{sim: sim, cfg: cfg, policy: string(policy), groupOf: map[string]string{}, log: spec.log, own: &countingTransport{base: http.DefaultTransport}}
+	for _, h := range sim.Hosts() {
+		if h.NodeID == "" {
+			continue
+		}
+		n, err := sim.Node(h.Name)
+		if err != nil {
+			sim.Close()
+			return nil, err
+		}
+		c.hosts = append(c.hosts, h)
+		c.groupOf[h.Name] = n.NodePool
+	}
+	own, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: c.own}})
+	if err != nil {
+		sim.Close()
+		return nil, err
+	}
+	c.st = store.New(own.Variables(), cfg.State.Prefix, "")
+	c.api = own
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if spec.agents {
+		sup := &simhost.Supervisor{Sim: sim, Start: c.runAgent}
+		for _, h := range c.hosts {
+			sup.Hosts = append(sup.Hosts, h.Name)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); sup.Run(runCtx) }()
+	}
+	c.stop = func() {
+		cancel()
+		wg.Wait()
+		sim.Close()
+	}
+	return c, nil
+}
+
+// runAgent runs one host's agent for one boot.
+func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
+	cfg := *c.cfg
+	cfg.Nomad.Address = "http://" + h.Addr
+	cfg.Agent.Host = h.Name
+	cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
+	cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
+	clusters, err := c.clusters()
+	if err != nil {
+		c.log.Error("agent", "host", h.Name, "err", err)
+		return
+	}
+	err = daemon.RunAgent(ctx, &cfg, daemon.AgentOptions{
+		Log:      c.log.With("sim_host", h.Name),
+		Rebooter: simRebooter{sim: c.sim, host: h.Name},
+		Local:    &discovery.Local{Hostname: h.Name},
+		Clusters: clusters,
+	})
+	if err != nil && ctx.Err() == nil {
+		c.log.Error("agent stopped", "host", h.Name, "err", err)
+	}
+}
+
+// runCoordinator runs the one coordinator (a candidate of its own, not beside
+// an agent) until ctx ends.
+func (c *cluster) runCoordinator(ctx context.Context) error {
+	cfg := *c.cfg
+	cfg.Nomad.Address = c.sim.Address()
+	client, err := daemon.Client(&cfg)
+	if err != nil {
+		return err
+	}
+	clusters, err := c.clusters()
+	if err != nil {
+		return err
+	}
+	return daemon.RunCoordinator(ctx, &cfg, client, c.log, clusters, nil)
+}
+
+// clusters are the coordinator's clients of the server clusters. The bench's
+// cluster runs no Consul or Vault and reboots no server host, so only the
+// Nomad client is ever asked.
+func (c *cluster) clusters() (*daemon.Clusters, error) {
+	n, err := api.NewClient(&api.Config{Address: c.sim.Address()})
+	if err != nil {
+		return nil, err
+	}
+	cc := consulapi.DefaultConfig()
+	cc.Address = "127.0.0.1:1"
+	con, err := consulapi.NewClient(cc)
+	if err != nil {
+		return nil, err
+	}
+	vc := vaultapi.DefaultConfig()
+	vc.Address = "http://127.0.0.1:1"
+	v, err := vaultapi.NewClient(vc)
+	if err != nil {
+		return nil, err
+	}
+	return &daemon.Clusters{Nomad: n, Consul: con, Vault: v}, nil
+}
+
+// waitRecords waits until every client host's agent has written its record.
+func (c *cluster) waitRecords(ctx context.Context, timeout time.Duration) error {
+	return c.waitRecordsN(ctx, len(c.hosts), timeout)
+}
+
+// waitRecordsN waits until n host records exist.
+func (c *cluster) waitRecordsN(ctx context.Context, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var idx uint64
+	for {
+		recs, next, err := c.st.Hosts(ctx, idx, 5*time.Second)
+		if err == nil && len(recs) >= n {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d of %d agents wrote their host record within %s", len(recs), n, timeout)
+		}
+		if err != nil {
+			idx = 0
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		idx = next
+	}
+}
+
+// simRebooter reboots a simulated host: its processes die, its node misses
+// heartbeats, and it comes back with a new boot ID.
+type simRebooter struct {
+	sim  *nomadsim.Sim
+	host string
+}
+
+func (r simRebooter) Reboot(context.Context) error { return r.sim.Reboot(r.host) }
+
+// countingTransport counts the requests the bench itself sends, so that they can
+// be told apart from rollboot's in the emulator's figures.
+type countingTransport struct {
+	base http.RoundTripper
+	n    atomic.Uint64
+}
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.base.RoundTrip(r)
+}

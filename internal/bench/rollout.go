@@ -1,0 +1,229 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Rollout is what one full rollout measured.
+type Rollout struct {
+	Hosts, Groups, Concurrency int
+	Completed                  bool   // every host rebooted once and is idle again
+	Problem                    string // why not, when not
+
+	Makespan   time.Duration // from the sentinels to the last cycle's end
+	LowerBound time.Duration // max over groups of ceil(hosts/concurrency) x mean cycle
+	MeanCycle  time.Duration // draining to idle, over every host
+	Cycles     []time.Duration
+
+	HandOff        []time.Duration // a group's slot freeing to the next host's drain
+	SentinelToPend []time.Duration // the sentinel appearing to the host's plan pending
+
+	VarWrites  int            // variable writes and deletes (the leader lock's excluded)
+	WritesBy   map[string]int // by kind of variable: plan, hosts, history, requests, ...
+	LockWrites int            // writes to the leader lock (acquire, renew, release)
+
+	Requests uint64                // requests rollboot sent to the emulator
+	Emulator nomadsim.RequestStats // the emulator's own time
+	Wall     time.Duration         // wall time of the measured part
+}
+
+// runRollout makes every host need a reboot at once and waits until every one
+// has rebooted and is idle again.
+func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
+	c, err := startCluster(ctx, clusterSpec{hosts: hosts, groups: o.Groups, concurrency: o.Concurrency, agents: true, log: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	coordCtx, stopCoord := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := c.runCoordinator(coordCtx); err != nil && coordCtx.Err() == nil {
+			o.Log.Error("coordinator stopped", "err", err)
+		}
+	}()
+	defer wg.Wait()
+	defer stopCoord()
+	if err := c.waitRecords(ctx, 2*time.Minute+time.Duration(hosts)*50*time.Millisecond); err != nil {
+		return nil, err
+	}
+
+	r := &Rollout{Hosts: hosts, Groups: o.Groups, Concurrency: o.Concurrency, WritesBy: map[string]int{}}
+	c.sim.ResetRequestStats()
+	ownBefore := c.own.n.Load()
+	firstEvent := len(c.sim.Events(0))
+	start := time.Now()
+	setAt := make(map[string]time.Time, len(c.hosts))
+	for _, h := range c.hosts {
+		setAt[h.Name] = time.Now()
+		if err := c.sim.SetRebootRequired(h.Name, "kernel update installed"); err != nil {
+			return nil, err
+		}
+	}
+	deadline := o.RolloutTimeout
+	if deadline <= 0 {
+		deadline = 10*time.Minute + time.Duration(hosts)*time.Second
+	}
+	done, problem := c.waitFinished(ctx, deadline)
+	r.Wall = time.Since(start)
+	r.Emulator = c.sim.RequestStats()
+	r.Requests = r.Emulator.Requests - (c.own.n.Load() - ownBefore)
+	r.Completed, r.Problem = done, problem
+	for _, e := range c.sim.Events(firstEvent) {
+		countWrite(r, e)
+	}
+	stopCoord()
+	hist, err := c.st.History(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	r.measureCycles(hist, c.groupOf, setAt, start)
+	if done {
+		if p := checkOnce(hist, c.hosts); p != "" {
+			r.Completed, r.Problem = false, p
+		}
+	}
+	return r, nil
+}
+
+// waitFinished waits until every host has a history record and every plan is
+// idle, or deadline passes.
+func (c *cluster) waitFinished(ctx context.Context, deadline time.Duration) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, fmt.Sprintf("the rollout did not finish within %s", deadline)
+		case <-t.C:
+		}
+		// One list of the history, and the plans only once it is full: the
+		// bench's own reads stay few (they are counted apart anyway).
+		hist, _, err := c.api.Variables().PrefixList(c.st.Prefix()+"/history/", (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil || len(hist) < len(c.hosts) {
+			continue
+		}
+		plans, err := c.st.Plans(ctx)
+		if err == nil && allIdle(plans) {
+			return true, ""
+		}
+	}
+}
+
+func allIdle(plans map[string]store.Plan) bool {
+	for _, p := range plans {
+		if p.Phase != store.PhaseIdle {
+			return false
+		}
+	}
+	return true
+}
+
+// checkOnce reports a host that did not reboot exactly once.
+func checkOnce(hist []store.HistoryRecord, hosts []nomadsim.Host) string {
+	n := map[string]int{}
+	for _, r := range hist {
+		if r.Outcome == "rebooted" {
+			n[r.Host]++
+		}
+	}
+	for _, h := range hosts {
+		if n[h.Name] != 1 {
+			return fmt.Sprintf("%s rebooted %d times", h.Name, n[h.Name])
+		}
+	}
+	return ""
+}
+
+// countWrite counts one emulator event if it is a variable write.
+func countWrite(r *Rollout, e nomadsim.Event) {
+	switch e.Type {
+	case nomadsim.EventVarWrite, nomadsim.EventVarDelete:
+	case nomadsim.EventLockAcquire, nomadsim.EventLockRelease:
+		r.LockWrites++
+		return
+	default:
+		return
+	}
+	path := strings.TrimPrefix(e.Details["path"], "rollboot/")
+	kind, _, _ := strings.Cut(path, "/")
+	if kind == "leader" {
+		r.LockWrites++ // lock renewals
+		return
+	}
+	r.VarWrites++
+	r.WritesBy[kind]++
+}
+
+// measureCycles computes the makespan, its lower bound, the hand-off latencies
+// and sentinel-to-pending latencies from the history records.
+func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]string, setAt map[string]time.Time, start time.Time) {
+	type cyc struct{ start, end time.Time }
+	byGroup := map[string][]cyc{}
+	var end time.Time
+	var total time.Duration
+	for _, h := range hist {
+		if h.Outcome != "rebooted" {
+			continue
+		}
+		s := h.Timeline[store.PhaseDraining]
+		if s.IsZero() || h.Finished.Before(start) {
+			continue
+		}
+		byGroup[groupOf[h.Host]] = append(byGroup[groupOf[h.Host]], cyc{s, h.Finished})
+		d := h.Finished.Sub(s)
+		r.Cycles = append(r.Cycles, d)
+		total += d
+		if h.Finished.After(end) {
+			end = h.Finished
+		}
+		if set, ok := setAt[h.Host]; ok {
+			p := h.Timeline[store.PhasePending]
+			if p.IsZero() || p.After(s) {
+				p = s // granted at once: no pass saw it pending
+			}
+			r.SentinelToPend = append(r.SentinelToPend, max(0, p.Sub(set)))
+		}
+	}
+	if len(r.Cycles) == 0 {
+		return
+	}
+	r.MeanCycle = total / time.Duration(len(r.Cycles))
+	r.Makespan = end.Sub(start)
+	for _, cs := range byGroup {
+		var sum time.Duration
+		starts := make([]time.Time, 0, len(cs))
+		ends := make([]time.Time, 0, len(cs))
+		for _, c := range cs {
+			sum += c.end.Sub(c.start)
+			starts = append(starts, c.start)
+			ends = append(ends, c.end)
+		}
+		mean := sum / time.Duration(len(cs))
+		waves := int(math.Ceil(float64(len(cs)) / float64(r.Concurrency)))
+		r.LowerBound = max(r.LowerBound, time.Duration(waves)*mean)
+		// The k-th drain of a group (k >= concurrency) took the slot the
+		// (k-concurrency)-th cycle to end freed: slots are handed first come,
+		// first served, and every host asked at the start.
+		slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+		slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
+		for k := r.Concurrency; k < len(starts); k++ {
+			r.HandOff = append(r.HandOff, max(0, starts[k].Sub(ends[k-r.Concurrency])))
+		}
+	}
+}

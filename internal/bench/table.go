@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Row is one figure of the table.
+type Row struct {
+	Figure, Hosts, Value, Goal string
+	Verdict                    string // "pass", "FAIL" or "info"
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// Rows are the table's figures, in the order of the goals.
+func (rep *Report) Rows() []Row {
+	var rows []Row
+	add := func(fig string, hosts int, value, goal, v string) {
+		h := "-"
+		if hosts > 0 {
+			h = fmt.Sprint(hosts)
+		}
+		rows = append(rows, Row{fig, h, value, goal, v})
+	}
+	for _, r := range rep.Rollouts {
+		ratio := 0.0
+		if r.LowerBound > 0 {
+			ratio = float64(r.Makespan) / float64(r.LowerBound)
+		}
+		add("makespan / lower bound", r.Hosts, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), "<= 1.05",
+			verdict(r.LowerBound > 0 && ratio <= 1.05))
+	}
+	for _, r := range rep.Rollouts {
+		p99 := percentile(r.HandOff, 0.99)
+		add("slot hand-off p50 / p99", r.Hosts, fmt.Sprintf("%s / %s", ms(percentile(r.HandOff, 0.5)), ms(p99)), "p99 <= 500ms",
+			verdict(len(r.HandOff) > 0 && p99 <= 500*time.Millisecond))
+	}
+	for _, r := range rep.Rollouts {
+		p99 := percentile(r.SentinelToPend, 0.99)
+		add("sentinel -> pending p99, all at once", r.Hosts, ms(p99), "<= 1s", verdict(len(r.SentinelToPend) > 0 && p99 <= time.Second))
+	}
+	for _, r := range rep.Rollouts {
+		per := float64(r.VarWrites) / float64(max(1, r.Hosts))
+		add("variable writes per rebooted host", r.Hosts, fmt.Sprintf("%.1f (%s)", per, byKind(r.WritesBy, r.Hosts)), "<= 10",
+			verdict(per <= 10))
+	}
+	for i, id := range rep.Idle {
+		v := "info"
+		val := fmt.Sprintf("%.1f", id.PerMinute)
+		if i > 0 {
+			base := rep.Idle[0]
+			ratio := id.PerMinute / max(base.PerMinute, 0.1)
+			val += fmt.Sprintf(" (%.2fx the %d-host figure)", ratio, base.Hosts)
+			// O(1): at most half again the smaller cluster's (and any rate
+			// under one a minute per 100 hosts is noise).
+			v = verdict(id.PerMinute <= max(1.5*base.PerMinute, float64(base.Hosts)/100))
+		}
+		add("Nomad requests / min, idle, every agent a candidate", id.Hosts, val, "independent of hosts", v)
+	}
+	if c := rep.Coord; c != nil {
+		cs := maxOf(c.ColdStart)
+		add("coordinator cold start (new leader's first pass)", c.Hosts, fmt.Sprintf("%s (worst of %d)", ms(cs), len(c.ColdStart)), "<= 2s",
+			verdict(cs <= 2*time.Second))
+		p99 := percentile(c.Passes, 0.99)
+		add("coordinator reconcile pass p99", c.Hosts, fmt.Sprintf("%s (p50 %s, %d passes)", ms(p99), ms(percentile(c.Passes, 0.5)), len(c.Passes)),
+			"<= 50ms", verdict(p99 <= 50*time.Millisecond))
+		if c.RSS > 0 {
+			add("coordinator peak RSS (VmHWM)", c.Hosts, mb(c.RSS), "<= 200 MB", verdict(c.RSS <= 200<<20))
+		} else {
+			add("coordinator peak RSS (VmHWM)", c.Hosts, "not measured: "+c.RSSNote, "<= 200 MB", "info")
+		}
+	}
+	if a := rep.Agent; a != nil {
+		if a.Note != "" {
+			add("agent RSS / idle CPU", 0, "not measured: "+a.Note, "<= 20 MB / < 0.1%", "info")
+		} else {
+			cpu := 100 * a.CPU.Seconds() / a.Window.Seconds()
+			add("agent RSS / idle CPU", 0, fmt.Sprintf("%s / %.3f%% of a core (%s CPU in %s)", mb(a.RSS), cpu, a.CPU, dur(a.Window)),
+				"<= 20 MB / < 0.1%", verdict(a.RSS <= 20<<20 && cpu < 0.1))
+		}
+	}
+	for _, r := range rep.Rollouts {
+		val := "yes"
+		if !r.Completed {
+			val = "NO: " + r.Problem
+		}
+		add("rollout completed", r.Hosts, val, "every time", verdict(r.Completed))
+	}
+	for _, r := range rep.Rollouts {
+		e := r.Emulator
+		add("emulator's own time (rollout)", r.Hosts,
+			fmt.Sprintf("%.0f%% of one core (%s busy in %s); request p50 %s, p99 %s; %d requests",
+				100*e.Busy.Seconds()/max(r.Wall.Seconds(), 1e-9), dur(e.Busy), dur(r.Wall), ms(e.P50), ms(e.P99), e.Requests),
+			"not the bottleneck", "info")
+	}
+	return rows
+}
+
+// Failed reports whether a goal was missed.
+func (rep *Report) Failed() bool {
+	for _, r := range rep.Rows() {
+		if r.Verdict == "FAIL" {
+			return true
+		}
+	}
+	return false
+}
+
+// Print writes the table, the Kured baseline and how the figures were taken.
+func (rep *Report) Print(out io.Writer) {
+	o := rep.Options
+	fmt.Fprintf(out, "\nrollboot bench: %d groups, concurrency %d per group; machines scaled (boot %s, heartbeat TTL %s, allocation migration %s)\n\n",
+		o.Groups, o.Concurrency, bootTime, heartbeatTTL, migrateTime)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tHOSTS\tMEASURED\tGOAL\tRESULT")
+	for _, r := range rep.Rows() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Figure, r.Hosts, r.Value, r.Goal, r.Verdict)
+	}
+	tw.Flush()
+	if len(rep.Rollouts) > 0 {
+		fmt.Fprintln(out, "\nKured-style baseline for the same work (one lock for the cluster; each node checks every period;")
+		fmt.Fprintln(out, "the measured cycle times, scaled like the machines, the periods not):")
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "HOSTS\tMEAN CYCLE\trollboot\tKured, period 1m\tKured, period 1h")
+		for _, r := range rep.Rollouts {
+			k1, k60 := kuredMakespan(r.Cycles, time.Minute), kuredMakespan(r.Cycles, time.Hour)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s (%.0fx)\t%s (%.0fx)\n", r.Hosts, ms(r.MeanCycle), dur(r.Makespan),
+				dur(k1), ratio(k1, r.Makespan), dur(k60), ratio(k60, r.Makespan))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(out, "\nHow: the real agents (one per host) and coordinator run in this process against the emulator;")
+	fmt.Fprintln(out, "pass and cold-start times are ReconcileOnce calls timed in process; peak RSS and agent CPU are read")
+	fmt.Fprintln(out, "from /proc of `rollboot coordinator` and `rollboot agent` processes; the emulator's own time is")
+	fmt.Fprintln(out, "its handlers' time minus blocking-query sleeps.")
+	for _, n := range o.Hosts {
+		if n > o.RolloutMax {
+			fmt.Fprintf(out, "%d hosts: coordinator only (records written by the bench, a tenth needing a reboot): a full\n", n)
+			fmt.Fprintf(out, "rollout of %d in-process agents does not fit this machine (-rollout-max).\n", n)
+		}
+	}
+}
+
+func byKind(m map[string]int, hosts int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %.1f", k, float64(m[k])/float64(max(1, hosts))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute).String()
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	default:
+		return d.Round(10 * time.Millisecond).String()
+	}
+}
+
+func ms(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }

@@ -1,0 +1,88 @@
+package nomadsim
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Request statistics: how much of a benchmark's time the emulator itself takes.
+// Each request to the cluster or a host listener (the control API excluded) is
+// timed from the handler's start to its end, minus the time a blocking query
+// sleeps waiting for its data to change: what is left is the emulator's own work
+// (and its waiting for the state lock), which a real Nomad server would spend in
+// its own RPC handlers.
+
+// RequestStats are the emulator's request figures since the last ResetRequestStats.
+type RequestStats struct {
+	Requests uint64        // requests answered
+	Busy     time.Duration // time inside the handlers, blocking-query sleeps excluded
+	P50, P99 time.Duration // busy time of one request
+}
+
+// maxReqSamples bounds the per-request samples kept for the percentiles; past
+// it, samples overwrite the oldest (a ring).
+const maxReqSamples = 1 << 18
+
+type reqStats struct {
+	mu      sync.Mutex
+	n       uint64
+	busy    time.Duration
+	samples []time.Duration
+}
+
+func (r *reqStats) record(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.samples) < maxReqSamples {
+		r.samples = append(r.samples, d)
+	} else {
+		r.samples[r.n%maxReqSamples] = d
+	}
+	r.n++
+	r.busy += d
+}
+
+// reqTimer collects, for one request, the time it slept in blocking-query waits.
+type reqTimer struct{ waited time.Duration }
+
+const ctxTimer ctxKey = 100
+
+func requestTimer(ctx context.Context) *reqTimer {
+	t, _ := ctx.Value(ctxTimer).(*reqTimer)
+	return t
+}
+
+// timed serves next and records its busy time.
+func (s *Sim) timed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rt := &reqTimer{}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxTimer, rt)))
+		s.reqs.record(time.Since(start) - rt.waited)
+	})
+}
+
+// RequestStats returns the request figures since the emulator started or the
+// last ResetRequestStats.
+func (s *Sim) RequestStats() RequestStats {
+	s.reqs.mu.Lock()
+	defer s.reqs.mu.Unlock()
+	out := RequestStats{Requests: s.reqs.n, Busy: s.reqs.busy}
+	if len(s.reqs.samples) > 0 {
+		sorted := slices.Clone(s.reqs.samples)
+		slices.Sort(sorted)
+		out.P50 = sorted[len(sorted)/2]
+		out.P99 = sorted[min(len(sorted)-1, len(sorted)*99/100)]
+	}
+	return out
+}
+
+// ResetRequestStats starts the request figures afresh.
+func (s *Sim) ResetRequestStats() {
+	s.reqs.mu.Lock()
+	defer s.reqs.mu.Unlock()
+	s.reqs.n, s.reqs.busy, s.reqs.samples = 0, 0, nil
+}
