@@ -198,7 +198,7 @@ func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (
 // blockingReadWatch is blockingRead for a query whose memdb watch set covers less
 // than its index: between runs it sleeps until watch (run with s.mu held) returns
 // another version, as blockingRPC sleeps on ws.WatchCtx, not on the index.
-func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch func() watchVersion, read func() (any, uint64, error)) {
+func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch *watcher, read func() (any, uint64, error)) {
 	qp, err := parseQuery(r)
 	if err != nil {
 		writeErr(w, err)
@@ -245,10 +245,14 @@ func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch fu
 			return
 		}
 		if watch == nil {
-			watch = indexWatch(read)
+			watch = &watcher{version: indexWatch(read)}
+		}
+		var ver watchVersion
+		if watch.topic == nil {
+			ver = watch.version()
 		}
 		slept := time.Now()
-		changed := s.waitWatchLocked(watch, watch(), deadline, r.Context().Done())
+		changed := s.waitWatchLocked(*watch, ver, deadline, r.Context().Done())
 		if rt := requestTimer(r.Context()); rt != nil {
 			rt.waited += time.Since(slept)
 		}

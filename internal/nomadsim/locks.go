@@ -101,6 +101,7 @@ func (v *varState) lockReleaseTxn(k varKey, req *varLock, idx uint64) (*simVar, 
 	nv.modifyIndex = idx
 	v.vars[k] = nv
 	v.tableIndex = idx
+	v.topics.varWrittenLocked(k)
 	return nv.copy(), nil, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/nomad/api"
 )
@@ -37,6 +36,11 @@ type clusterState struct {
 	rebootGen map[string]int // per host: bumped on every reboot
 
 	hb heartbeats // the leader's heartbeat timers (heartbeat.go)
+
+	// topics wakes the blocking queries of what a write changes (watch.go).
+	topics *topics
+	// cache holds what the node list computes from each node (nodecache.go).
+	cache nodeCache
 
 	drainRound uint64 // drainer rounds so far (drain.go)
 }
@@ -145,6 +149,7 @@ func (c *clusterState) registerNodeLocked(s *Sim, h *Host, pool string) string {
 	sn := &simNode{node: n, host: h, staticMeta: map[string]string{}, dynamicMeta: map[string]*string{}}
 	c.nodes[id] = sn
 	c.nodesIndex = idx
+	c.topics.nodeWrittenLocked(id)
 	c.acceptHeartbeatLocked(s, sn, now) // Node.Register starts the heartbeat timer
 	return id
 }
@@ -172,6 +177,7 @@ func addNodeEvent(n *api.Node, subsystem, msg string, details map[string]string,
 // touchNodeLocked records a write to n at index idx.
 func (c *clusterState) touchNodeLocked(n *api.Node, idx uint64) {
 	n.ModifyIndex = idx
+	c.topics.nodeWrittenLocked(n.ID)
 	c.nodesIndex = idx
 }
 
@@ -336,8 +342,9 @@ func (s *Sim) handleNodeSpecific(w http.ResponseWriter, r *http.Request) {
 
 // handleNodes answers GET /v1/nodes (nomad/node_endpoint.go Node.List). The filter
 // is evaluated against the full node, as the paginator does
-// (nomad/state/paginator/paginator.go); pages are ordered by node ID, the ID being
-// the next token (paginator.StructsTokenizer WithID).
+// (nomad/state/paginator/paginator.go), again only for a node that changed since
+// (nodecache.go); pages are ordered by node ID, the ID being the next token
+// (paginator.StructsTokenizer WithID).
 func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 	if s.authorize(w, r, func(t *Token) bool { return t.AllowNode(false) }) == nil {
 		return
@@ -352,14 +359,16 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var eval *bexpr.Evaluator
+	var filter *nodeFilter
 	if f := q.Get("filter"); f != "" {
-		e, err := bexpr.CreateEvaluator(f)
+		s.mu.Lock()
+		nf, err := s.cluster.cache.filterLocked(f)
+		s.mu.Unlock()
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "failed to create result paginator: "+err.Error())
 			return
 		}
-		eval = e
+		filter = nf
 	}
 	perPage, _ := strconv.Atoi(q.Get("per_page"))
 	nextToken := q.Get("next_token")
@@ -368,12 +377,13 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 	withRes := q.Get("resources") == "true"
 
 	var token string
-	s.blockingReadWatch(w, r, s.watchNodePrefix(prefix), func() (any, uint64, error) {
-		ids := slices.Sorted(maps.Keys(s.cluster.nodes))
+	s.blockingReadWatch(w, r, new(s.watchNodePrefix(prefix)), func() (any, uint64, error) {
+		ids := s.cluster.cache.idsLocked(s.cluster.nodes)
 		if reverse {
+			ids = slices.Clone(ids)
 			slices.Reverse(ids)
 		}
-		out := []*api.NodeListStub{}
+		out := []json.RawMessage{}
 		token = ""
 		for _, id := range ids {
 			if prefix != "" && !strings.HasPrefix(id, prefix) {
@@ -382,9 +392,9 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 			if nextToken != "" && ((!reverse && id < nextToken) || (reverse && id > nextToken)) {
 				continue
 			}
-			n := s.cluster.nodes[id].node
-			if eval != nil {
-				ok, err := eval.Evaluate(n)
+			sn := s.cluster.nodes[id]
+			if filter != nil {
+				ok, err := filter.matchLocked(sn)
 				if err != nil {
 					return nil, 0, errCode(http.StatusBadRequest, "failed to read result page: %v", err)
 				}
@@ -396,7 +406,7 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 				token = id
 				break
 			}
-			out = append(out, nodeStub(n, withOS, withRes))
+			out = append(out, s.cluster.cache.stubLocked(sn, withOS, withRes))
 		}
 		if token != "" {
 			w.Header().Set("X-Nomad-NextToken", token)
@@ -477,7 +487,7 @@ func (s *Sim) handleNodeAllocs(w http.ResponseWriter, r *http.Request, id string
 	if t == nil {
 		return
 	}
-	s.blockingReadWatch(w, r, s.watchNodeAllocs(id), func() (any, uint64, error) {
+	s.blockingReadWatch(w, r, new(s.watchNodeAllocs(id)), func() (any, uint64, error) {
 		out := []*api.Allocation{}
 		var idx uint64
 		for _, aid := range s.cluster.allocOrder {

@@ -317,6 +317,7 @@ func (st *serverState) setLeaderLocked(s *Sim, e *serverEntry, reason string) {
 	e.catchingUp = false
 	e.catchGen++
 	idx := s.bumpLocked()
+	s.topics.allLocked() // every query re-runs on the new leader
 	st.refreshLocked(time.Now())
 	st.ap.leaderChangedLocked(s, true, prev == "" && st.term == 1, func() { st.refreshLocked(time.Now()) })
 	ev := Event{Type: EventLeader, Details: map[string]string{
@@ -342,6 +343,7 @@ func (st *serverState) clearLeaderLocked(s *Sim, reason string) {
 	st.freezeAllLocked(s)
 	st.leader = ""
 	idx := s.bumpLocked()
+	s.topics.allLocked() // every query answers "No cluster leader"
 	st.refreshLocked(time.Now())
 	st.ap.leaderChangedLocked(s, false, false, nil)
 	s.eventLocked(Event{Type: EventLeader, Details: map[string]string{

@@ -187,6 +187,8 @@ type Sim struct {
 	watches watchStats
 	// reqs times the requests the emulator answers (reqstats.go).
 	reqs reqStats
+	// topics are the channels blocking queries sleep on (watch.go).
+	topics topics
 
 	// ACL state (acl.go).
 	acl aclState
@@ -279,6 +281,7 @@ func New(cfg Config) (*Sim, error) {
 	s.acl.init(s, cfg.ACL)
 	s.cluster.init()
 	s.vars.init()
+	s.cluster.topics, s.vars.topics = &s.topics, &s.topics
 	s.consul.init(s)
 	s.vault.init(s)
 
@@ -433,6 +436,7 @@ func (s *Sim) Close() {
 	}
 	s.closed = true
 	s.bumpLocked() // wake blocking queries
+	s.topics.allLocked()
 	s.mu.Unlock()
 	s.cancel()
 	if s.main != nil {
@@ -460,6 +464,11 @@ func (s *Sim) bumpLocked() uint64 {
 	s.index++
 	close(s.notify)
 	s.notify = make(chan struct{})
+	if s.watches.onNotify == 0 {
+		// Queries sleeping on topics are woken by the write itself, under
+		// this same lock: none is left to re-check it (watch.go).
+		s.watches.checked = s.index
+	}
 	return s.index
 }
 

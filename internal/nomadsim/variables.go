@@ -71,6 +71,8 @@ type varState struct {
 	// epoch changes with every leadership change; timers and delayed releases of an
 	// older epoch do nothing (a deposed leader's raft applies fail).
 	epoch uint64
+	// topics wakes the blocking queries of what a write changes (watch.go).
+	topics *topics
 }
 
 func (v *varState) init() {
@@ -381,7 +383,7 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.blockingReadWatch(w, r, s.watchVarPrefix(ns, prefix), func() (any, uint64, error) {
+	s.blockingReadWatch(w, r, new(s.watchVarPrefix(ns, prefix)), func() (any, uint64, error) {
 		keys := make([]varKey, 0, len(s.vars.vars))
 		for k := range s.vars.vars {
 			if ns == "*" || k.ns == ns {
@@ -508,7 +510,7 @@ func (s *Sim) varRead(w http.ResponseWriter, r *http.Request, p string) {
 	if tok == nil {
 		return
 	}
-	s.blockingReadWatch(w, r, s.watchVar(ns, p), func() (any, uint64, error) {
+	s.blockingReadWatch(w, r, new(s.watchVar(ns, p)), func() (any, uint64, error) {
 		v, ok := s.vars.vars[varKey{ns, p}]
 		if !ok {
 			return nil, 0, &indexedError{
@@ -806,6 +808,7 @@ func (v *varState) setTxn(k varKey, items map[string]string, lock *varLock, idx 
 	}
 	v.vars[k] = nv
 	v.tableIndex = idx
+	v.topics.varWrittenLocked(k)
 	return nv.copy(), nil
 }
 
@@ -837,6 +840,7 @@ func (v *varState) deleteTxn(k varKey, idx uint64) (deleted bool, conflict *simV
 	}
 	delete(v.vars, k)
 	v.tableIndex = idx
+	v.topics.varWrittenLocked(k)
 	return true, nil
 }
 

@@ -19,14 +19,17 @@ import (
 // the query answers with (a variable list answers with the variables table index,
 // nomad/variables_endpoint.go List).
 //
-// The emulator keeps one "something changed" channel (Sim.notify); a blocking
-// query registers a watch function that computes a version of what it watches,
-// and a change that leaves that version as it was does not end its wait. Writes
-// that are Raft applies give the items they touch a new, higher ModifyIndex, so
-// the count and the highest ModifyIndex of the watched items change exactly when
-// an item is created, changed or deleted.
+// The emulator keeps, like the state store, a channel per watched thing: one
+// variable, a path prefix of one namespace's variables, a prefix of node IDs,
+// one node's allocations (topics, below). A write closes the channels of what it
+// touched, under the state lock, so only the queries watching that wake: with
+// thousands of agents each watching its own plan, a write wakes one query, not
+// all of them. A leadership change wakes every query (each then answers "No
+// cluster leader" or re-runs on the new leader). Other blocking reads sleep on
+// the one "something changed" channel (Sim.notify) and a version of what they
+// read (indexWatch).
 
-// watchVersion is the version of the items a blocking query watches.
+// watchVersion is the version of the items a version-checked query watches.
 type watchVersion struct {
 	n   int
 	max uint64
@@ -37,69 +40,118 @@ func (v *watchVersion) add(modifyIndex uint64) {
 	v.max = max(v.max, modifyIndex)
 }
 
+// watcher is what a blocking query sleeps on: topic, when set, returns the
+// channel closed by the next write to what it watches (called with s.mu held);
+// otherwise the query sleeps on Sim.notify and wakes when version changes.
+type watcher struct {
+	topic   func() <-chan struct{}
+	version func() watchVersion
+}
+
+// topics are the channels of the watched things (go-memdb's watch channels of
+// the radix nodes a query read).
+type topics struct {
+	vars    map[varKey]chan struct{} // one variable, by namespace and path
+	varPfx  map[varKey]chan struct{} // variables under a path prefix ("*": every namespace)
+	nodePfx map[string]chan struct{} // nodes whose ID starts with the prefix
+	allocs  map[string]chan struct{} // one node's allocations, by node ID
+}
+
+func topicChan[K comparable](m *map[K]chan struct{}, k K) <-chan struct{} {
+	if *m == nil {
+		*m = map[K]chan struct{}{}
+	}
+	ch, ok := (*m)[k]
+	if !ok {
+		ch = make(chan struct{})
+		(*m)[k] = ch
+	}
+	return ch
+}
+
+func fire[K comparable](m map[K]chan struct{}, k K) {
+	if ch, ok := m[k]; ok {
+		close(ch)
+		delete(m, k)
+	}
+}
+
+// varWrittenLocked wakes the queries watching variable k: its own, and those of
+// every prefix of its path in its namespace or in all of them (the radix nodes
+// on the path to the key; state_store_variables.go writes through the "id" index).
+func (t *topics) varWrittenLocked(k varKey) {
+	fire(t.vars, k)
+	for pk, ch := range t.varPfx {
+		if (pk.ns == "*" || pk.ns == k.ns) && strings.HasPrefix(k.path, pk.path) {
+			close(ch)
+			delete(t.varPfx, pk)
+		}
+	}
+}
+
+// nodeWrittenLocked wakes the node queries whose prefix the node's ID has.
+func (t *topics) nodeWrittenLocked(id string) {
+	for p, ch := range t.nodePfx {
+		if strings.HasPrefix(id, p) {
+			close(ch)
+			delete(t.nodePfx, p)
+		}
+	}
+}
+
+// allocWrittenLocked wakes the queries of the allocations of nodeID.
+func (t *topics) allocWrittenLocked(nodeID string) { fire(t.allocs, nodeID) }
+
+// allLocked wakes every query (a leadership change, the emulator closing).
+func (t *topics) allLocked() {
+	for _, m := range []map[varKey]chan struct{}{t.vars, t.varPfx} {
+		for k := range m {
+			fire(m, k)
+		}
+	}
+	for _, m := range []map[string]chan struct{}{t.nodePfx, t.allocs} {
+		for k := range m {
+			fire(m, k)
+		}
+	}
+}
+
 // watchVarPrefix watches the variables of namespace ns ("*": all of them) whose
 // path starts with prefix: the iterator watch channel of the prefix in the
 // variables id index (state_store_variables.go GetVariablesByNamespaceAndPrefix;
 // listAllVariables walks the whole table). Called with s.mu held.
-func (s *Sim) watchVarPrefix(ns, prefix string) func() watchVersion {
-	return func() watchVersion {
-		var v watchVersion
-		for k, sv := range s.vars.vars {
-			if (ns == "*" || k.ns == ns) && strings.HasPrefix(k.path, prefix) {
-				v.add(sv.modifyIndex)
-			}
-		}
-		return v
-	}
+func (s *Sim) watchVarPrefix(ns, prefix string) watcher {
+	return watcher{topic: func() <-chan struct{} { return topicChan(&s.topics.varPfx, varKey{ns, prefix}) }}
 }
 
 // watchVar watches one variable (state_store_variables.go GetVariable, a
 // FirstWatch on the exact key). While it does not exist Nomad watches the
-// deepest radix node on its path (go-immutable-radix GetWatch), which fires for
-// writes near the key; the emulator wakes on any write to the namespace's
-// variables then: more wake-ups than Nomad, never fewer.
-func (s *Sim) watchVar(ns, path string) func() watchVersion {
-	return func() watchVersion {
-		if sv, ok := s.vars.vars[varKey{ns, path}]; ok {
-			return watchVersion{n: 1, max: sv.modifyIndex}
-		}
-		return s.watchVarPrefix(ns, "")()
-	}
+// deepest radix node on its path (go-immutable-radix GetWatch), which also fires
+// for writes near the key; the emulator wakes only when the key itself is
+// created: the query answers on the same writes as in Nomad, since one that
+// wakes for a write near the key finds its index unchanged and sleeps again.
+func (s *Sim) watchVar(ns, path string) watcher {
+	return watcher{topic: func() <-chan struct{} { return topicChan(&s.topics.vars, varKey{ns, path}) }}
 }
 
 // watchNodePrefix watches the nodes whose ID starts with prefix (all of them for
 // ""): state_store.go Nodes watches the whole "id" index, NodesByIDPrefix the
 // prefix's iterator channel.
-func (s *Sim) watchNodePrefix(prefix string) func() watchVersion {
-	return func() watchVersion {
-		var v watchVersion
-		for id, sn := range s.cluster.nodes {
-			if strings.HasPrefix(id, prefix) {
-				v.add(sn.node.ModifyIndex)
-			}
-		}
-		return v
-	}
+func (s *Sim) watchNodePrefix(prefix string) watcher {
+	return watcher{topic: func() <-chan struct{} { return topicChan(&s.topics.nodePfx, prefix) }}
 }
 
 // watchNodeAllocs watches the allocations of one node: allocsByNodeTxn watches
 // the "node_prefix" iterator of the node, not the allocs table.
-func (s *Sim) watchNodeAllocs(nodeID string) func() watchVersion {
-	return func() watchVersion {
-		var v watchVersion
-		for _, sa := range s.cluster.allocs {
-			if sa.a.NodeID == nodeID {
-				v.add(sa.a.ModifyIndex)
-			}
-		}
-		return v
-	}
+func (s *Sim) watchNodeAllocs(nodeID string) watcher {
+	return watcher{topic: func() <-chan struct{} { return topicChan(&s.topics.allocs, nodeID) }}
 }
 
 // watchStats counts what blocking queries do while they wait, so that tests can
 // tell a query that slept through a write from one that has not started yet.
 type watchStats struct {
 	sleeping int    // blocking queries waiting for their watched data to change
+	onNotify int    // those of them that sleep on Sim.notify (the others on topics)
 	checked  uint64 // the Raft index when a sleeping query last re-checked its data
 }
 
@@ -112,15 +164,27 @@ func (s *Sim) WatchStats() (sleeping int, checked uint64) {
 	return s.watches.sleeping, s.watches.checked
 }
 
-// waitWatchLocked blocks, with s.mu released, until the version watch returns
-// differs from ver, the emulator closes, deadline fires or done ends. It reports
-// whether the watched data changed (false: deadline or done). It is called and
-// returns with s.mu held.
-func (s *Sim) waitWatchLocked(watch func() watchVersion, ver watchVersion, deadline <-chan time.Time, done <-chan struct{}) (changed bool) {
+// waitWatchLocked blocks, with s.mu released, until what w watches changes
+// (its topic fires, or its version differs from ver), the emulator closes,
+// deadline fires or done ends. It reports whether the watched data changed
+// (false: deadline or done). It is called and returns with s.mu held.
+func (s *Sim) waitWatchLocked(w watcher, ver watchVersion, deadline <-chan time.Time, done <-chan struct{}) (changed bool) {
 	s.watches.sleeping++
 	defer func() { s.watches.sleeping-- }()
+	if w.topic == nil {
+		s.watches.onNotify++
+		defer func() { s.watches.onNotify-- }()
+	}
 	for {
-		ch := s.notify
+		var ch <-chan struct{}
+		if w.topic != nil {
+			ch = w.topic()
+		} else {
+			ch = s.notify
+		}
+		if s.closed {
+			return true
+		}
 		s.mu.Unlock()
 		select {
 		case <-ch:
@@ -133,7 +197,7 @@ func (s *Sim) waitWatchLocked(watch func() watchVersion, ver watchVersion, deadl
 		}
 		s.mu.Lock()
 		s.watches.checked = s.index
-		if s.closed || watch() != ver {
+		if s.closed || w.topic != nil || w.version() != ver {
 			return true
 		}
 	}

@@ -1,0 +1,105 @@
+package nomadsim
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/hashicorp/go-bexpr"
+)
+
+// The node list's caches. In Nomad every change to a node is a Raft apply that
+// gives it a new ModifyIndex (nomad/state/state_store.go upsertNodeTxn,
+// updateNodeStatusTxn, updateNodeDrainImpl, updateNodeEligibilityImpl), and the
+// emulator does the same (touchNodeLocked). So what is computed from a node is
+// computed again only when its ModifyIndex moved: whether it matches a filter,
+// and its list stub's wire form. Nomad evaluates the filter over every node of
+// each page (nomad/state/paginator/paginator.go); the answer is the same, the
+// emulator only spares its own CPU, so that at thousands of nodes it is not the
+// benchmark's bottleneck.
+
+// maxCachedFilters bounds the filters kept compiled; past it the cache starts over.
+const maxCachedFilters = 256
+
+type nodeFilter struct {
+	eval    *bexpr.Evaluator
+	results map[string]filterResult // by node ID
+}
+
+type filterResult struct {
+	index uint64 // the node's ModifyIndex when evaluated
+	ok    bool
+}
+
+type stubKey struct {
+	id              string
+	withOS, withRes bool
+}
+
+type stubEntry struct {
+	index uint64
+	raw   json.RawMessage
+}
+
+type nodeCache struct {
+	filters map[string]*nodeFilter
+	stubs   map[stubKey]stubEntry
+	ids     []string // node IDs in order; nil after a node registered
+}
+
+// filterLocked returns the compiled filter f (bexpr.CreateEvaluator's error as is).
+func (c *nodeCache) filterLocked(f string) (*nodeFilter, error) {
+	if nf, ok := c.filters[f]; ok {
+		return nf, nil
+	}
+	e, err := bexpr.CreateEvaluator(f)
+	if err != nil {
+		return nil, err
+	}
+	if c.filters == nil || len(c.filters) >= maxCachedFilters {
+		c.filters = map[string]*nodeFilter{}
+	}
+	nf := &nodeFilter{eval: e, results: map[string]filterResult{}}
+	c.filters[f] = nf
+	return nf, nil
+}
+
+// matchLocked reports whether sn matches the filter, evaluating it only when the
+// node changed since it was last evaluated.
+func (nf *nodeFilter) matchLocked(sn *simNode) (bool, error) {
+	n := sn.node
+	if r, ok := nf.results[n.ID]; ok && r.index == n.ModifyIndex {
+		return r.ok, nil
+	}
+	ok, err := nf.eval.Evaluate(n)
+	if err != nil {
+		return false, err
+	}
+	nf.results[n.ID] = filterResult{index: n.ModifyIndex, ok: ok}
+	return ok, nil
+}
+
+// stubLocked is the wire form of the node's list stub (nodeStub).
+func (c *nodeCache) stubLocked(sn *simNode, withOS, withRes bool) json.RawMessage {
+	k := stubKey{sn.node.ID, withOS, withRes}
+	if e, ok := c.stubs[k]; ok && e.index == sn.node.ModifyIndex {
+		return e.raw
+	}
+	raw, err := json.Marshal(nodeStub(sn.node, withOS, withRes))
+	if err != nil {
+		panic(err)
+	}
+	if c.stubs == nil {
+		c.stubs = map[stubKey]stubEntry{}
+	}
+	c.stubs[k] = stubEntry{index: sn.node.ModifyIndex, raw: raw}
+	return raw
+}
+
+// idsLocked are the node IDs in order.
+func (c *nodeCache) idsLocked(nodes map[string]*simNode) []string {
+	if c.ids == nil || len(c.ids) != len(nodes) {
+		c.ids = slices.Sorted(maps.Keys(nodes))
+	}
+	return c.ids
+}
