@@ -3,6 +3,7 @@ package coordinator
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/health"
@@ -51,6 +52,10 @@ func admit(r admitRules, s *snapshot) admission {
 	adm := policy.Admit(groupStatuses(r, s), admissionQueue(s))
 	out := admission{admitted: map[string]bool{}, wait: map[string]WaitReason{}}
 	for _, w := range adm.Waiting {
+		if w.ForSlot {
+			out.wait[w.Host] = waitFor(WaitQueued, strconv.Quote(w.Group))
+			continue
+		}
 		out.wait[w.Host] = waitFor(WaitGroupBudget, w.Reason)
 	}
 	for name, why := range s.missing {

@@ -122,13 +122,13 @@ func TestAdmit(t *testing.T) {
 			groups:   def(1),
 			hosts:    []testHost{{name: "a", phase: store.PhasePending, at: time.Minute}, {name: "b", phase: store.PhasePending}},
 			admitted: []string{"b"},
-			waitHas:  map[string]string{"a": `group "default" is full: 1 of 1 slots in use`},
+			waitHas:  map[string]string{"a": `waiting for a slot in group "default"`},
 		},
 		{
 			name:   "a host out of service takes a slot",
 			groups: def(1),
 			hosts:  []testHost{{name: "a", phase: store.PhaseDraining}, {name: "b", phase: store.PhasePending}},
-			wait:   map[string]WaitReason{"b": waitFor(WaitGroupBudget, `group "default" is full: 1 of 1 slots in use`)},
+			wait:   map[string]WaitReason{"b": waitFor(WaitQueued, `"default"`)},
 		},
 		{
 			name:   "paused: every group holds",
@@ -238,7 +238,7 @@ func TestAdmit(t *testing.T) {
 			hosts: []testHost{{name: "a", phase: store.PhasePending, rec: func(r *store.HostRecord) { r.DiscoverError = "EOF" }},
 				{name: "b", phase: store.PhasePending, at: time.Minute}},
 			wait:    map[string]WaitReason{"a": waitFor(WaitRolesUnknown, "EOF")},
-			waitHas: map[string]string{"b": "is full"},
+			waitHas: map[string]string{"b": `waiting for a slot in group "default"`},
 		},
 		{
 			name:   "sealed Vault on another host holds a Vault server",

@@ -71,6 +71,9 @@ type Options struct {
 	HoldOnDeniedHandOver bool
 	// Resync is the period of a full reconcile even without any change seen.
 	Resync time.Duration
+	// StepTimeout bounds each step of a pass: reading the snapshot, and carrying
+	// out one host's decision (0: DefaultStepTimeout). See bound.go.
+	StepTimeout time.Duration
 	// Registry receives the coordinator's metrics (nil: a registry of its own,
 	// see Registry). Coordinators built again on the same registry share them.
 	Registry *prometheus.Registry
@@ -210,8 +213,7 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
-	_, n, err := c.opt.Store.Hosts(ctx, idx, 5*time.Minute)
-	return n, err
+	return c.opt.Store.WatchHosts(ctx, idx, 5*time.Minute)
 }
 
 func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
@@ -237,13 +239,15 @@ func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error
 // (which pending hosts get a slot), then for every host Step (the phase machine)
 // and apply (the writes, in their crash-safe order).
 func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
-	s, err := c.observe(ctx)
+	octx, cancel := c.stepContext(ctx)
+	defer cancel()
+	s, err := c.observe(octx)
 	if err != nil {
-		return err
+		return c.stepFailed(octx, ctx, err)
 	}
 	adm := admit(c.admitRules(), s)
 	c.metrics.state.export(s, groupStatuses(c.admitRules(), s))
-	c.readGrantJobs(ctx, s, adm)
+	c.readGrantJobs(octx, s, adm)
 	var errs error
 	waiting := map[WaitKind]int{}
 	for _, name := range s.names {
@@ -254,7 +258,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		in := c.input(s, adm, name)
 		d := Step(in)
 		waiting[d.Waiting.Kind]++
-		errs = errors.Join(errs, c.carryOut(ctx, in, d))
+		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
 	}
 	c.metrics.state.waiting(waiting)
 	return errs

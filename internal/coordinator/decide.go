@@ -143,7 +143,8 @@ type Decision struct {
 	ClearRequest bool                 // the manual request is done
 	ClearRelease bool                 // the release was carried out
 
-	// Waiting says why the host is not moving; Plan.Waiting holds its text.
+	// Waiting says why the host is not moving; Plan.Waiting holds its text
+	// unless the host is simply on its way (WaitReason.Stored).
 	Waiting WaitReason
 	// Event is a one-line description of a transition, for logs.
 	Event string
@@ -176,9 +177,9 @@ func Step(in Input) Decision {
 	if in.Group != "" && (d.Plan.Phase == store.PhasePending || d.StartDrain) {
 		d.Plan.Group = in.Group
 	}
-	if w := d.Waiting.String(); d.Plan.Waiting != w && (d.Write || in.Plan.Phase != store.PhaseIdle) {
-		// Keep the reason in the plan for `rollboot status`; it changes rarely,
-		// so this adds few writes.
+	if w := d.Waiting.Stored(); d.Plan.Waiting != w && (d.Write || in.Plan.Phase != store.PhaseIdle) {
+		// Keep a hold's reason in the plan for `rollboot status`; it changes
+		// rarely, so this adds few writes (wait.go, progress).
 		d.Plan.Waiting, d.Write = w, true
 	}
 	return d

@@ -56,11 +56,12 @@ func plan(phase string, mod func(*store.Plan)) store.Plan {
 // writesBeyondStatus reports whether d writes more than the host's status line
 // (why it waits, kept in the plan for `rollboot status`): whether Step still
 // writes once the stored plan shows that reason. It also checks that a plan
-// Step writes, or that of a host out of idle, shows the reason d gives.
+// Step writes, or that of a host out of idle, shows the reason d gives as
+// stored (none for a host on its way).
 func writesBeyondStatus(t *testing.T, in Input, d Decision) bool {
 	t.Helper()
-	if (d.Write || in.Plan.Phase != store.PhaseIdle) && d.Plan.Waiting != d.Waiting.String() {
-		t.Errorf("the plan shows %q, the decision waits for %q", d.Plan.Waiting, d.Waiting)
+	if (d.Write || in.Plan.Phase != store.PhaseIdle) && d.Plan.Waiting != d.Waiting.Stored() {
+		t.Errorf("the plan shows %q, the decision waits for %q (stored as %q)", d.Plan.Waiting, d.Waiting, d.Waiting.Stored())
 	}
 	if !d.Write || in.Plan.Waiting == d.Plan.Waiting {
 		return d.Write

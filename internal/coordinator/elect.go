@@ -47,11 +47,14 @@ func RunElected(ctx context.Context, lock Lock, watchLock Watch, log *slog.Logge
 	for ctx.Err() == nil {
 		if watchLock != nil {
 			// Read the index first, so a change after the failed attempt wakes us.
-			if n, err := watchLock(ctx, 0, 0); err == nil {
+			if n, err := bounded(ctx, ttl, func(ctx context.Context) (uint64, error) { return watchLock(ctx, 0, 0) }); err == nil {
 				idx = n
 			}
 		}
-		id, err := lock.Acquire(ctx)
+		// Bounded like a renewal: a request never answered must not keep the
+		// candidate from trying again (a lock taken by an attempt given up on
+		// expires after its TTL).
+		id, err := bounded(ctx, ttl, lock.Acquire)
 		if err != nil || id == "" {
 			if err != nil && !errors.Is(err, api.ErrLockConflict) && ctx.Err() == nil {
 				log.Warn("coordinator election: acquire failed", "err", err)
@@ -63,7 +66,8 @@ func RunElected(ctx context.Context, lock Lock, watchLock Watch, log *slog.Logge
 				continue
 			}
 			start := time.Now()
-			n, err := watchLock(ctx, idx, 2*ttl)
+			// Its wait, the jitter Nomad may add (wait/16), and a TTL for the answer.
+			n, err := bounded(ctx, 2*ttl+ttl/8+ttl, func(ctx context.Context) (uint64, error) { return watchLock(ctx, idx, 2*ttl) })
 			if err != nil || (n == idx && time.Since(start) < ttl/10) {
 				watch.Sleep(ctx, retry) // the query did not block: do not spin
 			}
@@ -119,4 +123,11 @@ func lead(ctx context.Context, lock Lock, ttl time.Duration, fn func(ctx context
 			l.renewedAt(sent)
 		}
 	}
+}
+
+// bounded calls fn with a context that ends after d (or with ctx).
+func bounded[T any](ctx context.Context, d time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return fn(ctx)
 }

@@ -21,8 +21,13 @@ const (
 	WaitForeignDrain
 	WaitSlot           // not admitted, with no reason given by admission
 	WaitAgentNotOnNode // Detail: the agent's job
-	WaitGroupBudget    // Detail: package policy's reason (window, budget, FIFO order)
-	WaitAgentMissing   // Detail: MissingAgents' reason
+	WaitGroupBudget    // Detail: package policy's reason (a window, a hold, an unknown group)
+	// WaitQueued: only a slot of the group is missing (the group is full, its
+	// max_unavailable reached, or a host ahead waits for that). Detail: the
+	// group, quoted. What changes at every hand-off (the host ahead, the slots in
+	// use) is left out: `rollboot status` computes it (package status).
+	WaitQueued
+	WaitAgentMissing // Detail: MissingAgents' reason
 	WaitLastCandidate
 	WaitRolesUnknown  // Detail: the agent's discovery error
 	WaitRaftIDUnknown // Detail: the server role
@@ -68,6 +73,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitSlot:            {"slot", "waiting for a slot in its group or for its window"},
 	WaitAgentNotOnNode:  {"agent_not_on_node", "rollboot's agent (job %s) does not run on the node: a drain would leave no agent to reboot it"},
 	WaitGroupBudget:     {"group_budget", "%s"},
+	WaitQueued:          {"queued", "waiting for a slot in group %s"},
 	WaitAgentMissing:    {"agent_missing", "%s"},
 	WaitLastCandidate:   {"last_candidate", "it would take the last coordinator candidate in service out"},
 	WaitRolesUnknown:    {"roles_unknown", "server roles unknown (the agent keeps retrying): %s"},
@@ -101,6 +107,31 @@ func (k WaitKind) Name() string {
 		return ""
 	}
 	return waitKinds[k].name
+}
+
+// progress reports whether a host waiting for k is simply on its way: its turn
+// in its group's line, or the next step of its cycle, which its phase says. Such
+// a reason is not stored in the plan (Plan.Waiting is empty; `rollboot status`
+// tells it from the phase and the other plans): it changes at every hand-off
+// and at every step, and storing it would cost a Nomad variable write each time,
+// to this host's plan or, at a hand-off, to every waiting host's. The others,
+// holds an operator may have to act on, are stored whenever their text changes.
+func (k WaitKind) progress() bool {
+	switch k {
+	case WaitSlot, WaitQueued, WaitDrainStarting, WaitDraining, WaitHandingOver, WaitAgentReboot,
+		WaitRebooting, WaitNodeToBeReady, WaitEligibility, WaitNewBootID:
+		return true
+	}
+	return false
+}
+
+// Stored is the reason as stored in the plan: its text, or "" for a host on
+// its way (progress).
+func (w WaitReason) Stored() string {
+	if w.Kind.progress() {
+		return ""
+	}
+	return w.String()
 }
 
 // WaitReason is why a host waits: a kind, and the detail its text needs.

@@ -71,9 +71,17 @@ func TestStepTakesAdmission(t *testing.T) {
 		wait      WaitReason
 		write     bool
 	}{
-		{name: "not admitted without a reason waits for a slot",
+		{name: "not admitted without a reason waits for a slot: on its way, nothing to store",
 			in:        Input{Plan: pending, Host: host("b1", true), Node: node(nil), Group: "db"},
-			wantGroup: "db", wait: waitFor(WaitSlot, ""), write: true},
+			wantGroup: "db", wait: waitFor(WaitSlot, "")},
+		{name: "queued for a slot: not written at a hand-off",
+			in: Input{Plan: pending, Host: host("b1", true), Node: node(nil), Group: "db",
+				NotAdmitted: waitFor(WaitQueued, `"db"`)},
+			wantGroup: "db", wait: waitFor(WaitQueued, `"db"`)},
+		{name: "a hold stored before is forgotten once the host is on its way",
+			in: Input{Plan: func() store.Plan { p := pending; p.Waiting = budget.String(); return p }(),
+				Host: host("b1", true), Node: node(nil), Group: "db", NotAdmitted: waitFor(WaitQueued, `"db"`)},
+			wantGroup: "db", wait: waitFor(WaitQueued, `"db"`), write: true},
 		{name: "not admitted: admission's reason is shown",
 			in:        Input{Plan: pending, Host: host("b1", true), Node: node(nil), Group: "db", NotAdmitted: budget},
 			wantGroup: "db", wait: budget, write: true},
@@ -89,11 +97,11 @@ func TestStepTakesAdmission(t *testing.T) {
 			wantGroup: "db", write: true},
 		{name: "no group given keeps the plan's",
 			in:        Input{Plan: pending, Host: host("b1", true), Node: node(nil)},
-			wantGroup: "web", wait: waitFor(WaitSlot, ""), write: true},
+			wantGroup: "web", wait: waitFor(WaitSlot, "")},
 		{name: "out of service, the group stays the one granted",
 			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true), Group: "db",
 				Node: node(func(n *NodeView) { n.Draining, n.DrainGrant, n.DrainStatus = true, "g1", "draining" })},
-			wantGroup: "web", wait: waitFor(WaitDraining, ""), write: true},
+			wantGroup: "web", wait: waitFor(WaitDraining, "")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,7 +110,7 @@ func TestStepTakesAdmission(t *testing.T) {
 			if d.Plan.Group != tc.wantGroup {
 				t.Errorf("group = %q, want %q", d.Plan.Group, tc.wantGroup)
 			}
-			if d.Waiting != tc.wait || d.Plan.Waiting != tc.wait.String() {
+			if d.Waiting != tc.wait || d.Plan.Waiting != tc.wait.Stored() {
 				t.Errorf("waiting %+v, plan shows %q; want %+v", d.Waiting, d.Plan.Waiting, tc.wait)
 			}
 			if d.Write != tc.write {

@@ -84,7 +84,9 @@ type passMetrics struct {
 	registry *prometheus.Registry
 	duration prometheus.Histogram
 	overruns prometheus.Counter
-	state    *stateMetrics
+	// stepTimeouts: steps of a pass that ran out of time (bound.go).
+	stepTimeouts prometheus.Counter
+	state        *stateMetrics
 }
 
 func newPassMetrics(reg *prometheus.Registry) *passMetrics {
@@ -101,6 +103,10 @@ func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 		overruns: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_coordinator_pass_overruns_total",
 			Help: "Reconcile passes that took longer than the resync interval.",
+		})),
+		stepTimeouts: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollboot_coordinator_step_timeouts_total",
+			Help: "Steps of a reconcile pass (reading the state, or one host's decision) abandoned because a request was not answered in time.",
 		})),
 		state: newStateMetrics(reg),
 	}

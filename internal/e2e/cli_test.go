@@ -157,7 +157,7 @@ func TestStuckHostReleased(t *testing.T) {
 	c.needReboot(hosts[1])
 	c.waitFor("the other host to wait for the slot", 30*time.Second, func() bool {
 		p := c.plans()[hosts[1]]
-		return p.Phase == store.PhasePending && p.Waiting != ""
+		return p.Phase == store.PhasePending
 	})
 	n, _ := c.sim.Node(hosts[0])
 	if n.SchedulingEligibility != "ineligible" {

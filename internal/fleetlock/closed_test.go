@@ -156,7 +156,8 @@ func TestAnswersDoNotNameOtherHosts(t *testing.T) {
 	e.waitFor("c pending", func() bool { return e.plan(fleetlock.HostPrefix+c).Phase == store.PhasePending })
 	e.call(pre, b, "default")
 	e.waitFor("b waiting behind c", func() bool {
-		return strings.Contains(e.plan(fleetlock.HostPrefix+b).Waiting, fleetlock.HostPrefix+c)
+		p := e.plan(fleetlock.HostPrefix + b)
+		return p.Phase == store.PhasePending && p.RequestedAt.After(e.plan(fleetlock.HostPrefix+c).RequestedAt)
 	})
 	for range 5 {
 		r := e.call(pre, b, "default")
@@ -166,7 +167,7 @@ func TestAnswersDoNotNameOtherHosts(t *testing.T) {
 		if strings.Contains(r.Value, "client-1") || strings.Contains(r.Value, fleetlock.HostPrefix+c) {
 			t.Fatalf("b's answer names another host: %s", r.Value)
 		}
-		if !strings.Contains(r.Value, "another host") {
+		if !strings.Contains(r.Value, "queued for a slot") {
 			t.Errorf("b's answer does not say what it waits for: %s", r.Value)
 		}
 		e.wait()

@@ -73,6 +73,11 @@ type Waiting struct {
 	Request
 	// Reason says why, in words for an operator.
 	Reason string
+	// ForSlot: the host waits only for a slot of its group (the group is full,
+	// its max_unavailable is reached, or a host ahead of it waits for that), not
+	// for a window or a hold. Reason then names the host ahead and counts that
+	// change at every hand-off.
+	ForSlot bool
 }
 
 // Admission is the result of Admit.
@@ -121,30 +126,31 @@ func Admit(groups []GroupStatus, queue []Request) Admission {
 	slices.SortStableFunc(q, fifoCompare)
 
 	admitted := map[string]int{} // per group
-	blocked := map[string]string{}
+	blocked := map[string]Waiting{}
 	seen := map[string]bool{}
 	var out Admission
-	wait := func(r Request, reason string) {
-		out.Waiting = append(out.Waiting, Waiting{Request: r, Reason: reason})
+	wait := func(r Request, reason string, forSlot bool) {
+		out.Waiting = append(out.Waiting, Waiting{Request: r, Reason: reason, ForSlot: forSlot})
 	}
 	for _, r := range q {
 		if seen[r.Host] {
-			wait(r, "duplicate request for this host")
+			wait(r, "duplicate request for this host", false)
 			continue
 		}
 		seen[r.Host] = true
-		if reason, ok := blocked[r.Group]; ok {
-			wait(r, reason)
+		if b, ok := blocked[r.Group]; ok {
+			wait(r, b.Reason, b.ForSlot)
 			continue
 		}
 		g, ok := byName[r.Group]
 		if !ok {
-			wait(r, fmt.Sprintf("unknown group %q", r.Group))
+			wait(r, fmt.Sprintf("unknown group %q", r.Group), false)
 			continue
 		}
 		if reason := g.full(admitted[r.Group]); reason != "" {
-			wait(r, reason)
-			blocked[r.Group] = fmt.Sprintf("behind %s in group %q (%s)", r.Host, r.Group, reason)
+			forSlot := g.Hold == ""
+			wait(r, reason, forSlot)
+			blocked[r.Group] = Waiting{Reason: fmt.Sprintf("behind %s in group %q (%s)", r.Host, r.Group, reason), ForSlot: forSlot}
 			continue
 		}
 		admitted[r.Group]++

@@ -134,6 +134,7 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 		}
 	}
 	sort.Slice(out.Hosts, func(i, j int) bool { return out.Hosts[i].Host < out.Hosts[j].Host })
+	explainProgress(&out, plans)
 	out.MixedVersions = mixedVersions(out.Hosts)
 	return out
 }

@@ -11,6 +11,7 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/policy"
@@ -52,7 +53,22 @@ type Loop struct {
 	// OnError, if set, is told of every error with the wait before the next try
 	// (for logging). It is not called once ctx has ended.
 	OnError func(err error, fails int, retry time.Duration)
+	// Timeout bounds each query: its context ends then, and a query still
+	// unanswered counts as an error (retried like any other). 0 means
+	// DefaultTimeout. So a query the server accepts and never answers cannot
+	// stop the loop, whatever the client's transport does.
+	Timeout time.Duration
 }
+
+// MaxWait is the longest wait of a blocking query: Nomad and Consul cap a
+// query's wait at 5 minutes (Nomad structs.MaxBlockingRPCQueryTime, Consul
+// agent/consul/rpc.go maxQueryTime).
+const MaxWait = 5 * time.Minute
+
+// DefaultTimeout bounds a query of a Loop that sets no Timeout: the longest wait,
+// plus the jitter the server may add to it (wait/16, nomad/rpc.go blockingRPC),
+// plus time for the answer to travel.
+const DefaultTimeout = MaxWait + MaxWait/16 + 10*time.Second
 
 // DefaultRetry backs off from 100 ms to 5 s, doubling per error in a row.
 func DefaultRetry(_ error, fails int) time.Duration {
@@ -67,10 +83,14 @@ func (l Loop) Run(ctx context.Context) {
 	if retry == nil {
 		retry = DefaultRetry
 	}
+	timeout := l.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
 	var idx uint64
 	fails := 0
 	for ctx.Err() == nil {
-		n, err := l.Query(ctx, idx)
+		n, err := l.query(ctx, idx, timeout)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -96,4 +116,16 @@ func (l Loop) Run(ctx context.Context) {
 			l.OnChange(idx)
 		}
 	}
+}
+
+// query runs one query with its timeout; an answer that comes after it is an
+// error, whatever the query returned.
+func (l Loop) query(ctx context.Context, idx uint64, timeout time.Duration) (uint64, error) {
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	n, err := l.Query(qctx, idx)
+	if err == nil && qctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("blocking query unanswered after %s: %w", timeout, qctx.Err())
+	}
+	return n, err
 }

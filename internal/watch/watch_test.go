@@ -146,3 +146,69 @@ func TestLoopBacksOffAndStopsWithContext(t *testing.T) {
 		t.Fatalf("default retries %v, want [100ms 200ms] (and none reported after the context ended)", retries)
 	}
 }
+
+// A query that never answers (a server that accepts and says nothing, behind a
+// client with no deadline of its own) ends at the loop's Timeout, counts as an
+// error, and is asked again from index 0: the next answer is seen as a change.
+func TestLoopAbandonsAHungQuery(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var asked []uint64
+	var errs []error
+	var seen []uint64
+	Loop{
+		Query: func(qctx context.Context, idx uint64) (uint64, error) {
+			asked = append(asked, idx)
+			switch len(asked) {
+			case 1:
+				return 7, nil
+			case 2:
+				<-qctx.Done() // hung: only its context ends it
+				return 0, qctx.Err()
+			case 3:
+				return 7, nil
+			}
+			cancel()
+			return idx, nil
+		},
+		OnChange: func(n uint64) { seen = append(seen, n) },
+		Retry:    func(error, int) time.Duration { return time.Millisecond },
+		OnError:  func(err error, _ int, _ time.Duration) { errs = append(errs, err) },
+		Timeout:  50 * time.Millisecond,
+	}.Run(ctx)
+	if !slices.Equal(asked, []uint64{0, 7, 0, 7}) {
+		t.Errorf("asked with indexes %v, want [0 7 0 7]", asked)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], context.DeadlineExceeded) {
+		t.Errorf("errors %v, want one deadline", errs)
+	}
+	if !slices.Equal(seen, []uint64{7, 7}) {
+		t.Errorf("changes %v, want [7 7]: the answer after the hang is a change", seen)
+	}
+}
+
+// A query that ignores its context and answers only after the timeout still
+// counts as unanswered.
+func TestLoopLateAnswerIsAnError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errs []error
+	calls := 0
+	Loop{
+		Query: func(qctx context.Context, idx uint64) (uint64, error) {
+			calls++
+			if calls > 1 {
+				cancel()
+				return idx, nil
+			}
+			<-qctx.Done()
+			return 3, nil
+		},
+		Retry:   func(error, int) time.Duration { return time.Millisecond },
+		OnError: func(err error, _ int, _ time.Duration) { errs = append(errs, err) },
+		Timeout: 20 * time.Millisecond,
+	}.Run(ctx)
+	if len(errs) != 1 || !errors.Is(errs[0], context.DeadlineExceeded) {
+		t.Errorf("errors %v, want one deadline", errs)
+	}
+}

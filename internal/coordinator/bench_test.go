@@ -1,0 +1,149 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/deadline"
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// The coordinator's cost at scale, against the in-process emulator: a steady
+// pass over an idle cluster (what every resync and every wake-up costs), and the
+// cold start of a new leader (its first pass, reading every variable). Run with
+//
+//	go test ./internal/coordinator -run '^$' -bench Coordinator -benchmem
+//
+// Each prints ns/op and allocations, and the Nomad requests one operation sent.
+
+type benchCluster struct {
+	sim     *nomadsim.Sim
+	client  *api.Client
+	store   *store.Store
+	groups  []GroupSpec
+	counter *countingTransport
+}
+
+// countingTransport counts the requests sent to Nomad, and the variable writes.
+type countingTransport struct {
+	base           http.RoundTripper
+	requests, puts atomic.Int64
+}
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.requests.Add(1)
+	if r.Method == http.MethodPut && len(r.URL.Path) > len("/v1/var/") && r.URL.Path[:len("/v1/var/")] == "/v1/var/" {
+		t.puts.Add(1)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// newBenchCluster starts an emulator with hosts clients in ten node pools, one
+// group of concurrency 1 per pool, and a published record and an idle plan for
+// every host.
+func newBenchCluster(tb testing.TB, hosts int) *benchCluster {
+	tb.Helper()
+	pools := make([]string, 10)
+	groups := make([]GroupSpec, 10)
+	for i := range pools {
+		pools[i] = fmt.Sprintf("pool%d", i)
+		groups[i] = GroupSpec{Group: policy.Group{Name: pools[i], Concurrency: 1}, Filter: fmt.Sprintf("NodePool == %q", pools[i])}
+	}
+	// Heartbeats far apart: the emulator's own load stays out of the figures.
+	sim, err := nomadsim.New(nomadsim.Config{Clients: hosts, ClientPools: pools, HeartbeatTTL: time.Hour})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(sim.Close)
+	ct := &countingTransport{base: deadline.Wrap(http.DefaultTransport.(*http.Transport).Clone())}
+	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: ct}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(client.Close)
+	st := store.New(client.Variables(), "rollboot", "")
+	ctx := context.Background()
+	names := make(chan string)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range 16 {
+		wg.Go(func() {
+			for name := range names {
+				h, _ := sim.Host(name)
+				rec := store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient}}
+				if _, err := st.PutHost(ctx, rec); err != nil {
+					failed.Store(err)
+				}
+				// Every host has a plan, idle, as after a rollout.
+				plan := store.Plan{Host: h.Name, Phase: store.PhaseIdle, Group: "pool0", NodeID: h.NodeID}
+				if _, err := st.PutPlan(ctx, plan); err != nil {
+					failed.Store(err)
+				}
+			}
+		})
+	}
+	for i := 1; i <= hosts; i++ {
+		names <- fmt.Sprintf("client-%d", i)
+	}
+	close(names)
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		tb.Fatal(err)
+	}
+	return &benchCluster{sim: sim, client: client, store: st, groups: groups, counter: ct}
+}
+
+func (b *benchCluster) coordinator() *Coordinator {
+	return New(Options{Nodes: b.client.Nodes(), Store: store.New(b.client.Variables(), "rollboot", ""), Groups: b.groups,
+		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Resync: time.Minute})
+}
+
+func BenchmarkCoordinatorPass(b *testing.B) {
+	for _, hosts := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
+			cl := newBenchCluster(b, hosts)
+			co := cl.coordinator()
+			if err := co.ReconcileOnce(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			cl.counter.requests.Store(0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := co.ReconcileOnce(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cl.counter.requests.Load())/float64(b.N), "requests/op")
+		})
+	}
+}
+
+// BenchmarkCoordinatorColdStart is a new leader's first pass: every plan and
+// host record read for the first time.
+func BenchmarkCoordinatorColdStart(b *testing.B) {
+	for _, hosts := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
+			cl := newBenchCluster(b, hosts)
+			cl.counter.requests.Store(0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := cl.coordinator().ReconcileOnce(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cl.counter.requests.Load())/float64(b.N), "requests/op")
+		})
+	}
+}
