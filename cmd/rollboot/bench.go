@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,7 @@ func newBenchCmd() *cobra.Command {
 		o          bench.Options
 		hosts      string
 		logFile    string
+		cpuProfile string
 		logOptions logFlags
 	)
 	cmd := &cobra.Command{
@@ -60,6 +62,17 @@ was missed, figures depend on the machine (docs/performance.md).`,
 					return err
 				}
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			rep, err := bench.Run(ctx, o)
@@ -81,6 +94,7 @@ was missed, figures depend on the machine (docs/performance.md).`,
 	cmd.Flags().DurationVar(&o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")
 	cmd.Flags().IntVar(&o.Passes, "passes", 100, "reconcile passes timed at the largest host count")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write rollboot's own logs to this file")
+	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run (emulator, agents, coordinator) to this file")
 	logOptions.register(cmd)
 	return cmd
 }

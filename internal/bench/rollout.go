@@ -77,7 +77,10 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 	if deadline <= 0 {
 		deadline = 10*time.Minute + time.Duration(hosts)*time.Second
 	}
-	done, problem := c.waitFinished(ctx, deadline)
+	done, problem := c.waitFinished(ctx, deadline, func(n int) {
+		fmt.Fprintf(o.Out, "%s  %d hosts: %d cycles finished after %s\n", time.Now().UTC().Format("15:04:05"), hosts, n,
+			time.Since(start).Round(time.Second))
+	})
 	r.Wall = time.Since(start)
 	r.Emulator = c.sim.RequestStats()
 	r.Requests = r.Emulator.Requests - (c.own.n.Load() - ownBefore)
@@ -100,12 +103,13 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 }
 
 // waitFinished waits until every host has a history record and every plan is
-// idle, or deadline passes.
-func (c *cluster) waitFinished(ctx context.Context, deadline time.Duration) (bool, string) {
+// idle, or deadline passes; every 15s it tells progress how many cycles ended.
+func (c *cluster) waitFinished(ctx context.Context, deadline time.Duration, progress func(finished int)) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	lastShown := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,6 +119,10 @@ func (c *cluster) waitFinished(ctx context.Context, deadline time.Duration) (boo
 		// One list of the history, and the plans only once it is full: the
 		// bench's own reads stay few (they are counted apart anyway).
 		hist, _, err := c.api.Variables().PrefixList(c.st.Prefix()+"/history/", (&api.QueryOptions{}).WithContext(ctx))
+		if err == nil && time.Since(lastShown) >= 15*time.Second {
+			progress(len(hist))
+			lastShown = time.Now()
+		}
 		if err != nil || len(hist) < len(c.hosts) {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -127,7 +128,28 @@ func writeErr(w http.ResponseWriter, err error) {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
+	if raw, ok := v.(rawArray); ok {
+		raw.write(w)
+		return
+	}
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// rawArray is a JSON array of elements already encoded (cached node stubs),
+// written as is: json.Encoder would compact each element again.
+type rawArray []json.RawMessage
+
+func (a rawArray) write(w io.Writer) {
+	b := make([]byte, 0, 2+len(a)*512)
+	b = append(b, '[')
+	for i, e := range a {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	b = append(b, ']', '\n')
+	_, _ = w.Write(b)
 }
 
 // setIndex sets X-Nomad-Index. Nomad never sends index 0 for a read of an existing

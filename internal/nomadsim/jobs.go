@@ -400,18 +400,23 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			load[a.a.NodeID]++
 		}
 	}
+	// Each group's allocations in creation order, gathered in one walk (a
+	// group's placements below add only allocations of that group).
+	type groupKey struct{ ns, job, group string }
+	byGroup := map[groupKey][]*simAlloc{}
+	for _, id := range c.allocOrder {
+		sa := c.allocs[id]
+		k := groupKey{sa.a.Namespace, sa.a.JobID, sa.a.TaskGroup}
+		byGroup[k] = append(byGroup[k], sa)
+	}
 	for _, key := range c.jobOrder {
 		j := c.jobs[key]
 		for _, g := range j.spec.Groups {
 			var live, done []*simAlloc
 			var prev []*simAlloc // stopped allocs without a replacement yet
 			onNode := map[string]bool{}
-			for _, id := range c.allocOrder {
-				sa := c.allocs[id]
+			for _, sa := range byGroup[groupKey{j.spec.Namespace, j.spec.ID, g.Name}] {
 				a := sa.a
-				if a.JobID != j.spec.ID || a.Namespace != j.spec.Namespace || a.TaskGroup != g.Name {
-					continue
-				}
 				switch {
 				case !allocTerminal(a):
 					live = append(live, sa)

@@ -383,7 +383,7 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 			ids = slices.Clone(ids)
 			slices.Reverse(ids)
 		}
-		out := []json.RawMessage{}
+		out := rawArray{}
 		token = ""
 		for _, id := range ids {
 			if prefix != "" && !strings.HasPrefix(id, prefix) {

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,6 +74,32 @@ type varState struct {
 	epoch uint64
 	// topics wakes the blocking queries of what a write changes (watch.go).
 	topics *topics
+	// sorted are the keys in the id index's order; nil after a key was added
+	// or removed (sortedKeys).
+	sorted []varKey
+}
+
+func keyLess(a, b varKey) bool {
+	if a.ns != b.ns {
+		return a.ns < b.ns
+	}
+	return a.path < b.path
+}
+
+// sortedKeys are the keys of every variable, sorted by namespace, then path.
+func (v *varState) sortedKeys() []varKey {
+	if v.sorted == nil {
+		v.sorted = slices.SortedFunc(maps.Keys(v.vars), func(a, b varKey) int {
+			if keyLess(a, b) {
+				return -1
+			}
+			if keyLess(b, a) {
+				return 1
+			}
+			return 0
+		})
+	}
+	return v.sorted
 }
 
 func (v *varState) init() {
@@ -384,23 +411,23 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.blockingReadWatch(w, r, new(s.watchVarPrefix(ns, prefix)), func() (any, uint64, error) {
-		keys := make([]varKey, 0, len(s.vars.vars))
-		for k := range s.vars.vars {
-			if ns == "*" || k.ns == ns {
-				keys = append(keys, k)
-			}
+		// The state store iterates its id index from the prefix
+		// (GetVariablesByNamespaceAndPrefix): sorted by namespace, then path.
+		keys := s.vars.sortedKeys()
+		if ns != "*" {
+			from := sort.Search(len(keys), func(i int) bool { return !keyLess(keys[i], varKey{ns, prefix}) })
+			keys = keys[from:]
 		}
-		// The state store iterates its id index: sorted by namespace, then path.
-		sort.Slice(keys, func(i, j int) bool {
-			if keys[i].ns != keys[j].ns {
-				return keys[i].ns < keys[j].ns
-			}
-			return keys[i].path < keys[j].path
-		})
 		out := []*varJSON{}
 		next := ""
 		found := nextToken == ""
 		for _, k := range keys {
+			if ns != "*" && (k.ns != ns || !strings.HasPrefix(k.path, prefix)) {
+				break // past the prefix in the index
+			}
+			if !strings.HasPrefix(k.path, prefix) {
+				continue
+			}
 			v := s.vars.vars[k]
 			// paginator.NamespaceIDTokenizer: "<namespace>.<path>".
 			token := v.ns + "." + v.path
@@ -802,6 +829,8 @@ func (v *varState) setTxn(k varKey, items map[string]string, lock *varLock, idx 
 			return nil, zeroConflict(k)
 		}
 		nv.createIndex, nv.createTime = ex.createIndex, ex.createTime
+	} else {
+		v.sorted = nil
 	}
 	if nv.items == nil {
 		nv.items = map[string]string{}
@@ -839,6 +868,7 @@ func (v *varState) deleteTxn(k varKey, idx uint64) (deleted bool, conflict *simV
 		return false, zeroConflict(k)
 	}
 	delete(v.vars, k)
+	v.sorted = nil
 	v.tableIndex = idx
 	v.topics.varWrittenLocked(k)
 	return true, nil
