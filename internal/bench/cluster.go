@@ -66,13 +66,16 @@ func groupName(i int) string { return fmt.Sprintf("g%02d", i+1) }
 func policyHCL(spec clusterSpec) []byte {
 	var b strings.Builder
 	b.WriteString("state {\n  prefix = \"rollboot\"\n}\nagent {\n  reboot {\n    delay = \"0s\"\n  }\n}\n")
+	// Every cycle's history is kept: the figures are computed from it.
+	history := max(200, spec.hosts)
 	if spec.candidates {
 		// Production timings: only what an operator writes in a one-job deployment.
-		b.WriteString("coordinator {\n  enabled = true\n  agent_job = \"\"\n}\n")
+		fmt.Fprintf(&b, "coordinator {\n  enabled = true\n  agent_job = \"\"\n  history_size = %d\n}\n", history)
 	} else {
-		b.WriteString(`coordinator {
+		fmt.Fprintf(&b, `coordinator {
   enabled         = false
   agent_job       = ""
+  history_size    = %d
   lock_ttl        = "10s"
   resync_interval = "1s"
   rejoin_timeout  = "60s"
@@ -83,7 +86,7 @@ drain {
   retry_backoff     = "1s"
   retry_max_backoff = "10s"
 }
-`)
+`, history)
 	}
 	for i := 0; i < spec.groups; i++ {
 		fmt.Fprintf(&b, "group %q {\n  filter      = \"NodePool == \\\"%s\\\"\"\n  concurrency = %d\n}\n",

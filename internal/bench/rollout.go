@@ -77,13 +77,16 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 	if deadline <= 0 {
 		deadline = 10*time.Minute + time.Duration(hosts)*time.Second
 	}
-	done, problem := c.waitFinished(ctx, deadline, func(n int) {
+	done, problem := c.waitCycles(ctx, deadline, func(n int) {
 		fmt.Fprintf(o.Out, "%s  %d hosts: %d cycles finished after %s\n", time.Now().UTC().Format("15:04:05"), hosts, n,
 			time.Since(start).Round(time.Second))
 	})
 	r.Wall = time.Since(start)
 	r.Emulator = c.sim.RequestStats()
 	r.Requests = r.Emulator.Requests - (c.own.n.Load() - ownBefore)
+	if done {
+		done, problem = c.waitIdle(ctx, 2*time.Minute)
+	}
 	r.Completed, r.Problem = done, problem
 	for _, e := range c.sim.Events(firstEvent) {
 		countWrite(r, e)
@@ -102,9 +105,9 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 	return r, nil
 }
 
-// waitFinished waits until every host has a history record and every plan is
-// idle, or deadline passes; every 15s it tells progress how many cycles ended.
-func (c *cluster) waitFinished(ctx context.Context, deadline time.Duration, progress func(finished int)) (bool, string) {
+// waitCycles waits until every host has a history record (its cycle ended), or
+// deadline passes; every 15s it tells progress how many cycles ended.
+func (c *cluster) waitCycles(ctx context.Context, deadline time.Duration, progress func(finished int)) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	t := time.NewTicker(time.Second)
@@ -116,19 +119,32 @@ func (c *cluster) waitFinished(ctx context.Context, deadline time.Duration, prog
 			return false, fmt.Sprintf("the rollout did not finish within %s", deadline)
 		case <-t.C:
 		}
-		// One list of the history, and the plans only once it is full: the
-		// bench's own reads stay few (they are counted apart anyway).
+		// One list of the history a second: the bench's own reads stay few
+		// (they are counted apart anyway). The history keeps every cycle
+		// (history_size, policyHCL).
 		hist, _, err := c.api.Variables().PrefixList(c.st.Prefix()+"/history/", (&api.QueryOptions{}).WithContext(ctx))
 		if err == nil && time.Since(lastShown) >= 15*time.Second {
 			progress(len(hist))
 			lastShown = time.Now()
 		}
-		if err != nil || len(hist) < len(c.hosts) {
-			continue
+		if err == nil && len(hist) >= len(c.hosts) {
+			return true, ""
 		}
+	}
+}
+
+// waitIdle waits until every plan is idle (a cycle's history is written just
+// before its plan goes idle).
+func (c *cluster) waitIdle(ctx context.Context, timeout time.Duration) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
 		plans, err := c.st.Plans(ctx)
 		if err == nil && allIdle(plans) {
 			return true, ""
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return false, fmt.Sprintf("every cycle ended, but not every plan was idle within %s", timeout)
 		}
 	}
 }

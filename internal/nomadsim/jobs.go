@@ -127,7 +127,10 @@ func (j *simJob) group(name string) *GroupSpec {
 
 // simAlloc is an allocation and the times at which its client moves it on.
 type simAlloc struct {
-	a        *api.Allocation
+	a *api.Allocation
+	// nameIdx is the index in the allocation's name ("job.group[3]"), parsed
+	// once (nameIndex); -1 until then.
+	nameIdx  int
 	job      *simJob
 	startAt  time.Time // pending → running
 	stopAt   time.Time // desired stop → complete
@@ -446,7 +449,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			need := g.Count - len(live) - len(done)
 			used := map[int]bool{}
 			for _, sa := range append(slices.Clone(live), done...) {
-				used[allocIndex(sa.a)] = true
+				used[sa.nameIndex()] = true
 			}
 			for ; need > 0; need-- {
 				var best *simNode
@@ -466,8 +469,8 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 					p, prev = prev[0], prev[1:]
 				}
 				n := 0
-				if p != nil && !used[allocIndex(p.a)] {
-					n = allocIndex(p.a)
+				if p != nil && !used[p.nameIndex()] {
+					n = p.nameIndex()
 				} else {
 					for used[n] {
 						n++
@@ -483,6 +486,14 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 
 func jobInPool(j *simJob, n *api.Node) bool {
 	return j.spec.NodePool == "" || j.spec.NodePool == "all" || j.spec.NodePool == n.NodePool
+}
+
+// nameIndex is allocIndex of the allocation, parsed once: a name never changes.
+func (sa *simAlloc) nameIndex() int {
+	if sa.nameIdx < 0 {
+		sa.nameIdx = allocIndex(sa.a)
+	}
+	return sa.nameIdx
 }
 
 func allocIndex(a *api.Allocation) int {
@@ -523,7 +534,7 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 		prev.a.NextAllocation = a.ID
 		c.touchAllocLocked(s, prev.a)
 	}
-	sa := &simAlloc{a: a, job: j, startAt: now.Add(s.cfg.MigrateTime)}
+	sa := &simAlloc{a: a, job: j, nameIdx: n, startAt: now.Add(s.cfg.MigrateTime)}
 	sa.healthDeadline = now.Add(sa.healthyDeadline(s))
 	c.allocs[a.ID] = sa
 	c.allocOrder = append(c.allocOrder, a.ID)

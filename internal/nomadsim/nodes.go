@@ -41,6 +41,8 @@ type clusterState struct {
 	topics *topics
 	// cache holds what the node list computes from each node (nodecache.go).
 	cache nodeCache
+	// byHost are the nodes in host order (sortedNodesLocked).
+	byHost []*simNode
 
 	drainRound uint64 // drainer rounds so far (drain.go)
 }
@@ -669,13 +671,19 @@ func validateNodeMeta(meta map[string]*string) error {
 	return nil
 }
 
-// sortedNodesLocked returns the nodes in host order.
+// sortedNodesLocked returns the nodes in host order. Hosts keep their order and
+// nodes are never removed, so the order is computed again only when a node
+// registered; callers must not modify the slice.
 func (c *clusterState) sortedNodesLocked(s *Sim) []*simNode {
+	if len(c.byHost) == len(c.nodes) {
+		return c.byHost
+	}
 	out := make([]*simNode, 0, len(c.nodes))
 	for _, h := range s.sortedHostsLocked() {
 		if sn, ok := c.nodes[h.NodeID]; ok && h.NodeID != "" {
 			out = append(out, sn)
 		}
 	}
+	c.byHost = out
 	return out
 }

@@ -20,6 +20,11 @@ type RequestStats struct {
 	Requests uint64        // requests answered
 	Busy     time.Duration // time inside the handlers, blocking-query sleeps excluded
 	P50, P99 time.Duration // busy time of one request
+	// Background is the time of the periodic rounds that make the cluster
+	// live (the clients, the drainer and the scheduler, heartbeats, autopilot),
+	// from their tick to the end of their round, waiting for the state lock
+	// included. They hold the state lock: requests wait for them.
+	Background time.Duration
 }
 
 // maxReqSamples bounds the per-request samples kept for the percentiles; past
@@ -27,10 +32,17 @@ type RequestStats struct {
 const maxReqSamples = 1 << 18
 
 type reqStats struct {
-	mu      sync.Mutex
-	n       uint64
-	busy    time.Duration
-	samples []time.Duration
+	mu          sync.Mutex
+	n           uint64
+	busy        time.Duration
+	samples     []time.Duration
+	backgroundT time.Duration
+}
+
+func (r *reqStats) background(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.backgroundT += d
 }
 
 func (r *reqStats) record(d time.Duration) {
@@ -70,7 +82,7 @@ func (s *Sim) timed(next http.Handler) http.Handler {
 func (s *Sim) RequestStats() RequestStats {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
-	out := RequestStats{Requests: s.reqs.n, Busy: s.reqs.busy}
+	out := RequestStats{Requests: s.reqs.n, Busy: s.reqs.busy, Background: s.reqs.backgroundT}
 	if len(s.reqs.samples) > 0 {
 		sorted := slices.Clone(s.reqs.samples)
 		slices.Sort(sorted)
@@ -84,5 +96,5 @@ func (s *Sim) RequestStats() RequestStats {
 func (s *Sim) ResetRequestStats() {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
-	s.reqs.n, s.reqs.busy, s.reqs.samples = 0, 0, nil
+	s.reqs.n, s.reqs.busy, s.reqs.samples, s.reqs.backgroundT = 0, 0, nil, 0
 }

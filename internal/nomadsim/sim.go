@@ -527,6 +527,7 @@ func (s *Sim) every(d time.Duration, fn func(now time.Time)) {
 					fn(now)
 				}
 				s.mu.Unlock()
+				s.reqs.background(time.Since(now))
 			}
 		}
 	}()
