@@ -100,7 +100,7 @@ func (rep *Report) Rows() []Row {
 	for _, r := range rep.Rollouts {
 		e := r.Emulator
 		add("emulator's own time (rollout)", r.Hosts,
-			fmt.Sprintf("requests %.0f%% of one core (%s in %s; p50 %s, p99 %s; %d requests), its own rounds %.0f%%",
+			fmt.Sprintf("requests %.0f%% of one core (%s in %s; p50 %s, p99 %s; %d requests), cluster rounds %.0f%% (waits for the lock and CPU included)",
 				100*e.Busy.Seconds()/max(r.Wall.Seconds(), 1e-9), dur(e.Busy), dur(r.Wall), ms(e.P50), ms(e.P99), e.Requests,
 				100*e.Background.Seconds()/max(r.Wall.Seconds(), 1e-9)),
 			"not the bottleneck", "info")

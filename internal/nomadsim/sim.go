@@ -443,14 +443,21 @@ func (s *Sim) Close() {
 		s.main.close()
 	}
 	s.mu.Lock()
+	// The listeners close side by side: each waits up to its shutdown timeout
+	// for queries that cannot end while s.mu is held, so one after the other
+	// a cluster of a thousand hosts would take minutes to close.
+	var lis []*listener
 	for _, h := range s.hosts {
 		if h.lis != nil {
-			h.lis.close()
+			lis = append(lis, h.lis)
 		}
 	}
-	for _, l := range s.auxListenersLocked() {
-		l.close()
+	lis = append(lis, s.auxListenersLocked()...)
+	var wg sync.WaitGroup
+	for _, l := range lis {
+		wg.Go(l.close)
 	}
+	wg.Wait()
 	s.mu.Unlock()
 	s.wg.Wait()
 	if s.ownStateDir {
