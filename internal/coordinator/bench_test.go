@@ -118,9 +118,12 @@ func BenchmarkCoordinatorPass(b *testing.B) {
 			if err := co.ReconcileOnce(b.Context()); err != nil {
 				b.Fatal(err)
 			}
-			// As in Run, the node watch has read the list once (the cluster
-			// is idle: it does not change).
+			// As in Run, the node and host record watches have answered once
+			// (the cluster is idle: nothing changes).
 			if _, err := co.watchNodes(b.Context(), 0); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := co.watchVars(b.Context(), 0); err != nil {
 				b.Fatal(err)
 			}
 			cl.counter.requests.Store(0)

@@ -109,6 +109,9 @@ type Coordinator struct {
 	// nodeCache: the node list as the watch last read it, and the nodes'
 	// groups (nodes.go).
 	nodeCache nodeCache
+	// hostsCache: the host records while the host watch sees no change
+	// (hostscache.go).
+	hostsCache hostsCache
 
 	metrics *passMetrics
 	overrun Overrun
@@ -156,6 +159,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.nodeCache.forget() // another coordinator may have written since we last led
+	c.hostsCache.failed() // no watch of this term has answered yet
 	c.startWatches(ctx, &wg, poke)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
 	defer allocs.stop()
@@ -221,7 +225,13 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
-	return c.opt.Store.WatchHosts(ctx, idx, 5*time.Minute)
+	n, err := c.opt.Store.WatchHosts(ctx, idx, 5*time.Minute)
+	if err != nil {
+		c.hostsCache.failed() // passes read the records themselves
+		return n, err
+	}
+	c.hostsCache.answered(n != idx) // a pass reads them again after a change (hostscache.go)
+	return n, nil
 }
 
 func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {

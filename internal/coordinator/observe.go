@@ -57,7 +57,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	st := c.opt.Store
-	recs, badRecs, _, err := st.HostsChecked(ctx, 0, 0)
+	recs, badRecs, err := c.hostRecords(ctx)
 	if err != nil {
 		return nil, err
 	}
