@@ -158,7 +158,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.nodeCache.forget() // another coordinator may have written since we last led
+	c.nodeCache.forget()  // another coordinator may have written since we last led
 	c.hostsCache.failed() // no watch of this term has answered yet
 	c.startWatches(ctx, &wg, poke)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
