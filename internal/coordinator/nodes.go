@@ -149,7 +149,7 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	}
 	var only []string // nil: every node
 	if prev != nil && len(changed) <= maxTargetedNodes {
-		only = changed
+		only = append([]string{}, changed...) // none (nodes only went): ask nothing
 	}
 	found, err := c.membersOf(ctx, list, only)
 	if err != nil {
