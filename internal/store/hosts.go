@@ -53,7 +53,7 @@ func (s *Store) HostsChecked(ctx context.Context, index uint64, wait time.Durati
 		s.mu.Lock()
 		c, ok := s.hosts[m.Path]
 		s.mu.Unlock()
-		if v, read := fresh[m.Path]; read || !ok {
+		if v, isFresh := fresh[m.Path]; isFresh || !ok {
 			if v == nil {
 				continue // deleted since the list
 			}
