@@ -49,8 +49,12 @@ func (c *Coordinator) stepFailed(step, parent context.Context, err error) error 
 	return err
 }
 
-// carryOutBounded carries one host's decision out within its own step.
+// carryOutBounded carries one host's decision out within its own step. A
+// decision that writes nothing costs nothing: most hosts, most passes.
 func (c *Coordinator) carryOutBounded(ctx context.Context, in Input, d Decision) error {
+	if !d.changes() && !cancelDone(in, d.Plan) {
+		return nil
+	}
 	hctx, cancel := c.stepContext(ctx)
 	defer cancel()
 	if err := c.carryOut(hctx, in, d); err != nil {

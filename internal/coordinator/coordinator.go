@@ -106,6 +106,13 @@ type Coordinator struct {
 	agentAllocs *AgentAllocs
 	ignored     []store.BadRecord
 
+	// nodeCache: the node list as the watch last read it, and the nodes'
+	// groups (nodes.go).
+	nodeCache nodeCache
+	// hostsCache: the host records while the host watch sees no change
+	// (hostscache.go).
+	hostsCache hostsCache
+
 	metrics *passMetrics
 	overrun Overrun
 	// changed: a pass applied a change (wake.go: the next pass runs at once).
@@ -128,6 +135,9 @@ func New(opt Options) *Coordinator {
 		c.opt.Resync = 30 * time.Second
 	}
 	c.metrics = newPassMetrics(c.opt.Registry)
+	if c.opt.Nodes != nil {
+		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, cache: &c.nodeCache}
+	}
 	return c
 }
 
@@ -148,6 +158,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	c.nodeCache.forget()  // another coordinator may have written since we last led
+	c.hostsCache.failed() // no watch of this term has answered yet
 	c.startWatches(ctx, &wg, poke)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
 	defer allocs.stop()
@@ -213,7 +225,13 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
-	return c.opt.Store.WatchHosts(ctx, idx, 5*time.Minute)
+	n, err := c.opt.Store.WatchHosts(ctx, idx, 5*time.Minute)
+	if err != nil {
+		c.hostsCache.failed() // passes read the records themselves
+		return n, err
+	}
+	c.hostsCache.answered(n != idx) // a pass reads them again after a change (hostscache.go)
+	return n, nil
 }
 
 func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
@@ -228,10 +246,12 @@ func (c *Coordinator) watchRequests(ctx context.Context, idx uint64) (uint64, er
 
 func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error) {
 	q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
-	_, meta, err := c.opt.Nodes.List(q)
+	list, meta, err := c.opt.Nodes.List(q)
 	if err != nil {
+		c.nodeCache.setList(nil, 0) // not known to be current: passes read it
 		return 0, err
 	}
+	c.nodeCache.setList(list, meta.LastIndex) // the next pass takes it (nodes.go)
 	return meta.LastIndex, nil
 }
 

@@ -231,3 +231,50 @@ func TestSlotHandOff(t *testing.T) {
 		})
 	}
 }
+
+// A pass sets the series of the hosts that changed only, and the result is the
+// same as setting them all: a host that moved has its new phase, one gone has no
+// series left, one whose record went has no reboot-required series.
+func TestStateMetricsExportOnlyChanges(t *testing.T) {
+	m := newStateMetrics(prometheus.NewRegistry())
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, groups := metricsSnapshot(now)
+	m.export(s, groups)
+
+	s, groups = metricsSnapshot(now)
+	s.plans["a"] = store.Plan{Host: "a", Phase: store.PhaseRebooting}
+	s.hosts["b"].rec = nil
+	delete(s.hosts, "c")
+	delete(s.plans, "c")
+	s.names = []string{"a", "b", "d"}
+	m.export(s, groups)
+	checks := []struct {
+		name string
+		c    prometheus.Collector
+		want float64
+	}{
+		{"a rebooting", m.hostPhase.WithLabelValues("a", "rebooting"), 1},
+		{"a not draining", m.hostPhase.WithLabelValues("a", "draining"), 0},
+		{"b pending", m.hostPhase.WithLabelValues("b", "pending"), 1},
+		{"d idle", m.hostPhase.WithLabelValues("d", "idle"), 1},
+	}
+	for _, c := range checks {
+		if got := testutil.ToFloat64(c.c); got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.hostPhase); n != 3*len(phases) {
+		t.Errorf("host phase series = %d, want %d (c's gone)", n, 3*len(phases))
+	}
+	if n := testutil.CollectAndCount(m.rebootReq); n != 1 {
+		t.Errorf("reboot required series = %d, want 1 (a's only)", n)
+	}
+	// A new term starts from nothing.
+	m.lead(false)
+	m.lead(true)
+	s, groups = metricsSnapshot(now)
+	m.export(s, groups)
+	if n := testutil.CollectAndCount(m.hostPhase); n != 4*len(phases) {
+		t.Errorf("host phase series after a new term = %d, want %d", n, 4*len(phases))
+	}
+}

@@ -57,7 +57,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	st := c.opt.Store
-	recs, badRecs, _, err := st.HostsChecked(ctx, 0, 0)
+	recs, badRecs, err := c.hostRecords(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -133,39 +133,6 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 		}
 	}
 	s.names = sortedKeys(s.hosts)
-}
-
-// readNodes lists every node, and the nodes of each group with Nomad's own filter
-// (evaluated by Nomad on the full node, so Meta and Attributes work), first match wins.
-func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListStub, map[string]string, error) {
-	q := (&api.QueryOptions{}).WithContext(ctx)
-	list, _, err := c.opt.Nodes.List(q)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list nodes: %w", err)
-	}
-	nodes := make(map[string]*api.NodeListStub, len(list))
-	for _, n := range list {
-		nodes[n.ID] = n
-	}
-	groupOf := map[string]string{}
-	for _, g := range c.opt.Groups {
-		var members []*api.NodeListStub
-		if g.Filter == "" {
-			members = list
-		} else {
-			q := (&api.QueryOptions{Filter: g.Filter}).WithContext(ctx)
-			members, _, err = c.opt.Nodes.List(q)
-			if err != nil {
-				return nil, nil, fmt.Errorf("list nodes of group %s: %w", g.Name, err)
-			}
-		}
-		for _, n := range members {
-			if _, ok := groupOf[n.ID]; !ok {
-				groupOf[n.ID] = g.Name
-			}
-		}
-	}
-	return nodes, groupOf, nil
 }
 
 // readNodeDetails reads what the node list does not say and a phase needs: the

@@ -14,6 +14,11 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 )
 
+// MaxIdleConnsPerHost is how many idle connections to the Nomad servers a
+// client keeps: the reads a new leader runs at once (16), its watches and a
+// margin.
+const MaxIdleConnsPerHost = 32
+
 // NomadClient builds a nomad/api client whose every request has a deadline. It
 // builds the http.Client nomad/api would (api.go defaultHttpClient,
 // defaultUDSClient, ConfigureTLS), with Transport around it; nomad/api ignores
@@ -26,6 +31,11 @@ func NomadClient(cfg *nomadapi.Config) (*nomadapi.Client, error) {
 		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		// Keep a connection for each request that may run at once (a new
+		// leader's parallel reads, the watches' blocking queries): with the
+		// default two, every burst opens and closes connections (and TLS
+		// handshakes) by the dozen.
+		tr.MaxIdleConnsPerHost = MaxIdleConnsPerHost
 		if u.Scheme == "unix" {
 			path := u.EscapedPath()
 			tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
+	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
@@ -439,20 +440,21 @@ type Point struct {
 }
 
 // demoClusters are the coordinator's clients of the three server clusters.
+// Every request they send has a deadline, as in a deployment (package deadline).
 func demoClusters(sim *nomadsim.Sim) (*daemon.Clusters, error) {
-	n, err := api.NewClient(&api.Config{Address: sim.Address()})
+	n, err := deadline.NomadClient(&api.Config{Address: sim.Address()})
 	if err != nil {
 		return nil, err
 	}
 	cc := consulapi.DefaultConfig()
 	cc.Address = sim.ConsulAddress()
-	c, err := consulapi.NewClient(cc)
+	c, err := deadline.ConsulClient(cc)
 	if err != nil {
 		return nil, err
 	}
 	vc := vaultapi.DefaultConfig()
 	vc.Address = sim.VaultAddress()
-	v, err := vaultapi.NewClient(vc)
+	v, err := vaultapi.NewClient(deadline.VaultConfig(vc))
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +469,7 @@ func hostLocal(h nomadsim.Host) (*discovery.Local, error) {
 	if h.ConsulAddr != "" {
 		cc := consulapi.DefaultConfig()
 		cc.Address = "http://" + h.ConsulAddr
-		c, err := consulapi.NewClient(cc)
+		c, err := deadline.ConsulClient(cc)
 		if err != nil {
 			return nil, err
 		}
@@ -477,7 +479,7 @@ func hostLocal(h nomadsim.Host) (*discovery.Local, error) {
 		vc := vaultapi.DefaultConfig()
 		vc.Address = "http://" + h.VaultAddr
 		vc.MaxRetries = 0
-		v, err := vaultapi.NewClient(vc)
+		v, err := vaultapi.NewClient(deadline.VaultConfig(vc))
 		if err != nil {
 			return nil, err
 		}

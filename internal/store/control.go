@@ -281,18 +281,32 @@ func (s *Store) readControl(ctx context.Context) (Control, error) {
 	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
 	c.hostIdx = map[string]uint64{}
 	seen := map[string]bool{}
+	// Read what changed since the cache (everything, the first time: many
+	// hosts asked for at once), in parallel.
+	var stale []string
+	s.mu.Lock()
+	for _, m := range metas {
+		if cc, ok := s.controls[m.Path]; !ok || cc.modify != m.ModifyIndex {
+			stale = append(stale, m.Path)
+		}
+	}
+	s.mu.Unlock()
+	read, err := s.readEach(ctx, stale)
+	if err != nil {
+		return Control{}, err
+	}
+	fresh := make(map[string]*api.Variable, len(stale))
+	for i, v := range read {
+		fresh[stale[i]] = v
+	}
 	for _, m := range metas {
 		seen[m.Path] = true
 		s.mu.Lock()
 		cc, ok := s.controls[m.Path]
 		s.mu.Unlock()
-		if !ok || cc.modify != m.ModifyIndex {
-			v, _, err := s.read(ctx, m.Path, 0, 0)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return Control{}, err
+		if v, isFresh := fresh[m.Path]; isFresh || !ok {
+			if v == nil {
+				continue // deleted since the list
 			}
 			hc, problems := decodeHostControl(v)
 			cc = cachedControl{modify: v.ModifyIndex, hc: hc, problems: problems}

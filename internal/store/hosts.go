@@ -30,18 +30,32 @@ func (s *Store) HostsChecked(ctx context.Context, index uint64, wait time.Durati
 	out := make([]HostRecord, 0, len(metas))
 	var bad []BadRecord
 	seen := make(map[string]bool, len(metas))
+	// Read what changed since the cache (everything, the first time), in
+	// parallel.
+	var stale []string
+	s.mu.Lock()
+	for _, m := range metas {
+		if c, ok := s.hosts[m.Path]; !ok || c.modify != m.ModifyIndex {
+			stale = append(stale, m.Path)
+		}
+	}
+	s.mu.Unlock()
+	read, err := s.readEach(ctx, stale)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	fresh := make(map[string]*api.Variable, len(stale))
+	for i, v := range read {
+		fresh[stale[i]] = v
+	}
 	for _, m := range metas {
 		seen[m.Path] = true
 		s.mu.Lock()
 		c, ok := s.hosts[m.Path]
 		s.mu.Unlock()
-		if !ok || c.modify != m.ModifyIndex {
-			v, _, err := s.read(ctx, m.Path, 0, 0)
-			if errors.Is(err, ErrNotFound) {
+		if v, isFresh := fresh[m.Path]; isFresh || !ok {
+			if v == nil {
 				continue // deleted since the list
-			}
-			if err != nil {
-				return nil, nil, 0, err
 			}
 			c = cachedHost{modify: v.ModifyIndex}
 			rec, err := decodeHost(v)
@@ -116,13 +130,17 @@ func (s *Store) PlansChecked(ctx context.Context) (map[string]Plan, []BadRecord,
 	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
 	out := make(map[string]Plan, len(metas))
 	var bad []BadRecord
-	for _, m := range metas {
-		v, _, err := s.read(ctx, m.Path, 0, 0)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
+	paths := make([]string, len(metas))
+	for i, m := range metas {
+		paths[i] = m.Path
+	}
+	vars, err := s.readEach(ctx, paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, v := range vars {
+		if v == nil {
+			continue // deleted since the list
 		}
 		p, err := decodePlan(v)
 		switch {

@@ -1,0 +1,94 @@
+package coordinator
+
+import (
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// hostLists counts the lists of host records that are not blocking queries.
+type hostLists struct {
+	base http.RoundTripper
+	n    atomic.Int64
+}
+
+func (h *hostLists) RoundTrip(r *http.Request) (*http.Response, error) {
+	q := r.URL.Query()
+	if r.URL.Path == "/v1/vars" && q.Get("prefix") == "rollboot/hosts/" && q.Get("index") == "" {
+		h.n.Add(1)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// A pass reads the host records again only when the host watch saw them change
+// since the last pass read them; without a live watch it reads them every time.
+func TestHostRecordsReadOnlyAfterAChange(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	lists := &hostLists{base: http.DefaultTransport}
+	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: lists}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := t.Context()
+	st := store.New(client.Variables(), "rollboot", "")
+	if _, err := st.PutHost(ctx, store.HostRecord{Host: "a", BootID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	co := New(Options{Nodes: client.Nodes(), Store: st})
+	read := func(want string) {
+		t.Helper()
+		recs, _, err := co.hostRecords(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || recs[0].BootID != want {
+			t.Fatalf("records %+v, want a with boot %s", recs, want)
+		}
+	}
+	expectLists := func(want int64, what string) {
+		t.Helper()
+		if got := lists.n.Swap(0); got != want {
+			t.Fatalf("%s: %d lists, want %d", what, got, want)
+		}
+	}
+
+	read("b1")
+	read("b1")
+	expectLists(2, "no watch: every pass reads")
+	idx, err := co.watchVars(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read("b1")
+	read("b1")
+	read("b1")
+	expectLists(2, "the watch's first answer, then a pass reads once")
+
+	rec, _ := st.Host(ctx, "a")
+	rec.BootID = "b2"
+	if _, err := st.PutHost(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if idx2, err := co.watchVars(ctx, idx); err != nil || idx2 == idx {
+		t.Fatalf("watch: %d, %v; want a change past %d", idx2, err, idx)
+	}
+	read("b2")
+	read("b2")
+	expectLists(1, "after a change seen by the watch: read once")
+
+	co.hostsCache.failed()
+	read("b2")
+	read("b2")
+	expectLists(2, "watch failed: every pass reads")
+}

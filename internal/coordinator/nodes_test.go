@@ -1,0 +1,126 @@
+package coordinator
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// nodeLists records the node lists sent (their filter, "" for the whole list).
+type nodeLists struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	sent []string
+}
+
+func (n *nodeLists) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == "/v1/nodes" && r.URL.Query().Get("index") == "" {
+		n.mu.Lock()
+		n.sent = append(n.sent, r.URL.Query().Get("filter"))
+		n.mu.Unlock()
+	}
+	return n.base.RoundTrip(r)
+}
+
+func (n *nodeLists) take() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := n.sent
+	n.sent = nil
+	return out
+}
+
+// A pass takes the node list the watch read, unless it is older than the
+// coordinator's own last node write; group members are asked of Nomad again
+// only for the nodes that changed, with their IDs added to each group's
+// filter, and a change of meta moves a node to the group whose filter now
+// matches it, as Nomad evaluates it.
+func TestOneNodeListPerPass(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 4, HeartbeatTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	lists := &nodeLists{base: http.DefaultTransport}
+	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: lists}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := t.Context()
+	st := store.New(client.Variables(), "rollboot", "")
+	if err := sim.SetNodeMeta("client-1", map[string]string{"tier": "db"}); err != nil {
+		t.Fatal(err)
+	}
+	co := New(Options{Nodes: client.Nodes(), Store: st, Resync: time.Hour,
+		Groups: []GroupSpec{
+			{Group: policy.Group{Name: "db", Concurrency: 1}, Filter: `Meta.tier == "db"`},
+			{Group: policy.Group{Name: "rest", Concurrency: 1}},
+		},
+		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	groups := func() map[string]string {
+		t.Helper()
+		nodes, groupOf, err := co.readNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for id, g := range groupOf {
+			out[nodes[id].Name] = g
+		}
+		return out
+	}
+	h1, _ := sim.Host("client-1")
+	h2, _ := sim.Host("client-2")
+
+	// First pass, no watch yet: the whole list and each filtered group.
+	if g := groups(); g["client-1"] != "db" || g["client-2"] != "rest" || len(g) != 4 {
+		t.Fatalf("groups %v", g)
+	}
+	if got := lists.take(); len(got) != 2 || got[0] != "" || got[1] != `Meta.tier == "db"` {
+		t.Fatalf("first pass listed %q, want the list and the db group's", got)
+	}
+	// The watch reads the list: the next pass takes it, and since nothing
+	// changed asks nothing of the groups.
+	if _, err := co.watchNodes(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	lists.take()
+	groups()
+	if got := lists.take(); len(got) != 0 {
+		t.Fatalf("a pass with nothing changed listed %q", got)
+	}
+	// A write of ours makes the list it has too old: read again; one node
+	// changed, so only it is asked for, by ID.
+	if _, err := co.opt.Nodes.ToggleEligibility(h2.NodeID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	groups()
+	want := `(Meta.tier == "db") and (ID == "` + h2.NodeID + `")`
+	if got := lists.take(); len(got) != 2 || got[0] != "" || got[1] != want {
+		t.Fatalf("after a write listed %q, want the list and %q", got, want)
+	}
+	// A change of meta moves nodes (no watch ran since: the pass lists).
+	if err := sim.SetNodeMeta("client-2", map[string]string{"tier": "db"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetNodeMeta("client-1", map[string]string{"tier": ""}); err != nil {
+		t.Fatal(err)
+	}
+	g := groups()
+	if g["client-1"] != "rest" || g["client-2"] != "db" || g["client-3"] != "rest" {
+		t.Fatalf("after meta changes: groups %v", g)
+	}
+	got := lists.take()
+	if len(got) != 2 || !strings.Contains(got[1], h1.NodeID) || !strings.Contains(got[1], h2.NodeID) || strings.Count(got[1], "ID ==") != 2 {
+		t.Fatalf("after meta changes listed %q, want the list and the two changed nodes", got)
+	}
+}

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// ReadParallelism bounds the variables read at once when many must be read (a
+// new leader loading every plan and host record): one GET per variable in
+// sequence took seconds at a thousand hosts, and an unbounded burst would put
+// thousands of requests on the Nomad servers at once.
+const ReadParallelism = 16
+
+// readEach reads the variables at paths, at most ReadParallelism at a time, and
+// returns them in the order of paths; a variable deleted since it was listed is
+// nil. The first error other than ErrNotFound is returned (the reads not started
+// yet are skipped then). Every worker has returned when it returns.
+func (s *Store) readEach(ctx context.Context, paths []string) ([]*api.Variable, error) {
+	out := make([]*api.Variable, len(paths))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	next := make(chan int)
+	for range min(ReadParallelism, len(paths)) {
+		wg.Go(func() {
+			for i := range next {
+				v, _, err := s.read(ctx, paths[i], 0, 0)
+				if err == nil {
+					out[i] = v
+					continue
+				}
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				mu.Lock()
+				if first == nil {
+					first = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range paths {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return out, first
+}
