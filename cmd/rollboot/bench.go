@@ -88,7 +88,7 @@ was missed, figures depend on the machine (docs/performance.md).`,
 	}
 	cmd.Flags().StringVar(&hosts, "hosts", "100,1000,5000", "host counts to measure, comma-separated")
 	cmd.Flags().IntVar(&o.Groups, "groups", 10, "groups (one node pool each)")
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 10, "hosts of a group rebooting at once")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 5, "hosts of a group rebooting at once")
 	cmd.Flags().IntVar(&o.RolloutMax, "rollout-max", 1000, "largest host count that runs a full rollout; above it the coordinator alone is measured")
 	cmd.Flags().DurationVar(&o.Idle, "idle", time.Minute, "length of the idle windows (requests on an idle cluster, agent CPU)")
 	cmd.Flags().DurationVar(&o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")

@@ -21,7 +21,7 @@ import (
 type Options struct {
 	Hosts       []int // host counts (Nomad clients); default 100, 1000, 5000
 	Groups      int   // groups, one node pool each; default 10
-	Concurrency int   // hosts of a group out of service at once; default 10
+	Concurrency int   // hosts of a group out of service at once; default 5
 	// RolloutMax is the largest host count that runs a full rollout and the
 	// idle-load measurement; above it only the coordinator is measured.
 	// Default 1000.
@@ -46,7 +46,7 @@ func (o *Options) defaults() {
 		o.Groups = 10
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 10
+		o.Concurrency = 5
 	}
 	if o.RolloutMax <= 0 {
 		o.RolloutMax = 1000

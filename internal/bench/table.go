@@ -42,9 +42,13 @@ func (rep *Report) Rows() []Row {
 			verdict(r.LowerBound > 0 && ratio <= 1.05))
 	}
 	for _, r := range rep.Rollouts {
+		if len(r.HandOff) == 0 {
+			add("slot hand-off p50 / p99", r.Hosts, "none: every host had a free slot", "p99 <= 500ms", "info")
+			continue
+		}
 		p99 := percentile(r.HandOff, 0.99)
-		add("slot hand-off p50 / p99", r.Hosts, fmt.Sprintf("%s / %s", ms(percentile(r.HandOff, 0.5)), ms(p99)), "p99 <= 500ms",
-			verdict(len(r.HandOff) > 0 && p99 <= 500*time.Millisecond))
+		add("slot hand-off p50 / p99", r.Hosts, fmt.Sprintf("%s / %s (%d hand-offs)", ms(percentile(r.HandOff, 0.5)), ms(p99), len(r.HandOff)),
+			"p99 <= 500ms", verdict(p99 <= 500*time.Millisecond))
 	}
 	for _, r := range rep.Rollouts {
 		p99 := percentile(r.SentinelToPend, 0.99)
