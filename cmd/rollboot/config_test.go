@@ -20,11 +20,11 @@ import (
 
 // The configuration is compiled (checked and typed) in exactly one place of the
 // release binary: configFlags.load, called once per command. Everything else takes the
-// compiled configuration as is. The emulator, the demo and the tests are left
-// out: they load their own configurations.
+// compiled configuration as is. The emulator, the demo, the benchmark and the tests
+// are left out: they load their own configurations.
 func TestConfigCompiledInOnePlace(t *testing.T) {
 	skip := []string{"internal/config", "internal/nomadsim", "internal/simhost", "internal/demo", "internal/invariants",
-		"internal/e2e", "internal/deploytest"}
+		"internal/e2e", "internal/deploytest", "internal/bench"}
 	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
 	var calls, loads []string
