@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/rollboot/rollboot/internal/store"
@@ -53,7 +54,8 @@ func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []st
 	h.mu.Lock()
 	gen, live := h.gen, h.live
 	if live && h.kept && h.at == gen {
-		recs, bad := h.recs, h.bad
+		// Clipped: a caller's append must not write into the kept arrays.
+		recs, bad := slices.Clip(h.recs), slices.Clip(h.bad)
 		h.mu.Unlock()
 		return recs, bad, nil
 	}
@@ -69,5 +71,5 @@ func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []st
 		h.recs, h.bad, h.at, h.kept = recs, bad, gen, true
 	}
 	h.mu.Unlock()
-	return recs, bad, nil
+	return slices.Clip(recs), slices.Clip(bad), nil
 }
