@@ -2,8 +2,8 @@
 // (in this process, one agent per simulated host, as the demo runs them)
 // against the Nomad emulator, at given host counts, and prints every figure of
 // the scale goals in one table with the goal beside each, and a Kured-style
-// baseline for the same work. The machines' timings are scaled (package
-// comment of cluster.go): Nomad's protocol is not.
+// baseline for the same work. The machines' timings are scaled (cluster.go):
+// Nomad's protocol is not.
 package bench
 
 import (

@@ -20,9 +20,8 @@ type Coord struct {
 	Passes    []time.Duration // back-to-back passes of a coordinator that has led a while
 	// RSS is the peak resident set (VmHWM) of a `rollboot coordinator` process
 	// that led the same cluster; 0 when not measured.
-	RSS       int64
-	RSSPasses int    // the passes it had made when read
-	RSSNote   string // why it was not measured
+	RSS     int64
+	RSSNote string // why it was not measured
 }
 
 // runCoord measures the coordinator at the given size: every host has an
@@ -101,7 +100,6 @@ func runCoord(ctx context.Context, o *Options, hosts int) (*Coord, error) {
 		return nil, err
 	}
 	r.RSS = st.hwm
-	r.RSSPasses = int(o.Settle / time.Second)
 	return r, nil
 }
 
