@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/rollboot/rollboot/internal/policy"
 )
 
 // The settings are split in two. A host's local file holds what is local to the
@@ -130,3 +132,7 @@ func (cc *Compiled) With(r *Rules) *Compiled {
 // order: two policies differ in a setting when their renderings differ in its
 // line (see package policyfile's diff).
 func (r *Rules) String() string { return r.c.policyString() }
+
+// Policy is the compiled groups of the rules, in match order, and the default
+// group.
+func (r *Rules) Policy() policy.Policy { return r.cc.Policy }

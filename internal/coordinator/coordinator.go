@@ -82,6 +82,15 @@ type Options struct {
 	Jobs              JobsAPI
 	AgentJob          string
 	AgentJobNamespace string
+
+	// Policy, when set, is the stored policy: its rules replace Groups,
+	// DefaultGroup, Timing, HistorySize, ServerStableFor and
+	// HoldOnDeniedHandOver, which hold the safe default until it is read
+	// (policy.go).
+	Policy PolicySource
+	// Identity names this coordinator in the enforcement record `rollboot
+	// status` shows (host name and process).
+	Identity string
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -105,6 +114,11 @@ type Coordinator struct {
 
 	metrics *passMetrics
 	overrun Overrun
+	// policy: the stored policy as the last pass read it (policy.go).
+	policy policyState
+	// nextSettle: when the earliest settle time of a group with pending hosts
+	// ends (wake.go wakes a pass then).
+	nextSettle time.Time
 	// changed: a pass applied a change (wake.go: the next pass runs at once).
 	changed bool
 }
@@ -125,6 +139,7 @@ func New(opt Options) *Coordinator {
 		c.opt.Resync = 30 * time.Second
 	}
 	c.metrics = newPassMetrics(c.opt.Registry)
+	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
 	return c
 }
 
@@ -134,6 +149,7 @@ func New(opt Options) *Coordinator {
 func (c *Coordinator) Run(ctx context.Context) error {
 	c.metrics.state.lead(true)
 	defer c.metrics.state.lead(false)
+	defer c.endTerm()
 	kick := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -200,6 +216,9 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 	if c.agentJob() != "" {
 		queries = append(queries, c.watchAgentJob)
 	}
+	if c.opt.Policy != nil {
+		queries = append(queries, c.watchPolicy)
+	}
 	for _, q := range queries {
 		wg.Add(1)
 		go func() {
@@ -237,11 +256,15 @@ func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error
 // (which pending hosts get a slot), then for every host Step (the phase machine)
 // and apply (the writes, in their crash-safe order).
 func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
+	if err := c.refreshPolicy(ctx); err != nil {
+		return err
+	}
 	s, err := c.observe(ctx)
 	if err != nil {
 		return err
 	}
 	adm := admit(c.admitRules(), s)
+	c.nextSettle = adm.settled
 	c.metrics.state.export(s, groupStatuses(c.admitRules(), s))
 	c.readGrantJobs(ctx, s, adm)
 	var errs error
