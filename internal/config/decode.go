@@ -155,31 +155,35 @@ func (d *decoder) root(body hcl.Body) {
 	if content == nil {
 		return
 	}
+	// A block that belongs in the other kind of file is reported, not decoded.
+	var blocks hcl.Blocks
 	for _, b := range content.Blocks {
-		d.checkBlock(b)
+		if d.checkBlock(b) {
+			blocks = append(blocks, b)
+		}
 	}
-	if b := d.single(content.Blocks, "nomad"); b != nil {
+	if b := d.single(blocks, "nomad"); b != nil {
 		d.nomad(b.Body)
 	}
-	if b := d.single(content.Blocks, "state"); b != nil {
+	if b := d.single(blocks, "state"); b != nil {
 		d.state(b.Body)
 	}
-	if b := d.single(content.Blocks, "agent"); b != nil {
+	if b := d.single(blocks, "agent"); b != nil {
 		d.agent(b.Body)
 	}
-	if b := d.single(content.Blocks, "coordinator"); b != nil {
+	if b := d.single(blocks, "coordinator"); b != nil {
 		d.coordinator(b.Body)
 	}
-	if b := d.single(content.Blocks, "drain"); b != nil {
+	if b := d.single(blocks, "drain"); b != nil {
 		d.drain(b.Body)
 	}
-	if b := d.single(content.Blocks, "fleetlock"); b != nil {
+	if b := d.single(blocks, "fleetlock"); b != nil {
 		d.fleetlock(b.Body)
 	}
-	if b := d.single(content.Blocks, "telemetry"); b != nil {
+	if b := d.single(blocks, "telemetry"); b != nil {
 		d.telemetry(b.Body)
 	}
-	for _, b := range content.Blocks {
+	for _, b := range blocks {
 		switch b.Type {
 		case "group":
 			d.group(b)
@@ -274,8 +278,10 @@ func (d *decoder) coordinator(body hcl.Body) {
 		return
 	}
 	a, co := content.Attributes, &d.c.Coordinator
-	for _, at := range a {
-		d.checkAttr(at, "coordinator."+at.Name, policyCoordinatorAttr[at.Name])
+	for name, at := range a {
+		if !d.checkAttr(at, "coordinator."+name, policyCoordinatorAttr[name]) {
+			delete(a, name) // reported, not decoded
+		}
 	}
 	d.boolean(a, s, "enabled", &co.Enabled)
 	d.duration(a, s, "lock_ttl", &co.LockTTL)

@@ -41,31 +41,35 @@ const (
 	inPolicyMsg = "%s is a local setting of each host, not a policy one: set it in the agent's or coordinator's configuration file"
 )
 
-// checkBlock reports a top-level block that does not belong in the file.
-func (d *decoder) checkBlock(b *hcl.Block) {
+// checkBlock reports a top-level block that does not belong in the file, and
+// returns whether it does.
+func (d *decoder) checkBlock(b *hcl.Block) bool {
 	if b.Type == "coordinator" {
-		return // its attributes are checked one by one
+		return true // its attributes are checked one by one
 	}
 	name := b.Type
 	if len(b.Labels) > 0 {
 		name = fmt.Sprintf("%s %q", b.Type, b.Labels[0])
 	}
-	d.checkPlace(b.DefRange, name+" block", policyBlocks[b.Type])
+	return d.checkPlace(b.DefRange, name+" block", policyBlocks[b.Type])
 }
 
 // checkAttr reports an attribute of the coordinator block that does not belong
-// in the file.
-func (d *decoder) checkAttr(at *hcl.Attribute, name string, isPolicy bool) {
-	d.checkPlace(at.NameRange, name, isPolicy)
+// in the file, and returns whether it does.
+func (d *decoder) checkAttr(at *hcl.Attribute, name string, isPolicy bool) bool {
+	return d.checkPlace(at.NameRange, name, isPolicy)
 }
 
-func (d *decoder) checkPlace(rng hcl.Range, what string, isPolicy bool) {
+func (d *decoder) checkPlace(rng hcl.Range, what string, isPolicy bool) bool {
 	switch {
 	case isPolicy && d.kind == localFile:
 		d.errorf(rng, inLocalMsg, what)
+		return false
 	case !isPolicy && d.kind == policyFile:
 		d.errorf(rng, inPolicyMsg, what)
+		return false
 	}
+	return true
 }
 
 // PolicyFile is a parsed policy file, not yet checked: the rollout rules over
