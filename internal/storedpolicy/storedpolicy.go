@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -102,8 +103,9 @@ func (ch *Change) Apply(ctx context.Context, st *store.Store, by string, now tim
 	if checkIndex != nil {
 		idx = *checkIndex
 	}
+	// Positions in the stored policy name the file, not the folder it was in.
 	rec := store.PolicyRecord{PolicyVersion: store.PolicyVersion{
-		Version: ch.Current.Version + 1, Source: string(ch.Source), Filename: ch.Filename,
+		Version: ch.Current.Version + 1, Source: string(ch.Source), Filename: filepath.Base(ch.Filename),
 		AppliedBy: by, AppliedAt: now.UTC(),
 	}}
 	if ch.Current.Version > 0 {
