@@ -10,6 +10,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
@@ -54,6 +55,20 @@ func compileStored(local *config.Compiled, rec store.PolicyRecord) (coordinator.
 		return coordinator.Rules{}, &coordinator.InvalidPolicyError{Version: rec.Version, Err: err}
 	}
 	return coordinatorRules(local.With(r), rec.Version), nil
+}
+
+// groups are the stored policy's groups, for the FleetLock server: the safe
+// default's when none is stored, an error when it cannot be used.
+func (p *storedPolicy) groups(ctx context.Context) (policy.Policy, error) {
+	r, err := p.Rules(ctx)
+	if err != nil {
+		return policy.Policy{}, err
+	}
+	out := policy.Policy{Default: r.DefaultGroup}
+	for _, g := range r.Groups {
+		out.Groups = append(out.Groups, g.Group)
+	}
+	return out, nil
 }
 
 // Watch implements coordinator.PolicySource.

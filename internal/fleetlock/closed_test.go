@@ -107,7 +107,7 @@ func TestRateLimited(t *testing.T) {
 // Refusals never name the other hosts.
 func TestNodelessSlotsBounded(t *testing.T) {
 	a, b, c := "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "cccccccccccccccccccccccccccccccc"
-	e := newEnv(t, 1, "fleetlock {\n  allowed_ids = [\""+a+"\", \""+b+"\"]\n}\ngroup \"all\" {\n  concurrency = 2\n}\n")
+	e := newEnvPolicy(t, 1, "fleetlock {\n  allowed_ids = [\""+a+"\", \""+b+"\"]\n}\n", "group \"all\" {\n  concurrency = 2\n}\n")
 	if err := e.sim.SetNodeMeta("client-1", map[string]string{fleetlock.NodeMetaKey: c}); err != nil {
 		t.Fatal(err)
 	}
