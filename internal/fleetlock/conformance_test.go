@@ -23,10 +23,10 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
-	"github.com/rollboot/rollboot/internal/storedpolicy"
 	"github.com/rollboot/rollboot/internal/fleetlock"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
 type env struct {
