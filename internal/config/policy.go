@@ -134,7 +134,7 @@ func (cc *Compiled) With(r *Rules) *Compiled {
 
 // String renders the policy's settings in HCL, defaults included, in a stable
 // order: two policies differ in a setting when their renderings differ in its
-// line (see package policyfile's diff).
+// line (storedpolicy.DiffSettings compares them so).
 func (r *Rules) String() string { return r.c.policyString() }
 
 // Policy is the compiled groups of the rules, in match order, and the default

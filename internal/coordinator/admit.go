@@ -112,7 +112,11 @@ func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request
 	}
 	last := map[string]back{} // the last host of each group to come back
 	for name, p := range s.plans {
-		g := s.hosts[name].group
+		hv := s.hosts[name]
+		if hv == nil {
+			continue
+		}
+		g := hv.group
 		if p.LastCompleted.After(last[g].at) {
 			last[g] = back{name, p.LastCompleted}
 		}
