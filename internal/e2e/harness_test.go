@@ -168,6 +168,11 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		}
 	}
 	c.sup = &simhost.Supervisor{Sim: sim, Hosts: hosts, Start: c.runAgent, Job: agentJob}
+	// The policy (policy and coordExtra) is stored as `rollboot policy apply`
+	// stores it, before the test injects any fault.
+	if pol := c.policySource(); pol != "" {
+		c.applyPolicy(pol)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpLogs()
@@ -176,12 +181,8 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	return c
 }
 
-// start applies the policy (policy and coordExtra), as `rollboot policy apply`
-// does, then runs the agents (and coordinators) until the test ends.
+// start runs the agents (and coordinators) until the test ends.
 func (c *cluster) start() {
-	if pol := c.policySource(); pol != "" {
-		c.applyPolicy(pol)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(1)
