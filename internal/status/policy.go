@@ -64,7 +64,7 @@ func writePolicy(w io.Writer, p Policy) {
 	case p.ReadError != "":
 		fmt.Fprintf(w, "Coordinator: cannot tell which policy it enforces: %s\n", p.ReadError)
 	case p.Leader == "":
-		fmt.Fprintln(w, "Coordinator: none has led yet")
+		fmt.Fprintln(w, "Coordinator: none has said yet which policy it enforces")
 	default:
 		fmt.Fprintf(w, "Coordinator: %s\n", p.Leader)
 	}
