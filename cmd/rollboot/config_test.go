@@ -120,12 +120,12 @@ func TestLoad(t *testing.T) {
 		{name: "a file value wins over the environment", file: "nomad {\n  address = \"http://file:4646\"\n}\n",
 			env: map[string]string{"NOMAD_ADDR": "http://env:4646"}, address: "http://file:4646", prefix: "rollboot"},
 		{name: "decoding and checking problems together",
-			file: "drain {\n  deadline = \"1x\"\n}\ngroup \"a\" {\n  concurrency = 0\n}\n",
+			file: "agent {\n  sentinel_command_interval = \"1x\"\n}\ngroup \"a\" {\n  concurrency = 0\n}\n",
 			env:  map[string]string{"NOMAD_NAMESPACE": "*"},
 			wantErr: []string{
 				"$NOMAD_NAMESPACE: nomad.namespace: invalid namespace \"*\"",
-				"rollboot.hcl:2:14: drain.deadline: invalid duration \"1x\"",
-				"rollboot.hcl:5:17: group \"a\".concurrency: must be at least 1, got 0",
+				"rollboot.hcl:2:31: agent.sentinel_command_interval: invalid duration \"1x\"",
+				"rollboot.hcl:4:1: group \"a\" block is a rollout policy setting, stored in the cluster: move it to a policy file and run `rollboot policy apply FILE`",
 			}},
 	}
 	for _, tt := range tests {
@@ -164,7 +164,7 @@ func TestLoad(t *testing.T) {
 // the token.
 func TestSetupLogsConfigurationWithoutToken(t *testing.T) {
 	const token = "s3cr3t-7f1c-token"
-	cf, err := loadWith(t, "group \"web\" {}\n", map[string]string{"NOMAD_TOKEN": token})
+	cf, err := loadWith(t, "state {\n  prefix = \"web\"\n}\n", map[string]string{"NOMAD_TOKEN": token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestSetupLogsConfigurationWithoutToken(t *testing.T) {
 	}
 	log := out.String()
 	if strings.Count(log, "msg=configuration") != 1 || !strings.Contains(log, "config.nomad.token=<redacted>") ||
-		!strings.Contains(log, "config.groups=\"[web default]\"") {
+		!strings.Contains(log, "config.state_prefix=web") {
 		t.Errorf("log:\n%s", log)
 	}
 	if strings.Contains(log, token) || strings.Contains(log, "s3cr3t") {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,7 +34,13 @@ invariants. The exit status is 0 only if every check holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if printCfg {
-				_, err := cmd.OutOrStdout().Write(demo.ConfigHCL)
+				out := cmd.OutOrStdout()
+				fmt.Fprintln(out, "# Each agent's local configuration (demo.hcl):")
+				if _, err := out.Write(demo.ConfigHCL); err != nil {
+					return err
+				}
+				fmt.Fprintln(out, "\n# The rollout policy, applied with `rollboot policy apply` (policy.hcl):")
+				_, err := out.Write(demo.PolicyHCL)
 				return err
 			}
 			opt := demo.Options{Out: cmd.OutOrStdout(), Clients: clients, Timeout: timeout}
@@ -64,7 +71,7 @@ invariants. The exit status is 0 only if every check holds.`,
 	cmd.Flags().IntVar(&clients, "clients", 8, "number of client hosts")
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "give up after this long")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write rollboot's own logs to this file")
-	cmd.Flags().BoolVar(&printCfg, "print-config", false, "print the policy the demo runs with and exit")
+	cmd.Flags().BoolVar(&printCfg, "print-config", false, "print the configuration and the policy the demo runs with and exit")
 	logOptions.register(cmd)
 	return cmd
 }

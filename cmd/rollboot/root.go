@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		clientCommand(newResumeCmd()),
 		clientCommand(newReleaseCmd()),
 		newControlCmd(),
+		newPolicyCmd(),
 		newFleetLockIDCmd(),
 		newVersionCmd(),
 	)

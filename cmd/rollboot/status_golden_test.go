@@ -42,8 +42,8 @@ func golden(t *testing.T, name, got string) {
 // each kind of record the view shows: a host with a need and a plan, a host
 // whose agent holds and failed, a record naming another host's node, a record
 // that does not decode, a plan without a record, a plan with an unreadable item,
-// a manual request for a host without an agent, an unreadable control entry and
-// a pause. The output is pinned byte for byte (node IDs replaced by their host's name).
+// a manual request for a host without an agent, an unreadable control entry, a
+// pause, and a stored policy newer than the one the leader enforces. The output is pinned byte for byte (node IDs replaced by their host's name).
 func TestStatusGolden(t *testing.T) {
 	s, err := nomadsim.New(nomadsim.Config{Servers: 1, Clients: 3, Seed: 1})
 	if err != nil {
@@ -83,6 +83,17 @@ func TestStatusGolden(t *testing.T) {
 		if _, err := st.PutPlan(ctx, p); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A policy stored twice, the leader enforcing the first version still.
+	for v := 1; v <= 2; v++ {
+		rec := store.PolicyRecord{PolicyVersion: store.PolicyVersion{Version: v, Source: "group \"all\" {}\n", Filename: "p.hcl", AppliedBy: "ops", AppliedAt: at}}
+		cur, _ := st.Policy(ctx)
+		if _, err := st.PutPolicy(ctx, rec, cur.ModifyIndex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.PutEnforcement(ctx, store.Enforcement{Leader: "coord-1 (pid 7)", PolicyVersion: 1, Since: at}, 0); err != nil {
+		t.Fatal(err)
 	}
 	vars := c.Variables()
 	for _, v := range []*api.Variable{

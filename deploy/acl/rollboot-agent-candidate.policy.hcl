@@ -44,10 +44,16 @@ namespace "default" {
     # Agent:       read + write rollboot/hosts/<host>, read (blocking)
     #              rollboot/plan/<host>.
     # Coordinator: list + read hosts/, plan/, history/, control, leader;
-    #              write plan/<host>, control, history/<id>, and the lock
+    #              write plan/<host>, control, history/<id>, coordinator, and the lock
     #              operations on rollboot/leader; destroy history/<id> (pruning).
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]
+    }
+
+    # Coordinator: read (blocking watch) rollboot/policy, the stored policy;
+    # only the operator writes it.
+    path "rollboot/policy" {
+      capabilities = ["read"]
     }
   }
 }

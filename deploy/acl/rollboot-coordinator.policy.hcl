@@ -37,11 +37,20 @@ namespace "default" {
     #            rollboot/control and of rollboot/leader (watch of the election).
     # write:     PUT rollboot/plan/<host>?cas=N, rollboot/control?cas=N (clears
     #            requests and releases it carried out), rollboot/history/<id>?cas=0,
-    #            and PUT rollboot/leader?lock-acquire|lock-renew|lock-release
+    #            rollboot/coordinator?cas=N (the leader and the policy version it
+    #            enforces, for `rollboot status`), and
+    #            PUT rollboot/leader?lock-acquire|lock-renew|lock-release
     #            (the election lock; every lock operation needs write).
     # destroy:   DELETE rollboot/history/<id>?cas=N (pruning to history_size).
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]
+    }
+
+    # read: GET rollboot/policy?index=N (blocking watch of the stored policy,
+    #       the only rules the coordinator decides with). Only the operator
+    #       writes it; the most specific path rule wins over "rollboot/*".
+    path "rollboot/policy" {
+      capabilities = ["read"]
     }
   }
 }

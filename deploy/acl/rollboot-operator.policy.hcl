@@ -1,5 +1,6 @@
 # rollboot-operator: a person or script running the rollboot CLI:
-# `rollboot status`, `request`, `cancel`, `pause`, `resume`, `release`.
+# `rollboot status`, `request`, `cancel`, `pause`, `resume`, `release`, and
+# `rollboot policy apply`, the only writer of the stored rollout policy.
 #
 #   nomad acl policy apply -description "rollboot CLI" rollboot-operator rollboot-operator.policy.hcl
 #
@@ -8,11 +9,12 @@
 # nomad.namespace, rename the namespace block.
 #
 # The CLI never changes nodes: every change it makes is a check-and-set write of
-# rollboot/control or rollboot/requests/<host>, which the coordinator carries out
-# with its own token.
+# rollboot/control, rollboot/requests/<host> or rollboot/policy, which the
+# coordinator carries out with its own token.
 
 # `rollboot status`: GET /v1/nodes, to check that each host record names its own
-# node, and that the node's agent runs.
+# node, and that the node's agent runs. `rollboot policy apply`: GET /v1/nodes,
+# also with ?filter=<group filter>, to show the hosts whose group changes.
 node {
   policy = "read"
 }
@@ -42,6 +44,12 @@ namespace "default" {
     # `rollboot control reset` moves old entries there from rollboot/control.
     path "rollboot/requests/*" {
       capabilities = ["read", "list", "write", "destroy"]
+    }
+
+    # policy show, history: GET rollboot/policy; policy apply: GET, then
+    # PUT rollboot/policy?cas=N (cas=0 for the first version).
+    path "rollboot/policy" {
+      capabilities = ["read", "write"]
     }
   }
 }

@@ -50,7 +50,7 @@
 # - The Nomad leadership hand-over needs a management token (Nomad's
 #   Operator.TransferLeadershipToPeer accepts nothing less). Do not give the
 #   coordinator one: without it the transfer is refused and
-#   coordinator.leader_transfer_denied = "continue" reboots the leader, and the
+#   the policy's coordinator.leader_transfer_denied = "continue" reboots the leader, and the
 #   Nomad servers elect another (a few seconds without a leader).
 
 variable "version" {
@@ -161,8 +161,9 @@ job "rollboot-coordinator" {
         EOT
       }
 
-      # The policy parts of the configuration live here, in one place: the agents
-      # are not candidates and ignore them.
+      # The local configuration of the coordinator. The rollout policy (groups,
+      # windows, drain, rollout rules) is not here: it is stored in the cluster,
+      # one for every coordinator: `rollboot policy apply deploy/policy.hcl`.
       template {
         destination = "local/rollboot.hcl"
         change_mode = "restart"
@@ -177,18 +178,6 @@ job "rollboot-coordinator" {
           state {
             prefix = "rollboot"
           }
-
-          coordinator {
-            rejoin_timeout         = "30m"
-            leader_transfer_denied = "continue"
-          }
-
-          drain {
-            deadline   = "1h"
-            on_timeout = "abort"
-          }
-
-          # Add group and window blocks here (docs/configuration.md).
         EOT
       }
 

@@ -76,9 +76,6 @@ type Options struct {
 	// never reboots.
 	Nodes    NodeAPI
 	Clusters ClusterReader
-	// Force: the drain policy forces drains at their deadline (drain.on_timeout =
-	// "force"), so allocations still on the node do not hold the reboot.
-	Force bool
 	// RecheckEvery is how often a held reboot checks its go/no-go again; default 5s.
 	RecheckEvery time.Duration
 	// DownTimeout is how long the host may take to go down after the reboot

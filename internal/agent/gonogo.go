@@ -40,8 +40,8 @@ func (e errWithdrawn) Error() string { return e.msg }
 // longer grants this boot's reboot (then the attempt ends), or a hold reason when
 // the reboot must wait ("" when it may go now):
 //   - the node, as Nomad reports it, is ineligible, its last drain completed and
-//     names this grant, and nothing but system jobs runs on it (unless the policy
-//     forces drains): an operator may have made the node eligible again and Nomad
+//     names this grant, and nothing but system jobs runs on it (unless the drain
+//     was forced at its deadline, drain.on_timeout = "force"): an operator may have made the node eligible again and Nomad
 //     placed work on it;
 //   - on a server host, every cluster's pre-reboot gate passes: a cluster that
 //     just lost its leader or a server must not lose this one too.
@@ -54,7 +54,7 @@ func (a *Agent) goNoGo(ctx context.Context, p store.Plan, bootID string) (string
 		return "", errWithdrawn{fmt.Sprintf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)}
 	}
 	if a.rec.NodeID != "" && a.opt.Nodes != nil {
-		if why := a.nodeGate(ctx, p.GrantID); why != "" {
+		if why := a.nodeGate(ctx, cur); why != "" {
 			return why, nil
 		}
 	}
@@ -71,8 +71,10 @@ func (a *Agent) goNoGo(ctx context.Context, p store.Plan, bootID string) (string
 }
 
 // nodeGate says why the node, as Nomad reports it, is not ready for the reboot
-// of grant ("" when it is).
-func (a *Agent) nodeGate(ctx context.Context, grant string) string {
+// granted by plan p ("" when it is). Allocations left by a drain the coordinator
+// forced at its deadline (p.Forced: the stored policy says so) do not hold it.
+func (a *Agent) nodeGate(ctx context.Context, p store.Plan) string {
+	grant := p.GrantID
 	q := (&api.QueryOptions{}).WithContext(ctx)
 	n, _, err := a.opt.Nodes.Info(a.rec.NodeID, q)
 	if err != nil {
@@ -81,7 +83,7 @@ func (a *Agent) nodeGate(ctx context.Context, grant string) string {
 	if why := nodeDrainedFor(n, grant); why != "" {
 		return why
 	}
-	if a.opt.Force {
+	if p.Forced {
 		return ""
 	}
 	allocs, _, err := a.opt.Nodes.Allocations(a.rec.NodeID, q)

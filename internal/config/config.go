@@ -194,6 +194,9 @@ type GroupConfig struct {
 	MaxUnavailable string
 	// Windows names the windows that apply; empty means all windows.
 	Windows []string
+	// Settle is the least time between one host of the group coming back (its
+	// cycle ending) and the next one starting; 0: none.
+	Settle time.Duration
 }
 
 // WindowConfig is one `window "name" {}` block.

@@ -17,14 +17,20 @@ import (
 // documentation cannot drift from the code.
 func fullExample(t *testing.T) []byte {
 	t.Helper()
+	return docExample(t, "<!-- full-example")
+}
+
+// docExample returns the hcl block after marker in docs/configuration.md.
+func docExample(t *testing.T, marker string) []byte {
+	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatalf("read docs: %v", err)
 	}
 	s := string(doc)
-	i := strings.Index(s, "<!-- full-example")
+	i := strings.Index(s, marker)
 	if i < 0 {
-		t.Fatal("docs/configuration.md has no full-example marker")
+		t.Fatalf("docs/configuration.md has no %s marker", marker)
 	}
 	s = s[i:]
 	start := strings.Index(s, "```hcl\n")
@@ -95,7 +101,7 @@ func TestLoadEmptyFileIsDefault(t *testing.T) {
 }
 
 func TestLoadPartialKeepsDefaults(t *testing.T) {
-	c, err := LoadBytes([]byte(`
+	c, err := loadBoth([]byte(`
 drain {
   deadline = "2h"
 }
@@ -151,22 +157,14 @@ func TestLoadFullExample(t *testing.T) {
 		},
 		Coordinator: CoordinatorConfig{
 			Enabled: true, LockTTL: 20 * time.Second, ResyncInterval: time.Minute,
-			RejoinTimeout: 45 * time.Minute, RebootLoopBackoff: 2 * time.Hour,
-			RebootLoopMaxBackoff: 48 * time.Hour, HistorySize: 500, ServerStableFor: 10 * time.Second,
+			RejoinTimeout: 30 * time.Minute, RebootLoopBackoff: time.Hour,
+			RebootLoopMaxBackoff: 24 * time.Hour, HistorySize: 200, ServerStableFor: 10 * time.Second,
 			LeaderTransferDenied: "continue", AgentJob: "rollboot",
 		},
-		Drain: DrainConfig{Deadline: 45 * time.Minute, OnTimeout: "abort", RetryBackoff: 10 * time.Minute, RetryMaxBackoff: 2 * time.Hour},
+		Drain: DrainConfig{Deadline: time.Hour, OnTimeout: "abort", RetryBackoff: 5 * time.Minute, RetryMaxBackoff: time.Hour},
 		FleetLock: FleetLockConfig{Enabled: true, Listen: "10.0.0.5:7777", PathPrefix: "/fleet_lock",
 			TLSCert: "/etc/rollboot/tls/fleetlock.pem", TLSKey: "/etc/rollboot/tls/fleetlock-key.pem", MaxBodyBytes: 64 << 10,
 			MaxNodelessSlots: 1, RequestTimeout: 20 * time.Second, RateLimit: 20, ClientCertID: "san_or_cn", RecordGrace: time.Hour},
-		Groups: []GroupConfig{
-			{Name: "batch", Filter: `NodePool == "batch"`, Concurrency: 3, MaxUnavailable: "25%", Windows: []string{"weeknights", "weekend"}},
-			{Name: "gpu-r1", Filter: `"gpu" in NodeClass and Meta.rack == "r1"`, Concurrency: 1, Windows: []string{"weekend"}},
-		},
-		Windows: []WindowConfig{
-			{Name: "weeknights", Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "22:00", End: "05:00", TimeZone: "Europe/Berlin"},
-			{Name: "weekend", Days: []string{"Saturday", "Sunday"}, Start: "00:00", End: "24:00", TimeZone: "Europe/Berlin"},
-		},
 	}
 	got := c.Config
 	got.pos = nil
@@ -174,13 +172,13 @@ func TestLoadFullExample(t *testing.T) {
 		t.Errorf("loaded\n%s\nwant\n%s", got.String(), want.String())
 	}
 	// Positions are kept for the values written in the file.
-	if r := c.pos["group.1.filter"]; r.Filename != path || r.Start.Line == 0 {
-		t.Errorf("position of group.1.filter = %+v", r)
+	if r := c.pos["coordinator.lock_ttl"]; r.Filename != path || r.Start.Line == 0 {
+		t.Errorf("position of coordinator.lock_ttl = %+v", r)
 	}
 }
 
 func TestLoadJSON(t *testing.T) {
-	c, err := LoadBytes([]byte(`{
+	c, err := loadBoth([]byte(`{
   "drain": {"deadline": "2h"},
   "group": {"batch": {"filter": "NodePool == \"batch\"", "concurrency": 2}}
 }`), "rollboot.hcl.json")
@@ -190,7 +188,7 @@ func TestLoadJSON(t *testing.T) {
 	if c.Drain.Deadline != 2*time.Hour || len(c.Groups) != 1 || c.Groups[0].Concurrency != 2 {
 		t.Errorf("got %+v %+v", c.Drain, c.Groups)
 	}
-	_, err = LoadBytes([]byte(`{
+	_, err = loadBoth([]byte(`{
   "drain": {"deadline": "2x"}
 }`), "bad.json")
 	if err == nil || !strings.Contains(err.Error(), "bad.json:2:25: drain.deadline: invalid duration") {
@@ -268,7 +266,15 @@ func assign(t *testing.T, p policy.Policy, node *api.Node) string {
 }
 
 func TestCompilePolicy(t *testing.T) {
-	c, err := LoadBytes(fullExample(t), "full.hcl")
+	pf, err := ParsePolicy(docExample(t, "<!-- policy-example"), "policy.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := CompilePolicy(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.cc
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +322,7 @@ func TestCompilePolicy(t *testing.T) {
 
 	// An invalid configuration gives the errors and no policy.
 	c.Groups[0].Concurrency = 0
-	if cc, err := Compile(&c.Config); err == nil || cc != nil || !strings.Contains(err.Error(), "full.hcl:") || !strings.Contains(err.Error(), "concurrency") {
+	if cc, err := Compile(&c.Config); err == nil || cc != nil || !strings.Contains(err.Error(), "policy.hcl:") || !strings.Contains(err.Error(), "concurrency") {
 		t.Errorf("Compile of an invalid config: %v, %v", cc, err)
 	}
 }
@@ -389,7 +395,7 @@ group "x" { windows = ["day", "day"] }`,
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cc, err := LoadBytes([]byte(tt.src), "t.hcl")
+			cc, err := loadBoth([]byte(tt.src), "t.hcl")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -444,7 +450,7 @@ func TestCompileCopies(t *testing.T) {
 // Parse keeps what it cannot decode for Compile, so that problems of values
 // and of checks are reported together, once, after the environment and flags.
 func TestParseThenCompileReportsEverythingOnce(t *testing.T) {
-	src := "drain {\n  deadline = \"5x\"\n}\nstate {\n  prefix = \"a.b\"\n}\n"
+	src := "agent {\n  sentinel_command_interval = \"5x\"\n}\nstate {\n  prefix = \"a.b\"\n}\n"
 	c, err := ParseBytes([]byte(src), "t.hcl")
 	if err != nil {
 		t.Fatalf("Parse fails on a value problem: %v", err)
@@ -453,7 +459,7 @@ func TestParseThenCompileReportsEverythingOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Compile(c)
-	want := "t.hcl:2:14: drain.deadline: invalid duration \"5x\": use a number with a unit (ns, us, ms, s, m, h) such as \"30s\", \"5m\" or \"1h30m\"\n" +
+	want := "t.hcl:2:31: agent.sentinel_command_interval: invalid duration \"5x\": use a number with a unit (ns, us, ms, s, m, h) such as \"30s\", \"5m\" or \"1h30m\"\n" +
 		"t.hcl:5:12: state.prefix: invalid variable path \"a.b\": use only letters, digits and - _ ~ / (no dots)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)

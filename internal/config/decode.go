@@ -53,7 +53,30 @@ func Parse(path string) (*Config, error) {
 
 // ParseBytes is Parse for a file already read; filename is used in positions
 // and to choose between HCL and HCL JSON.
+//
+// A local file holds only host-local settings: a policy setting in it (a
+// group, window or drain block, or a rollout rule of the coordinator block) is
+// reported, where it is written, as belonging in the stored policy.
 func ParseBytes(src []byte, filename string) (*Config, error) {
+	file, err := parseHCL(src, filename)
+	if err != nil {
+		return nil, err
+	}
+	return decodeFile(file, localFile), nil
+}
+
+// decodeFile decodes a parsed file of the given kind over the defaults.
+func decodeFile(file *hcl.File, kind fileKind) *Config {
+	c := Default()
+	c.bad = map[string]bool{}
+	d := &decoder{c: c, kind: kind}
+	d.root(file.Body)
+	c.problems = d.errs
+	return c
+}
+
+// parseHCL parses src as HCL (HCL JSON if filename ends in ".json").
+func parseHCL(src []byte, filename string) (*hcl.File, error) {
 	parser := hclparse.NewParser()
 	var (
 		file  *hcl.File
@@ -67,18 +90,14 @@ func ParseBytes(src []byte, filename string) (*Config, error) {
 	if diags.HasErrors() {
 		return nil, fromDiags(diags).orNil()
 	}
-	c := Default()
-	c.bad = map[string]bool{}
-	d := &decoder{c: c}
-	d.root(file.Body)
-	c.problems = d.errs
-	return c, nil
+	return file, nil
 }
 
 // decoder decodes the body of a file into c, recording positions and
 // collecting errors.
 type decoder struct {
 	c    *Config
+	kind fileKind
 	errs Errors
 }
 
@@ -136,28 +155,35 @@ func (d *decoder) root(body hcl.Body) {
 	if content == nil {
 		return
 	}
-	if b := d.single(content.Blocks, "nomad"); b != nil {
+	// A block that belongs in the other kind of file is reported, not decoded.
+	var blocks hcl.Blocks
+	for _, b := range content.Blocks {
+		if d.checkBlock(b) {
+			blocks = append(blocks, b)
+		}
+	}
+	if b := d.single(blocks, "nomad"); b != nil {
 		d.nomad(b.Body)
 	}
-	if b := d.single(content.Blocks, "state"); b != nil {
+	if b := d.single(blocks, "state"); b != nil {
 		d.state(b.Body)
 	}
-	if b := d.single(content.Blocks, "agent"); b != nil {
+	if b := d.single(blocks, "agent"); b != nil {
 		d.agent(b.Body)
 	}
-	if b := d.single(content.Blocks, "coordinator"); b != nil {
+	if b := d.single(blocks, "coordinator"); b != nil {
 		d.coordinator(b.Body)
 	}
-	if b := d.single(content.Blocks, "drain"); b != nil {
+	if b := d.single(blocks, "drain"); b != nil {
 		d.drain(b.Body)
 	}
-	if b := d.single(content.Blocks, "fleetlock"); b != nil {
+	if b := d.single(blocks, "fleetlock"); b != nil {
 		d.fleetlock(b.Body)
 	}
-	if b := d.single(content.Blocks, "telemetry"); b != nil {
+	if b := d.single(blocks, "telemetry"); b != nil {
 		d.telemetry(b.Body)
 	}
-	for _, b := range content.Blocks {
+	for _, b := range blocks {
 		switch b.Type {
 		case "group":
 			d.group(b)
@@ -252,6 +278,11 @@ func (d *decoder) coordinator(body hcl.Body) {
 		return
 	}
 	a, co := content.Attributes, &d.c.Coordinator
+	for name, at := range a {
+		if !d.checkAttr(at, "coordinator."+name, policyCoordinatorAttr[name]) {
+			delete(a, name) // reported, not decoded
+		}
+	}
 	d.boolean(a, s, "enabled", &co.Enabled)
 	d.duration(a, s, "lock_ttl", &co.LockTTL)
 	d.duration(a, s, "resync_interval", &co.ResyncInterval)
@@ -318,13 +349,14 @@ func (d *decoder) group(b *hcl.Block) {
 	d.c.setPos(s.key, b.DefRange)
 	d.c.setPos(s.key+".name", b.LabelRanges[0])
 	content := d.content(b.Body, &hcl.BodySchema{Attributes: attrSchema(
-		"filter", "concurrency", "max_unavailable", "windows")})
+		"filter", "concurrency", "max_unavailable", "windows", "settle")})
 	if content != nil {
 		a := content.Attributes
 		d.str(a, s, "filter", &g.Filter)
 		d.integer(a, s, "concurrency", &g.Concurrency)
 		d.str(a, s, "max_unavailable", &g.MaxUnavailable)
 		d.strList(a, s, "windows", &g.Windows)
+		d.duration(a, s, "settle", &g.Settle)
 	}
 	d.c.Groups = append(d.c.Groups, g)
 }

@@ -122,8 +122,7 @@ const secretToken = "s3cr3t-0b4e9d7a-token"
 func TestTokenNeverPrinted(t *testing.T) {
 	c, err := LoadBytes([]byte(`nomad {
   token = "`+secretToken+`"
-}
-group "a" {}`), "t.hcl")
+}`), "t.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/rollboot/rollboot/internal/policy"
 )
 
 // Redacted is what a set Secret prints as.
@@ -41,32 +39,46 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() +
 // MarshalText masks the secret in encodings that use TextMarshaler.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// String renders the configuration in HCL, the token masked. It shows every
-// setting, defaults included.
+// String renders the local configuration in HCL, the token masked. It shows
+// every local setting, defaults included, and none of the policy's (Rules.String).
 func (c *Config) String() string {
+	return render(c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeFleetLock, c.writeTelemetry)
+}
+
+// policyString renders the policy settings in HCL, defaults included.
+func (c *Config) policyString() string {
+	blocks := []func(*hclwrite.Body){c.writeRollout, c.writeDrain}
+	for _, g := range c.Groups {
+		blocks = append(blocks, func(root *hclwrite.Body) {
+			b := root.AppendNewBlock("group", []string{g.Name}).Body()
+			b.SetAttributeValue("filter", cty.StringVal(g.Filter))
+			b.SetAttributeValue("concurrency", cty.NumberIntVal(int64(g.Concurrency)))
+			b.SetAttributeValue("max_unavailable", cty.StringVal(g.MaxUnavailable))
+			b.SetAttributeValue("windows", strList(g.Windows))
+			b.SetAttributeValue("settle", durationVal(g.Settle))
+		})
+	}
+	for _, w := range c.Windows {
+		blocks = append(blocks, func(root *hclwrite.Body) {
+			b := root.AppendNewBlock("window", []string{w.Name}).Body()
+			b.SetAttributeValue("days", strList(w.Days))
+			b.SetAttributeValue("start", cty.StringVal(w.Start))
+			b.SetAttributeValue("end", cty.StringVal(w.End))
+			b.SetAttributeValue("time_zone", cty.StringVal(w.TimeZone))
+		})
+	}
+	return render(blocks...)
+}
+
+// render writes the blocks, a blank line between each.
+func render(blocks ...func(*hclwrite.Body)) string {
 	f := hclwrite.NewEmptyFile()
 	root := f.Body()
-	for i, write := range []func(*hclwrite.Body){c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeDrain, c.writeFleetLock, c.writeTelemetry} {
+	for i, write := range blocks {
 		if i > 0 {
 			root.AppendNewline()
 		}
 		write(root)
-	}
-	for _, g := range c.Groups {
-		root.AppendNewline()
-		b := root.AppendNewBlock("group", []string{g.Name}).Body()
-		b.SetAttributeValue("filter", cty.StringVal(g.Filter))
-		b.SetAttributeValue("concurrency", cty.NumberIntVal(int64(g.Concurrency)))
-		b.SetAttributeValue("max_unavailable", cty.StringVal(g.MaxUnavailable))
-		b.SetAttributeValue("windows", strList(g.Windows))
-	}
-	for _, w := range c.Windows {
-		root.AppendNewline()
-		b := root.AppendNewBlock("window", []string{w.Name}).Body()
-		b.SetAttributeValue("days", strList(w.Days))
-		b.SetAttributeValue("start", cty.StringVal(w.Start))
-		b.SetAttributeValue("end", cty.StringVal(w.End))
-		b.SetAttributeValue("time_zone", cty.StringVal(w.TimeZone))
 	}
 	return string(f.Bytes())
 }
@@ -117,14 +129,20 @@ func (c *Config) writeCoordinator(root *hclwrite.Body) {
 	co.SetAttributeValue("enabled", cty.BoolVal(cc.Enabled))
 	co.SetAttributeValue("lock_ttl", durationVal(cc.LockTTL))
 	co.SetAttributeValue("resync_interval", durationVal(cc.ResyncInterval))
+	co.SetAttributeValue("agent_job", cty.StringVal(cc.AgentJob))
+	co.SetAttributeValue("agent_job_namespace", cty.StringVal(cc.AgentJobNamespace))
+}
+
+// writeRollout writes the coordinator block of the policy: the rollout rules.
+func (c *Config) writeRollout(root *hclwrite.Body) {
+	co := root.AppendNewBlock("coordinator", nil).Body()
+	cc := c.Coordinator
 	co.SetAttributeValue("rejoin_timeout", durationVal(cc.RejoinTimeout))
 	co.SetAttributeValue("server_stable_for", durationVal(cc.ServerStableFor))
 	co.SetAttributeValue("leader_transfer_denied", cty.StringVal(cc.LeaderTransferDenied))
 	co.SetAttributeValue("reboot_loop_backoff", durationVal(cc.RebootLoopBackoff))
 	co.SetAttributeValue("reboot_loop_max_backoff", durationVal(cc.RebootLoopMaxBackoff))
 	co.SetAttributeValue("history_size", cty.NumberIntVal(int64(cc.HistorySize)))
-	co.SetAttributeValue("agent_job", cty.StringVal(cc.AgentJob))
-	co.SetAttributeValue("agent_job_namespace", cty.StringVal(cc.AgentJobNamespace))
 }
 
 func (c *Config) writeDrain(root *hclwrite.Body) {
@@ -201,18 +219,9 @@ func FormatDuration(d time.Duration) string {
 	return s
 }
 
-// LogValue gives slog a short summary of the configuration, the token
+// LogValue gives slog a short summary of the local configuration, the token
 // masked.
 func (c *Config) LogValue() slog.Value {
-	groups := make([]string, 0, len(c.Groups)+1)
-	for _, g := range c.Groups {
-		groups = append(groups, g.Name)
-	}
-	groups = append(groups, policy.DefaultGroupName)
-	windows := make([]string, 0, len(c.Windows))
-	for _, w := range c.Windows {
-		windows = append(windows, w.Name)
-	}
 	return slog.GroupValue(
 		slog.Group("nomad",
 			slog.String("address", c.Nomad.Address),
@@ -224,9 +233,6 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("state_prefix", c.State.Prefix),
 		slog.Bool("coordinator", c.Coordinator.Enabled),
 		slog.String("reboot_method", c.Agent.Reboot.Method),
-		slog.Duration("drain_deadline", c.Drain.Deadline),
 		slog.Bool("fleetlock", c.FleetLock.Enabled),
-		slog.Any("groups", groups),
-		slog.Any("windows", windows),
 	)
 }

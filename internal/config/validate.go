@@ -441,7 +441,10 @@ func (v *validator) groups(windows map[string]policy.Window, all policy.Schedule
 
 // group checks the settings of one group block and compiles it.
 func (v *validator) group(s scope, gc GroupConfig, windows map[string]policy.Window, all policy.Schedule) policy.Group {
-	g := policy.Group{Name: gc.Name, Concurrency: gc.Concurrency, Schedule: all}
+	g := policy.Group{Name: gc.Name, Concurrency: gc.Concurrency, Schedule: all, Settle: gc.Settle}
+	if gc.Settle < 0 && v.good(s.sub("settle")) {
+		v.errorf(s.sub("settle"), "must not be negative, got %s", FormatDuration(gc.Settle))
+	}
 	if gc.Filter != "" {
 		f, err := policy.CompileFilter(gc.Filter)
 		if err != nil {

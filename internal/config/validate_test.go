@@ -114,7 +114,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := LoadBytes([]byte(tt.src), "t.hcl")
+			c, err := loadBoth([]byte(tt.src), "t.hcl")
 			if err == nil {
 				t.Fatalf("no error; config:\n%s", c)
 			}
@@ -146,7 +146,7 @@ func TestLoadValidWindowEdges(t *testing.T) {
 		"agent {\n  reboot {\n    method = \"logind\"\n    signal = 64\n  }\n}",
 		"coordinator {\n  lock_ttl = \"10s\"\n}\ncoordinator_unused = 1",
 	} {
-		_, err := LoadBytes([]byte(src), "t.hcl")
+		_, err := loadBoth([]byte(src), "t.hcl")
 		if strings.Contains(src, "coordinator_unused") {
 			if err == nil {
 				t.Errorf("unknown top-level attribute accepted")
@@ -186,7 +186,7 @@ window "night" {
 }
 bogus {}
 `
-	_, err := LoadBytes([]byte(src), "rollboot.hcl")
+	_, err := loadBoth([]byte(src), "rollboot.hcl")
 	var errs Errors
 	if !errors.As(err, &errs) {
 		t.Fatalf("error = %v", err)
@@ -239,7 +239,7 @@ func TestValidateWithoutPositions(t *testing.T) {
 func TestDecodeErrorDoesNotCascade(t *testing.T) {
 	// A malformed backoff must not also produce "max is less than backoff"
 	// about the default left in its place.
-	_, err := LoadBytes([]byte("coordinator {\n  reboot_loop_backoff = \"2x\"\n  reboot_loop_max_backoff = \"30m\"\n}"), "t.hcl")
+	_, err := loadBoth([]byte("coordinator {\n  reboot_loop_backoff = \"2x\"\n  reboot_loop_max_backoff = \"30m\"\n}"), "t.hcl")
 	if err == nil {
 		t.Fatal("no error")
 	}

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -29,18 +30,24 @@ type admitRules struct {
 	groups        []policy.Group // the default group first, then the configured ones
 	drainDeadline time.Duration  // a window must leave room for a drain to finish
 	gates         bool           // quorum gates are configured (Options.Clusters)
+	// hold, when set, admits nobody and is every pending host's reason: the
+	// stored policy cannot be used (policy.go).
+	hold WaitReason
 }
 
 // admission is the result of admit.
 type admission struct {
 	admitted map[string]bool
 	wait     map[string]WaitReason // why a pending host was not admitted
+	// settled: when the earliest settle time of a group with a host waiting
+	// for it ends (zero: none). A pass is due then (wake.go).
+	settled time.Time
 }
 
 // admitRules returns the coordinator's admission configuration.
 func (c *Coordinator) admitRules() admitRules {
 	r := admitRules{groups: []policy.Group{c.opt.DefaultGroup}, drainDeadline: c.opt.Timing.DrainDeadline,
-		gates: c.opt.Clusters != nil}
+		gates: c.opt.Clusters != nil, hold: c.policyHold()}
 	for _, g := range c.opt.Groups {
 		r.groups = append(r.groups, g.Group)
 	}
@@ -49,8 +56,18 @@ func (c *Coordinator) admitRules() admitRules {
 
 // admit decides which pending hosts get a slot now.
 func admit(r admitRules, s *snapshot) admission {
-	adm := policy.Admit(groupStatuses(r, s), admissionQueue(s))
 	out := admission{admitted: map[string]bool{}, wait: map[string]WaitReason{}}
+	queue := admissionQueue(s)
+	if !r.hold.IsZero() {
+		for _, req := range queue {
+			out.wait[req.Host] = r.hold
+		}
+		return out
+	}
+	queue, settling, settled := settle(r, s, queue)
+	maps.Copy(out.wait, settling)
+	out.settled = settled
+	adm := policy.Admit(groupStatuses(r, s), queue)
 	for _, w := range adm.Waiting {
 		if w.ForSlot {
 			out.wait[w.Host] = waitFor(WaitQueued, strconv.Quote(w.Group))
@@ -88,6 +105,56 @@ func admit(r admitRules, s *snapshot) admission {
 		out.admitted[req.Host] = true
 	}
 	return out
+}
+
+// settle takes out of the queue the hosts of the groups that settle after one of
+// their hosts came back (group.settle), with why they wait, and when the first
+// of those groups is done settling.
+func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request, map[string]WaitReason, time.Time) {
+	type back struct {
+		host string
+		at   time.Time
+	}
+	last := map[string]back{} // the last host of each group to come back
+	for name, p := range s.plans {
+		hv := s.hosts[name]
+		if hv == nil {
+			continue
+		}
+		g := hv.group
+		if p.LastCompleted.After(last[g].at) {
+			last[g] = back{name, p.LastCompleted}
+		}
+	}
+	why, until := map[string]WaitReason{}, map[string]time.Time{}
+	for _, g := range r.groups {
+		b := last[g.Name]
+		if t, ok := policy.SettleUntil(g, b.at, s.now); ok {
+			why[g.Name] = waitFor(WaitSettle, fmt.Sprintf("group %q starts its next host at %s, %s after %s came back",
+				g.Name, t.UTC().Format(time.RFC3339), g.Settle, b.host))
+			until[g.Name] = t
+		}
+	}
+	if len(why) == 0 {
+		return queue, nil, time.Time{}
+	}
+	var (
+		rest  []policy.Request
+		first time.Time
+	)
+	wait := map[string]WaitReason{}
+	for _, req := range queue {
+		w, ok := why[req.Group]
+		if !ok {
+			rest = append(rest, req)
+			continue
+		}
+		wait[req.Host] = w
+		if t := until[req.Group]; first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return rest, wait, first
 }
 
 // admissionQueue returns the pending hosts that may compete for a slot: past

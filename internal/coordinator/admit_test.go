@@ -84,6 +84,15 @@ func vaultServer(id string, sealed bool) func(*store.HostRecord) {
 	}
 }
 
+// backAt records that host came back (its cycle ended) at t.
+func backAt(host string, t time.Time) func(*snapshot) {
+	return func(s *snapshot) {
+		p := s.plans[host]
+		p.Host, p.Phase, p.LastCompleted = host, store.PhaseIdle, t
+		s.plans[host] = p
+	}
+}
+
 func candidate(r *store.HostRecord) { r.Roles = append(r.Roles, store.RoleCandidate) }
 
 // cluster is a healthy cluster of three voters that can lose one.
@@ -111,12 +120,43 @@ func TestAdmit(t *testing.T) {
 		name     string
 		groups   []policy.Group
 		noGates  bool
+		hold     WaitReason
 		hosts    []testHost
 		mod      func(*snapshot)
 		admitted []string
 		wait     map[string]WaitReason // exact reasons
 		waitHas  map[string]string     // a part of the reason's text
 	}{
+		{
+			name:   "a stored policy that cannot be used holds every pending host",
+			groups: def(3),
+			hold:   waitFor(WaitPolicyInvalid, "the stored policy cannot be read: x"),
+			hosts:  []testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending}, {name: "c", phase: store.PhaseDraining}},
+			wait: map[string]WaitReason{"a": waitFor(WaitPolicyInvalid, "the stored policy cannot be read: x"),
+				"b": waitFor(WaitPolicyInvalid, "the stored policy cannot be read: x")},
+		},
+		{
+			name:   "a group settles after a host came back",
+			groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 2, Settle: 2 * time.Minute}},
+			hosts:  []testHost{{name: "a"}, {name: "b", phase: store.PhasePending}},
+			mod:    backAt("a", t0.Add(-time.Minute)),
+			wait: map[string]WaitReason{"b": waitFor(WaitSettle,
+				`group "default" starts its next host at `+t0.Add(time.Minute).UTC().Format(time.RFC3339)+`, 2m0s after a came back`)},
+		},
+		{
+			name:     "settled: the next host starts",
+			groups:   []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1, Settle: 2 * time.Minute}},
+			hosts:    []testHost{{name: "a"}, {name: "b", phase: store.PhasePending}},
+			mod:      backAt("a", t0.Add(-2*time.Minute)),
+			admitted: []string{"b"},
+		},
+		{
+			name:     "no settle time: the next host starts at once",
+			groups:   def(1),
+			hosts:    []testHost{{name: "a"}, {name: "b", phase: store.PhasePending}},
+			mod:      backAt("a", t0),
+			admitted: []string{"b"},
+		},
 		{
 			name:     "first come, first served within the group budget",
 			groups:   def(1),
@@ -301,7 +341,7 @@ func TestAdmit(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := admitSnapshot(tc.hosts, tc.mod)
-			adm := admit(admitRules{groups: tc.groups, drainDeadline: time.Hour, gates: !tc.noGates}, s)
+			adm := admit(admitRules{groups: tc.groups, drainDeadline: time.Hour, gates: !tc.noGates, hold: tc.hold}, s)
 			var got []string
 			for _, name := range s.names {
 				if adm.admitted[name] {

@@ -85,6 +85,15 @@ type Options struct {
 	Jobs              JobsAPI
 	AgentJob          string
 	AgentJobNamespace string
+
+	// Policy, when set, is the stored policy: its rules replace Groups,
+	// DefaultGroup, Timing, HistorySize, ServerStableFor and
+	// HoldOnDeniedHandOver, which hold the safe default until it is read
+	// (policy.go).
+	Policy PolicySource
+	// Identity names this coordinator in the enforcement record `rollboot
+	// status` shows (host name and process).
+	Identity string
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -115,6 +124,11 @@ type Coordinator struct {
 
 	metrics *passMetrics
 	overrun Overrun
+	// policy: the stored policy as the last pass read it (policy.go).
+	policy policyState
+	// nextSettle: when the earliest settle time of a group with pending hosts
+	// ends (wake.go wakes a pass then).
+	nextSettle time.Time
 	// changed: a pass applied a change (wake.go: the next pass runs at once).
 	changed bool
 }
@@ -138,6 +152,7 @@ func New(opt Options) *Coordinator {
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, cache: &c.nodeCache}
 	}
+	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
 	return c
 }
 
@@ -147,6 +162,7 @@ func New(opt Options) *Coordinator {
 func (c *Coordinator) Run(ctx context.Context) error {
 	c.metrics.state.lead(true)
 	defer c.metrics.state.lead(false)
+	defer c.endTerm()
 	kick := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -215,6 +231,9 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 	if c.agentJob() != "" {
 		queries = append(queries, c.watchAgentJob)
 	}
+	if c.opt.Policy != nil {
+		queries = append(queries, c.watchPolicy)
+	}
 	for _, q := range queries {
 		wg.Add(1)
 		go func() {
@@ -261,11 +280,15 @@ func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error
 func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
+	if err := c.refreshPolicy(octx); err != nil {
+		return c.stepFailed(octx, ctx, err)
+	}
 	s, err := c.observe(octx)
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
 	adm := admit(c.admitRules(), s)
+	c.nextSettle = adm.settled
 	c.metrics.state.export(s, groupStatuses(c.admitRules(), s))
 	c.readGrantJobs(octx, s, adm)
 	var errs error

@@ -38,9 +38,12 @@ type nodeCache struct {
 	// wrote is the index of the coordinator's last node write: a list older
 	// than that does not show it.
 	wrote uint64
-	// groupOf and at: each node's group, and its ModifyIndex when asked.
+	// groupOf and at: each node's group, and its ModifyIndex when asked;
+	// groups: the groups (names and filters, in match order) they were asked
+	// of. A policy that changes the groups makes every node's group unknown.
 	groupOf map[string]string
 	at      map[string]uint64
+	groups  string
 }
 
 // setList keeps the watch's answer (nil: forget the list), unless it is older
@@ -75,7 +78,7 @@ func (n *nodeCache) current() []*api.NodeListStub {
 func (n *nodeCache) forget() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.list, n.index, n.wrote, n.groupOf, n.at = nil, 0, 0, nil, nil
+	n.list, n.index, n.wrote, n.groupOf, n.at, n.groups = nil, 0, 0, nil, nil, ""
 }
 
 // writeIndexNodes records the index of every node write, so that the next pass
@@ -130,6 +133,9 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	cache := &c.nodeCache
 	cache.mu.Lock()
 	prev, at := cache.groupOf, cache.at
+	if cache.groups != groupsKey(c.opt.Groups) {
+		prev, at = nil, nil
+	}
 	cache.mu.Unlock()
 	var changed []string
 	for _, n := range list {
@@ -175,9 +181,22 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 		}
 	}
 	cache.mu.Lock()
-	cache.groupOf, cache.at = groupOf, newAt
+	cache.groupOf, cache.at, cache.groups = groupOf, newAt, groupsKey(c.opt.Groups)
 	cache.mu.Unlock()
 	return groupOf, nil
+}
+
+// groupsKey identifies what group membership depends on: the groups' names and
+// filters in match order.
+func groupsKey(groups []GroupSpec) string {
+	var b strings.Builder
+	for _, g := range groups {
+		b.WriteString(g.Name)
+		b.WriteByte(0)
+		b.WriteString(g.Filter)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // membersOf asks Nomad which nodes each group's filter matches, first match

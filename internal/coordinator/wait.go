@@ -36,6 +36,8 @@ const (
 	WaitVaultSealed     // Detail: the host whose Vault is sealed
 	WaitPreRebootGate   // Detail: health.PreRebootGate's reason
 	WaitHandOverRefused // Detail: the refusal
+	WaitPolicyInvalid   // Detail: why the stored policy cannot be used
+	WaitSettle          // Detail: the group, until when and after which host
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -83,6 +85,8 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitVaultSealed:     {"vault_sealed", "quorum gate: Vault on %s is sealed: an unseal is needed first"},
 	WaitPreRebootGate:   {"pre_reboot_gate", "quorum gate: %s"},
 	WaitHandOverRefused: {"hand_over_refused", "leadership hand-over refused (policy: hold): %s"},
+	WaitPolicyInvalid:   {"policy_invalid", "no new reboot starts: %s"},
+	WaitSettle:          {"settle", "settling: %s"},
 	WaitNodeNotFound:    {"node_not_found", "node not found"},
 	WaitDrainStarting:   {"drain_starting", "starting the drain"},
 	WaitDraining:        {"draining", "draining"},

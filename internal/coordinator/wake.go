@@ -159,6 +159,9 @@ func (d Decision) changes() bool {
 func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, resync <-chan time.Time, plans map[string]store.Plan, failed int) bool {
 	now := c.now()
 	next := nextTimer(plans, c.opt.Timing, now)
+	if t := c.nextSettle; t.After(now) && (next.IsZero() || t.Before(next)) {
+		next = t // a group's settle time ends
+	}
 	if failed > 0 {
 		retry := now.Add(policy.Backoff(time.Second, c.opt.Resync, failed))
 		if next.IsZero() || retry.Before(next) {

@@ -52,32 +52,27 @@ func Coordinator(cfg *config.Compiled, c *api.Client, st *store.Store, log *slog
 	return coordinator.New(coordinatorOptions(cfg, c, st, log, clusters))
 }
 
-// coordinatorOptions are the coordinator's options: the compiled groups and
-// timings as they are.
+// coordinatorOptions are the coordinator's options: the local settings, and the
+// stored policy as its source of rules.
 func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, log *slog.Logger, clusters coordinator.ClusterAccess) coordinator.Options {
+	r := coordinatorRules(cfg, 0) // the safe default until the stored policy is read
 	return coordinator.Options{
-		Nodes:        c.Nodes(),
-		Store:        st,
-		Groups:       groupSpecs(cfg.Policy),
-		DefaultGroup: cfg.Policy.Default,
-		Timing: coordinator.Timing{
-			DrainDeadline:   cfg.Drain.Deadline,
-			ForceOnTimeout:  cfg.ForceDrains,
-			RetryBackoff:    cfg.Drain.RetryBackoff,
-			RetryMaxBackoff: cfg.Drain.RetryMaxBackoff,
-			RejoinTimeout:   cfg.Coordinator.RejoinTimeout,
-			LoopBackoff:     cfg.Coordinator.RebootLoopBackoff,
-			LoopMaxBackoff:  cfg.Coordinator.RebootLoopMaxBackoff,
-		},
-		HistorySize:          cfg.Coordinator.HistorySize,
+		Nodes:                c.Nodes(),
+		Store:                st,
+		Groups:               r.Groups,
+		DefaultGroup:         r.DefaultGroup,
+		Timing:               r.Timing,
+		HistorySize:          r.HistorySize,
 		Clusters:             clusters,
-		ServerStableFor:      cfg.Coordinator.ServerStableFor,
-		HoldOnDeniedHandOver: cfg.HoldOnDeniedHandOver,
+		ServerStableFor:      r.ServerStableFor,
+		HoldOnDeniedHandOver: r.HoldOnDeniedHandOver,
 		Resync:               cfg.Coordinator.ResyncInterval,
 		Jobs:                 agentJobs(cfg, c),
 		AgentJob:             cfg.Coordinator.AgentJob,
 		AgentJobNamespace:    agentJobNamespace(cfg),
 		Log:                  log.With("component", "coordinator"),
+		Policy:               &storedPolicy{st: st, local: cfg},
+		Identity:             identity(cfg),
 	}
 }
 
@@ -261,7 +256,6 @@ func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, lo
 		// its clusters' health through the host's local agents.
 		Nodes:        c.Nodes(),
 		Clusters:     &Clusters{Nomad: c, Consul: local.Consul, Vault: local.Vault},
-		Force:        cfg.ForceDrains,
 		AgentJob:     agentJob(),
 		RecheckEvery: cfg.Agent.Reboot.RecheckInterval,
 	}

@@ -31,13 +31,14 @@ func fleetLockServer(cfg *config.Compiled, log *slog.Logger, reg *prometheus.Reg
 	return fleetlock.New(opt), nil
 }
 
-// fleetLockOptions are the FleetLock server's options: the compiled groups as
-// they are, and the fleetlock block.
+// fleetLockOptions are the FleetLock server's options: the groups of the stored
+// policy, and the fleetlock block.
 func fleetLockOptions(cfg *config.Compiled, st *store.Store, nodes fleetlock.NodesAPI, log *slog.Logger) fleetlock.Options {
 	return fleetlock.Options{
 		Store:        st,
 		Nodes:        nodes,
 		Groups:       cfg.Policy,
+		Policy:       (&storedPolicy{st: st, local: cfg}).groups,
 		PathPrefix:   cfg.FleetLock.PathPrefix,
 		MaxBodyBytes: int64(cfg.FleetLock.MaxBodyBytes),
 		Log:          log.With("component", "fleetlock"),

@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
 type rebootFunc func() error
@@ -40,6 +44,22 @@ func TestRunAgentReboots(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The group is the stored policy's, applied as `rollboot policy apply` does.
+	c, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(c.Variables(), "rollboot", "")
+	ch, err := storedpolicy.Prepare(ctx, st, c.Nodes(), []byte("group \"web\" {\n  filter = \"NodePool == \\\"web\\\"\"\n}\n"), "policy.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Moves) != 2 || ch.Moves[0].To != "web" {
+		t.Errorf("moves = %+v, want both hosts to web", ch.Moves)
+	}
+	if _, err := ch.Apply(ctx, st, "test", time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
 	rebooted := make(chan string, len(hosts))
 	errs := make(chan error, len(hosts))
 	var wg sync.WaitGroup
@@ -59,9 +79,6 @@ coordinator {
   lock_ttl = "10s"
   resync_interval = "200ms"
   agent_job = ""
-}
-group "web" {
-  filter = "NodePool == \"web\""
 }
 `, h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required")))
 		wg.Add(1)

@@ -24,6 +24,20 @@ func compile(t *testing.T, src string) *config.Compiled {
 	return cc
 }
 
+// compileWith compiles a local file with a policy file in place of its policy.
+func compileWith(t *testing.T, local, pol string) *config.Compiled {
+	t.Helper()
+	pf, err := config.ParsePolicy([]byte(pol), "p.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := config.CompilePolicy(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compile(t, local).With(r)
+}
+
 const windowsHCL = `
 window "night" {
   start = "22:00"
@@ -65,13 +79,15 @@ func TestGroupsWiring(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cc := compile(t, tt.src)
+			cc := compileWith(t, "", tt.src)
 			c, err := Client(cc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			log := slog.New(slog.DiscardHandler)
 			co := coordinatorOptions(cc, c, Store(cc, c), log, nil)
+			r := coordinatorRules(cc, 0)
+			co.Groups, co.DefaultGroup = r.Groups, r.DefaultGroup
 			check := func(what string, g policy.Group, filter string, w want) {
 				t.Helper()
 				var ws []string
@@ -110,18 +126,24 @@ func TestGroupsWiring(t *testing.T) {
 	}
 }
 
-// The coordinator's timings and switches come from the compiled configuration.
+// The coordinator's timings and switches come from the local configuration and
+// the policy: the options hold the safe default rules, the stored policy's
+// rules replace them (coordinatorRules).
 func TestCoordinatorOptions(t *testing.T) {
-	cc := compile(t, `
+	cc := compileWith(t, `
 coordinator {
   resync_interval = "7s"
+  agent_job = ""
+}
+nomad { namespace = "ops" }
+`, `
+coordinator {
   rejoin_timeout = "9m"
   reboot_loop_backoff = "2h"
   reboot_loop_max_backoff = "3h"
   history_size = 12
   server_stable_for = "11s"
   leader_transfer_denied = "hold"
-  agent_job = ""
 }
 drain {
   deadline = "20m"
@@ -129,13 +151,17 @@ drain {
   retry_backoff = "1m"
   retry_max_backoff = "5m"
 }
-nomad { namespace = "ops" }
 `)
 	c, err := Client(cc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := coordinatorOptions(cc, c, Store(cc, c), slog.New(slog.DiscardHandler), nil)
+	if o.Policy == nil || o.Identity == "" {
+		t.Errorf("no stored policy source (%v) or identity (%q)", o.Policy, o.Identity)
+	}
+	r := coordinatorRules(cc, 3)
+	o.Timing, o.HistorySize, o.ServerStableFor, o.HoldOnDeniedHandOver = r.Timing, r.HistorySize, r.ServerStableFor, r.HoldOnDeniedHandOver
 	tm := o.Timing
 	if tm.DrainDeadline != 20*time.Minute || !tm.ForceOnTimeout || tm.RetryBackoff != time.Minute || tm.RetryMaxBackoff != 5*time.Minute ||
 		tm.RejoinTimeout != 9*time.Minute || tm.LoopBackoff != 2*time.Hour || tm.LoopMaxBackoff != 3*time.Hour {
@@ -240,7 +266,6 @@ agent {
   }
 }
 coordinator { enabled = false }
-drain { on_timeout = "force" }
 `)
 	c, err := Client(cc)
 	if err != nil {
@@ -248,7 +273,7 @@ drain { on_timeout = "force" }
 	}
 	o := agentOptions(cc, c, "web-1", "web-1.example", &discovery.Local{}, slog.New(slog.DiscardHandler))
 	if o.Host != "web-1" || o.Hostname != "web-1.example" || o.BootIDFile != "/run/boot_id" || o.SlowEvery != 2*time.Minute ||
-		o.Delay != 3*time.Second || o.HookTimeout != time.Minute || o.RecheckEvery != 2*time.Second || !o.Force || o.Candidate {
+		o.Delay != 3*time.Second || o.HookTimeout != time.Minute || o.RecheckEvery != 2*time.Second || o.Candidate {
 		t.Errorf("options = %+v", o)
 	}
 	if len(o.Detectors) != 2 || !slices.Equal(o.SlowIndexes, []int{1}) || !slices.Equal(o.PassEnv, []string{"VAULT_TOKEN"}) ||

@@ -31,12 +31,18 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simhost"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
-// ConfigHCL is the policy the demo runs with.
+// ConfigHCL is the local configuration of the demo's agents.
 //
 //go:embed demo.hcl
 var ConfigHCL []byte
+
+// PolicyHCL is the rollout policy the demo applies before it starts.
+//
+//go:embed policy.hcl
+var PolicyHCL []byte
 
 // Options configure the demo.
 type Options struct {
@@ -68,6 +74,23 @@ type HostTimes struct {
 	Server                 bool
 	RebootsSeenByEmulator  int
 	EligibleAfterTheReboot bool
+}
+
+// applyPolicy stores the demo's policy as `rollboot policy apply policy.hcl`
+// does, and prints what it changes.
+func applyPolicy(ctx context.Context, out io.Writer, st *store.Store, client *api.Client) error {
+	fmt.Fprintln(out, "$ rollboot policy apply policy.hcl")
+	ch, err := storedpolicy.Prepare(ctx, st, client.Nodes(), PolicyHCL, "policy.hcl")
+	if err != nil {
+		return fmt.Errorf("demo policy: %w", err)
+	}
+	storedpolicy.WriteDiff(out, ch)
+	rec, err := ch.Apply(ctx, st, "rollboot demo", time.Now(), nil)
+	if err != nil {
+		return fmt.Errorf("apply the demo policy: %w", err)
+	}
+	fmt.Fprintf(out, "Policy version %d applied.\n\n", rec.Version)
+	return nil
 }
 
 // OK reports whether every check held.
@@ -152,6 +175,15 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		return nil, err
 	}
 
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		return nil, err
+	}
+	st := store.New(client.Variables(), base.State.Prefix, "")
+	if err := applyPolicy(ctx, opt.Out, st, client); err != nil {
+		return nil, err
+	}
+
 	sup := &simhost.Supervisor{Sim: sim, Job: "rollboot", Start: func(ctx context.Context, h nomadsim.Host) {
 		cfg := *base
 		cfg.Nomad.Address = "http://" + h.Addr
@@ -183,12 +215,6 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	go func() { defer wg.Done(); sup.Run(runCtx) }()
 	defer wg.Wait()
 	defer cancel()
-
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		return nil, err
-	}
-	st := store.New(client.Variables(), base.State.Prefix, "")
 
 	start := time.Now()
 	ft := sampleTolerance(runCtx, clusters, start)

@@ -156,6 +156,13 @@ var checks = []check{
 	{"list rollboot/history/x", v("rollboot/history/x", "list"), "coordinator,candidate,operator"},
 	{"write rollboot/history/x", v("rollboot/history/x", "write"), "coordinator,candidate"},
 	{"destroy rollboot/history/x", v("rollboot/history/x", "destroy"), "coordinator,candidate"},
+	// The stored policy: written by the operator only (policy apply), read by
+	// the coordinator; the enforcement record written by the coordinator.
+	{"read rollboot/policy", v("rollboot/policy", "read"), "coordinator,candidate,operator"},
+	{"write rollboot/policy", v("rollboot/policy", "write"), "operator"},
+	{"destroy rollboot/policy", v("rollboot/policy", "destroy"), ""},
+	{"read rollboot/coordinator", v("rollboot/coordinator", "read"), "coordinator,candidate,operator"},
+	{"write rollboot/coordinator", v("rollboot/coordinator", "write"), "coordinator,candidate"},
 	// The election lock: every lock operation needs write.
 	{"read rollboot/leader", v("rollboot/leader", "read"), "coordinator,candidate,operator"},
 	{"write rollboot/leader (lock)", v("rollboot/leader", "write"), "coordinator,candidate"},
@@ -333,6 +340,8 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	allowed("coordinator: eligibility", err)
 	_, _, err = co.Variables().Read("nomad/jobs/rollboot", &api.QueryOptions{Namespace: ns})
 	denied("coordinator: read nomad/jobs/rollboot", err)
+	_, err = coSt.PutEnforcement(ctx, store.Enforcement{Leader: "c1", PolicyVersion: 1}, 0)
+	allowed("coordinator: PutEnforcement", err)
 
 	// Operator: status reads, control writes, nothing else.
 	op := client("operator")
@@ -357,6 +366,34 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	denied("operator: PutHost", err)
 	_, err = op.Nodes().ToggleEligibility(nodeID, false, nil)
 	denied("operator: eligibility", err)
+
+	// The stored policy: the operator applies it, the coordinator and the
+	// agents only read it (or not at all).
+	checkPolicyRights(ctx, t, opSt, coSt, st(ag), allowed, denied)
+}
+
+// checkPolicyRights: only the operator writes the stored policy; the
+// coordinator reads and watches it; the agent neither; everyone who reads the
+// status reads the enforcement record.
+func checkPolicyRights(ctx context.Context, t *testing.T, opSt, coSt, agSt *store.Store, allowed, denied func(string, error)) {
+	t.Helper()
+	rec := store.PolicyRecord{PolicyVersion: store.PolicyVersion{Version: 1, Source: "group \"all\" {}\n", Filename: "p.hcl"}}
+	_, err := coSt.PutPolicy(ctx, rec, 0)
+	denied("coordinator: PutPolicy", err)
+	_, err = agSt.PutPolicy(ctx, rec, 0)
+	denied("agent: PutPolicy", err)
+	_, err = opSt.PutPolicy(ctx, rec, 0)
+	allowed("operator: PutPolicy", err)
+	_, err = coSt.Policy(ctx)
+	allowed("coordinator: Policy", err)
+	_, err = coSt.WatchPolicy(ctx, 0, 0)
+	allowed("coordinator: WatchPolicy", err)
+	_, err = agSt.Policy(ctx)
+	denied("agent: Policy", err)
+	_, err = opSt.Policy(ctx)
+	allowed("operator: Policy", err)
+	_, err = opSt.Enforcement(ctx)
+	allowed("operator: Enforcement", err)
 }
 
 // ---- (c) the embedded configurations load, (d) the job files parse -------------------

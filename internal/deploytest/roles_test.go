@@ -168,6 +168,8 @@ func TestCoordinatorJobFile(t *testing.T) {
 		{cfg.State.Prefix + "/control", "write"},
 		{cfg.State.Prefix + "/leader", "write"},
 		{cfg.State.Prefix + "/hosts/h", "read"},
+		{cfg.State.Prefix + "/policy", "read"},
+		{cfg.State.Prefix + "/coordinator", "write"},
 	} {
 		tk := newToken(tok)
 		if !tk.AllowVariable(cfg.Nomad.Namespace, c.path, c.capability) {

@@ -34,6 +34,12 @@ func (c *cluster) cli(args ...string) string {
 }
 
 type statusJSON struct {
+	Policy struct {
+		Stored   int    `json:"stored_version"`
+		Leader   string `json:"leader"`
+		Enforced int    `json:"enforced_version"`
+		Problem  string `json:"problem"`
+	} `json:"policy"`
 	Paused        bool `json:"paused"`
 	MixedVersions []struct {
 		Version string `json:"version"`

@@ -24,6 +24,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simhost"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
 var rollbootBin string
@@ -53,8 +54,8 @@ func TestMain(m *testing.M) {
 type clusterOpts struct {
 	clients      int
 	pools        []string
-	policy       string // HCL: drain, group and window blocks
-	coordExtra   string // HCL attributes added to the coordinator block
+	policy       string // HCL: drain, group and window blocks of the stored policy
+	coordExtra   string // HCL attributes of the stored policy's coordinator block (rollout rules)
 	coordOnly    string // HCL blocks added to the standalone coordinators' configuration only
 	agentExtra   string // HCL attributes added to the agent block
 	rebootExtra  string // HCL attributes added to agent.reboot
@@ -167,6 +168,11 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		}
 	}
 	c.sup = &simhost.Supervisor{Sim: sim, Hosts: hosts, Start: c.runAgent, Job: agentJob}
+	// The policy (policy and coordExtra) is stored as `rollboot policy apply`
+	// stores it, before the test injects any fault.
+	if pol := c.policySource(); pol != "" {
+		c.applyPolicy(pol)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpLogs()
@@ -197,6 +203,32 @@ func (c *cluster) start() {
 	})
 }
 
+// policySource is the policy of clusterOpts: its blocks and rollout rules.
+func (c *cluster) policySource() string {
+	pol := c.opts.policy
+	if strings.TrimSpace(c.opts.coordExtra) != "" {
+		pol += "\ncoordinator {\n" + c.opts.coordExtra + "\n}\n"
+	}
+	return strings.TrimSpace(pol)
+}
+
+// applyPolicy stores src as the next version of the policy, through the code of
+// `rollboot policy apply`, and returns it.
+func (c *cluster) applyPolicy(src string) store.PolicyRecord {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ch, err := storedpolicy.Prepare(ctx, c.st, c.client.Nodes(), []byte(src), "policy.hcl")
+	if err != nil {
+		c.t.Fatalf("policy: %v", err)
+	}
+	rec, err := ch.Apply(ctx, c.st, "e2e", time.Now(), nil)
+	if err != nil {
+		c.t.Fatalf("apply the policy: %v", err)
+	}
+	return rec
+}
+
 // mgmtToken is the emulator's management token ("" without ACLs).
 func mgmtToken(sim *nomadsim.Sim) string {
 	if !sim.ACLEnabled() {
@@ -221,15 +253,14 @@ func (c *cluster) configFor(host, address string) string {
 		fmt.Fprintf(&b, "  token = %q\n", tok)
 	}
 	b.WriteString("}\n")
-	b.WriteString(c.opts.policy + "\n")
 	// Agents stand for election unless standalone coordinators run.
 	enabled := host == "" || c.opts.coordinators == 0
 	resync := c.opts.resync
 	if resync == 0 {
 		resync = 200 * time.Millisecond
 	}
-	fmt.Fprintf(&b, "coordinator {\n  enabled = %v\n  lock_ttl = \"10s\"\n  resync_interval = %q\n%s\n}\n",
-		enabled, resync.String(), c.opts.coordExtra)
+	fmt.Fprintf(&b, "coordinator {\n  enabled = %v\n  lock_ttl = \"10s\"\n  resync_interval = %q\n}\n",
+		enabled, resync.String())
 	if host == "" {
 		b.WriteString(c.opts.coordOnly + "\n")
 		return b.String()
@@ -562,9 +593,15 @@ func each(hosts []string, n int) map[string]int {
 
 func storeFor(t *testing.T, sim *nomadsim.Sim) *store.Store {
 	t.Helper()
+	return store.New(apiClientFor(t, sim).Variables(), "rollboot", "")
+}
+
+// apiClientFor is a Nomad client of the emulator, without a token.
+func apiClientFor(t *testing.T, sim *nomadsim.Sim) *api.Client {
+	t.Helper()
 	client, err := api.NewClient(&api.Config{Address: sim.Address()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store.New(client.Variables(), "rollboot", "")
+	return client
 }

@@ -65,8 +65,6 @@ func randomRollout(t *testing.T, seed uint64) {
 	}
 	policy := fmt.Sprintf(`
 coordinator {
-  lock_ttl = "10s"
-  resync_interval = "100ms"
   rejoin_timeout = "60s"
 }
 drain {
@@ -82,10 +80,12 @@ group "b" {
   concurrency = %d
 }
 `, conc, conc)
-	base, err := config.LoadBytes([]byte(policy), "random.hcl")
+	base, err := config.LoadBytes([]byte("coordinator {\n  lock_ttl = \"10s\"\n  resync_interval = \"100ms\"\n}\n"), "random.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := &cluster{t: t, sim: sim, st: storeFor(t, sim), client: apiClientFor(t, sim)}
+	c.applyPolicy(policy)
 	var hosts []string
 	groups := map[string]string{}
 	for _, h := range sim.Hosts() {
@@ -134,7 +134,7 @@ group "b" {
 	}
 	sim.ClearFaults()
 
-	c := &cluster{t: t, sim: sim, st: storeFor(t, sim), sup: sup}
+	c.sup = sup
 	defer func() {
 		if !t.Failed() {
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/rollboot/rollboot/internal/fleetlock"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
 func randomID(t *testing.T) string {
@@ -107,7 +108,7 @@ func TestRateLimited(t *testing.T) {
 // Refusals never name the other hosts.
 func TestNodelessSlotsBounded(t *testing.T) {
 	a, b, c := "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "cccccccccccccccccccccccccccccccc"
-	e := newEnv(t, 1, "fleetlock {\n  allowed_ids = [\""+a+"\", \""+b+"\"]\n}\ngroup \"all\" {\n  concurrency = 2\n}\n")
+	e := newEnvPolicy(t, 1, "fleetlock {\n  allowed_ids = [\""+a+"\", \""+b+"\"]\n}\n", "group \"all\" {\n  concurrency = 2\n}\n")
 	if err := e.sim.SetNodeMeta("client-1", map[string]string{fleetlock.NodeMetaKey: c}); err != nil {
 		t.Fatal(err)
 	}
@@ -346,5 +347,34 @@ func TestNodeMetaWinsOverAClaimingRecord(t *testing.T) {
 	}
 	if n, _ := e.sim.Node("client-1"); n.SchedulingEligibility != api.NodeSchedulingEligible {
 		t.Fatalf("the claimant's node is %s", n.SchedulingEligibility)
+	}
+}
+
+// The groups are the stored policy's, read for each request: a group applied
+// after the server started is known at once, and a stored policy that cannot be
+// used answers 500 (the client retries) rather than falling back to defaults.
+func TestGroupsFromTheStoredPolicy(t *testing.T) {
+	const a = "abababababababababababababababab"
+	e := newEnv(t, 0, allow(a))
+	if r := e.call(steady, a, "late"); r.code != 400 || r.Kind != fleetlock.KindUnknownGroup {
+		t.Fatalf("a group no policy names: %d %s", r.code, r.Kind)
+	}
+	ch, err := storedpolicy.Prepare(t.Context(), e.st, nil, []byte("group \"late\" {}\n"), "p.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ch.Apply(t.Context(), e.st, "test", time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.call(steady, a, "late"); r.code != 200 {
+		t.Fatalf("a group of the stored policy: %d %s %s", r.code, r.Kind, r.Value)
+	}
+	bad := store.PolicyRecord{PolicyVersion: store.PolicyVersion{Version: 2, Source: "group \"late\" {\n  concurrency = 0\n}\n", Filename: "p.hcl"}}
+	if _, err := e.st.PutPolicy(t.Context(), bad, rec.ModifyIndex); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.call(steady, a, "late"); r.code != 500 || r.Kind != fleetlock.KindInternal || !strings.Contains(r.Value, "stored policy cannot be used") {
+		t.Fatalf("under an invalid stored policy: %d %s %q", r.code, r.Kind, r.Value)
 	}
 }

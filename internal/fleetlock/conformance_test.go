@@ -26,6 +26,7 @@ import (
 	"github.com/rollboot/rollboot/internal/fleetlock"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
 type env struct {
@@ -37,8 +38,14 @@ type env struct {
 }
 
 // newEnv starts an emulated cluster, a coordinator and the FleetLock server with
-// the given extra HCL (groups, fleetlock block).
+// the given extra HCL (a fleetlock block).
 func newEnv(t *testing.T, clients int, hcl string) *env {
+	t.Helper()
+	return newEnvPolicy(t, clients, hcl, "")
+}
+
+// newEnvPolicy is newEnv with a stored policy (groups), applied first.
+func newEnvPolicy(t *testing.T, clients int, hcl, pol string) *env {
 	t.Helper()
 	sim, err := nomadsim.New(nomadsim.Config{Clients: clients, HeartbeatTTL: 150 * time.Millisecond,
 		BootTime: 300 * time.Millisecond, MigrateTime: 50 * time.Millisecond})
@@ -62,6 +69,15 @@ func newEnv(t *testing.T, clients int, hcl string) *env {
 	}
 	log := slog.New(slog.DiscardHandler)
 	st := daemon.Store(cfg, client)
+	if pol != "" {
+		ch, err := storedpolicy.Prepare(context.Background(), st, client.Nodes(), []byte(pol), "policy.hcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ch.Apply(context.Background(), st, "test", time.Now(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	co := daemon.Coordinator(cfg, client, st, log, nil)
 	srv, err := daemon.FleetLockServer(cfg, log)
 	if err != nil {
@@ -242,7 +258,8 @@ func (e *env) monitor(group string) func() int {
 }
 
 func TestProtocolErrors(t *testing.T) {
-	e := newEnv(t, 0, "fleetlock {\n  path_prefix = \"/fleet_lock\"\n  max_body_bytes = 1024\n  allowed_ids = [\"0123456789abcdef0123456789abcdef\"]\n}\ngroup \"workers\" {\n  filter = \"NodePool == \\\"workers\\\"\"\n}\n")
+	e := newEnvPolicy(t, 0, "fleetlock {\n  path_prefix = \"/fleet_lock\"\n  max_body_bytes = 1024\n  allowed_ids = [\"0123456789abcdef0123456789abcdef\"]\n}\n",
+		"group \"workers\" {\n  filter = \"NodePool == \\\"workers\\\"\"\n}\n")
 	id := "0123456789abcdef0123456789abcdef"
 	for _, tt := range []struct {
 		name    string

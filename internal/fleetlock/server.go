@@ -49,6 +49,10 @@ type Options struct {
 	// name any of them, and the FleetLock group "default" (Zincati's default)
 	// maps to Groups.Default (named "default" when it has no name).
 	Groups policy.Policy
+	// Policy, when set, gives the groups instead of Groups: those of the stored
+	// policy, read for each request. An error (no policy can be used) answers
+	// 500, and the client retries.
+	Policy func(ctx context.Context) (policy.Policy, error)
 	// PathPrefix is the path of the base URL, such as "/fleet_lock" ("" = root).
 	PathPrefix   string
 	MaxBodyBytes int64 // default DefaultMaxBodyBytes
@@ -122,11 +126,7 @@ func New(opt Options) *Server {
 	if s.opt.MaxBodyBytes <= 0 {
 		s.opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	s.defaultGroup = cmp.Or(opt.Groups.Default.Name, policy.DefaultGroupName)
-	for _, g := range opt.Groups.Groups {
-		s.groups[g.Name] = true
-	}
-	s.groups[s.defaultGroup] = true
+	s.groups, s.defaultGroup = groupNames(opt.Groups)
 	s.allowed = map[string]bool{}
 	for _, id := range opt.AllowedIDs {
 		s.allowed[id] = true
@@ -272,15 +272,19 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, endpoint string) 
 	if why := CertNamesID(r.TLS, p.ID, s.opt.ClientCertID); why != "" {
 		return fail(KindForbidden, why)
 	}
-	group, a := s.mapGroup(p.Group)
-	if a.kind != "" {
-		return a
-	}
 	// The deadline ends the request well before the server's write timeout,
 	// so that the client gets an answer, not a closed connection.
 	ctx, cancel := context.WithTimeout(r.Context(), s.opt.RequestTimeout)
 	defer cancel()
 	log := s.log.With("endpoint", endpoint, "fleetlock_id", p.ID, "group", p.Group)
+	group, a, err := s.mapGroup(ctx, p.Group)
+	if err != nil {
+		log.Warn("FleetLock request failed: no policy to map its group with", "err", err)
+		return fail(KindInternal, "rollboot's stored policy cannot be used now: retry later")
+	}
+	if a.kind != "" {
+		return a
+	}
 	var res answer
 	for attempt := 0; ; attempt++ {
 		switch endpoint {
@@ -309,13 +313,32 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, endpoint string) 
 	return res
 }
 
-// mapGroup maps a FleetLock group to a rollboot group.
-func (s *Server) mapGroup(g string) (string, answer) {
-	if s.groups[g] {
-		return g, ok200
+// mapGroup maps a FleetLock group to a rollboot group: one of Options.Groups,
+// or of the stored policy's groups with Options.Policy.
+func (s *Server) mapGroup(ctx context.Context, g string) (string, answer, error) {
+	groups, def := s.groups, s.defaultGroup
+	if s.opt.Policy != nil {
+		p, err := s.opt.Policy(ctx)
+		if err != nil {
+			return "", answer{}, err
+		}
+		groups, def = groupNames(p)
+	}
+	if groups[g] {
+		return g, ok200, nil
 	}
 	if g == "default" {
-		return s.defaultGroup, ok200
+		return def, ok200, nil
 	}
-	return "", fail(KindUnknownGroup, "unknown group "+strconv.Quote(g)+": use \"default\" or the name of a rollboot group")
+	return "", fail(KindUnknownGroup, "unknown group "+strconv.Quote(g)+": use \"default\" or the name of a rollboot group"), nil
+}
+
+// groupNames are the names of p's groups, and the name of its default group.
+func groupNames(p policy.Policy) (map[string]bool, string) {
+	def := cmp.Or(p.Default.Name, policy.DefaultGroupName)
+	names := map[string]bool{def: true}
+	for _, g := range p.Groups {
+		names[g.Name] = true
+	}
+	return names, def
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-bexpr/grammar"
@@ -34,6 +35,9 @@ type Group struct {
 	// Schedule holds the maintenance windows in which the group's drains
 	// may start. An empty schedule is always open.
 	Schedule Schedule
+	// Settle is the least time between one of the group's hosts coming back
+	// (its cycle ending) and the next one starting; 0: none.
+	Settle time.Duration
 }
 
 // FilterExpression returns the expression of the group's filter, as written in

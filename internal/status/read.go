@@ -16,6 +16,7 @@ type Store interface {
 	HostsChecked(ctx context.Context, index uint64, wait time.Duration) ([]store.HostRecord, []store.BadRecord, uint64, error)
 	PlansChecked(ctx context.Context) (map[string]store.Plan, []store.BadRecord, error)
 	Control(ctx context.Context) (store.Control, error)
+	PolicyStore
 }
 
 // Nodes is the part of *api.Nodes that Read uses.
@@ -55,6 +56,8 @@ func Read(ctx context.Context, src Source, now time.Time) (View, error) {
 	}
 	v := Build(recs, plans, ctl)
 	v.ControlProblems, v.PlanProblems = ctl.Problems, planProblems
+	pol := readPolicy(ctx, src.Store)
+	v.Policy = &pol
 	addNomadChecks(ctx, &v, src, recs, bad, now)
 	return v, nil
 }

@@ -31,6 +31,12 @@ func (f fakeStore) PlansChecked(context.Context) (map[string]store.Plan, []store
 }
 
 func (f fakeStore) Control(context.Context) (store.Control, error) { return f.ctl, f.ctlErr }
+func (f fakeStore) Policy(context.Context) (store.PolicyRecord, error) {
+	return store.PolicyRecord{}, store.ErrNotFound
+}
+func (f fakeStore) Enforcement(context.Context) (store.Enforcement, error) {
+	return store.Enforcement{}, store.ErrNotFound
+}
 
 type fakeNodes struct {
 	nodes []*api.NodeListStub

@@ -21,6 +21,9 @@ func WriteJSON(w io.Writer, v View) error {
 // WriteText writes the view as an aligned table, like the nomad CLI, with the
 // time since each phase began at now, followed by what was skipped.
 func WriteText(w io.Writer, v View, now time.Time) error {
+	if v.Policy != nil {
+		writePolicy(w, *v.Policy)
+	}
 	if v.Paused {
 		fmt.Fprintf(w, "Rollout paused: %s\n\n", orDash(v.PauseReason))
 	}

@@ -56,9 +56,12 @@ type Failure struct {
 
 // View is the whole status, as `rollboot status -json` prints it.
 type View struct {
-	Paused      bool   `json:"paused"`
-	PauseReason string `json:"pause_reason,omitempty"`
-	Hosts       []Host `json:"hosts"`
+	// Policy is the stored policy and what the leading coordinator enforces
+	// (nil: not read).
+	Policy      *Policy `json:"policy,omitempty"`
+	Paused      bool    `json:"paused"`
+	PauseReason string  `json:"pause_reason,omitempty"`
+	Hosts       []Host  `json:"hosts"`
 	// Ignored are the host records that cannot be used (skipped), and why.
 	Ignored []store.BadRecord `json:"ignored_records,omitempty"`
 	// ControlProblems are the control entries that cannot be read (skipped).

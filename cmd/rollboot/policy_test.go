@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// policyCLI runs `rollboot policy ...` against the emulator.
+type policyCLI struct {
+	t   *testing.T
+	sim *nomadsim.Sim
+	st  *store.Store
+	dir string
+}
+
+func newPolicyCLI(t *testing.T) *policyCLI {
+	t.Helper()
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 2, ClientPools: []string{"web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	c, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &policyCLI{t: t, sim: sim, st: store.New(c.Variables(), "rollboot", ""), dir: t.TempDir()}
+}
+
+// file writes a policy file and returns its path.
+func (p *policyCLI) file(name, src string) string {
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
+	return path
+}
+
+// run runs the command and returns its output and error.
+func (p *policyCLI) run(args ...string) (string, error) {
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&bytes.Buffer{}) // warnings
+	if args[1] != "validate" {
+		args = append(args, "--address", p.sim.Address())
+	}
+	cmd.SetArgs(normalizeArgs(cmd, args))
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func (p *policyCLI) must(args ...string) string {
+	p.t.Helper()
+	out, err := p.run(args...)
+	if err != nil {
+		p.t.Fatalf("rollboot %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (p *policyCLI) stored() store.PolicyRecord {
+	p.t.Helper()
+	rec, err := p.st.Policy(context.Background())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return rec
+}
+
+const cliPolicy = "group \"web\" {\n  filter = \"NodePool == \\\"web\\\"\"\n}\n"
+
+func TestPolicyValidate(t *testing.T) {
+	p := newPolicyCLI(t)
+	out := p.must("policy", "validate", p.file("ok.hcl", cliPolicy))
+	if !strings.Contains(out, "ok.hcl: a valid policy (groups: web, default).") {
+		t.Errorf("validate said %q", out)
+	}
+	bad := p.file("bad.hcl", "window \"w\" {\n  start = \"25:00\"\n  end = \"02:00\"\n}\nagent {}\n")
+	_, err := p.run("policy", "validate", bad)
+	if err == nil || !strings.Contains(err.Error(), bad+":2:11: window \"w\".start") || !strings.Contains(err.Error(), bad+":5:1: agent block is a local setting") {
+		t.Fatalf("validate of a bad file: %v", err)
+	}
+}
+
+func TestPolicyApplyShowHistory(t *testing.T) {
+	p := newPolicyCLI(t)
+	out := p.must("policy", "show")
+	if !strings.Contains(out, "No policy is stored at rollboot/policy: the coordinator enforces the safe default") {
+		t.Errorf("show with none stored: %q", out)
+	}
+	out = p.must("policy", "apply", p.file("v1.hcl", cliPolicy))
+	for _, want := range []string{"this file becomes version 1", `+ group "web".filter`, ": default => web", "Policy version 1 applied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply lacks %q:\n%s", want, out)
+		}
+	}
+	v1 := p.stored()
+	out = p.must("policy", "apply", p.file("v2.hcl", cliPolicy+"window \"night\" {\n  start = \"22:00\"\n  end = \"04:00\"\n}\n"), "-check-index", fmt.Sprint(v1.ModifyIndex))
+	for _, want := range []string{"Stored policy: version 1", `+ window "night".start = "22:00"`, "Hosts: no host changes group.", "Policy version 2 applied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply lacks %q:\n%s", want, out)
+		}
+	}
+	if rec := p.stored(); rec.Version != 2 || rec.AppliedBy == "" || strings.Contains(rec.AppliedBy, "secret") {
+		t.Errorf("stored: %+v", rec.PolicyVersion)
+	}
+
+	out = p.must("policy", "show")
+	if !strings.HasPrefix(out, "# Version 2, applied by ") || !strings.Contains(out, "window \"night\"") || !strings.Contains(out, "(stored, modify index") {
+		t.Errorf("show:\n%s", out)
+	}
+	out = p.must("policy", "show", "-version", "1")
+	if !strings.HasPrefix(out, "# Version 1, ") || strings.Contains(out, "night") || !strings.HasSuffix(out, cliPolicy) {
+		t.Errorf("show -version 1:\n%s", out)
+	}
+	if _, err := p.run("policy", "show", "-version", "7"); err == nil || !strings.Contains(err.Error(), "policy version 7 is not kept") {
+		t.Errorf("show -version 7: %v", err)
+	}
+	out = p.must("policy", "history")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "VERSION") || !strings.HasPrefix(lines[1], "2 ") || !strings.HasPrefix(lines[2], "1 ") ||
+		!strings.Contains(lines[2], "v1.hcl") {
+		t.Errorf("history:\n%s", out)
+	}
+}
+
+// A stale -check-index and an invalid file are refused, and the stored policy
+// stays as it was.
+func TestPolicyApplyRefused(t *testing.T) {
+	p := newPolicyCLI(t)
+	p.must("policy", "apply", p.file("v1.hcl", cliPolicy))
+	v1 := p.stored()
+	p.must("policy", "apply", p.file("v2.hcl", cliPolicy+"drain {\n  deadline = \"2h\"\n}\n"))
+	v2 := p.stored()
+
+	_, err := p.run("policy", "apply", p.file("v3.hcl", "group \"x\" {}\n"), "-check-index", fmt.Sprint(v1.ModifyIndex))
+	if err == nil || !strings.Contains(err.Error(), "CAS conflict") {
+		t.Fatalf("a stale -check-index: %v", err)
+	}
+	_, err = p.run("policy", "apply", p.file("bad.hcl", "group \"x\" {\n  concurrency = \"two\"\n}\n"))
+	if err == nil || !strings.Contains(err.Error(), "bad.hcl:2:17: group \"x\".concurrency: must be a whole number") {
+		t.Fatalf("an invalid file: %v", err)
+	}
+	if got := p.stored(); got.Version != v2.Version || got.ModifyIndex != v2.ModifyIndex {
+		t.Errorf("the stored policy changed: version %d index %d, want %d %d", got.Version, got.ModifyIndex, v2.Version, v2.ModifyIndex)
+	}
+}

@@ -1,0 +1,42 @@
+# The rollout policy, stored in the cluster: every coordinator decides with it.
+# Check it, see what it changes, and store it (docs/configuration.md):
+#
+#   rollboot policy validate deploy/policy.hcl
+#   rollboot policy apply deploy/policy.hcl
+#
+# With no stored policy the coordinator enforces the safe default: one group
+# "default", one host at a time, no maintenance window. This file writes that
+# default out, with the settings most often changed.
+
+coordinator {
+  rejoin_timeout         = "30m"
+  leader_transfer_denied = "continue"
+}
+
+drain {
+  deadline   = "1h"
+  on_timeout = "abort"
+}
+
+# Every node, one host at a time, waiting two minutes after a host came back
+# before the next one starts.
+group "all" {
+  concurrency = 1
+  settle      = "2m"
+}
+
+# Add windows, and groups with filters before "all" (the first match wins):
+#
+# group "batch" {
+#   filter          = "NodePool == \"batch\""
+#   concurrency     = 3
+#   max_unavailable = "25%"
+#   windows         = ["weeknights"]
+# }
+#
+# window "weeknights" {
+#   days      = ["mon", "tue", "wed", "thu", "fri"]
+#   start     = "22:00"
+#   end       = "05:00"
+#   time_zone = "Europe/Berlin"
+# }

@@ -1,0 +1,183 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// The stored policy. With Options.Policy set, the coordinator decides only with
+// the rollout policy stored in the cluster: each pass reads it first (a watch
+// wakes the loop when it changes) and takes its rules in place of the options'
+// groups, timings and rules. With no stored policy the source gives the safe
+// default rules (version 0). A stored policy that cannot be used is never
+// replaced by defaults: no new reboot starts, every pending host waits with the
+// problem as its reason, and the hosts already out of service finish their
+// cycle with the last good rules (the options' own, the safe default, when there
+// were none).
+
+// PolicySource reads the stored rollout policy.
+type PolicySource interface {
+	// Rules reads the stored policy and compiles it: the safe default rules
+	// (Version 0) when none is stored, an *InvalidPolicyError when one is
+	// stored that cannot be used, any other error when it cannot be read.
+	Rules(ctx context.Context) (Rules, error)
+	// Watch blocks until the stored policy changes past index (with index >
+	// 0) or wait passes, and returns its index.
+	Watch(ctx context.Context, index uint64, wait time.Duration) (uint64, error)
+}
+
+// Rules are the options that come from the stored policy.
+type Rules struct {
+	// Version is the stored policy's version; 0: none is stored, these are the
+	// safe default rules.
+	Version              int
+	Groups               []GroupSpec
+	DefaultGroup         policy.Group
+	Timing               Timing
+	HistorySize          int
+	ServerStableFor      time.Duration
+	HoldOnDeniedHandOver bool
+}
+
+// InvalidPolicyError is a stored policy that cannot be used: unreadable,
+// written by a newer rollboot, or failing validation (written by hand).
+type InvalidPolicyError struct {
+	Version int // the stored version, 0 when it cannot be read
+	Err     error
+}
+
+func (e *InvalidPolicyError) Error() string {
+	if e.Version > 0 {
+		return fmt.Sprintf("the stored policy (version %d) is invalid: %v", e.Version, e.Err)
+	}
+	return fmt.Sprintf("the stored policy cannot be read: %v", e.Err)
+}
+
+func (e *InvalidPolicyError) Unwrap() error { return e.Err }
+
+// policyState is the coordinator's view of the stored policy.
+type policyState struct {
+	version int    // of the rules in c.opt
+	problem string // why the stored policy cannot be used; "" when it can
+	loaded  bool   // the source answered at least once this term
+	// published is what was last written to the enforcement record (and its
+	// index); zero: nothing yet this term.
+	published store.Enforcement
+	metrics   *policyMetrics
+}
+
+// setRules puts r in place of the options it sets.
+func (c *Coordinator) setRules(r Rules) {
+	c.opt.Groups, c.opt.DefaultGroup, c.opt.Timing = r.Groups, r.DefaultGroup, r.Timing
+	c.opt.HistorySize, c.opt.ServerStableFor, c.opt.HoldOnDeniedHandOver = r.HistorySize, r.ServerStableFor, r.HoldOnDeniedHandOver
+	if c.opt.DefaultGroup.Name == "" {
+		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
+	}
+}
+
+// refreshPolicy reads the stored policy at the start of a pass, takes its rules
+// when it can be used, and says loudly when it cannot. An error means it could
+// not be read at all: the pass does nothing.
+func (c *Coordinator) refreshPolicy(ctx context.Context) error {
+	if c.opt.Policy == nil {
+		return nil
+	}
+	ps := &c.policy
+	r, err := c.opt.Policy.Rules(ctx)
+	var bad *InvalidPolicyError
+	switch {
+	case errors.As(err, &bad):
+		if ps.problem != bad.Error() {
+			c.log.Error("the stored policy cannot be used: no new reboot starts until a valid one is applied (rollboot policy apply); hosts in a cycle finish it with the last good rules",
+				"err", bad, "enforced_version", ps.version)
+		}
+		ps.problem = bad.Error()
+	case err != nil:
+		return fmt.Errorf("read the stored policy: %w", err)
+	default:
+		if !ps.loaded || ps.problem != "" || r.Version != ps.version {
+			c.log.Info("enforcing the stored policy", "version", r.Version, "default", r.Version == 0)
+		}
+		ps.problem = ""
+		ps.version = r.Version
+		c.setRules(r)
+	}
+	ps.loaded = true
+	ps.metrics.set(ps.version, ps.problem != "")
+	if err := c.publishEnforcement(ctx); err != nil {
+		// Only what status shows is late: the next pass writes it again.
+		c.log.Warn("cannot record the enforced policy for rollboot status", "err", err)
+	}
+	return nil
+}
+
+// publishEnforcement writes who leads and what it enforces when that changed
+// since it last wrote it in this term.
+func (c *Coordinator) publishEnforcement(ctx context.Context) error {
+	ps := &c.policy
+	e := store.Enforcement{Leader: c.opt.Identity, PolicyVersion: ps.version, PolicyProblem: ps.problem}
+	if ps.published.ModifyIndex != 0 && ps.published.Equal(e) {
+		return nil
+	}
+	cur, err := c.opt.Store.Enforcement(ctx)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		// Unreadable (a newer rollboot wrote it): overwrite it all the same.
+		c.log.Warn("the enforcement record cannot be read: writing it again", "err", err)
+	}
+	e.Since = c.now()
+	idx, err := c.opt.Store.PutEnforcement(ctx, e, cur.ModifyIndex)
+	if err != nil {
+		return fmt.Errorf("publish the enforced policy: %w", err)
+	}
+	e.ModifyIndex = idx
+	ps.published = e
+	return nil
+}
+
+// policyHold is why every new start is held: the stored policy cannot be used.
+func (c *Coordinator) policyHold() WaitReason {
+	if c.policy.problem == "" {
+		return WaitReason{}
+	}
+	return waitFor(WaitPolicyInvalid, c.policy.problem)
+}
+
+// watchPolicy wakes the reconcile loop when the stored policy changes.
+func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, error) {
+	return c.opt.Policy.Watch(ctx, idx, 5*time.Minute)
+}
+
+// endTerm forgets what this term published and read: the next term writes the
+// enforcement record again (another coordinator may have led in between).
+func (c *Coordinator) endTerm() {
+	c.policy.published = store.Enforcement{}
+	c.policy.loaded = false
+	c.policy.metrics.set(0, false)
+}
+
+// policyMetrics are the stored policy's series, set by the leader only.
+type policyMetrics struct {
+	version prometheus.Gauge
+	invalid prometheus.Gauge
+}
+
+func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
+	return &policyMetrics{
+		version: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_policy_version",
+			Help: "Version of the stored policy the leading coordinator enforces (0: none stored, the safe default)."})),
+		invalid: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_policy_invalid",
+			Help: "1 while the stored policy cannot be used: no new reboot starts."})),
+	}
+}
+
+func (m *policyMetrics) set(version int, invalid bool) {
+	m.version.Set(float64(version))
+	m.invalid.Set(boolValue(invalid))
+}

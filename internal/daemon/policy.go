@@ -1,0 +1,108 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/storedpolicy"
+)
+
+// storedPolicy is the coordinator's source of the stored policy: the policy
+// variable, parsed and checked as `rollboot policy apply` checks it, over the
+// coordinator's local configuration. It compiles a version once.
+type storedPolicy struct {
+	st    *store.Store
+	local *config.Compiled
+
+	mu     sync.Mutex
+	index  uint64 // ModifyIndex of the record compiled last
+	rules  coordinator.Rules
+	invErr error
+}
+
+// Rules implements coordinator.PolicySource.
+func (p *storedPolicy) Rules(ctx context.Context) (coordinator.Rules, error) {
+	rec, err := p.st.Policy(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return coordinatorRules(p.local.With(config.DefaultRules()), 0), nil
+	case errors.Is(err, store.ErrUnreadable), errors.Is(err, store.ErrUnknownVersion):
+		return coordinator.Rules{}, &coordinator.InvalidPolicyError{Version: rec.Version, Err: err}
+	case err != nil:
+		return coordinator.Rules{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rec.ModifyIndex != p.index {
+		p.rules, p.invErr = compileStored(p.local, rec)
+		p.index = rec.ModifyIndex
+	}
+	return p.rules, p.invErr
+}
+
+// compileStored compiles a stored policy over the local configuration.
+func compileStored(local *config.Compiled, rec store.PolicyRecord) (coordinator.Rules, error) {
+	r, err := storedpolicy.Compile(rec)
+	if err != nil {
+		return coordinator.Rules{}, &coordinator.InvalidPolicyError{Version: rec.Version, Err: err}
+	}
+	return coordinatorRules(local.With(r), rec.Version), nil
+}
+
+// groups are the stored policy's groups, for the FleetLock server: the safe
+// default's when none is stored, an error when it cannot be used.
+func (p *storedPolicy) groups(ctx context.Context) (policy.Policy, error) {
+	r, err := p.Rules(ctx)
+	if err != nil {
+		return policy.Policy{}, err
+	}
+	out := policy.Policy{Default: r.DefaultGroup}
+	for _, g := range r.Groups {
+		out.Groups = append(out.Groups, g.Group)
+	}
+	return out, nil
+}
+
+// Watch implements coordinator.PolicySource.
+func (p *storedPolicy) Watch(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
+	return p.st.WatchPolicy(ctx, index, wait)
+}
+
+// coordinatorRules are the coordinator's rules from a configuration: its
+// compiled groups and timings as they are.
+func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
+	return coordinator.Rules{
+		Version:      version,
+		Groups:       groupSpecs(cfg.Policy),
+		DefaultGroup: cfg.Policy.Default,
+		Timing: coordinator.Timing{
+			DrainDeadline:   cfg.Drain.Deadline,
+			ForceOnTimeout:  cfg.ForceDrains,
+			RetryBackoff:    cfg.Drain.RetryBackoff,
+			RetryMaxBackoff: cfg.Drain.RetryMaxBackoff,
+			RejoinTimeout:   cfg.Coordinator.RejoinTimeout,
+			LoopBackoff:     cfg.Coordinator.RebootLoopBackoff,
+			LoopMaxBackoff:  cfg.Coordinator.RebootLoopMaxBackoff,
+		},
+		HistorySize:          cfg.Coordinator.HistorySize,
+		ServerStableFor:      cfg.Coordinator.ServerStableFor,
+		HoldOnDeniedHandOver: cfg.HoldOnDeniedHandOver,
+	}
+}
+
+// identity names this process as a coordinator: the host and the process.
+func identity(cfg *config.Compiled) string {
+	host := cfg.Agent.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	return fmt.Sprintf("%s (pid %d)", host, os.Getpid())
+}

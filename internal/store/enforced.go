@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Enforcement is what the leading coordinator enforces, <prefix>/coordinator:
+// who leads and which version of the stored policy it decides with. The
+// coordinator writes it when it starts to lead and when that changes, never
+// on every pass; `rollboot status` reads it.
+type Enforcement struct {
+	// Leader is the leading coordinator's identity (host name and process).
+	Leader string
+	// PolicyVersion is the version of the stored policy enforced; 0 means none
+	// is stored and the safe default applies (or, with PolicyProblem, that the
+	// coordinator never had a good one).
+	PolicyVersion int
+	// PolicyProblem, when set, says why the stored policy cannot be used: no
+	// new reboot starts, and the hosts in a cycle finish it with PolicyVersion.
+	PolicyProblem string
+	// Since is when the leader wrote this.
+	Since       time.Time
+	ModifyIndex uint64
+}
+
+// enforcementCodec is the schema of the enforcement record.
+var enforcementCodec = codec[Enforcement]{version: 1, fields: []field[Enforcement]{
+	text("leader", func(e *Enforcement) *string { return &e.Leader }),
+	number("policy_version", func(e *Enforcement) *int { return &e.PolicyVersion }, true),
+	text("policy_problem", func(e *Enforcement) *string { return &e.PolicyProblem }),
+	instant("since", func(e *Enforcement) *time.Time { return &e.Since }, false),
+}}
+
+func (s *Store) enforcementPath() string { return s.prefix + "/coordinator" }
+
+// Enforcement reads what the leading coordinator last said it enforces:
+// ErrNotFound when no coordinator has led yet.
+func (s *Store) Enforcement(ctx context.Context) (Enforcement, error) {
+	v, _, err := s.read(ctx, s.enforcementPath(), 0, 0)
+	if err != nil {
+		return Enforcement{}, err
+	}
+	e, err := decodeStrict(enforcementCodec, v.Path, v.Items)
+	e.ModifyIndex = v.ModifyIndex
+	return e, err
+}
+
+// PutEnforcement stores e with check-and-set on checkIndex (0: create); it
+// returns the new ModifyIndex, or ErrConflict.
+func (s *Store) PutEnforcement(ctx context.Context, e Enforcement, checkIndex uint64) (uint64, error) {
+	return s.write(ctx, s.enforcementPath(), enforcementCodec.encode(e), checkIndex)
+}
+
+// Equal reports whether e and o say the same, but for when and the index.
+func (e Enforcement) Equal(o Enforcement) bool {
+	return e.Leader == o.Leader && e.PolicyVersion == o.PolicyVersion && e.PolicyProblem == o.PolicyProblem
+}
