@@ -1,5 +1,5 @@
 # rollboot-operator: a person or script running the rollboot CLI:
-# `rollboot status`, `request`, `cancel`, `pause`, `resume`, `release`.
+# `rollboot status`, `plan`, `request`, `cancel`, `pause`, `resume`, `release`.
 #
 #   nomad acl policy apply -description "rollboot CLI" rollboot-operator rollboot-operator.policy.hcl
 #
@@ -14,6 +14,12 @@
 # `rollboot status`: GET /v1/nodes, to check that each host record names its own
 # node, and that the node's agent runs.
 node {
+  policy = "read"
+}
+
+# `rollboot plan`: GET /v1/operator/autopilot/health, the Nomad servers' quorum
+# gate of a server host waiting for its reboot (as the coordinator reads it).
+operator {
   policy = "read"
 }
 

@@ -142,10 +142,14 @@ func statusText(h Host) string {
 	case h.Starts:
 		return "starts now"
 	case h.Position == 0 && !h.Blocked:
-		if h.NoEstimate != "" {
-			return h.Reason + "; " + h.NoEstimate
+		s := "in progress"
+		if h.Reason != "" {
+			s += ": " + h.Reason
 		}
-		return h.Reason
+		if h.NoEstimate != "" {
+			s += "; " + h.NoEstimate
+		}
+		return s
 	case h.Blocked:
 		return "blocked: " + h.Reason
 	case h.NoEstimate != "":
