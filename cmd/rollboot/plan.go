@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -90,14 +89,7 @@ func loadPolicyForPlan(_ context.Context, cfg *config.Compiled, configPath strin
 // drain settings. The Nomad connection, the state and the agent settings stay
 // those in force.
 func loadCandidatePolicy(inForce *config.Compiled, path string) (*config.Compiled, error) {
-	c, err := config.Parse(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.ApplyEnv(os.Getenv); err != nil {
-		return nil, err
-	}
-	cand, err := config.Compile(c)
+	cand, err := compileConfig(configFlags{path: path})
 	if err != nil {
 		return nil, err
 	}
