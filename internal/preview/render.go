@@ -89,7 +89,11 @@ func writePlan(b *strings.Builder, p Plan) {
 }
 
 func writeGroup(b *strings.Builder, g Group, now time.Time) {
-	fmt.Fprintf(b, "\nGroup %q: %d nodes, %d in progress, %s\n", g.Name, g.Size, g.Active, capacityText(g))
+	nodes := ""
+	if g.Size > 0 { // hosts without a Nomad client (server-only hosts) have no node
+		nodes = fmt.Sprintf("%d nodes, ", g.Size)
+	}
+	fmt.Fprintf(b, "\nGroup %q: %s%d in progress, %s\n", g.Name, nodes, g.Active, capacityText(g))
 	if g.Hold != "" {
 		fmt.Fprintf(b, "  Held now: %s\n", g.Hold)
 	}
