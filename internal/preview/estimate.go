@@ -113,7 +113,7 @@ func Build(in Input) Plan {
 		byGroup[h.Group] = append(byGroup[h.Group], h)
 	}
 	lastBack := lastFinished(in.History)
-	for _, og := range in.Observed.Groups {
+	for _, og := range withUnknownGroups(in.Observed) {
 		hosts := byGroup[og.Group.Name]
 		if len(hosts) == 0 {
 			continue
@@ -131,6 +131,24 @@ func Build(in Input) Plan {
 		p.Groups = append(p.Groups, g)
 	}
 	return p
+}
+
+// withUnknownGroups adds to the observed groups a group of no slot for each
+// group that a host names and the policy does not have (the group of a host
+// out of service since before a policy change): its hosts are still shown.
+func withUnknownGroups(o coordinator.PreviewResult) []coordinator.PreviewGroup {
+	out := slices.Clone(o.Groups)
+	known := map[string]bool{}
+	for _, g := range out {
+		known[g.Group.Name] = true
+	}
+	for _, h := range o.Hosts {
+		if !known[h.Group] {
+			known[h.Group] = true
+			out = append(out, coordinator.PreviewGroup{GroupStatus: policy.GroupStatus{Group: policy.Group{Name: h.Group}}, Limit: -1})
+		}
+	}
+	return out
 }
 
 func newGroup(og coordinator.PreviewGroup, settle time.Duration, d Durations) Group {

@@ -220,6 +220,13 @@ func TestBuildEstimates(t *testing.T) {
 		want:  "a -/-",
 		unest: 1,
 	}, {
+		name:   "a host of a group the policy no longer has is still shown",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{active("x", "old", store.PhaseRejoining, -1*m), pending("a", "old", -3*m)},
+		want:   "x -1/0, a -/-",
+		finish: 0,
+		unest:  1,
+	}, {
 		name:   "groups are estimated apart",
 		groups: []coordinator.PreviewGroup{group("web", 1, 3, always), group("db", 1, 3, always)},
 		hosts:  []coordinator.PreviewHost{starts(pending("a", "web", -3*m)), starts(pending("b", "db", -2*m)), pending("c", "web", -1*m)},
