@@ -31,6 +31,12 @@ func (f *configFlags) register(cmd *cobra.Command) {
 // environment, then flags, then Compile, which checks the result once and
 // reports every problem at once.
 func (f *configFlags) load() (*config.Compiled, error) {
+	return compileConfig(*f)
+}
+
+// compileConfig is load for the flags f (also for a candidate policy file:
+// `rollboot plan -policy`).
+func compileConfig(f configFlags) (*config.Compiled, error) {
 	cfg := config.Default()
 	if f.path != "" {
 		c, err := config.Parse(f.path)

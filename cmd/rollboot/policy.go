@@ -90,6 +90,11 @@ not the one given (0: only if none is stored).`,
 			}
 			out := cmd.OutOrStdout()
 			storedpolicy.WriteDiff(out, ch)
+			if err := writePlanChange(cmd.Context(), out, cfg, c, st, ch.Rules); err != nil {
+				// The preview is advice: a token that cannot read what it needs
+				// (e.g. autopilot health) does not stop the apply.
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: cannot preview how the plan changes: %v\n", err)
+			}
 			var idx *uint64
 			if cmd.Flags().Changed("check-index") {
 				idx = &checkIndex

@@ -1,5 +1,5 @@
 # rollboot-operator: a person or script running the rollboot CLI:
-# `rollboot status`, `request`, `cancel`, `pause`, `resume`, `release`, and
+# `rollboot status`, `plan`, `request`, `cancel`, `pause`, `resume`, `release`, and
 # `rollboot policy apply`, the only writer of the stored rollout policy.
 #
 #   nomad acl policy apply -description "rollboot CLI" rollboot-operator rollboot-operator.policy.hcl
@@ -16,6 +16,12 @@
 # node, and that the node's agent runs. `rollboot policy apply`: GET /v1/nodes,
 # also with ?filter=<group filter>, to show the hosts whose group changes.
 node {
+  policy = "read"
+}
+
+# `rollboot plan`: GET /v1/operator/autopilot/health, the Nomad servers' quorum
+# gate of a server host waiting for its reboot (as the coordinator reads it).
+operator {
   policy = "read"
 }
 

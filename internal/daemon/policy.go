@@ -106,3 +106,22 @@ func identity(cfg *config.Compiled) string {
 	}
 	return fmt.Sprintf("%s (pid %d)", host, os.Getpid())
 }
+
+// PolicyInForce returns the local configuration with the rules the coordinator
+// enforces now (the stored policy's, or the safe default's when none is stored)
+// and the stored version (0: none). A stored policy that cannot be used is an
+// error: the coordinator then starts no reboot, and there is nothing to preview.
+func PolicyInForce(ctx context.Context, local *config.Compiled, st *store.Store) (*config.Compiled, int, error) {
+	rec, err := st.Policy(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return local.With(config.DefaultRules()), 0, nil
+	case err != nil:
+		return nil, rec.Version, fmt.Errorf("the stored policy cannot be used (the coordinator starts no reboot until a valid one is applied with rollboot policy apply): %w", err)
+	}
+	r, err := storedpolicy.Compile(rec)
+	if err != nil {
+		return nil, rec.Version, fmt.Errorf("the stored policy (version %d) cannot be used (the coordinator starts no reboot until a valid one is applied with rollboot policy apply): %w", rec.Version, err)
+	}
+	return local.With(r), rec.Version, nil
+}

@@ -14,6 +14,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -29,6 +30,7 @@ import (
 	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/preview"
 	"github.com/rollboot/rollboot/internal/simhost"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/storedpolicy"
@@ -216,14 +218,15 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	defer wg.Wait()
 	defer cancel()
 
+	if err := needAndPlan(runCtx, opt.Out, sim, base, client, clusters, all); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	ft := sampleTolerance(runCtx, clusters, start)
-	for _, h := range all {
-		if err := sim.SetRebootRequired(h.Name, "kernel update installed"); err != nil {
-			return nil, err
-		}
+	if _, err := st.UpdateControl(runCtx, func(c *store.Control) error { c.Paused, c.PauseReason = false, ""; return nil }); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
 	}
-	fmt.Fprintf(opt.Out, "Every host now needs a reboot (/var/run/reboot-required).\n\n")
+	fmt.Fprintf(opt.Out, "Resumed: the rollout starts.\n\n")
 
 	done := watchProgress(runCtx, opt.Out, st, start, len(all))
 	<-done
@@ -245,6 +248,62 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	printSummary(opt.Out, sum)
 	return sum, nil
+}
+
+// needAndPlan pauses the rollout, makes every host need a reboot, waits until
+// every agent has published it, and prints `rollboot plan`: the rollout the
+// policy produces. The caller resumes.
+func needAndPlan(ctx context.Context, out io.Writer, sim *nomadsim.Sim, cfg *config.Compiled, client *api.Client,
+	clusters *daemon.Clusters, all []nomadsim.Host) error {
+	st := daemon.Store(cfg, client)
+	if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
+		c.Paused, c.PauseReason = true, "demo: previewing the plan"
+		return nil
+	}); err != nil {
+		return fmt.Errorf("pause: %w", err)
+	}
+	for _, h := range all {
+		if err := sim.SetRebootRequired(h.Name, "kernel update installed"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "Paused. Every host now needs a reboot (/var/run/reboot-required).\n")
+	for idx := uint64(0); ; {
+		recs, n, err := st.Hosts(ctx, idx, 5*time.Second)
+		if err != nil {
+			return fmt.Errorf("wait for the agents to publish their need: %w", err)
+		}
+		needs := 0
+		for _, r := range recs {
+			if r.RebootRequired {
+				needs++
+			}
+		}
+		if needs == len(all) {
+			break
+		}
+		idx = n
+	}
+	hist, err := st.History(ctx)
+	if err != nil {
+		return err
+	}
+	inForce, version, err := daemon.PolicyInForce(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	p, err := daemon.Preview(ctx, inForce, client, clusters, hist, now)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n$ rollboot plan\n")
+	src := preview.Source{Name: "stored policy", Version: strconv.Itoa(version)}
+	if err := preview.WriteText(out, preview.Report{Policy: src, Plan: p}); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return nil
 }
 
 // simRebooter reboots a simulated host: its processes die, its node misses

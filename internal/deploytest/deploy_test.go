@@ -132,7 +132,7 @@ var checks = []check{
 	{"submit-job in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "submit-job") }, ""},
 	{"read-logs in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-logs") }, ""},
 	{"alloc-lifecycle in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "alloc-lifecycle") }, ""},
-	{"operator:read", func(t *nomadsim.Token) bool { return t.AllowOperator(false) }, "agent,coordinator,candidate"},
+	{"operator:read", func(t *nomadsim.Token) bool { return t.AllowOperator(false) }, "agent,coordinator,candidate,operator"},
 	{"operator:write", func(t *nomadsim.Token) bool { return t.AllowOperator(true) }, ""},
 
 	// Host records: written by their agent, read by everyone.

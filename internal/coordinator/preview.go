@@ -1,0 +1,108 @@
+package coordinator
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Preview is what a reconcile pass would decide now, carried out nowhere: the
+// read-only entry point behind `rollboot plan`. It runs the pass's own observe,
+// admit and Step, so a preview and the coordinator never disagree on why a host
+// waits, and writes nothing (no plan, no drain, no history).
+
+// PreviewGroup is one group as admission sees it now.
+type PreviewGroup struct {
+	policy.GroupStatus
+	// Slots is how many hosts the group may have out at once (policy.Slots).
+	Slots int
+	// Limit is how many of its nodes may be unavailable at once
+	// (policy.MaxUnavailable); -1 when max_unavailable is not set.
+	Limit int
+}
+
+// PreviewHost is one host with a stored plan or a need, and what a pass would
+// decide for it now.
+type PreviewHost struct {
+	Host  string
+	Group string
+	// Plan is the host's plan as the pass would start from it: the stored one,
+	// or, for a host whose need the coordinator has not seen yet, the pending
+	// plan its next pass would make.
+	Plan store.Plan
+	// Starts: a pass now would grant the host its slot.
+	Starts bool
+	// Waiting is why the host would not move (zero when it starts or is idle).
+	Waiting WaitReason
+}
+
+// PreviewResult is a whole preview.
+type PreviewResult struct {
+	Now         time.Time
+	Paused      bool
+	PauseReason string
+	Groups      []PreviewGroup // the default group first, then the configured ones
+	Hosts       []PreviewHost  // sorted by name; idle hosts without a need left out
+	// Unreadable are hosts skipped because a read their decision needs failed.
+	Unreadable map[string]string
+}
+
+// Preview observes the cluster as a pass does and returns what the pass would
+// decide, without carrying any of it out. Only reads are sent to Nomad.
+func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
+	s, err := c.observe(ctx)
+	if err != nil {
+		return PreviewResult{}, err
+	}
+	// A host whose need the coordinator has not turned into a pending plan yet
+	// (it is not running, or has not had its pass) would be pending after the
+	// next pass: preview from there.
+	s.plans = maps.Clone(s.plans)
+	for _, name := range s.names {
+		if s.hosts[name].err != nil {
+			continue
+		}
+		in := c.input(s, admission{}, name)
+		if in.Plan.Phase != store.PhaseIdle {
+			continue
+		}
+		if d := Step(in); d.Plan.Phase == store.PhasePending {
+			s.plans[name] = d.Plan
+		}
+	}
+	rules := c.admitRules()
+	adm := admit(rules, s)
+	c.readGrantJobs(ctx, s, adm) // a read: whether the agent runs on an admitted host's node
+	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
+		Unreadable: map[string]string{}}
+	for _, gs := range groupStatuses(rules, s) {
+		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
+		if !ok {
+			limit = -1
+		}
+		res.Groups = append(res.Groups, PreviewGroup{GroupStatus: gs, Slots: policy.Slots(gs.Group, gs.Size), Limit: limit})
+	}
+	for _, name := range s.names {
+		if err := s.hosts[name].err; err != nil {
+			res.Unreadable[name] = err.Error()
+			continue
+		}
+		in := c.input(s, adm, name)
+		if in.Plan.Phase == store.PhaseIdle {
+			continue
+		}
+		d := Step(in)
+		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting}
+		if in.Plan.Phase == store.PhasePending && d.Plan.Phase != store.PhasePending && d.Plan.Active() {
+			h.Starts, h.Waiting = true, WaitReason{}
+		}
+		if h.Group == "" {
+			h.Group = in.Plan.Group
+		}
+		res.Hosts = append(res.Hosts, h)
+	}
+	return res, nil
+}

@@ -1,0 +1,86 @@
+package coordinator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Preview says what the next pass decides, and writes nothing: three hosts of a
+// group of concurrency 1 need a reboot and no coordinator has seen them yet; the
+// preview has the first starting and the others waiting, the emulator's index
+// does not move, and the pass that follows does just that, with the same reasons.
+func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	st := store.New(client.Variables(), "rollboot", "")
+	ctx := t.Context()
+	asked := time.Now().Add(-time.Hour)
+	for i, name := range []string{"client-3", "client-1", "client-2"} { // asked in this order
+		h, _ := sim.Host(name)
+		rec := store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient},
+			RebootRequired: true, Reason: "test", RequestedAt: asked.Add(time.Duration(i) * time.Minute)}
+		if _, err := st.PutHost(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	co := New(Options{Nodes: client.Nodes(), Store: st,
+		Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
+		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+
+	index := sim.Index()
+	res, err := co.Preview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sim.Index(); got != index {
+		t.Errorf("Preview wrote: the index moved from %d to %d", index, got)
+	}
+	if plans, err := st.Plans(ctx); err != nil || len(plans) != 0 {
+		t.Errorf("plans after Preview: %v, %v; want none", plans, err)
+	}
+	want := map[string]bool{"client-3": true, "client-1": false, "client-2": false}
+	reasons := map[string]string{}
+	for _, h := range res.Hosts {
+		if h.Starts != want[h.Host] || h.Group != "all" || h.Plan.Phase != store.PhasePending {
+			t.Errorf("preview of %s: %+v", h.Host, h)
+		}
+		if !h.Starts && h.Waiting.Kind != WaitGroupBudget {
+			t.Errorf("%s waits for %v, want the group's budget", h.Host, h.Waiting)
+		}
+		reasons[h.Host] = h.Waiting.String()
+	}
+	if len(res.Hosts) != 3 || len(res.Groups) != 2 || res.Groups[1].Slots != 1 {
+		t.Fatalf("preview: %+v", res)
+	}
+
+	// The pass: the first sees the needs (idle to pending), the second grants.
+	for range 2 {
+		if err := co.ReconcileOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, starts := range want {
+		p := plans[name]
+		if starts != (p.Phase == store.PhaseDraining) || (!starts && p.Waiting != reasons[name]) {
+			t.Errorf("%s after the pass: phase %s, waiting %q; the preview said starts=%v, %q", name, p.Phase, p.Waiting, starts, reasons[name])
+		}
+	}
+}

@@ -1,0 +1,269 @@
+// Package preview builds `rollboot plan`: the rollout a policy produces from the
+// cluster as it is now, without changing anything. The coordinator's own pass says
+// which hosts start now and why the others wait (coordinator.Preview); this package
+// orders each group's queue, estimates when every host starts and finishes, from the
+// durations recorded in history and the group's windows, compares two plans (Diff)
+// and renders them. Everything here is pure: time comes in as Input.Now.
+package preview
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Reach is how far ahead starts are estimated: a host that could not start
+// within it (its window never opens long enough, say) gets no estimate.
+const Reach = 8 * 7 * 24 * time.Hour
+
+// Input is what a plan is built from.
+type Input struct {
+	Now time.Time
+	// Observed is what the coordinator's pass would decide now, under the
+	// policy being previewed.
+	Observed coordinator.PreviewResult
+	// DrainDeadline is the policy's drain deadline: a drain starts only when
+	// its window stays open at least that long (policy.Schedule.CanStartDrain).
+	DrainDeadline time.Duration
+	// Settle is, by group, the minimum time between one host of the group
+	// coming back and the next one starting (none when absent).
+	Settle map[string]time.Duration
+	// History is the stored history, for the step durations.
+	History []store.HistoryRecord
+}
+
+// Plan is the previewed rollout.
+type Plan struct {
+	Now         time.Time `json:"now"`
+	Paused      bool      `json:"paused"`
+	PauseReason string    `json:"pause_reason,omitempty"`
+	Groups      []Group   `json:"groups"` // groups with a host to reboot or in progress
+	// Finish is the estimated end of the whole rollout: the latest host's
+	// finish (zero when there is nothing to do or nothing could be estimated).
+	Finish time.Time `json:"finish,omitzero"`
+	// Unestimated counts the hosts without an estimate: Finish is then only
+	// the end of the others.
+	Unestimated int `json:"unestimated"`
+	// Unreadable are hosts left out because a read their decision needs failed.
+	Unreadable map[string]string `json:"unreadable,omitempty"`
+}
+
+// Group is one group's part of the rollout.
+type Group struct {
+	Name        string        `json:"name"`
+	Size        int           `json:"size"`
+	Concurrency int           `json:"concurrency"`
+	Slots       int           `json:"slots"`    // policy.Slots: concurrency, limited by max_unavailable
+	Capacity    int           `json:"capacity"` // hosts it may have out at once given its unavailable nodes
+	Active      int           `json:"active"`   // hosts out of service for rollboot now
+	Unavailable int           `json:"unavailable"`
+	Hold        string        `json:"hold,omitempty"` // why no host of the group may start now
+	Settle      time.Duration `json:"settle,omitempty"`
+	Durations   Durations     `json:"durations"`
+	Hosts       []Host        `json:"hosts"` // in progress first, then the queue in order
+	Finish      time.Time     `json:"finish,omitzero"`
+}
+
+// Host is one host's part of the rollout.
+type Host struct {
+	Host  string `json:"host"`
+	Group string `json:"group"`
+	Phase string `json:"phase"`
+	// Position is the host's place in its group's queue, from 1 (0: in
+	// progress, or blocked by something time does not end).
+	Position int  `json:"position,omitempty"`
+	Starts   bool `json:"starts"` // a pass now would grant it
+	// WaitKind names what holds it (coordinator.WaitKind.Name); Reason says it
+	// in words, as `rollboot status` does.
+	WaitKind string `json:"wait_kind,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Blocked: what holds it does not end with time (a gate, a missing agent,
+	// a node not ready, a stuck host in the way): it has no estimate.
+	Blocked bool      `json:"blocked"`
+	Start   time.Time `json:"start,omitzero"`
+	Finish  time.Time `json:"finish,omitzero"`
+	// NoEstimate says why Start and Finish are unknown.
+	NoEstimate string `json:"no_estimate,omitempty"`
+}
+
+// timed reports whether what holds a waiting host ends with time alone (a
+// slot, a window, a backoff, a pause that is assumed to end now).
+func timed(k coordinator.WaitKind) bool {
+	switch k {
+	case coordinator.NotWaiting, coordinator.WaitGroupBudget, coordinator.WaitSlot, coordinator.WaitQueued,
+		coordinator.WaitSettle, coordinator.WaitBackoff, coordinator.WaitRebootLoop, coordinator.WaitPaused:
+		return true
+	}
+	return false
+}
+
+// Build estimates the rollout.
+func Build(in Input) Plan {
+	measured := Measure(in.History)
+	p := Plan{Now: in.Now, Paused: in.Observed.Paused, PauseReason: in.Observed.PauseReason}
+	if len(in.Observed.Unreadable) > 0 {
+		p.Unreadable = in.Observed.Unreadable
+	}
+	byGroup := map[string][]coordinator.PreviewHost{}
+	for _, h := range in.Observed.Hosts {
+		byGroup[h.Group] = append(byGroup[h.Group], h)
+	}
+	lastBack := lastFinished(in.History)
+	for _, og := range withUnknownGroups(in.Observed) {
+		hosts := byGroup[og.Group.Name]
+		if len(hosts) == 0 {
+			continue
+		}
+		g := newGroup(og, in.Settle[og.Group.Name], durationsFor(measured, og.Group.Name))
+		g.Hosts = estimateGroup(in, g, hosts, og.Group.Schedule, lastBack[og.Group.Name])
+		for _, h := range g.Hosts {
+			if h.Finish.IsZero() {
+				p.Unestimated++
+				continue
+			}
+			g.Finish = later(g.Finish, h.Finish)
+		}
+		p.Finish = later(p.Finish, g.Finish)
+		p.Groups = append(p.Groups, g)
+	}
+	return p
+}
+
+// withUnknownGroups adds to the observed groups a group of no slot for each
+// group that a host names and the policy does not have (the group of a host
+// out of service since before a policy change): its hosts are still shown.
+func withUnknownGroups(o coordinator.PreviewResult) []coordinator.PreviewGroup {
+	out := slices.Clone(o.Groups)
+	known := map[string]bool{}
+	for _, g := range out {
+		known[g.Group.Name] = true
+	}
+	for _, h := range o.Hosts {
+		if !known[h.Group] {
+			known[h.Group] = true
+			out = append(out, coordinator.PreviewGroup{GroupStatus: policy.GroupStatus{Group: policy.Group{Name: h.Group}}, Limit: -1})
+		}
+	}
+	return out
+}
+
+func newGroup(og coordinator.PreviewGroup, settle time.Duration, d Durations) Group {
+	capacity := og.Slots
+	if og.Limit >= 0 {
+		capacity = min(capacity, og.Limit-og.Unavailable)
+	}
+	return Group{
+		Name: og.Group.Name, Size: og.Size, Concurrency: og.Group.Concurrency, Slots: og.Slots,
+		Capacity: max(capacity, 0), Active: og.Active, Unavailable: og.Unavailable, Hold: og.Hold,
+		Settle: settle, Durations: d,
+	}
+}
+
+// lastFinished returns, by group, when its last recorded cycle ended.
+func lastFinished(history []store.HistoryRecord) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, h := range history {
+		out[h.Group] = later(out[h.Group], h.Finished)
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// fifo orders waiting hosts as admission does: first come, first served, by the
+// time of the request, then the host's name (policy.Admit).
+func fifo(a, b coordinator.PreviewHost) int {
+	if c := a.Plan.RequestedAt.Compare(b.Plan.RequestedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Host, b.Host)
+}
+
+// estimateGroup estimates the group's hosts: those in progress end one cycle
+// after they started, then the queue is served in order (sim).
+func estimateGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched policy.Schedule, lastBack time.Time) []Host {
+	var active, queued, held []Host
+	var outs []time.Time // when each host out of service comes back (zero: never known)
+	var queue []coordinator.PreviewHost
+	for _, ph := range hosts {
+		h := Host{Host: ph.Host, Group: g.Name, Phase: ph.Plan.Phase, Starts: ph.Starts,
+			WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String()}
+		switch {
+		case ph.Plan.Active():
+			h.Start, h.Finish, h.NoEstimate = inProgress(ph.Plan, g.Durations, in.Now)
+			outs = append(outs, h.Finish)
+			active = append(active, h)
+		case ph.Starts || timed(ph.Waiting.Kind):
+			queue = append(queue, ph)
+		default:
+			h.Blocked, h.NoEstimate = true, "held by something that does not end with time"
+			held = append(held, h)
+		}
+	}
+	slices.SortFunc(active, func(a, b Host) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Host, b.Host)) })
+	slices.SortFunc(queue, fifo)
+	s := sim{now: in.Now, cycle: g.Durations.Cycle(), capacity: g.Capacity, settle: g.Settle,
+		sched: sched, deadline: in.DrainDeadline, outs: outs, lastBack: lastBack}
+	for _, ph := range queue {
+		h := Host{Host: ph.Host, Group: g.Name, Phase: ph.Plan.Phase, Starts: ph.Starts,
+			WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String()}
+		queued = append(queued, h)
+	}
+	s.run(queue, queued)
+	// The queue in the order the hosts are expected to start (a host in
+	// backoff may go after later requests); those without an estimate last,
+	// first come, first served.
+	slices.SortStableFunc(queued, func(a, b Host) int {
+		if a.Start.IsZero() || b.Start.IsZero() {
+			return cmp.Compare(zeroLast(a.Start), zeroLast(b.Start))
+		}
+		return a.Start.Compare(b.Start)
+	})
+	for i := range queued {
+		queued[i].Position = i + 1
+	}
+	return slices.Concat(active, queued, held)
+}
+
+func zeroLast(t time.Time) int {
+	if t.IsZero() {
+		return 1
+	}
+	return 0
+}
+
+// inProgress estimates when a host out of service comes back: the phase it is
+// in started when its plan says, and lasts the group's median (a host held by
+// its agent, from now). It is never estimated before now. A stuck host, or one
+// whose plan cannot be read, has no estimate: it keeps its slot until released.
+func inProgress(p store.Plan, d Durations, now time.Time) (start, finish time.Time, why string) {
+	start = p.Timeline[store.PhaseDraining]
+	var from time.Time
+	var left time.Duration
+	switch p.Phase {
+	case store.PhaseDraining:
+		from, left = p.Timeline[store.PhaseDraining], d.Cycle()
+	case store.PhaseDrained, store.PhaseRebooting:
+		from, left = p.Timeline[store.PhaseDrained], d.Reboot+d.Rejoin
+		if p.Held {
+			from = now
+		}
+	case store.PhaseRejoining:
+		from, left = p.Timeline[store.PhaseRejoining], d.Rejoin
+	default:
+		return start, time.Time{}, "keeps its slot until it is released or comes back"
+	}
+	if from.IsZero() {
+		from = p.PhaseSince
+	}
+	return start, later(now, from.Add(left)), ""
+}

@@ -1,0 +1,274 @@
+package preview
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// now is a Monday, 12:00 UTC.
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return now.Add(d) }
+
+const m = time.Minute
+
+// daily is a window open every day from start to end (UTC).
+func daily(start, end time.Duration) policy.Schedule {
+	all := []time.Weekday{0, 1, 2, 3, 4, 5, 6}
+	return policy.Schedule{{Name: "nightly", Days: all, Start: start, End: end}}
+}
+
+// group is an observed group of size nodes.
+func group(name string, concurrency, size int, sched policy.Schedule) coordinator.PreviewGroup {
+	g := policy.Group{Name: name, Concurrency: concurrency, Schedule: sched}
+	return coordinator.PreviewGroup{GroupStatus: policy.GroupStatus{Group: g, Size: size},
+		Slots: policy.Slots(g, size), Limit: -1}
+}
+
+// pending is a host that asked at now+asked and waits for its slot.
+func pending(name, group string, asked time.Duration) coordinator.PreviewHost {
+	return coordinator.PreviewHost{Host: name, Group: group,
+		Plan:    store.Plan{Host: name, Phase: store.PhasePending, RequestedAt: at(asked)},
+		Waiting: coordinator.WaitReason{Kind: coordinator.WaitGroupBudget, Detail: "group is full"}}
+}
+
+func starts(h coordinator.PreviewHost) coordinator.PreviewHost {
+	h.Starts, h.Waiting = true, coordinator.WaitReason{}
+	return h
+}
+
+func backoff(h coordinator.PreviewHost, until time.Duration) coordinator.PreviewHost {
+	h.Plan.Phase, h.Plan.NextTry = store.PhaseBackoff, at(until)
+	h.Waiting = coordinator.WaitReason{Kind: coordinator.WaitBackoff, Detail: at(until).Format(time.RFC3339)}
+	return h
+}
+
+// active is a host in phase since now+since (draining since then, for the
+// later phases).
+func active(name, group, phase string, since time.Duration) coordinator.PreviewHost {
+	tl := map[string]time.Time{store.PhaseDraining: at(since), phase: at(since)}
+	return coordinator.PreviewHost{Host: name, Group: group,
+		Plan: store.Plan{Host: name, Phase: phase, PhaseSince: at(since), Timeline: tl}}
+}
+
+// cycle is a history record of a cycle in group that ended at now+end, with
+// the given step durations.
+func cycle(group string, end, drain, reboot, rejoin time.Duration) store.HistoryRecord {
+	fin := at(end)
+	return store.HistoryRecord{Host: "old", Group: group, Outcome: "rebooted", Finished: fin,
+		Timeline: map[string]time.Time{
+			store.PhaseRejoining: fin.Add(-rejoin),
+			store.PhaseDrained:   fin.Add(-rejoin - reboot),
+			store.PhaseDraining:  fin.Add(-rejoin - reboot - drain),
+		}}
+}
+
+// est renders each host's estimate as "host start-finish" in minutes from now
+// ("-" for none), in plan order.
+func est(p Plan) string {
+	var out []string
+	for _, g := range p.Groups {
+		for _, h := range g.Hosts {
+			s := h.Host + " "
+			if h.Start.IsZero() {
+				s += "-"
+			} else {
+				s += fmt.Sprint(int64(h.Start.Sub(now) / m))
+			}
+			s += "/"
+			if h.Finish.IsZero() {
+				s += "-"
+			} else {
+				s += fmt.Sprint(int64(h.Finish.Sub(now) / m))
+			}
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func TestBuildEstimates(t *testing.T) {
+	always := policy.Schedule(nil)
+	def := DefaultDurations.Cycle() / m // 6 minutes
+	tests := []struct {
+		name     string
+		groups   []coordinator.PreviewGroup
+		hosts    []coordinator.PreviewHost
+		history  []store.HistoryRecord
+		settle   map[string]time.Duration
+		deadline time.Duration
+		want     string // est(plan)
+		finish   time.Duration
+		unest    int
+	}{{
+		name:   "no history: the defaults, one at a time, first come first served",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{pending("b", "web", -2*m), starts(pending("a", "web", -3*m)), pending("c", "web", -1*m)},
+		want:   fmt.Sprintf("a 0/%d, b %d/%d, c %d/%d", def, def, 2*def, 2*def, 3*def),
+		finish: 3 * def * m,
+	}, {
+		name:   "concurrency 2",
+		groups: []coordinator.PreviewGroup{group("web", 2, 3, always)},
+		hosts:  []coordinator.PreviewHost{starts(pending("a", "web", -3*m)), starts(pending("b", "web", -2*m)), pending("c", "web", -1*m)},
+		want:   "a 0/6, b 0/6, c 6/12",
+		finish: 12 * m,
+	}, {
+		name:    "the group's own history: medians of drain, reboot and rejoin",
+		groups:  []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:   []coordinator.PreviewHost{starts(pending("a", "web", -3*m)), pending("b", "web", -2*m)},
+		history: []store.HistoryRecord{cycle("web", -60*m, 1*m, 2*m, 1*m), cycle("web", -50*m, 3*m, 4*m, 1*m), cycle("web", -40*m, 5*m, 6*m, 3*m), cycle("db", -30*m, 30*m, 30*m, 30*m)},
+		want:    "a 0/8, b 8/16", // drain 3m, reboot 4m, rejoin 1m
+		finish:  16 * m,
+	}, {
+		name:    "no history for the group: every group's medians",
+		groups:  []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:   []coordinator.PreviewHost{starts(pending("a", "web", -3*m))},
+		history: []store.HistoryRecord{cycle("db", -30*m, 10*m, 10*m, 10*m)},
+		want:    "a 0/30",
+		finish:  30 * m,
+	}, {
+		name:     "window closed: the first host waits for its opening at 22:00",
+		groups:   []coordinator.PreviewGroup{group("web", 1, 3, daily(22*time.Hour, 23*time.Hour))},
+		hosts:    []coordinator.PreviewHost{pending("a", "web", -3*m), pending("b", "web", -2*m)},
+		deadline: 30 * m,
+		want:     "a 600/606, b 606/612",
+		finish:   612 * m,
+	}, {
+		name:     "a window that closes before the drain deadline: the next opening",
+		groups:   []coordinator.PreviewGroup{group("web", 1, 3, daily(11*time.Hour+50*m, 12*time.Hour+20*m))},
+		hosts:    []coordinator.PreviewHost{pending("a", "web", -3*m)},
+		deadline: 30 * m,
+		want:     "a 1430/1436", // tomorrow 11:50
+		finish:   1436 * m,
+	}, {
+		name:     "the fifth host waits for the next night",
+		groups:   []coordinator.PreviewGroup{group("web", 1, 9, daily(12*time.Hour, 12*time.Hour+40*m))},
+		hosts:    []coordinator.PreviewHost{starts(pending("a", "web", -9*m)), pending("b", "web", -8*m), pending("c", "web", -7*m), pending("d", "web", -6*m), pending("e", "web", -5*m)},
+		deadline: 20 * m,
+		want:     "a 0/6, b 6/12, c 12/18, d 18/24, e 1440/1446",
+		finish:   1446 * m,
+	}, {
+		name:   "settle between one host coming back and the next starting",
+		groups: []coordinator.PreviewGroup{group("web", 2, 3, always)},
+		hosts:  []coordinator.PreviewHost{starts(pending("a", "web", -3*m)), starts(pending("b", "web", -2*m)), pending("c", "web", -1*m)},
+		settle: map[string]time.Duration{"web": 10 * m},
+		want:   "a 0/6, b 0/6, c 16/22",
+		finish: 22 * m,
+	}, {
+		name:    "settle counts from the last cycle in history",
+		groups:  []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:   []coordinator.PreviewHost{pending("a", "web", -3*m)},
+		history: []store.HistoryRecord{cycle("web", -4*m, 2*m, 3*m, 1*m)},
+		settle:  map[string]time.Duration{"web": 10 * m},
+		want:    "a 6/12",
+		finish:  12 * m,
+	}, {
+		name:   "a host in progress keeps its slot for the rest of its cycle",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{active("x", "web", store.PhaseDraining, -1*m), pending("a", "web", -3*m)},
+		want:   "x -1/5, a 5/11",
+		finish: 11 * m,
+	}, {
+		name:   "a host rejoining comes back one rejoin after it started to",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{active("x", "web", store.PhaseRejoining, -30*m), pending("a", "web", -3*m)},
+		want:   "x -30/0, a 0/6",
+		finish: 6 * m,
+	}, {
+		name:   "a stuck host keeps the only slot: no estimate behind it",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{active("x", "web", store.PhaseStuck, -30*m), pending("a", "web", -3*m)},
+		want:   "x -30/-, a -/-",
+		unest:  2,
+	}, {
+		name:   "a backoff that ends before the next start goes first",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts: []coordinator.PreviewHost{active("x", "web", store.PhaseDraining, -1*m),
+			backoff(pending("a", "web", -10*m), 2*m), pending("b", "web", -3*m)},
+		want:   "x -1/5, a 5/11, b 11/17",
+		finish: 17 * m,
+	}, {
+		name:   "a backoff that ends later lets the queue go on",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{backoff(pending("a", "web", -10*m), 3*m), starts(pending("b", "web", -3*m))},
+		want:   "b 0/6, a 6/12",
+		finish: 12 * m,
+	}, {
+		name:   "held by what time does not end: blocked, no estimate, out of the queue",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts: []coordinator.PreviewHost{
+			{Host: "a", Group: "web", Plan: store.Plan{Host: "a", Phase: store.PhasePending, RequestedAt: at(-9 * m)},
+				Waiting: coordinator.WaitReason{Kind: coordinator.WaitAgentMissing, Detail: "no allocation"}},
+			starts(pending("b", "web", -3*m))},
+		want:   "b 0/6, a -/-",
+		finish: 6 * m,
+		unest:  1,
+	}, {
+		name: "max_unavailable used up by unavailable nodes: nothing can start",
+		groups: []coordinator.PreviewGroup{func() coordinator.PreviewGroup {
+			g := group("web", 2, 4, always)
+			g.Group.MaxUnavailablePct, g.Limit, g.Unavailable = 25, 1, 1
+			return g
+		}()},
+		hosts: []coordinator.PreviewHost{pending("a", "web", -3*m)},
+		want:  "a -/-",
+		unest: 1,
+	}, {
+		name:   "a host of a group the policy no longer has is still shown",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{active("x", "old", store.PhaseRejoining, -1*m), pending("a", "old", -3*m)},
+		want:   "x -1/0, a -/-",
+		finish: 0,
+		unest:  1,
+	}, {
+		name:   "groups are estimated apart",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always), group("db", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{starts(pending("a", "web", -3*m)), starts(pending("b", "db", -2*m)), pending("c", "web", -1*m)},
+		want:   "a 0/6, c 6/12, b 0/6",
+		finish: 12 * m,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: tc.groups, Hosts: tc.hosts},
+				DrainDeadline: tc.deadline, Settle: tc.settle, History: tc.history})
+			if got := est(p); got != tc.want {
+				t.Errorf("estimates: got %q, want %q", got, tc.want)
+			}
+			var fin time.Duration
+			if !p.Finish.IsZero() {
+				fin = p.Finish.Sub(now)
+			}
+			if fin != tc.finish || p.Unestimated != tc.unest {
+				t.Errorf("rollout finish %s with %d unestimated, want %s with %d", fin, p.Unestimated, tc.finish, tc.unest)
+			}
+		})
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	failed := cycle("web", -5*m, time.Hour, time.Hour, time.Hour)
+	failed.Outcome = "failed"
+	got := Measure([]store.HistoryRecord{
+		cycle("web", -60*m, 1*m, 2*m, 1*m), cycle("web", -50*m, 3*m, 4*m, 2*m), failed,
+		cycle("db", -30*m, 10*m, 10*m, 10*m),
+	})
+	want := map[string]Durations{
+		"web": {Drain: 2 * m, Reboot: 3 * m, Rejoin: 90 * time.Second, Samples: 2, Source: SourceGroup},
+		"db":  {Drain: 10 * m, Reboot: 10 * m, Rejoin: 10 * m, Samples: 1, Source: SourceGroup},
+		"":    {Drain: 3 * m, Reboot: 4 * m, Rejoin: 2 * m, Samples: 3, Source: SourceAll},
+	}
+	for g, w := range want {
+		if got[g] != w {
+			t.Errorf("group %q: got %+v, want %+v", g, got[g], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d groups, want %d: %+v", len(got), len(want), got)
+	}
+}
