@@ -82,6 +82,10 @@ type Options struct {
 	Jobs              JobsAPI
 	AgentJob          string
 	AgentJobNamespace string
+
+	// Notifier, when set, sends the rollout's notifications while this
+	// coordinator leads (notify.go).
+	Notifier Notifier
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -146,6 +150,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.startWatches(ctx, &wg, poke)
+	c.startNotifier(ctx, &wg)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
 	defer allocs.stop()
 
@@ -257,6 +262,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		errs = errors.Join(errs, c.carryOut(ctx, in, d))
 	}
 	c.metrics.state.waiting(waiting)
+	c.notifyPass(s.control)
 	return errs
 }
 
