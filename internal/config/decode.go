@@ -128,7 +128,7 @@ func rangeString(r hcl.Range) string {
 func (d *decoder) root(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"},
+			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"},
 			{Type: "group", LabelNames: []string{"name"}},
 			{Type: "window", LabelNames: []string{"name"}},
 		},
@@ -156,6 +156,9 @@ func (d *decoder) root(body hcl.Body) {
 	}
 	if b := d.single(content.Blocks, "telemetry"); b != nil {
 		d.telemetry(b.Body)
+	}
+	if b := d.single(content.Blocks, "notify"); b != nil {
+		d.notify(b.Body)
 	}
 	for _, b := range content.Blocks {
 		switch b.Type {

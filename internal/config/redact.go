@@ -46,7 +46,7 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 func (c *Config) String() string {
 	f := hclwrite.NewEmptyFile()
 	root := f.Body()
-	for i, write := range []func(*hclwrite.Body){c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeDrain, c.writeFleetLock, c.writeTelemetry} {
+	for i, write := range []func(*hclwrite.Body){c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeDrain, c.writeFleetLock, c.writeTelemetry, c.writeNotify} {
 		if i > 0 {
 			root.AppendNewline()
 		}

@@ -249,6 +249,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	adm := admit(c.admitRules(), s)
 	c.metrics.state.export(s, groupStatuses(c.admitRules(), s))
 	c.readGrantJobs(ctx, s, adm)
+	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	waiting := map[WaitKind]int{}
 	for _, name := range s.names {

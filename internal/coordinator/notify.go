@@ -30,8 +30,9 @@ func (c *Coordinator) startNotifier(ctx context.Context, wg *sync.WaitGroup) {
 	}()
 }
 
-// notifyPass hands the notifier the plans as stored after this pass (the cache
-// holds only plans written or read back) and the pause flag as read. After a
+// notifyPass hands the notifier the plans as stored (the cache holds only plans
+// read or written) and the pause flag as read: before the pass's decisions (the
+// plans another leader stored may be about to move on) and after them. After a
 // conflict the cache is dropped: the next pass reads the plans again and hands
 // them over then.
 func (c *Coordinator) notifyPass(ctl store.Control) {

@@ -130,6 +130,9 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 	}
 	opts := coordinatorOptions(cfg, c, st, log, clusters)
 	opts.Registry = reg
+	if n := Notifier(cfg, st, reg, log); n != nil {
+		opts.Notifier = n
+	}
 	co := coordinator.New(opts)
 	lock, err := LeaderLock(cfg, st)
 	if err != nil {

@@ -85,7 +85,7 @@ const notRebooted = "the host did not reboot: "
 // each host's in the order of its cycle, then the pause or resume. It is pure:
 // the same state and ledger give the same events.
 //
-// What a plan implies:
+// What a plan implies (Implied):
 //   - a grant with a node in draining, drained, rebooting, rejoining or stuck:
 //     drain_started (a host without a Nomad node has no drain);
 //   - rebooting or rejoining: rebooting;
@@ -100,17 +100,26 @@ const notRebooted = "the host did not reboot: "
 // time of the pause: an event is sent once, however many passes see its state.
 func Derive(plans []store.Plan, pause Pause, l Ledger) []Event {
 	var out []Event
-	for _, p := range plans {
-		for _, e := range implied(p) {
-			if !l.Sent(e) {
-				out = append(out, e)
-			}
-		}
-	}
-	for _, e := range impliedPause(pause, l) {
+	for _, e := range Implied(plans, pause) {
 		if !l.Sent(e) {
 			out = append(out, e)
 		}
+	}
+	if r, ok := resumed(pause, l); ok {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Implied returns the events the plans and the pause flag imply, whether sent
+// or not (Derive), but for resumed, which depends on the pause notified.
+func Implied(plans []store.Plan, pause Pause) []Event {
+	var out []Event
+	for _, p := range plans {
+		out = append(out, implied(p)...)
+	}
+	if pause.Paused {
+		out = append(out, Event{Kind: Paused, PauseReason: pause.Reason, At: pause.At})
 	}
 	return out
 }
@@ -165,14 +174,11 @@ func implied(p store.Plan) []Event {
 	return out
 }
 
-// impliedPause returns paused while the flag is set, and resumed once it is
-// cleared after a pause that was notified.
-func impliedPause(pause Pause, l Ledger) []Event {
-	if pause.Paused {
-		return []Event{{Kind: Paused, PauseReason: pause.Reason, At: pause.At}}
+// resumed returns the resume of the last pause notified, once the flag is
+// cleared.
+func resumed(pause Pause, l Ledger) (Event, bool) {
+	if pause.Paused || !l.Pause.Paused || l.Pause.Resumed {
+		return Event{}, false
 	}
-	if l.Pause.Paused && !l.Pause.Resumed {
-		return []Event{{Kind: Resumed, At: l.Pause.At}}
-	}
-	return nil
+	return Event{Kind: Resumed, At: l.Pause.At}, true
 }

@@ -42,16 +42,21 @@ type Options struct {
 }
 
 // Notifier derives the events from the coordinator's stored state and sends
-// each once. The coordinator hands it the state after every pass (Observe) and
-// runs it for as long as it leads (Run).
+// each once. The coordinator hands it every state it reads or stores (Observe)
+// and runs it for as long as it leads (Run).
 type Notifier struct {
 	opt     Options
 	log     *slog.Logger
 	metrics *metrics
 
-	mu     sync.Mutex
-	latest *State // the newest state not yet taken by Run
-	wake   chan struct{}
+	mu sync.Mutex
+	// implied: the events the states observed since Run last took them imply,
+	// each once, in order. Each state's events are taken, not only the newest
+	// state's: a host may pass through a state (rebooting) between two takes.
+	implied []Event
+	seen    map[string]bool
+	latest  *State // the newest state
+	wake    chan struct{}
 }
 
 // State is what the events are derived from: the plans as stored after a pass,
@@ -79,10 +84,20 @@ func New(opt Options) *Notifier {
 	return n
 }
 
-// Observe hands the notifier the state after a pass. It never blocks: only the
-// newest state is kept.
+// Observe hands the notifier a state the coordinator read or stored. It never
+// blocks and does no I/O: it notes the events the state implies.
 func (n *Notifier) Observe(s State) {
+	evs := Implied(s.Plans, s.Pause)
 	n.mu.Lock()
+	if n.seen == nil {
+		n.seen = map[string]bool{}
+	}
+	for _, e := range evs {
+		if k := key(e); !n.seen[k] {
+			n.seen[k] = true
+			n.implied = append(n.implied, e)
+		}
+	}
 	n.latest = &s
 	n.mu.Unlock()
 	select {
@@ -91,12 +106,13 @@ func (n *Notifier) Observe(s State) {
 	}
 }
 
-func (n *Notifier) take() *State {
+// take returns the events noted since the last take and the newest state.
+func (n *Notifier) take() ([]Event, *State) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	s := n.latest
-	n.latest = nil
-	return s
+	evs, s := n.implied, n.latest
+	n.implied, n.seen, n.latest = nil, nil, nil
+	return evs, s
 }
 
 // Run sends the events of the states observed until ctx ends (the end of this
@@ -123,17 +139,20 @@ type sent struct {
 }
 
 // term is the notifier's state for one term as leader: the ledger as it read and
-// wrote it, and the events queued and not yet sent.
+// wrote it, the events waiting for it, and the events queued and not yet sent.
 type term struct {
 	n      *Notifier
 	ledger Ledger
 	loaded bool
-	absent bool // the ledger does not exist: the first state is the baseline
+	absent bool // the ledger does not exist: the first events are the baseline
 	dirty  bool // the ledger has marks not yet stored
-	queued map[string]bool
-	todo   chan Event
-	done   chan sent
-	state  *State
+	// waiting: events implied and not yet queued (the queue was full, or the
+	// ledger is not read yet), in order.
+	waiting []Event
+	queued  map[string]bool
+	todo    chan Event
+	done    chan sent
+	state   *State // the newest state observed
 }
 
 func (t *term) run(ctx context.Context) {
@@ -144,7 +163,9 @@ func (t *term) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.n.wake:
-			if s := t.n.take(); s != nil {
+			evs, s := t.n.take()
+			t.add(evs)
+			if s != nil {
 				t.state = s
 			}
 		case s := <-t.done:
@@ -159,28 +180,52 @@ func (t *term) run(ctx context.Context) {
 	}
 }
 
-// step loads the ledger if needed, queues the events the state implies that are
-// neither sent nor queued, and stores the ledger if it changed. false: a read
-// or write failed, try again later.
+// add appends events to those waiting, each once.
+func (t *term) add(evs []Event) {
+	have := make(map[string]bool, len(t.waiting))
+	for _, e := range t.waiting {
+		have[key(e)] = true
+	}
+	for _, e := range evs {
+		if !have[key(e)] {
+			have[key(e)] = true
+			t.waiting = append(t.waiting, e)
+		}
+	}
+}
+
+// step loads the ledger if needed, queues the waiting events that are neither
+// sent nor queued, and stores the ledger if it changed. false: a read or write
+// failed, try again later.
 func (t *term) step(ctx context.Context) bool {
 	if !t.loaded && !t.load(ctx) {
 		return false
 	}
-	if t.state == nil {
-		return true
-	}
 	if t.absent {
-		t.ledger = Baseline(t.state.Plans, t.state.Pause)
-		t.absent, t.dirty = false, true
-		t.n.log.Info("notifications start from the current state", "hosts", len(t.ledger.Hosts))
-	}
-	pending := 0
-	for _, e := range Derive(t.state.Plans, t.state.Pause, t.ledger) {
-		if t.queued[key(e)] {
-			pending++
-			continue
+		if t.state == nil {
+			return true
 		}
-		if len(t.n.opt.Events) > 0 && !slices.Contains(t.n.opt.Events, e.Kind) {
+		// The first coordinator with notifications: what is stored now happened
+		// before, only what happens from now on is sent.
+		for _, e := range t.waiting {
+			t.ledger.Mark(e)
+		}
+		t.waiting, t.absent, t.dirty = nil, false, true
+		t.n.log.Info("notifications start from the current state")
+	}
+	if t.state != nil {
+		if r, ok := resumed(t.state.Pause, t.ledger); ok {
+			t.add([]Event{r})
+		}
+	}
+	var left []Event
+	for _, e := range t.waiting {
+		switch {
+		case t.ledger.Sent(e):
+			continue
+		case t.queued[key(e)]:
+			continue
+		case len(t.n.opt.Events) > 0 && !slices.Contains(t.n.opt.Events, e.Kind):
 			t.ledger.Mark(e) // not wanted: recorded, never sent
 			t.dirty = true
 			continue
@@ -188,14 +233,13 @@ func (t *term) step(ctx context.Context) bool {
 		select {
 		case t.todo <- e:
 			t.queued[key(e)] = true
-			pending++
 		default:
-			// Full: the state still implies it, a later step queues it.
-			pending++
+			left = append(left, e) // the queue is full: later
 			t.n.metrics.queueFull.Inc()
 		}
 	}
-	t.n.metrics.pending.Set(float64(pending))
+	t.waiting = left
+	t.n.metrics.pending.Set(float64(len(left) + len(t.queued)))
 	return t.store(ctx)
 }
 

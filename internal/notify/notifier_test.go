@@ -218,3 +218,24 @@ func TestNotifierRedacts(t *testing.T) {
 		t.Errorf("CheckURL: %v", err)
 	}
 }
+
+// Every state observed counts, not only the newest: a host that went through
+// rebooting and came back between two looks of the notifier gets both events,
+// in order.
+func TestNotifierKeepsPassingStates(t *testing.T) {
+	rcv := &receiver{}
+	st := &memLedger{}
+	draining := plan(store.PhaseDraining, "g1", nil)
+	if _, err := st.PutNotifyLedger(t.Context(), Baseline([]store.Plan{draining}, Pause{}).Items(), 0); err != nil {
+		t.Fatal(err)
+	}
+	n := newNotifier(t, st, []string{serve(t, rcv, "/hook")}, nil, nil)
+	n.Observe(State{Plans: []store.Plan{draining}})
+	n.Observe(State{Plans: []store.Plan{plan(store.PhaseRejoining, "g1", nil)}})
+	n.Observe(State{Plans: []store.Plan{plan(store.PhaseIdle, "", func(p *store.Plan) { p.LastCompleted = t0.Add(time.Hour) })}})
+	start(t, n)
+	waitFor(t, "two messages", func() bool { return len(rcv.messages()) == 2 })
+	if got := strings.Join(rcv.messages(), "|"); got != "rollboot: h1 is rebooting|rollboot: h1 rebooted and is back in service after 59m0s" {
+		t.Errorf("messages %q", got)
+	}
+}

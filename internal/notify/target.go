@@ -36,30 +36,66 @@ var ErrBusy = errors.New("the previous send to this target has not ended")
 // ErrTimeout is returned for a send that did not end within its timeout.
 var ErrTimeout = errors.New("timed out")
 
-// NewTargets opens a target for each URL. Its errors never contain a URL or
-// any part of one but the scheme.
+// NewTargets opens a target for each URL. It returns the targets it could
+// open, and an error naming each one it could not; the errors never contain a
+// URL or any part of one but the scheme.
 func NewTargets(urls []string) ([]*Target, error) {
 	var out []*Target
-	var r router.ServiceRouter // no logger: shoutrrr's log lines may quote URLs
+	var errs []error
 	for i, raw := range urls {
 		name := fmt.Sprintf("%s #%d", scheme(raw), i+1)
-		svc, err := r.Locate(raw)
+		svc, err := open(raw, true)
 		if err != nil {
-			return nil, fmt.Errorf("notification URL %s: %w", name, redact(err, secretsOf(raw)))
+			errs = append(errs, fmt.Errorf("notification URL %s: %w", name, redact(err, secretsOf(raw))))
+			continue
 		}
 		out = append(out, &Target{Name: name, Service: scheme(raw), svc: svc, secrets: secretsOf(raw)})
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // CheckURL reports what is wrong with a notification URL (an unknown service,
-// a malformed URL, a setting the service does not have), redacted of it.
+// a malformed URL, a setting the service does not have), redacted of it. It
+// does no network I/O: a Matrix URL with a user, whose service logs in when
+// it is opened, is checked up to its format only.
 func CheckURL(raw string) error {
-	var r router.ServiceRouter
-	if _, err := r.Locate(raw); err != nil {
+	if _, err := open(raw, false); err != nil {
 		return redact(err, secretsOf(raw))
 	}
 	return nil
+}
+
+// open returns the initialized service of a URL, as shoutrrr's router does
+// (custom URLs such as generic+https:// included), but with the service's own
+// error (the router replaces it with "failed to initialize service"). Without
+// io, a service whose initialization talks to its server (Matrix logs in) is
+// not initialized.
+func open(raw string, io bool) (types.Service, error) {
+	var r router.ServiceRouter
+	name, u, err := r.ExtractServiceName(raw)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := r.NewService(name)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != name {
+		custom, ok := svc.(types.CustomURLService)
+		if !ok {
+			return nil, fmt.Errorf("%s: custom URLs are not supported by this service", name)
+		}
+		if u, err = custom.GetConfigURLFromCustom(u); err != nil {
+			return nil, err
+		}
+	}
+	if !io && name == "matrix" && u.User != nil && u.User.Username() != "" {
+		return svc, nil
+	}
+	if err := svc.Initialize(u, nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return svc, nil
 }
 
 // Send sends message to the target, giving up after timeout or when ctx ends.
