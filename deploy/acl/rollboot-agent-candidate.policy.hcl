@@ -43,8 +43,8 @@ namespace "default" {
   variables {
     # Agent:       read + write rollboot/hosts/<host>, read (blocking)
     #              rollboot/plan/<host>.
-    # Coordinator: list + read hosts/, plan/, history/, control, leader;
-    #              write plan/<host>, control, history/<id>, and the lock
+    # Coordinator: list + read hosts/, plan/, history/, control, notify, leader;
+    #              write plan/<host>, control, history/<id>, notify, and the lock
     #              operations on rollboot/leader; destroy history/<id> (pruning).
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]

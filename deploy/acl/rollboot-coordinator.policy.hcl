@@ -34,9 +34,11 @@ namespace "default" {
   variables {
     # read/list: GET /v1/vars?prefix=rollboot/hosts/ (blocking watch) and
     #            rollboot/plan/, rollboot/history/; GET of each record, of
-    #            rollboot/control and of rollboot/leader (watch of the election).
+    #            rollboot/control, rollboot/notify and of rollboot/leader (watch
+    #            of the election).
     # write:     PUT rollboot/plan/<host>?cas=N, rollboot/control?cas=N (clears
     #            requests and releases it carried out), rollboot/history/<id>?cas=0,
+    #            rollboot/notify?cas=N (the notifications sent, with notify {}),
     #            and PUT rollboot/leader?lock-acquire|lock-renew|lock-release
     #            (the election lock; every lock operation needs write).
     # destroy:   DELETE rollboot/history/<id>?cas=N (pruning to history_size).
