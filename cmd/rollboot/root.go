@@ -15,6 +15,7 @@ func newRootCmd() *cobra.Command {
 		newAgentCmd(),
 		newCoordinatorCmd(),
 		clientCommand(newStatusCmd()),
+		clientCommand(newHistoryCmd()),
 		clientCommand(newRequestCmd()),
 		clientCommand(newCancelCmd()),
 		clientCommand(newPauseCmd()),

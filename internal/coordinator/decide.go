@@ -669,6 +669,9 @@ func history(p store.Plan, in Input, outcome string) *store.HistoryRecord {
 		h.Timeline[k] = v
 	}
 	h.Timeline[store.PhaseIdle] = in.Now
+	if in.Request != nil && in.Request.At.Equal(p.RequestedAt) {
+		h.RequestedBy = in.Request.By // the need was this request (Need)
+	}
 	if in.Host != nil {
 		h.BootIDAfter = in.Host.BootID
 	}

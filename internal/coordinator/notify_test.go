@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/store"
@@ -38,6 +39,28 @@ func TestNotifyKindOfBackoff(t *testing.T) {
 			evs := notify.Derive([]store.Plan{d.Plan}, notify.Pause{}, notify.Ledger{})
 			if len(evs) != 1 || evs[0].Kind != tt.want || evs[0].Grant != d.Plan.GrantID || evs[0].Error == "" {
 				t.Fatalf("events %+v, want one %s of grant %s with its error", evs, tt.want, d.Plan.GrantID)
+			}
+		})
+	}
+}
+
+// The history of a cycle says who asked for it: the manual request's author when
+// the request was the need, nobody (the host's agent) otherwise.
+func TestHistoryRequestedBy(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		req  *store.Request
+		want string
+	}{
+		{name: "the agent's detection", want: ""},
+		{name: "a manual request", req: &store.Request{At: t0.Add(-time.Hour), By: "ops@bastion"}, want: "ops@bastion"},
+		{name: "a request after the detection", req: &store.Request{At: t0.Add(-time.Minute), By: "ops@bastion"}, want: ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Step(Input{Now: t0, Timing: timing, Host: host("b2", false), Request: tt.req, Plan: plan(store.PhaseRejoining, nil),
+				Node: node(nil)})
+			if d.History == nil || d.History.RequestedBy != tt.want {
+				t.Fatalf("history %+v, want requested by %q", d.History, tt.want)
 			}
 		})
 	}
