@@ -79,7 +79,11 @@ func TestHistoryGolden(t *testing.T) {
 	}
 	golden(t, "history.txt", run())
 	golden(t, "history.json", run("--json"))
-	golden(t, "history-web-1-last.txt", run("-host", "web-1", "-n", "1")) // one dash, as the nomad CLI
+	golden(t, "history-web-1-last.txt", run("--host", "web-1", "-n", "1"))
+	// One dash, as the nomad CLI takes them, works too.
+	if got := normalizeArgs(newRootCmd(), []string{"history", "-host", "web-1", "-json", "-n", "1"}); strings.Join(got, " ") != "history --host web-1 --json -n 1" {
+		t.Errorf("normalized %q", got)
+	}
 	if got := run("--host", "nobody"); !strings.Contains(got, "No finished reboot cycles.") {
 		t.Errorf("no cycle: %q", got)
 	}
