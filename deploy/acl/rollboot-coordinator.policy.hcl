@@ -14,6 +14,9 @@
 #   GET  /v1/node/<id>/allocations: system jobs back after the reboot          (read)
 #   POST /v1/node/<id>/drain: start a drain, cancel it                         (write)
 #   POST /v1/node/<id>/eligibility: restore eligibility after the reboot       (write)
+#   GET  /v1/client/metadata?node_id=<id>: the node's dynamic metadata         (read)
+#   POST /v1/client/metadata: publish rollboot_phase, rollboot_reboot_required
+#        and rollboot_last_reboot on the node                                  (write)
 node {
   policy = "write"
 }

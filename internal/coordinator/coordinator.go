@@ -86,6 +86,9 @@ type Options struct {
 	// Notifier, when set, sends the rollout's notifications while this
 	// coordinator leads (notify.go).
 	Notifier Notifier
+	// NodeMeta, when set, publishes each host's state as dynamic node
+	// metadata while this coordinator leads (nodemeta.go).
+	NodeMeta MetaPublisher
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -151,6 +154,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer cancel()
 	c.startWatches(ctx, &wg, poke)
 	c.startNotifier(ctx, &wg)
+	c.startNodeMeta(ctx, &wg)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
 	defer allocs.stop()
 
@@ -264,6 +268,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	}
 	c.metrics.state.waiting(waiting)
 	c.notifyPass(s.control)
+	c.publishMeta(s)
 	return errs
 }
 

@@ -3,12 +3,19 @@ package daemon
 import (
 	"log/slog"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/store"
 )
+
+// NodeMeta returns the coordinator's publisher of dynamic node metadata.
+func NodeMeta(c *api.Client, reg *prometheus.Registry, log *slog.Logger) *nodemeta.Publisher {
+	return nodemeta.New(nodemeta.Options{API: c.Nodes().Meta(), Registry: reg, Log: log.With("component", "nodemeta")})
+}
 
 // Notifier returns the coordinator's notifier for the notify block, or nil when
 // it names no URL. A URL that cannot be opened (a Matrix login refused) is

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/store"
@@ -95,7 +97,8 @@ func notifyBlock(url string) string {
 
 // A rollout with a pause and a resume, whose leader is killed while it sends a
 // notification: every event is sent once, none twice and none lost, from the
-// leader only; the webhook URL's credentials show in no log.
+// leader only; the webhook URL's credentials show in no log. The new leader
+// also publishes every node's state as dynamic node metadata.
 func TestNotificationsAcrossFailover(t *testing.T) {
 	t.Parallel()
 	hook := &webhook{hold: 800 * time.Millisecond, inflight: map[*http.Request]time.Time{}}
@@ -198,6 +201,12 @@ func TestNotificationsAcrossFailover(t *testing.T) {
 		}
 	}
 	c.mu.Unlock()
+	// The leader published each host's state as dynamic node metadata: every
+	// node idle, needing nothing, with the time of its reboot.
+	c.waitFor("every node's metadata", 30*time.Second, func() bool {
+		nodes, _, err := c.client.Nodes().List(&api.QueryOptions{Filter: `Meta.rollboot_phase == "idle" and Meta.rollboot_reboot_required == "false" and Meta.rollboot_last_reboot != ""`})
+		return err == nil && len(nodes) == len(hosts)
+	})
 	c.mustHold(invariants.Spec{Group: map[string]string{hosts[0]: "all", hosts[1]: "all", hosts[2]: "all"},
 		Concurrency: map[string]int{"all": 1}, EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 }
