@@ -18,6 +18,24 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
+// lockedBuffer is a buffer for logs written by one goroutine and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // memLedger is a LedgerStore in memory, with Nomad's check-and-set.
 type memLedger struct {
 	mu    sync.Mutex
@@ -195,7 +213,7 @@ func TestNotifierRedacts(t *testing.T) {
 	rcv := &receiver{status: http.StatusInternalServerError}
 	url := serve(t, rcv, "/hooks/T0KEN-s3cr3t")
 	url = strings.Replace(url, "generic://", "generic://alice:pa55word@", 1) + "&token=qu3rys3cr3t"
-	var logs bytes.Buffer
+	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	st := &memLedger{}
 	n := newNotifier(t, st, []string{url}, log, nil)
