@@ -210,3 +210,61 @@ func TestNotificationsAcrossFailover(t *testing.T) {
 	c.mustHold(invariants.Spec{Group: map[string]string{hosts[0]: "all", hosts[1]: "all", hosts[2]: "all"},
 		Concurrency: map[string]int{"all": 1}, EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 }
+
+// A reboot command that fails on a host's first attempt: that grant's drain and
+// its failure are notified once each, then the retry's drain, reboot and return
+// under a new grant; the other host's cycle is untouched.
+func TestNotificationsOfAFailedAttempt(t *testing.T) {
+	t.Parallel()
+	hook := &webhook{hold: 10 * time.Millisecond, inflight: map[*http.Request]time.Time{}}
+	srv := httptest.NewServer(hook)
+	t.Cleanup(srv.Close)
+	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1,
+		coordOnly: notifyBlock("generic://" + strings.TrimPrefix(srv.URL, "http://") + "/hook?disabletls=yes"),
+		rebootCommand: failFirst("reboot-count", 7, "reboot: access denied (injected)",
+			`exec {{bin}} sim-ctl reboot --address {{sim}} {{host}}`),
+		policy: `drain {
+  retry_backoff = "300ms"
+}
+group "all" {
+  concurrency = 2
+}`})
+	c.start()
+	hosts := c.clients()
+	c.waitFor("the notification ledger's baseline", 30*time.Second, func() bool {
+		_, idx, err := c.st.NotifyLedger(context.Background())
+		return err == nil && idx > 0
+	})
+	c.needReboot(hosts...)
+	c.waitFor("every host rebooted", 120*time.Second, c.rebootedAll(hosts))
+	want := 5 * len(hosts) // per host: drain, failure; drain, reboot, return
+	c.waitFor("every notification", 60*time.Second, func() bool { return len(hook.messages()) >= want })
+	time.Sleep(time.Second) // a duplicate would come now
+
+	grants := map[string]map[notify.Kind][]string{}
+	for _, m := range hook.messages() {
+		e, err := parseMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if grants[e.Host] == nil {
+			grants[e.Host] = map[notify.Kind][]string{}
+		}
+		grants[e.Host][e.Kind] = append(grants[e.Host][e.Kind], e.Grant)
+	}
+	for _, h := range hosts {
+		g := grants[h]
+		if len(g[notify.DrainStarted]) != 2 || len(g[notify.RebootFailed]) != 1 || len(g[notify.Rebooting]) != 1 ||
+			len(g[notify.BackInService]) != 1 {
+			t.Errorf("%s: events %v, want two drains, one failure, one reboot, one return", h, g)
+			continue
+		}
+		first, retry := g[notify.DrainStarted][0], g[notify.DrainStarted][1]
+		if first == retry || g[notify.RebootFailed][0] != first || g[notify.Rebooting][0] != retry {
+			t.Errorf("%s: grants %v: the failure must be the first drain's, the reboot the retry's", h, g)
+		}
+	}
+	if got := len(hook.messages()); got != want {
+		t.Errorf("%d messages, want %d: %q", got, want, hook.messages())
+	}
+}
