@@ -211,9 +211,10 @@ func TestNotificationsAcrossFailover(t *testing.T) {
 		Concurrency: map[string]int{"all": 1}, EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 }
 
-// A reboot command that fails on a host's first attempt: that grant's drain and
-// its failure are notified once each, then the retry's drain, reboot and return
-// under a new grant; the other host's cycle is untouched.
+// A reboot command that fails on each host's first attempt: that grant's drain,
+// reboot (the agent announced it before running the command) and failure are
+// notified once each, then the retry's drain, reboot and return under a new
+// grant.
 func TestNotificationsOfAFailedAttempt(t *testing.T) {
 	t.Parallel()
 	hook := &webhook{hold: 10 * time.Millisecond, inflight: map[*http.Request]time.Time{}}
@@ -237,7 +238,7 @@ group "all" {
 	})
 	c.needReboot(hosts...)
 	c.waitFor("every host rebooted", 120*time.Second, c.rebootedAll(hosts))
-	want := 5 * len(hosts) // per host: drain, failure; drain, reboot, return
+	want := 6 * len(hosts) // per host: drain, reboot, failure; drain, reboot, return
 	c.waitFor("every notification", 60*time.Second, func() bool { return len(hook.messages()) >= want })
 	time.Sleep(time.Second) // a duplicate would come now
 
@@ -254,14 +255,14 @@ group "all" {
 	}
 	for _, h := range hosts {
 		g := grants[h]
-		if len(g[notify.DrainStarted]) != 2 || len(g[notify.RebootFailed]) != 1 || len(g[notify.Rebooting]) != 1 ||
+		if len(g[notify.DrainStarted]) != 2 || len(g[notify.RebootFailed]) != 1 || len(g[notify.Rebooting]) != 2 ||
 			len(g[notify.BackInService]) != 1 {
-			t.Errorf("%s: events %v, want two drains, one failure, one reboot, one return", h, g)
+			t.Errorf("%s: events %v, want two drains and reboots, one failure, one return", h, g)
 			continue
 		}
 		first, retry := g[notify.DrainStarted][0], g[notify.DrainStarted][1]
-		if first == retry || g[notify.RebootFailed][0] != first || g[notify.Rebooting][0] != retry {
-			t.Errorf("%s: grants %v: the failure must be the first drain's, the reboot the retry's", h, g)
+		if first == retry || g[notify.RebootFailed][0] != first || g[notify.Rebooting][0] != first || g[notify.Rebooting][1] != retry {
+			t.Errorf("%s: grants %v: the failure must be the first grant's, a reboot each grant's", h, g)
 		}
 	}
 	if got := len(hook.messages()); got != want {

@@ -136,6 +136,14 @@ func implied(p store.Plan) []Event {
 		}
 		return e
 	}
+	// The timeline keeps the first entry of each phase for the whole request: a
+	// retry's own entry into its current phase is PhaseSince.
+	since := func(phase string) time.Time {
+		if p.Phase == phase {
+			return p.PhaseSince
+		}
+		return p.Timeline[phase]
+	}
 	var out []Event
 	switch p.Phase {
 	case store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting, store.PhaseRejoining, store.PhaseStuck:
@@ -143,11 +151,11 @@ func implied(p store.Plan) []Event {
 			return nil
 		}
 		if p.NodeID != "" {
-			out = append(out, ev(DrainStarted, p.Timeline[store.PhaseDraining]))
+			out = append(out, ev(DrainStarted, since(store.PhaseDraining)))
 		}
 		switch p.Phase {
 		case store.PhaseRebooting, store.PhaseRejoining:
-			out = append(out, ev(Rebooting, p.Timeline[store.PhaseRebooting]))
+			out = append(out, ev(Rebooting, since(store.PhaseRebooting)))
 		case store.PhaseStuck:
 			out = append(out, ev(Stuck, p.PhaseSince))
 		}

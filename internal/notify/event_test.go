@@ -174,3 +174,13 @@ func TestMessages(t *testing.T) {
 		}
 	}
 }
+
+// A retry's drain and reboot are dated by its own entry into the phase, not by
+// the request's first (the timeline keeps the first entry of each phase).
+func TestRetryDates(t *testing.T) {
+	retry := plan(store.PhaseDraining, "g2", func(p *store.Plan) { p.PhaseSince = t0.Add(time.Hour) })
+	evs := Derive([]store.Plan{retry}, Pause{}, Ledger{})
+	if len(evs) != 1 || !evs[0].At.Equal(t0.Add(time.Hour)) {
+		t.Errorf("events %+v, want a drain at %s", evs, t0.Add(time.Hour))
+	}
+}
