@@ -16,6 +16,7 @@ func newRootCmd() *cobra.Command {
 		newCoordinatorCmd(),
 		clientCommand(newStatusCmd()),
 		clientCommand(newPlanCmd()),
+		clientCommand(newHistoryCmd()),
 		clientCommand(newRequestCmd()),
 		clientCommand(newCancelCmd()),
 		clientCommand(newPauseCmd()),

@@ -24,8 +24,9 @@ agent {
 }
 
 # Coordinator: GET /v1/nodes (list, ?filter=, blocking watch) and
-# GET /v1/node/<id>/allocations need node:read; POST /v1/node/<id>/drain and
-# POST /v1/node/<id>/eligibility need node:write.
+# GET /v1/node/<id>/allocations and GET /v1/client/metadata need node:read;
+# POST /v1/node/<id>/drain, POST /v1/node/<id>/eligibility and POST
+# /v1/client/metadata (rollboot's dynamic node metadata) need node:write.
 node {
   policy = "write"
 }
@@ -43,8 +44,9 @@ namespace "default" {
   variables {
     # Agent:       read + write rollboot/hosts/<host>, read (blocking)
     #              rollboot/plan/<host>.
-    # Coordinator: list + read hosts/, plan/, history/, control, leader;
-    #              write plan/<host>, control, history/<id>, coordinator, and the lock
+    # Coordinator: list + read hosts/, plan/, history/, control, notify, leader;
+    #              write plan/<host>, control, history/<id>, coordinator, notify,
+    #              and the lock
     #              operations on rollboot/leader; destroy history/<id> (pruning).
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]

@@ -14,6 +14,9 @@
 #   GET  /v1/node/<id>/allocations: system jobs back after the reboot          (read)
 #   POST /v1/node/<id>/drain: start a drain, cancel it                         (write)
 #   POST /v1/node/<id>/eligibility: restore eligibility after the reboot       (write)
+#   GET  /v1/client/metadata?node_id=<id>: the node's dynamic metadata         (read)
+#   POST /v1/client/metadata: publish rollboot_phase, rollboot_reboot_required
+#        and rollboot_last_reboot on the node                                  (write)
 node {
   policy = "write"
 }
@@ -34,12 +37,14 @@ namespace "default" {
   variables {
     # read/list: GET /v1/vars?prefix=rollboot/hosts/ (blocking watch) and
     #            rollboot/plan/, rollboot/history/; GET of each record, of
-    #            rollboot/control and of rollboot/leader (watch of the election).
+    #            rollboot/control, rollboot/notify and of rollboot/leader (watch
+    #            of the election).
     # write:     PUT rollboot/plan/<host>?cas=N, rollboot/control?cas=N (clears
     #            requests and releases it carried out), rollboot/history/<id>?cas=0,
     #            rollboot/coordinator?cas=N (the leader and the policy version it
-    #            enforces, for `rollboot status`), and
-    #            PUT rollboot/leader?lock-acquire|lock-renew|lock-release
+    #            enforces, for `rollboot status`),
+    #            rollboot/notify?cas=N (the notifications sent, with notify {}),
+    #            and PUT rollboot/leader?lock-acquire|lock-renew|lock-release
     #            (the election lock; every lock operation needs write).
     # destroy:   DELETE rollboot/history/<id>?cas=N (pruning to history_size).
     path "rollboot/*" {

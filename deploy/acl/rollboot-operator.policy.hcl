@@ -33,6 +33,7 @@ namespace "default" {
   variables {
     # `rollboot status`: GET /v1/vars?prefix=rollboot/hosts/ and
     # ?prefix=rollboot/plan/ (read implies list), GET of each record.
+    # `rollboot history`: ?prefix=rollboot/history/, GET of each record.
     # Read-only on the rest of rollboot's state.
     path "rollboot/*" {
       capabilities = ["read"]

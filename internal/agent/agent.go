@@ -696,11 +696,11 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
 func (a *Agent) watchFailed(what string) func(err error, fails int, retry time.Duration) {
 	return func(err error, _ int, d time.Duration) {
 		if classify(err) == denied {
-			a.log.Error(what+": permission denied: the token is unknown, revoked or lacks a right; retrying slowly",
-				"err", err, "retry_in", d)
+			a.log.Error("permission denied: the token is unknown, revoked or lacks a right; retrying slowly",
+				"op", what, "err", err, "retry_in", d)
 			return
 		}
-		a.log.Debug(what, "err", err)
+		a.log.Debug("watch failed; retrying", "op", what, "err", err)
 	}
 }
 

@@ -299,7 +299,7 @@ func TestTransientErrorsDoNotStopTheAgent(t *testing.T) {
 	stop, _ := run(t, New(e.options(&countingRebooter{}, log)))
 	defer stop()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(log.String(), "read the host record failed; retrying") {
+	for !strings.Contains(log.String(), `msg="failed; retrying"`) || !strings.Contains(log.String(), `op="read the host record"`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no retry logged:\n%s", log.String())
 		}

@@ -216,7 +216,7 @@ func TestWatchPlanDeniedIsLoggedAndRetried(t *testing.T) {
 		Log: slog.New(slog.NewTextHandler(log, nil))})
 	watchPlanFor(t, a)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(log.String(), "watch plan: permission denied") {
+	for !strings.Contains(log.String(), `msg="permission denied`) || !strings.Contains(log.String(), `op="watch plan"`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no error logged:\n%s", log.String())
 		}
@@ -243,7 +243,7 @@ func TestWatchRecordDeniedIsLoggedAndRetried(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(log.String(), "watch host record: permission denied") {
+	for !strings.Contains(log.String(), `msg="permission denied`) || !strings.Contains(log.String(), `op="watch host record"`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no error logged:\n%s", log.String())
 		}

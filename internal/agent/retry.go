@@ -85,11 +85,11 @@ func (a *Agent) retry(ctx context.Context, what string, fn func() error) error {
 			return err
 		case denied:
 			d = policy.Backoff(deniedBase, deniedMax, attempt)
-			a.log.Error(what+": permission denied: the token is unknown, revoked or lacks a right "+
-				"(see deploy/acl for the agent policy); retrying slowly", "err", err, "retry_in", d)
+			a.log.Error("permission denied: the token is unknown, revoked or lacks a right "+
+				"(see deploy/acl for the agent policy); retrying slowly", "op", what, "err", err, "retry_in", d)
 		default:
 			d = policy.Backoff(transientBase, transientMax, attempt)
-			a.log.Warn(what+" failed; retrying", "err", err, "attempt", attempt, "retry_in", d)
+			a.log.Warn("failed; retrying", "op", what, "err", err, "attempt", attempt, "retry_in", d)
 		}
 		if !watch.Sleep(ctx, d) {
 			return ctx.Err()

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/policy"
 )
 
@@ -23,6 +24,9 @@ type Compiled struct {
 	ForceDrains bool
 	// HoldOnDeniedHandOver: coordinator.leader_transfer_denied = "hold".
 	HoldOnDeniedHandOver bool
+	// NotifyMessages are the notify block's message templates, compiled over
+	// the defaults.
+	NotifyMessages notify.Messages
 }
 
 // Compile checks the configuration and compiles it: it reports every problem
@@ -41,6 +45,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.drain()
 	v.fleetlock()
 	v.telemetry()
+	messages := v.notify()
 	p := v.policy()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {
@@ -51,6 +56,7 @@ func Compile(c *Config) (*Compiled, error) {
 		Policy:               p,
 		ForceDrains:          c.Drain.OnTimeout == OnTimeoutForce,
 		HoldOnDeniedHandOver: c.Coordinator.LeaderTransferDenied == "hold",
+		NotifyMessages:       messages,
 	}
 	cc.problems, cc.bad = nil, nil
 	return cc, nil

@@ -27,6 +27,7 @@ type Config struct {
 	Drain       DrainConfig
 	FleetLock   FleetLockConfig
 	Telemetry   TelemetryConfig
+	Notify      NotifyConfig
 	// Groups are matched against nodes in order; the first match wins.
 	// Nodes matched by none fall in the implicit group "default".
 	Groups []GroupConfig
@@ -258,7 +259,8 @@ func Default() *Config {
 			ClientCertID:     "san_or_cn",
 			RecordGrace:      time.Hour,
 		},
-		pos: map[string]hcl.Range{},
+		Notify: defaultNotify(),
+		pos:    map[string]hcl.Range{},
 	}
 }
 

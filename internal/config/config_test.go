@@ -165,6 +165,10 @@ func TestLoadFullExample(t *testing.T) {
 		FleetLock: FleetLockConfig{Enabled: true, Listen: "10.0.0.5:7777", PathPrefix: "/fleet_lock",
 			TLSCert: "/etc/rollboot/tls/fleetlock.pem", TLSKey: "/etc/rollboot/tls/fleetlock-key.pem", MaxBodyBytes: 64 << 10,
 			MaxNodelessSlots: 1, RequestTimeout: 20 * time.Second, RateLimit: 20, ClientCertID: "san_or_cn", RecordGrace: time.Hour},
+		Notify: NotifyConfig{URLs: []Secret{"slack://hook:T00000000-B00000000-XXXXXXXXXXXXXXXXXXXXXXXX@webhook"},
+			Events:  []string{"drain_started", "back_in_service", "stuck", "drain_aborted", "reboot_failed", "paused", "resumed"},
+			Timeout: 10 * time.Second, Queue: 100,
+			Messages: map[string]string{"stuck": "{{.Host}} did not come back: {{.Error}}. When it is safe: rollboot release {{.Host}}"}},
 	}
 	got := c.Config
 	got.pos = nil
@@ -209,6 +213,7 @@ func TestStringRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Agent.Reboot.PreHooks = append(c.Agent.Reboot.PreHooks, []string{"/bin/true"})
+	c.Notify.URLs = nil // secrets: printed masked, they do not load back
 	again, err := LoadBytes([]byte(c.String()), "printed.hcl")
 	if err != nil {
 		t.Fatalf("String() does not load back: %v\n%s", err, c.String())

@@ -147,7 +147,7 @@ func rangeString(r hcl.Range) string {
 func (d *decoder) root(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"},
+			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"},
 			{Type: "group", LabelNames: []string{"name"}},
 			{Type: "window", LabelNames: []string{"name"}},
 		},
@@ -182,6 +182,9 @@ func (d *decoder) root(body hcl.Body) {
 	}
 	if b := d.single(blocks, "telemetry"); b != nil {
 		d.telemetry(b.Body)
+	}
+	if b := d.single(blocks, "notify"); b != nil {
+		d.notify(b.Body)
 	}
 	for _, b := range blocks {
 		switch b.Type {

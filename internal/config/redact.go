@@ -42,7 +42,7 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // String renders the local configuration in HCL, the token masked. It shows
 // every local setting, defaults included, and none of the policy's (Rules.String).
 func (c *Config) String() string {
-	return render(c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeFleetLock, c.writeTelemetry)
+	return render(c.writeNomad, c.writeState, c.writeAgent, c.writeCoordinator, c.writeFleetLock, c.writeTelemetry, c.writeNotify)
 }
 
 // policyString renders the policy settings in HCL, defaults included.

@@ -121,7 +121,7 @@ func (c *Coordinator) storePlan(ctx context.Context, in Input, d Decision, log *
 	}
 	c.mu.Unlock()
 	if d.Event != "" {
-		log.Info(d.Event, "reason", p.Reason, "last_error", p.LastError)
+		log.Info(d.Event, "reason", p.Reason, "last_error", p.LastError, "waiting", p.Waiting)
 	}
 	return nil
 }

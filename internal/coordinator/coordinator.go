@@ -94,6 +94,12 @@ type Options struct {
 	// Identity names this coordinator in the enforcement record `rollboot
 	// status` shows (host name and process).
 	Identity string
+	// Notifier, when set, sends the rollout's notifications while this
+	// coordinator leads (notify.go).
+	Notifier Notifier
+	// NodeMeta, when set, publishes each host's state as dynamic node
+	// metadata while this coordinator leads (nodemeta.go).
+	NodeMeta MetaPublisher
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -177,6 +183,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.nodeCache.forget()  // another coordinator may have written since we last led
 	c.hostsCache.failed() // no watch of this term has answered yet
 	c.startWatches(ctx, &wg, poke)
+	c.startNotifier(ctx, &wg)
+	c.startNodeMeta(ctx, &wg)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
 	defer allocs.stop()
 
@@ -291,6 +299,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.nextSettle = adm.settled
 	c.metrics.state.export(s, groupStatuses(c.admitRules(), s))
 	c.readGrantJobs(octx, s, adm)
+	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	waiting := map[WaitKind]int{}
 	for _, name := range s.names {
@@ -304,6 +313,8 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
 	}
 	c.metrics.state.waiting(waiting)
+	c.notifyPass(s.control)
+	c.publishMeta(s)
 	return errs
 }
 

@@ -54,7 +54,7 @@ type NodeView struct {
 func toStuck(d Decision, p store.Plan, now time.Time, why string) Decision {
 	d.Plan = enter(p, store.PhaseStuck, now)
 	d.Plan.LastError = why
-	d.Write, d.Event = true, "stuck: "+why
+	d.Write, d.Event = true, "stuck" // why: in LastError
 	return d
 }
 
@@ -146,7 +146,9 @@ type Decision struct {
 	// Waiting says why the host is not moving; Plan.Waiting holds its text
 	// unless the host is simply on its way (WaitReason.Stored).
 	Waiting WaitReason
-	// Event is a one-line description of a transition, for logs.
+	// Event is a one-line description of a transition, for logs: a fixed text
+	// (the variable parts are the plan's Reason, LastError and Waiting, logged
+	// as attributes beside it).
 	Event string
 }
 
@@ -257,7 +259,7 @@ func stepIdle(in Input, d Decision, n needed) Decision {
 		d.Event = "reboot loop detected"
 	} else {
 		d.Plan.LoopCount = 0
-		d.Event = "reboot requested: " + n.reason
+		d.Event = "reboot requested" // why: in Reason
 	}
 	d.Write = true
 	return d
@@ -636,7 +638,7 @@ func abort(in Input, d Decision, why string, cancel bool) Decision {
 	if !cancel && p.EligibleBefore && in.Node != nil && !in.Node.Eligible {
 		d.SetEligible = true
 	}
-	d.Write, d.Event = true, "drain aborted: "+why
+	d.Write, d.Event = true, "drain aborted" // why: in LastError
 	return d
 }
 
@@ -668,6 +670,9 @@ func history(p store.Plan, in Input, outcome string) *store.HistoryRecord {
 		h.Timeline[k] = v
 	}
 	h.Timeline[store.PhaseIdle] = in.Now
+	if in.Request != nil && in.Request.At.Equal(p.RequestedAt) {
+		h.RequestedBy = in.Request.By // the need was this request (Need)
+	}
 	if in.Host != nil {
 		h.BootIDAfter = in.Host.BootID
 	}

@@ -24,7 +24,7 @@ func agentReport(in Input, d Decision) (Decision, bool) {
 		// node not as drained as it should be): the slot stays taken, and the
 		// host is not stuck while it says why it waits.
 		if !p.Held {
-			d.Plan.Held, d.Write, d.Event = true, true, "the agent holds the reboot: "+h.HoldReason
+			d.Plan.Held, d.Write, d.Event = true, true, "the agent holds the reboot" // why: in Waiting
 		}
 		d.Waiting = waitFor(WaitAgentHolds, h.HoldReason)
 		return d, true
@@ -61,7 +61,7 @@ func notRebooted(in Input, d Decision, f store.RebootFailure) Decision {
 	d.Plan.NextTry = in.Now.Add(policy.Backoff(in.Timing.RetryBackoff, in.Timing.RetryMaxBackoff, p.Attempt))
 	d.Plan.LastError = "the host did not reboot: " + f.String()
 	d.Plan.Held = false
-	d.Write, d.Event = true, "reboot failed on the host: "+f.String()
+	d.Write, d.Event = true, "reboot failed on the host" // how: in LastError
 	return d
 }
 

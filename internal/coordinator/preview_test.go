@@ -58,10 +58,10 @@ func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
 		if h.Starts != want[h.Host] || h.Group != "all" || h.Plan.Phase != store.PhasePending {
 			t.Errorf("preview of %s: %+v", h.Host, h)
 		}
-		if !h.Starts && h.Waiting.Kind != WaitGroupBudget {
-			t.Errorf("%s waits for %v, want the group's budget", h.Host, h.Waiting)
+		if !h.Starts && h.Waiting.Kind != WaitQueued {
+			t.Errorf("%s waits for %v, want a slot of its group", h.Host, h.Waiting)
 		}
-		reasons[h.Host] = h.Waiting.String()
+		reasons[h.Host] = h.Waiting.Stored() // a queued host's reason is computed, not stored
 	}
 	if len(res.Hosts) != 3 || len(res.Groups) != 2 || res.Groups[1].Slots != 1 {
 		t.Fatalf("preview: %+v", res)

@@ -125,6 +125,10 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 	}
 	opts := coordinatorOptions(cfg, c, st, log, clusters)
 	opts.Registry = reg
+	if n := Notifier(cfg, st, reg, log); n != nil {
+		opts.Notifier = n
+	}
+	opts.NodeMeta = NodeMeta(c, reg, log)
 	co := coordinator.New(opts)
 	lock, err := LeaderLock(cfg, st)
 	if err != nil {
@@ -177,7 +181,9 @@ func RunAgent(ctx context.Context, cfg *config.Compiled, opt AgentOptions) error
 	opts.Rebooter = reb
 
 	cand := &candidate{parent: ctx, run: func(ctx context.Context) error {
-		return RunCoordinator(ctx, cfg, c, log.With("host", host), opt.Clusters, opt.Registry)
+		// "coordinator_host", not "host": the coordinator logs each host it
+		// decides for under "host", and a JSON line must not carry a key twice.
+		return RunCoordinator(ctx, cfg, c, log.With("coordinator_host", host), opt.Clusters, opt.Registry)
 	}}
 	if cfg.Coordinator.Enabled {
 		cand.start()

@@ -211,11 +211,15 @@ type Request struct {
 
 // HistoryRecord is one finished reboot cycle.
 type HistoryRecord struct {
-	Host         string
-	Group        string
-	GrantID      string
-	Outcome      string // "rebooted", "released", "canceled"
-	Reason       string
+	Host    string
+	Group   string
+	GrantID string
+	Outcome string // "rebooted", "released", "canceled", "failed"
+	Reason  string
+	// RequestedBy is who asked for the reboot by hand (`rollboot request`, a
+	// FleetLock client): the request's By; "" when the host's agent found the
+	// need itself.
+	RequestedBy  string
 	BootIDBefore string
 	BootIDAfter  string
 	Forced       bool
@@ -327,6 +331,7 @@ var historyCodec = codec[HistoryRecord]{version: 1, fields: []field[HistoryRecor
 	text("grant_id", func(h *HistoryRecord) *string { return &h.GrantID }),
 	text("outcome", func(h *HistoryRecord) *string { return &h.Outcome }),
 	text("reason", func(h *HistoryRecord) *string { return &h.Reason }),
+	text("requested_by", func(h *HistoryRecord) *string { return &h.RequestedBy }),
 	text("boot_id_before", func(h *HistoryRecord) *string { return &h.BootIDBefore }),
 	text("boot_id_after", func(h *HistoryRecord) *string { return &h.BootIDAfter }),
 	flag("forced", func(h *HistoryRecord) *bool { return &h.Forced }, false),

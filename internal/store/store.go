@@ -6,6 +6,7 @@
 //	<prefix>/plan/<host>     written by the coordinator only: phase and its bookkeeping
 //	<prefix>/control         written by the CLI and the coordinator, always with CAS
 //	<prefix>/history/<id>    written by the coordinator: finished reboots, bounded
+//	<prefix>/notify          written by the coordinator: the notifications sent (notify.go)
 //	<prefix>/leader          the coordinator election lock
 //
 // Every write is check-and-set on ModifyIndex, so a writer that lost a race learns it

@@ -1,0 +1,249 @@
+// Package nodemeta publishes each host's rollout state as Nomad dynamic node
+// metadata (/v1/client/metadata, Nomad 1.5 and later), so that Nomad's UI shows
+// it and node filters select on it:
+//
+//	nomad node status -filter 'Meta.rollboot_phase == "stuck"'
+//
+// Keys: rollboot_phase (the host's phase), rollboot_reboot_required ("true" or
+// "false") and rollboot_last_reboot (RFC 3339, UTC; absent until rollboot
+// finished a reboot of the host). The leading coordinator hands the publisher
+// the wanted metadata after every pass; the publisher writes a node's only when
+// it differs from what the node has, beside the reconcile loop, so a node whose
+// client does not answer (it is rebooting) never slows a pass. A failed write is
+// logged, counted and tried again.
+package nodemeta
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The metadata keys rollboot owns. Nomad meta keys are dotted identifiers
+// (structs.NodeMetaApplyRequest.Validate); underscores keep them one segment,
+// so filters need no quoting.
+const (
+	KeyPhase          = "rollboot_phase"
+	KeyRebootRequired = "rollboot_reboot_required"
+	KeyLastReboot     = "rollboot_last_reboot"
+)
+
+// Meta is what rollboot publishes about one node.
+type Meta struct {
+	Phase          string
+	RebootRequired bool
+	LastReboot     time.Time // zero: none finished by rollboot
+}
+
+// Items returns the metadata as Nomad applies it: a nil value removes a key.
+func (m Meta) Items() map[string]*string {
+	str := func(s string) *string { return &s }
+	items := map[string]*string{KeyPhase: str(m.Phase), KeyRebootRequired: str("false"), KeyLastReboot: nil}
+	if m.RebootRequired {
+		items[KeyRebootRequired] = str("true")
+	}
+	if !m.LastReboot.IsZero() {
+		items[KeyLastReboot] = str(m.LastReboot.UTC().Format(time.RFC3339))
+	}
+	return items
+}
+
+// matches reports whether the node's metadata already says m.
+func (m Meta) matches(have map[string]string) bool {
+	for k, v := range m.Items() {
+		got, ok := have[k]
+		if (v == nil) != !ok || (v != nil && *v != got) {
+			return false
+		}
+	}
+	return true
+}
+
+// API is the dynamic node metadata API; *api.NodeMeta implements it.
+type API interface {
+	Read(nodeID string, q *api.QueryOptions) (*api.NodeMetaResponse, error)
+	Apply(req *api.NodeMetaApplyRequest, q *api.QueryOptions) (*api.NodeMetaResponse, error)
+}
+
+// Options configure a Publisher.
+type Options struct {
+	API API
+	// Timeout bounds one read or write (default 10s): a node that is down is
+	// answered for by its server, or not at all.
+	Timeout time.Duration
+	// Retry is how long a node whose write failed waits before the next try
+	// (default 15s).
+	Retry    time.Duration
+	Registry *prometheus.Registry // nil: metrics not exported
+	Log      *slog.Logger
+}
+
+// Publisher writes the wanted metadata of each node.
+type Publisher struct {
+	opt     Options
+	log     *slog.Logger
+	writes  prometheus.Counter
+	errs    *prometheus.CounterVec
+	mu      sync.Mutex
+	want    map[string]Meta // by node ID, newest
+	wake    chan struct{}
+	failLog map[string]string // node ID -> last error logged
+}
+
+// New returns a publisher.
+func New(opt Options) *Publisher {
+	if opt.Timeout <= 0 {
+		opt.Timeout = 10 * time.Second
+	}
+	if opt.Retry <= 0 {
+		opt.Retry = 15 * time.Second
+	}
+	var reg prometheus.Registerer = prometheus.NewRegistry()
+	if opt.Registry != nil {
+		reg = opt.Registry
+	}
+	p := &Publisher{opt: opt, log: opt.Log, wake: make(chan struct{}, 1), failLog: map[string]string{},
+		writes: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollboot_node_meta_writes_total",
+			Help: "Writes of rollboot's dynamic node metadata (only when it changed).",
+		})),
+		errs: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rollboot_node_meta_errors_total",
+			Help: "Failed reads and writes of rollboot's dynamic node metadata, by operation (read, write); each is tried again.",
+		}, []string{"op"})),
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	return p
+}
+
+// Observe hands the publisher the wanted metadata of every node, by node ID. It
+// never blocks and does no I/O.
+func (p *Publisher) Observe(want map[string]Meta) {
+	p.mu.Lock()
+	p.want = want
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run writes what is wanted until ctx ends (the end of this coordinator's term
+// as leader). fence, when set, is asked before each write.
+func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) {
+	have := map[string]Meta{}      // what each node was read or written to say, this term
+	next := map[string]time.Time{} // a node whose read or write failed: not before
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+		p.mu.Lock()
+		want := p.want
+		p.mu.Unlock()
+		wait := time.Duration(0)
+		for _, id := range slices.Sorted(maps.Keys(want)) {
+			if ctx.Err() != nil {
+				return
+			}
+			if t, ok := next[id]; ok && time.Now().Before(t) {
+				wait = minPositive(wait, time.Until(t))
+				continue
+			}
+			if h, ok := have[id]; ok && h == want[id] {
+				continue
+			}
+			if err := p.sync(ctx, fence, id, want[id]); err != nil {
+				next[id] = time.Now().Add(p.opt.Retry)
+				wait = minPositive(wait, p.opt.Retry)
+				delete(have, id)
+				continue
+			}
+			delete(next, id)
+			have[id] = want[id]
+		}
+		if wait > 0 {
+			timer.Reset(wait)
+		}
+	}
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || b < a {
+		return b
+	}
+	return a
+}
+
+// sync reads the node's metadata and writes m if it differs.
+func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error, nodeID string, m Meta) error {
+	rctx, cancel := context.WithTimeout(ctx, p.opt.Timeout)
+	defer cancel()
+	cur, err := p.opt.API.Read(nodeID, (&api.QueryOptions{}).WithContext(rctx))
+	if err != nil {
+		return p.failed(ctx, nodeID, "read", err)
+	}
+	if m.matches(cur.Meta) {
+		p.ok(nodeID)
+		return nil
+	}
+	if fence != nil {
+		if err := fence(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := p.opt.API.Apply(&api.NodeMetaApplyRequest{NodeID: nodeID, Meta: m.Items()}, (&api.QueryOptions{}).WithContext(rctx)); err != nil {
+		return p.failed(ctx, nodeID, "write", err)
+	}
+	p.writes.Inc()
+	p.ok(nodeID)
+	p.log.Debug("node metadata written", "node_id", nodeID, "phase", m.Phase, "reboot_required", m.RebootRequired)
+	return nil
+}
+
+func (p *Publisher) failed(ctx context.Context, nodeID, op string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	p.errs.WithLabelValues(op).Inc()
+	// Logged when the error changes, not at every retry of a node that is down.
+	if p.failLog[nodeID] != err.Error() {
+		p.failLog[nodeID] = err.Error()
+		p.log.Warn("node metadata not published: will try again", "node_id", nodeID, "op", op, "err", err)
+	}
+	return err
+}
+
+func (p *Publisher) ok(nodeID string) {
+	if _, ok := p.failLog[nodeID]; ok {
+		delete(p.failLog, nodeID)
+		p.log.Info("node metadata published again", "node_id", nodeID)
+	}
+}
+
+// register registers c, or returns the collector registered before it.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}

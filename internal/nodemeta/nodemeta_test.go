@@ -1,0 +1,165 @@
+package nodemeta
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func run(t *testing.T, p *Publisher) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(ctx, nil) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// Against the emulator's /v1/client/metadata: the metadata lands on the nodes,
+// node list filters select on it, and nothing is written while nothing changes.
+func TestPublishToNomad(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 2, HeartbeatTTL: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	c, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := sim.Host("client-1")
+	b, _ := sim.Host("client-2")
+	p := New(Options{API: c.Nodes().Meta()})
+	run(t, p)
+	last := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	p.Observe(map[string]Meta{
+		a.NodeID: {Phase: "stuck", RebootRequired: true},
+		b.NodeID: {Phase: "idle", LastReboot: last},
+	})
+	stuck := func() []string {
+		nodes, _, err := c.Nodes().List(&api.QueryOptions{Filter: `Meta.rollboot_phase == "stuck"`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, n := range nodes {
+			ids = append(ids, n.ID)
+		}
+		return ids
+	}
+	waitFor(t, "the filter to find the stuck node", func() bool { ids := stuck(); return len(ids) == 1 && ids[0] == a.NodeID })
+	got, err := c.Nodes().Meta().Read(b.NodeID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Dynamic[KeyPhase] == nil || *got.Dynamic[KeyPhase] != "idle" || got.Meta[KeyRebootRequired] != "false" ||
+		got.Meta[KeyLastReboot] != "2026-05-01T10:00:00Z" {
+		t.Errorf("node b's metadata: %v", got.Meta)
+	}
+	if n := testutil.ToFloat64(p.writes); n != 2 {
+		t.Errorf("%v writes, want 2", n)
+	}
+	// The same again: nothing written. A change: one write, and a key rollboot
+	// no longer sets is removed.
+	p.Observe(map[string]Meta{a.NodeID: {Phase: "stuck", RebootRequired: true}, b.NodeID: {Phase: "idle", LastReboot: last}})
+	p.Observe(map[string]Meta{a.NodeID: {Phase: "idle", LastReboot: last}, b.NodeID: {Phase: "idle", LastReboot: last}})
+	waitFor(t, "the stuck node back to idle", func() bool { return len(stuck()) == 0 })
+	if n := testutil.ToFloat64(p.writes); n != 3 {
+		t.Errorf("%v writes, want 3", n)
+	}
+	p.Observe(map[string]Meta{a.NodeID: {Phase: "pending", RebootRequired: true}})
+	waitFor(t, "the last reboot removed", func() bool {
+		got, err := c.Nodes().Meta().Read(a.NodeID, nil)
+		_, has := got.Meta[KeyLastReboot]
+		return err == nil && got.Meta[KeyPhase] == "pending" && !has
+	})
+}
+
+// failing is a metadata API that fails every call for the nodes in bad, and
+// counts calls.
+type failing struct {
+	mu    sync.Mutex
+	bad   map[string]bool
+	calls map[string]int
+	meta  map[string]map[string]string
+}
+
+func (f *failing) Read(id string, _ *api.QueryOptions) (*api.NodeMetaResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[id]++
+	if f.bad[id] {
+		return nil, errors.New("Unknown node " + id)
+	}
+	return &api.NodeMetaResponse{Meta: f.meta[id]}, nil
+}
+
+func (f *failing) Apply(req *api.NodeMetaApplyRequest, _ *api.QueryOptions) (*api.NodeMetaResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := map[string]string{}
+	for k, v := range req.Meta {
+		if v != nil {
+			m[k] = *v
+		}
+	}
+	f.meta[req.NodeID] = m
+	return &api.NodeMetaResponse{Meta: m}, nil
+}
+
+// A node that fails is counted, logged once and tried again later; the others
+// are written meanwhile, and Observe never waits.
+func TestFailingNode(t *testing.T) {
+	f := &failing{bad: map[string]bool{"down": true}, calls: map[string]int{}, meta: map[string]map[string]string{}}
+	var logs strings.Builder
+	var mu sync.Mutex
+	p := New(Options{API: f, Retry: 50 * time.Millisecond, Log: newLogger(&mu, &logs)})
+	run(t, p)
+	start := time.Now()
+	p.Observe(map[string]Meta{"down": {Phase: "rebooting"}, "up": {Phase: "draining"}})
+	if time.Since(start) > 100*time.Millisecond {
+		t.Error("Observe waited")
+	}
+	waitFor(t, "the up node written", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.meta["up"][KeyPhase] == "draining"
+	})
+	waitFor(t, "three tries of the down node", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.calls["down"] >= 3
+	})
+	if n := testutil.ToFloat64(p.errs.WithLabelValues("read")); n < 3 {
+		t.Errorf("%v read errors counted", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(logs.String(), "node metadata not published"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	f.mu.Lock()
+	upCalls := f.calls["up"]
+	f.mu.Unlock()
+	if upCalls != 1 {
+		t.Errorf("the up node was read %d times, want once (it did not change)", upCalls)
+	}
+}

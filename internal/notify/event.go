@@ -1,0 +1,192 @@
+// Package notify sends notifications of a rollout's events (a drain started, a
+// host rebooting, back in service, stuck, a drain aborted, a failed reboot, the
+// rollout paused or resumed) through shoutrrr URLs, from the leading coordinator
+// only, once per event even across a change of leader.
+//
+// Events are not taken from the coordinator's decisions as they are made but
+// derived from what it stored (Derive: the plans and the pause flag), and the
+// events sent are recorded in a ledger variable (<prefix>/notify, Ledger). So a
+// new leader sends what its predecessor stored but did not get to send, and
+// nothing that it did send: the one exception is an event whose send finished
+// while the ledger write that records it did not (at least once, with a window
+// of one send). Sending runs beside the reconcile loop, from a bounded queue with
+// a timeout per target: a slow or failing target never slows a pass
+// (docs/notifications.md).
+package notify
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Kind is the kind of an event.
+type Kind string
+
+// The events notified.
+const (
+	DrainStarted  Kind = "drain_started"
+	Rebooting     Kind = "rebooting"
+	BackInService Kind = "back_in_service"
+	Stuck         Kind = "stuck"
+	DrainAborted  Kind = "drain_aborted"
+	RebootFailed  Kind = "reboot_failed"
+	Paused        Kind = "paused"
+	Resumed       Kind = "resumed"
+)
+
+// Kinds are every kind of event, in the order of a host's cycle.
+var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, Paused, Resumed}
+
+// ValidKind reports whether k names an event.
+func ValidKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }
+
+// Event is one event, as message templates see it.
+type Event struct {
+	Kind  Kind
+	Host  string // "" for paused and resumed
+	Group string
+	// Grant is the ID of the host's grant (its slot for this reboot); "" for
+	// back_in_service (the plan forgets the grant when the cycle ends), paused
+	// and resumed.
+	Grant string
+	// Reason is why the host needs its reboot.
+	Reason string
+	// Error says what went wrong (stuck, drain_aborted, reboot_failed).
+	Error string
+	// Attempt is the drain attempt of the current request (1 for the first).
+	Attempt int
+	// PauseReason is the reason given to `rollboot pause`.
+	PauseReason string
+	// At is when the event happened: the phase's start as the plan records it,
+	// the end of the cycle, or the pause.
+	At time.Time
+	// Duration is the whole cycle, from the grant to back in service (0 when
+	// unknown).
+	Duration time.Duration
+}
+
+// Pause is the pause flag as the control state shows it.
+type Pause struct {
+	Paused bool
+	At     time.Time
+	Reason string
+}
+
+// notRebooted is how the coordinator's plan says that a host reported a failed
+// reboot attempt (coordinator.notRebooted sets LastError so): its backoff is a
+// failed reboot, any other backoff with a grant an aborted drain.
+const notRebooted = "the host did not reboot: "
+
+// Derive returns the events that the stored plans and pause flag imply and that
+// the ledger does not record as sent, in order: by host (in the order of plans),
+// each host's in the order of its cycle, then the pause or resume. It is pure:
+// the same state and ledger give the same events.
+//
+// What a plan implies (Implied):
+//   - a grant with a node in draining, drained, rebooting, rejoining or stuck:
+//     drain_started (a host without a Nomad node has no drain);
+//   - rebooting or rejoining: rebooting;
+//   - stuck: stuck;
+//   - backoff with a grant: reboot_failed when the host reported a failed attempt,
+//     drain_aborted otherwise;
+//   - idle after a finished reboot (LastCompleted): back_in_service, once per
+//     LastCompleted.
+//
+// Each host event is keyed by the grant it belongs to (grant IDs are never
+// reused), back_in_service by its LastCompleted, and paused and resumed by the
+// time of the pause: an event is sent once, however many passes see its state.
+func Derive(plans []store.Plan, pause Pause, l Ledger) []Event {
+	var out []Event
+	for _, e := range Implied(plans, pause) {
+		if !l.Sent(e) {
+			out = append(out, e)
+		}
+	}
+	if r, ok := resumed(pause, l); ok {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Implied returns the events the plans and the pause flag imply, whether sent
+// or not (Derive), but for resumed, which depends on the pause notified.
+func Implied(plans []store.Plan, pause Pause) []Event {
+	var out []Event
+	for _, p := range plans {
+		out = append(out, implied(p)...)
+	}
+	if pause.Paused {
+		out = append(out, Event{Kind: Paused, PauseReason: pause.Reason, At: pause.At})
+	}
+	return out
+}
+
+// implied returns the events the plan implies, in cycle order.
+func implied(p store.Plan) []Event {
+	ev := func(k Kind, at time.Time) Event {
+		e := Event{Kind: k, Host: p.Host, Group: p.Group, Grant: p.GrantID, Reason: p.Reason, Attempt: p.Attempt, At: at}
+		switch k {
+		case Stuck, DrainAborted:
+			e.Error = p.LastError
+		case RebootFailed:
+			e.Error = strings.TrimPrefix(p.LastError, notRebooted)
+		}
+		return e
+	}
+	// The timeline keeps the first entry of each phase for the whole request: a
+	// retry's own entry into its current phase is PhaseSince.
+	since := func(phase string) time.Time {
+		if p.Phase == phase {
+			return p.PhaseSince
+		}
+		return p.Timeline[phase]
+	}
+	var out []Event
+	switch p.Phase {
+	case store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting, store.PhaseRejoining, store.PhaseStuck:
+		if p.GrantID == "" {
+			return nil
+		}
+		if p.NodeID != "" {
+			out = append(out, ev(DrainStarted, since(store.PhaseDraining)))
+		}
+		switch p.Phase {
+		case store.PhaseRebooting, store.PhaseRejoining:
+			out = append(out, ev(Rebooting, since(store.PhaseRebooting)))
+		case store.PhaseStuck:
+			out = append(out, ev(Stuck, p.PhaseSince))
+		}
+	case store.PhaseBackoff:
+		if p.GrantID == "" {
+			return nil
+		}
+		if strings.HasPrefix(p.LastError, notRebooted) {
+			out = append(out, ev(RebootFailed, p.PhaseSince))
+		} else {
+			out = append(out, ev(DrainAborted, p.PhaseSince))
+		}
+	case store.PhaseIdle:
+		if p.LastCompleted.IsZero() {
+			return nil
+		}
+		e := ev(BackInService, p.LastCompleted)
+		e.Grant, e.Error, e.Attempt = "", "", 0
+		if start := p.Timeline[store.PhaseDraining]; !start.IsZero() && start.Before(p.LastCompleted) {
+			e.Duration = p.LastCompleted.Sub(start)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// resumed returns the resume of the last pause notified, once the flag is
+// cleared.
+func resumed(pause Pause, l Ledger) (Event, bool) {
+	if pause.Paused || !l.Pause.Paused || l.Pause.Resumed {
+		return Event{}, false
+	}
+	return Event{Kind: Resumed, At: l.Pause.At}, true
+}
