@@ -1,0 +1,207 @@
+package statuspage
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/status"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// fakeState is rollboot's state, changed by the test; Watch blocks until it changes.
+type fakeState struct {
+	mu      sync.Mutex
+	index   uint64
+	plans   map[string]store.Plan
+	changed chan struct{}
+}
+
+func newFakeState() *fakeState {
+	return &fakeState{index: 1, plans: map[string]store.Plan{}, changed: make(chan struct{})}
+}
+
+func (f *fakeState) setPhase(host, phase string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.plans[host] = store.Plan{Host: host, Group: "web", Phase: phase, Timeline: map[string]time.Time{store.PhasePending: time.Unix(100, 0)}}
+	f.index++
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeState) HostsChecked(context.Context, uint64, time.Duration) ([]store.HostRecord, []store.BadRecord, uint64, error) {
+	return nil, nil, 0, nil
+}
+
+func (f *fakeState) PlansChecked(context.Context) (map[string]store.Plan, []store.BadRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]store.Plan{}
+	for k, v := range f.plans {
+		out[k] = v
+	}
+	return out, nil, nil
+}
+
+func (f *fakeState) Control(context.Context) (store.Control, error) { return store.Control{}, nil }
+
+func (f *fakeState) watch(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
+	f.mu.Lock()
+	idx, ch := f.index, f.changed
+	f.mu.Unlock()
+	if index == 0 || idx > index {
+		return idx, nil
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return index, ctx.Err()
+	case <-time.After(wait):
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.index, nil
+}
+
+type noNodes struct{}
+
+func (noNodes) List(*api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	return nil, &api.QueryMeta{}, nil
+}
+
+func testServer(t *testing.T) (*fakeState, string) {
+	t.Helper()
+	st := newFakeState()
+	srv := New(Source{
+		Status:  status.Source{Store: st, Nodes: noNodes{}},
+		History: func(context.Context) ([]store.HistoryRecord, error) { return nil, nil },
+		Watch:   st.watch,
+		Process: "test",
+		Resync:  time.Minute, // changes must come through Watch
+	}, nil)
+	mux := http.NewServeMux()
+	srv.Register(mux)
+	ts := httptest.NewServer(mux)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); srv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); ts.CloseClientConnections(); ts.Close(); wg.Wait() })
+	return st, ts.URL
+}
+
+// TestReadOnly: every route answers GET and refuses every other method.
+func TestReadOnly(t *testing.T) {
+	_, url := testServer(t)
+	for _, path := range []string{PathPage, "/app.js", PathJSON, PathEvents} {
+		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+			req, _ := http.NewRequest(method, url+path, strings.NewReader("{}"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %d (Allow %q), want 405 (GET, HEAD)", method, path, resp.StatusCode, resp.Header.Get("Allow"))
+			}
+		}
+	}
+	resp, err := http.Get(url + PathJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p Page
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v", PathJSON, resp.StatusCode, err)
+	}
+	if p.Process != "test" || p.Leader != LeaderUnknown {
+		t.Errorf("page: process %q leader %q", p.Process, p.Leader)
+	}
+}
+
+// TestAssetsSelfContained: the page loads nothing from elsewhere.
+func TestAssetsSelfContained(t *testing.T) {
+	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}|@import|<iframe`)
+	err := fs.WalkDir(assets, "assets", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(assets, path)
+		if err != nil {
+			return err
+		}
+		if m := external.Find(b); m != nil {
+			t.Errorf("%s refers to %q: the page must embed everything it uses", path, m)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEvents: a listener gets the page at once, then each change.
+func TestEvents(t *testing.T) {
+	st, url := testServer(t)
+	st.setPhase("a", store.PhasePending)
+	resp, err := http.Get(url + PathEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	events := make(chan Page)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok || data == "" {
+				continue
+			}
+			var p Page
+			if err := json.Unmarshal([]byte(data), &p); err != nil {
+				t.Errorf("event: %v", err)
+				return
+			}
+			events <- p
+		}
+	}()
+	next := func(want string) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case p, ok := <-events:
+				if !ok {
+					t.Fatal("stream ended")
+				}
+				if len(p.Status.Hosts) == 1 && p.Status.Hosts[0].Phase == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no event with host a %s", want)
+			}
+		}
+	}
+	next(store.PhasePending)
+	st.setPhase("a", store.PhaseDraining)
+	next(store.PhaseDraining)
+	st.setPhase("a", store.PhaseRebooting)
+	next(store.PhaseRebooting)
+}
