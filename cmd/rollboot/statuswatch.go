@@ -31,7 +31,11 @@ type statusWatch struct {
 }
 
 // minRedraw is the least time between two frames: a burst of changes is one.
-const minRedraw = 500 * time.Millisecond
+// watchRetry is how soon a failed read is tried again.
+const (
+	minRedraw  = 500 * time.Millisecond
+	watchRetry = 2 * time.Second
+)
 
 func (s statusWatch) run(ctx context.Context) error {
 	var idx uint64
@@ -52,7 +56,9 @@ func (s statusWatch) run(ctx context.Context) error {
 			return nil
 		}
 		wctx, cancel := context.WithTimeout(ctx, s.interval+s.timeout)
-		if idx == 0 || err != nil {
+		if err != nil {
+			watch.Sleep(wctx, min(s.interval, watchRetry)) // read again soon
+		} else if idx == 0 {
 			watch.Sleep(wctx, s.interval)
 		} else if _, werr := s.state(wctx, idx, s.interval); werr != nil {
 			watch.Sleep(wctx, s.interval) // do not spin on a failing watch

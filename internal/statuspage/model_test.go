@@ -25,7 +25,7 @@ func TestBars(t *testing.T) {
 			name: "a whole cycle: drained and rebooting are one reboot bar",
 			tl: map[string]time.Time{store.PhasePending: at(0), store.PhaseDraining: at(2), store.PhaseDrained: at(5),
 				store.PhaseRebooting: at(6), store.PhaseRejoining: at(9), store.PhaseIdle: at(12)},
-			end: at(12),
+			end:  at(12),
 			want: []Bar{{KindWait, ms(0), ms(2)}, {KindDrain, ms(2), ms(5)}, {KindReboot, ms(5), ms(9)}, {KindRejoin, ms(9), ms(12)}},
 		},
 		{
