@@ -145,7 +145,7 @@ func groups(hosts []status.Host, limits map[string]int) []Group {
 // by host, oldest first. A cycle whose history record is written while its
 // plan still shows it (the history is written first) is drawn once.
 func timeline(hosts []status.Host, hist []store.HistoryRecord) []Cycle {
-	var out []Cycle
+	out := []Cycle{}
 	finished := map[string]bool{}
 	for _, r := range hist {
 		finished[cycleKey(r.Host, r.Timeline)] = true

@@ -111,6 +111,9 @@ func TestBuild(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("timeline cycles = %v, want %v", got, want)
 	}
+	if empty := Build(Input{View: status.View{Hosts: []status.Host{}}}); empty.Groups == nil || empty.Timeline == nil {
+		t.Errorf("an empty page has nil lists (null in JSON, which the page cannot iterate): %+v", empty)
+	}
 	if p.Now != at(10).UnixMilli() || p.Leader != LeaderThis || p.Process != "host-1" {
 		t.Errorf("page header = %d %q %q", p.Now, p.Leader, p.Process)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/status"
 	"github.com/rollboot/rollboot/internal/watch"
 )
 
@@ -209,6 +210,9 @@ func (s *Server) Run(ctx context.Context) {
 			s.mu.Lock()
 			p = s.lastPage
 			s.mu.Unlock()
+			if p.Groups == nil { // nothing read yet
+				p = Build(Input{View: status.View{Hosts: []status.Host{}}})
+			}
 			p.Now, p.Error = time.Now().UnixMilli(), err.Error()
 		}
 		s.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +26,7 @@ type fakeState struct {
 	index   uint64
 	plans   map[string]store.Plan
 	changed chan struct{}
+	fail    error // of every read, while set
 }
 
 func newFakeState() *fakeState {
@@ -47,6 +49,9 @@ func (f *fakeState) HostsChecked(context.Context, uint64, time.Duration) ([]stor
 func (f *fakeState) PlansChecked(context.Context) (map[string]store.Plan, []store.BadRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, nil, f.fail
+	}
 	out := map[string]store.Plan{}
 	for k, v := range f.plans {
 		out[k] = v
@@ -81,14 +86,17 @@ func (noNodes) List(*api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, err
 }
 
 func testServer(t *testing.T) (*fakeState, string) {
+	return testServerWith(t, newFakeState())
+}
+
+func testServerWith(t *testing.T, st *fakeState) (*fakeState, string) {
 	t.Helper()
-	st := newFakeState()
 	srv := New(Source{
 		Status:  status.Source{Store: st, Nodes: noNodes{}},
 		History: func(context.Context) ([]store.HistoryRecord, error) { return nil, nil },
 		Watch:   st.watch,
 		Process: "test",
-		Resync:  time.Minute, // changes must come through Watch
+		Resync:  2 * time.Second, // a failed read is retried then; changes come through Watch
 	}, nil)
 	mux := http.NewServeMux()
 	srv.Register(mux)
@@ -156,11 +164,40 @@ func TestAssetsSelfContained(t *testing.T) {
 func TestEvents(t *testing.T) {
 	st, url := testServer(t)
 	st.setPhase("a", store.PhasePending)
+	next := listen(t, url)
+	next(func(p Page) bool { return len(p.Status.Hosts) == 1 && p.Status.Hosts[0].Phase == store.PhasePending })
+	st.setPhase("a", store.PhaseDraining)
+	next(func(p Page) bool { return len(p.Status.Hosts) == 1 && p.Status.Hosts[0].Phase == store.PhaseDraining })
+	st.setPhase("a", store.PhaseRebooting)
+	next(func(p Page) bool { return len(p.Status.Hosts) == 1 && p.Status.Hosts[0].Phase == store.PhaseRebooting })
+}
+
+// TestEventsReadError: a state that cannot be read is an event with the error
+// (and lists the page can iterate), and the page comes once it can be read.
+func TestEventsReadError(t *testing.T) {
+	st := newFakeState()
+	st.fail = errors.New("permission denied")
+	st, url := testServerWith(t, st)
+	next := listen(t, url)
+	next(func(p Page) bool {
+		return strings.Contains(p.Error, "permission denied") && p.Groups != nil && p.Timeline != nil && p.Status.Hosts != nil
+	})
+	st.mu.Lock()
+	st.fail = nil
+	st.mu.Unlock()
+	st.setPhase("a", store.PhasePending)
+	next(func(p Page) bool { return p.Error == "" && len(p.Status.Hosts) == 1 })
+}
+
+// listen opens the event stream; the function it returns waits for an event
+// that satisfies ok.
+func listen(t *testing.T, url string) func(ok func(Page) bool) {
+	t.Helper()
 	resp, err := http.Get(url + PathEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q", ct)
 	}
@@ -182,26 +219,21 @@ func TestEvents(t *testing.T) {
 			events <- p
 		}
 	}()
-	next := func(want string) {
+	return func(ok func(Page) bool) {
 		t.Helper()
 		deadline := time.After(30 * time.Second)
 		for {
 			select {
-			case p, ok := <-events:
-				if !ok {
+			case p, open := <-events:
+				if !open {
 					t.Fatal("stream ended")
 				}
-				if len(p.Status.Hosts) == 1 && p.Status.Hosts[0].Phase == want {
+				if ok(p) {
 					return
 				}
 			case <-deadline:
-				t.Fatalf("no event with host a %s", want)
+				t.Fatal("no such event within 30s")
 			}
 		}
 	}
-	next(store.PhasePending)
-	st.setPhase("a", store.PhaseDraining)
-	next(store.PhaseDraining)
-	st.setPhase("a", store.PhaseRebooting)
-	next(store.PhaseRebooting)
 }
