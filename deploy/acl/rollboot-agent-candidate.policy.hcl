@@ -46,6 +46,7 @@ namespace "default" {
     # Coordinator: list + read hosts/, plan/, history/, control, leader;
     #              write plan/<host>, control, history/<id>, and the lock
     #              operations on rollboot/leader; destroy history/<id> (pruning).
+    # Status page: reads the same, and lists rollboot/ (one blocking watch).
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]
     }
