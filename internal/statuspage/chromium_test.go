@@ -39,6 +39,19 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// browser starts headless Chromium (closed network, fresh profile) until ctx ends.
+func browser(t *testing.T, ctx context.Context, exe string) context.Context {
+	t.Helper()
+	actx, acancel := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1500, 1000))
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { bcancel(); acancel() })
+	return bctx
+}
+
 // syncBuffer is the demo's output, read while the demo writes it.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -154,14 +167,7 @@ func TestPageInChromium(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 
-	actx, acancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1500, 1000))
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
+	bctx := browser(t, ctx, exe)
 	if err := chromedp.Do(bctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("load the page: %v", err)
 	}

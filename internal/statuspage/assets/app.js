@@ -218,14 +218,14 @@
     root.setProperty("--span", span.toFixed(3));
     for (const g of groups.values()) {
       if (!g.el.open) continue;
-      const labels = [];
-      for (let i = 0; i < 5; i++) {
-        const f = 0.1 + i * 0.2;
-        const s = el("span", "", clock((t0 + span * f + base) * 1000));
-        s.style.left = (f * 100) + "%";
-        labels.push(s);
+      if (!g.ticks.children.length) {
+        for (let i = 0; i < 5; i++) {
+          const s = el("span");
+          s.style.left = (10 + i * 20) + "%";
+          g.ticks.append(s);
+        }
       }
-      g.ticks.replaceChildren(...labels);
+      for (let i = 0; i < 5; i++) setText(g.ticks.children[i], clock((t0 + span * (0.1 + i * 0.2) + base) * 1000));
     }
   }
 
