@@ -240,6 +240,9 @@ func (s *Server) waitChange(ctx context.Context, idx uint64, failed bool) uint64
 		}
 		n, err := s.src.Watch(wctx, idx, s.src.Resync)
 		if err != nil {
+			if wctx.Err() == nil {
+				s.log.Warn("status page: watch the rollout's state", "err", err)
+			}
 			watch.Sleep(wctx, time.Second) // do not spin on a failing watch
 			n = 0
 		}
