@@ -23,7 +23,8 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show every host's reboot phase",
 		Long: `Show every host's reboot phase and why it waits. With -watch, draw it again on every
 change of rollboot's state and at least every -interval, until interrupted (Ctrl-C): in
-place on a terminal, one frame after another below a separator line otherwise.`,
+place on a terminal, one frame after another below a separator line otherwise; with -json,
+one document after another (errors on stderr).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, c, err := loadedOf(cmd)
@@ -54,8 +55,8 @@ place on a terminal, one frame after another below a separator line otherwise.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			return statusWatch{out: out, terminal: !asJSON && isTerminal(out), interval: interval, timeout: timeout,
-				state: st.WatchState, frame: frame}.run(ctx)
+			return statusWatch{out: out, errOut: cmd.ErrOrStderr(), terminal: !asJSON && isTerminal(out), json: asJSON,
+				interval: interval, timeout: timeout, state: st.WatchState, frame: frame}.run(ctx)
 		},
 	}
 	cf.register(cmd)

@@ -18,10 +18,13 @@ const ansiHomeClear = "\x1b[H\x1b[2J"
 // statusWatch is `rollboot status -watch`: the status drawn again on every
 // change of rollboot's state (a blocking query) and at least every interval,
 // until ctx ends. On a terminal each frame replaces the last; otherwise the
-// frames follow each other below a separator line.
+// frames follow each other below a separator line. JSON frames follow each
+// other bare (a stream of documents, as jq reads them), read errors going to
+// errOut.
 type statusWatch struct {
-	out      io.Writer
-	terminal bool
+	out, errOut io.Writer
+	terminal    bool
+	json        bool
 	interval time.Duration
 	timeout  time.Duration // of each read
 	// state blocks until the state changes past index or wait passes.
@@ -73,6 +76,14 @@ func (s statusWatch) run(ctx context.Context) error {
 // draw shows one frame; a failed read is shown in place of the status, and
 // the watch goes on.
 func (s statusWatch) draw(now time.Time, frame []byte, err error) {
+	if s.json {
+		if err != nil {
+			fmt.Fprintf(s.errOut, "cannot read the status (retrying): %v\n", err)
+			return
+		}
+		_, _ = s.out.Write(frame)
+		return
+	}
 	head := fmt.Sprintf("rollboot status at %s (every change, at least every %s; Ctrl-C to stop)\n\n",
 		now.Format(time.TimeOnly), s.interval)
 	if err != nil {

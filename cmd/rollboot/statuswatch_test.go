@@ -13,6 +13,22 @@ import (
 	"time"
 )
 
+// With -json the frames follow each other bare, a stream of documents, and a
+// failed read goes to stderr.
+func TestStatusWatchJSON(t *testing.T) {
+	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	w := statusWatch{out: out, errOut: errOut, json: true, interval: time.Hour}
+	w.draw(time.Now(), []byte("{\"hosts\": []}\n"), nil)
+	w.draw(time.Now(), nil, errors.New("nomad is away"))
+	w.draw(time.Now(), []byte("{\"hosts\": [1]}\n"), nil)
+	if got, want := out.String(), "{\"hosts\": []}\n{\"hosts\": [1]}\n"; got != want {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+	if got := errOut.String(); got != "cannot read the status (retrying): nomad is away\n" {
+		t.Errorf("stderr %q", got)
+	}
+}
+
 // TestStatusWatch: a frame at once, another on each change of the state (the
 // interval is far away), in place on a terminal, below a separator otherwise;
 // a failed read is shown and the watch goes on; Ctrl-C ends it cleanly.
