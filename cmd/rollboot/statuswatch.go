@@ -25,8 +25,8 @@ type statusWatch struct {
 	out, errOut io.Writer
 	terminal    bool
 	json        bool
-	interval time.Duration
-	timeout  time.Duration // of each read
+	interval    time.Duration
+	timeout     time.Duration // of each read
 	// state blocks until the state changes past index or wait passes.
 	state func(ctx context.Context, index uint64, wait time.Duration) (uint64, error)
 	// frame reads and renders one status at now.
