@@ -56,7 +56,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
 	mux.Handle(PathPage, getOnly(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
+		// Nothing but its own files, and not inside another site's frame.
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		files.ServeHTTP(w, r)
 	}))
 	mux.Handle(PathJSON, getOnly(s.serveJSON))

@@ -125,6 +125,14 @@ func TestReadOnly(t *testing.T) {
 			}
 		}
 	}
+	page, err := http.Get(url + PathPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Body.Close()
+	if csp := page.Header.Get("Content-Security-Policy"); page.StatusCode != http.StatusOK || !strings.Contains(csp, "default-src 'self'") {
+		t.Errorf("GET %s: %d, Content-Security-Policy %q", PathPage, page.StatusCode, csp)
+	}
 	resp, err := http.Get(url + PathJSON)
 	if err != nil {
 		t.Fatal(err)
