@@ -120,7 +120,8 @@ func clientCommand(cmd *cobra.Command) *cobra.Command {
 		if timeout <= 0 {
 			return fmt.Errorf("-timeout %s: must be positive", timeout)
 		}
-		ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+		parent := cmd.Context()
+		ctx, cancel := context.WithTimeout(parent, timeout)
 		defer cancel()
 		cmd.SetContext(ctx)
 		c := connInfoOf(cfg, timeout)
@@ -137,6 +138,10 @@ func clientCommand(cmd *cobra.Command) *cobra.Command {
 			if err := check(ctx, st, args[0]); err != nil {
 				return explain(err, c)
 			}
+		}
+		if f := cmd.Flags().Lookup("watch"); f != nil && f.Value.String() == "true" {
+			// It runs until interrupted: each of its reads takes -timeout itself.
+			cmd.SetContext(withLoaded(parent, cfg, client))
 		}
 		return explain(run(cmd, args), c)
 	}

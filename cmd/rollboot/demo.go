@@ -21,6 +21,8 @@ func newDemoCmd() *cobra.Command {
 		logFile    string
 		printCfg   bool
 		logOptions logFlags
+		ui, keep   bool
+		uiListen   string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -30,7 +32,12 @@ func newDemoCmd() *cobra.Command {
 reboot, run one rollboot agent per host with the coordinator elected among them, show the
 progress live, and end with a summary (per-host durations, makespan against its lower bound,
 each server cluster's failure tolerance over time) and an independent check of the safety
-invariants. The exit status is 0 only if every check holds.`,
+invariants. The exit status is 0 only if every check holds.
+
+With -ui it serves the status page (the rollout timeline live) and prints its URL. With
+-keep the emulated cluster and its agents keep running after the rollout, until Ctrl-C:
+it prints the NOMAD_ADDR to export so that status, request, pause and sim-ctl can be tried
+against it (docs/walkthrough.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if printCfg {
@@ -43,7 +50,10 @@ invariants. The exit status is 0 only if every check holds.`,
 				_, err := out.Write(demo.PolicyHCL)
 				return err
 			}
-			opt := demo.Options{Out: cmd.OutOrStdout(), Clients: clients, Timeout: timeout}
+			opt := demo.Options{Out: cmd.OutOrStdout(), Clients: clients, Timeout: timeout, Keep: keep}
+			if ui {
+				opt.UI = uiListen
+			}
 			if logFile != "" {
 				f, err := os.Create(logFile)
 				if err != nil {
@@ -72,6 +82,9 @@ invariants. The exit status is 0 only if every check holds.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "give up after this long")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write rollboot's own logs to this file")
 	cmd.Flags().BoolVar(&printCfg, "print-config", false, "print the configuration and the policy the demo runs with and exit")
+	cmd.Flags().BoolVar(&ui, "ui", false, "serve the status page while the demo runs (and print its URL)")
+	cmd.Flags().StringVar(&uiListen, "ui-listen", "127.0.0.1:9464", "with -ui: the address to serve the status page on")
+	cmd.Flags().BoolVar(&keep, "keep", false, "leave the emulated cluster and its agents running after the rollout, until Ctrl-C")
 	logOptions.register(cmd)
 	return cmd
 }

@@ -17,9 +17,14 @@ import (
 func newSimCtlCmd() *cobra.Command {
 	var address string
 	cmd := &cobra.Command{
-		Use:    "sim-ctl",
-		Short:  "Drive the Nomad emulator's control API (reboot a simulated host, make it need a reboot)",
-		Hidden: true,
+		Use:   "sim-ctl",
+		Short: "Drive the Nomad emulator's control API (reboot a simulated host, make it need a reboot)",
+		Long: `Drive the control API of a running emulator (rollboot sim, or rollboot demo -keep):
+make a simulated host need a reboot, as an OS update would, or reboot it. An agent run
+against the emulator uses "sim-ctl reboot" as its reboot command (docs/emulator.md,
+"Running agents against it").`,
+		Example: `  rollboot sim-ctl need-reboot --address $NOMAD_ADDR client-2
+  rollboot sim-ctl reboot --address http://127.0.0.1:4646 client-1`,
 	}
 	cmd.PersistentFlags().StringVar(&address, "address", "http://127.0.0.1:4646", "the emulator's address")
 	client := func() nomadsim.ControlClient {

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,11 +16,16 @@ import (
 
 func newStatusCmd() *cobra.Command {
 	var cf configFlags
-	var asJSON bool
+	var asJSON, watching bool
+	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show every host's reboot phase",
-		Args:  cobra.NoArgs,
+		Long: `Show every host's reboot phase and why it waits. With -watch, draw it again on every
+change of rollboot's state and at least every -interval, until interrupted (Ctrl-C): in
+place on a terminal, one frame after another below a separator line otherwise; with -json,
+one document after another (errors on stderr).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, c, err := loadedOf(cmd)
 			if err != nil {
@@ -25,20 +35,33 @@ func newStatusCmd() *cobra.Command {
 			if ns == "" {
 				ns = cfg.Nomad.Namespace
 			}
-			src := status.Source{Store: daemon.Store(cfg, c), Nodes: c.Nodes(), Jobs: c.Jobs(),
+			st := daemon.Store(cfg, c)
+			src := status.Source{Store: st, Nodes: c.Nodes(), Jobs: c.Jobs(),
 				AgentJob: cfg.Coordinator.AgentJob, AgentNamespace: ns}
-			now := time.Now()
-			v, err := status.Read(cmd.Context(), src, now)
-			if err != nil {
-				return err
+			frame := func(ctx context.Context, w io.Writer, now time.Time) error {
+				v, err := status.Read(ctx, src, now)
+				if err != nil {
+					return err
+				}
+				return renderStatus(w, v, now, asJSON)
 			}
-			if asJSON {
-				return status.WriteJSON(cmd.OutOrStdout(), v)
+			if !watching {
+				return frame(cmd.Context(), cmd.OutOrStdout(), time.Now())
 			}
-			return status.WriteText(cmd.OutOrStdout(), v, now)
+			if interval <= 0 {
+				return fmt.Errorf("-interval %s: must be positive", interval)
+			}
+			timeout, _ := cmd.Flags().GetDuration("timeout")
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			return statusWatch{out: out, errOut: cmd.ErrOrStderr(), terminal: !asJSON && isTerminal(out), json: asJSON,
+				interval: interval, timeout: timeout, state: st.WatchState, frame: frame}.run(ctx)
 		},
 	}
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	cmd.Flags().BoolVar(&watching, "watch", false, "draw the status again on every change until interrupted")
+	cmd.Flags().DurationVar(&interval, "interval", 10*time.Second, "with -watch: draw again at least this often")
 	return cmd
 }

@@ -48,6 +48,7 @@ namespace "default" {
     #              write plan/<host>, control, history/<id>, coordinator, notify,
     #              and the lock
     #              operations on rollboot/leader; destroy history/<id> (pruning).
+    # Status page: reads the same, and lists rollboot/ (one blocking watch).
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]
     }

@@ -47,6 +47,8 @@ namespace "default" {
     #            and PUT rollboot/leader?lock-acquire|lock-renew|lock-release
     #            (the election lock; every lock operation needs write).
     # destroy:   DELETE rollboot/history/<id>?cas=N (pruning to history_size).
+    # The status page (docs/status-page.md) reads the same records, and lists
+    # rollboot/ as one blocking watch of the whole state.
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]
     }

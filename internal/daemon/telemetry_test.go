@@ -79,3 +79,42 @@ func TestTelemetryBadAddressFailsAtStart(t *testing.T) {
 		t.Fatalf("err %v, ran %v: want a failure before run", err, ran)
 	}
 }
+
+// A coordinator candidate serves the status page beside /metrics (read-only);
+// a process that is no candidate does not.
+func TestTelemetryServesStatusPageOnCandidates(t *testing.T) {
+	for _, candidate := range []bool{true, false} {
+		c := config.Default()
+		c.Telemetry.Listen = freeAddr(t)
+		c.Coordinator.Enabled = candidate
+		cfg, err := config.Compile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = WithTelemetry(context.Background(), cfg, slog.New(slog.DiscardHandler), func(ctx context.Context, reg *prometheus.Registry) error {
+			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := hc.Get("http://" + cfg.Telemetry.Listen + "/")
+			if err != nil {
+				return err
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			served := resp.StatusCode == http.StatusOK && strings.Contains(string(b), "rollboot status")
+			if served != candidate {
+				t.Errorf("candidate %v: GET / = %d, page served %v", candidate, resp.StatusCode, served)
+			}
+			resp, err = hc.Post("http://"+cfg.Telemetry.Listen+"/api/status", "application/json", strings.NewReader("{}"))
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if candidate && resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("POST /api/status = %d, want 405", resp.StatusCode)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

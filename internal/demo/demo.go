@@ -23,6 +23,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 	vaultapi "github.com/hashicorp/vault/api"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
@@ -34,6 +35,7 @@ import (
 	"github.com/rollboot/rollboot/internal/simhost"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/storedpolicy"
+	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // ConfigHCL is the local configuration of the demo's agents.
@@ -52,6 +54,11 @@ type Options struct {
 	Log     *slog.Logger  // rollboot's own logs (nil: discarded)
 	Clients int           // client hosts, split over the pools "web" and "batch"; default 8
 	Timeout time.Duration // default 60s
+	// UI is where to serve the status page while the demo runs ("": nowhere).
+	UI string
+	// Keep leaves the emulated cluster and its agents running after the
+	// rollout, until ctx ends.
+	Keep bool
 }
 
 // Summary is the outcome of a demo run.
@@ -186,6 +193,10 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		return nil, err
 	}
 
+	var reg *prometheus.Registry // the agents' candidates: the page tells the leader's slots
+	if opt.UI != "" {
+		reg = telemetry.NewRegistry()
+	}
 	sup := &simhost.Supervisor{Sim: sim, Job: "rollboot", Start: func(ctx context.Context, h nomadsim.Host) {
 		cfg := *base
 		cfg.Nomad.Address = "http://" + h.Addr
@@ -202,6 +213,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 			Rebooter: simRebooter{sim: sim, host: h.Name},
 			Local:    local,
 			Clusters: clusters,
+			Registry: reg,
 		})
 		if err != nil && ctx.Err() == nil {
 			log.Error("agent stopped", "host", h.Name, "err", err)
@@ -210,17 +222,31 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	for _, h := range all {
 		sup.Hosts = append(sup.Hosts, h.Name)
 	}
-	runCtx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	// The agents run until the end (with Keep, until ctx ends); the rollout
+	// has opt.Timeout.
+	agentsCtx, stopAgents := context.WithCancel(ctx)
+	defer stopAgents()
+	runCtx, cancel := context.WithTimeout(agentsCtx, opt.Timeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); sup.Run(runCtx) }()
+	go func() { defer wg.Done(); sup.Run(agentsCtx) }()
 	defer wg.Wait()
-	defer cancel()
+	defer stopAgents()
 
 	if err := needAndPlan(runCtx, opt.Out, sim, base, client, clusters, all); err != nil {
 		return nil, err
 	}
+	var ui string
+	var uiDone func() error
+	if opt.UI != "" {
+		if ui, uiDone, err = serveUI(agentsCtx, opt.UI, client, st, reg, log); err != nil {
+			return nil, err
+		}
+		defer func() { stopAgents(); _ = uiDone() }()
+		fmt.Fprintf(opt.Out, "Status page: %s\n\n", ui)
+	}
+
 	start := time.Now()
 	ft := sampleTolerance(runCtx, clusters, start)
 	if _, err := st.UpdateControl(runCtx, func(c *store.Control) error { c.Paused, c.PauseReason = false, ""; return nil }); err != nil {
@@ -232,7 +258,10 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	<-done
 	timedOut := runCtx.Err() != nil && ctx.Err() == nil
 	cancel()
-	wg.Wait()
+	if !opt.Keep {
+		stopAgents()
+		wg.Wait()
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -247,6 +276,17 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		sum.Problems = append(sum.Problems, fmt.Sprintf("the rollout did not finish within %s", opt.Timeout))
 	}
 	printSummary(opt.Out, sum)
+	if opt.Keep {
+		keepMessage(opt.Out, sim.Address(), ui)
+		<-ctx.Done()
+		stopAgents()
+		wg.Wait()
+		if uiDone != nil {
+			if err := uiDone(); err != nil {
+				return sum, err
+			}
+		}
+	}
 	return sum, nil
 }
 

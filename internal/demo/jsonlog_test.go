@@ -151,6 +151,12 @@ func (b *syncBuffer) Bytes() []byte {
 	return append([]byte(nil), b.buf.Bytes()...)
 }
 
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // hostName matches the demo's host names.
 var hostName = regexp.MustCompile(`(client|server)-[0-9]+`)
 

@@ -68,11 +68,12 @@ func writePolicy(w io.Writer, p Policy) {
 	default:
 		fmt.Fprintf(w, "Coordinator: %s\n", p.Leader)
 	}
-	fmt.Fprintf(w, "Policy: %s\n\n", policyText(p))
+	fmt.Fprintf(w, "Policy: %s\n\n", p.Text())
 }
 
-// policyText says which policy applies.
-func policyText(p Policy) string {
+// Text says which policy applies, as `rollboot status` and the status page
+// show it.
+func (p Policy) Text() string {
 	stored := fmt.Sprintf("version %d stored", p.Stored)
 	if p.Stored == 0 && p.StoredError == "" {
 		stored = "none stored"

@@ -30,8 +30,8 @@ func TestPolicyText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := policyText(tt.p); got != tt.want {
-				t.Errorf("policyText = %q\nwant %q", got, tt.want)
+			if got := tt.p.Text(); got != tt.want {
+				t.Errorf("Text = %q\nwant %q", got, tt.want)
 			}
 		})
 	}

@@ -43,6 +43,9 @@ type Host struct {
 	Failure *Failure `json:"failure,omitempty"`
 	// AgentVersion is the version of rollboot the host's agent runs.
 	AgentVersion string `json:"agent_version,omitempty"`
+	// Timeline is when the host's current cycle first entered each phase (none
+	// when idle: finished cycles are in the history).
+	Timeline map[string]time.Time `json:"timeline,omitempty"`
 }
 
 // Failure is a failed reboot attempt.
@@ -144,6 +147,9 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 
 func fillPlan(v *Host, p store.Plan) {
 	v.Group, v.Phase, v.Since, v.Waiting, v.LastError = p.Group, p.Phase, p.PhaseSince, p.Waiting, p.LastError
+	if p.Phase != store.PhaseIdle && len(p.Timeline) > 0 {
+		v.Timeline = p.Timeline
+	}
 	if v.NodeID == "" {
 		v.NodeID = p.NodeID
 	}

@@ -337,3 +337,12 @@ func (s *Store) AppendHistory(ctx context.Context, rec HistoryRecord, keep int) 
 func (s *Store) History(ctx context.Context) ([]HistoryRecord, error) {
 	return readAll(ctx, s, s.historyPrefix(), decodeHistory)
 }
+
+// WatchState blocks until any of rollboot's variables (host records, plans,
+// control, history) changes past index (with index > 0) or wait passes, and
+// returns the index of the list: one blocking query for whatever shows the
+// whole rollout (the status page).
+func (s *Store) WatchState(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
+	_, idx, err := s.list(ctx, s.prefix+"/", index, wait)
+	return idx, err
+}

@@ -29,10 +29,13 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// Handler serves reg's metrics.
-func Handler(reg *prometheus.Registry) http.Handler {
+// Handler serves reg's metrics, and whatever routes adds (the status page).
+func Handler(reg *prometheus.Registry, routes ...func(*http.ServeMux)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	for _, add := range routes {
+		add(mux)
+	}
 	return mux
 }
 
@@ -45,9 +48,12 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves reg's metrics on ln until ctx ends.
-func Serve(ctx context.Context, ln net.Listener, reg *prometheus.Registry) error {
-	srv := &http.Server{Handler: Handler(reg), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+// Serve serves reg's metrics, and routes, on ln until ctx ends.
+func Serve(ctx context.Context, ln net.Listener, reg *prometheus.Registry, routes ...func(*http.ServeMux)) error {
+	// Requests end with ctx: a stream of the status page's events would
+	// otherwise hold the shutdown up.
+	srv := &http.Server{Handler: Handler(reg, routes...), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
