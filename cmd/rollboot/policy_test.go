@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -154,5 +155,49 @@ func TestPolicyApplyRefused(t *testing.T) {
 	}
 	if got := p.stored(); got.Version != v2.Version || got.ModifyIndex != v2.ModifyIndex {
 		t.Errorf("the stored policy changed: version %d index %d, want %d %d", got.Version, got.ModifyIndex, v2.Version, v2.ModifyIndex)
+	}
+}
+
+// `policy apply` shows how the candidate changes `rollboot plan` before it
+// stores it: here both web hosts need a reboot and move from the safe default's
+// group to web, two at a time instead of one.
+func TestPolicyApplyShowsThePlanChange(t *testing.T) {
+	p := newPolicyCLI(t)
+	ctx := context.Background()
+	for _, h := range p.sim.Hosts() {
+		if h.NodeID == "" {
+			continue
+		}
+		rec := store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: "b1", Roles: []string{"nomad-client"},
+			RebootRequired: true, Reason: "kernel", RequestedAt: time.Now().Add(-time.Minute)}
+		if _, err := p.st.PutHost(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := newRootCmd()
+	var out, warn bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&warn)
+	cmd.SetArgs(normalizeArgs(cmd, []string{"policy", "apply", p.file("v1.hcl", "group \"web\" {\n  filter = \"NodePool == \\\"web\\\"\"\n  concurrency = 2\n}\n"),
+		"--address", p.sim.Address()}))
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out.String())
+	}
+	if warn.Len() != 0 {
+		t.Errorf("apply warned: %s", warn.String())
+	}
+	text := out.String()
+	i := strings.Index(text, "How the plan changes (rollboot plan):")
+	if i < 0 {
+		t.Fatalf("apply does not show the plan change:\n%s", text)
+	}
+	change := text[i:]
+	for _, h := range []string{"client-1", "client-2"} {
+		if !strings.Contains(change, h) || !strings.Contains(change, "default -> web") {
+			t.Errorf("plan change lacks %s moving from default to web:\n%s", h, change)
+		}
+	}
+	if !strings.Contains(change, "Policy version 1 applied") {
+		t.Errorf("the policy was not applied after the preview:\n%s", text)
 	}
 }
