@@ -21,6 +21,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simhost"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
 // Scaled timings of the emulated machines: a reboot cycle takes about a second
@@ -40,7 +41,7 @@ type cluster struct {
 	hosts   []nomadsim.Host // the clients, in order
 	groupOf map[string]string
 	cfg     *config.Compiled
-	policy  string       // the configuration file cfg was compiled from
+	policy  string       // the local configuration file cfg was compiled from
 	st      *store.Store // the bench's own reads, counted apart (own)
 	api     *api.Client  // the same, for what the store does not offer
 	own     *countingTransport
@@ -62,22 +63,36 @@ type clusterSpec struct {
 
 func groupName(i int) string { return fmt.Sprintf("g%02d", i+1) }
 
-// policyHCL is the configuration every process of the cluster runs with.
-func policyHCL(spec clusterSpec) []byte {
+// localHCL is the local configuration every process of the cluster runs with.
+func localHCL(spec clusterSpec) []byte {
 	var b strings.Builder
 	b.WriteString("state {\n  prefix = \"rollboot\"\n}\nagent {\n  reboot {\n    delay = \"0s\"\n  }\n}\n")
+	if spec.candidates {
+		// Production timings: only what an operator writes in a one-job deployment.
+		b.WriteString("coordinator {\n  enabled = true\n  agent_job = \"\"\n}\n")
+	} else {
+		b.WriteString(`coordinator {
+  enabled         = false
+  agent_job       = ""
+  lock_ttl        = "10s"
+  resync_interval = "1s"
+}
+`)
+	}
+	return []byte(b.String())
+}
+
+// policyHCL is the rollout policy the bench stores, as `rollboot policy apply`
+// does, before the agents start.
+func policyHCL(spec clusterSpec) []byte {
+	var b strings.Builder
 	// Every cycle's history is kept: the figures are computed from it.
 	history := max(200, spec.hosts)
 	if spec.candidates {
-		// Production timings: only what an operator writes in a one-job deployment.
-		fmt.Fprintf(&b, "coordinator {\n  enabled = true\n  agent_job = \"\"\n  history_size = %d\n}\n", history)
+		fmt.Fprintf(&b, "coordinator {\n  history_size = %d\n}\n", history)
 	} else {
 		fmt.Fprintf(&b, `coordinator {
-  enabled         = false
-  agent_job       = ""
   history_size    = %d
-  lock_ttl        = "10s"
-  resync_interval = "1s"
   rejoin_timeout  = "60s"
 }
 drain {
@@ -95,12 +110,30 @@ drain {
 	return []byte(b.String())
 }
 
+// storePolicy stores the bench's policy in the emulated cluster.
+func storePolicy(ctx context.Context, sim *nomadsim.Sim, src []byte) error {
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	st := store.New(client.Variables(), "rollboot", "")
+	ch, err := storedpolicy.Prepare(ctx, st, client.Nodes(), src, "bench-policy.hcl")
+	if err != nil {
+		return fmt.Errorf("bench policy: %w", err)
+	}
+	if _, err := ch.Apply(ctx, st, "rollboot bench", time.Now(), nil); err != nil {
+		return fmt.Errorf("store the bench policy: %w", err)
+	}
+	return nil
+}
+
 // startCluster starts the emulator and, when spec.agents, one agent per client
 // host (in this process, as goroutines: each with its own Nomad client talking
 // to its host's own listener, and dying with its host at a reboot).
 func startCluster(ctx context.Context, spec clusterSpec) (*cluster, error) {
-	policy := policyHCL(spec)
-	cfg, err := config.LoadBytes(policy, "bench.hcl")
+	local := localHCL(spec)
+	cfg, err := config.LoadBytes(local, "bench.hcl")
 	if err != nil {
 		return nil, fmt.Errorf("bench configuration: %w", err)
 	}
@@ -120,6 +153,10 @@ func startCluster(ctx context.Context, spec clusterSpec) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := storePolicy(ctx, sim, policyHCL(spec)); err != nil {
+		sim.Close()
+		return nil, err
+	}
 	// One service job per group, one allocation per four hosts: every drain
 	// migrates something, as on a real cluster.
 	for _, p := range pools {
@@ -131,7 +168,7 @@ func startCluster(ctx context.Context, spec clusterSpec) (*cluster, error) {
 			return nil, fmt.Errorf("job %s: %w", job.ID, err)
 		}
 	}
-	c := &cluster{sim: sim, cfg: cfg, policy: string(policy), groupOf: map[string]string{}, log: spec.log, own: &countingTransport{base: http.DefaultTransport}}
+	c := &cluster{sim: sim, cfg: cfg, policy: string(local), groupOf: map[string]string{}, log: spec.log, own: &countingTransport{base: http.DefaultTransport}}
 	for _, h := range sim.Hosts() {
 		if h.NodeID == "" {
 			continue
