@@ -43,13 +43,9 @@ the plan.`,
 			if err != nil {
 				return err
 			}
-			clusters, err := daemon.ClustersFromEnv(c)
+			clusters, history, err := previewInputs(ctx, c, st)
 			if err != nil {
 				return err
-			}
-			history, err := st.History(ctx)
-			if err != nil {
-				return fmt.Errorf("read history: %w", err)
 			}
 			now := time.Now()
 			r := preview.Report{Policy: src}
@@ -113,13 +109,9 @@ func loadCandidatePolicy(local *config.Compiled, path string) (*config.Compiled,
 // hosts whose group, order, start or finish change, and the rollout's finish.
 // `rollboot policy apply` prints it before it stores the policy.
 func writePlanChange(ctx context.Context, w io.Writer, cfg *config.Compiled, c *api.Client, st *store.Store, cand *config.Rules) error {
-	clusters, err := daemon.ClustersFromEnv(c)
+	clusters, history, err := previewInputs(ctx, c, st)
 	if err != nil {
 		return err
-	}
-	history, err := st.History(ctx)
-	if err != nil {
-		return fmt.Errorf("read history: %w", err)
 	}
 	now := time.Now()
 	var before preview.Plan
@@ -134,4 +126,19 @@ func writePlanChange(ctx context.Context, w io.Writer, cfg *config.Compiled, c *
 	}
 	fmt.Fprintln(w, "How the plan changes (rollboot plan):")
 	return preview.WriteDiffText(w, preview.Diff(before, after), now)
+}
+
+// previewInputs reads what a preview takes besides the policy: the server
+// clusters' health access (from the environment, as the coordinator's) and the
+// history its estimates come from.
+func previewInputs(ctx context.Context, c *api.Client, st *store.Store) (*daemon.Clusters, []store.HistoryRecord, error) {
+	clusters, err := daemon.ClustersFromEnv(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	history, err := st.History(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read history: %w", err)
+	}
+	return clusters, history, nil
 }

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"errors"
 	"sync"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // Metrics of the rollout (docs/metrics.md). Only the leader exports the state
@@ -60,14 +60,14 @@ type hostSeries struct {
 
 func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
 	gauge := func(name, help string) prometheus.Gauge {
-		return register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
+		return telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
 	}
 	gaugeVec := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		return register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels))
+		return telemetry.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels))
 	}
 	return &stateMetrics{
 		leader: gauge("rollboot_leader", "1 while this process is the leading coordinator, else 0."),
-		leaderChanges: register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "rollboot_leader_changes_total",
+		leaderChanges: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "rollboot_leader_changes_total",
 			Help: "Times this process became the leading coordinator."})),
 		hostPhase:     gaugeVec("rollboot_host_phase", "1 for the host's phase in the rollout, 0 for the others.", "host", "phase"),
 		rebootReq:     gaugeVec("rollboot_host_reboot_required", "1 when the host's agent says it needs a reboot.", "host"),
@@ -78,33 +78,17 @@ func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
 		stuck:         gauge("rollboot_hosts_stuck", "Hosts in the stuck phase, holding their slot until released."),
 		paused:        gauge("rollboot_paused", "1 while the rollout is paused."),
 		agentsMissing: gauge("rollboot_agents_missing", "Hosts whose agent is known not to run."),
-		reboots: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollboot_reboots_total",
+		reboots: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollboot_reboots_total",
 			Help: "Finished reboot cycles, by outcome."}, []string{"outcome"})),
-		durations: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rollboot_cycle_stage_duration_seconds",
+		durations: telemetry.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rollboot_cycle_stage_duration_seconds",
 			Help: "Durations of the stages of finished reboot cycles: drain, reboot, rejoin and the whole cycle.", Buckets: durationBuckets},
 			[]string{"stage"})),
 		hostsWaiting: gaugeVec("rollboot_hosts_waiting", "Hosts not moving in the last pass, by the kind of reason.", "reason"),
-		handOff: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rollboot_slot_handoff_seconds",
+		handOff: telemetry.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rollboot_slot_handoff_seconds",
 			Help:    "From a group's slot freeing (or the host asking, if later) to the next host of the group starting its drain.",
 			Buckets: durationBuckets})),
 		freed: map[string]time.Time{},
 	}
-}
-
-// register registers c on reg, or returns the collector already registered
-// there under the same description: a coordinator is built again each time its
-// process stands for election, on the process's one registry.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }
 
 // lead marks the start (true) or the end (false) of a leadership; at the end the

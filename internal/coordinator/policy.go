@@ -10,6 +10,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // The stored policy. With Options.Policy set, the coordinator decides only with
@@ -170,9 +171,9 @@ type policyMetrics struct {
 
 func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
 	return &policyMetrics{
-		version: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_policy_version",
+		version: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_policy_version",
 			Help: "Version of the stored policy the leading coordinator enforces (0: none stored, the safe default)."})),
-		invalid: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_policy_invalid",
+		invalid: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_policy_invalid",
 			Help: "1 while the stored policy cannot be used: no new reboot starts."})),
 	}
 }

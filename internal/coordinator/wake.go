@@ -11,6 +11,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/telemetry"
 	"github.com/rollboot/rollboot/internal/watch"
 )
 
@@ -95,16 +96,16 @@ func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 	}
 	return &passMetrics{
 		registry: reg,
-		duration: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		duration: telemetry.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rollboot_coordinator_pass_duration_seconds",
 			Help:    "How long one reconcile pass took.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		})),
-		overruns: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		overruns: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_coordinator_pass_overruns_total",
 			Help: "Reconcile passes that took longer than the resync interval.",
 		})),
-		stepTimeouts: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		stepTimeouts: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_coordinator_step_timeouts_total",
 			Help: "Steps of a reconcile pass (reading the state, or one host's decision) abandoned because a request was not answered in time.",
 		})),

@@ -15,7 +15,6 @@ package nodemeta
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // The metadata keys rollboot owns. Nomad meta keys are dotted identifiers
@@ -110,11 +111,11 @@ func New(opt Options) *Publisher {
 		reg = opt.Registry
 	}
 	p := &Publisher{opt: opt, log: opt.Log, wake: make(chan struct{}, 1), failLog: map[string]string{},
-		writes: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		writes: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_node_meta_writes_total",
 			Help: "Writes of rollboot's dynamic node metadata (only when it changed).",
 		})),
-		errs: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		errs: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rollboot_node_meta_errors_total",
 			Help: "Failed reads and writes of rollboot's dynamic node metadata, by operation (read, write); each is tried again.",
 		}, []string{"op"})),
@@ -232,18 +233,4 @@ func (p *Publisher) ok(nodeID string) {
 		delete(p.failLog, nodeID)
 		p.log.Info("node metadata published again", "node_id", nodeID)
 	}
-}
-
-// register registers c, or returns the collector registered before it.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

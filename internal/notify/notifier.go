@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // LedgerStore reads and writes the ledger variable with check-and-set;
@@ -404,36 +405,21 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		r = reg
 	}
 	return &metrics{
-		sent: register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
+		sent: telemetry.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rollboot_notifications_sent_total",
 			Help: "Notifications sent, by event and service (the notification URL's scheme).",
 		}, []string{"event", "service"})),
-		failures: register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
+		failures: telemetry.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rollboot_notification_failures_total",
 			Help: "Notifications that a target did not take after every retry (or that could not be rendered: service \"template\"), by event and service.",
 		}, []string{"event", "service"})),
-		pending: register(r, prometheus.NewGauge(prometheus.GaugeOpts{
+		pending: telemetry.Register(r, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rollboot_notifications_pending",
 			Help: "Events the stored state implies that are not sent yet (queued or waiting for room in the queue).",
 		})),
-		queueFull: register(r, prometheus.NewCounter(prometheus.CounterOpts{
+		queueFull: telemetry.Register(r, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_notification_queue_full_total",
 			Help: "Times an event found the send queue full (a later pass queues it again: it is not lost).",
 		})),
 	}
-}
-
-// register registers c, or returns the collector registered before it (a
-// notifier built again on the same registry shares the series).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

@@ -69,3 +69,21 @@ func Serve(ctx context.Context, ln net.Listener, reg *prometheus.Registry, route
 	}
 	return err
 }
+
+// Register registers c on reg, or returns the collector already registered
+// there under the same description: a part built again on the process's one
+// registry (a coordinator each time its process stands for election, a
+// notifier, a node metadata publisher) shares its series. Any other
+// registration error is a programming error and panics.
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}
