@@ -212,9 +212,8 @@ func TestNotificationsAcrossFailover(t *testing.T) {
 }
 
 // A reboot command that fails on each host's first attempt: that grant's drain,
-// reboot (the agent announced it before running the command) and failure are
-// notified once each, then the retry's drain, reboot and return under a new
-// grant.
+// reboot (when a pass saw it begin) and failure are notified once each, then the
+// retry's drain, reboot and return under a new grant.
 func TestNotificationsOfAFailedAttempt(t *testing.T) {
 	t.Parallel()
 	hook := &webhook{hold: 10 * time.Millisecond, inflight: map[*http.Request]time.Time{}}
@@ -238,15 +237,29 @@ group "all" {
 	})
 	c.needReboot(hosts...)
 	c.waitFor("every host rebooted", 120*time.Second, c.rebootedAll(hosts))
-	want := 6 * len(hosts) // per host: drain, reboot, failure; drain, reboot, return
-	c.waitFor("every notification", 60*time.Second, func() bool { return len(hook.messages()) >= want })
-	time.Sleep(time.Second) // a duplicate would come now
+	// Per host: drain, failure; drain, reboot, return; and the first attempt's
+	// "rebooting" when a pass saw the agent start that reboot before it failed
+	// (a reboot command that fails at once may be reported first: the
+	// coordinator never stores the phase, and there is no event to send).
+	least := 5 * len(hosts)
+	for deadline := time.Now().Add(60 * time.Second); len(hook.messages()) < least; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of at least %d notifications after 1m0s: %q", len(hook.messages()), least, hook.messages())
+		}
+	}
+	time.Sleep(time.Second) // a late one, or a duplicate, would come now
 
 	grants := map[string]map[notify.Kind][]string{}
+	seen := map[string]bool{}
 	for _, m := range hook.messages() {
 		e, err := parseMessage(m)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if key := string(e.Kind) + "|" + e.Host + "|" + e.Grant; seen[key] {
+			t.Errorf("sent twice: %s", key)
+		} else {
+			seen[key] = true
 		}
 		if grants[e.Host] == nil {
 			grants[e.Host] = map[notify.Kind][]string{}
@@ -255,17 +268,15 @@ group "all" {
 	}
 	for _, h := range hosts {
 		g := grants[h]
-		if len(g[notify.DrainStarted]) != 2 || len(g[notify.RebootFailed]) != 1 || len(g[notify.Rebooting]) != 2 ||
+		reb := g[notify.Rebooting]
+		if len(g[notify.DrainStarted]) != 2 || len(g[notify.RebootFailed]) != 1 || len(reb) < 1 || len(reb) > 2 ||
 			len(g[notify.BackInService]) != 1 {
-			t.Errorf("%s: events %v, want two drains and reboots, one failure, one return", h, g)
+			t.Errorf("%s: events %v, want two drains, one failure, a reboot of the retry, one return", h, g)
 			continue
 		}
 		first, retry := g[notify.DrainStarted][0], g[notify.DrainStarted][1]
-		if first == retry || g[notify.RebootFailed][0] != first || g[notify.Rebooting][0] != first || g[notify.Rebooting][1] != retry {
-			t.Errorf("%s: grants %v: the failure must be the first grant's, a reboot each grant's", h, g)
+		if first == retry || g[notify.RebootFailed][0] != first || reb[len(reb)-1] != retry || (len(reb) == 2 && reb[0] != first) {
+			t.Errorf("%s: grants %v: the failure must be the first grant's, a reboot the retry's", h, g)
 		}
-	}
-	if got := len(hook.messages()); got != want {
-		t.Errorf("%d messages, want %d: %q", got, want, hook.messages())
 	}
 }
