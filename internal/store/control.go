@@ -256,7 +256,6 @@ func (c *Control) merge(h HostControl) {
 }
 
 type cachedControl struct {
-	modify   uint64
 	hc       HostControl
 	problems []string
 }
@@ -280,40 +279,14 @@ func (s *Store) readControl(ctx context.Context) (Control, error) {
 	}
 	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
 	c.hostIdx = map[string]uint64{}
-	seen := map[string]bool{}
-	// Read what changed since the cache (everything, the first time: many
-	// hosts asked for at once), in parallel.
-	var stale []string
-	s.mu.Lock()
-	for _, m := range metas {
-		if cc, ok := s.controls[m.Path]; !ok || cc.modify != m.ModifyIndex {
-			stale = append(stale, m.Path)
-		}
-	}
-	s.mu.Unlock()
-	read, err := s.readEach(ctx, stale)
+	ccs, err := refresh(ctx, s, &s.controls, metas, func(v *api.Variable) cachedControl {
+		hc, problems := decodeHostControl(v)
+		return cachedControl{hc: hc, problems: problems}
+	})
 	if err != nil {
 		return Control{}, err
 	}
-	fresh := make(map[string]*api.Variable, len(stale))
-	for i, v := range read {
-		fresh[stale[i]] = v
-	}
-	for _, m := range metas {
-		seen[m.Path] = true
-		s.mu.Lock()
-		cc, ok := s.controls[m.Path]
-		s.mu.Unlock()
-		if v, isFresh := fresh[m.Path]; isFresh || !ok {
-			if v == nil {
-				continue // deleted since the list
-			}
-			hc, problems := decodeHostControl(v)
-			cc = cachedControl{modify: v.ModifyIndex, hc: hc, problems: problems}
-			s.mu.Lock()
-			s.controls[m.Path] = cc
-			s.mu.Unlock()
-		}
+	for _, cc := range ccs {
 		c.Problems = append(c.Problems, cc.problems...)
 		c.hostIdx[cc.hc.Host] = cc.hc.ModifyIndex
 		if cc.hc.newer {
@@ -324,13 +297,6 @@ func (s *Store) readControl(ctx context.Context) (Control, error) {
 		}
 		c.merge(cc.hc)
 	}
-	s.mu.Lock()
-	for p := range s.controls {
-		if !seen[p] {
-			delete(s.controls, p)
-		}
-	}
-	s.mu.Unlock()
 	return c, nil
 }
 
@@ -500,14 +466,14 @@ func (s *Store) resetControl(ctx context.Context) (ResetReport, error) {
 		rep.Moved = append(rep.Moved, h)
 	}
 	// Per-host variables with problems are rewritten with what could be read.
-	s.mu.Lock()
+	s.controls.mu.Lock()
 	var broken []cachedControl
-	for _, cc := range s.controls {
-		if len(cc.problems) > 0 {
-			broken = append(broken, cc)
+	for _, e := range s.controls.m {
+		if len(e.val.problems) > 0 {
+			broken = append(broken, e.val)
 		}
 	}
-	s.mu.Unlock()
+	s.controls.mu.Unlock()
 	for _, cc := range broken {
 		if _, done := c.legacy[cc.hc.Host]; done {
 			continue // rewritten above, with what could be read
@@ -515,7 +481,7 @@ func (s *Store) resetControl(ctx context.Context) (ResetReport, error) {
 		if cc.hc.newer {
 			continue // written by a newer rollboot: left to it
 		}
-		if err := s.putHostControl(ctx, cc.hc, cc.modify); err != nil {
+		if err := s.putHostControl(ctx, cc.hc, cc.hc.ModifyIndex); err != nil {
 			return rep, err
 		}
 	}

@@ -27,66 +27,35 @@ func (s *Store) HostsChecked(ctx context.Context, index uint64, wait time.Durati
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	out := make([]HostRecord, 0, len(metas))
-	var bad []BadRecord
-	seen := make(map[string]bool, len(metas))
-	// Read what changed since the cache (everything, the first time), in
-	// parallel.
-	var stale []string
-	s.mu.Lock()
-	for _, m := range metas {
-		if c, ok := s.hosts[m.Path]; !ok || c.modify != m.ModifyIndex {
-			stale = append(stale, m.Path)
-		}
-	}
-	s.mu.Unlock()
-	read, err := s.readEach(ctx, stale)
+	recs, err := refresh(ctx, s, &s.hosts, metas, s.decodeHostAt)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	fresh := make(map[string]*api.Variable, len(stale))
-	for i, v := range read {
-		fresh[stale[i]] = v
-	}
-	for _, m := range metas {
-		seen[m.Path] = true
-		s.mu.Lock()
-		c, ok := s.hosts[m.Path]
-		s.mu.Unlock()
-		if v, isFresh := fresh[m.Path]; isFresh || !ok {
-			if v == nil {
-				continue // deleted since the list
-			}
-			c = cachedHost{modify: v.ModifyIndex}
-			rec, err := decodeHost(v)
-			if err == nil && s.hostPath(pathName(rec.Host)) != v.Path {
-				err = fmt.Errorf("the record names host %q but is stored under %s", rec.Host, v.Path)
-			}
-			if err != nil {
-				c.bad = &BadRecord{Path: v.Path, Host: HostFromPath(v.Path), Err: err.Error()}
-			} else {
-				c.rec = rec
-			}
-			s.mu.Lock()
-			s.hosts[m.Path] = c
-			s.mu.Unlock()
-		}
+	out := make([]HostRecord, 0, len(recs))
+	var bad []BadRecord
+	for _, c := range recs {
 		if c.bad != nil {
 			bad = append(bad, *c.bad)
 			continue
 		}
 		out = append(out, c.rec)
 	}
-	s.mu.Lock()
-	for p := range s.hosts {
-		if !seen[p] {
-			delete(s.hosts, p)
-		}
-	}
-	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
 	return out, bad, idx, nil
+}
+
+// decodeHostAt decodes the host record v, or says why it cannot be used: it
+// does not decode, or it names another host than its path.
+func (s *Store) decodeHostAt(v *api.Variable) cachedHost {
+	rec, err := decodeHost(v)
+	if err == nil && s.hostPath(pathName(rec.Host)) != v.Path {
+		err = fmt.Errorf("the record names host %q but is stored under %s", rec.Host, v.Path)
+	}
+	if err != nil {
+		return cachedHost{bad: &BadRecord{Path: v.Path, Host: HostFromPath(v.Path), Err: err.Error()}}
+	}
+	return cachedHost{rec: rec}
 }
 
 // CheckHostName refuses host names that cannot be mapped to a variable path one

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -50,20 +49,18 @@ type Store struct {
 	prefix    string
 	namespace string
 
-	mu       sync.Mutex
-	hosts    map[string]cachedHost    // host record cache by path, refreshed by ModifyIndex (bad ones too)
-	controls map[string]cachedControl // per-host control variables, likewise
+	hosts    pathCache[cachedHost]    // host records (bad ones too)
+	controls pathCache[cachedControl] // per-host control variables
 }
 
 type cachedHost struct {
-	modify uint64
-	rec    HostRecord
-	bad    *BadRecord // the record cannot be used
+	rec HostRecord
+	bad *BadRecord // the record cannot be used
 }
 
 // New returns a store over vars under prefix in namespace ("" = the client's default).
 func New(vars Variables, prefix, namespace string) *Store {
-	return &Store{vars: vars, prefix: strings.Trim(prefix, "/"), namespace: namespace, hosts: map[string]cachedHost{}, controls: map[string]cachedControl{}}
+	return &Store{vars: vars, prefix: strings.Trim(prefix, "/"), namespace: namespace}
 }
 
 // Prefix is the variables path prefix.

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// pathCache holds the decoded form of each variable under a prefix, by path,
+// with the ModifyIndex it was decoded at: a list that shows the same index needs
+// no read. The host records and the per-host control variables are read through
+// one each.
+type pathCache[T any] struct {
+	mu sync.Mutex
+	m  map[string]cachedVar[T]
+}
+
+type cachedVar[T any] struct {
+	modify uint64
+	val    T
+}
+
+// refresh returns the decoded value of every variable in metas, in their order:
+// those whose ModifyIndex changed since the cache (every one, the first time)
+// are read in parallel and decoded again; one deleted since the list is left
+// out, and paths no longer listed are forgotten.
+func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api.VariableMetadata, decode func(*api.Variable) T) ([]T, error) {
+	var stale []string
+	c.mu.Lock()
+	for _, m := range metas {
+		if e, ok := c.m[m.Path]; !ok || e.modify != m.ModifyIndex {
+			stale = append(stale, m.Path)
+		}
+	}
+	c.mu.Unlock()
+	read, err := s.readEach(ctx, stale)
+	if err != nil {
+		return nil, err
+	}
+	fresh := make(map[string]*api.Variable, len(stale))
+	for i, v := range read {
+		fresh[stale[i]] = v
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := make(map[string]cachedVar[T], len(metas))
+	out := make([]T, 0, len(metas))
+	for _, m := range metas {
+		e, ok := c.m[m.Path]
+		if v, isFresh := fresh[m.Path]; isFresh || !ok {
+			if v == nil {
+				continue // deleted since the list
+			}
+			e = cachedVar[T]{modify: v.ModifyIndex, val: decode(v)}
+		}
+		next[m.Path] = e
+		out = append(out, e.val)
+	}
+	c.m = next
+	return out, nil
+}
