@@ -28,33 +28,47 @@ type storedPolicy struct {
 	invErr error
 }
 
-// Rules implements coordinator.PolicySource.
+// Rules implements coordinator.PolicySource. A stored version is compiled once.
 func (p *storedPolicy) Rules(ctx context.Context) (coordinator.Rules, error) {
 	rec, err := p.st.Policy(ctx)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return coordinatorRules(p.local.With(config.DefaultRules()), 0), nil
-	case errors.Is(err, store.ErrUnreadable), errors.Is(err, store.ErrUnknownVersion):
-		return coordinator.Rules{}, &coordinator.InvalidPolicyError{Version: rec.Version, Err: err}
-	case err != nil:
-		return coordinator.Rules{}, err
+	if err != nil {
+		cfg, version, err := inForce(p.local, rec, err)
+		if err != nil {
+			return coordinator.Rules{}, err
+		}
+		return coordinatorRules(cfg, version), nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if rec.ModifyIndex != p.index {
-		p.rules, p.invErr = compileStored(p.local, rec)
+		cfg, version, err := inForce(p.local, rec, nil)
+		p.rules, p.invErr = coordinator.Rules{}, err
+		if err == nil {
+			p.rules = coordinatorRules(cfg, version)
+		}
 		p.index = rec.ModifyIndex
 	}
 	return p.rules, p.invErr
 }
 
-// compileStored compiles a stored policy over the local configuration.
-func compileStored(local *config.Compiled, rec store.PolicyRecord) (coordinator.Rules, error) {
+// inForce is the local configuration with the rules of the stored policy rec,
+// as read with err: the safe default's when none is stored, and a
+// coordinator.InvalidPolicyError when it cannot be used (unreadable, or it fails
+// its checks). Any other read error is returned as is.
+func inForce(local *config.Compiled, rec store.PolicyRecord, err error) (*config.Compiled, int, error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return local.With(config.DefaultRules()), 0, nil
+	case errors.Is(err, store.ErrUnreadable), errors.Is(err, store.ErrUnknownVersion):
+		return nil, rec.Version, &coordinator.InvalidPolicyError{Version: rec.Version, Err: err}
+	case err != nil:
+		return nil, 0, err
+	}
 	r, err := storedpolicy.Compile(rec)
 	if err != nil {
-		return coordinator.Rules{}, &coordinator.InvalidPolicyError{Version: rec.Version, Err: err}
+		return nil, rec.Version, &coordinator.InvalidPolicyError{Version: rec.Version, Err: err}
 	}
-	return coordinatorRules(local.With(r), rec.Version), nil
+	return local.With(r), rec.Version, nil
 }
 
 // groups are the stored policy's groups, for the FleetLock server: the safe
@@ -113,15 +127,10 @@ func identity(cfg *config.Compiled) string {
 // error: the coordinator then starts no reboot, and there is nothing to preview.
 func PolicyInForce(ctx context.Context, local *config.Compiled, st *store.Store) (*config.Compiled, int, error) {
 	rec, err := st.Policy(ctx)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return local.With(config.DefaultRules()), 0, nil
-	case err != nil:
-		return nil, rec.Version, fmt.Errorf("the stored policy cannot be used (the coordinator starts no reboot until a valid one is applied with rollboot policy apply): %w", err)
+	cfg, version, err := inForce(local, rec, err)
+	var bad *coordinator.InvalidPolicyError
+	if errors.As(err, &bad) {
+		return nil, version, fmt.Errorf("%w (the coordinator starts no reboot until a valid one is applied with rollboot policy apply)", err)
 	}
-	r, err := storedpolicy.Compile(rec)
-	if err != nil {
-		return nil, rec.Version, fmt.Errorf("the stored policy (version %d) cannot be used (the coordinator starts no reboot until a valid one is applied with rollboot policy apply): %w", rec.Version, err)
-	}
-	return local.With(r), rec.Version, nil
+	return cfg, version, err
 }
