@@ -15,7 +15,8 @@ import (
 // Admission: which pending hosts may be taken out of service now, and why each
 // other one waits. A pure function of the pass's snapshot: the group budgets and
 // windows (package policy), then rollboot's own rules, in this order, for each
-// host the budgets admit (first come, first served):
+// host the budgets offer a slot to (first come, first served; a host a rule
+// holds takes no slot, which is offered to the next host in line):
 //   - a coordinator candidate is kept in service;
 //   - a host whose agent cannot tell which servers run on it is held;
 //   - at most one server of each cluster is out at once;
@@ -67,7 +68,34 @@ func admit(r admitRules, s *snapshot) admission {
 	queue, settling, settled := settle(r, s, queue)
 	maps.Copy(out.wait, settling)
 	out.settled = settled
-	adm := policy.Admit(groupStatuses(r, s), queue)
+	spare := spareCandidates(s)
+	outServers := serversOut(s)
+	sealed := sealedVaults(s)
+	accept := func(req policy.Request) bool {
+		rec := s.hosts[req.Host].rec
+		candidate := isCandidate(rec)
+		if candidate && spare <= 1 {
+			// After its reboot a drained node stays ineligible until the
+			// coordinator restores it, and an agent deployed as a system job gets
+			// no allocation there until then: with every candidate's host out at
+			// once, nobody would be left to do it.
+			out.wait[req.Host] = waitFor(WaitLastCandidate, "")
+			return false
+		}
+		if why := serverGate(r.gates, s.clusters, rec, outServers, sealed); !why.IsZero() {
+			out.wait[req.Host] = why
+			return false
+		}
+		if candidate {
+			spare--
+		}
+		for _, srv := range rec.Servers {
+			outServers[clusterKey(srv)] = req.Host
+		}
+		return true
+	}
+	// A host held by its own rule gives its slot to the next host in line.
+	adm := policy.AdmitWith(groupStatuses(r, s), queue, accept)
 	for _, w := range adm.Waiting {
 		if w.ForSlot {
 			out.wait[w.Host] = waitFor(WaitQueued, strconv.Quote(w.Group))
@@ -78,30 +106,7 @@ func admit(r admitRules, s *snapshot) admission {
 	for name, why := range s.missing {
 		out.wait[name] = waitFor(WaitAgentMissing, why)
 	}
-	spare := spareCandidates(s)
-	outServers := serversOut(s)
-	sealed := sealedVaults(s)
 	for _, req := range adm.Admitted {
-		rec := s.hosts[req.Host].rec
-		candidate := isCandidate(rec)
-		if candidate && spare <= 1 {
-			// After its reboot a drained node stays ineligible until the
-			// coordinator restores it, and an agent deployed as a system job gets
-			// no allocation there until then: with every candidate's host out at
-			// once, nobody would be left to do it.
-			out.wait[req.Host] = waitFor(WaitLastCandidate, "")
-			continue
-		}
-		if why := serverGate(r.gates, s.clusters, rec, outServers, sealed); !why.IsZero() {
-			out.wait[req.Host] = why
-			continue
-		}
-		if candidate {
-			spare--
-		}
-		for _, srv := range rec.Servers {
-			outServers[clusterKey(srv)] = req.Host
-		}
 		out.admitted[req.Host] = true
 	}
 	return out

@@ -273,12 +273,16 @@ func TestAdmit(t *testing.T) {
 			wait:     map[string]WaitReason{"b": waitFor(WaitServerOut, "nomad server of global on a")},
 		},
 		{
-			name:   "a host held by a rule keeps its place in line: the group stays full",
+			// Otherwise a host held for as long as its rule says (its servers'
+			// quorum) would keep its group's slots from every host behind it.
+			name:   "a host held by a rule of its own gives its slot to the next host in line",
 			groups: def(1),
 			hosts: []testHost{{name: "a", phase: store.PhasePending, rec: func(r *store.HostRecord) { r.DiscoverError = "EOF" }},
-				{name: "b", phase: store.PhasePending, at: time.Minute}},
-			wait:    map[string]WaitReason{"a": waitFor(WaitRolesUnknown, "EOF")},
-			waitHas: map[string]string{"b": `waiting for a slot in group "default"`},
+				{name: "b", phase: store.PhasePending, at: time.Minute},
+				{name: "c", phase: store.PhasePending, at: 2 * time.Minute}},
+			admitted: []string{"b"},
+			wait:     map[string]WaitReason{"a": waitFor(WaitRolesUnknown, "EOF")},
+			waitHas:  map[string]string{"c": `waiting for a slot in group "default"`},
 		},
 		{
 			name:   "sealed Vault on another host holds a Vault server",

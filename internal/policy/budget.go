@@ -86,6 +86,9 @@ type Admission struct {
 	Admitted []Request
 	// Waiting are the other pending hosts, in queue order.
 	Waiting []Waiting
+	// Refused are the hosts a slot was offered to and AdmitWith's check
+	// refused, in queue order; the caller knows why.
+	Refused []Request
 }
 
 // fifoCompare orders requests first come, first served, with the host name as
@@ -115,7 +118,17 @@ func fifoCompare(a, b Request) int {
 // request (in FIFO order) counts and the others wait.
 //
 // Admit does not modify its arguments.
-func Admit(groups []GroupStatus, queue []Request) Admission {
+func Admit(groups []GroupStatus, queue []Request) Admission { return AdmitWith(groups, queue, nil) }
+
+// AdmitWith is Admit with a last check on each host a slot is offered to, in
+// queue order: a host accept refuses is listed in Refused, takes no slot, and
+// does not stop the hosts behind it, so the slot goes to the next host in line
+// in the same round. A host held for a reason of its own (its servers' quorum,
+// room for its allocations) would otherwise keep its group's slots from everyone
+// behind it for as long as it is held. accept sees the hosts in the order they
+// are admitted, so it may count what it accepted before. A nil accept accepts
+// every host.
+func AdmitWith(groups []GroupStatus, queue []Request, accept func(Request) bool) Admission {
 	byName := make(map[string]GroupStatus, len(groups))
 	for _, g := range groups {
 		if _, dup := byName[g.Group.Name]; !dup {
@@ -151,6 +164,10 @@ func Admit(groups []GroupStatus, queue []Request) Admission {
 			forSlot := g.Hold == ""
 			wait(r, reason, forSlot)
 			blocked[r.Group] = Waiting{Reason: fmt.Sprintf("behind %s in group %q (%s)", r.Host, r.Group, reason), ForSlot: forSlot}
+			continue
+		}
+		if accept != nil && !accept(r) {
+			out.Refused = append(out.Refused, r)
 			continue
 		}
 		admitted[r.Group]++

@@ -331,3 +331,81 @@ func TestBackoff(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitWith: a host the check refuses takes no slot and holds back nobody;
+// the check sees hosts in the order they would be admitted, and never a host
+// the budgets or a hold keep waiting.
+func TestAdmitWith(t *testing.T) {
+	t0 := time.Date(2025, 1, 6, 22, 0, 0, 0, time.UTC)
+	req := func(host, group string, minutes int) Request {
+		return Request{Host: host, Group: group, RequestedAt: t0.Add(time.Duration(minutes) * time.Minute)}
+	}
+	tests := []struct {
+		name    string
+		groups  []GroupStatus
+		queue   []Request
+		refuse  map[string]bool
+		offered []string // hosts the check saw, in order
+		admit   []string
+		refused []string
+	}{
+		{
+			name:    "the slot goes to the next host in line",
+			groups:  []GroupStatus{{Group: Group{Name: "g", Concurrency: 1}, Size: 5}},
+			queue:   []Request{req("c", "g", 3), req("a", "g", 1), req("b", "g", 2)},
+			refuse:  map[string]bool{"a": true},
+			offered: []string{"a", "b"},
+			admit:   []string{"b"},
+			refused: []string{"a"},
+		},
+		{
+			name:    "every host refused: the group admits nobody and stays open",
+			groups:  []GroupStatus{{Group: Group{Name: "g", Concurrency: 2}, Size: 5}},
+			queue:   []Request{req("a", "g", 1), req("b", "g", 2)},
+			refuse:  map[string]bool{"a": true, "b": true},
+			offered: []string{"a", "b"},
+			refused: []string{"a", "b"},
+		},
+		{
+			name:    "a held group offers nothing",
+			groups:  []GroupStatus{{Group: Group{Name: "g", Concurrency: 2}, Size: 5, Hold: "paused"}},
+			queue:   []Request{req("a", "g", 1)},
+			offered: nil,
+		},
+		{
+			name: "a refusal in one group does not touch another",
+			groups: []GroupStatus{{Group: Group{Name: "g", Concurrency: 1}, Size: 5},
+				{Group: Group{Name: "h", Concurrency: 1}, Size: 5}},
+			queue:   []Request{req("a", "g", 1), req("x", "h", 2), req("b", "g", 3), req("y", "h", 4)},
+			refuse:  map[string]bool{"x": true},
+			offered: []string{"a", "x", "y"},
+			admit:   []string{"a", "y"},
+			refused: []string{"x"},
+		},
+	}
+	names := func(rs []Request) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Host)
+		}
+		return out
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var offered []string
+			got := AdmitWith(tt.groups, tt.queue, func(r Request) bool {
+				offered = append(offered, r.Host)
+				return !tt.refuse[r.Host]
+			})
+			if !slices.Equal(offered, tt.offered) {
+				t.Errorf("offered %v, want %v", offered, tt.offered)
+			}
+			if a := names(got.Admitted); !slices.Equal(a, tt.admit) {
+				t.Errorf("admitted %v, want %v", a, tt.admit)
+			}
+			if r := names(got.Refused); !slices.Equal(r, tt.refused) {
+				t.Errorf("refused %v, want %v", r, tt.refused)
+			}
+		})
+	}
+}
