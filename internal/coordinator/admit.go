@@ -73,6 +73,10 @@ func admit(r admitRules, s *snapshot) admission {
 	sealed := sealedVaults(s)
 	accept := func(req policy.Request) bool {
 		rec := s.hosts[req.Host].rec
+		if why, ok := s.agentLost[req.Host]; ok {
+			out.wait[req.Host] = why
+			return false
+		}
 		candidate := isCandidate(rec)
 		if candidate && spare <= 1 {
 			// After its reboot a drained node stays ineligible until the

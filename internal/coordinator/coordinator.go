@@ -295,10 +295,10 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	adm := admit(c.admitRules(), s)
+	rules := c.admitRules()
+	adm := c.admitWithJobs(octx, rules, s)
 	c.nextSettle = adm.settled
-	c.metrics.state.export(s, groupStatuses(c.admitRules(), s))
-	c.readGrantJobs(octx, s, adm)
+	c.metrics.state.export(s, groupStatuses(rules, s))
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	waiting := map[WaitKind]int{}

@@ -17,7 +17,7 @@ import (
 // snapshot, and decides nothing. Admission (admit.go) and the phase machine
 // (decide.go) then decide from the snapshot alone, and apply (apply.go) writes.
 // The one read that depends on a decision, the system jobs of a host admitted
-// now (recorded in its plan at grant), follows admission (readGrantJobs).
+// now (recorded in its plan at grant), follows admission (admitWithJobs).
 
 // snapshot is what one pass read.
 type snapshot struct {
@@ -36,6 +36,9 @@ type snapshot struct {
 	// noHandOver: leadership hand-overs refused for lack of permission, by
 	// host/product, with the refusal.
 	noHandOver map[string]string
+	// agentLost: hosts admission holds because their agent would be lost with
+	// the drain (admitWithJobs), with why.
+	agentLost map[string]WaitReason
 }
 
 // hostView is what a pass knows of one host.
@@ -44,8 +47,9 @@ type hostView struct {
 	node  *NodeView         // nil: no Nomad node, or an unknown one
 	group string
 	// jobs are the system jobs running on the node, read for a host admitted
-	// now.
-	jobs []string
+	// now (jobsRead).
+	jobs     []string
+	jobsRead bool
 	// err: a read this host's decision needs failed; it is skipped this pass.
 	err error
 }
@@ -185,15 +189,47 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 
 func clusterKey(srv store.Server) string { return srv.Product + "/" + srv.Cluster }
 
-// readGrantJobs reads the system jobs on the node of each host admitted now:
-// its plan records them at grant, and the host waits for them after its reboot.
+// admitWithJobs admits (admit), then reads the system jobs on the node of each
+// host admitted (recorded in its plan at grant). A host whose agent runs as a
+// system job missing from its node would be lost with the drain
+// (agentWouldBeLost): it is held and admission runs again without it, so that
+// its slot goes to the next host in line in the same pass instead of staying
+// unused for as long as it is held. Each round holds at least one more host, so
+// it ends; a host's jobs are read once.
+func (c *Coordinator) admitWithJobs(ctx context.Context, r admitRules, s *snapshot) admission {
+	for {
+		adm := admit(r, s)
+		c.readGrantJobs(ctx, s, adm)
+		again := false
+		for _, name := range s.names {
+			hv := s.hosts[name]
+			if !adm.admitted[name] || hv.err != nil {
+				continue
+			}
+			if why := agentWouldBeLost(Input{Node: hv.node, Host: hv.rec, SystemJobs: hv.jobs}); !why.IsZero() {
+				if s.agentLost == nil {
+					s.agentLost = map[string]WaitReason{}
+				}
+				s.agentLost[name] = why
+				again = true
+			}
+		}
+		if !again {
+			return adm
+		}
+	}
+}
+
+// readGrantJobs reads the system jobs on the node of each host admitted now
+// whose jobs this pass has not read yet.
 func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admission) {
 	for _, name := range s.names {
 		hv := s.hosts[name]
-		if !adm.admitted[name] || hv.node == nil || hv.err != nil {
+		if !adm.admitted[name] || hv.node == nil || hv.err != nil || hv.jobsRead {
 			continue
 		}
 		hv.jobs, hv.err = c.systemJobs(ctx, hv.node.ID)
+		hv.jobsRead = true
 	}
 }
 

@@ -74,8 +74,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 	}
 	rules := c.admitRules()
-	adm := admit(rules, s)
-	c.readGrantJobs(ctx, s, adm) // a read: whether the agent runs on an admitted host's node
+	adm := c.admitWithJobs(ctx, rules, s) // a read: whether the agent runs on an admitted host's node
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Unreadable: map[string]string{}}
 	for _, gs := range groupStatuses(rules, s) {
