@@ -234,9 +234,10 @@ func scrubURL(err error, rawURL string) error {
 	if err == nil {
 		return nil
 	}
+	unreachable := false
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		err = ue.Err
+		err, unreachable = ue.Err, true // the request got no answer
 	}
 	msg := err.Error()
 	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
@@ -247,8 +248,11 @@ func scrubURL(err error, rawURL string) error {
 			msg = strings.ReplaceAll(msg, name, "xxxxx")
 		}
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		msg = "no answer in time (alerts.timeout)"
+	case unreachable:
+		msg = "unreachable: " + msg
 	}
 	return errors.New(msg)
 }
