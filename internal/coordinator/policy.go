@@ -164,6 +164,8 @@ func (c *Coordinator) endTerm() {
 	c.policy.published = store.Enforcement{}
 	c.policy.loaded = false
 	c.policy.metrics.set(0, false)
+	c.alerts.metrics.blocking.Set(0)
+	c.alerts.next, c.alerts.logged = time.Time{}, ""
 }
 
 // policyMetrics are the stored policy's series, set by the leader only.
