@@ -24,17 +24,17 @@ import (
 // prometheus and prometheus-alertmanager). Prometheus scrapes a gauge the test
 // sets, every second, and its rule fires while the gauge is above 0.
 
-// alertName is the test rule's alert.
-const alertName = "TestGaugeHigh"
+// testAlertName is the test rule's alert.
+const testAlertName = "TestGaugeHigh"
 
 // alertRecheck is the policy's alerts.recheck in these tests: with the
 // production resync (30 s), only the recheck timer can release a held rollout
 // within half of it.
 const alertRecheck = 2 * time.Second
 
-// binary returns the path of a program of the prometheus packages; it skips the
+// promBinary returns the path of a program of the prometheus packages; it skips the
 // test when it is missing, unless ROLLBOOT_REQUIRE_PROMETHEUS=1 (CI).
-func binary(t *testing.T, name, pkg string) string {
+func promBinary(t *testing.T, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
@@ -46,14 +46,14 @@ func binary(t *testing.T, name, pkg string) string {
 	return p
 }
 
-// gauge serves /metrics with test_gauge at the value the test sets.
-type gauge struct {
+// testGauge serves /metrics with test_gauge at the value the test sets.
+type testGauge struct {
 	v   atomic.Int64
 	srv *httptest.Server
 }
 
-func newGauge(t *testing.T, v int64) *gauge {
-	g := &gauge{}
+func newTestGauge(t *testing.T, v int64) *testGauge {
+	g := &testGauge{}
 	g.v.Store(v)
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
@@ -78,9 +78,9 @@ func (d *promProc) Write(p []byte) (int, error) {
 	return d.out.Write(p)
 }
 
-// startDaemon runs bin with args, waits until http://addr/-/ready answers, and
+// startPromProc runs bin with args, waits until http://addr/-/ready answers, and
 // stops it when the test ends.
-func startDaemon(t *testing.T, name, bin, addr string, args ...string) *promProc {
+func startPromProc(t *testing.T, name, bin, addr string, args ...string) *promProc {
 	t.Helper()
 	d := &promProc{name: name, addr: addr, cmd: exec.Command(bin, args...)}
 	d.cmd.Stdout, d.cmd.Stderr = d, d
@@ -94,7 +94,7 @@ func startDaemon(t *testing.T, name, bin, addr string, args ...string) *promProc
 		<-exited
 		if t.Failed() {
 			d.mu.Lock()
-			t.Logf("---- %s ----\n%s", name, tail(d.out.String(), 4000))
+			t.Logf("---- %s ----\n%s", name, promTail(d.out.String(), 4000))
 			d.mu.Unlock()
 		}
 	})
@@ -109,11 +109,11 @@ func startDaemon(t *testing.T, name, bin, addr string, args ...string) *promProc
 		}
 		select {
 		case <-exited:
-			t.Fatalf("%s exited:\n%s", name, tail(d.out.String(), 4000))
+			t.Fatalf("%s exited:\n%s", name, promTail(d.out.String(), 4000))
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 60s:\n%s", name, tail(d.out.String(), 4000))
+			t.Fatalf("%s not ready after 60s:\n%s", name, promTail(d.out.String(), 4000))
 		}
 	}
 }
@@ -136,7 +136,7 @@ func (d *promProc) stop(t *testing.T) {
 	}
 }
 
-func tail(s string, n int) string {
+func promTail(s string, n int) string {
 	if len(s) > n {
 		return "..." + s[len(s)-n:]
 	}
@@ -146,9 +146,9 @@ func tail(s string, n int) string {
 // startPrometheus runs Prometheus scraping g every second with the rule
 // `test_gauge > 0` (for: 0s) evaluated every second, sending its alerts to
 // alertmanager (host:port) when given.
-func startPrometheus(t *testing.T, g *gauge, alertmanager string) *promProc {
+func startPrometheus(t *testing.T, g *testGauge, alertmanager string) *promProc {
 	t.Helper()
-	bin := binary(t, "prometheus", "prometheus")
+	bin := promBinary(t, "prometheus", "prometheus")
 	dir := t.TempDir()
 	rules := fmt.Sprintf(`groups:
   - name: e2e
@@ -157,7 +157,7 @@ func startPrometheus(t *testing.T, g *gauge, alertmanager string) *promProc {
       - alert: %s
         expr: test_gauge > 0
         for: 0s
-`, alertName)
+`, testAlertName)
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -176,7 +176,7 @@ scrape_configs:
 		}
 	}
 	addr := freeAddr(t)
-	return startDaemon(t, "prometheus", bin, addr,
+	return startPromProc(t, "prometheus", bin, addr,
 		"--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--rules.alert.resend-delay=1s", "--log.level=warn")
 }
@@ -185,20 +185,20 @@ scrape_configs:
 // alerts go to a receiver that sends nothing.
 func startAlertmanager(t *testing.T) *promProc {
 	t.Helper()
-	bin := binary(t, "prometheus-alertmanager", "prometheus-alertmanager")
+	bin := promBinary(t, "prometheus-alertmanager", "prometheus-alertmanager")
 	dir := t.TempDir()
 	cfg := "route:\n  receiver: none\n  group_wait: 1s\nreceivers:\n  - name: none\n"
 	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	return startDaemon(t, "alertmanager", bin, addr,
+	return startPromProc(t, "alertmanager", bin, addr,
 		"--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=warn")
 }
 
-// getJSON decodes the answer of GET url into v; false when it cannot.
-func getJSON(url string, v any) bool {
+// promGetJSON decodes the answer of GET url into v; false when it cannot.
+func promGetJSON(url string, v any) bool {
 	resp, err := http.Get(url)
 	if err != nil {
 		return false
@@ -217,11 +217,11 @@ func promFiring(prom *promProc) bool {
 			} `json:"alerts"`
 		} `json:"data"`
 	}
-	if !getJSON("http://"+prom.addr+"/api/v1/alerts", &r) {
+	if !promGetJSON("http://"+prom.addr+"/api/v1/alerts", &r) {
 		return false
 	}
 	for _, a := range r.Data.Alerts {
-		if a.Labels["alertname"] == alertName && a.State == "firing" {
+		if a.Labels["alertname"] == testAlertName && a.State == "firing" {
 			return true
 		}
 	}
@@ -237,23 +237,23 @@ func amState(am *promProc) string {
 			State string `json:"state"`
 		} `json:"status"`
 	}
-	if !getJSON("http://"+am.addr+"/api/v2/alerts", &alerts) {
+	if !promGetJSON("http://"+am.addr+"/api/v2/alerts", &alerts) {
 		return ""
 	}
 	for _, a := range alerts {
-		if a.Labels["alertname"] == alertName {
+		if a.Labels["alertname"] == testAlertName {
 			return a.Status.State
 		}
 	}
 	return ""
 }
 
-// silence silences the test's alert through Alertmanager's v2 API.
-func silence(t *testing.T, am *promProc) {
+// amSilence silences the test's alert through Alertmanager's v2 API.
+func amSilence(t *testing.T, am *promProc) {
 	t.Helper()
 	now := time.Now().UTC()
 	body, _ := json.Marshal(map[string]any{
-		"matchers":  []map[string]any{{"name": "alertname", "value": alertName, "isRegex": false, "isEqual": true}},
+		"matchers":  []map[string]any{{"name": "alertname", "value": testAlertName, "isRegex": false, "isEqual": true}},
 		"startsAt":  now.Format(time.RFC3339),
 		"endsAt":    now.Add(time.Hour).Format(time.RFC3339),
 		"createdBy": "e2e", "comment": "maintenance",
@@ -270,26 +270,26 @@ func silence(t *testing.T, am *promProc) {
 	}
 }
 
-// hostWaiting returns a condition: host is pending, and its stored reason holds
+// pendingWith returns a condition: host is pending, and its stored reason holds
 // want.
-func (c *cluster) hostWaiting(host, want string) func() bool {
+func (c *cluster) pendingWith(host, want string) func() bool {
 	return func() bool {
 		p := c.plans()[host]
 		return p.Phase == store.PhasePending && strings.Contains(p.Waiting, want)
 	}
 }
 
-// started returns a condition: host left pending (its drain started).
-func (c *cluster) started(host string) func() bool {
+// leftPending returns a condition: host left pending (its drain started).
+func (c *cluster) leftPending(host string) func() bool {
 	return func() bool {
 		p, ok := c.plans()[host]
 		return ok && p.Phase != store.PhasePending
 	}
 }
 
-// showsEverywhere checks that `rollboot status` and `rollboot plan` both name
+// statusAndPlanShow checks that `rollboot status` and `rollboot plan` both name
 // the hold.
-func (c *cluster) showsEverywhere(t *testing.T, host, want string) {
+func (c *cluster) statusAndPlanShow(t *testing.T, host, want string) {
 	t.Helper()
 	if out := c.cli("status"); !strings.Contains(out, want) {
 		t.Errorf("rollboot status does not show %q for %s:\n%s", want, host, out)
@@ -305,7 +305,7 @@ func (c *cluster) showsEverywhere(t *testing.T, host, want string) {
 // With Prometheus stopped, new drains hold as well, saying it is unreachable.
 func TestAlertsHoldRollout(t *testing.T) {
 	t.Parallel()
-	g := newGauge(t, 1)
+	g := newTestGauge(t, 1)
 	prom := startPrometheus(t, g, "")
 	promURL := "http://" + prom.addr
 	c := newCluster(t, clusterOpts{clients: 3, coordinators: 1, resync: productionResync,
@@ -316,26 +316,26 @@ func TestAlertsHoldRollout(t *testing.T) {
 	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
 
 	c.needReboot(hosts[0])
-	held := "no new drain starts while alerts fire: " + alertName
-	c.waitFor("the host held by the alert", 60*time.Second, c.hostWaiting(hosts[0], held))
-	c.showsEverywhere(t, hosts[0], held)
+	held := "no new drain starts while alerts fire: " + testAlertName
+	c.waitFor("the host held by the alert", 60*time.Second, c.pendingWith(hosts[0], held))
+	c.statusAndPlanShow(t, hosts[0], held)
 	// Held across several rechecks: no drain starts.
 	time.Sleep(2 * alertRecheck)
-	if !c.hostWaiting(hosts[0], held)() {
+	if !c.pendingWith(hosts[0], held)() {
 		t.Fatalf("the host moved while the alert fired: %+v", c.plans()[hosts[0]])
 	}
 
 	start := time.Now()
 	g.v.Store(0)
-	c.within("the drain to start once the alert resolved", start, c.started(hosts[0]))
+	c.within("the drain to start once the alert resolved", start, c.leftPending(hosts[0]))
 	c.waitFor("the host rebooted", 60*time.Second, c.rebootedAll(hosts[:1]))
 
 	// Prometheus gone: fail closed.
 	prom.stop(t)
 	c.needReboot(hosts[1])
 	unreachable := "no new drain starts: cannot tell whether alerts fire: Prometheus at " + promURL + ": unreachable"
-	c.waitFor("the host held by the unreachable Prometheus", 60*time.Second, c.hostWaiting(hosts[1], unreachable))
-	c.showsEverywhere(t, hosts[1], unreachable)
+	c.waitFor("the host held by the unreachable Prometheus", 60*time.Second, c.pendingWith(hosts[1], unreachable))
+	c.statusAndPlanShow(t, hosts[1], unreachable)
 	if c.plans()[hosts[2]].Phase != "" && c.plans()[hosts[2]].Phase != store.PhaseIdle {
 		t.Errorf("%s has a cycle: %+v", hosts[2], c.plans()[hosts[2]])
 	}
@@ -349,7 +349,7 @@ func TestAlertsHoldRollout(t *testing.T) {
 func TestAlertmanagerSilenceReleasesHold(t *testing.T) {
 	t.Parallel()
 	am := startAlertmanager(t)
-	g := newGauge(t, 1)
+	g := newTestGauge(t, 1)
 	prom := startPrometheus(t, g, am.addr)
 	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, resync: productionResync,
 		policy: fmt.Sprintf("alerts {\n  prometheus_url = %q\n  alertmanager_url = %q\n  firing_only = true\n  recheck = %q\n}\n",
@@ -360,13 +360,13 @@ func TestAlertmanagerSilenceReleasesHold(t *testing.T) {
 	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
 
 	c.needReboot(hosts[0])
-	held := "no new drain starts while alerts fire: " + alertName
-	c.waitFor("the host held by the alert", 60*time.Second, c.hostWaiting(hosts[0], held))
-	c.showsEverywhere(t, hosts[0], held)
+	held := "no new drain starts while alerts fire: " + testAlertName
+	c.waitFor("the host held by the alert", 60*time.Second, c.pendingWith(hosts[0], held))
+	c.statusAndPlanShow(t, hosts[0], held)
 
 	start := time.Now()
-	silence(t, am)
-	c.within("the drain to start once the alert is silenced", start, c.started(hosts[0]))
+	amSilence(t, am)
+	c.within("the drain to start once the alert is silenced", start, c.leftPending(hosts[0]))
 	if !promFiring(prom) {
 		t.Error("the alert stopped firing in Prometheus: the silence was not what released the hold")
 	}
