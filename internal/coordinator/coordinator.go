@@ -88,9 +88,9 @@ type Options struct {
 	AgentJobNamespace string
 
 	// Policy, when set, is the stored policy: its rules replace Groups,
-	// DefaultGroup, Timing, HistorySize, ServerStableFor and
-	// HoldOnDeniedHandOver, which hold the safe default until it is read
-	// (policy.go).
+	// DefaultGroup, Timing, HistorySize, ServerStableFor,
+	// HoldOnDeniedHandOver and Alerts, which hold the safe default until it
+	// is read (policy.go).
 	Policy PolicySource
 	// Identity names this coordinator in the enforcement record `rollboot
 	// status` shows (host name and process).

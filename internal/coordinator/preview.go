@@ -73,7 +73,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 			s.plans[name] = d.Plan
 		}
 	}
-	c.readAlerts(ctx, s) // with the hosts pending only from here on
+	c.readAlerts(ctx, s) // unless observe did: the hosts previewed as pending wait to start too
 	rules := c.admitRules()
 	adm := admit(rules, s)
 	c.readGrantJobs(ctx, s, adm) // a read: whether the agent runs on an admitted host's node
