@@ -207,3 +207,25 @@ func TestHTTPAlertReader(t *testing.T) {
 		t.Errorf("reason shows credentials: %s", u)
 	}
 }
+
+// Preview reads the alerts again once it made the hosts with a need pending
+// (observe found nobody waiting to start then): `rollboot plan` names the
+// alerts that would hold them even before a coordinator saw their need.
+func TestReadAlertsForPreviewedPendingHosts(t *testing.T) {
+	f := &fakeAlerts{obs: alertgate.Observation{Prometheus: []alertgate.Alert{{Labels: map[string]string{"alertname": "X"}, State: "firing"}}}}
+	c := New(Options{Alerts: alertgate.Rules{PrometheusURL: "http://p", Recheck: time.Second, Timeout: time.Second}, AlertReader: f})
+	s := admitSnapshot([]testHost{{name: "a"}}, nil)
+	c.readAlerts(context.Background(), s)
+	if f.reads != 0 || s.alerts != nil {
+		t.Fatalf("read with nobody waiting: %d reads, %+v", f.reads, s.alerts)
+	}
+	s.plans["a"] = store.Plan{Host: "a", Phase: store.PhasePending, NodeID: "node-a"}
+	c.readAlerts(context.Background(), s)
+	if f.reads != 1 || s.alerts == nil || !s.alerts.Holds() {
+		t.Fatalf("not read for the previewed pending host: %d reads, %+v", f.reads, s.alerts)
+	}
+	adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, drainDeadline: time.Hour}, s)
+	if adm.admitted["a"] || adm.wait["a"] != waitFor(WaitAlerts, "X") {
+		t.Errorf("admission: %+v", adm)
+	}
+}
