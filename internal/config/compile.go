@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/policy"
 )
@@ -27,6 +28,8 @@ type Compiled struct {
 	// NotifyMessages are the notify block's message templates, compiled over
 	// the defaults.
 	NotifyMessages notify.Messages
+	// AlertGate is the alerts block, checked, its filter compiled.
+	AlertGate alertgate.Rules
 }
 
 // Compile checks the configuration and compiles it: it reports every problem
@@ -47,6 +50,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.telemetry()
 	messages := v.notify()
 	p := v.policy()
+	alerts := v.alerts()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {
 		return nil, err
@@ -57,6 +61,7 @@ func Compile(c *Config) (*Compiled, error) {
 		ForceDrains:          c.Drain.OnTimeout == OnTimeoutForce,
 		HoldOnDeniedHandOver: c.Coordinator.LeaderTransferDenied == "hold",
 		NotifyMessages:       messages,
+		AlertGate:            alerts,
 	}
 	cc.problems, cc.bad = nil, nil
 	return cc, nil

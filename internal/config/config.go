@@ -33,6 +33,8 @@ type Config struct {
 	Groups []GroupConfig
 	// Windows are the maintenance windows, referred to by name from groups.
 	Windows []WindowConfig
+	// Alerts: no new drain starts while alerts fire (policy).
+	Alerts AlertsConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -260,6 +262,7 @@ func Default() *Config {
 			RecordGrace:      time.Hour,
 		},
 		Notify: defaultNotify(),
+		Alerts: defaultAlerts(),
 		pos:    map[string]hcl.Range{},
 	}
 }

@@ -65,6 +65,7 @@ func admit(r admitRules, s *snapshot) admission {
 		}
 		return out
 	}
+	queue = holdForAlerts(s, queue, out.wait)
 	queue, settling, settled := settle(r, s, queue)
 	maps.Copy(out.wait, settling)
 	out.settled = settled

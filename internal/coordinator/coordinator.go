@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -87,9 +88,9 @@ type Options struct {
 	AgentJobNamespace string
 
 	// Policy, when set, is the stored policy: its rules replace Groups,
-	// DefaultGroup, Timing, HistorySize, ServerStableFor and
-	// HoldOnDeniedHandOver, which hold the safe default until it is read
-	// (policy.go).
+	// DefaultGroup, Timing, HistorySize, ServerStableFor,
+	// HoldOnDeniedHandOver and Alerts, which hold the safe default until it
+	// is read (policy.go).
 	Policy PolicySource
 	// Identity names this coordinator in the enforcement record `rollboot
 	// status` shows (host name and process).
@@ -100,6 +101,10 @@ type Options struct {
 	// NodeMeta, when set, publishes each host's state as dynamic node
 	// metadata while this coordinator leads (nodemeta.go).
 	NodeMeta MetaPublisher
+	// Alerts: no new drain starts while alerts fire (alerts.go); off without
+	// a URL. AlertReader reads them (nil: over HTTP).
+	Alerts      alertgate.Rules
+	AlertReader AlertReader
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -137,6 +142,8 @@ type Coordinator struct {
 	nextSettle time.Time
 	// changed: a pass applied a change (wake.go: the next pass runs at once).
 	changed bool
+	// alerts: the alert gate's state (alerts.go).
+	alerts alertState
 }
 
 // New returns a coordinator.
@@ -159,6 +166,7 @@ func New(opt Options) *Coordinator {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, cache: &c.nodeCache}
 	}
 	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
+	c.alerts = alertState{reader: opt.AlertReader, metrics: newAlertMetrics(c.metrics.registry)}
 	return c
 }
 

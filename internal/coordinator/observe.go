@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -39,6 +40,9 @@ type snapshot struct {
 	// agentLost: hosts admission holds because their agent would be lost with
 	// the drain (admitWithJobs), with why.
 	agentLost map[string]WaitReason
+	// alerts: what the alerts mean for new drains; nil when not read (the
+	// gate is off, or no host waits to start).
+	alerts *alertgate.Verdict
 }
 
 // hostView is what a pass knows of one host.
@@ -78,6 +82,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.hostViews(s, recs)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
+	c.readAlerts(ctx, s)
 	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
 	c.mu.Unlock()

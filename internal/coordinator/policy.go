@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -45,6 +46,7 @@ type Rules struct {
 	HistorySize          int
 	ServerStableFor      time.Duration
 	HoldOnDeniedHandOver bool
+	Alerts               alertgate.Rules
 }
 
 // InvalidPolicyError is a stored policy that cannot be used: unreadable,
@@ -78,6 +80,7 @@ type policyState struct {
 func (c *Coordinator) setRules(r Rules) {
 	c.opt.Groups, c.opt.DefaultGroup, c.opt.Timing = r.Groups, r.DefaultGroup, r.Timing
 	c.opt.HistorySize, c.opt.ServerStableFor, c.opt.HoldOnDeniedHandOver = r.HistorySize, r.ServerStableFor, r.HoldOnDeniedHandOver
+	c.opt.Alerts = r.Alerts
 	if c.opt.DefaultGroup.Name == "" {
 		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
 	}
@@ -161,6 +164,8 @@ func (c *Coordinator) endTerm() {
 	c.policy.published = store.Enforcement{}
 	c.policy.loaded = false
 	c.policy.metrics.set(0, false)
+	c.alerts.metrics.blocking.Set(0)
+	c.alerts.next, c.alerts.logged = time.Time{}, ""
 }
 
 // policyMetrics are the stored policy's series, set by the leader only.

@@ -38,6 +38,8 @@ const (
 	WaitHandOverRefused // Detail: the refusal
 	WaitPolicyInvalid   // Detail: why the stored policy cannot be used
 	WaitSettle          // Detail: the group, until when and after which host
+	WaitAlerts          // Detail: the alerts' names (alertgate.Verdict.Names)
+	WaitAlertsUnknown   // Detail: which source could not be read, and why
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -87,6 +89,8 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitHandOverRefused: {"hand_over_refused", "leadership hand-over refused (policy: hold): %s"},
 	WaitPolicyInvalid:   {"policy_invalid", "no new reboot starts: %s"},
 	WaitSettle:          {"settle", "settling: %s"},
+	WaitAlerts:          {"alerts", "no new drain starts while alerts fire: %s"},
+	WaitAlertsUnknown:   {"alerts_unknown", "no new drain starts: cannot tell whether alerts fire: %s"},
 	WaitNodeNotFound:    {"node_not_found", "node not found"},
 	WaitDrainStarting:   {"drain_starting", "starting the drain"},
 	WaitDraining:        {"draining", "draining"},

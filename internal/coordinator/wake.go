@@ -163,6 +163,9 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 	if t := c.nextSettle; t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // a group's settle time ends
 	}
+	if t := c.alerts.next; t.After(now) && (next.IsZero() || t.Before(next)) {
+		next = t // a rollout held by alerts asks again (alerts.go)
+	}
 	if failed > 0 {
 		retry := now.Add(policy.Backoff(time.Second, c.opt.Resync, failed))
 		if next.IsZero() || retry.Before(next) {

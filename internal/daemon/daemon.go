@@ -66,6 +66,7 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 		Clusters:             clusters,
 		ServerStableFor:      r.ServerStableFor,
 		HoldOnDeniedHandOver: r.HoldOnDeniedHandOver,
+		Alerts:               r.Alerts,
 		Resync:               cfg.Coordinator.ResyncInterval,
 		Jobs:                 agentJobs(cfg, c),
 		AgentJob:             cfg.Coordinator.AgentJob,

@@ -1,0 +1,231 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+func TestAlertWaitText(t *testing.T) {
+	for w, want := range map[WaitReason]string{
+		waitFor(WaitAlerts, "NodeDown, DiskFull"):                                     "no new drain starts while alerts fire: NodeDown, DiskFull",
+		waitFor(WaitAlertsUnknown, "Prometheus at http://p:9090: connection refused"): "no new drain starts: cannot tell whether alerts fire: Prometheus at http://p:9090: connection refused",
+	} {
+		if got := w.String(); got != want {
+			t.Errorf("%+v: %q, want %q", w, got, want)
+		}
+		if w.Stored() == "" {
+			t.Errorf("%+v: an alert hold is not stored in the plan", w)
+		}
+	}
+	if WaitAlerts.Name() != "alerts" || WaitAlertsUnknown.Name() != "alerts_unknown" {
+		t.Errorf("names %q %q", WaitAlerts.Name(), WaitAlertsUnknown.Name())
+	}
+}
+
+// Alerts hold every host waiting to start, in every group, before the budgets.
+func TestAdmitAlerts(t *testing.T) {
+	groups := []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 2, Settle: 2 * time.Minute}}
+	pending := []testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending, at: time.Minute},
+		{name: "c", phase: store.PhaseDraining}}
+	tests := []struct {
+		name     string
+		verdict  *alertgate.Verdict
+		mod      func(*snapshot)
+		admitted []string
+		wait     map[string]WaitReason
+	}{
+		{name: "not read: nothing held", admitted: []string{"a"}},
+		{name: "no alert: nothing held", verdict: &alertgate.Verdict{}, admitted: []string{"a"}},
+		{name: "firing alerts hold every pending host",
+			verdict: &alertgate.Verdict{Blocking: []string{"DiskFull", "NodeDown"}},
+			wait: map[string]WaitReason{"a": waitFor(WaitAlerts, "DiskFull, NodeDown"),
+				"b": waitFor(WaitAlerts, "DiskFull, NodeDown")}},
+		{name: "an unreadable source holds",
+			verdict: &alertgate.Verdict{Unknown: "Prometheus at http://p: refused"},
+			wait: map[string]WaitReason{"a": waitFor(WaitAlertsUnknown, "Prometheus at http://p: refused"),
+				"b": waitFor(WaitAlertsUnknown, "Prometheus at http://p: refused")}},
+		{name: "unreadable with alerts known: both said",
+			verdict: &alertgate.Verdict{Unknown: "Alertmanager at http://am: timeout", Blocking: []string{"NodeDown"}},
+			wait: map[string]WaitReason{
+				"a": waitFor(WaitAlertsUnknown, "Alertmanager at http://am: timeout (and firing: NodeDown)"),
+				"b": waitFor(WaitAlertsUnknown, "Alertmanager at http://am: timeout (and firing: NodeDown)")}},
+		{name: "alerts are said before a group's settle time",
+			verdict: &alertgate.Verdict{Blocking: []string{"NodeDown"}},
+			mod:     backAt("z", t0.Add(-time.Minute)),
+			wait: map[string]WaitReason{"a": waitFor(WaitAlerts, "NodeDown"),
+				"b": waitFor(WaitAlerts, "NodeDown")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hosts := append([]testHost{{name: "z"}}, pending...)
+			s := admitSnapshot(hosts, tt.mod)
+			s.alerts = tt.verdict
+			adm := admit(admitRules{groups: groups, drainDeadline: time.Hour}, s)
+			if got := sortedTrue(adm.admitted); strings.Join(got, ",") != strings.Join(tt.admitted, ",") {
+				t.Errorf("admitted %v, want %v", got, tt.admitted)
+			}
+			for h, want := range tt.wait {
+				if adm.wait[h] != want {
+					t.Errorf("%s waits %+v, want %+v", h, adm.wait[h], want)
+				}
+			}
+		})
+	}
+}
+
+func sortedTrue(m map[string]bool) []string {
+	var out []string
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fakeAlerts is an AlertReader that counts its reads.
+type fakeAlerts struct {
+	obs   alertgate.Observation
+	reads int
+}
+
+func (f *fakeAlerts) ReadAlerts(context.Context, alertgate.Rules) alertgate.Observation {
+	f.reads++
+	return f.obs
+}
+
+// The alerts are read only when the gate is on and a host waits to start; a
+// held rollout is due a pass after Recheck.
+func TestReadAlerts(t *testing.T) {
+	on := alertgate.Rules{PrometheusURL: "http://p:9090", Recheck: 30 * time.Second, Timeout: time.Second}
+	tests := []struct {
+		name      string
+		rules     alertgate.Rules
+		hosts     []testHost
+		obs       alertgate.Observation
+		reads     int
+		holds     bool
+		blocking  float64
+		errCount  float64
+		wantRetry bool
+	}{
+		{name: "off: never read", hosts: []testHost{{name: "a", phase: store.PhasePending}}},
+		{name: "nobody waits to start: not read", rules: on,
+			hosts: []testHost{{name: "a"}, {name: "b", phase: store.PhaseDraining}}},
+		{name: "a host waits: read, nothing fires", rules: on, hosts: []testHost{{name: "a", phase: store.PhasePending}}, reads: 1},
+		{name: "firing: held, asked again after recheck", rules: on, hosts: []testHost{{name: "a", phase: store.PhasePending}},
+			obs:   alertgate.Observation{Prometheus: []alertgate.Alert{{Labels: map[string]string{"alertname": "X"}, State: "firing"}}},
+			reads: 1, holds: true, blocking: 1, wantRetry: true},
+		{name: "unreadable: held, counted, asked again", rules: on, hosts: []testHost{{name: "a", phase: store.PhasePending}},
+			obs:   alertgate.Observation{PrometheusErr: errors.New("refused")},
+			reads: 1, holds: true, errCount: 1, wantRetry: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeAlerts{obs: tt.obs}
+			c := New(Options{Alerts: tt.rules, AlertReader: f, Now: func() time.Time { return t0 }})
+			s := admitSnapshot(tt.hosts, nil)
+			c.readAlerts(context.Background(), s)
+			c.readAlerts(context.Background(), s) // once per snapshot
+			if f.reads != tt.reads {
+				t.Errorf("reads = %d, want %d", f.reads, tt.reads)
+			}
+			if holds := s.alerts != nil && s.alerts.Holds(); holds != tt.holds {
+				t.Errorf("holds = %v, want %v", holds, tt.holds)
+			}
+			if got := testutil.ToFloat64(c.alerts.metrics.blocking); got != tt.blocking {
+				t.Errorf("rollboot_alerts_blocking = %v, want %v", got, tt.blocking)
+			}
+			if got := testutil.ToFloat64(c.alerts.metrics.errors.WithLabelValues("prometheus")); got != tt.errCount {
+				t.Errorf("query errors = %v, want %v", got, tt.errCount)
+			}
+			if want := t0.Add(30 * time.Second); tt.wantRetry != (c.alerts.next.Equal(want)) {
+				t.Errorf("next check %v, want one at %v: %v", c.alerts.next, want, tt.wantRetry)
+			}
+		})
+	}
+}
+
+// The HTTP reader asks Prometheus's /api/v1/alerts and Alertmanager's
+// /api/v2/alerts, and never shows a URL's credentials in an error.
+func TestHTTPAlertReader(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/alerts":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"status":"success","data":{"alerts":[{"labels":{"alertname":"NodeDown"},"state":"firing","activeAt":"2026-12-02T10:00:00Z","value":"1"},{"labels":{"alertname":"HighLoad"},"state":"pending","activeAt":"2026-12-02T10:00:00Z","value":"1"}]}}`))
+		case "/am/api/v2/alerts":
+			if q := r.URL.Query(); q.Get("silenced") != "true" || q.Get("inhibited") != "true" || q.Get("active") != "true" {
+				http.Error(w, "wrong query "+r.URL.RawQuery, http.StatusBadRequest)
+				return
+			}
+			_, _ = w.Write([]byte(`[{"labels":{"alertname":"NodeDown"},"status":{"state":"suppressed","silencedBy":["s1"],"inhibitedBy":[]}},{"labels":{"alertname":"Other"},"status":{"state":"active","silencedBy":[],"inhibitedBy":[]}}]`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	r := alertgate.Rules{PrometheusURL: srv.URL, AlertmanagerURL: srv.URL + "/am", Timeout: 5 * time.Second}
+	o := (&httpAlertReader{}).ReadAlerts(context.Background(), r)
+	if o.PrometheusErr != nil || o.AlertmanagerErr != nil {
+		t.Fatalf("errors: %v, %v", o.PrometheusErr, o.AlertmanagerErr)
+	}
+	v := alertgate.Decide(r, o)
+	if strings.Join(v.Blocking, ",") != "HighLoad,Other" {
+		t.Errorf("blocking %v, want HighLoad (pending) and Other (NodeDown is silenced)", v.Blocking)
+	}
+
+	// Errors: an answer that is not one, and a server that is gone.
+	bad := alertgate.Rules{PrometheusURL: "http://user:s3cret@" + strings.TrimPrefix(srv.URL, "http://") + "/nothing",
+		AlertmanagerURL: "http://user:s3cret@" + strings.TrimPrefix(srv.URL, "http://") + "/nothing", Timeout: 5 * time.Second}
+	o = (&httpAlertReader{}).ReadAlerts(context.Background(), bad)
+	if o.PrometheusErr == nil || o.AlertmanagerErr == nil || !strings.Contains(o.AlertmanagerErr.Error(), "HTTP 404") {
+		t.Fatalf("errors: %v, %v", o.PrometheusErr, o.AlertmanagerErr)
+	}
+	srv.Close()
+	o = (&httpAlertReader{}).ReadAlerts(context.Background(), bad)
+	for _, err := range []error{o.PrometheusErr, o.AlertmanagerErr} {
+		if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "user") ||
+			!strings.HasPrefix(err.Error(), "unreachable: ") {
+			t.Errorf("error %v", err)
+		}
+	}
+	if u := alertgate.Decide(bad, o).Unknown; strings.Contains(u, "s3cret") || strings.Contains(u, "user") {
+		t.Errorf("reason shows credentials: %s", u)
+	}
+}
+
+// Preview reads the alerts again once it made the hosts with a need pending
+// (observe found nobody waiting to start then): `rollboot plan` names the
+// alerts that would hold them even before a coordinator saw their need.
+func TestReadAlertsForPreviewedPendingHosts(t *testing.T) {
+	f := &fakeAlerts{obs: alertgate.Observation{Prometheus: []alertgate.Alert{{Labels: map[string]string{"alertname": "X"}, State: "firing"}}}}
+	c := New(Options{Alerts: alertgate.Rules{PrometheusURL: "http://p", Recheck: time.Second, Timeout: time.Second}, AlertReader: f})
+	s := admitSnapshot([]testHost{{name: "a"}}, nil)
+	c.readAlerts(context.Background(), s)
+	if f.reads != 0 || s.alerts != nil {
+		t.Fatalf("read with nobody waiting: %d reads, %+v", f.reads, s.alerts)
+	}
+	s.plans["a"] = store.Plan{Host: "a", Phase: store.PhasePending, NodeID: "node-a"}
+	c.readAlerts(context.Background(), s)
+	if f.reads != 1 || s.alerts == nil || !s.alerts.Holds() {
+		t.Fatalf("not read for the previewed pending host: %d reads, %+v", f.reads, s.alerts)
+	}
+	adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, drainDeadline: time.Hour}, s)
+	if adm.admitted["a"] || adm.wait["a"] != waitFor(WaitAlerts, "X") {
+		t.Errorf("admission: %+v", adm)
+	}
+}
