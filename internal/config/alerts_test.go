@@ -18,10 +18,15 @@ func compilePolicySrc(t *testing.T, src string) (*Rules, error) {
 func TestAlertsDefaultsAreOff(t *testing.T) {
 	r := DefaultRules()
 	g := r.cc.AlertGate
-	if g.Enabled() || g.Timeout != 10*time.Second || g.Recheck != 30*time.Second || g.Filter != nil {
+	if g.Enabled() || g.Timeout != 10*time.Second || g.Recheck != 30*time.Second || g.Filter == nil || g.FilterMatchOnly {
 		t.Errorf("default alert gate = %+v", g)
 	}
-	for _, want := range []string{"alerts {", `prometheus_url    = ""`, `timeout           = "10s"`, `recheck           = "30s"`} {
+	// rollboot's own alerts fire while a rollout waits: by default they do
+	// not hold it.
+	if g.Filter != nil && (!g.Filter.MatchString("RollbootRebootRequiredTooLong") || g.Filter.MatchString("NodeDown")) {
+		t.Errorf("default filter %q: ignores rollboot's alerts only?", g.Filter)
+	}
+	for _, want := range []string{"alerts {", `prometheus_url    = ""`, `filter            = "^Rollboot"`, `timeout           = "10s"`, `recheck           = "30s"`} {
 		if !strings.Contains(r.String(), want) {
 			t.Errorf("policy rendering lacks %q:\n%s", want, r.String())
 		}

@@ -37,8 +37,13 @@ type AlertsConfig struct {
 	Recheck time.Duration
 }
 
+// defaultAlertFilter ignores rollboot's own alerts (deploy/prometheus): they
+// fire while a rollout waits, and would otherwise hold the rollout that clears
+// them.
+const defaultAlertFilter = "^Rollboot"
+
 func defaultAlerts() AlertsConfig {
-	return AlertsConfig{Timeout: alertgate.DefaultTimeout, Recheck: alertgate.DefaultRecheck}
+	return AlertsConfig{Filter: defaultAlertFilter, Timeout: alertgate.DefaultTimeout, Recheck: alertgate.DefaultRecheck}
 }
 
 // alerts decodes the alerts block.
