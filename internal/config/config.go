@@ -33,6 +33,8 @@ type Config struct {
 	Groups []GroupConfig
 	// Windows are the maintenance windows, referred to by name from groups.
 	Windows []WindowConfig
+	// Workloads are the workload blockers (policy block workloads).
+	Workloads WorkloadsConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -259,8 +261,9 @@ func Default() *Config {
 			ClientCertID:     "san_or_cn",
 			RecordGrace:      time.Hour,
 		},
-		Notify: defaultNotify(),
-		pos:    map[string]hcl.Range{},
+		Notify:    defaultNotify(),
+		Workloads: defaultWorkloads(),
+		pos:       map[string]hcl.Range{},
 	}
 }
 

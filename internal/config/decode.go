@@ -148,6 +148,7 @@ func (d *decoder) root(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"},
+			{Type: "workloads"},
 			{Type: "group", LabelNames: []string{"name"}},
 			{Type: "window", LabelNames: []string{"name"}},
 		},
@@ -185,6 +186,9 @@ func (d *decoder) root(body hcl.Body) {
 	}
 	if b := d.single(blocks, "notify"); b != nil {
 		d.notify(b.Body)
+	}
+	if b := d.single(blocks, "workloads"); b != nil {
+		d.workloads(b.Body)
 	}
 	for _, b := range blocks {
 		switch b.Type {
