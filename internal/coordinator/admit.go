@@ -67,6 +67,10 @@ func admit(r admitRules, s *snapshot) admission {
 	queue, settling, settled := settle(r, s, queue)
 	maps.Copy(out.wait, settling)
 	out.settled = settled
+	queue, held := workloadHolds(s, queue)
+	if maps.Copy(out.wait, held); len(held) > 0 {
+		out.settled = sooner(out.settled, s.now.Add(workloadRecheck)) // workloads.go
+	}
 	adm := policy.Admit(groupStatuses(r, s), queue)
 	for _, w := range adm.Waiting {
 		if w.ForSlot {

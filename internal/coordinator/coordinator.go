@@ -100,6 +100,11 @@ type Options struct {
 	// NodeMeta, when set, publishes each host's state as dynamic node
 	// metadata while this coordinator leads (nodemeta.go).
 	NodeMeta MetaPublisher
+	// Workloads are the workload blockers' settings (a stored policy's
+	// replace them), and WorkloadsAPI what they read; nil: none is checked
+	// (workloads.go).
+	Workloads    WorkloadSettings
+	WorkloadsAPI WorkloadsAPI
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.

@@ -36,6 +36,9 @@ type snapshot struct {
 	// noHandOver: leadership hand-overs refused for lack of permission, by
 	// host/product, with the refusal.
 	noHandOver map[string]string
+	// workloads: what the workload blockers read (workloads.go); nil when
+	// nothing was read.
+	workloads *workloadView
 }
 
 // hostView is what a pass knows of one host.
@@ -74,6 +77,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.hostViews(s, recs)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
+	c.readWorkloads(ctx, s)
 	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
 	c.mu.Unlock()

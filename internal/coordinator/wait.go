@@ -38,6 +38,10 @@ const (
 	WaitHandOverRefused // Detail: the refusal
 	WaitPolicyInvalid   // Detail: why the stored policy cannot be used
 	WaitSettle          // Detail: the group, until when and after which host
+	WaitBlockingJob     // Detail: "job <job>" or "jobs <job>, <job>" (workloads.job_filter)
+	WaitDeployment      // Detail: workload.PoolHold's reason
+	WaitBlockedEvals    // Detail: workload.PoolHold's reason
+	WaitWorkloadUnknown // Detail: the read that failed
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -87,6 +91,10 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitHandOverRefused: {"hand_over_refused", "leadership hand-over refused (policy: hold): %s"},
 	WaitPolicyInvalid:   {"policy_invalid", "no new reboot starts: %s"},
 	WaitSettle:          {"settle", "settling: %s"},
+	WaitBlockingJob:     {"blocking_job", "runs allocations of %s (workloads.job_filter)"},
+	WaitDeployment:      {"deployment", "%s"},
+	WaitBlockedEvals:    {"blocked_evals", "%s"},
+	WaitWorkloadUnknown: {"workload_unknown", "cannot check the workload blockers: %s"},
 	WaitNodeNotFound:    {"node_not_found", "node not found"},
 	WaitDrainStarting:   {"drain_starting", "starting the drain"},
 	WaitDraining:        {"draining", "draining"},

@@ -1,0 +1,204 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-bexpr"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/workload"
+)
+
+// fakeWorkloads serves jobs, deployments and evaluations, evaluating list
+// filters with go-bexpr as Nomad does; it records the requests.
+type fakeWorkloads struct {
+	jobs   []*api.Job
+	deps   []*api.Deployment
+	evals  []*api.Evaluation
+	fail   error
+	calls  []string
+	allocs map[string][]*api.Allocation // by node ID
+}
+
+func (f *fakeWorkloads) ListJobs(q *api.QueryOptions) ([]*api.JobListStub, *api.QueryMeta, error) {
+	f.calls = append(f.calls, "jobs "+q.Filter)
+	if f.fail != nil {
+		return nil, nil, f.fail
+	}
+	if q.Namespace != api.AllNamespacesNamespace {
+		return nil, nil, errors.New("not every namespace asked")
+	}
+	ev, err := bexpr.CreateEvaluator(q.Filter)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*api.JobListStub
+	for _, j := range f.jobs {
+		if ok, err := ev.Evaluate(j); err != nil || !ok {
+			continue
+		}
+		out = append(out, &api.JobListStub{ID: *j.ID, Namespace: *j.Namespace, CreateIndex: *j.CreateIndex, Stop: j.Stop != nil && *j.Stop})
+	}
+	return out, &api.QueryMeta{}, nil
+}
+
+func (f *fakeWorkloads) ListDeployments(q *api.QueryOptions) ([]*api.Deployment, *api.QueryMeta, error) {
+	f.calls = append(f.calls, "deployments")
+	return f.deps, &api.QueryMeta{}, f.fail
+}
+
+func (f *fakeWorkloads) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation, *api.QueryMeta, error) {
+	f.calls = append(f.calls, "evals "+q.Filter)
+	var out []*api.Evaluation
+	for _, e := range f.evals {
+		if e.Status == "blocked" {
+			out = append(out, e)
+		}
+	}
+	return out, &api.QueryMeta{}, f.fail
+}
+
+// Allocations implements the part of NodesAPI the blockers use.
+func (f *fakeWorkloads) Allocations(nodeID string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	f.calls = append(f.calls, "allocs "+nodeID)
+	return f.allocs[nodeID], &api.QueryMeta{}, nil
+}
+
+type workloadNodes struct {
+	NodesAPI
+	f *fakeWorkloads
+}
+
+func (n workloadNodes) Allocations(id string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	return n.f.Allocations(id, q)
+}
+
+func testJob(ns, id, pool string, meta map[string]string) *api.Job {
+	return &api.Job{ID: pointerOf(id), Namespace: pointerOf(ns), NodePool: pointerOf(pool), Meta: meta, CreateIndex: pointerOf(uint64(7))}
+}
+
+func pointerOf[T any](v T) *T { return &v }
+
+func TestWorkloadBlockers(t *testing.T) {
+	block := map[string]string{"rollboot_block": "true"}
+	running := func(job string) *api.Allocation {
+		return &api.Allocation{Namespace: "default", JobID: job, DesiredStatus: "run", ClientStatus: "running"}
+	}
+	tests := []struct {
+		name     string
+		set      workload.Settings
+		f        *fakeWorkloads
+		wait     map[string]string // host -> part of its reason
+		admitted []string
+		calls    int // requests made; 0: not checked
+		noCalls  bool
+	}{
+		{
+			name:     "all off: nothing read",
+			set:      workload.Settings{},
+			f:        &fakeWorkloads{},
+			admitted: []string{"a", "b"},
+			noCalls:  true,
+		},
+		{
+			name:     "defaults and a quiet cluster: one list each, no job listed",
+			set:      workload.Default(),
+			f:        &fakeWorkloads{deps: []*api.Deployment{{ID: "d1", Namespace: "default", JobID: "api", Status: "successful"}}},
+			admitted: []string{"a", "b"},
+			calls:    2,
+		},
+		{
+			name: "a node running a blocking job is held, the other goes",
+			set:  workload.Settings{JobFilter: `Meta.rollboot_block == "true"`},
+			f: &fakeWorkloads{jobs: []*api.Job{testJob("default", "backup", "default", block), testJob("default", "web", "default", nil)},
+				allocs: map[string][]*api.Allocation{"node-a": {running("backup"), running("web")}, "node-b": {running("web")}}},
+			wait:     map[string]string{"a": "runs allocations of job backup (workloads.job_filter)"},
+			admitted: []string{"b"},
+		},
+		{
+			name: "a finished blocking allocation does not hold",
+			set:  workload.Settings{JobFilter: `Meta.rollboot_block == "true"`},
+			f: &fakeWorkloads{jobs: []*api.Job{testJob("default", "backup", "default", block)},
+				allocs: map[string][]*api.Allocation{"node-a": {{Namespace: "default", JobID: "backup", DesiredStatus: "run", ClientStatus: "complete"}}}},
+			admitted: []string{"a", "b"},
+		},
+		{
+			name:     "no job matches: no allocation read",
+			set:      workload.Settings{JobFilter: `Meta.rollboot_block == "true"`},
+			f:        &fakeWorkloads{jobs: []*api.Job{testJob("default", "web", "default", nil)}},
+			admitted: []string{"a", "b"},
+			calls:    1,
+		},
+		{
+			name: "a running deployment holds its pool only",
+			set:  workload.Default(),
+			f: &fakeWorkloads{jobs: []*api.Job{testJob("default", "api", "default", nil)},
+				deps: []*api.Deployment{{ID: "d1", Namespace: "default", JobID: "api", JobCreateIndex: 7, Status: "running"}}},
+			wait:     map[string]string{"a": "pool default: deployment d1 of job api is running"},
+			admitted: []string{"b"},
+		},
+		{
+			name: "a job of the pool all holds every pool",
+			set:  workload.Default(),
+			f: &fakeWorkloads{jobs: []*api.Job{testJob("ops", "agent", "all", nil)},
+				deps: []*api.Deployment{{ID: "d1", Namespace: "ops", JobID: "agent", JobCreateIndex: 7, Status: "paused"}}},
+			wait: map[string]string{"a": "pool default: deployment d1 of job ops/agent is paused", "b": "pool batch: deployment d1 of job ops/agent is paused"},
+		},
+		{
+			name: "the deployment filter leaves a job out",
+			set:  workload.Settings{Deployments: true, DeploymentFilter: `Meta.critical == "true"`},
+			f: &fakeWorkloads{jobs: []*api.Job{testJob("default", "api", "default", nil)},
+				deps: []*api.Deployment{{ID: "d1", Namespace: "default", JobID: "api", JobCreateIndex: 7, Status: "running"}}},
+			admitted: []string{"a", "b"},
+		},
+		{
+			name: "blocked evaluations hold their pool",
+			set:  workload.Default(),
+			f: &fakeWorkloads{jobs: []*api.Job{testJob("default", "etl", "batch", nil)},
+				evals: []*api.Evaluation{{ID: "e1", Namespace: "default", JobID: "etl", Status: "blocked"}, {ID: "e2", Namespace: "default", JobID: "etl", Status: "complete"}}},
+			wait:     map[string]string{"b": "pool batch: 1 evaluation is blocked (job etl)"},
+			admitted: []string{"a"},
+		},
+		{
+			name: "a failed read holds every queued host, with the error",
+			set:  workload.Default(),
+			f:    &fakeWorkloads{fail: errors.New("Permission denied")},
+			wait: map[string]string{"a": "cannot check the workload blockers: pool default: list the deployments: Permission denied", "b": "pool batch"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending, at: time.Minute}}, nil)
+			s.nodes["node-a"].NodePool = "default"
+			s.nodes["node-b"].NodePool = "batch"
+			c := &Coordinator{opt: Options{Workloads: tt.set, WorkloadsAPI: tt.f, Nodes: workloadNodes{f: tt.f}}}
+			c.readWorkloads(context.Background(), s)
+			adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 2}}, gates: true}, s)
+			for h, want := range tt.wait {
+				if got := adm.wait[h].String(); !strings.Contains(got, want) {
+					t.Errorf("%s waits for %q, want %q", h, got, want)
+				}
+			}
+			for _, h := range tt.admitted {
+				if !adm.admitted[h] {
+					t.Errorf("%s not admitted: %v", h, adm.wait[h])
+				}
+			}
+			if len(adm.admitted) != len(tt.admitted) {
+				t.Errorf("admitted %v, want %v", adm.admitted, tt.admitted)
+			}
+			if tt.wait != nil && !adm.settled.Equal(t0.Add(workloadRecheck)) {
+				t.Errorf("next pass due at %v, want %v (the recheck)", adm.settled, t0.Add(workloadRecheck))
+			}
+			if (tt.calls > 0 && len(tt.f.calls) != tt.calls) || (tt.noCalls && len(tt.f.calls) > 0) {
+				t.Errorf("requests %q, want %d", tt.f.calls, tt.calls)
+			}
+		})
+	}
+}
