@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/workload"
@@ -200,5 +201,75 @@ func TestWorkloadBlockers(t *testing.T) {
 				t.Errorf("requests %q, want %d", tt.f.calls, tt.calls)
 			}
 		})
+	}
+}
+
+// A host held by a workload blocker is released by the recheck timer, not by
+// the resync nor by a watch: here nothing the coordinator watches changes when
+// the blocking batch job finishes (no agent job is watched, no host record
+// changes), and the resync is 10 minutes, yet the node is drained within
+// seconds of the job's end.
+func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	st := store.New(client.Variables(), "rollboot", "")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	h, _ := sim.Host("client-1")
+	if err := sim.AddJob(nomadsim.JobSpec{ID: "backup", Type: api.JobTypeBatch, RunTime: 2 * time.Second,
+		Meta: map[string]string{"rollboot_block": "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutHost(ctx, store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
+		c.Requests = map[string]store.Request{h.Name: {At: time.Now()}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	co := New(Options{
+		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+		Timing:    Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Resync:    10 * time.Minute,
+		Workloads: workload.Settings{JobFilter: `Meta.rollboot_block == "true"`}, WorkloadsAPI: NomadWorkloads{Client: client},
+	})
+	done := make(chan error, 1)
+	go func() { done <- co.Run(ctx) }()
+	var finished, drained time.Time
+	err = sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+		for _, e := range v.Events() {
+			switch {
+			case e.Type == nomadsim.EventAllocStop && e.Details["job"] == "backup" && finished.IsZero():
+				finished = e.Time
+			case e.Type == nomadsim.EventDrainStart && drained.IsZero():
+				drained = e.Time
+			}
+		}
+		return !drained.IsZero()
+	})
+	if err != nil {
+		t.Fatalf("the node was not drained: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if finished.IsZero() || drained.Before(finished) {
+		t.Fatalf("drained at %v, the blocking job finished at %v", drained, finished)
+	}
+	if took := drained.Sub(finished); took > workloadRecheck+5*time.Second {
+		t.Errorf("drained %s after the job finished: the recheck is %s", took, workloadRecheck)
+	} else {
+		t.Logf("drained %s after the blocking job finished (recheck %s)", took.Round(time.Millisecond), workloadRecheck)
 	}
 }
