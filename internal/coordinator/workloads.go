@@ -40,6 +40,7 @@ type WorkloadsAPI interface {
 	ListJobs(q *api.QueryOptions) ([]*api.JobListStub, *api.QueryMeta, error)
 	ListDeployments(q *api.QueryOptions) ([]*api.Deployment, *api.QueryMeta, error)
 	ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation, *api.QueryMeta, error)
+	JobAllocations(jobID string, q *api.QueryOptions) ([]*api.AllocationListStub, *api.QueryMeta, error)
 }
 
 // NomadWorkloads is WorkloadsAPI over a Nomad client.
@@ -58,6 +59,12 @@ func (n NomadWorkloads) ListDeployments(q *api.QueryOptions) ([]*api.Deployment,
 // ListEvaluations lists evaluations (nomad/eval_endpoint.go Eval.List).
 func (n NomadWorkloads) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation, *api.QueryMeta, error) {
 	return n.Client.Evaluations().List(q)
+}
+
+// JobAllocations lists a job's allocations (nomad/job_endpoint.go
+// Job.Allocations).
+func (n NomadWorkloads) JobAllocations(jobID string, q *api.QueryOptions) ([]*api.AllocationListStub, *api.QueryMeta, error) {
+	return n.Client.Jobs().Allocations(jobID, false, q)
 }
 
 // workloadView is what a pass read for the workload blockers.
@@ -139,7 +146,8 @@ func (c *Coordinator) listJobKeys(ctx context.Context, filter string) (map[workl
 }
 
 // readBlockingJobs lists the jobs job_filter selects and, when there is one,
-// the allocations of each queued host's node.
+// their allocations on the queued hosts' nodes: per job when there are fewer
+// jobs than queued hosts, per node otherwise.
 func (c *Coordinator) readBlockingJobs(ctx context.Context, s *snapshot, v *workloadView, hosts []string) {
 	jobs, err := c.listJobKeys(ctx, c.opt.Workloads.JobFilter)
 	if err != nil {
@@ -153,6 +161,10 @@ func (c *Coordinator) readBlockingJobs(ctx context.Context, s *snapshot, v *work
 	if len(v.blocking) == 0 {
 		return // no job can block a node: nothing more to read
 	}
+	if len(v.blocking) < len(hosts) {
+		c.readBlockingAllocs(ctx, s, v, hosts)
+		return
+	}
 	for _, h := range hosts {
 		id := s.hosts[h].node.ID
 		allocs, _, err := c.opt.Nodes.Allocations(id, (&api.QueryOptions{}).WithContext(ctx))
@@ -165,6 +177,33 @@ func (c *Coordinator) readBlockingJobs(ctx context.Context, s *snapshot, v *work
 			out = append(out, workload.Alloc{Job: workload.JobKey{Namespace: a.Namespace, ID: a.JobID}, Terminal: allocTerminalStatus(a)})
 		}
 		v.allocs[h] = out
+	}
+}
+
+// readBlockingAllocs reads the allocations of each blocking job, when there
+// are fewer of them than queued hosts, and files them by node.
+func (c *Coordinator) readBlockingAllocs(ctx context.Context, s *snapshot, v *workloadView, hosts []string) {
+	byNode := map[string]string{}
+	for _, h := range hosts {
+		byNode[s.hosts[h].node.ID] = h
+		v.allocs[h] = nil
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(v.blocking), func(a, b workload.JobKey) int { return strings.Compare(a.String(), b.String()) }) {
+		q := (&api.QueryOptions{Namespace: k.Namespace}).WithContext(ctx)
+		stubs, _, err := c.opt.WorkloadsAPI.JobAllocations(k.ID, q)
+		if err != nil {
+			err = fmt.Errorf("allocations of job %s: %w", k, err)
+			for _, h := range hosts {
+				v.allocErr[h] = err
+			}
+			return
+		}
+		for _, a := range stubs {
+			if h, ok := byNode[a.NodeID]; ok {
+				v.allocs[h] = append(v.allocs[h], workload.Alloc{Job: k, Terminal: allocTerminalStatus(&api.Allocation{
+					DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus})})
+			}
+		}
 	}
 }
 

@@ -65,6 +65,20 @@ func (f *fakeWorkloads) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation,
 	return out, &api.QueryMeta{}, f.fail
 }
 
+func (f *fakeWorkloads) JobAllocations(jobID string, q *api.QueryOptions) ([]*api.AllocationListStub, *api.QueryMeta, error) {
+	f.calls = append(f.calls, "job allocs "+q.Namespace+"/"+jobID)
+	var out []*api.AllocationListStub
+	for node, allocs := range f.allocs {
+		for _, a := range allocs {
+			if a.JobID == jobID && a.Namespace == q.Namespace {
+				out = append(out, &api.AllocationListStub{NodeID: node, JobID: a.JobID, Namespace: a.Namespace,
+					DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus})
+			}
+		}
+	}
+	return out, &api.QueryMeta{}, f.fail
+}
+
 // Allocations implements the part of NodesAPI the blockers use.
 func (f *fakeWorkloads) Allocations(nodeID string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
 	f.calls = append(f.calls, "allocs "+nodeID)
@@ -121,6 +135,24 @@ func TestWorkloadBlockers(t *testing.T) {
 				allocs: map[string][]*api.Allocation{"node-a": {running("backup"), running("web")}, "node-b": {running("web")}}},
 			wait:     map[string]string{"a": "runs allocations of job backup (workloads.job_filter)"},
 			admitted: []string{"b"},
+		},
+		{
+			name: "one blocking job: its allocations are read, not each node's",
+			set:  workload.Settings{JobFilter: `Meta.rollboot_block == "true"`},
+			f: &fakeWorkloads{jobs: []*api.Job{testJob("default", "backup", "default", block)},
+				allocs: map[string][]*api.Allocation{"node-b": {running("backup")}}},
+			wait:     map[string]string{"b": "runs allocations of job backup"},
+			admitted: []string{"a"},
+			calls:    2, // the job list, the job's allocations
+		},
+		{
+			name: "as many blocking jobs as hosts: each node's allocations are read",
+			set:  workload.Settings{JobFilter: `Meta.rollboot_block == "true"`},
+			f: &fakeWorkloads{jobs: []*api.Job{testJob("default", "backup", "default", block), testJob("default", "nightly", "default", block)},
+				allocs: map[string][]*api.Allocation{"node-a": {running("nightly"), running("backup")}, "node-b": {running("web")}}},
+			wait:     map[string]string{"a": "runs allocations of jobs backup, nightly (workloads.job_filter)"},
+			admitted: []string{"b"},
+			calls:    3, // the job list, two nodes' allocations
 		},
 		{
 			name: "a finished blocking allocation does not hold",
