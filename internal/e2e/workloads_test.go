@@ -192,3 +192,26 @@ func TestBlockedEvalsHoldTheirPool(t *testing.T) {
 	c.within("the gpu host drained after the evaluation cleared", start, func() bool { return c.plans()[gpu].Phase != store.PhasePending })
 	c.waitFor("the gpu host rebooted", 60*time.Second, c.rebootedAll([]string{gpu}))
 }
+
+// A workload blocker that cannot read Nomad holds (fail closed), with the error
+// as the reason, and lets the host go once the read works again.
+func TestWorkloadReadFailureHolds(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 1, coordinators: 1, resync: productionResync, acl: true})
+	c.start()
+	host := c.clients()[0]
+	c.waitFor("the agent to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 1 })
+	if err := c.sim.InjectFault(nomadsim.Fault{PathPrefix: "/v1/evaluations", ErrorRate: 1, Status: 500}); err != nil {
+		t.Fatal(err)
+	}
+	c.needReboot(host)
+	c.waitFor("the host held by the failed read", 30*time.Second, func() bool {
+		return c.waitingFor(host, "cannot check the workload blockers: pool default: list the blocked evaluations:")
+	})
+	if p := c.plans()[host]; strings.Contains(p.Waiting, mgmtToken(c.sim)) {
+		t.Errorf("the reason shows the token: %q", p.Waiting)
+	}
+	start := time.Now()
+	c.sim.ClearFaults()
+	c.within("the host drained once the read works", start, func() bool { return c.plans()[host].Phase != store.PhasePending })
+}
