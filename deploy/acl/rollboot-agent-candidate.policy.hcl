@@ -16,7 +16,7 @@
 #
 # Written for the default state prefix "rollboot" in namespace "default". For
 # another state.prefix, replace "rollboot/" in the path; for another
-# nomad.namespace, rename the `namespace "default"` block (keep its read-job).
+# nomad.namespace, rename the `namespace "default"` block (keep its list-jobs and read-job).
 
 # Agent: GET /v1/agent/self (client node ID, server role).
 agent {
@@ -32,14 +32,16 @@ node {
 }
 
 # Coordinator: GET /v1/node/<id>/allocations only returns allocations of
-# namespaces with read-job; system jobs may be in any namespace.
+# namespaces with read-job; system jobs may be in any namespace. The workload
+# blockers list jobs (list-jobs), deployments and evaluations (read-job) with
+# ?namespace=*.
 namespace "*" {
-  capabilities = ["read-job"]
+  capabilities = ["list-jobs", "read-job"]
 }
 
 namespace "default" {
   # Repeated: the exact namespace rule replaces the "*" rule here.
-  capabilities = ["read-job"]
+  capabilities = ["list-jobs", "read-job"]
 
   variables {
     # Agent:       read + write rollboot/hosts/<host>, read (blocking)

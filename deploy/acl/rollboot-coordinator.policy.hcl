@@ -7,7 +7,7 @@
 #
 # Written for the default state prefix "rollboot" in namespace "default". For
 # another state.prefix, replace "rollboot/" in the path; for another
-# nomad.namespace, rename the `namespace "default"` block (keep its read-job).
+# nomad.namespace, rename the `namespace "default"` block (keep its list-jobs and read-job).
 
 # node:write (includes node:read):
 #   GET  /v1/nodes, also with ?filter=<group filter> and as a blocking watch   (read)
@@ -24,15 +24,18 @@ node {
 # read-job in every namespace: GET /v1/node/<id>/allocations silently drops the
 # allocations of namespaces where the token lacks read-job, and system jobs
 # (which must be running again before a node is made eligible) may live in any
-# namespace. Nothing else: no job submission, no logs.
+# namespace. The workload blockers (policy block workloads) read, with
+# ?namespace=*: GET /v1/jobs?filter= (list-jobs), GET /v1/deployments and
+# GET /v1/evaluations?filter= (read-job). Nothing else: no job submission, no
+# logs.
 namespace "*" {
-  capabilities = ["read-job"]
+  capabilities = ["list-jobs", "read-job"]
 }
 
 # An exact namespace rule replaces the "*" rule for that namespace (Nomad takes
-# the exact match, not the union), so read-job is repeated here.
+# the exact match, not the union), so list-jobs and read-job are repeated here.
 namespace "default" {
-  capabilities = ["read-job"]
+  capabilities = ["list-jobs", "read-job"]
 
   variables {
     # read/list: GET /v1/vars?prefix=rollboot/hosts/ (blocking watch) and

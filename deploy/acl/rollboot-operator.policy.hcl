@@ -25,10 +25,20 @@ operator {
   policy = "read"
 }
 
+# `rollboot plan`: the workload blockers (policy block workloads) as the
+# coordinator reads them, with ?namespace=*: GET /v1/jobs?filter= (list-jobs),
+# GET /v1/deployments, GET /v1/evaluations?filter= and the allocations of a
+# waiting host's node (read-job).
+namespace "*" {
+  capabilities = ["list-jobs", "read-job"]
+}
+
+# An exact namespace rule replaces the "*" rule for that namespace, so the
+# capabilities above are repeated here.
 namespace "default" {
   # `rollboot status`: GET /v1/job/<coordinator.agent_job>/allocations (which
   # hosts lost their agent). In the namespace the agent job runs in.
-  capabilities = ["read-job"]
+  capabilities = ["list-jobs", "read-job"]
 
   variables {
     # `rollboot status`: GET /v1/vars?prefix=rollboot/hosts/ and

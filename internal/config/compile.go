@@ -49,6 +49,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.fleetlock()
 	v.telemetry()
 	messages := v.notify()
+	v.workloads()
 	p := v.policy()
 	alerts := v.alerts()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)

@@ -35,6 +35,8 @@ type Config struct {
 	Windows []WindowConfig
 	// Alerts: no new drain starts while alerts fire (policy).
 	Alerts AlertsConfig
+	// Workloads are the workload blockers (policy block workloads).
+	Workloads WorkloadsConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -261,9 +263,10 @@ func Default() *Config {
 			ClientCertID:     "san_or_cn",
 			RecordGrace:      time.Hour,
 		},
-		Notify: defaultNotify(),
-		Alerts: defaultAlerts(),
-		pos:    map[string]hcl.Range{},
+		Notify:    defaultNotify(),
+		Alerts:    defaultAlerts(),
+		Workloads: defaultWorkloads(),
+		pos:       map[string]hcl.Range{},
 	}
 }
 

@@ -69,6 +69,10 @@ func admit(r admitRules, s *snapshot) admission {
 	queue, settling, settled := settle(r, s, queue)
 	maps.Copy(out.wait, settling)
 	out.settled = settled
+	queue, held := workloadHolds(s, queue)
+	if maps.Copy(out.wait, held); len(held) > 0 {
+		out.settled = sooner(out.settled, s.now.Add(workloadRecheck)) // workloads.go
+	}
 	spare := spareCandidates(s)
 	outServers := serversOut(s)
 	sealed := sealedVaults(s)

@@ -105,6 +105,11 @@ type Options struct {
 	// a URL. AlertReader reads them (nil: over HTTP).
 	Alerts      alertgate.Rules
 	AlertReader AlertReader
+	// Workloads are the workload blockers' settings (a stored policy's
+	// replace them), and WorkloadsAPI what they read; nil: none is checked
+	// (workloads.go).
+	Workloads    WorkloadSettings
+	WorkloadsAPI WorkloadsAPI
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.

@@ -43,6 +43,9 @@ type snapshot struct {
 	// alerts: what the alerts mean for new drains; nil when not read (the
 	// gate is off, or no host waits to start).
 	alerts *alertgate.Verdict
+	// workloads: what the workload blockers read (workloads.go); nil when
+	// nothing was read.
+	workloads *workloadView
 }
 
 // hostView is what a pass knows of one host.
@@ -83,6 +86,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
 	c.readAlerts(ctx, s)
+	c.readWorkloads(ctx, s)
 	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
 	c.mu.Unlock()

@@ -47,6 +47,7 @@ type Rules struct {
 	ServerStableFor      time.Duration
 	HoldOnDeniedHandOver bool
 	Alerts               alertgate.Rules
+	Workloads            WorkloadSettings
 }
 
 // InvalidPolicyError is a stored policy that cannot be used: unreadable,
@@ -81,6 +82,7 @@ func (c *Coordinator) setRules(r Rules) {
 	c.opt.Groups, c.opt.DefaultGroup, c.opt.Timing = r.Groups, r.DefaultGroup, r.Timing
 	c.opt.HistorySize, c.opt.ServerStableFor, c.opt.HoldOnDeniedHandOver = r.HistorySize, r.ServerStableFor, r.HoldOnDeniedHandOver
 	c.opt.Alerts = r.Alerts
+	c.opt.Workloads = r.Workloads
 	if c.opt.DefaultGroup.Name == "" {
 		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
 	}

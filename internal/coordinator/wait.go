@@ -40,6 +40,10 @@ const (
 	WaitSettle          // Detail: the group, until when and after which host
 	WaitAlerts          // Detail: the alerts' names (alertgate.Verdict.Names)
 	WaitAlertsUnknown   // Detail: which source could not be read, and why
+	WaitBlockingJob     // Detail: "job <job>" or "jobs <job>, <job>" (workloads.job_filter)
+	WaitDeployment      // Detail: workload.PoolHold's reason
+	WaitBlockedEvals    // Detail: workload.PoolHold's reason
+	WaitWorkloadUnknown // Detail: the read that failed
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -91,6 +95,10 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitSettle:          {"settle", "settling: %s"},
 	WaitAlerts:          {"alerts", "no new drain starts while alerts fire: %s"},
 	WaitAlertsUnknown:   {"alerts_unknown", "no new drain starts: cannot tell whether alerts fire: %s"},
+	WaitBlockingJob:     {"blocking_job", "runs allocations of %s (workloads.job_filter)"},
+	WaitDeployment:      {"deployment", "%s"},
+	WaitBlockedEvals:    {"blocked_evals", "%s"},
+	WaitWorkloadUnknown: {"workload_unknown", "cannot check the workload blockers: %s"},
 	WaitNodeNotFound:    {"node_not_found", "node not found"},
 	WaitDrainStarting:   {"drain_starting", "starting the drain"},
 	WaitDraining:        {"draining", "draining"},

@@ -74,6 +74,8 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 		Log:                  log.With("component", "coordinator"),
 		Policy:               &storedPolicy{st: st, local: cfg},
 		Identity:             identity(cfg),
+		Workloads:            r.Workloads,
+		WorkloadsAPI:         coordinator.NomadWorkloads{Client: c},
 	}
 }
 

@@ -110,6 +110,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		ServerStableFor:      cfg.Coordinator.ServerStableFor,
 		HoldOnDeniedHandOver: cfg.HoldOnDeniedHandOver,
 		Alerts:               cfg.AlertGate,
+		Workloads:            cfg.Workloads.Settings(),
 	}
 }
 

@@ -128,7 +128,10 @@ var checks = []check{
 	{"node:read (/v1/nodes, the agent's own node)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "agent,coordinator,candidate,operator"},
 	{"node:write (drain, eligibility)", func(t *nomadsim.Token) bool { return t.AllowNode(true) }, "coordinator,candidate"},
 	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "agent,coordinator,candidate,operator"},
-	{"read-job in another namespace (system jobs anywhere)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "agent,coordinator,candidate"},
+	{"read-job in another namespace (system jobs anywhere, workload blockers)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "agent,coordinator,candidate,operator"},
+	// Workload blockers (coordinator, and `rollboot plan`): GET /v1/jobs?namespace=*.
+	{"list-jobs in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "list-jobs") }, "coordinator,candidate,operator"},
+	{"list-jobs in another namespace", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "list-jobs") }, "coordinator,candidate,operator"},
 	{"submit-job in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "submit-job") }, ""},
 	{"read-logs in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-logs") }, ""},
 	{"alloc-lifecycle in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "alloc-lifecycle") }, ""},

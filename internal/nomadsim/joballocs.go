@@ -12,6 +12,7 @@ import (
 // registerJobRoutes serves the job endpoints the emulator models.
 func (s *Sim) registerJobRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/job/", methods(s.handleJobSpecific, http.MethodGet))
+	s.registerWorkloadRoutes(mux) // workloads_http.go
 }
 
 func (s *Sim) handleJobSpecific(w http.ResponseWriter, r *http.Request) {

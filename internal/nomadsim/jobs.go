@@ -30,6 +30,11 @@ type JobSpec struct {
 	// heartbeats, it goes disconnected instead of down and the allocations become
 	// unknown until the node is back (heartbeat.go). System jobs only. 0: none.
 	DisconnectLostAfter time.Duration `json:"disconnect_lost_after,omitempty"`
+	// Meta is the job's meta block (Job.Meta), which job list filters see.
+	Meta map[string]string `json:"meta,omitempty"`
+	// Update: the job has an update block, so each version gets a deployment
+	// (deployments.go). Service jobs only.
+	Update bool `json:"update,omitempty"`
 }
 
 // GroupSpec is a task group.
@@ -181,6 +186,10 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		// reconcile), which the emulator does not model.
 		return fmt.Errorf("job %s: disconnect_lost_after is modelled for system jobs only", spec.ID)
 	}
+	if spec.Update && spec.Type != api.JobTypeService {
+		return fmt.Errorf("job %s: update (a deployment) is modelled for service jobs only", spec.ID)
+	}
+	spec.Meta = maps.Clone(spec.Meta)
 	spec.Groups = slices.Clone(spec.Groups)
 	if len(spec.Groups) == 0 {
 		spec.Groups = []GroupSpec{{Name: spec.ID, Count: 1}}
@@ -236,6 +245,7 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		CreateIndex:    pointerOf(idx),
 		ModifyIndex:    pointerOf(idx),
 		JobModifyIndex: pointerOf(idx),
+		Meta:           spec.Meta,
 	}
 	for _, g := range spec.Groups {
 		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count)}
@@ -254,8 +264,10 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		}
 		job.TaskGroups = append(job.TaskGroups, tg)
 	}
-	s.cluster.jobs[key] = &simJob{spec: spec, job: job}
+	sj := &simJob{spec: spec, job: job}
+	s.cluster.jobs[key] = sj
 	s.cluster.jobOrder = append(s.cluster.jobOrder, key)
+	s.cluster.wl.registeredLocked(s, sj, idx)
 	s.cluster.scheduleLocked(s, time.Now())
 	return nil
 }
@@ -480,6 +492,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 				c.placeLocked(s, j, g.Name, n, best, p, now)
 				load[best.node.ID]++
 			}
+			c.wl.unplacedLocked(s, j, g.Name, need) // evals.go
 		}
 	}
 }
@@ -536,6 +549,7 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 	}
 	sa := &simAlloc{a: a, job: j, nameIdx: n, startAt: now.Add(s.cfg.MigrateTime)}
 	sa.healthDeadline = now.Add(sa.healthyDeadline(s))
+	c.wl.placedLocked(sa) // deployments.go
 	c.allocs[a.ID] = sa
 	c.allocOrder = append(c.allocOrder, a.ID)
 	c.allocsIndex = idx

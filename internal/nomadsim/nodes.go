@@ -45,6 +45,8 @@ type clusterState struct {
 	byHost []*simNode
 
 	drainRound uint64 // drainer rounds so far (drain.go)
+
+	wl workloadState // deployments and blocked evaluations (deployments.go, evals.go)
 }
 
 // simNode is a node and the emulator's own bookkeeping for it.
@@ -62,6 +64,7 @@ func (c *clusterState) init() {
 	c.jobs = map[jobKey]*simJob{}
 	c.allocs = map[string]*simAlloc{}
 	c.rebootGen = map[string]int{}
+	c.wl.init()
 }
 
 // start runs the cluster loop: client alloc updates, the scheduler and the drainer.
@@ -81,6 +84,7 @@ func (c *clusterState) tickLocked(s *Sim, now time.Time) {
 	c.clientUpdatesLocked(s, now)
 	c.drainLocked(s, now)
 	c.scheduleLocked(s, now)
+	c.wl.watchDeploymentsLocked(s)
 }
 
 // writeLocked returns the index of the current write batch, starting a new Raft
