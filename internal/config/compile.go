@@ -46,6 +46,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.fleetlock()
 	v.telemetry()
 	messages := v.notify()
+	v.capacity()
 	p := v.policy()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {

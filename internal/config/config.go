@@ -33,6 +33,8 @@ type Config struct {
 	Groups []GroupConfig
 	// Windows are the maintenance windows, referred to by name from groups.
 	Windows []WindowConfig
+	// Capacity is the capacity gate of admission (policy).
+	Capacity CapacityConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -250,6 +252,7 @@ func Default() *Config {
 			RetryBackoff:    5 * time.Minute,
 			RetryMaxBackoff: time.Hour,
 		},
+		Capacity: CapacityConfig{Enabled: true, Headroom: "0%"},
 		FleetLock: FleetLockConfig{
 			Listen:           "127.0.0.1:7777",
 			MaxBodyBytes:     64 << 10,

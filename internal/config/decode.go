@@ -147,7 +147,7 @@ func rangeString(r hcl.Range) string {
 func (d *decoder) root(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"},
+			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"}, {Type: "capacity"},
 			{Type: "group", LabelNames: []string{"name"}},
 			{Type: "window", LabelNames: []string{"name"}},
 		},
@@ -185,6 +185,9 @@ func (d *decoder) root(body hcl.Body) {
 	}
 	if b := d.single(blocks, "notify"); b != nil {
 		d.notify(b.Body)
+	}
+	if b := d.single(blocks, "capacity"); b != nil {
+		d.capacity(b.Body)
 	}
 	for _, b := range blocks {
 		switch b.Type {

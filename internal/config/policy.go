@@ -26,7 +26,7 @@ const (
 
 // policyBlocks are the top-level blocks of a policy file; every other block
 // (but coordinator, shared) is local.
-var policyBlocks = map[string]bool{"group": true, "window": true, "drain": true}
+var policyBlocks = map[string]bool{"group": true, "window": true, "drain": true, "capacity": true}
 
 // policyCoordinatorAttr are the attributes of the coordinator block that belong
 // to the policy; the others are local.
@@ -129,6 +129,7 @@ func (cc *Compiled) With(r *Rules) *Compiled {
 	co.RejoinTimeout, co.ServerStableFor, co.LeaderTransferDenied = pco.RejoinTimeout, pco.ServerStableFor, pco.LeaderTransferDenied
 	co.RebootLoopBackoff, co.RebootLoopMaxBackoff, co.HistorySize = pco.RebootLoopBackoff, pco.RebootLoopMaxBackoff, pco.HistorySize
 	out.Policy, out.ForceDrains, out.HoldOnDeniedHandOver = p.Policy, p.ForceDrains, p.HoldOnDeniedHandOver
+	out.Capacity = p.Capacity
 	return &out
 }
 

@@ -96,6 +96,10 @@ func admit(r admitRules, s *snapshot) admission {
 			out.wait[req.Host] = why
 			continue
 		}
+		if why := capacityGate(s, req.Host, out.admitted); !why.IsZero() {
+			out.wait[req.Host] = why
+			continue
+		}
 		if candidate {
 			spare--
 		}

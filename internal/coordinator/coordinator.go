@@ -100,6 +100,9 @@ type Options struct {
 	// NodeMeta, when set, publishes each host's state as dynamic node
 	// metadata while this coordinator leads (nodemeta.go).
 	NodeMeta MetaPublisher
+	// Capacity configures the capacity gate (capacity.go); the stored policy's
+	// replaces it.
+	Capacity CapacityGate
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -124,6 +127,8 @@ type Coordinator struct {
 	// nodeCache: the node list as the watch last read it, and the nodes'
 	// groups (nodes.go).
 	nodeCache nodeCache
+	// capacityCache: each node's capacity, for the capacity gate (capacity.go).
+	capacityCache capacityCache
 	// hostsCache: the host records while the host watch sees no change
 	// (hostscache.go).
 	hostsCache hostsCache

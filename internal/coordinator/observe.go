@@ -36,6 +36,9 @@ type snapshot struct {
 	// noHandOver: leadership hand-overs refused for lack of permission, by
 	// host/product, with the refusal.
 	noHandOver map[string]string
+	// capacity: what the capacity gate read; nil when it is off or nobody is
+	// queued (capacity.go).
+	capacity *capacityView
 }
 
 // hostView is what a pass knows of one host.
@@ -77,6 +80,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
 	c.mu.Unlock()
+	c.readCapacity(ctx, s)
 	return s, nil
 }
 

@@ -45,6 +45,7 @@ type Rules struct {
 	HistorySize          int
 	ServerStableFor      time.Duration
 	HoldOnDeniedHandOver bool
+	Capacity             CapacityGate
 }
 
 // InvalidPolicyError is a stored policy that cannot be used: unreadable,
@@ -78,6 +79,7 @@ type policyState struct {
 func (c *Coordinator) setRules(r Rules) {
 	c.opt.Groups, c.opt.DefaultGroup, c.opt.Timing = r.Groups, r.DefaultGroup, r.Timing
 	c.opt.HistorySize, c.opt.ServerStableFor, c.opt.HoldOnDeniedHandOver = r.HistorySize, r.ServerStableFor, r.HoldOnDeniedHandOver
+	c.opt.Capacity = r.Capacity
 	if c.opt.DefaultGroup.Name == "" {
 		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
 	}

@@ -38,6 +38,7 @@ const (
 	WaitHandOverRefused // Detail: the refusal
 	WaitPolicyInvalid   // Detail: why the stored policy cannot be used
 	WaitSettle          // Detail: the group, until when and after which host
+	WaitCapacity        // Detail: package capacity's reason, or why it cannot tell
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -87,6 +88,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitHandOverRefused: {"hand_over_refused", "leadership hand-over refused (policy: hold): %s"},
 	WaitPolicyInvalid:   {"policy_invalid", "no new reboot starts: %s"},
 	WaitSettle:          {"settle", "settling: %s"},
+	WaitCapacity:        {"capacity", "capacity: %s"},
 	WaitNodeNotFound:    {"node_not_found", "node not found"},
 	WaitDrainStarting:   {"drain_starting", "starting the drain"},
 	WaitDraining:        {"draining", "draining"},

@@ -66,6 +66,7 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 		Clusters:             clusters,
 		ServerStableFor:      r.ServerStableFor,
 		HoldOnDeniedHandOver: r.HoldOnDeniedHandOver,
+		Capacity:             r.Capacity,
 		Resync:               cfg.Coordinator.ResyncInterval,
 		Jobs:                 agentJobs(cfg, c),
 		AgentJob:             cfg.Coordinator.AgentJob,

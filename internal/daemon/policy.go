@@ -109,6 +109,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		HistorySize:          cfg.Coordinator.HistorySize,
 		ServerStableFor:      cfg.Coordinator.ServerStableFor,
 		HoldOnDeniedHandOver: cfg.HoldOnDeniedHandOver,
+		Capacity:             coordinator.CapacityGate{Enabled: cfg.Capacity.Enabled, Headroom: float64(cfg.Capacity.HeadroomPercent()) / 100},
 	}
 }
 
