@@ -112,7 +112,7 @@ func TestCapacityGate(t *testing.T) {
 		{name: "a read fails: held with the error", concurrency: 1, failAlloc: "node-a",
 			wantWait: map[string]string{"a": "capacity: cannot tell: read the allocations of node node-a: injected failure"}},
 		{name: "off: nothing read", off: true, concurrency: 1,
-			allocs:    map[string][]*api.Allocation{"node-a": {capAlloc("web.web[0]", "service", 1 << 20)}},
+			allocs:    map[string][]*api.Allocation{"node-a": {capAlloc("web.web[0]", "service", 1<<20)}},
 			wantAdmit: []string{"a"}, wantWait: map[string]string{}, maxReads: -1},
 	}
 	for _, tt := range tests {
