@@ -73,6 +73,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 			s.plans[name] = d.Plan
 		}
 	}
+	c.readCapacity(ctx, s) // again: for the hosts made pending above
 	rules := c.admitRules()
 	adm := admit(rules, s)
 	c.readGrantJobs(ctx, s, adm) // a read: whether the agent runs on an admitted host's node
