@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/capacity"
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 // The capacity gate: a host is admitted only if the allocations its drain would
@@ -47,7 +48,7 @@ type capacityView struct {
 	// every one of them.
 	candidates map[string][]string
 	pool       map[string]string // node ID -> node pool, of the candidates
-	// out: the nodes out or going out (draining, out for rollboot), whose
+	// out: the nodes draining or on their way out for rollboot, whose
 	// allocations need room.
 	out []string
 	// allocs: the allocations read, by node ID; nodes: the candidates read.
@@ -100,10 +101,16 @@ func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot) {
 func newCapacityView(s *snapshot, headroom float64) *capacityView {
 	v := &capacityView{headroom: headroom, candidates: map[string][]string{}, pool: map[string]string{},
 		allocs: map[string][]*api.Allocation{}, nodes: map[string]capacity.Node{}, read: map[string]int{}}
+	// A host on its way out whose drain the node list does not show yet counts
+	// as draining. A rejoining one does not: eligible again, it takes
+	// allocations, which will not move.
 	out := map[string]bool{}
 	for _, name := range s.names {
-		if hv := s.hosts[name]; hv.node != nil && s.plans[name].Active() {
-			out[hv.node.ID] = true
+		switch s.plans[name].Phase {
+		case store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting:
+			if hv := s.hosts[name]; hv.node != nil {
+				out[hv.node.ID] = true
+			}
 		}
 	}
 	ids := make([]string, 0, len(s.nodes))

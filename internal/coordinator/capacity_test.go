@@ -62,7 +62,8 @@ func TestCapacityGate(t *testing.T) {
 		headroom    float64
 		concurrency int
 		allocs      map[string][]*api.Allocation
-		draining    string // a node already draining
+		draining    string            // a node already draining
+		phases      map[string]string // the phases of idle hosts' plans
 		failAlloc   string
 		wantAdmit   []string
 		wantWait    map[string]string
@@ -91,6 +92,29 @@ func TestCapacityGate(t *testing.T) {
 				"node-j": {capAlloc("x.x[7]", "service", 6144)},
 			},
 			wantWait: map[string]string{"a": "capacity: pool default: needs 18 GiB memory, 9 GiB free"}},
+		{name: "a host draining whose drain the node list does not show yet", concurrency: 2,
+			phases: map[string]string{"c": store.PhaseDraining},
+			allocs: map[string][]*api.Allocation{
+				"node-a": {capAlloc("web.web[0]", "service", 4096)},
+				"node-c": {capAlloc("big.big[0]", "service", 4096)},
+				"node-d": {capAlloc("x.x[1]", "service", 7168)}, "node-e": {capAlloc("x.x[2]", "service", 7168)},
+				"node-f": {capAlloc("x.x[3]", "service", 7168)}, "node-g": {capAlloc("x.x[4]", "service", 7168)},
+				"node-h": {capAlloc("x.x[5]", "service", 7168)}, "node-i": {capAlloc("x.x[6]", "service", 7168)},
+				"node-j": {capAlloc("x.x[7]", "service", 7168)},
+			},
+			wantWait: map[string]string{"a": "capacity: pool default: needs 8 GiB memory, 7 GiB free"}},
+		{name: "a rejoining host's new allocations do not move, and it takes more", concurrency: 2,
+			phases: map[string]string{"c": store.PhaseRejoining},
+			allocs: map[string][]*api.Allocation{
+				"node-a": {capAlloc("web.web[0]", "service", 6144)},
+				"node-b": {capAlloc("y.y[0]", "service", 7168)},
+				"node-c": {capAlloc("big.big[0]", "service", 1024)},
+				"node-d": {capAlloc("x.x[1]", "service", 7168)}, "node-e": {capAlloc("x.x[2]", "service", 7168)},
+				"node-f": {capAlloc("x.x[3]", "service", 7168)}, "node-g": {capAlloc("x.x[4]", "service", 7168)},
+				"node-h": {capAlloc("x.x[5]", "service", 7168)}, "node-i": {capAlloc("x.x[6]", "service", 7168)},
+				"node-j": {capAlloc("x.x[7]", "service", 7168)},
+			},
+			wantAdmit: []string{"a"}, wantWait: map[string]string{}},
 		{name: "system allocations do not move", concurrency: 1,
 			allocs: map[string][]*api.Allocation{
 				"node-a": {capAlloc("exporter.exporter[0]", "system", 7168)},
@@ -119,7 +143,7 @@ func TestCapacityGate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			hosts := []testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending, at: 1}}
 			for _, h := range idle {
-				hosts = append(hosts, testHost{name: h})
+				hosts = append(hosts, testHost{name: h, phase: tt.phases[h]})
 			}
 			s := admitSnapshot(hosts, func(s *snapshot) {
 				for _, n := range s.nodes {
