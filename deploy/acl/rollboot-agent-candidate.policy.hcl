@@ -32,7 +32,8 @@ node {
 }
 
 # Coordinator: GET /v1/node/<id>/allocations only returns allocations of
-# namespaces with read-job; system jobs may be in any namespace.
+# namespaces with read-job; system jobs, and the allocations the capacity gate
+# counts, may be in any namespace.
 namespace "*" {
   capabilities = ["read-job"]
 }
