@@ -69,6 +69,20 @@ type capacityCache struct {
 	nodes map[string]cachedCapacity
 }
 
+// prune forgets the nodes that are gone.
+func (cc *capacityCache) prune(nodes map[string]*api.NodeListStub) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if len(cc.nodes) <= len(nodes) {
+		return
+	}
+	for id := range cc.nodes {
+		if nodes[id] == nil {
+			delete(cc.nodes, id)
+		}
+	}
+}
+
 type cachedCapacity struct {
 	modifyIndex uint64
 	node        capacity.Node
@@ -82,6 +96,7 @@ func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot) {
 	}
 	v := newCapacityView(s, c.opt.Capacity.Headroom)
 	s.capacity = v
+	c.capacityCache.prune(s.nodes)
 	r := c.admitRules()
 	for range maxCapacityRounds {
 		v.wantAllocs, v.wantPools = map[string]bool{}, map[string]bool{}

@@ -224,3 +224,13 @@ func TestCapacityNodeCache(t *testing.T) {
 		t.Errorf("reads %v, want %v", nodes.reads, want)
 	}
 }
+
+// The nodes gone from the cluster are forgotten.
+func TestCapacityCachePrune(t *testing.T) {
+	var cc capacityCache
+	cc.nodes = map[string]cachedCapacity{"n1": {}, "n2": {}}
+	cc.prune(map[string]*api.NodeListStub{"n1": {}})
+	if _, ok := cc.nodes["n2"]; ok || len(cc.nodes) != 1 {
+		t.Errorf("cache after prune: %v", cc.nodes)
+	}
+}
