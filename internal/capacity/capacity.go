@@ -5,7 +5,7 @@
 //
 // The estimate follows how Nomad's scheduler counts a node's room (nomad/structs
 // funcs.go AllocsFit: the node's resources less its reserved resources, less the
-// resources of the allocations on it that are not terminal) and places the
+// resources of the allocations on it that its client has not stopped) and places the
 // allocations first-fit decreasing over the candidate nodes, each in its job's
 // node pool and datacenters. Bin packing by first-fit decreasing can fail where
 // the scheduler would succeed, rarely; the other way round it sees no spread,

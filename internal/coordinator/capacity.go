@@ -197,8 +197,8 @@ func (c *Coordinator) capacityAllocs(ctx context.Context, v *capacityView, nodeI
 }
 
 // capacityNode returns a node's capacity: its resources less its reserved
-// resources (nomad/structs funcs.go AllocsFit compares the allocations with
-// Node.ComparableResources less Node.ComparableReservedResources), and its
+// resources (nomad/structs/funcs.go AllocsFit compares the allocations with
+// NodeResources.Comparable less ReservedResources.Comparable), and its
 // healthy device instances.
 func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) (capacity.Node, error) {
 	cache := &c.capacityCache
@@ -239,13 +239,11 @@ func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) 
 	return out, nil
 }
 
-// allocGone reports whether an allocation uses no room: stopping or stopped
-// (structs.Allocation.TerminalStatus, as the scheduler filters a node's
-// proposed allocations).
+// allocGone reports whether an allocation uses no room: its client stopped it
+// (structs.Allocation.ClientTerminalStatus: AllocsFit and the scheduler's
+// proposed allocations, scheduler/feasible/context.go ProposedAllocs, count one
+// the scheduler stopped until its client reports it stopped).
 func allocGone(a *api.Allocation) bool {
-	if a.DesiredStatus != api.AllocDesiredStatusRun {
-		return true
-	}
 	switch a.ClientStatus {
 	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
 		return true
@@ -253,10 +251,11 @@ func allocGone(a *api.Allocation) bool {
 	return false
 }
 
-// moves reports whether a drain moves the allocation: running, and not of a
-// system or sysbatch job (they stay on their node until it is drained).
+// moves reports whether a drain moves the allocation: meant to run, not stopped
+// by its client, and not of a system or sysbatch job (they stay on their node
+// until it is drained). One being stopped already has its replacement.
 func moves(a *api.Allocation) bool {
-	if allocGone(a) {
+	if allocGone(a) || a.DesiredStatus != api.AllocDesiredStatusRun {
 		return false
 	}
 	if a.Job != nil && a.Job.Type != nil && (*a.Job.Type == api.JobTypeSystem || *a.Job.Type == api.JobTypeSysbatch) {

@@ -52,6 +52,15 @@ func capAlloc(name, typ string, memMB int64) *api.Allocation {
 
 func pointerTo[T any](v T) *T { return &v }
 
+// stopping: the scheduler stopped it, its client still runs it.
+func stopping(a *api.Allocation) *api.Allocation { a.DesiredStatus = "stop"; return a }
+
+// stopped: its client reported it complete.
+func stopped(a *api.Allocation) *api.Allocation {
+	a.DesiredStatus, a.ClientStatus = "stop", "complete"
+	return a
+}
+
 func TestCapacityGate(t *testing.T) {
 	// Nodes node-a and node-b are pending; node-c .. node-j idle candidates
 	// (7 GiB free each unless their allocations say otherwise).
@@ -115,6 +124,16 @@ func TestCapacityGate(t *testing.T) {
 				"node-j": {capAlloc("x.x[7]", "service", 7168)},
 			},
 			wantAdmit: []string{"a"}, wantWait: map[string]string{}},
+		{name: "a stopping allocation keeps its room until its client stopped it, and does not move", concurrency: 1,
+			allocs: map[string][]*api.Allocation{
+				"node-a": {stopping(capAlloc("old.old[0]", "service", 7168)), capAlloc("web.web[0]", "service", 2048)},
+				"node-b": {stopping(capAlloc("old.old[1]", "service", 6144)), stopped(capAlloc("old.old[2]", "service", 1024))},
+				"node-c": {capAlloc("x.x[0]", "service", 7168)}, "node-d": {capAlloc("x.x[1]", "service", 7168)},
+				"node-e": {capAlloc("x.x[2]", "service", 7168)}, "node-f": {capAlloc("x.x[3]", "service", 7168)},
+				"node-g": {capAlloc("x.x[4]", "service", 7168)}, "node-h": {capAlloc("x.x[5]", "service", 7168)},
+				"node-i": {capAlloc("x.x[6]", "service", 7168)}, "node-j": {capAlloc("x.x[7]", "service", 7168)},
+			},
+			wantWait: map[string]string{"a": "capacity: pool default: needs 2 GiB memory, 1 GiB free"}},
 		{name: "system allocations do not move", concurrency: 1,
 			allocs: map[string][]*api.Allocation{
 				"node-a": {capAlloc("exporter.exporter[0]", "system", 7168)},

@@ -12,11 +12,12 @@ import (
 // resources of its group (AllocatedResources, one task named after the group).
 // The scheduler places an allocation only on a node where it fits: the node's
 // resources less its reserved resources, less the resources of the allocations
-// on it that are not terminal (nomad/structs/funcs.go AllocsFit, over
-// structs.Node.ComparableResources and ComparableReservedResources; the
-// scheduler's proposed allocations leave out terminal ones, scheduler/context.go
-// ProposedAllocs). An allocation that fits nowhere stays unplaced, as Nomad's
-// would (with a blocked evaluation). Not modelled: disk, networks and ports,
+// on it that its client has not stopped (nomad/structs/funcs.go AllocsFit:
+// NodeResources.Comparable less ReservedResources.Comparable, against the sum of
+// the allocations that are not ClientTerminalStatus; the scheduler's proposed
+// allocations, scheduler/feasible/context.go ProposedAllocs, leave out the same).
+// An allocation that fits nowhere stays unplaced, as Nomad's would (with a
+// blocked evaluation). Not modelled: disk, networks and ports,
 // devices, cores, memory oversubscription, preemption.
 
 // Nomad's resources for a task without a resources block (api/resources.go
@@ -72,8 +73,8 @@ func allocatedResources(j *simJob, group string) *api.AllocatedResources {
 // counts it in one scheduling round.
 type room map[string][2]int64 // node ID -> free CPU, free memory
 
-// roomLocked computes every node's free resources from its allocations that are
-// not terminal.
+// roomLocked computes every node's free resources from its allocations that
+// its client has not stopped.
 func (c *clusterState) roomLocked() room {
 	r := room{}
 	for id, sn := range c.nodes {
@@ -88,7 +89,7 @@ func (c *clusterState) roomLocked() room {
 		r[id] = free
 	}
 	for _, sa := range c.allocs {
-		if allocTerminal(sa.a) {
+		if allocClientTerminal(sa.a) {
 			continue
 		}
 		if ar := sa.a.AllocatedResources; ar != nil {
