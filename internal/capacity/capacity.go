@@ -146,7 +146,9 @@ func (n Node) free(headroom float64) Resources {
 }
 
 // mayRunOn reports whether the allocation's job may be placed on n: its node
-// pool and its datacenters (scheduler/util.go readyNodesInDCsAndPool).
+// pool and its datacenters (scheduler/util.go readyNodesInDCsAndPool, with
+// structs.Node.IsInPool and IsInAnyDC). A job always has datacenters (["*"] by
+// default); none here means any.
 func (a Alloc) mayRunOn(n Node) bool {
 	if a.Pool != "" && a.Pool != "all" && a.Pool != n.Pool {
 		return false
@@ -158,7 +160,7 @@ func (a Alloc) mayRunOn(n Node) bool {
 }
 
 // globMatch matches s against a pattern where "*" stands for any run of
-// characters, as Nomad matches job datacenters (since 1.5).
+// characters, as Nomad matches job datacenters (IsInAnyDC, since 1.5).
 func globMatch(pattern, s string) bool {
 	parts := strings.Split(pattern, "*")
 	if len(parts) == 1 {
