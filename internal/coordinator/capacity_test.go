@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -251,5 +252,32 @@ func TestCapacityCachePrune(t *testing.T) {
 	cc.prune(map[string]*api.NodeListStub{"n1": {}})
 	if _, ok := cc.nodes["n2"]; ok || len(cc.nodes) != 1 {
 		t.Errorf("cache after prune: %v", cc.nodes)
+	}
+}
+
+// On a large cluster with room, a check reads the host's node and a couple of
+// others, not the pool: the candidates are read lazily, twice as many each
+// round, only until the allocations fit.
+func TestCapacityGateReadsFewAtScale(t *testing.T) {
+	hosts := []testHost{{name: "a", phase: store.PhasePending}}
+	for i := range 5000 {
+		hosts = append(hosts, testHost{name: fmt.Sprintf("n%04d", i)})
+	}
+	s := admitSnapshot(hosts, func(s *snapshot) {
+		for _, n := range s.nodes {
+			n.NodePool = "default"
+		}
+	})
+	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-a": {
+		capAlloc("web.web[0]", "service", 4096), capAlloc("web.web[1]", "service", 4096), capAlloc("db.db[0]", "service", 2048)}}}
+	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c.readCapacity(context.Background(), s)
+	if adm := admit(c.admitRules(), s); !adm.admitted["a"] {
+		t.Fatalf("a not admitted: %v", adm.wait["a"])
+	}
+	t.Logf("%d reads for 5001 nodes: %v", len(nodes.reads), nodes.reads)
+	if len(nodes.reads) > 9 {
+		t.Errorf("%d reads, want a handful", len(nodes.reads))
 	}
 }
