@@ -18,6 +18,13 @@ drain {
   on_timeout = "abort"
 }
 
+# Drain a node only when the other nodes of its allocations' pools have room for
+# them; keep a share of each node free with headroom.
+capacity {
+  enabled  = true
+  headroom = "0%"
+}
+
 # Every node, one host at a time, waiting two minutes after a host came back
 # before the next one starts.
 group "all" {

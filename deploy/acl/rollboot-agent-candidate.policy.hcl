@@ -32,9 +32,9 @@ node {
 }
 
 # Coordinator: GET /v1/node/<id>/allocations only returns allocations of
-# namespaces with read-job; system jobs may be in any namespace. The workload
-# blockers list jobs (list-jobs), deployments and evaluations (read-job) with
-# ?namespace=*.
+# namespaces with read-job; system jobs, and the allocations the capacity gate
+# counts, may be in any namespace. The workload blockers list jobs (list-jobs),
+# deployments and evaluations (read-job) with ?namespace=*.
 namespace "*" {
   capabilities = ["list-jobs", "read-job"]
 }

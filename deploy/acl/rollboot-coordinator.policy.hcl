@@ -11,7 +11,9 @@
 
 # node:write (includes node:read):
 #   GET  /v1/nodes, also with ?filter=<group filter> and as a blocking watch   (read)
-#   GET  /v1/node/<id>/allocations: system jobs back after the reboot          (read)
+#   GET  /v1/node/<id>/allocations: system jobs back after the reboot, and the
+#        capacity gate's count of what a drain moves and what runs elsewhere (read)
+#   GET  /v1/node/<id>: node events, and the capacity gate's node resources   (read)
 #   POST /v1/node/<id>/drain: start a drain, cancel it                         (write)
 #   POST /v1/node/<id>/eligibility: restore eligibility after the reboot       (write)
 #   GET  /v1/client/metadata?node_id=<id>: the node's dynamic metadata         (read)
@@ -24,9 +26,10 @@ node {
 # read-job in every namespace: GET /v1/node/<id>/allocations silently drops the
 # allocations of namespaces where the token lacks read-job, and system jobs
 # (which must be running again before a node is made eligible) may live in any
-# namespace. The workload blockers (policy block workloads) read, with
-# ?namespace=*: GET /v1/jobs?filter= (list-jobs), GET /v1/deployments and
-# GET /v1/evaluations?filter= (read-job). Nothing else: no job submission, no
+# namespace, as may the allocations the capacity gate counts (without read-job it
+# would see room that is taken). The workload blockers (policy block workloads)
+# read, with ?namespace=*: GET /v1/jobs?filter= (list-jobs), GET /v1/deployments
+# and GET /v1/evaluations?filter= (read-job). Nothing else: no job submission, no
 # logs.
 namespace "*" {
   capabilities = ["list-jobs", "read-job"]

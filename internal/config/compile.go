@@ -50,6 +50,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.telemetry()
 	messages := v.notify()
 	v.workloads()
+	v.capacity()
 	p := v.policy()
 	alerts := v.alerts()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)

@@ -37,6 +37,8 @@ type Config struct {
 	Alerts AlertsConfig
 	// Workloads are the workload blockers (policy block workloads).
 	Workloads WorkloadsConfig
+	// Capacity is the capacity gate of admission (policy).
+	Capacity CapacityConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -254,6 +256,7 @@ func Default() *Config {
 			RetryBackoff:    5 * time.Minute,
 			RetryMaxBackoff: time.Hour,
 		},
+		Capacity: CapacityConfig{Enabled: true, Headroom: "0%"},
 		FleetLock: FleetLockConfig{
 			Listen:           "127.0.0.1:7777",
 			MaxBodyBytes:     64 << 10,

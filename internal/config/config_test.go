@@ -171,6 +171,7 @@ func TestLoadFullExample(t *testing.T) {
 			Messages: map[string]string{"stuck": "{{.Host}} did not come back: {{.Error}}. When it is safe: rollboot release {{.Host}}"}},
 		Alerts:    defaultAlerts(),
 		Workloads: defaultWorkloads(),
+		Capacity:  CapacityConfig{Enabled: true, Headroom: "0%"},
 	}
 	got := c.Config
 	got.pos = nil

@@ -147,7 +147,7 @@ func rangeString(r hcl.Range) string {
 func (d *decoder) root(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"}, {Type: "alerts"}, {Type: "workloads"},
+			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"}, {Type: "alerts"}, {Type: "workloads"}, {Type: "capacity"},
 			{Type: "group", LabelNames: []string{"name"}},
 			{Type: "window", LabelNames: []string{"name"}},
 		},
@@ -191,6 +191,9 @@ func (d *decoder) root(body hcl.Body) {
 	}
 	if b := d.single(blocks, "workloads"); b != nil {
 		d.workloads(b.Body)
+	}
+	if b := d.single(blocks, "capacity"); b != nil {
+		d.capacity(b.Body)
 	}
 	for _, b := range blocks {
 		switch b.Type {

@@ -26,7 +26,7 @@ const (
 
 // policyBlocks are the top-level blocks of a policy file; every other block
 // (but coordinator, shared) is local.
-var policyBlocks = map[string]bool{"group": true, "window": true, "drain": true, "alerts": true, "workloads": true}
+var policyBlocks = map[string]bool{"group": true, "window": true, "drain": true, "alerts": true, "workloads": true, "capacity": true}
 
 // policyCoordinatorAttr are the attributes of the coordinator block that belong
 // to the policy; the others are local.
@@ -131,6 +131,7 @@ func (cc *Compiled) With(r *Rules) *Compiled {
 	out.Policy, out.ForceDrains, out.HoldOnDeniedHandOver = p.Policy, p.ForceDrains, p.HoldOnDeniedHandOver
 	out.Alerts, out.AlertGate = p.Alerts, p.AlertGate
 	out.Workloads = p.Workloads
+	out.Capacity = p.Capacity
 	return &out
 }
 

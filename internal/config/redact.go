@@ -47,7 +47,7 @@ func (c *Config) String() string {
 
 // policyString renders the policy settings in HCL, defaults included.
 func (c *Config) policyString() string {
-	blocks := []func(*hclwrite.Body){c.writeRollout, c.writeDrain, c.writeAlerts, c.writeWorkloads}
+	blocks := []func(*hclwrite.Body){c.writeRollout, c.writeDrain, c.writeAlerts, c.writeWorkloads, c.writeCapacity}
 	for _, g := range c.Groups {
 		blocks = append(blocks, func(root *hclwrite.Body) {
 			b := root.AppendNewBlock("group", []string{g.Name}).Body()

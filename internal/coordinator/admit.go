@@ -95,12 +95,19 @@ func admit(r admitRules, s *snapshot) admission {
 			out.wait[req.Host] = why
 			return false
 		}
+		// The hosts accepted before this one leave too: their allocations
+		// need room, and they offer none.
+		if why := capacityGate(s, req.Host, out.admitted); !why.IsZero() {
+			out.wait[req.Host] = why
+			return false
+		}
 		if candidate {
 			spare--
 		}
 		for _, srv := range rec.Servers {
 			outServers[clusterKey(srv)] = req.Host
 		}
+		out.admitted[req.Host] = true
 		return true
 	}
 	// A host held by its own rule gives its slot to the next host in line.
@@ -114,9 +121,6 @@ func admit(r admitRules, s *snapshot) admission {
 	}
 	for name, why := range s.missing {
 		out.wait[name] = waitFor(WaitAgentMissing, why)
-	}
-	for _, req := range adm.Admitted {
-		out.admitted[req.Host] = true
 	}
 	return out
 }

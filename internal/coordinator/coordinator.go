@@ -110,6 +110,9 @@ type Options struct {
 	// (workloads.go).
 	Workloads    WorkloadSettings
 	WorkloadsAPI WorkloadsAPI
+	// Capacity configures the capacity gate (capacity.go); the stored policy's
+	// replaces it.
+	Capacity CapacityGate
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -134,6 +137,8 @@ type Coordinator struct {
 	// nodeCache: the node list as the watch last read it, and the nodes'
 	// groups (nodes.go).
 	nodeCache nodeCache
+	// capacityCache: each node's capacity, for the capacity gate (capacity.go).
+	capacityCache capacityCache
 	// hostsCache: the host records while the host watch sees no change
 	// (hostscache.go).
 	hostsCache hostsCache

@@ -46,6 +46,9 @@ type snapshot struct {
 	// workloads: what the workload blockers read (workloads.go); nil when
 	// nothing was read.
 	workloads *workloadView
+	// capacity: what the capacity gate read; nil when it is off or nobody is
+	// queued (capacity.go).
+	capacity *capacityView
 }
 
 // hostView is what a pass knows of one host.
@@ -90,6 +93,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
 	c.mu.Unlock()
+	c.readCapacity(ctx, s)
 	return s, nil
 }
 

@@ -48,6 +48,7 @@ type Rules struct {
 	HoldOnDeniedHandOver bool
 	Alerts               alertgate.Rules
 	Workloads            WorkloadSettings
+	Capacity             CapacityGate
 }
 
 // InvalidPolicyError is a stored policy that cannot be used: unreadable,
@@ -83,6 +84,7 @@ func (c *Coordinator) setRules(r Rules) {
 	c.opt.HistorySize, c.opt.ServerStableFor, c.opt.HoldOnDeniedHandOver = r.HistorySize, r.ServerStableFor, r.HoldOnDeniedHandOver
 	c.opt.Alerts = r.Alerts
 	c.opt.Workloads = r.Workloads
+	c.opt.Capacity = r.Capacity
 	if c.opt.DefaultGroup.Name == "" {
 		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
 	}

@@ -44,6 +44,7 @@ const (
 	WaitDeployment      // Detail: workload.PoolHold's reason
 	WaitBlockedEvals    // Detail: workload.PoolHold's reason
 	WaitWorkloadUnknown // Detail: the read that failed
+	WaitCapacity        // Detail: package capacity's reason, or why it cannot tell
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -99,6 +100,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitDeployment:      {"deployment", "%s"},
 	WaitBlockedEvals:    {"blocked_evals", "%s"},
 	WaitWorkloadUnknown: {"workload_unknown", "cannot check the workload blockers: %s"},
+	WaitCapacity:        {"capacity", "capacity: %s"},
 	WaitNodeNotFound:    {"node_not_found", "node not found"},
 	WaitDrainStarting:   {"drain_starting", "starting the drain"},
 	WaitDraining:        {"draining", "draining"},

@@ -38,6 +38,7 @@ func TestWaitReasonText(t *testing.T) {
 			"no new reboot starts: the stored policy (version 3) is invalid: p.hcl:1:1: x"},
 		{waitFor(WaitSettle, `group "web" starts its next host at 2026-12-02T11:00:00Z, 2m after h1 came back`),
 			`settling: group "web" starts its next host at 2026-12-02T11:00:00Z, 2m after h1 came back`},
+		{waitFor(WaitCapacity, "pool batch: needs 6 GiB memory, 2 GiB free"), "capacity: pool batch: needs 6 GiB memory, 2 GiB free"},
 		{waitFor(WaitNodeNotFound, ""), "node not found"},
 		{waitFor(WaitDrainStarting, ""), "starting the drain"},
 		{waitFor(WaitDraining, ""), "draining"},

@@ -67,6 +67,7 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 		ServerStableFor:      r.ServerStableFor,
 		HoldOnDeniedHandOver: r.HoldOnDeniedHandOver,
 		Alerts:               r.Alerts,
+		Capacity:             r.Capacity,
 		Resync:               cfg.Coordinator.ResyncInterval,
 		Jobs:                 agentJobs(cfg, c),
 		AgentJob:             cfg.Coordinator.AgentJob,

@@ -111,6 +111,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		HoldOnDeniedHandOver: cfg.HoldOnDeniedHandOver,
 		Alerts:               cfg.AlertGate,
 		Workloads:            cfg.Workloads.Settings(),
+		Capacity:             coordinator.CapacityGate{Enabled: cfg.Capacity.Enabled, Headroom: float64(cfg.Capacity.HeadroomPercent()) / 100},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/agent"
 	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/policy"
 )
@@ -151,6 +152,9 @@ drain {
   retry_backoff = "1m"
   retry_max_backoff = "5m"
 }
+capacity {
+  headroom = "20%"
+}
 `)
 	c, err := Client(cc)
 	if err != nil {
@@ -169,6 +173,9 @@ drain {
 	}
 	if o.Resync != 7*time.Second || o.HistorySize != 12 || o.ServerStableFor != 11*time.Second || !o.HoldOnDeniedHandOver {
 		t.Errorf("options = %+v", o)
+	}
+	if want := (coordinator.CapacityGate{Enabled: true, Headroom: 0.2}); r.Capacity != want {
+		t.Errorf("capacity = %+v, want %+v", r.Capacity, want)
 	}
 	if o.Jobs != nil || o.AgentJob != "" || o.AgentJobNamespace != "ops" {
 		t.Errorf("agent job check: jobs %v, job %q in %q; want none", o.Jobs, o.AgentJob, o.AgentJobNamespace)

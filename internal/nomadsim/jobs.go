@@ -11,8 +11,8 @@ import (
 )
 
 // JobSpec is the small job model the emulator schedules: enough for drains, reboots
-// and the demo. Allocations have no tasks or resources; they start and stop in
-// Config.MigrateTime.
+// and the demo. Allocations have one task and use their group's CPU and memory
+// (resources.go); they start and stop in Config.MigrateTime.
 type JobSpec struct {
 	ID        string `json:"id"`
 	Namespace string `json:"namespace,omitempty"` // default "default"
@@ -54,6 +54,10 @@ type GroupSpec struct {
 	// every allocation unhealthy at its healthy deadline (client/allocrunner/
 	// health_hook.go watchHealth).
 	FailHealthChecks bool `json:"fail_health_checks,omitempty"`
+	// CPU (MHz) and MemoryMB are what each allocation of the group uses (0:
+	// Nomad's defaults, DefaultGroupCPU and DefaultGroupMemoryMB; resources.go).
+	CPU      int64 `json:"cpu,omitempty"`
+	MemoryMB int64 `json:"memory_mb,omitempty"`
 }
 
 // UnmarshalJSON accepts run_time as a Go duration string ("30s") or integer ns.
@@ -215,6 +219,9 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		}
 		if g.MigrateMaxParallel == 0 {
 			g.MigrateMaxParallel = 1
+		}
+		if err := groupResources(g); err != nil {
+			return fmt.Errorf("job %s: %w", spec.ID, err)
 		}
 		s.migrateDefaults(g)
 	}
@@ -415,6 +422,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			load[a.a.NodeID]++
 		}
 	}
+	room := c.roomLocked()
 	// Each group's allocations in creation order, gathered in one walk (a
 	// group's placements below add only allocations of that group).
 	type groupKey struct{ ns, job, group string }
@@ -444,7 +452,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			}
 			if j.spec.Type == api.JobTypeSystem {
 				for _, sn := range nodes {
-					if onNode[sn.node.ID] || !nodeReady(sn.node) || !jobInPool(j, sn.node) {
+					if onNode[sn.node.ID] || !nodeReady(sn.node) || !jobInPool(j, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
 						continue
 					}
 					var p *simAlloc
@@ -455,6 +463,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 					}
 					c.placeLocked(s, j, g.Name, 0, sn, p, now)
 					load[sn.node.ID]++
+					room.take(sn.node.ID, j, g.Name)
 				}
 				continue
 			}
@@ -466,7 +475,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			for ; need > 0; need-- {
 				var best *simNode
 				for _, sn := range nodes {
-					if !nodeReady(sn.node) || !jobInPool(j, sn.node) {
+					if !nodeReady(sn.node) || !jobInPool(j, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
 						continue
 					}
 					if best == nil || load[sn.node.ID] < load[best.node.ID] {
@@ -491,6 +500,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 				used[n] = true
 				c.placeLocked(s, j, g.Name, n, best, p, now)
 				load[best.node.ID]++
+				room.take(best.node.ID, j, g.Name)
 			}
 			c.wl.unplacedLocked(s, j, g.Name, need) // evals.go
 		}
@@ -542,6 +552,7 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 		CreateTime:       now.UnixNano(),
 		ModifyTime:       now.UnixNano(),
 	}
+	a.AllocatedResources = allocatedResources(j, group)
 	if prev != nil {
 		a.PreviousAllocation = prev.a.ID
 		prev.a.NextAllocation = a.ID

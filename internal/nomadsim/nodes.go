@@ -143,14 +143,10 @@ func (c *clusterState) registerNodeLocked(s *Sim, h *Host, pool string) string {
 			"exec":     {Detected: true, Healthy: true, HealthDescription: "Healthy", UpdateTime: now, Attributes: map[string]string{"driver.exec": "1"}},
 			"raw_exec": {Detected: true, Healthy: true, HealthDescription: "Healthy", UpdateTime: now, Attributes: map[string]string{"driver.raw_exec": "1"}},
 		},
-		NodeResources: &api.NodeResources{
-			Cpu:    api.NodeCpuResources{CpuShares: 8000, TotalCpuCores: 4},
-			Memory: api.NodeMemoryResources{MemoryMB: 7900},
-			Disk:   api.NodeDiskResources{DiskMB: 50000},
-		},
 		CreateIndex: idx,
 		ModifyIndex: idx,
 	}
+	n.NodeResources, n.ReservedResources = nodeResources(NodeResources{CPU: DefaultNodeCPU, MemoryMB: DefaultNodeMemoryMB})
 	addNodeEvent(n, "Cluster", "Node registered", nil, idx)
 	sn := &simNode{node: n, host: h, staticMeta: map[string]string{}, dynamicMeta: map[string]*string{}}
 	c.nodes[id] = sn

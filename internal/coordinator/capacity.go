@@ -1,0 +1,376 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/capacity"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// The capacity gate: a host is admitted only if the allocations its drain would
+// move fit on the other nodes, together with those of the nodes already out
+// (draining, or out of service for rollboot) and of the hosts admitted before it
+// in the same pass, which offer no room either (package capacity decides).
+//
+// Reading every node and allocation each pass would cost too much on a large
+// cluster, so the observation is lazy and driven by admission itself: only when
+// some host is queued, observe runs admission (pure, cheap) with what it has
+// read; the gate notes what it lacks (the allocations of a node whose drain
+// would move them, more candidate nodes of a pool when those read so far do not
+// suffice), observe reads that and runs admission again, until the gate lacks
+// nothing. The candidate nodes of a pool are read in a fixed order, twice as many
+// each round, so a check usually reads the host's node and one or two others.
+// Each node's resources are kept from pass to pass while its ModifyIndex stays
+// the same; its allocations are read again in each pass that needs them.
+
+// CapacityGate configures the capacity gate (the policy's capacity block).
+type CapacityGate struct {
+	Enabled bool
+	// Headroom is the share of each node's capacity kept free, in [0, 1).
+	Headroom float64
+}
+
+// maxCapacityRounds bounds the rounds of reads of one pass; each round reads
+// something new, and the candidates double each round, so a pass needs far
+// fewer.
+const maxCapacityRounds = 64
+
+// capacityView is what the capacity gate knows in a pass.
+type capacityView struct {
+	headroom float64
+	// candidates: by node pool, the nodes that may take allocations (ready,
+	// eligible, not draining, not out for rollboot) in the order tried; "all":
+	// every one of them.
+	candidates map[string][]string
+	pool       map[string]string // node ID -> node pool, of the candidates
+	// out: the nodes draining or on their way out for rollboot, whose
+	// allocations need room.
+	out []string
+	// allocs: the allocations read, by node ID; nodes: the candidates read.
+	allocs map[string][]*api.Allocation
+	nodes  map[string]capacity.Node
+	// read: by pool, how many of its candidates were read.
+	read map[string]int
+	err  error // a read failed: every queued host is held with it
+	// What the gate lacked in the last round of admission.
+	wantAllocs map[string]bool
+	wantPools  map[string]bool
+}
+
+// capacityCache keeps each node's capacity from pass to pass, by ModifyIndex
+// (every change to a node bumps it; heartbeats do not).
+type capacityCache struct {
+	mu    sync.Mutex
+	nodes map[string]cachedCapacity
+}
+
+// prune forgets the nodes that are gone.
+func (cc *capacityCache) prune(nodes map[string]*api.NodeListStub) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if len(cc.nodes) <= len(nodes) {
+		return
+	}
+	for id := range cc.nodes {
+		if nodes[id] == nil {
+			delete(cc.nodes, id)
+		}
+	}
+}
+
+type cachedCapacity struct {
+	modifyIndex uint64
+	node        capacity.Node
+}
+
+// readCapacity observes what the capacity gate needs for the hosts admission
+// would let go now (nothing when none is queued or the gate is off).
+func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot) {
+	if !c.opt.Capacity.Enabled || len(admissionQueue(s)) == 0 {
+		return
+	}
+	v := newCapacityView(s, c.opt.Capacity.Headroom)
+	s.capacity = v
+	c.capacityCache.prune(s.nodes)
+	r := c.admitRules()
+	for range maxCapacityRounds {
+		v.wantAllocs, v.wantPools = map[string]bool{}, map[string]bool{}
+		admit(r, s)
+		if len(v.wantAllocs) == 0 && len(v.wantPools) == 0 {
+			return
+		}
+		if v.err = c.capacityRound(ctx, s, v); v.err != nil {
+			return
+		}
+	}
+	v.err = fmt.Errorf("the nodes to read did not settle in %d rounds", maxCapacityRounds)
+}
+
+// newCapacityView sorts the nodes into the candidates of each pool and the
+// nodes out.
+func newCapacityView(s *snapshot, headroom float64) *capacityView {
+	v := &capacityView{headroom: headroom, candidates: map[string][]string{}, pool: map[string]string{},
+		allocs: map[string][]*api.Allocation{}, nodes: map[string]capacity.Node{}, read: map[string]int{}}
+	// A host on its way out whose drain the node list does not show yet counts
+	// as draining. A rejoining one does not: eligible again, it takes
+	// allocations, which will not move.
+	out := map[string]bool{}
+	for _, name := range s.names {
+		switch s.plans[name].Phase {
+		case store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting:
+			if hv := s.hosts[name]; hv.node != nil {
+				out[hv.node.ID] = true
+			}
+		}
+	}
+	ids := make([]string, 0, len(s.nodes))
+	for id := range s.nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		n := s.nodes[id]
+		switch {
+		case n.Drain || out[id]:
+			v.out = append(v.out, id)
+		case n.Status == api.NodeStatusReady && n.SchedulingEligibility == api.NodeSchedulingEligible:
+			v.candidates[n.NodePool] = append(v.candidates[n.NodePool], id)
+			v.candidates["all"] = append(v.candidates["all"], id)
+			v.pool[id] = n.NodePool
+		}
+	}
+	return v
+}
+
+// capacityRound reads what the gate lacked: the allocations of the nodes whose
+// allocations would move, and twice as many candidates of the pools short of
+// room.
+func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacityView) error {
+	for _, id := range sortedKeys(v.wantAllocs) {
+		if _, err := c.capacityAllocs(ctx, v, id); err != nil {
+			return err
+		}
+	}
+	for _, pool := range sortedKeys(v.wantPools) {
+		all := v.candidates[pool]
+		want := min(len(all), max(2, 2*v.read[pool]))
+		for _, id := range all[:want] {
+			if _, ok := v.nodes[id]; ok {
+				continue
+			}
+			n, err := c.capacityNode(ctx, s.nodes[id])
+			if err != nil {
+				return err
+			}
+			allocs, err := c.capacityAllocs(ctx, v, id)
+			if err != nil {
+				return err
+			}
+			for _, a := range allocs {
+				if !allocGone(a) {
+					n.Used = n.Used.Add(allocAsk(a))
+				}
+			}
+			v.nodes[id] = n
+		}
+		v.read[pool] = want
+	}
+	return nil
+}
+
+// capacityAllocs returns the allocations on a node, read once per pass.
+func (c *Coordinator) capacityAllocs(ctx context.Context, v *capacityView, nodeID string) ([]*api.Allocation, error) {
+	if allocs, ok := v.allocs[nodeID]; ok {
+		return allocs, nil
+	}
+	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("read the allocations of node %s: %w", nodeID, err)
+	}
+	v.allocs[nodeID] = allocs
+	return allocs, nil
+}
+
+// capacityNode returns a node's capacity: its resources less its reserved
+// resources (nomad/structs/funcs.go AllocsFit compares the allocations with
+// NodeResources.Comparable less ReservedResources.Comparable), and its
+// healthy device instances.
+func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) (capacity.Node, error) {
+	cache := &c.capacityCache
+	cache.mu.Lock()
+	got, ok := cache.nodes[stub.ID]
+	cache.mu.Unlock()
+	if ok && got.modifyIndex == stub.ModifyIndex {
+		return got.node, nil
+	}
+	n, _, err := c.opt.Nodes.Info(stub.ID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return capacity.Node{}, fmt.Errorf("read node %s: %w", stub.ID, err)
+	}
+	out := capacity.Node{Name: n.Name, Pool: n.NodePool, Datacenter: n.Datacenter}
+	if r := n.NodeResources; r != nil {
+		out.Capacity = capacity.Resources{CPU: r.Cpu.CpuShares, MemoryMB: r.Memory.MemoryMB}
+		for _, d := range r.Devices {
+			for _, inst := range d.Instances {
+				if inst.Healthy {
+					if out.Capacity.Devices == nil {
+						out.Capacity.Devices = map[string]int{}
+					}
+					out.Capacity.Devices[d.Vendor+"/"+d.Type+"/"+d.Name]++
+				}
+			}
+		}
+	}
+	if r := n.ReservedResources; r != nil {
+		out.Capacity.CPU -= int64(r.Cpu.CpuShares)
+		out.Capacity.MemoryMB -= int64(r.Memory.MemoryMB)
+	}
+	cache.mu.Lock()
+	if cache.nodes == nil {
+		cache.nodes = map[string]cachedCapacity{}
+	}
+	cache.nodes[stub.ID] = cachedCapacity{modifyIndex: stub.ModifyIndex, node: out}
+	cache.mu.Unlock()
+	return out, nil
+}
+
+// allocGone reports whether an allocation uses no room: its client stopped it
+// (structs.Allocation.ClientTerminalStatus: AllocsFit and the scheduler's
+// proposed allocations, scheduler/feasible/context.go ProposedAllocs, count one
+// the scheduler stopped until its client reports it stopped).
+func allocGone(a *api.Allocation) bool {
+	switch a.ClientStatus {
+	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// moves reports whether a drain moves the allocation: meant to run, not stopped
+// by its client, and not of a system or sysbatch job (they stay on their node
+// until it is drained). One being stopped already has its replacement.
+func moves(a *api.Allocation) bool {
+	if allocGone(a) || a.DesiredStatus != api.AllocDesiredStatusRun {
+		return false
+	}
+	if a.Job != nil && a.Job.Type != nil && (*a.Job.Type == api.JobTypeSystem || *a.Job.Type == api.JobTypeSysbatch) {
+		return false
+	}
+	return true
+}
+
+// allocAsk is what an allocation uses: the sum of its tasks' CPU, memory and
+// device instances.
+func allocAsk(a *api.Allocation) capacity.Resources {
+	var r capacity.Resources
+	if a.AllocatedResources == nil {
+		return r
+	}
+	for _, t := range a.AllocatedResources.Tasks {
+		if t == nil {
+			continue
+		}
+		r.CPU += t.Cpu.CpuShares
+		r.MemoryMB += t.Memory.MemoryMB
+		for _, d := range t.Devices {
+			if r.Devices == nil {
+				r.Devices = map[string]int{}
+			}
+			r.Devices[d.Vendor+"/"+d.Type+"/"+d.Name] += len(d.DeviceIDs)
+		}
+	}
+	return r
+}
+
+// movers are the allocations of a node that its drain moves.
+func movers(allocs []*api.Allocation) []capacity.Alloc {
+	var out []capacity.Alloc
+	for _, a := range allocs {
+		if !moves(a) {
+			continue
+		}
+		m := capacity.Alloc{Name: a.Name, Ask: allocAsk(a)}
+		if a.Job != nil {
+			if a.Job.NodePool != nil {
+				m.Pool = *a.Job.NodePool
+			}
+			m.Datacenters = a.Job.Datacenters
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// capacityGate says why a host may not be drained now for lack of room (zero
+// when it may), given the hosts admitted before it in this pass. It decides
+// from what observe read; what it lacks it notes for observe to read (and holds
+// meanwhile: observe runs admission again once it is read).
+func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason {
+	v := s.capacity
+	if v == nil {
+		return WaitReason{}
+	}
+	if v.err != nil {
+		return waitFor(WaitCapacity, "cannot tell: "+v.err.Error())
+	}
+	self := s.hosts[host].node
+	if self == nil {
+		return WaitReason{}
+	}
+	leaving := slices.Clone(v.out)
+	gone := map[string]bool{self.ID: true}
+	for name := range admitted {
+		if n := s.hosts[name].node; n != nil {
+			leaving = append(leaving, n.ID)
+			gone[n.ID] = true
+		}
+	}
+	leaving = append(leaving, self.ID)
+	var in capacity.Input
+	in.Headroom = v.headroom
+	lacking := false
+	for _, id := range leaving {
+		allocs, ok := v.allocs[id]
+		if !ok {
+			v.wantAllocs[id] = true
+			lacking = true
+			continue
+		}
+		in.Movers = append(in.Movers, movers(allocs)...)
+	}
+	if lacking {
+		return waitFor(WaitCapacity, "its allocations are not read yet")
+	}
+	pools := map[string]bool{}
+	for _, m := range in.Movers {
+		p := m.Pool
+		if p == "" {
+			p = "all"
+		}
+		pools[p] = true
+	}
+	for _, id := range v.candidates["all"] {
+		if n, ok := v.nodes[id]; ok && !gone[id] {
+			in.Candidates = append(in.Candidates, n)
+		}
+	}
+	why := capacity.Check(in)
+	if why == "" {
+		return WaitReason{}
+	}
+	for p := range pools {
+		if v.read[p] < len(v.candidates[p]) {
+			v.wantPools[p] = true
+			lacking = true
+		}
+	}
+	if lacking {
+		return waitFor(WaitCapacity, "more nodes to read")
+	}
+	return waitFor(WaitCapacity, why)
+}

@@ -1,0 +1,285 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// capNodes is a NodesAPI for the capacity gate: each node has 4000 MHz and 8
+// GiB, 1 GiB of it reserved, and the allocations given; it counts its reads.
+type capNodes struct {
+	NodesAPI
+	allocs    map[string][]*api.Allocation
+	failAlloc string
+	mu        sync.Mutex
+	reads     []string
+}
+
+func (n *capNodes) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	n.mu.Lock()
+	n.reads = append(n.reads, "info "+id)
+	n.mu.Unlock()
+	return &api.Node{ID: id, Name: id, NodePool: "default", Datacenter: "dc1",
+		NodeResources:     &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000}, Memory: api.NodeMemoryResources{MemoryMB: 8192}},
+		ReservedResources: &api.NodeReservedResources{Memory: api.NodeReservedMemoryResources{MemoryMB: 1024}},
+	}, &api.QueryMeta{}, nil
+}
+
+func (n *capNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	n.mu.Lock()
+	n.reads = append(n.reads, "allocs "+id)
+	n.mu.Unlock()
+	if id == n.failAlloc {
+		return nil, nil, errInjected
+	}
+	return n.allocs[id], &api.QueryMeta{}, nil
+}
+
+func capAlloc(name, typ string, memMB int64) *api.Allocation {
+	return &api.Allocation{Name: name, DesiredStatus: "run", ClientStatus: "running",
+		Job: &api.Job{Type: &typ, NodePool: pointerTo("default"), Datacenters: []string{"*"}},
+		AllocatedResources: &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
+			"t": {Cpu: api.AllocatedCpuResources{CpuShares: 100}, Memory: api.AllocatedMemoryResources{MemoryMB: memMB}}}}}
+}
+
+func pointerTo[T any](v T) *T { return &v }
+
+// stopping: the scheduler stopped it, its client still runs it.
+func stopping(a *api.Allocation) *api.Allocation { a.DesiredStatus = "stop"; return a }
+
+// stopped: its client reported it complete.
+func stopped(a *api.Allocation) *api.Allocation {
+	a.DesiredStatus, a.ClientStatus = "stop", "complete"
+	return a
+}
+
+func TestCapacityGate(t *testing.T) {
+	// Nodes node-a and node-b are pending; node-c .. node-j idle candidates
+	// (7 GiB free each unless their allocations say otherwise).
+	idle := []string{"c", "d", "e", "f", "g", "h", "i", "j"}
+	tests := []struct {
+		name        string
+		off         bool
+		headroom    float64
+		concurrency int
+		allocs      map[string][]*api.Allocation
+		draining    string            // a node already draining
+		phases      map[string]string // the phases of idle hosts' plans
+		failAlloc   string
+		wantAdmit   []string
+		wantWait    map[string]string
+		maxReads    int // at most this many reads (0: not checked)
+	}{
+		{name: "fits: reads the host and two candidates", concurrency: 1,
+			allocs:    map[string][]*api.Allocation{"node-a": {capAlloc("web.web[0]", "service", 4096)}},
+			wantAdmit: []string{"a"}, wantWait: map[string]string{}, maxReads: 5},
+		{name: "the host admitted first takes the room", concurrency: 2,
+			allocs: map[string][]*api.Allocation{
+				"node-a": {capAlloc("web.web[0]", "service", 6144)},
+				"node-b": {capAlloc("web.web[1]", "service", 6144)},
+				"node-c": {capAlloc("x.x[0]", "service", 1024)}, "node-d": {capAlloc("x.x[1]", "service", 7168)},
+				"node-e": {capAlloc("x.x[2]", "service", 7168)}, "node-f": {capAlloc("x.x[3]", "service", 7168)},
+				"node-g": {capAlloc("x.x[4]", "service", 7168)}, "node-h": {capAlloc("x.x[5]", "service", 7168)},
+				"node-i": {capAlloc("x.x[6]", "service", 7168)}, "node-j": {capAlloc("x.x[7]", "service", 7168)},
+			},
+			wantAdmit: []string{"a"}, wantWait: map[string]string{"b": "capacity: pool default: needs 12 GiB memory, 6 GiB free"}},
+		{name: "a draining node's allocations need room first", concurrency: 1, draining: "c",
+			allocs: map[string][]*api.Allocation{
+				"node-a": {capAlloc("web.web[0]", "service", 4096)},
+				"node-c": {capAlloc("big.big[0]", "service", 7168), capAlloc("big.big[1]", "service", 7168)},
+				"node-d": {capAlloc("x.x[1]", "service", 7168)}, "node-e": {capAlloc("x.x[2]", "service", 7168)},
+				"node-f": {capAlloc("x.x[3]", "service", 7168)}, "node-g": {capAlloc("x.x[4]", "service", 7168)},
+				"node-h": {capAlloc("x.x[5]", "service", 7168)}, "node-i": {capAlloc("x.x[6]", "service", 6144)},
+				"node-j": {capAlloc("x.x[7]", "service", 6144)},
+			},
+			wantWait: map[string]string{"a": "capacity: pool default: needs 18 GiB memory, 9 GiB free"}},
+		{name: "a host draining whose drain the node list does not show yet", concurrency: 2,
+			phases: map[string]string{"c": store.PhaseDraining},
+			allocs: map[string][]*api.Allocation{
+				"node-a": {capAlloc("web.web[0]", "service", 4096)},
+				"node-c": {capAlloc("big.big[0]", "service", 4096)},
+				"node-d": {capAlloc("x.x[1]", "service", 7168)}, "node-e": {capAlloc("x.x[2]", "service", 7168)},
+				"node-f": {capAlloc("x.x[3]", "service", 7168)}, "node-g": {capAlloc("x.x[4]", "service", 7168)},
+				"node-h": {capAlloc("x.x[5]", "service", 7168)}, "node-i": {capAlloc("x.x[6]", "service", 7168)},
+				"node-j": {capAlloc("x.x[7]", "service", 7168)},
+			},
+			// a gives the slot it cannot use to b, which cannot use it either.
+			wantWait: map[string]string{"a": "capacity: pool default: needs 8 GiB memory, 7 GiB free",
+				"b": "capacity: pool default: needs 4 GiB memory, 3 GiB free"}},
+		{name: "a rejoining host's new allocations do not move, and it takes more", concurrency: 2,
+			phases: map[string]string{"c": store.PhaseRejoining},
+			allocs: map[string][]*api.Allocation{
+				"node-a": {capAlloc("web.web[0]", "service", 6144)},
+				"node-b": {capAlloc("y.y[0]", "service", 7168)},
+				"node-c": {capAlloc("big.big[0]", "service", 1024)},
+				"node-d": {capAlloc("x.x[1]", "service", 7168)}, "node-e": {capAlloc("x.x[2]", "service", 7168)},
+				"node-f": {capAlloc("x.x[3]", "service", 7168)}, "node-g": {capAlloc("x.x[4]", "service", 7168)},
+				"node-h": {capAlloc("x.x[5]", "service", 7168)}, "node-i": {capAlloc("x.x[6]", "service", 7168)},
+				"node-j": {capAlloc("x.x[7]", "service", 7168)},
+			},
+			wantAdmit: []string{"a"}, wantWait: map[string]string{}},
+		{name: "a stopping allocation keeps its room until its client stopped it, and does not move", concurrency: 1,
+			allocs: map[string][]*api.Allocation{
+				"node-a": {stopping(capAlloc("old.old[0]", "service", 7168)), capAlloc("web.web[0]", "service", 2048)},
+				"node-b": {stopping(capAlloc("old.old[1]", "service", 6144)), stopped(capAlloc("old.old[2]", "service", 1024))},
+				"node-c": {capAlloc("x.x[0]", "service", 7168)}, "node-d": {capAlloc("x.x[1]", "service", 7168)},
+				"node-e": {capAlloc("x.x[2]", "service", 7168)}, "node-f": {capAlloc("x.x[3]", "service", 7168)},
+				"node-g": {capAlloc("x.x[4]", "service", 7168)}, "node-h": {capAlloc("x.x[5]", "service", 7168)},
+				"node-i": {capAlloc("x.x[6]", "service", 7168)}, "node-j": {capAlloc("x.x[7]", "service", 7168)},
+			},
+			wantWait: map[string]string{"a": "capacity: pool default: needs 2 GiB memory, 1 GiB free"}},
+		{name: "system allocations do not move", concurrency: 1,
+			allocs: map[string][]*api.Allocation{
+				"node-a": {capAlloc("exporter.exporter[0]", "system", 7168)},
+				"node-c": {capAlloc("x.x[0]", "service", 7168)}, "node-d": {capAlloc("x.x[1]", "service", 7168)},
+				"node-e": {capAlloc("x.x[2]", "service", 7168)}, "node-f": {capAlloc("x.x[3]", "service", 7168)},
+				"node-g": {capAlloc("x.x[4]", "service", 7168)}, "node-h": {capAlloc("x.x[5]", "service", 7168)},
+				"node-i": {capAlloc("x.x[6]", "service", 7168)}, "node-j": {capAlloc("x.x[7]", "service", 7168)},
+			},
+			wantAdmit: []string{"a"}, wantWait: map[string]string{}},
+		{name: "headroom", concurrency: 1, headroom: 0.5,
+			allocs: map[string][]*api.Allocation{
+				"node-a": {capAlloc("web.web[0]", "service", 4096)},
+				"node-c": {capAlloc("x.x[0]", "service", 1024)}, "node-d": {capAlloc("x.x[1]", "service", 1024)},
+				"node-e": {capAlloc("x.x[2]", "service", 1024)}, "node-f": {capAlloc("x.x[3]", "service", 1024)},
+				"node-g": {capAlloc("x.x[4]", "service", 1024)}, "node-h": {capAlloc("x.x[5]", "service", 1024)},
+				"node-i": {capAlloc("x.x[6]", "service", 1024)}, "node-j": {capAlloc("x.x[7]", "service", 1024)},
+			},
+			wantWait: map[string]string{"a": "capacity: pool default: web.web[0] needs 100 MHz CPU, 4 GiB memory on one node, and no node has that much free"}},
+		{name: "a read fails: held with the error", concurrency: 1, failAlloc: "node-a",
+			wantWait: map[string]string{"a": "capacity: cannot tell: read the allocations of node node-a: injected failure"}},
+		{name: "off: nothing read", off: true, concurrency: 1,
+			allocs:    map[string][]*api.Allocation{"node-a": {capAlloc("web.web[0]", "service", 1<<20)}},
+			wantAdmit: []string{"a"}, wantWait: map[string]string{}, maxReads: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hosts := []testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending, at: 1}}
+			for _, h := range idle {
+				hosts = append(hosts, testHost{name: h, phase: tt.phases[h]})
+			}
+			s := admitSnapshot(hosts, func(s *snapshot) {
+				for _, n := range s.nodes {
+					n.NodePool, n.Datacenter = "default", "dc1"
+				}
+				if tt.draining != "" {
+					s.nodes["node-"+tt.draining].Drain = true
+				}
+			})
+			if tt.concurrency == 1 {
+				delete(s.plans, "b")
+			}
+			nodes := &capNodes{allocs: tt.allocs, failAlloc: tt.failAlloc}
+			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: !tt.off, Headroom: tt.headroom},
+				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: tt.concurrency}}}
+			c.readCapacity(context.Background(), s)
+			adm := admit(c.admitRules(), s)
+			var got []string
+			for h := range adm.admitted {
+				got = append(got, h)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.wantAdmit) {
+				t.Errorf("admitted %v, want %v", got, tt.wantAdmit)
+			}
+			gotWait := map[string]string{}
+			for h, w := range adm.wait {
+				gotWait[h] = w.String()
+			}
+			for h, w := range tt.wantWait {
+				if gotWait[h] != w {
+					t.Errorf("%s waits %q, want %q", h, gotWait[h], w)
+				}
+			}
+			for h, w := range gotWait {
+				if strings.HasPrefix(w, "capacity") && tt.wantWait[h] == "" {
+					t.Errorf("%s held: %q", h, w)
+				}
+			}
+			switch {
+			case tt.maxReads < 0 && len(nodes.reads) > 0:
+				t.Errorf("reads %v, want none", nodes.reads)
+			case tt.maxReads > 0 && len(nodes.reads) > tt.maxReads:
+				t.Errorf("%d reads %v, want at most %d", len(nodes.reads), nodes.reads, tt.maxReads)
+			}
+		})
+	}
+}
+
+// An idle cluster costs nothing: with nobody queued the gate reads nothing.
+func TestCapacityGateIdle(t *testing.T) {
+	s := admitSnapshot([]testHost{{name: "a"}, {name: "b"}}, nil)
+	nodes := &capNodes{}
+	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c.readCapacity(context.Background(), s)
+	if len(nodes.reads) > 0 || s.capacity != nil {
+		t.Errorf("reads %v on an idle cluster", nodes.reads)
+	}
+}
+
+// A node's resources are read once while its ModifyIndex stays the same.
+func TestCapacityNodeCache(t *testing.T) {
+	nodes := &capNodes{}
+	c := &Coordinator{opt: Options{Nodes: nodes}}
+	stub := &api.NodeListStub{ID: "n1", ModifyIndex: 5}
+	for range 2 {
+		n, err := c.capacityNode(context.Background(), stub)
+		if err != nil || n.Capacity.MemoryMB != 7168 || n.Capacity.CPU != 4000 {
+			t.Fatalf("capacityNode = %+v, %v", n, err)
+		}
+	}
+	stub.ModifyIndex = 6
+	if _, err := c.capacityNode(context.Background(), stub); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"info n1", "info n1"}; !slices.Equal(nodes.reads, want) {
+		t.Errorf("reads %v, want %v", nodes.reads, want)
+	}
+}
+
+// The nodes gone from the cluster are forgotten.
+func TestCapacityCachePrune(t *testing.T) {
+	var cc capacityCache
+	cc.nodes = map[string]cachedCapacity{"n1": {}, "n2": {}}
+	cc.prune(map[string]*api.NodeListStub{"n1": {}})
+	if _, ok := cc.nodes["n2"]; ok || len(cc.nodes) != 1 {
+		t.Errorf("cache after prune: %v", cc.nodes)
+	}
+}
+
+// On a large cluster with room, a check reads the host's node and a couple of
+// others, not the pool: the candidates are read lazily, twice as many each
+// round, only until the allocations fit.
+func TestCapacityGateReadsFewAtScale(t *testing.T) {
+	hosts := []testHost{{name: "a", phase: store.PhasePending}}
+	for i := range 5000 {
+		hosts = append(hosts, testHost{name: fmt.Sprintf("n%04d", i)})
+	}
+	s := admitSnapshot(hosts, func(s *snapshot) {
+		for _, n := range s.nodes {
+			n.NodePool = "default"
+		}
+	})
+	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-a": {
+		capAlloc("web.web[0]", "service", 4096), capAlloc("web.web[1]", "service", 4096), capAlloc("db.db[0]", "service", 2048)}}}
+	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c.readCapacity(context.Background(), s)
+	if adm := admit(c.admitRules(), s); !adm.admitted["a"] {
+		t.Fatalf("a not admitted: %v", adm.wait["a"])
+	}
+	t.Logf("%d reads for 5001 nodes: %v", len(nodes.reads), nodes.reads)
+	if len(nodes.reads) > 9 {
+		t.Errorf("%d reads, want a handful", len(nodes.reads))
+	}
+}
