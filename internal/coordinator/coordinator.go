@@ -49,6 +49,9 @@ type ClusterAccess interface {
 type GroupSpec struct {
 	policy.Group
 	Filter string // "" matches every node
+	// Options are the group's drain options and healthy settings
+	// (rejoinhealth.go).
+	Options GroupOptions
 }
 
 // Options configure a coordinator.
@@ -100,6 +103,13 @@ type Options struct {
 	// NodeMeta, when set, publishes each host's state as dynamic node
 	// metadata while this coordinator leads (nodemeta.go).
 	NodeMeta MetaPublisher
+	// DefaultOptions are the default group's drain options and healthy
+	// settings (zero: DefaultGroupOptions); Allocs stops the allocations of
+	// drain.stop_jobs; ConsulHealth reads the checks of healthy.consul_checks
+	// (rejoinhealth.go).
+	DefaultOptions GroupOptions
+	Allocs         AllocsAPI
+	ConsulHealth   ConsulHealthAPI
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -333,6 +343,7 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
 	if r, ok := ctl.Requests[name]; ok {
 		in.Request = &r
 	}
+	c.withGroupOptions(s, name, &in)
 	if hv.rec != nil && c.opt.Clusters != nil {
 		in.ServerGates = true
 		switch p.Phase {

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -36,6 +37,9 @@ type snapshot struct {
 	// noHandOver: leadership hand-overs refused for lack of permission, by
 	// host/product, with the refusal.
 	noHandOver map[string]string
+	// health: the workloads of the hosts that wait for them to be healthy
+	// after their reboot (rejoinhealth.go).
+	health map[string]*rejoinhealth.Observed
 }
 
 // hostView is what a pass knows of one host.
@@ -74,6 +78,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.hostViews(s, recs)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
+	c.readRejoinHealth(ctx, s)
 	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
 	c.mu.Unlock()

@@ -45,6 +45,9 @@ type Rules struct {
 	HistorySize          int
 	ServerStableFor      time.Duration
 	HoldOnDeniedHandOver bool
+	// DefaultOptions are the default group's drain options and healthy
+	// settings.
+	DefaultOptions GroupOptions
 }
 
 // InvalidPolicyError is a stored policy that cannot be used: unreadable,
@@ -78,6 +81,7 @@ type policyState struct {
 func (c *Coordinator) setRules(r Rules) {
 	c.opt.Groups, c.opt.DefaultGroup, c.opt.Timing = r.Groups, r.DefaultGroup, r.Timing
 	c.opt.HistorySize, c.opt.ServerStableFor, c.opt.HoldOnDeniedHandOver = r.HistorySize, r.ServerStableFor, r.HoldOnDeniedHandOver
+	c.opt.DefaultOptions = r.DefaultOptions
 	if c.opt.DefaultGroup.Name == "" {
 		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
 	}

@@ -38,6 +38,7 @@ const (
 	WaitHandOverRefused // Detail: the refusal
 	WaitPolicyInvalid   // Detail: why the stored policy cannot be used
 	WaitSettle          // Detail: the group, until when and after which host
+	WaitDrainStopsAgent // Detail: the agent's job
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -54,7 +55,10 @@ const (
 	WaitVaultUnseal    // Detail: the host
 	WaitPostRebootGate // Detail: health.PostRebootGate's reason
 	WaitNewBootID
-	WaitUnknownPhase // Detail: the phase
+	WaitUnknownPhase    // Detail: the phase
+	WaitAllocsUnhealthy // Detail: package rejoin's detail, the allocations and why
+	WaitConsulChecks    // Detail: package rejoin's detail, the failing checks
+	WaitAllocsStarting  // Detail: package rejoin's detail, the allocations still starting
 
 	// A host whose plan a newer rollboot wrote (store.PhaseUnreadable).
 	WaitPlanUnreadable // Detail: the store's reason, the whole text
@@ -87,6 +91,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitHandOverRefused: {"hand_over_refused", "leadership hand-over refused (policy: hold): %s"},
 	WaitPolicyInvalid:   {"policy_invalid", "no new reboot starts: %s"},
 	WaitSettle:          {"settle", "settling: %s"},
+	WaitDrainStopsAgent: {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitNodeNotFound:    {"node_not_found", "node not found"},
 	WaitDrainStarting:   {"drain_starting", "starting the drain"},
 	WaitDraining:        {"draining", "draining"},
@@ -102,6 +107,9 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitPostRebootGate:  {"post_reboot_gate", "%s"},
 	WaitNewBootID:       {"new_boot_id", "waiting for the agent to report the host's new boot ID"},
 	WaitUnknownPhase:    {"unknown_phase", "unknown phase %s"},
+	WaitAllocsUnhealthy: {"allocs_unhealthy", "waiting for allocations to be healthy: %s"},
+	WaitConsulChecks:    {"consul_checks", "waiting for Consul checks to pass: %s"},
+	WaitAllocsStarting:  {"allocs_starting", "waiting for allocations to start and be healthy: %s"},
 	WaitPlanUnreadable:  {"plan_unreadable", "%s"},
 }
 
@@ -123,7 +131,7 @@ func (k WaitKind) Name() string {
 func (k WaitKind) progress() bool {
 	switch k {
 	case WaitSlot, WaitQueued, WaitDrainStarting, WaitDraining, WaitHandingOver, WaitAgentReboot,
-		WaitRebooting, WaitNodeToBeReady, WaitEligibility, WaitNewBootID:
+		WaitRebooting, WaitNodeToBeReady, WaitEligibility, WaitNewBootID, WaitAllocsStarting:
 		return true
 	}
 	return false

@@ -160,6 +160,9 @@ func (d Decision) changes() bool {
 func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, resync <-chan time.Time, plans map[string]store.Plan, failed int) bool {
 	now := c.now()
 	next := nextTimer(plans, c.opt.Timing, now)
+	if t := c.healthTimers(plans, now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+		next = t // a group's drain deadline or a healthy deadline runs out
+	}
 	if t := c.nextSettle; t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // a group's settle time ends
 	}
@@ -200,7 +203,7 @@ type allocWatchers struct {
 func (w *allocWatchers) set(plans map[string]store.Plan) {
 	want := map[string]bool{}
 	for _, p := range plans {
-		if p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0 {
+		if (p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0) || waitsForHealth(p) {
 			want[p.NodeID] = true
 		}
 	}

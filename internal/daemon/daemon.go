@@ -73,6 +73,9 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 		Log:                  log.With("component", "coordinator"),
 		Policy:               &storedPolicy{st: st, local: cfg},
 		Identity:             identity(cfg),
+		DefaultOptions:       r.DefaultOptions,
+		Allocs:               c.Allocations(),
+		ConsulHealth:         consulHealth(clusters),
 	}
 }
 

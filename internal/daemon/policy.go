@@ -95,7 +95,7 @@ func (p *storedPolicy) Watch(ctx context.Context, index uint64, wait time.Durati
 func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 	return coordinator.Rules{
 		Version:      version,
-		Groups:       groupSpecs(cfg.Policy),
+		Groups:       withGroupOptions(groupSpecs(cfg.Policy), cfg),
 		DefaultGroup: cfg.Policy.Default,
 		Timing: coordinator.Timing{
 			DrainDeadline:   cfg.Drain.Deadline,
@@ -109,6 +109,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		HistorySize:          cfg.Coordinator.HistorySize,
 		ServerStableFor:      cfg.Coordinator.ServerStableFor,
 		HoldOnDeniedHandOver: cfg.HoldOnDeniedHandOver,
+		DefaultOptions:       defaultGroupOptions(cfg),
 	}
 }
 

@@ -71,7 +71,10 @@ type Hold int
 const (
 	// None: the host is healthy, its slot may be freed.
 	None Hold = iota
-	// Allocs: an allocation is not running and healthy, or they cannot be read.
+	// Starting: allocations are still starting (pending) or their client has
+	// not set their health yet; none is known to be unhealthy.
+	Starting
+	// Allocs: an allocation is unhealthy or failed, or they cannot be read.
 	Allocs
 	// Checks: a Consul check does not pass, or they cannot be read.
 	Checks
@@ -102,8 +105,12 @@ func judge(o Observed, s Settings) Verdict {
 	if o.AllocsErr != nil {
 		return Verdict{Hold: Allocs, Detail: o.AllocsErr.Error()}
 	}
-	if bad := unhealthyAllocs(o.Allocs); len(bad) > 0 {
-		return Verdict{Hold: Allocs, Detail: list(bad)}
+	if bad, starting := unhealthyAllocs(o.Allocs); len(bad) > 0 {
+		h := Allocs
+		if starting {
+			h = Starting
+		}
+		return Verdict{Hold: h, Detail: list(bad)}
 	}
 	if s.ConsulChecks {
 		if o.ChecksErr != nil {
@@ -121,9 +128,10 @@ func judge(o Observed, s Settings) Verdict {
 // completed is done; one of a service or system job is healthy once its client
 // set its health (client/allocrunner/health_hook.go: after the group's
 // min_healthy_time with its checks passing), so waiting for it gives Nomad's own
-// min_healthy_time.
-func unhealthyAllocs(allocs []Alloc) []string {
-	var out []string
+// min_healthy_time. starting: every one named is only starting (pending, or its
+// health not set yet).
+func unhealthyAllocs(allocs []Alloc) (out []string, starting bool) {
+	starting = true
 	for _, a := range allocs {
 		if a.DesiredStatus != "run" {
 			continue
@@ -145,9 +153,10 @@ func unhealthyAllocs(allocs []Alloc) []string {
 		default:
 			continue
 		}
+		starting = starting && (why == "pending" || why == "health not set yet")
 		out = append(out, a.Name+" "+why)
 	}
-	return out
+	return out, starting
 }
 
 // failingChecks names the checks that do not pass: "service:api critical" for

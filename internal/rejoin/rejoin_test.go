@@ -27,9 +27,11 @@ func TestDecide(t *testing.T) {
 		{"unhealthy", Observed{Allocs: []Alloc{running("web.web[0]", "service", &no)}}, hold, time.Minute,
 			Verdict{Hold: Allocs, Detail: "web.web[0] unhealthy"}},
 		{"health not set yet", Observed{Allocs: []Alloc{running("web.web[0]", "service", nil)}}, hold, time.Minute,
-			Verdict{Hold: Allocs, Detail: "web.web[0] health not set yet"}},
+			Verdict{Hold: Starting, Detail: "web.web[0] health not set yet"}},
 		{"pending", Observed{Allocs: []Alloc{{Name: "web.web[1]", JobType: "service", DesiredStatus: "run", ClientStatus: "pending"}}},
-			hold, time.Minute, Verdict{Hold: Allocs, Detail: "web.web[1] pending"}},
+			hold, time.Minute, Verdict{Hold: Starting, Detail: "web.web[1] pending"}},
+		{"one unhealthy among starting ones", Observed{Allocs: []Alloc{running("web.web[0]", "service", nil), running("web.web[1]", "service", &no)}},
+			hold, time.Minute, Verdict{Hold: Allocs, Detail: "web.web[0] health not set yet, web.web[1] unhealthy"}},
 		{"failed client status", Observed{Allocs: []Alloc{{Name: "b.b[0]", JobType: "batch", DesiredStatus: "run", ClientStatus: "failed"}}},
 			hold, time.Minute, Verdict{Hold: Allocs, Detail: "b.b[0] failed"}},
 		{"failed task", Observed{Allocs: []Alloc{{Name: "web.web[0]", JobType: "service", DesiredStatus: "run", ClientStatus: "running", Healthy: &yes, FailedTask: "app"}}},
@@ -60,7 +62,9 @@ func TestDecide(t *testing.T) {
 			Verdict{Hold: Checks, Detail: "consul health of node h1: connection refused"}},
 		{"allocations come before checks", Observed{Allocs: []Alloc{running("web.web[0]", "service", nil)},
 			Checks: []Check{{Name: "http", ServiceName: "api", Status: "critical"}}}, consul, time.Minute,
-			Verdict{Hold: Allocs, Detail: "web.web[0] health not set yet"}},
+			Verdict{Hold: Starting, Detail: "web.web[0] health not set yet"}},
+		{"still starting past the deadline", Observed{Allocs: []Alloc{{Name: "web.web[1]", JobType: "service", DesiredStatus: "run", ClientStatus: "pending"}}},
+			hold, 11 * time.Minute, Verdict{Hold: Starting, Detail: "web.web[1] pending", Past: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
