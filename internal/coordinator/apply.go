@@ -149,6 +149,9 @@ func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *sl
 		metaMessage: "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
 	}}
 	w := (&api.WriteOptions{}).WithContext(ctx)
+	if err := c.stopJobs(ctx, in, log); err != nil {
+		return err
+	}
 	if err := checkLease(ctx); err != nil {
 		return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
 	}
@@ -156,9 +159,6 @@ func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *sl
 		return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
 	}
 	log.Info("drain started", "node_id", in.Node.ID, "grant", p.GrantID)
-	if err := c.stopJobs(ctx, in, log); err != nil {
-		return err
-	}
 	if in.Plan.Phase == store.PhasePending { // the grant of this pass, not a drain issued again
 		c.metrics.state.drainStarted(in.Group, in.Plan.RequestedAt, in.Now)
 	}

@@ -227,13 +227,15 @@ func drainSpec(in Input) *api.DrainSpec {
 	return spec
 }
 
-// stopJobs stops the allocations of the group's stop_jobs on the node, once
-// its drain has started (the node is ineligible, so Nomad places their
-// replacements elsewhere). Nomad's alloc stop (nomad/alloc_endpoint.go
-// Alloc.Stop) marks the allocation for migration with an evaluation of its own:
-// the scheduler stops it at once, without the migrate block the drainer would
-// follow. An allocation left running (the stop failed, or the coordinator
-// stopped in between) is migrated by the drain as any other.
+// stopJobs stops the allocations of the group's stop_jobs on the node, just
+// before its drain starts: the node is first made ineligible (the plan stored at
+// grant says it was eligible, and the rejoin restores it), so that Nomad places
+// their replacements on other nodes, and the drainer, which would otherwise mark
+// them for migration first, finds them already stopping. Nomad's alloc stop
+// (nomad/alloc_endpoint.go Alloc.Stop) marks the allocation for migration with
+// an evaluation of its own: the scheduler stops it at once, without the migrate
+// block the drainer follows. An allocation left running (the stop failed, or
+// the coordinator stopped in between) is migrated by the drain as any other.
 func (c *Coordinator) stopJobs(ctx context.Context, in Input, log *slog.Logger) error {
 	if len(in.Drain.StopJobs) == 0 || in.Node == nil {
 		return nil
@@ -245,11 +247,24 @@ func (c *Coordinator) stopJobs(ctx context.Context, in Input, log *slog.Logger) 
 	if err != nil {
 		return fmt.Errorf("drain.stop_jobs: allocations of node %s: %w", in.Node.ID, err)
 	}
+	var stop []*api.Allocation
 	for _, a := range allocs {
-		if a.DesiredStatus != api.AllocDesiredStatusRun || !stopJob(in.Drain.StopJobs, a.Namespace, a.JobID) ||
-			a.ClientStatus == api.AllocClientStatusComplete || a.ClientStatus == api.AllocClientStatusFailed || a.ClientStatus == api.AllocClientStatusLost {
-			continue
+		if a.DesiredStatus == api.AllocDesiredStatusRun && stopJob(in.Drain.StopJobs, a.Namespace, a.JobID) &&
+			a.ClientStatus != api.AllocClientStatusComplete && a.ClientStatus != api.AllocClientStatusFailed &&
+			a.ClientStatus != api.AllocClientStatusLost && (a.DesiredTransition.Migrate == nil || !*a.DesiredTransition.Migrate) {
+			stop = append(stop, a)
 		}
+	}
+	if len(stop) == 0 {
+		return nil
+	}
+	if err := checkLease(ctx); err != nil {
+		return fmt.Errorf("drain.stop_jobs: mark node %s ineligible: %w", in.Node.ID, err)
+	}
+	if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, false, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("drain.stop_jobs: mark node %s ineligible: %w", in.Node.ID, err)
+	}
+	for _, a := range stop {
 		if err := checkLease(ctx); err != nil {
 			return fmt.Errorf("stop allocation %s: %w", a.ID, err)
 		}
