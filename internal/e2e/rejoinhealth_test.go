@@ -160,7 +160,7 @@ group "batch" {
 			migrated[e.Details["job"]] = true
 		}
 	}
-	if drain["deadline"] != (2 * time.Hour).String() || drain["ignore_system_jobs"] != "true" {
+	if drain["deadline"] != (2*time.Hour).String() || drain["ignore_system_jobs"] != "true" {
 		t.Errorf("drain spec %v, want the group's deadline 2h0m0s and system jobs ignored", drain)
 	}
 	if !stopped["cache"] || migrated["cache"] {
