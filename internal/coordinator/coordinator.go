@@ -147,6 +147,9 @@ type Coordinator struct {
 	nextSettle time.Time
 	// changed: a pass applied a change (wake.go: the next pass runs at once).
 	changed bool
+	// checkNodes: the Consul nodes whose checks the last pass read for a host
+	// waiting for them (rejoinhealth.go); watched until it ends (rejoinwatch.go).
+	checkNodes map[string]bool
 }
 
 // New returns a coordinator.
@@ -197,6 +200,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.startNodeMeta(ctx, &wg)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
 	defer allocs.stop()
+	checks := &checkWatchers{ctx: ctx, poke: poke, c: c} // rejoinwatch.go
+	defer checks.stop()
 
 	c.mu.Lock()
 	c.plans = nil       // reload: another coordinator may have written since we last led
@@ -225,6 +230,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		changed, plans := c.changed, maps.Clone(c.plans)
 		c.mu.Unlock()
 		allocs.set(plans)
+		checks.set()
 		if changed && chained < maxChainedPasses {
 			// Our own writes wake none of our watches: decide again now.
 			chained++

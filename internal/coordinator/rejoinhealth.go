@@ -114,6 +114,12 @@ func waitsForHealth(p store.Plan) bool {
 // healthy, its node's allocations and (with consul_checks) its Consul checks.
 // A read that fails is kept as the reason the host holds.
 func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
+	checkNodes := map[string]bool{}
+	defer func() {
+		c.mu.Lock()
+		c.checkNodes = checkNodes
+		c.mu.Unlock()
+	}()
 	for _, name := range s.names {
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil || !waitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
@@ -127,6 +133,9 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 				nodeName = n.Name
 			}
 			o.Checks, o.ChecksErr = c.consulChecks(ctx, nodeName)
+			if nodeName != "" {
+				checkNodes[nodeName] = true
+			}
 		}
 		if s.health == nil {
 			s.health = map[string]*rejoinhealth.Observed{}

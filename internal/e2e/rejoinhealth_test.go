@@ -170,3 +170,34 @@ group "batch" {
 		t.Errorf("api: stopped %v, migrated %v; want migrated only", stopped["api"], migrated["api"])
 	}
 }
+
+// With healthy.consul_checks, a rebooted host whose service check fails in
+// Consul keeps its slot, with the check named in `rollboot status`; the check
+// passing again releases it at once: the coordinator watches the node's checks
+// in Consul (a check changes no Nomad data), with the production resync of 30s.
+func TestRejoinConsulChecks(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{servers: 3, clients: 2, coordinators: 1, autoUnseal: true, resync: productionResync,
+		jobs: []nomadsim.JobSpec{{ID: "api", Type: "system"}},
+		policy: `group "clients" {
+  filter = "NodePool == \"default\""
+  healthy {
+    consul_checks = true
+  }
+}`})
+	c.start()
+	h := c.clients()[0]
+	c.waitFor("the agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 5 })
+	if err := c.sim.SetServiceCheckFailing(h, "api", true); err != nil {
+		t.Fatal(err)
+	}
+	c.needReboot(h)
+	c.waitFor("the host held by its failing check", time.Minute, func() bool {
+		return strings.Contains(c.waitingOf(h), `waiting for Consul checks to pass: service:api-api critical`)
+	})
+	start := time.Now()
+	if err := c.sim.SetServiceCheckFailing(h, "api", false); err != nil {
+		t.Fatal(err)
+	}
+	c.within("check passing → slot freed", start, func() bool { return c.plans()[h].Phase == store.PhaseIdle })
+}

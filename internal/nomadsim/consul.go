@@ -1033,7 +1033,9 @@ func (s *Sim) consulHealthNode(w http.ResponseWriter, r *http.Request, _ *Host) 
 		if known {
 			var svcIdx uint64
 			svc, svcIdx = s.serviceChecksLocked(h)
-			idx = max(idx, svcIdx)
+			// The checks follow both the catalog's index and the node's
+			// allocations (a Nomad index): their sum moves when either does.
+			idx += svcIdx
 		}
 		ch, closed := s.notify, s.closed
 		if minIndex == 0 || idx > minIndex || closed {

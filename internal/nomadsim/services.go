@@ -1,6 +1,8 @@
 package nomadsim
 
 import (
+	"fmt"
+
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 )
@@ -17,8 +19,9 @@ import (
 // service name for a group, structs.Service Canonicalize "${JOB}-${TASKGROUP}")
 // with one check named as Nomad names an unnamed check ("service: \"<name>\"
 // check", structs.ServiceCheck Canonicalize). The check passes while the
-// allocation's task runs and the group's checks do not fail
-// (GroupSpec.FailHealthChecks); otherwise it is critical.
+// allocation's task runs, the group's checks do not fail
+// (GroupSpec.FailHealthChecks) and the test did not make it fail
+// (SetServiceCheckFailing); otherwise it is critical.
 
 // serviceChecksLocked are the checks of the services of the allocations running
 // on h's node, and the highest ModifyIndex among the node's allocations (0:
@@ -43,7 +46,7 @@ func (s *Sim) serviceChecksLocked(h *Host) (consulapi.HealthChecks, uint64) {
 		}
 		name := a.JobID + "-" + a.TaskGroup
 		status, output := consulapi.HealthPassing, "HTTP GET: 200 OK"
-		if g := sa.job.group(a.TaskGroup); sa.taskDead || (g != nil && g.FailHealthChecks) {
+		if g := sa.job.group(a.TaskGroup); sa.taskDead || sa.job.checksFailingOn[h.NodeID] || (g != nil && g.FailHealthChecks) {
 			status, output = consulapi.HealthCritical, "connection refused"
 		}
 		out = append(out, &consulapi.HealthCheck{
@@ -55,4 +58,38 @@ func (s *Sim) serviceChecksLocked(h *Host) (consulapi.HealthChecks, uint64) {
 		})
 	}
 	return out, idx
+}
+
+// SetServiceCheckFailing makes the service checks of job's allocations on
+// host's node fail (critical) or pass again, from now on and for the
+// allocations placed there later, as a service that stops answering on that
+// host. The allocations' health, set once by their client
+// (client/allocrunner/health_hook.go), stays as it was. The check's status lives
+// in Consul: the change moves Consul's index (blocking queries on the node's
+// checks wake), not Nomad's.
+func (s *Sim) SetServiceCheckFailing(host, job string, failing bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[host]
+	if !ok || h.NodeID == "" {
+		return fmt.Errorf("host %q has no Nomad client", host)
+	}
+	var j *simJob
+	for _, k := range s.cluster.jobOrder {
+		if k.id == job {
+			j = s.cluster.jobs[k]
+		}
+	}
+	if j == nil {
+		return fmt.Errorf("no job %q", job)
+	}
+	if j.checksFailingOn == nil {
+		j.checksFailingOn = map[string]bool{}
+	}
+	j.checksFailingOn[h.NodeID] = failing
+	cs := &s.consul
+	cs.g.index++
+	cs.catalogIndex = cs.g.index
+	s.bumpLocked()
+	return nil
 }

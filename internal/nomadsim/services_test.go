@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -90,5 +91,46 @@ func TestAllocStop(t *testing.T) {
 	})
 	if _, err := c.Allocations().Stop(&api.Allocation{ID: "no-such-alloc"}, nil); err == nil {
 		t.Fatal("stop of an unknown allocation succeeded")
+	}
+}
+
+// A service check made to fail wakes a blocking query on the node's checks.
+func TestSetServiceCheckFailing(t *testing.T) {
+	s := vtSim(t, Config{Servers: 3, ConsulServers: true, Clients: 1})
+	auxWait(t, s, "consul leader", func(v *View) bool { return s.consul.g.leader != nil })
+	client := s.Hosts()[3]
+	if err := s.AddJob(JobSpec{ID: "api", Type: api.JobTypeSystem}); err != nil {
+		t.Fatal(err)
+	}
+	auxWait(t, s, "api running", func(v *View) bool { _, ok := v.RunningAlloc(client.NodeID, "api"); return ok })
+	cc := ccClient(t, s.ConsulAddress())
+	_, meta, err := cc.Health().Node(client.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		hc, _, err := cc.Health().Node(client.Name, &consulapi.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 5 * time.Second})
+		st := "error"
+		if err == nil {
+			for _, c := range hc {
+				if c.ServiceName == "api-api" {
+					st = c.Status
+				}
+			}
+		}
+		done <- st
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := s.SetServiceCheckFailing(client.Name, "api", true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case st := <-done:
+		if st != "critical" {
+			t.Fatalf("check %s, want critical", st)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the blocking query did not wake")
 	}
 }
