@@ -29,6 +29,9 @@ import (
 type admitRules struct {
 	groups        []policy.Group // the default group first, then the configured ones
 	drainDeadline time.Duration  // a window must leave room for a drain to finish
+	// groupDeadlines: the groups with a drain deadline of their own
+	// (rejoinhealth.go).
+	groupDeadlines map[string]time.Duration
 	gates         bool           // quorum gates are configured (Options.Clusters)
 	// hold, when set, admits nobody and is every pending host's reason: the
 	// stored policy cannot be used (policy.go).
@@ -47,7 +50,7 @@ type admission struct {
 // admitRules returns the coordinator's admission configuration.
 func (c *Coordinator) admitRules() admitRules {
 	r := admitRules{groups: []policy.Group{c.opt.DefaultGroup}, drainDeadline: c.opt.Timing.DrainDeadline,
-		gates: c.opt.Clusters != nil, hold: c.policyHold()}
+		gates: c.opt.Clusters != nil, hold: c.policyHold(), groupDeadlines: c.groupDrainDeadlines()}
 	for _, g := range c.opt.Groups {
 		r.groups = append(r.groups, g.Group)
 	}
@@ -190,7 +193,7 @@ func groupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
 			if s.control.PauseReason != "" {
 				gs.Hold += ": " + s.control.PauseReason
 			}
-		} else if ok, why := g.Schedule.CanStartDrain(s.now, r.drainDeadline); !ok {
+		} else if ok, why := g.Schedule.CanStartDrain(s.now, r.drainDeadlineOf(g.Name)); !ok {
 			gs.Hold = why
 		}
 		byName[g.Name] = gs

@@ -606,8 +606,7 @@ func rejoin(in Input, d Decision) Decision {
 			}
 		}
 	}
-	r, held, unhealthy := healthHold(in, d, since)
-	if held {
+	if r, held := healthHold(in, &d, since); held {
 		return r
 	}
 	if !in.PostGate.IsZero() {
@@ -644,7 +643,6 @@ func rejoin(in Input, d Decision) Decision {
 	d.Plan.LastNeedAt, d.Plan.LoopCount = loopAfterCycle(in, p)
 	d.ClearRequest = in.Request != nil && !in.Request.At.After(p.Timeline[store.PhaseDraining])
 	d.Write, d.Event = true, "rebooted and back in service"
-	d.Unhealthy = unhealthy
 	return d
 }
 

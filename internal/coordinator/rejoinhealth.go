@@ -189,21 +189,24 @@ func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoinhe
 }
 
 // healthHold is the healthy check of a rejoining host whose node is back (and
-// eligible again when it was before): ok reports that it holds the host, with
-// the decision to return; released is what was still unhealthy when the slot
-// is freed past the deadline (on_deadline = "release"), for the alert.
-func healthHold(in Input, d Decision, since time.Time) (r Decision, ok bool, released string) {
+// eligible again when it was before): held reports that it holds the host, with
+// the decision to return. Past the deadline with on_deadline = "release" it
+// holds nothing and records in d.Unhealthy what was still unhealthy, for the
+// alert when the slot is freed.
+func healthHold(in Input, pd *Decision, since time.Time) (r Decision, held bool) {
+	d := *pd
 	if in.Health == nil {
-		return d, false, ""
+		return d, false
 	}
 	v := rejoinhealth.Decide(*in.Health, in.Healthy, in.Now.Sub(since))
 	switch {
 	case v.Hold == rejoinhealth.None:
-		return d, false, ""
+		return d, false
 	case v.Release:
-		return d, false, v.Detail
+		pd.Unhealthy = v.Detail
+		return d, false
 	case v.Past:
-		return toStuck(d, d.Plan, in.Now, fmt.Sprintf("workloads not healthy within %s of the reboot: %s", in.Healthy.Deadline, v.Detail)), true, ""
+		return toStuck(d, d.Plan, in.Now, fmt.Sprintf("workloads not healthy within %s of the reboot: %s", in.Healthy.Deadline, v.Detail)), true
 	case v.Hold == rejoinhealth.Checks:
 		d.Waiting = waitFor(WaitConsulChecks, v.Detail)
 	case v.Hold == rejoinhealth.Starting:
@@ -211,7 +214,7 @@ func healthHold(in Input, d Decision, since time.Time) (r Decision, ok bool, rel
 	default:
 		d.Waiting = waitFor(WaitAllocsUnhealthy, v.Detail)
 	}
-	return d, true, ""
+	return d, true
 }
 
 // systemDrainHold holds a host whose group drains system jobs
@@ -303,8 +306,8 @@ func stopJob(jobs []string, namespace, job string) bool {
 // alertUnhealthy reports a host whose slot was freed past its healthy deadline
 // with its workloads still unhealthy (on_deadline = "release").
 func (c *Coordinator) alertUnhealthy(in Input, d Decision, log *slog.Logger) {
-	if d.Unhealthy == "" {
-		return
+	if d.Unhealthy == "" || d.History == nil {
+		return // not freed in this decision: still waiting for something else
 	}
 	log.Error("slot freed with unhealthy workloads: the healthy deadline passed (healthy.on_deadline = \"release\")",
 		"deadline", in.Healthy.Deadline, "unhealthy", d.Unhealthy)
@@ -335,4 +338,27 @@ func (c *Coordinator) healthTimers(plans map[string]store.Plan, now time.Time) t
 		}
 	}
 	return next
+}
+
+// groupDrainDeadlines are the drain deadlines the groups set for themselves
+// (the default group's too): a window must leave room for the group's own drain.
+func (c *Coordinator) groupDrainDeadlines() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	if d := c.opt.DefaultOptions.Drain.Deadline; d > 0 {
+		out[c.opt.DefaultGroup.Name] = d
+	}
+	for _, g := range c.opt.Groups {
+		if g.Options.Drain.Deadline > 0 {
+			out[g.Name] = g.Options.Drain.Deadline
+		}
+	}
+	return out
+}
+
+// drainDeadlineOf is the drain deadline of the group named name.
+func (r admitRules) drainDeadlineOf(name string) time.Duration {
+	if d, ok := r.groupDeadlines[name]; ok {
+		return d
+	}
+	return r.drainDeadline
 }

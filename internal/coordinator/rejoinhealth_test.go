@@ -142,3 +142,16 @@ func TestGroupOptionsInInput(t *testing.T) {
 		t.Errorf("default group: %+v %+v", in.Timing, in.Healthy)
 	}
 }
+
+// A window must leave room for the group's own drain deadline.
+func TestGroupDrainDeadlineForWindows(t *testing.T) {
+	c := New(Options{Timing: timing, Groups: []GroupSpec{{Options: GroupOptions{Drain: DrainOptions{Deadline: 2 * time.Hour}}}}})
+	c.opt.Groups[0].Name = "batch"
+	r := c.admitRules()
+	if got := r.drainDeadlineOf("batch"); got != 2*time.Hour {
+		t.Errorf("batch: %s", got)
+	}
+	if got := r.drainDeadlineOf("default"); got != timing.DrainDeadline {
+		t.Errorf("default: %s", got)
+	}
+}
