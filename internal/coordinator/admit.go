@@ -29,13 +29,13 @@ import (
 type admitRules struct {
 	groups        []policy.Group // the default group first, then the configured ones
 	drainDeadline time.Duration  // a window must leave room for a drain to finish
-	// groupDeadlines: the groups with a drain deadline of their own
-	// (rejoinhealth.go).
-	groupDeadlines map[string]time.Duration
 	gates         bool           // quorum gates are configured (Options.Clusters)
 	// hold, when set, admits nobody and is every pending host's reason: the
 	// stored policy cannot be used (policy.go).
 	hold WaitReason
+	// groupDeadlines: the groups with a drain deadline of their own
+	// (rejoinhealth.go).
+	groupDeadlines map[string]time.Duration
 }
 
 // admission is the result of admit.
