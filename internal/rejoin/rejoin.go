@@ -71,8 +71,9 @@ type Hold int
 const (
 	// None: the host is healthy, its slot may be freed.
 	None Hold = iota
-	// Starting: allocations are still starting (pending) or their client has
-	// not set their health yet; none is known to be unhealthy.
+	// Starting: allocations are still starting (pending, or unknown until
+	// their client reports after reconnecting) or their client has not set
+	// their health yet; none is known to be unhealthy.
 	Starting
 	// Allocs: an allocation is unhealthy or failed, or they cannot be read.
 	Allocs
@@ -153,7 +154,8 @@ func unhealthyAllocs(allocs []Alloc) (out []string, starting bool) {
 		default:
 			continue
 		}
-		starting = starting && (why == "pending" || why == "health not set yet")
+		// "unknown": the client has not reported since it reconnected.
+		starting = starting && (why == "pending" || why == "unknown" || why == "health not set yet")
 		out = append(out, a.Name+" "+why)
 	}
 	return out, starting

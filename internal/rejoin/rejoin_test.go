@@ -32,6 +32,8 @@ func TestDecide(t *testing.T) {
 			hold, time.Minute, Verdict{Hold: Starting, Detail: "web.web[1] pending"}},
 		{"one unhealthy among starting ones", Observed{Allocs: []Alloc{running("web.web[0]", "service", nil), running("web.web[1]", "service", &no)}},
 			hold, time.Minute, Verdict{Hold: Allocs, Detail: "web.web[0] health not set yet, web.web[1] unhealthy"}},
+		{"unknown until the client reports", Observed{Allocs: []Alloc{{Name: "log.log[0]", JobType: "system", DesiredStatus: "run", ClientStatus: "unknown"}}},
+			hold, time.Minute, Verdict{Hold: Starting, Detail: "log.log[0] unknown"}},
 		{"failed client status", Observed{Allocs: []Alloc{{Name: "b.b[0]", JobType: "batch", DesiredStatus: "run", ClientStatus: "failed"}}},
 			hold, time.Minute, Verdict{Hold: Allocs, Detail: "b.b[0] failed"}},
 		{"failed task", Observed{Allocs: []Alloc{{Name: "web.web[0]", JobType: "service", DesiredStatus: "run", ClientStatus: "running", Healthy: &yes, FailedTask: "app"}}},
