@@ -150,6 +150,9 @@ type Coordinator struct {
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (rejoinwatch.go).
 	checkNodes map[string]bool
+	// watchedAllocs: the allocations of each watched node as its watch last
+	// read them (wake.go allocWatchers), used instead of reading them again.
+	watchedAllocs map[string][]*api.Allocation
 }
 
 // New returns a coordinator.

@@ -144,11 +144,35 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 	}
 }
 
-// nodeAllocs reads the allocations on the node, as package rejoin sees them.
+// cacheNodeAllocs keeps the allocations the watch of nodeID read (nil: forget
+// them, the watch ended).
+func (c *Coordinator) cacheNodeAllocs(nodeID string, allocs []*api.Allocation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if allocs == nil {
+		delete(c.watchedAllocs, nodeID)
+		return
+	}
+	if c.watchedAllocs == nil {
+		c.watchedAllocs = map[string][]*api.Allocation{}
+	}
+	c.watchedAllocs[nodeID] = allocs
+}
+
+// nodeAllocs returns the allocations on the node, as package rejoin sees them:
+// as the node's watch last read them (a change pokes a pass after the watch kept
+// it), else read now (the first pass of a host waiting for them, before its
+// watch starts).
 func (c *Coordinator) nodeAllocs(ctx context.Context, nodeID string) ([]rejoinhealth.Alloc, error) {
-	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)
+	c.mu.Lock()
+	allocs, ok := c.watchedAllocs[nodeID]
+	c.mu.Unlock()
+	if !ok {
+		var err error
+		allocs, _, err = c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)
+		}
 	}
 	out := make([]rejoinhealth.Alloc, 0, len(allocs))
 	for _, a := range allocs {

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
+
 	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -153,5 +155,42 @@ func TestGroupDrainDeadlineForWindows(t *testing.T) {
 	}
 	if got := r.drainDeadlineOf("default"); got != timing.DrainDeadline {
 		t.Errorf("default: %s", got)
+	}
+}
+
+// countingNodes answers Allocations with allocs and counts the reads.
+type countingNodes struct {
+	NodesAPI
+	reads  int
+	allocs []*api.Allocation
+}
+
+func (n *countingNodes) Allocations(string, *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	n.reads++
+	return n.allocs, &api.QueryMeta{LastIndex: 1}, nil
+}
+
+// The observer takes a watched node's allocations from its watch, and reads
+// them itself otherwise.
+func TestNodeAllocsFromTheWatch(t *testing.T) {
+	yes := true
+	run := func(name string, healthy *bool) *api.Allocation {
+		return &api.Allocation{Name: name, DesiredStatus: "run", ClientStatus: "running", Job: &api.Job{Type: new(api.JobTypeService)},
+			DeploymentStatus: &api.AllocDeploymentStatus{Healthy: healthy}}
+	}
+	n := &countingNodes{allocs: []*api.Allocation{run("web.web[0]", nil)}}
+	c := New(Options{Nodes: n})
+	got, err := c.nodeAllocs(t.Context(), "n1")
+	if err != nil || n.reads != 1 || len(got) != 1 || got[0].Healthy != nil {
+		t.Fatalf("direct read: %+v %v, %d reads", got, err, n.reads)
+	}
+	c.cacheNodeAllocs("n1", []*api.Allocation{run("web.web[0]", &yes)})
+	got, _ = c.nodeAllocs(t.Context(), "n1")
+	if n.reads != 1 || got[0].Healthy == nil || !*got[0].Healthy {
+		t.Fatalf("from the watch: %+v, %d reads", got, n.reads)
+	}
+	c.cacheNodeAllocs("n1", nil) // the watch ended
+	if _, err := c.nodeAllocs(t.Context(), "n1"); err != nil || n.reads != 2 {
+		t.Fatalf("%d reads after the watch ended, want 2", n.reads)
 	}
 }

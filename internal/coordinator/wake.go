@@ -225,12 +225,15 @@ func (w *allocWatchers) set(plans map[string]store.Plan) {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
+			defer w.c.cacheNodeAllocs(id, nil)
 			watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
 				q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
-				_, meta, err := w.c.opt.Nodes.Allocations(id, q)
+				allocs, meta, err := w.c.opt.Nodes.Allocations(id, q)
 				if err != nil {
+					w.c.cacheNodeAllocs(id, nil) // a pass reads them itself meanwhile
 					return 0, err
 				}
+				w.c.cacheNodeAllocs(id, allocs) // before the poke: the pass reads it (rejoinhealth.go)
 				return meta.LastIndex, nil
 			}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
 		}()
