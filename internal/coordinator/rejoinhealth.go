@@ -22,10 +22,11 @@ import (
 // Before a rebooted client host's slot is freed, the allocations on its node
 // must be running and healthy and, with healthy.consul_checks, the node's Consul
 // checks must pass (package rejoin decides). The observer reads them only for
-// the hosts that wait for it (rejoining, or stuck after they came back), once
-// per pass; the node's allocations are watched meanwhile (wake.go
-// allocWatchers), so a change wakes a pass. Past healthy.deadline the host is
-// stuck (on_deadline = "hold") or its slot is freed with an alert ("release").
+// the hosts that wait for it (rejoining, or stuck after they came back); the
+// node's allocations are watched meanwhile (wake.go allocWatchers: the pass
+// takes them from the watch), and its Consul checks (rejoinwatch.go), so a
+// change wakes a pass. Past healthy.deadline the host is stuck (on_deadline =
+// "hold") or its slot is freed with an alert ("release").
 //
 // A group's drain block gives the drain deadline, whether the drain leaves the
 // system jobs running, and the jobs whose allocations are stopped (Nomad's alloc

@@ -28,9 +28,10 @@ import (
 //   - a pass that failed is retried after a short backoff;
 //   - a decision that waits for a time to pass (a backoff, a drain or rejoin
 //     timeout) gets a pass at that time;
-//   - a host that waits for its node's system jobs to run again after its reboot
-//     has its node's allocations watched (the node list does not change when an
-//     allocation starts);
+//   - a host that waits for its node's system jobs to run again after its reboot,
+//     or for its workloads to be healthy, has its node's allocations watched (the
+//     node list does not change when an allocation starts), and its node's Consul
+//     checks with healthy.consul_checks (rejoinwatch.go);
 //   - and a full pass runs at least every resync interval.
 
 // maxChainedPasses bounds the passes run back to back after changes: a decision
