@@ -70,17 +70,20 @@ var DefaultGroupOptions = GroupOptions{
 }
 
 // groupOptions are the options of the group named name (the default group's
-// for an unknown name).
+// for an unknown name). Healthy settings left zero (options built without
+// them) are the defaults: a zero deadline would make every host stuck at once.
 func (c *Coordinator) groupOptions(name string) GroupOptions {
+	o := c.opt.DefaultOptions
 	for _, g := range c.opt.Groups {
 		if g.Name == name {
-			return g.Options
+			o = g.Options
+			break
 		}
 	}
-	if c.opt.DefaultOptions.Healthy.Deadline == 0 {
-		return DefaultGroupOptions
+	if o.Healthy.Deadline <= 0 || o.Healthy.OnDeadline == "" {
+		o.Healthy = DefaultGroupOptions.Healthy
 	}
-	return c.opt.DefaultOptions
+	return o
 }
 
 // planGroup is the group whose options apply to a host: its plan's, recorded
@@ -102,10 +105,10 @@ func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *Input) {
 	in.Health = s.health[name]
 }
 
-// waitsForHealth reports whether the host meets the healthy checks in this
-// pass: it is rejoining (or stuck after it came back), its node is known, and
-// its node is eligible again when it was before (Nomad places allocations only
-// on eligible nodes).
+// waitsForHealth reports whether the host may meet the healthy checks: it is
+// rejoining (or stuck after it came back) and has a node. Its workloads are
+// read once its node is ready, and eligible again when it was before (Nomad
+// places allocations only on eligible nodes).
 func waitsForHealth(p store.Plan) bool {
 	rejoins := p.Phase == store.PhaseRejoining || (p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero())
 	return rejoins && p.NodeID != ""
