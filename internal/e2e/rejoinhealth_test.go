@@ -201,3 +201,24 @@ func TestRejoinConsulChecks(t *testing.T) {
 	}
 	c.within("check passing → slot freed", start, func() bool { return c.plans()[h].Phase == store.PhaseIdle })
 }
+
+// ignore_system_jobs = false would stop the agents, which run as a system job:
+// the host is held before its drain, with the reason in `rollboot status`.
+func TestDrainSystemJobsHoldsWhenTheAgentIsOne(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2, policy: `group "all" {
+  drain {
+    ignore_system_jobs = false
+  }
+}`})
+	c.start()
+	h := c.clients()[0]
+	c.waitFor("the agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 2 })
+	c.needReboot(h)
+	c.waitFor("the host held", time.Minute, func() bool {
+		return strings.Contains(c.waitingOf(h), "drain.ignore_system_jobs = false would stop rollboot's agent (system job default/rollboot)")
+	})
+	if c.drainStarted(h) {
+		t.Fatal("the node was drained")
+	}
+}
