@@ -46,6 +46,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.agent()
 	v.coordinator()
 	v.drain()
+	v.healthy()
 	v.fleetlock()
 	v.telemetry()
 	messages := v.notify()

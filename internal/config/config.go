@@ -39,6 +39,9 @@ type Config struct {
 	Workloads WorkloadsConfig
 	// Capacity is the capacity gate of admission (policy).
 	Capacity CapacityConfig
+	// Healthy is the top-level healthy block: when a rebooted host counts as
+	// back, for the groups that do not say otherwise (decode_healthy.go).
+	Healthy HealthyConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -151,6 +154,10 @@ type DrainConfig struct {
 	OnTimeout       string // OnTimeoutAbort or OnTimeoutForce
 	RetryBackoff    time.Duration
 	RetryMaxBackoff time.Duration
+	// IgnoreSystemJobs and StopJobs are the defaults of the groups' drain
+	// blocks (GroupDrainConfig).
+	IgnoreSystemJobs bool
+	StopJobs         []string
 }
 
 // TelemetryConfig configures the Prometheus metrics listener of `rollboot agent`
@@ -204,6 +211,10 @@ type GroupConfig struct {
 	// Settle is the least time between one host of the group coming back (its
 	// cycle ending) and the next one starting; 0: none.
 	Settle time.Duration
+	// Drain and Healthy are the group's drain and healthy blocks, each value
+	// the top-level one's unless the group sets it (decode_healthy.go).
+	Drain   GroupDrainConfig
+	Healthy HealthyConfig
 }
 
 // WindowConfig is one `window "name" {}` block.
@@ -255,8 +266,11 @@ func Default() *Config {
 			OnTimeout:       OnTimeoutAbort,
 			RetryBackoff:    5 * time.Minute,
 			RetryMaxBackoff: time.Hour,
+
+			IgnoreSystemJobs: true,
 		},
 		Capacity: CapacityConfig{Enabled: true, Headroom: "0%"},
+		Healthy:  HealthyConfig{Deadline: 10 * time.Minute, OnDeadline: OnDeadlineHold},
 		FleetLock: FleetLockConfig{
 			Listen:           "127.0.0.1:7777",
 			MaxBodyBytes:     64 << 10,

@@ -147,7 +147,7 @@ func rangeString(r hcl.Range) string {
 func (d *decoder) root(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"}, {Type: "alerts"}, {Type: "workloads"}, {Type: "capacity"},
+			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"}, {Type: "alerts"}, {Type: "workloads"}, {Type: "capacity"}, {Type: "healthy"},
 			{Type: "group", LabelNames: []string{"name"}},
 			{Type: "window", LabelNames: []string{"name"}},
 		},
@@ -194,6 +194,9 @@ func (d *decoder) root(body hcl.Body) {
 	}
 	if b := d.single(blocks, "capacity"); b != nil {
 		d.capacity(b.Body)
+	}
+	if b := d.single(blocks, "healthy"); b != nil { // before the groups: their default
+		d.healthy(b.Body, scope{"healthy", "healthy"}, &d.c.Healthy)
 	}
 	for _, b := range blocks {
 		switch b.Type {
@@ -311,7 +314,7 @@ func (d *decoder) coordinator(body hcl.Body) {
 func (d *decoder) drain(body hcl.Body) {
 	s := scope{"drain", "drain"}
 	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"deadline", "on_timeout", "retry_backoff", "retry_max_backoff")})
+		"deadline", "on_timeout", "retry_backoff", "retry_max_backoff", "ignore_system_jobs", "stop_jobs")})
 	if content == nil {
 		return
 	}
@@ -320,6 +323,8 @@ func (d *decoder) drain(body hcl.Body) {
 	d.str(a, s, "on_timeout", &dr.OnTimeout)
 	d.duration(a, s, "retry_backoff", &dr.RetryBackoff)
 	d.duration(a, s, "retry_max_backoff", &dr.RetryMaxBackoff)
+	d.boolean(a, s, "ignore_system_jobs", &dr.IgnoreSystemJobs)
+	d.strList(a, s, "stop_jobs", &dr.StopJobs)
 }
 
 func (d *decoder) fleetlock(body hcl.Body) {
@@ -357,12 +362,15 @@ func (d *decoder) telemetry(body hcl.Body) {
 func (d *decoder) group(b *hcl.Block) {
 	i := len(d.c.Groups)
 	g := GroupConfig{Name: b.Labels[0], Concurrency: 1}
+	g.Drain, g.Healthy = d.c.groupDefaults()
 	s := groupScope(i, g.Name)
 	d.c.setPos(s.key, b.DefRange)
 	d.c.setPos(s.key+".name", b.LabelRanges[0])
 	content := d.content(b.Body, &hcl.BodySchema{Attributes: attrSchema(
-		"filter", "concurrency", "max_unavailable", "windows", "settle")})
+		"filter", "concurrency", "max_unavailable", "windows", "settle"),
+		Blocks: groupBlockSchema})
 	if content != nil {
+		d.groupBlocks(content.Blocks, s, &g)
 		a := content.Attributes
 		d.str(a, s, "filter", &g.Filter)
 		d.integer(a, s, "concurrency", &g.Concurrency)

@@ -26,7 +26,7 @@ const (
 
 // policyBlocks are the top-level blocks of a policy file; every other block
 // (but coordinator, shared) is local.
-var policyBlocks = map[string]bool{"group": true, "window": true, "drain": true, "alerts": true, "workloads": true, "capacity": true}
+var policyBlocks = map[string]bool{"group": true, "window": true, "drain": true, "alerts": true, "workloads": true, "capacity": true, "healthy": true}
 
 // policyCoordinatorAttr are the attributes of the coordinator block that belong
 // to the policy; the others are local.
@@ -125,6 +125,7 @@ func (cc *Compiled) With(r *Rules) *Compiled {
 	out := *cc
 	p := r.cc
 	out.Groups, out.Windows, out.Drain = p.Groups, p.Windows, p.Drain
+	out.Healthy = p.Healthy
 	co, pco := &out.Coordinator, p.Coordinator
 	co.RejoinTimeout, co.ServerStableFor, co.LeaderTransferDenied = pco.RejoinTimeout, pco.ServerStableFor, pco.LeaderTransferDenied
 	co.RebootLoopBackoff, co.RebootLoopMaxBackoff, co.HistorySize = pco.RebootLoopBackoff, pco.RebootLoopMaxBackoff, pco.HistorySize

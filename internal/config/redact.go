@@ -47,7 +47,7 @@ func (c *Config) String() string {
 
 // policyString renders the policy settings in HCL, defaults included.
 func (c *Config) policyString() string {
-	blocks := []func(*hclwrite.Body){c.writeRollout, c.writeDrain, c.writeAlerts, c.writeWorkloads, c.writeCapacity}
+	blocks := []func(*hclwrite.Body){c.writeRollout, c.writeDrain, c.writeAlerts, c.writeWorkloads, c.writeCapacity, func(root *hclwrite.Body) { writeHealthy(root, c.Healthy) }}
 	for _, g := range c.Groups {
 		blocks = append(blocks, func(root *hclwrite.Body) {
 			b := root.AppendNewBlock("group", []string{g.Name}).Body()
@@ -56,6 +56,8 @@ func (c *Config) policyString() string {
 			b.SetAttributeValue("max_unavailable", cty.StringVal(g.MaxUnavailable))
 			b.SetAttributeValue("windows", strList(g.Windows))
 			b.SetAttributeValue("settle", durationVal(g.Settle))
+			writeGroupDrain(b, g.Drain)
+			writeHealthy(b, g.Healthy)
 		})
 	}
 	for _, w := range c.Windows {
@@ -151,6 +153,24 @@ func (c *Config) writeDrain(root *hclwrite.Body) {
 	d.SetAttributeValue("on_timeout", cty.StringVal(c.Drain.OnTimeout))
 	d.SetAttributeValue("retry_backoff", durationVal(c.Drain.RetryBackoff))
 	d.SetAttributeValue("retry_max_backoff", durationVal(c.Drain.RetryMaxBackoff))
+	d.SetAttributeValue("ignore_system_jobs", cty.BoolVal(c.Drain.IgnoreSystemJobs))
+	d.SetAttributeValue("stop_jobs", strList(c.Drain.StopJobs))
+}
+
+// writeGroupDrain writes a group's drain block, its values in force.
+func writeGroupDrain(parent *hclwrite.Body, g GroupDrainConfig) {
+	d := parent.AppendNewBlock("drain", nil).Body()
+	d.SetAttributeValue("deadline", durationVal(g.Deadline))
+	d.SetAttributeValue("ignore_system_jobs", cty.BoolVal(g.IgnoreSystemJobs))
+	d.SetAttributeValue("stop_jobs", strList(g.StopJobs))
+}
+
+// writeHealthy writes a healthy block (top level or a group's).
+func writeHealthy(parent *hclwrite.Body, h HealthyConfig) {
+	b := parent.AppendNewBlock("healthy", nil).Body()
+	b.SetAttributeValue("deadline", durationVal(h.Deadline))
+	b.SetAttributeValue("on_deadline", cty.StringVal(h.OnDeadline))
+	b.SetAttributeValue("consul_checks", cty.BoolVal(h.ConsulChecks))
 }
 
 func (c *Config) writeFleetLock(root *hclwrite.Body) {

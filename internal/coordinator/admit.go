@@ -34,6 +34,9 @@ type admitRules struct {
 	// hold, when set, admits nobody and is every pending host's reason: the
 	// stored policy cannot be used (policy.go).
 	hold WaitReason
+	// groupDeadlines: the groups with a drain deadline of their own
+	// (rejoinhealth.go).
+	groupDeadlines map[string]time.Duration
 }
 
 // admission is the result of admit.
@@ -48,7 +51,7 @@ type admission struct {
 // admitRules returns the coordinator's admission configuration.
 func (c *Coordinator) admitRules() admitRules {
 	r := admitRules{groups: []policy.Group{c.opt.DefaultGroup}, drainDeadline: c.opt.Timing.DrainDeadline,
-		gates: c.opt.Clusters != nil, hold: c.policyHold()}
+		gates: c.opt.Clusters != nil, hold: c.policyHold(), groupDeadlines: c.groupDrainDeadlines()}
 	for _, g := range c.opt.Groups {
 		r.groups = append(r.groups, g.Group)
 	}
@@ -208,7 +211,7 @@ func groupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
 			if s.control.PauseReason != "" {
 				gs.Hold += ": " + s.control.PauseReason
 			}
-		} else if ok, why := g.Schedule.CanStartDrain(s.now, r.drainDeadline); !ok {
+		} else if ok, why := g.Schedule.CanStartDrain(s.now, r.drainDeadlineOf(g.Name)); !ok {
 			gs.Hold = why
 		}
 		byName[g.Name] = gs

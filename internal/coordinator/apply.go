@@ -34,6 +34,7 @@ func (c *Coordinator) apply(ctx context.Context, in Input, d Decision) error {
 	if err := c.storePlan(ctx, in, d, log); err != nil {
 		return err
 	}
+	c.alertUnhealthy(in, d, log)
 	if err := c.takeOut(ctx, in, d, log); err != nil {
 		return err
 	}
@@ -142,19 +143,15 @@ func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *sl
 		return nil
 	}
 	p := d.Plan
-	spec := &api.DrainSpec{IgnoreSystemJobs: true}
-	if c.opt.Timing.ForceOnTimeout {
-		// Nomad force-stops what is left at the deadline (drainer deadline
-		// handling); with "abort" the coordinator cancels instead, so Nomad
-		// gets no deadline and never kills what has not migrated.
-		spec.Deadline = c.opt.Timing.DrainDeadline
-	}
-	opts := &api.DrainOptions{DrainSpec: spec, MarkEligible: false, Meta: map[string]string{
+	opts := &api.DrainOptions{DrainSpec: drainSpec(in), MarkEligible: false, Meta: map[string]string{
 		metaGrant:   p.GrantID,
 		metaBy:      "rollboot",
 		metaMessage: "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
 	}}
 	w := (&api.WriteOptions{}).WithContext(ctx)
+	if err := c.stopJobs(ctx, in, log); err != nil {
+		return err
+	}
 	if err := checkLease(ctx); err != nil {
 		return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
 	}

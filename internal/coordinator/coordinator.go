@@ -50,6 +50,9 @@ type ClusterAccess interface {
 type GroupSpec struct {
 	policy.Group
 	Filter string // "" matches every node
+	// Options are the group's drain options and healthy settings
+	// (rejoinhealth.go).
+	Options GroupOptions
 }
 
 // Options configure a coordinator.
@@ -113,6 +116,13 @@ type Options struct {
 	// Capacity configures the capacity gate (capacity.go); the stored policy's
 	// replaces it.
 	Capacity CapacityGate
+	// DefaultOptions are the default group's drain options and healthy
+	// settings (zero: DefaultGroupOptions); Allocs stops the allocations of
+	// drain.stop_jobs; ConsulHealth reads the checks of healthy.consul_checks
+	// (rejoinhealth.go).
+	DefaultOptions GroupOptions
+	Allocs         AllocsAPI
+	ConsulHealth   ConsulHealthAPI
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -154,6 +164,12 @@ type Coordinator struct {
 	changed bool
 	// alerts: the alert gate's state (alerts.go).
 	alerts alertState
+	// checkNodes: the Consul nodes whose checks the last pass read for a host
+	// waiting for them (rejoinhealth.go); watched until it ends (rejoinwatch.go).
+	checkNodes map[string]bool
+	// watchedAllocs: the allocations of each watched node as its watch last
+	// read them (wake.go allocWatchers), used instead of reading them again.
+	watchedAllocs map[string][]*api.Allocation
 }
 
 // New returns a coordinator.
@@ -205,6 +221,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.startNodeMeta(ctx, &wg)
 	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
 	defer allocs.stop()
+	checks := &checkWatchers{ctx: ctx, poke: poke, c: c} // rejoinwatch.go
+	defer checks.stop()
 
 	c.mu.Lock()
 	c.plans = nil       // reload: another coordinator may have written since we last led
@@ -233,6 +251,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		changed, plans := c.changed, maps.Clone(c.plans)
 		c.mu.Unlock()
 		allocs.set(plans)
+		checks.set()
 		if changed && chained < maxChainedPasses {
 			// Our own writes wake none of our watches: decide again now.
 			chained++
@@ -351,6 +370,7 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
 	if r, ok := ctl.Requests[name]; ok {
 		in.Request = &r
 	}
+	c.withGroupOptions(s, name, &in)
 	if hv.rec != nil && c.opt.Clusters != nil {
 		in.ServerGates = true
 		switch p.Phase {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/policy"
+	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -125,6 +126,13 @@ type Input struct {
 	PostGate WaitReason
 
 	Timing Timing
+
+	// Drain and Healthy are the options of the host's group; Health is what
+	// was observed of its workloads while it rejoins (nil: not read this pass).
+	// See rejoinhealth.go.
+	Drain   DrainOptions
+	Healthy rejoinhealth.Settings
+	Health  *rejoinhealth.Observed
 }
 
 // Decision is what to do for one host.
@@ -150,6 +158,9 @@ type Decision struct {
 	// (the variable parts are the plan's Reason, LastError and Waiting, logged
 	// as attributes beside it).
 	Event string
+	// Unhealthy: the cycle ends past the healthy deadline with these workloads
+	// still unhealthy (healthy.on_deadline = "release"): alerted.
+	Unhealthy string
 }
 
 // Need is the host's current reboot request, if any: the earliest of the agent's
@@ -311,6 +322,10 @@ func stepPending(in Input, d Decision, n needed) Decision {
 		return d
 	}
 	if why := agentWouldBeLost(in); !why.IsZero() {
+		d.Waiting = why
+		return d
+	}
+	if why := systemDrainHold(in); !why.IsZero() {
 		d.Waiting = why
 		return d
 	}
@@ -590,6 +605,9 @@ func rejoin(in Input, d Decision) Decision {
 				}
 			}
 		}
+	}
+	if r, held := healthHold(in, &d, since); held {
+		return r
 	}
 	if !in.PostGate.IsZero() {
 		// The host's servers must be back in their clusters (Raft member,

@@ -89,7 +89,7 @@ func (l *leaseLock) Renew(ctx context.Context) error {
 // The leader's pass sees its lease valid while the lock is renewed, and lapsed
 // once renewals stop being confirmed, before the election gives up the lead.
 func TestLeadKeepsTheLease(t *testing.T) {
-	lock := &leaseLock{ttl: 200 * time.Millisecond, hang: hangGate{ch: make(chan struct{})}}
+	lock := &leaseLock{ttl: time.Second, hang: hangGate{ch: make(chan struct{})}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var valid, lapsed bool

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
+	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -49,6 +50,9 @@ type snapshot struct {
 	// capacity: what the capacity gate read; nil when it is off or nobody is
 	// queued (capacity.go).
 	capacity *capacityView
+	// health: the workloads of the hosts that wait for them to be healthy
+	// after their reboot (rejoinhealth.go).
+	health map[string]*rejoinhealth.Observed
 }
 
 // hostView is what a pass knows of one host.
@@ -90,6 +94,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readClusters(ctx, s)
 	c.readAlerts(ctx, s)
 	c.readWorkloads(ctx, s)
+	c.readRejoinHealth(ctx, s)
 	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
 	c.mu.Unlock()

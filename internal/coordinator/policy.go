@@ -49,6 +49,9 @@ type Rules struct {
 	Alerts               alertgate.Rules
 	Workloads            WorkloadSettings
 	Capacity             CapacityGate
+	// DefaultOptions are the default group's drain options and healthy
+	// settings.
+	DefaultOptions GroupOptions
 }
 
 // InvalidPolicyError is a stored policy that cannot be used: unreadable,
@@ -85,6 +88,7 @@ func (c *Coordinator) setRules(r Rules) {
 	c.opt.Alerts = r.Alerts
 	c.opt.Workloads = r.Workloads
 	c.opt.Capacity = r.Capacity
+	c.opt.DefaultOptions = r.DefaultOptions
 	if c.opt.DefaultGroup.Name == "" {
 		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
 	}

@@ -45,6 +45,7 @@ const (
 	WaitBlockedEvals    // Detail: workload.PoolHold's reason
 	WaitWorkloadUnknown // Detail: the read that failed
 	WaitCapacity        // Detail: package capacity's reason, or why it cannot tell
+	WaitDrainStopsAgent // Detail: the agent's job
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -61,7 +62,10 @@ const (
 	WaitVaultUnseal    // Detail: the host
 	WaitPostRebootGate // Detail: health.PostRebootGate's reason
 	WaitNewBootID
-	WaitUnknownPhase // Detail: the phase
+	WaitUnknownPhase    // Detail: the phase
+	WaitAllocsUnhealthy // Detail: package rejoin's detail, the allocations and why
+	WaitConsulChecks    // Detail: package rejoin's detail, the failing checks
+	WaitAllocsStarting  // Detail: package rejoin's detail, the allocations still starting
 
 	// A host whose plan a newer rollboot wrote (store.PhaseUnreadable).
 	WaitPlanUnreadable // Detail: the store's reason, the whole text
@@ -101,6 +105,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitBlockedEvals:    {"blocked_evals", "%s"},
 	WaitWorkloadUnknown: {"workload_unknown", "cannot check the workload blockers: %s"},
 	WaitCapacity:        {"capacity", "capacity: %s"},
+	WaitDrainStopsAgent: {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitNodeNotFound:    {"node_not_found", "node not found"},
 	WaitDrainStarting:   {"drain_starting", "starting the drain"},
 	WaitDraining:        {"draining", "draining"},
@@ -116,6 +121,9 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitPostRebootGate:  {"post_reboot_gate", "%s"},
 	WaitNewBootID:       {"new_boot_id", "waiting for the agent to report the host's new boot ID"},
 	WaitUnknownPhase:    {"unknown_phase", "unknown phase %s"},
+	WaitAllocsUnhealthy: {"allocs_unhealthy", "waiting for allocations to be healthy: %s"},
+	WaitConsulChecks:    {"consul_checks", "waiting for Consul checks to pass: %s"},
+	WaitAllocsStarting:  {"allocs_starting", "waiting for allocations to start and be healthy: %s"},
 	WaitPlanUnreadable:  {"plan_unreadable", "%s"},
 }
 
@@ -137,7 +145,7 @@ func (k WaitKind) Name() string {
 func (k WaitKind) progress() bool {
 	switch k {
 	case WaitSlot, WaitQueued, WaitDrainStarting, WaitDraining, WaitHandingOver, WaitAgentReboot,
-		WaitRebooting, WaitNodeToBeReady, WaitEligibility, WaitNewBootID:
+		WaitRebooting, WaitNodeToBeReady, WaitEligibility, WaitNewBootID, WaitAllocsStarting:
 		return true
 	}
 	return false

@@ -28,9 +28,10 @@ import (
 //   - a pass that failed is retried after a short backoff;
 //   - a decision that waits for a time to pass (a backoff, a drain or rejoin
 //     timeout) gets a pass at that time;
-//   - a host that waits for its node's system jobs to run again after its reboot
-//     has its node's allocations watched (the node list does not change when an
-//     allocation starts);
+//   - a host that waits for its node's system jobs to run again after its reboot,
+//     or for its workloads to be healthy, has its node's allocations watched (the
+//     node list does not change when an allocation starts), and its node's Consul
+//     checks with healthy.consul_checks (rejoinwatch.go);
 //   - and a full pass runs at least every resync interval.
 
 // maxChainedPasses bounds the passes run back to back after changes: a decision
@@ -160,6 +161,9 @@ func (d Decision) changes() bool {
 func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, resync <-chan time.Time, plans map[string]store.Plan, failed int) bool {
 	now := c.now()
 	next := nextTimer(plans, c.opt.Timing, now)
+	if t := c.healthTimers(plans, now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+		next = t // a group's drain deadline or a healthy deadline runs out
+	}
 	if t := c.nextSettle; t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // a group's settle time ends
 	}
@@ -203,7 +207,7 @@ type allocWatchers struct {
 func (w *allocWatchers) set(plans map[string]store.Plan) {
 	want := map[string]bool{}
 	for _, p := range plans {
-		if p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0 {
+		if (p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0) || waitsForHealth(p) {
 			want[p.NodeID] = true
 		}
 	}
@@ -225,12 +229,15 @@ func (w *allocWatchers) set(plans map[string]store.Plan) {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
+			defer w.c.cacheNodeAllocs(id, nil)
 			watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
 				q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
-				_, meta, err := w.c.opt.Nodes.Allocations(id, q)
+				allocs, meta, err := w.c.opt.Nodes.Allocations(id, q)
 				if err != nil {
+					w.c.cacheNodeAllocs(id, nil) // a pass reads them itself meanwhile
 					return 0, err
 				}
+				w.c.cacheNodeAllocs(id, allocs) // before the poke: the pass reads it (rejoinhealth.go)
 				return meta.LastIndex, nil
 			}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
 		}()

@@ -77,6 +77,9 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 		Identity:             identity(cfg),
 		Workloads:            r.Workloads,
 		WorkloadsAPI:         coordinator.NomadWorkloads{Client: c},
+		DefaultOptions:       r.DefaultOptions,
+		Allocs:               c.Allocations(),
+		ConsulHealth:         consulHealth(clusters),
 	}
 }
 

@@ -95,7 +95,7 @@ func (p *storedPolicy) Watch(ctx context.Context, index uint64, wait time.Durati
 func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 	return coordinator.Rules{
 		Version:      version,
-		Groups:       groupSpecs(cfg.Policy),
+		Groups:       withGroupOptions(groupSpecs(cfg.Policy), cfg),
 		DefaultGroup: cfg.Policy.Default,
 		Timing: coordinator.Timing{
 			DrainDeadline:   cfg.Drain.Deadline,
@@ -112,6 +112,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		Alerts:               cfg.AlertGate,
 		Workloads:            cfg.Workloads.Settings(),
 		Capacity:             coordinator.CapacityGate{Enabled: cfg.Capacity.Enabled, Headroom: float64(cfg.Capacity.HeadroomPercent()) / 100},
+		DefaultOptions:       defaultGroupOptions(cfg),
 	}
 }
 

@@ -31,5 +31,10 @@ func Preview(ctx context.Context, cfg *config.Compiled, c *api.Client, clusters 
 	for _, g := range cfg.Policy.Groups {
 		settle[g.Name] = g.Settle
 	}
-	return preview.Build(preview.Input{Now: now, Observed: res, DrainDeadline: cfg.Drain.Deadline, History: history, Settle: settle}), nil
+	deadlines := map[string]time.Duration{}
+	for _, g := range cfg.Groups {
+		deadlines[g.Name] = g.Drain.Deadline // the top-level one unless the group sets its own
+	}
+	return preview.Build(preview.Input{Now: now, Observed: res, DrainDeadline: cfg.Drain.Deadline,
+		GroupDrainDeadlines: deadlines, History: history, Settle: settle}), nil
 }

@@ -18,7 +18,8 @@ package nomadsim
 //     EnableNodeMaintenance/DisableNodeMaintenance, check "_node_maintenance").
 //   - GET /v1/agent/checks (AgentChecks: the local agent's checks).
 //   - GET /v1/health/node/<node> (agent/health_endpoint.go HealthNodeChecks; a
-//     blocking query with X-Consul-Index/KnownLeader/LastContact, agent/http.go setMeta).
+//     blocking query with X-Consul-Index/KnownLeader/LastContact, agent/http.go setMeta),
+//     with the service checks of the node's allocations (services.go).
 //
 // ACLs are not enforced: X-Consul-Token and "Authorization: Bearer" are accepted and
 // ignored, as on an agent with acl.enabled = false.
@@ -1025,11 +1026,25 @@ func (s *Sim) consulHealthNode(w http.ResponseWriter, r *http.Request, _ *Host) 
 			return
 		}
 		idx := cs.catalogIndex
+		h, known := s.hosts[node]
+		// A Nomad client's host runs a Consul agent too (services.go).
+		known = known && (cs.g.byHostLocked(h) != nil || h.NodeID != "")
+		var svc consulapi.HealthChecks
+		if known {
+			var svcIdx uint64
+			svc, svcIdx = s.serviceChecksLocked(h)
+			// The checks follow both the catalog's index and the node's
+			// allocations (a Nomad index): their sum moves when either does.
+			idx += svcIdx
+		}
 		ch, closed := s.notify, s.closed
 		if minIndex == 0 || idx > minIndex || closed {
 			out := consulapi.HealthChecks{}
-			if h, ok := s.hosts[node]; ok && cs.g.byHostLocked(h) != nil {
+			if known {
 				ix := cs.checkIdx[h.Name]
+				if ix == nil {
+					ix = &consulCheckIx{create: 1, modify: 1}
+				}
 				serf := &consulapi.HealthCheck{Node: node, CheckID: "serfHealth", Name: "Serf Health Status",
 					Status: consulapi.HealthPassing, Output: "Agent alive and reachable",
 					CreateIndex: ix.create, ModifyIndex: ix.modify}
@@ -1042,6 +1057,7 @@ func (s *Sim) consulHealthNode(w http.ResponseWriter, r *http.Request, _ *Host) 
 						Status: c.Status, Notes: c.Notes, Type: c.Type, ServiceTags: []string{},
 						CreateIndex: idx, ModifyIndex: idx})
 				}
+				out = append(out, svc...)
 			}
 			s.setConsulMetaLocked(w, idx)
 			s.mu.Unlock()

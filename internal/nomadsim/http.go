@@ -29,6 +29,7 @@ func (s *Sim) handler(h *Host) http.Handler {
 	s.registerAgentRoutes(mux)
 	s.registerControlRoutes(mux)
 	s.registerJobRoutes(mux)
+	s.registerAllocRoutes(mux)
 	s.registerACLRoutes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h != nil {

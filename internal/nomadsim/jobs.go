@@ -123,6 +123,9 @@ type jobKey struct{ ns, id string }
 type simJob struct {
 	spec JobSpec
 	job  *api.Job // embedded in every allocation; never changed after AddJob
+	// checksFailingOn: the nodes where its service checks fail in Consul
+	// (SetServiceCheckFailing, services.go).
+	checksFailingOn map[string]bool
 }
 
 func (j *simJob) group(name string) *GroupSpec {

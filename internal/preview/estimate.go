@@ -29,6 +29,9 @@ type Input struct {
 	// DrainDeadline is the policy's drain deadline: a drain starts only when
 	// its window stays open at least that long (policy.Schedule.CanStartDrain).
 	DrainDeadline time.Duration
+	// GroupDrainDeadlines are the drain deadlines of the groups that set their
+	// own (drain block of a group), in place of DrainDeadline.
+	GroupDrainDeadlines map[string]time.Duration
 	// Settle is, by group, the minimum time between one host of the group
 	// coming back and the next one starting (none when absent).
 	Settle map[string]time.Duration
@@ -213,6 +216,9 @@ func estimateGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched pol
 	slices.SortFunc(queue, fifo)
 	s := sim{now: in.Now, cycle: g.Durations.Cycle(), capacity: g.Capacity, settle: g.Settle,
 		sched: sched, deadline: in.DrainDeadline, outs: outs, lastBack: lastBack}
+	if d, ok := in.GroupDrainDeadlines[g.Name]; ok {
+		s.deadline = d
+	}
 	for _, ph := range queue {
 		h := Host{Host: ph.Host, Group: g.Name, Phase: ph.Plan.Phase, Starts: ph.Starts,
 			WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String()}

@@ -97,15 +97,16 @@ func TestBuildEstimates(t *testing.T) {
 	always := policy.Schedule(nil)
 	def := DefaultDurations.Cycle() / m // 6 minutes
 	tests := []struct {
-		name     string
-		groups   []coordinator.PreviewGroup
-		hosts    []coordinator.PreviewHost
-		history  []store.HistoryRecord
-		settle   map[string]time.Duration
-		deadline time.Duration
-		want     string // est(plan)
-		finish   time.Duration
-		unest    int
+		name      string
+		groups    []coordinator.PreviewGroup
+		hosts     []coordinator.PreviewHost
+		history   []store.HistoryRecord
+		settle    map[string]time.Duration
+		deadline  time.Duration
+		deadlines map[string]time.Duration
+		want      string // est(plan)
+		finish    time.Duration
+		unest     int
 	}{{
 		name:   "no history: the defaults, one at a time, first come first served",
 		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
@@ -153,6 +154,14 @@ func TestBuildEstimates(t *testing.T) {
 		deadline: 20 * m,
 		want:     "a 0/6, b 6/12, c 12/18, d 18/24, e 1440/1446",
 		finish:   1446 * m,
+	}, {
+		name:      "a group's own drain deadline: the fourth host waits for the next night",
+		groups:    []coordinator.PreviewGroup{group("web", 1, 9, daily(12*time.Hour, 12*time.Hour+40*m))},
+		hosts:     []coordinator.PreviewHost{starts(pending("a", "web", -9*m)), pending("b", "web", -8*m), pending("c", "web", -7*m), pending("d", "web", -6*m)},
+		deadline:  20 * m,
+		deadlines: map[string]time.Duration{"web": 25 * m},
+		want:      "a 0/6, b 6/12, c 12/18, d 1440/1446",
+		finish:    1446 * m,
 	}, {
 		name:   "settle between one host coming back and the next starting",
 		groups: []coordinator.PreviewGroup{group("web", 2, 3, always)},
@@ -236,7 +245,7 @@ func TestBuildEstimates(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: tc.groups, Hosts: tc.hosts},
-				DrainDeadline: tc.deadline, Settle: tc.settle, History: tc.history})
+				DrainDeadline: tc.deadline, GroupDrainDeadlines: tc.deadlines, Settle: tc.settle, History: tc.history})
 			if got := est(p); got != tc.want {
 				t.Errorf("estimates: got %q, want %q", got, tc.want)
 			}

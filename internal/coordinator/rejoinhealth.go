@@ -1,0 +1,392 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
+
+	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/telemetry"
+)
+
+// Healthy after the reboot, and the drain options of a group.
+//
+// Before a rebooted client host's slot is freed, the allocations on its node
+// must be running and healthy and, with healthy.consul_checks, the node's Consul
+// checks must pass (package rejoin decides). The observer reads them only for
+// the hosts that wait for it (rejoining, or stuck after they came back); the
+// node's allocations are watched meanwhile (wake.go allocWatchers: the pass
+// takes them from the watch), and its Consul checks (rejoinwatch.go), so a
+// change wakes a pass. Past healthy.deadline the host is stuck (on_deadline =
+// "hold") or its slot is freed with an alert ("release").
+//
+// A group's drain block gives the drain deadline, whether the drain leaves the
+// system jobs running, and the jobs whose allocations are stopped (Nomad's alloc
+// stop) when the drain starts rather than migrated by it.
+
+// DrainOptions are a group's drain options.
+type DrainOptions struct {
+	// Deadline replaces Timing.DrainDeadline for the group's hosts (0: keep it).
+	Deadline time.Duration
+	// DrainSystemJobs: the drain stops system jobs too (ignore_system_jobs =
+	// false). The zero value leaves them running, the safe default.
+	DrainSystemJobs bool
+	// StopJobs are "job" (any namespace) or "namespace/job": their allocations
+	// on the node are stopped once the drain has started.
+	StopJobs []string
+}
+
+// GroupOptions are a group's drain options and healthy settings.
+type GroupOptions struct {
+	Drain   DrainOptions
+	Healthy rejoinhealth.Settings
+}
+
+// AllocsAPI is the part of the Nomad allocations API the coordinator uses (for
+// drain.stop_jobs); *api.Allocations implements it.
+type AllocsAPI interface {
+	Stop(alloc *api.Allocation, q *api.QueryOptions) (*api.AllocStopResponse, error)
+}
+
+// ConsulHealthAPI reads a node's Consul checks (healthy.consul_checks);
+// *consulapi.Health implements it.
+type ConsulHealthAPI interface {
+	Node(node string, q *consulapi.QueryOptions) (consulapi.HealthChecks, *consulapi.QueryMeta, error)
+}
+
+// DefaultGroupOptions are the options of a group that sets none: the safe
+// defaults of package config.
+var DefaultGroupOptions = GroupOptions{
+	Drain:   DrainOptions{},
+	Healthy: rejoinhealth.Settings{Deadline: 10 * time.Minute, OnDeadline: rejoinhealth.OnDeadlineHold},
+}
+
+// groupOptions are the options of the group named name (the default group's
+// for an unknown name). Healthy settings left zero (options built without
+// them) are the defaults: a zero deadline would make every host stuck at once.
+func (c *Coordinator) groupOptions(name string) GroupOptions {
+	o := c.opt.DefaultOptions
+	for _, g := range c.opt.Groups {
+		if g.Name == name {
+			o = g.Options
+			break
+		}
+	}
+	if o.Healthy.Deadline <= 0 || o.Healthy.OnDeadline == "" {
+		o.Healthy = DefaultGroupOptions.Healthy
+	}
+	return o
+}
+
+// planGroup is the group whose options apply to a host: its plan's, recorded
+// at grant, while its cycle runs; its node's otherwise.
+func planGroup(p store.Plan, group string) string {
+	if p.Phase != store.PhaseIdle && p.Phase != "" && p.Group != "" {
+		return p.Group
+	}
+	return group
+}
+
+// withGroupOptions puts the options of the host's group into its input.
+func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *Input) {
+	o := c.groupOptions(planGroup(in.Plan, in.Group))
+	in.Drain, in.Healthy = o.Drain, o.Healthy
+	if o.Drain.Deadline > 0 {
+		in.Timing.DrainDeadline = o.Drain.Deadline
+	}
+	in.Health = s.health[name]
+}
+
+// waitsForHealth reports whether the host may meet the healthy checks: it is
+// rejoining (or stuck after it came back) and has a node. Its workloads are
+// read once its node is ready, and eligible again when it was before (Nomad
+// places allocations only on eligible nodes).
+func waitsForHealth(p store.Plan) bool {
+	rejoins := p.Phase == store.PhaseRejoining || (p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero())
+	return rejoins && p.NodeID != ""
+}
+
+// readRejoinHealth reads, for each host that waits for its workloads to be
+// healthy, its node's allocations and (with consul_checks) its Consul checks.
+// A read that fails is kept as the reason the host holds.
+func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
+	checkNodes := map[string]bool{}
+	defer func() {
+		c.mu.Lock()
+		c.checkNodes = checkNodes
+		c.mu.Unlock()
+	}()
+	for _, name := range s.names {
+		hv, p := s.hosts[name], s.plans[name]
+		if hv.node == nil || !waitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
+			continue
+		}
+		o := &rejoinhealth.Observed{}
+		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, hv.node.ID)
+		if c.groupOptions(planGroup(p, hv.group)).Healthy.ConsulChecks {
+			nodeName := ""
+			if n := s.nodes[hv.node.ID]; n != nil {
+				nodeName = n.Name
+			}
+			o.Checks, o.ChecksErr = c.consulChecks(ctx, nodeName)
+			if nodeName != "" {
+				checkNodes[nodeName] = true
+			}
+		}
+		if s.health == nil {
+			s.health = map[string]*rejoinhealth.Observed{}
+		}
+		s.health[name] = o
+	}
+}
+
+// cacheNodeAllocs keeps the allocations the watch of nodeID read (nil: forget
+// them, the watch ended).
+func (c *Coordinator) cacheNodeAllocs(nodeID string, allocs []*api.Allocation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if allocs == nil {
+		delete(c.watchedAllocs, nodeID)
+		return
+	}
+	if c.watchedAllocs == nil {
+		c.watchedAllocs = map[string][]*api.Allocation{}
+	}
+	c.watchedAllocs[nodeID] = allocs
+}
+
+// nodeAllocs returns the allocations on the node, as package rejoin sees them:
+// as the node's watch last read them (a change pokes a pass after the watch kept
+// it), else read now (the first pass of a host waiting for them, before its
+// watch starts).
+func (c *Coordinator) nodeAllocs(ctx context.Context, nodeID string) ([]rejoinhealth.Alloc, error) {
+	c.mu.Lock()
+	allocs, ok := c.watchedAllocs[nodeID]
+	c.mu.Unlock()
+	if !ok {
+		var err error
+		allocs, _, err = c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)
+		}
+	}
+	out := make([]rejoinhealth.Alloc, 0, len(allocs))
+	for _, a := range allocs {
+		ra := rejoinhealth.Alloc{Name: a.Name, DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus}
+		if a.Job != nil && a.Job.Type != nil {
+			ra.JobType = *a.Job.Type
+		}
+		if a.DeploymentStatus != nil {
+			ra.Healthy = a.DeploymentStatus.Healthy
+		}
+		for task, ts := range a.TaskStates {
+			if ts != nil && ts.Failed && (ra.FailedTask == "" || task < ra.FailedTask) {
+				ra.FailedTask = task
+			}
+		}
+		out = append(out, ra)
+	}
+	return out, nil
+}
+
+// consulChecks reads the node's Consul checks.
+func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoinhealth.Check, error) {
+	if c.opt.ConsulHealth == nil {
+		return nil, fmt.Errorf("healthy.consul_checks is set but no Consul client is configured (CONSUL_HTTP_ADDR)")
+	}
+	if node == "" {
+		return nil, fmt.Errorf("cannot read Consul checks: the node's name is unknown")
+	}
+	checks, _, err := c.opt.ConsulHealth.Node(node, (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the Consul checks of node %s: %w", node, err)
+	}
+	out := make([]rejoinhealth.Check, 0, len(checks))
+	for _, ch := range checks {
+		out = append(out, rejoinhealth.Check{Name: ch.Name, ServiceName: ch.ServiceName, Status: ch.Status})
+	}
+	return out, nil
+}
+
+// healthHold is the healthy check of a rejoining host whose node is back (and
+// eligible again when it was before): held reports that it holds the host, with
+// the decision to return. Past the deadline with on_deadline = "release" it
+// holds nothing and records in d.Unhealthy what was still unhealthy, for the
+// alert when the slot is freed.
+func healthHold(in Input, pd *Decision, since time.Time) (r Decision, held bool) {
+	d := *pd
+	if in.Health == nil {
+		return d, false
+	}
+	v := rejoinhealth.Decide(*in.Health, in.Healthy, in.Now.Sub(since))
+	switch {
+	case v.Hold == rejoinhealth.None:
+		return d, false
+	case v.Release:
+		pd.Unhealthy = v.Detail
+		return d, false
+	case v.Past:
+		return toStuck(d, d.Plan, in.Now, fmt.Sprintf("workloads not healthy within %s of the reboot: %s", in.Healthy.Deadline, v.Detail)), true
+	case v.Hold == rejoinhealth.Checks:
+		d.Waiting = waitFor(WaitConsulChecks, v.Detail)
+	case v.Hold == rejoinhealth.Starting:
+		d.Waiting = waitFor(WaitAllocsStarting, v.Detail)
+	default:
+		d.Waiting = waitFor(WaitAllocsUnhealthy, v.Detail)
+	}
+	return d, true
+}
+
+// systemDrainHold holds a host whose group drains system jobs
+// (ignore_system_jobs = false) while rollboot's agent runs on its node as a
+// system job: the drain would stop the agent, and nobody would reboot the host.
+func systemDrainHold(in Input) WaitReason {
+	if !in.Drain.DrainSystemJobs || in.Node == nil || in.Host == nil || in.Host.AgentJob == "" ||
+		!slices.Contains(in.SystemJobs, in.Host.AgentJob) {
+		return WaitReason{}
+	}
+	return waitFor(WaitDrainStopsAgent, in.Host.AgentJob)
+}
+
+// drainSpec is the drain of a grant: the group's deadline (given to Nomad only
+// with on_timeout = "force": with "abort" the coordinator cancels instead, so
+// Nomad never kills what has not migrated) and its system jobs option.
+func drainSpec(in Input) *api.DrainSpec {
+	spec := &api.DrainSpec{IgnoreSystemJobs: !in.Drain.DrainSystemJobs}
+	if in.Timing.ForceOnTimeout {
+		spec.Deadline = in.Timing.DrainDeadline
+	}
+	return spec
+}
+
+// stopJobs stops the allocations of the group's stop_jobs on the node, just
+// before its drain starts: the node is first made ineligible (the plan stored at
+// grant says it was eligible, and the rejoin restores it), so that Nomad places
+// their replacements on other nodes, and the drainer, which would otherwise mark
+// them for migration first, finds them already stopping. Nomad's alloc stop
+// (nomad/alloc_endpoint.go Alloc.Stop) marks the allocation for migration with
+// an evaluation of its own: the scheduler stops it at once, without the migrate
+// block the drainer follows. An allocation left running (the stop failed, or
+// the coordinator stopped in between) is migrated by the drain as any other.
+func (c *Coordinator) stopJobs(ctx context.Context, in Input, log *slog.Logger) error {
+	if len(in.Drain.StopJobs) == 0 || in.Node == nil {
+		return nil
+	}
+	if c.opt.Allocs == nil {
+		return fmt.Errorf("drain.stop_jobs: no allocations API configured")
+	}
+	allocs, _, err := c.opt.Nodes.Allocations(in.Node.ID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("drain.stop_jobs: allocations of node %s: %w", in.Node.ID, err)
+	}
+	var stop []*api.Allocation
+	for _, a := range allocs {
+		if a.DesiredStatus == api.AllocDesiredStatusRun && stopJob(in.Drain.StopJobs, a.Namespace, a.JobID) &&
+			a.ClientStatus != api.AllocClientStatusComplete && a.ClientStatus != api.AllocClientStatusFailed &&
+			a.ClientStatus != api.AllocClientStatusLost && (a.DesiredTransition.Migrate == nil || !*a.DesiredTransition.Migrate) {
+			stop = append(stop, a)
+		}
+	}
+	if len(stop) == 0 {
+		return nil
+	}
+	if err := checkLease(ctx); err != nil {
+		return fmt.Errorf("drain.stop_jobs: mark node %s ineligible: %w", in.Node.ID, err)
+	}
+	if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, false, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("drain.stop_jobs: mark node %s ineligible: %w", in.Node.ID, err)
+	}
+	for _, a := range stop {
+		if err := checkLease(ctx); err != nil {
+			return fmt.Errorf("stop allocation %s: %w", a.ID, err)
+		}
+		if _, err := c.opt.Allocs.Stop(a, (&api.QueryOptions{Namespace: a.Namespace}).WithContext(ctx)); err != nil {
+			return fmt.Errorf("drain.stop_jobs: stop allocation %s (%s) on node %s: %w", a.ID, a.Name, in.Node.ID, err)
+		}
+		log.Info("allocation stopped (drain.stop_jobs)", "node_id", in.Node.ID, "alloc_id", a.ID, "alloc", a.Name)
+	}
+	return nil
+}
+
+// stopJob reports whether the job is one of jobs: "job" in any namespace, or
+// "namespace/job".
+func stopJob(jobs []string, namespace, job string) bool {
+	for _, j := range jobs {
+		if ns, id, ok := strings.Cut(j, "/"); ok {
+			if ns == namespace && id == job {
+				return true
+			}
+		} else if j == job {
+			return true
+		}
+	}
+	return false
+}
+
+// alertUnhealthy reports a host whose slot was freed past its healthy deadline
+// with its workloads still unhealthy (on_deadline = "release").
+func (c *Coordinator) alertUnhealthy(in Input, d Decision, log *slog.Logger) {
+	if d.Unhealthy == "" || d.History == nil {
+		return // not freed in this decision: still waiting for something else
+	}
+	log.Error("slot freed with unhealthy workloads: the healthy deadline passed (healthy.on_deadline = \"release\")",
+		"deadline", in.Healthy.Deadline, "unhealthy", d.Unhealthy)
+	telemetry.Register(c.metrics.registry, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rollboot_unhealthy_released_total",
+		Help: "Rebooted hosts whose slot was freed at healthy.deadline with their workloads still unhealthy (healthy.on_deadline = \"release\"), by group.",
+	}, []string{"group"})).WithLabelValues(d.Plan.Group).Inc()
+}
+
+// healthTimers is the earliest time after now at which a healthy deadline or a
+// group's own drain deadline runs out for one of plans (zero: none): the pass
+// that decides it then is woken by a timer, not left to the resync.
+func (c *Coordinator) healthTimers(plans map[string]store.Plan, now time.Time) time.Time {
+	var next time.Time
+	consider := func(at time.Time) {
+		if at.After(now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	const tick = time.Millisecond
+	for _, p := range plans {
+		o := c.groupOptions(p.Group)
+		switch {
+		case p.Phase == store.PhaseDraining && !c.opt.Timing.ForceOnTimeout && o.Drain.Deadline > 0:
+			consider(p.PhaseSince.Add(o.Drain.Deadline + tick))
+		case p.Phase == store.PhaseRejoining && o.Healthy.Deadline > 0:
+			consider(p.Timeline[store.PhaseRejoining].Add(o.Healthy.Deadline + tick))
+		}
+	}
+	return next
+}
+
+// groupDrainDeadlines are the drain deadlines the groups set for themselves
+// (the default group's too): a window must leave room for the group's own drain.
+func (c *Coordinator) groupDrainDeadlines() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	if d := c.opt.DefaultOptions.Drain.Deadline; d > 0 {
+		out[c.opt.DefaultGroup.Name] = d
+	}
+	for _, g := range c.opt.Groups {
+		if g.Options.Drain.Deadline > 0 {
+			out[g.Name] = g.Options.Drain.Deadline
+		}
+	}
+	return out
+}
+
+// drainDeadlineOf is the drain deadline of the group named name.
+func (r admitRules) drainDeadlineOf(name string) time.Duration {
+	if d, ok := r.groupDeadlines[name]; ok {
+		return d
+	}
+	return r.drainDeadline
+}

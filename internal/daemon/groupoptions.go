@@ -1,0 +1,42 @@
+package daemon
+
+import (
+	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/rejoin"
+)
+
+// withGroupOptions gives each of the coordinator's groups its drain options and
+// healthy settings: cfg.Groups and the compiled groups are in the same order.
+func withGroupOptions(specs []coordinator.GroupSpec, cfg *config.Compiled) []coordinator.GroupSpec {
+	for i := range specs {
+		if i < len(cfg.Groups) && cfg.Groups[i].Name == specs[i].Name {
+			g := cfg.Groups[i]
+			specs[i].Options = groupOptions(g.Drain, g.Healthy)
+		}
+	}
+	return specs
+}
+
+// defaultGroupOptions are the default group's: the top-level drain and healthy
+// blocks.
+func defaultGroupOptions(cfg *config.Compiled) coordinator.GroupOptions {
+	return groupOptions(config.GroupDrainConfig{Deadline: cfg.Drain.Deadline, IgnoreSystemJobs: cfg.Drain.IgnoreSystemJobs,
+		StopJobs: cfg.Drain.StopJobs}, cfg.Healthy)
+}
+
+func groupOptions(d config.GroupDrainConfig, h config.HealthyConfig) coordinator.GroupOptions {
+	return coordinator.GroupOptions{
+		Drain:   coordinator.DrainOptions{Deadline: d.Deadline, DrainSystemJobs: !d.IgnoreSystemJobs, StopJobs: d.StopJobs},
+		Healthy: rejoin.Settings{Deadline: h.Deadline, OnDeadline: h.OnDeadline, ConsulChecks: h.ConsulChecks},
+	}
+}
+
+// consulHealth is the Consul health API of the coordinator's cluster clients,
+// for healthy.consul_checks (nil without a Consul client).
+func consulHealth(clusters coordinator.ClusterAccess) coordinator.ConsulHealthAPI {
+	if cl, ok := clusters.(*Clusters); ok && cl.Consul != nil {
+		return cl.Consul.Health()
+	}
+	return nil
+}
