@@ -127,6 +127,9 @@ type Coordinator struct {
 	// hostsCache: the host records while the host watch sees no change
 	// (hostscache.go).
 	hostsCache hostsCache
+	// viewCache: what passes derive from those, kept for the next pass
+	// (viewcache.go).
+	viewCache viewCache
 
 	metrics *passMetrics
 	overrun Overrun
@@ -330,7 +333,8 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
 		CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
 		Admitted: adm.admitted[name], NotAdmitted: adm.wait[name], Timing: c.opt.Timing,
 	}
-	if r, ok := ctl.Requests[name]; ok {
+	if _, ok := ctl.Requests[name]; ok {
+		r := ctl.Requests[name] // declared here: a variable whose address is taken is allocated, for every host
 		in.Request = &r
 	}
 	if hv.rec != nil && c.opt.Clusters != nil {
