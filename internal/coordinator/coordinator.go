@@ -110,6 +110,9 @@ type Coordinator struct {
 
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
+	// plansGen counts the changes of plans (a write, a load): what was handed
+	// on after a pass is handed on again only when it moved (handon.go).
+	plansGen uint64
 	// noHandOver: hand-overs refused for lack of permission, by host/product, with
 	// the refusal.
 	noHandOver map[string]string
@@ -130,6 +133,9 @@ type Coordinator struct {
 	// viewCache: what passes derive from those, kept for the next pass
 	// (viewcache.go).
 	viewCache viewCache
+	// handOn: what was last handed to the notifier and the node metadata
+	// publisher (handon.go).
+	handOn handOn
 
 	metrics *passMetrics
 	overrun Overrun

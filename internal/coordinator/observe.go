@@ -101,6 +101,7 @@ func (c *Coordinator) loadPlans(ctx context.Context) (map[string]store.Plan, err
 	}
 	c.mu.Lock()
 	c.plans = plans
+	c.plansGen++
 	c.mu.Unlock()
 	return plans, nil
 }

@@ -190,6 +190,9 @@ func (c *Coordinator) endTerm() {
 	c.policy.watch.failed() // the next term's watch has not answered yet
 	c.policy.read = false
 	c.policy.metrics.set(0, false)
+	c.mu.Lock()
+	c.handOn.forget() // the next term's notifier and publisher start afresh
+	c.mu.Unlock()
 }
 
 // policyMetrics are the stored policy's series, set by the leader only.

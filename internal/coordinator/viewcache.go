@@ -125,6 +125,13 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 	return maps.Clone(views), names
 }
 
+// kept returns the kept views (nil: none yet); a new map after every change.
+func (v *viewCache) kept() map[string]*hostView {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.views
+}
+
 // nodeView returns the view of n: the one kept when its stub says the same.
 func (v *viewCache) nodeView(n *api.NodeListStub) *NodeView {
 	nv := nodeView(n)
