@@ -266,7 +266,7 @@ func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error)
 		c.hostsCache.failed() // passes read the records themselves
 		return n, err
 	}
-	c.hostsCache.answered(n != idx) // a pass reads them again after a change (hostscache.go)
+	c.hostsCache.answered(n, n != idx) // a pass reads them again after a change (hostscache.go)
 	return n, nil
 }
 

@@ -21,6 +21,8 @@ type hostsCache struct {
 	// answered since its last failure.
 	gen  uint64
 	live bool
+	// index: the index the watch last answered at.
+	index uint64
 	// what the last pass read, at generation at.
 	recs []store.HostRecord
 	bad  []store.BadRecord
@@ -28,11 +30,11 @@ type hostsCache struct {
 	kept bool
 }
 
-// answered records an answer of the watch; changed: its index moved.
-func (h *hostsCache) answered(changed bool) {
+// answered records an answer of the watch at index; changed: its index moved.
+func (h *hostsCache) answered(index uint64, changed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.live = true
+	h.live, h.index = true, index
 	if changed {
 		h.gen++
 	}

@@ -99,7 +99,7 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 	views := make(map[string]*hostView, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		hv := &hostView{rec: r, group: c.opt.DefaultGroup.Name}
+		hv := hostView{rec: r, group: c.opt.DefaultGroup.Name}
 		if r.NodeID != "" {
 			if n := nodes[r.NodeID]; n != nil {
 				hv.node = v.nodeView(n)
@@ -111,10 +111,12 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 		} else if r.Group != "" && c.knownGroup(r.Group) {
 			hv.group = r.Group // a host without a node says its group (FleetLock)
 		}
-		if old := v.views[r.Host]; old != nil && sameView(old, hv) {
-			hv = old // the same record, node and group: keep the view
+		if old := v.views[r.Host]; old != nil && sameView(old, &hv) {
+			views[r.Host] = old // the same record, node and group: keep the view
+			continue
 		}
-		views[r.Host] = hv
+		nv := hv // allocated here only: most views are kept
+		views[r.Host] = &nv
 	}
 	names := v.names
 	if !sameKeys(views, v.views) {
@@ -134,11 +136,12 @@ func (v *viewCache) kept() map[string]*hostView {
 
 // nodeView returns the view of n: the one kept when its stub says the same.
 func (v *viewCache) nodeView(n *api.NodeListStub) *NodeView {
-	nv := nodeView(n)
-	if old := v.nodeViews[n.ID]; old != nil && sameNodeView(nv, old) {
+	nv := *nodeView(n)
+	if old := v.nodeViews[n.ID]; old != nil && sameNodeView(&nv, old) {
 		return old
 	}
-	return nv
+	p := nv // allocated here only: most nodes are unchanged
+	return &p
 }
 
 // sameNodeView reports whether a and b say the same of their node's list stub
