@@ -169,8 +169,8 @@ func BenchmarkCoordinatorColdStart(b *testing.B) {
 }
 
 // BenchmarkCoordinatorPassAfterChange is a pass after one host record changed
-// (its agent's version, which decides nothing): the host watch saw the change,
-// so the pass reads the records again and builds that host's view again.
+// (its agent's version, which decides nothing): the host watch listed the
+// records, and the pass reads that one and builds its view again.
 func BenchmarkCoordinatorPassAfterChange(b *testing.B) {
 	for _, hosts := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
@@ -205,7 +205,7 @@ func BenchmarkCoordinatorPassAfterChange(b *testing.B) {
 				if idx, err = co.watchVars(ctx, idx); err != nil {
 					b.Fatal(err)
 				}
-				cl.counter.requests.Add(-3) // the bench's own read, write and watch
+				cl.counter.requests.Add(-3) // the bench's read and write, the watch's list
 				b.StartTimer()
 				if err := co.ReconcileOnce(ctx); err != nil {
 					b.Fatal(err)

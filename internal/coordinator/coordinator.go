@@ -261,12 +261,12 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
-	n, err := c.opt.Store.WatchHosts(ctx, idx, 5*time.Minute)
+	list, n, err := c.opt.Store.HostList(ctx, idx, 5*time.Minute)
 	if err != nil {
 		c.hostsCache.failed() // passes read the records themselves
 		return n, err
 	}
-	c.hostsCache.answered(n, n != idx) // a pass reads them again after a change (hostscache.go)
+	c.hostsCache.answered(n, list, n != idx) // after a change, the next pass reads what it shows changed (hostscache.go)
 	return n, nil
 }
 
