@@ -53,7 +53,7 @@ func TestBenchSample(t *testing.T) {
 	if len(rep.Idle) != 1 || rep.Idle[0].Requests == 0 {
 		t.Errorf("idle figures %+v: the leader renews its lock, so some requests", rep.Idle)
 	}
-	if c := rep.Coord; c == nil || len(c.ColdStart) != 3 || len(c.Passes) != 10 || c.Needing != 3 {
+	if c := rep.Coord; c == nil || len(c.ColdStart) != 3 || len(c.Passes) != 10 || len(c.Changed) != 10 || len(c.ReadAll) != 10 || c.Needing != 3 {
 		t.Errorf("coordinator figures %+v", c)
 	}
 	if rep.Agent == nil || rep.Agent.Note == "" {

@@ -17,7 +17,11 @@ type Coord struct {
 	Hosts     int
 	Needing   int             // hosts whose record asks for a reboot
 	ColdStart []time.Duration // a new coordinator's first pass, one per new coordinator
-	Passes    []time.Duration // back-to-back passes of a coordinator that has led a while
+	// Passes are back-to-back passes of a coordinator that has led a while,
+	// its watches running as in Run (nothing changed between them); Changed
+	// are passes each after one host record changed (seen by the host watch);
+	// ReadAll are passes without watches, each reading every list itself.
+	Passes, Changed, ReadAll []time.Duration
 	// RSS is the peak resident set (VmHWM) of a `rollboot coordinator` process
 	// that led the same cluster; 0 when not measured.
 	RSS     int64
@@ -72,12 +76,8 @@ func runCoord(ctx context.Context, o *Options, hosts int) (*Coord, error) {
 		}
 		r.ColdStart = append(r.ColdStart, time.Since(t))
 	}
-	for range o.Passes {
-		t := time.Now()
-		if err := co.ReconcileOnce(ctx); err != nil {
-			return nil, fmt.Errorf("pass: %w", err)
-		}
-		r.Passes = append(r.Passes, time.Since(t))
+	if err := c.timePasses(ctx, co, o.Passes, r); err != nil {
+		return nil, err
 	}
 	if o.Exe == "" {
 		r.RSSNote = "no rollboot binary to run"
@@ -101,6 +101,64 @@ func runCoord(ctx context.Context, o *Options, hosts int) (*Coord, error) {
 	}
 	r.RSS = st.hwm
 	return r, nil
+}
+
+// timePasses times n passes of co of each kind: reading every list itself
+// (no watches), then with its watches running as in Run, over an unchanged
+// cluster and after a change of one host's record (its agent's version, which
+// decides nothing), written by the bench and seen by the host watch first.
+func (c *cluster) timePasses(ctx context.Context, co *coordinator.Coordinator, n int, r *Coord) error {
+	pass := func(to *[]time.Duration) error {
+		t := time.Now()
+		if err := co.ReconcileOnce(ctx); err != nil {
+			return fmt.Errorf("pass: %w", err)
+		}
+		*to = append(*to, time.Since(t))
+		return nil
+	}
+	for range n {
+		if err := pass(&r.ReadAll); err != nil {
+			return err
+		}
+	}
+	stop, err := co.Follow(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for range n {
+		if err := pass(&r.Passes); err != nil {
+			return err
+		}
+	}
+	for i := range n {
+		j := (i * 10) % len(c.hosts)
+		if j%10 == 9 {
+			j-- // a host that needs no reboot (writeRecords)
+		}
+		h := c.hosts[j]
+		rec, err := c.st.Host(ctx, h.Name)
+		if err != nil {
+			return err
+		}
+		rec.AgentVersion = fmt.Sprintf("bench-%d", i)
+		idx, err := c.st.PutHost(ctx, rec)
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		for co.WatchedHosts() < idx && wctx.Err() == nil {
+			_ = sleep(wctx, time.Millisecond)
+		}
+		cancel()
+		if co.WatchedHosts() < idx {
+			return fmt.Errorf("the coordinator's host watch did not see the record written at index %d within 30s", idx)
+		}
+		if err := pass(&r.Changed); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeRecords writes every host's record as its agent would (boot ID, node

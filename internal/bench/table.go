@@ -76,9 +76,16 @@ func (rep *Report) Rows() []Row {
 		cs := maxOf(c.ColdStart)
 		add("coordinator cold start (new leader's first pass)", c.Hosts, fmt.Sprintf("%s (worst of %d)", ms(cs), len(c.ColdStart)), "<= 2s",
 			verdict(cs <= 2*time.Second))
-		p99 := percentile(c.Passes, 0.99)
-		add("coordinator reconcile pass p99", c.Hosts, fmt.Sprintf("%s (p50 %s, %d passes)", ms(p99), ms(percentile(c.Passes, 0.5)), len(c.Passes)),
-			"<= 50ms", verdict(p99 <= 50*time.Millisecond))
+		passes := func(ds []time.Duration) (string, time.Duration) {
+			p99 := percentile(ds, 0.99)
+			return fmt.Sprintf("%s (p50 %s, %d passes)", ms(p99), ms(percentile(ds, 0.5)), len(ds)), p99
+		}
+		val, p99 := passes(c.Passes)
+		add("coordinator reconcile pass p99, nothing changed", c.Hosts, val, "<= 50ms", verdict(p99 <= 50*time.Millisecond))
+		val, p99 = passes(c.Changed)
+		add("coordinator reconcile pass p99, one record changed", c.Hosts, val, "<= 50ms", verdict(p99 <= 50*time.Millisecond))
+		val, _ = passes(c.ReadAll)
+		add("coordinator pass p99 without its watches", c.Hosts, val+", every list read by the pass", "-", "info")
 		if c.RSS > 0 {
 			add("coordinator peak RSS (VmHWM)", c.Hosts, mb(c.RSS), "<= 200 MB", verdict(c.RSS <= 200<<20))
 		} else {
@@ -146,7 +153,8 @@ func (rep *Report) Print(out io.Writer) {
 		tw.Flush()
 	}
 	fmt.Fprintln(out, "\nHow: the real agents (one per host) and coordinator run in this process against the emulator;")
-	fmt.Fprintln(out, "pass and cold-start times are ReconcileOnce calls timed in process; peak RSS and agent CPU are read")
+	fmt.Fprintln(out, "pass and cold-start times are ReconcileOnce calls timed in process (passes with the coordinator's watches")
+	fmt.Fprintln(out, "running, as while it leads, unless said otherwise); peak RSS and agent CPU are read")
 	fmt.Fprintln(out, "from /proc of `rollboot coordinator` and `rollboot agent` processes; the emulator's own time is")
 	fmt.Fprintln(out, "its handlers' time minus blocking-query sleeps.")
 	for _, n := range o.Hosts {

@@ -119,6 +119,7 @@ func (c *Coordinator) storePlan(ctx context.Context, in Input, d Decision, log *
 	c.mu.Lock()
 	if c.plans != nil {
 		c.plans[p.Host] = p
+		c.plansGen++
 	}
 	c.mu.Unlock()
 	if d.Event != "" {

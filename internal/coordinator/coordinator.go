@@ -133,6 +133,9 @@ type Coordinator struct {
 
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
+	// plansGen counts the changes of plans (a write, a load): what was handed
+	// on after a pass is handed on again only when it moved (handon.go).
+	plansGen uint64
 	// noHandOver: hand-overs refused for lack of permission, by host/product, with
 	// the refusal.
 	noHandOver map[string]string
@@ -152,6 +155,12 @@ type Coordinator struct {
 	// hostsCache: the host records while the host watch sees no change
 	// (hostscache.go).
 	hostsCache hostsCache
+	// viewCache: what passes derive from those, kept for the next pass
+	// (viewcache.go).
+	viewCache viewCache
+	// handOn: what was last handed to the notifier and the node metadata
+	// publisher (handon.go).
+	handOn handOn
 
 	metrics *passMetrics
 	overrun Overrun
@@ -289,12 +298,12 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
-	n, err := c.opt.Store.WatchHosts(ctx, idx, 5*time.Minute)
+	list, n, err := c.opt.Store.HostList(ctx, idx, 5*time.Minute)
 	if err != nil {
 		c.hostsCache.failed() // passes read the records themselves
 		return n, err
 	}
-	c.hostsCache.answered(n != idx) // a pass reads them again after a change (hostscache.go)
+	c.hostsCache.answered(n, list, n != idx) // after a change, the next pass reads what it shows changed (hostscache.go)
 	return n, nil
 }
 
@@ -367,7 +376,8 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
 		CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
 		Admitted: adm.admitted[name], NotAdmitted: adm.wait[name], Timing: c.opt.Timing,
 	}
-	if r, ok := ctl.Requests[name]; ok {
+	if _, ok := ctl.Requests[name]; ok {
+		r := ctl.Requests[name] // declared here: a variable whose address is taken is allocated, for every host
 		in.Request = &r
 	}
 	c.withGroupOptions(s, name, &in)

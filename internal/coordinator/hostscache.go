@@ -10,17 +10,25 @@ import (
 
 // The host records as the last pass read them, kept while the host watch has
 // seen no change since: a pass over a cluster whose records did not change
-// lists none of them (5,000 of them at 5,000 hosts). The coordinator never
-// writes host records itself, so it cannot miss a write of its own; a record
-// written by someone else wakes the watch (a blocking query on the records'
-// prefix), which makes the next pass read them again. Without a live watch (it
-// has not answered yet, or it failed; or outside Run) every pass reads them.
+// reads none of them. The watch is a blocking query on the records' prefix,
+// which lists them all (paths and ModifyIndex) at every change: the pass after
+// a change takes that list and reads only the records it shows changed (the
+// store's path cache), instead of listing them all again (5,000 at 5,000
+// hosts). The reads stay in the pass, bounded like its other steps. The
+// coordinator never writes host records itself, so it cannot miss a write of
+// its own. Without a live watch (it has not answered yet, or it failed; or
+// outside Run) every pass lists and reads them itself.
 type hostsCache struct {
 	mu sync.Mutex
 	// gen counts the watch's answers with a change, and its failures; live: it
 	// answered since its last failure.
 	gen  uint64
 	live bool
+	// index and list: the index the watch last answered at, and the list it
+	// read then (listed: one was read since its last failure).
+	index  uint64
+	list   store.HostList
+	listed bool
 	// what the last pass read, at generation at.
 	recs []store.HostRecord
 	bad  []store.BadRecord
@@ -28,14 +36,16 @@ type hostsCache struct {
 	kept bool
 }
 
-// answered records an answer of the watch; changed: its index moved.
-func (h *hostsCache) answered(changed bool) {
+// answered records an answer of the watch at index, with the list it read;
+// changed: its index moved.
+func (h *hostsCache) answered(index uint64, list store.HostList, changed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.live = true
 	if changed {
 		h.gen++
 	}
+	h.index, h.list, h.listed = index, list, true
 }
 
 // failed records a failure of the watch (or the end of its term).
@@ -45,14 +55,16 @@ func (h *hostsCache) failed() {
 	h.live = false
 	h.gen++
 	h.recs, h.bad, h.kept = nil, nil, false
+	h.list, h.listed = store.HostList{}, false
 }
 
 // hostRecords returns the host records and those that cannot be used: as the
-// last pass read them while nothing changed, else read now.
+// last pass read them while nothing changed, else read now (from the watch's
+// list when it has one).
 func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []store.BadRecord, error) {
 	h := &c.hostsCache
 	h.mu.Lock()
-	gen, live := h.gen, h.live
+	gen, live, list, listed := h.gen, h.live, h.list, h.listed
 	if live && h.kept && h.at == gen {
 		// Clipped: a caller's append must not write into the kept arrays.
 		recs, bad := slices.Clip(h.recs), slices.Clip(h.bad)
@@ -62,12 +74,21 @@ func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []st
 	h.mu.Unlock()
 	// The generation is taken before the read: a change during it makes the
 	// next pass read again.
-	recs, bad, _, err := c.opt.Store.HostsChecked(ctx, 0, 0)
+	var (
+		recs []store.HostRecord
+		bad  []store.BadRecord
+		err  error
+	)
+	if live && listed {
+		recs, bad, err = c.opt.Store.HostsIn(ctx, list)
+	} else {
+		recs, bad, _, err = c.opt.Store.HostsChecked(ctx, 0, 0)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	h.mu.Lock()
-	if live {
+	if live && h.gen == gen {
 		h.recs, h.bad, h.at, h.kept = recs, bad, gen, true
 	}
 	h.mu.Unlock()

@@ -162,9 +162,7 @@ func (m *stateMetrics) exportHosts(s *snapshot) {
 		m.rebootReq.Reset()
 		m.exported = map[string]hostSeries{}
 	}
-	seen := make(map[string]bool, len(s.names))
 	for _, name := range s.names {
-		seen[name] = true
 		hv := s.hosts[name]
 		now := hostSeries{phase: hostPhase(s.plans[name]), hasRecord: hv.rec != nil}
 		if hv.rec != nil {
@@ -188,7 +186,7 @@ func (m *stateMetrics) exportHosts(s *snapshot) {
 		m.exported[name] = now
 	}
 	for name := range m.exported {
-		if !seen[name] {
+		if _, ok := s.hosts[name]; !ok {
 			m.hostPhase.DeletePartialMatch(prometheus.Labels{"host": name})
 			m.rebootReq.DeleteLabelValues(name)
 			delete(m.exported, name)

@@ -32,11 +32,18 @@ func (c *Coordinator) startNodeMeta(ctx context.Context, wg *sync.WaitGroup) {
 // host with a record, after this pass: its phase as stored, its agent's word on
 // the need, and the end of its last reboot by rollboot. A node that is not ready
 // is left out (its client would not answer); it gets its metadata once it is.
+// Nothing is handed over while the plans and the hosts' views are the same as
+// when it was last (handon.go).
 func (c *Coordinator) publishMeta(s *snapshot) {
 	if c.opt.NodeMeta == nil {
 		return
 	}
+	views := c.viewCache.kept()
 	c.mu.Lock()
+	if c.plans != nil && !c.handOn.metaDue(c.plansGen, views) {
+		c.mu.Unlock()
+		return
+	}
 	plans := c.plans
 	want := map[string]nodemeta.Meta{}
 	for name, hv := range s.hosts {

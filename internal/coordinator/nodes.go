@@ -44,6 +44,8 @@ type nodeCache struct {
 	groupOf map[string]string
 	at      map[string]uint64
 	groups  string
+	// asked is the list groupOf stands for: the same list again needs no look.
+	asked []*api.NodeListStub
 }
 
 // setList keeps the watch's answer (nil: forget the list), unless it is older
@@ -78,7 +80,7 @@ func (n *nodeCache) current() []*api.NodeListStub {
 func (n *nodeCache) forget() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.list, n.index, n.wrote, n.groupOf, n.at, n.groups = nil, 0, 0, nil, nil, ""
+	n.list, n.index, n.wrote, n.groupOf, n.at, n.groups, n.asked = nil, 0, 0, nil, nil, "", nil
 }
 
 // writeIndexNodes records the index of every node write, so that the next pass
@@ -116,10 +118,7 @@ func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListSt
 		// Not kept for the next pass: only the watch knows when it changes.
 		list = l
 	}
-	nodes := make(map[string]*api.NodeListStub, len(list))
-	for _, n := range list {
-		nodes[n.ID] = n
-	}
+	nodes := c.viewCache.nodesByID(list)
 	groupOf, err := c.nodeGroups(ctx, list, nodes)
 	if err != nil {
 		return nil, nil, err
@@ -136,6 +135,11 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	if cache.groups != groupsKey(c.opt.Groups) {
 		prev, at = nil, nil
 	}
+	if prev != nil && sameSlice(list, cache.asked) {
+		// The very list they were last asked for: nothing changed.
+		cache.mu.Unlock()
+		return prev, nil
+	}
 	cache.mu.Unlock()
 	var changed []string
 	for _, n := range list {
@@ -151,6 +155,9 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 		}
 	}
 	if prev != nil && len(changed) == 0 && !gone {
+		cache.mu.Lock()
+		cache.asked = list
+		cache.mu.Unlock()
 		return prev, nil
 	}
 	var only []string // nil: every node
@@ -182,6 +189,7 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	}
 	cache.mu.Lock()
 	cache.groupOf, cache.at, cache.groups = groupOf, newAt, groupsKey(c.opt.Groups)
+	cache.asked = list
 	cache.mu.Unlock()
 	return groupOf, nil
 }

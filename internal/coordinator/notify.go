@@ -34,13 +34,15 @@ func (c *Coordinator) startNotifier(ctx context.Context, wg *sync.WaitGroup) {
 // read or written) and the pause flag as read: before the pass's decisions (the
 // plans another leader stored may be about to move on) and after them. After a
 // conflict the cache is dropped: the next pass reads the plans again and hands
-// them over then.
+// them over then. The same plans and pause flag as last handed over are not
+// handed over again (handon.go).
 func (c *Coordinator) notifyPass(ctl store.Control) {
 	if c.opt.Notifier == nil {
 		return
 	}
+	pause := notify.Pause{Paused: ctl.Paused, At: ctl.PausedAt, Reason: ctl.PauseReason}
 	c.mu.Lock()
-	if c.plans == nil {
+	if c.plans == nil || !c.handOn.notifyDue(c.plansGen, pause) {
 		c.mu.Unlock()
 		return
 	}
@@ -50,5 +52,5 @@ func (c *Coordinator) notifyPass(ctl store.Control) {
 	}
 	c.mu.Unlock()
 	sort.Slice(plans, func(i, j int) bool { return plans[i].Host < plans[j].Host })
-	c.opt.Notifier.Observe(notify.State{Plans: plans, Pause: notify.Pause{Paused: ctl.Paused, At: ctl.PausedAt, Reason: ctl.PauseReason}})
+	c.opt.Notifier.Observe(notify.State{Plans: plans, Pause: pause})
 }

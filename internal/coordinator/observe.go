@@ -53,6 +53,8 @@ type snapshot struct {
 	// health: the workloads of the hosts that wait for them to be healthy
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoinhealth.Observed
+	// owned: the hosts whose view this pass copied to change it (own).
+	owned map[string]bool
 }
 
 // hostView is what a pass knows of one host.
@@ -121,40 +123,33 @@ func (c *Coordinator) loadPlans(ctx context.Context) (map[string]store.Plan, err
 	}
 	c.mu.Lock()
 	c.plans = plans
+	c.plansGen++
 	c.mu.Unlock()
 	return plans, nil
 }
 
-// hostViews gives every host with a usable record or a plan its node and group.
+// hostViews gives every host with a usable record or a plan its node and group
+// (the views of the hosts with a record are kept between passes: viewcache.go).
 func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
-	s.hosts = map[string]*hostView{}
-	view := func(id string) *NodeView {
-		if n := s.nodes[id]; n != nil {
-			return nodeView(n)
-		}
-		return nil
-	}
-	for i := range recs {
-		r := &recs[i]
-		hv := &hostView{rec: r, group: c.opt.DefaultGroup.Name}
-		if r.NodeID != "" {
-			hv.node = view(r.NodeID)
-			if g, ok := s.groupOf[r.NodeID]; ok {
-				hv.group = g
-			}
-		} else if r.Group != "" && c.knownGroup(r.Group) {
-			hv.group = r.Group // a host without a node says its group (FleetLock)
-		}
-		s.hosts[r.Host] = hv
-	}
+	hosts, names := c.cachedHostViews(recs, s.nodes, s.groupOf)
+	s.hosts = hosts
+	added := false
 	for name, p := range s.plans {
 		if _, ok := s.hosts[name]; !ok {
 			// No usable record (none, or ignored): the node the plan took out
 			// of service is still the one to give back.
-			s.hosts[name] = &hostView{group: p.Group, node: view(p.NodeID)}
+			var node *NodeView
+			if n := s.nodes[p.NodeID]; n != nil {
+				node = nodeView(n)
+			}
+			s.hosts[name] = &hostView{group: p.Group, node: node}
+			added = true
 		}
 	}
-	s.names = sortedKeys(s.hosts)
+	s.names = names
+	if added {
+		s.names = sortedKeys(s.hosts)
+	}
 }
 
 // readNodeDetails reads what the node list does not say and a phase needs: the
@@ -166,11 +161,15 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 		if hv.node == nil {
 			continue
 		}
+		// A stuck host that had come back keeps meeting the rejoin checks.
+		rejoins := p.Phase == store.PhaseRejoining || (p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero())
+		if p.Phase != store.PhaseDrained && p.Phase != store.PhaseRebooting && p.Phase != store.PhaseStuck && !rejoins {
+			continue
+		}
+		hv = s.own(name)
 		if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck {
 			hv.err = c.reregisteredIndex(ctx, hv.node)
 		}
-		// A stuck host that had come back keeps meeting the rejoin checks.
-		rejoins := p.Phase == store.PhaseRejoining || (p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero())
 		if hv.err == nil && rejoins && p.EligibleBefore && hv.node.Eligible {
 			hv.err = c.systemRunning(ctx, hv.node)
 		}
@@ -246,6 +245,7 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admiss
 		if !adm.admitted[name] || hv.node == nil || hv.err != nil || hv.jobsRead {
 			continue
 		}
+		hv = s.own(name)
 		hv.jobs, hv.err = c.systemJobs(ctx, hv.node.ID)
 		hv.jobsRead = true
 	}

@@ -16,8 +16,10 @@ import (
 
 // The stored policy. With Options.Policy set, the coordinator decides only with
 // the rollout policy stored in the cluster: each pass reads it first (a watch
-// wakes the loop when it changes) and takes its rules in place of the options'
-// groups, timings and rules. With no stored policy the source gives the safe
+// wakes the loop when it changes; while that watch is live and saw no change
+// since the last read, a pass keeps what that read said instead of reading it
+// again) and takes its rules in place of the options' groups, timings and
+// rules. With no stored policy the source gives the safe
 // default rules (version 0). A stored policy that cannot be used is never
 // replaced by defaults: no new reboot starts, every pending host waits with the
 // problem as its reason, and the hosts already out of service finish their
@@ -79,6 +81,12 @@ type policyState struct {
 	// index); zero: nothing yet this term.
 	published store.Enforcement
 	metrics   *policyMetrics
+	// watch: the policy watch's generations; readAt: the generation of the
+	// last answer of the source (the rules, or why they cannot be used), valid
+	// while read.
+	watch  watchGen
+	readAt uint64
+	read   bool
 }
 
 // setRules puts r in place of the options it sets.
@@ -102,6 +110,11 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 		return nil
 	}
 	ps := &c.policy
+	gen, live := ps.watch.current()
+	if live && ps.read && ps.readAt == gen {
+		// Not changed since it was read (its watch says): keep what it said.
+		return c.policyEnforced(ctx)
+	}
 	r, err := c.opt.Policy.Rules(ctx)
 	var bad *InvalidPolicyError
 	switch {
@@ -121,6 +134,14 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 		ps.version = r.Version
 		c.setRules(r)
 	}
+	ps.readAt, ps.read = gen, true
+	return c.policyEnforced(ctx)
+}
+
+// policyEnforced records that the policy as last read is enforced: in the
+// metrics, and in the enforcement record.
+func (c *Coordinator) policyEnforced(ctx context.Context) error {
+	ps := &c.policy
 	ps.loaded = true
 	ps.metrics.set(ps.version, ps.problem != "")
 	if err := c.publishEnforcement(ctx); err != nil {
@@ -163,7 +184,13 @@ func (c *Coordinator) policyHold() WaitReason {
 
 // watchPolicy wakes the reconcile loop when the stored policy changes.
 func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, error) {
-	return c.opt.Policy.Watch(ctx, idx, 5*time.Minute)
+	n, err := c.opt.Policy.Watch(ctx, idx, 5*time.Minute)
+	if err != nil {
+		c.policy.watch.failed() // passes read it themselves
+		return n, err
+	}
+	c.policy.watch.answered(n != idx) // a pass reads it again after a change
+	return n, nil
 }
 
 // endTerm forgets what this term published and read: the next term writes the
@@ -171,9 +198,14 @@ func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, erro
 func (c *Coordinator) endTerm() {
 	c.policy.published = store.Enforcement{}
 	c.policy.loaded = false
+	c.policy.watch.failed() // the next term's watch has not answered yet
+	c.policy.read = false
 	c.policy.metrics.set(0, false)
 	c.alerts.metrics.blocking.Set(0)
 	c.alerts.next, c.alerts.logged = time.Time{}, ""
+	c.mu.Lock()
+	c.handOn.forget() // the next term's notifier and publisher start afresh
+	c.mu.Unlock()
 }
 
 // policyMetrics are the stored policy's series, set by the leader only.

@@ -30,10 +30,11 @@ type JobsAPI interface {
 // names a Nomad node must name one whose node name is the record's host: a record
 // under hosts/b naming a's node ID would otherwise have a's node drained for b.
 // The store already dropped records whose path does not match their host name.
+// When every record may be used, recs itself is returned (clipped).
 func ValidateRecords(recs []store.HostRecord, nodes map[string]*api.NodeListStub) ([]store.HostRecord, []store.BadRecord) {
-	ok := make([]store.HostRecord, 0, len(recs))
+	var ok []store.HostRecord // nil while none was dropped: recs[:i] are all usable
 	var ignored []store.BadRecord
-	for _, r := range recs {
+	for i, r := range recs {
 		why := ""
 		if err := store.CheckHostName(r.Host); err != nil {
 			why = err.Error()
@@ -46,10 +47,19 @@ func ValidateRecords(recs []store.HostRecord, nodes map[string]*api.NodeListStub
 			}
 		}
 		if why != "" {
+			if ok == nil {
+				ok = append(make([]store.HostRecord, 0, len(recs)), recs[:i]...)
+			}
 			ignored = append(ignored, store.BadRecord{Host: r.Host, Err: "record ignored: " + why})
 			continue
 		}
-		ok = append(ok, r)
+		if ok != nil {
+			ok = append(ok, r)
+		}
+	}
+	if ok == nil {
+		// Clipped: an append by the caller must not write into recs' array.
+		return slices.Clip(recs), ignored
 	}
 	return ok, ignored
 }
@@ -198,7 +208,7 @@ func (c *Coordinator) readAgentAllocs(ctx context.Context, job string) (AgentAll
 // missing agents; it logs both when they change.
 func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord, bad []store.BadRecord,
 	nodes map[string]*api.NodeListStub, ctl store.Control) ([]store.HostRecord, map[string]string) {
-	hosts, ignored := ValidateRecords(hosts, nodes)
+	hosts, ignored := c.viewCache.validate(hosts, nodes)
 	bad = append(bad, ignored...)
 	missing := map[string]string{}
 	var lines []string

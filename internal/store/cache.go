@@ -24,7 +24,8 @@ type cachedVar[T any] struct {
 // refresh returns the decoded value of every variable in metas, in their order:
 // those whose ModifyIndex changed since the cache (every one, the first time)
 // are read in parallel and decoded again; one deleted since the list is left
-// out, and paths no longer listed are forgotten.
+// out, and paths no longer listed are forgotten. The cache is updated in place:
+// a list where little changed costs no copy of every entry.
 func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api.VariableMetadata, decode func(*api.Variable) T) ([]T, error) {
 	var stale []string
 	c.mu.Lock()
@@ -44,19 +45,33 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := make(map[string]cachedVar[T], len(metas))
+	if c.m == nil {
+		c.m = make(map[string]cachedVar[T], len(metas))
+	}
 	out := make([]T, 0, len(metas))
 	for _, m := range metas {
 		e, ok := c.m[m.Path]
 		if v, isFresh := fresh[m.Path]; isFresh || !ok {
 			if v == nil {
-				continue // deleted since the list
+				delete(c.m, m.Path) // deleted since the list
+				continue
 			}
 			e = cachedVar[T]{modify: v.ModifyIndex, val: decode(v)}
+			c.m[m.Path] = e
 		}
-		next[m.Path] = e
 		out = append(out, e.val)
 	}
-	c.m = next
+	if len(c.m) > len(out) {
+		// Some paths are no longer listed: forget them.
+		listed := make(map[string]bool, len(metas))
+		for _, m := range metas {
+			listed[m.Path] = true
+		}
+		for p := range c.m {
+			if !listed[p] {
+				delete(c.m, p)
+			}
+		}
+	}
 	return out, nil
 }

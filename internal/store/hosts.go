@@ -23,13 +23,36 @@ type BadRecord struct {
 // to decode, and those whose host name does not match their path (a record under
 // hosts/a naming host b would otherwise stand for b).
 func (s *Store) HostsChecked(ctx context.Context, index uint64, wait time.Duration) ([]HostRecord, []BadRecord, uint64, error) {
-	metas, idx, err := s.list(ctx, s.prefix+"/hosts/", index, wait)
+	l, idx, err := s.HostList(ctx, index, wait)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	recs, err := refresh(ctx, s, &s.hosts, metas, s.decodeHostAt)
+	recs, bad, err := s.HostsIn(ctx, l)
 	if err != nil {
 		return nil, nil, 0, err
+	}
+	return recs, bad, idx, nil
+}
+
+// HostList is the list of the host record variables (their paths and
+// ModifyIndex), as a watch of them reads it: HostsIn reads the records it
+// names, only those that changed since the store last read them.
+type HostList struct {
+	metas []*api.VariableMetadata
+}
+
+// HostList lists the host record variables; with index > 0 it first blocks
+// until one changes or wait passes (a watch), and returns the list index.
+func (s *Store) HostList(ctx context.Context, index uint64, wait time.Duration) (HostList, uint64, error) {
+	metas, idx, err := s.list(ctx, s.prefix+"/hosts/", index, wait)
+	return HostList{metas: metas}, idx, err
+}
+
+// HostsIn returns the host records l names, as HostsChecked does.
+func (s *Store) HostsIn(ctx context.Context, l HostList) ([]HostRecord, []BadRecord, error) {
+	recs, err := refresh(ctx, s, &s.hosts, l.metas, s.decodeHostAt)
+	if err != nil {
+		return nil, nil, err
 	}
 	out := make([]HostRecord, 0, len(recs))
 	var bad []BadRecord
@@ -42,7 +65,7 @@ func (s *Store) HostsChecked(ctx context.Context, index uint64, wait time.Durati
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
-	return out, bad, idx, nil
+	return out, bad, nil
 }
 
 // decodeHostAt decodes the host record v, or says why it cannot be used: it

@@ -284,14 +284,6 @@ func (s *Store) WatchRequests(ctx context.Context, index uint64, wait time.Durat
 	return idx, err
 }
 
-// WatchHosts blocks until a host record changes past index (with index > 0) or
-// wait passes, and returns the list's index. It only lists: reading and decoding
-// the records is left to whoever acts on the change (HostsChecked).
-func (s *Store) WatchHosts(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
-	_, idx, err := s.list(ctx, s.prefix+"/hosts/", index, wait)
-	return idx, err
-}
-
 // UpdateControl applies fn to the current control state and writes what changed
 // with CAS, retrying on conflicts: each host's requests, cancels and releases go to
 // that host's own variable, the pause flag to the control variable (control.go).

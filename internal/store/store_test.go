@@ -109,6 +109,19 @@ func TestHostsReadsOnlyChangedRecords(t *testing.T) {
 	if hosts[1].BootID != "y" {
 		t.Errorf("changed record not refreshed: %+v", hosts[1])
 	}
+	// A record deleted is gone from the next list; written again, it is read.
+	if err := st.DeleteHost(ctx, hosts[2]); err != nil {
+		t.Fatal(err)
+	}
+	if hosts, _, err = st.Hosts(ctx, 0, 0); err != nil || len(hosts) != 2 {
+		t.Fatalf("after deleting c: hosts = %+v, err = %v", hosts, err)
+	}
+	if _, err := st.PutHost(ctx, store.HostRecord{Host: "c", BootID: "z"}); err != nil {
+		t.Fatal(err)
+	}
+	if hosts, _, err = st.Hosts(ctx, 0, 0); err != nil || len(hosts) != 3 || hosts[2].BootID != "z" {
+		t.Fatalf("after writing c again: hosts = %+v, err = %v", hosts, err)
+	}
 }
 
 func TestWatchPlanBlocksUntilChange(t *testing.T) {
