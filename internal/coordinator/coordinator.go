@@ -347,6 +347,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.metrics.state.export(s, groupStatuses(rules, s))
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
+	var writes []pendingWrite // stored together, after the others (planwrites.go)
 	waiting := map[WaitKind]int{}
 	for _, name := range s.names {
 		if err := s.hosts[name].err; err != nil {
@@ -356,8 +357,13 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		in := c.input(s, adm, name)
 		d := Step(in)
 		waiting[d.Waiting.Kind]++
+		if planOnly(in, d) {
+			writes = append(writes, pendingWrite{in, d})
+			continue
+		}
 		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
 	}
+	errs = errors.Join(errs, c.storePlans(ctx, writes))
 	c.metrics.state.waiting(waiting)
 	c.notifyPass(s.control)
 	c.publishMeta(s)

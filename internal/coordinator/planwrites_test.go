@@ -1,0 +1,87 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// slowPlans is memVars whose plan writes take a while and count how many run at
+// once.
+type slowPlans struct {
+	*memVars
+	mu            sync.Mutex
+	inFlight, max int
+}
+
+func (s *slowPlans) put(v *api.Variable, create bool) (*api.Variable, *api.WriteMeta, error) {
+	if !strings.HasPrefix(v.Path, "rollboot/plan/") {
+		return s.memVars.put(v, create)
+	}
+	s.mu.Lock()
+	s.inFlight++
+	s.max = max(s.max, s.inFlight)
+	s.mu.Unlock()
+	time.Sleep(20 * time.Millisecond) // long enough for the others to start
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+	return s.memVars.put(v, create)
+}
+
+func (s *slowPlans) CheckedCreate(v *api.Variable, _ *api.WriteOptions) (*api.Variable, *api.WriteMeta, error) {
+	return s.put(v, true)
+}
+
+func (s *slowPlans) CheckedUpdate(v *api.Variable, _ *api.WriteOptions) (*api.Variable, *api.WriteMeta, error) {
+	return s.put(v, false)
+}
+
+// When many hosts need a reboot at once, one pass stores their pending plans
+// side by side, at most PlanWriteParallelism at a time, and each is stored.
+func TestManyPendingPlansAreStoredTogether(t *testing.T) {
+	const hosts = 40
+	vars := &slowPlans{memVars: newMemVars(&callLog{})}
+	st := store.New(vars, "rollboot", "")
+	ctx := context.Background()
+	var stubs []*api.NodeListStub
+	for i := range hosts {
+		name := fmt.Sprintf("h%02d", i)
+		if _, err := st.PutHost(ctx, store.HostRecord{Host: name, NodeID: "n-" + name, BootID: "b1",
+			RebootRequired: true, RequestedAt: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		stubs = append(stubs, &api.NodeListStub{ID: "n-" + name, Name: name, Status: "ready", SchedulingEligibility: "eligible"})
+	}
+	c := New(Options{Nodes: recNodes{log: &callLog{}, nodes: stubs}, Store: st, Timing: timing,
+		Now: func() time.Time { return t0.Add(time.Minute) }})
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for _, p := range plans {
+		if p.Phase == store.PhasePending {
+			pending++
+		}
+	}
+	if pending != hosts {
+		t.Errorf("%d of %d hosts pending after the pass", pending, hosts)
+	}
+	t.Logf("plan writes at once: at most %d", vars.max)
+	if vars.max < 2 || vars.max > PlanWriteParallelism {
+		t.Errorf("plan writes at once: at most %d, want 2 to %d", vars.max, PlanWriteParallelism)
+	}
+}
