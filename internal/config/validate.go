@@ -19,6 +19,10 @@ const (
 	// lock's TTL.
 	MinLockTTL = 10 * time.Second
 	MaxLockTTL = 24 * time.Hour
+	// DefaultStandbys and MaxStandbys are the default and the largest number
+	// of standby slots of the coordinator election.
+	DefaultStandbys = 2
+	MaxStandbys     = 16
 	// MaxPrefixLength keeps rollboot's variable paths (prefix, then for
 	// example "/hosts/<host>") under Nomad's 128-character limit.
 	MaxPrefixLength = 64
@@ -194,6 +198,9 @@ func (v *validator) coordinator() {
 	co, s := &v.c.Coordinator, scope{"coordinator", "coordinator"}
 	if ttl := s.sub("lock_ttl"); (co.LockTTL < MinLockTTL || co.LockTTL > MaxLockTTL) && v.good(ttl) {
 		v.errorf(ttl, "must be between %s and %s (Nomad's range for lock TTLs), got %s", FormatDuration(MinLockTTL), FormatDuration(MaxLockTTL), FormatDuration(co.LockTTL))
+	}
+	if k := s.sub("standbys"); (co.Standbys < 0 || co.Standbys > MaxStandbys) && v.good(k) {
+		v.errorf(k, "must be between 0 and %d, got %d", MaxStandbys, co.Standbys)
 	}
 	v.positive(s.sub("resync_interval"), co.ResyncInterval)
 	v.positive(s.sub("rejoin_timeout"), co.RejoinTimeout)

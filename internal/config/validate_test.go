@@ -39,6 +39,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "retry max below default backoff", src: "drain {\n  retry_max_backoff = \"1m\"\n}", at: `"1m"`, msg: "drain.retry_max_backoff: 1m is less than drain.retry_backoff (5m)"},
 		{name: "loop max below backoff", src: "coordinator {\n  reboot_loop_max_backoff = \"30m\"\n}", at: `"30m"`, msg: "coordinator.reboot_loop_max_backoff: 30m is less than coordinator.reboot_loop_backoff (1h)"},
 		{name: "lock ttl too short", src: "coordinator {\n  lock_ttl = \"5s\"\n}", at: `"5s"`, msg: "coordinator.lock_ttl: must be between 10s and 24h"},
+		{name: "negative standbys", src: "coordinator {\n  standbys = -1\n}", at: `-1`, msg: "coordinator.standbys: must be between 0 and 16, got -1"},
 		{name: "lock ttl too long", src: "coordinator {\n  lock_ttl = \"25h\"\n}", at: `"25h"`, msg: "got 25h"},
 		{name: "history size", src: "coordinator {\n  history_size = 0\n}", at: `0`, msg: "coordinator.history_size: must be at least 1"},
 		{name: "enabled not a bool", src: "coordinator {\n  enabled = \"yes\"\n}", at: `"yes"`, msg: "coordinator.enabled: must be true or false"},

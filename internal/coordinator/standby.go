@@ -1,0 +1,227 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/watch"
+)
+
+// Standbys bound the candidates that contend for the leader lock, so that an
+// idle cluster costs Nomad the same number of requests per minute whatever the
+// number of candidates.
+//
+// A candidate is in one of three states:
+//
+//   - leader: holds the leader lock and runs the coordinator (as with RunElected);
+//   - standby: holds one of the standby slots, each a Nomad variable lock of its
+//     own, and waits on the leader lock with blocking queries of the longest wait
+//     Nomad grants (5 minutes): a renewal of the leader lock is no Raft write and
+//     does not wake it, a release or an expiry does, and then the standby tries
+//     the lock at once, as every candidate does with RunElected;
+//   - quiet: holds nothing and contends for nothing. Now and then it tries one
+//     slot at random, at a period that grows with the number of candidates that
+//     the leader publishes (Census), so that all quiet candidates together try
+//     about once per Interval.
+//
+// Safety is the leader lock's alone, as with RunElected: a slot only decides who
+// asks for it. A slot whose holder dies is freed by Nomad (2×TTL + lock delay
+// after its last renewal) and taken by the next quiet candidate that tries it.
+type Standbys struct {
+	// Slots are the standby slots' locks (at least one).
+	Slots []Lock
+	// Census reads the number of candidates the leader published and the index
+	// of that record; with index > 0 it blocks until the record changes or wait
+	// passes. A census never published reads as 0 with no error.
+	Census func(ctx context.Context, index uint64, wait time.Duration) (int, uint64, error)
+	// Publish counts the candidates and publishes the count; the leader calls it
+	// when it takes over and every CensusEvery.
+	Publish func(ctx context.Context) error
+	// Interval is the mean time between two attempts of the quiet candidates
+	// taken together; MinPeriod and MaxPeriod bound one quiet candidate's period.
+	Interval, MinPeriod, MaxPeriod time.Duration
+	CensusEvery                    time.Duration
+}
+
+// Defaults of the standby election (DefaultStandbys).
+const (
+	DefaultQuietInterval  = 4 * time.Second
+	DefaultQuietMinPeriod = time.Minute
+	DefaultQuietMaxPeriod = 2 * time.Hour
+	DefaultCensusEvery    = 10 * time.Minute
+)
+
+// QuietPeriod is one quiet candidate's mean period between attempts when the
+// census counts n candidates: n × interval, within [minP, maxP].
+func QuietPeriod(n int, interval, minP, maxP time.Duration) time.Duration {
+	p := time.Duration(n) * interval
+	return min(max(p, minP), maxP)
+}
+
+// RunStandby runs fn only while this instance holds lock, until ctx ends, as
+// RunElected does, but contends for lock only while it holds a standby slot.
+func RunStandby(ctx context.Context, lock Lock, watchLock Watch, sb Standbys, log *slog.Logger, fn func(ctx context.Context) error) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if len(sb.Slots) == 0 {
+		return RunElected(ctx, lock, watchLock, log, fn)
+	}
+	lfn := fn
+	if sb.Publish != nil {
+		lfn = func(ctx context.Context) error {
+			go sb.publishLoop(ctx, log)
+			return fn(ctx)
+		}
+	}
+	for ctx.Err() == nil {
+		slot := sb.quiet(ctx, log)
+		if slot == nil {
+			return nil
+		}
+		elected := standby(ctx, lock, watchLock, slot, log)
+		releaseLock(ctx, slot, log, "standby slot")
+		if !elected {
+			continue
+		}
+		leadAndRelease(ctx, lock, log, lfn)
+		if ctx.Err() != nil {
+			return nil
+		}
+		watch.Sleep(ctx, lock.LockTTL()/2)
+	}
+	return nil
+}
+
+// quiet returns a standby slot once this candidate holds one (nil when ctx
+// ends). It tries every slot at once first (a candidate that starts, or that
+// stops leading or standing by), then one at random per period.
+func (sb Standbys) quiet(ctx context.Context, log *slog.Logger) Lock {
+	for _, s := range sb.Slots {
+		if try(ctx, s, log) {
+			return s
+		}
+	}
+	log.Debug("coordinator election: quiet, every standby slot is taken")
+	var idx uint64
+	for ctx.Err() == nil {
+		n, i, err := bounded2(ctx, watch.DefaultTimeout, func(ctx context.Context) (int, uint64, error) {
+			return sb.Census(ctx, idx, watch.MaxWait)
+		})
+		switch {
+		case err != nil:
+			log.Warn("coordinator election: read the candidate census", "err", err)
+			n = 0
+		case n == 0 && idx == 0 && i > 0:
+			// Not published yet (no leader so far): wait for it, then sleep
+			// its period, so that the candidates do not all come back at once.
+			idx = i
+			continue
+		}
+		idx = 0
+		p := QuietPeriod(n, sb.Interval, sb.MinPeriod, sb.MaxPeriod)
+		// Uniform in [p/2, 3p/2): the mean stays p and attempts spread out.
+		if !watch.Sleep(ctx, p/2+rand.N(p)) {
+			return nil
+		}
+		s := sb.Slots[rand.N(len(sb.Slots))]
+		if try(ctx, s, log) {
+			return s
+		}
+	}
+	return nil
+}
+
+// standby holds slot and contends for lock until it is acquired (true), the slot
+// is lost or ctx ends (false).
+func standby(ctx context.Context, lock Lock, watchLock Watch, slot Lock, log *slog.Logger) bool {
+	log.Info("coordinator election: standing by")
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		defer cancel()
+		keep(sctx, slot, log)
+	}()
+	defer func() { cancel(); <-held }()
+	for sctx.Err() == nil {
+		if contend(sctx, lock, watchLock, watch.MaxWait, log) {
+			return true
+		}
+	}
+	return false
+}
+
+// keep renews slot every TTL/2 until ctx ends or a renewal fails. A lost slot
+// only costs liveness: Nomad frees it 2×TTL + lock delay after the last renewal.
+func keep(ctx context.Context, slot Lock, log *slog.Logger) {
+	ttl := slot.LockTTL()
+	t := time.NewTicker(ttl / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, ttl/2)
+			err := slot.Renew(rctx)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("coordinator election: standby slot lost", "err", err)
+				}
+				return
+			}
+		}
+	}
+}
+
+// try attempts slot once, bounded by its TTL.
+func try(ctx context.Context, slot Lock, log *slog.Logger) bool {
+	id, err := bounded(ctx, slot.LockTTL(), slot.Acquire)
+	if err != nil && !errors.Is(err, api.ErrLockConflict) && ctx.Err() == nil {
+		log.Warn("coordinator election: acquire a standby slot", "err", err)
+	}
+	return err == nil && id != ""
+}
+
+// releaseLock gives up l at once, even when ctx has ended.
+func releaseLock(ctx context.Context, l Lock, log *slog.Logger, what string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.LockTTL()/2)
+	defer cancel()
+	if err := l.Release(rctx); err != nil && !errors.Is(err, api.ErrLockConflict) {
+		log.Warn("coordinator election: release "+what, "err", err)
+	}
+}
+
+// publishLoop publishes the census now and every CensusEvery while ctx (the
+// lead) lasts; a failure is retried after a minute.
+func (sb Standbys) publishLoop(ctx context.Context, log *slog.Logger) {
+	every := sb.CensusEvery
+	if every <= 0 {
+		every = DefaultCensusEvery
+	}
+	for ctx.Err() == nil {
+		next := every
+		if err := sb.Publish(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("coordinator election: publish the candidate census", "err", err)
+			next = min(every, time.Minute)
+		}
+		if !watch.Sleep(ctx, next) {
+			return
+		}
+	}
+}
+
+// bounded2 is bounded for a function of two results.
+func bounded2[A, B any](ctx context.Context, d time.Duration, fn func(context.Context) (A, B, error)) (A, B, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return fn(ctx)
+}

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// StandbyPath is the path of the i-th standby slot of the coordinator election
+// (a variable lock, like the leader's).
+func (s *Store) StandbyPath(i int) string { return s.prefix + "/standby/" + strconv.Itoa(i) }
+
+// CensusPath is the path of the candidate census the leader publishes.
+func (s *Store) CensusPath() string { return s.prefix + "/election" }
+
+const censusCandidates = "candidates"
+
+// Census reads the number of coordinator candidates the leader published, and the
+// index to wait on; with index > 0 it blocks until the census changes or wait
+// passes. A census never published (or unreadable) reads as 0.
+func (s *Store) Census(ctx context.Context, index uint64, wait time.Duration) (int, uint64, error) {
+	v, idx, err := s.read(ctx, s.CensusPath(), index, wait)
+	if errors.Is(err, ErrNotFound) {
+		return 0, idx, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := strconv.Atoi(v.Items[censusCandidates])
+	if err != nil || n < 0 {
+		return 0, idx, nil
+	}
+	return n, idx, nil
+}
+
+// PublishCensus counts the host records, every host's agent being a candidate in
+// the deployment where candidates are many, and writes the count to the census
+// when it changed: one list of the records' metadata, one read, and a write only
+// on a change.
+func (s *Store) PublishCensus(ctx context.Context) error {
+	metas, _, err := s.list(ctx, s.prefix+"/hosts/", 0, 0)
+	if err != nil {
+		return err
+	}
+	n := len(metas)
+	v, _, err := s.read(ctx, s.CensusPath(), 0, 0)
+	var modify uint64
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if v.Items[censusCandidates] == strconv.Itoa(n) {
+			return nil
+		}
+		modify = v.ModifyIndex
+	}
+	if _, err := s.write(ctx, s.CensusPath(), map[string]string{censusCandidates: strconv.Itoa(n)}, modify); err != nil {
+		return fmt.Errorf("candidate census: %w", err)
+	}
+	return nil
+}
