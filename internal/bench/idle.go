@@ -30,8 +30,12 @@ func runIdle(ctx context.Context, o *Options, hosts int) (*Idle, error) {
 	if err := c.waitLeader(ctx); err != nil {
 		return nil, err
 	}
-	// Settle: the leader's first pass and every candidate's first lock attempt.
-	if err := sleep(ctx, o.Settle); err != nil {
+	// Settle: the leader's first pass, every candidate's first lock attempt,
+	// and every quiet candidate's first read of the census the leader
+	// publishes (QuietSettle: a candidate that read a census taken while the
+	// agents still registered reads it again within 1.5 × the shortest quiet
+	// period).
+	if err := sleep(ctx, o.Settle+o.QuietSettle); err != nil {
 		return nil, err
 	}
 	c.sim.ResetRequestStats()

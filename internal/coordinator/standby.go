@@ -108,33 +108,55 @@ func (sb Standbys) quiet(ctx context.Context, log *slog.Logger) Lock {
 		}
 	}
 	log.Debug("coordinator election: quiet, every standby slot is taken")
-	var idx uint64
+	var idx uint64 // the census's index, to wait on it while it is not published
+	first, wakes := true, 0
 	for ctx.Err() == nil {
 		n, i, err := bounded2(ctx, watch.DefaultTimeout, func(ctx context.Context) (int, uint64, error) {
 			return sb.Census(ctx, idx, watch.MaxWait)
 		})
-		switch {
-		case err != nil:
+		if err != nil {
 			log.Warn("coordinator election: read the candidate census", "err", err)
 			n = 0
-		case n == 0 && idx == 0 && i > 0:
-			// Not published yet (no leader so far): wait for it, then sleep
-			// its period, so that the candidates do not all come back at once.
+		}
+		if d := min(time.Second<<min(wakes, 16), sb.MinPeriod); err == nil && n == 0 && i > 0 && d < sb.MinPeriod {
+			// No census yet (no leader so far): wait for it. Nomad answers a
+			// query on a missing variable when any variable changes, so each
+			// wake backs off, from 1s up to the shortest period.
+			if idx != 0 {
+				if !watch.Sleep(ctx, d/2+rand.N(d/2)) {
+					return nil
+				}
+				wakes++
+			}
 			idx = i
 			continue
 		}
+		if n > 0 {
+			wakes = 0
+		}
 		idx = 0
 		p := QuietPeriod(n, sb.Interval, sb.MinPeriod, sb.MaxPeriod)
-		// Uniform in [p/2, 3p/2): the mean stays p and attempts spread out.
-		if !watch.Sleep(ctx, p/2+rand.N(p)) {
+		if !watch.Sleep(ctx, quietSleep(p, first)) {
 			return nil
 		}
+		first = false
 		s := sb.Slots[rand.N(len(sb.Slots))]
 		if try(ctx, s, log) {
 			return s
 		}
 	}
 	return nil
+}
+
+// quietSleep is a quiet candidate's time to its next attempt: uniform in
+// [p/2, 3p/2), so that attempts spread out and their mean period stays p; the
+// first one uniform in [0, p), so that candidates that started together are
+// spread out at once (at the rate of 1/p each, the steady one).
+func quietSleep(p time.Duration, first bool) time.Duration {
+	if first {
+		return rand.N(p)
+	}
+	return p/2 + rand.N(p)
 }
 
 // standby holds slot and contends for lock until it is acquired (true), the slot
@@ -200,22 +222,24 @@ func releaseLock(ctx context.Context, l Lock, log *slog.Logger, what string) {
 	}
 }
 
-// publishLoop publishes the census now and every CensusEvery while ctx (the
-// lead) lasts; a failure is retried after a minute.
+// publishLoop publishes the census while ctx (the lead) lasts: at once, then
+// 15s later, the interval doubling up to CensusEvery, so that a census taken
+// while a new cluster's agents still register is soon corrected; a failure is
+// retried after the same interval.
 func (sb Standbys) publishLoop(ctx context.Context, log *slog.Logger) {
 	every := sb.CensusEvery
 	if every <= 0 {
 		every = DefaultCensusEvery
 	}
+	next := min(15*time.Second, every)
 	for ctx.Err() == nil {
-		next := every
 		if err := sb.Publish(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("coordinator election: publish the candidate census", "err", err)
-			next = min(every, time.Minute)
 		}
 		if !watch.Sleep(ctx, next) {
 			return
 		}
+		next = min(2*next, every)
 	}
 }
 
