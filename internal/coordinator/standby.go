@@ -39,9 +39,10 @@ type Standbys struct {
 	// of that record; with index > 0 it blocks until the record changes or wait
 	// passes. A census never published reads as 0 with no error.
 	Census func(ctx context.Context, index uint64, wait time.Duration) (int, uint64, error)
-	// Publish counts the candidates and publishes the count; the leader calls it
-	// when it takes over and every CensusEvery.
-	Publish func(ctx context.Context) error
+	// Count counts the candidates and Publish publishes the count; the leader
+	// counts while it leads (publishLoop).
+	Count   func(ctx context.Context) (int, error)
+	Publish func(ctx context.Context, n int) error
 	// Interval is the mean time between two attempts of the quiet candidates
 	// taken together; MinPeriod and MaxPeriod bound one quiet candidate's period.
 	Interval, MinPeriod, MaxPeriod time.Duration
@@ -73,7 +74,7 @@ func RunStandby(ctx context.Context, lock Lock, watchLock Watch, sb Standbys, lo
 		return RunElected(ctx, lock, watchLock, log, fn)
 	}
 	lfn := fn
-	if sb.Publish != nil {
+	if sb.Count != nil && sb.Publish != nil {
 		lfn = func(ctx context.Context) error {
 			go sb.publishLoop(ctx, log)
 			return fn(ctx)
@@ -222,24 +223,44 @@ func releaseLock(ctx context.Context, l Lock, log *slog.Logger, what string) {
 	}
 }
 
-// publishLoop publishes the census while ctx (the lead) lasts: at once, then
-// 15s later, the interval doubling up to CensusEvery, so that a census taken
-// while a new cluster's agents still register is soon corrected; a failure is
-// retried after the same interval.
+// Census timing: the leader counts every censusSettle until two counts in a
+// row agree (or censusSettleMax passes) and publishes that count, then counts
+// again censusSettle later, the interval doubling up to CensusEvery, and
+// publishes each change. A census taken while a new cluster's agents still
+// register would make the quiet candidates that read it try too often for as
+// long as the period it gave them.
+const (
+	censusSettle    = 15 * time.Second
+	censusSettleMax = 2 * time.Minute
+)
+
+// publishLoop keeps the census while ctx (the lead) lasts; a failure is logged
+// and retried at the next count.
 func (sb Standbys) publishLoop(ctx context.Context, log *slog.Logger) {
 	every := sb.CensusEvery
 	if every <= 0 {
 		every = DefaultCensusEvery
 	}
-	next := min(15*time.Second, every)
+	next, prev, published := censusSettle, -1, false
+	start := time.Now()
 	for ctx.Err() == nil {
-		if err := sb.Publish(ctx); err != nil && ctx.Err() == nil {
+		n, err := sb.Count(ctx)
+		if err == nil && (published || n == prev || time.Since(start) >= censusSettleMax) {
+			err = sb.Publish(ctx, n)
+			published = published || err == nil
+		}
+		if err != nil && ctx.Err() == nil {
 			log.Warn("coordinator election: publish the candidate census", "err", err)
+		}
+		if err == nil {
+			prev = n
+		}
+		if published {
+			next = min(2*next, every)
 		}
 		if !watch.Sleep(ctx, next) {
 			return
 		}
-		next = min(2*next, every)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 func Standbys(cfg *config.Compiled, st *store.Store) (coordinator.Standbys, error) {
 	sb := coordinator.Standbys{
 		Census:      st.Census,
+		Count:       st.CountHosts,
 		Publish:     st.PublishCensus,
 		Interval:    coordinator.DefaultQuietInterval,
 		MinPeriod:   coordinator.DefaultQuietMinPeriod,

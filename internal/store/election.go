@@ -35,16 +35,19 @@ func (s *Store) Census(ctx context.Context, index uint64, wait time.Duration) (i
 	return n, idx, nil
 }
 
-// PublishCensus counts the host records, every host's agent being a candidate in
-// the deployment where candidates are many, and writes the count to the census
-// when it changed: one list of the records' metadata, one read, and a write only
-// on a change.
-func (s *Store) PublishCensus(ctx context.Context) error {
+// CountHosts counts the host records (one list of their metadata): every host's
+// agent is a candidate in the deployment where candidates are many.
+func (s *Store) CountHosts(ctx context.Context) (int, error) {
 	metas, _, err := s.list(ctx, s.prefix+"/hosts/", 0, 0)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	n := len(metas)
+	return len(metas), nil
+}
+
+// PublishCensus writes n to the census when it differs: one read, and a write
+// only on a change.
+func (s *Store) PublishCensus(ctx context.Context, n int) error {
 	v, _, err := s.read(ctx, s.CensusPath(), 0, 0)
 	var modify uint64
 	switch {
