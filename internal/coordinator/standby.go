@@ -113,16 +113,19 @@ func (sb Standbys) quiet(ctx context.Context, log *slog.Logger) Lock {
 	first, wakes := true, 0
 	for ctx.Err() == nil {
 		n, i, err := bounded2(ctx, watch.DefaultTimeout, func(ctx context.Context) (int, uint64, error) {
-			return sb.Census(ctx, idx, watch.MaxWait)
+			return sb.Census(ctx, idx, sb.MinPeriod)
 		})
 		if err != nil {
 			log.Warn("coordinator election: read the candidate census", "err", err)
 			n = 0
 		}
-		if d := min(time.Second<<min(wakes, 16), sb.MinPeriod); err == nil && n == 0 && i > 0 && d < sb.MinPeriod {
-			// No census yet (no leader so far): wait for it. Nomad answers a
-			// query on a missing variable when any variable changes, so each
-			// wake backs off, from 1s up to the shortest period.
+		// No census yet (no leader so far): wait for it, at most the shortest
+		// period; a wait that ran out with nothing written goes on to an attempt
+		// (the leader and the standbys may all be gone). Nomad answers a query
+		// on a missing variable when any variable changes, so each wake backs
+		// off, from 1s up to the shortest period, and then goes on too.
+		d := min(time.Second<<min(wakes, 16), sb.MinPeriod)
+		if err == nil && n == 0 && i > 0 && d < sb.MinPeriod && (idx == 0 || i != idx) {
 			if idx != 0 {
 				if !watch.Sleep(ctx, d/2+rand.N(d/2)) {
 					return nil

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,17 +105,24 @@ func (c *contender) standingBy() bool {
 }
 
 // runCandidates starts n candidates with k standby slots, a lock TTL of ttl and
-// a census of n, and returns them; they stop with the test.
-func runCandidates(t *testing.T, c *api.Client, n, k int, ttl, interval time.Duration, l *leaders) []*contender {
+// a census of n (published: false, the census is never published), and returns
+// them; they stop with the test.
+func runCandidates(t *testing.T, c *api.Client, n, k int, ttl, interval time.Duration, l *leaders, published bool) []*contender {
 	t.Helper()
 	st := store.New(c.Variables(), "rollboot", "")
 	census := func(context.Context, uint64, time.Duration) (int, uint64, error) { return n, 1, nil }
+	minPeriod := interval
+	if !published {
+		// Long enough that the waits for the census, not their back-off,
+		// decide when a quiet candidate tries.
+		census, minPeriod = st.Census, 5*time.Second
+	}
 	out := make([]*contender, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		cd := &contender{}
 		cd.leader = &mortal{Lock: newLock(t, c, ttl), dead: &cd.dead}
-		sb := Standbys{Census: census, Interval: interval, MinPeriod: interval, MaxPeriod: time.Hour}
+		sb := Standbys{Census: census, Interval: interval, MinPeriod: minPeriod, MaxPeriod: time.Hour}
 		for j := range k {
 			m := &mortal{Lock: lockAt(t, c, st.StandbyPath(j), ttl), dead: &cd.dead}
 			cd.slots = append(cd.slots, m)
@@ -137,12 +145,19 @@ func runCandidates(t *testing.T, c *api.Client, n, k int, ttl, interval time.Dur
 
 // When the leader and every standby die at once (nothing released: their locks
 // only expire), a quiet candidate takes a freed slot and then the leader lock;
-// there is never more than one leader.
+// there is never more than one leader. Also before any census was published:
+// the quiet candidates' waits for it run out and they try anyway.
 func TestStandbyQuietCandidatesTakeOver(t *testing.T) {
+	for _, published := range []bool{true, false} {
+		t.Run(fmt.Sprintf("census published %t", published), func(t *testing.T) { quietTakeOver(t, published) })
+	}
+}
+
+func quietTakeOver(t *testing.T, published bool) {
 	_, c := electionSim(t)
 	ttl := 500 * time.Millisecond
 	l := &leaders{started: make(chan int, 100)}
-	cands := runCandidates(t, c, 8, 2, ttl, 50*time.Millisecond, l)
+	cands := runCandidates(t, c, 8, 2, ttl, 50*time.Millisecond, l, published)
 	first := <-l.started
 	// Wait for both slots to be held by candidates other than the leader.
 	deadline := time.Now().Add(10 * time.Second)
@@ -192,7 +207,7 @@ func TestStandbyTakesOverFromLeader(t *testing.T) {
 	_, c := electionSim(t)
 	ttl := 500 * time.Millisecond
 	l := &leaders{started: make(chan int, 100)}
-	cands := runCandidates(t, c, 5, 2, ttl, 50*time.Millisecond, l)
+	cands := runCandidates(t, c, 5, 2, ttl, 50*time.Millisecond, l, true)
 	first := <-l.started
 	time.Sleep(ttl) // the standbys are in place and waiting
 	start := time.Now()
@@ -238,7 +253,7 @@ func requestsPerSecond(t *testing.T, n, standbys int) float64 {
 		}
 		t.Cleanup(func() { cancel(); wg.Wait() })
 	} else {
-		runCandidates(t, c, n, standbys, ttl, 100*time.Millisecond, l)
+		runCandidates(t, c, n, standbys, ttl, 100*time.Millisecond, l, true)
 	}
 	<-l.started
 	time.Sleep(4 * ttl) // settle: every candidate's first attempts
