@@ -248,3 +248,25 @@ func TestDecodeErrorDoesNotCascade(t *testing.T) {
 		t.Errorf("want 1 error, got %d:\n%v", n, err)
 	}
 }
+
+func TestValidNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"default", true},
+		{"ops-1", true},
+		{"A9", true},
+		{strings.Repeat("a", 128), true},
+		{"", false},
+		{strings.Repeat("a", 129), false},
+		{"*", false},
+		{"a.b", false},
+		{"a_b", false},
+		{"é", false},
+	} {
+		if got := validNamespace(tc.name); got != tc.ok {
+			t.Errorf("validNamespace(%q) = %t, want %t", tc.name, got, tc.ok)
+		}
+	}
+}
