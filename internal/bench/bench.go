@@ -15,8 +15,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/rollboot/rollboot/internal/coordinator"
 )
 
 // Options configure a run.
@@ -31,9 +29,10 @@ type Options struct {
 	RolloutTimeout time.Duration // per rollout; default 10m + 1s per host
 	Idle           time.Duration // the idle windows (requests, agent CPU); default 1m
 	Settle         time.Duration // time given to settle before an idle window; default 10s
-	// QuietSettle is added to Settle before the idle-load window: the quiet
-	// candidates' time to read the census the leader published. Default 1.5 ×
-	// the shortest quiet period.
+	// QuietSettle is added to Settle before the idle-load window: the
+	// candidates' time to read the census the leader published (one that
+	// contends reads it again when its wait on the leader lock ends, at most
+	// 2 × lock_ttl later) and go quiet. Default 1m.
 	QuietSettle time.Duration
 	Passes      int // back-to-back passes timed at the largest size; default 100
 	// Only measures part of the figures: "idle" the idle load (and the agent
@@ -70,7 +69,7 @@ func (o *Options) defaults() {
 		o.Settle = 10 * time.Second
 	}
 	if o.QuietSettle <= 0 {
-		o.QuietSettle = coordinator.DefaultQuietMinPeriod * 3 / 2
+		o.QuietSettle = time.Minute
 	}
 	if o.Passes <= 0 {
 		o.Passes = 100

@@ -35,9 +35,7 @@ func runIdle(ctx context.Context, o *Options, hosts int) (*Idle, error) {
 		return nil, err
 	}
 	// Settle: the leader's first pass, every candidate's first lock attempt,
-	// and every quiet candidate's first read of the census (QuietSettle: a
-	// candidate whose wait for it backed off to the shortest quiet period reads
-	// it again within 1.5 × that period).
+	// and every candidate's first read of the census (QuietSettle).
 	if err := sleep(ctx, o.Settle+o.QuietSettle); err != nil {
 		return nil, err
 	}
@@ -57,7 +55,7 @@ func (c *cluster) waitCensus(ctx context.Context, hosts int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	for {
-		n, _, err := c.st.Census(ctx, 0, 0)
+		n, err := c.st.Census(ctx)
 		if err == nil && n == hosts {
 			return nil
 		}

@@ -27,7 +27,9 @@ import (
 //   - quiet: holds nothing and contends for nothing. Now and then it tries one
 //     slot at random, at a period that grows with the number of candidates that
 //     the leader publishes (Census), so that all quiet candidates together try
-//     about once per Interval.
+//     about once per Interval. While the census counts few candidates (fewer
+//     than MinPeriod / Interval) or none is published yet, a candidate without
+//     a slot contends as with RunElected instead.
 //
 // Safety is the leader lock's alone, as with RunElected: a slot only decides who
 // asks for it. A slot whose holder dies is freed by Nomad (2×TTL + lock delay
@@ -35,10 +37,9 @@ import (
 type Standbys struct {
 	// Slots are the standby slots' locks (at least one).
 	Slots []Lock
-	// Census reads the number of candidates the leader published and the index
-	// of that record; with index > 0 it blocks until the record changes or wait
-	// passes. A census never published reads as 0 with no error.
-	Census func(ctx context.Context, index uint64, wait time.Duration) (int, uint64, error)
+	// Census reads the number of candidates the leader published; a census
+	// never published reads as 0 with no error.
+	Census func(ctx context.Context) (int, error)
 	// Count counts the candidates and Publish publishes the count; the leader
 	// counts while it leads (publishLoop).
 	Count   func(ctx context.Context) (int, error)
@@ -65,7 +66,8 @@ func QuietPeriod(n int, interval, minP, maxP time.Duration) time.Duration {
 }
 
 // RunStandby runs fn only while this instance holds lock, until ctx ends, as
-// RunElected does, but contends for lock only while it holds a standby slot.
+// RunElected does, but contends for lock only while it holds a standby slot or
+// candidates are few (quiet).
 func RunStandby(ctx context.Context, lock Lock, watchLock Watch, sb Standbys, log *slog.Logger, fn func(ctx context.Context) error) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -81,12 +83,11 @@ func RunStandby(ctx context.Context, lock Lock, watchLock Watch, sb Standbys, lo
 		}
 	}
 	for ctx.Err() == nil {
-		slot := sb.quiet(ctx, log)
-		if slot == nil {
-			return nil
+		slot, elected := sb.quiet(ctx, lock, watchLock, log)
+		if slot != nil {
+			elected = standby(ctx, lock, watchLock, slot, log)
+			releaseLock(ctx, slot, log, "standby slot")
 		}
-		elected := standby(ctx, lock, watchLock, slot, log)
-		releaseLock(ctx, slot, log, "standby slot")
 		if !elected {
 			continue
 		}
@@ -99,57 +100,45 @@ func RunStandby(ctx context.Context, lock Lock, watchLock Watch, sb Standbys, lo
 	return nil
 }
 
-// quiet returns a standby slot once this candidate holds one (nil when ctx
-// ends). It tries every slot at once first (a candidate that starts, or that
-// stops leading or standing by), then one at random per period.
-func (sb Standbys) quiet(ctx context.Context, log *slog.Logger) Lock {
+// quiet returns a standby slot once this candidate holds one, or elected when it
+// took the leader lock itself (nil and false when ctx ends). It tries every slot
+// at once first (a candidate that starts, or that stops leading or standing by),
+// then one at random per period. While the census counts fewer candidates than
+// the shortest period holds intervals (fewer than 15 by default), or there is no
+// census yet (no leader has published one), it contends for the leader lock as
+// RunElected does: with few candidates that costs little, and a small cluster
+// whose leader and standbys reboot at once is not left waiting for a quiet one.
+func (sb Standbys) quiet(ctx context.Context, lock Lock, watchLock Watch, log *slog.Logger) (Lock, bool) {
 	for _, s := range sb.Slots {
 		if try(ctx, s, log) {
-			return s
+			return s, false
 		}
 	}
-	log.Debug("coordinator election: quiet, every standby slot is taken")
-	var idx uint64 // the census's index, to wait on it while it is not published
-	first, wakes := true, 0
+	log.Debug("coordinator election: every standby slot is taken")
+	first := true
 	for ctx.Err() == nil {
-		n, i, err := bounded2(ctx, watch.DefaultTimeout, func(ctx context.Context) (int, uint64, error) {
-			return sb.Census(ctx, idx, sb.MinPeriod)
-		})
+		n, err := bounded(ctx, lock.LockTTL(), sb.Census)
 		if err != nil {
 			log.Warn("coordinator election: read the candidate census", "err", err)
 			n = 0
 		}
-		// No census yet (no leader so far): wait for it, at most the shortest
-		// period; a wait that ran out with nothing written goes on to an attempt
-		// (the leader and the standbys may all be gone). Nomad answers a query
-		// on a missing variable when any variable changes, so each wake backs
-		// off, from 1s up to the shortest period, and then goes on too.
-		d := min(time.Second<<min(wakes, 16), sb.MinPeriod)
-		if err == nil && n == 0 && i > 0 && d < sb.MinPeriod && (idx == 0 || i != idx) {
-			if idx != 0 {
-				if !watch.Sleep(ctx, d/2+rand.N(d/2)) {
-					return nil
-				}
-				wakes++
+		if time.Duration(n)*sb.Interval < sb.MinPeriod {
+			if contend(ctx, lock, watchLock, 2*lock.LockTTL(), log) {
+				return nil, true
 			}
-			idx = i
 			continue
 		}
-		if n > 0 {
-			wakes = 0
-		}
-		idx = 0
 		p := QuietPeriod(n, sb.Interval, sb.MinPeriod, sb.MaxPeriod)
 		if !watch.Sleep(ctx, quietSleep(p, first)) {
-			return nil
+			return nil, false
 		}
 		first = false
 		s := sb.Slots[rand.N(len(sb.Slots))]
 		if try(ctx, s, log) {
-			return s
+			return s, false
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // quietSleep is a quiet candidate's time to its next attempt: uniform in
@@ -265,11 +254,4 @@ func (sb Standbys) publishLoop(ctx context.Context, log *slog.Logger) {
 			return
 		}
 	}
-}
-
-// bounded2 is bounded for a function of two results.
-func bounded2[A, B any](ctx context.Context, d time.Duration, fn func(context.Context) (A, B, error)) (A, B, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	return fn(ctx)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 )
 
 // StandbyPath is the path of the i-th standby slot of the coordinator election
@@ -17,22 +16,21 @@ func (s *Store) CensusPath() string { return s.prefix + "/election" }
 
 const censusCandidates = "candidates"
 
-// Census reads the number of coordinator candidates the leader published, and the
-// index to wait on; with index > 0 it blocks until the census changes or wait
-// passes. A census never published (or unreadable) reads as 0.
-func (s *Store) Census(ctx context.Context, index uint64, wait time.Duration) (int, uint64, error) {
-	v, idx, err := s.read(ctx, s.CensusPath(), index, wait)
+// Census reads the number of coordinator candidates the leader published. A
+// census never published (or unreadable) reads as 0.
+func (s *Store) Census(ctx context.Context) (int, error) {
+	v, _, err := s.read(ctx, s.CensusPath(), 0, 0)
 	if errors.Is(err, ErrNotFound) {
-		return 0, idx, nil
+		return 0, nil
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	n, err := strconv.Atoi(v.Items[censusCandidates])
 	if err != nil || n < 0 {
-		return 0, idx, nil
+		return 0, nil
 	}
-	return n, idx, nil
+	return n, nil
 }
 
 // CountHosts counts the host records (one list of their metadata): every host's
