@@ -47,10 +47,12 @@ type Standbys struct {
 	// Interval is the mean time between two attempts of the quiet candidates
 	// taken together; MinPeriod and MaxPeriod bound one quiet candidate's period.
 	Interval, MinPeriod, MaxPeriod time.Duration
-	CensusEvery                    time.Duration
+	// CensusEvery is the longest time between two of the leader's counts
+	// (0: DefaultCensusEvery).
+	CensusEvery time.Duration
 }
 
-// Defaults of the standby election (DefaultStandbys).
+// Defaults of the standby election (daemon.Standbys uses them).
 const (
 	DefaultQuietInterval  = 4 * time.Second
 	DefaultQuietMinPeriod = time.Minute
