@@ -48,8 +48,9 @@ namespace "default" {
     #              rollboot/plan/<host>.
     # Coordinator: list + read hosts/, plan/, history/, control, notify, leader;
     #              write plan/<host>, control, history/<id>, coordinator, notify,
-    #              and the lock
-    #              operations on rollboot/leader; destroy history/<id> (pruning).
+    #              election (the census), and the lock operations on
+    #              rollboot/leader and rollboot/standby/<i>; destroy
+    #              history/<id> (pruning).
     # Status page: reads the same, and lists rollboot/ (one blocking watch).
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]

@@ -51,7 +51,9 @@ namespace "default" {
     #            enforces, for `rollboot status`),
     #            rollboot/notify?cas=N (the notifications sent, with notify {}),
     #            and PUT rollboot/leader?lock-acquire|lock-renew|lock-release
-    #            (the election lock; every lock operation needs write).
+    #            (the election lock; every lock operation needs write), the
+    #            same on rollboot/standby/<i> (the election's standby slots),
+    #            GET and PUT rollboot/election?cas=N (the candidate census).
     # destroy:   DELETE rollboot/history/<id>?cas=N (pruning to history_size).
     # The status page (docs/status-page.md) reads the same records, and lists
     # rollboot/ as one blocking watch of the whole state.

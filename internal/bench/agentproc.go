@@ -10,17 +10,25 @@ import (
 
 // AgentProc is what one real agent process measured while idle.
 type AgentProc struct {
-	RSS    int64         // peak resident set (VmHWM), bytes
-	CPU    time.Duration // CPU time (user + system) over the window
-	Window time.Duration
-	Note   string // why it was not measured
+	RSS int64 // peak resident set (VmHWM), bytes
+	// Anon and File split the resident set at the end of the window:
+	// anonymous pages (heap, stacks) and file pages (the binary, libraries).
+	Anon, File int64
+	Exe        string        // the binary measured
+	CPU        time.Duration // CPU time (user + system) over the window
+	Window     time.Duration
+	Note       string // why it was not measured
 }
 
 // runAgentProcess runs one `rollboot agent` process (no coordinator candidate,
 // as the shipped deployment runs agents) against a host of a small emulated
 // cluster, waits for its host record, then reads its CPU time over window.
 func runAgentProcess(ctx context.Context, o *Options) (*AgentProc, error) {
-	if o.Exe == "" {
+	exe := o.AgentExe
+	if exe == "" {
+		exe = o.Exe
+	}
+	if exe == "" {
 		return &AgentProc{Note: "no rollboot binary to run"}, nil
 	}
 	c, err := startCluster(ctx, clusterSpec{hosts: 3, groups: 1, concurrency: 1, log: o.Log})
@@ -32,7 +40,7 @@ func runAgentProcess(ctx context.Context, o *Options) (*AgentProc, error) {
 	agent := fmt.Sprintf("agent {\n  host          = %q\n  boot_id_file  = %q\n  sentinel_file = %q\n",
 		h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"))
 	hcl := fmt.Sprintf("nomad {\n  address = %q\n}\n%s", "http://"+h.Addr, strings.Replace(c.policy, "agent {\n", agent, 1))
-	p, err := startProcess(ctx, o.Exe, "agent", hcl, o.Log)
+	p, err := startProcess(ctx, exe, "agent", hcl, o.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -55,5 +63,6 @@ func runAgentProcess(ctx context.Context, o *Options) (*AgentProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &AgentProc{RSS: after.hwm, CPU: after.cpu - before.cpu, Window: time.Since(start)}, nil
+	return &AgentProc{RSS: after.hwm, Anon: after.anon, File: after.file, Exe: exe,
+		CPU: after.cpu - before.cpu, Window: time.Since(start)}, nil
 }

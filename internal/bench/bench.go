@@ -29,13 +29,24 @@ type Options struct {
 	RolloutTimeout time.Duration // per rollout; default 10m + 1s per host
 	Idle           time.Duration // the idle windows (requests, agent CPU); default 1m
 	Settle         time.Duration // time given to settle before an idle window; default 10s
-	Passes         int           // back-to-back passes timed at the largest size; default 100
+	// QuietSettle is added to Settle before the idle-load window: the
+	// candidates' time to read the census the leader published (one that
+	// contends reads it again when its wait on the leader lock ends, at most
+	// 2 × lock_ttl later) and go quiet. Default 1m.
+	QuietSettle time.Duration
+	Passes      int // back-to-back passes timed at the largest size; default 100
+	// Only measures part of the figures: "idle" the idle load (and the agent
+	// process beside it), "agent" the agent process alone; "" everything.
+	Only string
 	// Exe is the rollboot binary, run as child processes to measure the
 	// coordinator's and an agent's memory and CPU as the kernel sees them
 	// ("": not measured).
 	Exe string
-	Out io.Writer    // progress (nil: discarded)
-	Log *slog.Logger // rollboot's own logs (nil: discarded)
+	// AgentExe is the binary whose agent process is measured (default Exe):
+	// a release build, to measure what ships.
+	AgentExe string
+	Out      io.Writer    // progress (nil: discarded)
+	Log      *slog.Logger // rollboot's own logs (nil: discarded)
 }
 
 func (o *Options) defaults() {
@@ -56,6 +67,9 @@ func (o *Options) defaults() {
 	}
 	if o.Settle <= 0 {
 		o.Settle = 10 * time.Second
+	}
+	if o.QuietSettle <= 0 {
+		o.QuietSettle = time.Minute
 	}
 	if o.Passes <= 0 {
 		o.Passes = 100
@@ -80,6 +94,9 @@ type Report struct {
 // Run measures every size in o.Hosts and returns the figures; Print shows them.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
+	if o.Only != "" && o.Only != "idle" && o.Only != "agent" {
+		return nil, fmt.Errorf("-only: %q is not a part of the figures (idle or agent; nothing for every figure)", o.Only)
+	}
 	sizes := slices.Clone(o.Hosts)
 	slices.Sort(sizes)
 	rep := &Report{Options: o}
@@ -102,12 +119,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if n > o.RolloutMax {
 			continue
 		}
+		if o.Only == "agent" {
+			break
+		}
 		progress("%d hosts: idle cluster, every agent a candidate, %s window", n, o.Idle)
 		idle, err := runIdle(ctx, &o, n)
 		if err != nil {
 			return nil, fmt.Errorf("idle, %d hosts: %w", n, err)
 		}
 		rep.Idle = append(rep.Idle, idle)
+		if o.Only == "idle" {
+			continue
+		}
 		progress("%d hosts: rollout, %d groups of concurrency %d", n, o.Groups, o.Concurrency)
 		r, err := runRollout(ctx, &o, n)
 		if err != nil {
@@ -117,6 +140,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		progress("%d hosts: rollout took %s (completed: %t)", n, r.Makespan.Round(time.Second), r.Completed)
 	}
 	largest := sizes[len(sizes)-1]
+	if o.Only != "" {
+		agentWG.Wait()
+		if agentErr != nil {
+			return nil, fmt.Errorf("agent process: %w", agentErr)
+		}
+		return rep, ctx.Err()
+	}
 	progress("%d hosts: coordinator alone (cold start, passes, peak RSS)", largest)
 	co, err := runCoord(ctx, &o, largest)
 	if err != nil {

@@ -17,7 +17,7 @@ func TestBenchSample(t *testing.T) {
 	}
 	rep, err := Run(context.Background(), Options{
 		Hosts: []int{30}, Groups: 3, Concurrency: 3,
-		Idle: 3 * time.Second, Settle: 2 * time.Second, Passes: 10,
+		Idle: 3 * time.Second, Settle: 2 * time.Second, QuietSettle: time.Millisecond, Passes: 10,
 		RolloutTimeout: 3 * time.Minute,
 	})
 	if err != nil {

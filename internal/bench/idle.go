@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -30,8 +31,12 @@ func runIdle(ctx context.Context, o *Options, hosts int) (*Idle, error) {
 	if err := c.waitLeader(ctx); err != nil {
 		return nil, err
 	}
-	// Settle: the leader's first pass and every candidate's first lock attempt.
-	if err := sleep(ctx, o.Settle); err != nil {
+	if err := c.waitCensus(ctx, hosts); err != nil {
+		return nil, err
+	}
+	// Settle: the leader's first pass, every candidate's first lock attempt,
+	// and every candidate's first read of the census (QuietSettle).
+	if err := sleep(ctx, o.Settle+o.QuietSettle); err != nil {
 		return nil, err
 	}
 	c.sim.ResetRequestStats()
@@ -43,6 +48,21 @@ func runIdle(ctx context.Context, o *Options, hosts int) (*Idle, error) {
 	wall := time.Since(start)
 	n := c.sim.RequestStats().Requests - (c.own.n.Load() - own)
 	return &Idle{Hosts: hosts, Window: wall, Requests: n, PerMinute: float64(n) / wall.Minutes()}, nil
+}
+
+// waitCensus waits until the leader's census counts every host.
+func (c *cluster) waitCensus(ctx context.Context, hosts int) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for {
+		n, err := c.st.Census(ctx)
+		if err == nil && n == hosts {
+			return nil
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return fmt.Errorf("the leader's census of %d hosts: %w (read %d)", hosts, err, n)
+		}
+	}
 }
 
 // waitLeader waits until a coordinator holds the leader lock.

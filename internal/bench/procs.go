@@ -67,7 +67,10 @@ func (p *process) stop() {
 // procStatus is what the kernel says of a process.
 type procStatus struct {
 	hwm, rss int64 // peak and current resident set, bytes (VmHWM, VmRSS)
-	cpu      time.Duration
+	// The current resident set's anonymous pages (heap, stacks) and file
+	// pages (the binary's code and read-only data, shared libraries).
+	anon, file int64
+	cpu        time.Duration
 }
 
 // clockTick is USER_HZ, the unit of utime and stime in /proc/<pid>/stat: 100 on
@@ -95,6 +98,10 @@ func (p *process) status() (procStatus, error) {
 			st.hwm = n * 1024
 		case "VmRSS":
 			st.rss = n * 1024
+		case "RssAnon":
+			st.anon = n * 1024
+		case "RssFile":
+			st.file = n * 1024
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

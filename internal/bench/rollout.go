@@ -31,7 +31,7 @@ type Rollout struct {
 
 	VarWrites  int            // variable writes and deletes (the leader lock's excluded)
 	WritesBy   map[string]int // by kind of variable: plan, hosts, history, requests, ...
-	LockWrites int            // writes to the leader lock (acquire, renew, release)
+	LockWrites int            // the election's writes: its locks (acquire, renew, release) and census
 
 	Requests uint64                // requests rollboot sent to the emulator
 	Emulator nomadsim.RequestStats // the emulator's own time
@@ -189,8 +189,8 @@ func countWrite(r *Rollout, e nomadsim.Event) {
 	}
 	path := strings.TrimPrefix(e.Details["path"], "rollboot/")
 	kind, _, _ := strings.Cut(path, "/")
-	if kind == "leader" {
-		r.LockWrites++ // lock renewals
+	if kind == "leader" || kind == "standby" || kind == "election" {
+		r.LockWrites++ // the election's: lock renewals, the candidate census
 		return
 	}
 	r.VarWrites++

@@ -121,8 +121,11 @@ type RebootConfig struct {
 
 // CoordinatorConfig configures the coordinator.
 type CoordinatorConfig struct {
-	Enabled        bool
-	LockTTL        time.Duration
+	Enabled bool
+	LockTTL time.Duration
+	// Standbys is the number of standby slots of the election: only their
+	// holders contend for the leader lock (0: every candidate contends).
+	Standbys       int
 	ResyncInterval time.Duration
 	RejoinTimeout  time.Duration
 	// ServerStableFor: after a reboot, a server must have been stable this long
@@ -252,6 +255,7 @@ func Default() *Config {
 		Coordinator: CoordinatorConfig{
 			Enabled:              true,
 			LockTTL:              15 * time.Second,
+			Standbys:             DefaultStandbys,
 			ResyncInterval:       30 * time.Second,
 			RejoinTimeout:        30 * time.Minute,
 			ServerStableFor:      10 * time.Second,

@@ -156,7 +156,7 @@ func TestLoadFullExample(t *testing.T) {
 			},
 		},
 		Coordinator: CoordinatorConfig{
-			Enabled: true, LockTTL: 20 * time.Second, ResyncInterval: time.Minute,
+			Enabled: true, LockTTL: 20 * time.Second, Standbys: 2, ResyncInterval: time.Minute,
 			RejoinTimeout: 30 * time.Minute, RebootLoopBackoff: time.Hour,
 			RebootLoopMaxBackoff: 24 * time.Hour, HistorySize: 200, ServerStableFor: 10 * time.Second,
 			LeaderTransferDenied: "continue", AgentJob: "rollboot",

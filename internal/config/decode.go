@@ -286,7 +286,7 @@ func (d *decoder) reboot(body hcl.Body) {
 func (d *decoder) coordinator(body hcl.Body) {
 	s := scope{"coordinator", "coordinator"}
 	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"enabled", "lock_ttl", "resync_interval", "rejoin_timeout", "reboot_loop_backoff",
+		"enabled", "lock_ttl", "standbys", "resync_interval", "rejoin_timeout", "reboot_loop_backoff",
 		"reboot_loop_max_backoff", "history_size", "server_stable_for", "leader_transfer_denied",
 		"agent_job", "agent_job_namespace")})
 	if content == nil {
@@ -300,6 +300,7 @@ func (d *decoder) coordinator(body hcl.Body) {
 	}
 	d.boolean(a, s, "enabled", &co.Enabled)
 	d.duration(a, s, "lock_ttl", &co.LockTTL)
+	d.integer(a, s, "standbys", &co.Standbys)
 	d.duration(a, s, "resync_interval", &co.ResyncInterval)
 	d.duration(a, s, "rejoin_timeout", &co.RejoinTimeout)
 	d.duration(a, s, "server_stable_for", &co.ServerStableFor)

@@ -130,6 +130,7 @@ func (c *Config) writeCoordinator(root *hclwrite.Body) {
 	cc := c.Coordinator
 	co.SetAttributeValue("enabled", cty.BoolVal(cc.Enabled))
 	co.SetAttributeValue("lock_ttl", durationVal(cc.LockTTL))
+	co.SetAttributeValue("standbys", cty.NumberIntVal(int64(cc.Standbys)))
 	co.SetAttributeValue("resync_interval", durationVal(cc.ResyncInterval))
 	co.SetAttributeValue("agent_job", cty.StringVal(cc.AgentJob))
 	co.SetAttributeValue("agent_job_namespace", cty.StringVal(cc.AgentJobNamespace))

@@ -19,6 +19,10 @@ const (
 	// lock's TTL.
 	MinLockTTL = 10 * time.Second
 	MaxLockTTL = 24 * time.Hour
+	// DefaultStandbys and MaxStandbys are the default and the largest number
+	// of standby slots of the coordinator election.
+	DefaultStandbys = 2
+	MaxStandbys     = 16
 	// MaxPrefixLength keeps rollboot's variable paths (prefix, then for
 	// example "/hosts/<host>") under Nomad's 128-character limit.
 	MaxPrefixLength = 64
@@ -27,9 +31,23 @@ const (
 var (
 	// Nomad variable paths: ^[a-zA-Z0-9-_~/]{1,128}$, no dots.
 	variablePathRE = regexp.MustCompile(`^[a-zA-Z0-9\-_~/]+$`)
-	// Nomad namespace names.
-	namespaceRE = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
 )
+
+// validNamespace reports whether s is a Nomad namespace name: 1 to 128 of
+// [a-zA-Z0-9-]. Not a regexp: ^[a-zA-Z0-9-]{1,128}$ compiles to 128 copies of
+// its class, about 100 KB allocated at the start of every process.
+func validNamespace(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // validator collects errors about c.
 type validator struct {
@@ -92,7 +110,7 @@ func (v *validator) nomad() {
 			v.errorf(addr, "%q has no host", u.Redacted())
 		}
 	}
-	if !namespaceRE.MatchString(n.Namespace) {
+	if !validNamespace(n.Namespace) {
 		v.errorf(s.sub("namespace"), "invalid namespace %q: use 1 to 128 letters, digits and dashes", n.Namespace)
 	}
 	if (n.ClientCert == "") != (n.ClientKey == "") {
@@ -195,6 +213,9 @@ func (v *validator) coordinator() {
 	if ttl := s.sub("lock_ttl"); (co.LockTTL < MinLockTTL || co.LockTTL > MaxLockTTL) && v.good(ttl) {
 		v.errorf(ttl, "must be between %s and %s (Nomad's range for lock TTLs), got %s", FormatDuration(MinLockTTL), FormatDuration(MaxLockTTL), FormatDuration(co.LockTTL))
 	}
+	if k := s.sub("standbys"); (co.Standbys < 0 || co.Standbys > MaxStandbys) && v.good(k) {
+		v.errorf(k, "must be between 0 and %d, got %d", MaxStandbys, co.Standbys)
+	}
 	v.positive(s.sub("resync_interval"), co.ResyncInterval)
 	v.positive(s.sub("rejoin_timeout"), co.RejoinTimeout)
 	if k := s.sub("leader_transfer_denied"); co.LeaderTransferDenied != "continue" && co.LeaderTransferDenied != "hold" && v.good(k) {
@@ -211,7 +232,7 @@ func (v *validator) coordinator() {
 	if k := s.sub("agent_job"); strings.ContainsAny(co.AgentJob, " \x00") && v.good(k) {
 		v.errorf(k, "invalid job ID %q: no spaces or null characters (\"\" turns the check off)", co.AgentJob)
 	}
-	if k := s.sub("agent_job_namespace"); co.AgentJobNamespace != "" && !namespaceRE.MatchString(co.AgentJobNamespace) && v.good(k) {
+	if k := s.sub("agent_job_namespace"); co.AgentJobNamespace != "" && !validNamespace(co.AgentJobNamespace) && v.good(k) {
 		v.errorf(k, "invalid namespace %q: use 1 to 128 letters, digits and dashes (\"\" means nomad.namespace)", co.AgentJobNamespace)
 	}
 }

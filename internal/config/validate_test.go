@@ -39,6 +39,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "retry max below default backoff", src: "drain {\n  retry_max_backoff = \"1m\"\n}", at: `"1m"`, msg: "drain.retry_max_backoff: 1m is less than drain.retry_backoff (5m)"},
 		{name: "loop max below backoff", src: "coordinator {\n  reboot_loop_max_backoff = \"30m\"\n}", at: `"30m"`, msg: "coordinator.reboot_loop_max_backoff: 30m is less than coordinator.reboot_loop_backoff (1h)"},
 		{name: "lock ttl too short", src: "coordinator {\n  lock_ttl = \"5s\"\n}", at: `"5s"`, msg: "coordinator.lock_ttl: must be between 10s and 24h"},
+		{name: "negative standbys", src: "coordinator {\n  standbys = -1\n}", at: `-1`, msg: "coordinator.standbys: must be between 0 and 16, got -1"},
 		{name: "lock ttl too long", src: "coordinator {\n  lock_ttl = \"25h\"\n}", at: `"25h"`, msg: "got 25h"},
 		{name: "history size", src: "coordinator {\n  history_size = 0\n}", at: `0`, msg: "coordinator.history_size: must be at least 1"},
 		{name: "enabled not a bool", src: "coordinator {\n  enabled = \"yes\"\n}", at: `"yes"`, msg: "coordinator.enabled: must be true or false"},
@@ -245,5 +246,27 @@ func TestDecodeErrorDoesNotCascade(t *testing.T) {
 	}
 	if n := len(err.(Errors)); n != 1 {
 		t.Errorf("want 1 error, got %d:\n%v", n, err)
+	}
+}
+
+func TestValidNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"default", true},
+		{"ops-1", true},
+		{"A9", true},
+		{strings.Repeat("a", 128), true},
+		{"", false},
+		{strings.Repeat("a", 129), false},
+		{"*", false},
+		{"a.b", false},
+		{"a_b", false},
+		{"é", false},
+	} {
+		if got := validNamespace(tc.name); got != tc.ok {
+			t.Errorf("validNamespace(%q) = %t, want %t", tc.name, got, tc.ok)
+		}
 	}
 }

@@ -41,56 +41,75 @@ func RunElected(ctx context.Context, lock Lock, watchLock Watch, log *slog.Logge
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ttl := lock.LockTTL()
-	retry := ttl / 2
-	var idx uint64
+	retry := lock.LockTTL() / 2
 	for ctx.Err() == nil {
-		if watchLock != nil {
-			// Read the index first, so a change after the failed attempt wakes us.
-			if n, err := bounded(ctx, ttl, func(ctx context.Context) (uint64, error) { return watchLock(ctx, 0, 0) }); err == nil {
-				idx = n
-			}
-		}
-		// Bounded like a renewal: a request never answered must not keep the
-		// candidate from trying again (a lock taken by an attempt given up on
-		// expires after its TTL).
-		id, err := bounded(ctx, ttl, lock.Acquire)
-		if err != nil || id == "" {
-			if err != nil && !errors.Is(err, api.ErrLockConflict) && ctx.Err() == nil {
-				log.Warn("coordinator election: acquire failed", "err", err)
-				watch.Sleep(ctx, retry)
-				continue
-			}
-			if watchLock == nil || idx == 0 {
-				watch.Sleep(ctx, retry)
-				continue
-			}
-			start := time.Now()
-			// Its wait, the jitter Nomad may add (wait/16), and a TTL for the answer.
-			n, err := bounded(ctx, 2*ttl+ttl/8+ttl, func(ctx context.Context) (uint64, error) { return watchLock(ctx, idx, 2*ttl) })
-			if err != nil || (n == idx && time.Since(start) < ttl/10) {
-				watch.Sleep(ctx, retry) // the query did not block: do not spin
-			}
+		if !contend(ctx, lock, watchLock, 2*lock.LockTTL(), log) {
 			continue
 		}
-		log.Info("elected coordinator")
-		err = lead(ctx, lock, ttl, fn)
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/2)
-		if rerr := lock.Release(rctx); rerr != nil && !errors.Is(rerr, api.ErrLockConflict) {
-			log.Warn("coordinator election: release failed", "err", rerr)
-		}
-		cancel()
-		if err != nil {
-			log.Warn("coordinator stopped leading", "err", err)
-		} else {
-			log.Info("coordinator stopped leading")
-		}
+		leadAndRelease(ctx, lock, log, fn)
 		if ctx.Err() != nil {
 			return nil
 		}
 		watch.Sleep(ctx, retry)
 	}
 	return nil
+}
+
+// contend makes one attempt at lock and reports whether it was acquired. When the
+// lock is held by another, it waits for the lock variable to change (a release or
+// an expiry: renewals are no Raft writes and do not move its index), for at most
+// wait; without watchLock it sleeps TTL/2.
+func contend(ctx context.Context, lock Lock, watchLock Watch, wait time.Duration, log *slog.Logger) bool {
+	ttl := lock.LockTTL()
+	retry := ttl / 2
+	var idx uint64
+	if watchLock != nil {
+		// Read the index first, so a change after the failed attempt wakes us.
+		if n, err := bounded(ctx, ttl, func(ctx context.Context) (uint64, error) { return watchLock(ctx, 0, 0) }); err == nil {
+			idx = n
+		}
+	}
+	// Bounded like a renewal: a request never answered must not keep the
+	// candidate from trying again (a lock taken by an attempt given up on
+	// expires after its TTL).
+	id, err := bounded(ctx, ttl, lock.Acquire)
+	if err == nil && id != "" {
+		return true
+	}
+	if err != nil && !errors.Is(err, api.ErrLockConflict) && ctx.Err() == nil {
+		log.Warn("coordinator election: acquire failed", "err", err)
+		watch.Sleep(ctx, retry)
+		return false
+	}
+	if watchLock == nil || idx == 0 {
+		watch.Sleep(ctx, retry)
+		return false
+	}
+	start := time.Now()
+	// Its wait, the jitter Nomad may add (wait/16), and a TTL for the answer.
+	n, err := bounded(ctx, wait+wait/16+ttl, func(ctx context.Context) (uint64, error) { return watchLock(ctx, idx, wait) })
+	if err != nil || (n == idx && time.Since(start) < ttl/10) {
+		watch.Sleep(ctx, retry) // the query did not block: do not spin
+	}
+	return false
+}
+
+// leadAndRelease runs fn while this instance holds lock (lead), then releases
+// the lock at once, whatever ended the lead.
+func leadAndRelease(ctx context.Context, lock Lock, log *slog.Logger, fn func(ctx context.Context) error) {
+	ttl := lock.LockTTL()
+	log.Info("elected coordinator")
+	err := lead(ctx, lock, ttl, fn)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/2)
+	if rerr := lock.Release(rctx); rerr != nil && !errors.Is(rerr, api.ErrLockConflict) {
+		log.Warn("coordinator election: release failed", "err", rerr)
+	}
+	cancel()
+	if err != nil {
+		log.Warn("coordinator stopped leading", "err", err)
+	} else {
+		log.Info("coordinator stopped leading")
+	}
 }
 
 // lead runs fn while renewing the lock every TTL/4; it returns when ctx ends, fn

@@ -141,7 +141,11 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 	if err != nil {
 		return err
 	}
-	return coordinator.RunElected(ctx, lock, st.WatchLeader, log.With("component", "election"), co.Run)
+	sb, err := Standbys(cfg, st)
+	if err != nil {
+		return err
+	}
+	return coordinator.RunStandby(ctx, lock, st.WatchLeader, sb, log.With("component", "election"), co.Run)
 }
 
 // AgentOptions are what the configuration file does not say about an agent.

@@ -8,6 +8,8 @@
 //	<prefix>/history/<id>    written by the coordinator: finished reboots, bounded
 //	<prefix>/notify          written by the coordinator: the notifications sent (notify.go)
 //	<prefix>/leader          the coordinator election lock
+//	<prefix>/standby/<i>     the election's standby slots, variable locks (election.go)
+//	<prefix>/election        written by the coordinator: the candidate census (election.go)
 //
 // Every write is check-and-set on ModifyIndex, so a writer that lost a race learns it
 // instead of overwriting newer state.
