@@ -115,6 +115,9 @@ type cluster struct {
 	// killed: processes the test stopped on purpose; exits lists the others
 	// that ended while the test ran (name and status).
 	killed map[string]bool
+	// exited: coordinators whose process has ended (cmd.ProcessState is
+	// written by Wait without the lock: read this instead).
+	exited map[string]bool
 	exits  []string
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -160,7 +163,8 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	}
 	c := &cluster{t: t, sim: sim, dir: t.TempDir(), client: client, opts: o,
 		st:   store.New(client.Variables(), "rollboot", ""),
-		logs: map[string]*bytes.Buffer{}, coords: map[string]*exec.Cmd{}, killed: map[string]bool{}}
+		logs: map[string]*bytes.Buffer{}, coords: map[string]*exec.Cmd{}, killed: map[string]bool{},
+		exited: map[string]bool{}}
 	var hosts []string
 	for _, h := range sim.Hosts() {
 		if h.NodeID != "" || h.Server != nil {
@@ -379,6 +383,7 @@ func (c *cluster) startCoordinator(name string) {
 		err := cmd.Wait()
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.exited[name] = true
 		if !c.killed[name] {
 			c.exits = append(c.exits, fmt.Sprintf("%s: %v", name, err))
 		}
@@ -389,8 +394,8 @@ func (c *cluster) startCoordinator(name string) {
 func (c *cluster) leader() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for name, cmd := range c.coords {
-		if cmd.ProcessState != nil {
+	for name := range c.coords {
+		if c.exited[name] {
 			continue
 		}
 		log := c.logs[name].String()

@@ -15,8 +15,8 @@ func (c *cluster) standingBy(skip map[string]bool) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
-	for name, cmd := range c.coords {
-		if cmd.ProcessState != nil || skip[name] {
+	for name := range c.coords {
+		if c.exited[name] || skip[name] {
 			continue
 		}
 		log := c.logs[name].String()
