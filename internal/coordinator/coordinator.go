@@ -228,9 +228,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.startWatches(ctx, &wg, poke)
 	c.startNotifier(ctx, &wg)
 	c.startNodeMeta(ctx, &wg)
-	allocs := &allocWatchers{ctx: ctx, poke: poke, c: c}
+	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
 	defer allocs.stop()
-	checks := &checkWatchers{ctx: ctx, poke: poke, c: c} // rejoinwatch.go
+	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // rejoinwatch.go
 	defer checks.stop()
 
 	c.mu.Lock()

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -196,11 +195,9 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 // system jobs to run again (rejoining), and poke the reconcile loop when they
 // change. Each runs until its node no longer needs it or ctx ends.
 type allocWatchers struct {
-	ctx     context.Context
-	poke    func()
-	c       *Coordinator
-	wg      sync.WaitGroup
-	running map[string]context.CancelFunc
+	watchSet
+	poke func()
+	c    *Coordinator
 }
 
 // set watches exactly the nodes of the rejoining plans that wait for system jobs.
@@ -211,43 +208,17 @@ func (w *allocWatchers) set(plans map[string]store.Plan) {
 			want[p.NodeID] = true
 		}
 	}
-	if w.running == nil {
-		w.running = map[string]context.CancelFunc{}
-	}
-	for id, cancel := range w.running {
-		if !want[id] {
-			cancel()
-			delete(w.running, id)
-		}
-	}
-	for id := range want {
-		if _, ok := w.running[id]; ok {
-			continue
-		}
-		ctx, cancel := context.WithCancel(w.ctx)
-		w.running[id] = cancel
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			defer w.c.cacheNodeAllocs(id, nil)
-			watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
-				q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
-				allocs, meta, err := w.c.opt.Nodes.Allocations(id, q)
-				if err != nil {
-					w.c.cacheNodeAllocs(id, nil) // a pass reads them itself meanwhile
-					return 0, err
-				}
-				w.c.cacheNodeAllocs(id, allocs) // before the poke: the pass reads it (rejoinhealth.go)
-				return meta.LastIndex, nil
-			}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
-		}()
-	}
-}
-
-// stop ends every watcher and waits for them.
-func (w *allocWatchers) stop() {
-	for _, cancel := range w.running {
-		cancel()
-	}
-	w.wg.Wait()
+	w.watchSet.set(want, func(ctx context.Context, id string) {
+		defer w.c.cacheNodeAllocs(id, nil)
+		watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
+			q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
+			allocs, meta, err := w.c.opt.Nodes.Allocations(id, q)
+			if err != nil {
+				w.c.cacheNodeAllocs(id, nil) // a pass reads them itself meanwhile
+				return 0, err
+			}
+			w.c.cacheNodeAllocs(id, allocs) // before the poke: the pass reads it (rejoinhealth.go)
+			return meta.LastIndex, nil
+		}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
+	})
 }
