@@ -15,17 +15,7 @@ import (
 // to the next host in line in the same pass: with concurrency 1, a group held
 // behind such a host would otherwise stall for as long as the job is missing.
 func TestAgentLostGivesItsSlotToTheNextHost(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	st := store.New(client.Variables(), "rollboot", "")
+	sim, client, st := simStore(t, nomadsim.Config{Clients: 2})
 	ctx := t.Context()
 	now := time.Now()
 	for i, name := range []string{"client-1", "client-2"} {

@@ -6,10 +6,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 var errInjected = errors.New("injected failure")
@@ -207,4 +210,21 @@ func (c *recClusters) HandOver(_ context.Context, product, _ string) error {
 		return err
 	}
 	return c.handOverErr
+}
+
+// simStore starts an emulated cluster with cfg, a client of it and rollboot's
+// store on it, all closed when the test ends.
+func simStore(t *testing.T, cfg nomadsim.Config) (*nomadsim.Sim, *api.Client, *store.Store) {
+	t.Helper()
+	sim, err := nomadsim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return sim, client, store.New(client.Variables(), "rollboot", "")
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -46,16 +44,7 @@ func gaugeValue(t *testing.T, co *Coordinator, name string) float64 {
 // rules stay; a good one is taken at the next pass; one that cannot be read at
 // all stops the pass. The enforcement record and the metrics say which.
 func TestStoredPolicyRules(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(client.Variables(), "rollboot", "")
+	sim, client, st := simStore(t, nomadsim.Config{Clients: 2})
 	ctx := t.Context()
 	hosts := []string{"client-1", "client-2"}
 	for _, name := range hosts {

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -29,16 +27,7 @@ func (p *countedPolicy) Watch(context.Context, uint64, time.Duration) (uint64, e
 // A pass reads the stored policy only when its watch is not live, or saw it
 // change since the last read; what the last read said stays in force between.
 func TestStoredPolicyReadOnlyAfterAChange(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	_, client, _ := simStore(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour})
 	ctx := t.Context()
 	src := &countedPolicy{rules: Rules{Version: 1, DefaultGroup: policy.Group{Name: "all", Concurrency: 2}}, index: 10}
 	co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Policy: src})

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -16,17 +14,7 @@ import (
 // preview has the first starting and the others waiting, the emulator's index
 // does not move, and the pass that follows does just that, with the same reasons.
 func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	st := store.New(client.Variables(), "rollboot", "")
+	sim, client, st := simStore(t, nomadsim.Config{Clients: 3})
 	ctx := t.Context()
 	asked := time.Now().Add(-time.Hour)
 	for i, name := range []string{"client-3", "client-1", "client-2"} { // asked in this order

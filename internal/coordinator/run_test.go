@@ -128,17 +128,7 @@ func counterValue(t *testing.T, co *Coordinator, name string) float64 {
 // an allocation starts, so the coordinator watches the allocations of that node:
 // the slot is freed as soon as the job runs, not at the next resync (30s here).
 func TestRejoinSeesSystemJobsWithoutResync(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	st := store.New(client.Variables(), "rollboot", "")
+	sim, client, st := simStore(t, nomadsim.Config{Clients: 1})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 

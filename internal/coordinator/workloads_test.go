@@ -242,17 +242,7 @@ func TestWorkloadBlockers(t *testing.T) {
 // changes), and the resync is 10 minutes, yet the node is drained within
 // seconds of the job's end.
 func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	st := store.New(client.Variables(), "rollboot", "")
+	sim, client, st := simStore(t, nomadsim.Config{Clients: 1})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	h, _ := sim.Host("client-1")
@@ -278,7 +268,7 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- co.Run(ctx) }()
 	var finished, drained time.Time
-	err = sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+	err := sim.WaitFor(ctx, func(v *nomadsim.View) bool {
 		for _, e := range v.Events() {
 			switch {
 			case e.Type == nomadsim.EventAllocStop && e.Details["job"] == "backup" && finished.IsZero():
