@@ -425,7 +425,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			load[a.a.NodeID]++
 		}
 	}
-	room := c.roomLocked()
+	room := &lazyRoom{c: c} // most rounds place nothing: no need to count every allocation
 	// Each group's allocations in creation order, gathered in one walk (a
 	// group's placements below add only allocations of that group).
 	type groupKey struct{ ns, job, group string }

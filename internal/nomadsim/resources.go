@@ -104,6 +104,26 @@ func (c *clusterState) roomLocked() room {
 	return r
 }
 
+// lazyRoom is the room of every node, counted on first use: a scheduling round
+// that places nothing (most of them) does not walk every allocation.
+type lazyRoom struct {
+	c *clusterState
+	r room
+}
+
+func (l *lazyRoom) get() room {
+	if l.r == nil {
+		l.r = l.c.roomLocked()
+	}
+	return l.r
+}
+
+func (l *lazyRoom) fits(nodeID string, j *simJob, group string) bool {
+	return l.get().fits(nodeID, j, group)
+}
+
+func (l *lazyRoom) take(nodeID string, j *simJob, group string) { l.get().take(nodeID, j, group) }
+
 // fits reports whether an allocation of group fits on the node.
 func (r room) fits(nodeID string, j *simJob, group string) bool {
 	g := j.group(group)
