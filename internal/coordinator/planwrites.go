@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/rollboot/rollboot/internal/parallel"
 )
 
 // PlanWriteParallelism bounds the plans a pass stores at once. When many hosts
@@ -33,30 +35,16 @@ type pendingWrite struct {
 // PlanWriteParallelism at a time, each within its own step as any other
 // decision (carryOutBounded). It returns every error, joined.
 func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite) error {
-	if len(writes) == 1 {
-		return c.carryOutBounded(ctx, writes[0].in, writes[0].d)
-	}
 	var (
 		mu   sync.Mutex
 		errs error
-		wg   sync.WaitGroup
 	)
-	next := make(chan pendingWrite)
-	for range min(PlanWriteParallelism, len(writes)) {
-		wg.Go(func() {
-			for w := range next {
-				if err := c.carryOutBounded(ctx, w.in, w.d); err != nil {
-					mu.Lock()
-					errs = errors.Join(errs, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, w := range writes {
-		next <- w
-	}
-	close(next)
-	wg.Wait()
+	parallel.Each(len(writes), PlanWriteParallelism, nil, func(i int) {
+		if err := c.carryOutBounded(ctx, writes[i].in, writes[i].d); err != nil {
+			mu.Lock()
+			errs = errors.Join(errs, err)
+			mu.Unlock()
+		}
+	})
 	return errs
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/parallel"
 )
 
 // ReadParallelism bounds the variables read at once when many must be read (a
@@ -25,37 +27,23 @@ func (s *Store) readEach(ctx context.Context, paths []string) ([]*api.Variable, 
 	var (
 		mu    sync.Mutex
 		first error
-		wg    sync.WaitGroup
 	)
-	next := make(chan int)
-	for range min(ReadParallelism, len(paths)) {
-		wg.Go(func() {
-			for i := range next {
-				v, _, err := s.read(ctx, paths[i], 0, 0)
-				if err == nil {
-					out[i] = v
-					continue
-				}
-				if errors.Is(err, ErrNotFound) {
-					continue
-				}
-				mu.Lock()
-				if first == nil {
-					first = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range paths {
-		if ctx.Err() != nil {
-			break
+	parallel.Each(len(paths), ReadParallelism, func() bool { return ctx.Err() != nil }, func(i int) {
+		v, _, err := s.read(ctx, paths[i], 0, 0)
+		if err == nil {
+			out[i] = v
+			return
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		if errors.Is(err, ErrNotFound) {
+			return
+		}
+		mu.Lock()
+		if first == nil {
+			first = err
+			cancel()
+		}
+		mu.Unlock()
+	})
 	if first == nil && ctx.Err() != nil {
 		first = ctx.Err()
 	}
