@@ -13,6 +13,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 func freeAddr(t *testing.T) string {
@@ -41,6 +42,13 @@ func TestTelemetryServesMetricsWithFleetLockOff(t *testing.T) {
 	err = WithTelemetry(context.Background(), cfg, slog.New(slog.DiscardHandler), func(ctx context.Context, reg *prometheus.Registry) error {
 		coordinator.New(coordinator.Options{Registry: reg})
 		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		// A request vector has no series before its first request: send one
+		// through the measured transport, as every Nomad client of the process
+		// does, so that the test holds alone and not only after other tests.
+		nc := &http.Client{Transport: telemetry.NomadTransport(&http.Transport{DisableKeepAlives: true})}
+		if resp, err := nc.Get("http://" + cfg.Telemetry.Listen + "/v1/status/leader"); err == nil {
+			resp.Body.Close()
+		}
 		resp, err := hc.Get("http://" + cfg.Telemetry.Listen + "/metrics")
 		if err != nil {
 			return err
