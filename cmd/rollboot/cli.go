@@ -86,8 +86,8 @@ func explain(err error, c connInfo) error {
 		if !c.TokenSet {
 			token = "no token is set (NOMAD_TOKEN or nomad.token), and anonymous access"
 		}
-		return fmt.Errorf("%w\nhint: permission denied at %s: %s lacks a policy allowing variables read on %q (and write on %q to change it) in namespace %q; see deploy/acl/rollboot-operator.policy.hcl",
-			err, c.Address, token, c.Prefix+"/*", c.Prefix+"/control", c.Namespace)
+		return fmt.Errorf("%w\nhint: permission denied at %s: %s lacks a policy allowing variables read on %q (and write on %q and %q to change it, on %q to apply a policy) in namespace %q; see deploy/acl/rollboot-operator.policy.hcl",
+			err, c.Address, token, c.Prefix+"/*", c.Prefix+"/control", c.Prefix+"/requests/*", c.Prefix+"/policy", c.Namespace)
 	case errors.As(err, &oe) && oe.Op == "dial":
 		return fmt.Errorf("%w\nhint: cannot reach Nomad at %s: is the address right and the server up?", err, c.Address)
 	case errors.As(err, &ure) && ure.StatusCode() == 404:

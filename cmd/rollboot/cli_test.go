@@ -55,7 +55,7 @@ func TestExplain(t *testing.T) {
 			[]string{"no answer from Nomad at http://nomad:4646 within 30s", "-timeout"}},
 		{"net timeout", fmt.Errorf("read: %w", timeoutErr{}), c, []string{"no answer from Nomad"}},
 		{"403 without a token", nomadError(t, 403), c,
-			[]string{"permission denied at http://nomad:4646", "no token is set", `"rollboot/prod/*"`, `"rollboot/prod/control"`, `namespace "ops"`, "rollboot-operator.policy.hcl"}},
+			[]string{"permission denied at http://nomad:4646", "no token is set", `"rollboot/prod/*"`, `"rollboot/prod/control"`, `"rollboot/prod/requests/*"`, `"rollboot/prod/policy"`, `namespace "ops"`, "rollboot-operator.policy.hcl"}},
 		{"403 with a token", nomadError(t, 403), withToken, []string{"the token in NOMAD_TOKEN or nomad.token lacks a policy"}},
 		{"404", nomadError(t, 404), c, []string{"not found at http://nomad:4646", "Nomad HTTP API address"}},
 		{"refused", fmt.Errorf("list: %w", dial), c, []string{"cannot reach Nomad at http://nomad:4646"}},
