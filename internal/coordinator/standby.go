@@ -50,6 +50,9 @@ type Standbys struct {
 	// CensusEvery is the longest time between two of the leader's counts
 	// (0: DefaultCensusEvery).
 	CensusEvery time.Duration
+	// OnStandby, when set, is told when this candidate starts (true) and stops
+	// (false) standing by with a slot: the rollboot_standby gauge.
+	OnStandby func(standingBy bool)
 }
 
 // Defaults of the standby election (daemon.Standbys uses them).
@@ -59,6 +62,12 @@ const (
 	DefaultQuietMaxPeriod = 2 * time.Hour
 	DefaultCensusEvery    = 10 * time.Minute
 )
+
+func (sb Standbys) standingBy(b bool) {
+	if sb.OnStandby != nil {
+		sb.OnStandby(b)
+	}
+}
 
 // QuietPeriod is one quiet candidate's mean period between attempts when the
 // census counts n candidates: n × interval, within [minP, maxP].
@@ -87,8 +96,10 @@ func RunStandby(ctx context.Context, lock Lock, watchLock Watch, sb Standbys, lo
 	for ctx.Err() == nil {
 		slot, elected := sb.quiet(ctx, lock, watchLock, log)
 		if slot != nil {
+			sb.standingBy(true)
 			elected = standby(ctx, lock, watchLock, slot, log)
 			releaseLock(ctx, slot, log, "standby slot")
+			sb.standingBy(false)
 		}
 		if !elected {
 			continue

@@ -89,10 +89,11 @@ func (m *mortal) Release(ctx context.Context) error {
 
 // contender is one RunStandby candidate of a test.
 type contender struct {
-	dead   atomic.Bool
-	leader *mortal
-	slots  []*mortal
-	cancel context.CancelFunc
+	dead      atomic.Bool
+	onStandby atomic.Bool // as OnStandby last said
+	leader    *mortal
+	slots     []*mortal
+	cancel    context.CancelFunc
 }
 
 func (c *contender) standingBy() bool {
@@ -119,7 +120,8 @@ func runCandidates(t *testing.T, c *api.Client, n, k int, ttl, interval time.Dur
 	for i := range n {
 		cd := &contender{}
 		cd.leader = &mortal{Lock: newLock(t, c, ttl), dead: &cd.dead}
-		sb := Standbys{Census: census, Interval: interval, MinPeriod: interval, MaxPeriod: time.Hour}
+		sb := Standbys{Census: census, Interval: interval, MinPeriod: interval, MaxPeriod: time.Hour,
+			OnStandby: cd.onStandby.Store}
 		for j := range k {
 			m := &mortal{Lock: lockAt(t, c, st.StandbyPath(j), ttl), dead: &cd.dead}
 			cd.slots = append(cd.slots, m)
@@ -138,6 +140,15 @@ func runCandidates(t *testing.T, c *api.Client, n, k int, ttl, interval time.Dur
 		wg.Wait()
 	})
 	return out
+}
+
+func allStandingBy(cands []*contender, idx []int) bool {
+	for _, i := range idx {
+		if !cands[i].onStandby.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // When the leader and every standby die at once (nothing released: their locks
@@ -179,6 +190,17 @@ func quietTakeOver(t *testing.T, published bool) {
 			t.Fatalf("standbys %v, want %d", standbys, want)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// OnStandby (the rollboot_standby gauge) says the same: the standbys stand
+	// by, the leader does not.
+	for !allStandingBy(cands, standbys) {
+		if time.Now().After(deadline) {
+			t.Fatalf("OnStandby not told of standbys %v", standbys)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cands[first].onStandby.Load() {
+		t.Error("OnStandby says the leader stands by")
 	}
 	killed := map[int]bool{first: true}
 	start := time.Now()

@@ -145,6 +145,17 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 	if err != nil {
 		return err
 	}
+	if reg != nil {
+		g := telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_standby",
+			Help: "1 while this process holds a standby slot of the coordinator election, else 0."}))
+		sb.OnStandby = func(standingBy bool) {
+			v := 0.0
+			if standingBy {
+				v = 1
+			}
+			g.Set(v)
+		}
+	}
 	return coordinator.RunStandby(ctx, lock, st.WatchLeader, sb, log.With("component", "election"), co.Run)
 }
 
