@@ -143,6 +143,9 @@ type CoordinatorConfig struct {
 	// reported "agent missing". "" turns the check off.
 	AgentJob          string
 	AgentJobNamespace string
+	// NodeMeta: the leader publishes each host's state as dynamic node
+	// metadata (rollboot_phase, ...). false writes none.
+	NodeMeta bool
 }
 
 // What to do when a drain reaches its deadline.
@@ -264,6 +267,7 @@ func Default() *Config {
 			RebootLoopMaxBackoff: 24 * time.Hour,
 			HistorySize:          200,
 			AgentJob:             "rollboot",
+			NodeMeta:             true,
 		},
 		Drain: DrainConfig{
 			Deadline:        time.Hour,

@@ -288,7 +288,7 @@ func (d *decoder) coordinator(body hcl.Body) {
 	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
 		"enabled", "lock_ttl", "standbys", "resync_interval", "rejoin_timeout", "reboot_loop_backoff",
 		"reboot_loop_max_backoff", "history_size", "server_stable_for", "leader_transfer_denied",
-		"agent_job", "agent_job_namespace")})
+		"agent_job", "agent_job_namespace", "node_meta")})
 	if content == nil {
 		return
 	}
@@ -310,6 +310,7 @@ func (d *decoder) coordinator(body hcl.Body) {
 	d.integer(a, s, "history_size", &co.HistorySize)
 	d.str(a, s, "agent_job", &co.AgentJob)
 	d.str(a, s, "agent_job_namespace", &co.AgentJobNamespace)
+	d.boolean(a, s, "node_meta", &co.NodeMeta)
 }
 
 func (d *decoder) drain(body hcl.Body) {

@@ -11,7 +11,7 @@ import (
 // The settings are split in two. A host's local file holds what is local to the
 // host and its connection: nomad, state, agent, telemetry, fleetlock, and the
 // coordinator's election and deployment settings (enabled, lock_ttl,
-// standbys, resync_interval, agent_job, agent_job_namespace). The rollout policy holds
+// standbys, resync_interval, agent_job, agent_job_namespace, node_meta). The rollout policy holds
 // what every coordinator must decide alike: group, window and drain blocks and
 // the coordinator's rollout rules (policyCoordinatorAttr). The policy is stored
 // in the cluster (`rollboot policy apply`), never read from a local file.

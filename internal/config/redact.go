@@ -134,6 +134,7 @@ func (c *Config) writeCoordinator(root *hclwrite.Body) {
 	co.SetAttributeValue("resync_interval", durationVal(cc.ResyncInterval))
 	co.SetAttributeValue("agent_job", cty.StringVal(cc.AgentJob))
 	co.SetAttributeValue("agent_job_namespace", cty.StringVal(cc.AgentJobNamespace))
+	co.SetAttributeValue("node_meta", cty.BoolVal(cc.NodeMeta))
 }
 
 // writeRollout writes the coordinator block of the policy: the rollout rules.

@@ -135,7 +135,9 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 	if n := Notifier(cfg, st, reg, log); n != nil {
 		opts.Notifier = n
 	}
-	opts.NodeMeta = NodeMeta(c, reg, log)
+	if cfg.Coordinator.NodeMeta {
+		opts.NodeMeta = NodeMeta(c, reg, log)
+	}
 	co := coordinator.New(opts)
 	lock, err := LeaderLock(cfg, st)
 	if err != nil {

@@ -27,6 +27,14 @@ func (f rebootFunc) Reboot(context.Context) error { return f() }
 // drains the node, and that host's agent calls its rebooter. Each RunAgent then
 // stops with every goroutine it started (TestMain checks for leaks).
 func TestRunAgentReboots(t *testing.T) {
+	for _, meta := range []bool{true, false} {
+		t.Run(fmt.Sprintf("node_meta %t", meta), func(t *testing.T) { runAgentReboots(t, meta) })
+	}
+}
+
+// runAgentReboots: with coordinator.node_meta, the leader publishes the
+// drained host's phase on its node; without, nothing.
+func runAgentReboots(t *testing.T, nodeMeta bool) {
 	sim, err := nomadsim.New(nomadsim.Config{Clients: 2, ClientPools: []string{"web"},
 		HeartbeatTTL: 150 * time.Millisecond, BootTime: 300 * time.Millisecond, MigrateTime: 50 * time.Millisecond})
 	if err != nil {
@@ -79,8 +87,9 @@ coordinator {
   lock_ttl = "10s"
   resync_interval = "200ms"
   agent_job = ""
+  node_meta = %t
 }
-`, h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required")))
+`, h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"), nodeMeta))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -112,6 +121,25 @@ coordinator {
 	}
 	if n.SchedulingEligibility != "ineligible" || n.LastDrain == nil || n.LastDrain.Meta["drained_by"] != "rollboot" {
 		t.Errorf("the node was not drained by rollboot before the reboot: %s, last drain %+v", n.SchedulingEligibility, n.LastDrain)
+	}
+	// The node stays ready (the test's rebooter does not reboot it): with
+	// node_meta, its phase is published within seconds; without, it never is.
+	phase := func() string {
+		n, err := sim.Node(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Meta["rollboot_phase"]
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	if !nodeMeta {
+		deadline = time.Now().Add(2 * time.Second)
+	}
+	for phase() == "" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := phase(); (got != "") != nodeMeta {
+		t.Errorf("node_meta %t: rollboot_phase %q on the node", nodeMeta, got)
 	}
 	cancel()
 	for range hosts {
