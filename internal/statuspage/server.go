@@ -37,6 +37,11 @@ type Server struct {
 	lastBody []byte // its page without the time, to tell a change
 	lastPage Page   // the last page read, shown again with a read's error
 	kick     chan struct{}
+
+	// The JSON route's last read (readShared).
+	readMu   sync.Mutex
+	readPage Page
+	readAt   time.Time
 }
 
 // New returns the page's server for src; log gets read errors (nil: none).
@@ -77,7 +82,7 @@ func getOnly(h http.HandlerFunc) http.Handler {
 }
 
 func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request) {
-	p, err := s.src.Read(r.Context(), time.Now())
+	p, err := s.readShared(r.Context())
 	if err != nil {
 		http.Error(w, "read the rollout's state: "+err.Error(), http.StatusServiceUnavailable)
 		return
@@ -86,6 +91,25 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(p)
+}
+
+// readShared reads the page for the JSON route. Requests that come while a
+// read runs wait for it, and those within minGap of the last read get its page:
+// however often the route is asked (a script polling it, many browsers), the
+// page costs Nomad at most about two reads a second, each of every host record
+// and plan. A failed read is not kept.
+func (s *Server) readShared(ctx context.Context) (Page, error) {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	if !s.readAt.IsZero() && time.Since(s.readAt) < minGap {
+		return s.readPage, nil
+	}
+	p, err := s.src.Read(ctx, time.Now())
+	if err != nil {
+		return Page{}, err
+	}
+	s.readPage, s.readAt = p, time.Now()
+	return p, nil
 }
 
 // serveEvents streams the page as Server-Sent Events: the current page at once,

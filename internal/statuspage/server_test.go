@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,7 @@ type fakeState struct {
 	plans   map[string]store.Plan
 	changed chan struct{}
 	fail    error // of every read, while set
+	reads   int   // of the plans: one per page read
 }
 
 func newFakeState() *fakeState {
@@ -49,6 +51,7 @@ func (f *fakeState) HostsChecked(context.Context, uint64, time.Duration) ([]stor
 func (f *fakeState) PlansChecked(context.Context) (map[string]store.Plan, []store.BadRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	if f.fail != nil {
 		return nil, nil, f.fail
 	}
@@ -251,5 +254,47 @@ func listen(t *testing.T, url string) func(ok func(Page) bool) {
 				t.Fatal("no such event within 30s")
 			}
 		}
+	}
+}
+
+// Many requests of the JSON route at once share reads: the page is read at most
+// once per minGap (and once more for the first), not once per request.
+func TestJSONReadsShared(t *testing.T) {
+	st, url := testServer(t)
+	st.setPhase("a", store.PhasePending)
+	time.Sleep(minGap) // the live updates' first read is not counted below
+	st.mu.Lock()
+	before := st.reads
+	st.mu.Unlock()
+	start := time.Now()
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(url + PathJSON)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			var p Page
+			if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || len(p.Groups) != 1 {
+				errs <- fmt.Errorf("page groups %+v: %v", p.Groups, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st.mu.Lock()
+	reads := st.reads - before
+	st.mu.Unlock()
+	if limit := 2 + int(time.Since(start)/minGap); reads > limit {
+		t.Errorf("%d requests read the page %d times, want at most %d", n, reads, limit)
 	}
 }
