@@ -106,10 +106,13 @@ func writeParts(ctx context.Context, st LedgerStore, l Ledger, s *stored) (int, 
 		s.items, s.index = map[string]map[string]string{}, map[string]uint64{}
 	}
 	want := l.Parts()
-	var changed []string
+	var (
+		changed []string
+		indexes []uint64 // each changed shard's, read here: the workers write s
+	)
 	for i := range LedgerShards {
 		if name := strconv.Itoa(i); !sameShard(want[name], s.items[name]) {
-			changed = append(changed, name)
+			changed, indexes = append(changed, name), append(indexes, s.index[name])
 		}
 	}
 	var (
@@ -123,7 +126,7 @@ func writeParts(ctx context.Context, st LedgerStore, l Ledger, s *stored) (int, 
 		if items == nil {
 			items = map[string]string{"version": ledgerVersion} // Nomad stores no empty variable
 		}
-		idx, err := st.PutNotifyLedger(ctx, name, items, s.index[name])
+		idx, err := st.PutNotifyLedger(ctx, name, items, indexes[i])
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
