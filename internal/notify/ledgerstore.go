@@ -95,17 +95,44 @@ func sameShard(want, have map[string]string) bool {
 }
 
 // writeParts stores the parts of l that differ from s, and records in s what
-// it wrote: the shards that changed, at most store.ReadParallelism at a time;
-// then, once every shard is stored, the pause part (its existence says the
-// ledger exists); then the deletion of the single variable of version 1, which
-// the parts now record. Each with check-and-set: store.ErrConflict when
-// another coordinator wrote a part since s was read. It returns the number of
-// variables written or deleted.
+// it wrote: the shards that changed (writeShards); then, once every shard is
+// stored, the pause part (its existence says the ledger exists); then the
+// deletion of the single variable of version 1, which the parts now record.
+// Each with check-and-set: store.ErrConflict when another coordinator wrote a
+// part since s was read. It returns the number of variables written or
+// deleted.
 func writeParts(ctx context.Context, st LedgerStore, l Ledger, s *stored) (int, error) {
 	if s.items == nil {
 		s.items, s.index = map[string]map[string]string{}, map[string]uint64{}
 	}
 	want := l.Parts()
+	writes, err := writeShards(ctx, st, want, s)
+	if err != nil {
+		return writes, err
+	}
+	if _, ok := s.index[PausePart]; !ok || !maps.Equal(want[PausePart], s.items[PausePart]) {
+		idx, err := st.PutNotifyLedger(ctx, PausePart, want[PausePart], s.index[PausePart])
+		if err != nil {
+			return writes, err
+		}
+		s.items[PausePart], s.index[PausePart] = want[PausePart], idx
+		writes++
+	}
+	if idx, ok := s.index[LegacyPart]; ok {
+		if err := st.DeleteNotifyLedger(ctx, LegacyPart, idx); err != nil {
+			return writes, err
+		}
+		delete(s.items, LegacyPart)
+		delete(s.index, LegacyPart)
+		writes++
+	}
+	return writes, nil
+}
+
+// writeShards stores the shards of want that differ from s, at most
+// store.ReadParallelism at a time, and records in s those it wrote. Of the
+// errors, a conflict is returned first: it calls for a read of the ledger.
+func writeShards(ctx context.Context, st LedgerStore, want map[string]map[string]string, s *stored) (int, error) {
 	var (
 		changed []string
 		indexes []uint64 // each changed shard's, read here: the workers write s
@@ -131,7 +158,7 @@ func writeParts(ctx context.Context, st LedgerStore, l Ledger, s *stored) (int, 
 		defer mu.Unlock()
 		if err != nil {
 			if first == nil || errors.Is(err, store.ErrConflict) {
-				first = err // a conflict first: it calls for a read
+				first = err
 			}
 			return
 		}
@@ -141,24 +168,5 @@ func writeParts(ctx context.Context, st LedgerStore, l Ledger, s *stored) (int, 
 	if first == nil {
 		first = ctx.Err()
 	}
-	if first != nil {
-		return writes, first
-	}
-	if _, ok := s.index[PausePart]; !ok || !maps.Equal(want[PausePart], s.items[PausePart]) {
-		idx, err := st.PutNotifyLedger(ctx, PausePart, want[PausePart], s.index[PausePart])
-		if err != nil {
-			return writes, err
-		}
-		s.items[PausePart], s.index[PausePart] = want[PausePart], idx
-		writes++
-	}
-	if idx, ok := s.index[LegacyPart]; ok {
-		if err := st.DeleteNotifyLedger(ctx, LegacyPart, idx); err != nil {
-			return writes, err
-		}
-		delete(s.items, LegacyPart)
-		delete(s.index, LegacyPart)
-		writes++
-	}
-	return writes, nil
+	return writes, first
 }
