@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -298,4 +299,22 @@ func TestNotifierConflictMerges(t *testing.T) {
 		p := st.part(shard)
 		return p["host/h1"] == "g1,drain_started,0" && p["host/"+x] == "gx,stuck,0"
 	})
+}
+
+// A ledger that cannot be written is counted and logged, and tried again.
+func TestNotifierCountsLedgerFailures(t *testing.T) {
+	cs := &countingStore{LedgerStore: &memLedger{}, fail: map[string]error{PausePart: errors.New("refused")}}
+	var logs lockedBuffer
+	n := newNotifier(t, cs, nil, slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())
+	start(t, n)
+	n.Observe(State{Plans: fleet(3)})
+	waitFor(t, "the failed write counted", func() bool {
+		return testutil.ToFloat64(n.metrics.ledgerFailures.WithLabelValues("write")) >= 1
+	})
+	if !strings.Contains(logs.String(), "notification ledger not written: will try again") || !strings.Contains(logs.String(), "refused") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	if f := testutil.ToFloat64(n.metrics.ledgerFailures.WithLabelValues("read")); f != 0 {
+		t.Errorf("%v read failures", f)
+	}
 }
