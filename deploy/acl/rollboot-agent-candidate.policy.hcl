@@ -46,11 +46,12 @@ namespace "default" {
   variables {
     # Agent:       read + write rollboot/hosts/<host>, read (blocking)
     #              rollboot/plan/<host>.
-    # Coordinator: list + read hosts/, plan/, history/, control, notify, leader;
-    #              write plan/<host>, control, history/<id>, coordinator, notify,
-    #              election (the census), and the lock operations on
-    #              rollboot/leader and rollboot/standby/<i>; destroy
-    #              history/<id> (pruning).
+    # Coordinator: list + read hosts/, plan/, history/, control, notify/<part>,
+    #              leader; write plan/<host>, control, history/<id>, coordinator,
+    #              notify/<part>, election (the census), and the lock operations
+    #              on rollboot/leader and rollboot/standby/<i>; destroy
+    #              history/<id> (pruning) and notify (the ledger of version 1,
+    #              once moved to its parts).
     # Status page: reads the same, and lists rollboot/ (one blocking watch).
     path "rollboot/*" {
       capabilities = ["read", "list", "write", "destroy"]

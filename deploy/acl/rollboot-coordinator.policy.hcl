@@ -43,18 +43,21 @@ namespace "default" {
   variables {
     # read/list: GET /v1/vars?prefix=rollboot/hosts/ (blocking watch) and
     #            rollboot/plan/, rollboot/history/; GET of each record, of
-    #            rollboot/control, rollboot/notify and of rollboot/leader (watch
-    #            of the election).
+    #            rollboot/control, rollboot/notify/<part> and of rollboot/leader
+    #            (watch of the election).
     # write:     PUT rollboot/plan/<host>?cas=N, rollboot/control?cas=N (clears
     #            requests and releases it carried out), rollboot/history/<id>?cas=0,
     #            rollboot/coordinator?cas=N (the leader and the policy version it
     #            enforces, for `rollboot status`),
-    #            rollboot/notify?cas=N (the notifications sent, with notify {}),
+    #            rollboot/notify/<part>?cas=N (the notifications sent, with
+    #            notify {}: a shard of hosts, or the pause),
     #            and PUT rollboot/leader?lock-acquire|lock-renew|lock-release
     #            (the election lock; every lock operation needs write), the
     #            same on rollboot/standby/<i> (the election's standby slots),
     #            GET and PUT rollboot/election?cas=N (the candidate census).
-    # destroy:   DELETE rollboot/history/<id>?cas=N (pruning to history_size).
+    # destroy:   DELETE rollboot/history/<id>?cas=N (pruning to history_size),
+    #            DELETE rollboot/notify?cas=N (the notifications sent, as one
+    #            variable before version 2 of the ledger: deleted once moved).
     # The status page (docs/status-page.md) reads the same records, and lists
     # rollboot/ as one blocking watch of the whole state.
     path "rollboot/*" {

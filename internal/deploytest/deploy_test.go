@@ -166,6 +166,12 @@ var checks = []check{
 	{"destroy rollboot/policy", v("rollboot/policy", "destroy"), ""},
 	{"read rollboot/coordinator", v("rollboot/coordinator", "read"), "coordinator,candidate,operator"},
 	{"write rollboot/coordinator", v("rollboot/coordinator", "write"), "coordinator,candidate"},
+	// The notification ledger: its parts written by the coordinator; the
+	// single variable of version 1 deleted once moved to them.
+	{"read rollboot/notify/7", v("rollboot/notify/7", "read"), "coordinator,candidate,operator"},
+	{"write rollboot/notify/7", v("rollboot/notify/7", "write"), "coordinator,candidate"},
+	{"write rollboot/notify/pause", v("rollboot/notify/pause", "write"), "coordinator,candidate"},
+	{"destroy rollboot/notify", v("rollboot/notify", "destroy"), "coordinator,candidate"},
 	// The election lock: every lock operation needs write.
 	{"read rollboot/leader", v("rollboot/leader", "read"), "coordinator,candidate,operator"},
 	{"write rollboot/leader (lock)", v("rollboot/leader", "write"), "coordinator,candidate"},
@@ -345,6 +351,7 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	denied("coordinator: read nomad/jobs/rollboot", err)
 	_, err = coSt.PutEnforcement(ctx, store.Enforcement{Leader: "c1", PolicyVersion: 1}, 0)
 	allowed("coordinator: PutEnforcement", err)
+	checkNotifyLedgerRights(ctx, t, coSt, agSt, allowed, denied)
 
 	// Operator: status reads, control writes, nothing else.
 	op := client("operator")
@@ -373,6 +380,24 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	// The stored policy: the operator applies it, the coordinator and the
 	// agents only read it (or not at all).
 	checkPolicyRights(ctx, t, opSt, coSt, st(ag), allowed, denied)
+}
+
+// checkNotifyLedgerRights: the coordinator reads and writes the notification
+// ledger's parts and deletes the single variable of version 1 it moves to
+// them; the agent can do neither.
+func checkNotifyLedgerRights(ctx context.Context, t *testing.T, coSt, agSt *store.Store, allowed, denied func(string, error)) {
+	t.Helper()
+	_, err := agSt.PutNotifyLedger(ctx, "7", map[string]string{"version": "2"}, 0)
+	denied("agent: PutNotifyLedger", err)
+	_, err = coSt.PutNotifyLedger(ctx, "7", map[string]string{"version": "2"}, 0)
+	allowed("coordinator: PutNotifyLedger (a shard)", err)
+	_, _, err = coSt.NotifyLedger(ctx, "7")
+	allowed("coordinator: NotifyLedger (a shard)", err)
+	idx, err := coSt.PutNotifyLedger(ctx, "", map[string]string{"version": "1"}, 0)
+	allowed("coordinator: PutNotifyLedger (version 1)", err)
+	err = agSt.DeleteNotifyLedger(ctx, "", idx)
+	denied("agent: DeleteNotifyLedger", err)
+	allowed("coordinator: DeleteNotifyLedger (version 1)", coSt.DeleteNotifyLedger(ctx, "", idx))
 }
 
 // checkPolicyRights: only the operator writes the stored policy; the

@@ -114,15 +114,11 @@ func TestNotificationsAcrossFailover(t *testing.T) {
 	hosts := c.clients()
 	c.waitFor("a coordinator to lead", 30*time.Second, func() bool { return c.leader() != "" })
 	ctx := context.Background()
-	ledger := func() notify.Ledger {
-		items, idx, err := c.st.NotifyLedger(ctx)
-		if err != nil {
-			return notify.Ledger{}
-		}
-		l, _, _ := notify.DecodeLedger(items, idx)
-		return l
+	ledger := func() (notify.Ledger, error) {
+		l, _, err := notify.ReadLedger(ctx, c.st)
+		return l, err
 	}
-	c.waitFor("the notification ledger's baseline", 30*time.Second, func() bool { return ledger().ModifyIndex > 0 })
+	c.waitFor("the notification ledger's baseline", 30*time.Second, func() bool { _, err := ledger(); return err == nil })
 
 	setPause := func(paused bool) {
 		t.Helper()
@@ -151,7 +147,10 @@ func TestNotificationsAcrossFailover(t *testing.T) {
 		if len(got) < 4 || !hook.youngInflight() {
 			return false
 		}
-		l := ledger()
+		l, err := ledger()
+		if err != nil {
+			return false
+		}
 		for _, m := range got {
 			if e, err := parseMessage(m); err != nil || !l.Sent(e) {
 				return false
@@ -232,8 +231,8 @@ group "all" {
 	c.start()
 	hosts := c.clients()
 	c.waitFor("the notification ledger's baseline", 30*time.Second, func() bool {
-		_, idx, err := c.st.NotifyLedger(context.Background())
-		return err == nil && idx > 0
+		_, _, err := notify.ReadLedger(context.Background(), c.st)
+		return err == nil
 	})
 	c.needReboot(hosts...)
 	c.waitFor("every host rebooted", 120*time.Second, c.rebootedAll(hosts))

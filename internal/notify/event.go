@@ -5,7 +5,8 @@
 //
 // Events are not taken from the coordinator's decisions as they are made but
 // derived from what it stored (Derive: the plans and the pause flag), and the
-// events sent are recorded in a ledger variable (<prefix>/notify, Ledger). So a
+// events sent are recorded in a ledger (Ledger), kept in variables
+// <prefix>/notify/<part>: 64 shards of hosts and the pause. So a
 // new leader sends what its predecessor stored but did not get to send, and
 // nothing that it did send: the one exception is an event whose send finished
 // while the ledger write that records it did not (at least once, with a window

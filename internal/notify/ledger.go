@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,12 +14,11 @@ import (
 
 // Ledger records which events were sent: for each host, the events of its
 // current grant and the end of the last cycle notified, and the last pause. It
-// is bounded by the number of hosts, whatever the history.
+// is bounded by the number of hosts, whatever the history. It is a value: the
+// notifier reads and writes its variables (ledgerstore.go).
 type Ledger struct {
 	Hosts map[string]HostSent
 	Pause PauseSent
-	// ModifyIndex of the ledger variable (0: it does not exist yet).
-	ModifyIndex uint64
 }
 
 // HostSent is what was sent of one host's events.
@@ -104,15 +104,48 @@ func Baseline(plans []store.Plan, pause Pause) Ledger {
 	return l
 }
 
-// ledgerVersion is the schema of the ledger variable.
-const ledgerVersion = "1"
+// The ledger is stored in parts, each a variable <prefix>/notify/<part>: the
+// hosts spread over LedgerShards shards by a hash of their name, and the pause.
+// One variable held them all in version 1 (<prefix>/notify, LegacyPart), and
+// Nomad's 64 KiB limit on a variable's items refused its writes from about a
+// thousand hosts on: each shard holds a sixty-fourth of the hosts, so a write
+// carries only the hosts of the shard that changed, and 64 KiB per shard is
+// room for about 30,000 hosts with names of 30 characters.
+const (
+	// LedgerShards is how many variables the hosts are spread over. It is
+	// part of the format: a host's shard must not change within a version.
+	LedgerShards = 64
+	// PausePart holds the version and the last pause notified. It is written
+	// after the shards, so its existence says the ledger exists.
+	PausePart = "pause"
+	// LegacyPart is the single variable of version 1: read as the starting
+	// point of an upgrade, and deleted once the parts record it.
+	LegacyPart = ""
+)
 
-// Items encodes the ledger as the items of its variable: "version", "pause"
-// (unix nanoseconds, then "p" paused sent and "r" resumed sent) and one item
-// "host/<host>" per host: grant, the kinds sent joined by "+", and the end of
-// the last cycle notified in unix nanoseconds, separated by ",".
-func (l Ledger) Items() map[string]string {
-	items := map[string]string{"version": ledgerVersion}
+// ledgerVersion is the schema of the ledger's parts; legacyVersion that of the
+// single variable it replaces.
+const (
+	ledgerVersion = "2"
+	legacyVersion = "1"
+)
+
+// ShardOf returns the name of the part that holds host: its FNV-1a hash modulo
+// LedgerShards, in decimal.
+func ShardOf(host string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(host))
+	return strconv.Itoa(int(h.Sum32() % LedgerShards))
+}
+
+// Parts encodes the ledger as the items of its variables, by part name: the
+// pause part always ("version", and "pause": unix nanoseconds, then "p"
+// paused sent and "r" resumed sent), and each shard that holds a host
+// ("version", and one item "host/<host>" per host: grant, the kinds sent
+// joined by "+", and the end of the last cycle notified in unix nanoseconds,
+// separated by ","). A shard left out holds no host.
+func (l Ledger) Parts() map[string]map[string]string {
+	head := map[string]string{"version": ledgerVersion}
 	if !l.Pause.At.IsZero() || l.Pause.Paused {
 		flags := ""
 		if l.Pause.Paused {
@@ -121,27 +154,58 @@ func (l Ledger) Items() map[string]string {
 		if l.Pause.Resumed {
 			flags += "r"
 		}
-		items["pause"] = nanos(l.Pause.At) + "," + flags
+		head["pause"] = nanos(l.Pause.At) + "," + flags
 	}
+	parts := map[string]map[string]string{PausePart: head}
 	for host, h := range l.Hosts {
 		kinds := make([]string, len(h.Kinds))
 		for i, k := range h.Kinds {
 			kinds[i] = string(k)
 		}
 		sort.Strings(kinds)
-		items["host/"+host] = h.Grant + "," + strings.Join(kinds, "+") + "," + nanos(h.Back)
+		shard := ShardOf(host)
+		if parts[shard] == nil {
+			parts[shard] = map[string]string{"version": ledgerVersion}
+		}
+		parts[shard]["host/"+host] = h.Grant + "," + strings.Join(kinds, "+") + "," + nanos(h.Back)
 	}
-	return items
+	return parts
 }
 
-// DecodeLedger reads the items of the ledger variable. An entry that cannot be
-// read is left out and named in problems: its events may be sent again (at
-// least once). A ledger of a newer version is refused.
-func DecodeLedger(items map[string]string, modifyIndex uint64) (l Ledger, problems []string, err error) {
-	l.ModifyIndex = modifyIndex
-	if v := items["version"]; v != ledgerVersion {
-		return l, nil, fmt.Errorf("notification ledger: version %q: this rollboot reads version %s", v, ledgerVersion)
+// DecodeLedger reads the items of the ledger's parts, by part name. An entry
+// that cannot be read is left out and named in problems: its events may be sent
+// again (at least once). A part of a newer version is refused. The single
+// variable of version 1 (LegacyPart), when given, is put on what the parts
+// record (merge): it is the starting point of an upgrade, or was written since
+// by a coordinator of an older version.
+func DecodeLedger(parts map[string]map[string]string) (l Ledger, problems []string, err error) {
+	names := make([]string, 0, len(parts))
+	for name := range parts {
+		if name != LegacyPart {
+			names = append(names, name)
+		}
 	}
+	sort.Strings(names)
+	for _, name := range names {
+		if v := parts[name]["version"]; v != ledgerVersion {
+			return Ledger{}, nil, fmt.Errorf("notification ledger part %q: version %q: this rollboot reads version %s", name, v, ledgerVersion)
+		}
+		problems = append(problems, decodeEntries(parts[name], &l)...)
+	}
+	if items, ok := parts[LegacyPart]; ok {
+		if v := items["version"]; v != legacyVersion {
+			return Ledger{}, nil, fmt.Errorf("notification ledger of one variable: version %q: this rollboot reads version %s", v, legacyVersion)
+		}
+		var old Ledger
+		problems = append(problems, decodeEntries(items, &old)...)
+		merge(&l, old)
+	}
+	sort.Strings(problems)
+	return l, problems, nil
+}
+
+// decodeEntries puts the pause and host entries of one part's items on l.
+func decodeEntries(items map[string]string, l *Ledger) (problems []string) {
 	if s, ok := items["pause"]; ok {
 		at, flags, ok := strings.Cut(s, ",")
 		t, err := fromNanos(at)
@@ -178,8 +242,7 @@ func DecodeLedger(items map[string]string, modifyIndex uint64) (l Ledger, proble
 		}
 		l.Hosts[host] = h
 	}
-	sort.Strings(problems)
-	return l, problems, nil
+	return problems
 }
 
 func nanos(t time.Time) string {

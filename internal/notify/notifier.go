@@ -14,13 +14,6 @@ import (
 	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
-// LedgerStore reads and writes the ledger variable with check-and-set;
-// *store.Store implements it.
-type LedgerStore interface {
-	NotifyLedger(ctx context.Context) (map[string]string, uint64, error) // store.ErrNotFound when absent
-	PutNotifyLedger(ctx context.Context, items map[string]string, modifyIndex uint64) (uint64, error)
-}
-
 // Options configure a Notifier.
 type Options struct {
 	Store    LedgerStore
@@ -144,6 +137,7 @@ type sent struct {
 type term struct {
 	n      *Notifier
 	ledger Ledger
+	stored stored // the ledger's variables as last read or written
 	loaded bool
 	absent bool // the ledger does not exist: the first events are the baseline
 	dirty  bool // the ledger has marks not yet stored
@@ -244,32 +238,35 @@ func (t *term) step(ctx context.Context) bool {
 	return t.store(ctx)
 }
 
-// load reads the ledger.
+// load reads the ledger. A ledger of version 1 (one variable) is the starting
+// point of its parts, which the next store writes.
 func (t *term) load(ctx context.Context) bool {
-	items, idx, err := t.n.opt.Store.NotifyLedger(ctx)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		t.ledger, t.absent, t.loaded = Ledger{}, true, true
-		return true
-	case err != nil:
+	s, err := readParts(ctx, t.n.opt.Store)
+	if err != nil {
+		t.n.metrics.ledgerFailures.WithLabelValues("read").Inc()
 		t.n.log.Warn("notification ledger unreadable: sending nothing until it can be read", "err", err)
 		return false
 	}
-	l, problems, err := DecodeLedger(items, idx)
+	l, problems, err := DecodeLedger(s.items)
 	if err != nil {
+		t.n.metrics.ledgerFailures.WithLabelValues("read").Inc()
 		t.n.log.Error("notification ledger refused: sending nothing", "err", err)
 		return false
 	}
 	if len(problems) > 0 {
 		t.n.log.Warn("notification ledger entries skipped: their events may be sent again", "problems", problems)
 	}
-	t.ledger, t.loaded = l, true
+	if _, ok := s.index[LegacyPart]; ok {
+		t.n.log.Info("notification ledger of one variable found: it is moved to one variable per shard of hosts")
+		t.dirty = true
+	}
+	t.ledger, t.stored, t.absent, t.loaded = l, s, !s.exists(), true
 	return true
 }
 
-// store writes the ledger if it has marks not yet stored. On a conflict (another
-// coordinator wrote it: this one may no longer lead) it reads the ledger again
-// and puts its marks on it.
+// store writes the ledger's parts that changed if it has marks not yet stored.
+// On a conflict (another coordinator wrote a part: this one may no longer lead)
+// it reads the ledger again and puts its marks on it.
 func (t *term) store(ctx context.Context) bool {
 	if !t.dirty {
 		return true
@@ -277,22 +274,23 @@ func (t *term) store(ctx context.Context) bool {
 	if t.state != nil {
 		t.ledger.Prune(t.state.Plans)
 	}
-	idx, err := t.n.opt.Store.PutNotifyLedger(ctx, t.ledger.Items(), t.ledger.ModifyIndex)
+	_, err := writeParts(ctx, t.n.opt.Store, t.ledger, &t.stored)
 	if errors.Is(err, store.ErrConflict) {
 		mine := t.ledger
 		if !t.load(ctx) {
 			return false
 		}
 		merge(&t.ledger, mine)
-		idx, err = t.n.opt.Store.PutNotifyLedger(ctx, t.ledger.Items(), t.ledger.ModifyIndex)
+		_, err = writeParts(ctx, t.n.opt.Store, t.ledger, &t.stored)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
+			t.n.metrics.ledgerFailures.WithLabelValues("write").Inc()
 			t.n.log.Warn("notification ledger not written: will try again", "err", err)
 		}
 		return false
 	}
-	t.ledger.ModifyIndex, t.dirty = idx, false
+	t.dirty = false
 	return true
 }
 
@@ -393,10 +391,11 @@ func key(e Event) string {
 }
 
 type metrics struct {
-	sent      *prometheus.CounterVec
-	failures  *prometheus.CounterVec
-	pending   prometheus.Gauge
-	queueFull prometheus.Counter
+	sent           *prometheus.CounterVec
+	failures       *prometheus.CounterVec
+	pending        prometheus.Gauge
+	queueFull      prometheus.Counter
+	ledgerFailures *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -421,5 +420,9 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "rollboot_notification_queue_full_total",
 			Help: "Times an event found the send queue full (a later pass queues it again: it is not lost).",
 		})),
+		ledgerFailures: telemetry.Register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rollboot_notification_ledger_failures_total",
+			Help: "Reads and writes of the notification ledger that failed, by op (read, write); each is tried again. Sending waits for a ledger that cannot be read.",
+		}, []string{"op"})),
 	}
 }

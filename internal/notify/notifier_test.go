@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,31 +37,63 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// memLedger is a LedgerStore in memory, with Nomad's check-and-set.
+// memLedger is a LedgerStore in memory, with Nomad's check-and-set, that
+// counts the writes.
 type memLedger struct {
-	mu    sync.Mutex
-	items map[string]string
-	index uint64
+	mu     sync.Mutex
+	items  map[string]map[string]string
+	index  map[string]uint64
+	last   uint64
+	writes int
 }
 
-func (m *memLedger) NotifyLedger(context.Context) (map[string]string, uint64, error) {
+func (m *memLedger) NotifyLedger(_ context.Context, part string) (map[string]string, uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.items == nil {
+	if m.items[part] == nil {
 		return nil, 0, store.ErrNotFound
 	}
-	return m.items, m.index, nil
+	return m.items[part], m.index[part], nil
 }
 
-func (m *memLedger) PutNotifyLedger(_ context.Context, items map[string]string, idx uint64) (uint64, error) {
+func (m *memLedger) PutNotifyLedger(_ context.Context, part string, items map[string]string, idx uint64) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if idx != m.index {
+	if idx != m.index[part] {
 		return 0, store.ErrConflict
 	}
-	m.index++
-	m.items = items
-	return m.index, nil
+	if m.items == nil {
+		m.items, m.index = map[string]map[string]string{}, map[string]uint64{}
+	}
+	m.last++
+	m.writes++
+	m.items[part], m.index[part] = items, m.last
+	return m.last, nil
+}
+
+func (m *memLedger) DeleteNotifyLedger(_ context.Context, part string, idx uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if idx != m.index[part] {
+		return store.ErrConflict
+	}
+	delete(m.items, part)
+	delete(m.index, part)
+	return nil
+}
+
+// written reports whether the ledger exists (its pause part is written last).
+func (m *memLedger) written() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.items[PausePart] != nil
+}
+
+// part returns a copy of a part's items.
+func (m *memLedger) part(name string) map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.items[name])
 }
 
 // receiver is a webhook that records the messages it gets.
@@ -118,7 +151,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func baseline(t *testing.T, n *Notifier, st *memLedger) {
 	t.Helper()
 	n.Observe(State{})
-	waitFor(t, "the baseline", func() bool { _, idx, _ := st.NotifyLedger(t.Context()); return idx > 0 })
+	waitFor(t, "the baseline", st.written)
 }
 
 func start(t *testing.T, n *Notifier) {
@@ -153,7 +186,7 @@ func TestNotifierOnce(t *testing.T) {
 	start(t, n)
 
 	n.Observe(State{Plans: []store.Plan{plan(store.PhaseDraining, "g1", nil)}})
-	waitFor(t, "the baseline", func() bool { _, idx, _ := st.NotifyLedger(t.Context()); return idx > 0 })
+	waitFor(t, "the baseline", st.written)
 	for range 3 {
 		n.Observe(State{Plans: []store.Plan{plan(store.PhaseRebooting, "g1", nil)}})
 	}
@@ -165,8 +198,7 @@ func TestNotifierOnce(t *testing.T) {
 	n.Observe(State{Plans: []store.Plan{done}, Pause: Pause{Paused: true, At: t0, Reason: "change freeze"}})
 	waitFor(t, "back in service and paused", func() bool { return len(rcv.messages()) == 3 })
 	waitFor(t, "the ledger", func() bool {
-		items, _, _ := st.NotifyLedger(t.Context())
-		return strings.HasSuffix(items["pause"], ",p")
+		return strings.HasSuffix(st.part(PausePart)["pause"], ",p")
 	})
 
 	// A new leader on the same ledger: nothing again, then the resume.
@@ -244,8 +276,10 @@ func TestNotifierKeepsPassingStates(t *testing.T) {
 	rcv := &receiver{}
 	st := &memLedger{}
 	draining := plan(store.PhaseDraining, "g1", nil)
-	if _, err := st.PutNotifyLedger(t.Context(), Baseline([]store.Plan{draining}, Pause{}).Items(), 0); err != nil {
-		t.Fatal(err)
+	for name, items := range Baseline([]store.Plan{draining}, Pause{}).Parts() {
+		if _, err := st.PutNotifyLedger(t.Context(), name, items, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	n := newNotifier(t, st, []string{serve(t, rcv, "/hook")}, nil, nil)
 	n.Observe(State{Plans: []store.Plan{draining}})

@@ -6,7 +6,8 @@
 //	<prefix>/plan/<host>     written by the coordinator only: phase and its bookkeeping
 //	<prefix>/control         written by the CLI and the coordinator, always with CAS
 //	<prefix>/history/<id>    written by the coordinator: finished reboots, bounded
-//	<prefix>/notify          written by the coordinator: the notifications sent (notify.go)
+//	<prefix>/notify/<part>   written by the coordinator: the notifications sent, in
+//	                         shards by host and a part for the pause (notify.go)
 //	<prefix>/leader          the coordinator election lock
 //	<prefix>/standby/<i>     the election's standby slots, variable locks (election.go)
 //	<prefix>/election        written by the coordinator: the candidate census (election.go)
