@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/nomad/api"
@@ -126,9 +127,9 @@ func Met(c Constraint, n Node) bool {
 	case api.ConstraintAttributeIsNotSet:
 		return !lok
 	case api.ConstraintVersion:
-		return lok && rok && versionMatch(l, r, version.NewConstraint)
+		return lok && rok && versionMatch(l, r, parseVersion)
 	case api.ConstraintSemver:
-		return lok && rok && versionMatch(l, r, parseSemver)
+		return lok && rok && versionMatch(l, r, parseSemverCached)
 	case api.ConstraintRegex:
 		return lok && rok && regexpMatch(l, r)
 	case api.ConstraintSetContains, api.ConstraintSetContainsAll:
@@ -271,8 +272,57 @@ func (cs semverConstraints) Check(v *version.Version) bool {
 // regexpMatch reports whether l matches the regular expression r (an invalid
 // one matches nothing).
 func regexpMatch(l, r string) bool {
-	re, err := regexp.Compile(r)
+	re, err := cached('r', r, regexp.Compile)
 	return err == nil && re.MatchString(l)
+}
+
+func parseVersion(s string) (version.Constraints, error) {
+	return cached('v', s, version.NewConstraint)
+}
+
+func parseSemverCached(s string) (semverConstraints, error) { return cached('s', s, parseSemver) }
+
+// parsed keeps the regular expressions and version constraints parsed: the
+// same few are checked against every node of a pool (Nomad keeps them for an
+// evaluation in its context's RegexpCache, VersionConstraintCache and
+// SemverConstraintCache). Emptied when it reaches maxParsed.
+var parsed struct {
+	mu sync.Mutex
+	m  map[parseKey]parseResult
+}
+
+const maxParsed = 1024
+
+type parseKey struct {
+	kind byte
+	s    string
+}
+
+type parseResult struct {
+	v   any
+	err error
+}
+
+func cached[T any](kind byte, s string, parse func(string) (T, error)) (T, error) {
+	k := parseKey{kind, s}
+	parsed.mu.Lock()
+	got, ok := parsed.m[k]
+	parsed.mu.Unlock()
+	if !ok {
+		v, err := parse(s)
+		got = parseResult{v, err}
+		parsed.mu.Lock()
+		if parsed.m == nil || len(parsed.m) >= maxParsed {
+			parsed.m = map[parseKey]parseResult{}
+		}
+		parsed.m[k] = got
+		parsed.mu.Unlock()
+	}
+	if got.err != nil {
+		var zero T
+		return zero, got.err
+	}
+	return got.v.(T), nil
 }
 
 // setContains reports whether the comma separated set l holds all (or any) of

@@ -106,8 +106,10 @@ func TestMet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Met(tt.c, testNode); got != tt.want {
-				t.Errorf("Met(%s) = %v, want %v", tt.c, got, tt.want)
+			for range 2 { // the second time from the parsed cache
+				if got := Met(tt.c, testNode); got != tt.want {
+					t.Errorf("Met(%s) = %v, want %v", tt.c, got, tt.want)
+				}
 			}
 		})
 	}
@@ -195,5 +197,13 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate: %v, want an error with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// Checking a pool's nodes parses each regular expression once.
+func BenchmarkMetRegexp(b *testing.B) {
+	c := Constraint{"${attr.cpu.arch}", "regexp", "^(amd|arm)64$"}
+	for b.Loop() {
+		Met(c, testNode)
 	}
 }
