@@ -7,10 +7,13 @@
 // funcs.go AllocsFit: the node's resources less its reserved resources, less the
 // resources of the allocations on it that its client has not stopped) and places the
 // allocations first-fit decreasing over the candidate nodes, each in its job's
-// node pool and datacenters. Bin packing by first-fit decreasing can fail where
-// the scheduler would succeed, rarely; the other way round it sees no spread,
-// affinity, constraint, distinct_hosts, port, host volume or CSI volume, nor
-// preemption: a job the scheduler cannot place for those reasons passes here.
+// node pool and datacenters and on a node that meets its job's, group's and
+// tasks' constraints (package constraint, as the scheduler's
+// ConstraintChecker). Bin packing by first-fit decreasing can fail where the
+// scheduler would succeed, rarely; the other way round it sees no spread,
+// affinity, distinct_hosts, distinct_property, port, host volume or CSI volume,
+// nor preemption: a job the scheduler cannot place for those reasons passes
+// here.
 package capacity
 
 import (
@@ -19,6 +22,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rollboot/rollboot/internal/constraint"
 )
 
 // Resources are an amount of each resource the gate counts.
@@ -40,6 +45,9 @@ type Node struct {
 	// Used is the sum of the resources of the node's allocations that are not
 	// terminal.
 	Used Resources
+	// Targets are what constraints interpolate on the node: its attributes,
+	// meta, class, ...
+	Targets constraint.Node
 }
 
 // Alloc is an allocation that must move.
@@ -49,6 +57,10 @@ type Alloc struct {
 	Pool string
 	// Datacenters are its job's datacenters, globs with "*"; none: any.
 	Datacenters []string
+	// Job is its job's ID, for messages.
+	Job string
+	// Constraints are its job's, its group's and its tasks' constraints.
+	Constraints []constraint.Constraint
 	Ask         Resources
 }
 
@@ -97,24 +109,45 @@ func Check(in Input) string {
 	return ""
 }
 
-// shortage says why a fits nowhere: what all the allocations of its pool need
-// against what the pool's nodes have free, or, when the sums would do, that no
-// single node has room for it.
+// shortage says why a fits nowhere: that its constraints exclude every
+// candidate of its pool, or what all the allocations placed as it is need
+// against what the nodes they may run on have free, or, when the sums would do,
+// that no single node has room for it.
 func shortage(in Input, a Alloc) string {
 	where := "pool " + poolName(a.Pool)
 	if dcs := a.Datacenters; len(dcs) > 0 && !slices.Equal(dcs, []string{"*"}) {
 		where += " in datacenters " + strings.Join(dcs, ",")
 	}
-	var need, free Resources
+	var free Resources
+	met := 0
+	excluded := map[string]int{} // by the first constraint a node fails
+	for _, n := range in.Candidates {
+		if !a.inPlace(n) {
+			continue
+		}
+		if c, ok := constraint.First(a.Constraints, n.Targets); !ok {
+			excluded[strings.TrimSpace(c.String())]++
+			continue
+		}
+		met++
+		free = free.plus(n.free(in.Headroom))
+	}
+	var need Resources
+	var same int
 	for _, m := range in.Movers {
-		if m.Pool == a.Pool && slices.Equal(m.Datacenters, a.Datacenters) {
+		if m.Pool == a.Pool && slices.Equal(m.Datacenters, a.Datacenters) && slices.Equal(m.Constraints, a.Constraints) {
 			need = need.plus(m.Ask)
+			if m.Job == a.Job {
+				same++
+			}
 		}
 	}
-	for _, n := range in.Candidates {
-		if a.mayRunOn(n) {
-			free = free.plus(n.free(in.Headroom))
+	if len(excluded) > 0 {
+		if met == 0 {
+			return fmt.Sprintf("%s: no eligible node satisfies the constraints of job %s (%s): %s",
+				where, a.jobName(), count(same, "allocation"), exclusions(excluded))
 		}
+		where += ", on the nodes meeting the constraints of job " + a.jobName()
 	}
 	switch {
 	case need.MemoryMB > free.MemoryMB:
@@ -145,11 +178,21 @@ func (n Node) free(headroom float64) Resources {
 	return f
 }
 
-// mayRunOn reports whether the allocation's job may be placed on n: its node
-// pool and its datacenters (scheduler/util.go readyNodesInDCsAndPool, with
+// mayRunOn reports whether the allocation may be placed on n: in its job's
+// node pool and datacenters, and n meets its constraints.
+func (a Alloc) mayRunOn(n Node) bool {
+	if !a.inPlace(n) {
+		return false
+	}
+	_, ok := constraint.First(a.Constraints, n.Targets)
+	return ok
+}
+
+// inPlace reports whether n is in the allocation's job's node pool and
+// datacenters (scheduler/util.go readyNodesInDCsAndPool, with
 // structs.Node.IsInPool and IsInAnyDC). A job always has datacenters (["*"] by
 // default); none here means any.
-func (a Alloc) mayRunOn(n Node) bool {
+func (a Alloc) inPlace(n Node) bool {
 	if a.Pool != "" && a.Pool != "all" && a.Pool != n.Pool {
 		return false
 	}
@@ -232,6 +275,34 @@ func mib(v int64) string {
 		return strconv.FormatInt(v, 10) + " MiB"
 	}
 	return strings.TrimSuffix(strconv.FormatFloat(float64(v)/1024, 'f', 1, 64), ".0") + " GiB"
+}
+
+func (a Alloc) jobName() string {
+	if a.Job != "" {
+		return a.Job
+	}
+	return a.Name
+}
+
+// exclusions lists the constraints that excluded nodes, most nodes first, as
+// Nomad's placement failures count them (AllocMetric.ConstraintFiltered):
+// `"${meta.rack} != r2" excluded 3 nodes`.
+func exclusions(excluded map[string]int) string {
+	keys := sortedKeys(excluded)
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(excluded[b], excluded[a]) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("\"%s\" excluded %s", k, count(excluded[k], "node"))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// count is "1 node", "3 nodes".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func poolName(p string) string {

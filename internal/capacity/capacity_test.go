@@ -1,6 +1,10 @@
 package capacity
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rollboot/rollboot/internal/constraint"
+)
 
 func node(name, pool, dc string, cpu, mem, usedCPU, usedMem int64) Node {
 	return Node{Name: name, Pool: pool, Datacenter: dc, Capacity: Resources{CPU: cpu, MemoryMB: mem},
@@ -129,5 +133,93 @@ func TestGlobMatch(t *testing.T) {
 		if got := globMatch(tt.pattern, tt.s); got != tt.want {
 			t.Errorf("globMatch(%q, %q) = %v", tt.pattern, tt.s, got)
 		}
+	}
+}
+
+// The movers go only to nodes that meet their constraints; the reason tells
+// constraints from room.
+func TestCheckConstraints(t *testing.T) {
+	rack := func(n Node, r string) Node {
+		n.Targets = constraint.Node{Name: n.Name, Pool: n.Pool, Datacenter: n.Datacenter,
+			Attributes: map[string]string{"kernel.name": "linux"}}
+		if r != "" {
+			n.Targets.Meta = map[string]string{"rack": r}
+		}
+		return n
+	}
+	notR2 := constraint.Constraint{LTarget: "${meta.rack}", Operand: "!=", RTarget: "r2"}
+	isR1 := constraint.Constraint{LTarget: "${meta.rack}", Operand: "=", RTarget: "r1"}
+	linux := constraint.Constraint{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux"}
+	with := func(a Alloc, job string, cs ...constraint.Constraint) Alloc { a.Job, a.Constraints = job, cs; return a }
+	roomy := func(name, r string) Node { return rack(node(name, "default", "dc1", 4000, 8192, 0, 0), r) }
+	full := func(name, r string) Node { return rack(node(name, "default", "dc1", 4000, 8192, 0, 7680), r) }
+	tests := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{name: "a node meeting the constraints has room", in: Input{
+			Candidates: []Node{roomy("b", "r2"), roomy("c", "r1")},
+			Movers:     []Alloc{with(alloc("web.web[0]", "default", 100, 2048), "web", notR2)},
+		}},
+		{name: "a missing meta key is the empty value: != is met", in: Input{
+			Candidates: []Node{roomy("b", "")},
+			Movers:     []Alloc{with(alloc("web.web[0]", "default", 100, 2048), "web", notR2)},
+		}},
+		{name: "only a full node meets them: the room elsewhere does not count", in: Input{
+			Candidates: []Node{roomy("b", "r2"), full("c", "r1")},
+			Movers:     []Alloc{with(alloc("web.web[0]", "default", 100, 2048), "web", notR2)},
+		}, want: "pool default, on the nodes meeting the constraints of job web: needs 2 GiB memory, 512 MiB free"},
+		{name: "no candidate meets them", in: Input{
+			Candidates: []Node{roomy("b", "r2"), roomy("c", "r2"), roomy("d", "")},
+			Movers: []Alloc{with(alloc("web.web[0]", "default", 100, 2048), "web", linux, isR1),
+				with(alloc("web.web[1]", "default", 100, 2048), "web", linux, isR1)},
+		}, want: `pool default: no eligible node satisfies the constraints of job web (2 allocations): "${meta.rack} = r1" excluded 3 nodes`},
+		{name: "each node counted once, by the first constraint it fails", in: Input{
+			Candidates: []Node{roomy("b", "r2"), rack(node("c", "default", "dc1", 4000, 8192, 0, 0), "r1"), roomy("d", "r2")},
+			Movers: []Alloc{with(alloc("web.web[0]", "default", 100, 2048), "web",
+				constraint.Constraint{LTarget: "${node.unique.name}", Operand: "!=", RTarget: "c"}, notR2)},
+		}, want: `pool default: no eligible node satisfies the constraints of job web (1 allocation): "${meta.rack} != r2" excluded 2 nodes, "${node.unique.name} != c" excluded 1 node`},
+		{name: "other pools' nodes are not counted as excluded", in: Input{
+			Candidates: []Node{rack(node("g", "gpu", "dc1", 4000, 8192, 0, 0), "r1")},
+			Movers:     []Alloc{with(alloc("web.web[0]", "default", 100, 512), "web", notR2)},
+		}, want: "pool default: needs 512 MiB memory, 0 MiB free"},
+		{name: "movers with other constraints are not in the sum", in: Input{
+			Candidates: []Node{roomy("b", "r2"), rack(node("c", "default", "dc1", 4000, 8192, 0, 6144), "r1")},
+			Movers: []Alloc{with(alloc("web.web[0]", "default", 100, 3072), "web", notR2),
+				with(alloc("db.db[0]", "default", 100, 4096), "db")},
+		}, want: "pool default, on the nodes meeting the constraints of job web: needs 3 GiB memory, 2 GiB free"},
+		{name: "room on the nodes meeting them, but not on one", in: Input{
+			Candidates: []Node{roomy("b", "r2"), rack(node("c", "default", "dc1", 4000, 8192, 0, 6144), "r1"),
+				rack(node("d", "default", "dc1", 4000, 8192, 0, 6144), "r3")},
+			Movers: []Alloc{with(alloc("web.web[0]", "default", 100, 3072), "web", notR2)},
+		}, want: "pool default, on the nodes meeting the constraints of job web: web.web[0] needs 100 MHz CPU, 3 GiB memory on one node, and no node has that much free"},
+		{name: "a constraint no node meets sends the allocation nowhere, even with room for the others", in: Input{
+			Candidates: []Node{roomy("b", "r2")},
+			Movers: []Alloc{alloc("db.db[0]", "default", 100, 4096),
+				with(alloc("web.web[0]", "default", 100, 512), "web", isR1)},
+		}, want: `pool default: no eligible node satisfies the constraints of job web (1 allocation): "${meta.rack} = r1" excluded 1 node`},
+		{name: "distinct_hosts is not decided per node", in: Input{
+			Candidates: []Node{roomy("b", "r2")},
+			Movers: []Alloc{with(alloc("web.web[0]", "default", 100, 512), "web",
+				constraint.Constraint{Operand: "distinct_hosts", RTarget: "true"})},
+		}},
+		{name: "an unknown operator is met by no node", in: Input{
+			Candidates: []Node{roomy("b", "r2")},
+			Movers: []Alloc{with(alloc("web.web[0]", "default", 100, 512), "web",
+				constraint.Constraint{LTarget: "${meta.rack}", Operand: "near", RTarget: "r2"})},
+		}, want: `pool default: no eligible node satisfies the constraints of job web (1 allocation): "${meta.rack} near r2" excluded 1 node`},
+		{name: "first-fit decreasing keeps the constrained node for the allocation that needs it", in: Input{
+			Candidates: []Node{rack(node("c", "default", "dc1", 4000, 4096, 0, 0), "r1"), roomy("b", "r2")},
+			Movers: []Alloc{with(alloc("web.web[0]", "default", 100, 3072), "web", isR1),
+				alloc("small.s[0]", "default", 100, 1024), alloc("small.s[1]", "default", 100, 1024)},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Check(tt.in); got != tt.want {
+				t.Errorf("Check = %q\nwant    %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/capacity"
+	"github.com/rollboot/rollboot/internal/constraint"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -199,7 +200,8 @@ func (c *Coordinator) capacityAllocs(ctx context.Context, v *capacityView, nodeI
 // capacityNode returns a node's capacity: its resources less its reserved
 // resources (nomad/structs/funcs.go AllocsFit compares the allocations with
 // NodeResources.Comparable less ReservedResources.Comparable), and its
-// healthy device instances.
+// healthy device instances; and what constraints interpolate on it (a change
+// to its attributes or meta bumps its ModifyIndex too).
 func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) (capacity.Node, error) {
 	cache := &c.capacityCache
 	cache.mu.Lock()
@@ -212,7 +214,7 @@ func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) 
 	if err != nil {
 		return capacity.Node{}, fmt.Errorf("read node %s: %w", stub.ID, err)
 	}
-	out := capacity.Node{Name: n.Name, Pool: n.NodePool, Datacenter: n.Datacenter}
+	out := capacity.Node{Name: n.Name, Pool: n.NodePool, Datacenter: n.Datacenter, Targets: constraint.NodeOf(n)}
 	if r := n.NodeResources; r != nil {
 		out.Capacity = capacity.Resources{CPU: r.Cpu.CpuShares, MemoryMB: r.Memory.MemoryMB}
 		for _, d := range r.Devices {
@@ -294,7 +296,7 @@ func movers(allocs []*api.Allocation) []capacity.Alloc {
 		if !moves(a) {
 			continue
 		}
-		m := capacity.Alloc{Name: a.Name, Ask: allocAsk(a)}
+		m := capacity.Alloc{Name: a.Name, Job: a.JobID, Ask: allocAsk(a), Constraints: constraint.OfGroup(a.Job, a.TaskGroup)}
 		if a.Job != nil {
 			if a.Job.NodePool != nil {
 				m.Pool = *a.Job.NodePool

@@ -20,6 +20,7 @@ type capNodes struct {
 	NodesAPI
 	allocs    map[string][]*api.Allocation
 	failAlloc string
+	meta      map[string]map[string]string // by node ID
 	mu        sync.Mutex
 	reads     []string
 }
@@ -28,7 +29,7 @@ func (n *capNodes) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMe
 	n.mu.Lock()
 	n.reads = append(n.reads, "info "+id)
 	n.mu.Unlock()
-	return &api.Node{ID: id, Name: id, NodePool: "default", Datacenter: "dc1",
+	return &api.Node{ID: id, Name: id, NodePool: "default", Datacenter: "dc1", Meta: n.meta[id],
 		NodeResources:     &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000}, Memory: api.NodeMemoryResources{MemoryMB: 8192}},
 		ReservedResources: &api.NodeReservedResources{Memory: api.NodeReservedMemoryResources{MemoryMB: 1024}},
 	}, &api.QueryMeta{}, nil
@@ -281,5 +282,71 @@ func TestCapacityGateReadsFewAtScale(t *testing.T) {
 	t.Logf("%d reads for 5001 nodes: %v", len(nodes.reads), nodes.reads)
 	if len(nodes.reads) > 9 {
 		t.Errorf("%d reads, want a handful", len(nodes.reads))
+	}
+}
+
+// The moved allocations go only to nodes meeting their job's, group's and
+// tasks' constraints, which interpolate the nodes as read (meta here).
+func TestCapacityGateConstraints(t *testing.T) {
+	idle := []string{"c", "d", "e", "f", "g", "h", "i", "j"}
+	constrained := func(mem int64) *api.Allocation {
+		a := capAlloc("web.web[0]", "service", mem)
+		a.JobID, a.TaskGroup = "web", "web"
+		a.Job.TaskGroups = []*api.TaskGroup{
+			{Name: pointerTo("other"), Constraints: []*api.Constraint{api.NewConstraint("${meta.rack}", "=", "nowhere")}},
+			{Name: pointerTo("web"), Constraints: []*api.Constraint{api.NewConstraint("${meta.rack}", "!=", "r2")},
+				Tasks: []*api.Task{{Name: "t", Constraints: []*api.Constraint{api.NewConstraint("${meta.rack}", "is_set", "")}}}},
+		}
+		return a
+	}
+	tests := []struct {
+		name      string
+		racks     map[string]string // by idle host; others r2
+		allocs    map[string][]*api.Allocation
+		wantAdmit bool
+		wantWait  string
+	}{
+		{name: "one node meets them and has room", racks: map[string]string{"j": "r1"},
+			allocs: map[string][]*api.Allocation{"node-a": {constrained(4096)}}, wantAdmit: true},
+		{name: "the node meeting them is full", racks: map[string]string{"j": "r1"},
+			allocs:   map[string][]*api.Allocation{"node-a": {constrained(4096)}, "node-j": {capAlloc("x.x[0]", "service", 6144)}},
+			wantWait: "capacity: pool default, on the nodes meeting the constraints of job web: needs 4 GiB memory, 1 GiB free"},
+		{name: "no node meets them", racks: map[string]string{"j": ""},
+			allocs:   map[string][]*api.Allocation{"node-a": {constrained(4096)}},
+			wantWait: `capacity: pool default: no eligible node satisfies the constraints of job web (1 allocation): "${meta.rack} != r2" excluded 7 nodes, "${meta.rack} is_set" excluded 1 node`},
+		{name: "the other group's constraints do not apply", racks: map[string]string{"c": "r3"},
+			allocs: map[string][]*api.Allocation{"node-a": {constrained(4096)}}, wantAdmit: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hosts := []testHost{{name: "a", phase: store.PhasePending}}
+			meta := map[string]map[string]string{}
+			for _, h := range idle {
+				hosts = append(hosts, testHost{name: h})
+				r, ok := tt.racks[h]
+				switch {
+				case !ok:
+					meta["node-"+h] = map[string]string{"rack": "r2"}
+				case r != "":
+					meta["node-"+h] = map[string]string{"rack": r}
+				}
+			}
+			s := admitSnapshot(hosts, func(s *snapshot) {
+				for _, n := range s.nodes {
+					n.NodePool, n.Datacenter = "default", "dc1"
+				}
+			})
+			nodes := &capNodes{allocs: tt.allocs, meta: meta}
+			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
+				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+			c.readCapacity(context.Background(), s)
+			adm := admit(c.admitRules(), s)
+			if adm.admitted["a"] != tt.wantAdmit {
+				t.Errorf("admitted %v, want %v (waits %q)", adm.admitted["a"], tt.wantAdmit, adm.wait["a"].String())
+			}
+			if got := adm.wait["a"].String(); tt.wantWait != "" && got != tt.wantWait {
+				t.Errorf("waits %q\nwant  %q", got, tt.wantWait)
+			}
+		})
 	}
 }

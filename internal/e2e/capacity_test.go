@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
@@ -80,4 +83,78 @@ func fullPool(t *testing.T) (*cluster, []string, string) {
 		return false
 	})
 	return c, hosts, held
+}
+
+// The gate places what a drain moves only on nodes meeting the job's
+// constraints: the other node of the pool has room but is in rack r2, which the
+// job excludes, so the host is held with a reason naming the constraint in
+// `rollboot status` and `rollboot plan`. Moving that node to another rack
+// (dynamic node metadata, through Nomad's API) releases it at once, woken by the
+// node list watch with the production resync, and the job's allocation moves
+// there.
+func TestCapacityHoldsOnConstraints(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2, pools: []string{"batch"}, resync: productionResync, policy: `group "all" {
+  concurrency = 1
+}`})
+	for h, rack := range map[string]string{"client-1": "r1", "client-2": "r2"} {
+		if err := c.sim.SetNodeMeta(h, map[string]string{"rack": rack}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One small allocation, which only client-1 may take.
+	if err := c.sim.AddJob(nomadsim.JobSpec{ID: "etl", NodePool: "batch", Groups: []nomadsim.GroupSpec{{Name: "etl", CPU: 500, MemoryMB: 1024,
+		Constraints: []nomadsim.ConstraintSpec{{Attribute: "${meta.rack}", Operator: "!=", Value: "r2"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.start()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 2 })
+	etlOn := func(host string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+			h, _ := v.Host(host)
+			_, ok := v.RunningAlloc(h.NodeID, "etl")
+			return ok
+		}); err != nil {
+			t.Fatalf("etl not running on %s: %v", host, err)
+		}
+	}
+	etlOn("client-1")
+	c.needReboot("client-1")
+	const reason = `capacity: pool batch: no eligible node satisfies the constraints of job etl (1 allocation): "${meta.rack} != r2" excluded 1 node`
+	c.waitFor("client-1 held by the job's constraint", 30*time.Second, func() bool {
+		for _, h := range c.status().Hosts {
+			if h.Host == "client-1" && h.Phase == store.PhasePending && h.Waiting == reason {
+				return true
+			}
+		}
+		return false
+	})
+	if out := c.cli("status"); !strings.Contains(out, reason) {
+		t.Errorf("rollboot status lacks %q:\n%s", reason, out)
+	}
+	cfg := c.writeConfig("plan", c.configFor("", c.sim.Address()))
+	if out := c.cli("plan", "--config", cfg); !strings.Contains(out, reason) {
+		t.Errorf("rollboot plan lacks %q:\n%s", reason, out)
+	}
+	if c.drainStarted("client-1") {
+		t.Fatal("client-1 drained though its allocation may go nowhere")
+	}
+
+	// client-2 moves to rack r3, as `nomad node meta apply` does it.
+	n2, err := c.sim.Node("client-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r3 := "r3"
+	if _, err := c.client.Nodes().Meta().Apply(&api.NodeMetaApplyRequest{NodeID: n2.ID, Meta: map[string]*string{"rack": &r3}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.within("node meta changed → drain start", start, func() bool { return c.drainStarted("client-1") })
+	c.waitFor("client-1 rebooted", 90*time.Second, c.rebootedAll([]string{"client-1"}))
+	etlOn("client-2")
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue([]string{"client-1"}), Reboots: each([]string{"client-1"}, 1)})
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/constraint"
 )
 
 // JobSpec is the small job model the emulator schedules: enough for drains, reboots
@@ -35,6 +37,8 @@ type JobSpec struct {
 	// Update: the job has an update block, so each version gets a deployment
 	// (deployments.go). Service jobs only.
 	Update bool `json:"update,omitempty"`
+	// Constraints are the job's constraint blocks (constraints.go).
+	Constraints []ConstraintSpec `json:"constraints,omitempty"`
 }
 
 // GroupSpec is a task group.
@@ -58,6 +62,8 @@ type GroupSpec struct {
 	// Nomad's defaults, DefaultGroupCPU and DefaultGroupMemoryMB; resources.go).
 	CPU      int64 `json:"cpu,omitempty"`
 	MemoryMB int64 `json:"memory_mb,omitempty"`
+	// Constraints are the group's constraint blocks (constraints.go).
+	Constraints []ConstraintSpec `json:"constraints,omitempty"`
 }
 
 // UnmarshalJSON accepts run_time as a Go duration string ("30s") or integer ns.
@@ -123,6 +129,8 @@ type jobKey struct{ ns, id string }
 type simJob struct {
 	spec JobSpec
 	job  *api.Job // embedded in every allocation; never changed after AddJob
+	// constraints: by group, the constraints its allocations must meet.
+	constraints map[string][]constraint.Constraint
 	// checksFailingOn: the nodes where its service checks fail in Consul
 	// (SetServiceCheckFailing, services.go).
 	checksFailingOn map[string]bool
@@ -229,6 +237,17 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		s.migrateDefaults(g)
 	}
 
+	jobCons, err := apiConstraints(spec.Constraints)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", spec.ID, err)
+	}
+	groupCons := make([][]*api.Constraint, len(spec.Groups))
+	for i, g := range spec.Groups {
+		if groupCons[i], err = apiConstraints(g.Constraints); err != nil {
+			return fmt.Errorf("job %s: group %s: %w", spec.ID, g.Name, err)
+		}
+	}
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := jobKey{spec.Namespace, spec.ID}
@@ -256,9 +275,10 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		ModifyIndex:    pointerOf(idx),
 		JobModifyIndex: pointerOf(idx),
 		Meta:           spec.Meta,
+		Constraints:    jobCons,
 	}
-	for _, g := range spec.Groups {
-		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count)}
+	for i, g := range spec.Groups {
+		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count), Constraints: groupCons[i]}
 		if spec.DisconnectLostAfter > 0 {
 			tg.Disconnect = &api.DisconnectStrategy{LostAfter: pointerOf(spec.DisconnectLostAfter)}
 			tg.Disconnect.Canonicalize()
@@ -274,7 +294,7 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		}
 		job.TaskGroups = append(job.TaskGroups, tg)
 	}
-	sj := &simJob{spec: spec, job: job}
+	sj := &simJob{spec: spec, job: job, constraints: groupConstraints(job)}
 	s.cluster.jobs[key] = sj
 	s.cluster.jobOrder = append(s.cluster.jobOrder, key)
 	s.cluster.wl.registeredLocked(s, sj, idx)
@@ -400,9 +420,10 @@ func (c *clusterState) stopAllocLocked(s *Sim, sa *simAlloc, now time.Time, desc
 //     (reconciler "migrate");
 //   - service and batch groups get allocations until Count are live (a batch
 //     allocation that completed on its own counts as done), spread over ready
-//     nodes, least-loaded first;
+//     nodes that meet their constraints (constraints.go), least-loaded first;
 //   - system groups get one allocation on every node that is Ready()
-//     (structs.Node.Ready: status ready, no drain strategy, eligible). A node that
+//     (structs.Node.Ready: status ready, no drain strategy, eligible) and meets
+//     their constraints. A node that
 //     stays ineligible after a drain therefore gets no system allocation back
 //     until it is made eligible (scheduler/util.go readyNodesInDCsAndPool skips
 //     ineligible nodes for new placements).
@@ -455,7 +476,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			}
 			if j.spec.Type == api.JobTypeSystem {
 				for _, sn := range nodes {
-					if onNode[sn.node.ID] || !nodeReady(sn.node) || !jobInPool(j, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
+					if onNode[sn.node.ID] || !nodeReady(sn.node) || !jobInPool(j, sn.node) || !j.feasible(g.Name, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
 						continue
 					}
 					var p *simAlloc
@@ -478,7 +499,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			for ; need > 0; need-- {
 				var best *simNode
 				for _, sn := range nodes {
-					if !nodeReady(sn.node) || !jobInPool(j, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
+					if !nodeReady(sn.node) || !jobInPool(j, sn.node) || !j.feasible(g.Name, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
 						continue
 					}
 					if best == nil || load[sn.node.ID] < load[best.node.ID] {
