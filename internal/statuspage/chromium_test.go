@@ -158,14 +158,16 @@ func TestPageInChromium(t *testing.T) {
 		done <- result{sum, err}
 	}()
 	url := "http://" + addr + "/"
-	waitFor(t, 30*time.Second, func() bool {
+	// The demo starts an emulator and a dozen agents first: on a loaded
+	// machine that alone has taken more than 30s.
+	waitFor(t, 2*time.Minute, func() bool {
 		resp, err := http.Get(url + "api/status")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	})
+	}, func() { t.Logf("the page never answered; demo output:\n%s", out.String()) })
 
 	bctx := browser(t, ctx, exe)
 	if err := chromedp.Do(bctx, chromedp.Navigate(url)); err != nil {
