@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/health"
@@ -60,25 +59,20 @@ func (c *Coordinator) admitRules() admitRules {
 
 // admit decides which pending hosts get a slot now.
 func admit(r admitRules, s *snapshot) admission {
-	out := admission{admitted: map[string]bool{}, wait: map[string]WaitReason{}}
-	queue := admissionQueue(s)
+	out := admission{admitted: map[string]bool{}}
 	if !r.hold.IsZero() {
-		for _, req := range queue {
+		out.wait = map[string]WaitReason{}
+		for _, req := range admissionQueue(s) {
 			out.wait[req.Host] = r.hold
 		}
 		return out
 	}
-	queue = holdForAlerts(s, queue, out.wait)
-	queue, settling, settled := settle(r, s, queue)
-	maps.Copy(out.wait, settling)
-	out.settled = settled
-	queue, held := workloadHolds(s, queue)
-	if maps.Copy(out.wait, held); len(held) > 0 {
-		out.settled = sooner(out.settled, s.now.Add(workloadRecheck)) // workloads.go
-	}
-	spare := spareCandidates(s)
-	outServers := serversOut(s)
-	sealed := sealedVaults(s)
+	// The queue, the holds and the rest of what admission starts from are the
+	// same in each admission of a pass (admitmemo.go).
+	b := s.admitBase(r)
+	out.wait = maps.Clone(b.held)
+	out.settled = b.settled
+	spare, outServers, sealed := b.spare, maps.Clone(b.serversOut), b.sealed
 	accept := func(req policy.Request) bool {
 		rec := s.hosts[req.Host].rec
 		if why, ok := s.agentLost[req.Host]; ok {
@@ -114,10 +108,10 @@ func admit(r admitRules, s *snapshot) admission {
 		return true
 	}
 	// A host held by its own rule gives its slot to the next host in line.
-	adm := policy.AdmitWith(groupStatuses(r, s), queue, accept)
+	adm := policy.AdmitWith(b.statuses, b.queue, accept)
 	for _, w := range adm.Waiting {
 		if w.ForSlot {
-			out.wait[w.Host] = waitFor(WaitQueued, strconv.Quote(w.Group))
+			out.wait[w.Host] = b.queuedFor(w.Group)
 			continue
 		}
 		out.wait[w.Host] = waitFor(WaitGroupBudget, w.Reason)
@@ -178,10 +172,10 @@ func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request
 	return rest, wait, first
 }
 
-// admissionQueue returns the pending hosts that may compete for a slot: past
-// their backoff, published by an agent, with a ready node not drained by someone
-// else, and an agent that runs.
-func admissionQueue(s *snapshot) []policy.Request {
+// buildAdmissionQueue returns the pending hosts that may compete for a slot:
+// past their backoff, published by an agent, with a ready node not drained by
+// someone else, and an agent that runs.
+func buildAdmissionQueue(s *snapshot) []policy.Request {
 	var queue []policy.Request
 	for _, name := range s.names {
 		p, hv := s.plans[name], s.hosts[name]
@@ -199,9 +193,10 @@ func admissionQueue(s *snapshot) []policy.Request {
 	return queue
 }
 
-// groupStatuses computes each group's size, active hosts and otherwise-unavailable
-// nodes, and holds a group whose window does not allow a drain to start now.
-func groupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
+// buildGroupStatuses computes each group's size, active hosts and
+// otherwise-unavailable nodes, and holds a group whose window does not allow a
+// drain to start now.
+func buildGroupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
 	byName := map[string]*policy.GroupStatus{}
 	var out []*policy.GroupStatus
 	for _, g := range r.groups {
