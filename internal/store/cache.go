@@ -21,12 +21,13 @@ type cachedVar[T any] struct {
 	val    T
 }
 
-// refresh returns the decoded value of every variable in metas, in their order:
-// those whose ModifyIndex changed since the cache (every one, the first time)
-// are read in parallel and decoded again; one deleted since the list is left
-// out, and paths no longer listed are forgotten. The cache is updated in place:
-// a list where little changed costs no copy of every entry.
-func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api.VariableMetadata, decode func(*api.Variable) T) ([]T, error) {
+// refresh hands each the decoded value of every variable in metas, in their
+// order: those whose ModifyIndex changed since the cache (every one, the first
+// time) are read in parallel and decoded again; one deleted since the list is
+// left out, and paths no longer listed are forgotten. The cache is updated in
+// place: a list where little changed costs no copy of every entry, and each
+// makes the caller's only copy (each is called with the cache locked).
+func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api.VariableMetadata, decode func(*api.Variable) T, each func(*T)) error {
 	var stale []string
 	c.mu.Lock()
 	for _, m := range metas {
@@ -37,7 +38,7 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 	c.mu.Unlock()
 	read, err := s.readEach(ctx, stale)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fresh := make(map[string]*api.Variable, len(stale))
 	for i, v := range read {
@@ -48,7 +49,7 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 	if c.m == nil {
 		c.m = make(map[string]cachedVar[T], len(metas))
 	}
-	out := make([]T, 0, len(metas))
+	n := 0
 	for _, m := range metas {
 		e, ok := c.m[m.Path]
 		if v, isFresh := fresh[m.Path]; isFresh || !ok {
@@ -59,9 +60,10 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 			e = cachedVar[T]{modify: v.ModifyIndex, val: decode(v)}
 			c.m[m.Path] = e
 		}
-		out = append(out, e.val)
+		each(&e.val)
+		n++
 	}
-	if len(c.m) > len(out) {
+	if len(c.m) > n {
 		// Some paths are no longer listed: forget them.
 		listed := make(map[string]bool, len(metas))
 		for _, m := range metas {
@@ -73,5 +75,5 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
