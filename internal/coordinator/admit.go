@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -224,18 +226,32 @@ func buildGroupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
 			activeNode[p.NodeID] = true
 		}
 	}
-	for id, n := range s.nodes {
-		g, ok := s.groupOf[id]
-		if !ok {
+	sum := s.nodeSum
+	if sum == nil {
+		sum = summarizeNodes(s.nodes, s.groupOf)
+	}
+	for g, size := range sum.size {
+		if g == noGroup {
 			g = r.groups[0].Name
 		}
 		gs := byName[g]
 		if gs == nil {
 			continue
 		}
-		gs.Size++
-		if !activeNode[id] && (n.Status != "ready" || n.SchedulingEligibility != "eligible") {
-			gs.Unavailable++
+		gs.Size += size
+	}
+	for g, ids := range sum.down {
+		if g == noGroup {
+			g = r.groups[0].Name
+		}
+		gs := byName[g]
+		if gs == nil {
+			continue
+		}
+		for _, id := range ids {
+			if !activeNode[id] {
+				gs.Unavailable++
+			}
 		}
 	}
 	res := make([]policy.GroupStatus, 0, len(out))
@@ -245,46 +261,65 @@ func buildGroupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
 	return res
 }
 
+// nodeSummary is what the group statuses need of the nodes: how many each
+// group has, and which are not ready or not eligible (by the name of the
+// group whose filter matches them; noGroup: none does).
+type nodeSummary struct {
+	size map[string]int
+	down map[string][]string
+}
+
+// noGroup stands for the nodes no group's filter matches: the default group's.
+const noGroup = "\x00"
+
+// summarizeNodes sums up nodes for the group statuses: a walk over every node,
+// made once per node list and node groups (viewCache.summary).
+func summarizeNodes(nodes map[string]*api.NodeListStub, groupOf map[string]string) *nodeSummary {
+	sum := &nodeSummary{size: map[string]int{}, down: map[string][]string{}}
+	for id, n := range nodes {
+		g, ok := groupOf[id]
+		if !ok {
+			g = noGroup
+		}
+		sum.size[g]++
+		if n.Status != "ready" || n.SchedulingEligibility != "eligible" {
+			sum.down[g] = append(sum.down[g], id)
+		}
+	}
+	return sum
+}
+
 func isCandidate(rec *store.HostRecord) bool {
 	return rec != nil && slices.Contains(rec.Roles, store.RoleCandidate)
 }
 
-// spareCandidates counts the coordinator candidates in service: not out for
-// rollboot, with a ready node (or none).
-func spareCandidates(s *snapshot) int {
-	spare := 0
+// hostTallies walks the hosts once for what admission counts over all of them:
+//   - spare: the coordinator candidates in service (not out for rollboot, with
+//     a ready node, or none);
+//   - out: each server cluster (product/cluster) with a server out of service
+//     for rollboot, mapped to that server's host;
+//   - sealed: the hosts whose Vault server is sealed.
+func hostTallies(s *snapshot) (spare int, out map[string]string, sealed []string) {
+	out = map[string]string{}
 	for _, name := range s.names {
 		hv := s.hosts[name]
-		if isCandidate(hv.rec) && !s.plans[name].Active() && (hv.node == nil || hv.node.Status == "ready") {
+		active := s.plans[name].Active()
+		if isCandidate(hv.rec) && !active && (hv.node == nil || hv.node.Status == "ready") {
 			spare++
 		}
-	}
-	return spare
-}
-
-// serversOut maps each server cluster (product/cluster) with a server out of
-// service for rollboot to that server's host.
-func serversOut(s *snapshot) map[string]string {
-	out := map[string]string{}
-	for _, name := range s.names {
-		if rec := s.hosts[name].rec; s.plans[name].Active() && rec != nil {
-			for _, srv := range rec.Servers {
+		if hv.rec == nil {
+			continue
+		}
+		if active {
+			for _, srv := range hv.rec.Servers {
 				out[clusterKey(srv)] = name
 			}
 		}
-	}
-	return out
-}
-
-// sealedVaults returns the hosts whose Vault server is sealed.
-func sealedVaults(s *snapshot) []string {
-	var sealed []string
-	for _, name := range s.names {
-		if r := s.hosts[name].rec; r != nil && r.VaultSealed {
+		if hv.rec.VaultSealed {
 			sealed = append(sealed, name)
 		}
 	}
-	return sealed
+	return spare, out, sealed
 }
 
 // serverGate says why a host that runs servers may not be taken out now (zero

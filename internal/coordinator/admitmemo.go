@@ -122,9 +122,7 @@ func (s *snapshot) admitBase(r admitRules) *admitBase {
 	}
 	b.queue = queue
 	b.statuses = groupStatuses(r, s)
-	b.spare = spareCandidates(s)
-	b.serversOut = serversOut(s)
-	b.sealed = sealedVaults(s)
+	b.spare, b.serversOut, b.sealed = hostTallies(s)
 	b.queued = make(map[string]WaitReason, len(r.groups))
 	for _, g := range r.groups {
 		b.queued[g.Name] = waitFor(WaitQueued, strconv.Quote(g.Name))

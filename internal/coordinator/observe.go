@@ -62,6 +62,9 @@ type snapshot struct {
 	memo admitMemo
 	// rules: the admission rules of the pass (rulesOf).
 	rules *admitRules
+	// nodeSum: the nodes summed up for the group statuses (nil: summed up
+	// when needed).
+	nodeSum *nodeSummary
 }
 
 // hostView is what a pass knows of one host.
@@ -97,7 +100,8 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	recs, missing := c.checkRecords(ctx, recs, badRecs, nodes, ctl)
-	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing}
+	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing,
+		nodeSum: c.viewCache.summary(nodes, groupOf)}
 	c.hostViews(s, recs)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)

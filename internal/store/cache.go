@@ -27,7 +27,7 @@ type cachedVar[T any] struct {
 // left out, and paths no longer listed are forgotten. The cache is updated in
 // place: a list where little changed costs no copy of every entry, and each
 // makes the caller's only copy (each is called with the cache locked).
-func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api.VariableMetadata, decode func(*api.Variable) T, each func(*T)) error {
+func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api.VariableMetadata, decode func(*api.Variable) T, each func(T)) error {
 	var stale []string
 	c.mu.Lock()
 	for _, m := range metas {
@@ -60,7 +60,7 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 			e = cachedVar[T]{modify: v.ModifyIndex, val: decode(v)}
 			c.m[m.Path] = e
 		}
-		each(&e.val)
+		each(e.val)
 		n++
 	}
 	if len(c.m) > n {

@@ -283,7 +283,7 @@ func (s *Store) readControl(ctx context.Context) (Control, error) {
 	err = refresh(ctx, s, &s.controls, metas, func(v *api.Variable) cachedControl {
 		hc, problems := decodeHostControl(v)
 		return cachedControl{hc: hc, problems: problems}
-	}, func(cc *cachedControl) { ccs = append(ccs, *cc) })
+	}, func(cc cachedControl) { ccs = append(ccs, cc) })
 	if err != nil {
 		return Control{}, err
 	}

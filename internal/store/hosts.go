@@ -53,7 +53,7 @@ func (s *Store) HostList(ctx context.Context, index uint64, wait time.Duration) 
 func (s *Store) HostsIn(ctx context.Context, l HostList) ([]HostRecord, []BadRecord, error) {
 	out := make([]HostRecord, 0, len(l.metas))
 	var bad []BadRecord
-	err := refresh(ctx, s, &s.hosts, l.metas, s.decodeHostAt, func(c *cachedHost) {
+	err := refresh(ctx, s, &s.hosts, l.metas, s.decodeHostAt, func(c cachedHost) {
 		if c.bad != nil {
 			bad = append(bad, *c.bad)
 			return
