@@ -16,7 +16,8 @@ import (
 // a server out and the sealed Vaults. Each is a walk over every host, and a
 // pass admits several times over the same snapshot (the alert, workload and
 // capacity reads each ask for the queue, the capacity gate admits once per
-// round of its reads, admitWithJobs once more per host it holds, the metrics
+// round of its reads, admitWithJobs once and again after each round that holds
+// a host whose agent would be lost, the metrics
 // want the group statuses): at 5,000 hosts those walks were most of a pass.
 // They are computed once per snapshot and kept in it, keyed by what they are
 // computed from that a pass may replace (the plans map, as preview does; the
@@ -24,7 +25,7 @@ import (
 // gets them computed again. Nothing kept is changed by its users: callers that
 // change a queue or a map copy it first.
 type admitMemo struct {
-	// queue: admissionQueue, for the plans map plans.
+	// queue: admissionQueue, for the plans map queuePlans.
 	queue      []policy.Request
 	queuePlans uintptr
 	queueDone  bool
@@ -32,7 +33,7 @@ type admitMemo struct {
 	statuses    []policy.GroupStatus
 	statusesKey rulesKey
 	statusesOK  bool
-	// base: the rest, for the plans, rules, alerts and workloads of baseKey.
+	// base: the rest, for the plans, rules, alerts and workloads of base.key.
 	base   admitBase
 	baseOK bool
 }
