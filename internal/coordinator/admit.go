@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -60,25 +61,20 @@ func (c *Coordinator) admitRules() admitRules {
 
 // admit decides which pending hosts get a slot now.
 func admit(r admitRules, s *snapshot) admission {
-	out := admission{admitted: map[string]bool{}, wait: map[string]WaitReason{}}
-	queue := admissionQueue(s)
+	out := admission{admitted: map[string]bool{}}
 	if !r.hold.IsZero() {
-		for _, req := range queue {
+		out.wait = map[string]WaitReason{}
+		for _, req := range admissionQueue(s) {
 			out.wait[req.Host] = r.hold
 		}
 		return out
 	}
-	queue = holdForAlerts(s, queue, out.wait)
-	queue, settling, settled := settle(r, s, queue)
-	maps.Copy(out.wait, settling)
-	out.settled = settled
-	queue, held := workloadHolds(s, queue)
-	if maps.Copy(out.wait, held); len(held) > 0 {
-		out.settled = sooner(out.settled, s.now.Add(workloadRecheck)) // workloads.go
-	}
-	spare := spareCandidates(s)
-	outServers := serversOut(s)
-	sealed := sealedVaults(s)
+	// The queue, the holds and the rest of what admission starts from are the
+	// same in each admission of a pass (admitmemo.go).
+	b := s.admitBase(r)
+	out.wait = maps.Clone(b.held)
+	out.settled = b.settled
+	spare, outServers, sealed := b.spare, maps.Clone(b.serversOut), b.sealed
 	accept := func(req policy.Request) bool {
 		rec := s.hosts[req.Host].rec
 		if why, ok := s.agentLost[req.Host]; ok {
@@ -114,10 +110,10 @@ func admit(r admitRules, s *snapshot) admission {
 		return true
 	}
 	// A host held by its own rule gives its slot to the next host in line.
-	adm := policy.AdmitWith(groupStatuses(r, s), queue, accept)
+	adm := policy.AdmitWith(b.statuses, b.queue, accept)
 	for _, w := range adm.Waiting {
 		if w.ForSlot {
-			out.wait[w.Host] = waitFor(WaitQueued, strconv.Quote(w.Group))
+			out.wait[w.Host] = b.queuedFor(w.Group)
 			continue
 		}
 		out.wait[w.Host] = waitFor(WaitGroupBudget, w.Reason)
@@ -178,10 +174,10 @@ func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request
 	return rest, wait, first
 }
 
-// admissionQueue returns the pending hosts that may compete for a slot: past
-// their backoff, published by an agent, with a ready node not drained by someone
-// else, and an agent that runs.
-func admissionQueue(s *snapshot) []policy.Request {
+// buildAdmissionQueue returns the pending hosts that may compete for a slot:
+// past their backoff, published by an agent, with a ready node not drained by
+// someone else, and an agent that runs.
+func buildAdmissionQueue(s *snapshot) []policy.Request {
 	var queue []policy.Request
 	for _, name := range s.names {
 		p, hv := s.plans[name], s.hosts[name]
@@ -199,9 +195,10 @@ func admissionQueue(s *snapshot) []policy.Request {
 	return queue
 }
 
-// groupStatuses computes each group's size, active hosts and otherwise-unavailable
-// nodes, and holds a group whose window does not allow a drain to start now.
-func groupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
+// buildGroupStatuses computes each group's size, active hosts and
+// otherwise-unavailable nodes, and holds a group whose window does not allow a
+// drain to start now.
+func buildGroupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
 	byName := map[string]*policy.GroupStatus{}
 	var out []*policy.GroupStatus
 	for _, g := range r.groups {
@@ -229,18 +226,32 @@ func groupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
 			activeNode[p.NodeID] = true
 		}
 	}
-	for id, n := range s.nodes {
-		g, ok := s.groupOf[id]
-		if !ok {
+	sum := s.nodeSum
+	if sum == nil {
+		sum = summarizeNodes(s.nodes, s.groupOf)
+	}
+	for g, size := range sum.size {
+		if g == noGroup {
 			g = r.groups[0].Name
 		}
 		gs := byName[g]
 		if gs == nil {
 			continue
 		}
-		gs.Size++
-		if !activeNode[id] && (n.Status != "ready" || n.SchedulingEligibility != "eligible") {
-			gs.Unavailable++
+		gs.Size += size
+	}
+	for g, ids := range sum.down {
+		if g == noGroup {
+			g = r.groups[0].Name
+		}
+		gs := byName[g]
+		if gs == nil {
+			continue
+		}
+		for _, id := range ids {
+			if !activeNode[id] {
+				gs.Unavailable++
+			}
 		}
 	}
 	res := make([]policy.GroupStatus, 0, len(out))
@@ -250,46 +261,65 @@ func groupStatuses(r admitRules, s *snapshot) []policy.GroupStatus {
 	return res
 }
 
+// nodeSummary is what the group statuses need of the nodes: how many each
+// group has, and which are not ready or not eligible (by the name of the
+// group whose filter matches them; noGroup: none does).
+type nodeSummary struct {
+	size map[string]int
+	down map[string][]string
+}
+
+// noGroup stands for the nodes no group's filter matches: the default group's.
+const noGroup = "\x00"
+
+// summarizeNodes sums up nodes for the group statuses: a walk over every node,
+// made once per node list and node groups (viewCache.summary).
+func summarizeNodes(nodes map[string]*api.NodeListStub, groupOf map[string]string) *nodeSummary {
+	sum := &nodeSummary{size: map[string]int{}, down: map[string][]string{}}
+	for id, n := range nodes {
+		g, ok := groupOf[id]
+		if !ok {
+			g = noGroup
+		}
+		sum.size[g]++
+		if n.Status != "ready" || n.SchedulingEligibility != "eligible" {
+			sum.down[g] = append(sum.down[g], id)
+		}
+	}
+	return sum
+}
+
 func isCandidate(rec *store.HostRecord) bool {
 	return rec != nil && slices.Contains(rec.Roles, store.RoleCandidate)
 }
 
-// spareCandidates counts the coordinator candidates in service: not out for
-// rollboot, with a ready node (or none).
-func spareCandidates(s *snapshot) int {
-	spare := 0
+// hostTallies walks the hosts once for what admission counts over all of them:
+//   - spare: the coordinator candidates in service (not out for rollboot, with
+//     a ready node, or none);
+//   - out: each server cluster (product/cluster) with a server out of service
+//     for rollboot, mapped to that server's host;
+//   - sealed: the hosts whose Vault server is sealed.
+func hostTallies(s *snapshot) (spare int, out map[string]string, sealed []string) {
+	out = map[string]string{}
 	for _, name := range s.names {
 		hv := s.hosts[name]
-		if isCandidate(hv.rec) && !s.plans[name].Active() && (hv.node == nil || hv.node.Status == "ready") {
+		active := s.plans[name].Active()
+		if isCandidate(hv.rec) && !active && (hv.node == nil || hv.node.Status == "ready") {
 			spare++
 		}
-	}
-	return spare
-}
-
-// serversOut maps each server cluster (product/cluster) with a server out of
-// service for rollboot to that server's host.
-func serversOut(s *snapshot) map[string]string {
-	out := map[string]string{}
-	for _, name := range s.names {
-		if rec := s.hosts[name].rec; s.plans[name].Active() && rec != nil {
-			for _, srv := range rec.Servers {
+		if hv.rec == nil {
+			continue
+		}
+		if active {
+			for _, srv := range hv.rec.Servers {
 				out[clusterKey(srv)] = name
 			}
 		}
-	}
-	return out
-}
-
-// sealedVaults returns the hosts whose Vault server is sealed.
-func sealedVaults(s *snapshot) []string {
-	var sealed []string
-	for _, name := range s.names {
-		if r := s.hosts[name].rec; r != nil && r.VaultSealed {
+		if hv.rec.VaultSealed {
 			sealed = append(sealed, name)
 		}
 	}
-	return sealed
+	return spare, out, sealed
 }
 
 // serverGate says why a host that runs servers may not be taken out now (zero

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -219,6 +220,7 @@ func TestReadAlertsForPreviewedPendingHosts(t *testing.T) {
 	if f.reads != 0 || s.alerts != nil {
 		t.Fatalf("read with nobody waiting: %d reads, %+v", f.reads, s.alerts)
 	}
+	s.plans = maps.Clone(s.plans) // as Preview: a snapshot's plans map is never changed in place
 	s.plans["a"] = store.Plan{Host: "a", Phase: store.PhasePending, NodeID: "node-a"}
 	c.readAlerts(context.Background(), s)
 	if f.reads != 1 || s.alerts == nil || !s.alerts.Holds() {

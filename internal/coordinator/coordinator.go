@@ -341,7 +341,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	rules := c.admitRules()
+	rules := c.rulesOf(s)
 	adm := c.admitWithJobs(octx, rules, s)
 	c.nextSettle = adm.settled
 	c.metrics.state.export(s, groupStatuses(rules, s))

@@ -17,8 +17,17 @@ import (
 // histograms keep their values across leaderships.
 
 // phases are the values of the phase label: a fixed set.
-var phases = []string{store.PhaseIdle, store.PhasePending, store.PhaseDraining, store.PhaseDrained,
+var phases = [...]string{store.PhaseIdle, store.PhasePending, store.PhaseDraining, store.PhaseDrained,
 	store.PhaseRebooting, store.PhaseRejoining, store.PhaseBackoff, store.PhaseStuck, store.PhaseUnreadable}
+
+// phaseIndex is the place of each phase in phases.
+var phaseIndex = func() map[string]int {
+	m := map[string]int{}
+	for i, ph := range phases {
+		m[ph] = i
+	}
+	return m
+}()
 
 // durationBuckets span a fast drain (seconds) to a long cycle (hours).
 var durationBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400}
@@ -49,6 +58,8 @@ type stateMetrics struct {
 	// pass sets only those of the hosts that changed: at 5,000 hosts, setting
 	// the nine phase series of every host took longer than the rest of a pass.
 	exported map[string]hostSeries
+	// groupsSet: the groups whose phase series are set.
+	groupsSet map[string]bool
 }
 
 // hostSeries is what a host's series say.
@@ -112,24 +123,36 @@ func (m *stateMetrics) lead(leading bool) {
 	}
 }
 
-// export sets the state series from what a pass observed.
+// export sets the state series from what a pass observed, in one walk over the
+// hosts.
 func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
-	m.exportHosts(s)
-	m.groupHosts.Reset()
-	byGroup := map[string]map[string]int{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exported == nil {
+		m.hostPhase.Reset()
+		m.rebootReq.Reset()
+		m.groupHosts.Reset()
+		m.exported = map[string]hostSeries{}
+		m.groupsSet = map[string]bool{}
+	}
+	byGroup := make(map[string]*[len(phases)]int, len(groups))
 	for _, g := range groups {
-		byGroup[g.Group.Name] = map[string]int{}
+		byGroup[g.Group.Name] = &[len(phases)]int{}
 		m.slotsUsed.WithLabelValues(g.Group.Name).Set(float64(g.Active))
 		m.slotsLimit.WithLabelValues(g.Group.Name).Set(float64(policy.Slots(g.Group, g.Size)))
 	}
 	var oldest time.Time
 	stuck := 0
 	for _, name := range s.names {
-		phase, hv := hostPhase(s.plans[name]), s.hosts[name]
+		p, hv := s.plans[name], s.hosts[name]
+		phase := hostPhase(p)
+		m.exportHost(name, phase, hv)
 		if n, ok := byGroup[hv.group]; ok {
-			n[phase]++
+			if i, ok := phaseIndex[phase]; ok {
+				n[i]++
+			}
 		}
-		switch p := s.plans[name]; phase {
+		switch phase {
 		case store.PhaseStuck:
 			stuck++
 		case store.PhasePending:
@@ -138,9 +161,25 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 			}
 		}
 	}
+	for name := range m.exported {
+		if _, ok := s.hosts[name]; !ok {
+			m.hostPhase.DeletePartialMatch(prometheus.Labels{"host": name})
+			m.rebootReq.DeleteLabelValues(name)
+			delete(m.exported, name)
+		}
+	}
+	// The groups' series are set again each pass (a phase with no host reads
+	// 0), and deleted for a group that is gone.
 	for group, n := range byGroup {
-		for _, ph := range phases {
-			m.groupHosts.WithLabelValues(group, ph).Set(float64(n[ph]))
+		for i, ph := range phases {
+			m.groupHosts.WithLabelValues(group, ph).Set(float64(n[i]))
+		}
+		m.groupsSet[group] = true
+	}
+	for group := range m.groupsSet {
+		if _, ok := byGroup[group]; !ok {
+			m.groupHosts.DeletePartialMatch(prometheus.Labels{"group": group})
+			delete(m.groupsSet, group)
 		}
 	}
 	m.oldestPending.Set(0)
@@ -152,46 +191,30 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 	m.agentsMissing.Set(float64(len(s.missing)))
 }
 
-// exportHosts sets the per-host series of the hosts that changed since the last
-// pass, and deletes those of the hosts gone.
-func (m *stateMetrics) exportHosts(s *snapshot) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.exported == nil {
-		m.hostPhase.Reset()
-		m.rebootReq.Reset()
-		m.exported = map[string]hostSeries{}
+// exportHost sets a host's series if they changed since the last pass (at
+// 5,000 hosts, setting the nine phase series of every host took longer than
+// the rest of a pass). Called with m.mu held.
+func (m *stateMetrics) exportHost(name, phase string, hv *hostView) {
+	now := hostSeries{phase: phase, hasRecord: hv.rec != nil}
+	if hv.rec != nil {
+		now.required = hv.rec.RebootRequired
 	}
-	for _, name := range s.names {
-		hv := s.hosts[name]
-		now := hostSeries{phase: hostPhase(s.plans[name]), hasRecord: hv.rec != nil}
-		if hv.rec != nil {
-			now.required = hv.rec.RebootRequired
-		}
-		before, ok := m.exported[name]
-		if ok && before == now {
-			continue
-		}
-		if !ok || before.phase != now.phase {
-			for _, ph := range phases {
-				m.hostPhase.WithLabelValues(name, ph).Set(boolValue(ph == now.phase))
-			}
-		}
-		switch {
-		case now.hasRecord:
-			m.rebootReq.WithLabelValues(name).Set(boolValue(now.required))
-		case ok && before.hasRecord:
-			m.rebootReq.DeleteLabelValues(name)
-		}
-		m.exported[name] = now
+	before, ok := m.exported[name]
+	if ok && before == now {
+		return
 	}
-	for name := range m.exported {
-		if _, ok := s.hosts[name]; !ok {
-			m.hostPhase.DeletePartialMatch(prometheus.Labels{"host": name})
-			m.rebootReq.DeleteLabelValues(name)
-			delete(m.exported, name)
+	if !ok || before.phase != now.phase {
+		for _, ph := range phases {
+			m.hostPhase.WithLabelValues(name, ph).Set(boolValue(ph == now.phase))
 		}
 	}
+	switch {
+	case now.hasRecord:
+		m.rebootReq.WithLabelValues(name).Set(boolValue(now.required))
+	case ok && before.hasRecord:
+		m.rebootReq.DeleteLabelValues(name)
+	}
+	m.exported[name] = now
 }
 
 // hostPhase is the phase of a host's plan, idle without one.

@@ -278,3 +278,26 @@ func TestStateMetricsExportOnlyChanges(t *testing.T) {
 		t.Errorf("host phase series after a new term = %d, want %d", n, 4*len(phases))
 	}
 }
+
+// The groups' series are set at every pass without being cleared first: a
+// group that is gone has none left, the others keep theirs.
+func TestStateMetricsGroupGone(t *testing.T) {
+	m := newStateMetrics(prometheus.NewRegistry())
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, groups := metricsSnapshot(now)
+	m.export(s, groups)
+	if n := testutil.CollectAndCount(m.groupHosts); n != len(groups)*len(phases) {
+		t.Fatalf("group series = %d, want %d", n, len(groups)*len(phases))
+	}
+	s, groups = metricsSnapshot(now)
+	gone := groups[len(groups)-1].Group.Name
+	m.export(s, groups[:len(groups)-1])
+	if n := testutil.CollectAndCount(m.groupHosts); n != (len(groups)-1)*len(phases) {
+		t.Errorf("group series = %d, want %d (%s's gone)", n, (len(groups)-1)*len(phases), gone)
+	}
+	s, groups = metricsSnapshot(now)
+	m.export(s, groups)
+	if got := testutil.ToFloat64(m.groupHosts.WithLabelValues("db", "stuck")); got != 1 {
+		t.Errorf("db stuck = %v, want 1", got)
+	}
+}

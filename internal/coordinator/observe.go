@@ -23,7 +23,9 @@ import (
 
 // snapshot is what one pass read.
 type snapshot struct {
-	now     time.Time
+	now time.Time
+	// plans: never changed in place before the pass applies its decisions; a
+	// pass that changes them (Preview) replaces the map (admitmemo.go).
 	plans   map[string]store.Plan
 	control store.Control
 	nodes   map[string]*api.NodeListStub // every Nomad node, by ID
@@ -55,6 +57,14 @@ type snapshot struct {
 	health map[string]*rejoinhealth.Observed
 	// owned: the hosts whose view this pass copied to change it (own).
 	owned map[string]bool
+	// memo: what admission derives from the snapshot, computed once
+	// (admitmemo.go).
+	memo admitMemo
+	// rules: the admission rules of the pass (rulesOf).
+	rules *admitRules
+	// nodeSum: the nodes summed up for the group statuses (nil: summed up
+	// when needed).
+	nodeSum *nodeSummary
 }
 
 // hostView is what a pass knows of one host.
@@ -90,7 +100,8 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	recs, missing := c.checkRecords(ctx, recs, badRecs, nodes, ctl)
-	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing}
+	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing,
+		nodeSum: c.viewCache.summary(nodes, groupOf)}
 	c.hostViews(s, recs)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)

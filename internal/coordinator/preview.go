@@ -75,7 +75,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	}
 	c.readAlerts(ctx, s)   // unless observe did: the hosts previewed as pending wait to start too
 	c.readCapacity(ctx, s) // again: for the hosts made pending above
-	rules := c.admitRules()
+	rules := c.rulesOf(s)
 	adm := c.admitWithJobs(ctx, rules, s) // a read: whether the agent runs on an admitted host's node
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Unreadable: map[string]string{}}

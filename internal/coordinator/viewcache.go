@@ -18,7 +18,9 @@ import (
 // them as they are instead of building them again over every host; after a
 // change, a host's view is built again only when its record, its node or its
 // group changed. At 5,000 hosts building them took about half of a pass over an
-// idle cluster.
+// idle cluster. When only records changed (the same hosts, in the same order,
+// the same nodes and groups), the records that did are found by their
+// ModifyIndex, and only they are checked and get a view built again.
 //
 // Nothing kept is changed by a pass: the per-pass findings of a host (its node's
 // events and system jobs, a failed read) go to copies of its view in that pass's
@@ -44,6 +46,22 @@ type viewCache struct {
 	viewsKey   string
 	// nodeViews: the view of each node, as built from its list stub.
 	nodeViews map[string]*NodeView
+	// sum: the nodes summed up for the group statuses, from sumNodes and
+	// sumGroups.
+	sum       *nodeSummary
+	sumNodes  map[string]*api.NodeListStub
+	sumGroups map[string]string
+}
+
+// summary returns summarizeNodes(nodes, groupOf): as made for the same node
+// list and groups last time.
+func (v *viewCache) summary(nodes map[string]*api.NodeListStub, groupOf map[string]string) *nodeSummary {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.sum == nil || !sameMap(nodes, v.sumNodes) || !sameMap(groupOf, v.sumGroups) {
+		v.sum, v.sumNodes, v.sumGroups = summarizeNodes(nodes, groupOf), nodes, groupOf
+	}
+	return v.sum
 }
 
 // sameSlice reports whether a and b are the same slice (not equal ones).
@@ -75,12 +93,52 @@ func (v *viewCache) nodesByID(list []*api.NodeListStub) map[string]*api.NodeList
 func (v *viewCache) validate(recs []store.HostRecord, nodes map[string]*api.NodeListStub) ([]store.HostRecord, []store.BadRecord) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.valid == nil || !sameSlice(recs, v.recsIn) || !sameMap(nodes, v.nodesIn) {
+	switch {
+	case v.valid != nil && sameSlice(recs, v.recsIn) && sameMap(nodes, v.nodesIn):
+	case v.valid != nil && sameSlice(v.valid, v.recsIn) && sameMap(nodes, v.nodesIn) && v.onlyChangedValid(recs, nodes):
+		// Every record was valid and the nodes are the same: so are the
+		// records that did not change; only those that did are checked.
+		v.valid, v.ignored, v.recsIn = slices.Clip(recs), nil, recs
+	default:
 		v.valid, v.ignored = ValidateRecords(recs, nodes)
 		v.recsIn, v.nodesIn = recs, nodes
 	}
 	// Clipped: a caller's append must not write into the kept arrays.
 	return slices.Clip(v.valid), slices.Clip(v.ignored)
+}
+
+// onlyChangedValid reports whether recs lists the hosts that recsIn did, and
+// the records of recs that changed since (by ModifyIndex) are valid.
+func (v *viewCache) onlyChangedValid(recs []store.HostRecord, nodes map[string]*api.NodeListStub) bool {
+	changed, ok := changedRecords(v.recsIn, recs)
+	if !ok {
+		return false
+	}
+	check := make([]store.HostRecord, len(changed))
+	for i, j := range changed {
+		check[i] = recs[j]
+	}
+	_, ignored := ValidateRecords(check, nodes)
+	return len(ignored) == 0
+}
+
+// changedRecords returns the indexes of the records of recs whose ModifyIndex
+// differs from that of the record at the same place in old (every write of a
+// variable changes it; a record without one counts as changed), when both
+// list the same hosts in the same order (ok false: they do not).
+func changedRecords(old, recs []store.HostRecord) (changed []int, ok bool) {
+	if old == nil || len(old) != len(recs) {
+		return nil, false
+	}
+	for i := range recs {
+		if recs[i].Host != old[i].Host {
+			return nil, false
+		}
+		if recs[i].ModifyIndex == 0 || recs[i].ModifyIndex != old[i].ModifyIndex {
+			changed = append(changed, i)
+		}
+	}
+	return changed, true
 }
 
 // hostViews returns a view of every host of recs (the records validate
@@ -92,31 +150,42 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	key := c.opt.DefaultGroup.Name + "\x00" + groupsKey(c.opt.Groups)
-	if v.views != nil && sameSlice(recs, v.viewsRecs) && sameMap(nodes, v.viewsNodes) && sameMap(groupOf, v.viewsGroup) && key == v.viewsKey {
+	same := v.views != nil && sameMap(nodes, v.viewsNodes) && sameMap(groupOf, v.viewsGroup) && key == v.viewsKey
+	if same && sameSlice(recs, v.viewsRecs) {
 		return maps.Clone(v.views), v.names
+	}
+	var changed []int
+	ok := false
+	if same {
+		changed, ok = changedRecords(v.viewsRecs, recs)
+	}
+	if ok {
+		// The same hosts, nodes and groups: only the views of the records
+		// that changed are built again (into a new kept map, and only if one
+		// did: handon.go).
+		views := v.views
+		for _, i := range changed {
+			hv := c.buildView(&recs[i], nodes, groupOf, v.nodeViews)
+			if old := views[hv.rec.Host]; old == nil || !sameView(old, &hv) {
+				if sameMap(views, v.views) {
+					views = maps.Clone(v.views)
+				}
+				views[hv.rec.Host] = &hv
+			}
+		}
+		v.views, v.viewsRecs = views, recs
+		return maps.Clone(views), v.names
 	}
 	nodeViews := make(map[string]*NodeView, len(recs))
 	views := make(map[string]*hostView, len(recs))
 	for i := range recs {
-		r := &recs[i]
-		hv := hostView{rec: r, group: c.opt.DefaultGroup.Name}
-		if r.NodeID != "" {
-			if n := nodes[r.NodeID]; n != nil {
-				hv.node = v.nodeView(n)
-				nodeViews[n.ID] = hv.node
-			}
-			if g, ok := groupOf[r.NodeID]; ok {
-				hv.group = g
-			}
-		} else if r.Group != "" && c.knownGroup(r.Group) {
-			hv.group = r.Group // a host without a node says its group (FleetLock)
-		}
-		if old := v.views[r.Host]; old != nil && sameView(old, &hv) {
-			views[r.Host] = old // the same record, node and group: keep the view
+		hv := c.buildView(&recs[i], nodes, groupOf, nodeViews)
+		if old := v.views[hv.rec.Host]; old != nil && sameView(old, &hv) {
+			views[hv.rec.Host] = old // the same record, node and group: keep the view
 			continue
 		}
 		nv := hv // allocated here only: most views are kept
-		views[r.Host] = &nv
+		views[hv.rec.Host] = &nv
 	}
 	names := v.names
 	if !sameKeys(views, v.views) {
@@ -125,6 +194,25 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 	v.views, v.names, v.nodeViews = views, names, nodeViews
 	v.viewsRecs, v.viewsNodes, v.viewsGroup, v.viewsKey = recs, nodes, groupOf, key
 	return maps.Clone(views), names
+}
+
+// buildView builds the view of the host of r: its node (the view kept for it
+// when its stub says the same, noted in nodeViews) and group. Called with
+// v.mu held.
+func (c *Coordinator) buildView(r *store.HostRecord, nodes map[string]*api.NodeListStub, groupOf map[string]string, nodeViews map[string]*NodeView) hostView {
+	hv := hostView{rec: r, group: c.opt.DefaultGroup.Name}
+	if r.NodeID != "" {
+		if n := nodes[r.NodeID]; n != nil {
+			hv.node = c.viewCache.nodeView(n)
+			nodeViews[n.ID] = hv.node
+		}
+		if g, ok := groupOf[r.NodeID]; ok {
+			hv.group = g
+		}
+	} else if r.Group != "" && c.knownGroup(r.Group) {
+		hv.group = r.Group // a host without a node says its group (FleetLock)
+	}
+	return hv
 }
 
 // kept returns the kept views (nil: none yet); a new map after every change.

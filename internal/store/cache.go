@@ -13,7 +13,7 @@ import (
 // one each.
 type pathCache[T any] struct {
 	mu sync.Mutex
-	m  map[string]cachedVar[T]
+	m  map[string]*cachedVar[T]
 }
 
 type cachedVar[T any] struct {
@@ -21,47 +21,52 @@ type cachedVar[T any] struct {
 	val    T
 }
 
-// refresh returns the decoded value of every variable in metas, in their order:
-// those whose ModifyIndex changed since the cache (every one, the first time)
-// are read in parallel and decoded again; one deleted since the list is left
-// out, and paths no longer listed are forgotten. The cache is updated in place:
-// a list where little changed costs no copy of every entry.
-func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api.VariableMetadata, decode func(*api.Variable) T) ([]T, error) {
+// refresh hands each the decoded value of every variable in metas, in their
+// order: those whose ModifyIndex changed since the cache (every one, the first
+// time) are read in parallel and decoded again; one deleted since the list is
+// left out, and paths no longer listed are forgotten. The cache is updated in
+// place: a list where little changed costs no copy of every entry, and each
+// makes the caller's only copy (each is called with the cache locked).
+func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api.VariableMetadata, decode func(*api.Variable) T, each func(T)) error {
+	// kept[i]: the cached entry of metas[i], when it is current (entries are
+	// never changed, only replaced: one taken here stays what it was).
+	kept := make([]*cachedVar[T], len(metas))
 	var stale []string
 	c.mu.Lock()
-	for _, m := range metas {
-		if e, ok := c.m[m.Path]; !ok || e.modify != m.ModifyIndex {
-			stale = append(stale, m.Path)
+	for i, m := range metas {
+		if e := c.m[m.Path]; e != nil && e.modify == m.ModifyIndex {
+			kept[i] = e
+			continue
 		}
+		stale = append(stale, m.Path)
 	}
 	c.mu.Unlock()
 	read, err := s.readEach(ctx, stale)
 	if err != nil {
-		return nil, err
-	}
-	fresh := make(map[string]*api.Variable, len(stale))
-	for i, v := range read {
-		fresh[stale[i]] = v
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = make(map[string]cachedVar[T], len(metas))
+		c.m = make(map[string]*cachedVar[T], len(metas))
 	}
-	out := make([]T, 0, len(metas))
-	for _, m := range metas {
-		e, ok := c.m[m.Path]
-		if v, isFresh := fresh[m.Path]; isFresh || !ok {
+	n, next := 0, 0 // next: the next of stale (and read), in the order of metas
+	for i, m := range metas {
+		e := kept[i]
+		if e == nil {
+			v := read[next]
+			next++
 			if v == nil {
 				delete(c.m, m.Path) // deleted since the list
 				continue
 			}
-			e = cachedVar[T]{modify: v.ModifyIndex, val: decode(v)}
+			e = &cachedVar[T]{modify: v.ModifyIndex, val: decode(v)}
 			c.m[m.Path] = e
 		}
-		out = append(out, e.val)
+		each(e.val)
+		n++
 	}
-	if len(c.m) > len(out) {
+	if len(c.m) > n {
 		// Some paths are no longer listed: forget them.
 		listed := make(map[string]bool, len(metas))
 		for _, m := range metas {
@@ -73,5 +78,5 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 			}
 		}
 	}
-	return out, nil
+	return nil
 }

@@ -279,10 +279,11 @@ func (s *Store) readControl(ctx context.Context) (Control, error) {
 	}
 	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
 	c.hostIdx = map[string]uint64{}
-	ccs, err := refresh(ctx, s, &s.controls, metas, func(v *api.Variable) cachedControl {
+	var ccs []cachedControl
+	err = refresh(ctx, s, &s.controls, metas, func(v *api.Variable) cachedControl {
 		hc, problems := decodeHostControl(v)
 		return cachedControl{hc: hc, problems: problems}
-	})
+	}, func(cc cachedControl) { ccs = append(ccs, cc) })
 	if err != nil {
 		return Control{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -50,20 +51,24 @@ func (s *Store) HostList(ctx context.Context, index uint64, wait time.Duration) 
 
 // HostsIn returns the host records l names, as HostsChecked does.
 func (s *Store) HostsIn(ctx context.Context, l HostList) ([]HostRecord, []BadRecord, error) {
-	recs, err := refresh(ctx, s, &s.hosts, l.metas, s.decodeHostAt)
+	out := make([]HostRecord, 0, len(l.metas))
+	var bad []BadRecord
+	err := refresh(ctx, s, &s.hosts, l.metas, s.decodeHostAt, func(c cachedHost) {
+		if c.bad != nil {
+			bad = append(bad, *c.bad)
+			return
+		}
+		out = append(out, c.rec)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]HostRecord, 0, len(recs))
-	var bad []BadRecord
-	for _, c := range recs {
-		if c.bad != nil {
-			bad = append(bad, *c.bad)
-			continue
-		}
-		out = append(out, c.rec)
+	// Listed by path, which is the order of the hosts unless a name has a dot
+	// (stored as "~"): sorted only then, without moving the records otherwise.
+	byHost := func(a, b HostRecord) int { return strings.Compare(a.Host, b.Host) }
+	if !slices.IsSortedFunc(out, byHost) {
+		slices.SortFunc(out, byHost)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
 	return out, bad, nil
 }
