@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/invariants"
+	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -58,10 +59,27 @@ func TestUnparsablePolicyHoldsNewStarts(t *testing.T) {
 	// host may reboot, and a new leader that never read a good version has none
 	// to finish cycles with but the safe rules (Enforced 0), which is not what
 	// this test looks at.
-	c := newCluster(t, clusterOpts{clients: 3, coordinators: 1, migrateTime: 2 * time.Second, policy: "group \"all\" {\n  concurrency = 2\n}\n"})
+	// A service allocation on every node, so that a drain lasts the 2s its
+	// migration takes: with only system jobs (ignored) it ends at once, and the
+	// first host could pass through draining unseen.
+	c := newCluster(t, clusterOpts{clients: 3, coordinators: 1, migrateTime: 2 * time.Second, policy: "group \"all\" {\n  concurrency = 2\n}\n",
+		jobs: []nomadsim.JobSpec{{ID: "web", Type: "service", Groups: []nomadsim.GroupSpec{{Name: "web", Count: 3}}}}})
 	c.start()
 	hosts := c.clients()
 	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+		for _, h := range hosts {
+			hv, _ := v.Host(h)
+			if _, ok := v.RunningAlloc(hv.NodeID, "web"); !ok {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatalf("web not running on every node: %v", err)
+	}
 	c.needReboot(hosts[0])
 	c.waitFor("the first host draining", 30*time.Second, func() bool { return c.plans()[hosts[0]].Phase == store.PhaseDraining })
 
