@@ -1,0 +1,144 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+func TestApplyNodeChanges(t *testing.T) {
+	stub := func(id string, idx uint64) *api.NodeListStub { return &api.NodeListStub{ID: id, ModifyIndex: idx} }
+	base := []*api.NodeListStub{stub("a", 1), stub("c", 1), stub("e", 1)}
+	cases := []struct {
+		name    string
+		changed []*api.NodeListStub
+		gone    []string
+		want    []string // id@index
+	}{
+		{"one changed", []*api.NodeListStub{stub("c", 5)}, nil, []string{"a@1", "c@5", "e@1"}},
+		{"the last write of a node wins", []*api.NodeListStub{stub("c", 5), stub("c", 6)}, nil, []string{"a@1", "c@6", "e@1"}},
+		{"a new node in ID order", []*api.NodeListStub{stub("d", 7), stub("0", 8)}, nil, []string{"0@8", "a@1", "c@1", "d@7", "e@1"}},
+		{"one gone", nil, []string{"a"}, []string{"c@1", "e@1"}},
+		{"gone after a write", []*api.NodeListStub{stub("e", 9)}, []string{"e"}, []string{"a@1", "c@1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := applyNodeChanges(base, tc.changed, tc.gone)
+			var got []string
+			for _, n := range out {
+				got = append(got, fmt.Sprintf("%s@%d", n.ID, n.ModifyIndex))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			if base[0].ID != "a" || base[1].ModifyIndex != 1 || len(base) != 3 {
+				t.Errorf("the list given was modified: %v", base)
+			}
+		})
+	}
+}
+
+// The follower keeps, from one list and the event stream, the node list a
+// blocking query would answer: after an eligibility change, a drain, a meta
+// change and a reboot (down, then ready again), its list is the emulator's
+// own, stub for stub, and it listed the nodes once.
+func TestNodeListFromEvents(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 3, HeartbeatTTL: 300 * time.Millisecond, BootTime: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	lists := &nodeLists{base: http.DefaultTransport}
+	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: lists}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	plain, err := api.NewClient(&api.Config{Address: sim.Address()}) // its lists are not counted
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	co := New(Options{Nodes: client.Nodes(), NodeEvents: NomadNodeEvents{Client: client},
+		Store: store.New(client.Variables(), "rollboot", ""), Resync: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	var pokes atomic.Int64
+	go func() {
+		defer close(done)
+		co.followNodes(ctx, func() { pokes.Add(1) })
+	}()
+	defer func() { cancel(); <-done }()
+
+	same := func(what string, at uint64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			co.nodeCache.mu.Lock()
+			list, idx := co.nodeCache.list, co.nodeCache.index
+			co.nodeCache.mu.Unlock()
+			if list != nil && idx >= at {
+				want, _, err := plain.Nodes().List(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, _ := json.Marshal(list)
+				b, _ := json.Marshal(want)
+				if string(a) == string(b) {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the followed list (index %d) is not the node list at index %d or later", what, idx, at)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	same("at the start", 1)
+	lists.take()
+	h1, _ := sim.Host("client-1")
+	h2, _ := sim.Host("client-2")
+	h3, _ := sim.Host("client-3")
+	e, err := plain.Nodes().ToggleEligibility(h1.NodeID, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("after an eligibility change", e.NodeModifyIndex)
+	d, err := plain.Nodes().UpdateDrainOpts(h2.NodeID, &api.DrainOptions{DrainSpec: &api.DrainSpec{Deadline: time.Minute}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("after a drain", d.NodeModifyIndex)
+	if err := sim.SetNodeMeta("client-3", map[string]string{"tier": "db"}); err != nil {
+		t.Fatal(err)
+	}
+	same("after a meta change", sim.Index())
+	if err := sim.Reboot("client-3"); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel2()
+	if err := sim.WaitFor(ctx2, func(v *nomadsim.View) bool {
+		n, ok := v.Node(h3.NodeID)
+		return ok && n.Status == api.NodeStatusReady && n.Events[len(n.Events)-1].Message == eventReregisteredByHeartbeat
+	}); err != nil {
+		t.Fatal(err)
+	}
+	same("after a reboot", sim.Index())
+	if got := lists.take(); slices.Contains(got, "") {
+		t.Errorf("the follower listed the nodes again after the first list (%q)", got)
+	}
+	if pokes.Load() < 4 {
+		t.Errorf("%d pokes, want one per change at least", pokes.Load())
+	}
+}
