@@ -156,6 +156,9 @@ type Coordinator struct {
 	nodeCache nodeCache
 	// capacityCache: each node's capacity, for the capacity gate (capacity.go).
 	capacityCache capacityCache
+	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
+	// rebooting (heartbeatcache.go).
+	heartbeats heartbeatCache
 	// hostsCache: the host records while the host watch sees no change
 	// (hostscache.go).
 	hostsCache hostsCache

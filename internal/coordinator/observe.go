@@ -159,6 +159,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 // node's events while the host should be rebooting (did it miss heartbeats and
 // come back?), and its system jobs while it rejoins.
 func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
+	defer c.heartbeats.passDone()
 	for _, name := range s.names {
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil {
@@ -278,20 +279,20 @@ const (
 )
 
 // reregisteredIndex reads the node's events (the list stub has none) for the last
-// missed heartbeat and the last re-registration.
+// missed heartbeat and the last re-registration, unless the node did not
+// change since it last read them (heartbeatcache.go).
 func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error {
-	n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return fmt.Errorf("read node %s: %w", v.ID, err)
-	}
-	for _, e := range n.Events {
-		switch e.Message {
-		case eventReregistered, eventReregisteredByHeartbeat:
-			v.ReregisteredIndex = max(v.ReregisteredIndex, e.CreateIndex)
-		case eventHeartbeatMissed:
-			v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.CreateIndex)
+	e, ok := c.heartbeats.get(v.ID, v.ModifyIndex)
+	if !ok {
+		n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("read node %s: %w", v.ID, err)
 		}
+		e = heartbeatIndexesOf(n)
+		c.heartbeats.put(v.ID, e)
 	}
+	v.ReregisteredIndex = max(v.ReregisteredIndex, e.reregistered)
+	v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.missed)
 	return nil
 }
 
