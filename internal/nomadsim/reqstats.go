@@ -98,11 +98,7 @@ func (s *Sim) timed(next http.Handler) http.Handler {
 		// The mux records the pattern it matched in the request it is given.
 		req := r.WithContext(context.WithValue(r.Context(), ctxTimer, rt))
 		next.ServeHTTP(w, req)
-		route := req.Pattern
-		if route == "" {
-			route = "unmatched"
-		}
-		s.reqs.record(route, time.Since(start)-rt.waited)
+		s.reqs.record(routeOf(req), time.Since(start)-rt.waited)
 	})
 }
 
@@ -135,4 +131,23 @@ func (s *Sim) ResetRequestStats() {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
 	s.reqs.n, s.reqs.busy, s.reqs.samples, s.reqs.backgroundT, s.reqs.routes = 0, 0, nil, 0, nil
+}
+
+// routeOf names the request's route for the statistics: its method and the
+// pattern that served it, with a node's endpoint after its ID
+// ("GET /v1/node/:id/allocations"); never an ID or a variable's path.
+func routeOf(r *http.Request) string {
+	p := r.Pattern
+	switch {
+	case p == "":
+		p = "unmatched"
+	case p == "/v1/node/":
+		p = "/v1/node/:id"
+		if _, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/node/"), "/"); ok {
+			p += "/" + rest
+		}
+	case strings.HasSuffix(p, "/"):
+		p += "..."
+	}
+	return r.Method + " " + p
 }
