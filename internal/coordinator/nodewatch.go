@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -220,4 +221,42 @@ func applyNodeChanges(list, changed []*api.NodeListStub, gone []string) []*api.N
 		slices.SortFunc(out, func(a, b *api.NodeListStub) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	return out
+}
+
+// catchUpWait is how long a pass waits for the node events of its own last
+// node write before it reads the whole list itself. The event follows the
+// write's answer within milliseconds; a pass chained after a drain or an
+// eligibility change would otherwise read every node again.
+const catchUpWait = 250 * time.Millisecond
+
+// caughtUp returns the watch's list once it shows the coordinator's own last
+// node write, waiting up to wait; nil when there is no list to wait for, or it
+// did not catch up in time.
+func (n *nodeCache) caughtUp(ctx context.Context, wait time.Duration) []*api.NodeListStub {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		n.mu.Lock()
+		if n.list == nil {
+			n.mu.Unlock()
+			return nil
+		}
+		if n.index >= n.wrote {
+			list := n.list
+			n.mu.Unlock()
+			return list
+		}
+		if n.kept == nil {
+			n.kept = make(chan struct{})
+		}
+		kept := n.kept
+		n.mu.Unlock()
+		select {
+		case <-kept:
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }

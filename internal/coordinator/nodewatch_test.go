@@ -142,3 +142,27 @@ func TestNodeListFromEvents(t *testing.T) {
 		t.Errorf("%d pokes, want one per change at least", pokes.Load())
 	}
 }
+
+// A pass after a node write of its own waits for the watch to show it, and
+// reads the list itself when it does not come in time.
+func TestNodeCacheCaughtUp(t *testing.T) {
+	var n nodeCache
+	if got := n.caughtUp(t.Context(), time.Second); got != nil {
+		t.Fatalf("no list: got %v", got)
+	}
+	old := []*api.NodeListStub{{ID: "a", ModifyIndex: 5}}
+	n.setList(old, 5)
+	n.written(7)
+	if got := n.caughtUp(t.Context(), 20*time.Millisecond); got != nil {
+		t.Fatalf("the watch did not catch up: got %v, want nil", got)
+	}
+	fresh := []*api.NodeListStub{{ID: "a", ModifyIndex: 7}}
+	go func() {
+		n.setList([]*api.NodeListStub{{ID: "a", ModifyIndex: 6}}, 6) // not yet
+		time.Sleep(20 * time.Millisecond)
+		n.setList(fresh, 7)
+	}()
+	if got := n.caughtUp(t.Context(), 10*time.Second); len(got) != 1 || got[0].ModifyIndex != 7 {
+		t.Fatalf("caught up: got %v, want the list at 7", got)
+	}
+}
