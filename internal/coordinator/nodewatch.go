@@ -84,7 +84,9 @@ func (c *Coordinator) followNodesOnce(parent context.Context, poke func()) error
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
-	index := meta.LastIndex
+	// An item at or before the list's index is in the list. Items after it are
+	// applied in the order they come (the emulator may send two at one index).
+	listed, index := meta.LastIndex, meta.LastIndex
 	c.nodeCache.mu.Lock()
 	had := c.nodeCache.list != nil && c.nodeCache.index == index
 	c.nodeCache.mu.Unlock()
@@ -116,13 +118,13 @@ func (c *Coordinator) followNodesOnce(parent context.Context, poke func()) error
 				}
 				return fmt.Errorf("node event stream: %w", evs.Err)
 			}
-			if evs.Index > index {
+			if evs.Index > listed {
 				ch, gn, err := nodeChanges(evs)
 				if err != nil {
 					return err
 				}
 				changed, gone = append(changed, ch...), append(gone, gn...)
-				index = evs.Index
+				index = max(index, evs.Index)
 			}
 			select {
 			case evs, ok = <-events:

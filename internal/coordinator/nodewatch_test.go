@@ -166,3 +166,50 @@ func TestNodeCacheCaughtUp(t *testing.T) {
 		t.Fatalf("caught up: got %v, want the list at 7", got)
 	}
 }
+
+// listNodes answers List with list at index.
+type listNodes struct {
+	NodesAPI
+	list  []*api.NodeListStub
+	index uint64
+}
+
+func (n *listNodes) List(*api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	return n.list, &api.QueryMeta{LastIndex: n.index}, nil
+}
+
+type chanEvents chan *api.Events
+
+func (c chanEvents) NodeEvents(context.Context, uint64) (<-chan *api.Events, error) { return c, nil }
+
+// Items at or before the list's index are in the list and skipped; every item
+// after it is applied, two at one index included.
+func TestFollowNodesSkipsOnlyWhatTheListHas(t *testing.T) {
+	nodeEvent := func(id string, idx uint64) api.Event {
+		return api.Event{Topic: api.TopicNode, Type: "NodeDrain", Key: id, Index: idx,
+			Payload: map[string]any{"Node": map[string]any{"ID": id, "Status": "ready", "ModifyIndex": idx}}}
+	}
+	events := make(chanEvents, 4)
+	events <- &api.Events{Index: 5, Events: []api.Event{nodeEvent("a", 5)}} // replayed: in the list
+	events <- &api.Events{Index: 6, Events: []api.Event{nodeEvent("a", 6)}}
+	events <- &api.Events{Index: 6, Events: []api.Event{nodeEvent("b", 6)}}
+	nodes := &listNodes{list: []*api.NodeListStub{{ID: "a", ModifyIndex: 5}, {ID: "b", ModifyIndex: 2}}, index: 5}
+	co := New(Options{Nodes: nodes, NodeEvents: events, Resync: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); co.followNodes(ctx, func() {}) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		co.nodeCache.mu.Lock()
+		list, idx := co.nodeCache.list, co.nodeCache.index
+		co.nodeCache.mu.Unlock()
+		if idx == 6 && len(list) == 2 && list[0].ModifyIndex == 6 && list[1].ModifyIndex == 6 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("list at %d: %+v %+v, want both nodes at 6", idx, list[0], list[1])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
