@@ -92,7 +92,7 @@ was missed, figures depend on the machine (docs/performance.md).`,
 	cmd.Flags().IntVar(&o.RolloutMax, "rollout-max", 1000, "largest host count that runs a full rollout; above it the coordinator alone is measured")
 	cmd.Flags().DurationVar(&o.Idle, "idle", time.Minute, "length of the idle windows (requests on an idle cluster, agent CPU)")
 	cmd.Flags().DurationVar(&o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")
-	cmd.Flags().StringVar(&o.Only, "only", "", "measure only part of the figures: idle (the idle load and the agent process) or agent (the agent process)")
+	cmd.Flags().StringVar(&o.Only, "only", "", "measure only part of the figures: idle (the idle load and the agent process), agent (the agent process) or rollout (the rollouts)")
 	cmd.Flags().StringVar(&o.AgentExe, "agent-exe", "", "the rollboot binary whose agent process is measured (default: this one); a release build measures what ships")
 	cmd.Flags().IntVar(&o.Passes, "passes", 100, "reconcile passes timed at the largest host count")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write rollboot's own logs to this file")

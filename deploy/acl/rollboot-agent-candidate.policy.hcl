@@ -23,7 +23,8 @@ agent {
   policy = "read"
 }
 
-# Coordinator: GET /v1/nodes (list, ?filter=, blocking watch) and
+# Coordinator: GET /v1/nodes (list, ?filter=, blocking watch),
+# GET /v1/event/stream?topic=Node:* (the nodes written since the list) and
 # GET /v1/node/<id>/allocations and GET /v1/client/metadata need node:read;
 # POST /v1/node/<id>/drain, POST /v1/node/<id>/eligibility and POST
 # /v1/client/metadata (rollboot's dynamic node metadata) need node:write.

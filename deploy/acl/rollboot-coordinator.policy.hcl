@@ -11,6 +11,7 @@
 
 # node:write (includes node:read):
 #   GET  /v1/nodes, also with ?filter=<group filter> and as a blocking watch   (read)
+#   GET  /v1/event/stream?topic=Node:*: the nodes written since the list       (read)
 #   GET  /v1/node/<id>/allocations: system jobs back after the reboot, and the
 #        capacity gate's count of what a drain moves and what runs elsewhere (read)
 #   GET  /v1/node/<id>: node events, and the capacity gate's node resources   (read)

@@ -36,7 +36,8 @@ type Options struct {
 	QuietSettle time.Duration
 	Passes      int // back-to-back passes timed at the largest size; default 100
 	// Only measures part of the figures: "idle" the idle load (and the agent
-	// process beside it), "agent" the agent process alone; "" everything.
+	// process beside it), "agent" the agent process alone, "rollout" the
+	// rollouts alone; "" everything.
 	Only string
 	// Exe is the rollboot binary, run as child processes to measure the
 	// coordinator's and an agent's memory and CPU as the kernel sees them
@@ -94,8 +95,8 @@ type Report struct {
 // Run measures every size in o.Hosts and returns the figures; Print shows them.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
-	if o.Only != "" && o.Only != "idle" && o.Only != "agent" {
-		return nil, fmt.Errorf("-only: %q is not a part of the figures (idle or agent; nothing for every figure)", o.Only)
+	if o.Only != "" && o.Only != "idle" && o.Only != "agent" && o.Only != "rollout" {
+		return nil, fmt.Errorf("-only: %q is not a part of the figures (idle, agent or rollout; nothing for every figure)", o.Only)
 	}
 	sizes := slices.Clone(o.Hosts)
 	slices.Sort(sizes)
@@ -109,11 +110,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		agentWG  sync.WaitGroup
 		agentErr error
 	)
-	agentWG.Add(1)
-	go func() {
-		defer agentWG.Done()
-		rep.Agent, agentErr = runAgentProcess(ctx, &o)
-	}()
+	if o.Only != "rollout" {
+		agentWG.Add(1)
+		go func() {
+			defer agentWG.Done()
+			rep.Agent, agentErr = runAgentProcess(ctx, &o)
+		}()
+	}
 
 	for _, n := range sizes {
 		if n > o.RolloutMax {
@@ -122,14 +125,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if o.Only == "agent" {
 			break
 		}
-		progress("%d hosts: idle cluster, every agent a candidate, %s window", n, o.Idle)
-		idle, err := runIdle(ctx, &o, n)
-		if err != nil {
-			return nil, fmt.Errorf("idle, %d hosts: %w", n, err)
-		}
-		rep.Idle = append(rep.Idle, idle)
-		if o.Only == "idle" {
-			continue
+		if o.Only != "rollout" {
+			progress("%d hosts: idle cluster, every agent a candidate, %s window", n, o.Idle)
+			idle, err := runIdle(ctx, &o, n)
+			if err != nil {
+				return nil, fmt.Errorf("idle, %d hosts: %w", n, err)
+			}
+			rep.Idle = append(rep.Idle, idle)
+			if o.Only == "idle" {
+				continue
+			}
 		}
 		progress("%d hosts: rollout, %d groups of concurrency %d", n, o.Groups, o.Concurrency)
 		r, err := runRollout(ctx, &o, n)

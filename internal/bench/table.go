@@ -153,6 +153,9 @@ func (rep *Report) Print(out io.Writer) {
 		}
 		tw.Flush()
 	}
+	for _, r := range rep.Rollouts {
+		printRoutes(out, r)
+	}
 	fmt.Fprintln(out, "\nHow: the real agents (one per host) and coordinator run in this process against the emulator;")
 	fmt.Fprintln(out, "pass and cold-start times are ReconcileOnce calls timed in process (passes with the coordinator's watches")
 	fmt.Fprintln(out, "running, as while it leads, unless said otherwise); peak RSS and agent CPU are read")
@@ -203,3 +206,24 @@ func ms(d time.Duration) string {
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
+
+// topRoutes is how many of the busiest routes a rollout's table shows.
+const topRoutes = 10
+
+// printRoutes shows where the emulator's request time went in a rollout: the
+// busiest routes, with their requests (the bench's own reads included).
+func printRoutes(out io.Writer, r *Rollout) {
+	routes := r.Emulator.Routes
+	if len(routes) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nEmulator requests by route, rollout of %d hosts (the busiest %d of %d routes; the bench's own reads included):\n",
+		r.Hosts, min(topRoutes, len(routes)), len(routes))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUTE\tREQUESTS\tBUSY\tSHARE OF BUSY")
+	for _, rs := range routes[:min(topRoutes, len(routes))] {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\n", rs.Route, rs.Requests, dur(rs.Busy),
+			100*rs.Busy.Seconds()/max(r.Emulator.Busy.Seconds(), 1e-9))
+	}
+	tw.Flush()
+}

@@ -123,6 +123,10 @@ type Options struct {
 	DefaultOptions GroupOptions
 	Allocs         AllocsAPI
 	ConsulHealth   ConsulHealthAPI
+
+	// NodeEvents, when set, keeps the node list current from Nomad's event
+	// stream instead of a blocking query of the whole list (nodewatch.go).
+	NodeEvents NodeEventsAPI
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
@@ -152,6 +156,9 @@ type Coordinator struct {
 	nodeCache nodeCache
 	// capacityCache: each node's capacity, for the capacity gate (capacity.go).
 	capacityCache capacityCache
+	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
+	// rebooting (heartbeatcache.go).
+	heartbeats heartbeatCache
 	// hostsCache: the host records while the host watch sees no change
 	// (hostscache.go).
 	hostsCache hostsCache
@@ -281,7 +288,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // change of the host records, the nodes, the control variable, the requests and
 // (when checked) the agent job's allocations. They end with ctx; wg waits for them.
 func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke func()) {
-	queries := []watch.Query{c.watchVars, c.watchNodes, c.watchControl, c.watchRequests}
+	queries := []watch.Query{c.watchVars, c.watchControl, c.watchRequests}
+	if c.opt.NodeEvents != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.followNodes(ctx, poke) // nodewatch.go
+		}()
+	} else {
+		queries = append(queries, c.watchNodes)
+	}
 	if c.agentJob() != "" {
 		queries = append(queries, c.watchAgentJob)
 	}

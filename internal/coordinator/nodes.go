@@ -46,6 +46,8 @@ type nodeCache struct {
 	groups  string
 	// asked is the list groupOf stands for: the same list again needs no look.
 	asked []*api.NodeListStub
+	// kept is closed and replaced whenever the watch keeps a list (caughtUp).
+	kept chan struct{}
 }
 
 // setList keeps the watch's answer (nil: forget the list), unless it is older
@@ -57,6 +59,10 @@ func (n *nodeCache) setList(list []*api.NodeListStub, index uint64) {
 		return
 	}
 	n.list, n.index = list, index
+	if n.kept != nil {
+		close(n.kept)
+		n.kept = nil
+	}
 }
 
 // written records the index of a node write of ours.
@@ -110,6 +116,9 @@ func (w writeIndexNodes) ToggleEligibility(nodeID string, eligible bool, q *api.
 // filter matches it, as Nomad evaluates it).
 func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListStub, map[string]string, error) {
 	list := c.nodeCache.current()
+	if list == nil {
+		list = c.nodeCache.caughtUp(ctx, catchUpWait) // nodewatch.go
+	}
 	if list == nil {
 		l, _, err := c.opt.Nodes.List((&api.QueryOptions{}).WithContext(ctx))
 		if err != nil {

@@ -65,6 +65,9 @@ type snapshot struct {
 	// nodeSum: the nodes summed up for the group statuses (nil: summed up
 	// when needed).
 	nodeSum *nodeSummary
+	// allocs: the allocations of the nodes this pass read, by node ID
+	// (allocsOnNode), so that each is read once per pass.
+	allocs map[string][]*api.Allocation
 }
 
 // hostView is what a pass knows of one host.
@@ -167,6 +170,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 // node's events while the host should be rebooting (did it miss heartbeats and
 // come back?), and its system jobs while it rejoins.
 func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
+	defer c.heartbeats.passDone()
 	for _, name := range s.names {
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil {
@@ -182,7 +186,7 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 			hv.err = c.reregisteredIndex(ctx, hv.node)
 		}
 		if hv.err == nil && rejoins && p.EligibleBefore && hv.node.Eligible {
-			hv.err = c.systemRunning(ctx, hv.node)
+			hv.err = c.systemRunning(ctx, s, hv.node)
 		}
 	}
 }
@@ -257,7 +261,7 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admiss
 			continue
 		}
 		hv = s.own(name)
-		hv.jobs, hv.err = c.systemJobs(ctx, hv.node.ID)
+		hv.jobs, hv.err = c.systemJobs(ctx, s, hv.node.ID)
 		hv.jobsRead = true
 	}
 }
@@ -286,27 +290,54 @@ const (
 )
 
 // reregisteredIndex reads the node's events (the list stub has none) for the last
-// missed heartbeat and the last re-registration.
+// missed heartbeat and the last re-registration, unless the node did not
+// change since it last read them (heartbeatcache.go).
 func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error {
-	n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return fmt.Errorf("read node %s: %w", v.ID, err)
-	}
-	for _, e := range n.Events {
-		switch e.Message {
-		case eventReregistered, eventReregisteredByHeartbeat:
-			v.ReregisteredIndex = max(v.ReregisteredIndex, e.CreateIndex)
-		case eventHeartbeatMissed:
-			v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.CreateIndex)
+	e, ok := c.heartbeats.get(v.ID, v.ModifyIndex)
+	if !ok {
+		n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("read node %s: %w", v.ID, err)
 		}
+		e = heartbeatIndexesOf(n)
+		c.heartbeats.put(v.ID, e)
 	}
+	v.ReregisteredIndex = max(v.ReregisteredIndex, e.reregistered)
+	v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.missed)
 	return nil
 }
 
-func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, error) {
+// allocsOnNode returns the allocations on a node as this pass sees them: as the
+// node's allocation watch last read them (a change pokes a pass after the
+// watch kept it: wake.go), else as read earlier in this pass, else read now and
+// kept for the rest of the pass. A rebooted node's allocations are so read once
+// in the pass that finds it back (its system jobs, then its workloads' health),
+// and not at all while its watch runs.
+func (c *Coordinator) allocsOnNode(ctx context.Context, s *snapshot, nodeID string) ([]*api.Allocation, error) {
+	c.mu.Lock()
+	allocs, ok := c.watchedAllocs[nodeID]
+	c.mu.Unlock()
+	if ok {
+		return allocs, nil
+	}
+	if allocs, ok := s.allocs[nodeID]; ok {
+		return allocs, nil
+	}
 	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
+	}
+	if s.allocs == nil {
+		s.allocs = map[string][]*api.Allocation{}
+	}
+	s.allocs[nodeID] = allocs
+	return allocs, nil
+}
+
+func (c *Coordinator) systemJobs(ctx context.Context, s *snapshot, nodeID string) ([]string, error) {
+	allocs, err := c.allocsOnNode(ctx, s, nodeID)
+	if err != nil {
+		return nil, err
 	}
 	set := map[string]bool{}
 	for _, a := range allocs {
@@ -323,8 +354,8 @@ func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, 
 	return out, nil
 }
 
-func (c *Coordinator) systemRunning(ctx context.Context, v *NodeView) error {
-	jobs, err := c.systemJobs(ctx, v.ID)
+func (c *Coordinator) systemRunning(ctx context.Context, s *snapshot, v *NodeView) error {
+	jobs, err := c.systemJobs(ctx, s, v.ID)
 	if err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 			continue
 		}
 		o := &rejoinhealth.Observed{}
-		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, hv.node.ID)
+		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, s, hv.node.ID)
 		if c.groupOptions(planGroup(p, hv.group)).Healthy.ConsulChecks {
 			nodeName := ""
 			if n := s.nodes[hv.node.ID]; n != nil {
@@ -165,18 +165,12 @@ func (c *Coordinator) cacheNodeAllocs(nodeID string, allocs []*api.Allocation) {
 
 // nodeAllocs returns the allocations on the node, as package rejoin sees them:
 // as the node's watch last read them (a change pokes a pass after the watch kept
-// it), else read now (the first pass of a host waiting for them, before its
-// watch starts).
-func (c *Coordinator) nodeAllocs(ctx context.Context, nodeID string) ([]rejoinhealth.Alloc, error) {
-	c.mu.Lock()
-	allocs, ok := c.watchedAllocs[nodeID]
-	c.mu.Unlock()
-	if !ok {
-		var err error
-		allocs, _, err = c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)
-		}
+// it), else as this pass read them (allocsOnNode: the first pass of a host
+// waiting for them, before its watch starts).
+func (c *Coordinator) nodeAllocs(ctx context.Context, s *snapshot, nodeID string) ([]rejoinhealth.Alloc, error) {
+	allocs, err := c.allocsOnNode(ctx, s, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the %w", err)
 	}
 	out := make([]rejoinhealth.Alloc, 0, len(allocs))
 	for _, a := range allocs {

@@ -171,7 +171,8 @@ func (n *countingNodes) Allocations(string, *api.QueryOptions) ([]*api.Allocatio
 }
 
 // The observer takes a watched node's allocations from its watch, and reads
-// them itself otherwise.
+// them itself otherwise, once per pass: the system jobs and the workloads'
+// health of a rebooted node share one read.
 func TestNodeAllocsFromTheWatch(t *testing.T) {
 	yes := true
 	run := func(name string, healthy *bool) *api.Allocation {
@@ -180,17 +181,21 @@ func TestNodeAllocsFromTheWatch(t *testing.T) {
 	}
 	n := &countingNodes{allocs: []*api.Allocation{run("web.web[0]", nil)}}
 	c := New(Options{Nodes: n})
-	got, err := c.nodeAllocs(t.Context(), "n1")
+	pass := &snapshot{}
+	got, err := c.nodeAllocs(t.Context(), pass, "n1")
 	if err != nil || n.reads != 1 || len(got) != 1 || got[0].Healthy != nil {
 		t.Fatalf("direct read: %+v %v, %d reads", got, err, n.reads)
 	}
+	if _, err := c.systemJobs(t.Context(), pass, "n1"); err != nil || n.reads != 1 {
+		t.Fatalf("%d reads for the system jobs in the same pass (%v), want 1", n.reads, err)
+	}
 	c.cacheNodeAllocs("n1", []*api.Allocation{run("web.web[0]", &yes)})
-	got, _ = c.nodeAllocs(t.Context(), "n1")
+	got, _ = c.nodeAllocs(t.Context(), &snapshot{}, "n1")
 	if n.reads != 1 || got[0].Healthy == nil || !*got[0].Healthy {
 		t.Fatalf("from the watch: %+v, %d reads", got, n.reads)
 	}
 	c.cacheNodeAllocs("n1", nil) // the watch ended
-	if _, err := c.nodeAllocs(t.Context(), "n1"); err != nil || n.reads != 2 {
+	if _, err := c.nodeAllocs(t.Context(), &snapshot{}, "n1"); err != nil || n.reads != 2 {
 		t.Fatalf("%d reads after the watch ended, want 2", n.reads)
 	}
 }

@@ -58,6 +58,7 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 	r := coordinatorRules(cfg, 0) // the safe default until the stored policy is read
 	return coordinator.Options{
 		Nodes:                c.Nodes(),
+		NodeEvents:           coordinator.NomadNodeEvents{Client: c},
 		Store:                st,
 		Groups:               r.Groups,
 		DefaultGroup:         r.DefaultGroup,

@@ -6,7 +6,10 @@
 // is meant to wait: it gets its own `wait` (Nomad and Consul default and cap it
 // at 5 minutes) plus the jitter the server may add, wait/16 (Nomad's
 // nomad/rpc.go blockingRPC, structs.JitterFraction; Consul's agent/consul/rpc.go
-// blockingQuery), plus Margin for the answer to travel.
+// blockingQuery), plus Margin for the answer to travel. Nomad's event stream
+// (/v1/event/stream) stays open: it gets the deadline of a blocking query of
+// the servers' 5 minutes, as long as rollboot follows one subscription (the
+// coordinator's node follower subscribes again every 5 minutes).
 package deadline
 
 import (
@@ -24,6 +27,8 @@ const (
 	// defaultWait is the wait of a blocking query that sets none: 5 minutes in
 	// Nomad (structs.DefaultBlockingRPCQueryTime) and Consul (defaultQueryTime).
 	defaultWait = 5 * time.Minute
+	// eventStreamPath is Nomad's event stream (command/agent/event_endpoint.go).
+	eventStreamPath = "/v1/event/stream"
 )
 
 // Transport is an http.RoundTripper that bounds each request, from sending it to
@@ -45,6 +50,9 @@ func (t *Transport) For(req *http.Request) time.Duration {
 	}
 	if margin <= 0 {
 		margin = DefaultMargin
+	}
+	if req.URL.Path == eventStreamPath {
+		return defaultWait + defaultWait/16 + margin
 	}
 	q := req.URL.Query()
 	if idx, err := strconv.ParseUint(q.Get("index"), 10, 64); err != nil || idx == 0 {

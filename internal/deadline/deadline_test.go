@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,10 +23,15 @@ func TestFor(t *testing.T) {
 		{"blocking query with its wait", "?index=7&wait=160000ms", 160*time.Second + 10*time.Second + time.Second},
 		{"blocking query without wait: the servers' 5 minutes", "?index=7", 5*time.Minute + 5*time.Minute/16 + time.Second},
 		{"bad wait: the servers' default", "?index=7&wait=soon", 5*time.Minute + 5*time.Minute/16 + time.Second},
+		{"event stream: as a 5-minute blocking query", "/v1/event/stream?topic=Node&index=0", 5*time.Minute + 5*time.Minute/16 + time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodGet, "http://x/v1/vars"+tc.query, nil)
+			path := "/v1/vars" + tc.query
+			if strings.HasPrefix(tc.query, "/") {
+				path = tc.query
+			}
+			req := httptest.NewRequest(http.MethodGet, "http://x"+path, nil)
 			if got := tr.For(req); got != tc.want {
 				t.Errorf("For(%q) = %s, want %s", tc.query, got, tc.want)
 			}

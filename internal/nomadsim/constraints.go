@@ -83,6 +83,6 @@ func (s *Sim) SetNodeAttributes(host string, attrs map[string]string) error {
 		}
 	}
 	sn.node.Attributes = a
-	s.cluster.touchNodeLocked(sn.node, s.bumpLocked())
+	s.cluster.touchNodeLocked(sn.node, s.bumpLocked(), eventNodeRegistration)
 	return nil
 }

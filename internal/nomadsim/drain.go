@@ -139,7 +139,7 @@ func (s *Sim) updateDrain(t *Token, id string, req *api.NodeUpdateDrainRequest) 
 	if msg != "" {
 		addNodeEvent(n, "Drain", msg, nil, idx)
 	}
-	s.cluster.touchNodeLocked(n, idx)
+	s.cluster.touchNodeLocked(n, idx, eventNodeDrain)
 
 	resp := nodeUpdateResponse{NodeModifyIndex: idx, Index: idx}
 	if becameEligible {
@@ -238,7 +238,7 @@ func (s *Sim) updateEligibility(id, eligibility string) (nodeUpdateResponse, err
 	}
 	n.SchedulingEligibility = eligibility
 	addNodeEvent(n, "Cluster", msg, nil, idx)
-	s.cluster.touchNodeLocked(n, idx)
+	s.cluster.touchNodeLocked(n, idx, eventNodeEligibility)
 	resp := nodeUpdateResponse{NodeModifyIndex: idx, Index: idx}
 	if eligibility == api.NodeSchedulingEligible {
 		resp.EvalIDs, resp.EvalCreateIndex = s.cluster.createNodeEvalsLocked(s, id, idx)
@@ -417,7 +417,7 @@ func (c *clusterState) completeDrainLocked(s *Sim, sn *simNode, now time.Time, d
 		details = map[string]string{nodeDrainEventDetailDeadline: "true"}
 	}
 	addNodeEvent(n, "Drain", nodeDrainEventComplete, details, idx)
-	c.touchNodeLocked(n, idx)
+	c.touchNodeLocked(n, idx, eventNodeDrain)
 	s.eventLocked(Event{Type: EventDrainComplete, Host: sn.host.Name, NodeID: n.ID,
 		Details: map[string]string{"deadline_reached": strconv.FormatBool(deadlined)}})
 }

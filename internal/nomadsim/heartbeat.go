@@ -219,7 +219,7 @@ func (c *clusterState) setNodeStatusLocked(s *Sim, sn *simNode, status, event st
 	} else if old != api.NodeStatusReady && status == api.NodeStatusReady {
 		hb.lastMissedIndex = 0
 	}
-	c.touchNodeLocked(n, idx)
+	c.touchNodeLocked(n, idx, eventNodeStatus)
 	if old == status {
 		return
 	}

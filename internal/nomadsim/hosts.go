@@ -95,7 +95,7 @@ func (c *clusterState) reregisterLocked(s *Sim, h *Host) {
 	n.HTTPAddr = h.Addr
 	sn.metaPending = false
 	n.Meta = mergeNodeMeta(sn.staticMeta, sn.dynamicMeta)
-	c.touchNodeLocked(n, idx)
+	c.touchNodeLocked(n, idx, eventNodeRegistration)
 	c.clientRegisteredLocked(s, h, sn)
 }
 

@@ -31,6 +31,7 @@ func (s *Sim) handler(h *Host) http.Handler {
 	s.registerJobRoutes(mux)
 	s.registerAllocRoutes(mux)
 	s.registerACLRoutes(mux)
+	s.registerEventRoutes(mux) // eventstream.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h != nil {
 			s.mu.Lock()

@@ -28,8 +28,11 @@ func (s *Sim) handleJobSpecific(w http.ResponseWriter, r *http.Request) {
 // handleJobAllocs answers GET /v1/job/:id/allocations (nomad/job_endpoint.go
 // Job.Allocations): read-job in the request's namespace (403 otherwise), the
 // allocation stubs of the job in that namespace (state.AllocsByJob), and as index
-// the allocs table index (state.Index("allocs")), so a blocking query wakes on any
-// allocation change. A job that does not exist is no error: its list is empty
+// the allocs table index (state.Index("allocs")). A blocking query sleeps on the
+// watch set of AllocsByJob (watchJobAllocs): it wakes when an allocation of that
+// job is written, not on other jobs' allocations; a query whose index is behind
+// the allocs table's answers at once, as blockingRPC runs the query before it
+// sleeps. A job that does not exist is no error: its list is empty
 // (the endpoint does not look the job up), encoded as [] (command/agent
 // job_endpoint.go jobAllocations makes an empty slice).
 func (s *Sim) handleJobAllocs(w http.ResponseWriter, r *http.Request, id string) {
@@ -37,7 +40,8 @@ func (s *Sim) handleJobAllocs(w http.ResponseWriter, r *http.Request, id string)
 	if s.authorize(w, r, func(t *Token) bool { return t.AllowNamespace(ns, "read-job") }) == nil {
 		return
 	}
-	s.blockingRead(w, r, func() (any, uint64, error) {
+	watch := s.watchJobAllocs(ns, id)
+	s.blockingReadWatch(w, r, &watch, func() (any, uint64, error) {
 		out := []*api.AllocationListStub{}
 		for _, aid := range s.cluster.allocOrder {
 			a := s.cluster.allocs[aid].a

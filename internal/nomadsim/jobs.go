@@ -341,7 +341,7 @@ func (c *clusterState) touchAllocLocked(s *Sim, a *api.Allocation) uint64 {
 	a.ModifyIndex = idx
 	a.ModifyTime = time.Now().UnixNano()
 	c.allocsIndex = idx
-	c.topics.allocWrittenLocked(a.NodeID)
+	c.topics.allocWrittenLocked(a)
 	return idx
 }
 
@@ -588,7 +588,7 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 	c.allocs[a.ID] = sa
 	c.allocOrder = append(c.allocOrder, a.ID)
 	c.allocsIndex = idx
-	c.topics.allocWrittenLocked(a.NodeID)
+	c.topics.allocWrittenLocked(a)
 	c.allocEventLocked(s, EventAllocPlace, a, nil)
 }
 

@@ -3,7 +3,9 @@ package nomadsim
 import (
 	"encoding/json"
 	"maps"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-bexpr"
 )
@@ -24,6 +26,35 @@ const maxCachedFilters = 256
 type nodeFilter struct {
 	eval    *bexpr.Evaluator
 	results map[string]filterResult // by node ID
+	// of and ids: the filter is `(F) and (ID == "a" or ID == "b" ...)`, F's
+	// filter and the IDs (byIDs).
+	of  *nodeFilter
+	ids map[string]bool
+}
+
+// The filter a coordinator sends to ask a group's filter F of the nodes that
+// changed: (F) and (ID == "a" or ...). Each is asked once, with other IDs each
+// time, so compiled and kept as a whole it would be evaluated over every node
+// each time and push the groups' own filters out of the cache. It is evaluated
+// as bexpr does, left to right: F (kept, so evaluated again only for the nodes
+// that changed), then the IDs.
+var byIDs = regexp.MustCompile(`^ID == "[^"\\]*"( or ID == "[^"\\]*")*$`)
+
+// splitByIDs returns F and the IDs of a filter (F) and (ID == ...), if f is one.
+func splitByIDs(f string) (string, map[string]bool, bool) {
+	i := strings.LastIndex(f, ") and (")
+	if i < 0 || !strings.HasPrefix(f, "(") || !strings.HasSuffix(f, ")") {
+		return "", nil, false
+	}
+	left, right := f[1:i], f[i+len(") and ("):len(f)-1]
+	if !byIDs.MatchString(right) {
+		return "", nil, false
+	}
+	ids := map[string]bool{}
+	for _, part := range strings.Split(right, " or ") {
+		ids[strings.Trim(strings.TrimPrefix(part, "ID == "), `"`)] = true
+	}
+	return left, ids, true
 }
 
 type filterResult struct {
@@ -52,6 +83,12 @@ func (c *nodeCache) filterLocked(f string) (*nodeFilter, error) {
 	if nf, ok := c.filters[f]; ok {
 		return nf, nil
 	}
+	if left, ids, ok := splitByIDs(f); ok {
+		// F on its own must be a filter: (F) then groups as written.
+		if of, err := c.filterLocked(left); err == nil {
+			return &nodeFilter{of: of, ids: ids}, nil
+		}
+	}
 	e, err := bexpr.CreateEvaluator(f)
 	if err != nil {
 		return nil, err
@@ -68,6 +105,13 @@ func (c *nodeCache) filterLocked(f string) (*nodeFilter, error) {
 // node changed since it was last evaluated.
 func (nf *nodeFilter) matchLocked(sn *simNode) (bool, error) {
 	n := sn.node
+	if nf.of != nil {
+		ok, err := nf.of.matchLocked(sn)
+		if err != nil || !ok {
+			return false, err
+		}
+		return nf.ids[n.ID], nil
+	}
 	if r, ok := nf.results[n.ID]; ok && r.index == n.ModifyIndex {
 		return r.ok, nil
 	}

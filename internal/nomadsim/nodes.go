@@ -39,6 +39,8 @@ type clusterState struct {
 
 	// topics wakes the blocking queries of what a write changes (watch.go).
 	topics *topics
+	// events is the event stream's buffer (eventstream.go).
+	events eventBuffer
 	// cache holds what the node list computes from each node (nodecache.go).
 	cache nodeCache
 	// byHost are the nodes in host order (sortedNodesLocked).
@@ -150,8 +152,7 @@ func (c *clusterState) registerNodeLocked(s *Sim, h *Host, pool string) string {
 	addNodeEvent(n, "Cluster", "Node registered", nil, idx)
 	sn := &simNode{node: n, host: h, staticMeta: map[string]string{}, dynamicMeta: map[string]*string{}}
 	c.nodes[id] = sn
-	c.nodesIndex = idx
-	c.topics.nodeWrittenLocked(id)
+	c.touchNodeLocked(n, idx, eventNodeRegistration)
 	c.acceptHeartbeatLocked(s, sn, now) // Node.Register starts the heartbeat timer
 	return id
 }
@@ -176,11 +177,13 @@ func addNodeEvent(n *api.Node, subsystem, msg string, details map[string]string,
 	}
 }
 
-// touchNodeLocked records a write to n at index idx.
-func (c *clusterState) touchNodeLocked(n *api.Node, idx uint64) {
+// touchNodeLocked records a write to n at index idx, of the event type typ
+// (the type nomad/state/events.go gives the write's message type).
+func (c *clusterState) touchNodeLocked(n *api.Node, idx uint64, typ string) {
 	n.ModifyIndex = idx
 	c.topics.nodeWrittenLocked(n.ID)
 	c.nodesIndex = idx
+	c.nodeEventLocked(n, idx, typ)
 }
 
 // numAllocsLocked is the number of allocations the client on nodeID runs
@@ -221,7 +224,7 @@ func (s *Sim) SetNodeMeta(host string, meta map[string]string) error {
 		}
 	}
 	sn.node.Meta = mergeNodeMeta(sn.staticMeta, sn.dynamicMeta)
-	s.cluster.touchNodeLocked(sn.node, s.bumpLocked())
+	s.cluster.touchNodeLocked(sn.node, s.bumpLocked(), eventNodeRegistration)
 	return nil
 }
 
@@ -234,7 +237,7 @@ func (s *Sim) SetNodeClass(host, class string) error {
 		return err
 	}
 	sn.node.NodeClass = class
-	s.cluster.touchNodeLocked(sn.node, s.bumpLocked())
+	s.cluster.touchNodeLocked(sn.node, s.bumpLocked(), eventNodeRegistration)
 	return nil
 }
 
@@ -633,7 +636,7 @@ func (c *clusterState) syncMetaLocked(s *Sim, sn *simNode) {
 	}
 	sn.metaPending = false
 	sn.node.Meta = mergeNodeMeta(sn.staticMeta, sn.dynamicMeta)
-	c.touchNodeLocked(sn.node, s.bumpLocked())
+	c.touchNodeLocked(sn.node, s.bumpLocked(), eventNodeRegistration)
 }
 
 func mergeNodeMeta(static map[string]string, dynamic map[string]*string) map[string]string {

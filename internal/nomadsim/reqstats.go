@@ -1,9 +1,11 @@
 package nomadsim
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,6 +27,16 @@ type RequestStats struct {
 	// from their tick to the end of their round, waiting for the state lock
 	// included. They hold the state lock: requests wait for them.
 	Background time.Duration
+	// Routes are the requests and busy time by route (the pattern that served
+	// them, such as "GET /v1/nodes"), most busy first.
+	Routes []RouteStats
+}
+
+// RouteStats are one route's share of the request figures.
+type RouteStats struct {
+	Route    string
+	Requests uint64
+	Busy     time.Duration
 }
 
 // maxReqSamples bounds the per-request samples kept for the percentiles; past
@@ -37,6 +49,7 @@ type reqStats struct {
 	busy        time.Duration
 	samples     []time.Duration
 	backgroundT time.Duration
+	routes      map[string]*RouteStats
 }
 
 func (r *reqStats) background(d time.Duration) {
@@ -45,9 +58,19 @@ func (r *reqStats) background(d time.Duration) {
 	r.backgroundT += d
 }
 
-func (r *reqStats) record(d time.Duration) {
+func (r *reqStats) record(route string, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.routes == nil {
+		r.routes = make(map[string]*RouteStats)
+	}
+	rs := r.routes[route]
+	if rs == nil {
+		rs = &RouteStats{Route: route}
+		r.routes[route] = rs
+	}
+	rs.Requests++
+	rs.Busy += d
 	if len(r.samples) < maxReqSamples {
 		r.samples = append(r.samples, d)
 	} else {
@@ -72,8 +95,10 @@ func (s *Sim) timed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rt := &reqTimer{}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxTimer, rt)))
-		s.reqs.record(time.Since(start) - rt.waited)
+		// The mux records the pattern it matched in the request it is given.
+		req := r.WithContext(context.WithValue(r.Context(), ctxTimer, rt))
+		next.ServeHTTP(w, req)
+		s.reqs.record(routeOf(req), time.Since(start)-rt.waited)
 	})
 }
 
@@ -89,6 +114,15 @@ func (s *Sim) RequestStats() RequestStats {
 		out.P50 = sorted[len(sorted)/2]
 		out.P99 = sorted[min(len(sorted)-1, len(sorted)*99/100)]
 	}
+	for _, rs := range s.reqs.routes {
+		out.Routes = append(out.Routes, *rs)
+	}
+	slices.SortFunc(out.Routes, func(a, b RouteStats) int {
+		if a.Busy != b.Busy {
+			return cmp.Compare(b.Busy, a.Busy)
+		}
+		return strings.Compare(a.Route, b.Route)
+	})
 	return out
 }
 
@@ -96,5 +130,24 @@ func (s *Sim) RequestStats() RequestStats {
 func (s *Sim) ResetRequestStats() {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
-	s.reqs.n, s.reqs.busy, s.reqs.samples, s.reqs.backgroundT = 0, 0, nil, 0
+	s.reqs.n, s.reqs.busy, s.reqs.samples, s.reqs.backgroundT, s.reqs.routes = 0, 0, nil, 0, nil
+}
+
+// routeOf names the request's route for the statistics: its method and the
+// pattern that served it, with a node's endpoint after its ID
+// ("GET /v1/node/:id/allocations"); never an ID or a variable's path.
+func routeOf(r *http.Request) string {
+	p := r.Pattern
+	switch {
+	case p == "":
+		p = "unmatched"
+	case p == "/v1/node/":
+		p = "/v1/node/:id"
+		if _, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/node/"), "/"); ok {
+			p += "/" + rest
+		}
+	case strings.HasSuffix(p, "/"):
+		p += "..."
+	}
+	return r.Method + " " + p
 }

@@ -166,6 +166,6 @@ func (s *Sim) SetNodeResources(host string, nr NodeResources) error {
 		return err
 	}
 	sn.node.NodeResources, sn.node.ReservedResources = nodeResources(nr)
-	s.cluster.touchNodeLocked(sn.node, s.bumpLocked())
+	s.cluster.touchNodeLocked(sn.node, s.bumpLocked(), eventNodeRegistration)
 	return nil
 }

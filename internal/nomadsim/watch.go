@@ -3,6 +3,8 @@ package nomadsim
 import (
 	"strings"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // Blocking queries wake only on their own data.
@@ -51,10 +53,11 @@ type watcher struct {
 // topics are the channels of the watched things (go-memdb's watch channels of
 // the radix nodes a query read).
 type topics struct {
-	vars    map[varKey]chan struct{} // one variable, by namespace and path
-	varPfx  map[varKey]chan struct{} // variables under a path prefix ("*": every namespace)
-	nodePfx map[string]chan struct{} // nodes whose ID starts with the prefix
-	allocs  map[string]chan struct{} // one node's allocations, by node ID
+	vars      map[varKey]chan struct{} // one variable, by namespace and path
+	varPfx    map[varKey]chan struct{} // variables under a path prefix ("*": every namespace)
+	nodePfx   map[string]chan struct{} // nodes whose ID starts with the prefix
+	allocs    map[string]chan struct{} // one node's allocations, by node ID
+	jobAllocs map[varKey]chan struct{} // one job's allocations, by namespace and job ID
 }
 
 func topicChan[K comparable](m *map[K]chan struct{}, k K) <-chan struct{} {
@@ -99,12 +102,16 @@ func (t *topics) nodeWrittenLocked(id string) {
 	}
 }
 
-// allocWrittenLocked wakes the queries of the allocations of nodeID.
-func (t *topics) allocWrittenLocked(nodeID string) { fire(t.allocs, nodeID) }
+// allocWrittenLocked wakes the queries of the allocations of a's node and of
+// a's job.
+func (t *topics) allocWrittenLocked(a *api.Allocation) {
+	fire(t.allocs, a.NodeID)
+	fire(t.jobAllocs, varKey{a.Namespace, a.JobID})
+}
 
 // allLocked wakes every query (a leadership change, the emulator closing).
 func (t *topics) allLocked() {
-	for _, m := range []map[varKey]chan struct{}{t.vars, t.varPfx} {
+	for _, m := range []map[varKey]chan struct{}{t.vars, t.varPfx, t.jobAllocs} {
 		for k := range m {
 			fire(m, k)
 		}
@@ -145,6 +152,13 @@ func (s *Sim) watchNodePrefix(prefix string) watcher {
 // the "node_prefix" iterator of the node, not the allocs table.
 func (s *Sim) watchNodeAllocs(nodeID string) watcher {
 	return watcher{topic: func() <-chan struct{} { return topicChan(&s.topics.allocs, nodeID) }}
+}
+
+// watchJobAllocs watches the allocations of one job: state_store.go AllocsByJob
+// watches the iterator of the allocs table's "job" index at (namespace, job ID),
+// not the allocs table, and not the job itself (read with First, unwatched).
+func (s *Sim) watchJobAllocs(ns, jobID string) watcher {
+	return watcher{topic: func() <-chan struct{} { return topicChan(&s.topics.jobAllocs, varKey{ns, jobID}) }}
 }
 
 // watchStats counts what blocking queries do while they wait, so that tests can

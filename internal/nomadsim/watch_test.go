@@ -57,6 +57,15 @@ func TestBlockingQueryWakesOnlyOnItsData(t *testing.T) {
 			return meta.LastIndex, nil
 		}
 	}
+	jobAllocs := func(job string) query {
+		return func(s *Sim, c *api.Client, ctx context.Context, idx uint64) (uint64, error) {
+			_, meta, err := c.Jobs().Allocations(job, false, (&api.QueryOptions{WaitIndex: idx, WaitTime: time.Minute}).WithContext(ctx))
+			if err != nil {
+				return 0, err
+			}
+			return meta.LastIndex, nil
+		}
+	}
 	putVar := func(path string) write {
 		return func(t *testing.T, c *api.Client, s *Sim) uint64 {
 			_, meta, err := c.Variables().Create(&api.Variable{Path: path, Items: api.VariableItems{"k": time.Now().String()}}, nil)
@@ -116,6 +125,7 @@ func TestBlockingQueryWakesOnlyOnItsData(t *testing.T) {
 		{"variable read, another variable", varRead("rollboot/plan/client-1"), putVar("rollboot/plan/client-2"), putVar("rollboot/plan/client-1")},
 		{"node list, variable write", nodeList, putVar("rollboot/hosts/client-1"), ineligible("client-2")},
 		{"node allocations, another node's allocation", nodeAllocs("client-1"), job("on-b", "b"), job("on-a", "a")},
+		{"job allocations, another job's allocation", jobAllocs("on-a"), job("on-b", "b"), job("on-a", "a")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,50 @@
+package coordinator
+
+import (
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// infoNodes answers Info with node and counts the reads.
+type infoNodes struct {
+	NodesAPI
+	reads int
+	node  *api.Node
+}
+
+func (n *infoNodes) Info(string, *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	n.reads++
+	return n.node, &api.QueryMeta{LastIndex: n.node.ModifyIndex}, nil
+}
+
+// A node's heartbeat indexes are read again only when its ModifyIndex moved,
+// and forgotten once a pass no longer asks for them.
+func TestHeartbeatIndexesReadOnChange(t *testing.T) {
+	n := &infoNodes{node: &api.Node{ID: "n1", ModifyIndex: 10, Events: []*api.NodeEvent{
+		{Message: eventHeartbeatMissed, CreateIndex: 8}, {Message: eventReregisteredByHeartbeat, CreateIndex: 10}}}}
+	c := New(Options{Nodes: n})
+	pass := func(modifyIndex uint64) *NodeView {
+		t.Helper()
+		v := &NodeView{ID: "n1", ModifyIndex: modifyIndex}
+		if err := c.reregisteredIndex(t.Context(), v); err != nil {
+			t.Fatal(err)
+		}
+		c.heartbeats.passDone()
+		return v
+	}
+	if v := pass(10); n.reads != 1 || v.MissedHeartbeatIndex != 8 || v.ReregisteredIndex != 10 {
+		t.Fatalf("first pass: %d reads, %+v", n.reads, v)
+	}
+	if v := pass(10); n.reads != 1 || v.MissedHeartbeatIndex != 8 || v.ReregisteredIndex != 10 {
+		t.Fatalf("node unchanged: %d reads, want 1; %+v", n.reads, v)
+	}
+	n.node = &api.Node{ID: "n1", ModifyIndex: 12, Events: append(n.node.Events, &api.NodeEvent{Message: eventHeartbeatMissed, CreateIndex: 12})}
+	if v := pass(12); n.reads != 2 || v.MissedHeartbeatIndex != 12 {
+		t.Fatalf("node changed: %d reads, want 2; %+v", n.reads, v)
+	}
+	c.heartbeats.passDone() // a pass that did not ask for it
+	if pass(12); n.reads != 3 {
+		t.Fatalf("after a pass without it: %d reads, want 3", n.reads)
+	}
+}
