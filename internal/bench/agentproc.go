@@ -15,6 +15,7 @@ type AgentProc struct {
 	// anonymous pages (heap, stacks) and file pages (the binary, libraries).
 	Anon, File int64
 	Exe        string        // the binary measured
+	Binary     string        // what it is: a release build, this binary...
 	CPU        time.Duration // CPU time (user + system) over the window
 	Window     time.Duration
 	Note       string // why it was not measured
@@ -23,11 +24,7 @@ type AgentProc struct {
 // runAgentProcess runs one `rollboot agent` process (no coordinator candidate,
 // as the shipped deployment runs agents) against a host of a small emulated
 // cluster, waits for its host record, then reads its CPU time over window.
-func runAgentProcess(ctx context.Context, o *Options) (*AgentProc, error) {
-	exe := o.AgentExe
-	if exe == "" {
-		exe = o.Exe
-	}
+func runAgentProcess(ctx context.Context, o *Options, exe string) (*AgentProc, error) {
 	if exe == "" {
 		return &AgentProc{Note: "no rollboot binary to run"}, nil
 	}
