@@ -44,6 +44,7 @@ stands for election as the coordinator, so a Nomad system job of agents is a who
 			if err != nil {
 				return err
 			}
+			limitAgentProcs(cfg.Coordinator.Enabled, log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return daemon.WithTelemetry(ctx, cfg, log, func(ctx context.Context, reg *prometheus.Registry) error {
