@@ -22,10 +22,23 @@ func agentProcs(candidate, envSet bool) int {
 	return 1
 }
 
-// limitAgentProcs applies agentProcs to this process and logs what it set.
-func limitAgentProcs(candidate bool, log *slog.Logger) {
-	_, envSet := os.LookupEnv("GOMAXPROCS")
-	if n := agentProcs(candidate, envSet); n > 0 {
+// startAgentProcs puts the agent on one processor from its start, so that
+// reading the configuration fills no other processor's caches, unless
+// GOMAXPROCS is in the environment. The function it returns applies
+// agentProcs once the configuration tells whether the agent is a candidate: it
+// gives a candidate Go's default back, with its updates when the CPUs the
+// process may use change, and logs the one processor of a plain agent.
+func startAgentProcs() func(candidate bool, log *slog.Logger) {
+	if _, envSet := os.LookupEnv("GOMAXPROCS"); envSet {
+		return func(bool, *slog.Logger) {}
+	}
+	runtime.GOMAXPROCS(1)
+	return func(candidate bool, log *slog.Logger) {
+		n := agentProcs(candidate, false)
+		if n == 0 {
+			runtime.SetDefaultGOMAXPROCS()
+			return
+		}
 		runtime.GOMAXPROCS(n)
 		log.Info("runtime", "gomaxprocs", n)
 	}

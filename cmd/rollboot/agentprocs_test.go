@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -28,27 +29,42 @@ func TestAgentProcs(t *testing.T) {
 	}
 }
 
-// limitAgentProcs sets this process's GOMAXPROCS and says so in the log; with
-// GOMAXPROCS in the environment it leaves it alone. Not parallel: GOMAXPROCS
-// is the whole test process's.
-func TestLimitAgentProcs(t *testing.T) {
+// The agent runs on one processor from its start; once configured, a plain
+// agent stays on it and says so in the log, and a candidate gets Go's default
+// back. With GOMAXPROCS in the environment nothing changes. Not parallel:
+// GOMAXPROCS is the whole test process's.
+func TestStartAgentProcs(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
-
-	runtime.GOMAXPROCS(4)
-	var logs bytes.Buffer
-	limitAgentProcs(false, slog.New(slog.NewTextHandler(&logs, nil)))
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Errorf("GOMAXPROCS %d after a plain agent's limit, want 1", got)
-	}
-	if !strings.Contains(logs.String(), "gomaxprocs=1") {
-		t.Errorf("the log does not say so: %q", logs.String())
+	runtime.SetDefaultGOMAXPROCS()
+	def := runtime.GOMAXPROCS(0)
+	env, envSet := os.LookupEnv("GOMAXPROCS")
+	if envSet {
+		os.Unsetenv("GOMAXPROCS")
+		t.Cleanup(func() { os.Setenv("GOMAXPROCS", env) })
 	}
 
+	for _, candidate := range []bool{false, true} {
+		runtime.GOMAXPROCS(4)
+		var logs bytes.Buffer
+		apply := startAgentProcs()
+		if got := runtime.GOMAXPROCS(0); got != 1 {
+			t.Errorf("GOMAXPROCS %d while the configuration is read, want 1", got)
+		}
+		apply(candidate, slog.New(slog.NewTextHandler(&logs, nil)))
+		want, wantLog := 1, "gomaxprocs=1"
+		if candidate {
+			want, wantLog = def, ""
+		}
+		if got := runtime.GOMAXPROCS(0); got != want || !strings.Contains(logs.String(), wantLog) || (wantLog == "" && logs.Len() > 0) {
+			t.Errorf("candidate %t: GOMAXPROCS %d, logs %q; want %d and %q", candidate, got, logs.String(), want, wantLog)
+		}
+	}
+
 	runtime.GOMAXPROCS(4)
-	logs.Reset()
 	t.Setenv("GOMAXPROCS", "4")
-	limitAgentProcs(false, slog.New(slog.NewTextHandler(&logs, nil)))
+	var logs bytes.Buffer
+	startAgentProcs()(false, slog.New(slog.NewTextHandler(&logs, nil)))
 	if got := runtime.GOMAXPROCS(0); got != 4 || logs.Len() != 0 {
 		t.Errorf("with GOMAXPROCS=4 set: GOMAXPROCS %d, logs %q; want 4 and nothing logged", got, logs.String())
 	}

@@ -21,8 +21,13 @@ type AgentProc struct {
 	Note       string // why it was not measured
 }
 
+// agentEnv is what the shipped agents' jobs and unit add to an agent's
+// environment that changes its memory (deploy/nomad/rollboot.nomad.hcl): one Go
+// processor from the start.
+var agentEnv = []string{"GOMAXPROCS=1"}
+
 // runAgentProcess runs one `rollboot agent` process (no coordinator candidate,
-// as the shipped deployment runs agents) against a host of a small emulated
+// as the shipped deployment runs agents, with its agentEnv) against a host of a small emulated
 // cluster, waits for its host record, then reads its CPU time over window.
 func runAgentProcess(ctx context.Context, o *Options, exe string) (*AgentProc, error) {
 	if exe == "" {
@@ -37,7 +42,7 @@ func runAgentProcess(ctx context.Context, o *Options, exe string) (*AgentProc, e
 	agent := fmt.Sprintf("agent {\n  host          = %q\n  boot_id_file  = %q\n  sentinel_file = %q\n",
 		h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"))
 	hcl := fmt.Sprintf("nomad {\n  address = %q\n}\n%s", "http://"+h.Addr, strings.Replace(c.policy, "agent {\n", agent, 1))
-	p, err := startProcess(ctx, exe, "agent", hcl, o.Log)
+	p, err := startProcess(ctx, exe, "agent", hcl, o.Log, agentEnv...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -60,5 +63,24 @@ func TestBuildRelease(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "agent") || strings.Contains(string(out), "demo") {
 		t.Errorf("not the release flavour (an agent command, no demo):\n%s", out)
+	}
+}
+
+// The agent process runs with what the shipped agents' jobs and unit add to
+// its environment, so that it measures what they run.
+func TestAgentEnvIsTheShippedOne(t *testing.T) {
+	for _, f := range []string{"nomad/rollboot.nomad.hcl", "nomad/rollboot-docker.nomad.hcl", "systemd/rollboot-agent.service"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "deploy", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range agentEnv {
+			name, val, _ := strings.Cut(kv, "=")
+			hcl := regexp.MustCompile(`(?m)^\s*` + name + `\s*=\s*"` + regexp.QuoteMeta(val) + `"\s*$`)
+			unit := "Environment=" + kv + "\n"
+			if !hcl.Match(b) && !strings.Contains(string(b), unit) {
+				t.Errorf("deploy/%s does not set %s", f, kv)
+			}
+		}
 	}
 }

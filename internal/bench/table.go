@@ -98,7 +98,7 @@ func (rep *Report) Rows() []Row {
 		} else {
 			cpu := 100 * a.CPU.Seconds() / a.Window.Seconds()
 			add("agent RSS / idle CPU", 0, fmt.Sprintf("%s (at the end: binary and libraries %s, heap and stacks %s) / %.3f%% of a core (%s CPU in %s); %s",
-				mb(a.RSS), mb(a.File), mb(a.Anon), cpu, a.CPU, dur(a.Window), a.Binary),
+				mb(a.RSS), mb(a.File), mb(a.Anon), cpu, a.CPU, dur(a.Window), a.Binary+", "+strings.Join(agentEnv, " ")),
 				"<= 20 MB / < 0.1%", verdict(a.RSS <= 20<<20 && cpu < 0.1))
 		}
 	}
