@@ -26,9 +26,10 @@ type AgentProc struct {
 // processor from the start.
 var agentEnv = []string{"GOMAXPROCS=1"}
 
-// runAgentProcess runs one `rollboot agent` process (no coordinator candidate,
-// as the shipped deployment runs agents, with its agentEnv) against a host of a small emulated
-// cluster, waits for its host record, then reads its CPU time over window.
+// runAgentProcess runs one `rollboot agent` process of exe (no coordinator
+// candidate, as the shipped deployment runs agents, with its agentEnv) against a
+// host of a small emulated cluster, waits for its host record, then reads its
+// CPU time over window.
 func runAgentProcess(ctx context.Context, o *Options, exe string) (*AgentProc, error) {
 	if exe == "" {
 		return &AgentProc{Note: "no rollboot binary to run"}, nil
