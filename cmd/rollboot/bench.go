@@ -51,6 +51,7 @@ was missed, figures depend on the machine (docs/performance.md).`,
 				return fmt.Errorf("find the rollboot binary: %w", err)
 			}
 			o.Exe = exe
+			o.ReleaseAgent = true
 			o.Out = cmd.ErrOrStderr()
 			if logFile != "" {
 				f, err := os.Create(logFile)
@@ -93,7 +94,7 @@ was missed, figures depend on the machine (docs/performance.md).`,
 	cmd.Flags().DurationVar(&o.Idle, "idle", time.Minute, "length of the idle windows (requests on an idle cluster, agent CPU)")
 	cmd.Flags().DurationVar(&o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")
 	cmd.Flags().StringVar(&o.Only, "only", "", "measure only part of the figures: idle (the idle load and the agent process), agent (the agent process) or rollout (the rollouts)")
-	cmd.Flags().StringVar(&o.AgentExe, "agent-exe", "", "the rollboot binary whose agent process is measured (default: this one); a release build measures what ships")
+	cmd.Flags().StringVar(&o.AgentExe, "agent-exe", "", "the rollboot binary whose agent process is measured (default: a release build of the source tree in the working directory, built with go as scripts/release builds it; this binary when that fails)")
 	cmd.Flags().IntVar(&o.Passes, "passes", 100, "reconcile passes timed at the largest host count")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write rollboot's own logs to this file")
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run (emulator, agents, coordinator) to this file")

@@ -40,10 +40,12 @@ reboots, and reports the new boot ID after boot. Unless coordinator.enabled is f
 stands for election as the coordinator, so a Nomad system job of agents is a whole deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			procs := startAgentProcs()
 			cfg, log, err := setup(cmd, &cf, &lf)
 			if err != nil {
 				return err
 			}
+			procs(cfg.Coordinator.Enabled, log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return daemon.WithTelemetry(ctx, cfg, log, func(ctx context.Context, reg *prometheus.Registry) error {

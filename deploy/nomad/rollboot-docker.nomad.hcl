@@ -115,6 +115,8 @@ job "rollboot" {
 
       env {
         NOMAD_ADDR = "http://127.0.0.1:4646"
+        # One Go processor from the start (see rollboot.nomad.hcl).
+        GOMAXPROCS = "1"
       }
 
       template {

@@ -125,6 +125,10 @@ job "rollboot" {
         # TLS: "https://127.0.0.1:4646" and the nomad { ca_cert ... } settings in
         # the configuration below (raw_exec sees the host's files).
         NOMAD_ADDR = "http://127.0.0.1:4646"
+        # One Go processor from the start: an agent that is not a candidate
+        # mostly waits, and each processor keeps memory of its own (docs/deploy.md).
+        # Remove it if the agents are coordinator candidates.
+        GOMAXPROCS = "1"
       }
 
       # The ACL token, from the Nomad Variable nomad/jobs/rollboot. The workload

@@ -15,19 +15,22 @@ type AgentProc struct {
 	// anonymous pages (heap, stacks) and file pages (the binary, libraries).
 	Anon, File int64
 	Exe        string        // the binary measured
+	Binary     string        // what it is: a release build, this binary...
 	CPU        time.Duration // CPU time (user + system) over the window
 	Window     time.Duration
 	Note       string // why it was not measured
 }
 
-// runAgentProcess runs one `rollboot agent` process (no coordinator candidate,
-// as the shipped deployment runs agents) against a host of a small emulated
-// cluster, waits for its host record, then reads its CPU time over window.
-func runAgentProcess(ctx context.Context, o *Options) (*AgentProc, error) {
-	exe := o.AgentExe
-	if exe == "" {
-		exe = o.Exe
-	}
+// agentEnv is what the shipped agents' jobs and unit add to an agent's
+// environment that changes its memory (deploy/nomad/rollboot.nomad.hcl): one Go
+// processor from the start.
+var agentEnv = []string{"GOMAXPROCS=1"}
+
+// runAgentProcess runs one `rollboot agent` process of exe (no coordinator
+// candidate, as the shipped deployment runs agents, with its agentEnv) against a
+// host of a small emulated cluster, waits for its host record, then reads its
+// CPU time over window.
+func runAgentProcess(ctx context.Context, o *Options, exe string) (*AgentProc, error) {
 	if exe == "" {
 		return &AgentProc{Note: "no rollboot binary to run"}, nil
 	}
@@ -40,7 +43,7 @@ func runAgentProcess(ctx context.Context, o *Options) (*AgentProc, error) {
 	agent := fmt.Sprintf("agent {\n  host          = %q\n  boot_id_file  = %q\n  sentinel_file = %q\n",
 		h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"))
 	hcl := fmt.Sprintf("nomad {\n  address = %q\n}\n%s", "http://"+h.Addr, strings.Replace(c.policy, "agent {\n", agent, 1))
-	p, err := startProcess(ctx, exe, "agent", hcl, o.Log)
+	p, err := startProcess(ctx, exe, "agent", hcl, o.Log, agentEnv...)
 	if err != nil {
 		return nil, err
 	}

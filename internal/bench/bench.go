@@ -43,11 +43,16 @@ type Options struct {
 	// coordinator's and an agent's memory and CPU as the kernel sees them
 	// ("": not measured).
 	Exe string
-	// AgentExe is the binary whose agent process is measured (default Exe):
-	// a release build, to measure what ships.
+	// AgentExe is the binary whose agent process is measured (default: see
+	// ReleaseAgent).
 	AgentExe string
-	Out      io.Writer    // progress (nil: discarded)
-	Log      *slog.Logger // rollboot's own logs (nil: discarded)
+	// ReleaseAgent, when AgentExe is empty, measures the agent process of a
+	// release build of the source tree in the working directory (built with
+	// the go command as scripts/release builds it), to measure what ships;
+	// Exe when it cannot be built, and the figure says so. Otherwise Exe.
+	ReleaseAgent bool
+	Out          io.Writer    // progress (nil: discarded)
+	Log          *slog.Logger // rollboot's own logs (nil: discarded)
 }
 
 func (o *Options) defaults() {
@@ -106,6 +111,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	// The agent process idles beside the first idle window: both only wait.
+	// Its binary is built first, so that the build does not load the machine
+	// while anything is measured.
+	agentExe, agentWhat, cleanup := agentBinary(ctx, &o, progress)
+	defer cleanup()
 	var (
 		agentWG  sync.WaitGroup
 		agentErr error
@@ -114,7 +123,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		agentWG.Add(1)
 		go func() {
 			defer agentWG.Done()
-			rep.Agent, agentErr = runAgentProcess(ctx, &o)
+			rep.Agent, agentErr = runAgentProcess(ctx, &o, agentExe)
+			if rep.Agent != nil {
+				rep.Agent.Binary = agentWhat
+			}
 		}()
 	}
 

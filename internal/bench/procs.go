@@ -20,9 +20,10 @@ type process struct {
 	dir string
 }
 
-// startProcess runs `exe <command> -config <file>` with hcl as the file; its
-// output goes to a file in a temporary folder, removed by stop.
-func startProcess(ctx context.Context, exe, command, hcl string, log *slog.Logger) (*process, error) {
+// startProcess runs `exe <command> -config <file>` with hcl as the file, and env
+// added to the bench's environment; its output goes to a file in a temporary
+// folder, removed by stop.
+func startProcess(ctx context.Context, exe, command, hcl string, log *slog.Logger, env ...string) (*process, error) {
 	dir, err := os.MkdirTemp("", "rollboot-bench-")
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func startProcess(ctx context.Context, exe, command, hcl string, log *slog.Logge
 	defer out.Close()
 	cmd := exec.CommandContext(ctx, exe, command, "-config", cfg)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(), "NOMAD_TOKEN=", "NOMAD_ADDR=")
+	cmd.Env = append(append(os.Environ(), "NOMAD_TOKEN=", "NOMAD_ADDR="), env...)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start rollboot %s: %w", command, err)

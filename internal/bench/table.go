@@ -97,8 +97,8 @@ func (rep *Report) Rows() []Row {
 			add("agent RSS / idle CPU", 0, "not measured: "+a.Note, "<= 20 MB / < 0.1%", "info")
 		} else {
 			cpu := 100 * a.CPU.Seconds() / a.Window.Seconds()
-			add("agent RSS / idle CPU", 0, fmt.Sprintf("%s (at the end: binary and libraries %s, heap and stacks %s) / %.3f%% of a core (%s CPU in %s)",
-				mb(a.RSS), mb(a.File), mb(a.Anon), cpu, a.CPU, dur(a.Window)),
+			add("agent RSS / idle CPU", 0, fmt.Sprintf("%s (at the end: binary and libraries %s, heap and stacks %s) / %.3f%% of a core (%s CPU in %s); %s",
+				mb(a.RSS), mb(a.File), mb(a.Anon), cpu, a.CPU, dur(a.Window), a.Binary+", "+strings.Join(agentEnv, " ")),
 				"<= 20 MB / < 0.1%", verdict(a.RSS <= 20<<20 && cpu < 0.1))
 		}
 	}
@@ -161,7 +161,7 @@ func (rep *Report) Print(out io.Writer) {
 	fmt.Fprintln(out, "running, as while it leads, unless said otherwise); peak RSS and agent CPU are read")
 	fmt.Fprintln(out, "from /proc of `rollboot coordinator` and `rollboot agent` processes; the emulator's own time is")
 	fmt.Fprintln(out, "its handlers' time minus blocking-query sleeps.")
-	if a := rep.Agent; a != nil && a.Exe != "" && a.Exe != o.Exe {
+	if a := rep.Agent; a != nil && a.Exe != "" && a.Exe != o.Exe && a.Exe == o.AgentExe {
 		fmt.Fprintf(out, "The agent process measured runs %s (-agent-exe).\n", a.Exe)
 	}
 	for _, n := range o.Hosts {

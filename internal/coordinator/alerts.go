@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
@@ -114,7 +112,7 @@ func holdForAlerts(s *snapshot, queue []policy.Request, wait map[string]WaitReas
 	return nil
 }
 
-// httpAlertReader asks Prometheus (its Go client) and Alertmanager (its v2 API)
+// httpAlertReader asks Prometheus (its v1 HTTP API) and Alertmanager (its v2 API)
 // over HTTP.
 type httpAlertReader struct {
 	hc *http.Client
@@ -137,27 +135,56 @@ func (h *httpAlertReader) ReadAlerts(ctx context.Context, r alertgate.Rules) ale
 	return o
 }
 
+// promAnswer is the part of Prometheus's answer to GET /api/v1/alerts that the
+// gate reads: the envelope of every HTTP API answer (prometheus
+// web/api/v1/api.go Response: status, errorType, error, data) and, in its data,
+// each alert's labels and state (rules/alerting.go Alert, "pending" or
+// "firing").
+type promAnswer struct {
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      struct {
+		Alerts []struct {
+			Labels map[string]string `json:"labels"`
+			State  string            `json:"state"`
+		} `json:"alerts"`
+	} `json:"data"`
+}
+
 // prometheus reads Prometheus's active alerts: GET /api/v1/alerts, the alerts
 // of every alerting rule that are pending or firing (prometheus
-// web/api/v1/api.go alerts, rules/alerting.go ActiveAlerts).
+// web/api/v1/api.go alerts, rules/alerting.go ActiveAlerts). A plain request,
+// not Prometheus's Go API client: the client's JSON library registers itself
+// at start in every rollboot process, agents included (docs/performance.md).
 func (h *httpAlertReader) prometheus(ctx context.Context, r alertgate.Rules) ([]alertgate.Alert, error) {
-	client, err := promapi.NewClient(promapi.Config{Address: r.PrometheusURL, Client: h.hc})
+	u, err := url.Parse(r.PrometheusURL)
 	if err != nil {
-		return nil, err
+		return nil, errors.New("invalid URL")
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	res, err := promv1.NewAPI(client).Alerts(ctx)
+	body, status, err := h.get(ctx, u.JoinPath("api", "v1", "alerts"))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]alertgate.Alert, 0, len(res.Alerts))
-	for _, a := range res.Alerts {
-		labels := make(map[string]string, len(a.Labels))
-		for k, v := range a.Labels {
-			labels[string(k)] = string(v)
-		}
-		out = append(out, alertgate.Alert{Labels: labels, State: string(a.State)})
+	var a promAnswer
+	jsonErr := json.Unmarshal(body, &a)
+	switch {
+	case a.Status == "error":
+		// Prometheus's errors (4xx and 5xx, and a 2xx that says error) carry
+		// their type and text: web/api/v1/api.go respondError.
+		return nil, fmt.Errorf("HTTP %d: %s: %s", status, a.ErrorType, a.Error)
+	case status/100 != 2:
+		return nil, fmt.Errorf("HTTP %d: %s", status, firstLine(body))
+	case jsonErr != nil:
+		return nil, fmt.Errorf("decode the alerts: %w", jsonErr)
+	case a.Status != "success":
+		return nil, fmt.Errorf("decode the alerts: status %q, want success", a.Status)
+	}
+	out := make([]alertgate.Alert, 0, len(a.Data.Alerts))
+	for _, al := range a.Data.Alerts {
+		out = append(out, alertgate.Alert{Labels: al.Labels, State: al.State})
 	}
 	return out, nil
 }
@@ -174,8 +201,28 @@ type amAlert struct {
 	} `json:"status"`
 }
 
-// maxAlertmanagerBody bounds the answer read from Alertmanager.
-const maxAlertmanagerBody = 32 << 20
+// maxAlertsBody bounds the answer read from Prometheus or Alertmanager.
+const maxAlertsBody = 32 << 20
+
+// get sends GET u, asking for JSON, and returns the answer's body (at most
+// maxAlertsBody) and status code.
+func (h *httpAlertReader) get(ctx context.Context, u *url.URL) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAlertsBody))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the answer: %w", err)
+	}
+	return body, resp.StatusCode, nil
+}
 
 // alertmanager reads Alertmanager's alerts: GET /api/v2/alerts with every
 // state asked for (api/v2/api.go getAlertsHandler filters on the active,
@@ -191,22 +238,12 @@ func (h *httpAlertReader) alertmanager(ctx context.Context, r alertgate.Rules) (
 	u.RawQuery = url.Values{"active": {"true"}, "silenced": {"true"}, "inhibited": {"true"}, "unprocessed": {"true"}}.Encode()
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	body, status, err := h.get(ctx, u)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := h.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAlertmanagerBody))
-	if err != nil {
-		return nil, fmt.Errorf("read the answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, firstLine(body))
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d: %s", status, firstLine(body))
 	}
 	var alerts []amAlert
 	if err := json.Unmarshal(body, &alerts); err != nil {

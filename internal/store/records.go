@@ -268,7 +268,9 @@ func (r HostRecord) items() map[string]string { return hostCodec.encode(r) }
 // which says where a record was read, does not count). It is how a writer tells
 // that its record needs no write, and how an agent tells that its record was
 // changed by someone else.
-func (r HostRecord) Equal(o HostRecord) bool { return maps.Equal(r.items(), o.items()) }
+func (r HostRecord) Equal(o HostRecord) bool {
+	return r.identical(o) || maps.Equal(r.items(), o.items())
+}
 
 func decodeHost(v *api.Variable) (HostRecord, error) {
 	r, err := decodeStrict(hostCodec, v.Path, v.Items)

@@ -98,6 +98,8 @@ job [[ var "job_name" . | toJson ]] {
 
       env {
         NOMAD_ADDR = "http://127.0.0.1:4646"
+        # One Go processor from the start (deploy/nomad/rollboot.nomad.hcl).
+        GOMAXPROCS = "1"
       }
 [[- if eq $token "workload_identity" ]]
 
