@@ -373,7 +373,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		in := c.input(s, adm, name)
 		d := Step(in)
 		waiting[d.Waiting.Kind]++
-		if planOnly(in, d) {
+		if storedTogether(in, d) {
 			writes = append(writes, pendingWrite{in, d})
 			continue
 		}

@@ -25,13 +25,33 @@ func planOnly(in Input, d Decision) bool {
 		d.History == nil && len(d.HandOver) == 0 && d.Unhealthy == "" && !cancelDone(in, d.Plan)
 }
 
-// pendingWrite is a decision whose carrying out is only its plan (planOnly).
+// givesBackOnly reports whether carrying d out only gives a node back and closes
+// its cycle: cancel the drain, restore eligibility, write the history record (its
+// path is the cycle's own), store the plan. Nothing is taken out of service and
+// no shared variable is written (a cleared request or release may be an entry
+// of the control variable, so those are left out). When a wave of hosts comes
+// back together, one pass closes many cycles: one after the other, each closing
+// a few writes, the slots they free reached the next hosts only after all of
+// them. Each host's own writes keep their crash-safe order (apply).
+func givesBackOnly(in Input, d Decision) bool {
+	return !d.StartDrain && len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !cancelDone(in, d.Plan)
+}
+
+// storedTogether reports whether d may be carried out side by side with the
+// other such decisions of the pass, after the rest: plan-only decisions and
+// those that only give a node back (neither takes anything out of service).
+func storedTogether(in Input, d Decision) bool {
+	return planOnly(in, d) || givesBackOnly(in, d)
+}
+
+// pendingWrite is a decision carried out with the others of its pass
+// (storedTogether).
 type pendingWrite struct {
 	in Input
 	d  Decision
 }
 
-// storePlans carries the plan-only decisions of a pass out, at most
+// storePlans carries the decisions of a pass stored together out, at most
 // PlanWriteParallelism at a time, each within its own step as any other
 // decision (carryOutBounded). It returns every error, joined.
 func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite) error {

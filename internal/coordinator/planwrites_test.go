@@ -85,3 +85,53 @@ func TestManyPendingPlansAreStoredTogether(t *testing.T) {
 		t.Errorf("plan writes at once: at most %d, want 2 to %d", vars.max, PlanWriteParallelism)
 	}
 }
+
+// When a wave of hosts comes back together, one pass closes their cycles side by
+// side (history record, then plan, per host), and each closes.
+func TestManyCyclesAreClosedTogether(t *testing.T) {
+	const hosts = 30
+	vars := &slowPlans{memVars: newMemVars(&callLog{})}
+	st := store.New(vars, "rollboot", "")
+	ctx := context.Background()
+	var stubs []*api.NodeListStub
+	for i := range hosts {
+		name := fmt.Sprintf("h%02d", i)
+		if _, err := st.PutHost(ctx, store.HostRecord{Host: name, NodeID: "n-" + name, BootID: "b2"}); err != nil {
+			t.Fatal(err)
+		}
+		p := plan(store.PhaseRejoining, func(p *store.Plan) {
+			p.Host, p.NodeID, p.Group = name, "n-"+name, "default"
+			p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
+		})
+		if _, err := st.PutPlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		stubs = append(stubs, &api.NodeListStub{ID: "n-" + name, Name: name, Status: "ready", SchedulingEligibility: "eligible"})
+	}
+	c := New(Options{Nodes: recNodes{log: &callLog{}, nodes: stubs}, Store: st, Timing: timing,
+		Now: func() time.Time { return t0 }})
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := 0
+	for _, p := range plans {
+		if p.Phase == store.PhaseIdle {
+			idle++
+		}
+	}
+	hist, err := st.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idle != hosts || len(hist) != hosts {
+		t.Errorf("%d of %d hosts back in service, %d history records, after the pass", idle, hosts, len(hist))
+	}
+	t.Logf("plan writes at once: at most %d", vars.max)
+	if vars.max < 2 || vars.max > PlanWriteParallelism {
+		t.Errorf("plan writes at once: at most %d, want 2 to %d", vars.max, PlanWriteParallelism)
+	}
+}
