@@ -32,6 +32,9 @@ type snapshot struct {
 	groupOf map[string]string            // node ID -> the first group whose filter matches it
 	hosts   map[string]*hostView         // every host with a usable record or a plan
 	names   []string                     // the keys of hosts, sorted
+	// hostsShared: hosts is the map kept for the next pass; setHost copies it
+	// before the first change.
+	hostsShared bool
 	// missing: hosts whose agent is known not to run, and why (records.go).
 	missing map[string]string
 	// clusters holds the health of each server cluster (by product/cluster) of a
@@ -143,7 +146,7 @@ func (c *Coordinator) loadPlans(ctx context.Context) (map[string]store.Plan, err
 // (the views of the hosts with a record are kept between passes: viewcache.go).
 func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 	hosts, names := c.cachedHostViews(recs, s.nodes, s.groupOf)
-	s.hosts = hosts
+	s.hosts, s.hostsShared = hosts, true
 	added := false
 	for name, p := range s.plans {
 		if _, ok := s.hosts[name]; !ok {
@@ -153,7 +156,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 			if n := s.nodes[p.NodeID]; n != nil {
 				node = nodeView(n)
 			}
-			s.hosts[name] = &hostView{group: p.Group, node: node}
+			s.setHost(name, &hostView{group: p.Group, node: node})
 			added = true
 		}
 	}
