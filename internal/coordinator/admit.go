@@ -179,7 +179,7 @@ func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request
 // someone else, and an agent that runs.
 func buildAdmissionQueue(s *snapshot) []policy.Request {
 	var queue []policy.Request
-	for _, name := range s.names {
+	for _, name := range busyNames(s) {
 		p, hv := s.plans[name], s.hosts[name]
 		if p.Phase != store.PhasePending || s.now.Before(p.NextTry) || hv.rec == nil {
 			continue

@@ -29,6 +29,10 @@ type admitMemo struct {
 	queue      []policy.Request
 	queuePlans uintptr
 	queueDone  bool
+	// busy: busyNames, for the plans map busyPlans.
+	busy      []string
+	busyPlans uintptr
+	busyDone  bool
 	// statuses: groupStatuses, for the plans and rules of statusesKey.
 	statuses    []policy.GroupStatus
 	statusesKey rulesKey

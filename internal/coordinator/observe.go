@@ -170,7 +170,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 // node's events while the host should be rebooting (did it miss heartbeats and
 // come back?), and its system jobs while it rejoins.
 func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
-	for _, name := range s.names {
+	for _, name := range busyNames(s) {
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil {
 			continue
@@ -199,7 +199,7 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 		return
 	}
 	s.clusters = map[string]health.ClusterHealth{}
-	for _, name := range s.names {
+	for _, name := range busyNames(s) {
 		hv := s.hosts[name]
 		switch s.plans[name].Phase {
 		case store.PhasePending, store.PhaseDraining, store.PhaseRejoining, store.PhaseStuck:
@@ -232,7 +232,7 @@ func (c *Coordinator) admitWithJobs(ctx context.Context, r admitRules, s *snapsh
 		adm := admit(r, s)
 		c.readGrantJobs(ctx, s, adm)
 		again := false
-		for _, name := range s.names {
+		for _, name := range busyNames(s) { // the hosts admitted are pending
 			hv := s.hosts[name]
 			if !adm.admitted[name] || hv.err != nil {
 				continue
@@ -254,7 +254,7 @@ func (c *Coordinator) admitWithJobs(ctx context.Context, r admitRules, s *snapsh
 // readGrantJobs reads the system jobs on the node of each host admitted now
 // whose jobs this pass has not read yet.
 func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admission) {
-	for _, name := range s.names {
+	for _, name := range busyNames(s) { // the hosts admitted are pending
 		hv := s.hosts[name]
 		if !adm.admitted[name] || hv.node == nil || hv.err != nil || hv.jobsRead {
 			continue
