@@ -161,7 +161,12 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 			}
 		}
 	}
+	// Every host of s.names has its series now: when they are all there is
+	// (the names are distinct), no host is gone.
 	for name := range m.exported {
+		if len(m.exported) == len(s.names) {
+			break
+		}
 		if _, ok := s.hosts[name]; !ok {
 			m.hostPhase.DeletePartialMatch(prometheus.Labels{"host": name})
 			m.rebootReq.DeleteLabelValues(name)
