@@ -301,9 +301,10 @@ func isCandidate(rec *store.HostRecord) bool {
 //   - sealed: the hosts whose Vault server is sealed.
 func hostTallies(s *snapshot) (spare int, out map[string]string, sealed []string) {
 	out = map[string]string{}
+	plans := newPlanCursor(s) // idle hosts' plans are not looked up
 	for _, name := range s.names {
 		hv := s.hosts[name]
-		active := s.plans[name].Active()
+		active := plans.plan(name).Active()
 		if isCandidate(hv.rec) && !active && (hv.node == nil || hv.node.Status == "ready") {
 			spare++
 		}

@@ -35,3 +35,34 @@ func listBusy(s *snapshot) []string {
 	slices.Sort(busy)
 	return busy
 }
+
+// planCursor gives the plans of the hosts of s.names taken in order, looking up
+// only the hosts under way (busyNames, in the same order): the others are idle,
+// and a walk over every host needs only their phase. The walks over all hosts
+// that want each one's plan (the metrics, admission's tallies) skip a map
+// lookup for most hosts that way.
+type planCursor struct {
+	s    *snapshot
+	busy []string
+	i    int
+	last string
+}
+
+func newPlanCursor(s *snapshot) planCursor { return planCursor{s: s, busy: busyNames(s)} }
+
+// plan returns name's plan if it is under way, else a plan without a phase
+// (idle). Names come in the order of s.names (sorted); one out of order
+// starts the walk of busy over.
+func (c *planCursor) plan(name string) store.Plan {
+	if name < c.last {
+		c.i = 0
+	}
+	c.last = name
+	for c.i < len(c.busy) && c.busy[c.i] < name {
+		c.i++
+	}
+	if c.i < len(c.busy) && c.busy[c.i] == name {
+		return c.s.plans[name]
+	}
+	return store.Plan{}
+}
