@@ -179,7 +179,7 @@ func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request
 // someone else, and an agent that runs.
 func buildAdmissionQueue(s *snapshot) []policy.Request {
 	var queue []policy.Request
-	for _, name := range s.names {
+	for _, name := range busyNames(s) {
 		p, hv := s.plans[name], s.hosts[name]
 		if p.Phase != store.PhasePending || s.now.Before(p.NextTry) || hv.rec == nil {
 			continue
@@ -301,9 +301,10 @@ func isCandidate(rec *store.HostRecord) bool {
 //   - sealed: the hosts whose Vault server is sealed.
 func hostTallies(s *snapshot) (spare int, out map[string]string, sealed []string) {
 	out = map[string]string{}
+	plans := newPlanCursor(s) // idle hosts' plans are not looked up
 	for _, name := range s.names {
 		hv := s.hosts[name]
-		active := s.plans[name].Active()
+		active := plans.plan(name).Active()
 		if isCandidate(hv.rec) && !active && (hv.node == nil || hv.node.Status == "ready") {
 			spare++
 		}

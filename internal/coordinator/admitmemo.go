@@ -29,6 +29,10 @@ type admitMemo struct {
 	queue      []policy.Request
 	queuePlans uintptr
 	queueDone  bool
+	// busy: busyNames, for the plans map busyPlans.
+	busy      []string
+	busyPlans uintptr
+	busyDone  bool
 	// statuses: groupStatuses, for the plans and rules of statusesKey.
 	statuses    []policy.GroupStatus
 	statusesKey rulesKey
@@ -53,7 +57,8 @@ type rulesKey struct {
 // admitBase is what admit starts from.
 type admitBase struct {
 	key rulesKey
-	// queue: the hosts that compete for a slot, after the holds.
+	// queue: the hosts that compete for a slot, after the holds, in the
+	// order admission serves them (policy.InQueueOrder).
 	queue []policy.Request
 	// held: why each host taken out of the queue waits (alerts, a settling
 	// group, a workload blocker); settled: when a pass is due for them.
@@ -121,7 +126,7 @@ func (s *snapshot) admitBase(r admitRules) *admitBase {
 	if maps.Copy(b.held, held); len(held) > 0 {
 		b.settled = sooner(b.settled, s.now.Add(workloadRecheck)) // workloads.go
 	}
-	b.queue = queue
+	b.queue = policy.InQueueOrder(queue) // sorted once, not in each admission
 	b.statuses = groupStatuses(r, s)
 	b.spare, b.serversOut, b.sealed = hostTallies(s)
 	b.queued = make(map[string]WaitReason, len(r.groups))

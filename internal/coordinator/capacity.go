@@ -134,7 +134,7 @@ func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacity
 	// as draining. A rejoining one does not: eligible again, it takes
 	// allocations, which will not move.
 	var leaving []string
-	for _, name := range s.names {
+	for _, name := range busyNames(s) {
 		switch s.plans[name].Phase {
 		case store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting:
 			if hv := s.hosts[name]; hv.node != nil {

@@ -366,8 +366,13 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
 	waiting := map[WaitKind]int{}
 	for _, name := range s.names {
-		if err := s.hosts[name].err; err != nil {
+		hv := s.hosts[name]
+		if err := hv.err; err != nil {
 			errs = errors.Join(errs, err)
+			continue
+		}
+		if quiet(s, hv, name) {
+			waiting[NotWaiting]++ // Step's decision for it (quiet.go)
 			continue
 		}
 		in := c.input(s, adm, name)

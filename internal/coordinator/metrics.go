@@ -143,8 +143,9 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 	}
 	var oldest time.Time
 	stuck := 0
+	plans := newPlanCursor(s) // idle hosts' plans are not looked up
 	for _, name := range s.names {
-		p, hv := s.plans[name], s.hosts[name]
+		p, hv := plans.plan(name), s.hosts[name]
 		phase := hostPhase(p)
 		m.exportHost(name, phase, hv)
 		if n, ok := byGroup[hv.group]; ok {
@@ -161,7 +162,12 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 			}
 		}
 	}
+	// Every host of s.names has its series now: when they are all there is
+	// (the names are distinct), no host is gone.
 	for name := range m.exported {
+		if len(m.exported) == len(s.names) {
+			break
+		}
 		if _, ok := s.hosts[name]; !ok {
 			m.hostPhase.DeletePartialMatch(prometheus.Labels{"host": name})
 			m.rebootReq.DeleteLabelValues(name)

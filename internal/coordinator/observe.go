@@ -32,6 +32,9 @@ type snapshot struct {
 	groupOf map[string]string            // node ID -> the first group whose filter matches it
 	hosts   map[string]*hostView         // every host with a usable record or a plan
 	names   []string                     // the keys of hosts, sorted
+	// hostsShared: hosts is the map kept for the next pass; setHost copies it
+	// before the first change.
+	hostsShared bool
 	// missing: hosts whose agent is known not to run, and why (records.go).
 	missing map[string]string
 	// clusters holds the health of each server cluster (by product/cluster) of a
@@ -146,7 +149,7 @@ func (c *Coordinator) loadPlans(ctx context.Context) (map[string]store.Plan, err
 // (the views of the hosts with a record are kept between passes: viewcache.go).
 func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 	hosts, names := c.cachedHostViews(recs, s.nodes, s.groupOf)
-	s.hosts = hosts
+	s.hosts, s.hostsShared = hosts, true
 	added := false
 	for name, p := range s.plans {
 		if _, ok := s.hosts[name]; !ok {
@@ -156,7 +159,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 			if n := s.nodes[p.NodeID]; n != nil {
 				node = nodeView(n)
 			}
-			s.hosts[name] = &hostView{group: p.Group, node: node}
+			s.setHost(name, &hostView{group: p.Group, node: node})
 			added = true
 		}
 	}
@@ -171,7 +174,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 // come back?), and its system jobs while it rejoins.
 func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 	defer c.heartbeats.passDone()
-	for _, name := range s.names {
+	for _, name := range busyNames(s) {
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil {
 			continue
@@ -200,7 +203,7 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 		return
 	}
 	s.clusters = map[string]health.ClusterHealth{}
-	for _, name := range s.names {
+	for _, name := range busyNames(s) {
 		hv := s.hosts[name]
 		switch s.plans[name].Phase {
 		case store.PhasePending, store.PhaseDraining, store.PhaseRejoining, store.PhaseStuck:
@@ -233,7 +236,7 @@ func (c *Coordinator) admitWithJobs(ctx context.Context, r admitRules, s *snapsh
 		adm := admit(r, s)
 		c.readGrantJobs(ctx, s, adm)
 		again := false
-		for _, name := range s.names {
+		for _, name := range busyNames(s) { // the hosts admitted are pending
 			hv := s.hosts[name]
 			if !adm.admitted[name] || hv.err != nil {
 				continue
@@ -255,7 +258,7 @@ func (c *Coordinator) admitWithJobs(ctx context.Context, r admitRules, s *snapsh
 // readGrantJobs reads the system jobs on the node of each host admitted now
 // whose jobs this pass has not read yet.
 func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admission) {
-	for _, name := range s.names {
+	for _, name := range busyNames(s) { // the hosts admitted are pending
 		hv := s.hosts[name]
 		if !adm.admitted[name] || hv.node == nil || hv.err != nil || hv.jobsRead {
 			continue

@@ -144,7 +144,9 @@ func changedRecords(old, recs []store.HostRecord) (changed []int, ok bool) {
 // hostViews returns a view of every host of recs (the records validate
 // returned) and their sorted names, reused when nothing they are built from
 // changed, else built again for the hosts whose record, node or group changed.
-// The map returned is the pass's own; its views are shared: see snapshot.own.
+// The map returned is the kept one, not a copy (copying 5,000 entries was a
+// pass's largest allocation): the pass copies it before it changes it
+// (snapshot.setHost), and its views are shared: see snapshot.own.
 func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]*api.NodeListStub, groupOf map[string]string) (map[string]*hostView, []string) {
 	v := &c.viewCache
 	v.mu.Lock()
@@ -152,7 +154,7 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 	key := c.opt.DefaultGroup.Name + "\x00" + groupsKey(c.opt.Groups)
 	same := v.views != nil && sameMap(nodes, v.viewsNodes) && sameMap(groupOf, v.viewsGroup) && key == v.viewsKey
 	if same && sameSlice(recs, v.viewsRecs) {
-		return maps.Clone(v.views), v.names
+		return v.views, v.names
 	}
 	var changed []int
 	ok := false
@@ -174,7 +176,7 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 			}
 		}
 		v.views, v.viewsRecs = views, recs
-		return maps.Clone(views), v.names
+		return views, v.names
 	}
 	nodeViews := make(map[string]*NodeView, len(recs))
 	views := make(map[string]*hostView, len(recs))
@@ -193,7 +195,7 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 	}
 	v.views, v.names, v.nodeViews = views, names, nodeViews
 	v.viewsRecs, v.viewsNodes, v.viewsGroup, v.viewsKey = recs, nodes, groupOf, key
-	return maps.Clone(views), names
+	return views, names
 }
 
 // buildView builds the view of the host of r: its node (the view kept for it
@@ -277,6 +279,15 @@ func (s *snapshot) own(name string) *hostView {
 		s.owned = map[string]bool{}
 	}
 	s.owned[name] = true
-	s.hosts[name] = &cp
+	s.setHost(name, &cp)
 	return &cp
+}
+
+// setHost makes hv the host's view in this pass. The first change copies the
+// hosts map when it is the one kept for the next pass (hostsShared).
+func (s *snapshot) setHost(name string, hv *hostView) {
+	if s.hostsShared {
+		s.hosts, s.hostsShared = maps.Clone(s.hosts), false
+	}
+	s.hosts[name] = hv
 }

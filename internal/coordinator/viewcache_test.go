@@ -184,8 +184,12 @@ func TestKeptViewsEqualFreshOnes(t *testing.T) {
 			if !slices.Equal(names, sortedKeys(want)) {
 				t.Fatalf("seed %d pass %d: names %v, want %v", seed, pass, names, sortedKeys(want))
 			}
-			// The pass records what it found in its own copies.
-			s := &snapshot{hosts: hosts}
+			// The pass records what it found in its own copies, and adds the
+			// hosts with a plan and no record, to a copy of the kept map.
+			s := &snapshot{hosts: hosts, hostsShared: true}
+			if rng.IntN(3) == 0 {
+				s.setHost("planned", &hostView{group: "a"})
+			}
 			for _, name := range names {
 				if rng.IntN(3) == 0 {
 					hv := s.own(name)

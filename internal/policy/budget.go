@@ -100,6 +100,15 @@ func fifoCompare(a, b Request) int {
 	return cmp.Compare(a.Host, b.Host)
 }
 
+// InQueueOrder returns a copy of queue in the order Admit serves it. A caller
+// that admits several times from one queue sorts it once: Admit takes a queue
+// already in that order as it is, without copying it.
+func InQueueOrder(queue []Request) []Request {
+	q := slices.Clone(queue)
+	slices.SortStableFunc(q, fifoCompare)
+	return q
+}
+
 // Admit decides which pending hosts may start now.
 //
 // Within a group, hosts are served first come, first served (RequestedAt,
@@ -135,12 +144,14 @@ func AdmitWith(groups []GroupStatus, queue []Request, accept func(Request) bool)
 			byName[g.Group.Name] = g
 		}
 	}
-	q := slices.Clone(queue)
-	slices.SortStableFunc(q, fifoCompare)
+	q := queue // read only
+	if !slices.IsSortedFunc(q, fifoCompare) {
+		q = InQueueOrder(queue)
+	}
 
 	admitted := map[string]int{} // per group
 	blocked := map[string]Waiting{}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(q))
 	var out Admission
 	wait := func(r Request, reason string, forSlot bool) {
 		out.Waiting = append(out.Waiting, Waiting{Request: r, Reason: reason, ForSlot: forSlot})

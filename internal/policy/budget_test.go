@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -230,7 +231,21 @@ func TestAdmitProperties(t *testing.T) {
 			}
 		}), 0, 20).Draw(t, "queue")
 
+		before := slices.Clone(queue)
 		got := Admit(groups, queue)
+		if !slices.Equal(queue, before) {
+			t.Fatalf("Admit changed its queue: %v, was %v", queue, before)
+		}
+		// A queue already in order (as a caller that admits several times
+		// keeps it) is admitted the same, and left as it is.
+		sorted := InQueueOrder(queue)
+		sortedBefore := slices.Clone(sorted)
+		if again := Admit(groups, sorted); !reflect.DeepEqual(again, got) {
+			t.Fatalf("in queue order: %+v, want %+v", again, got)
+		}
+		if !slices.Equal(sorted, sortedBefore) {
+			t.Fatalf("Admit changed a sorted queue: %v, was %v", sorted, sortedBefore)
+		}
 
 		if len(got.Admitted)+len(got.Waiting) != len(queue) {
 			t.Fatalf("%d admitted + %d waiting != %d requests", len(got.Admitted), len(got.Waiting), len(queue))

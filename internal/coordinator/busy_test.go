@@ -1,0 +1,74 @@
+package coordinator
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// TestBusyNamesFollowPlans: the hosts under way are, for every snapshot, the
+// hosts of s.names whose plan is not idle, in that order; and a snapshot whose
+// plans map is replaced (as Preview does) gets them listed again.
+func TestBusyNamesFollowPlans(t *testing.T) {
+	all := []string{"", store.PhaseIdle, store.PhasePending, store.PhaseDraining, store.PhaseDrained,
+		store.PhaseRebooting, store.PhaseRejoining, store.PhaseBackoff, store.PhaseStuck, store.PhaseUnreadable}
+	want := func(s *snapshot) []string {
+		var out []string
+		for _, name := range s.names {
+			if hostPhase(s.plans[name]) != store.PhaseIdle {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 15))
+		s := &snapshot{plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
+		for i := range 60 {
+			name := fmt.Sprintf("h%02d", rng.IntN(200))
+			s.hosts[name] = &hostView{}
+			if i%4 != 0 {
+				s.plans[name] = store.Plan{Host: name, Phase: all[rng.IntN(len(all))]}
+			}
+		}
+		s.names = sortedKeys(s.hosts)
+		for round := range 5 {
+			got := busyNames(s)
+			if w := want(s); !slices.Equal(got, w) {
+				t.Fatalf("seed %d round %d: busy %v, want %v", seed, round, got, w)
+			}
+			if !slices.Equal(busyNames(s), got) {
+				t.Fatalf("seed %d round %d: a second call differs", seed, round)
+			}
+			// The cursor gives every plan under way as it is, and the others
+			// idle; in the order of s.names, and in any order.
+			order := s.names
+			if round%2 == 1 {
+				order = slices.Clone(s.names)
+				rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			}
+			cur := newPlanCursor(s)
+			for _, name := range order {
+				p, want := cur.plan(name), s.plans[name]
+				if hostPhase(want) != store.PhaseIdle && !reflect.DeepEqual(p, want) {
+					t.Fatalf("seed %d round %d: %s's plan %+v, want %+v", seed, round, name, p, want)
+				}
+				if hostPhase(p) != hostPhase(want) {
+					t.Fatalf("seed %d round %d: %s is %s, want %s", seed, round, name, hostPhase(p), hostPhase(want))
+				}
+			}
+			plans := maps.Clone(s.plans)
+			for name := range s.hosts {
+				if rng.IntN(3) == 0 {
+					plans[name] = store.Plan{Host: name, Phase: all[rng.IntN(len(all))]}
+				}
+			}
+			s.plans = plans
+		}
+	}
+}

@@ -1,0 +1,32 @@
+package coordinator
+
+import "github.com/rollboot/rollboot/internal/store"
+
+// quiet reports whether the phase machine has nothing to decide for a host this
+// pass, without building its Input: the host is idle (no plan, or an idle one),
+// its record does not ask for a reboot, and no request, cancel or release names
+// it. Step then keeps its plan as it is, waits for nothing and writes nothing,
+// so the pass only counts it among the hosts not waiting. Most hosts of a large
+// cluster are idle at any time: at 5,000 hosts, building each one's Input and
+// stepping it was the largest walk of a pass mid-rollout.
+//
+// Each condition is one Step reads for an idle host (decide.go: Need, the
+// release at the top of step, stepIdle; cancels.go: cancelDone); TestQuietSteps
+// holds them together.
+func quiet(s *snapshot, hv *hostView, name string) bool {
+	if hv.rec != nil && hv.rec.RebootRequired {
+		return false
+	}
+	if p, ok := s.plans[name]; ok && p.Phase != "" && p.Phase != store.PhaseIdle {
+		return false
+	}
+	ctl := &s.control
+	if _, ok := ctl.Requests[name]; ok {
+		return false
+	}
+	if _, ok := ctl.Cancels[name]; ok {
+		return false
+	}
+	_, ok := ctl.Releases[name]
+	return !ok
+}
