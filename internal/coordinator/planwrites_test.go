@@ -46,6 +46,29 @@ func (s *slowPlans) CheckedUpdate(v *api.Variable, _ *api.WriteOptions) (*api.Va
 	return s.put(v, false)
 }
 
+// passAndCount runs one pass of a coordinator over st and the nodes at now, and
+// counts the plans in phase after it.
+func passAndCount(t *testing.T, st *store.Store, nodes []*api.NodeListStub, now time.Time, phase string) int {
+	t.Helper()
+	ctx := context.Background()
+	c := New(Options{Nodes: recNodes{log: &callLog{}, nodes: nodes}, Store: st, Timing: timing,
+		Now: func() time.Time { return now }})
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range plans {
+		if p.Phase == phase {
+			n++
+		}
+	}
+	return n
+}
+
 // When many hosts need a reboot at once, one pass stores their pending plans
 // side by side, at most PlanWriteParallelism at a time, and each is stored.
 func TestManyPendingPlansAreStoredTogether(t *testing.T) {
@@ -62,22 +85,7 @@ func TestManyPendingPlansAreStoredTogether(t *testing.T) {
 		}
 		stubs = append(stubs, &api.NodeListStub{ID: "n-" + name, Name: name, Status: "ready", SchedulingEligibility: "eligible"})
 	}
-	c := New(Options{Nodes: recNodes{log: &callLog{}, nodes: stubs}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0.Add(time.Minute) }})
-	if err := c.ReconcileOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	plans, err := st.Plans(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pending := 0
-	for _, p := range plans {
-		if p.Phase == store.PhasePending {
-			pending++
-		}
-	}
-	if pending != hosts {
+	if pending := passAndCount(t, st, stubs, t0.Add(time.Minute), store.PhasePending); pending != hosts {
 		t.Errorf("%d of %d hosts pending after the pass", pending, hosts)
 	}
 	t.Logf("plan writes at once: at most %d", vars.max)
@@ -108,21 +116,7 @@ func TestManyCyclesAreClosedTogether(t *testing.T) {
 		}
 		stubs = append(stubs, &api.NodeListStub{ID: "n-" + name, Name: name, Status: "ready", SchedulingEligibility: "eligible"})
 	}
-	c := New(Options{Nodes: recNodes{log: &callLog{}, nodes: stubs}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0 }})
-	if err := c.ReconcileOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	plans, err := st.Plans(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idle := 0
-	for _, p := range plans {
-		if p.Phase == store.PhaseIdle {
-			idle++
-		}
-	}
+	idle := passAndCount(t, st, stubs, t0, store.PhaseIdle)
 	hist, err := st.History(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -124,7 +124,7 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 		c.checkNodes = checkNodes
 		c.mu.Unlock()
 	}()
-	for _, name := range s.names {
+	for _, name := range busyNames(s) { // waitsForHealth: rejoining or stuck
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil || !waitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
 			continue
