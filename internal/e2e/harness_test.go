@@ -293,6 +293,17 @@ func (c *cluster) writeConfig(name, content string) string {
 	return p
 }
 
+// logText is what the process name has logged so far, read under the lock its
+// writers hold.
+func (c *cluster) logText(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b := c.logs[name]; b != nil {
+		return b.String()
+	}
+	return ""
+}
+
 func (c *cluster) logFor(name string) *bytes.Buffer {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -75,7 +75,7 @@ func TestAgentMissingIsReported(t *testing.T) {
 		t.Errorf("status table does not say the agent is missing:\n%s", table)
 	}
 	c.waitFor("the coordinator to log it", 60*time.Second, func() bool {
-		return strings.Contains(c.logFor("coordinator-1").String(), "agent missing")
+		return strings.Contains(c.logText("coordinator-1"), "agent missing")
 	})
 
 	// Back: the report clears.
@@ -123,7 +123,7 @@ func TestShadowingRecordIsIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor("the coordinator to ignore the record", 60*time.Second, func() bool {
-		return strings.Contains(c.logFor("coordinator-1").String(), "host record ignored")
+		return strings.Contains(c.logText("coordinator-1"), "host record ignored")
 	})
 	s := c.checks()
 	found := false
@@ -163,7 +163,7 @@ func TestNoAgentMissingDuringRollout(t *testing.T) {
 	c.waitFor("agents to publish", 60*time.Second, func() bool { return len(c.checks().Hosts) == 3 })
 	c.needReboot(hosts...)
 	c.waitFor("every host to reboot", 120*time.Second, c.rebootedAll(hosts))
-	if log := c.logFor("coordinator-1").String(); strings.Contains(log, "agent missing") {
+	if log := c.logText("coordinator-1"); strings.Contains(log, "agent missing") {
 		i := strings.Index(log, "agent missing")
 		t.Errorf("a rollout reported a missing agent: %s", log[max(0, i-200):min(len(log), i+300)])
 	}
@@ -214,7 +214,7 @@ func TestBadVariablesDoNotStopTheFleet(t *testing.T) {
 	if s := c.cli("status"); strings.Contains(s, "Unreadable control entries") {
 		t.Errorf("control problems left after reset:\n%s", s)
 	}
-	if !strings.Contains(c.logFor("coordinator-1").String(), "host record ignored") {
+	if !strings.Contains(c.logText("coordinator-1"), "host record ignored") {
 		t.Error("the coordinator did not log the bad record")
 	}
 }

@@ -205,7 +205,7 @@ func recordAttacks(ctx context.Context, t *testing.T, c *cluster, ag *api.Client
 		t.Fatalf("write a garbled record: %v", err)
 	}
 	c.waitFor("the coordinator to ignore the shadowing record", 60*time.Second, func() bool {
-		return strings.Contains(c.logFor("coordinator-1").String(), "host record ignored")
+		return strings.Contains(c.logText("coordinator-1"), "host record ignored")
 	})
 	c.waitFor(victim+"'s agent to restore its record", 60*time.Second, func() bool {
 		r, err := c.st.Host(ctx, victim)
