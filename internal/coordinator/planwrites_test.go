@@ -46,6 +46,29 @@ func (s *slowPlans) CheckedUpdate(v *api.Variable, _ *api.WriteOptions) (*api.Va
 	return s.put(v, false)
 }
 
+// slowStore is a store whose plan writes are slowPlans'.
+func slowStore() (*slowPlans, *store.Store) {
+	vars := &slowPlans{memVars: newMemVars(&callLog{})}
+	return vars, store.New(vars, "rollboot", "")
+}
+
+// putHosts stores the records of n hosts h00, h01, ... (node n-<host>, set by
+// rec), and returns their nodes, ready and eligible.
+func putHosts(t *testing.T, st *store.Store, n int, rec func(i int, r *store.HostRecord)) []*api.NodeListStub {
+	t.Helper()
+	var stubs []*api.NodeListStub
+	for i := range n {
+		name := fmt.Sprintf("h%02d", i)
+		r := store.HostRecord{Host: name, NodeID: "n-" + name}
+		rec(i, &r)
+		if _, err := st.PutHost(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		stubs = append(stubs, &api.NodeListStub{ID: "n-" + name, Name: name, Status: "ready", SchedulingEligibility: "eligible"})
+	}
+	return stubs
+}
+
 // passAndCount runs one pass of a coordinator over st and the nodes at now, and
 // counts the plans in phase after it.
 func passAndCount(t *testing.T, st *store.Store, nodes []*api.NodeListStub, now time.Time, phase string) int {
@@ -73,18 +96,10 @@ func passAndCount(t *testing.T, st *store.Store, nodes []*api.NodeListStub, now 
 // side by side, at most PlanWriteParallelism at a time, and each is stored.
 func TestManyPendingPlansAreStoredTogether(t *testing.T) {
 	const hosts = 40
-	vars := &slowPlans{memVars: newMemVars(&callLog{})}
-	st := store.New(vars, "rollboot", "")
-	ctx := context.Background()
-	var stubs []*api.NodeListStub
-	for i := range hosts {
-		name := fmt.Sprintf("h%02d", i)
-		if _, err := st.PutHost(ctx, store.HostRecord{Host: name, NodeID: "n-" + name, BootID: "b1",
-			RebootRequired: true, RequestedAt: t0.Add(time.Duration(i) * time.Second)}); err != nil {
-			t.Fatal(err)
-		}
-		stubs = append(stubs, &api.NodeListStub{ID: "n-" + name, Name: name, Status: "ready", SchedulingEligibility: "eligible"})
-	}
+	vars, st := slowStore()
+	stubs := putHosts(t, st, hosts, func(i int, r *store.HostRecord) {
+		r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(time.Duration(i)*time.Second)
+	})
 	if pending := passAndCount(t, st, stubs, t0.Add(time.Minute), store.PhasePending); pending != hosts {
 		t.Errorf("%d of %d hosts pending after the pass", pending, hosts)
 	}
@@ -98,23 +113,17 @@ func TestManyPendingPlansAreStoredTogether(t *testing.T) {
 // side (history record, then plan, per host), and each closes.
 func TestManyCyclesAreClosedTogether(t *testing.T) {
 	const hosts = 30
-	vars := &slowPlans{memVars: newMemVars(&callLog{})}
-	st := store.New(vars, "rollboot", "")
+	vars, st := slowStore()
 	ctx := context.Background()
-	var stubs []*api.NodeListStub
-	for i := range hosts {
-		name := fmt.Sprintf("h%02d", i)
-		if _, err := st.PutHost(ctx, store.HostRecord{Host: name, NodeID: "n-" + name, BootID: "b2"}); err != nil {
-			t.Fatal(err)
-		}
+	stubs := putHosts(t, st, hosts, func(_ int, r *store.HostRecord) { r.BootID = "b2" })
+	for _, n := range stubs {
 		p := plan(store.PhaseRejoining, func(p *store.Plan) {
-			p.Host, p.NodeID, p.Group = name, "n-"+name, "default"
+			p.Host, p.NodeID, p.Group = n.Name, n.ID, "default"
 			p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
 		})
 		if _, err := st.PutPlan(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		stubs = append(stubs, &api.NodeListStub{ID: "n-" + name, Name: name, Status: "ready", SchedulingEligibility: "eligible"})
 	}
 	idle := passAndCount(t, st, stubs, t0, store.PhaseIdle)
 	hist, err := st.History(ctx)

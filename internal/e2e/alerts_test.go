@@ -311,14 +311,7 @@ func TestAlertsHoldRollout(t *testing.T) {
 	c := newCluster(t, clusterOpts{clients: 3, coordinators: 1, resync: productionResync,
 		policy: fmt.Sprintf("alerts {\n  prometheus_url = %q\n  recheck = %q\n}\n", promURL, alertRecheck)})
 	c.waitFor("Prometheus to fire the alert", 60*time.Second, func() bool { return promFiring(prom) })
-	c.start()
-	hosts := c.clients()
-	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
-
-	c.needReboot(hosts[0])
-	held := "no new drain starts while alerts fire: " + testAlertName
-	c.waitFor("the host held by the alert", 60*time.Second, c.pendingWith(hosts[0], held))
-	c.statusAndPlanShow(t, hosts[0], held)
+	hosts, held := c.heldByAlert(t)
 	// Held across several rechecks: no drain starts.
 	time.Sleep(2 * alertRecheck)
 	if !c.pendingWith(hosts[0], held)() {
@@ -355,14 +348,7 @@ func TestAlertmanagerSilenceReleasesHold(t *testing.T) {
 		policy: fmt.Sprintf("alerts {\n  prometheus_url = %q\n  alertmanager_url = %q\n  firing_only = true\n  recheck = %q\n}\n",
 			"http://"+prom.addr, "http://"+am.addr, alertRecheck)})
 	c.waitFor("Alertmanager to receive the alert", 60*time.Second, func() bool { return amState(am) == "active" })
-	c.start()
-	hosts := c.clients()
-	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
-
-	c.needReboot(hosts[0])
-	held := "no new drain starts while alerts fire: " + testAlertName
-	c.waitFor("the host held by the alert", 60*time.Second, c.pendingWith(hosts[0], held))
-	c.statusAndPlanShow(t, hosts[0], held)
+	hosts, _ := c.heldByAlert(t)
 
 	start := time.Now()
 	amSilence(t, am)
@@ -374,4 +360,19 @@ func TestAlertmanagerSilenceReleasesHold(t *testing.T) {
 		t.Errorf("Alertmanager's alert state %q, want suppressed", s)
 	}
 	c.waitFor("the host rebooted", 60*time.Second, c.rebootedAll(hosts[:1]))
+}
+
+// heldByAlert starts the cluster, asks for a reboot of its first host, and
+// waits for the test's alert to hold it, as `status` and `plan` say; it returns
+// the hosts and the hold's text.
+func (c *cluster) heldByAlert(t *testing.T) ([]string, string) {
+	t.Helper()
+	c.start()
+	hosts := c.clients()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
+	c.needReboot(hosts[0])
+	held := "no new drain starts while alerts fire: " + testAlertName
+	c.waitFor("the host held by the alert", 60*time.Second, c.pendingWith(hosts[0], held))
+	c.statusAndPlanShow(t, hosts[0], held)
+	return hosts, held
 }
