@@ -9,11 +9,12 @@
 // allocations first-fit decreasing over the candidate nodes, each in its job's
 // node pool and datacenters and on a node that meets its job's, group's and
 // tasks' constraints (package constraint, as the scheduler's
-// ConstraintChecker). Bin packing by first-fit decreasing can fail where the
-// scheduler would succeed, rarely; the other way round it sees no spread,
-// affinity, distinct_hosts, distinct_property, port, host volume or CSI volume,
-// nor preemption: a job the scheduler cannot place for those reasons passes
-// here.
+// ConstraintChecker), and not beside an allocation its distinct_hosts
+// constraints exclude (as the scheduler's DistinctHostsIterator). Bin packing by
+// first-fit decreasing can fail where the scheduler would succeed, rarely; the
+// other way round it sees no spread, affinity, distinct_property, port, host
+// volume or CSI volume, nor preemption: a job the scheduler cannot place for
+// those reasons passes here.
 package capacity
 
 import (
@@ -22,6 +23,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/constraint"
 )
@@ -48,7 +51,14 @@ type Node struct {
 	// Targets are what constraints interpolate on the node: its attributes,
 	// meta, class, ...
 	Targets constraint.Node
+	// Running are the groups of the allocations on the node that are not
+	// terminal, once each, for distinct_hosts (read only: shared between
+	// checks).
+	Running []Group
 }
+
+// Group is a job's task group in a namespace.
+type Group struct{ Namespace, Job, Group string }
 
 // Alloc is an allocation that must move.
 type Alloc struct {
@@ -57,11 +67,13 @@ type Alloc struct {
 	Pool string
 	// Datacenters are its job's datacenters, globs with "*"; none: any.
 	Datacenters []string
-	// Job is its job's ID, for messages.
-	Job string
+	// Job is its job's ID; Namespace and Group place it for distinct_hosts.
+	Job, Namespace, Group string
 	// Constraints are its job's, its group's and its tasks' constraints.
 	Constraints []constraint.Constraint
-	Ask         Resources
+	// Distinct are its job's and group's distinct_hosts constraints.
+	Distinct constraint.Distinct
+	Ask      Resources
 }
 
 // Input is what the gate decides on.
@@ -93,27 +105,52 @@ func Check(in Input) string {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
+	// placed: the movers placed on each candidate so far, for distinct_hosts.
+	placed := make([][]Group, len(in.Candidates))
+	remember := hasDistinct(movers)
 	for _, a := range movers {
-		placed := false
+		ok := false
 		for i, n := range in.Candidates {
-			if a.mayRunOn(n) && a.Ask.within(free[i]) {
+			if a.mayRunOn(n) && a.Ask.within(free[i]) && !a.collides(n.Running) && !a.collides(placed[i]) {
 				free[i] = free[i].minus(a.Ask)
-				placed = true
+				if remember {
+					placed[i] = append(placed[i], a.group())
+				}
+				ok = true
 				break
 			}
 		}
-		if !placed {
-			return shortage(in, a)
+		if !ok {
+			return shortage(in, a, placed)
 		}
 	}
 	return ""
+}
+
+// hasDistinct reports whether any mover has a distinct_hosts constraint (only
+// then do placements need remembering).
+func hasDistinct(movers []Alloc) bool {
+	return slices.ContainsFunc(movers, func(m Alloc) bool { return m.Distinct.Any() })
+}
+
+func (a Alloc) group() Group { return Group{a.Namespace, a.Job, a.Group} }
+
+// collides reports whether a's distinct_hosts constraints keep it off a node
+// with allocations of these groups.
+func (a Alloc) collides(on []Group) bool {
+	if !a.Distinct.Any() {
+		return false
+	}
+	return slices.ContainsFunc(on, func(g Group) bool {
+		return a.Distinct.Collides(a.Namespace, a.Job, a.Group, g.Namespace, g.Job, g.Group)
+	})
 }
 
 // shortage says why a fits nowhere: that its constraints exclude every
 // candidate of its pool, or what all the allocations placed as it is need
 // against what the nodes they may run on have free, or, when the sums would do,
 // that no single node has room for it.
-func shortage(in Input, a Alloc) string {
+func shortage(in Input, a Alloc, placed [][]Group) string {
 	where := "pool " + poolName(a.Pool)
 	if dcs := a.Datacenters; len(dcs) > 0 && !slices.Equal(dcs, []string{"*"}) {
 		where += " in datacenters " + strings.Join(dcs, ",")
@@ -121,12 +158,16 @@ func shortage(in Input, a Alloc) string {
 	var free Resources
 	met := 0
 	excluded := map[string]int{} // by the first constraint a node fails
-	for _, n := range in.Candidates {
+	for i, n := range in.Candidates {
 		if !a.inPlace(n) {
 			continue
 		}
 		if c, ok := constraint.First(a.Constraints, n.Targets); !ok {
 			excluded[strings.TrimSpace(c.String())]++
+			continue
+		}
+		if a.collides(n.Running) || a.collides(placed[i]) {
+			excluded[api.ConstraintDistinctHosts]++
 			continue
 		}
 		met++

@@ -223,3 +223,72 @@ func TestCheckConstraints(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckDistinctHosts(t *testing.T) {
+	job := func(a Alloc, j, g string, d constraint.Distinct) Alloc {
+		a.Namespace, a.Job, a.Group, a.Distinct = "default", j, g, d
+		return a
+	}
+	running := func(n Node, gs ...Group) Node { n.Running = gs; return n }
+	web := Group{"default", "web", "web"}
+	perJob := constraint.Distinct{Job: true}
+	perGroup := constraint.Distinct{Group: true}
+	big := func(name string) Node { return node(name, "default", "dc1", 4000, 8192, 0, 0) }
+	tests := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{name: "a node running the group is excluded, another with room takes it", in: Input{
+			Candidates: []Node{running(big("b"), web), big("c")},
+			Movers:     []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", perGroup)},
+		}},
+		{name: "every node runs the group: no room by distinct_hosts", in: Input{
+			Candidates: []Node{running(big("b"), web), running(big("c"), web)},
+			Movers:     []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", perGroup)},
+		}, want: `pool default: no eligible node satisfies the constraints of job web (1 allocation): "distinct_hosts" excluded 2 nodes`},
+		{name: "two movers of the group need two nodes", in: Input{
+			Candidates: []Node{big("b")},
+			Movers: []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", perGroup),
+				job(alloc("web.web[1]", "default", 100, 512), "web", "web", perGroup)},
+		}, want: `pool default: no eligible node satisfies the constraints of job web (2 allocations): "distinct_hosts" excluded 1 node`},
+		{name: "two movers of the group on two nodes fit", in: Input{
+			Candidates: []Node{big("b"), big("c")},
+			Movers: []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", perGroup),
+				job(alloc("web.web[1]", "default", 100, 512), "web", "web", perGroup)},
+		}},
+		{name: "group-level: another group of the job does not collide", in: Input{
+			Candidates: []Node{running(big("b"), Group{"default", "web", "api"})},
+			Movers:     []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", perGroup)},
+		}},
+		{name: "job-level: another group of the job collides", in: Input{
+			Candidates: []Node{running(big("b"), Group{"default", "web", "api"})},
+			Movers:     []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", perJob)},
+		}, want: `pool default: no eligible node satisfies the constraints of job web (1 allocation): "distinct_hosts" excluded 1 node`},
+		{name: "the same job in another namespace does not collide", in: Input{
+			Candidates: []Node{running(big("b"), Group{"prod", "web", "web"})},
+			Movers:     []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", perJob)},
+		}},
+		{name: "a mover without distinct_hosts placed first keeps a distinct one off its node", in: Input{
+			Candidates: []Node{big("b")},
+			Movers: []Alloc{job(alloc("web.web[0]", "default", 100, 1024), "web", "web", constraint.Distinct{}),
+				job(alloc("web.web[1]", "default", 100, 512), "web", "web", perGroup)},
+		}, want: `pool default: no eligible node satisfies the constraints of job web (2 allocations): "distinct_hosts" excluded 1 node`},
+		{name: "without distinct_hosts two go on one node", in: Input{
+			Candidates: []Node{running(big("b"), web)},
+			Movers: []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", constraint.Distinct{}),
+				job(alloc("web.web[1]", "default", 100, 512), "web", "web", constraint.Distinct{})},
+		}},
+		{name: "distinct nodes full: the nodes meeting it are short of room", in: Input{
+			Candidates: []Node{running(big("b"), web), node("c", "default", "dc1", 4000, 8192, 0, 8000)},
+			Movers:     []Alloc{job(alloc("web.web[0]", "default", 100, 512), "web", "web", perGroup)},
+		}, want: "pool default, on the nodes meeting the constraints of job web: needs 512 MiB memory, 192 MiB free"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Check(tt.in); got != tt.want {
+				t.Errorf("Check() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -76,6 +76,59 @@ func OfGroup(job *api.Job, group string) []Constraint {
 	return out
 }
 
+// Distinct says which distinct_hosts constraints an allocation of the job's
+// task group carries: the job's (no two of the job's allocations on a node) and
+// the group's (no two of the group's). Nomad reads them from the job's and the
+// group's constraint blocks only, never the tasks'
+// (scheduler/feasible/feasible.go DistinctHostsIterator SetJob, SetTaskGroup).
+type Distinct struct{ Job, Group bool }
+
+// DistinctOf returns the distinct_hosts constraints of the job's task group.
+func DistinctOf(job *api.Job, group string) Distinct {
+	var d Distinct
+	if job == nil {
+		return d
+	}
+	d.Job = distinctHosts(job.Constraints)
+	for _, tg := range job.TaskGroups {
+		if tg != nil && tg.Name != nil && *tg.Name == group {
+			d.Group = distinctHosts(tg.Constraints)
+		}
+	}
+	return d
+}
+
+// Any reports whether any distinct_hosts constraint applies.
+func (d Distinct) Any() bool { return d.Job || d.Group }
+
+// Collides reports whether an allocation of (namespace, job, group) with these
+// distinct_hosts constraints may not go on a node that has (or will have) an
+// allocation of (ns, jobID, tg): any of the job's when the job asks for
+// distinct hosts, the same group's when either does
+// (DistinctHostsIterator.satisfiesDistinctHosts).
+func (d Distinct) Collides(namespace, job, group, ns, jobID, tg string) bool {
+	if !d.Any() || ns != namespace || jobID != job {
+		return false
+	}
+	return d.Job || tg == group
+}
+
+// distinctHosts reports whether cs ask for distinct hosts: a distinct_hosts
+// constraint whose value is empty, true, or not a boolean at all (Nomad keeps
+// its old behaviour then: DistinctHostsIterator.hasDistinctHostsConstraint).
+func distinctHosts(cs []*api.Constraint) bool {
+	for _, c := range cs {
+		if c != nil && c.Operand == api.ConstraintDistinctHosts {
+			if c.RTarget == "" {
+				return true
+			}
+			on, err := strconv.ParseBool(c.RTarget)
+			return err != nil || on
+		}
+	}
+	return false
+}
+
 func fromAPI(out []Constraint, cs []*api.Constraint) []Constraint {
 	for _, c := range cs {
 		if c != nil {

@@ -207,3 +207,48 @@ func BenchmarkMetRegexp(b *testing.B) {
 		Met(c, testNode)
 	}
 }
+
+func TestDistinctOf(t *testing.T) {
+	dh := func(v string) *api.Constraint {
+		return &api.Constraint{Operand: api.ConstraintDistinctHosts, RTarget: v}
+	}
+	job := func(jobCs, groupCs, taskCs []*api.Constraint) *api.Job {
+		j := api.NewServiceJob("web", "web", "global", 50)
+		j.Constraints = jobCs
+		j.TaskGroups = []*api.TaskGroup{{Name: new("web"), Constraints: groupCs, Tasks: []*api.Task{{Name: "t", Constraints: taskCs}}}}
+		return j
+	}
+	tests := []struct {
+		name string
+		job  *api.Job
+		want Distinct
+	}{
+		{"none", job(nil, nil, nil), Distinct{}},
+		{"job, no value", job([]*api.Constraint{dh("")}, nil, nil), Distinct{Job: true}},
+		{"group, true", job(nil, []*api.Constraint{dh("true")}, nil), Distinct{Group: true}},
+		{"group, false", job(nil, []*api.Constraint{dh("false")}, nil), Distinct{}},
+		{"not a boolean enforces it", job([]*api.Constraint{dh("yes please")}, nil, nil), Distinct{Job: true}},
+		{"a task's is ignored, as Nomad does", job(nil, nil, []*api.Constraint{dh("")}), Distinct{}},
+		{"nil job", nil, Distinct{}},
+	}
+	for _, tt := range tests {
+		if got := DistinctOf(tt.job, "web"); got != tt.want {
+			t.Errorf("%s: DistinctOf() = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	if DistinctOf(job(nil, []*api.Constraint{dh("")}, nil), "other") != (Distinct{}) {
+		t.Error("another group's distinct_hosts applied")
+	}
+	d := Distinct{Group: true}
+	for _, c := range []struct {
+		ns, job, group string
+		want           bool
+	}{{"default", "web", "web", true}, {"default", "web", "api", false}, {"prod", "web", "web", false}, {"default", "db", "web", false}} {
+		if got := d.Collides("default", "web", "web", c.ns, c.job, c.group); got != c.want {
+			t.Errorf("group-level Collides(%s/%s/%s) = %v, want %v", c.ns, c.job, c.group, got, c.want)
+		}
+	}
+	if !(Distinct{Job: true}).Collides("default", "web", "web", "default", "web", "api") {
+		t.Error("job-level distinct_hosts must collide with another group of the job")
+	}
+}

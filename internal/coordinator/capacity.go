@@ -205,6 +205,7 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 					n.Used = n.Used.Add(allocAsk(a))
 				}
 			}
+			n.Running = running(allocs)
 			v.nodes[id] = n
 		}
 		v.read[pool] = want
@@ -324,7 +325,8 @@ func movers(allocs []*api.Allocation) []capacity.Alloc {
 		if !moves(a) {
 			continue
 		}
-		m := capacity.Alloc{Name: a.Name, Job: a.JobID, Ask: allocAsk(a), Constraints: constraint.OfGroup(a.Job, a.TaskGroup)}
+		m := capacity.Alloc{Name: a.Name, Job: a.JobID, Namespace: a.Namespace, Group: a.TaskGroup, Ask: allocAsk(a),
+			Constraints: constraint.OfGroup(a.Job, a.TaskGroup), Distinct: constraint.DistinctOf(a.Job, a.TaskGroup)}
 		if a.Job != nil {
 			if a.Job.NodePool != nil {
 				m.Pool = *a.Job.NodePool
@@ -332,6 +334,21 @@ func movers(allocs []*api.Allocation) []capacity.Alloc {
 			m.Datacenters = a.Job.Datacenters
 		}
 		out = append(out, m)
+	}
+	return out
+}
+
+// running are the groups of a node's allocations that its distinct_hosts
+// counts: those the scheduler's ProposedAllocs keeps, every one its client has
+// not stopped (scheduler/feasible/context.go; a replacement placed is there,
+// one the scheduler stopped stays until its client reports it).
+func running(allocs []*api.Allocation) []capacity.Group {
+	var out []capacity.Group
+	for _, a := range allocs {
+		g := capacity.Group{Namespace: a.Namespace, Job: a.JobID, Group: a.TaskGroup}
+		if !allocGone(a) && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
 	}
 	return out
 }

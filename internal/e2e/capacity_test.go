@@ -158,3 +158,59 @@ func TestCapacityHoldsOnConstraints(t *testing.T) {
 	etlOn("client-2")
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue([]string{"client-1"}), Reboots: each([]string{"client-1"}, 1)})
 }
+
+// The gate honours distinct_hosts as the scheduler does: the other node of the
+// pool has room but already runs an allocation of the group, which asks for
+// distinct hosts, so the host is held with a reason naming distinct_hosts. A
+// node added to the pool releases it (woken by the node watch, production
+// resync), and the allocation moves there.
+func TestCapacityHoldsOnDistinctHosts(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2, pools: []string{"batch"}, resync: productionResync, policy: `group "all" {
+  concurrency = 1
+}`, jobs: []nomadsim.JobSpec{{ID: "web", NodePool: "batch", Groups: []nomadsim.GroupSpec{{Name: "web", Count: 2, CPU: 500, MemoryMB: 512,
+		Constraints: []nomadsim.ConstraintSpec{{Operator: "distinct_hosts", Value: "true"}}}}}}})
+	c.start()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == 2 })
+	webOn := func(hosts ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+			for _, host := range hosts {
+				h, _ := v.Host(host)
+				if _, ok := v.RunningAlloc(h.NodeID, "web"); !ok {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatalf("web not running on each of %v: %v", hosts, err)
+		}
+	}
+	webOn("client-1", "client-2")
+	c.needReboot("client-1")
+	const reason = `capacity: pool batch: no eligible node satisfies the constraints of job web (1 allocation): "distinct_hosts" excluded 1 node`
+	c.waitFor("client-1 held by distinct_hosts", 30*time.Second, func() bool {
+		for _, h := range c.status().Hosts {
+			if h.Host == "client-1" && h.Phase == store.PhasePending && h.Waiting == reason {
+				return true
+			}
+		}
+		return false
+	})
+	if out := c.cli("status"); !strings.Contains(out, reason) {
+		t.Errorf("rollboot status lacks %q:\n%s", reason, out)
+	}
+	if c.drainStarted("client-1") {
+		t.Fatal("client-1 drained though its allocation may go nowhere")
+	}
+	start := time.Now()
+	if _, err := c.sim.AddHost("client-3", false, true, "batch"); err != nil {
+		t.Fatal(err)
+	}
+	c.within("scale out → drain start", start, func() bool { return c.drainStarted("client-1") })
+	c.waitFor("client-1 rebooted", 90*time.Second, c.rebootedAll([]string{"client-1"}))
+	webOn("client-2", "client-3")
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue([]string{"client-1"}), Reboots: each([]string{"client-1"}, 1)})
+}

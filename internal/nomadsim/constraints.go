@@ -14,9 +14,10 @@ import (
 // stack does (scheduler/feasible/stack.go: the job's ConstraintChecker, then
 // the task group's with TaskGroupConstraints; scheduler/feasible/feasible.go
 // ConstraintChecker.Feasible, resolveTarget and checkConstraint, which package
-// constraint follows). distinct_hosts and distinct_property are accepted but
-// not enforced (DistinctHostsIterator and DistinctPropertyIterator are not
-// modelled). A job with an invalid constraint is refused, as Job.Register
+// constraint follows). distinct_hosts is enforced as DistinctHostsIterator
+// does: an allocation of a job (or group) with it does not go on a node with a
+// live allocation of the same job (or group). distinct_property is accepted but
+// not enforced (DistinctPropertyIterator is not modelled). A job with an invalid constraint is refused, as Job.Register
 // refuses it (nomad/structs Constraint.Validate).
 
 // ConstraintSpec is a constraint block (api.Constraint): attribute, operator
@@ -51,6 +52,41 @@ func groupConstraints(job *api.Job) map[string][]constraint.Constraint {
 		out[*tg.Name] = constraint.OfGroup(job, *tg.Name)
 	}
 	return out
+}
+
+// groupDistinct returns each group's distinct_hosts constraints (the job's and
+// the group's blocks: constraint.DistinctOf).
+func groupDistinct(job *api.Job) map[string]constraint.Distinct {
+	out := map[string]constraint.Distinct{}
+	for _, tg := range job.TaskGroups {
+		if d := constraint.DistinctOf(job, *tg.Name); d.Any() {
+			out[*tg.Name] = d
+		}
+	}
+	return out
+}
+
+// groupKey names a task group of a job.
+type groupKey struct{ ns, job, group string }
+
+// distinctOn returns the nodes group's next allocation may not go on by its
+// distinct_hosts constraints d: those with an allocation of the job (or of the
+// group) that its client has not stopped, as the scheduler's ProposedAllocs
+// counts them (scheduler/feasible/context.go; DistinctHostsIterator
+// satisfiesDistinctHosts). byGroup holds every group's allocations.
+func (j *simJob) distinctOn(group string, d constraint.Distinct, byGroup map[groupKey][]*simAlloc) map[string]bool {
+	on := map[string]bool{}
+	for _, g := range j.spec.Groups {
+		if !d.Job && g.Name != group {
+			continue
+		}
+		for _, sa := range byGroup[groupKey{j.spec.Namespace, j.spec.ID, g.Name}] {
+			if !allocClientTerminal(sa.a) {
+				on[sa.a.NodeID] = true
+			}
+		}
+	}
+	return on
 }
 
 // feasible reports whether group's allocations may be placed on n by its

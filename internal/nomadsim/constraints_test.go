@@ -114,3 +114,105 @@ func TestAddJobRejectsInvalidConstraints(t *testing.T) {
 		t.Errorf("a refused job was registered: %v", s.Jobs())
 	}
 }
+
+// distinct_hosts keeps a group's (or with the job's, the job's) allocations on
+// separate nodes, as the scheduler's DistinctHostsIterator does: one more than
+// the nodes stays unplaced, with a blocked evaluation.
+func TestPlacementDistinctHosts(t *testing.T) {
+	s, c := newTestSim(t, Config{Clients: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nodesOf := func(v *View, job string) map[string]int {
+		out := map[string]int{}
+		for _, h := range []string{"client-1", "client-2", "client-3"} {
+			hh, _ := v.Host(h)
+			for _, a := range v.Allocs(hh.NodeID) {
+				if a.JobID == job && !allocTerminal(a) {
+					out[h]++
+				}
+			}
+		}
+		return out
+	}
+	distinct := []ConstraintSpec{{Operator: "distinct_hosts", Value: "true"}}
+	if err := s.AddJob(JobSpec{ID: "web", Groups: []GroupSpec{{Name: "web", Count: 4, Constraints: distinct}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The job's distinct_hosts spans its groups: 2 + 1 on three nodes.
+	if err := s.AddJob(JobSpec{ID: "db", Constraints: distinct,
+		Groups: []GroupSpec{{Name: "a", Count: 2}, {Name: "b", Count: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	one := func(m map[string]int) bool {
+		return len(m) == 3 && m["client-1"] == 1 && m["client-2"] == 1 && m["client-3"] == 1
+	}
+	var web, db map[string]int
+	if err := s.WaitFor(ctx, func(v *View) bool {
+		web, db = nodesOf(v, "web"), nodesOf(v, "db")
+		return one(web) && one(db)
+	}); err != nil {
+		t.Fatalf("%v: web on %v, db on %v, want one of each on every node", err, web, db)
+	}
+	evals, _, err := c.Evaluations().List(&api.QueryOptions{Filter: `Status == "blocked"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evals) != 1 || evals[0].JobID != "web" || evals[0].QueuedAllocations["web"] != 1 {
+		t.Fatalf("blocked evaluations = %+v, want web's, one allocation queued", evals)
+	}
+	// A fourth node: the fourth allocation goes there.
+	if _, err := s.AddHost("client-4", false, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitFor(ctx, func(v *View) bool {
+		hh, _ := v.Host("client-4")
+		n := 0
+		for _, a := range v.Allocs(hh.NodeID) {
+			if a.JobID == "web" && !allocTerminal(a) {
+				n++
+			}
+		}
+		return n == 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A job's distinct_hosts counts what its earlier groups placed in the same
+// scheduling round: the least loaded node, taken by group a, is not taken by b.
+func TestPlacementDistinctHostsAcrossGroups(t *testing.T) {
+	s, _ := newTestSim(t, Config{Clients: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	count := func(v *View, host, job string) int {
+		hh, _ := v.Host(host)
+		n := 0
+		for _, a := range v.Allocs(hh.NodeID) {
+			if a.JobID == job && !allocTerminal(a) {
+				n++
+			}
+		}
+		return n
+	}
+	if err := s.AddJob(JobSpec{ID: "filler", Groups: []GroupSpec{{Name: "f", Count: 3,
+		Constraints: []ConstraintSpec{{Attribute: "${node.unique.name}", Value: "client-2"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitFor(ctx, func(v *View) bool { return count(v, "client-2", "filler") == 3 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddJob(JobSpec{ID: "pair", Constraints: []ConstraintSpec{{Operator: "distinct_hosts"}},
+		Groups: []GroupSpec{{Name: "a", Count: 1}, {Name: "b", Count: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var on1, on2 int
+	if err := s.WaitFor(ctx, func(v *View) bool {
+		on1, on2 = count(v, "client-1", "pair"), count(v, "client-2", "pair")
+		return on1+on2 == 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if on1 != 1 || on2 != 1 {
+		t.Errorf("pair: %d on client-1, %d on client-2; want one on each", on1, on2)
+	}
+}

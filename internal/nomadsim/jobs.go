@@ -131,6 +131,8 @@ type simJob struct {
 	job  *api.Job // embedded in every allocation; never changed after AddJob
 	// constraints: by group, the constraints its allocations must meet.
 	constraints map[string][]constraint.Constraint
+	// distinct: by group, its distinct_hosts constraints (constraints.go).
+	distinct map[string]constraint.Distinct
 	// checksFailingOn: the nodes where its service checks fail in Consul
 	// (SetServiceCheckFailing, services.go).
 	checksFailingOn map[string]bool
@@ -294,7 +296,7 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		}
 		job.TaskGroups = append(job.TaskGroups, tg)
 	}
-	sj := &simJob{spec: spec, job: job, constraints: groupConstraints(job)}
+	sj := &simJob{spec: spec, job: job, constraints: groupConstraints(job), distinct: groupDistinct(job)}
 	s.cluster.jobs[key] = sj
 	s.cluster.jobOrder = append(s.cluster.jobOrder, key)
 	s.cluster.wl.registeredLocked(s, sj, idx)
@@ -449,7 +451,6 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 	room := &lazyRoom{c: c} // most rounds place nothing: no need to count every allocation
 	// Each group's allocations in creation order, gathered in one walk (a
 	// group's placements below add only allocations of that group).
-	type groupKey struct{ ns, job, group string }
 	byGroup := map[groupKey][]*simAlloc{}
 	for _, id := range c.allocOrder {
 		sa := c.allocs[id]
@@ -492,6 +493,11 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 				continue
 			}
 			need := g.Count - len(live) - len(done)
+			d := j.distinct[g.Name]
+			var distinctOn map[string]bool // the nodes distinct_hosts keeps it off
+			if d.Any() && need > 0 {
+				distinctOn = j.distinctOn(g.Name, d, byGroup)
+			}
 			used := map[int]bool{}
 			for _, sa := range append(slices.Clone(live), done...) {
 				used[sa.nameIndex()] = true
@@ -501,6 +507,9 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 				for _, sn := range nodes {
 					if !nodeReady(sn.node) || !jobInPool(j, sn.node) || !j.feasible(g.Name, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
 						continue
+					}
+					if distinctOn[sn.node.ID] {
+						continue // distinct_hosts (constraints.go)
 					}
 					if best == nil || load[sn.node.ID] < load[best.node.ID] {
 						best = sn
@@ -525,6 +534,13 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 				c.placeLocked(s, j, g.Name, n, best, p, now)
 				load[best.node.ID]++
 				room.take(best.node.ID, j, g.Name)
+				if distinctOn != nil {
+					distinctOn[best.node.ID] = true
+				}
+				if len(j.distinct) > 0 { // the job's later groups count it (distinctOn)
+					k := groupKey{j.spec.Namespace, j.spec.ID, g.Name}
+					byGroup[k] = append(byGroup[k], c.allocs[c.allocOrder[len(c.allocOrder)-1]])
+				}
 			}
 			c.wl.unplacedLocked(s, j, g.Name, need) // evals.go
 		}
