@@ -640,11 +640,19 @@ func rejoin(in Input, d Decision) Decision {
 		d.Plan.GoneBootID = p.BootIDAtGrant
 	}
 	d.Plan.LastCompleted = in.Now
+	if d.Unhealthy != "" {
+		d.History.Error = unhealthyReleased + d.Unhealthy
+	}
+	d.Plan.LastUnhealthy = d.Unhealthy
 	d.Plan.LastNeedAt, d.Plan.LoopCount = loopAfterCycle(in, p)
 	d.ClearRequest = in.Request != nil && !in.Request.At.After(p.Timeline[store.PhaseDraining])
 	d.Write, d.Event = true, "rebooted and back in service"
 	return d
 }
+
+// unhealthyReleased begins the history's error of a cycle whose slot was freed
+// at the healthy deadline with its workloads unhealthy.
+const unhealthyReleased = "slot freed at the healthy deadline with workloads unhealthy: "
 
 // abort cancels the drain, restores eligibility and backs off before a retry.
 func abort(in Input, d Decision, why string, cancel bool) Decision {

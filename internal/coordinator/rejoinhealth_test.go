@@ -79,6 +79,16 @@ func TestStepHealthyAfterReboot(t *testing.T) {
 			if d.Unhealthy != tt.unhealthy {
 				t.Errorf("unhealthy %q, want %q", d.Unhealthy, tt.unhealthy)
 			}
+			// A slot freed unhealthy says so in its plan (back_in_service)
+			// and its history; a healthy one does not.
+			if d.Plan.Phase == store.PhaseIdle {
+				if d.Plan.LastUnhealthy != tt.unhealthy {
+					t.Errorf("plan's last unhealthy %q, want %q", d.Plan.LastUnhealthy, tt.unhealthy)
+				}
+				if want := map[bool]string{true: unhealthyReleased + tt.unhealthy}[tt.unhealthy != ""]; d.History == nil || d.History.Error != want {
+					t.Errorf("history %+v, want error %q", d.History, want)
+				}
+			}
 		})
 	}
 }

@@ -55,7 +55,10 @@ type Event struct {
 	Grant string
 	// Reason is why the host needs its reboot.
 	Reason string
-	// Error says what went wrong (stuck, drain_aborted, reboot_failed).
+	// Error says what went wrong (stuck, drain_aborted, reboot_failed), or, in
+	// back_in_service, what workloads were still unhealthy when the slot was
+	// freed at the healthy deadline (healthy.on_deadline = "release"; "" when
+	// healthy).
 	Error string
 	// Attempt is the drain attempt of the current request (1 for the first).
 	Attempt int
@@ -94,7 +97,8 @@ const notRebooted = "the host did not reboot: "
 //   - backoff with a grant: reboot_failed when the host reported a failed attempt,
 //     drain_aborted otherwise;
 //   - idle after a finished reboot (LastCompleted): back_in_service, once per
-//     LastCompleted.
+//     LastCompleted, with the workloads still unhealthy (LastUnhealthy) as its
+//     Error.
 //
 // Each host event is keyed by the grant it belongs to (grant IDs are never
 // reused), back_in_service by its LastCompleted, and paused and resumed by the
@@ -174,7 +178,7 @@ func implied(p store.Plan) []Event {
 			return nil
 		}
 		e := ev(BackInService, p.LastCompleted)
-		e.Grant, e.Error, e.Attempt = "", "", 0
+		e.Grant, e.Error, e.Attempt = "", p.LastUnhealthy, 0
 		if start := p.Timeline[store.PhaseDraining]; !start.IsZero() && start.Before(p.LastCompleted) {
 			e.Duration = p.LastCompleted.Sub(start)
 		}

@@ -145,6 +145,19 @@ func TestMessages(t *testing.T) {
 	if got != "rollboot: h1 rebooted and is back in service after 1m30s" {
 		t.Errorf("default back_in_service: %q", got)
 	}
+	// A slot freed at the healthy deadline with workloads unhealthy: the plan's
+	// LastUnhealthy becomes the event's Error, which the message tells.
+	unhealthy := plan(store.PhaseIdle, "", func(p *store.Plan) {
+		p.LastCompleted, p.LastUnhealthy = t0.Add(time.Hour), "web.web[0] unhealthy"
+	})
+	evs := Derive([]store.Plan{unhealthy}, Pause{}, Ledger{})
+	if len(evs) != 1 || evs[0].Kind != BackInService || evs[0].Error != "web.web[0] unhealthy" {
+		t.Fatalf("events of an unhealthy release: %+v", evs)
+	}
+	got, _ = m.Render(evs[0])
+	if want := "rollboot: h1 rebooted and is back in service after 59m0s, but its workloads were still unhealthy at its healthy deadline: web.web[0] unhealthy"; got != want {
+		t.Errorf("back_in_service, unhealthy: %q, want %q", got, want)
+	}
 	for _, bad := range []string{"{{.Hots}}", "{{.Host", "{{template \"x\"}}"} {
 		if _, err := CompileMessage(Stuck, bad); err == nil {
 			t.Errorf("%q compiled", bad)

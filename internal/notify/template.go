@@ -13,7 +13,7 @@ import (
 var DefaultMessages = map[Kind]string{
 	DrainStarted:  `rollboot: draining {{.Host}} (group {{.Group}}) to reboot it: {{.Reason}}`,
 	Rebooting:     `rollboot: {{.Host}} is rebooting`,
-	BackInService: `rollboot: {{.Host}} rebooted and is back in service{{if .Duration}} after {{.Duration}}{{end}}`,
+	BackInService: `rollboot: {{.Host}} rebooted and is back in service{{if .Duration}} after {{.Duration}}{{end}}{{with .Error}}, but its workloads were still unhealthy at its healthy deadline: {{.}}{{end}}`,
 	Stuck:         `rollboot: {{.Host}} is stuck: {{.Error}} (rollboot release {{.Host}} frees its slot)`,
 	DrainAborted:  `rollboot: drain of {{.Host}} aborted, retrying after a backoff: {{.Error}}`,
 	RebootFailed:  `rollboot: reboot of {{.Host}} failed, retrying after a backoff: {{.Error}}`,

@@ -119,6 +119,7 @@ func goldenPlans() []golden[Plan] {
 			"host":               "web-1.example.com",
 			"last_after_boot_id": "b2",
 			"last_completed":     "2026-12-02T10:00:00.123456789Z",
+			"last_unhealthy":     "web[0] unhealthy",
 			"last_error":         "le",
 			"last_need_at":       "2026-12-02T10:00:00.123456789Z",
 			"loop_count":         "3",
@@ -135,7 +136,7 @@ func goldenPlans() []golden[Plan] {
 		rec: Plan{Host: "web-1.example.com", Phase: PhaseRejoining, PhaseSince: at, Group: "web", Reason: "r", RequestedAt: at,
 			GrantID: "g1", Attempt: 2, EligibleBefore: true, BootIDAtGrant: "b0", NodeID: "n1", SystemJobs: []string{"default/b", "default/a"},
 			NextTry: at, LastError: "le", Waiting: "w", Timeline: map[string]time.Time{PhasePending: at, PhaseDraining: at.Add(time.Second)},
-			Forced: true, DrainedIndex: 42, GoneBootID: "b-1", Held: true, LastAfterBootID: "b2", LastCompleted: at, LoopCount: 3, LastNeedAt: at,
+			Forced: true, DrainedIndex: 42, GoneBootID: "b-1", Held: true, LastAfterBootID: "b2", LastCompleted: at, LastUnhealthy: "web[0] unhealthy", LoopCount: 3, LastNeedAt: at,
 			ModifyIndex: 7},
 	}, {
 		name:  "minimal",

@@ -159,7 +159,11 @@ type Plan struct {
 	// The last finished reboot, for the reboot-loop guard.
 	LastAfterBootID string
 	LastCompleted   time.Time
-	LoopCount       int
+	// LastUnhealthy: the workloads still unhealthy when the last finished
+	// reboot's slot was freed at its healthy deadline (healthy.on_deadline =
+	// "release"); "" when they were healthy. Its back_in_service says so.
+	LastUnhealthy string
+	LoopCount     int
 	// LastNeedAt is when the need the host still showed as its last reboot
 	// finished was first seen (zero: the reboot cleared it): only that same need,
 	// not a later one, makes a reboot loop.
@@ -223,7 +227,10 @@ type HistoryRecord struct {
 	BootIDBefore string
 	BootIDAfter  string
 	Forced       bool
-	// Error is why the cycle failed (outcome "failed"): the agent's reported failure.
+	// Error is why the cycle failed (outcome "failed"): the agent's reported
+	// failure; or, for a host rebooted whose slot was freed at its healthy
+	// deadline with workloads still unhealthy (healthy.on_deadline =
+	// "release"), what was unhealthy.
 	Error    string
 	Timeline map[string]time.Time
 	Finished time.Time
@@ -304,6 +311,7 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	flag("held", func(p *Plan) *bool { return &p.Held }, false),
 	text("last_after_boot_id", func(p *Plan) *string { return &p.LastAfterBootID }),
 	instant("last_completed", func(p *Plan) *time.Time { return &p.LastCompleted }, false),
+	text("last_unhealthy", func(p *Plan) *string { return &p.LastUnhealthy }),
 	number("loop_count", func(p *Plan) *int { return &p.LoopCount }, false),
 	instant("last_need_at", func(p *Plan) *time.Time { return &p.LastNeedAt }, false),
 	object("timeline", func(p *Plan) *map[string]time.Time { return &p.Timeline }, noEntries[string, time.Time]),
