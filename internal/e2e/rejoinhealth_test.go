@@ -104,7 +104,13 @@ func TestRejoinUnhealthyReleasedAtDeadline(t *testing.T) {
 	for _, r := range c.history() {
 		if r.Host == h {
 			done = r.Finished
+			if want := "slot freed at the healthy deadline with workloads unhealthy: web.web[0] unhealthy"; r.Outcome != "rebooted" || r.Error != want {
+				t.Errorf("history: outcome %q, error %q; want rebooted, %q", r.Outcome, r.Error, want)
+			}
 		}
+	}
+	if p := c.plans()[h]; p.LastUnhealthy != "web.web[0] unhealthy" {
+		t.Errorf("plan's last unhealthy %q: its back_in_service would not tell", p.LastUnhealthy)
 	}
 	after := done.Sub(rejoined)
 	t.Logf("rejoining → slot freed: %s (deadline 4s)", after.Round(time.Millisecond))
