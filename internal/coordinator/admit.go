@@ -98,6 +98,7 @@ func admit(r admitRules, s *snapshot) admission {
 		// need room, and they offer none.
 		if why := capacityGate(s, req.Host, out.admitted); !why.IsZero() {
 			out.wait[req.Host] = why
+			out.settled = sooner(out.settled, s.now.Add(capacityRecheck)) // capacity.go
 			return false
 		}
 		if candidate {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -35,6 +36,12 @@ type CapacityGate struct {
 	// Headroom is the share of each node's capacity kept free, in [0, 1).
 	Headroom float64
 }
+
+// capacityRecheck is how often a pass runs while a host is held by the
+// capacity gate: room freed by allocations stopping elsewhere changes nothing
+// in Nomad's node list, so no watch wakes a pass for it (a node added or made
+// eligible does, through the node watch).
+const capacityRecheck = 5 * time.Second
 
 // maxCapacityRounds bounds the rounds of reads of one pass; each round reads
 // something new, and the candidates double each round, so a pass needs far

@@ -1,0 +1,109 @@
+package coordinator
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Room freed by an allocation ending on another node changes nothing in the
+// node list, so only the capacity recheck can release the hold before the
+// resync (10 minutes here): the host is drained within capacityRecheck of the
+// batch job that filled the other node completing.
+func TestCapacityHoldReleasedByRecheck(t *testing.T) {
+	sim, client, st := simStore(t, nomadsim.Config{Clients: 2})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for _, h := range []string{"client-1", "client-2"} {
+		if err := sim.SetNodeResources(h, nomadsim.NodeResources{CPU: 4000, MemoryMB: 8000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The batch job fills one node; the service allocation must go to the
+	// other, and can move back only once the batch job is done.
+	if err := sim.AddJob(nomadsim.JobSpec{ID: "filler", Type: api.JobTypeBatch, RunTime: 4 * time.Second,
+		Groups: []nomadsim.GroupSpec{{Name: "f", CPU: 100, MemoryMB: 6000}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.AddJob(nomadsim.JobSpec{ID: "web", Groups: []nomadsim.GroupSpec{{Name: "web", CPU: 100, MemoryMB: 4096}}}); err != nil {
+		t.Fatal(err)
+	}
+	var webHost string
+	if err := sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+		for _, name := range []string{"client-1", "client-2"} {
+			h, _ := v.Host(name)
+			if _, ok := v.RunningAlloc(h.NodeID, "web"); ok {
+				webHost = name
+			}
+		}
+		return webHost != ""
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := sim.Host(webHost)
+	if _, err := st.PutHost(ctx, store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
+		c.Requests = map[string]store.Request{h.Name: {At: time.Now()}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	co := New(Options{
+		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+		Timing:   Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Resync:   10 * time.Minute,
+		Capacity: CapacityGate{Enabled: true},
+	})
+	done := make(chan error, 1)
+	go func() { done <- co.Run(ctx) }()
+	held := false
+	for !held && ctx.Err() == nil {
+		plans, err := st.Plans(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range plans {
+			held = held || p.Host == h.Name && strings.HasPrefix(p.Waiting, "capacity: ")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var finished, drained time.Time
+	err := sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+		for _, e := range v.Events() {
+			switch {
+			case e.Type == nomadsim.EventAllocStop && e.Details["job"] == "filler" && finished.IsZero():
+				finished = e.Time
+			case e.Type == nomadsim.EventDrainStart && drained.IsZero():
+				drained = e.Time
+			}
+		}
+		return !drained.IsZero()
+	})
+	if err != nil {
+		t.Fatalf("the node was not drained: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !held {
+		t.Fatal("the host was never held by the capacity gate")
+	}
+	if finished.IsZero() || drained.Before(finished) {
+		t.Fatalf("drained at %v, the batch job finished at %v", drained, finished)
+	}
+	if took := drained.Sub(finished); took > capacityRecheck+5*time.Second {
+		t.Errorf("drained %s after the room was freed: the recheck is %s", took, capacityRecheck)
+	} else {
+		t.Logf("drained %s after the room was freed (recheck %s)", took.Round(time.Millisecond), capacityRecheck)
+	}
+}
