@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -145,9 +146,11 @@ func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *sl
 	}
 	p := d.Plan
 	opts := &api.DrainOptions{DrainSpec: drainSpec(in), MarkEligible: false, Meta: map[string]string{
-		metaGrant:   p.GrantID,
-		metaBy:      "rollboot",
-		metaMessage: "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
+		metaGrant: p.GrantID,
+		metaBy:    "rollboot",
+		// What a drain left behind needs to be given back (staleDrain).
+		metaEligibleBefore: strconv.FormatBool(p.EligibleBefore),
+		metaMessage:        "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
 	}}
 	w := (&api.WriteOptions{}).WithContext(ctx)
 	if err := c.stopJobs(ctx, in, log); err != nil {

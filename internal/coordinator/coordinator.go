@@ -458,9 +458,10 @@ func (c *Coordinator) knownGroup(name string) bool {
 // Drain meta keys: they tell an operator (and a restarted coordinator) that rollboot
 // started a drain, for which grant and why (like nomad-autoscaler's drained_by).
 const (
-	metaGrant   = "rollboot_grant"
-	metaMessage = "message"
-	metaBy      = "drained_by"
+	metaGrant          = "rollboot_grant"
+	metaEligibleBefore = "rollboot_eligible_before"
+	metaMessage        = "message"
+	metaBy             = "drained_by"
 )
 
 // handOver hands the leadership of product over from the host's server. Without

@@ -35,6 +35,11 @@ type NodeView struct {
 	Draining    bool   // DrainStrategy != nil
 	DrainStatus string // LastDrain.Status: draining, complete, canceled
 	DrainGrant  string // LastDrain.Meta["rollboot_grant"]: the grant that started the last drain
+	// DrainRestores: LastDrain.Meta["rollboot_eligible_before"] is "true": the
+	// node was eligible when rollboot's last drain of it started.
+	DrainRestores bool
+	// DrainStartedAt is LastDrain.StartedAt (Nomad's clock).
+	DrainStartedAt time.Time
 	// SystemRunning holds the system jobs with a running allocation on the node.
 	SystemRunning map[string]bool
 	// ModifyIndex is the node's ModifyIndex.
@@ -228,6 +233,9 @@ func step(in Input) Decision {
 		}
 		d.ClearRelease = true // nothing held: the release is moot
 	}
+	if r, ok := staleDrain(in, d); ok {
+		return r
+	}
 
 	switch p.Phase {
 	case store.PhaseIdle:
@@ -249,6 +257,53 @@ func step(in Input) Decision {
 	}
 	d.Waiting = waitFor(WaitUnknownPhase, p.Phase)
 	return d
+}
+
+// staleDrain gives back a node that a drain of rollboot's holds while no cycle
+// of its host does: the host is idle, pending or backing off. A coordinator
+// stopped between its lease check and its drain call can send the drain after
+// its successor ended the grant (nothing in Nomad's drain API fences it); an
+// abort or a cancel whose drain cancel failed after its plan was stored leaves
+// one too. Left alone, the node would stay ineligible with nothing to give it
+// back. A drain still running is canceled; one that completed (a node with
+// nothing to move completes at once) leaves the node ineligible, which is
+// undone. Eligibility comes back when the drain's meta says the node was
+// eligible before it, or the plan still knows its grant's (a backoff after an
+// abort).
+func staleDrain(in Input, d Decision) (Decision, bool) {
+	n, p := in.Node, d.Plan
+	if !isStaleDrain(n, p) {
+		return d, false
+	}
+	restore := n.DrainRestores || n.DrainGrant == p.GrantID && p.EligibleBefore
+	if n.Draining {
+		d.CancelDrain, d.MarkEligible = true, restore
+	} else if d.SetEligible = restore; !restore {
+		return d, false // completed, and the node was not eligible before it: nothing to give back
+	}
+	d.Event = "gave back a node that a drain no cycle holds took out"
+	return d, true
+}
+
+// isStaleDrain reports whether n is taken out by a drain of rollboot's that no
+// cycle of p's host holds: draining, or a completed drain that left it
+// ineligible, begun after the host's last cycle ended (the drain of that cycle
+// began before its end, and the cycle gave the node back: an operator who made
+// the node ineligible since is not overruled). Nomad's clock dates the drain,
+// the coordinator's the cycle's end: they are assumed within a cycle's length.
+func isStaleDrain(n *NodeView, p store.Plan) bool {
+	if n == nil || n.DrainGrant == "" {
+		return false // no drain, or not by rollboot (a foreign drain holds)
+	}
+	switch p.Phase {
+	case store.PhaseIdle, store.PhasePending, store.PhaseBackoff, "":
+	default:
+		return false
+	}
+	if n.Draining {
+		return true
+	}
+	return !n.Eligible && n.DrainStatus == "complete" && n.DrainStartedAt.After(p.LastCompleted)
 }
 
 // stepIdle: a need makes the host pending, unless it is the need its last reboot
@@ -355,12 +410,7 @@ func grant(in Input, d Decision) Decision {
 		return d
 	}
 	d.Plan.NodeID = in.Node.ID
-	d.Plan.EligibleBefore = in.Node.Eligible
-	if in.Node.Draining {
-		// Our own earlier grant's drain is still set (a crash mid-abort): keep
-		// the eligibility recorded then.
-		d.Plan.EligibleBefore = p.EligibleBefore
-	}
+	d.Plan.EligibleBefore = in.Node.Eligible // not draining: staleDrain cancels any drain of ours first
 	d.Plan.SystemJobs = in.SystemJobs
 	d.StartDrain = true
 	d.Event = "granted: draining"

@@ -638,3 +638,73 @@ func TestStep(t *testing.T) {
 		})
 	}
 }
+
+// A drain of rollboot's that no cycle of the host holds (a stopped leader's
+// late drain, a cancel of the drain that did not land) is canceled, giving the
+// node back when the drain's meta or the plan says it was eligible before; a
+// drain by someone else, or one the host's cycle holds, is left alone.
+func TestStaleDrain(t *testing.T) {
+	stale := func(grant string, restores bool) func(*NodeView) {
+		return func(n *NodeView) {
+			n.Eligible, n.Draining, n.DrainStatus, n.DrainGrant, n.DrainRestores = false, true, "draining", grant, restores
+		}
+	}
+	idle := func(p *store.Plan) { p.GrantID, p.EligibleBefore = "", false }
+	tests := []struct {
+		name         string
+		plan         store.Plan
+		node         *NodeView
+		cancel, mark bool
+		set          bool // eligibility restored without a drain to cancel
+	}{
+		{name: "idle, a late drain of an ended grant, eligible before", plan: plan(store.PhaseIdle, idle), node: node(stale("g0", true)),
+			cancel: true, mark: true},
+		{name: "idle, eligible before unknown: canceled, left ineligible", plan: plan(store.PhaseIdle, idle), node: node(stale("g0", false)),
+			cancel: true},
+		{name: "no plan yet", plan: store.Plan{Host: "h1"}, node: node(stale("g0", true)), cancel: true, mark: true},
+		{name: "backoff after an abort whose cancel failed: the plan knows", plan: plan(store.PhaseBackoff, func(p *store.Plan) {
+			p.NextTry = t0.Add(time.Hour)
+		}), node: node(stale("g1", false)), cancel: true, mark: true},
+		{name: "pending, another grant's drain", plan: plan(store.PhasePending, func(p *store.Plan) { p.GrantID = "" }),
+			node: node(stale("g0", true)), cancel: true, mark: true},
+		{name: "a foreign drain is not ours to cancel", plan: plan(store.PhaseIdle, idle), node: node(stale("", true))},
+		{name: "draining for its grant: kept", plan: plan(store.PhaseDraining, nil), node: node(stale("g1", true))},
+		{name: "rejoining: kept (the cycle gives it back)", plan: plan(store.PhaseRejoining, nil), node: node(stale("g1", true))},
+		{name: "idle, not draining", plan: plan(store.PhaseIdle, idle), node: node(nil)},
+		{name: "idle, a late drain completed at once: eligibility restored", plan: plan(store.PhaseIdle, idle), node: node(func(n *NodeView) {
+			stale("g0", true)(n)
+			n.Draining, n.DrainStatus, n.DrainStartedAt = false, "complete", t0.Add(-time.Second)
+		}), set: true},
+		{name: "idle, a completed late drain of a node ineligible before: nothing to do", plan: plan(store.PhaseIdle, idle), node: node(func(n *NodeView) {
+			stale("g0", false)(n)
+			n.Draining, n.DrainStatus, n.DrainStartedAt = false, "complete", t0.Add(-time.Second)
+		})},
+		{name: "the last cycle's drain, the node made ineligible since by an operator: left alone", plan: plan(store.PhaseIdle, func(p *store.Plan) {
+			idle(p)
+			p.LastCompleted = t0.Add(-time.Minute)
+		}), node: node(func(n *NodeView) {
+			stale("g0", true)(n)
+			n.Draining, n.DrainStatus, n.DrainStartedAt = false, "complete", t0.Add(-time.Hour)
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Now: t0, Timing: timing, Host: host("b1", true), Node: tt.node, Plan: tt.plan}
+			d := Step(in)
+			gaveBack := d.Event == "gave back a node that a drain no cycle holds took out"
+			if !tt.cancel && !tt.set {
+				if gaveBack {
+					t.Fatalf("gave the node back: %+v", d)
+				}
+				return // what the phase machine does otherwise is not this test's
+			}
+			if !gaveBack || d.CancelDrain != tt.cancel || d.MarkEligible != tt.mark || d.SetEligible != tt.set {
+				t.Fatalf("cancel %v mark eligible %v set eligible %v (event %q), want cancel %v mark %v set %v",
+					d.CancelDrain, d.MarkEligible, d.SetEligible, d.Event, tt.cancel, tt.mark, tt.set)
+			}
+			if gaveBack && (d.Write || d.StartDrain || tt.plan.Phase != "" && d.Plan.Phase != tt.plan.Phase) {
+				t.Errorf("a stale drain's cancel changed more: %+v", d)
+			}
+		})
+	}
+}

@@ -275,6 +275,8 @@ func nodeView(n *api.NodeListStub) *NodeView {
 	if n.LastDrain != nil {
 		v.DrainStatus = string(n.LastDrain.Status)
 		v.DrainGrant = n.LastDrain.Meta[metaGrant]
+		v.DrainRestores = n.LastDrain.Meta[metaEligibleBefore] == "true"
+		v.DrainStartedAt = n.LastDrain.StartedAt
 	}
 	return v
 }

@@ -11,7 +11,7 @@ import "github.com/rollboot/rollboot/internal/store"
 // stepping it was the largest walk of a pass mid-rollout.
 //
 // Each condition is one Step reads for an idle host (decide.go: Need, the
-// release at the top of step, stepIdle; cancels.go: cancelDone); TestQuietSteps
+// release at the top of step, staleDrain, stepIdle; cancels.go: cancelDone); TestQuietSteps
 // holds them together.
 func quiet(s *snapshot, hv *hostView, name string) bool {
 	if hv.rec != nil && hv.rec.RebootRequired {
@@ -19,6 +19,9 @@ func quiet(s *snapshot, hv *hostView, name string) bool {
 	}
 	if p, ok := s.plans[name]; ok && p.Phase != "" && p.Phase != store.PhaseIdle {
 		return false
+	}
+	if isStaleDrain(hv.node, s.plans[name]) {
+		return false // a drain of ours that no cycle holds (staleDrain)
 	}
 	ctl := &s.control
 	if _, ok := ctl.Requests[name]; ok {

@@ -13,8 +13,9 @@ import (
 // Input decides what the skip assumes (its plan kept, no write, no drain, no
 // control cleared, not waiting). Hosts are drawn at random over what Step reads
 // of an idle host: its plan (none, idle with a past cycle, or under way), its
-// record (none, asking or not, from a boot the last cycle left), and a
-// request, cancel or release before or after its need.
+// record (none, asking or not, from a boot the last cycle left), its node
+// (none, draining by rollboot or another, or not), and a request, cancel or
+// release before or after its need.
 func TestQuietSteps(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(rng *rand.Rand) time.Time { return now.Add(time.Duration(rng.IntN(7)-3) * time.Hour) }
@@ -51,6 +52,11 @@ func TestQuietSteps(t *testing.T) {
 			}
 			if rng.IntN(6) == 0 {
 				s.control.Releases[name] = at(rng)
+			}
+			if rng.IntN(3) > 0 { // its node: draining by rollboot, by someone else, or not
+				hv.node = &NodeView{ID: "node-" + name, Status: "ready", Eligible: rng.IntN(2) == 0, Draining: rng.IntN(3) == 0,
+					DrainGrant: []string{"", "g-old"}[rng.IntN(2)], DrainRestores: rng.IntN(2) == 0,
+					DrainStatus: []string{"", "draining", "complete", "canceled"}[rng.IntN(4)], DrainStartedAt: at(rng)}
 			}
 			adm.admitted[name] = rng.IntN(2) == 0
 			s.hosts[name] = hv
