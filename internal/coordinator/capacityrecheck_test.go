@@ -63,38 +63,20 @@ func TestCapacityHoldReleasedByRecheck(t *testing.T) {
 		Resync:   10 * time.Minute,
 		Capacity: CapacityGate{Enabled: true},
 	})
-	done := make(chan error, 1)
-	go func() { done <- co.Run(ctx) }()
 	held := false
-	for !held && ctx.Err() == nil {
-		plans, err := st.Plans(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range plans {
-			held = held || p.Host == h.Name && strings.HasPrefix(p.Waiting, "capacity: ")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var finished, drained time.Time
-	err := sim.WaitFor(ctx, func(v *nomadsim.View) bool {
-		for _, e := range v.Events() {
-			switch {
-			case e.Type == nomadsim.EventAllocStop && e.Details["job"] == "filler" && finished.IsZero():
-				finished = e.Time
-			case e.Type == nomadsim.EventDrainStart && drained.IsZero():
-				drained = e.Time
+	finished, drained := runUntilDrained(ctx, t, sim, co, "filler", func() {
+		for !held && ctx.Err() == nil {
+			plans, err := st.Plans(ctx)
+			if err != nil {
+				t.Error(err)
+				return
 			}
+			for _, p := range plans {
+				held = held || p.Host == h.Name && strings.HasPrefix(p.Waiting, "capacity: ")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		return !drained.IsZero()
 	})
-	if err != nil {
-		t.Fatalf("the node was not drained: %v", err)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 	if !held {
 		t.Fatal("the host was never held by the capacity gate")
 	}

@@ -265,27 +265,8 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 		Resync:    10 * time.Minute,
 		Workloads: workload.Settings{JobFilter: `Meta.rollboot_block == "true"`}, WorkloadsAPI: NomadWorkloads{Client: client},
 	})
-	done := make(chan error, 1)
-	go func() { done <- co.Run(ctx) }()
-	var finished, drained time.Time
-	err := sim.WaitFor(ctx, func(v *nomadsim.View) bool {
-		for _, e := range v.Events() {
-			switch {
-			case e.Type == nomadsim.EventAllocStop && e.Details["job"] == "backup" && finished.IsZero():
-				finished = e.Time
-			case e.Type == nomadsim.EventDrainStart && drained.IsZero():
-				drained = e.Time
-			}
-		}
-		return !drained.IsZero()
-	})
-	if err != nil {
-		t.Fatalf("the node was not drained: %v", err)
-	}
+	finished, drained := runUntilDrained(ctx, t, sim, co, "backup", nil)
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 	if finished.IsZero() || drained.Before(finished) {
 		t.Fatalf("drained at %v, the blocking job finished at %v", drained, finished)
 	}
@@ -294,4 +275,37 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 	} else {
 		t.Logf("drained %s after the blocking job finished (recheck %s)", took.Round(time.Millisecond), workloadRecheck)
 	}
+}
+
+// runUntilDrained runs co until the emulator shows a node drain, and returns
+// when an allocation of job stopped first and when the drain started. before,
+// if not nil, runs once Run has started. It fails the test if ctx ends first or
+// Run fails.
+func runUntilDrained(ctx context.Context, t *testing.T, sim *nomadsim.Sim, co *Coordinator, job string, before func()) (stopped, drained time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- co.Run(ctx) }()
+	if before != nil {
+		before()
+	}
+	err := sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+		for _, e := range v.Events() {
+			switch {
+			case e.Type == nomadsim.EventAllocStop && e.Details["job"] == job && stopped.IsZero():
+				stopped = e.Time
+			case e.Type == nomadsim.EventDrainStart && drained.IsZero():
+				drained = e.Time
+			}
+		}
+		return !drained.IsZero()
+	})
+	cancel()
+	if err != nil {
+		t.Fatalf("the node was not drained: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return stopped, drained
 }

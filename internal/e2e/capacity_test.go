@@ -124,14 +124,7 @@ func TestCapacityHoldsOnConstraints(t *testing.T) {
 	etlOn("client-1")
 	c.needReboot("client-1")
 	const reason = `capacity: pool batch: no eligible node satisfies the constraints of job etl (1 allocation): "${meta.rack} != r2" excluded 1 node`
-	c.waitFor("client-1 held by the job's constraint", 30*time.Second, func() bool {
-		for _, h := range c.status().Hosts {
-			if h.Host == "client-1" && h.Phase == store.PhasePending && h.Waiting == reason {
-				return true
-			}
-		}
-		return false
-	})
+	c.waitPendingFor("client-1", reason)
 	if out := c.cli("status"); !strings.Contains(out, reason) {
 		t.Errorf("rollboot status lacks %q:\n%s", reason, out)
 	}
@@ -191,14 +184,7 @@ func TestCapacityHoldsOnDistinctHosts(t *testing.T) {
 	webOn("client-1", "client-2")
 	c.needReboot("client-1")
 	const reason = `capacity: pool batch: no eligible node satisfies the constraints of job web (1 allocation): "distinct_hosts" excluded 1 node`
-	c.waitFor("client-1 held by distinct_hosts", 30*time.Second, func() bool {
-		for _, h := range c.status().Hosts {
-			if h.Host == "client-1" && h.Phase == store.PhasePending && h.Waiting == reason {
-				return true
-			}
-		}
-		return false
-	})
+	c.waitPendingFor("client-1", reason)
 	if out := c.cli("status"); !strings.Contains(out, reason) {
 		t.Errorf("rollboot status lacks %q:\n%s", reason, out)
 	}
@@ -213,4 +199,17 @@ func TestCapacityHoldsOnDistinctHosts(t *testing.T) {
 	c.waitFor("client-1 rebooted", 90*time.Second, c.rebootedAll([]string{"client-1"}))
 	webOn("client-2", "client-3")
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue([]string{"client-1"}), Reboots: each([]string{"client-1"}, 1)})
+}
+
+// waitPendingFor waits until host is pending with reason as its wait.
+func (c *cluster) waitPendingFor(host, reason string) {
+	c.t.Helper()
+	c.waitFor(host+" held: "+reason, 30*time.Second, func() bool {
+		for _, h := range c.status().Hosts {
+			if h.Host == host && h.Phase == store.PhasePending && h.Waiting == reason {
+				return true
+			}
+		}
+		return false
+	})
 }
