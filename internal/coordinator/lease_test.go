@@ -3,6 +3,8 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -116,5 +118,50 @@ func TestLeadKeepsTheLease(t *testing.T) {
 	}
 	if !lapsed {
 		t.Error("the lease stayed valid although no renewal was confirmed")
+	}
+}
+
+// The HTTP client refuses a leader's write once its lease lapsed, right before
+// the request goes out: a process stopped between apply's check and the
+// request sends nothing when it resumes. Reads, and requests without a lease,
+// pass.
+func TestLeaseTransport(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: LeaseTransport(http.DefaultTransport)}
+	l := newLease(time.Minute)
+	leading := context.WithValue(context.Background(), leaseKey{}, l)
+	do := func(ctx context.Context, method, path string) error {
+		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := do(leading, http.MethodPut, "/v1/node/n1/drain"); err != nil {
+		t.Fatalf("a write under a fresh lease: %v", err)
+	}
+	l.renewedAt(l.now() - time.Minute) // stopped past the TTL since the last renewal
+	if err := do(leading, http.MethodPut, "/v1/node/n1/drain"); !errors.Is(err, ErrLeaseLapsed) {
+		t.Errorf("a write under a lapsed lease: %v, want ErrLeaseLapsed", err)
+	}
+	if err := do(leading, http.MethodPost, "/v1/node/n1/eligibility"); !errors.Is(err, ErrLeaseLapsed) {
+		t.Errorf("a POST under a lapsed lease: %v, want ErrLeaseLapsed", err)
+	}
+	if err := do(leading, http.MethodGet, "/v1/nodes"); err != nil {
+		t.Errorf("a read under a lapsed lease: %v", err)
+	}
+	if err := do(context.Background(), http.MethodPut, "/v1/var/x"); err != nil {
+		t.Errorf("a write without a lease: %v", err)
+	}
+	if want := []string{"PUT /v1/node/n1/drain", "GET /v1/nodes", "PUT /v1/var/x"}; !slices.Equal(got, want) {
+		t.Errorf("the server saw %q, want %q", got, want)
 	}
 }

@@ -35,8 +35,10 @@ func Client(cfg *config.Compiled) (*api.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nomad client for %s: %w", cfg.Nomad.Address, err)
 	}
-	// The client keeps ac's http.Client: its transport is wrapped in place.
-	ac.HttpClient.Transport = telemetry.NomadTransport(ac.HttpClient.Transport)
+	// The client keeps ac's http.Client: its transport is wrapped in place. A
+	// leading coordinator's writes are fenced by its lease once more as they go
+	// out (coordinator.LeaseTransport).
+	ac.HttpClient.Transport = coordinator.LeaseTransport(telemetry.NomadTransport(ac.HttpClient.Transport))
 	return c, nil
 }
 
