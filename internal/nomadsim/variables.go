@@ -74,8 +74,9 @@ type varState struct {
 	epoch uint64
 	// topics wakes the blocking queries of what a write changes (watch.go).
 	topics *topics
-	// sorted are the keys in the id index's order; nil after a key was added
-	// or removed (sortedKeys).
+	// sorted are the keys in the id index's order, kept in order as keys are
+	// added and removed (insertKey, removeKey): a list finds its prefix by
+	// binary search instead of sorting every key again after each new variable.
 	sorted []varKey
 }
 
@@ -86,20 +87,29 @@ func keyLess(a, b varKey) bool {
 	return a.path < b.path
 }
 
-// sortedKeys are the keys of every variable, sorted by namespace, then path.
-func (v *varState) sortedKeys() []varKey {
-	if v.sorted == nil {
-		v.sorted = slices.SortedFunc(maps.Keys(v.vars), func(a, b varKey) int {
-			if keyLess(a, b) {
-				return -1
-			}
-			if keyLess(b, a) {
-				return 1
-			}
-			return 0
-		})
+func keyCompare(a, b varKey) int {
+	if c := strings.Compare(a.ns, b.ns); c != 0 {
+		return c
 	}
-	return v.sorted
+	return strings.Compare(a.path, b.path)
+}
+
+// sortedKeys are the keys of every variable, sorted by namespace, then path.
+func (v *varState) sortedKeys() []varKey { return v.sorted }
+
+// insertKey adds a new variable's key to the sorted keys.
+func (v *varState) insertKey(k varKey) {
+	i, found := slices.BinarySearchFunc(v.sorted, k, keyCompare)
+	if !found {
+		v.sorted = slices.Insert(v.sorted, i, k)
+	}
+}
+
+// removeKey takes a deleted variable's key out of the sorted keys.
+func (v *varState) removeKey(k varKey) {
+	if i, found := slices.BinarySearchFunc(v.sorted, k, keyCompare); found {
+		v.sorted = slices.Delete(v.sorted, i, i+1)
+	}
 }
 
 func (v *varState) init() {
@@ -418,7 +428,7 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 			from := sort.Search(len(keys), func(i int) bool { return !keyLess(keys[i], varKey{ns, prefix}) })
 			keys = keys[from:]
 		}
-		out := []*varJSON{}
+		out := []varJSON{}
 		next := ""
 		found := nextToken == ""
 		for _, k := range keys {
@@ -429,11 +439,17 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			v := s.vars.vars[k]
-			// paginator.NamespaceIDTokenizer: "<namespace>.<path>".
-			token := v.ns + "." + v.path
-			cmp := strings.Compare(token, nextToken)
-			if !found && ((!reverse && cmp < 0) || (reverse && cmp > 0)) {
-				continue
+			// paginator.NamespaceIDTokenizer: "<namespace>.<path>" (made only
+			// for a paged list: the token is compared or returned).
+			var token string
+			if !found || perPage > 0 {
+				token = v.ns + "." + v.path
+			}
+			if !found {
+				cmp := strings.Compare(token, nextToken)
+				if (!reverse && cmp < 0) || (reverse && cmp > 0) {
+					continue
+				}
 			}
 			if eval != nil {
 				ok, err := eval.Evaluate(v.filterView())
@@ -444,7 +460,7 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 					continue
 				}
 			}
-			if !strings.HasPrefix(v.path, prefix) || !tok.AllowVariable(v.ns, v.path, "list") {
+			if !tok.Management && !tok.AllowVariable(v.ns, v.path, "list") {
 				continue
 			}
 			found = true
@@ -452,11 +468,10 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 				next = token
 				break
 			}
-			m := v.metaJSON()
+			out = append(out, *v.metaJSON())
 			if !tok.Management {
-				m.Lock = nil
+				out[len(out)-1].Lock = nil
 			}
-			out = append(out, m)
 		}
 		if next != "" {
 			w.Header().Set("X-Nomad-NextToken", next)
@@ -830,7 +845,7 @@ func (v *varState) setTxn(k varKey, items map[string]string, lock *varLock, idx 
 		}
 		nv.createIndex, nv.createTime = ex.createIndex, ex.createTime
 	} else {
-		v.sorted = nil
+		v.insertKey(k)
 	}
 	if nv.items == nil {
 		nv.items = map[string]string{}
@@ -868,7 +883,7 @@ func (v *varState) deleteTxn(k varKey, idx uint64) (deleted bool, conflict *simV
 		return false, zeroConflict(k)
 	}
 	delete(v.vars, k)
-	v.sorted = nil
+	v.removeKey(k)
 	v.tableIndex = idx
 	v.topics.varWrittenLocked(k)
 	return true, nil
