@@ -47,6 +47,8 @@ type clusterState struct {
 	byHost []*simNode
 
 	drainRound uint64 // drainer rounds so far (drain.go)
+	// sched: the scheduler's inputs as its last round left them (scheduleDue).
+	sched schedInputs
 
 	wl workloadState // deployments and blocked evaluations (deployments.go, evals.go)
 }
@@ -85,7 +87,9 @@ func (c *clusterState) start(s *Sim) {
 func (c *clusterState) tickLocked(s *Sim, now time.Time) {
 	c.clientUpdatesLocked(s, now)
 	c.drainLocked(s, now)
-	c.scheduleLocked(s, now)
+	if c.scheduleDue() {
+		c.scheduleLocked(s, now)
+	}
 	c.wl.watchDeploymentsLocked(s)
 }
 
