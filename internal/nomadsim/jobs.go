@@ -625,6 +625,10 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 	c.wl.placedLocked(sa) // deployments.go
 	c.allocs[a.ID] = sa
 	c.allocOrder = append(c.allocOrder, a.ID)
+	if c.byNode == nil {
+		c.byNode = map[string][]string{}
+	}
+	c.byNode[a.NodeID] = append(c.byNode[a.NodeID], a.ID)
 	c.allocsIndex = idx
 	c.topics.allocWrittenLocked(a)
 	c.allocEventLocked(s, EventAllocPlace, a, nil)
@@ -636,7 +640,7 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 // service and batch allocs on other nodes.
 func (c *clusterState) nodeDownAllocsLocked(s *Sim, nodeID string) {
 	defer c.endBatch()
-	for _, id := range c.allocOrder {
+	for _, id := range c.byNode[nodeID] {
 		sa := c.allocs[id]
 		a := sa.a
 		if a.NodeID != nodeID || allocClientTerminal(a) {

@@ -27,6 +27,10 @@ type clusterState struct {
 
 	allocs      map[string]*simAlloc // by alloc ID
 	allocOrder  []string             // creation order
+	// byNode: by node ID, the IDs of its allocations in creation order (the
+	// state store's allocs "node_prefix" index, which allocsByNodeTxn reads):
+	// a node's allocations without a walk over every allocation.
+	byNode map[string][]string
 	allocsIndex uint64               // index of the "allocs" table
 
 	// batchIdx is the index shared by the writes of one batch (one tick phase),
@@ -194,8 +198,8 @@ func (c *clusterState) touchNodeLocked(n *api.Node, idx uint64, typ string) {
 // (stats.client.num_allocations).
 func (c *clusterState) numAllocsLocked(nodeID string) int {
 	n := 0
-	for _, a := range c.allocs {
-		if a.a.NodeID == nodeID && !allocClientTerminal(a.a) {
+	for _, id := range c.byNode[nodeID] {
+		if a := c.allocs[id]; a.a.NodeID == nodeID && !allocClientTerminal(a.a) {
 			n++
 		}
 	}
@@ -499,7 +503,7 @@ func (s *Sim) handleNodeAllocs(w http.ResponseWriter, r *http.Request, id string
 	s.blockingReadWatch(w, r, new(s.watchNodeAllocs(id)), func() (any, uint64, error) {
 		out := []*api.Allocation{}
 		var idx uint64
-		for _, aid := range s.cluster.allocOrder {
+		for _, aid := range s.cluster.byNode[id] {
 			a := s.cluster.allocs[aid].a
 			if a.NodeID != id {
 				continue
