@@ -487,7 +487,7 @@ func (s *Sim) handleNodeGet(w http.ResponseWriter, r *http.Request, id string) {
 			// node therefore blocks like any other.
 			return nil, 0, &indexedError{err: errCode(http.StatusNotFound, "node not found"), index: s.cluster.nodesIndex}
 		}
-		return cloneAPI(sn.node), sn.node.ModifyIndex, nil
+		return rawJSON(encodeLocked(sn.node)), sn.node.ModifyIndex, nil
 	})
 }
 
@@ -501,7 +501,7 @@ func (s *Sim) handleNodeAllocs(w http.ResponseWriter, r *http.Request, id string
 		return
 	}
 	s.blockingReadWatch(w, r, new(s.watchNodeAllocs(id)), func() (any, uint64, error) {
-		out := []*api.Allocation{}
+		out := rawArray{}
 		var idx uint64
 		for _, aid := range s.cluster.byNode[id] {
 			a := s.cluster.allocs[aid].a
@@ -510,7 +510,7 @@ func (s *Sim) handleNodeAllocs(w http.ResponseWriter, r *http.Request, id string
 			}
 			idx = max(idx, a.ModifyIndex)
 			if t.AllowNamespace(a.Namespace, "read-job") {
-				out = append(out, cloneAPI(a))
+				out = append(out, encodeLocked(a))
 			}
 		}
 		if idx == 0 {
