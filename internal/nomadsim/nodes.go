@@ -25,13 +25,13 @@ type clusterState struct {
 	jobs     map[jobKey]*simJob
 	jobOrder []jobKey
 
-	allocs      map[string]*simAlloc // by alloc ID
-	allocOrder  []string             // creation order
+	allocs     map[string]*simAlloc // by alloc ID
+	allocOrder []string             // creation order
 	// byNode: by node ID, the IDs of its allocations in creation order (the
 	// state store's allocs "node_prefix" index, which allocsByNodeTxn reads):
 	// a node's allocations without a walk over every allocation.
-	byNode map[string][]string
-	allocsIndex uint64               // index of the "allocs" table
+	byNode      map[string][]string
+	allocsIndex uint64 // index of the "allocs" table
 
 	// batchIdx is the index shared by the writes of one batch (one tick phase),
 	// as Nomad batches client alloc updates and plan results into one Raft apply.
