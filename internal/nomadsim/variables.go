@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -74,40 +73,38 @@ type varState struct {
 	epoch uint64
 	// topics wakes the blocking queries of what a write changes (watch.go).
 	topics *topics
-	// sorted are the keys in the id index's order, kept in order as keys are
-	// added and removed (insertKey, removeKey): a list finds its prefix by
-	// binary search instead of sorting every key again after each new variable.
-	sorted []varKey
+	// sorted are the variables in the id index's order, kept in order as they
+	// are stored and deleted (put, del): a list finds its prefix by binary
+	// search and walks the variables themselves, without sorting every key
+	// again after each new variable or looking each one up.
+	sorted []*simVar
 }
 
-func keyLess(a, b varKey) bool {
-	if a.ns != b.ns {
-		return a.ns < b.ns
-	}
-	return a.path < b.path
-}
-
-func keyCompare(a, b varKey) int {
-	if c := strings.Compare(a.ns, b.ns); c != 0 {
+func varCompare(a *simVar, k varKey) int {
+	if c := strings.Compare(a.ns, k.ns); c != 0 {
 		return c
 	}
-	return strings.Compare(a.path, b.path)
+	return strings.Compare(a.path, k.path)
 }
 
-// sortedKeys are the keys of every variable, sorted by namespace, then path.
-func (v *varState) sortedKeys() []varKey { return v.sorted }
+// sortedVars are every variable, sorted by namespace, then path.
+func (v *varState) sortedVars() []*simVar { return v.sorted }
 
-// insertKey adds a new variable's key to the sorted keys.
-func (v *varState) insertKey(k varKey) {
-	i, found := slices.BinarySearchFunc(v.sorted, k, keyCompare)
-	if !found {
-		v.sorted = slices.Insert(v.sorted, i, k)
+// put stores nv as the variable k (new or replacing the stored one).
+func (v *varState) put(k varKey, nv *simVar) {
+	v.vars[k] = nv
+	i, found := slices.BinarySearchFunc(v.sorted, k, varCompare)
+	if found {
+		v.sorted[i] = nv
+	} else {
+		v.sorted = slices.Insert(v.sorted, i, nv)
 	}
 }
 
-// removeKey takes a deleted variable's key out of the sorted keys.
-func (v *varState) removeKey(k varKey) {
-	if i, found := slices.BinarySearchFunc(v.sorted, k, keyCompare); found {
+// del deletes the variable k.
+func (v *varState) del(k varKey) {
+	delete(v.vars, k)
+	if i, found := slices.BinarySearchFunc(v.sorted, k, varCompare); found {
 		v.sorted = slices.Delete(v.sorted, i, i+1)
 	}
 }
@@ -423,22 +420,21 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 	s.blockingReadWatch(w, r, new(s.watchVarPrefix(ns, prefix)), func() (any, uint64, error) {
 		// The state store iterates its id index from the prefix
 		// (GetVariablesByNamespaceAndPrefix): sorted by namespace, then path.
-		keys := s.vars.sortedKeys()
+		vars := s.vars.sortedVars()
 		if ns != "*" {
-			from := sort.Search(len(keys), func(i int) bool { return !keyLess(keys[i], varKey{ns, prefix}) })
-			keys = keys[from:]
+			from, _ := slices.BinarySearchFunc(vars, varKey{ns, prefix}, varCompare)
+			vars = vars[from:]
 		}
 		out := []varJSON{}
 		next := ""
 		found := nextToken == ""
-		for _, k := range keys {
-			if ns != "*" && (k.ns != ns || !strings.HasPrefix(k.path, prefix)) {
+		for _, v := range vars {
+			if ns != "*" && (v.ns != ns || !strings.HasPrefix(v.path, prefix)) {
 				break // past the prefix in the index
 			}
-			if !strings.HasPrefix(k.path, prefix) {
+			if !strings.HasPrefix(v.path, prefix) {
 				continue
 			}
-			v := s.vars.vars[k]
 			// paginator.NamespaceIDTokenizer: "<namespace>.<path>" (made only
 			// for a paged list: the token is compared or returned).
 			var token string
@@ -844,13 +840,11 @@ func (v *varState) setTxn(k varKey, items map[string]string, lock *varLock, idx 
 			return nil, zeroConflict(k)
 		}
 		nv.createIndex, nv.createTime = ex.createIndex, ex.createTime
-	} else {
-		v.insertKey(k)
 	}
 	if nv.items == nil {
 		nv.items = map[string]string{}
 	}
-	v.vars[k] = nv
+	v.put(k, nv)
 	v.tableIndex = idx
 	v.topics.varWrittenLocked(k)
 	return nv.copy(), nil
@@ -882,8 +876,7 @@ func (v *varState) deleteTxn(k varKey, idx uint64) (deleted bool, conflict *simV
 	if ex.lock != nil {
 		return false, zeroConflict(k)
 	}
-	delete(v.vars, k)
-	v.removeKey(k)
+	v.del(k)
 	v.tableIndex = idx
 	v.topics.varWrittenLocked(k)
 	return true, nil
