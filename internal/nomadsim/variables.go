@@ -157,7 +157,13 @@ func (l *varLock) json() *lockJSON {
 
 // metaJSON is the variable's metadata (with its lock, if any).
 func (v *simVar) metaJSON() *varJSON {
-	return &varJSON{
+	m := v.meta()
+	return &m
+}
+
+// meta is metaJSON as a value (a list appends it to its answer as it is).
+func (v *simVar) meta() varJSON {
+	return varJSON{
 		Namespace: v.ns, Path: v.path, Lock: v.lock.json(),
 		CreateIndex: v.createIndex, CreateTime: v.createTime,
 		ModifyIndex: v.modifyIndex, ModifyTime: v.modifyTime,
@@ -464,7 +470,7 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 				next = token
 				break
 			}
-			out = append(out, *v.metaJSON())
+			out = append(out, v.meta())
 			if !tok.Management {
 				out[len(out)-1].Lock = nil
 			}
