@@ -225,10 +225,11 @@ func (c *Coordinator) capacityAllocs(ctx context.Context, v *capacityView, nodeI
 	if allocs, ok := v.allocs[nodeID]; ok {
 		return allocs, nil
 	}
-	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	allocs, meta, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("read the allocations of node %s: %w", nodeID, err)
 	}
+	c.noteAllocRead(nodeID, meta, allocs)
 	v.allocs[nodeID] = allocs
 	return allocs, nil
 }

@@ -186,6 +186,9 @@ type Coordinator struct {
 	// watchedAllocs: the allocations of each watched node as its watch last
 	// read them (wake.go allocWatchers), used instead of reading them again.
 	watchedAllocs map[string][]*api.Allocation
+	// allocReads: the allocation reads of the last pass, with their index,
+	// from which a new allocation watch starts (allocreads.go).
+	allocReads map[string]allocRead
 }
 
 // New returns a coordinator.

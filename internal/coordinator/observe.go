@@ -314,10 +314,10 @@ func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error 
 
 // allocsOnNode returns the allocations on a node as this pass sees them: as the
 // node's allocation watch last read them (a change pokes a pass after the
-// watch kept it: wake.go), else as read earlier in this pass, else read now and
-// kept for the rest of the pass. A rebooted node's allocations are so read once
-// in the pass that finds it back (its system jobs, then its workloads' health),
-// and not at all while its watch runs.
+// watch kept it: wake.go), else as read earlier in this pass (here or by the
+// capacity gate), else read now and kept for the rest of the pass. A rebooted
+// node's allocations are so read once in the pass that finds it back (its
+// system jobs, then its workloads' health), and not at all while its watch runs.
 func (c *Coordinator) allocsOnNode(ctx context.Context, s *snapshot, nodeID string) ([]*api.Allocation, error) {
 	c.mu.Lock()
 	allocs, ok := c.watchedAllocs[nodeID]
@@ -325,13 +325,14 @@ func (c *Coordinator) allocsOnNode(ctx context.Context, s *snapshot, nodeID stri
 	if ok {
 		return allocs, nil
 	}
-	if allocs, ok := s.allocs[nodeID]; ok {
+	if allocs, ok := passAllocs(s, nodeID); ok {
 		return allocs, nil
 	}
-	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	allocs, meta, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
 	}
+	c.noteAllocRead(nodeID, meta, allocs)
 	if s.allocs == nil {
 		s.allocs = map[string][]*api.Allocation{}
 	}

@@ -208,9 +208,16 @@ func (w *allocWatchers) set(plans map[string]store.Plan) {
 			want[p.NodeID] = true
 		}
 	}
+	// A new watch starts from what the last pass read of its node
+	// (allocreads.go): kept as the watch's first answer, and asked past its index.
+	reads := w.c.takeAllocReads()
 	w.watchSet.set(want, func(ctx context.Context, id string) {
 		defer w.c.cacheNodeAllocs(id, nil)
-		watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
+		from := reads[id]
+		if from.index > 0 {
+			w.c.cacheNodeAllocs(id, from.allocs)
+		}
+		watch.Loop{Index: from.index, Query: func(ctx context.Context, idx uint64) (uint64, error) {
 			q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
 			allocs, meta, err := w.c.opt.Nodes.Allocations(id, q)
 			if err != nil {

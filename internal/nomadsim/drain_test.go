@@ -422,3 +422,59 @@ func TestEligibility(t *testing.T) {
 		t.Fatalf("after cancel: %s %+v", n.SchedulingEligibility, n.LastDrain)
 	}
 }
+
+// The scheduler's round runs only when its inputs changed or a drainer's mark
+// waits for it: on a settled cluster it is skipped, and a node write, a job
+// update or a mark makes the next round due again, until it has run.
+func TestScheduleDueOnlyAfterAChange(t *testing.T) {
+	s, _ := newTestSim(t, Config{Clients: 2})
+	if err := s.AddJob(JobSpec{ID: "web", Groups: []GroupSpec{{Name: "g", Count: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	due := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.cluster.scheduleDue()
+	}
+	settled := func(why string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for due() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the scheduler's round stays due", why)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	settled("after the job was placed")
+	s.mu.Lock()
+	sn := s.cluster.byHost[0]
+	s.cluster.touchNodeLocked(sn.node, s.bumpLocked(), eventNodeRegistration)
+	nodeWrite := s.cluster.scheduleDue()
+	var sa *simAlloc
+	for _, id := range s.cluster.allocOrder {
+		if a := s.cluster.allocs[id]; !allocTerminal(a.a) {
+			sa = a
+			break
+		}
+	}
+	s.cluster.scheduleLocked(s, time.Now())
+	s.cluster.markMigrateLocked(s, sa)
+	s.cluster.scheduleLocked(s, time.Now()) // the mark waits for a later round
+	marked := s.cluster.scheduleDue()
+	s.mu.Unlock()
+	if !nodeWrite || !marked {
+		t.Fatalf("due after a node write: %v, with a mark waiting: %v; want both", nodeWrite, marked)
+	}
+	settled("after the mark")
+	s.mu.Lock()
+	stopped := sa.a.DesiredStatus == api.AllocDesiredStatusStop
+	s.mu.Unlock()
+	if !stopped {
+		t.Error("the marked allocation was not stopped by a later round")
+	}
+	if err := s.UpdateJob(JobSpec{ID: "web", Meta: map[string]string{"v": "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	settled("after a job update")
+}

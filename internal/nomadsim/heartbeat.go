@@ -176,7 +176,7 @@ func (c *clusterState) disconnectStateLocked(sn *simNode, now time.Time) (can, p
 	if sn.node.Status == api.NodeStatusDown || sn.node.Status == api.NodeStatusInit {
 		return false, false
 	}
-	for _, id := range c.allocOrder {
+	for _, id := range c.byNode[sn.node.ID] {
 		sa := c.allocs[id]
 		if sa.a.NodeID != sn.node.ID || sa.job.spec.DisconnectLostAfter <= 0 {
 			continue
@@ -237,7 +237,7 @@ func (c *clusterState) setNodeStatusLocked(s *Sim, sn *simNode, status, event st
 // models lost_after for system jobs only).
 func (c *clusterState) nodeDisconnectedAllocsLocked(s *Sim, sn *simNode, now time.Time) {
 	defer c.endBatch()
-	for _, id := range c.allocOrder {
+	for _, id := range c.byNode[sn.node.ID] {
 		sa := c.allocs[id]
 		a := sa.a
 		if a.NodeID != sn.node.ID || allocClientTerminal(a) || a.ClientStatus == api.AllocClientStatusUnknown {
@@ -327,8 +327,8 @@ func (c *clusterState) clientHeartbeatLocked(s *Sim, h *Host, sn *simNode, gen i
 // hasLiveAllocsLocked: the node has allocations that are not terminal
 // (state AllocsByNodeTerminal(false)).
 func (c *clusterState) hasLiveAllocsLocked(nodeID string) bool {
-	for _, sa := range c.allocs {
-		if sa.a.NodeID == nodeID && !allocTerminal(sa.a) {
+	for _, id := range c.byNode[nodeID] {
+		if sa := c.allocs[id]; sa.a.NodeID == nodeID && !allocTerminal(sa.a) {
 			return true
 		}
 	}
@@ -341,7 +341,7 @@ func (c *clusterState) hasLiveAllocsLocked(nodeID string) bool {
 func (c *clusterState) clientAllocSyncLocked(s *Sim, sn *simNode, now time.Time) {
 	defer c.endBatch()
 	sent := false
-	for _, id := range c.allocOrder {
+	for _, id := range c.byNode[sn.node.ID] {
 		sa := c.allocs[id]
 		a := sa.a
 		if a.NodeID != sn.node.ID || a.DesiredStatus != api.AllocDesiredStatusRun || allocClientTerminal(a) {

@@ -40,6 +40,7 @@ func (s *Sim) Reboot(host string) error {
 		s.cluster.clientGoesSilentLocked(s, h)
 	}
 	h.Up = false
+	s.powerGen++
 	s.bumpLocked()
 	s.eventLocked(Event{Type: EventHostRebootStart, Host: host, NodeID: h.NodeID, Details: details})
 	if h.Server != nil {
@@ -67,6 +68,7 @@ func (s *Sim) bootLocked(h *Host) {
 	}
 	h.Up = true
 	h.Boots++
+	s.powerGen++
 	s.bumpLocked()
 	s.eventLocked(Event{Type: EventHostBoot, Host: h.Name, NodeID: h.NodeID,
 		Details: map[string]string{"boot_id": h.BootID}})

@@ -130,8 +130,12 @@ func writeErr(w http.ResponseWriter, err error) {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	if raw, ok := v.(rawArray); ok {
+	switch raw := v.(type) {
+	case rawArray:
 		raw.write(w)
+		return
+	case rawJSON:
+		_, _ = w.Write(append(raw, '\n'))
 		return
 	}
 	_ = json.NewEncoder(w).Encode(v)
@@ -140,6 +144,20 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // rawArray is a JSON array of elements already encoded (cached node stubs),
 // written as is: json.Encoder would compact each element again.
 type rawArray []json.RawMessage
+
+// rawJSON is a JSON value already encoded, written as is.
+type rawJSON []byte
+
+// encodeLocked encodes v, as the answer's copy of state that changes once the
+// lock is released: one encoding, where a copy (cloneAPI) and then its
+// encoding took three.
+func encodeLocked(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
 
 func (a rawArray) write(w io.Writer) {
 	b := make([]byte, 0, 2+len(a)*512)

@@ -431,14 +431,20 @@ func (c *clusterState) stopAllocLocked(s *Sim, sa *simAlloc, now time.Time, desc
 //     ineligible nodes for new placements).
 func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 	defer c.endBatch()
+	marked := false // a mark is left for a later round
+	defer func() { c.sched = schedInputsOf(c, marked) }()
 	// Stop allocations the drainer marked for migration.
 	for _, id := range c.allocOrder {
 		sa := c.allocs[id]
 		// The drainer's mark reaches the scheduler with its evaluation, in a
 		// later round (drainer.go drainAllocs commits the transition and the
 		// evaluation; a scheduler worker then dequeues it).
-		if allocShouldMigrate(sa.a) && sa.markRound < c.drainRound && sa.a.DesiredStatus == api.AllocDesiredStatusRun && !allocClientTerminal(sa.a) {
-			c.stopAllocLocked(s, sa, now, "alloc is being migrated")
+		if allocShouldMigrate(sa.a) && sa.a.DesiredStatus == api.AllocDesiredStatusRun && !allocClientTerminal(sa.a) {
+			if sa.markRound < c.drainRound {
+				c.stopAllocLocked(s, sa, now, "alloc is being migrated")
+			} else {
+				marked = true
+			}
 		}
 	}
 	nodes := c.sortedNodesLocked(s)
@@ -547,6 +553,38 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 	}
 }
 
+// schedInputs is what a round of the scheduler decides from: the allocations,
+// the nodes and the jobs, by their tables' indexes (every write to them moves
+// those, as Nomad's state store moves a table's index: blocking queries rely on
+// it), and whether the drainer's marks wait for a later round. A round that
+// finds them as the last one left them has nothing to do: it placed every
+// allocation it could, stopped every one it should, and would again (Nomad's
+// scheduler runs only for an evaluation, which a change to these creates).
+type schedInputs struct {
+	allocs, nodes uint64
+	jobs          int    // jobs registered
+	jobsModify    uint64 // the sum of their ModifyIndex
+	marked        bool
+	valid         bool
+}
+
+func schedInputsOf(c *clusterState, marked bool) schedInputs {
+	in := schedInputs{allocs: c.allocsIndex, nodes: c.nodesIndex, jobs: len(c.jobOrder), marked: marked, valid: true}
+	for _, k := range c.jobOrder {
+		if j := c.jobs[k]; j.job.ModifyIndex != nil {
+			in.jobsModify += *j.job.ModifyIndex
+		}
+	}
+	return in
+}
+
+// scheduleDue reports whether the scheduler's round may change something: its
+// inputs changed since the last round, or a mark waits for it.
+func (c *clusterState) scheduleDue() bool {
+	last := c.sched
+	return !last.valid || last.marked || last != schedInputsOf(c, false)
+}
+
 func jobInPool(j *simJob, n *api.Node) bool {
 	return j.spec.NodePool == "" || j.spec.NodePool == "all" || j.spec.NodePool == n.NodePool
 }
@@ -603,6 +641,10 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 	c.wl.placedLocked(sa) // deployments.go
 	c.allocs[a.ID] = sa
 	c.allocOrder = append(c.allocOrder, a.ID)
+	if c.byNode == nil {
+		c.byNode = map[string][]string{}
+	}
+	c.byNode[a.NodeID] = append(c.byNode[a.NodeID], a.ID)
 	c.allocsIndex = idx
 	c.topics.allocWrittenLocked(a)
 	c.allocEventLocked(s, EventAllocPlace, a, nil)
@@ -614,7 +656,7 @@ func (c *clusterState) placeLocked(s *Sim, j *simJob, group string, n int, sn *s
 // service and batch allocs on other nodes.
 func (c *clusterState) nodeDownAllocsLocked(s *Sim, nodeID string) {
 	defer c.endBatch()
-	for _, id := range c.allocOrder {
+	for _, id := range c.byNode[nodeID] {
 		sa := c.allocs[id]
 		a := sa.a
 		if a.NodeID != nodeID || allocClientTerminal(a) {

@@ -99,7 +99,7 @@ func (v *varState) lockReleaseTxn(k varKey, req *varLock, idx uint64) (*simVar, 
 	nv := ex.copy()
 	nv.lock = nil
 	nv.modifyIndex = idx
-	v.vars[k] = nv
+	v.put(k, nv)
 	v.tableIndex = idx
 	v.topics.varWrittenLocked(k)
 	return nv.copy(), nil, nil

@@ -25,9 +25,13 @@ type clusterState struct {
 	jobs     map[jobKey]*simJob
 	jobOrder []jobKey
 
-	allocs      map[string]*simAlloc // by alloc ID
-	allocOrder  []string             // creation order
-	allocsIndex uint64               // index of the "allocs" table
+	allocs     map[string]*simAlloc // by alloc ID
+	allocOrder []string             // creation order
+	// byNode: by node ID, the IDs of its allocations in creation order (the
+	// state store's allocs "node_prefix" index, which allocsByNodeTxn reads):
+	// a node's allocations without a walk over every allocation.
+	byNode      map[string][]string
+	allocsIndex uint64 // index of the "allocs" table
 
 	// batchIdx is the index shared by the writes of one batch (one tick phase),
 	// as Nomad batches client alloc updates and plan results into one Raft apply.
@@ -47,6 +51,8 @@ type clusterState struct {
 	byHost []*simNode
 
 	drainRound uint64 // drainer rounds so far (drain.go)
+	// sched: the scheduler's inputs as its last round left them (scheduleDue).
+	sched schedInputs
 
 	wl workloadState // deployments and blocked evaluations (deployments.go, evals.go)
 }
@@ -85,7 +91,9 @@ func (c *clusterState) start(s *Sim) {
 func (c *clusterState) tickLocked(s *Sim, now time.Time) {
 	c.clientUpdatesLocked(s, now)
 	c.drainLocked(s, now)
-	c.scheduleLocked(s, now)
+	if c.scheduleDue() {
+		c.scheduleLocked(s, now)
+	}
 	c.wl.watchDeploymentsLocked(s)
 }
 
@@ -190,8 +198,8 @@ func (c *clusterState) touchNodeLocked(n *api.Node, idx uint64, typ string) {
 // (stats.client.num_allocations).
 func (c *clusterState) numAllocsLocked(nodeID string) int {
 	n := 0
-	for _, a := range c.allocs {
-		if a.a.NodeID == nodeID && !allocClientTerminal(a.a) {
+	for _, id := range c.byNode[nodeID] {
+		if a := c.allocs[id]; a.a.NodeID == nodeID && !allocClientTerminal(a.a) {
 			n++
 		}
 	}
@@ -479,7 +487,7 @@ func (s *Sim) handleNodeGet(w http.ResponseWriter, r *http.Request, id string) {
 			// node therefore blocks like any other.
 			return nil, 0, &indexedError{err: errCode(http.StatusNotFound, "node not found"), index: s.cluster.nodesIndex}
 		}
-		return cloneAPI(sn.node), sn.node.ModifyIndex, nil
+		return rawJSON(encodeLocked(sn.node)), sn.node.ModifyIndex, nil
 	})
 }
 
@@ -493,16 +501,16 @@ func (s *Sim) handleNodeAllocs(w http.ResponseWriter, r *http.Request, id string
 		return
 	}
 	s.blockingReadWatch(w, r, new(s.watchNodeAllocs(id)), func() (any, uint64, error) {
-		out := []*api.Allocation{}
+		out := rawArray{}
 		var idx uint64
-		for _, aid := range s.cluster.allocOrder {
+		for _, aid := range s.cluster.byNode[id] {
 			a := s.cluster.allocs[aid].a
 			if a.NodeID != id {
 				continue
 			}
 			idx = max(idx, a.ModifyIndex)
 			if t.AllowNamespace(a.Namespace, "read-job") {
-				out = append(out, cloneAPI(a))
+				out = append(out, encodeLocked(a))
 			}
 		}
 		if idx == 0 {

@@ -196,6 +196,9 @@ type Sim struct {
 	// Hosts and the Nomad cluster on them.
 	hosts     map[string]*Host // by name
 	hostOrder []string
+	// powerGen counts the changes to the hosts' power: a host added, going
+	// down, booting (View.PowerGen).
+	powerGen uint64
 
 	cluster clusterState // nodes, jobs, allocations (nodes.go)
 	servers serverState  // Raft membership, leadership, autopilot (operator.go)
@@ -359,6 +362,7 @@ func (s *Sim) addHostLocked(name string, server, client bool, pool string) (*Hos
 	h.Addr = lis.addr
 	s.hosts[name] = h
 	s.hostOrder = append(s.hostOrder, name)
+	s.powerGen++
 	n := len(s.hostOrder)
 	if server {
 		h.Server = &ServerInfo{
@@ -588,6 +592,11 @@ func (v *View) Host(name string) (Host, bool) {
 	}
 	return *h.snapshot(), true
 }
+
+// PowerGen counts the changes to the hosts' power (a host added, going down,
+// booting with a new boot ID): while it stays the same, every host's Up and
+// BootID are as they were.
+func (v *View) PowerGen() uint64 { return v.s.powerGen }
 
 // Events returns the event log so far.
 func (v *View) Events() []Event { return append([]Event(nil), v.s.events...) }

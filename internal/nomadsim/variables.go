@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -74,32 +73,40 @@ type varState struct {
 	epoch uint64
 	// topics wakes the blocking queries of what a write changes (watch.go).
 	topics *topics
-	// sorted are the keys in the id index's order; nil after a key was added
-	// or removed (sortedKeys).
-	sorted []varKey
+	// sorted are the variables in the id index's order, kept in order as they
+	// are stored and deleted (put, del): a list finds its prefix by binary
+	// search and walks the variables themselves, without sorting every key
+	// again after each new variable or looking each one up.
+	sorted []*simVar
 }
 
-func keyLess(a, b varKey) bool {
-	if a.ns != b.ns {
-		return a.ns < b.ns
+func varCompare(a *simVar, k varKey) int {
+	if c := strings.Compare(a.ns, k.ns); c != 0 {
+		return c
 	}
-	return a.path < b.path
+	return strings.Compare(a.path, k.path)
 }
 
-// sortedKeys are the keys of every variable, sorted by namespace, then path.
-func (v *varState) sortedKeys() []varKey {
-	if v.sorted == nil {
-		v.sorted = slices.SortedFunc(maps.Keys(v.vars), func(a, b varKey) int {
-			if keyLess(a, b) {
-				return -1
-			}
-			if keyLess(b, a) {
-				return 1
-			}
-			return 0
-		})
+// sortedVars are every variable, sorted by namespace, then path.
+func (v *varState) sortedVars() []*simVar { return v.sorted }
+
+// put stores nv as the variable k (new or replacing the stored one).
+func (v *varState) put(k varKey, nv *simVar) {
+	v.vars[k] = nv
+	i, found := slices.BinarySearchFunc(v.sorted, k, varCompare)
+	if found {
+		v.sorted[i] = nv
+	} else {
+		v.sorted = slices.Insert(v.sorted, i, nv)
 	}
-	return v.sorted
+}
+
+// del deletes the variable k.
+func (v *varState) del(k varKey) {
+	delete(v.vars, k)
+	if i, found := slices.BinarySearchFunc(v.sorted, k, varCompare); found {
+		v.sorted = slices.Delete(v.sorted, i, i+1)
+	}
 }
 
 func (v *varState) init() {
@@ -150,7 +157,13 @@ func (l *varLock) json() *lockJSON {
 
 // metaJSON is the variable's metadata (with its lock, if any).
 func (v *simVar) metaJSON() *varJSON {
-	return &varJSON{
+	m := v.meta()
+	return &m
+}
+
+// meta is metaJSON as a value (a list appends it to its answer as it is).
+func (v *simVar) meta() varJSON {
+	return varJSON{
 		Namespace: v.ns, Path: v.path, Lock: v.lock.json(),
 		CreateIndex: v.createIndex, CreateTime: v.createTime,
 		ModifyIndex: v.modifyIndex, ModifyTime: v.modifyTime,
@@ -413,27 +426,32 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 	s.blockingReadWatch(w, r, new(s.watchVarPrefix(ns, prefix)), func() (any, uint64, error) {
 		// The state store iterates its id index from the prefix
 		// (GetVariablesByNamespaceAndPrefix): sorted by namespace, then path.
-		keys := s.vars.sortedKeys()
+		vars := s.vars.sortedVars()
 		if ns != "*" {
-			from := sort.Search(len(keys), func(i int) bool { return !keyLess(keys[i], varKey{ns, prefix}) })
-			keys = keys[from:]
+			from, _ := slices.BinarySearchFunc(vars, varKey{ns, prefix}, varCompare)
+			vars = vars[from:]
 		}
-		out := []*varJSON{}
+		out := []varJSON{}
 		next := ""
 		found := nextToken == ""
-		for _, k := range keys {
-			if ns != "*" && (k.ns != ns || !strings.HasPrefix(k.path, prefix)) {
+		for _, v := range vars {
+			if ns != "*" && (v.ns != ns || !strings.HasPrefix(v.path, prefix)) {
 				break // past the prefix in the index
 			}
-			if !strings.HasPrefix(k.path, prefix) {
+			if !strings.HasPrefix(v.path, prefix) {
 				continue
 			}
-			v := s.vars.vars[k]
-			// paginator.NamespaceIDTokenizer: "<namespace>.<path>".
-			token := v.ns + "." + v.path
-			cmp := strings.Compare(token, nextToken)
-			if !found && ((!reverse && cmp < 0) || (reverse && cmp > 0)) {
-				continue
+			// paginator.NamespaceIDTokenizer: "<namespace>.<path>" (made only
+			// for a paged list: the token is compared or returned).
+			var token string
+			if !found || perPage > 0 {
+				token = v.ns + "." + v.path
+			}
+			if !found {
+				cmp := strings.Compare(token, nextToken)
+				if (!reverse && cmp < 0) || (reverse && cmp > 0) {
+					continue
+				}
 			}
 			if eval != nil {
 				ok, err := eval.Evaluate(v.filterView())
@@ -444,7 +462,7 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 					continue
 				}
 			}
-			if !strings.HasPrefix(v.path, prefix) || !tok.AllowVariable(v.ns, v.path, "list") {
+			if !tok.Management && !tok.AllowVariable(v.ns, v.path, "list") {
 				continue
 			}
 			found = true
@@ -452,11 +470,10 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 				next = token
 				break
 			}
-			m := v.metaJSON()
+			out = append(out, v.meta())
 			if !tok.Management {
-				m.Lock = nil
+				out[len(out)-1].Lock = nil
 			}
-			out = append(out, m)
 		}
 		if next != "" {
 			w.Header().Set("X-Nomad-NextToken", next)
@@ -829,13 +846,11 @@ func (v *varState) setTxn(k varKey, items map[string]string, lock *varLock, idx 
 			return nil, zeroConflict(k)
 		}
 		nv.createIndex, nv.createTime = ex.createIndex, ex.createTime
-	} else {
-		v.sorted = nil
 	}
 	if nv.items == nil {
 		nv.items = map[string]string{}
 	}
-	v.vars[k] = nv
+	v.put(k, nv)
 	v.tableIndex = idx
 	v.topics.varWrittenLocked(k)
 	return nv.copy(), nil
@@ -867,8 +882,7 @@ func (v *varState) deleteTxn(k varKey, idx uint64) (deleted bool, conflict *simV
 	if ex.lock != nil {
 		return false, zeroConflict(k)
 	}
-	delete(v.vars, k)
-	v.sorted = nil
+	v.del(k)
 	v.tableIndex = idx
 	v.topics.varWrittenLocked(k)
 	return true, nil

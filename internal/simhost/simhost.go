@@ -33,6 +33,13 @@ type Supervisor struct {
 	mu      sync.Mutex
 	running map[string]*proc
 	paused  map[string]bool
+	// synced: the processes match the hosts as they were at the emulator's
+	// power generation gen, with no Kill or Restart since (kicks counts them).
+	// Without Job nothing else decides what runs, so an unchanged generation
+	// needs no look at every host on each emulator change.
+	synced bool
+	gen    uint64
+	kicks  uint64
 }
 
 type proc struct {
@@ -48,6 +55,8 @@ func (s *Supervisor) Kill(host string, restart bool) {
 	s.mu.Lock()
 	p := s.running[host]
 	delete(s.running, host)
+	s.synced = false
+	s.kicks++
 	if !restart {
 		if s.paused == nil {
 			s.paused = map[string]bool{}
@@ -65,6 +74,8 @@ func (s *Supervisor) Kill(host string, restart bool) {
 func (s *Supervisor) Restart(host string) {
 	s.mu.Lock()
 	delete(s.paused, host)
+	s.synced = false
+	s.kicks++
 	s.mu.Unlock()
 }
 
@@ -88,6 +99,9 @@ func (s *Supervisor) Run(ctx context.Context) {
 func (s *Supervisor) changed(v *nomadsim.View) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Job == "" && s.synced && v.PowerGen() == s.gen {
+		return false
+	}
 	for _, name := range s.Hosts {
 		h, ok := v.Host(name)
 		if !ok {
@@ -118,19 +132,38 @@ func (s *Supervisor) shouldRun(v *nomadsim.View, h nomadsim.Host) (bool, string)
 }
 
 func (s *Supervisor) sync(ctx context.Context) {
-	for _, name := range s.Hosts {
-		var (
-			h       nomadsim.Host
-			ok, run bool
-			alloc   string
-		)
-		_ = s.Sim.WaitFor(ctx, func(v *nomadsim.View) bool {
-			h, ok = v.Host(name)
-			if ok {
-				run, alloc = s.shouldRun(v, h)
+	// Every host's state, read at once (one generation).
+	type state struct {
+		h       nomadsim.Host
+		ok, run bool
+		alloc   string
+	}
+	states := make([]state, len(s.Hosts))
+	var gen uint64
+	if s.Sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+		gen = v.PowerGen()
+		for i, name := range s.Hosts {
+			st := &states[i]
+			if st.h, st.ok = v.Host(name); st.ok {
+				st.run, st.alloc = s.shouldRun(v, st.h)
 			}
-			return true
-		})
+		}
+		return true
+	}) != nil {
+		return
+	}
+	s.mu.Lock()
+	kicks := s.kicks
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		// Synced unless a Kill or Restart came meanwhile: the states read
+		// may not show it.
+		s.synced, s.gen = s.kicks == kicks, gen
+		s.mu.Unlock()
+	}()
+	for i, name := range s.Hosts {
+		h, ok, run, alloc := states[i].h, states[i].ok, states[i].run, states[i].alloc
 		if !ok {
 			continue
 		}

@@ -54,6 +54,7 @@ type Store struct {
 
 	hosts    pathCache[cachedHost]    // host records (bad ones too)
 	controls pathCache[cachedControl] // per-host control variables
+	history  historyKnown             // the history records, to prune (historyprune.go)
 }
 
 type cachedHost struct {
@@ -297,7 +298,8 @@ func (s *Store) UpdateControl(ctx context.Context, fn func(*Control) error) (Con
 
 // ---- history ---------------------------------------------------------------------
 
-// AppendHistory stores a finished cycle and prunes the oldest records beyond keep.
+// AppendHistory stores a finished cycle and prunes the oldest records beyond keep
+// (listing the history only now and then: historyprune.go).
 // The record's path is fixed by the cycle (its request time, host and grant), so
 // storing the same cycle twice keeps the first record: callers may retry freely.
 func (s *Store) AppendHistory(ctx context.Context, rec HistoryRecord, keep int) error {
@@ -306,23 +308,20 @@ func (s *Store) AppendHistory(ctx context.Context, rec HistoryRecord, keep int) 
 		start = rec.Finished
 	}
 	id := fmt.Sprintf("%020d-%s-%s", start.UnixNano(), pathName(rec.Host), rec.GrantID)
-	if _, err := s.write(ctx, s.historyPath(id), rec.items(), 0); err != nil && !errors.Is(err, ErrConflict) {
+	path := s.historyPath(id)
+	idx, err := s.write(ctx, path, rec.items(), 0)
+	switch {
+	case errors.Is(err, ErrConflict):
+		s.history.forget() // stored before, at an index not known here
+	case err != nil:
 		return err
+	default:
+		s.history.added(path, idx)
 	}
 	if keep <= 0 {
 		return nil
 	}
-	metas, _, err := s.list(ctx, s.historyPrefix(), 0, 0)
-	if err != nil {
-		return err
-	}
-	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
-	for i := 0; i < len(metas)-keep; i++ {
-		if err := s.remove(ctx, metas[i].Path, metas[i].ModifyIndex); err != nil && !errors.Is(err, ErrConflict) {
-			return err
-		}
-	}
-	return nil
+	return s.pruneHistory(ctx, keep)
 }
 
 // History returns the stored history, oldest first.

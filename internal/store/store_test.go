@@ -18,11 +18,17 @@ import (
 type countingVars struct {
 	*api.Variables
 	reads atomic.Int64
+	lists atomic.Int64
 }
 
 func (c *countingVars) Read(path string, q *api.QueryOptions) (*api.Variable, *api.QueryMeta, error) {
 	c.reads.Add(1)
 	return c.Variables.Read(path, q)
+}
+
+func (c *countingVars) PrefixList(prefix string, q *api.QueryOptions) ([]*api.VariableMetadata, *api.QueryMeta, error) {
+	c.lists.Add(1)
+	return c.Variables.PrefixList(prefix, q)
 }
 
 func newStore(t *testing.T) (*store.Store, *countingVars, *api.Client) {
@@ -215,6 +221,53 @@ func TestHistoryIsBounded(t *testing.T) {
 	}
 	if !h[0].Timeline[store.PhaseDraining].Equal(base) {
 		t.Error("timeline lost")
+	}
+}
+
+// TestHistoryPrunesWithoutListing: the history is listed once, then pruned from
+// what the store knows; a record another writer stored, which it does not know,
+// is pruned at the next list, and the newest keep records are never pruned.
+func TestHistoryPrunesWithoutListing(t *testing.T) {
+	st, cv, c := newStore(t)
+	other := store.New(c.Variables(), "rollboot", "")
+	ctx := context.Background()
+	base := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	const keep, n = 5, 600
+	appendAt := func(s *store.Store, i, keep int) {
+		t.Helper()
+		rec := store.HistoryRecord{Host: "h", Outcome: "rebooted", Finished: base.Add(time.Duration(i) * time.Minute)}
+		if err := s.AppendHistory(ctx, rec, keep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if i == 100 {
+			appendAt(other, -1, 0) // unknown to st until it lists
+		}
+		appendAt(st, i, keep)
+		h, err := st.History(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newest := h[len(h)-1].Finished
+		if !newest.Equal(base.Add(time.Duration(i) * time.Minute)) {
+			t.Fatalf("after append %d the newest record is %s", i, newest)
+		}
+		if want := min(i+1, keep); len(h) < want || len(h) > keep+1 {
+			t.Fatalf("after append %d: %d records, want %d (one more at most while a record stored elsewhere is unseen)", i, len(h), want)
+		}
+	}
+	h, err := st.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != keep || !h[0].Finished.Equal(base.Add((n-keep)*time.Minute)) {
+		t.Errorf("history = %d records from %s, want the %d newest", len(h), h[0].Finished, keep)
+	}
+	// n appends and n reads of the history (one list each): the appends
+	// themselves listed only every few hundred.
+	if lists := cv.lists.Load() - n; lists > 4 {
+		t.Errorf("the appends listed the history %d times, want a few", lists)
 	}
 }
 

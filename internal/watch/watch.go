@@ -58,6 +58,10 @@ type Loop struct {
 	// DefaultTimeout. So a query the server accepts and never answers cannot
 	// stop the loop, whatever the client's transport does.
 	Timeout time.Duration
+	// Index is where the first query starts: the index of what the caller
+	// already read (0: read first). The first answer then comes only with a
+	// change past it. After an error the loop starts over from 0.
+	Index uint64
 }
 
 // MaxWait is the longest wait of a blocking query: Nomad and Consul cap a
@@ -87,7 +91,7 @@ func (l Loop) Run(ctx context.Context) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	var idx uint64
+	idx := l.Index
 	fails := 0
 	for ctx.Err() == nil {
 		n, err := l.query(ctx, idx, timeout)

@@ -65,6 +65,7 @@ func TestLoop(t *testing.T) {
 	boom := errors.New("boom")
 	tests := []struct {
 		name      string
+		index     uint64
 		answers   []answer
 		wantAsked []uint64
 		wantSeen  []uint64
@@ -89,6 +90,13 @@ func TestLoop(t *testing.T) {
 			wantAsked: []uint64{0, 9, 0, 4},
 			wantSeen:  []uint64{9, 0, 4},
 		},
+		{
+			name:      "a loop started from an index asks from it, and the same index again is no change",
+			index:     5,
+			answers:   []answer{{5, nil}, {7, nil}},
+			wantAsked: []uint64{5, 5, 7},
+			wantSeen:  []uint64{7},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,6 +110,7 @@ func TestLoop(t *testing.T) {
 				OnChange: func(n uint64) { seen = append(seen, n) },
 				Retry:    func(error, int) time.Duration { return time.Millisecond },
 				OnError:  func(_ error, n int, _ time.Duration) { fails = append(fails, n) },
+				Index:    tt.index,
 			}.Run(ctx)
 			if !slices.Equal(s.asked, tt.wantAsked) {
 				t.Errorf("asked with indexes %v, want %v", s.asked, tt.wantAsked)
