@@ -146,7 +146,7 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 	if err != nil {
 		return err
 	}
-	sb, err := Standbys(cfg, st)
+	sb, err := Standbys(cfg, st, co.CountCandidates)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/hashicorp/nomad/api"
@@ -12,13 +13,13 @@ import (
 
 // Standbys returns the standby election of the configuration: coordinator.standbys
 // slot locks with the leader lock's TTL and lock delay, the census the leader
-// publishes, and the default quiet periods. The slots share one client of their
+// publishes (count counts the candidates), and the default quiet periods. The slots share one client of their
 // own (api.Client.Locks rewrites its client's retry settings, the same for every
 // slot, and at most one slot is held at a time).
-func Standbys(cfg *config.Compiled, st *store.Store) (coordinator.Standbys, error) {
+func Standbys(cfg *config.Compiled, st *store.Store, count func(context.Context) (int, error)) (coordinator.Standbys, error) {
 	sb := coordinator.Standbys{
 		Census:      st.Census,
-		Count:       st.CountHosts,
+		Count:       count,
 		Publish:     st.PublishCensus,
 		Interval:    coordinator.DefaultQuietInterval,
 		MinPeriod:   coordinator.DefaultQuietMinPeriod,

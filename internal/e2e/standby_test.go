@@ -29,9 +29,11 @@ func (c *cluster) standingBy(skip map[string]bool) []string {
 
 // With five coordinator candidates and two standby slots: when the leader and
 // the standbys are killed at once (SIGKILL: nothing is released, every lock only
-// expires), one of the others takes over and reboots the hosts. With a census of
-// two hosts (fewer than 15 candidates) the others contend for the leader lock
-// themselves rather than stay quiet (coordinator/standby_test.go has quiet ones).
+// expires), one of the others takes over and reboots the hosts. The census
+// counts no candidate (the coordinators here run apart from the hosts' agents,
+// whose records do not stand; fewer than 15 in any case), so the others contend
+// for the leader lock themselves rather than stay quiet
+// (coordinator/standby_test.go has quiet ones).
 func TestCoordinatorsTakeOverFromLeaderAndStandbys(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, clusterOpts{clients: 2, coordinators: 5, policy: `group "all" {

@@ -33,16 +33,6 @@ func (s *Store) Census(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// CountHosts counts the host records (one list of their metadata): every host's
-// agent is a candidate in the deployment where candidates are many.
-func (s *Store) CountHosts(ctx context.Context) (int, error) {
-	metas, _, err := s.list(ctx, s.prefix+"/hosts/", 0, 0)
-	if err != nil {
-		return 0, err
-	}
-	return len(metas), nil
-}
-
 // PublishCensus writes n to the census when it differs: one read, and a write
 // only on a change.
 func (s *Store) PublishCensus(ctx context.Context, n int) error {
