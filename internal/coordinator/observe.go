@@ -326,6 +326,11 @@ func (c *Coordinator) allocsOnNode(ctx context.Context, s *snapshot, nodeID stri
 	if allocs, ok := s.allocs[nodeID]; ok {
 		return allocs, nil
 	}
+	if v := s.capacity; v != nil {
+		if allocs, ok := v.allocs[nodeID]; ok {
+			return allocs, nil // the capacity gate read them in this pass
+		}
+	}
 	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
