@@ -44,9 +44,9 @@ func freesSlot(in Input, d Decision) bool {
 }
 
 // handOut admits again after the pass's decisions were carried out without an
-// error, when one of them freed a slot (freed: the hosts whose decision does, carried out or
-// not), and carries out the decisions of the hosts that get a slot now. first
-// is the pass's admission; s its snapshot.
+// error, when one of them freed a slot (freed: the hosts whose decision does,
+// carried out or not), and carries out the grants of the hosts that get a slot
+// now. first is the pass's admission; s its snapshot.
 func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission, freed []string) error {
 	c.mu.Lock()
 	stored := c.plans
