@@ -38,8 +38,8 @@ func TestBenchSample(t *testing.T) {
 		t.Errorf("%d cycles and %d sentinel-to-pending figures, want one per host (30)", len(r.Cycles), len(r.SentinelToPend))
 	}
 	// Each group's first 3 drains take free slots; the other 7 each a handed-off one.
-	if len(r.HandOff) != 3*(10-3) {
-		t.Errorf("%d hand-offs, want 21", len(r.HandOff))
+	if len(r.HandOff) != 3*(10-3) || len(r.HandOffPasses) != 3*(10-3) {
+		t.Errorf("%d hand-offs (%d from the passes' times), want 21", len(r.HandOff), len(r.HandOffPasses))
 	}
 	if r.LowerBound <= 0 || r.Makespan < r.LowerBound/2 {
 		t.Errorf("makespan %s against lower bound %s", r.Makespan, r.LowerBound)

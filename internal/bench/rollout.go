@@ -26,7 +26,8 @@ type Rollout struct {
 	MeanCycle  time.Duration // draining to idle, over every host
 	Cycles     []time.Duration
 
-	HandOff        []time.Duration // a group's slot freeing to the next host's drain
+	HandOff        []time.Duration // a group's slot freeing to the next host's drain, as Nomad saw the writes (handOffs)
+	HandOffPasses  []time.Duration // the same, from the times the deciding passes recorded in the history
 	SentinelToPend []time.Duration // the sentinel appearing to the host's plan pending
 
 	VarWrites  int            // variable writes and deletes (the leader lock's excluded)
@@ -88,7 +89,8 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 		done, problem = c.waitInService(ctx, 2*time.Minute)
 	}
 	r.Completed, r.Problem = done, problem
-	for _, e := range c.sim.Events(firstEvent) {
+	events := c.sim.Events(firstEvent)
+	for _, e := range events {
 		countWrite(r, e)
 	}
 	stopCoord()
@@ -97,6 +99,7 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
 	r.measureCycles(hist, c.groupOf, setAt, start)
+	r.HandOff = handOffs(events, hist, c.st.Prefix(), c.groupOf, r.Concurrency)
 	if done {
 		if p := checkOnce(hist, c.hosts); p != "" {
 			r.Completed, r.Problem = false, p
@@ -198,7 +201,8 @@ func countWrite(r *Rollout, e nomadsim.Event) {
 }
 
 // measureCycles computes the makespan, its lower bound, the hand-off latencies
-// and sentinel-to-pending latencies from the history records.
+// as the passes recorded them and sentinel-to-pending latencies from the
+// history records.
 func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]string, setAt map[string]time.Time, start time.Time) {
 	type cyc struct{ start, end time.Time }
 	byGroup := map[string][]cyc{}
@@ -250,7 +254,7 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 		slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 		slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
 		for k := r.Concurrency; k < len(starts); k++ {
-			r.HandOff = append(r.HandOff, max(0, starts[k].Sub(ends[k-r.Concurrency])))
+			r.HandOffPasses = append(r.HandOffPasses, max(0, starts[k].Sub(ends[k-r.Concurrency])))
 		}
 	}
 }

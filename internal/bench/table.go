@@ -47,7 +47,8 @@ func (rep *Report) Rows() []Row {
 			continue
 		}
 		p99 := percentile(r.HandOff, 0.99)
-		add("slot hand-off p50 / p99", r.Hosts, fmt.Sprintf("%s / %s (%d hand-offs)", ms(percentile(r.HandOff, 0.5)), ms(p99), len(r.HandOff)),
+		add("slot hand-off p50 / p99", r.Hosts, fmt.Sprintf("%s / %s (%d hand-offs; the passes' times: %s / %s)", ms(percentile(r.HandOff, 0.5)), ms(p99),
+			len(r.HandOff), ms(percentile(r.HandOffPasses, 0.5)), ms(percentile(r.HandOffPasses, 0.99))),
 			"p99 <= 500ms", verdict(p99 <= 500*time.Millisecond))
 	}
 	for _, r := range rep.Rollouts {

@@ -64,9 +64,11 @@ type capacityView struct {
 	// read: by pool, how many of its candidates were read.
 	read map[string]int
 	err  error // a read failed: every queued host is held with it
-	// What the gate lacked in the last round of admission.
+	// What the gate lacked in the last round of admission, and for how many
+	// hosts of each group (capacityread.go).
 	wantAllocs map[string]bool
 	wantPools  map[string]bool
+	lacking    map[string]int
 }
 
 // capacityCache keeps each node's capacity from pass to pass, by ModifyIndex
@@ -119,7 +121,7 @@ func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot) {
 	c.capacityCache.prune(s.nodes)
 	r := c.rulesOf(s)
 	for range maxCapacityRounds {
-		v.wantAllocs, v.wantPools = map[string]bool{}, map[string]bool{}
+		v.wantAllocs, v.wantPools, v.lacking = map[string]bool{}, map[string]bool{}, map[string]int{}
 		admit(r, s)
 		if len(v.wantAllocs) == 0 && len(v.wantPools) == 0 {
 			return
@@ -187,14 +189,12 @@ func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout 
 // allocations would move, and twice as many candidates of the pools short of
 // room.
 func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacityView) error {
-	for _, id := range sortedKeys(v.wantAllocs) {
-		if _, err := c.capacityAllocs(ctx, v, id); err != nil {
-			return err
-		}
+	if err := c.readAllocsOf(ctx, v, append(sortedKeys(v.wantAllocs), v.candidatesToRead()...)); err != nil { // capacityread.go
+		return err
 	}
 	for _, pool := range sortedKeys(v.wantPools) {
 		all := v.candidates[pool]
-		want := min(len(all), max(2, 2*v.read[pool]))
+		want := v.toRead(pool)
 		for _, id := range all[:want] {
 			if _, ok := v.nodes[id]; ok {
 				continue
@@ -377,6 +377,9 @@ func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason
 	if self == nil {
 		return WaitReason{}
 	}
+	if _, ok := v.allocs[self.ID]; !ok && v.askedEnough(s, self.ID) { // capacityread.go
+		return waitFor(WaitCapacity, "its allocations are not read yet")
+	}
 	leaving := slices.Clone(v.out)
 	gone := map[string]bool{self.ID: true}
 	for name := range admitted {
@@ -399,6 +402,7 @@ func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason
 		in.Movers = append(in.Movers, movers(allocs)...)
 	}
 	if lacking {
+		v.lacking[s.groupOf[self.ID]]++
 		return waitFor(WaitCapacity, "its allocations are not read yet")
 	}
 	pools := map[string]bool{}
@@ -427,6 +431,7 @@ func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason
 		}
 	}
 	if lacking {
+		v.lacking[s.groupOf[self.ID]]++
 		return waitFor(WaitCapacity, "more nodes to read")
 	}
 	return waitFor(WaitCapacity, why)

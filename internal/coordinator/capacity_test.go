@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -346,6 +347,67 @@ func TestCapacityGateConstraints(t *testing.T) {
 			}
 			if got := adm.wait["a"].String(); tt.wantWait != "" && got != tt.wantWait {
 				t.Errorf("waits %q\nwant  %q", got, tt.wantWait)
+			}
+		})
+	}
+}
+
+// With many hosts queued for one slot, the gate reads the allocations of the
+// first in line, and of the next ones only as those before them do not fit:
+// not those of every queued host. A host that does not fit still gives its
+// slot to the next.
+func TestCapacityGateReadsTheQueueLazily(t *testing.T) {
+	tests := []struct {
+		name      string
+		tooBig    int // the first tooBig hosts in line never fit
+		wantAdmit string
+		maxQueued int // at most this many queued hosts' nodes read (-1: any)
+	}{
+		{name: "the first fits", wantAdmit: "q00", maxQueued: 1},
+		// Each that does not fit has every candidate read, queued hosts' nodes included.
+		{name: "the first three do not", tooBig: 3, wantAdmit: "q03", maxQueued: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var hosts []testHost
+			allocs := map[string][]*api.Allocation{}
+			for i := range 10 { // the candidates tried first (by node ID)
+				hosts = append(hosts, testHost{name: fmt.Sprintf("b%d", i)})
+			}
+			for i := range 40 {
+				name := fmt.Sprintf("q%02d", i)
+				hosts = append(hosts, testHost{name: name, phase: store.PhasePending, at: time.Duration(i) * time.Second})
+				mem := int64(1024)
+				if i < tt.tooBig {
+					mem = 16384
+				}
+				allocs["node-"+name] = []*api.Allocation{capAlloc(name+".web[0]", "service", mem)}
+			}
+			s := admitSnapshot(hosts, func(s *snapshot) {
+				for _, n := range s.nodes {
+					n.NodePool = "default"
+				}
+			})
+			nodes := &capNodes{allocs: allocs}
+			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
+				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+			c.readCapacity(context.Background(), s)
+			if s.capacity.err != nil {
+				t.Fatal(s.capacity.err)
+			}
+			adm := admit(c.admitRules(), s)
+			if !adm.admitted[tt.wantAdmit] || len(adm.admitted) != 1 {
+				t.Errorf("admitted %v, want %s alone (it waits: %v)", adm.admitted, tt.wantAdmit, adm.wait[tt.wantAdmit])
+			}
+			queued := 0
+			for _, r := range nodes.reads {
+				if strings.HasPrefix(r, "allocs node-q") {
+					queued++
+				}
+			}
+			t.Logf("%d reads: %v", len(nodes.reads), nodes.reads)
+			if tt.maxQueued >= 0 && queued > tt.maxQueued {
+				t.Errorf("the allocations of %d queued hosts' nodes read, want at most %d", queued, tt.maxQueued)
 			}
 		})
 	}

@@ -367,6 +367,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
+	var freed []string        // hosts whose decision frees their slot (handoff.go)
 	waiting := map[WaitKind]int{}
 	for _, name := range s.names {
 		hv := s.hosts[name]
@@ -381,6 +382,9 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		in := c.input(s, adm, name)
 		d := Step(in)
 		waiting[d.Waiting.Kind]++
+		if freesSlot(in, d) {
+			freed = append(freed, name)
+		}
 		if storedTogether(in, d) {
 			writes = append(writes, pendingWrite{in, d})
 			continue
@@ -388,6 +392,9 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, writes))
+	if errs == nil {
+		errs = c.handOut(ctx, s, adm, freed) // the slots freed, at once (handoff.go)
+	}
 	c.metrics.state.waiting(waiting)
 	c.notifyPass(s.control)
 	c.publishMeta(s)

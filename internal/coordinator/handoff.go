@@ -1,0 +1,103 @@
+package coordinator
+
+import (
+	"context"
+	"maps"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Handing a freed slot out in the pass that freed it. A cycle that closes frees
+// its group's slot once its plan is stored; the next host in line used to wait
+// for the next pass to see it: the rest of the closing pass, then a chained
+// pass that reads the control state, waits for the node stream to show the
+// pass's own node writes, reads what the gates need, and admits. At a thousand
+// hosts that was most of the time between two cycles of a group, and the whole
+// overhead of the makespan over its bound. So after the pass's decisions are
+// carried out, a pass that closed a cycle admits again (handOut) and starts the
+// drains of the hosts that get the slots freed.
+//
+// What makes it safe:
+//   - Admission runs on the plans as stored: the coordinator's own plan cache,
+//     which a plan write changes only once Nomad stored it (storePlan), after
+//     the close's other writes in their crash-safe order (apply). A close
+//     whose write failed left its active plan there: its slot stays taken. A
+//     write lost to another coordinator's drops the cache: no second round.
+//   - The hosts admitted again are only those the first admission queued for
+//     a slot and nothing else (WaitQueued): their alerts and workloads were
+//     read in this pass, and no other rule held them. The capacity gate and
+//     the system jobs on their nodes are read again for them, as a pass does.
+//   - Only a pass all of whose reads and writes succeeded hands out: a write
+//     that failed may still have been applied (a timeout), and the plan cache
+//     would not show it; the next pass, which reads again, decides.
+//   - Hosts that run servers wait for the next pass: their clusters' health,
+//     read before the close, is read again first.
+//   - Every other input is the pass's snapshot, from before its writes. The
+//     nodes this pass drained show not draining there, but their plans count
+//     them out; a node this pass gave back still shows ineligible, which only
+//     counts against its group's budget: the stale views err the safe way.
+
+// freesSlot reports whether carrying d out frees the host's slot: its plan
+// leaves an active phase (a cycle closed, released, aborted).
+func freesSlot(in Input, d Decision) bool {
+	return d.Write && in.Plan.Active() && !d.Plan.Active()
+}
+
+// handOut admits again after the pass's decisions were carried out without an
+// error, when one of them freed a slot (freed: the hosts whose decision does,
+// carried out or not), and carries out the grants of the hosts that get a slot
+// now. first is the pass's admission; s its snapshot.
+func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission, freed []string) error {
+	c.mu.Lock()
+	stored := c.plans
+	closed := false
+	for _, name := range freed {
+		if p, ok := stored[name]; ok && !p.Active() {
+			closed = true // its close is stored
+		}
+	}
+	if stored == nil || !closed {
+		c.mu.Unlock()
+		return nil
+	}
+	s2 := *s
+	s2.now = c.now()
+	s2.plans = maps.Clone(stored)
+	c.mu.Unlock()
+	s2.memo, s2.capacity = admitMemo{}, nil
+	octx, cancel := c.stepContext(ctx)
+	defer cancel()
+	c.readCapacity(octx, &s2)
+	adm := c.admitWithJobs(octx, c.rulesOf(&s2), &s2)
+	if err := octx.Err(); err != nil {
+		return c.stepFailed(octx, ctx, err)
+	}
+	var writes []pendingWrite
+	for _, name := range busyNames(&s2) { // the hosts admitted are pending
+		hv := s2.hosts[name]
+		if !adm.admitted[name] || first.wait[name].Kind != WaitQueued || hv.err != nil {
+			continue
+		}
+		if hv.rec != nil && len(hv.rec.Servers) > 0 {
+			continue
+		}
+		in := c.input(&s2, adm, name)
+		d := Step(in)
+		if in.Plan.Phase != store.PhasePending || !d.StartDrain || !storedApart(in, d) {
+			continue // not a plain grant: the next pass decides for it
+		}
+		writes = append(writes, pendingWrite{in, d})
+	}
+	if len(writes) > 0 {
+		c.log.Debug("slots freed in this pass handed out", "hosts", len(writes))
+	}
+	return c.storePlans(ctx, writes)
+}
+
+// storedApart reports whether a grant touches nothing but its own host's plan
+// and node (no shared variable cleared, no leadership handed over), so that
+// the grants of a hand-out may be carried out side by side, each in its own
+// crash-safe order.
+func storedApart(in Input, d Decision) bool {
+	return len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !cancelDone(in, d.Plan)
+}

@@ -1,0 +1,124 @@
+package coordinator
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// failingVars is memVars whose writes to paths starting with failPrefix fail.
+type failingVars struct {
+	*memVars
+	failPrefix string
+}
+
+func (f *failingVars) put(v *api.Variable, create bool) (*api.Variable, *api.WriteMeta, error) {
+	if f.failPrefix != "" && strings.HasPrefix(v.Path, f.failPrefix) {
+		return nil, nil, errInjected
+	}
+	return f.memVars.put(v, create)
+}
+
+func (f *failingVars) CheckedCreate(v *api.Variable, _ *api.WriteOptions) (*api.Variable, *api.WriteMeta, error) {
+	return f.put(v, true)
+}
+
+func (f *failingVars) CheckedUpdate(v *api.Variable, _ *api.WriteOptions) (*api.Variable, *api.WriteMeta, error) {
+	return f.put(v, false)
+}
+
+// handOffPass stores, in the default group (one host out at once), h00
+// rejoining and back (its cycle closes in the next pass) and h01 pending for
+// the slot, then runs one pass with the writes to failPrefix failing. It
+// returns the plans after the pass, the node writes, and the pass's error.
+func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []string, error) {
+	t.Helper()
+	ctx := context.Background()
+	log := &callLog{}
+	vars := &failingVars{memVars: newMemVars(log)}
+	st := store.New(vars, "rollboot", "")
+	stubs := putHosts(t, st, 2, func(i int, r *store.HostRecord) {
+		r.BootID = "b2" // h00: back with a new boot ID
+		if i == 1 {
+			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
+		}
+	})
+	back := plan(store.PhaseRejoining, func(p *store.Plan) {
+		p.Host, p.NodeID, p.Group = "h00", "n-h00", "default"
+		p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
+	})
+	next := store.Plan{Host: "h01", Phase: store.PhasePending, Group: "default", PhaseSince: t0.Add(-time.Hour),
+		RequestedAt: t0.Add(-time.Hour), Reason: "kernel", Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
+	for _, p := range []store.Plan{back, next} {
+		if _, err := st.PutPlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars.failPrefix = failPrefix
+	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
+		Now: func() time.Time { return t0 }})
+	log.reset(0)
+	passErr := c.ReconcileOnce(ctx)
+	vars.failPrefix = ""
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHost := map[string]store.Plan{}
+	for _, p := range plans {
+		byHost[p.Host] = p
+	}
+	var nodeWrites []string
+	for _, call := range log.get() {
+		if !strings.HasPrefix(call, "put ") && !strings.HasPrefix(call, "delete ") {
+			nodeWrites = append(nodeWrites, call)
+		}
+	}
+	return byHost, nodeWrites, passErr
+}
+
+// A slot freed by a cycle that closes is handed to the next host in line in
+// the same pass: its drain starts without waiting for another pass.
+func TestFreedSlotIsHandedOutInTheSamePass(t *testing.T) {
+	plans, nodeWrites, err := handOffPass(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plans["h00"].Phase; got != store.PhaseIdle {
+		t.Errorf("h00 is %s after the pass, want idle (its cycle closed)", got)
+	}
+	if got := plans["h01"].Phase; got != store.PhaseDraining {
+		t.Errorf("h01 is %s after the pass, want draining (the slot h00 freed)", got)
+	}
+	if !slices.Equal(nodeWrites, []string{"drain n-h01"}) {
+		t.Errorf("node writes %q, want the drain of h01's node", nodeWrites)
+	}
+}
+
+// A close whose write failed does not free its slot: the next host keeps
+// waiting, and no drain starts.
+func TestFailedCloseKeepsItsSlot(t *testing.T) {
+	for _, failing := range []string{"rollboot/history/", "rollboot/plan/h00"} {
+		t.Run(failing, func(t *testing.T) {
+			plans, nodeWrites, err := handOffPass(t, failing)
+			if err == nil {
+				t.Error("the pass reported no error")
+			}
+			if got := plans["h00"].Phase; got != store.PhaseRejoining {
+				t.Errorf("h00 is %s after the pass, want still rejoining", got)
+			}
+			if got := plans["h01"].Phase; got != store.PhasePending {
+				t.Errorf("h01 is %s after the pass, want still pending", got)
+			}
+			if len(nodeWrites) != 0 {
+				t.Errorf("node writes %q, want none", nodeWrites)
+			}
+		})
+	}
+}
