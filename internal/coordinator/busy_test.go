@@ -62,6 +62,16 @@ func TestBusyNamesFollowPlans(t *testing.T) {
 					t.Fatalf("seed %d round %d: %s is %s, want %s", seed, round, name, hostPhase(p), hostPhase(want))
 				}
 			}
+			// By position likewise: in order, and from any position on
+			// after a walk that went past it.
+			for _, from := range []int{0, rng.IntN(len(s.names))} {
+				for i := from; i < len(s.names); i++ {
+					name := s.names[i]
+					if got, want := cur.underWay(i), hostPhase(s.plans[name]) != store.PhaseIdle; got != want {
+						t.Fatalf("seed %d round %d: %s at %d under way %v, want %v", seed, round, name, i, got, want)
+					}
+				}
+			}
 			plans := maps.Clone(s.plans)
 			for name := range s.hosts {
 				if rng.IntN(3) == 0 {

@@ -365,19 +365,23 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	var errs error
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
 	waiting := map[WaitKind]int{}
-	for _, name := range s.names {
-		hv := s.hosts[name]
+	plans := newPlanCursor(s) // quiet.go
+	for i, name := range s.names {
+		hv := s.hostAt(i)
 		if err := hv.err; err != nil {
 			errs = errors.Join(errs, err)
 			continue
 		}
-		if quiet(s, hv, name) {
+		if quiet(s, hv, name, plans.underWay(i)) {
 			waiting[NotWaiting]++ // Step's decision for it (quiet.go)
 			continue
 		}
 		in := c.input(s, adm, name)
 		d := Step(in)
 		waiting[d.Waiting.Kind]++
+		if !acts(in, d) {
+			continue // nothing to carry out (bound.go)
+		}
 		if storedTogether(in, d) {
 			writes = append(writes, pendingWrite{in, d})
 			continue
