@@ -168,6 +168,9 @@ type Coordinator struct {
 	// handOn: what was last handed to the notifier and the node metadata
 	// publisher (handon.go).
 	handOn handOn
+	// controlCache: the control state while its watches see no change
+	// (controlcache.go).
+	controlCache controlCache
 
 	metrics *passMetrics
 	overrun Overrun
@@ -288,6 +291,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // change of the host records, the nodes, the control variable, the requests and
 // (when checked) the agent job's allocations. They end with ctx; wg waits for them.
 func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke func()) {
+	c.controlCache.start(ctx) // controlcache.go: watchControl, watchRequests
 	queries := []watch.Query{c.watchVars, c.watchControl, c.watchRequests}
 	if c.opt.NodeEvents != nil {
 		wg.Add(1)
@@ -321,16 +325,6 @@ func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error)
 	}
 	c.hostsCache.answered(n, list, n != idx) // after a change, the next pass reads what it shows changed (hostscache.go)
 	return n, nil
-}
-
-func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
-	return c.opt.Store.WatchControl(ctx, idx, 5*time.Minute)
-}
-
-// watchRequests wakes the reconcile loop when a host's request, cancel or release
-// variable (<prefix>/requests/<host>) changes.
-func (c *Coordinator) watchRequests(ctx context.Context, idx uint64) (uint64, error) {
-	return c.opt.Store.WatchRequests(ctx, idx, 5*time.Minute)
 }
 
 func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error) {

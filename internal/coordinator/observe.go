@@ -96,12 +96,11 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := c.opt.Store
 	recs, badRecs, err := c.hostRecords(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ctl, err := st.Control(ctx)
+	ctl, err := c.control(ctx) // controlcache.go
 	if err != nil {
 		return nil, err
 	}
