@@ -141,48 +141,13 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 		m.groupsSet = map[string]bool{}
 		m.exportedAt, m.exportedNames = nil, nil
 	}
-	// The series by position hold for these names only if they are the very
-	// names last exported (a kept slice is never changed).
-	if !sameSlice(s.names, m.exportedNames) || len(m.exportedAt) != len(s.names) {
-		m.exportedAt, m.exportedNames = make([]hostSeries, len(s.names)), s.names
-		for i := range m.exportedAt {
-			m.exportedAt[i].phase = unexported
-		}
-	}
 	byGroup := make(map[string]*[len(phases)]int, len(groups))
 	for _, g := range groups {
 		byGroup[g.Group.Name] = &[len(phases)]int{}
 		m.slotsUsed.WithLabelValues(g.Group.Name).Set(float64(g.Active))
 		m.slotsLimit.WithLabelValues(g.Group.Name).Set(float64(policy.Slots(g.Group, g.Size)))
 	}
-	var oldest time.Time
-	stuck := 0
-	plans := newPlanCursor(s) // idle hosts' plans are not looked up
-	for i, name := range s.names {
-		hv, phase := s.hostAt(i), store.PhaseIdle // no host looked up either
-		var requested time.Time
-		if plans.underWay(i) {
-			p := s.plans[name]
-			phase, requested = hostPhase(p), p.RequestedAt
-		}
-		if now := seriesOf(phase, hv); now != m.exportedAt[i] {
-			m.exportHost(name, now)
-			m.exportedAt[i] = now
-		}
-		if n, ok := byGroup[hv.group]; ok {
-			if i, ok := phaseOf(phase); ok {
-				n[i]++
-			}
-		}
-		switch phase {
-		case store.PhaseStuck:
-			stuck++
-		case store.PhasePending:
-			if !requested.IsZero() && (oldest.IsZero() || requested.Before(oldest)) {
-				oldest = requested
-			}
-		}
-	}
+	oldest, stuck := m.exportHosts(s, byGroup)
 	// Every host of s.names has its series now: when they are all there is
 	// (the names are distinct), no host is gone.
 	for name := range m.exported {
@@ -216,6 +181,47 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 	m.stuck.Set(float64(stuck))
 	m.paused.Set(boolValue(s.control.Paused))
 	m.agentsMissing.Set(float64(len(s.missing)))
+}
+
+// exportHosts sets the series of the hosts that changed since the last pass,
+// counts the hosts of each group in each phase, and returns the oldest request
+// still pending and the hosts stuck. Called with m.mu held.
+func (m *stateMetrics) exportHosts(s *snapshot, byGroup map[string]*[len(phases)]int) (oldest time.Time, stuck int) {
+	// The series by position hold for these names only if they are the very
+	// names last exported (a kept slice is never changed).
+	if !sameSlice(s.names, m.exportedNames) || len(m.exportedAt) != len(s.names) {
+		m.exportedAt, m.exportedNames = make([]hostSeries, len(s.names)), s.names
+		for i := range m.exportedAt {
+			m.exportedAt[i].phase = unexported
+		}
+	}
+	plans := newPlanCursor(s) // idle hosts' plans are not looked up
+	for i, name := range s.names {
+		hv, phase := s.hostAt(i), store.PhaseIdle // no host looked up either
+		var requested time.Time
+		if plans.underWay(i) {
+			p := s.plans[name]
+			phase, requested = hostPhase(p), p.RequestedAt
+		}
+		if now := seriesOf(phase, hv); now != m.exportedAt[i] {
+			m.exportHost(name, now)
+			m.exportedAt[i] = now
+		}
+		if n, ok := byGroup[hv.group]; ok {
+			if i, ok := phaseOf(phase); ok {
+				n[i]++
+			}
+		}
+		switch phase {
+		case store.PhaseStuck:
+			stuck++
+		case store.PhasePending:
+			if !requested.IsZero() && (oldest.IsZero() || requested.Before(oldest)) {
+				oldest = requested
+			}
+		}
+	}
+	return oldest, stuck
 }
 
 // unexported is the phase of a host's series by position before they are
