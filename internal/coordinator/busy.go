@@ -36,22 +36,20 @@ func listBusy(s *snapshot) []string {
 	return busy
 }
 
-// planCursor gives the plans of the hosts of s.names taken in order, looking up
-// only the hosts under way (busyNames, in the same order): the others are idle,
-// and a walk over every host needs only their phase. The walks over all hosts
-// that want each one's plan (the metrics, admission's tallies) skip a map
-// lookup for most hosts that way.
+// planCursor tells, for the hosts of s.names taken in order, which have a plan
+// under way (busyNames), by their position: the others are idle, and a walk
+// over every host needs only their phase. The walks over all hosts (the quiet
+// check, the metrics, admission's tallies) look up only the plans under way
+// that way, and compare positions, not names.
 type planCursor struct {
-	s    *snapshot
-	busy []string
-	i    int
-	last string
-	// underWay's: the positions of busy in s.names, and where it is.
+	s *snapshot
+	// at: the positions of the hosts under way in s.names; j: where the walk
+	// is in it, at the position lastAt.
 	at        []int
 	j, lastAt int
 }
 
-func newPlanCursor(s *snapshot) planCursor { return planCursor{s: s, busy: busyNames(s)} }
+func newPlanCursor(s *snapshot) planCursor { return planCursor{s: s} }
 
 // busyAt returns the positions in s.names of the hosts of busyNames, listed
 // once per snapshot, plans map and names (the caller must not change it).
@@ -91,21 +89,4 @@ func (c *planCursor) underWay(i int) bool {
 		c.j++
 	}
 	return c.j < len(c.at) && c.at[c.j] == i
-}
-
-// plan returns name's plan if it is under way, else a plan without a phase
-// (idle). Names come in the order of s.names (sorted); one out of order
-// starts the walk of busy over.
-func (c *planCursor) plan(name string) store.Plan {
-	if name < c.last {
-		c.i = 0
-	}
-	c.last = name
-	for c.i < len(c.busy) && c.busy[c.i] < name {
-		c.i++
-	}
-	if c.i < len(c.busy) && c.busy[c.i] == name {
-		return c.s.plans[name]
-	}
-	return store.Plan{}
 }
