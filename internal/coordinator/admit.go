@@ -303,9 +303,9 @@ func isCandidate(rec *store.HostRecord) bool {
 func hostTallies(s *snapshot) (spare int, out map[string]string, sealed []string) {
 	out = map[string]string{}
 	plans := newPlanCursor(s) // idle hosts' plans are not looked up
-	for _, name := range s.names {
-		hv := s.hosts[name]
-		active := plans.plan(name).Active()
+	for i, name := range s.names {
+		hv := s.hostAt(i) // no host is looked up either
+		active := plans.underWay(i) && s.plans[name].Active()
 		if isCandidate(hv.rec) && !active && (hv.node == nil || hv.node.Status == "ready") {
 			spare++
 		}

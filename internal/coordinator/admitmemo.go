@@ -33,6 +33,11 @@ type admitMemo struct {
 	busy      []string
 	busyPlans uintptr
 	busyDone  bool
+	// busyAt: the positions of busy in busyAtNames (busy.go).
+	busyAt      []int
+	busyAtPlans uintptr
+	busyAtNames []string
+	busyAtDone  bool
 	// statuses: groupStatuses, for the plans and rules of statusesKey.
 	statuses    []policy.GroupStatus
 	statusesKey rulesKey
@@ -40,6 +45,40 @@ type admitMemo struct {
 	// base: the rest, for the plans, rules, alerts and workloads of base.key.
 	base   admitBase
 	baseOK bool
+	// last: the admission the capacity gate's last round made, for lastKey.
+	last    admission
+	lastKey admitKey
+	lastOK  bool
+}
+
+// admitKey identifies the inputs of one admission: admission's (rulesKey),
+// what the capacity gate read, and the hosts held because their agent would
+// be lost (a map that only grows in a pass).
+type admitKey struct {
+	rules     rulesKey
+	capacity  *capacityView
+	agentLost int
+}
+
+func admitKeyOf(r admitRules, s *snapshot) admitKey {
+	return admitKey{rules: keyOf(r, s), capacity: s.capacity, agentLost: len(s.agentLost)}
+}
+
+// admitted returns admit(r, s): the admission the capacity gate's last round
+// made when nothing it is made from changed since (its reads were done then,
+// and observe ends there), instead of admitting once more. The caller must
+// not change it.
+func admitted(r admitRules, s *snapshot) admission {
+	m := &s.memo
+	if m.lastOK && m.lastKey == admitKeyOf(r, s) {
+		return m.last
+	}
+	return admit(r, s)
+}
+
+// keepAdmission keeps adm, made by admit(r, s), for admitted.
+func keepAdmission(r admitRules, s *snapshot, adm admission) {
+	s.memo.last, s.memo.lastKey, s.memo.lastOK = adm, admitKeyOf(r, s), true
 }
 
 // rulesKey identifies the inputs of a memo: the plans map, the rules (each

@@ -172,7 +172,7 @@ func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *sl
 // clearControl removes a host's manual request and/or release from the control
 // state.
 func (c *Coordinator) clearControl(ctx context.Context, host string, request, release bool) error {
-	_, err := c.opt.Store.UpdateControl(ctx, func(ctl *store.Control) error {
+	err := c.updateControl(ctx, func(ctl *store.Control) error {
 		if request {
 			delete(ctl.Requests, host)
 		}

@@ -52,7 +52,7 @@ func (c *Coordinator) stepFailed(step, parent context.Context, err error) error 
 // carryOutBounded carries one host's decision out within its own step. A
 // decision that writes nothing costs nothing: most hosts, most passes.
 func (c *Coordinator) carryOutBounded(ctx context.Context, in Input, d Decision) error {
-	if !d.changes() && !cancelDone(in, d.Plan) {
+	if !acts(in, d) {
 		return nil
 	}
 	hctx, cancel := c.stepContext(ctx)
@@ -61,4 +61,12 @@ func (c *Coordinator) carryOutBounded(ctx context.Context, in Input, d Decision)
 		return c.stepFailed(hctx, ctx, err)
 	}
 	return nil
+}
+
+// acts reports whether carrying d out does anything: a write, a drain, a
+// cancel carried out. A pass mid-rollout decides nothing new for most hosts
+// under way, and queueing those decisions with the plan writes copied each
+// one's Input and Decision for nothing.
+func acts(in Input, d Decision) bool {
+	return d.changes() || cancelDone(in, d.Plan)
 }

@@ -25,7 +25,7 @@ func cancelDone(in Input, next store.Plan) bool {
 
 // clearCancel removes a host's cancel, if it is still the one given.
 func (c *Coordinator) clearCancel(ctx context.Context, host string, at time.Time) error {
-	_, err := c.opt.Store.UpdateControl(ctx, func(ctl *store.Control) error {
+	err := c.updateControl(ctx, func(ctl *store.Control) error {
 		if ctl.Cancels[host].Equal(at) {
 			delete(ctl.Cancels, host)
 		}

@@ -122,8 +122,9 @@ func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot) {
 	r := c.rulesOf(s)
 	for range maxCapacityRounds {
 		v.wantAllocs, v.wantPools, v.lacking = map[string]bool{}, map[string]bool{}, map[string]int{}
-		admit(r, s)
+		adm := admit(r, s)
 		if len(v.wantAllocs) == 0 && len(v.wantPools) == 0 {
+			keepAdmission(r, s, adm) // the pass's own admission, unless something changes (admitmemo.go)
 			return
 		}
 		if v.err = c.capacityRound(ctx, s, v); v.err != nil {

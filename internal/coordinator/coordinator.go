@@ -168,6 +168,9 @@ type Coordinator struct {
 	// handOn: what was last handed to the notifier and the node metadata
 	// publisher (handon.go).
 	handOn handOn
+	// controlCache: the control state while its watches see no change
+	// (controlcache.go).
+	controlCache controlCache
 
 	metrics *passMetrics
 	overrun Overrun
@@ -291,6 +294,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // change of the host records, the nodes, the control variable, the requests and
 // (when checked) the agent job's allocations. They end with ctx; wg waits for them.
 func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke func()) {
+	c.controlCache.start(ctx) // controlcache.go: watchControl, watchRequests
 	queries := []watch.Query{c.watchVars, c.watchControl, c.watchRequests}
 	if c.opt.NodeEvents != nil {
 		wg.Add(1)
@@ -326,16 +330,6 @@ func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error)
 	return n, nil
 }
 
-func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
-	return c.opt.Store.WatchControl(ctx, idx, 5*time.Minute)
-}
-
-// watchRequests wakes the reconcile loop when a host's request, cancel or release
-// variable (<prefix>/requests/<host>) changes.
-func (c *Coordinator) watchRequests(ctx context.Context, idx uint64) (uint64, error) {
-	return c.opt.Store.WatchRequests(ctx, idx, 5*time.Minute)
-}
-
 func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error) {
 	q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
 	list, meta, err := c.opt.Nodes.List(q)
@@ -369,19 +363,23 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
 	var freed []string        // hosts whose decision frees their slot (handoff.go)
 	waiting := map[WaitKind]int{}
-	for _, name := range s.names {
-		hv := s.hosts[name]
+	plans := newPlanCursor(s) // quiet.go
+	for i, name := range s.names {
+		hv := s.hostAt(i)
 		if err := hv.err; err != nil {
 			errs = errors.Join(errs, err)
 			continue
 		}
-		if quiet(s, hv, name) {
+		if quiet(s, hv, name, plans.underWay(i)) {
 			waiting[NotWaiting]++ // Step's decision for it (quiet.go)
 			continue
 		}
 		in := c.input(s, adm, name)
 		d := Step(in)
 		waiting[d.Waiting.Kind]++
+		if !acts(in, d) {
+			continue // nothing to carry out (bound.go)
+		}
 		if freesSlot(in, d) {
 			freed = append(freed, name)
 		}

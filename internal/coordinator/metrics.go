@@ -58,6 +58,11 @@ type stateMetrics struct {
 	// pass sets only those of the hosts that changed: at 5,000 hosts, setting
 	// the nine phase series of every host took longer than the rest of a pass.
 	exported map[string]hostSeries
+	// exportedAt: the same by position, for the names last exported
+	// (exportedNames): while the hosts are the same, a pass compares each
+	// host's series with them there instead of looking it up.
+	exportedAt    []hostSeries
+	exportedNames []string
 	// groupsSet: the groups whose phase series are set.
 	groupsSet map[string]bool
 }
@@ -107,7 +112,7 @@ func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
 func (m *stateMetrics) lead(leading bool) {
 	m.mu.Lock()
 	clear(m.freed) // another leader may have freed and filled slots since
-	m.exported = nil
+	m.exported, m.exportedAt, m.exportedNames = nil, nil, nil
 	m.mu.Unlock()
 	if leading {
 		m.leader.Set(1)
@@ -134,6 +139,7 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 		m.groupHosts.Reset()
 		m.exported = map[string]hostSeries{}
 		m.groupsSet = map[string]bool{}
+		m.exportedAt, m.exportedNames = nil, nil
 	}
 	byGroup := make(map[string]*[len(phases)]int, len(groups))
 	for _, g := range groups {
@@ -141,27 +147,7 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 		m.slotsUsed.WithLabelValues(g.Group.Name).Set(float64(g.Active))
 		m.slotsLimit.WithLabelValues(g.Group.Name).Set(float64(policy.Slots(g.Group, g.Size)))
 	}
-	var oldest time.Time
-	stuck := 0
-	plans := newPlanCursor(s) // idle hosts' plans are not looked up
-	for _, name := range s.names {
-		p, hv := plans.plan(name), s.hosts[name]
-		phase := hostPhase(p)
-		m.exportHost(name, phase, hv)
-		if n, ok := byGroup[hv.group]; ok {
-			if i, ok := phaseIndex[phase]; ok {
-				n[i]++
-			}
-		}
-		switch phase {
-		case store.PhaseStuck:
-			stuck++
-		case store.PhasePending:
-			if !p.RequestedAt.IsZero() && (oldest.IsZero() || p.RequestedAt.Before(oldest)) {
-				oldest = p.RequestedAt
-			}
-		}
-	}
+	oldest, stuck := m.exportHosts(s, byGroup)
 	// Every host of s.names has its series now: when they are all there is
 	// (the names are distinct), no host is gone.
 	for name := range m.exported {
@@ -197,14 +183,76 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 	m.agentsMissing.Set(float64(len(s.missing)))
 }
 
-// exportHost sets a host's series if they changed since the last pass (at
-// 5,000 hosts, setting the nine phase series of every host took longer than
-// the rest of a pass). Called with m.mu held.
-func (m *stateMetrics) exportHost(name, phase string, hv *hostView) {
+// exportHosts sets the series of the hosts that changed since the last pass,
+// counts the hosts of each group in each phase, and returns the oldest request
+// still pending and the hosts stuck. Called with m.mu held.
+func (m *stateMetrics) exportHosts(s *snapshot, byGroup map[string]*[len(phases)]int) (oldest time.Time, stuck int) {
+	// The series by position hold for these names only if they are the very
+	// names last exported (a kept slice is never changed).
+	if !sameSlice(s.names, m.exportedNames) || len(m.exportedAt) != len(s.names) {
+		m.exportedAt, m.exportedNames = make([]hostSeries, len(s.names)), s.names
+		for i := range m.exportedAt {
+			m.exportedAt[i].phase = unexported
+		}
+	}
+	plans := newPlanCursor(s) // idle hosts' plans are not looked up
+	for i, name := range s.names {
+		hv, phase := s.hostAt(i), store.PhaseIdle // no host looked up either
+		var requested time.Time
+		if plans.underWay(i) {
+			p := s.plans[name]
+			phase, requested = hostPhase(p), p.RequestedAt
+		}
+		if now := seriesOf(phase, hv); now != m.exportedAt[i] {
+			m.exportHost(name, now)
+			m.exportedAt[i] = now
+		}
+		if n, ok := byGroup[hv.group]; ok {
+			if i, ok := phaseOf(phase); ok {
+				n[i]++
+			}
+		}
+		switch phase {
+		case store.PhaseStuck:
+			stuck++
+		case store.PhasePending:
+			if !requested.IsZero() && (oldest.IsZero() || requested.Before(oldest)) {
+				oldest = requested
+			}
+		}
+	}
+	return oldest, stuck
+}
+
+// unexported is the phase of a host's series by position before they are
+// set: none.
+const unexported = "\x00"
+
+// seriesOf is what a host's series say for phase and its view.
+func seriesOf(phase string, hv *hostView) hostSeries {
 	now := hostSeries{phase: phase, hasRecord: hv.rec != nil}
 	if hv.rec != nil {
 		now.required = hv.rec.RebootRequired
 	}
+	return now
+}
+
+// idleIndex is phaseIndex[store.PhaseIdle].
+var idleIndex = phaseIndex[store.PhaseIdle]
+
+// phaseOf is phaseIndex[phase], without a lookup for an idle host (most).
+func phaseOf(phase string) (int, bool) {
+	if phase == store.PhaseIdle {
+		return idleIndex, true
+	}
+	i, ok := phaseIndex[phase]
+	return i, ok
+}
+
+// exportHost sets a host's series if they changed since the last pass (at
+// 5,000 hosts, setting the nine phase series of every host took longer than
+// the rest of a pass). Called with m.mu held.
+func (m *stateMetrics) exportHost(name string, now hostSeries) {
 	before, ok := m.exported[name]
 	if ok && before == now {
 		return

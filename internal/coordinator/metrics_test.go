@@ -1,6 +1,11 @@
 package coordinator
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -299,5 +304,124 @@ func TestStateMetricsGroupGone(t *testing.T) {
 	m.export(s, groups)
 	if got := testutil.ToFloat64(m.groupHosts.WithLabelValues("db", "stuck")); got != 1 {
 		t.Errorf("db stuck = %v, want 1", got)
+	}
+}
+
+// series flattens what reg holds: each series by name and labels, with its
+// value.
+func series(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			k := mf.GetName()
+			for _, l := range m.GetLabel() {
+				k += "," + l.GetName() + "=" + l.GetValue()
+			}
+			if g := m.GetGauge(); g != nil {
+				out[k] = g.GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// Over passes that change hosts' records, plans and the hosts themselves (the
+// names kept, as a pass over the same hosts keeps them, or listed anew), the
+// series set only for what changed (by position while the names are the
+// same) are those a coordinator exporting for the first time sets.
+func TestStateMetricsByPositionEqualFresh(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	phasesDrawn := []string{"", store.PhaseIdle, store.PhasePending, store.PhaseDraining, store.PhaseStuck}
+	groups := []policy.GroupStatus{{Group: policy.Group{Name: "web", Concurrency: 1}}, {Group: policy.Group{Name: "db", Concurrency: 1}}}
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 18))
+		reg := prometheus.NewRegistry()
+		m := newStateMetrics(reg)
+		view := func(name string) *hostView {
+			hv := &hostView{group: []string{"web", "db", "gone"}[rng.IntN(3)]}
+			if rng.IntN(4) > 0 {
+				hv.rec = &store.HostRecord{Host: name, RebootRequired: rng.IntN(2) == 0}
+			}
+			return hv
+		}
+		s := &snapshot{now: now, plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
+		for i := range 8 {
+			name := fmt.Sprintf("h%d", i)
+			s.hosts[name] = view(name)
+		}
+		s.names = sortedKeys(s.hosts)
+		s.views = inOrder(s.hosts, s.names)
+		for pass := range 30 {
+			next := &snapshot{now: now, plans: s.plans, hosts: s.hosts, names: s.names, views: s.views}
+			switch rng.IntN(5) {
+			case 0: // nothing changed
+			case 1: // records changed: new views, the same names
+				next.hosts, next.views = maps.Clone(s.hosts), slices.Clone(s.views)
+				for i, name := range next.names {
+					if rng.IntN(3) == 0 {
+						next.hosts[name] = view(name)
+						next.views[i] = next.hosts[name]
+					}
+				}
+			case 2: // plans changed
+				next.plans = maps.Clone(s.plans)
+				for name := range next.hosts {
+					if rng.IntN(3) == 0 {
+						next.plans[name] = store.Plan{Host: name, Phase: phasesDrawn[rng.IntN(len(phasesDrawn))],
+							RequestedAt: now.Add(-time.Duration(rng.IntN(100)) * time.Second)}
+					}
+				}
+			case 3: // a host comes or goes: the names listed anew
+				next.hosts = maps.Clone(s.hosts)
+				name := fmt.Sprintf("h%d", rng.IntN(12))
+				if _, ok := next.hosts[name]; ok && len(next.hosts) > 1 {
+					delete(next.hosts, name)
+				} else {
+					next.hosts[name] = view(name)
+				}
+				next.names = sortedKeys(next.hosts)
+				next.views = inOrder(next.hosts, next.names)
+			case 4: // a host replaced by another: as many names, not the same
+				next.hosts = maps.Clone(s.hosts)
+				delete(next.hosts, s.names[rng.IntN(len(s.names))])
+				for {
+					name := fmt.Sprintf("h%d", rng.IntN(30))
+					if _, ok := s.hosts[name]; !ok {
+						next.hosts[name] = view(name)
+						break
+					}
+				}
+				next.names = sortedKeys(next.hosts)
+				next.views = inOrder(next.hosts, next.names)
+			}
+			s = next
+			m.export(s, groups)
+			// Each host's series as the snapshot says, and the rest as a
+			// coordinator exporting for the first time sets them.
+			freshReg := prometheus.NewRegistry()
+			newStateMetrics(freshReg).export(s, groups)
+			want := map[string]float64{}
+			for k, v := range series(t, freshReg) {
+				if !strings.HasPrefix(k, "rollboot_host_") {
+					want[k] = v
+				}
+			}
+			for _, name := range s.names {
+				for _, ph := range phases {
+					want["rollboot_host_phase,host="+name+",phase="+ph] = boolValue(ph == hostPhase(s.plans[name]))
+				}
+				if rec := s.hosts[name].rec; rec != nil {
+					want["rollboot_host_reboot_required,host="+name] = boolValue(rec.RebootRequired)
+				}
+			}
+			if got := series(t, reg); !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d pass %d: series\n%v\nwant\n%v", seed, pass, got, want)
+			}
+		}
 	}
 }

@@ -32,6 +32,10 @@ type snapshot struct {
 	groupOf map[string]string            // node ID -> the first group whose filter matches it
 	hosts   map[string]*hostView         // every host with a usable record or a plan
 	names   []string                     // the keys of hosts, sorted
+	// views: nil, or hosts by the position of their name in names (hostAt);
+	// viewsShared: the slice kept for the next pass, copied before a change.
+	views       []*hostView
+	viewsShared bool
 	// hostsShared: hosts is the map kept for the next pass; setHost copies it
 	// before the first change.
 	hostsShared bool
@@ -92,12 +96,11 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := c.opt.Store
 	recs, badRecs, err := c.hostRecords(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ctl, err := st.Control(ctx)
+	ctl, err := c.control(ctx) // controlcache.go
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +151,9 @@ func (c *Coordinator) loadPlans(ctx context.Context) (map[string]store.Plan, err
 // hostViews gives every host with a usable record or a plan its node and group
 // (the views of the hosts with a record are kept between passes: viewcache.go).
 func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
-	hosts, names := c.cachedHostViews(recs, s.nodes, s.groupOf)
+	hosts, names, order := c.cachedHostViews(recs, s.nodes, s.groupOf)
 	s.hosts, s.hostsShared = hosts, true
+	s.names, s.views, s.viewsShared = names, order, true
 	added := false
 	for name, p := range s.plans {
 		if _, ok := s.hosts[name]; !ok {
@@ -163,9 +167,9 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 			added = true
 		}
 	}
-	s.names = names
 	if added {
 		s.names = sortedKeys(s.hosts)
+		s.views, s.viewsShared = inOrder(s.hosts, s.names), false
 	}
 }
 
@@ -233,7 +237,7 @@ func clusterKey(srv store.Server) string { return srv.Product + "/" + srv.Cluste
 // it ends; a host's jobs are read once.
 func (c *Coordinator) admitWithJobs(ctx context.Context, r admitRules, s *snapshot) admission {
 	for {
-		adm := admit(r, s)
+		adm := admitted(r, s) // the capacity gate's last, if nothing changed since
 		c.readGrantJobs(ctx, s, adm)
 		again := false
 		for _, name := range busyNames(s) { // the hosts admitted are pending

@@ -1,7 +1,5 @@
 package coordinator
 
-import "github.com/rollboot/rollboot/internal/store"
-
 // quiet reports whether the phase machine has nothing to decide for a host this
 // pass, without building its Input: the host is idle (no plan, or an idle one),
 // its record does not ask for a reboot, and no request, cancel or release names
@@ -11,17 +9,20 @@ import "github.com/rollboot/rollboot/internal/store"
 // stepping it was the largest walk of a pass mid-rollout.
 //
 // Each condition is one Step reads for an idle host (decide.go: Need, the
-// release at the top of step, staleDrain, stepIdle; cancels.go: cancelDone); TestQuietSteps
-// holds them together.
-func quiet(s *snapshot, hv *hostView, name string) bool {
+// release at the top of step, staleDrain, stepIdle; cancels.go: cancelDone);
+// TestQuietSteps holds them together.
+//
+// underWay: the host's plan is under way (any phase but idle; a planCursor
+// tells without looking the plan up).
+func quiet(s *snapshot, hv *hostView, name string, underWay bool) bool {
 	if hv.rec != nil && hv.rec.RebootRequired {
 		return false
 	}
-	if p, ok := s.plans[name]; ok && p.Phase != "" && p.Phase != store.PhaseIdle {
+	if underWay {
 		return false
 	}
-	if isStaleDrain(hv.node, s.plans[name]) {
-		return false // a drain of ours that no cycle holds (staleDrain)
+	if n := hv.node; n != nil && n.DrainGrant != "" && (n.Draining || !n.Eligible) && isStaleDrain(n, s.plans[name]) {
+		return false // a drain of ours that no cycle holds (staleDrain); the plan looked up only then
 	}
 	ctl := &s.control
 	if _, ok := ctl.Requests[name]; ok {

@@ -38,8 +38,11 @@ type viewCache struct {
 	ignored []store.BadRecord
 	// views of the hosts of valid, and their sorted names, built from valid,
 	// nodes and groupOf with the groups of key.
-	views      map[string]*hostView
-	names      []string
+	views map[string]*hostView
+	names []string
+	// order: the views of names, by position (a new slice after every
+	// change), for the walks over every host (snapshot.hostAt).
+	order      []*hostView
 	viewsRecs  []store.HostRecord
 	viewsNodes map[string]*api.NodeListStub
 	viewsGroup map[string]string
@@ -146,15 +149,16 @@ func changedRecords(old, recs []store.HostRecord) (changed []int, ok bool) {
 // changed, else built again for the hosts whose record, node or group changed.
 // The map returned is the kept one, not a copy (copying 5,000 entries was a
 // pass's largest allocation): the pass copies it before it changes it
-// (snapshot.setHost), and its views are shared: see snapshot.own.
-func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]*api.NodeListStub, groupOf map[string]string) (map[string]*hostView, []string) {
+// (snapshot.setHost), and its views are shared: see snapshot.own. The views
+// are also returned by the position of their names (order): kept too.
+func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]*api.NodeListStub, groupOf map[string]string) (views map[string]*hostView, names []string, order []*hostView) {
 	v := &c.viewCache
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	key := c.opt.DefaultGroup.Name + "\x00" + groupsKey(c.opt.Groups)
 	same := v.views != nil && sameMap(nodes, v.viewsNodes) && sameMap(groupOf, v.viewsGroup) && key == v.viewsKey
 	if same && sameSlice(recs, v.viewsRecs) {
-		return v.views, v.names
+		return v.views, v.names, v.order
 	}
 	var changed []int
 	ok := false
@@ -165,21 +169,23 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 		// The same hosts, nodes and groups: only the views of the records
 		// that changed are built again (into a new kept map, and only if one
 		// did: handon.go).
-		views := v.views
+		views, order := v.views, v.order
 		for _, i := range changed {
 			hv := c.buildView(&recs[i], nodes, groupOf, v.nodeViews)
 			if old := views[hv.rec.Host]; old == nil || !sameView(old, &hv) {
 				if sameMap(views, v.views) {
-					views = maps.Clone(v.views)
+					views, order = maps.Clone(v.views), slices.Clone(v.order)
 				}
 				views[hv.rec.Host] = &hv
+				at, _ := slices.BinarySearch(v.names, hv.rec.Host) // the same hosts: there
+				order[at] = &hv
 			}
 		}
-		v.views, v.viewsRecs = views, recs
-		return views, v.names
+		v.views, v.order, v.viewsRecs = views, order, recs
+		return views, v.names, order
 	}
 	nodeViews := make(map[string]*NodeView, len(recs))
-	views := make(map[string]*hostView, len(recs))
+	views = make(map[string]*hostView, len(recs))
 	for i := range recs {
 		hv := c.buildView(&recs[i], nodes, groupOf, nodeViews)
 		if old := v.views[hv.rec.Host]; old != nil && sameView(old, &hv) {
@@ -189,13 +195,23 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 		nv := hv // allocated here only: most views are kept
 		views[hv.rec.Host] = &nv
 	}
-	names := v.names
+	names = v.names
 	if !sameKeys(views, v.views) {
 		names = sortedKeys(views)
 	}
-	v.views, v.names, v.nodeViews = views, names, nodeViews
+	order = inOrder(views, names)
+	v.views, v.names, v.order, v.nodeViews = views, names, order, nodeViews
 	v.viewsRecs, v.viewsNodes, v.viewsGroup, v.viewsKey = recs, nodes, groupOf, key
-	return views, names
+	return views, names, order
+}
+
+// inOrder returns the views of names, by position.
+func inOrder(views map[string]*hostView, names []string) []*hostView {
+	order := make([]*hostView, len(names))
+	for i, name := range names {
+		order[i] = views[name]
+	}
+	return order
 }
 
 // buildView builds the view of the host of r: its node (the view kept for it
@@ -284,10 +300,34 @@ func (s *snapshot) own(name string) *hostView {
 }
 
 // setHost makes hv the host's view in this pass. The first change copies the
-// hosts map when it is the one kept for the next pass (hostsShared).
+// hosts map when it is the one kept for the next pass (hostsShared), and the
+// views by position (viewsShared) likewise; a host not in names leaves the
+// pass without views by position until they are listed again (hostViews).
 func (s *snapshot) setHost(name string, hv *hostView) {
 	if s.hostsShared {
 		s.hosts, s.hostsShared = maps.Clone(s.hosts), false
 	}
 	s.hosts[name] = hv
+	if s.views == nil {
+		return
+	}
+	at, ok := slices.BinarySearch(s.names, name)
+	if !ok || len(s.views) != len(s.names) {
+		s.views = nil
+		return
+	}
+	if s.viewsShared {
+		s.views, s.viewsShared = slices.Clone(s.views), false
+	}
+	s.views[at] = hv
+}
+
+// hostAt returns the view of the host s.names[i]: by position when the pass
+// has its views so (a walk over 5,000 hosts then looks none up), else from
+// the hosts map.
+func (s *snapshot) hostAt(i int) *hostView {
+	if s.views != nil {
+		return s.views[i]
+	}
+	return s.hosts[s.names[i]]
 }

@@ -176,7 +176,7 @@ func TestKeptViewsEqualFreshOnes(t *testing.T) {
 			if !reflect.DeepEqual(valid, wantValid) || !reflect.DeepEqual(ignored, wantIgnored) {
 				t.Fatalf("seed %d pass %d: checked records differ:\n%+v %+v\nwant %+v %+v", seed, pass, valid, ignored, wantValid, wantIgnored)
 			}
-			hosts, names := c.cachedHostViews(valid, nodes, w.groupOf)
+			hosts, names, order := c.cachedHostViews(valid, nodes, w.groupOf)
 			want := freshHostViews(c, wantValid, wantNodes, w.groupOf)
 			if !reflect.DeepEqual(hosts, want) {
 				t.Fatalf("seed %d pass %d: views differ:\n%s\nwant\n%s", seed, pass, dumpViews(hosts), dumpViews(want))
@@ -184,11 +184,18 @@ func TestKeptViewsEqualFreshOnes(t *testing.T) {
 			if !slices.Equal(names, sortedKeys(want)) {
 				t.Fatalf("seed %d pass %d: names %v, want %v", seed, pass, names, sortedKeys(want))
 			}
+			for i, name := range names {
+				if order[i] != hosts[name] {
+					t.Fatalf("seed %d pass %d: view %d by position is not %s's", seed, pass, i, name)
+				}
+			}
 			// The pass records what it found in its own copies, and adds the
-			// hosts with a plan and no record, to a copy of the kept map.
-			s := &snapshot{hosts: hosts, hostsShared: true}
+			// hosts with a plan and no record, to a copy of the kept map;
+			// its views by position follow.
+			s := &snapshot{hosts: hosts, hostsShared: true, names: names, views: order, viewsShared: true}
 			if rng.IntN(3) == 0 {
 				s.setHost("planned", &hostView{group: "a"})
+				s.names = sortedKeys(s.hosts)
 			}
 			for _, name := range names {
 				if rng.IntN(3) == 0 {
@@ -197,6 +204,11 @@ func TestKeptViewsEqualFreshOnes(t *testing.T) {
 					if hv.node != nil {
 						hv.node.ReregisteredIndex, hv.node.SystemRunning = 99, map[string]bool{"default/x": true}
 					}
+				}
+			}
+			for i, name := range s.names {
+				if s.hostAt(i) != s.hosts[name] {
+					t.Fatalf("seed %d pass %d: the pass's view %d by position is not %s's", seed, pass, i, name)
 				}
 			}
 		}
