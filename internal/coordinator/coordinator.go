@@ -362,6 +362,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	var errs error
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
 	var freed []string        // hosts whose decision frees their slot (handoff.go)
+	var pended []string       // hosts whose decision makes them pending (handoff.go)
 	waiting := map[WaitKind]int{}
 	plans := newPlanCursor(s) // quiet.go
 	for i, name := range s.names {
@@ -383,6 +384,9 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		if freesSlot(in, d) {
 			freed = append(freed, name)
 		}
+		if becomesPending(in, d) {
+			pended = append(pended, name)
+		}
 		if storedTogether(in, d) {
 			writes = append(writes, pendingWrite{in, d})
 			continue
@@ -391,7 +395,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, writes))
 	if errs == nil {
-		errs = c.handOut(ctx, s, adm, freed) // the slots freed, at once (handoff.go)
+		errs = c.handOut(ctx, s, adm, freed, pended) // the slots freed, at once (handoff.go)
 	}
 	c.metrics.state.waiting(waiting)
 	c.notifyPass(s.control)

@@ -15,7 +15,10 @@ import (
 // hosts that was most of the time between two cycles of a group, and the whole
 // overhead of the makespan over its bound. So after the pass's decisions are
 // carried out, a pass that closed a cycle admits again (handOut) and starts the
-// drains of the hosts that get the slots freed.
+// drains of the hosts that get the slots freed. A pass that made hosts pending
+// does the same: a host whose need appears while its group has room is granted
+// in that pass, not the next (the first wave of a rollout, a single host on an
+// idle cluster).
 //
 // What makes it safe:
 //   - Admission runs on the plans as stored: the coordinator's own plan cache,
@@ -24,9 +27,11 @@ import (
 //     whose write failed left its active plan there: its slot stays taken. A
 //     write lost to another coordinator's drops the cache: no second round.
 //   - The hosts admitted again are only those the first admission queued for
-//     a slot and nothing else (WaitQueued): their alerts and workloads were
-//     read in this pass, and no other rule held them. The capacity gate and
-//     the system jobs on their nodes are read again for them, as a pass does.
+//     a slot and nothing else (WaitQueued), and those this pass made pending
+//     (stored so). The capacity gate and the system jobs on their nodes are
+//     read again for them, as a pass does; with hosts made pending, the
+//     alerts (unless this pass read them) and the workload blockers too, for
+//     the queue as stored.
 //   - Only a pass all of whose reads and writes succeeded hands out: a write
 //     that failed may still have been applied (a timeout), and the plan cache
 //     would not show it; the next pass, which reads again, decides.
@@ -37,6 +42,12 @@ import (
 //     them out; a node this pass gave back still shows ineligible, which only
 //     counts against its group's budget: the stale views err the safe way.
 
+// becomesPending reports whether carrying d out makes the host pending (its
+// need seen, or its backoff over).
+func becomesPending(in Input, d Decision) bool {
+	return d.Write && in.Plan.Phase != store.PhasePending && d.Plan.Phase == store.PhasePending
+}
+
 // freesSlot reports whether carrying d out frees the host's slot: its plan
 // leaves an active phase (a cycle closed, released, aborted).
 func freesSlot(in Input, d Decision) bool {
@@ -44,10 +55,11 @@ func freesSlot(in Input, d Decision) bool {
 }
 
 // handOut admits again after the pass's decisions were carried out without an
-// error, when one of them freed a slot (freed: the hosts whose decision does,
-// carried out or not), and carries out the grants of the hosts that get a slot
-// now. first is the pass's admission; s its snapshot.
-func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission, freed []string) error {
+// error, when one of them freed a slot or made a host pending (freed, pended:
+// the hosts whose decision does, carried out or not), and carries out the
+// grants of the hosts that get a slot now. first is the pass's admission; s its
+// snapshot.
+func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission, freed, pended []string) error {
 	c.mu.Lock()
 	stored := c.plans
 	closed := false
@@ -56,7 +68,13 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 			closed = true // its close is stored
 		}
 	}
-	if stored == nil || !closed {
+	newcomers := map[string]bool{}
+	for _, name := range pended {
+		if p, ok := stored[name]; ok && p.Phase == store.PhasePending {
+			newcomers[name] = true // stored pending
+		}
+	}
+	if stored == nil || !closed && len(newcomers) == 0 {
 		c.mu.Unlock()
 		return nil
 	}
@@ -67,6 +85,13 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 	s2.memo, s2.capacity = admitMemo{}, nil
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
+	if len(newcomers) > 0 {
+		// What this pass read of the alerts and workloads was for its own
+		// queue, which the newcomers were not in.
+		s2.workloads = nil
+		c.readAlerts(octx, &s2)
+		c.readWorkloads(octx, &s2)
+	}
 	c.readCapacity(octx, &s2)
 	adm := c.admitWithJobs(octx, c.rulesOf(&s2), &s2)
 	if err := octx.Err(); err != nil {
@@ -75,7 +100,7 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 	var writes []pendingWrite
 	for _, name := range busyNames(&s2) { // the hosts admitted are pending
 		hv := s2.hosts[name]
-		if !adm.admitted[name] || first.wait[name].Kind != WaitQueued || hv.err != nil {
+		if !adm.admitted[name] || first.wait[name].Kind != WaitQueued && !newcomers[name] || hv.err != nil {
 			continue
 		}
 		if hv.rec != nil && len(hv.rec.Servers) > 0 {

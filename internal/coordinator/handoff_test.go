@@ -122,3 +122,40 @@ func TestFailedCloseKeepsItsSlot(t *testing.T) {
 		})
 	}
 }
+
+// A host whose need the pass sees while its group has room is stored pending
+// and granted in that same pass: its drain starts without waiting for another.
+func TestNewNeedIsGrantedInTheSamePass(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	st := store.New(newMemVars(log), "rollboot", "")
+	stubs := putHosts(t, st, 2, func(i int, r *store.HostRecord) {
+		if i == 0 {
+			r.RebootRequired, r.RequestedAt, r.Reason = true, t0.Add(-time.Minute), "kernel"
+		}
+	})
+	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
+		Now: func() time.Time { return t0 }})
+	log.reset(0)
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plans {
+		if p.Host == "h00" && (p.Phase != store.PhaseDraining || p.Timeline[store.PhasePending].IsZero()) {
+			t.Errorf("h00 is %s (timeline %v) after one pass, want draining, pending first", p.Phase, p.Timeline)
+		}
+	}
+	var nodeWrites []string
+	for _, call := range log.get() {
+		if !strings.HasPrefix(call, "put ") && !strings.HasPrefix(call, "delete ") {
+			nodeWrites = append(nodeWrites, call)
+		}
+	}
+	if !slices.Equal(nodeWrites, []string{"drain n-h00"}) {
+		t.Errorf("node writes %q, want the drain of h00's node", nodeWrites)
+	}
+}

@@ -64,15 +64,16 @@ func TestHandedOnOnlyAfterAChange(t *testing.T) {
 	if _, err := co.watchVars(ctx, hostsIdx); err != nil {
 		t.Fatal(err)
 	}
-	// The record changed (new metadata) and the plan moved to pending: the
+	// The record changed (new metadata) and the plan moved to pending, then
+	// draining (its group had room: granted in the same pass, handoff.go): the
 	// state after the decisions.
 	pass(2, 2, "a record changed and its plan moved")
 	last := h.states[len(h.states)-1]
-	if p := planOf(last.Plans, "client-2"); p.Phase != store.PhasePending {
-		t.Fatalf("handed plan of client-2 %+v, want pending", p)
+	if p := planOf(last.Plans, "client-2"); p.Phase != store.PhaseDraining {
+		t.Fatalf("handed plan of client-2 %+v, want draining", p)
 	}
-	if m := h.metas[len(h.metas)-1]; m[rec.NodeID].Phase != store.PhasePending || !m[rec.NodeID].RebootRequired {
-		t.Fatalf("handed metadata of client-2 %+v, want pending and required", m[rec.NodeID])
+	if m := h.metas[len(h.metas)-1]; m[rec.NodeID].Phase != store.PhaseDraining || !m[rec.NodeID].RebootRequired {
+		t.Fatalf("handed metadata of client-2 %+v, want draining and required", m[rec.NodeID])
 	}
 	if m := h.metas[len(h.metas)-1]; len(m) != 3 {
 		t.Fatalf("metadata of %d nodes handed, want 3", len(m))

@@ -55,11 +55,10 @@ func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
 		t.Fatalf("preview: %+v", res)
 	}
 
-	// The pass: the first sees the needs (idle to pending), the second grants.
-	for range 2 {
-		if err := co.ReconcileOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
+	// The pass: it sees the needs (idle to pending, stored) and grants the
+	// slots free in the same pass (handoff.go).
+	if err := co.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
 	}
 	plans, err := st.Plans(ctx)
 	if err != nil {
