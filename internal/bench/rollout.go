@@ -25,9 +25,6 @@ type Rollout struct {
 	LowerBound time.Duration // max over groups of ceil(hosts/concurrency) x mean cycle
 	MeanCycle  time.Duration // draining to idle, over every host
 	Cycles     []time.Duration
-	// FirstDrain: per group, from the sentinels to its first drain (as the
-	// history dates it): the start of the makespan the bound does not count.
-	FirstDrain []time.Duration
 
 	HandOff        []time.Duration // a group's slot freeing to the next host's drain, as Nomad saw the writes (handOffs)
 	HandOffPasses  []time.Duration // the same, from the times the deciding passes recorded in the history
@@ -256,7 +253,6 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 		// first served, and every host asked at the start.
 		slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 		slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
-		r.FirstDrain = append(r.FirstDrain, starts[0].Sub(start))
 		for k := r.Concurrency; k < len(starts); k++ {
 			r.HandOffPasses = append(r.HandOffPasses, max(0, starts[k].Sub(ends[k-r.Concurrency])))
 		}
