@@ -10,7 +10,6 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
-	"github.com/rollboot/rollboot/internal/store"
 )
 
 // Room freed by an allocation ending on another node changes nothing in the
@@ -48,15 +47,7 @@ func TestCapacityHoldReleasedByRecheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ := sim.Host(webHost)
-	if _, err := st.PutHost(ctx, store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
-		c.Requests = map[string]store.Request{h.Name: {At: time.Now()}}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	requestReboot(ctx, t, st, h)
 	co := New(Options{
 		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
 		Timing:   Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},

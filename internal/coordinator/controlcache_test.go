@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -32,19 +30,9 @@ func (c *controlReads) RoundTrip(r *http.Request) (*http.Response, error) {
 // next pass sees its own write at once, before any watch answers); without
 // both watches live, and after their term ends, every pass reads it.
 func TestControlReadOnlyAfterAChange(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
 	reads := &controlReads{base: http.DefaultTransport}
-	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: reads}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	_, client, st := simStoreVia(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour}, reads)
 	ctx := t.Context()
-	st := store.New(client.Variables(), "rollboot", "")
 	request := func(host string) {
 		t.Helper()
 		if _, err := st.UpdateControl(ctx, func(ctl *store.Control) error {

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -216,12 +217,23 @@ func (c *recClusters) HandOver(_ context.Context, product, _ string) error {
 // store on it, all closed when the test ends.
 func simStore(t *testing.T, cfg nomadsim.Config) (*nomadsim.Sim, *api.Client, *store.Store) {
 	t.Helper()
+	return simStoreVia(t, cfg, nil)
+}
+
+// simStoreVia is simStore with the client's requests going through rt (nil:
+// the default transport), which may count them.
+func simStoreVia(t *testing.T, cfg nomadsim.Config, rt http.RoundTripper) (*nomadsim.Sim, *api.Client, *store.Store) {
+	t.Helper()
 	sim, err := nomadsim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	ac := &api.Config{Address: sim.Address()}
+	if rt != nil {
+		ac.HttpClient = &http.Client{Transport: rt}
+	}
+	client, err := api.NewClient(ac)
 	if err != nil {
 		t.Fatal(err)
 	}

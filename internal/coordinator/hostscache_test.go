@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -30,19 +28,9 @@ func (h *hostLists) RoundTrip(r *http.Request) (*http.Response, error) {
 // since the last pass read them, and then from the list the watch read; without
 // a live watch it lists them every time.
 func TestHostRecordsReadOnlyAfterAChange(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
 	lists := &hostLists{base: http.DefaultTransport}
-	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: lists}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	_, client, st := simStoreVia(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour}, lists)
 	ctx := t.Context()
-	st := store.New(client.Variables(), "rollboot", "")
 	if _, err := st.PutHost(ctx, store.HostRecord{Host: "a", BootID: "b1"}); err != nil {
 		t.Fatal(err)
 	}

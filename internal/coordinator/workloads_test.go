@@ -250,15 +250,7 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 		Meta: map[string]string{"rollboot_block": "true"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PutHost(ctx, store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
-		c.Requests = map[string]store.Request{h.Name: {At: time.Now()}}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	requestReboot(ctx, t, st, h)
 	co := New(Options{
 		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
 		Timing:    Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
@@ -308,4 +300,19 @@ func runUntilDrained(ctx context.Context, t *testing.T, sim *nomadsim.Sim, co *C
 		t.Fatalf("Run: %v", err)
 	}
 	return stopped, drained
+}
+
+// requestReboot stores h's record, as its agent would, and a request to reboot
+// it, as `rollboot request` would.
+func requestReboot(ctx context.Context, t *testing.T, st *store.Store, h nomadsim.Host) {
+	t.Helper()
+	if _, err := st.PutHost(ctx, store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
+		c.Requests = map[string]store.Request{h.Name: {At: time.Now()}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
