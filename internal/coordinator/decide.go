@@ -680,6 +680,13 @@ func rejoin(in Input, d Decision) Decision {
 		d.Waiting = waitFor(WaitNewBootID, "")
 		return d
 	}
+	return backInService(in, d, p)
+}
+
+// backInService closes the cycle of a host that rebooted and is back: its
+// history record, and its plan idle with what the reboot-loop guard and the
+// back_in_service notification need.
+func backInService(in Input, d Decision, p store.Plan) Decision {
 	d.History = history(p, in, "rebooted")
 	d.Plan = finish(p, in.Now)
 	d.Plan.GoneBootID, d.Plan.LastAfterBootID = "", ""
