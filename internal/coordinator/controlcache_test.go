@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,26 +10,15 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// controlReads counts the reads of the control variable that are not
-// blocking queries.
-type controlReads struct {
-	base http.RoundTripper
-	n    atomic.Int64
-}
-
-func (c *controlReads) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet && r.URL.Path == "/v1/var/rollboot/control" && r.URL.Query().Get("index") == "" {
-		c.n.Add(1)
-	}
-	return c.base.RoundTrip(r)
-}
-
 // A pass reads the control state again only after its watches saw a change
 // since the last pass read it, or after the coordinator wrote it itself (the
 // next pass sees its own write at once, before any watch answers); without
 // both watches live, and after their term ends, every pass reads it.
 func TestControlReadOnlyAfterAChange(t *testing.T) {
-	reads := &controlReads{base: http.DefaultTransport}
+	// The reads of the control variable that are not blocking queries.
+	reads := &countRequests{match: func(r *http.Request) bool {
+		return r.Method == http.MethodGet && r.URL.Path == "/v1/var/rollboot/control" && r.URL.Query().Get("index") == ""
+	}}
 	_, client, st := simStoreVia(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour}, reads)
 	ctx := t.Context()
 	request := func(host string) {

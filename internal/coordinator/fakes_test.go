@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
@@ -218,6 +219,19 @@ func (c *recClusters) HandOver(_ context.Context, product, _ string) error {
 func simStore(t *testing.T, cfg nomadsim.Config) (*nomadsim.Sim, *api.Client, *store.Store) {
 	t.Helper()
 	return simStoreVia(t, cfg, nil)
+}
+
+// countRequests counts the requests that match, and sends every request on.
+type countRequests struct {
+	match func(*http.Request) bool
+	n     atomic.Int64
+}
+
+func (c *countRequests) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.match(r) {
+		c.n.Add(1)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // simStoreVia is simStore with the client's requests going through rt (nil:

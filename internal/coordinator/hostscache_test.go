@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,25 +9,15 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// hostLists counts the lists of host records that are not blocking queries.
-type hostLists struct {
-	base http.RoundTripper
-	n    atomic.Int64
-}
-
-func (h *hostLists) RoundTrip(r *http.Request) (*http.Response, error) {
-	q := r.URL.Query()
-	if r.URL.Path == "/v1/vars" && q.Get("prefix") == "rollboot/hosts/" && q.Get("index") == "" {
-		h.n.Add(1)
-	}
-	return h.base.RoundTrip(r)
-}
-
 // A pass reads the host records again only when the host watch saw them change
 // since the last pass read them, and then from the list the watch read; without
 // a live watch it lists them every time.
 func TestHostRecordsReadOnlyAfterAChange(t *testing.T) {
-	lists := &hostLists{base: http.DefaultTransport}
+	// The lists of host records that are not blocking queries.
+	lists := &countRequests{match: func(r *http.Request) bool {
+		q := r.URL.Query()
+		return r.URL.Path == "/v1/vars" && q.Get("prefix") == "rollboot/hosts/" && q.Get("index") == ""
+	}}
 	_, client, st := simStoreVia(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour}, lists)
 	ctx := t.Context()
 	if _, err := st.PutHost(ctx, store.HostRecord{Host: "a", BootID: "b1"}); err != nil {
