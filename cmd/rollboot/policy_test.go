@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -26,15 +25,7 @@ type policyCLI struct {
 
 func newPolicyCLI(t *testing.T) *policyCLI {
 	t.Helper()
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 2, ClientPools: []string{"web"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	c, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, c := simtest.Start(t, nomadsim.Config{Clients: 2, ClientPools: []string{"web"}}, nil)
 	return &policyCLI{t: t, sim: sim, st: store.New(c.Variables(), "rollboot", ""), dir: t.TempDir()}
 }
 

@@ -10,20 +10,13 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 func electionSim(t *testing.T) (*nomadsim.Sim, *api.Client) {
 	t.Helper()
-	sim, err := nomadsim.New(nomadsim.Config{AllowShortLockTTL: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	c, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, c := simtest.Start(t, nomadsim.Config{AllowShortLockTTL: true}, nil)
 	return sim, c
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -238,19 +239,6 @@ func (c *countRequests) RoundTrip(r *http.Request) (*http.Response, error) {
 // the default transport), which may count them.
 func simStoreVia(t *testing.T, cfg nomadsim.Config, rt http.RoundTripper) (*nomadsim.Sim, *api.Client, *store.Store) {
 	t.Helper()
-	sim, err := nomadsim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	ac := &api.Config{Address: sim.Address()}
-	if rt != nil {
-		ac.HttpClient = &http.Client{Transport: rt}
-	}
-	client, err := api.NewClient(ac)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	sim, client := simtest.Start(t, cfg, rt)
 	return sim, client, store.New(client.Variables(), "rollboot", "")
 }

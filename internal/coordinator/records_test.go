@@ -10,6 +10,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -114,15 +115,7 @@ func TestMissingAgents(t *testing.T) {
 // decode and a record shadowing another host's node are skipped and reported;
 // every other host goes on.
 func TestBadRecordsDoNotStopReconcile(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	c, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, c := simtest.Start(t, nomadsim.Config{Clients: 3}, nil)
 	ctx := context.Background()
 	st := store.New(c.Variables(), "rollboot", "")
 	node := func(h string) string {
@@ -182,15 +175,7 @@ func TestBadRecordsDoNotStopReconcile(t *testing.T) {
 // TestIgnoredRecordStillGivesTheNodeBack: a host mid-cycle whose record is
 // forged (and so ignored) still gets the node its plan took out of service back.
 func TestIgnoredRecordStillGivesTheNodeBack(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	c, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, c := simtest.Start(t, nomadsim.Config{Clients: 2}, nil)
 	ctx := context.Background()
 	st := store.New(c.Variables(), "rollboot", "")
 	n1, _ := sim.Node("client-1")

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -36,15 +37,7 @@ func run(t *testing.T, p *Publisher) {
 // Against the emulator's /v1/client/metadata: the metadata lands on the nodes,
 // node list filters select on it, and nothing is written while nothing changes.
 func TestPublishToNomad(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 2, HeartbeatTTL: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	c, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, c := simtest.Start(t, nomadsim.Config{Clients: 2, HeartbeatTTL: 100 * time.Millisecond}, nil)
 	a, _ := sim.Host("client-1")
 	b, _ := sim.Host("client-2")
 	p := New(Options{API: c.Nodes().Meta()})

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -23,16 +23,7 @@ import (
 // items pass 64 KiB as Nomad does.
 func simStore(t *testing.T) *store.Store {
 	t.Helper()
-	sim, err := nomadsim.New(nomadsim.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	c, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	_, c := simtest.Start(t, nomadsim.Config{}, nil)
 	return store.New(c.Variables(), "rollboot", "")
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -33,15 +34,7 @@ func (c *countingVars) PrefixList(prefix string, q *api.QueryOptions) ([]*api.Va
 
 func newStore(t *testing.T) (*store.Store, *countingVars, *api.Client) {
 	t.Helper()
-	sim, err := nomadsim.New(nomadsim.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	c, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := simtest.Start(t, nomadsim.Config{}, nil)
 	cv := &countingVars{Variables: c.Variables()}
 	return store.New(cv, "rollboot", ""), cv, c
 }

@@ -12,20 +12,13 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 func newSim(t *testing.T) (*store.Store, *api.Client) {
 	t.Helper()
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 3, ClientPools: []string{"web", "batch"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	c, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := simtest.Start(t, nomadsim.Config{Clients: 3, ClientPools: []string{"web", "batch"}}, nil)
 	return store.New(c.Variables(), "rollboot", ""), c
 }
 
