@@ -102,41 +102,59 @@ func (c *clusterState) reregisterLocked(s *Sim, h *Host) {
 }
 
 // SetRebootRequired creates host's sentinel file with reason as its content.
+// The file is the host's, not the cluster's: it is written without the state
+// lock, so that the agents it wakes do not wait for it on their requests.
 func (s *Sim) SetRebootRequired(host, reason string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.hosts[host]
-	if !ok {
-		return fmt.Errorf("host %q not found", host)
+	dir, err := s.hostDir(host)
+	if err != nil {
+		return err
 	}
 	if reason == "" {
 		reason = "*** System restart required ***"
 	}
-	if err := os.WriteFile(filepath.Join(h.Dir, SentinelFile), []byte(reason+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, SentinelFile), []byte(reason+"\n"), 0o644); err != nil {
 		return fmt.Errorf("host %s: %w", host, err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.bumpLocked()
-	s.eventLocked(Event{Type: EventHostRebootNeeded, Host: host, NodeID: h.NodeID,
+	var nodeID string
+	if h, ok := s.hosts[host]; ok {
+		nodeID = h.NodeID
+	}
+	s.eventLocked(Event{Type: EventHostRebootNeeded, Host: host, NodeID: nodeID,
 		Details: map[string]string{"reason": reason}})
 	return nil
 }
 
-// ClearRebootRequired removes host's sentinel file.
+// ClearRebootRequired removes host's sentinel file (without the state lock,
+// like SetRebootRequired).
 func (s *Sim) ClearRebootRequired(host string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.hosts[host]
-	if !ok {
-		return fmt.Errorf("host %q not found", host)
+	dir, err := s.hostDir(host)
+	if err != nil {
+		return err
 	}
-	if err := os.Remove(filepath.Join(h.Dir, SentinelFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, SentinelFile)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return fmt.Errorf("host %s: %w", host, err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.bumpLocked()
 	return nil
+}
+
+// hostDir returns the directory of host's files.
+func (s *Sim) hostDir(host string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[host]
+	if !ok {
+		return "", fmt.Errorf("host %q not found", host)
+	}
+	return h.Dir, nil
 }
 
 // RebootRequired reports whether host's sentinel file exists.
