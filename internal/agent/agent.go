@@ -311,12 +311,15 @@ func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan
 	defer fast.Stop()
 	slow := time.NewTicker(a.opt.SlowEvery)
 	defer slow.Stop()
+	notified := a.notifications(ctx)
 	rebooting := false
 	var lastPlan store.Plan
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-notified:
+			a.detect(ctx, false)
 		case <-fast.C:
 			a.detect(ctx, false)
 			if a.rec.VaultSealed {
@@ -343,6 +346,42 @@ func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan
 			}
 		}
 	}
+}
+
+// notifications returns a channel that receives a value when a polled
+// detector that can tell (Notifier) says its answer may have changed, until
+// ctx ends (nil: none can). Polling goes on beside it: a notification may be
+// lost.
+func (a *Agent) notifications(ctx context.Context) <-chan struct{} {
+	var out chan struct{}
+	for i, d := range a.opt.Detectors {
+		n, ok := d.(Notifier)
+		if !ok || slices.Contains(a.opt.SlowIndexes, i) {
+			continue
+		}
+		ch, err := n.Changes(ctx)
+		if err != nil {
+			a.log.Info("reboot detector polled only, every "+a.opt.PollEvery.String(), "detector", i, "err", err)
+			continue
+		}
+		if out == nil {
+			out = make(chan struct{}, 1)
+		}
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ch:
+					select {
+					case out <- struct{}{}:
+					default: // one is waiting already
+					}
+				}
+			}
+		}()
+	}
+	return out
 }
 
 // attemptReboot reboots the host for the grant in p. When the host did not go

@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/fswatch"
 )
 
 // Detector tells whether the host needs a reboot. An error is never a reason to
@@ -21,9 +23,24 @@ type Detector interface {
 	RebootRequired(ctx context.Context) (required bool, reason string, err error)
 }
 
+// Notifier is a detector that can tell when its answer may have changed, so
+// that the agent asks it at once rather than at its next poll.
+type Notifier interface {
+	// Changes returns a channel that receives a value after each such change,
+	// until ctx ends; an error means the detector is only polled.
+	Changes(ctx context.Context) (<-chan struct{}, error)
+}
+
 // FileDetector reports a reboot as needed while a sentinel file exists (Debian's
 // /var/run/reboot-required).
 type FileDetector struct{ Path string }
+
+// Changes tells when the sentinel file is created or removed (the kernel's file
+// notifications): a patch run's sentinel is seen within milliseconds, not at
+// the next poll.
+func (f FileDetector) Changes(ctx context.Context) (<-chan struct{}, error) {
+	return fswatch.Notify(ctx, f.Path)
+}
 
 // RebootRequired stats the sentinel file.
 func (f FileDetector) RebootRequired(context.Context) (bool, string, error) {

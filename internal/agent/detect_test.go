@@ -8,6 +8,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 func TestFileDetector(t *testing.T) {
@@ -147,4 +152,49 @@ func TestRunHooks(t *testing.T) {
 	if _, err := os.Stat(b); err == nil {
 		t.Error("hook after a failure ran")
 	}
+}
+
+// The sentinel file is seen when it is written, not at the next poll: with a
+// poll an hour apart, the host record says a reboot is needed within seconds
+// of the file appearing, and no longer once it is removed.
+func TestSentinelSeenWhenWritten(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	h := sim.Hosts()[0]
+	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(client.Variables(), "rollboot", "")
+	sentinel := filepath.Join(h.Dir, "reboot-required")
+	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+		Detectors: []Detector{FileDetector{Path: sentinel}}, Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)},
+		PollEvery: time.Hour, SlowEvery: time.Hour})
+	run(t, a)
+	needs := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			rec, err := st.Host(t.Context(), h.Name)
+			if err == nil && rec.Host != "" && rec.RebootRequired == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("record %+v (%v): reboot required is not %t 10s after the sentinel changed", rec, err, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	needs(false)
+	if err := os.WriteFile(sentinel, []byte("*** System restart required ***\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	needs(true)
+	if err := os.Remove(sentinel); err != nil {
+		t.Fatal(err)
+	}
+	needs(false)
 }
