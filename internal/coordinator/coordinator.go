@@ -321,6 +321,15 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
+	if taken := c.hostsCache.untaken(); taken != nil {
+		// List again once a pass took the last list (hostscache.go); the
+		// change that made it was told (poked) when it was answered.
+		select {
+		case <-taken:
+		case <-ctx.Done():
+			return idx, ctx.Err()
+		}
+	}
 	list, n, err := c.opt.Store.HostList(ctx, idx, 5*time.Minute)
 	if err != nil {
 		c.hostsCache.failed() // passes read the records themselves

@@ -18,6 +18,14 @@ import (
 // coordinator never writes host records itself, so it cannot miss a write of
 // its own. Without a live watch (it has not answered yet, or it failed; or
 // outside Run) every pass lists and reads them itself.
+//
+// The watch lists again only once a pass took its last list (taken): when
+// every host's sentinel appears together, a thousand agents write their records
+// within a second, and a watch listing at each of them listed a thousand paths
+// every few milliseconds, a tenth of the machine, though a pass only ever uses
+// the last list. A change during a pass still wakes the next one at once: the
+// watch asks again, from the index it last answered at, as soon as the pass
+// takes the list.
 type hostsCache struct {
 	mu sync.Mutex
 	// gen counts the watch's answers with a change, and its failures; live: it
@@ -29,6 +37,9 @@ type hostsCache struct {
 	index  uint64
 	list   store.HostList
 	listed bool
+	// taken is closed when a pass takes the list the watch answered with after
+	// a change (nil: none waits to be taken).
+	taken chan struct{}
 	// what the last pass read, at generation at.
 	recs []store.HostRecord
 	bad  []store.BadRecord
@@ -44,8 +55,27 @@ func (h *hostsCache) answered(index uint64, list store.HostList, changed bool) {
 	h.live = true
 	if changed {
 		h.gen++
+		if h.taken == nil {
+			h.taken = make(chan struct{})
+		}
 	}
 	h.index, h.list, h.listed = index, list, true
+}
+
+// untaken returns a channel closed once a pass takes the watch's last list
+// after a change (nil: it has been taken, or no change waits).
+func (h *hostsCache) untaken() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.taken
+}
+
+// takeLocked marks the watch's list as taken by a pass (h.mu held).
+func (h *hostsCache) takeLocked() {
+	if h.taken != nil {
+		close(h.taken)
+		h.taken = nil
+	}
 }
 
 // failed records a failure of the watch (or the end of its term).
@@ -54,6 +84,7 @@ func (h *hostsCache) failed() {
 	defer h.mu.Unlock()
 	h.live = false
 	h.gen++
+	h.takeLocked() // the watch's next query is its retry
 	h.recs, h.bad, h.kept = nil, nil, false
 	h.list, h.listed = store.HostList{}, false
 }
@@ -65,6 +96,7 @@ func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []st
 	h := &c.hostsCache
 	h.mu.Lock()
 	gen, live, list, listed := h.gen, h.live, h.list, h.listed
+	h.takeLocked()
 	if live && h.kept && h.at == gen {
 		// Clipped: a caller's append must not write into the kept arrays.
 		recs, bad := slices.Clip(h.recs), slices.Clip(h.bad)

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/policy"
 )
 
 // One node list per pass. The node watch's blocking query already reads the
@@ -46,6 +48,13 @@ type nodeCache struct {
 	groups  string
 	// asked is the list groupOf stands for: the same list again needs no look.
 	asked []*api.NodeListStub
+	// seen: the nodes of the last list looked at, by ID (onIdentity).
+	seen map[string]*api.NodeListStub
+	// identity: every group's filter selects only on the fields the node list
+	// shows of a node's identity (policy.FilterOnIdentity), for the groups
+	// identityOf names.
+	identity   bool
+	identityOf string
 	// kept is closed and replaced whenever the watch keeps a list (caughtUp).
 	kept chan struct{}
 }
@@ -149,10 +158,16 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 		cache.mu.Unlock()
 		return prev, nil
 	}
+	seen, identity := cache.seen, cache.onIdentity(c.opt.Groups)
 	cache.mu.Unlock()
 	var changed []string
 	for _, n := range list {
 		if m, ok := at[n.ID]; !ok || m != n.ModifyIndex {
+			if identity && prev != nil && sameIdentity(seen[n.ID], n) {
+				// Its drain, status or eligibility changed (most changes
+				// in a rollout), not what the groups select on.
+				continue
+			}
 			changed = append(changed, n.ID)
 		}
 	}
@@ -165,7 +180,7 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	}
 	if prev != nil && len(changed) == 0 && !gone {
 		cache.mu.Lock()
-		cache.asked = list
+		cache.asked, cache.seen = list, nodes
 		cache.mu.Unlock()
 		return prev, nil
 	}
@@ -198,9 +213,33 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	}
 	cache.mu.Lock()
 	cache.groupOf, cache.at, cache.groups = groupOf, newAt, groupsKey(c.opt.Groups)
-	cache.asked = list
+	cache.asked, cache.seen = list, nodes
 	cache.mu.Unlock()
 	return groupOf, nil
+}
+
+// onIdentity reports whether every group's filter selects only on a node's
+// identity (policy.FilterOnIdentity): then a node whose identity the list
+// shows unchanged keeps its group without asking Nomad (n.mu held).
+func (n *nodeCache) onIdentity(groups []GroupSpec) bool {
+	key := groupsKey(groups)
+	if n.identityOf != key || n.identityOf == "" {
+		n.identity = true
+		for _, g := range groups {
+			if g.Filter != "" && !policy.FilterOnIdentity(g.Filter) {
+				n.identity = false
+			}
+		}
+		n.identityOf = key
+	}
+	return n.identity
+}
+
+// sameIdentity reports whether the node list shows b with a's identity (a
+// nil: not seen before).
+func sameIdentity(a, b *api.NodeListStub) bool {
+	return a != nil && a.ID == b.ID && a.Name == b.Name && a.NodePool == b.NodePool &&
+		a.Datacenter == b.Datacenter && a.NodeClass == b.NodeClass
 }
 
 // groupsKey identifies what group membership depends on: the groups' names and

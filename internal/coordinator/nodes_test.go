@@ -124,3 +124,67 @@ func TestOneNodeListPerPass(t *testing.T) {
 		t.Fatalf("after meta changes listed %q, want the list and the two changed nodes", got)
 	}
 }
+
+// When every group's filter selects on what the node list shows of a node's
+// identity, a node whose drain, eligibility or status changed keeps its group
+// without a question to Nomad; one whose identity changed is asked for.
+func TestGroupsAskedOnlyWhenIdentityChanges(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 3, HeartbeatTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	lists := &nodeLists{base: http.DefaultTransport}
+	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: lists}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := t.Context()
+	if err := sim.SetNodeClass("client-1", "gpu"); err != nil {
+		t.Fatal(err)
+	}
+	co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Resync: time.Hour,
+		Groups: []GroupSpec{
+			{Group: policy.Group{Name: "gpu", Concurrency: 1}, Filter: `NodeClass == "gpu"`},
+			{Group: policy.Group{Name: "rest", Concurrency: 1}},
+		},
+		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	groups := func() map[string]string {
+		t.Helper()
+		nodes, groupOf, err := co.readNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for id, g := range groupOf {
+			out[nodes[id].Name] = g
+		}
+		return out
+	}
+	if g := groups(); g["client-1"] != "gpu" || g["client-2"] != "rest" {
+		t.Fatalf("groups %v", g)
+	}
+	lists.take()
+	h1, _ := sim.Host("client-1")
+	if _, err := co.opt.Nodes.ToggleEligibility(h1.NodeID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if g := groups(); g["client-1"] != "gpu" || g["client-2"] != "rest" {
+		t.Fatalf("after an eligibility change: groups %v", g)
+	}
+	if got := lists.take(); len(got) != 1 || got[0] != "" {
+		t.Fatalf("after an eligibility change listed %q, want the list alone", got)
+	}
+	if err := sim.SetNodeClass("client-2", "gpu"); err != nil {
+		t.Fatal(err)
+	}
+	if g := groups(); g["client-1"] != "gpu" || g["client-2"] != "gpu" || g["client-3"] != "rest" {
+		t.Fatalf("after a class change: groups %v", g)
+	}
+	h2, _ := sim.Host("client-2")
+	want := `(NodeClass == "gpu") and (ID == "` + h2.NodeID + `")`
+	if got := lists.take(); len(got) != 2 || got[1] != want {
+		t.Fatalf("after a class change listed %q, want the list and %q", got, want)
+	}
+}

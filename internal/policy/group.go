@@ -97,6 +97,37 @@ func CompileFilter(expr string) (*bexpr.Evaluator, error) {
 	return ev, nil
 }
 
+// identityFields are the node fields that say which node it is and where it
+// belongs, which the node list shows too (api.NodeListStub) and which change
+// only when the node registers again with another configuration.
+var identityFields = map[string]bool{"ID": true, "Name": true, "NodePool": true, "Datacenter": true, "NodeClass": true}
+
+// FilterOnIdentity reports whether a filter selects only on the node's
+// identity fields (ID, Name, NodePool, Datacenter, NodeClass): then a node
+// whose list entry shows the same values for them matches it as before,
+// whatever else of the node changed (its status, drain, eligibility, meta). A
+// filter that cannot be parsed, or selects on anything else (Meta,
+// Attributes, Status, a collection), does not.
+func FilterOnIdentity(expr string) bool {
+	ast, err := grammar.Parse("", []byte(expr))
+	if err != nil {
+		return false
+	}
+	return onIdentity(ast.(grammar.Expression))
+}
+
+func onIdentity(e grammar.Expression) bool {
+	switch e := e.(type) {
+	case *grammar.UnaryExpression:
+		return onIdentity(e.Operand)
+	case *grammar.BinaryExpression:
+		return onIdentity(e.Left) && onIdentity(e.Right)
+	case *grammar.MatchExpression:
+		return len(e.Selector.Path) == 1 && identityFields[e.Selector.Path[0]]
+	}
+	return false
+}
+
 // checkSelectors walks the expression and checks each selector against
 // api.Node. locals are the names bound by enclosing collection expressions
 // (`all Meta as k, v { ... }`), whose selectors are not checked.

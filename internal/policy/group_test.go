@@ -120,3 +120,26 @@ func TestCompileFilterErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestFilterOnIdentity(t *testing.T) {
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		{`NodePool == "batch"`, true},
+		{`Datacenter == "dc1" and not (NodeClass == "gpu")`, true},
+		{`Name matches "^web-" or ID == "abc"`, true},
+		{`"/NodePool" == "batch"`, true},
+		{`NodePool == "batch" and Meta.tier == "db"`, false},
+		{`Status == "ready"`, false},
+		{`SchedulingEligibility == "eligible"`, false},
+		{`Attributes["kernel.name"] == "linux"`, false},
+		{`all Meta as k, v { v != "" }`, false},
+		{`NodePool ==`, false}, // cannot be parsed
+	}
+	for _, tt := range tests {
+		if got := FilterOnIdentity(tt.expr); got != tt.want {
+			t.Errorf("FilterOnIdentity(%q) = %t, want %t", tt.expr, got, tt.want)
+		}
+	}
+}
