@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/constraint"
+	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -58,6 +60,10 @@ type capacityView struct {
 	// out: the nodes draining or on their way out for rollboot, whose
 	// allocations need room.
 	out []string
+	// emptied: the nodes out whose drain rollboot saw complete in this cycle
+	// and that are still ineligible and not draining: nothing on them moves
+	// (emptiedByDrain), so their allocations are not read.
+	emptied map[string]bool
 	// allocs: the allocations read, by node ID; nodes: the candidates read.
 	allocs map[string][]*api.Allocation
 	nodes  map[string]capacity.Node
@@ -145,10 +151,18 @@ func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacity
 	// allocations, which will not move.
 	var leaving []string
 	for _, name := range busyNames(s) {
-		switch s.plans[name].Phase {
+		switch phase := s.plans[name].Phase; phase {
 		case store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting:
-			if hv := s.hosts[name]; hv.node != nil {
-				leaving = append(leaving, hv.node.ID)
+			hv := s.hosts[name]
+			if hv.node == nil {
+				continue
+			}
+			leaving = append(leaving, hv.node.ID)
+			if phase != store.PhaseDraining && emptiedByDrain(s.nodes[hv.node.ID]) {
+				if v.emptied == nil {
+					v.emptied = map[string]bool{}
+				}
+				v.emptied[hv.node.ID] = true
 			}
 		}
 	}
@@ -161,6 +175,18 @@ func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacity
 	}
 	v.candidates, v.out = cc.layout.candidates, cc.layout.out
 	return v
+}
+
+// emptiedByDrain reports whether nothing on a node whose drain rollboot saw
+// complete (its plan drained or rebooting) can move. Nomad marks a drain
+// complete only when every allocation but those of system jobs has stopped on
+// its client and none it drains is left that is not terminal
+// (nomad/drainer/draining_node.go IsDone, RemainingAllocs); what it leaves,
+// system allocations, never moves (moves). Still ineligible and not draining
+// again, the node is given nothing new that would. A node an operator made
+// eligible or drains again since is read like any other node out.
+func emptiedByDrain(n *api.NodeListStub) bool {
+	return n != nil && !n.Drain && n.SchedulingEligibility == api.NodeSchedulingIneligible
 }
 
 // sortNodes sorts nodes, by ID, into the candidates of each pool ("all": every
@@ -190,35 +216,59 @@ func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout 
 // allocations would move, and twice as many candidates of the pools short of
 // room.
 func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacityView) error {
-	if err := c.readAllocsOf(ctx, v, append(sortedKeys(v.wantAllocs), v.candidatesToRead()...)); err != nil { // capacityread.go
+	var todo []string // the candidates this round reads, each once
+	for _, id := range v.candidatesToRead() {
+		if !slices.Contains(todo, id) {
+			todo = append(todo, id)
+		}
+	}
+	if err := c.readAllocsOf(ctx, v, append(sortedKeys(v.wantAllocs), todo...)); err != nil { // capacityread.go
 		return err
 	}
-	for _, pool := range sortedKeys(v.wantPools) {
-		all := v.candidates[pool]
-		want := v.toRead(pool)
-		for _, id := range all[:want] {
-			if _, ok := v.nodes[id]; ok {
-				continue
-			}
-			n, err := c.capacityNode(ctx, s.nodes[id])
-			if err != nil {
-				return err
-			}
-			allocs, err := c.capacityAllocs(ctx, v, id)
-			if err != nil {
-				return err
-			}
-			for _, a := range allocs {
-				if !allocGone(a) {
-					n.Used = n.Used.Add(allocAsk(a))
-				}
-			}
-			n.Running = running(allocs)
-			v.nodes[id] = n
+	nodes, err := c.capacityNodes(ctx, s, todo)
+	if err != nil {
+		return err
+	}
+	for i, id := range todo {
+		n := nodes[i]
+		allocs, err := c.capacityAllocs(ctx, v, id) // read above (readAllocsOf)
+		if err != nil {
+			return err
 		}
-		v.read[pool] = want
+		for _, a := range allocs {
+			if !allocGone(a) {
+				n.Used = n.Used.Add(allocAsk(a))
+			}
+		}
+		n.Running = running(allocs)
+		v.nodes[id] = n
+	}
+	for _, pool := range sortedKeys(v.wantPools) {
+		v.read[pool] = v.toRead(pool)
 	}
 	return nil
+}
+
+// capacityNodes returns the capacity of the nodes ids (capacityNode), those
+// not kept from an earlier pass read side by side: a new leader knows none,
+// and one after the other they took most of a second on a loaded machine
+// before the first grant of a rollout.
+func (c *Coordinator) capacityNodes(ctx context.Context, s *snapshot, ids []string) ([]capacity.Node, error) {
+	out := make([]capacity.Node, len(ids))
+	errs := make([]error, len(ids))
+	var failed atomic.Bool
+	parallel.Each(len(ids), CapacityReadParallelism, failed.Load, func(i int) {
+		out[i], errs[i] = c.capacityNode(ctx, s.nodes[ids[i]])
+		if errs[i] != nil {
+			failed.Store(true) // the pass holds every queued host with it: read no more
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // capacityAllocs returns the allocations on a node, read once per pass.
@@ -394,6 +444,9 @@ func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason
 	in.Headroom = v.headroom
 	lacking := false
 	for _, id := range leaving {
+		if v.emptied[id] && !gone[id] {
+			continue // nothing on it moves (emptiedByDrain)
+		}
 		allocs, ok := v.allocs[id]
 		if !ok {
 			v.wantAllocs[id] = true

@@ -24,11 +24,21 @@ type capNodes struct {
 	meta      map[string]map[string]string // by node ID
 	mu        sync.Mutex
 	reads     []string
+	// infoTakes: how long an Info read takes; inInfo, mostInInfo: how many
+	// are under way, and the most at once.
+	infoTakes          time.Duration
+	inInfo, mostInInfo int
 }
 
 func (n *capNodes) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
 	n.mu.Lock()
 	n.reads = append(n.reads, "info "+id)
+	n.inInfo++
+	n.mostInInfo = max(n.mostInInfo, n.inInfo)
+	n.mu.Unlock()
+	time.Sleep(n.infoTakes)
+	n.mu.Lock()
+	n.inInfo--
 	n.mu.Unlock()
 	return &api.Node{ID: id, Name: id, NodePool: "default", Datacenter: "dc1", Meta: n.meta[id],
 		NodeResources:     &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000}, Memory: api.NodeMemoryResources{MemoryMB: 8192}},
@@ -410,5 +420,97 @@ func TestCapacityGateReadsTheQueueLazily(t *testing.T) {
 				t.Errorf("the allocations of %d queued hosts' nodes read, want at most %d", queued, tt.maxQueued)
 			}
 		})
+	}
+}
+
+// TestCapacityGateSkipsNodesEmptiedByTheirDrain: the allocations of a node out
+// whose drain rollboot saw complete are not read while it stays ineligible and
+// not draining (nothing on it moves); any other node out is read, and what it
+// runs counts.
+func TestCapacityGateSkipsNodesEmptiedByTheirDrain(t *testing.T) {
+	tests := []struct {
+		name      string
+		phase     string
+		node      func(*NodeView)
+		drainOn   bool // the node list shows it draining
+		wantRead  bool
+		wantAdmit bool
+	}{
+		{name: "rebooting, ineligible", phase: store.PhaseRebooting, node: ineligibleNode, wantAdmit: true},
+		{name: "drained, ineligible", phase: store.PhaseDrained, node: ineligibleNode, wantAdmit: true},
+		{name: "still draining", phase: store.PhaseDraining, node: ineligibleNode, drainOn: true, wantRead: true},
+		{name: "drain complete, plan still draining", phase: store.PhaseDraining, node: ineligibleNode, wantRead: true},
+		{name: "rebooting, made eligible since", phase: store.PhaseRebooting, wantRead: true},
+		{name: "rebooting, drained again", phase: store.PhaseRebooting, node: ineligibleNode, drainOn: true, wantRead: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hosts := []testHost{
+				{name: "b0"}, // the one candidate: 7 GiB free
+				{name: "out", phase: tt.phase, node: tt.node},
+				{name: "q", phase: store.PhasePending},
+			}
+			s := admitSnapshot(hosts, func(s *snapshot) {
+				for _, n := range s.nodes {
+					n.NodePool = "default"
+				}
+				s.nodes["node-out"].Drain = tt.drainOn
+			})
+			// What the node out runs does not fit beside q's on b0.
+			nodes := &capNodes{allocs: map[string][]*api.Allocation{
+				"node-out": {capAlloc("out.web[0]", "service", 5000)},
+				"node-q":   {capAlloc("q.web[0]", "service", 4000)},
+			}}
+			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
+				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}}
+			c.readCapacity(context.Background(), s)
+			if s.capacity.err != nil {
+				t.Fatal(s.capacity.err)
+			}
+			adm := admit(c.admitRules(), s)
+			if got := slices.Contains(nodes.reads, "allocs node-out"); got != tt.wantRead {
+				t.Errorf("node out read: %t, want %t (reads %v)", got, tt.wantRead, nodes.reads)
+			}
+			if adm.admitted["q"] != tt.wantAdmit {
+				t.Errorf("q admitted: %t, want %t (it waits: %v)", adm.admitted["q"], tt.wantAdmit, adm.wait["q"])
+			}
+		})
+	}
+}
+
+func ineligibleNode(n *NodeView) { n.Eligible = false }
+
+// The candidate nodes a round of the capacity gate needs are read side by
+// side: a new leader knows none of them.
+func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
+	hosts := []testHost{{name: "q", phase: store.PhasePending}}
+	for i := range 16 {
+		hosts = append(hosts, testHost{name: fmt.Sprintf("b%02d", i)})
+	}
+	s := admitSnapshot(hosts, func(s *snapshot) {
+		for _, n := range s.nodes {
+			n.NodePool = "default"
+		}
+	})
+	// Fits nowhere: every node is read, in rounds of 2, 4, 8 and 16, then 17.
+	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-q": {capAlloc("q.web[0]", "service", 16384)}},
+		infoTakes: 5 * time.Millisecond}
+	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c.readCapacity(context.Background(), s)
+	if s.capacity.err != nil {
+		t.Fatal(s.capacity.err)
+	}
+	infos := 0
+	for _, r := range nodes.reads {
+		if strings.HasPrefix(r, "info ") {
+			infos++
+		}
+	}
+	if infos != 17 || nodes.mostInInfo < 2 || nodes.mostInInfo > CapacityReadParallelism {
+		t.Errorf("%d node reads, at most %d at once; want 17 (q's own node is one), 2 to %d at once", infos, nodes.mostInInfo, CapacityReadParallelism)
+	}
+	if adm := admit(c.admitRules(), s); adm.admitted["q"] || adm.wait["q"].Kind != WaitCapacity {
+		t.Errorf("q admitted %t, waits %v; want held for capacity", adm.admitted["q"], adm.wait["q"])
 	}
 }
