@@ -402,10 +402,12 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
 	}
-	errs = errors.Join(errs, c.storePlans(ctx, writes))
+	first, rest, firstPended := headsFirst(rules, s, writes, pended) // handoff.go
+	errs = errors.Join(errs, c.storePlans(ctx, first))
 	if errs == nil {
-		errs = c.handOut(ctx, s, adm, freed, pended) // the slots freed, at once (handoff.go)
+		errs = c.handOut(ctx, s, adm, freed, firstPended) // the slots freed, at once (handoff.go)
 	}
+	errs = errors.Join(errs, c.storePlans(ctx, rest))
 	c.metrics.state.waiting(waiting)
 	c.notifyPass(s.control)
 	c.publishMeta(s)

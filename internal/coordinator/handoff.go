@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -35,6 +36,9 @@ import (
 //   - Only a pass all of whose reads and writes succeeded hands out: a write
 //     that failed may still have been applied (a timeout), and the plan cache
 //     would not show it; the next pass, which reads again, decides.
+//     The exception is the pending plans of the hosts that come after, in
+//     their group's line, as many as it has slots (headsFirst): they are
+//     stored after the hand-out, for they take no slot and free none.
 //   - Hosts that run servers wait for the next pass: their clusters' health,
 //     read before the close, is read again first.
 //   - Every other input is the pass's snapshot, from before its writes. The
@@ -125,4 +129,51 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 // crash-safe order.
 func storedApart(in Input, d Decision) bool {
 	return len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !cancelDone(in, d.Plan)
+}
+
+// headsFirst splits a pass's writes stored together so that the hosts it makes
+// pending which may get a slot now are stored, and handed out, before the rest
+// of them: when every host's need appears at once (a patch day), one pass makes
+// hundreds of hosts pending, and storing all of them before the first grant
+// delayed the first drain of every group by as many writes. first holds every
+// write but those of the hosts made pending beyond, in each group, as many as
+// it has slots (policy.Slots), in the order admission serves them; pended are
+// the hosts made pending among first's. rest only makes hosts pending: nothing
+// in it takes or frees a slot, so handing out before it is stored is as safe
+// as after (handOut).
+func headsFirst(r admitRules, s *snapshot, writes []pendingWrite, pended []string) (first, rest []pendingWrite, firstPended []string) {
+	if len(pended) <= PlanWriteParallelism {
+		return writes, nil, pended // one round of writes: nothing to gain
+	}
+	slots := map[string]int{}
+	for _, g := range groupStatuses(r, s) {
+		slots[g.Group.Name] = policy.Slots(g.Group, g.Size)
+	}
+	var newcomers []policy.Request
+	byHost := map[string]pendingWrite{}
+	for _, w := range writes {
+		if becomesPending(w.in, w.d) && planOnly(w.in, w.d) {
+			name := w.in.Plan.Host
+			newcomers = append(newcomers, policy.Request{Host: name, Group: s.hosts[name].group, RequestedAt: w.d.Plan.RequestedAt})
+			byHost[w.in.Plan.Host] = w
+			continue
+		}
+		first = append(first, w)
+	}
+	taken, later := map[string]int{}, map[string]bool{}
+	for _, q := range policy.InQueueOrder(newcomers) {
+		if taken[q.Group] < slots[q.Group] {
+			taken[q.Group]++
+			first = append(first, byHost[q.Host])
+			continue
+		}
+		rest = append(rest, byHost[q.Host])
+		later[q.Host] = true
+	}
+	for _, name := range pended {
+		if !later[name] {
+			firstPended = append(firstPended, name)
+		}
+	}
+	return first, rest, firstPended
 }

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -157,5 +159,60 @@ func TestNewNeedIsGrantedInTheSamePass(t *testing.T) {
 	}
 	if !slices.Equal(nodeWrites, []string{"drain n-h00"}) {
 		t.Errorf("node writes %q, want the drain of h00's node", nodeWrites)
+	}
+}
+
+// When many hosts need a reboot at once, the pass stores the pending plans of
+// the hosts first in line, grants them, and only then stores the other pending
+// plans: the first drain does not wait for every other pending write.
+func TestHeadsOfTheQueueGrantedBeforeTheRestPending(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	st := store.New(newMemVars(log), "rollboot", "")
+	const hosts = 3 * PlanWriteParallelism
+	stubs := putHosts(t, st, hosts, func(i int, r *store.HostRecord) {
+		// The last hosts by name asked first: admission serves by time.
+		r.RebootRequired, r.RequestedAt, r.Reason = true, t0.Add(-time.Hour+time.Duration(hosts-i)*time.Second), "kernel"
+	})
+	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
+		Now:          func() time.Time { return t0 }})
+	log.reset(0)
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var draining []string
+	pending := 0
+	for _, p := range plans {
+		switch p.Phase {
+		case store.PhaseDraining:
+			draining = append(draining, p.Host)
+		case store.PhasePending:
+			pending++
+		}
+	}
+	slices.Sort(draining)
+	last := fmt.Sprintf("h%02d", hosts-1)
+	beforeLast := fmt.Sprintf("h%02d", hosts-2)
+	if !slices.Equal(draining, []string{beforeLast, last}) || pending != hosts-2 {
+		t.Fatalf("after one pass %v draining and %d pending; want %s and %s (asked first) draining, the %d others pending",
+			draining, pending, beforeLast, last, hosts-2)
+	}
+	planPuts := 0
+	for _, call := range log.get() {
+		if strings.HasPrefix(call, "drain ") {
+			break
+		}
+		if strings.HasPrefix(call, "put plan/") {
+			planPuts++
+		}
+	}
+	// Their two pending plans, their two grants at most, then the drains.
+	if planPuts > 4 {
+		t.Errorf("%d plans stored before the first drain, want at most 4 (calls %q)", planPuts, log.get())
 	}
 }
