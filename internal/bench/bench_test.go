@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
 // A small fixed sample of the benchmark, for CI: 30 hosts in 3 groups. It checks
@@ -99,5 +101,18 @@ func TestKuredMakespan(t *testing.T) {
 				t.Errorf("makespan %s, want within [%s, %s]", got, tt.min, tt.max)
 			}
 		})
+	}
+}
+
+// The election's writes, the record of who leads among them, are counted
+// apart from the writes per rebooted host.
+func TestCountWrite(t *testing.T) {
+	r := &Rollout{WritesBy: map[string]int{}}
+	for _, path := range []string{"rollboot/plan/h1", "rollboot/hosts/h1", "rollboot/history/h1-1",
+		"rollboot/leader", "rollboot/election", "rollboot/standby/2", "rollboot/coordinator"} {
+		countWrite(r, nomadsim.Event{Type: nomadsim.EventVarWrite, Details: map[string]string{"path": path}})
+	}
+	if r.VarWrites != 3 || r.LockWrites != 4 || r.WritesBy["plan"] != 1 || r.WritesBy["coordinator"] != 0 {
+		t.Errorf("%d writes (%v), %d of the election; want 3 and 4", r.VarWrites, r.WritesBy, r.LockWrites)
 	}
 }

@@ -192,8 +192,11 @@ func countWrite(r *Rollout, e nomadsim.Event) {
 	}
 	path := strings.TrimPrefix(e.Details["path"], "rollboot/")
 	kind, _, _ := strings.Cut(path, "/")
-	if kind == "leader" || kind == "standby" || kind == "election" {
-		r.LockWrites++ // the election's: lock renewals, the candidate census
+	if kind == "leader" || kind == "standby" || kind == "election" || kind == "coordinator" {
+		// The election's: lock renewals, the candidate census, and who leads
+		// with which policy (written when a coordinator starts to lead: once,
+		// and inside the measured part when the election ends late).
+		r.LockWrites++
 		return
 	}
 	r.VarWrites++
