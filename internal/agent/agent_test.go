@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
-	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -36,16 +33,7 @@ func (f *flakyRebooter) Reboot(context.Context) error {
 // An agent whose reboot failed retries only while the stored plan still grants it:
 // once the host is released (plan idle), no retry reboots the host undrained.
 func TestRetryNeedsACurrentGrant(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	h := sim.Hosts()[0]
-	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h, client := simHost(t, 1)
 	st := store.New(client.Variables(), "rollboot", "")
 	bootID, err := ReadBootID(filepath.Join(h.Dir, "boot_id"))
 	if err != nil {

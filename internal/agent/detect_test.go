@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
-	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -158,16 +155,7 @@ func TestRunHooks(t *testing.T) {
 // poll an hour apart, the host record says a reboot is needed within seconds
 // of the file appearing, and no longer once it is removed.
 func TestSentinelSeenWhenWritten(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	h := sim.Hosts()[0]
-	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h, client := simHost(t, 1)
 	st := store.New(client.Variables(), "rollboot", "")
 	sentinel := filepath.Join(h.Dir, "reboot-required")
 	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),

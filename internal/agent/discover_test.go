@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
-	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -31,16 +28,7 @@ func (p *failingProbe) ConsulMaintenance(context.Context, bool, string) error { 
 // the coordinator holds the host and status says it) and keeps retrying; once
 // discovery succeeds the error is gone and the servers are published.
 func TestDiscoveryErrorPublishedUntilItSucceeds(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	h := sim.Hosts()[0]
-	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h, client := simHost(t, 1)
 	st := store.New(client.Variables(), "rollboot", "")
 	probe := &failingProbe{}
 	ctx := context.Background()

@@ -94,16 +94,7 @@ func TestAgentRestoresItsRecord(t *testing.T) {
 // TestAgentStartsOverAGarbledRecord: an agent whose record was garbled while it
 // was down starts anyway and writes its record anew.
 func TestAgentStartsOverAGarbledRecord(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	h := sim.Hosts()[0]
-	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, h, client := simHost(t, 1)
 	if _, _, err := client.Variables().Create(&api.Variable{Path: "rollboot/hosts/" + h.Name,
 		Items: map[string]string{"host": h.Name, "reboot_required": "maybe"}}, nil); err != nil {
 		t.Fatal(err)

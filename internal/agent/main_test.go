@@ -5,7 +5,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/nomad/api"
 	"go.uber.org/goleak"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
 // Every goroutine a test starts, the agent's own included, has ended when the
@@ -36,4 +39,21 @@ func run(t *testing.T, a *Agent) (stop func(), exited <-chan struct{}) {
 	}
 	t.Cleanup(stop)
 	return stop, done
+}
+
+// simHost starts an emulator of clients hosts and returns it with its first
+// host and a client of that host's agent, as an agent on it talks to Nomad.
+func simHost(t *testing.T, clients int) (*nomadsim.Sim, nomadsim.Host, *api.Client) {
+	t.Helper()
+	sim, err := nomadsim.New(nomadsim.Config{Clients: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	h := sim.Hosts()[0]
+	client, err := api.NewClient(&api.Config{Address: "http://" + h.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim, h, client
 }

@@ -277,11 +277,7 @@ func TestCapacityGateReadsFewAtScale(t *testing.T) {
 	for i := range 5000 {
 		hosts = append(hosts, testHost{name: fmt.Sprintf("n%04d", i)})
 	}
-	s := admitSnapshot(hosts, func(s *snapshot) {
-		for _, n := range s.nodes {
-			n.NodePool = "default"
-		}
-	})
+	s := admitSnapshot(hosts, inDefaultPool)
 	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-a": {
 		capAlloc("web.web[0]", "service", 4096), capAlloc("web.web[1]", "service", 4096), capAlloc("db.db[0]", "service", 2048)}}}
 	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
@@ -393,11 +389,7 @@ func TestCapacityGateReadsTheQueueLazily(t *testing.T) {
 				}
 				allocs["node-"+name] = []*api.Allocation{capAlloc(name+".web[0]", "service", mem)}
 			}
-			s := admitSnapshot(hosts, func(s *snapshot) {
-				for _, n := range s.nodes {
-					n.NodePool = "default"
-				}
-			})
+			s := admitSnapshot(hosts, inDefaultPool)
 			nodes := &capNodes{allocs: allocs}
 			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
@@ -487,11 +479,7 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 	for i := range 16 {
 		hosts = append(hosts, testHost{name: fmt.Sprintf("b%02d", i)})
 	}
-	s := admitSnapshot(hosts, func(s *snapshot) {
-		for _, n := range s.nodes {
-			n.NodePool = "default"
-		}
-	})
+	s := admitSnapshot(hosts, inDefaultPool)
 	// Fits nowhere: every node is read, in rounds of 2, 4, 8 and 16, then 17.
 	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-q": {capAlloc("q.web[0]", "service", 16384)}},
 		infoTakes: 5 * time.Millisecond}
@@ -512,5 +500,12 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 	}
 	if adm := admit(c.admitRules(), s); adm.admitted["q"] || adm.wait["q"].Kind != WaitCapacity {
 		t.Errorf("q admitted %t, waits %v; want held for capacity", adm.admitted["q"], adm.wait["q"])
+	}
+}
+
+// inDefaultPool puts every node of s in the default node pool.
+func inDefaultPool(s *snapshot) {
+	for _, n := range s.nodes {
+		n.NodePool = "default"
 	}
 }

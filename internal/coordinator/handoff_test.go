@@ -128,7 +128,6 @@ func TestFailedCloseKeepsItsSlot(t *testing.T) {
 // A host whose need the pass sees while its group has room is stored pending
 // and granted in that same pass: its drain starts without waiting for another.
 func TestNewNeedIsGrantedInTheSamePass(t *testing.T) {
-	ctx := context.Background()
 	log := &callLog{}
 	st := store.New(newMemVars(log), "rollboot", "")
 	stubs := putHosts(t, st, 2, func(i int, r *store.HostRecord) {
@@ -139,13 +138,7 @@ func TestNewNeedIsGrantedInTheSamePass(t *testing.T) {
 	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
 		Now: func() time.Time { return t0 }})
 	log.reset(0)
-	if err := c.ReconcileOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	plans, err := st.Plans(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := passThenPlans(t, c, st)
 	for _, p := range plans {
 		if p.Host == "h00" && (p.Phase != store.PhaseDraining || p.Timeline[store.PhasePending].IsZero()) {
 			t.Errorf("h00 is %s (timeline %v) after one pass, want draining, pending first", p.Phase, p.Timeline)
@@ -166,7 +159,6 @@ func TestNewNeedIsGrantedInTheSamePass(t *testing.T) {
 // the hosts first in line, grants them, and only then stores the other pending
 // plans: the first drain does not wait for every other pending write.
 func TestHeadsOfTheQueueGrantedBeforeTheRestPending(t *testing.T) {
-	ctx := context.Background()
 	log := &callLog{}
 	st := store.New(newMemVars(log), "rollboot", "")
 	const hosts = 3 * PlanWriteParallelism
@@ -178,13 +170,7 @@ func TestHeadsOfTheQueueGrantedBeforeTheRestPending(t *testing.T) {
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
 		Now:          func() time.Time { return t0 }})
 	log.reset(0)
-	if err := c.ReconcileOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	plans, err := st.Plans(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := passThenPlans(t, c, st)
 	var draining []string
 	pending := 0
 	for _, p := range plans {
@@ -215,4 +201,17 @@ func TestHeadsOfTheQueueGrantedBeforeTheRestPending(t *testing.T) {
 	if planPuts > 4 {
 		t.Errorf("%d plans stored before the first drain, want at most 4 (calls %q)", planPuts, log.get())
 	}
+}
+
+// passThenPlans runs one pass of c and returns the plans stored after it.
+func passThenPlans(t *testing.T, c *Coordinator, st *store.Store) map[string]store.Plan {
+	t.Helper()
+	if err := c.ReconcileOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	plans, err := st.Plans(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plans
 }

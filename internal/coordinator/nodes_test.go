@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -38,37 +37,19 @@ func (n *nodeLists) take() []string {
 	return out
 }
 
-// A pass takes the node list the watch read, unless it is older than the
-// coordinator's own last node write; group members are asked of Nomad again
-// only for the nodes that changed, with their IDs added to each group's
-// filter, and a change of meta moves a node to the group whose filter now
-// matches it, as Nomad evaluates it.
-func TestOneNodeListPerPass(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 4, HeartbeatTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
+// groupsFixture starts an emulator of clients nodes and a coordinator of
+// groups over it, whose node lists lists records; groups reads the nodes as a
+// pass does and returns each node's group by name.
+func groupsFixture(t *testing.T, clients int, specs []GroupSpec) (*nomadsim.Sim, *Coordinator, *nodeLists, func() map[string]string) {
+	t.Helper()
 	lists := &nodeLists{base: http.DefaultTransport}
-	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: lists}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	ctx := t.Context()
-	st := store.New(client.Variables(), "rollboot", "")
-	if err := sim.SetNodeMeta("client-1", map[string]string{"tier": "db"}); err != nil {
-		t.Fatal(err)
-	}
-	co := New(Options{Nodes: client.Nodes(), Store: st, Resync: time.Hour,
-		Groups: []GroupSpec{
-			{Group: policy.Group{Name: "db", Concurrency: 1}, Filter: `Meta.tier == "db"`},
-			{Group: policy.Group{Name: "rest", Concurrency: 1}},
-		},
+	sim, client := simtest.Start(t, nomadsim.Config{Clients: clients, HeartbeatTTL: time.Hour}, lists)
+	co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Resync: time.Hour,
+		Groups: specs,
 		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
 	groups := func() map[string]string {
 		t.Helper()
-		nodes, groupOf, err := co.readNodes(ctx)
+		nodes, groupOf, err := co.readNodes(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,6 +58,23 @@ func TestOneNodeListPerPass(t *testing.T) {
 			out[nodes[id].Name] = g
 		}
 		return out
+	}
+	return sim, co, lists, groups
+}
+
+// A pass takes the node list the watch read, unless it is older than the
+// coordinator's own last node write; group members are asked of Nomad again
+// only for the nodes that changed, with their IDs added to each group's
+// filter, and a change of meta moves a node to the group whose filter now
+// matches it, as Nomad evaluates it.
+func TestOneNodeListPerPass(t *testing.T) {
+	sim, co, lists, groups := groupsFixture(t, 4, []GroupSpec{
+		{Group: policy.Group{Name: "db", Concurrency: 1}, Filter: `Meta.tier == "db"`},
+		{Group: policy.Group{Name: "rest", Concurrency: 1}},
+	})
+	ctx := t.Context()
+	if err := sim.SetNodeMeta("client-1", map[string]string{"tier": "db"}); err != nil {
+		t.Fatal(err)
 	}
 	h1, _ := sim.Host("client-1")
 	h2, _ := sim.Host("client-2")
@@ -129,38 +127,12 @@ func TestOneNodeListPerPass(t *testing.T) {
 // identity, a node whose drain, eligibility or status changed keeps its group
 // without a question to Nomad; one whose identity changed is asked for.
 func TestGroupsAskedOnlyWhenIdentityChanges(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 3, HeartbeatTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	lists := &nodeLists{base: http.DefaultTransport}
-	client, err := api.NewClient(&api.Config{Address: sim.Address(), HttpClient: &http.Client{Transport: lists}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	ctx := t.Context()
+	sim, co, lists, groups := groupsFixture(t, 3, []GroupSpec{
+		{Group: policy.Group{Name: "gpu", Concurrency: 1}, Filter: `NodeClass == "gpu"`},
+		{Group: policy.Group{Name: "rest", Concurrency: 1}},
+	})
 	if err := sim.SetNodeClass("client-1", "gpu"); err != nil {
 		t.Fatal(err)
-	}
-	co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Resync: time.Hour,
-		Groups: []GroupSpec{
-			{Group: policy.Group{Name: "gpu", Concurrency: 1}, Filter: `NodeClass == "gpu"`},
-			{Group: policy.Group{Name: "rest", Concurrency: 1}},
-		},
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
-	groups := func() map[string]string {
-		t.Helper()
-		nodes, groupOf, err := co.readNodes(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for id, g := range groupOf {
-			out[nodes[id].Name] = g
-		}
-		return out
 	}
 	if g := groups(); g["client-1"] != "gpu" || g["client-2"] != "rest" {
 		t.Fatalf("groups %v", g)
