@@ -361,7 +361,7 @@ func (a *Agent) notifications(ctx context.Context) <-chan struct{} {
 		}
 		ch, err := n.Changes(ctx)
 		if err != nil {
-			a.log.Info("reboot detector polled only, every "+a.opt.PollEvery.String(), "detector", i, "err", err)
+			a.log.Info("reboot detector polled only", "detector", i, "every", a.opt.PollEvery, "err", err)
 			continue
 		}
 		if out == nil {

@@ -6,9 +6,8 @@
 // One notification instance serves the whole process while anyone listens,
 // watching each directory once for every subscriber in it: Linux allows a user
 // few instances (fs.inotify.max_user_instances, 128 by default) but many
-// watches. Callers
-// keep polling as well: a notification can be lost (the queue overflows) and
-// some file systems send none.
+// watches. Callers keep polling as well: a notification can be lost (the
+// queue overflows) and some file systems send none.
 package fswatch
 
 import (
@@ -57,6 +56,7 @@ func (h *hub) notify(ctx context.Context, path string) (<-chan struct{}, error) 
 	}
 	if len(h.subs[dir]) == 0 {
 		if err := h.w.Add(dir); err != nil {
+			h.closeIfUnused()
 			return nil, err
 		}
 		h.subs[dir] = map[*sub]bool{}
@@ -75,7 +75,13 @@ func (h *hub) unsubscribe(dir string, s *sub) {
 		delete(h.subs, dir)
 		_ = h.w.Remove(dir) // gone already if the directory was removed
 	}
-	if len(h.subs) == 0 {
+	h.closeIfUnused()
+}
+
+// closeIfUnused closes the notification instance when nobody listens (h.mu
+// held); the next subscriber opens another.
+func (h *hub) closeIfUnused() {
+	if h.w != nil && len(h.subs) == 0 {
 		_ = h.w.Close() // ends run
 		h.w, h.subs = nil, nil
 	}

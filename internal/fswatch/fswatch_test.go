@@ -61,8 +61,15 @@ func TestNotify(t *testing.T) {
 	expectQuiet(t, b, "its subscription ended")
 }
 
-func TestNotifyMissingDirectory(t *testing.T) {
-	if _, err := Notify(t.Context(), filepath.Join(t.TempDir(), "no-such-dir", "reboot-required")); err == nil {
+// A watch that could not be set up leaves no notification instance open.
+func TestFailedNotifyLeavesNothingOpen(t *testing.T) {
+	var h hub
+	if _, err := h.notify(t.Context(), filepath.Join(t.TempDir(), "no-such-dir", "reboot-required")); err == nil {
 		t.Fatal("watching a file in a missing directory succeeded")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.w != nil {
+		t.Error("the notification instance is still open with nobody listening")
 	}
 }
