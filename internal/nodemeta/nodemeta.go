@@ -201,7 +201,9 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 	defer cancel()
 	cur, err := p.opt.API.Read(nodeID, (&api.QueryOptions{}).WithContext(rctx))
 	if err != nil {
-		return p.failed(ctx, nodeID, "read", err)
+		// A rebooting host's client does not answer (Nomad: "No path to
+		// node"): expected, so not a warning at every reboot.
+		return p.failed(ctx, nodeID, "read", err, m.Phase == phaseRebooting)
 	}
 	if m.matches(cur.Meta) {
 		p.ok(nodeID)
@@ -213,7 +215,7 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 		}
 	}
 	if _, err := p.opt.API.Apply(&api.NodeMetaApplyRequest{NodeID: nodeID, Meta: m.Items()}, (&api.QueryOptions{}).WithContext(rctx)); err != nil {
-		return p.failed(ctx, nodeID, "write", err)
+		return p.failed(ctx, nodeID, "write", err, m.Phase == phaseRebooting)
 	}
 	p.writes.Inc()
 	p.ok(nodeID)
@@ -221,7 +223,14 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 	return nil
 }
 
-func (p *Publisher) failed(ctx context.Context, nodeID, op string, err error) error {
+// phaseRebooting is the phase of a host whose machine is going down or
+// booting (store.PhaseRebooting).
+const phaseRebooting = "rebooting"
+
+// failed counts a failed read or write of a node's metadata and logs it once
+// per error: as a warning, or at debug level when the host is rebooting
+// (expected, its client is down).
+func (p *Publisher) failed(ctx context.Context, nodeID, op string, err error, expected bool) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -229,7 +238,11 @@ func (p *Publisher) failed(ctx context.Context, nodeID, op string, err error) er
 	// Logged when the error changes, not at every retry of a node that is down.
 	if p.failLog[nodeID] != err.Error() {
 		p.failLog[nodeID] = err.Error()
-		p.log.Warn("node metadata not published: will try again", "node_id", nodeID, "op", op, "err", err)
+		level := slog.LevelWarn
+		if expected {
+			level = slog.LevelDebug
+		}
+		p.log.Log(ctx, level, "node metadata not published: will try again", "node_id", nodeID, "op", op, "err", err)
 	}
 	return err
 }

@@ -119,15 +119,16 @@ func (f *failing) Apply(req *api.NodeMetaApplyRequest, _ *api.QueryOptions) (*ap
 }
 
 // A node that fails is counted, logged once and tried again later; the others
-// are written meanwhile, and Observe never waits.
+// are written meanwhile, and Observe never waits. A rebooting host's node,
+// whose client is down, is counted too but not warned about.
 func TestFailingNode(t *testing.T) {
-	f := &failing{bad: map[string]bool{"down": true}, calls: map[string]int{}, meta: map[string]map[string]string{}}
+	f := &failing{bad: map[string]bool{"down": true, "booting": true}, calls: map[string]int{}, meta: map[string]map[string]string{}}
 	var logs strings.Builder
 	var mu sync.Mutex
 	p := New(Options{API: f, Retry: 50 * time.Millisecond, Log: newLogger(&mu, &logs)})
 	run(t, p)
 	start := time.Now()
-	p.Observe(map[string]Meta{"down": {Phase: "rebooting"}, "up": {Phase: "draining"}})
+	p.Observe(map[string]Meta{"down": {Phase: "drained"}, "booting": {Phase: "rebooting"}, "up": {Phase: "draining"}})
 	if time.Since(start) > 100*time.Millisecond {
 		t.Error("Observe waited")
 	}
@@ -139,15 +140,15 @@ func TestFailingNode(t *testing.T) {
 	waitFor(t, "three tries of the down node", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return f.calls["down"] >= 3
+		return f.calls["down"] >= 3 && f.calls["booting"] >= 3
 	})
-	if n := testutil.ToFloat64(p.errs.WithLabelValues("read")); n < 3 {
+	if n := testutil.ToFloat64(p.errs.WithLabelValues("read")); n < 6 {
 		t.Errorf("%v read errors counted", n)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if n := strings.Count(logs.String(), "node metadata not published"); n != 1 {
-		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	if n := strings.Count(logs.String(), "node metadata not published"); n != 1 || !strings.Contains(logs.String(), "node_id=down") {
+		t.Errorf("logged %d times, want once, for the node down:\n%s", n, logs.String())
 	}
 	f.mu.Lock()
 	upCalls := f.calls["up"]
