@@ -51,16 +51,10 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 			}
 		}
 	}
-	expectReads := func(want int64, what string) {
-		t.Helper()
-		if got := reads.n.Swap(0); got != want {
-			t.Fatalf("%s: %d reads, want %d", what, got, want)
-		}
-	}
 
 	read("a")
 	read("a")
-	expectReads(2, "no watch: every pass reads")
+	reads.expect(t, 2, "no watch: every pass reads")
 	term, end := context.WithCancel(ctx)
 	co.controlCache.start(term)
 	cidx, err := co.watchControl(term, 0)
@@ -68,7 +62,7 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	read("a")
-	expectReads(2, "one watch answered (its first answer reads it): the pass reads")
+	reads.expect(t, 2, "one watch answered (its first answer reads it): the pass reads")
 	ridx, err := co.watchRequests(term, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +70,7 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	read("a")
 	read("a")
 	read("a")
-	expectReads(1, "both watches answered: only the first pass reads")
+	reads.expect(t, 1, "both watches answered: only the first pass reads")
 
 	request("b")
 	if n, err := co.watchRequests(term, ridx); err != nil || n == ridx {
@@ -84,7 +78,7 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	}
 	read("a", "b")
 	read("a", "b")
-	expectReads(1, "after a change the watch saw: one pass reads")
+	reads.expect(t, 1, "after a change the watch saw: one pass reads")
 
 	// The coordinator's own write: the next pass sees it without a watch.
 	if err := co.clearControl(ctx, "a", true, false); err != nil {
@@ -93,21 +87,21 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	reads.n.Store(0) // the write's own read is not a pass's
 	read("b")
 	read("b")
-	expectReads(1, "after its own write: one pass reads")
+	reads.expect(t, 1, "after its own write: one pass reads")
 
 	co.controlCache.failed(controlWatch)
 	read("b")
 	read("b")
-	expectReads(2, "a watch failed: every pass reads")
+	reads.expect(t, 2, "a watch failed: every pass reads")
 	if _, err := co.watchControl(term, cidx); err != nil {
 		t.Fatal(err)
 	}
 	read("b")
 	read("b")
-	expectReads(1, "the watch answered again: one pass reads")
+	reads.expect(t, 1, "the watch answered again: one pass reads")
 
 	end()
 	read("b")
 	read("b")
-	expectReads(2, "the watches' term ended: every pass reads")
+	reads.expect(t, 2, "the watches' term ended: every pass reads")
 }

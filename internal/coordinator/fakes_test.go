@@ -228,6 +228,15 @@ type countRequests struct {
 	n     atomic.Int64
 }
 
+// expect checks that want requests were counted since the last check (what:
+// the step they were counted for), and counts anew.
+func (c *countRequests) expect(t *testing.T, want int64, what string) {
+	t.Helper()
+	if got := c.n.Swap(0); got != want {
+		t.Fatalf("%s: %d requests counted, want %d", what, got, want)
+	}
+}
+
 func (c *countRequests) RoundTrip(r *http.Request) (*http.Response, error) {
 	if c.match(r) {
 		c.n.Add(1)

@@ -34,16 +34,10 @@ func TestHostRecordsReadOnlyAfterAChange(t *testing.T) {
 			t.Fatalf("records %+v, want a with boot %s", recs, want)
 		}
 	}
-	expectLists := func(want int64, what string) {
-		t.Helper()
-		if got := lists.n.Swap(0); got != want {
-			t.Fatalf("%s: %d lists, want %d", what, got, want)
-		}
-	}
 
 	read("b1")
 	read("b1")
-	expectLists(2, "no watch: every pass reads")
+	lists.expect(t, 2, "no watch: every pass reads")
 	idx, err := co.watchVars(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +45,7 @@ func TestHostRecordsReadOnlyAfterAChange(t *testing.T) {
 	read("b1")
 	read("b1")
 	read("b1")
-	expectLists(1, "the watch's first answer lists them, passes do not")
+	lists.expect(t, 1, "the watch's first answer lists them, passes do not")
 
 	rec, _ := st.Host(ctx, "a")
 	rec.BootID = "b2"
@@ -63,12 +57,12 @@ func TestHostRecordsReadOnlyAfterAChange(t *testing.T) {
 	}
 	read("b2")
 	read("b2")
-	expectLists(0, "after a change the watch lists them (a blocking query), passes do not")
+	lists.expect(t, 0, "after a change the watch lists them (a blocking query), passes do not")
 
 	co.hostsCache.failed()
 	read("b2")
 	read("b2")
-	expectLists(2, "watch failed: every pass reads")
+	lists.expect(t, 2, "watch failed: every pass reads")
 }
 
 // The host watch lists again only once a pass took its last list: records
