@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -254,19 +253,12 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 // and one after the other they took most of a second on a loaded machine
 // before the first grant of a rollout.
 func (c *Coordinator) capacityNodes(ctx context.Context, s *snapshot, ids []string) ([]capacity.Node, error) {
-	out := make([]capacity.Node, len(ids))
-	errs := make([]error, len(ids))
-	var failed atomic.Bool
-	parallel.Each(len(ids), CapacityReadParallelism, failed.Load, func(i int) {
-		out[i], errs[i] = c.capacityNode(ctx, s.nodes[ids[i]])
-		if errs[i] != nil {
-			failed.Store(true) // the pass holds every queued host with it: read no more
-		}
+	// After a failure no more is read: the pass holds every queued host with it.
+	out, err := parallel.Map(len(ids), CapacityReadParallelism, func(i int) (capacity.Node, error) {
+		return c.capacityNode(ctx, s.nodes[ids[i]])
 	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -30,24 +29,19 @@ func (c *Coordinator) readAllocsOf(ctx context.Context, v *capacityView, ids []s
 			todo = append(todo, id)
 		}
 	}
-	got := make([][]*api.Allocation, len(todo))
-	errs := make([]error, len(todo))
-	done := make([]bool, len(todo))
-	var failed atomic.Bool
-	parallel.Each(len(todo), CapacityReadParallelism, failed.Load, func(i int) {
-		got[i], _, errs[i] = c.opt.Nodes.Allocations(todo[i], (&api.QueryOptions{}).WithContext(ctx))
-		done[i] = true
-		if errs[i] != nil {
-			failed.Store(true) // the pass holds every queued host with it: read no more
+	// After a failure no more is read: the pass holds every queued host with it.
+	got, err := parallel.Map(len(todo), CapacityReadParallelism, func(i int) ([]*api.Allocation, error) {
+		allocs, _, err := c.opt.Nodes.Allocations(todo[i], (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("read the allocations of node %s: %w", todo[i], err)
 		}
+		return allocs, nil
 	})
+	if err != nil {
+		return err
+	}
 	for i, id := range todo {
-		if errs[i] != nil {
-			return fmt.Errorf("read the allocations of node %s: %w", id, errs[i])
-		}
-		if done[i] {
-			v.allocs[id] = got[i]
-		}
+		v.allocs[id] = got[i]
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package parallel
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,4 +52,23 @@ func TestEachStops(t *testing.T) {
 // No work: no call, and it returns.
 func TestEachNothing(t *testing.T) {
 	Each(0, 16, nil, func(int) { t.Error("called") })
+}
+
+func TestMap(t *testing.T) {
+	got, err := Map(5, 2, func(i int) (int, error) { return i * i, nil })
+	if err != nil || !slices.Equal(got, []int{0, 1, 4, 9, 16}) {
+		t.Fatalf("Map = %v, %v; want the squares in order", got, err)
+	}
+	var calls atomic.Int64
+	_, err = Map(100, 1, func(i int) (int, error) {
+		calls.Add(1)
+		if i >= 3 {
+			return 0, fmt.Errorf("call %d failed", i)
+		}
+		return i, nil
+	})
+	// One more index may be on its way to the worker when call 3 fails.
+	if err == nil || err.Error() != "call 3 failed" || calls.Load() > 5 {
+		t.Fatalf("Map: %v after %d calls; want the first failure, call 3's, and at most one call after it", err, calls.Load())
+	}
 }
