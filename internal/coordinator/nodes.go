@@ -40,16 +40,16 @@ type nodeCache struct {
 	// wrote is the index of the coordinator's last node write: a list older
 	// than that does not show it.
 	wrote uint64
-	// groupOf and at: each node's group, and its ModifyIndex when asked;
-	// groups: the groups (names and filters, in match order) they were asked
-	// of. A policy that changes the groups makes every node's group unknown.
+	// groupOf: each node's group; groups: the groups (names and filters, in
+	// match order) they were asked of. A policy that changes the groups makes
+	// every node's group unknown.
 	groupOf map[string]string
-	at      map[string]uint64
 	groups  string
-	// asked is the list groupOf stands for: the same list again needs no look.
+	// asked is the list groupOf stands for (the same list again needs no
+	// look), and seen its nodes by ID: a node whose ModifyIndex moved since
+	// is asked again, unless only its state changed (onIdentity).
 	asked []*api.NodeListStub
-	// seen: the nodes of the last list looked at, by ID (onIdentity).
-	seen map[string]*api.NodeListStub
+	seen  map[string]*api.NodeListStub
 	// identity: every group's filter selects only on the fields the node list
 	// shows of a node's identity (policy.FilterOnIdentity), for the groups
 	// identityOf names.
@@ -95,7 +95,7 @@ func (n *nodeCache) current() []*api.NodeListStub {
 func (n *nodeCache) forget() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.list, n.index, n.wrote, n.groupOf, n.at, n.groups, n.asked = nil, 0, 0, nil, nil, "", nil
+	n.list, n.index, n.wrote, n.groupOf, n.groups, n.asked, n.seen = nil, 0, 0, nil, "", nil, nil
 }
 
 // writeIndexNodes records the index of every node write, so that the next pass
@@ -149,21 +149,21 @@ func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListSt
 func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, nodes map[string]*api.NodeListStub) (map[string]string, error) {
 	cache := &c.nodeCache
 	cache.mu.Lock()
-	prev, at := cache.groupOf, cache.at
+	prev, seen := cache.groupOf, cache.seen
 	if cache.groups != groupsKey(c.opt.Groups) {
-		prev, at = nil, nil
+		prev, seen = nil, nil
 	}
 	if prev != nil && sameSlice(list, cache.asked) {
 		// The very list they were last asked for: nothing changed.
 		cache.mu.Unlock()
 		return prev, nil
 	}
-	seen, identity := cache.seen, cache.onIdentity(c.opt.Groups)
+	identity := cache.onIdentity(c.opt.Groups)
 	cache.mu.Unlock()
 	var changed []string
 	for _, n := range list {
-		if m, ok := at[n.ID]; !ok || m != n.ModifyIndex {
-			if identity && prev != nil && sameIdentity(seen[n.ID], n) {
+		if m, ok := seen[n.ID]; !ok || m.ModifyIndex != n.ModifyIndex {
+			if identity && prev != nil && sameIdentity(m, n) {
 				// Its drain, status or eligibility changed (most changes
 				// in a rollout), not what the groups select on.
 				continue
@@ -172,7 +172,7 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 		}
 	}
 	gone := false
-	for id := range at {
+	for id := range seen {
 		if nodes[id] == nil {
 			gone = true
 			break
@@ -193,13 +193,11 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 		return nil, err
 	}
 	groupOf := make(map[string]string, len(nodes))
-	newAt := make(map[string]uint64, len(nodes))
 	asked := map[string]bool{}
 	for _, id := range only {
 		asked[id] = true
 	}
 	for _, n := range list {
-		newAt[n.ID] = n.ModifyIndex
 		switch g, ok := found[n.ID]; {
 		case only == nil || asked[n.ID]:
 			if ok {
@@ -212,7 +210,7 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 		}
 	}
 	cache.mu.Lock()
-	cache.groupOf, cache.at, cache.groups = groupOf, newAt, groupsKey(c.opt.Groups)
+	cache.groupOf, cache.groups = groupOf, groupsKey(c.opt.Groups)
 	cache.asked, cache.seen = list, nodes
 	cache.mu.Unlock()
 	return groupOf, nil
