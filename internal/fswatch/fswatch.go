@@ -111,18 +111,24 @@ func (h *hub) run(w *fsnotify.Watcher) {
 func (h *hub) wake(dir, name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for d, subs := range h.subs {
-		if dir != "" && d != dir {
-			continue
+	if dir != "" {
+		for s := range h.subs[dir] {
+			if s.name == name {
+				s.notify()
+			}
 		}
+		return
+	}
+	for _, subs := range h.subs {
 		for s := range subs {
-			if dir != "" && s.name != name {
-				continue
-			}
-			select {
-			case s.ch <- struct{}{}:
-			default: // one is waiting already
-			}
+			s.notify()
 		}
+	}
+}
+
+func (s *sub) notify() {
+	select {
+	case s.ch <- struct{}{}:
+	default: // one is waiting already
 	}
 }
