@@ -274,13 +274,14 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Unlock()
 		allocs.set(plans)
 		checks.set()
-		if changed && chained < maxChainedPasses {
-			// Our own writes wake none of our watches: decide again now.
+		again, spinning := afterPass(changed, chained, len(kick) > 0)
+		if again {
 			chained++
 			continue
 		}
-		if changed {
-			c.log.Warn("decisions kept changing: waiting for a change, a timer or the resync before the next pass",
+		if spinning {
+			c.metrics.spins.Inc()
+			c.log.Warn("decisions kept changing with nothing else changing: waiting for a change, a timer or the resync before the next pass",
 				"passes", chained+1)
 		}
 		chained = 0

@@ -38,6 +38,24 @@ import (
 // change, a timer or the resync as usual.
 const maxChainedPasses = 20
 
+// afterPass decides what follows a pass that did (changed) or did not change
+// something, the chained-th run back to back: another at once (its writes may
+// allow further decisions, and they wake none of the coordinator's watches), or
+// the wait for a change, a timer or the resync. The chain ends at
+// maxChainedPasses; it ends spinning when nothing but the coordinator's own
+// writes changed meanwhile (no poke is pending). With a poke pending, as in a
+// busy rollout where agents write at every step, the next pass runs at once
+// anyway and the long chain is the rollout's progress, not a spin.
+func afterPass(changed bool, chained int, poked bool) (again, spinning bool) {
+	if !changed {
+		return false, false
+	}
+	if chained < maxChainedPasses {
+		return true, false
+	}
+	return false, !poked
+}
+
 // nextTimer is the earliest time after now at which a decision about one of plans
 // can change with no other change seen: a backoff's next try, a drain that runs
 // out of its deadline (when rollboot aborts it), a reboot or rejoin that runs out
@@ -85,6 +103,9 @@ type passMetrics struct {
 	registry *prometheus.Registry
 	duration prometheus.Histogram
 	overruns prometheus.Counter
+	// spins: chains of passes cut at maxChainedPasses with only the
+	// coordinator's own writes changing (afterPass).
+	spins prometheus.Counter
 	// stepTimeouts: steps of a pass that ran out of time (bound.go).
 	stepTimeouts prometheus.Counter
 	state        *stateMetrics
@@ -104,6 +125,10 @@ func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 		overruns: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_coordinator_pass_overruns_total",
 			Help: "Reconcile passes that took longer than the resync interval.",
+		})),
+		spins: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollboot_coordinator_pass_spins_total",
+			Help: "Chains of reconcile passes cut after 20 passes in a row changed something with nothing else changing: a decision that does not settle.",
 		})),
 		stepTimeouts: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_coordinator_step_timeouts_total",
