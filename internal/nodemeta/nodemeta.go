@@ -78,8 +78,8 @@ type Options struct {
 	// Timeout bounds one read or write (default 10s): a node that is down is
 	// answered for by its server, or not at all.
 	Timeout time.Duration
-	// Retry is how long a node whose write failed waits before the next try
-	// (default 15s).
+	// Retry is how long a node whose read or write failed waits before the
+	// next try (default 15s), unless the metadata wanted of it changes.
 	Retry    time.Duration
 	Registry *prometheus.Registry // nil: metrics not exported
 	Log      *slog.Logger
@@ -94,7 +94,7 @@ type Publisher struct {
 	mu      sync.Mutex
 	want    map[string]Meta // by node ID, newest
 	wake    chan struct{}
-	failLog map[string]string // node ID -> last error logged
+	failLog map[string]loggedFailure // by node ID: the last failure logged
 }
 
 // New returns a publisher.
@@ -109,7 +109,7 @@ func New(opt Options) *Publisher {
 	if opt.Registry != nil {
 		reg = opt.Registry
 	}
-	p := &Publisher{opt: opt, log: opt.Log, wake: make(chan struct{}, 1), failLog: map[string]string{},
+	p := &Publisher{opt: opt, log: opt.Log, wake: make(chan struct{}, 1), failLog: map[string]loggedFailure{},
 		writes: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_node_meta_writes_total",
 			Help: "Writes of rollboot's dynamic node metadata (only when it changed).",
@@ -140,8 +140,8 @@ func (p *Publisher) Observe(want map[string]Meta) {
 // Run writes what is wanted until ctx ends (the end of this coordinator's term
 // as leader). fence, when set, is asked before each write.
 func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) {
-	have := map[string]Meta{}      // what each node was read or written to say, this term
-	next := map[string]time.Time{} // a node whose read or write failed: not before
+	have := map[string]Meta{}    // what each node was read or written to say, this term
+	next := map[string]failure{} // a node whose read or write failed: not before, unless its metadata changed
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -169,12 +169,12 @@ func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) 
 			if ctx.Err() != nil {
 				return
 			}
-			if t, ok := next[id]; ok && time.Now().Before(t) {
-				wait = minPositive(wait, time.Until(t))
+			if f, ok := next[id]; ok && f.want == want[id] && time.Now().Before(f.retry) {
+				wait = minPositive(wait, time.Until(f.retry))
 				continue
 			}
 			if err := p.sync(ctx, fence, id, want[id]); err != nil {
-				next[id] = time.Now().Add(p.opt.Retry)
+				next[id] = failure{retry: time.Now().Add(p.opt.Retry), want: want[id]}
 				wait = minPositive(wait, p.opt.Retry)
 				delete(have, id)
 				continue
@@ -186,6 +186,15 @@ func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) 
 			timer.Reset(wait)
 		}
 	}
+}
+
+// failure is a node whose read or write failed: it is tried again at retry, or
+// at once when the metadata wanted of it is no longer want (its host moved on:
+// a node that did not answer while its host rebooted is written as soon as the
+// host is back, not a retry interval later).
+type failure struct {
+	retry time.Time
+	want  Meta
 }
 
 func minPositive(a, b time.Duration) time.Duration {
@@ -203,7 +212,7 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 	if err != nil {
 		// A rebooting host's client does not answer (Nomad: "No path to
 		// node"): expected, so not a warning at every reboot.
-		return p.failed(ctx, nodeID, "read", err, m.Phase == phaseRebooting)
+		return p.failed(ctx, nodeID, "read", err, p.mayBeDown(nodeID))
 	}
 	if m.matches(cur.Meta) {
 		p.ok(nodeID)
@@ -215,7 +224,7 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 		}
 	}
 	if _, err := p.opt.API.Apply(&api.NodeMetaApplyRequest{NodeID: nodeID, Meta: m.Items()}, (&api.QueryOptions{}).WithContext(rctx)); err != nil {
-		return p.failed(ctx, nodeID, "write", err, m.Phase == phaseRebooting)
+		return p.failed(ctx, nodeID, "write", err, p.mayBeDown(nodeID))
 	}
 	p.writes.Inc()
 	p.ok(nodeID)
@@ -223,33 +232,65 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 	return nil
 }
 
-// phaseRebooting is the phase of a host whose machine is going down or
-// booting (store.PhaseRebooting).
-const phaseRebooting = "rebooting"
+// mayBeDown reports whether the node's host may be down by now, going down or
+// booting, by the newest wanted metadata (Observe), not the one this round
+// started from: a round writes its nodes one after the other, and while it does,
+// hosts it has not come to yet are granted their reboot and go down. A drained
+// host is one of them (its agent reboots it at once, before the coordinator's
+// next pass records it rebooting), and so is a rejoining one, whose client may
+// not have reconnected yet (store.PhaseDrained, PhaseRebooting, PhaseRejoining).
+func (p *Publisher) mayBeDown(nodeID string) bool {
+	m, ok := p.wanted(nodeID)
+	if !ok {
+		return true // no longer wanted: its node is not ready (Observe's caller)
+	}
+	switch m.Phase {
+	case "drained", "rebooting", "rejoining":
+		return true
+	}
+	return false
+}
 
 // failed counts a failed read or write of a node's metadata and logs it once
-// per error: as a warning, or at debug level when the host is rebooting
-// (expected, its client is down).
+// per error: as a warning, or at debug level when the host may be down in its
+// reboot (expected, its client is down).
 func (p *Publisher) failed(ctx context.Context, nodeID, op string, err error, expected bool) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	p.errs.WithLabelValues(op).Inc()
 	// Logged when the error changes, not at every retry of a node that is down.
-	if p.failLog[nodeID] != err.Error() {
-		p.failLog[nodeID] = err.Error()
+	if p.failLog[nodeID].err != err.Error() {
 		level := slog.LevelWarn
 		if expected {
 			level = slog.LevelDebug
 		}
-		p.log.Log(ctx, level, "node metadata not published: will try again", "node_id", nodeID, "op", op, "err", err)
+		p.failLog[nodeID] = loggedFailure{err: err.Error(), level: level}
+		m, _ := p.wanted(nodeID)
+		p.log.Log(ctx, level, "node metadata not published: will try again", "node_id", nodeID, "phase", m.Phase, "op", op, "err", err)
 	}
 	return err
 }
 
+// loggedFailure is the last failure logged of a node, and at which level.
+type loggedFailure struct {
+	err   string
+	level slog.Level
+}
+
+// ok notes a node published: one whose failure was logged is logged again, at
+// the same level (an expected failure's end is no news either).
 func (p *Publisher) ok(nodeID string) {
-	if _, ok := p.failLog[nodeID]; ok {
+	if f, ok := p.failLog[nodeID]; ok {
 		delete(p.failLog, nodeID)
-		p.log.Info("node metadata published again", "node_id", nodeID)
+		p.log.Log(context.Background(), f.level, "node metadata published again", "node_id", nodeID)
 	}
+}
+
+// wanted is the newest metadata wanted of the node (Observe), if any.
+func (p *Publisher) wanted(nodeID string) (Meta, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.want[nodeID]
+	return m, ok
 }

@@ -3,6 +3,7 @@ package nodemeta
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -93,12 +94,17 @@ type failing struct {
 	bad   map[string]bool
 	calls map[string]int
 	meta  map[string]map[string]string
+	// onRead, when set, runs at each read, before it answers.
+	onRead func(id string)
 }
 
 func (f *failing) Read(id string, _ *api.QueryOptions) (*api.NodeMetaResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls[id]++
+	if f.onRead != nil {
+		f.onRead(id)
+	}
 	if f.bad[id] {
 		return nil, errors.New("Unknown node " + id)
 	}
@@ -119,16 +125,36 @@ func (f *failing) Apply(req *api.NodeMetaApplyRequest, _ *api.QueryOptions) (*ap
 }
 
 // A node that fails is counted, logged once and tried again later; the others
-// are written meanwhile, and Observe never waits. A rebooting host's node,
-// whose client is down, is counted too but not warned about.
+// are written meanwhile, and Observe never waits. A host's node whose client
+// may be down in its reboot (drained, rebooting, rejoining, by the newest
+// metadata wanted, not the one the round started from) is counted too but not
+// warned about; an idle host's node that does not answer is.
 func TestFailingNode(t *testing.T) {
-	f := &failing{bad: map[string]bool{"down": true, "booting": true}, calls: map[string]int{}, meta: map[string]map[string]string{}}
+	f := &failing{bad: map[string]bool{"down": true, "booting": true, "granted": true, "late": true, "gone": true},
+		calls: map[string]int{}, meta: map[string]map[string]string{}}
 	var logs strings.Builder
 	var mu sync.Mutex
 	p := New(Options{API: f, Retry: 50 * time.Millisecond, Log: newLogger(&mu, &logs)})
+	want := map[string]Meta{"down": {Phase: "idle"}, "booting": {Phase: "rebooting"}, "granted": {Phase: "drained"},
+		"late": {Phase: "draining"}, "gone": {Phase: "draining"}, "up": {Phase: "draining"}}
+	// The host late is granted its reboot and goes down while the round that
+	// started from it draining comes to it; the node gone is no longer wanted
+	// (it is not ready) by then.
+	f.onRead = func(id string) {
+		now := maps.Clone(want)
+		switch id {
+		case "late":
+			now["late"] = Meta{Phase: "rebooting"}
+		case "gone":
+			delete(now, "gone")
+		default:
+			return
+		}
+		p.Observe(now)
+	}
 	run(t, p)
 	start := time.Now()
-	p.Observe(map[string]Meta{"down": {Phase: "drained"}, "booting": {Phase: "rebooting"}, "up": {Phase: "draining"}})
+	p.Observe(want)
 	if time.Since(start) > 100*time.Millisecond {
 		t.Error("Observe waited")
 	}
@@ -140,9 +166,10 @@ func TestFailingNode(t *testing.T) {
 	waitFor(t, "three tries of the down node", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return f.calls["down"] >= 3 && f.calls["booting"] >= 3
+		return f.calls["down"] >= 3 && f.calls["booting"] >= 3 && f.calls["granted"] >= 3 && f.calls["late"] >= 3 &&
+			f.calls["gone"] >= 1
 	})
-	if n := testutil.ToFloat64(p.errs.WithLabelValues("read")); n < 6 {
+	if n := testutil.ToFloat64(p.errs.WithLabelValues("read")); n < 13 {
 		t.Errorf("%v read errors counted", n)
 	}
 	mu.Lock()
@@ -156,4 +183,36 @@ func TestFailingNode(t *testing.T) {
 	if upCalls != 1 {
 		t.Errorf("the up node was read %d times, want once (it did not change)", upCalls)
 	}
+}
+
+// A node that did not answer while its host rebooted is written as soon as the
+// metadata wanted of it changes (the host is back), not a retry interval later;
+// while it stays the same, the node waits for the retry.
+func TestRetryWhenWantChanges(t *testing.T) {
+	f := &failing{bad: map[string]bool{"n1": true}, calls: map[string]int{}, meta: map[string]map[string]string{}}
+	p := New(Options{API: f, Retry: time.Hour})
+	run(t, p)
+	p.Observe(map[string]Meta{"n1": {Phase: "rebooting", RebootRequired: true}})
+	waitFor(t, "the failed read", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.calls["n1"] == 1
+	})
+	f.mu.Lock()
+	f.bad["n1"] = false // the host is back
+	f.mu.Unlock()
+	p.Observe(map[string]Meta{"n1": {Phase: "rebooting", RebootRequired: true}}) // unchanged: waits
+	time.Sleep(100 * time.Millisecond)
+	f.mu.Lock()
+	calls := f.calls["n1"]
+	f.mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("the node was tried %d times with its metadata unchanged, want once until the retry", calls)
+	}
+	p.Observe(map[string]Meta{"n1": {Phase: "rejoining"}})
+	waitFor(t, "the node written once it moved on", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.meta["n1"][KeyPhase] == "rejoining"
+	})
 }
