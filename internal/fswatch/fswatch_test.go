@@ -50,6 +50,9 @@ func TestNotify(t *testing.T) {
 	expectQuiet(t, b, "another file was created")
 
 	stopB()
+	// A subscription ends soon after its context (context.AfterFunc), not
+	// before stopB returns: the event of a write before then may still reach b.
+	waitSubscribers(t, dir, 1)
 	if err := os.WriteFile(filepath.Join(dir, "other"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +62,24 @@ func TestNotify(t *testing.T) {
 	}
 	expectNotified(t, a, "the sentinel was removed, with the other subscriber gone")
 	expectQuiet(t, b, "its subscription ended")
+}
+
+// waitSubscribers waits until the shared hub holds n subscriptions of dir.
+func waitSubscribers(t *testing.T, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		shared.mu.Lock()
+		have := len(shared.subs[filepath.Clean(dir)])
+		shared.mu.Unlock()
+		if have == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscriptions of %s, want %d", have, dir, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // A watch that could not be set up leaves no notification instance open.
