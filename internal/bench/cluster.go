@@ -14,6 +14,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 	vaultapi "github.com/hashicorp/vault/api"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
@@ -231,8 +232,8 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 }
 
 // runCoordinator runs the one coordinator (a candidate of its own, not beside
-// an agent) until ctx ends.
-func (c *cluster) runCoordinator(ctx context.Context) error {
+// an agent) until ctx ends, with its metrics on reg.
+func (c *cluster) runCoordinator(ctx context.Context, reg *prometheus.Registry) error {
 	cfg := *c.cfg
 	cfg.Nomad.Address = c.sim.Address()
 	client, err := daemon.Client(&cfg)
@@ -243,7 +244,7 @@ func (c *cluster) runCoordinator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return daemon.RunCoordinator(ctx, &cfg, client, c.log, clusters, nil)
+	return daemon.RunCoordinator(ctx, &cfg, client, c.log, clusters, reg)
 }
 
 // clusters are the coordinator's clients of the server clusters. The bench's

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
@@ -47,18 +48,25 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 		return nil, err
 	}
 	defer c.stop()
+	reg := prometheus.NewRegistry()
 	coordCtx, stopCoord := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := c.runCoordinator(coordCtx); err != nil && coordCtx.Err() == nil {
+		if err := c.runCoordinator(coordCtx, reg); err != nil && coordCtx.Err() == nil {
 			o.Log.Error("coordinator stopped", "err", err)
 		}
 	}()
 	defer wg.Wait()
 	defer stopCoord()
 	if err := c.waitRecords(ctx, 2*time.Minute+time.Duration(hosts)*50*time.Millisecond); err != nil {
+		return nil, err
+	}
+	// The rollout starts once the coordinator has taken in every record and
+	// published every node's metadata: the new leader's cold start is measured
+	// apart (coord.go), not in the makespan.
+	if err := waitSettled(ctx, reg, 500*time.Millisecond, time.Minute); err != nil {
 		return nil, err
 	}
 
