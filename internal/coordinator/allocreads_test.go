@@ -74,3 +74,23 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 		t.Errorf("the watch kept %+v and poked %d passes, want the pass's read and none", kept, pokes.Load())
 	}
 }
+
+// The capacity gate's reads side by side are kept for the watches like its
+// single ones, with the index each was answered at.
+func TestCapacityReadsAreKept(t *testing.T) {
+	n := &blockingNodes{blocked: make(chan struct{}, 1)}
+	c := New(Options{Nodes: n})
+	v := &capacityView{allocs: map[string][]*api.Allocation{}}
+	if err := c.readAllocsOf(t.Context(), v, []string{"n1", "n2", "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if q := n.queries(); len(q) != 2 {
+		t.Errorf("queries %v, want one per node", q)
+	}
+	kept := c.takeAllocReads()
+	for _, id := range []string{"n1", "n2"} {
+		if r, ok := kept[id]; !ok || r.index != 7 || len(r.allocs) != 1 || len(v.allocs[id]) != 1 {
+			t.Errorf("node %s: kept %+v (%v), in the view %+v", id, r, ok, v.allocs[id])
+		}
+	}
+}

@@ -31,10 +31,11 @@ func (c *Coordinator) readAllocsOf(ctx context.Context, v *capacityView, ids []s
 	}
 	// After a failure no more is read: the pass holds every queued host with it.
 	got, err := parallel.Map(len(todo), CapacityReadParallelism, func(i int) ([]*api.Allocation, error) {
-		allocs, _, err := c.opt.Nodes.Allocations(todo[i], (&api.QueryOptions{}).WithContext(ctx))
+		allocs, meta, err := c.opt.Nodes.Allocations(todo[i], (&api.QueryOptions{}).WithContext(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("read the allocations of node %s: %w", todo[i], err)
 		}
+		c.noteAllocRead(todo[i], meta, allocs) // as capacityAllocs: a watch starts from it
 		return allocs, nil
 	})
 	if err != nil {
