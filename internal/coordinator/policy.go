@@ -165,6 +165,9 @@ func (c *Coordinator) publishEnforcement(ctx context.Context) error {
 		c.log.Warn("the enforcement record cannot be read: writing it again", "err", err)
 	}
 	e.Since = c.now()
+	if e.LockIndex, err = c.termLockIndex(ctx); err != nil {
+		return fmt.Errorf("publish the enforced policy: %w", err)
+	}
 	idx, err := c.opt.Store.PutEnforcement(ctx, e, cur.ModifyIndex)
 	if err != nil {
 		return fmt.Errorf("publish the enforced policy: %w", err)
@@ -172,6 +175,25 @@ func (c *Coordinator) publishEnforcement(ctx context.Context) error {
 	e.ModifyIndex = idx
 	ps.published = e
 	return nil
+}
+
+// termLockIndex is the election lock's index in this term, read at its first
+// publication: `rollboot status` compares it with the lock's index to tell
+// whether this coordinator still leads. 0 without a lock (a coordinator run
+// without an election).
+func (c *Coordinator) termLockIndex(ctx context.Context) (uint64, error) {
+	ps := &c.policy
+	if ps.published.ModifyIndex != 0 {
+		return ps.published.LockIndex, nil // read in this term already
+	}
+	idx, err := c.opt.Store.LeaderLockIndex(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the election lock's index: %w", err)
+	}
+	return idx, nil
 }
 
 // policyHold is why every new start is held: the stored policy cannot be used.

@@ -22,8 +22,13 @@ type Policy struct {
 	// good version with Problem); Problem why it cannot use the stored policy.
 	Leader      string    `json:"leader,omitempty"`
 	LeaderSince time.Time `json:"leader_since,omitzero"`
-	Enforced    int       `json:"enforced_version"`
-	Problem     string    `json:"problem,omitempty"`
+	// LeaderGone: the election lock changed since Leader took it (released,
+	// expired, or taken by another that has not said so yet), so Leader no
+	// longer leads. LockError says why that cannot be told.
+	LeaderGone bool   `json:"leader_gone,omitempty"`
+	LockError  string `json:"lock_error,omitempty"`
+	Enforced   int    `json:"enforced_version"`
+	Problem    string `json:"problem,omitempty"`
 	// ReadError says why the coordinator's word cannot be read.
 	ReadError string `json:"read_error,omitempty"`
 }
@@ -32,6 +37,7 @@ type Policy struct {
 type PolicyStore interface {
 	Policy(ctx context.Context) (store.PolicyRecord, error)
 	Enforcement(ctx context.Context) (store.Enforcement, error)
+	LeaderLockIndex(ctx context.Context) (uint64, error)
 }
 
 // readPolicy reads the stored policy's version and what the leader enforces.
@@ -51,6 +57,7 @@ func readPolicy(ctx context.Context, st PolicyStore) Policy {
 	switch {
 	case err == nil:
 		p.Leader, p.LeaderSince, p.Enforced, p.Problem = e.Leader, e.Since, e.PolicyVersion, e.PolicyProblem
+		p.LeaderGone, p.LockError = leaderGone(ctx, st, e)
 	case errors.Is(err, store.ErrNotFound):
 	default:
 		p.ReadError = err.Error()
@@ -58,17 +65,47 @@ func readPolicy(ctx context.Context, st PolicyStore) Policy {
 	return p
 }
 
+// leaderGone tells whether the coordinator that wrote e no longer holds the
+// election lock: the lock's index is no longer the one it read when its term
+// began (store.LeaderLockIndex). A record without that index (no lock, or an
+// older rollboot's) tells nothing.
+func leaderGone(ctx context.Context, st PolicyStore, e store.Enforcement) (gone bool, problem string) {
+	if e.LockIndex == 0 {
+		return false, ""
+	}
+	idx, err := st.LeaderLockIndex(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true, "" // the lock's variable is gone
+	case err != nil:
+		return false, err.Error()
+	}
+	return idx != e.LockIndex, ""
+}
+
 // writePolicy writes the policy lines of the text status.
 func writePolicy(w io.Writer, p Policy) {
 	switch {
 	case p.ReadError != "":
 		fmt.Fprintf(w, "Coordinator: cannot tell which policy it enforces: %s\n", p.ReadError)
-	case p.Leader == "":
-		fmt.Fprintln(w, "Coordinator: none has said yet which policy it enforces")
 	default:
-		fmt.Fprintf(w, "Coordinator: %s\n", p.Leader)
+		fmt.Fprintf(w, "Coordinator: %s\n", p.Coordinator())
 	}
 	fmt.Fprintf(w, "Policy: %s\n\n", p.Text())
+}
+
+// Coordinator says which coordinator leads, as `rollboot status` and the
+// status page show it.
+func (p Policy) Coordinator() string {
+	switch {
+	case p.Leader == "":
+		return "none has said yet which policy it enforces"
+	case p.LeaderGone:
+		return fmt.Sprintf("none leads that has said so: %s, the last to say it led, no longer holds the election lock (released, expired, or taken by a coordinator that has not said so yet)", p.Leader)
+	case p.LockError != "":
+		return fmt.Sprintf("%s (cannot tell whether it still holds the election lock: %s)", p.Leader, p.LockError)
+	}
+	return p.Leader
 }
 
 // Text says which policy applies, as `rollboot status` and the status page

@@ -38,14 +38,55 @@ func TestPolicyText(t *testing.T) {
 }
 
 type policyStore struct {
-	rec    store.PolicyRecord
-	recErr error
-	e      store.Enforcement
-	eErr   error
+	rec     store.PolicyRecord
+	recErr  error
+	e       store.Enforcement
+	eErr    error
+	lock    uint64
+	lockErr error
 }
 
 func (s policyStore) Policy(context.Context) (store.PolicyRecord, error)     { return s.rec, s.recErr }
 func (s policyStore) Enforcement(context.Context) (store.Enforcement, error) { return s.e, s.eErr }
+func (s policyStore) LeaderLockIndex(context.Context) (uint64, error)        { return s.lock, s.lockErr }
+
+// Whether the coordinator that last said it leads still holds the election
+// lock: the lock's index is the one it read at the start of its term.
+func TestLeaderGone(t *testing.T) {
+	e := store.Enforcement{Leader: "h1 (pid 9)", PolicyVersion: 2, LockIndex: 40}
+	tests := []struct {
+		name string
+		st   policyStore
+		gone bool
+		err  string
+		text string
+	}{
+		{"it holds the lock", policyStore{e: e, lock: 40}, false, "", "h1 (pid 9)"},
+		{"released, expired or taken", policyStore{e: e, lock: 57}, true, "",
+			"none leads that has said so: h1 (pid 9), the last to say it led, no longer holds the election lock (released, expired, or taken by a coordinator that has not said so yet)"},
+		{"the lock's variable is gone", policyStore{e: e, lockErr: store.ErrNotFound}, true, "",
+			"none leads that has said so: h1 (pid 9), the last to say it led, no longer holds the election lock (released, expired, or taken by a coordinator that has not said so yet)"},
+		{"the lock cannot be read", policyStore{e: e, lockErr: errors.New("403 Permission denied")}, false, "403 Permission denied",
+			"h1 (pid 9) (cannot tell whether it still holds the election lock: 403 Permission denied)"},
+		{"a record without the index tells nothing", policyStore{e: store.Enforcement{Leader: "h1 (pid 9)"}, lock: 57}, false, "", "h1 (pid 9)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := readPolicy(context.Background(), tt.st)
+			if p.LeaderGone != tt.gone || p.LockError != tt.err {
+				t.Errorf("gone %v (%q), want %v (%q)", p.LeaderGone, p.LockError, tt.gone, tt.err)
+			}
+			if got := p.Coordinator(); got != tt.text {
+				t.Errorf("Coordinator() = %q\nwant %q", got, tt.text)
+			}
+			var out bytes.Buffer
+			writePolicy(&out, p)
+			if !bytes.HasPrefix(out.Bytes(), []byte("Coordinator: "+tt.text+"\n")) {
+				t.Errorf("status text:\n%s", out.String())
+			}
+		})
+	}
+}
 
 func TestReadPolicy(t *testing.T) {
 	since := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)

@@ -37,6 +37,7 @@ func (f fakeStore) Policy(context.Context) (store.PolicyRecord, error) {
 func (f fakeStore) Enforcement(context.Context) (store.Enforcement, error) {
 	return store.Enforcement{}, store.ErrNotFound
 }
+func (f fakeStore) LeaderLockIndex(context.Context) (uint64, error) { return 0, store.ErrNotFound }
 
 type fakeNodes struct {
 	nodes []*api.NodeListStub

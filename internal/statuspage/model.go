@@ -115,7 +115,7 @@ func Build(in Input) Page {
 	if pol := in.View.Policy; pol != nil {
 		p.Policy = pol.Text()
 		if pol.Leader != "" {
-			p.Coordinator = pol.Leader
+			p.Coordinator = pol.Coordinator()
 		}
 	}
 	p.Groups = groups(in.View.Hosts, in.SlotsLimit)

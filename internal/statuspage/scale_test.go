@@ -73,6 +73,7 @@ func (b *bigState) Policy(context.Context) (store.PolicyRecord, error) {
 func (b *bigState) Enforcement(context.Context) (store.Enforcement, error) {
 	return store.Enforcement{}, store.ErrNotFound
 }
+func (b *bigState) LeaderLockIndex(context.Context) (uint64, error) { return 0, store.ErrNotFound }
 
 func (b *bigState) History(context.Context) ([]store.HistoryRecord, error) { return b.hist, nil }
 

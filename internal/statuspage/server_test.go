@@ -69,8 +69,10 @@ func (f *fakeState) Policy(context.Context) (store.PolicyRecord, error) {
 }
 
 func (f *fakeState) Enforcement(context.Context) (store.Enforcement, error) {
-	return store.Enforcement{Leader: "coord-1 (pid 7)", PolicyVersion: 4}, nil
+	return store.Enforcement{Leader: "coord-1 (pid 7)", PolicyVersion: 4, LockIndex: 12}, nil
 }
+
+func (f *fakeState) LeaderLockIndex(context.Context) (uint64, error) { return 12, nil }
 
 func (f *fakeState) watch(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
 	f.mu.Lock()

@@ -20,7 +20,12 @@ type Enforcement struct {
 	// new reboot starts, and the hosts in a cycle finish it with PolicyVersion.
 	PolicyProblem string
 	// Since is when the leader wrote this.
-	Since       time.Time
+	Since time.Time
+	// LockIndex is the election lock's ModifyIndex when the leader read it at
+	// the start of its term (LeaderLockIndex); 0 when unknown (no lock, or a
+	// record of a rollboot that did not write it). While the leader holds the
+	// lock the index stays the same: a different one means it no longer leads.
+	LockIndex   uint64
 	ModifyIndex uint64
 }
 
@@ -30,7 +35,24 @@ var enforcementCodec = codec[Enforcement]{version: 1, fields: []field[Enforcemen
 	number("policy_version", func(e *Enforcement) *int { return &e.PolicyVersion }, true),
 	text("policy_problem", func(e *Enforcement) *string { return &e.PolicyProblem }),
 	instant("since", func(e *Enforcement) *time.Time { return &e.Since }, false),
+	counter("lock_index", func(e *Enforcement) *uint64 { return &e.LockIndex }),
 }}
+
+// LeaderLockIndex is the ModifyIndex of the election lock's variable, which
+// every token that may read it sees (the lock itself is shown to management
+// tokens only). Acquiring, releasing and the expiry of the lock each change it
+// (Raft writes: nomad/state/state_store_variables.go VarLockAcquire,
+// VarLockRelease; an expiry is a release, nomad/locks.go); renewing does not
+// (nomad/variables_endpoint.go RenewLock resets the leader's timer only). So it
+// stays the same exactly while one coordinator holds the lock. ErrNotFound when
+// no coordinator ever took it.
+func (s *Store) LeaderLockIndex(ctx context.Context) (uint64, error) {
+	v, _, err := s.read(ctx, s.LeaderPath(), 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	return v.ModifyIndex, nil
+}
 
 func (s *Store) enforcementPath() string { return s.prefix + "/coordinator" }
 
