@@ -24,6 +24,7 @@ type Rollout struct {
 
 	Makespan   time.Duration // from the sentinels to the last cycle's end
 	LowerBound time.Duration // max over groups of ceil(hosts/concurrency) x mean cycle
+	Excess     Excess        // where the group that ended last spent the time its slots were not busy
 	MeanCycle  time.Duration // draining to idle, over every host
 	Cycles     []time.Duration
 
@@ -215,8 +216,7 @@ func countWrite(r *Rollout, e nomadsim.Event) {
 // as the passes recorded them and sentinel-to-pending latencies from the
 // history records.
 func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]string, setAt map[string]time.Time, start time.Time) {
-	type cyc struct{ start, end time.Time }
-	byGroup := map[string][]cyc{}
+	byGroup := map[string][]span{}
 	var end time.Time
 	var total time.Duration
 	for _, h := range hist {
@@ -227,7 +227,7 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 		if s.IsZero() || h.Finished.Before(start) {
 			continue
 		}
-		byGroup[groupOf[h.Host]] = append(byGroup[groupOf[h.Host]], cyc{s, h.Finished})
+		byGroup[groupOf[h.Host]] = append(byGroup[groupOf[h.Host]], span{s, h.Finished})
 		d := h.Finished.Sub(s)
 		r.Cycles = append(r.Cycles, d)
 		total += d
@@ -267,5 +267,19 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 		for k := r.Concurrency; k < len(starts); k++ {
 			r.HandOffPasses = append(r.HandOffPasses, max(0, starts[k].Sub(ends[k-r.Concurrency])))
 		}
+		if last := ends[len(ends)-1]; last.Equal(end) {
+			r.Excess = slotExcess(cs, r.Concurrency, start)
+			r.Excess.Group = groupOf[lastHost(hist, last)]
+		}
 	}
+}
+
+// lastHost is the host whose cycle ended at end.
+func lastHost(hist []store.HistoryRecord, end time.Time) string {
+	for _, h := range hist {
+		if h.Finished.Equal(end) {
+			return h.Host
+		}
+	}
+	return ""
 }

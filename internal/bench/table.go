@@ -40,6 +40,11 @@ func (rep *Report) Rows() []Row {
 		}
 		add("makespan / lower bound", r.Hosts, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), "<= 1.05",
 			verdict(r.LowerBound > 0 && ratio <= 1.05))
+		if e := r.Excess; e.Group != "" && r.LowerBound > 0 {
+			pct := func(d time.Duration) string { return fmt.Sprintf("%.1f%%", 100*float64(d)/float64(r.LowerBound)) }
+			add("  beyond the cycles, per slot (of the bound)", r.Hosts, fmt.Sprintf("start %s, hand-offs %s, tail %s (group %s, the last to end)",
+				pct(e.Start), pct(e.HandOffs), pct(e.Tail), e.Group), "-", "info")
+		}
 	}
 	for _, r := range rep.Rollouts {
 		if len(r.HandOff) == 0 {
