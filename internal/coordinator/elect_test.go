@@ -20,20 +20,10 @@ func electionSim(t *testing.T) (*nomadsim.Sim, *api.Client) {
 	return sim, c
 }
 
-// newLock gives each candidate a client of its own, as the daemon does: Locks
-// rewrites its client's retry settings.
+// newLock gives each candidate a lock on a client of its own, as the daemon does.
 func newLock(t *testing.T, shared *api.Client, ttl time.Duration) Lock {
 	t.Helper()
-	c, err := api.NewClient(&api.Config{Address: shared.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := c.Locks(api.WriteOptions{}, api.Variable{Path: "rollboot/leader",
-		Lock: &api.VariableLock{TTL: ttl.String(), LockDelay: ttl.String()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return simtest.LeaderLock(t, shared.Address(), ttl)
 }
 
 // leaders counts how many candidates run their protected function at once.

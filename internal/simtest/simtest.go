@@ -5,6 +5,7 @@ package simtest
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -31,4 +32,22 @@ func Start(tb testing.TB, cfg nomadsim.Config, rt http.RoundTripper) (*nomadsim.
 	}
 	tb.Cleanup(c.Close)
 	return sim, c
+}
+
+// LeaderLock is the coordinator election's lock (rollboot/leader in the default
+// namespace) with ttl as its TTL and lock delay, on a client of its own, as the
+// daemon gives each candidate: api.Client.Locks rewrites its client's retry
+// settings.
+func LeaderLock(tb testing.TB, addr string, ttl time.Duration) *api.Locks {
+	tb.Helper()
+	c, err := api.NewClient(&api.Config{Address: addr})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l, err := c.Locks(api.WriteOptions{}, api.Variable{Path: "rollboot/leader",
+		Lock: &api.VariableLock{TTL: ttl.String(), LockDelay: ttl.String()}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simtest"
@@ -28,20 +26,6 @@ func waitPolicy(t *testing.T, st PolicyStore, what string, ok func(Policy) bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func electionLock(t *testing.T, addr string, ttl time.Duration) *api.Locks {
-	t.Helper()
-	c, err := api.NewClient(&api.Config{Address: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := c.Locks(api.WriteOptions{}, api.Variable{Path: "rollboot/leader",
-		Lock: &api.VariableLock{TTL: ttl.String(), LockDelay: ttl.String()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
 // safeDefault is a policy source with no policy stored: the safe default.
@@ -67,7 +51,7 @@ func TestStatusTellsWhetherTheLeaderStillLeads(t *testing.T) {
 		co := coordinator.New(coordinator.Options{Nodes: c.Nodes(), Store: st, Identity: identity, Timing: timing, Resync: time.Second,
 			Policy: safeDefault{timing}})
 		ctx, cancel := context.WithCancel(context.Background())
-		lock := electionLock(t, sim.Address(), 10*time.Second)
+		lock := simtest.LeaderLock(t, sim.Address(), 10*time.Second)
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = coordinator.RunElected(ctx, lock, st.WatchLeader, nil, co.Run) })
 		return func() { cancel(); wg.Wait() }
@@ -87,7 +71,7 @@ func TestStatusTellsWhetherTheLeaderStillLeads(t *testing.T) {
 
 	// A coordinator that stops renewing without a release (its host lost
 	// power): Nomad frees the lock after 2×TTL and the lock delay.
-	l := electionLock(t, sim.Address(), time.Second)
+	l := simtest.LeaderLock(t, sim.Address(), time.Second)
 	if _, err := l.Acquire(t.Context()); err != nil {
 		t.Fatal(err)
 	}
