@@ -213,7 +213,7 @@ drain {
 		// restarts it here, as a system job's restart policy would).
 		return len(c.unexpectedExits()) > 0 || done()
 	})
-	c.checkFaultRun(t, sc, hosts, conc, neverBack)
+	c.checkFaultRun(t, sc, hosts, conc, neverBack, ch.killedAgent())
 }
 
 // burst injects one fault rule.
@@ -235,6 +235,15 @@ type chaos struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+	// killed is the host whose agent agent-kill killed ("": none).
+	killed string
+}
+
+// killedAgent is the host whose agent agent-kill killed, if any.
+func (ch *chaos) killedAgent() string {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.killed
 }
 
 func (ch *chaos) intn(n int) int {
@@ -341,6 +350,9 @@ func (ch *chaos) inject(f faultKind) {
 			return
 		}
 		c.sup.Kill(victim, true)
+		ch.mu.Lock()
+		ch.killed = victim
+		ch.mu.Unlock()
 		t.Logf("fault agent-kill: killed the agent on %s between its grant and its reboot", victim)
 	case faultRebootFails, faultHookFails:
 		// Configured in the hosts' reboot settings; wait for a failure to show.
@@ -440,8 +452,9 @@ func (ch *chaos) checkFailureInStatus() {
 	ch.t.Logf("status showed %s", seen)
 }
 
-// checkFaultRun checks a finished run.
-func (c *cluster) checkFaultRun(t *testing.T, sc *scenario, hosts []string, conc int, neverBack string) {
+// checkFaultRun checks a finished run; killed is the host whose agent
+// agent-kill killed, if any.
+func (c *cluster) checkFaultRun(t *testing.T, sc *scenario, hosts []string, conc int, neverBack, killed string) {
 	groups := map[string]string{}
 	for _, h := range c.clients() {
 		groups[h] = "all"
@@ -462,11 +475,12 @@ func (c *cluster) checkFaultRun(t *testing.T, sc *scenario, hosts []string, conc
 		}
 	}
 	c.mu.Unlock()
-	failures := 0
+	failures, failed := 0, map[string]bool{}
 	for _, r := range c.history() {
 		if r.Outcome != "failed" {
 			continue
 		}
+		failed[r.Host] = true
 		if sc.has(faultRequestHangs) && (strings.Contains(r.Error, "did not go down") || strings.Contains(r.Error, "never went down")) {
 			// An agent whose last calls before the reboot hung past its time to
 			// come back: undone and retried, as a failed attempt (not stuck).
@@ -484,8 +498,16 @@ func (c *cluster) checkFaultRun(t *testing.T, sc *scenario, hosts []string, conc
 			t.Errorf("failed attempt of %s: %q, want the first line of stderr only", r.Host, r.Error)
 		}
 	}
-	if (sc.has(faultHookFails) || sc.has(faultRebootFails)) && failures < len(hosts) {
-		t.Errorf("%d failed attempts in the history, want one per host (%d)", failures, len(hosts))
+	want := len(hosts)
+	if killed != "" && !failed[killed] {
+		// Killed between its grant and its reboot, the agent may have run its
+		// failing hook or reboot command and died before it could report the
+		// failure: its successor ran it again, and it passed (seed 22).
+		t.Logf("no failed attempt of %s, whose agent was killed after its grant", killed)
+		want--
+	}
+	if (sc.has(faultHookFails) || sc.has(faultRebootFails)) && failures < want {
+		t.Errorf("%d failed attempts in the history, want one per host (%d)", failures, want)
 	}
 	if sc.has(faultHookFails) || sc.has(faultRebootFails) {
 		// A host that did not reboot is never "stuck".
