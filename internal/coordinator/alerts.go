@@ -21,9 +21,9 @@ import (
 // The alert gate: no new drain starts while alerts fire (policy block alerts,
 // decided by package alertgate). The alerts are read only in a pass with a host
 // in the admission queue, so an idle cluster costs nothing, and at most once
-// per alertsMaxAge. Prometheus and
-// Alertmanager have nothing to watch: while the gate holds, a pass is due every
-// Rules.Recheck (wake.go), which is how a held rollout sees the alerts resolve.
+// per alertsMaxAge. Prometheus and Alertmanager have nothing to watch: while
+// the gate holds, a pass is due every Rules.Recheck (wake.go), which is how a
+// held rollout sees the alerts resolve.
 
 // AlertReader reads the alerts of the sources rules name. Each source that
 // cannot be read reports its error in the observation; an error never shows
@@ -54,9 +54,9 @@ type alertState struct {
 // follow it. A busy rollout runs passes back to back, dozens a second, each with
 // hosts waiting to start; asking Prometheus at every one would load it and add
 // its answer's time to every hand-off, and tell nothing new: Prometheus
-// evaluates its alerting rules every evaluation_interval (1m by default, rarely
-// under 10s: rules/group.go, Group.run), and Alertmanager hears of them after
-// that. A held rollout's recheck, when shorter, is the bound instead.
+// evaluates its alerting rules once per evaluation_interval (1m by default;
+// rules/group.go, Group.run), and Alertmanager hears of them after that. A held
+// rollout's recheck, when shorter, is the bound instead.
 const alertsMaxAge = time.Second
 
 // observe returns what the alerts of r are at now: the last observation if it
