@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -160,5 +161,49 @@ func TestScrapePassesPromtool(t *testing.T) {
 	}
 	if len(out) > 0 {
 		t.Fatalf("promtool check metrics:\n%s", out)
+	}
+}
+
+// RollbootDecisionsNotSettling fires once the coordinator cut a chain of
+// passes as a spin, and clears 30 minutes after the last one (promtool test
+// rules, on series written here).
+func TestAlertRuleDecisionsNotSettling(t *testing.T) {
+	p := promtool(t)
+	_, file, _, _ := runtime.Caller(0)
+	rules, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "..", "deploy", "prometheus", "rollboot.rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alert = `        alertname: RollbootDecisionsNotSettling
+`
+	firing := `        exp_alerts:
+          - exp_labels:
+              severity: warning
+            exp_annotations:
+              summary: "The rollboot coordinator's decisions keep changing with nothing else changing"
+              description: "20 passes in a row changed something while no host, node or control change came in: a decision that does not settle. The coordinator waits for a change, a timer or the resync before the next pass; its log has the warning. Report it with that log."
+`
+	test := `rule_files:
+  - ` + rules + `
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'rollboot_coordinator_pass_spins_total{instance="coordinator-1"}'
+        values: '0x20 1x60'
+    alert_rule_test:
+      - eval_time: 15m
+` + alert + `        exp_alerts: []
+      - eval_time: 30m
+` + alert + firing + `      - eval_time: 70m
+` + alert + `        exp_alerts: []
+`
+	path := filepath.Join(t.TempDir(), "rules_test.yml")
+	if err := os.WriteFile(path, []byte(test), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(p, "test", "rules", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
