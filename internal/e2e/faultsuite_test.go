@@ -25,10 +25,12 @@ import (
 //
 //	go test ./internal/e2e -run 'TestFaults$'              # the fixed CI seeds
 //	go test ./internal/e2e -run 'TestFaults$' -seeds=50    # seeds 1..50
+//	go test ./internal/e2e -run 'TestFaults$' -seeds=30 -seeds-from=61   # seeds 61..90
 //	go test ./internal/e2e -run 'TestFaults$' -seed=7 -v   # replay one seed
 var (
-	faultSeeds = flag.Int("seeds", 0, "TestFaults: run seeds 1..N instead of the fixed CI set")
-	faultSeed  = flag.Uint64("seed", 0, "TestFaults: run this one seed")
+	faultSeeds     = flag.Int("seeds", 0, "TestFaults: run N seeds (1..N, or from -seeds-from) instead of the fixed CI set")
+	faultSeedsFrom = flag.Uint64("seeds-from", 1, "TestFaults: the first of the -seeds seeds")
+	faultSeed      = flag.Uint64("seed", 0, "TestFaults: run this one seed")
 )
 
 // faultKind is one fault the suite can inject.
@@ -109,8 +111,8 @@ func TestFaults(t *testing.T) {
 		seeds = []uint64{*faultSeed}
 	case *faultSeeds > 0:
 		seeds = nil
-		for i := 1; i <= *faultSeeds; i++ {
-			seeds = append(seeds, uint64(i))
+		for i := range uint64(*faultSeeds) {
+			seeds = append(seeds, max(*faultSeedsFrom, 1)+i)
 		}
 	}
 	for _, seed := range seeds {
