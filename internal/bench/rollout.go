@@ -247,7 +247,7 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 	}
 	r.MeanCycle = total / time.Duration(len(r.Cycles))
 	r.Makespan = end.Sub(start)
-	for _, cs := range byGroup {
+	for group, cs := range byGroup {
 		var sum time.Duration
 		starts := make([]time.Time, 0, len(cs))
 		ends := make([]time.Time, 0, len(cs))
@@ -267,19 +267,9 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 		for k := r.Concurrency; k < len(starts); k++ {
 			r.HandOffPasses = append(r.HandOffPasses, max(0, starts[k].Sub(ends[k-r.Concurrency])))
 		}
-		if last := ends[len(ends)-1]; last.Equal(end) {
+		if ends[len(ends)-1].Equal(end) {
 			r.Excess = slotExcess(cs, r.Concurrency, start)
-			r.Excess.Group = groupOf[lastHost(hist, last)]
+			r.Excess.Group = group
 		}
 	}
-}
-
-// lastHost is the host whose cycle ended at end.
-func lastHost(hist []store.HistoryRecord, end time.Time) string {
-	for _, h := range hist {
-		if h.Finished.Equal(end) {
-			return h.Host
-		}
-	}
-	return ""
 }

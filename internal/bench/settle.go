@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // The coordinator's metrics the bench waits on: its reconcile passes ended
@@ -26,20 +25,16 @@ func readWork(reg *prometheus.Registry) (coordinatorWork, error) {
 		return coordinatorWork{}, err
 	}
 	var w coordinatorWork
-	first := func(mf *dto.MetricFamily) *dto.Metric {
-		if ms := mf.GetMetric(); len(ms) > 0 {
-			return ms[0]
-		}
-		return nil
-	}
 	for _, mf := range mfs {
-		m := first(mf)
-		switch {
-		case m == nil:
-		case mf.GetName() == passesMetric:
-			w.passes = m.GetHistogram().GetSampleCount()
-		case mf.GetName() == metaWriteMetric:
-			w.metaWrites = uint64(m.GetCounter().GetValue())
+		ms := mf.GetMetric()
+		if len(ms) == 0 {
+			continue
+		}
+		switch mf.GetName() {
+		case passesMetric:
+			w.passes = ms[0].GetHistogram().GetSampleCount()
+		case metaWriteMetric:
+			w.metaWrites = uint64(ms[0].GetCounter().GetValue())
 		}
 	}
 	return w, nil

@@ -212,7 +212,7 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 	if err != nil {
 		// A rebooting host's client does not answer (Nomad: "No path to
 		// node"): expected, so not a warning at every reboot.
-		return p.failed(ctx, nodeID, "read", err, p.mayBeDown(nodeID))
+		return p.failed(ctx, nodeID, "read", err)
 	}
 	if m.matches(cur.Meta) {
 		p.ok(nodeID)
@@ -224,7 +224,7 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 		}
 	}
 	if _, err := p.opt.API.Apply(&api.NodeMetaApplyRequest{NodeID: nodeID, Meta: m.Items()}, (&api.QueryOptions{}).WithContext(rctx)); err != nil {
-		return p.failed(ctx, nodeID, "write", err, p.mayBeDown(nodeID))
+		return p.failed(ctx, nodeID, "write", err)
 	}
 	p.writes.Inc()
 	p.ok(nodeID)
@@ -232,17 +232,18 @@ func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error,
 	return nil
 }
 
-// mayBeDown reports whether the node's host may be down by now, going down or
-// booting, by the newest wanted metadata (Observe), not the one this round
-// started from: a round writes its nodes one after the other, and while it does,
-// hosts it has not come to yet are granted their reboot and go down. A drained
-// host is one of them (its agent reboots it at once, before the coordinator's
-// next pass records it rebooting), and so is a rejoining one, whose client may
-// not have reconnected yet (store.PhaseDrained, PhaseRebooting, PhaseRejoining).
-func (p *Publisher) mayBeDown(nodeID string) bool {
-	m, ok := p.wanted(nodeID)
-	if !ok {
-		return true // no longer wanted: its node is not ready (Observe's caller)
+// mayBeDown reports whether a node whose newest wanted metadata (Observe) is
+// m, if wanted at all, may be down by now, going down or booting. The newest,
+// not the one its round started from: a round writes its nodes one after the
+// other, and while it does, hosts it has not come to yet are granted their
+// reboot and go down. A drained host is one of them (its agent reboots it at
+// once, before the coordinator's next pass records it rebooting), and so is a
+// rejoining one, whose client may not have reconnected yet
+// (store.PhaseDrained, PhaseRebooting, PhaseRejoining). A node no longer wanted
+// is not ready (Observe's caller).
+func mayBeDown(m Meta, wanted bool) bool {
+	if !wanted {
+		return true
 	}
 	switch m.Phase {
 	case "drained", "rebooting", "rejoining":
@@ -254,19 +255,19 @@ func (p *Publisher) mayBeDown(nodeID string) bool {
 // failed counts a failed read or write of a node's metadata and logs it once
 // per error: as a warning, or at debug level when the host may be down in its
 // reboot (expected, its client is down).
-func (p *Publisher) failed(ctx context.Context, nodeID, op string, err error, expected bool) error {
+func (p *Publisher) failed(ctx context.Context, nodeID, op string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	p.errs.WithLabelValues(op).Inc()
 	// Logged when the error changes, not at every retry of a node that is down.
 	if p.failLog[nodeID].err != err.Error() {
+		m, wanted := p.wanted(nodeID)
 		level := slog.LevelWarn
-		if expected {
+		if mayBeDown(m, wanted) {
 			level = slog.LevelDebug
 		}
 		p.failLog[nodeID] = loggedFailure{err: err.Error(), level: level}
-		m, _ := p.wanted(nodeID)
 		p.log.Log(ctx, level, "node metadata not published: will try again", "node_id", nodeID, "phase", m.Phase, "op", op, "err", err)
 	}
 	return err

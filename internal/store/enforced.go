@@ -47,11 +47,8 @@ var enforcementCodec = codec[Enforcement]{version: 1, fields: []field[Enforcemen
 // stays the same exactly while one coordinator holds the lock. ErrNotFound when
 // no coordinator ever took it.
 func (s *Store) LeaderLockIndex(ctx context.Context) (uint64, error) {
-	v, _, err := s.read(ctx, s.LeaderPath(), 0, 0)
-	if err != nil {
-		return 0, err
-	}
-	return v.ModifyIndex, nil
+	_, idx, err := s.read(ctx, s.LeaderPath(), 0, 0)
+	return idx, err
 }
 
 func (s *Store) enforcementPath() string { return s.prefix + "/coordinator" }

@@ -154,8 +154,9 @@ func (s *Store) list(ctx context.Context, prefix string, index uint64, wait time
 }
 
 // WatchLeader blocks until the election lock variable changes past index (with
-// index > 0) or wait passes, and returns its index. Without a management token the
-// lock itself is hidden, but every acquire, release and expiry bumps the index.
+// index > 0) or wait passes, and returns its index (LeaderLockIndex says what
+// changes it); a variable not yet created answers with the index of the
+// variables.
 func (s *Store) WatchLeader(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
 	_, idx, err := s.read(ctx, s.LeaderPath(), index, wait)
 	if errors.Is(err, ErrNotFound) {
