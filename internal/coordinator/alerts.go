@@ -20,10 +20,9 @@ import (
 
 // The alert gate: no new drain starts while alerts fire (policy block alerts,
 // decided by package alertgate). The alerts are read only in a pass with a host
-// in the admission queue, so an idle cluster costs nothing, and at most once
-// per alertsMaxAge. Prometheus and Alertmanager have nothing to watch: while
-// the gate holds, a pass is due every Rules.Recheck (wake.go), which is how a
-// held rollout sees the alerts resolve.
+// in the admission queue, so an idle cluster costs nothing. Prometheus and
+// Alertmanager have nothing to watch: while the gate holds, a pass is due every
+// Rules.Recheck (wake.go), which is how a held rollout sees the alerts resolve.
 
 // AlertReader reads the alerts of the sources rules name. Each source that
 // cannot be read reports its error in the observation; an error never shows
@@ -41,39 +40,6 @@ type alertState struct {
 	logged string
 	// next: when a held rollout asks again (zero: it is not held).
 	next time.Time
-	// read is the last observation, of rules at at: passes within
-	// alertsMaxAge of it use it rather than ask again.
-	read struct {
-		obs   alertgate.Observation
-		rules alertgate.Rules
-		at    time.Time
-	}
-}
-
-// alertsMaxAge is how long an observation of the alerts serves the passes that
-// follow it. A busy rollout runs passes back to back, dozens a second, each with
-// hosts waiting to start; asking Prometheus at every one would load it and add
-// its answer's time to every hand-off, and tell nothing new: Prometheus
-// evaluates its alerting rules once per evaluation_interval (1m by default;
-// rules/group.go, Group.run), and Alertmanager hears of them after that. A held
-// rollout's recheck, when shorter, is the bound instead.
-const alertsMaxAge = time.Second
-
-// observe returns what the alerts of r are at now: the last observation if it
-// is of the same rules and younger than alertsMaxAge (and recheck), otherwise a
-// new read, counted in the metrics.
-func (a *alertState) observe(ctx context.Context, r alertgate.Rules, now time.Time) alertgate.Observation {
-	age := now.Sub(a.read.at)
-	if !a.read.at.IsZero() && a.read.rules == r && age >= 0 && age < min(alertsMaxAge, r.Recheck) {
-		return a.read.obs
-	}
-	if a.reader == nil {
-		a.reader = &httpAlertReader{}
-	}
-	obs := a.reader.ReadAlerts(ctx, r)
-	a.metrics.queried(r, obs)
-	a.read.obs, a.read.rules, a.read.at = obs, r, now
-	return obs
 }
 
 // readAlerts reads the alerts when the gate is on and some host waits to start
@@ -89,10 +55,15 @@ func (c *Coordinator) readAlerts(ctx context.Context, s *snapshot) {
 		c.alerts.metrics.blocking.Set(0) // nothing is held
 		return
 	}
-	obs := c.alerts.observe(ctx, r, s.now)
+	reader := c.alerts.reader
+	if reader == nil {
+		reader = &httpAlertReader{}
+		c.alerts.reader = reader
+	}
+	obs := reader.ReadAlerts(ctx, r)
 	v := alertgate.Decide(r, obs)
 	s.alerts = &v
-	c.alerts.metrics.blocking.Set(float64(len(v.Blocking)))
+	c.alerts.metrics.observed(r, obs, v)
 	c.alerts.next = time.Time{}
 	if v.Holds() {
 		c.alerts.next = s.now.Add(r.Recheck)
@@ -341,8 +312,8 @@ func newAlertMetrics(reg prometheus.Registerer) *alertMetrics {
 	return m
 }
 
-// queried counts the failures of a read of the alerts.
-func (m *alertMetrics) queried(r alertgate.Rules, o alertgate.Observation) {
+func (m *alertMetrics) observed(r alertgate.Rules, o alertgate.Observation, v alertgate.Verdict) {
+	m.blocking.Set(float64(len(v.Blocking)))
 	if r.PrometheusURL != "" && o.PrometheusErr != nil {
 		m.errors.WithLabelValues("prometheus").Inc()
 	}

@@ -160,49 +160,6 @@ func TestReadAlerts(t *testing.T) {
 	}
 }
 
-// Passes back to back share one read of the alerts for alertsMaxAge (or the
-// recheck, when shorter); a later pass, or one with other rules, reads again,
-// and a failed read counts once however many passes it served.
-func TestAlertsReadAtMostOncePerMaxAge(t *testing.T) {
-	rules := alertgate.Rules{PrometheusURL: "http://p:9090", Recheck: 30 * time.Second, Timeout: time.Second}
-	short := rules
-	short.Recheck = 200 * time.Millisecond
-	other := rules
-	other.FiringOnly = true
-	f := &fakeAlerts{obs: alertgate.Observation{PrometheusErr: errors.New("refused")}}
-	c := New(Options{Alerts: rules, AlertReader: f})
-	pending := []testHost{{name: "a", phase: store.PhasePending}}
-	for i, step := range []struct {
-		after time.Duration // since t0
-		rules alertgate.Rules
-		reads int // in all, after this pass
-	}{
-		{0, rules, 1},
-		{500 * time.Millisecond, rules, 1},
-		{999 * time.Millisecond, rules, 1},
-		{time.Second, rules, 2},
-		{1100 * time.Millisecond, other, 3},
-		{1200 * time.Millisecond, short, 4},
-		{1300 * time.Millisecond, short, 4},
-		{1400 * time.Millisecond, short, 5},
-		{900 * time.Millisecond, short, 6}, // the clock went back
-	} {
-		c.opt.Alerts = step.rules
-		s := admitSnapshot(pending, nil)
-		s.now = t0.Add(step.after)
-		c.readAlerts(context.Background(), s)
-		if f.reads != step.reads {
-			t.Fatalf("pass %d at +%s: %d reads in all, want %d", i, step.after, f.reads, step.reads)
-		}
-		if s.alerts == nil || s.alerts.Unknown == "" {
-			t.Fatalf("pass %d: the failed read does not hold: %+v", i, s.alerts)
-		}
-	}
-	if got := testutil.ToFloat64(c.alerts.metrics.errors.WithLabelValues("prometheus")); got != 6 {
-		t.Errorf("query errors = %v, want 6 (one per read)", got)
-	}
-}
-
 // The HTTP reader asks Prometheus's /api/v1/alerts and Alertmanager's
 // /api/v2/alerts, and never shows a URL's credentials in an error.
 func TestHTTPAlertReader(t *testing.T) {
