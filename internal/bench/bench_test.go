@@ -116,3 +116,25 @@ func TestCountWrite(t *testing.T) {
 		t.Errorf("%d writes (%v), %d of the election; want 3 and 4", r.VarWrites, r.WritesBy, r.LockWrites)
 	}
 }
+
+// The makespan goal is judged at 1,000 hosts; a smaller rollout's ratio is
+// shown, for information.
+func TestMakespanVerdict(t *testing.T) {
+	for _, tt := range []struct {
+		hosts    int
+		makespan time.Duration
+		want     string
+	}{
+		{100, 120 * time.Second, "info"},
+		{1000, 104 * time.Second, "pass"},
+		{1000, 105 * time.Second, "pass"},
+		{1000, 106 * time.Second, "FAIL"},
+		{5000, 106 * time.Second, "FAIL"},
+	} {
+		rep := &Report{Rollouts: []*Rollout{{Hosts: tt.hosts, Makespan: tt.makespan, LowerBound: 100 * time.Second}}}
+		rows := rep.Rows()
+		if rows[0].Figure != "makespan / lower bound" || rows[0].Verdict != tt.want {
+			t.Errorf("%d hosts, makespan %s of 100s: row %+v, want %s", tt.hosts, tt.makespan, rows[0], tt.want)
+		}
+	}
+}

@@ -25,15 +25,34 @@ import (
 	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
-// Scaled timings of the emulated machines: a reboot cycle takes about a second
-// instead of minutes, so that 1,000 hosts roll in a few minutes. Nomad's own
-// protocol (blocking queries, locks, drains) is unchanged; only how long the
-// machines take is shorter.
+// Scaled timings of the emulated machines: one second of the bench stands for
+// timeScale seconds of a real cluster, the scale of the emulator's defaults
+// (its 200ms heartbeat TTL for Nomad's 10s). Every timing of the machines and
+// of Nomad's heartbeats is on that one scale, so that they race as they do on
+// a real cluster: a reboot outlasts the heartbeat TTL, the node is marked down,
+// and it is ready again at its first heartbeat after the boot. Nomad's own
+// protocol (blocking queries, locks, drains) is unchanged, and so is rollboot:
+// its own costs (a pass, a write) are not scaled, so they weigh timeScale
+// times more against a cycle than on a real cluster.
 const (
-	heartbeatTTL = 500 * time.Millisecond // Nomad: 10s minimum TTL
-	bootTime     = 500 * time.Millisecond // a real host: 1-5 minutes
-	migrateTime  = 50 * time.Millisecond  // one allocation stopping and its replacement starting
+	timeScale = 50
+	bootTime  = time.Minute / timeScale // a real host: 1-5 minutes; the shortest
+	// heartbeatGrace: nomad/config.go HeartbeatGrace, 10s.
+	heartbeatGrace = 10 * time.Second / timeScale
+	// initialStagger: the longest wait of a client that booted before its
+	// first heartbeat (client/client.go initialHeartbeatStagger, 10s).
+	initialStagger = 10 * time.Second / timeScale
+	migrateTime    = 50 * time.Millisecond // one allocation stopping and its replacement starting (2.5s)
 )
+
+// heartbeatTTL is the TTL Nomad's servers hand out to the clients of a
+// cluster of that many nodes: MinHeartbeatTTL (10s), or more once the nodes
+// would heartbeat more than MaxHeartbeatsPerSecond (50) times a second
+// (nomad/heartbeat.go resetHeartbeatTimerLocked, lib.RateScaledInterval), scaled.
+func heartbeatTTL(nodes int) time.Duration {
+	ttl := max(10*time.Second, time.Duration(nodes)*time.Second/50)
+	return ttl / timeScale
+}
 
 // cluster is an emulated cluster with one rollboot agent per client host, and
 // the bench's own view of it.
@@ -143,13 +162,15 @@ func startCluster(ctx context.Context, spec clusterSpec) (*cluster, error) {
 		pools[i] = groupName(i)
 	}
 	sim, err := nomadsim.New(nomadsim.Config{
-		Servers:      1,
-		Clients:      spec.hosts,
-		ClientPools:  pools,
-		HeartbeatTTL: heartbeatTTL,
-		BootTime:     bootTime,
-		MigrateTime:  migrateTime,
-		Seed:         13,
+		Servers:                 1,
+		Clients:                 spec.hosts,
+		ClientPools:             pools,
+		HeartbeatTTL:            heartbeatTTL(spec.hosts),
+		HeartbeatGrace:          heartbeatGrace,
+		InitialHeartbeatStagger: initialStagger,
+		BootTime:                bootTime,
+		MigrateTime:             migrateTime,
+		Seed:                    13,
 	})
 	if err != nil {
 		return nil, err

@@ -16,6 +16,10 @@ type Row struct {
 	Verdict                    string // "pass", "FAIL" or "info"
 }
 
+// makespanGoalHosts is the host count the makespan goal is set at (with 10
+// groups of concurrency 5).
+const makespanGoalHosts = 1000
+
 func verdict(ok bool) string {
 	if ok {
 		return "pass"
@@ -38,8 +42,14 @@ func (rep *Report) Rows() []Row {
 		if r.LowerBound > 0 {
 			ratio = float64(r.Makespan) / float64(r.LowerBound)
 		}
-		add("makespan / lower bound", r.Hosts, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), "<= 1.05",
-			verdict(r.LowerBound > 0 && ratio <= 1.05))
+		// The goal is set at 1,000 hosts, twenty cycles per slot. A smaller
+		// rollout's slots run too few cycles for it: the start and the
+		// tail, a fixed time each, weigh against one or two cycles.
+		goal, v := "<= 1.05", verdict(r.LowerBound > 0 && ratio <= 1.05)
+		if r.Hosts < makespanGoalHosts {
+			goal, v = fmt.Sprintf("<= 1.05 at %d hosts", makespanGoalHosts), "info"
+		}
+		add("makespan / lower bound", r.Hosts, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), goal, v)
 		if e := r.Excess; e.Group != "" && r.LowerBound > 0 {
 			pct := func(d time.Duration) string { return fmt.Sprintf("%.1f%%", 100*float64(d)/float64(r.LowerBound)) }
 			add("  beyond the cycles, per slot (of the bound)", r.Hosts, fmt.Sprintf("start %s, hand-offs %s, tail %s (group %s, the last to end)",
@@ -139,8 +149,9 @@ func (rep *Report) Failed() bool {
 // Print writes the table, the Kured baseline and how the figures were taken.
 func (rep *Report) Print(out io.Writer) {
 	o := rep.Options
-	fmt.Fprintf(out, "\nrollboot bench: %d groups, concurrency %d per group; machines scaled (boot %s, heartbeat TTL %s, allocation migration %s)\n\n",
-		o.Groups, o.Concurrency, bootTime, heartbeatTTL, migrateTime)
+	fmt.Fprintf(out, "\nrollboot bench: %d groups, concurrency %d per group; machines and heartbeats scaled 1:%d "+
+		"(boot %s, heartbeat TTL %s at 100 hosts and %s at 1,000, grace %s, first heartbeat after a boot within %s, allocation migration %s)\n\n",
+		o.Groups, o.Concurrency, timeScale, bootTime, heartbeatTTL(100), heartbeatTTL(1000), heartbeatGrace, initialStagger, migrateTime)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tHOSTS\tMEASURED\tGOAL\tRESULT")
 	for _, r := range rep.Rows() {

@@ -33,8 +33,8 @@ import (
 //     node_endpoint.go, since 1.5), which resets its timer, and restarts the
 //     tasks of the system allocations it restores from its state DB at once
 //     (client/allocrunner/taskrunner/task_runner.go Restore). Its first
-//     heartbeat comes after a random stagger of up to the minimum TTL
-//     (client.go initialHeartbeatStagger). Node.UpdateStatus then moves
+//     heartbeat comes after a random stagger of up to 10s, the minimum TTL
+//     but a constant (client.go initialHeartbeatStagger). Node.UpdateStatus then moves
 //     down → ready with the event "Node reregistered by heartbeat",
 //     disconnected → initializing, and initializing → ready once the client
 //     has updated its allocations since it missed its heartbeat
@@ -273,7 +273,8 @@ func (c *clusterState) loseAllocLocked(s *Sim, sa *simAlloc, reason string) {
 // clientRegisteredLocked is the client of h registering after its host booted
 // (client.go registerNode → Node.Register): the stored status stays (only
 // UpdateStatus changes it), the leader's timer is reset, and the first heartbeat
-// follows after a random stagger of up to the minimum TTL.
+// follows after a random stagger of up to Config.InitialHeartbeatStagger
+// (client.go registerAndHeartbeat).
 func (c *clusterState) clientRegisteredLocked(s *Sim, h *Host, sn *simNode) {
 	now := time.Now()
 	hb := c.heartbeatOf(sn.node.ID)
@@ -283,8 +284,8 @@ func (c *clusterState) clientRegisteredLocked(s *Sim, h *Host, sn *simNode) {
 	}
 	gen := s.cluster.rebootGen[h.Name]
 	stagger := time.Duration(0)
-	if s.cfg.HeartbeatTTL > 0 {
-		stagger = time.Duration(s.rng.Int64N(int64(s.cfg.HeartbeatTTL)))
+	if s.cfg.InitialHeartbeatStagger > 0 {
+		stagger = time.Duration(s.rng.Int64N(int64(s.cfg.InitialHeartbeatStagger)))
 	}
 	s.after(stagger, func() { c.clientHeartbeatLocked(s, h, sn, gen) })
 }

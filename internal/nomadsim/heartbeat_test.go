@@ -2,6 +2,7 @@ package nomadsim
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -337,6 +338,45 @@ func TestDisconnectLostAfterSpec(t *testing.T) {
 	} {
 		if err := s.AddJob(bad); err == nil {
 			t.Errorf("AddJob(%+v) accepted", bad)
+		}
+	}
+}
+
+// The first heartbeat of a client that booted comes within
+// InitialHeartbeatStagger, a constant in Nomad (client.go
+// initialHeartbeatStagger), not within the TTL the servers hand out, which
+// grows with the node count: in a large cluster a rebooted node is down for its
+// boot plus at most that stagger, not plus a rate-scaled TTL.
+func TestFirstHeartbeatAfterBootWithinInitialStagger(t *testing.T) {
+	const (
+		clients = 8
+		ttl     = 300 * time.Millisecond // rate-scaled: three times the stagger
+		stagger = 20 * time.Millisecond
+	)
+	// A boot longer than the latest deadline (2 TTL + grace): every node is
+	// marked down before its host is back.
+	s, c := newTestSim(t, Config{Clients: clients, HeartbeatTTL: ttl, InitialHeartbeatStagger: stagger, BootTime: 2*ttl + 100*time.Millisecond})
+	ctx := testCtx(t)
+	for i := 1; i <= clients; i++ {
+		if err := s.Reboot(fmt.Sprintf("client-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= clients; i++ {
+		host := fmt.Sprintf("client-%d", i)
+		waitNode(ctx, t, c, nodeID(t, s, host), func(n *api.Node) bool {
+			return n.Status == api.NodeStatusReady && slices.Contains(nodeMessages(n), nodeReregisteredByHeartbeat)
+		})
+		// Each node's own boot and ready events, both taken under the
+		// emulator's lock: only the stagger and the scheduling of the timer
+		// lie between them. With the TTL as the stagger, the chance that all
+		// eight come within 100ms is (1/3)^8.
+		boot, ready := eventTime(t, s, host, EventHostBoot), eventTime(t, s, host, EventNodeReady)
+		if gap := ready.Sub(boot); gap < 0 || gap > stagger+80*time.Millisecond {
+			t.Errorf("%s ready %s after its boot, want within the initial stagger (%s)", host, gap, stagger)
+		}
+		if got := nodeStatusEvents(s, host); !slices.Equal(got, []string{EventHostRebootStart, EventNodeDown, EventHostBoot, EventNodeReady}) {
+			t.Errorf("%s status changes %v", host, got)
 		}
 	}
 }

@@ -46,6 +46,12 @@ type Config struct {
 	// TTL). Default 0, so that the fast default timings stay fast; tests of
 	// missed heartbeats set Nomad's ratio (HeartbeatGrace = HeartbeatTTL).
 	HeartbeatGrace time.Duration
+	// InitialHeartbeatStagger bounds the random wait of a client that booted
+	// before its first heartbeat (client/client.go initialHeartbeatStagger: 10s,
+	// a constant, not the TTL the servers hand out, which grows with the node
+	// count: nomad/heartbeat.go resetHeartbeatTimerLocked, RateScaledInterval).
+	// Default HeartbeatTTL: the two are equal at Nomad's minimum TTL.
+	InitialHeartbeatStagger time.Duration
 	// FailoverHeartbeatTTL is the TTL every node gets when a new leader takes
 	// over (nomad/config.go FailoverHeartbeatTTL: 5m, 30 times the minimum TTL;
 	// heartbeat.go initializeHeartbeatTimers). 0 (the default) keeps each node's
@@ -135,6 +141,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HeartbeatTTL == 0 {
 		c.HeartbeatTTL = 200 * time.Millisecond
+	}
+	if c.InitialHeartbeatStagger == 0 {
+		c.InitialHeartbeatStagger = c.HeartbeatTTL
 	}
 	if c.BootTime == 0 {
 		c.BootTime = 300 * time.Millisecond
