@@ -25,6 +25,7 @@ type Rollout struct {
 	Makespan   time.Duration // from the sentinels to the last cycle's end
 	LowerBound time.Duration // max over groups of ceil(hosts/concurrency) x mean cycle
 	Excess     Excess        // where the group that ended last spent the time its slots were not busy
+	Floor      Floor         // the ratio the cycles allow with nothing between them
 	MeanCycle  time.Duration // draining to idle, over every host
 	Cycles     []time.Duration
 
@@ -247,6 +248,7 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 	}
 	r.MeanCycle = total / time.Duration(len(r.Cycles))
 	r.Makespan = end.Sub(start)
+	cycles := make(map[string][]time.Duration, len(byGroup))
 	for group, cs := range byGroup {
 		var sum time.Duration
 		starts := make([]time.Time, 0, len(cs))
@@ -271,5 +273,9 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 			r.Excess = slotExcess(cs, r.Concurrency, start)
 			r.Excess.Group = group
 		}
+		for _, c := range cs {
+			cycles[group] = append(cycles[group], c.end.Sub(c.start))
+		}
 	}
+	r.Floor = makespanFloor(cycles, r.Concurrency, floorReplays)
 }
