@@ -50,3 +50,24 @@ func TestMakespanFloor(t *testing.T) {
 		t.Errorf("no cycles: %+v", got)
 	}
 }
+
+// The floor is shown only from ten cycles per slot: with fewer, the first
+// wave's longer cycles, mixed into later waves, put it above the ratio.
+func TestFloorRowFromTenWaves(t *testing.T) {
+	for _, tt := range []struct {
+		hosts int
+		shown bool
+	}{{100, false}, {499, false}, {500, true}, {1000, true}} {
+		r := &Rollout{Hosts: tt.hosts, Groups: 10, Concurrency: 5, Makespan: 105 * time.Second, LowerBound: 100 * time.Second,
+			Floor: Floor{Mean: 1.02, P10: 1.01, P90: 1.03, Replays: floorReplays}}
+		shown := false
+		for _, row := range (&Report{Rollouts: []*Rollout{r}}).Rows() {
+			if row.Figure == "  with nothing between the cycles" {
+				shown = true
+			}
+		}
+		if shown != tt.shown {
+			t.Errorf("%d hosts in 10 groups of 5: floor row shown %v, want %v", tt.hosts, shown, tt.shown)
+		}
+	}
+}

@@ -16,6 +16,9 @@ type Row struct {
 	Verdict                    string // "pass", "FAIL" or "info"
 }
 
+// floorMinWaves is the fewest cycles per slot with which the floor is shown.
+const floorMinWaves = 10
+
 // makespanGoalHosts is the host count the makespan goal is set at (with 10
 // groups of concurrency 5).
 const makespanGoalHosts = 1000
@@ -50,7 +53,12 @@ func (rep *Report) Rows() []Row {
 			goal, v = fmt.Sprintf("<= 1.05 at %d hosts", makespanGoalHosts), "info"
 		}
 		add("makespan / lower bound", r.Hosts, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), goal, v)
-		if f := r.Floor; f.Replays > 0 {
+		// The replays assume a cycle's length does not depend on when it
+		// runs. The first wave's, all started at once under the start's
+		// load, are longer (1.51 s against 1.38 s for the second at 100
+		// hosts): with a few waves per slot, mixing them into later waves
+		// puts the floor above the measured ratio.
+		if f := r.Floor; f.Replays > 0 && r.Groups > 0 && r.Concurrency > 0 && r.Hosts/r.Groups/r.Concurrency >= floorMinWaves {
 			add("  with nothing between the cycles", r.Hosts, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: the measured cycles replayed in %d orders through the slots)",
 				f.Mean, f.P10, f.P90, f.Replays), "-", "info")
 		}
