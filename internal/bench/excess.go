@@ -40,12 +40,7 @@ func slotExcess(cycles []span, concurrency int, start time.Time) Excess {
 			free[i] = c.end
 			continue
 		}
-		k := 0
-		for j := range free {
-			if free[j].Before(free[k]) {
-				k = j
-			}
-		}
+		k := firstFree(free, time.Time.Before)
 		gaps += max(0, c.start.Sub(free[k]))
 		free[k] = c.end
 	}
@@ -59,4 +54,17 @@ func slotExcess(cycles []span, concurrency int, start time.Time) Excess {
 	}
 	meanEnd := sumEnds / time.Duration(n)
 	return Excess{Start: first / time.Duration(n), HandOffs: gaps / time.Duration(n), Tail: last.Sub(start) - meanEnd}
+}
+
+// firstFree is the index of the slot that frees first of free (each slot's
+// end), the one a first-come-first-served hand-out gives the next cycle; the
+// lowest index among equals.
+func firstFree[T any](free []T, before func(a, b T) bool) int {
+	k := 0
+	for j := range free {
+		if before(free[j], free[k]) {
+			k = j
+		}
+	}
+	return k
 }

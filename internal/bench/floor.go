@@ -74,13 +74,7 @@ func makespanFloor(byGroup map[string][]time.Duration, concurrency, replays int)
 func listSchedule(cycles []time.Duration, slots int) time.Duration {
 	free := make([]time.Duration, min(slots, max(1, len(cycles))))
 	for _, c := range cycles {
-		k := 0
-		for j := range free {
-			if free[j] < free[k] {
-				k = j
-			}
-		}
-		free[k] += c
+		free[firstFree(free, func(a, b time.Duration) bool { return a < b })] += c
 	}
 	return slices.Max(free)
 }
