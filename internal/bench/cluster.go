@@ -50,7 +50,8 @@ const (
 // would heartbeat more than MaxHeartbeatsPerSecond (50) times a second
 // (nomad/heartbeat.go resetHeartbeatTimerLocked, lib.RateScaledInterval), scaled.
 func heartbeatTTL(nodes int) time.Duration {
-	ttl := max(10*time.Second, time.Duration(nodes)*time.Second/50)
+	const maxHeartbeatsPerSecond = 50
+	ttl := max(10*time.Second, time.Duration(nodes)*time.Second/maxHeartbeatsPerSecond)
 	return ttl / timeScale
 }
 

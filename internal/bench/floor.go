@@ -1,7 +1,7 @@
 package bench
 
 import (
-	"math"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -22,34 +22,12 @@ const floorReplays = 300
 // come first served as the coordinator hands them out, with no time between a
 // cycle's end and the next one's start, in replays random orders (seeded, so
 // that a run's figure is repeatable); each replay's ratio is the last group's
-// end over the lower bound, as the rollout's is (measureCycles).
-func makespanFloor(byGroup map[string][]time.Duration, concurrency, replays int) Floor {
-	if concurrency <= 0 || replays <= 0 || len(byGroup) == 0 {
+// end over bound, the rollout's lower bound (measureCycles).
+func makespanFloor(byGroup map[string][]time.Duration, concurrency int, bound time.Duration, replays int) Floor {
+	if concurrency <= 0 || replays <= 0 || bound <= 0 || len(byGroup) == 0 {
 		return Floor{}
 	}
-	groups := slices.Sorted(func(yield func(string) bool) {
-		for g := range byGroup {
-			if !yield(g) {
-				return
-			}
-		}
-	})
-	var bound time.Duration
-	for _, g := range groups {
-		cs := byGroup[g]
-		if len(cs) == 0 {
-			continue
-		}
-		var sum time.Duration
-		for _, c := range cs {
-			sum += c
-		}
-		waves := int(math.Ceil(float64(len(cs)) / float64(concurrency)))
-		bound = max(bound, time.Duration(waves)*(sum/time.Duration(len(cs))))
-	}
-	if bound <= 0 {
-		return Floor{}
-	}
+	groups := slices.Sorted(maps.Keys(byGroup))
 	rng := rand.New(rand.NewPCG(1, 2))
 	ratios := make([]float64, replays)
 	for i := range ratios {

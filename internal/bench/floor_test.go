@@ -32,21 +32,22 @@ func TestListSchedule(t *testing.T) {
 // depends on the order, and the groups' worst is the rollout's.
 func TestMakespanFloor(t *testing.T) {
 	s := time.Second
-	even := makespanFloor(map[string][]time.Duration{"a": {s, s, s, s}, "b": {s, s}}, 2, 50)
+	// The bounds: a, 2 waves of 1s; b, 1 wave of 1s.
+	even := makespanFloor(map[string][]time.Duration{"a": {s, s, s, s}, "b": {s, s}}, 2, 2*s, 50)
 	if even.Mean != 1 || even.P10 != 1 || even.P90 != 1 || even.Replays != 50 {
 		t.Errorf("equal cycles: %+v, want a floor of exactly 1", even)
 	}
 	// Group a, 1,1,1,3 through 2 slots (bound 2 x 1.5 = 3): an order ends at 3
 	// when the long cycle comes first or second, at 4 when it comes third or
 	// last, so the ratio is 1 or 4/3, each in half the orders.
-	varied := makespanFloor(map[string][]time.Duration{"a": {s, s, s, 3 * s}}, 2, 300)
+	varied := makespanFloor(map[string][]time.Duration{"a": {s, s, s, 3 * s}}, 2, 3*s, 300)
 	if varied.P10 != 1 || varied.P90 != 4.0/3 || varied.Mean <= 1 || varied.Mean >= 4.0/3 {
 		t.Errorf("varied cycles: %+v, want between 1 and 4/3, both reached", varied)
 	}
-	if again := makespanFloor(map[string][]time.Duration{"a": {s, s, s, 3 * s}}, 2, 300); again != varied {
+	if again := makespanFloor(map[string][]time.Duration{"a": {s, s, s, 3 * s}}, 2, 3*s, 300); again != varied {
 		t.Errorf("a second replay gave %+v, want the same (seeded) %+v", again, varied)
 	}
-	if got := makespanFloor(nil, 2, 300); got != (Floor{}) {
+	if got := makespanFloor(nil, 2, s, 300); got != (Floor{}) {
 		t.Errorf("no cycles: %+v", got)
 	}
 }

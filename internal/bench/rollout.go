@@ -253,7 +253,9 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 		var sum time.Duration
 		starts := make([]time.Time, 0, len(cs))
 		ends := make([]time.Time, 0, len(cs))
+		lengths := make([]time.Duration, 0, len(cs))
 		for _, c := range cs {
+			lengths = append(lengths, c.end.Sub(c.start))
 			sum += c.end.Sub(c.start)
 			starts = append(starts, c.start)
 			ends = append(ends, c.end)
@@ -273,9 +275,7 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 			r.Excess = slotExcess(cs, r.Concurrency, start)
 			r.Excess.Group = group
 		}
-		for _, c := range cs {
-			cycles[group] = append(cycles[group], c.end.Sub(c.start))
-		}
+		cycles[group] = lengths
 	}
-	r.Floor = makespanFloor(cycles, r.Concurrency, floorReplays)
+	r.Floor = makespanFloor(cycles, r.Concurrency, r.LowerBound, floorReplays)
 }
