@@ -17,7 +17,8 @@ import (
 // coordinator granted what it may), the bench's policy and gates, and a
 // coordinator that has led a while with its watches running (Follow). Its
 // passes over an unchanged cluster, and each after one host record changed
-// (seen by the host watch first). Run with
+// (seen by the host watch first), and each after one node changed (seen by the
+// node watch first). Run with
 //
 //	go test ./internal/bench -run '^$' -bench Pass -benchmem
 //
@@ -86,6 +87,21 @@ func BenchmarkPass(b *testing.B) {
 		}
 		m.report(b, false) // the CPU of the bench's change and of the watch's answer would count
 	})
+	b.Run(fmt.Sprintf("hosts=%d/one-node", hosts), func(b *testing.B) {
+		b.ReportAllocs()
+		m := c.measure()
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			i++
+			changeNode(b, c, co, (i*10)%len(c.hosts))
+			b.StartTimer()
+			if err := co.ReconcileOnce(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		m.report(b, false)
+	})
 }
 
 // passFigures are what a benchmark reports besides time and allocations.
@@ -119,6 +135,24 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// changeNode changes the node of host j (a meta key no group selects on, as a
+// rollout changes nodes: every drain, eligibility and status change moves a
+// node's ModifyIndex) and waits until co's node watch has seen it.
+func changeNode(b *testing.B, c *cluster, co *coordinator.Coordinator, j int) {
+	b.Helper()
+	before := co.WatchedNodes()
+	if err := c.sim.SetNodeMeta(c.hosts[j].Name, map[string]string{"bench": fmt.Sprint(time.Now().UnixNano())}); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for co.WatchedNodes() <= before {
+		if time.Now().After(deadline) {
+			b.Fatalf("the node watch did not see node %d change within 30s", j)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // changeRecord changes host j's record (its agent's version, which decides

@@ -49,3 +49,14 @@ func (c *Coordinator) WatchedHosts() uint64 {
 	defer c.hostsCache.mu.Unlock()
 	return c.hostsCache.index
 }
+
+// WatchedNodes returns the index of the node list the node watch last kept (0:
+// none, or it failed), for a benchmark that waits until a change is seen.
+func (c *Coordinator) WatchedNodes() uint64 {
+	c.nodeCache.mu.Lock()
+	defer c.nodeCache.mu.Unlock()
+	if c.nodeCache.list == nil {
+		return 0
+	}
+	return c.nodeCache.index
+}

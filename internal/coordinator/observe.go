@@ -274,7 +274,14 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admiss
 }
 
 func nodeView(n *api.NodeListStub) *NodeView {
-	v := &NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
+	v := nodeViewOf(n)
+	return &v
+}
+
+// nodeViewOf is the view of n, by value: comparing it with a kept view
+// allocates nothing.
+func nodeViewOf(n *api.NodeListStub) NodeView {
+	v := NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
 		ModifyIndex: n.ModifyIndex}
 	if n.LastDrain != nil {
 		v.DrainStatus = string(n.LastDrain.Status)

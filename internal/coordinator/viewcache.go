@@ -160,29 +160,18 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 	if same && sameSlice(recs, v.viewsRecs) {
 		return v.views, v.names, v.order
 	}
-	var changed []int
-	ok := false
-	if same {
-		changed, ok = changedRecords(v.viewsRecs, recs)
-	}
-	if ok {
-		// The same hosts, nodes and groups: only the views of the records
-		// that changed are built again (into a new kept map, and only if one
-		// did: handon.go).
-		views, order := v.views, v.order
-		for _, i := range changed {
-			hv := c.buildView(&recs[i], nodes, groupOf, v.nodeViews)
-			if old := views[hv.rec.Host]; old == nil || !sameView(old, &hv) {
-				if sameMap(views, v.views) {
-					views, order = maps.Clone(v.views), slices.Clone(v.order)
-				}
-				views[hv.rec.Host] = &hv
-				at, _ := slices.BinarySearch(v.names, hv.rec.Host) // the same hosts: there
-				order[at] = &hv
+	if v.views != nil && key == v.viewsKey {
+		if changed, ok := changedRecords(v.viewsRecs, recs); ok {
+			// The same hosts and groups: only the views of the records that
+			// changed are built again, and, when the nodes changed, those of
+			// the hosts whose node did (a rollout changes a few nodes per
+			// pass, and building every view again took most of such a pass).
+			if !same {
+				changed = c.staleViews(recs, changed, nodes, groupOf)
 			}
+			c.rebuildViews(recs, changed, nodes, groupOf)
+			return v.views, v.names, v.order
 		}
-		v.views, v.order, v.viewsRecs = views, order, recs
-		return views, v.names, order
 	}
 	nodeViews := make(map[string]*NodeView, len(recs))
 	views = make(map[string]*hostView, len(recs))
@@ -205,6 +194,68 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 	return views, names, order
 }
 
+// rebuildViews builds again the views of the records of recs at the indexes
+// changed (the same hosts as the kept views', in the same order), into a new
+// kept map, and only if one differs (handon.go). Called with v.mu held.
+func (c *Coordinator) rebuildViews(recs []store.HostRecord, changed []int, nodes map[string]*api.NodeListStub, groupOf map[string]string) {
+	v := &c.viewCache
+	views, order := v.views, v.order
+	for _, i := range changed {
+		hv := c.buildView(&recs[i], nodes, groupOf, v.nodeViews)
+		if old := views[hv.rec.Host]; old == nil || !sameView(old, &hv) {
+			if sameMap(views, v.views) {
+				views, order = maps.Clone(v.views), slices.Clone(v.order)
+			}
+			views[hv.rec.Host] = &hv
+			at, _ := slices.BinarySearch(v.names, hv.rec.Host) // the same hosts: there
+			order[at] = &hv
+		}
+	}
+	v.views, v.order, v.viewsRecs, v.viewsNodes, v.viewsGroup = views, order, recs, nodes, groupOf
+}
+
+// staleViews adds to changed (the indexes of the records of recs that changed,
+// in order) those of the hosts whose view no longer shows their node or
+// group: the node's stub says something else, the node is gone or new, or it
+// is in another group. Called with v.mu held, when the nodes or the groups of
+// the kept views are not these.
+func (c *Coordinator) staleViews(recs []store.HostRecord, changed []int, nodes map[string]*api.NodeListStub, groupOf map[string]string) []int {
+	v := &c.viewCache
+	out := make([]int, 0, len(changed))
+	k := 0
+	for i := range recs {
+		if k < len(changed) && changed[k] == i {
+			out = append(out, i)
+			k++
+			continue
+		}
+		if !c.viewCurrent(v.views[recs[i].Host], &recs[i], nodes, groupOf) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// viewCurrent reports whether old, the kept view of the host of r (whose
+// record did not change), shows its node as nodes list it and its group as
+// groupOf says.
+func (c *Coordinator) viewCurrent(old *hostView, r *store.HostRecord, nodes map[string]*api.NodeListStub, groupOf map[string]string) bool {
+	var n *api.NodeListStub
+	if r.NodeID != "" {
+		n = nodes[r.NodeID]
+	}
+	if old == nil || (n == nil) != (old.node == nil) {
+		return false
+	}
+	if n != nil {
+		nv := nodeViewOf(n)
+		if !sameNodeView(&nv, old.node) {
+			return false
+		}
+	}
+	return old.group == c.groupOfHost(r, groupOf)
+}
+
 // inOrder returns the views of names, by position.
 func inOrder(views map[string]*hostView, names []string) []*hostView {
 	order := make([]*hostView, len(names))
@@ -218,19 +269,27 @@ func inOrder(views map[string]*hostView, names []string) []*hostView {
 // when its stub says the same, noted in nodeViews) and group. Called with
 // v.mu held.
 func (c *Coordinator) buildView(r *store.HostRecord, nodes map[string]*api.NodeListStub, groupOf map[string]string, nodeViews map[string]*NodeView) hostView {
-	hv := hostView{rec: r, group: c.opt.DefaultGroup.Name}
+	hv := hostView{rec: r, group: c.groupOfHost(r, groupOf)}
 	if r.NodeID != "" {
 		if n := nodes[r.NodeID]; n != nil {
 			hv.node = c.viewCache.nodeView(n)
 			nodeViews[n.ID] = hv.node
 		}
-		if g, ok := groupOf[r.NodeID]; ok {
-			hv.group = g
-		}
-	} else if r.Group != "" && c.knownGroup(r.Group) {
-		hv.group = r.Group // a host without a node says its group (FleetLock)
 	}
 	return hv
+}
+
+// groupOfHost is the group of the host of r: its node's (groupOf), else the
+// default group; a host without a node says its group (FleetLock).
+func (c *Coordinator) groupOfHost(r *store.HostRecord, groupOf map[string]string) string {
+	if r.NodeID != "" {
+		if g, ok := groupOf[r.NodeID]; ok {
+			return g
+		}
+	} else if r.Group != "" && c.knownGroup(r.Group) {
+		return r.Group
+	}
+	return c.opt.DefaultGroup.Name
 }
 
 // kept returns the kept views (nil: none yet); a new map after every change.
@@ -242,7 +301,7 @@ func (v *viewCache) kept() map[string]*hostView {
 
 // nodeView returns the view of n: the one kept when its stub says the same.
 func (v *viewCache) nodeView(n *api.NodeListStub) *NodeView {
-	nv := *nodeView(n)
+	nv := nodeViewOf(n)
 	if old := v.nodeViews[n.ID]; old != nil && sameNodeView(&nv, old) {
 		return old
 	}
