@@ -8,7 +8,8 @@
 // "false") and rollboot_last_reboot (RFC 3339, UTC; absent until rollboot
 // finished a reboot of the host). The leading coordinator hands the publisher
 // the wanted metadata after every pass; the publisher writes a node's only when
-// it differs from what the node has, beside the reconcile loop, so a node whose
+// it differs from what the node has (read once per term, then known from its
+// own writes), beside the reconcile loop, so a node whose
 // client does not answer (it is rebooting) never slows a pass. A failed write is
 // logged, counted and tried again.
 package nodemeta
@@ -173,7 +174,8 @@ func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) 
 				wait = minPositive(wait, time.Until(f.retry))
 				continue
 			}
-			if err := p.sync(ctx, fence, id, want[id]); err != nil {
+			_, known := have[id]
+			if err := p.sync(ctx, fence, id, want[id], known); err != nil {
 				next[id] = failure{retry: time.Now().Add(p.opt.Retry), want: want[id]}
 				wait = minPositive(wait, p.opt.Retry)
 				delete(have, id)
@@ -204,19 +206,27 @@ func minPositive(a, b time.Duration) time.Duration {
 	return a
 }
 
-// sync reads the node's metadata and writes m if it differs.
-func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error, nodeID string, m Meta) error {
+// sync writes m to the node's metadata. Unless known (this term read or wrote
+// what the node says, and it is not m), it reads the node's metadata first and
+// writes only if it differs: a new leader finds the nodes as earlier terms
+// left them, and rewrites none of them. A node this term knows is written
+// without a read: a write sets every key rollboot owns, whatever was there, and
+// each read is a request the servers forward to the node's client, one per
+// phase a host goes through.
+func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error, nodeID string, m Meta, known bool) error {
 	rctx, cancel := context.WithTimeout(ctx, p.opt.Timeout)
 	defer cancel()
-	cur, err := p.opt.API.Read(nodeID, (&api.QueryOptions{}).WithContext(rctx))
-	if err != nil {
-		// A rebooting host's client does not answer (Nomad: "No path to
-		// node"): expected, so not a warning at every reboot.
-		return p.failed(ctx, nodeID, "read", err)
-	}
-	if m.matches(cur.Meta) {
-		p.ok(nodeID)
-		return nil
+	if !known {
+		cur, err := p.opt.API.Read(nodeID, (&api.QueryOptions{}).WithContext(rctx))
+		if err != nil {
+			// A rebooting host's client does not answer (Nomad: "No path
+			// to node"): expected, so not a warning at every reboot.
+			return p.failed(ctx, nodeID, "read", err)
+		}
+		if m.matches(cur.Meta) {
+			p.ok(nodeID)
+			return nil
+		}
 	}
 	if fence != nil {
 		if err := fence(ctx); err != nil {

@@ -88,7 +88,7 @@ func TestPublishToNomad(t *testing.T) {
 }
 
 // failing is a metadata API that fails every call for the nodes in bad, and
-// counts calls.
+// counts reads.
 type failing struct {
 	mu    sync.Mutex
 	bad   map[string]bool
@@ -114,6 +114,9 @@ func (f *failing) Read(id string, _ *api.QueryOptions) (*api.NodeMetaResponse, e
 func (f *failing) Apply(req *api.NodeMetaApplyRequest, _ *api.QueryOptions) (*api.NodeMetaResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.bad[req.NodeID] {
+		return nil, errors.New("Unknown node " + req.NodeID)
+	}
 	m := map[string]string{}
 	for k, v := range req.Meta {
 		if v != nil {
@@ -215,4 +218,51 @@ func TestRetryWhenWantChanges(t *testing.T) {
 		defer f.mu.Unlock()
 		return f.meta["n1"][KeyPhase] == "rejoining"
 	})
+}
+
+// A node is read once per term: after that, what this term wrote is what it
+// says, and a change of the metadata wanted of it is written without reading
+// it first. A node whose write failed is read again.
+func TestReadOncePerTerm(t *testing.T) {
+	f := &failing{bad: map[string]bool{}, calls: map[string]int{}, meta: map[string]map[string]string{
+		"n1": {KeyPhase: "idle", KeyRebootRequired: "false"}}}
+	p := New(Options{API: f, Retry: 10 * time.Millisecond})
+	run(t, p)
+	phase := func(id string) string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.meta[id][KeyPhase]
+	}
+	reads := func(id string) int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.calls[id]
+	}
+	p.Observe(map[string]Meta{"n1": {Phase: "idle"}}) // what the node says: read, not written
+	waitFor(t, "the first read", func() bool { return reads("n1") == 1 })
+	for _, ph := range []string{"pending", "draining", "drained"} {
+		p.Observe(map[string]Meta{"n1": {Phase: ph, RebootRequired: true}})
+		waitFor(t, "the node "+ph, func() bool { return phase("n1") == ph })
+	}
+	if n := reads("n1"); n != 1 {
+		t.Errorf("the node was read %d times, want once: what this term wrote is what it says", n)
+	}
+	if n := testutil.ToFloat64(p.writes); n != 3 {
+		t.Errorf("%v writes, want 3", n)
+	}
+	// The host goes down: the write fails, and the node is read again before
+	// the next one.
+	f.mu.Lock()
+	f.bad["n1"] = true
+	f.mu.Unlock()
+	p.Observe(map[string]Meta{"n1": {Phase: "rebooting", RebootRequired: true}})
+	waitFor(t, "the failed write", func() bool { return testutil.ToFloat64(p.errs.WithLabelValues("write")) >= 1 })
+	f.mu.Lock()
+	f.bad["n1"] = false
+	f.mu.Unlock()
+	p.Observe(map[string]Meta{"n1": {Phase: "rejoining", RebootRequired: true}})
+	waitFor(t, "the node rejoining", func() bool { return phase("n1") == "rejoining" })
+	if n := reads("n1"); n < 2 {
+		t.Errorf("the node was read %d times, want again after the failure", n)
+	}
 }
