@@ -144,3 +144,20 @@ func TestMakespanVerdict(t *testing.T) {
 		}
 	}
 }
+
+// The header says the heartbeat TTL of each host count measured, not of
+// counts the run did not measure.
+func TestHeartbeatTTLs(t *testing.T) {
+	for _, c := range []struct {
+		hosts []int
+		want  string
+	}{
+		{[]int{30}, "200ms at 30 hosts"},
+		{[]int{100, 1000, 5000}, "200ms at 100 hosts, 400ms at 1,000, 2s at 5,000"},
+		{[]int{12000}, "4.8s at 12,000 hosts"},
+	} {
+		if got := heartbeatTTLs(c.hosts); got != c.want {
+			t.Errorf("heartbeatTTLs(%v) = %q, want %q", c.hosts, got, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -148,6 +149,29 @@ func (rep *Report) Rows() []Row {
 	return rows
 }
 
+// heartbeatTTLs says the heartbeat TTL the emulator hands out at each host
+// count measured, in order: "200ms at 100 hosts, 400ms at 1,000".
+func heartbeatTTLs(hosts []int) string {
+	var parts []string
+	for i, n := range hosts {
+		at := thousands(n)
+		if i == 0 {
+			at += " hosts"
+		}
+		parts = append(parts, fmt.Sprintf("%s at %s", heartbeatTTL(n), at))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// thousands writes n with a comma between each group of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // Failed reports whether a goal was missed.
 func (rep *Report) Failed() bool {
 	for _, r := range rep.Rows() {
@@ -162,8 +186,8 @@ func (rep *Report) Failed() bool {
 func (rep *Report) Print(out io.Writer) {
 	o := rep.Options
 	fmt.Fprintf(out, "\nrollboot bench: %d groups, concurrency %d per group; machines and heartbeats scaled 1:%d "+
-		"(boot %s, heartbeat TTL %s at 100 hosts and %s at 1,000, grace %s, first heartbeat after a boot within %s, allocation migration %s)\n\n",
-		o.Groups, o.Concurrency, timeScale, bootTime, heartbeatTTL(100), heartbeatTTL(1000), heartbeatGrace, initialStagger, migrateTime)
+		"(boot %s, heartbeat TTL %s, grace %s, first heartbeat after a boot within %s, allocation migration %s)\n\n",
+		o.Groups, o.Concurrency, timeScale, bootTime, heartbeatTTLs(o.Hosts), heartbeatGrace, initialStagger, migrateTime)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tHOSTS\tMEASURED\tGOAL\tRESULT")
 	for _, r := range rep.Rows() {
