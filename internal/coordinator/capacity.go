@@ -82,10 +82,12 @@ type capacityCache struct {
 	mu    sync.Mutex
 	nodes map[string]cachedCapacity
 	// layout: the candidates of each pool and the nodes out, as last sorted
-	// from the node map layoutOf with the nodes on their way out for rollboot
-	// layoutOut (sorted): the same again while neither changed.
+	// from the nodes of layoutOf with the nodes on their way out for rollboot
+	// layoutOut (sorted): the same again while neither changed how they sort.
+	// layoutOf is the map itself, not its address: an address kept without
+	// the map may be a newer map's once the old one is collected.
 	layout    nodeLayout
-	layoutOf  uintptr
+	layoutOf  map[string]*api.NodeListStub
 	layoutOut []string
 }
 
@@ -167,13 +169,46 @@ func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacity
 	}
 	slices.Sort(leaving)
 	leaving = slices.Compact(leaving)
+	layout := cc.layoutFor(s.nodes, leaving)
+	v.candidates, v.out = layout.candidates, layout.out
+	return v
+}
+
+// layoutFor returns sortNodes(nodes, leaving): as sorted last time while the
+// nodes on their way out are the same and every node sorts as it did (a new
+// node list after a node's metadata or status changed sorts the same unless
+// the node's drain, eligibility, readiness or pool did).
+func (cc *capacityCache) layoutFor(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if id := mapID(s.nodes); cc.layout.candidates == nil || cc.layoutOf != id || !slices.Equal(cc.layoutOut, leaving) {
-		cc.layout, cc.layoutOf, cc.layoutOut = sortNodes(s.nodes, leaving), id, leaving
+	if cc.layout.candidates == nil || !slices.Equal(cc.layoutOut, leaving) ||
+		!sameMap(cc.layoutOf, nodes) && !sortsAlike(cc.layoutOf, nodes) {
+		cc.layout, cc.layoutOut = sortNodes(nodes, leaving), leaving
 	}
-	v.candidates, v.out = cc.layout.candidates, cc.layout.out
-	return v
+	cc.layoutOf = nodes
+	return cc.layout
+}
+
+// sortsAlike reports whether b holds the nodes of a, each of which sortNodes
+// puts where it put it from a: draining or not, a candidate or not, and in
+// which pool.
+func sortsAlike(a, b map[string]*api.NodeListStub) bool {
+	if a == nil || len(a) != len(b) {
+		return false
+	}
+	for id, nb := range b {
+		na := a[id]
+		if na == nil || na.Drain != nb.Drain || eligibleReady(na) != eligibleReady(nb) || na.NodePool != nb.NodePool {
+			return false
+		}
+	}
+	return true
+}
+
+// eligibleReady reports whether n is ready and eligible: a candidate, unless
+// it drains or is on its way out.
+func eligibleReady(n *api.NodeListStub) bool {
+	return n.Status == api.NodeStatusReady && n.SchedulingEligibility == api.NodeSchedulingEligible
 }
 
 // emptiedByDrain reports whether nothing on a node whose drain rollboot saw
@@ -203,7 +238,7 @@ func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout 
 		switch {
 		case n.Drain || out:
 			l.out = append(l.out, id)
-		case n.Status == api.NodeStatusReady && n.SchedulingEligibility == api.NodeSchedulingEligible:
+		case eligibleReady(n):
 			l.candidates[n.NodePool] = append(l.candidates[n.NodePool], id)
 			l.candidates["all"] = append(l.candidates["all"], id)
 		}
