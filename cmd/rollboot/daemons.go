@@ -5,12 +5,14 @@ import (
 	"log/slog"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
+	"github.com/rollboot/rollboot/internal/startpages"
 )
 
 // setup loads the configuration and builds the logger of a long-running command.
@@ -40,17 +42,26 @@ reboots, and reports the new boot ID after boot. Unless coordinator.enabled is f
 stands for election as the coordinator, so a Nomad system job of agents is a whole deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// What initialising the linked packages touched, before anything else
+			// (logged once there is a logger).
+			released, releaseErr := startpages.Release()
 			procs := startAgentProcs()
 			cfg, log, err := setup(cmd, &cf, &lf)
 			if err != nil {
 				return err
 			}
+			logReleased(log, "initialisation", released, releaseErr)
 			procs(cfg.Coordinator.Enabled, log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return daemon.WithTelemetry(ctx, cfg, log, func(ctx context.Context, reg *prometheus.Registry) error {
 				return withFleetLock(ctx, cfg, log, reg, func(ctx context.Context) error {
-					return daemon.RunAgent(ctx, cfg, daemon.AgentOptions{Log: log, Registry: reg})
+					return daemon.RunAgent(ctx, cfg, daemon.AgentOptions{Log: log, Registry: reg, Started: func() {
+						// And what reading the configuration and starting did, then
+						// what its first minute did once (its watches' first answers).
+						releaseStartPages(log, "start")
+						time.AfterFunc(time.Minute, func() { releaseStartPages(log, "the first minute") })
+					}})
 				})
 			})
 		},
@@ -58,6 +69,25 @@ stands for election as the coordinator, so a Nomad system job of agents is a who
 	cf.register(cmd)
 	lf.register(cmd)
 	return cmd
+}
+
+// releaseStartPages gives back the binary's pages that the agent's start
+// touched (startpages); docs/performance.md, "The agent's memory", has the
+// figures.
+func releaseStartPages(log *slog.Logger, after string) {
+	n, err := startpages.Release()
+	logReleased(log, after, n, err)
+}
+
+// logReleased logs what startpages.Release did: at debug level how much was
+// resident, as a warning when it could not (the agent then holds more memory,
+// nothing else).
+func logReleased(log *slog.Logger, after string, n int64, err error) {
+	if err != nil {
+		log.Warn("could not give back the binary's start-up pages; the agent holds more memory", "after", after, "err", err)
+		return
+	}
+	log.Debug("gave back the binary's start-up pages", "after", after, "resident_kb", n>>10)
 }
 
 func newCoordinatorCmd() *cobra.Command {

@@ -69,6 +69,9 @@ type Options struct {
 	// reboot could not be started (the candidate stands again).
 	BeforeReboot func()
 	RebootFailed func()
+	// Started runs once the agent has started: it knows its host and has
+	// published the record of this boot (or scheduled its retry).
+	Started func()
 
 	// Nodes reads the host's node as Nomad reports it, for the final go/no-go;
 	// Clusters reads the server clusters' health for a server host's pre-reboot
@@ -167,6 +170,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if a.opt.Started != nil {
+		a.opt.Started()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -71,3 +71,37 @@ func TestRetryNeedsACurrentGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartedAfterTheRecord: Started runs once, when the agent has published
+// the record of this boot, and not again as the agent goes on.
+func TestStartedAfterTheRecord(t *testing.T) {
+	_, h, client := simHost(t, 1)
+	st := store.New(client.Variables(), "rollboot", "")
+	type call struct {
+		published bool
+		err       error
+	}
+	calls := make(chan call, 4)
+	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+		Detectors: []Detector{FileDetector{Path: filepath.Join(h.Dir, "reboot-required")}},
+		Rebooter:  &flakyRebooter{ch: make(chan struct{}, 1)}, PollEvery: 20 * time.Millisecond,
+		Started: func() {
+			_, err := st.Host(context.Background(), h.Name)
+			calls <- call{published: err == nil, err: err}
+		}})
+	stop, _ := run(t, a)
+	defer stop()
+	select {
+	case c := <-calls:
+		if !c.published {
+			t.Fatalf("Started ran before the host record was published: %v", c.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Started did not run")
+	}
+	select {
+	case <-calls:
+		t.Fatal("Started ran twice")
+	case <-time.After(300 * time.Millisecond): // fifteen polls
+	}
+}

@@ -176,6 +176,8 @@ type AgentOptions struct {
 	Clusters coordinator.ClusterAccess
 	// Registry receives the coordinator candidate's metrics (nil: none served).
 	Registry *prometheus.Registry
+	// Started runs once the agent has started (agent.Options.Started).
+	Started func()
 }
 
 // RunAgent runs the agent for the configuration and, when coordinator.enabled, a
@@ -206,6 +208,7 @@ func RunAgent(ctx context.Context, cfg *config.Compiled, opt AgentOptions) error
 	}
 	opts := agentOptions(cfg, c, host, hostname, local, log)
 	opts.Rebooter = reb
+	opts.Started = opt.Started
 
 	cand := &candidate{parent: ctx, run: func(ctx context.Context) error {
 		// "coordinator_host", not "host": the coordinator logs each host it
