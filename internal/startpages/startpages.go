@@ -6,7 +6,8 @@
 // such code or data touches, Linux maps the 64 KB around it that are in the page
 // cache (fault-around), and the process keeps them mapped: an idle agent held
 // 17 MB of its binary's pages, most of them touched once at its start. Release
-// unmaps the binary's read-only pages (madvise MADV_DONTNEED); the ones the
+// unmaps the resident pages of the read-only files the process maps (its
+// binary, and the C library in a cgo build) with madvise MADV_DONTNEED; the ones the
 // process uses again come back at their next touch from the page cache, where
 // the others stay, for the kernel to reclaim first. Nothing is lost: only
 // mappings no one can write and that hold no private copy of a page
