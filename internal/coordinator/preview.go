@@ -37,6 +37,10 @@ type PreviewHost struct {
 	Starts bool
 	// Waiting is why the host would not move (zero when it starts or is idle).
 	Waiting WaitReason
+	// Clusters are the server clusters the host runs a server of
+	// ("product/cluster"): admission takes out at most one host of each at
+	// once, across groups (serverGate).
+	Clusters []string
 }
 
 // PreviewResult is a whole preview.
@@ -97,6 +101,11 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 		d := Step(in)
 		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting}
+		if rec := s.hosts[name].rec; rec != nil {
+			for _, srv := range rec.Servers {
+				h.Clusters = append(h.Clusters, clusterKey(srv))
+			}
+		}
 		if in.Plan.Phase == store.PhasePending && d.Plan.Phase != store.PhasePending && d.Plan.Active() {
 			h.Starts, h.Waiting = true, WaitReason{}
 		}

@@ -71,3 +71,39 @@ func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A host that runs servers is previewed with their clusters, which the
+// estimate serializes across groups (package preview).
+func TestPreviewNamesAServersClusters(t *testing.T) {
+	sim, client, st := simStore(t, nomadsim.Config{Clients: 2})
+	ctx := t.Context()
+	for i, name := range []string{"client-1", "client-2"} {
+		h, _ := sim.Host(name)
+		rec := store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID, Roles: []string{store.RoleNomadClient},
+			RebootRequired: true, Reason: "test", RequestedAt: time.Now().Add(time.Duration(i-10) * time.Minute)}
+		if name == "client-1" {
+			rec.Roles = append(rec.Roles, store.RoleNomadServer, store.RoleConsulServer)
+			rec.Servers = []store.Server{{Product: "nomad", Cluster: "global", ID: "s1"}, {Product: "consul", Cluster: "dc1", ID: "c1"}}
+		}
+		if _, err := st.PutHost(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	co := New(Options{Nodes: client.Nodes(), Store: st,
+		Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
+		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	res, err := co.Preview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, h := range res.Hosts {
+		got[h.Host] = h.Clusters
+	}
+	if c := got["client-1"]; len(c) != 2 || c[0] != "nomad/global" || c[1] != "consul/dc1" {
+		t.Errorf("clusters of client-1, which runs a Nomad and a Consul server: %q", c)
+	}
+	if c, ok := got["client-2"]; !ok || len(c) != 0 {
+		t.Errorf("clusters of client-2, a client only: %q (previewed: %t)", c, ok)
+	}
+}

@@ -94,11 +94,13 @@ type Host struct {
 }
 
 // timed reports whether what holds a waiting host ends with time alone (a
-// slot, a window, a backoff, a pause that is assumed to end now).
+// slot, a window, a backoff, another server of its cluster out, a pause that
+// is assumed to end now).
 func timed(k coordinator.WaitKind) bool {
 	switch k {
 	case coordinator.NotWaiting, coordinator.WaitGroupBudget, coordinator.WaitSlot, coordinator.WaitQueued,
-		coordinator.WaitSettle, coordinator.WaitBackoff, coordinator.WaitRebootLoop, coordinator.WaitPaused:
+		coordinator.WaitSettle, coordinator.WaitBackoff, coordinator.WaitRebootLoop, coordinator.WaitPaused,
+		coordinator.WaitServerOut: // until the other server is back (serve)
 		return true
 	}
 	return false
@@ -116,13 +118,24 @@ func Build(in Input) Plan {
 		byGroup[h.Group] = append(byGroup[h.Group], h)
 	}
 	lastBack := lastFinished(in.History)
+	out := serversOut{}
+	var parts []*groupPart
 	for _, og := range withUnknownGroups(in.Observed) {
 		hosts := byGroup[og.Group.Name]
 		if len(hosts) == 0 {
 			continue
 		}
 		g := newGroup(og, in.Settle[og.Group.Name], durationsFor(measured, og.Group.Name))
-		g.Hosts = estimateGroup(in, g, hosts, og.Group.Schedule, lastBack[og.Group.Name])
+		parts = append(parts, prepareGroup(in, g, hosts, og.Group.Schedule, lastBack[og.Group.Name], out))
+	}
+	sims := make([]*sim, len(parts))
+	for i, gp := range parts {
+		sims[i] = gp.sim
+	}
+	serve(sims, out)
+	for _, gp := range parts {
+		g := gp.group
+		g.Hosts = gp.hosts()
 		for _, h := range g.Hosts {
 			if h.Finish.IsZero() {
 				p.Unestimated++
@@ -134,6 +147,55 @@ func Build(in Input) Plan {
 		p.Groups = append(p.Groups, g)
 	}
 	return p
+}
+
+// serve serves the groups' queues together: of each group's next host, the
+// one that starts soonest starts first (first come, first served among equal
+// starts), so that a start that takes a server cluster's host out is known
+// before another group's host of that cluster is estimated.
+func serve(sims []*sim, out serversOut) {
+	type next struct {
+		i     int
+		start time.Time
+	}
+	cand, known := make([]next, len(sims)), make([]bool, len(sims))
+	before := func(a, b int) bool {
+		ca, cb := cand[a], cand[b]
+		if !ca.start.Equal(cb.start) {
+			return ca.start.Before(cb.start)
+		}
+		return fifo(sims[a].queue[ca.i], sims[b].queue[cb.i]) < 0
+	}
+	for {
+		best := -1
+		for g, s := range sims {
+			if s.left == 0 {
+				continue
+			}
+			if !known[g] {
+				i, start, why := s.candidate(out)
+				if i < 0 {
+					s.fail(why)
+					continue
+				}
+				cand[g], known[g] = next{i, start}, true
+			}
+			if best < 0 || before(g, best) {
+				best = g
+			}
+		}
+		if best < 0 {
+			return
+		}
+		taken := sims[best].queue[cand[best].i].Clusters
+		sims[best].take(cand[best].i, cand[best].start, out)
+		known[best] = false
+		for g, s := range sims { // their next host may wait for the one taken now
+			if known[g] && slices.ContainsFunc(s.queue[cand[g].i].Clusters, func(c string) bool { return slices.Contains(taken, c) }) {
+				known[g] = false
+			}
+		}
+	}
 }
 
 // withUnknownGroups adds to the observed groups a group of no slot for each
@@ -191,10 +253,19 @@ func fifo(a, b coordinator.PreviewHost) int {
 	return cmp.Compare(a.Host, b.Host)
 }
 
-// estimateGroup estimates the group's hosts: those in progress end one cycle
-// after they started, then the queue is served in order (sim).
-func estimateGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched policy.Schedule, lastBack time.Time) []Host {
-	var active, queued, held []Host
+// groupPart is one group's hosts while the groups are estimated: those in
+// progress and those held, estimated alone, and the queue, served by sim.
+type groupPart struct {
+	group                Group
+	active, queued, held []Host
+	sim                  *sim
+}
+
+// prepareGroup estimates the group's hosts in progress (they end one cycle
+// after they started, and count out of their server clusters in out) and
+// sets the queue up for serve.
+func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched policy.Schedule, lastBack time.Time, out serversOut) *groupPart {
+	gp := &groupPart{group: g}
 	var outs []time.Time // when each host out of service comes back (zero: never known)
 	var queue []coordinator.PreviewHost
 	for _, ph := range hosts {
@@ -204,30 +275,36 @@ func estimateGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched pol
 		case ph.Plan.Active():
 			h.Start, h.Finish, h.NoEstimate = inProgress(ph.Plan, g.Durations, in.Now)
 			outs = append(outs, h.Finish)
-			active = append(active, h)
+			out.add(ph.Clusters, time.Time{}, h.Finish)
+			gp.active = append(gp.active, h)
 		case ph.Starts || timed(ph.Waiting.Kind):
 			queue = append(queue, ph)
 		default:
 			h.Blocked, h.NoEstimate = true, "held by something that does not end with time"
-			held = append(held, h)
+			gp.held = append(gp.held, h)
 		}
 	}
-	slices.SortFunc(active, func(a, b Host) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Host, b.Host)) })
+	slices.SortFunc(gp.active, func(a, b Host) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Host, b.Host)) })
 	slices.SortFunc(queue, fifo)
-	s := sim{now: in.Now, cycle: g.Durations.Cycle(), capacity: g.Capacity, settle: g.Settle,
+	gp.sim = &sim{now: in.Now, cycle: g.Durations.Cycle(), capacity: g.Capacity, settle: g.Settle,
 		sched: sched, deadline: in.DrainDeadline, outs: outs, lastBack: lastBack}
 	if d, ok := in.GroupDrainDeadlines[g.Name]; ok {
-		s.deadline = d
+		gp.sim.deadline = d
 	}
 	for _, ph := range queue {
-		h := Host{Host: ph.Host, Group: g.Name, Phase: ph.Plan.Phase, Starts: ph.Starts,
-			WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String()}
-		queued = append(queued, h)
+		gp.queued = append(gp.queued, Host{Host: ph.Host, Group: g.Name, Phase: ph.Plan.Phase, Starts: ph.Starts,
+			WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String()})
 	}
-	s.run(queue, queued)
-	// The queue in the order the hosts are expected to start (a host in
-	// backoff may go after later requests); those without an estimate last,
-	// first come, first served.
+	gp.sim.begin(queue, gp.queued)
+	return gp
+}
+
+// hosts returns the group's hosts once served: in progress first, then the
+// queue in the order the hosts are expected to start (a host in backoff, or
+// waiting for its server cluster, may go after later requests; those without
+// an estimate last, first come, first served), then those held.
+func (gp *groupPart) hosts() []Host {
+	queued := gp.queued
 	slices.SortStableFunc(queued, func(a, b Host) int {
 		if a.Start.IsZero() || b.Start.IsZero() {
 			return cmp.Compare(zeroLast(a.Start), zeroLast(b.Start))
@@ -237,7 +314,7 @@ func estimateGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched pol
 	for i := range queued {
 		queued[i].Position = i + 1
 	}
-	return slices.Concat(active, queued, held)
+	return slices.Concat(gp.active, queued, gp.held)
 }
 
 func zeroLast(t time.Time) int {

@@ -2,9 +2,12 @@ package preview
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -46,6 +49,19 @@ func starts(h coordinator.PreviewHost) coordinator.PreviewHost {
 func backoff(h coordinator.PreviewHost, until time.Duration) coordinator.PreviewHost {
 	h.Plan.Phase, h.Plan.NextTry = store.PhaseBackoff, at(until)
 	h.Waiting = coordinator.WaitReason{Kind: coordinator.WaitBackoff, Detail: at(until).Format(time.RFC3339)}
+	return h
+}
+
+// server makes h a host that runs a server of each of clusters.
+func server(h coordinator.PreviewHost, clusters ...string) coordinator.PreviewHost {
+	h.Clusters = clusters
+	return h
+}
+
+// serverOut is a pending host held because the host other, of its cluster, is
+// out (or taken out in the same pass).
+func serverOut(h coordinator.PreviewHost, other string) coordinator.PreviewHost {
+	h.Waiting = coordinator.WaitReason{Kind: coordinator.WaitServerOut, Detail: "nomad server of global on " + other}
 	return h
 }
 
@@ -236,6 +252,42 @@ func TestBuildEstimates(t *testing.T) {
 		finish: 0,
 		unest:  1,
 	}, {
+		name:   "a cluster's servers in two groups go out one after the other",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always), group("db", 1, 3, always)},
+		hosts: []coordinator.PreviewHost{server(starts(pending("a", "web", -3*m)), "nomad/global"),
+			server(serverOut(pending("b", "db", -2*m), "a"), "nomad/global"), server(pending("c", "db", -1*m), "nomad/global")},
+		want:   "a 0/6, b 6/12, c 12/18",
+		finish: 18 * m,
+	}, {
+		name:   "a server waiting for its cluster lets the next host in line take the slot",
+		groups: []coordinator.PreviewGroup{group("srv", 2, 4, always)},
+		hosts: []coordinator.PreviewHost{server(starts(pending("a", "srv", -3*m)), "nomad/global"),
+			server(serverOut(pending("b", "srv", -2*m), "a"), "nomad/global"), starts(pending("c", "srv", -1*m)), pending("d", "srv", 0)},
+		want:   "a 0/6, c 0/6, b 6/12, d 6/12",
+		finish: 12 * m,
+	}, {
+		name:   "a server waits for its cluster's host in progress in another group",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always), group("db", 1, 3, always)},
+		hosts: []coordinator.PreviewHost{server(active("x", "web", store.PhaseDraining, -1*m), "consul/dc1"),
+			server(serverOut(pending("b", "db", -2*m), "x"), "consul/dc1")},
+		want:   "x -1/5, b 5/11",
+		finish: 11 * m,
+	}, {
+		name:   "a stuck server keeps its cluster out: no estimate for the others",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always), group("db", 1, 3, always)},
+		hosts: []coordinator.PreviewHost{server(active("x", "web", store.PhaseStuck, -30*m), "consul/dc1"),
+			server(serverOut(pending("b", "db", -2*m), "x"), "consul/dc1"), starts(pending("c", "db", -1*m))},
+		want:   "x -30/-, c 0/6, b -/-",
+		finish: 6 * m,
+		unest:  2,
+	}, {
+		name:   "servers of other clusters go out side by side",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always), group("db", 1, 3, always), group("ops", 1, 3, always)},
+		hosts: []coordinator.PreviewHost{server(starts(pending("a", "web", -3*m)), "nomad/global", "consul/dc1"),
+			server(starts(pending("b", "db", -2*m)), "vault/v1"), server(pending("c", "ops", -1*m), "consul/dc1")},
+		want:   "a 0/6, b 0/6, c 6/12",
+		finish: 12 * m,
+	}, {
 		name:   "groups are estimated apart",
 		groups: []coordinator.PreviewGroup{group("web", 1, 3, always), group("db", 1, 3, always)},
 		hosts:  []coordinator.PreviewHost{starts(pending("a", "web", -3*m)), starts(pending("b", "db", -2*m)), pending("c", "web", -1*m)},
@@ -280,4 +332,70 @@ func TestMeasure(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("got %d groups, want %d: %+v", len(got), len(want), got)
 	}
+}
+
+// TestServersNeverOverlap: whatever the groups, queues, backoffs and hosts in
+// progress, no two hosts of one server cluster are estimated out at once, and
+// no group has more hosts out than its capacity.
+func TestServersNeverOverlap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		clusters := []string{"nomad/global", "consul/dc1", "vault/v1"}
+		var groups []coordinator.PreviewGroup
+		var hosts []coordinator.PreviewHost
+		out := map[string]bool{} // clusters with a host in progress already
+		for g := range rapid.IntRange(1, 4).Draw(t, "groups") {
+			name := fmt.Sprintf("g%d", g)
+			groups = append(groups, group(name, rapid.IntRange(1, 3).Draw(t, "concurrency"), 10, nil))
+			for h := range rapid.IntRange(0, 6).Draw(t, "hosts") {
+				host := pending(fmt.Sprintf("%s-%d", name, h), name, time.Duration(rapid.IntRange(-60, 0).Draw(t, "asked"))*m)
+				if rapid.Bool().Draw(t, "backoff") {
+					host = backoff(host, time.Duration(rapid.IntRange(1, 30).Draw(t, "until"))*m)
+				}
+				var cs []string
+				for _, c := range clusters {
+					if rapid.IntRange(0, 3).Draw(t, "server of "+c) == 0 {
+						cs = append(cs, c)
+					}
+				}
+				if h == 0 && rapid.Bool().Draw(t, "in progress") && !slices.ContainsFunc(cs, func(c string) bool { return out[c] }) {
+					host = active(host.Host, name, store.PhaseDraining, -time.Duration(rapid.IntRange(0, 5).Draw(t, "since"))*m)
+					for _, c := range cs {
+						out[c] = true
+					}
+				}
+				hosts = append(hosts, server(host, cs...))
+			}
+		}
+		clustersOf := map[string][]string{}
+		for _, h := range hosts {
+			clustersOf[h.Host] = h.Clusters
+		}
+		p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: groups, Hosts: hosts}})
+		var all []Host
+		for _, g := range p.Groups {
+			for _, h := range g.Hosts {
+				if h.Start.IsZero() || h.Finish.IsZero() {
+					continue
+				}
+				busy := 0
+				for _, o := range g.Hosts {
+					if !o.Start.IsZero() && !o.Finish.IsZero() && !o.Start.After(h.Start) && o.Finish.After(h.Start) {
+						busy++
+					}
+				}
+				if busy > g.Capacity {
+					t.Fatalf("group %s has %d hosts out at %s, capacity %d: %s", g.Name, busy, h.Start, g.Capacity, est(p))
+				}
+				all = append(all, h)
+			}
+		}
+		for i, a := range all {
+			for _, b := range all[i+1:] {
+				if a.Start.Before(b.Finish) && b.Start.Before(a.Finish) &&
+					slices.ContainsFunc(clustersOf[a.Host], func(c string) bool { return slices.Contains(clustersOf[b.Host], c) }) {
+					t.Fatalf("%s and %s share a server cluster and are out at once: %s", a.Host, b.Host, est(p))
+				}
+			}
+		}
+	})
 }

@@ -19,10 +19,16 @@ import (
 //     the drain deadline (policy.Schedule.CanStartDrain, the rule admission
 //     applies); otherwise the host waits for the next opening that leaves that
 //     much time. The reboot and rejoin may run past the window's end, as they
-//     do in the coordinator.
+//     do in the coordinator;
+//   - a host that runs a server goes out only while no other host of its
+//     server clusters is out, in any group (the coordinator's server gate);
+//     while it waits for that, the next host in line takes the slot, as
+//     admission gives it.
 //
-// Nothing else is foreseen: nodes that are unavailable stay so, gates stay
-// open, no new need appears.
+// The groups' queues are served together (serve), so that the servers of one
+// cluster in different groups go out one after the other. Nothing else is
+// foreseen: nodes that are unavailable stay so, gates stay open, no new need
+// appears.
 type sim struct {
 	now      time.Time
 	cycle    time.Duration
@@ -32,67 +38,110 @@ type sim struct {
 	deadline time.Duration
 	outs     []time.Time // when each host out comes back; zero: not known (stuck)
 	lastBack time.Time   // when a host of the group last came back, from history
+
+	// The queue being served (begin), in FIFO order, and the estimates of its
+	// hosts, in the same order.
+	queue []coordinator.PreviewHost
+	hosts []Host
+	ready []time.Time // when each host's backoff ends
+	done  []bool
+	left  int
+	t     time.Time // no host starts before it
 }
 
-// run estimates queue's hosts (in FIFO order) into hosts (the same order).
-func (s *sim) run(queue []coordinator.PreviewHost, hosts []Host) {
-	ready := make([]time.Time, len(queue))
+// begin sets the queue to serve (FIFO order) and the hosts its estimates go
+// to (the same order).
+func (s *sim) begin(queue []coordinator.PreviewHost, hosts []Host) {
+	s.queue, s.hosts, s.t, s.left = queue, hosts, s.now, len(queue)
+	s.ready, s.done = make([]time.Time, len(queue)), make([]bool, len(queue))
 	for i, ph := range queue {
-		ready[i] = s.now
+		s.ready[i] = s.now
 		if ph.Plan.NextTry.After(s.now) {
-			ready[i] = ph.Plan.NextTry
+			s.ready[i] = ph.Plan.NextTry
 		}
-	}
-	done := make([]bool, len(queue))
-	t := s.now
-	for left := len(queue); left > 0; {
-		i := s.next(ready, done, t)
-		if ready[i].After(t) {
-			t = ready[i] // nobody is ready yet: wait for the first backoff to end
-			continue
-		}
-		start, why := s.start(t)
-		if why != "" {
-			for j := range queue {
-				if !done[j] {
-					hosts[j].NoEstimate = why
-				}
-			}
-			return
-		}
-		if j := s.earlier(ready, done, i, start); j >= 0 {
-			t = ready[j] // an earlier request is back from its backoff by then
-			continue
-		}
-		hosts[i].Start, hosts[i].Finish = start, start.Add(s.cycle)
-		s.outs = append(s.outs, hosts[i].Finish)
-		done[i], t = true, start
-		left--
 	}
 }
 
-// next returns the first host in FIFO order that is ready at t, or else the
-// one that is ready soonest.
-func (s *sim) next(ready []time.Time, done []bool, t time.Time) int {
-	soonest := -1
-	for i := range ready {
-		if done[i] {
+// candidate returns the host the group starts next and when, with the server
+// clusters out as out says; i < 0, with why, when none of the hosts left can
+// start. It only moves the time no host starts before.
+func (s *sim) candidate(out serversOut) (i int, start time.Time, why string) {
+	for s.left > 0 {
+		at, ok := s.next(out)
+		if !ok {
+			return -1, time.Time{}, "a server of its cluster stays out until it is released"
+		}
+		if at.After(s.t) {
+			s.t = at // nobody may go yet: wait for the first backoff to end or cluster to be free
 			continue
 		}
-		if !ready[i].After(t) {
-			return i
+		if start, why = s.start(s.t); why != "" {
+			return -1, time.Time{}, why
 		}
-		if soonest < 0 || ready[i].Before(ready[soonest]) {
-			soonest = i
+		// The first in line that may go by then does: a backoff over, or its
+		// cluster free, by then.
+		if j := s.first(start, out); j >= 0 {
+			return j, start, ""
 		}
+		s.t = start // later than before: the host next could not go then, nobody could
 	}
-	return soonest
+	return -1, time.Time{}, ""
 }
 
-// earlier returns a host before i in FIFO order that is ready by start, or -1.
-func (s *sim) earlier(ready []time.Time, done []bool, i int, start time.Time) int {
-	for j := range i {
-		if !done[j] && !ready[j].After(start) {
+// take starts host i at start, and counts it out of its server clusters.
+func (s *sim) take(i int, start time.Time, out serversOut) {
+	s.hosts[i].Start, s.hosts[i].Finish = start, start.Add(s.cycle)
+	s.outs = append(s.outs, s.hosts[i].Finish)
+	s.done[i], s.t = true, start
+	s.left--
+	out.add(s.queue[i].Clusters, start, s.hosts[i].Finish)
+}
+
+// fail gives the hosts not started why they have no estimate.
+func (s *sim) fail(why string) {
+	for j := range s.queue {
+		if !s.done[j] {
+			s.hosts[j].NoEstimate = why
+			s.done[j] = true
+		}
+	}
+	s.left = 0
+}
+
+// readyAt returns when host j may go, from t on: its backoff over and its
+// server clusters free for a whole cycle; false when a cluster never is.
+func (s *sim) readyAt(j int, t time.Time, out serversOut) (time.Time, bool) {
+	return out.freeAt(s.queue[j].Clusters, later(t, s.ready[j]), s.cycle)
+}
+
+// next returns when the host left that may go soonest from s.t may go (s.t
+// when one may go then); false when none of them ever may.
+func (s *sim) next(out serversOut) (time.Time, bool) {
+	var when time.Time
+	found := false
+	for i := range s.queue {
+		if s.done[i] {
+			continue
+		}
+		at, ok := s.readyAt(i, s.t, out)
+		switch {
+		case !ok:
+		case !at.After(s.t):
+			return at, true
+		case !found || at.Before(when):
+			when, found = at, true
+		}
+	}
+	return when, found
+}
+
+// first returns the first host in FIFO order that may go at start, or -1.
+func (s *sim) first(start time.Time, out serversOut) int {
+	for j := range s.queue {
+		if s.done[j] {
+			continue
+		}
+		if at, ok := s.readyAt(j, start, out); ok && at.Equal(start) {
 			return j
 		}
 	}
@@ -180,4 +229,40 @@ func (s *sim) nextChance(t time.Time) (time.Time, bool) {
 	}
 	next := s.sched.NextOpen(t)
 	return next, !next.IsZero()
+}
+
+// serversOut is when hosts are out of each server cluster ("product/cluster"),
+// as the hosts in progress and those estimated to start say.
+type serversOut map[string][]outSpan
+
+// outSpan is a host out of service from from until until (zero: not known, it
+// keeps out until released).
+type outSpan struct{ from, until time.Time }
+
+// add counts a host out of clusters from from (zero: since before now) until
+// until (zero: until released).
+func (o serversOut) add(clusters []string, from, until time.Time) {
+	for _, c := range clusters {
+		o[c] = append(o[c], outSpan{from, until})
+	}
+}
+
+// freeAt returns the first time from t at which none of clusters has a host
+// out for length, and false when one keeps a host out until it is released.
+func (o serversOut) freeAt(clusters []string, t time.Time, length time.Duration) (time.Time, bool) {
+	for moved := true; moved; {
+		moved = false
+		for _, c := range clusters {
+			for _, sp := range o[c] {
+				if !sp.from.Before(t.Add(length)) || (!sp.until.IsZero() && !sp.until.After(t)) {
+					continue // over before t, or starts after the cycle would end
+				}
+				if sp.until.IsZero() {
+					return time.Time{}, false
+				}
+				t, moved = sp.until, true
+			}
+		}
+	}
+	return t, true
 }
