@@ -128,11 +128,7 @@ func Build(in Input) Plan {
 		g := newGroup(og, in.Settle[og.Group.Name], durationsFor(measured, og.Group.Name))
 		parts = append(parts, prepareGroup(in, g, hosts, og.Group.Schedule, lastBack[og.Group.Name], out))
 	}
-	sims := make([]*sim, len(parts))
-	for i, gp := range parts {
-		sims[i] = gp.sim
-	}
-	serve(sims, out)
+	serve(parts, out)
 	for _, gp := range parts {
 		g := gp.group
 		g.Hosts = gp.hosts()
@@ -153,22 +149,23 @@ func Build(in Input) Plan {
 // one that starts soonest starts first (first come, first served among equal
 // starts), so that a start that takes a server cluster's host out is known
 // before another group's host of that cluster is estimated.
-func serve(sims []*sim, out serversOut) {
+func serve(parts []*groupPart, out serversOut) {
 	type next struct {
 		i     int
 		start time.Time
 	}
-	cand, known := make([]next, len(sims)), make([]bool, len(sims))
+	cand, known := make([]next, len(parts)), make([]bool, len(parts))
 	before := func(a, b int) bool {
 		ca, cb := cand[a], cand[b]
 		if !ca.start.Equal(cb.start) {
 			return ca.start.Before(cb.start)
 		}
-		return fifo(sims[a].queue[ca.i], sims[b].queue[cb.i]) < 0
+		return fifo(parts[a].sim.queue[ca.i], parts[b].sim.queue[cb.i]) < 0
 	}
 	for {
 		best := -1
-		for g, s := range sims {
+		for g, gp := range parts {
+			s := gp.sim
 			if s.left == 0 {
 				continue
 			}
@@ -187,11 +184,11 @@ func serve(sims []*sim, out serversOut) {
 		if best < 0 {
 			return
 		}
-		taken := sims[best].queue[cand[best].i].Clusters
-		sims[best].take(cand[best].i, cand[best].start, out)
+		taken := parts[best].sim.queue[cand[best].i].Clusters
+		parts[best].sim.take(cand[best].i, cand[best].start, out)
 		known[best] = false
-		for g, s := range sims { // their next host may wait for the one taken now
-			if known[g] && slices.ContainsFunc(s.queue[cand[g].i].Clusters, func(c string) bool { return slices.Contains(taken, c) }) {
+		for g, gp := range parts { // their next host may wait for the one taken now
+			if known[g] && sharesCluster(gp.sim.queue[cand[g].i].Clusters, taken) {
 				known[g] = false
 			}
 		}
@@ -254,11 +251,18 @@ func fifo(a, b coordinator.PreviewHost) int {
 }
 
 // groupPart is one group's hosts while the groups are estimated: those in
-// progress and those held, estimated alone, and the queue, served by sim.
+// progress and those held, estimated alone, and the queue, served by sim
+// (its hosts).
 type groupPart struct {
-	group                Group
-	active, queued, held []Host
-	sim                  *sim
+	group        Group
+	active, held []Host
+	sim          *sim
+}
+
+// hostOf is the part of ph's Host that the observation gives.
+func hostOf(ph coordinator.PreviewHost, group string) Host {
+	return Host{Host: ph.Host, Group: group, Phase: ph.Plan.Phase, Starts: ph.Starts,
+		WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String()}
 }
 
 // prepareGroup estimates the group's hosts in progress (they end one cycle
@@ -269,8 +273,7 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	var outs []time.Time // when each host out of service comes back (zero: never known)
 	var queue []coordinator.PreviewHost
 	for _, ph := range hosts {
-		h := Host{Host: ph.Host, Group: g.Name, Phase: ph.Plan.Phase, Starts: ph.Starts,
-			WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String()}
+		h := hostOf(ph, g.Name)
 		switch {
 		case ph.Plan.Active():
 			h.Start, h.Finish, h.NoEstimate = inProgress(ph.Plan, g.Durations, in.Now)
@@ -291,11 +294,7 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	if d, ok := in.GroupDrainDeadlines[g.Name]; ok {
 		gp.sim.deadline = d
 	}
-	for _, ph := range queue {
-		gp.queued = append(gp.queued, Host{Host: ph.Host, Group: g.Name, Phase: ph.Plan.Phase, Starts: ph.Starts,
-			WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String()})
-	}
-	gp.sim.begin(queue, gp.queued)
+	gp.sim.begin(queue, g.Name)
 	return gp
 }
 
@@ -304,7 +303,7 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 // waiting for its server cluster, may go after later requests; those without
 // an estimate last, first come, first served), then those held.
 func (gp *groupPart) hosts() []Host {
-	queued := gp.queued
+	queued := gp.sim.hosts
 	slices.SortStableFunc(queued, func(a, b Host) int {
 		if a.Start.IsZero() || b.Start.IsZero() {
 			return cmp.Compare(zeroLast(a.Start), zeroLast(b.Start))

@@ -392,7 +392,7 @@ func TestServersNeverOverlap(t *testing.T) {
 		for i, a := range all {
 			for _, b := range all[i+1:] {
 				if a.Start.Before(b.Finish) && b.Start.Before(a.Finish) &&
-					slices.ContainsFunc(clustersOf[a.Host], func(c string) bool { return slices.Contains(clustersOf[b.Host], c) }) {
+					sharesCluster(clustersOf[a.Host], clustersOf[b.Host]) {
 					t.Fatalf("%s and %s share a server cluster and are out at once: %s", a.Host, b.Host, est(p))
 				}
 			}

@@ -49,12 +49,14 @@ type sim struct {
 	t     time.Time // no host starts before it
 }
 
-// begin sets the queue to serve (FIFO order) and the hosts its estimates go
-// to (the same order).
-func (s *sim) begin(queue []coordinator.PreviewHost, hosts []Host) {
-	s.queue, s.hosts, s.t, s.left = queue, hosts, s.now, len(queue)
+// begin sets the queue of group to serve (FIFO order), and its hosts to
+// estimate (the same order).
+func (s *sim) begin(queue []coordinator.PreviewHost, group string) {
+	s.queue, s.t, s.left = queue, s.now, len(queue)
+	s.hosts = make([]Host, len(queue))
 	s.ready, s.done = make([]time.Time, len(queue)), make([]bool, len(queue))
 	for i, ph := range queue {
+		s.hosts[i] = hostOf(ph, group)
 		s.ready[i] = s.now
 		if ph.Plan.NextTry.After(s.now) {
 			s.ready[i] = ph.Plan.NextTry
@@ -265,4 +267,9 @@ func (o serversOut) freeAt(clusters []string, t time.Time, length time.Duration)
 		}
 	}
 	return t, true
+}
+
+// sharesCluster reports whether a and b name a server cluster in common.
+func sharesCluster(a, b []string) bool {
+	return slices.ContainsFunc(a, func(c string) bool { return slices.Contains(b, c) })
 }
