@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -256,11 +257,18 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 			todo = append(todo, id)
 		}
 	}
-	if err := c.readAllocsOf(ctx, v, append(sortedKeys(v.wantAllocs), todo...)); err != nil { // capacityread.go
-		return err
-	}
-	nodes, err := c.capacityNodes(ctx, s, todo)
-	if err != nil {
+	// The allocations and the nodes' details are read side by side: each
+	// read waits its turn behind the others on a busy server, and the first
+	// hand-out of a rollout waits for them while every agent writes its record.
+	var (
+		nodes            []capacity.Node
+		allocErr, nodErr error
+		wg               sync.WaitGroup
+	)
+	wg.Go(func() { allocErr = c.readAllocsOf(ctx, v, append(sortedKeys(v.wantAllocs), todo...)) }) // capacityread.go
+	wg.Go(func() { nodes, nodErr = c.capacityNodes(ctx, s, todo) })
+	wg.Wait()
+	if err := cmp.Or(allocErr, nodErr); err != nil {
 		return err
 	}
 	for i, id := range todo {

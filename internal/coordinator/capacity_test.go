@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,6 +290,52 @@ func TestCapacityGateReadsFewAtScale(t *testing.T) {
 	t.Logf("%d reads for 5001 nodes: %v", len(nodes.reads), nodes.reads)
 	if len(nodes.reads) > 9 {
 		t.Errorf("%d reads, want a handful", len(nodes.reads))
+	}
+}
+
+// sideNodes tells whether a candidate's node was asked for while its
+// allocations were being read: in the same round of the gate's reads.
+type sideNodes struct {
+	*capNodes
+	info       chan struct{} // closed when a node is asked for
+	once       sync.Once
+	sideBySide atomic.Bool
+}
+
+func (n *sideNodes) Allocations(id string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	if id != "node-q" {
+		select {
+		case <-n.info:
+			n.sideBySide.Store(true)
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return n.capNodes.Allocations(id, q)
+}
+
+func (n *sideNodes) Info(id string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	n.once.Do(func() { close(n.info) })
+	return n.capNodes.Info(id, q)
+}
+
+// The candidates' allocations and their nodes are read side by side, in one
+// round trip.
+func TestCapacityGateReadsAllocationsAndNodesSideBySide(t *testing.T) {
+	hosts := []testHost{{name: "q", phase: store.PhasePending}}
+	for i := range 6 {
+		hosts = append(hosts, testHost{name: fmt.Sprintf("b%02d", i)})
+	}
+	s := admitSnapshot(hosts, inDefaultPool)
+	nodes := &sideNodes{capNodes: &capNodes{allocs: map[string][]*api.Allocation{"node-q": {capAlloc("q.web[0]", "service", 1024)}}},
+		info: make(chan struct{})}
+	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c.readCapacity(context.Background(), s)
+	if adm := admit(c.admitRules(), s); !adm.admitted["q"] {
+		t.Fatalf("q not admitted: %v", adm.wait["q"])
+	}
+	if !nodes.sideBySide.Load() {
+		t.Errorf("no node asked for while the candidates' allocations were read (reads %v): a round trip more", nodes.reads)
 	}
 }
 

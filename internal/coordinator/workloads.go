@@ -1,11 +1,13 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -227,34 +229,9 @@ func allocTerminalStatus(a *api.Allocation) bool {
 // (nomad/structs NodePoolAll). A job's list stub does not carry its node pool
 // in the API client's types, so the pool is a filter Nomad evaluates.
 func (c *Coordinator) readPools(ctx context.Context, v *workloadView, pools []string) {
-	set, wapi := c.opt.Workloads, c.opt.WorkloadsAPI
-	var (
-		deps  []workload.Deployment
-		evals []workload.Eval
-		err   error
-	)
-	if set.Deployments {
-		var list []*api.Deployment
-		if list, _, err = wapi.ListDeployments(allNamespaces(ctx, "")); err == nil {
-			for _, d := range list {
-				deps = append(deps, workload.Deployment{ID: d.ID, Job: workload.JobKey{Namespace: d.Namespace, ID: d.JobID},
-					JobCreateIndex: d.JobCreateIndex, Status: d.Status, CreateIndex: d.CreateIndex})
-			}
-		} else {
-			err = fmt.Errorf("list the deployments: %w", err)
-		}
-	}
-	if set.BlockedEvals && err == nil {
-		var list []*api.Evaluation
-		if list, _, err = wapi.ListEvaluations(allNamespaces(ctx, `Status == "blocked"`)); err == nil {
-			for _, e := range list {
-				evals = append(evals, workload.Eval{ID: e.ID, Job: workload.JobKey{Namespace: e.Namespace, ID: e.JobID}})
-			}
-		} else {
-			err = fmt.Errorf("list the blocked evaluations: %w", err)
-		}
-	}
+	deps, evals, err := c.readPoolLists(ctx)
 	mayHold := len(evals) > 0 || slices.ContainsFunc(deps, func(d workload.Deployment) bool { return workload.Held(d.Status) })
+	set := c.opt.Workloads
 	for _, p := range pools {
 		if err != nil {
 			v.poolErr[p] = err
@@ -269,6 +246,51 @@ func (c *Coordinator) readPools(ctx context.Context, v *workloadView, pools []st
 		}
 		v.pools[p] = pv
 	}
+}
+
+// readPoolLists lists the deployments and the blocked evaluations, as the
+// settings ask, side by side: both are read between a slot being freed and
+// the next drain, and at the start of a rollout, while every agent writes its
+// record, each took tens of milliseconds. The error is the deployments' when
+// both fail.
+func (c *Coordinator) readPoolLists(ctx context.Context) ([]workload.Deployment, []workload.Eval, error) {
+	set, wapi := c.opt.Workloads, c.opt.WorkloadsAPI
+	var (
+		deps             []workload.Deployment
+		evals            []workload.Eval
+		depsErr, evalErr error
+		wg               sync.WaitGroup
+	)
+	if set.Deployments {
+		wg.Go(func() {
+			list, _, err := wapi.ListDeployments(allNamespaces(ctx, ""))
+			if err != nil {
+				depsErr = fmt.Errorf("list the deployments: %w", err)
+				return
+			}
+			for _, d := range list {
+				deps = append(deps, workload.Deployment{ID: d.ID, Job: workload.JobKey{Namespace: d.Namespace, ID: d.JobID},
+					JobCreateIndex: d.JobCreateIndex, Status: d.Status, CreateIndex: d.CreateIndex})
+			}
+		})
+	}
+	if set.BlockedEvals {
+		wg.Go(func() {
+			list, _, err := wapi.ListEvaluations(allNamespaces(ctx, `Status == "blocked"`))
+			if err != nil {
+				evalErr = fmt.Errorf("list the blocked evaluations: %w", err)
+				return
+			}
+			for _, e := range list {
+				evals = append(evals, workload.Eval{ID: e.ID, Job: workload.JobKey{Namespace: e.Namespace, ID: e.JobID}})
+			}
+		})
+	}
+	wg.Wait()
+	if err := cmp.Or(depsErr, evalErr); err != nil {
+		return nil, nil, err
+	}
+	return deps, evals, nil
 }
 
 // poolJobs lists the jobs that can place allocations in pool, and those of

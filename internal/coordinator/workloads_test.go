@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,12 +24,19 @@ type fakeWorkloads struct {
 	deps   []*api.Deployment
 	evals  []*api.Evaluation
 	fail   error
+	mu     sync.Mutex // calls: the deployments and evaluations are listed side by side
 	calls  []string
 	allocs map[string][]*api.Allocation // by node ID
 }
 
+func (f *fakeWorkloads) called(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
 func (f *fakeWorkloads) ListJobs(q *api.QueryOptions) ([]*api.JobListStub, *api.QueryMeta, error) {
-	f.calls = append(f.calls, "jobs "+q.Filter)
+	f.called("jobs " + q.Filter)
 	if f.fail != nil {
 		return nil, nil, f.fail
 	}
@@ -50,12 +58,12 @@ func (f *fakeWorkloads) ListJobs(q *api.QueryOptions) ([]*api.JobListStub, *api.
 }
 
 func (f *fakeWorkloads) ListDeployments(q *api.QueryOptions) ([]*api.Deployment, *api.QueryMeta, error) {
-	f.calls = append(f.calls, "deployments")
+	f.called("deployments")
 	return f.deps, &api.QueryMeta{}, f.fail
 }
 
 func (f *fakeWorkloads) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation, *api.QueryMeta, error) {
-	f.calls = append(f.calls, "evals "+q.Filter)
+	f.called("evals " + q.Filter)
 	var out []*api.Evaluation
 	for _, e := range f.evals {
 		if e.Status == "blocked" {
@@ -66,7 +74,7 @@ func (f *fakeWorkloads) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation,
 }
 
 func (f *fakeWorkloads) JobAllocations(jobID string, q *api.QueryOptions) ([]*api.AllocationListStub, *api.QueryMeta, error) {
-	f.calls = append(f.calls, "job allocs "+q.Namespace+"/"+jobID)
+	f.called("job allocs " + q.Namespace + "/" + jobID)
 	var out []*api.AllocationListStub
 	for node, allocs := range f.allocs {
 		for _, a := range allocs {
@@ -81,7 +89,7 @@ func (f *fakeWorkloads) JobAllocations(jobID string, q *api.QueryOptions) ([]*ap
 
 // Allocations implements the part of NodesAPI the blockers use.
 func (f *fakeWorkloads) Allocations(nodeID string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
-	f.calls = append(f.calls, "allocs "+nodeID)
+	f.called("allocs " + nodeID)
 	return f.allocs[nodeID], &api.QueryMeta{}, nil
 }
 
@@ -233,6 +241,46 @@ func TestWorkloadBlockers(t *testing.T) {
 				t.Errorf("requests %q, want %d", tt.f.calls, tt.calls)
 			}
 		})
+	}
+}
+
+// sideBySide answers the deployments list only once the blocked evaluations
+// are asked for too (or after two seconds), and says whether they were.
+type sideBySide struct {
+	*fakeWorkloads
+	evals    chan struct{}
+	once     sync.Once
+	together bool
+}
+
+func (f *sideBySide) ListDeployments(q *api.QueryOptions) ([]*api.Deployment, *api.QueryMeta, error) {
+	select {
+	case <-f.evals:
+		f.together = true
+	case <-time.After(2 * time.Second):
+	}
+	return f.fakeWorkloads.ListDeployments(q)
+}
+
+func (f *sideBySide) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation, *api.QueryMeta, error) {
+	f.once.Do(func() { close(f.evals) })
+	return f.fakeWorkloads.ListEvaluations(q)
+}
+
+// The deployments and the blocked evaluations are listed side by side: one
+// round trip between a slot freed and the next drain, not two.
+func TestWorkloadListsSideBySide(t *testing.T) {
+	f := &sideBySide{fakeWorkloads: &fakeWorkloads{jobs: []*api.Job{testJob("default", "etl", "default", nil)},
+		evals: []*api.Evaluation{{ID: "e1", Namespace: "default", JobID: "etl", Status: "blocked"}}}, evals: make(chan struct{})}
+	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}}, inDefaultPool)
+	c := &Coordinator{opt: Options{Workloads: workload.Default(), WorkloadsAPI: f, Nodes: workloadNodes{f: f.fakeWorkloads}}}
+	c.readWorkloads(context.Background(), s)
+	if !f.together {
+		t.Errorf("the deployments were listed alone (requests %q)", f.calls)
+	}
+	adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, gates: true}, s)
+	if got, want := adm.wait["a"].String(), "1 evaluation is blocked (job etl)"; !strings.Contains(got, want) {
+		t.Errorf("a waits for %q, want %q", got, want)
 	}
 }
 
