@@ -202,7 +202,14 @@ func (c *Coordinator) rebuildViews(recs []store.HostRecord, changed []int, nodes
 	views, order := v.views, v.order
 	for _, i := range changed {
 		hv := c.buildView(&recs[i], nodes, groupOf, v.nodeViews)
-		if old := views[hv.rec.Host]; old == nil || !sameView(old, &hv) {
+		old := views[hv.rec.Host]
+		if old != nil && old.node != nil && (hv.node == nil || hv.node.ID != old.node.ID) {
+			// The host's node is gone, or the host has another (it registered
+			// again under a new ID): its view is not kept for ever, as only a
+			// change of the hosts rebuilt the map.
+			delete(v.nodeViews, old.node.ID)
+		}
+		if old == nil || !sameView(old, &hv) {
 			if sameMap(views, v.views) {
 				views, order = maps.Clone(v.views), slices.Clone(v.order)
 			}

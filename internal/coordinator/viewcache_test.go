@@ -51,7 +51,7 @@ type viewWorld struct {
 func (w *viewWorld) next() uint64 { w.index++; return w.index }
 
 func (w *viewWorld) step() {
-	switch w.rng.IntN(8) {
+	switch w.rng.IntN(9) {
 	case 0: // a pass with nothing new: the same lists
 	case 1, 2: // a record written
 		recs := slices.Clone(w.recs)
@@ -133,6 +133,20 @@ func (w *viewWorld) step() {
 			g[id] = []string{"a", "b"}[w.rng.IntN(2)]
 		}
 		w.groupOf = g
+	case 8: // a host registers again under a new node ID; its old node is gone
+		if len(w.recs) == 0 {
+			return
+		}
+		recs := slices.Clone(w.recs)
+		r := &recs[w.rng.IntN(len(recs))]
+		if r.NodeID == "" {
+			return
+		}
+		list := slices.DeleteFunc(slices.Clone(w.list), func(n *api.NodeListStub) bool { return n.ID == r.NodeID })
+		r.NodeID, r.ModifyIndex = fmt.Sprintf("r%d", w.next()), w.next()
+		w.list = append(list, &api.NodeListStub{ID: r.NodeID, Name: r.Host, Status: "ready",
+			SchedulingEligibility: "eligible", ModifyIndex: w.next()})
+		w.recs = recs
 	}
 }
 
@@ -148,8 +162,8 @@ func cmpString(a, b string) int {
 
 // The views a pass takes from the cache are, after any sequence of changes,
 // the views built from nothing (the same records, nodes and groups), with their
-// names sorted; and what a pass changes in its own copies never reaches the
-// next pass.
+// names sorted; the node views kept are only those the views show; and what a
+// pass changes in its own copies never reaches the next pass.
 func TestKeptViewsEqualFreshOnes(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 13))
@@ -187,6 +201,19 @@ func TestKeptViewsEqualFreshOnes(t *testing.T) {
 			for i, name := range names {
 				if order[i] != hosts[name] {
 					t.Fatalf("seed %d pass %d: view %d by position is not %s's", seed, pass, i, name)
+				}
+			}
+			// The node views kept are only those of the hosts' nodes: a node
+			// gone, or no longer named by its host, is forgotten.
+			shown := map[string]bool{}
+			for _, hv := range hosts {
+				if hv.node != nil {
+					shown[hv.node.ID] = true
+				}
+			}
+			for id := range c.viewCache.nodeViews {
+				if !shown[id] {
+					t.Fatalf("seed %d pass %d: the view of node %s is kept, though no host's view shows it", seed, pass, id)
 				}
 			}
 			// The pass records what it found in its own copies, and adds the
