@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,24 +296,18 @@ func TestCapacityGateReadsFewAtScale(t *testing.T) {
 // allocations were being read: in the same round of the gate's reads.
 type sideNodes struct {
 	*capNodes
-	info       chan struct{} // closed when a node is asked for
-	once       sync.Once
-	sideBySide atomic.Bool
+	probe *overlapProbe // begun by a node read, waited for by a candidate's allocations
 }
 
 func (n *sideNodes) Allocations(id string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
 	if id != "node-q" {
-		select {
-		case <-n.info:
-			n.sideBySide.Store(true)
-		case <-time.After(2 * time.Second):
-		}
+		n.probe.wait()
 	}
 	return n.capNodes.Allocations(id, q)
 }
 
 func (n *sideNodes) Info(id string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
-	n.once.Do(func() { close(n.info) })
+	n.probe.begin()
 	return n.capNodes.Info(id, q)
 }
 
@@ -327,14 +320,14 @@ func TestCapacityGateReadsAllocationsAndNodesSideBySide(t *testing.T) {
 	}
 	s := admitSnapshot(hosts, inDefaultPool)
 	nodes := &sideNodes{capNodes: &capNodes{allocs: map[string][]*api.Allocation{"node-q": {capAlloc("q.web[0]", "service", 1024)}}},
-		info: make(chan struct{})}
+		probe: newOverlapProbe()}
 	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
 	c.readCapacity(context.Background(), s)
 	if adm := admit(c.admitRules(), s); !adm.admitted["q"] {
 		t.Fatalf("q not admitted: %v", adm.wait["q"])
 	}
-	if !nodes.sideBySide.Load() {
+	if !nodes.probe.overlap.Load() {
 		t.Errorf("no node asked for while the candidates' allocations were read (reads %v): a round trip more", nodes.reads)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -19,6 +20,28 @@ import (
 )
 
 var errInjected = errors.New("injected failure")
+
+// overlapProbe tells whether one call was made while another was under way:
+// the waiting call waits (at most two seconds) for the other to begin.
+type overlapProbe struct {
+	begun   chan struct{}
+	once    sync.Once
+	overlap atomic.Bool
+}
+
+func newOverlapProbe() *overlapProbe { return &overlapProbe{begun: make(chan struct{})} }
+
+// begin marks the call waited for as begun.
+func (p *overlapProbe) begin() { p.once.Do(func() { close(p.begun) }) }
+
+// wait waits for that call to begin, and notes whether it did in time.
+func (p *overlapProbe) wait() {
+	select {
+	case <-p.begun:
+		p.overlap.Store(true)
+	case <-time.After(2 * time.Second):
+	}
+}
 
 // callLog records every write the coordinator makes, to Nomad nodes, to the
 // variables and to the server clusters, in order, and fails the failAt-th one

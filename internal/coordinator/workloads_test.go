@@ -248,22 +248,16 @@ func TestWorkloadBlockers(t *testing.T) {
 // are asked for too (or after two seconds), and says whether they were.
 type sideBySide struct {
 	*fakeWorkloads
-	evals    chan struct{}
-	once     sync.Once
-	together bool
+	probe *overlapProbe // begun by the evaluations, waited for by the deployments
 }
 
 func (f *sideBySide) ListDeployments(q *api.QueryOptions) ([]*api.Deployment, *api.QueryMeta, error) {
-	select {
-	case <-f.evals:
-		f.together = true
-	case <-time.After(2 * time.Second):
-	}
+	f.probe.wait()
 	return f.fakeWorkloads.ListDeployments(q)
 }
 
 func (f *sideBySide) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation, *api.QueryMeta, error) {
-	f.once.Do(func() { close(f.evals) })
+	f.probe.begin()
 	return f.fakeWorkloads.ListEvaluations(q)
 }
 
@@ -271,11 +265,11 @@ func (f *sideBySide) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation, *a
 // round trip between a slot freed and the next drain, not two.
 func TestWorkloadListsSideBySide(t *testing.T) {
 	f := &sideBySide{fakeWorkloads: &fakeWorkloads{jobs: []*api.Job{testJob("default", "etl", "default", nil)},
-		evals: []*api.Evaluation{{ID: "e1", Namespace: "default", JobID: "etl", Status: "blocked"}}}, evals: make(chan struct{})}
+		evals: []*api.Evaluation{{ID: "e1", Namespace: "default", JobID: "etl", Status: "blocked"}}}, probe: newOverlapProbe()}
 	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}}, inDefaultPool)
 	c := &Coordinator{opt: Options{Workloads: workload.Default(), WorkloadsAPI: f, Nodes: workloadNodes{f: f.fakeWorkloads}}}
 	c.readWorkloads(context.Background(), s)
-	if !f.together {
+	if !f.probe.overlap.Load() {
 		t.Errorf("the deployments were listed alone (requests %q)", f.calls)
 	}
 	adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, gates: true}, s)
