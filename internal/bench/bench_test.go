@@ -43,6 +43,11 @@ func TestBenchSample(t *testing.T) {
 	if len(r.HandOff) != 3*(10-3) || len(r.HandOffPasses) != 3*(10-3) {
 		t.Errorf("%d hand-offs (%d from the passes' times), want 21", len(r.HandOff), len(r.HandOffPasses))
 	}
+	// Every cycle is split at the emulator's events, and its parts add up to
+	// it (to the nanoseconds each mean is rounded to).
+	if p := r.Parts; p.N != 30 || (p.Drain.Mean+p.Boot.Mean+p.Rollboot.Mean-p.Cycle.Mean).Abs() > time.Microsecond || p.Boot.Mean < bootTime {
+		t.Errorf("cycle parts %+v: want the 30 cycles split, the parts adding up, the boot at least %s", p, bootTime)
+	}
 	if r.LowerBound <= 0 || r.Makespan < r.LowerBound/2 {
 		t.Errorf("makespan %s against lower bound %s", r.Makespan, r.LowerBound)
 	}

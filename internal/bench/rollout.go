@@ -26,6 +26,7 @@ type Rollout struct {
 	LowerBound time.Duration // max over groups of ceil(hosts/concurrency) x mean cycle
 	Excess     Excess        // where the group that ended last spent the time its slots were not busy
 	Floor      Floor         // the ratio the cycles allow with nothing between them
+	Parts      CycleParts    // the cycles' parts: the machines' and rollboot's
 	MeanCycle  time.Duration // draining to idle, over every host
 	Cycles     []time.Duration
 
@@ -109,6 +110,7 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
 	r.measureCycles(hist, c.groupOf, setAt, start)
+	r.Parts = cycleParts(hist, events, c.groupOf, start, r.Concurrency, r.LowerBound)
 	r.HandOff = handOffs(events, hist, c.st.Prefix(), c.groupOf, r.Concurrency)
 	if done {
 		if p := checkOnce(hist, c.hosts); p != "" {

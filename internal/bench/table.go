@@ -63,6 +63,13 @@ func (rep *Report) Rows() []Row {
 			add("  with nothing between the cycles", r.Hosts, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: the measured cycles replayed in %d orders through the slots)",
 				f.Mean, f.P10, f.P90, f.Replays), "-", "info")
 		}
+		if p := r.Parts; p.N > 0 {
+			add("  the cycles' parts, mean ± sd", r.Hosts, partsValue(p), "-", "info")
+			if f := p.Floor; f.Replays > 0 && r.Hosts/r.Groups/r.Concurrency >= floorMinWaves {
+				add("  the same, with rollboot's parts at their mean", r.Hosts, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: only the machines' variance left)",
+					f.Mean, f.P10, f.P90), "-", "info")
+			}
+		}
 		if e := r.Excess; e.Group != "" && r.LowerBound > 0 {
 			pct := func(d time.Duration) string { return fmt.Sprintf("%.1f%%", 100*float64(d)/float64(r.LowerBound)) }
 			add("  beyond the cycles, per slot (of the bound)", r.Hosts, fmt.Sprintf("start %s, hand-offs %s, tail %s (group %s, the last to end)",
@@ -249,6 +256,14 @@ func dur(d time.Duration) string {
 	default:
 		return d.Round(10 * time.Millisecond).String()
 	}
+}
+
+// partsValue shows the cycles' parts (CycleParts): the machines' and Nomad's,
+// then rollboot's, and the whole cycle.
+func partsValue(p CycleParts) string {
+	sp := func(x Spread) string { return ms(x.Mean) + " ± " + ms(x.SD) }
+	return fmt.Sprintf("drain %s, reboot to ready %s; rollboot's %s (drain end to reboot %s, ready to end %s); cycle %s",
+		sp(p.Drain), sp(p.Boot), sp(p.Rollboot), sp(p.ToReboot), sp(p.Back), sp(p.Cycle))
 }
 
 func ms(d time.Duration) string {
