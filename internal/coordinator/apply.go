@@ -25,7 +25,7 @@ import (
 //
 // Each step runs only if the ones before it succeeded.
 func (c *Coordinator) apply(ctx context.Context, in Input, d Decision) error {
-	log := c.log.With("host", d.Plan.Host, "phase", d.Plan.Phase, "group", d.Plan.Group)
+	log := c.hostLog(d)
 	if err := c.giveBack(ctx, in, d, log); err != nil {
 		return err
 	}
@@ -123,10 +123,20 @@ func (c *Coordinator) storePlan(ctx context.Context, in Input, d Decision, log *
 		c.plansGen++
 	}
 	c.mu.Unlock()
-	if d.Event != "" {
-		log.Info(d.Event, "reason", p.Reason, "last_error", p.LastError, "waiting", p.Waiting)
-	}
+	logEvent(log, d)
 	return nil
+}
+
+// hostLog is the logger of what carrying d out does.
+func (c *Coordinator) hostLog(d Decision) *slog.Logger {
+	return c.log.With("host", d.Plan.Host, "phase", d.Plan.Phase, "group", d.Plan.Group)
+}
+
+// logEvent logs what carrying d out did, if it says (Decision.Event).
+func logEvent(log *slog.Logger, d Decision) {
+	if d.Event != "" {
+		log.Info(d.Event, "reason", d.Plan.Reason, "last_error", d.Plan.LastError, "waiting", d.Plan.Waiting)
+	}
 }
 
 // takeOut hands the leadership over and starts the drain, after the plan that

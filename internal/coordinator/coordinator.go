@@ -403,12 +403,13 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
 	}
-	first, rest, firstPended := headsFirst(rules, s, writes, pended) // handoff.go
+	first, rest, heads := headsFirst(rules, s, writes) // handoff.go
 	errs = errors.Join(errs, c.storePlans(ctx, first))
+	var granted map[string]bool
 	if errs == nil {
-		errs = c.handOut(ctx, s, adm, freed, firstPended) // the slots freed, at once (handoff.go)
+		granted, errs = c.handOut(ctx, s, adm, freed, pended, heads) // the slots freed, at once (handoff.go)
 	}
-	errs = errors.Join(errs, c.storePlans(ctx, rest))
+	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
 	c.metrics.state.waiting(waiting)
 	c.notifyPass(s.control)
 	c.publishMeta(s)

@@ -28,17 +28,24 @@ import (
 //     whose write failed left its active plan there: its slot stays taken. A
 //     write lost to another coordinator's drops the cache: no second round.
 //   - The hosts admitted again are only those the first admission queued for
-//     a slot and nothing else (WaitQueued), and those this pass made pending
-//     (stored so). The capacity gate and the system jobs on their nodes are
-//     read again for them, as a pass does; with hosts made pending, the
-//     alerts (unless this pass read them) and the workload blockers too, for
-//     the queue as stored.
+//     a slot and nothing else (WaitQueued), and those this pass made pending.
+//     The capacity gate and the system jobs on their nodes are read again for
+//     them, as a pass does; with hosts made pending, the alerts (unless this
+//     pass read them) and the workload blockers too, for the queue with them.
+//   - A host made pending first in its group's line (headsFirst) is admitted
+//     on its pending plan as decided, not stored: its grant, written with
+//     check-and-set on the plan stored before the pass, is its first write,
+//     and the drain follows it as in any grant. A crash before the grant
+//     leaves the plan as it was and the host's need in its record: the next
+//     pass makes it pending again, as it does after a grant that failed. A
+//     head the hand-out does not try to grant has its pending plan stored
+//     after the hand-out.
 //   - Only a pass all of whose reads and writes succeeded hands out: a write
 //     that failed may still have been applied (a timeout), and the plan cache
 //     would not show it; the next pass, which reads again, decides.
-//     The exception is the pending plans of the hosts that come after, in
-//     their group's line, as many as it has slots (headsFirst): they are
-//     stored after the hand-out, for they take no slot and free none.
+//     The exception is the pending plans of the heads not granted and of the
+//     hosts that come after them in their group's line: they are stored after
+//     the hand-out, for they take no slot and free none.
 //   - Hosts that run servers wait for the next pass: their clusters' health,
 //     read before the close, is read again first.
 //   - Every other input is the pass's snapshot, from before its writes. The
@@ -59,11 +66,17 @@ func freesSlot(in Input, d Decision) bool {
 }
 
 // handOut admits again after the pass's decisions were carried out without an
-// error, when one of them freed a slot or made a host pending (freed, pended:
-// the hosts whose decision does, carried out or not), and carries out the
-// grants of the hosts that get a slot now. first is the pass's admission; s its
+// error, when one of them freed a slot or made a host pending, and carries out
+// the grants of the hosts that get a slot now. freed and pended are the hosts
+// whose decision frees their slot or makes them pending (carried out or not);
+// heads are the pending decisions of the hosts first in their group's line
+// (headsFirst), not stored yet: a head's grant is its first write. It returns
+// the heads whose grant it tried, stored or not: their pending plans are not to
+// be stored after it (a grant that failed leaves the plan as it was before the
+// pass, and the next pass decides again). first is the pass's admission; s its
 // snapshot.
-func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission, freed, pended []string) error {
+func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission, freed, pended []string,
+	heads []pendingWrite) (map[string]bool, error) {
 	c.mu.Lock()
 	stored := c.plans
 	closed := false
@@ -72,20 +85,28 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 			closed = true // its close is stored
 		}
 	}
-	newcomers := map[string]bool{}
+	newcomers := map[string]*pendingWrite{}
 	for _, name := range pended {
 		if p, ok := stored[name]; ok && p.Phase == store.PhasePending {
-			newcomers[name] = true // stored pending
+			newcomers[name] = nil // stored pending
 		}
 	}
-	if stored == nil || !closed && len(newcomers) == 0 {
+	if stored == nil || !closed && len(newcomers) == 0 && len(heads) == 0 {
 		c.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	s2 := *s
 	s2.now = c.now()
 	s2.plans = maps.Clone(stored)
 	c.mu.Unlock()
+	for i, h := range heads {
+		// Pending as decided, its plan as stored before the pass: the grant's
+		// check-and-set is on that one.
+		p := h.d.Plan
+		p.ModifyIndex = h.in.Plan.ModifyIndex
+		s2.plans[p.Host] = p
+		newcomers[p.Host] = &heads[i]
+	}
 	s2.memo, s2.capacity = admitMemo{}, nil
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
@@ -99,12 +120,14 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 	c.readCapacity(octx, &s2)
 	adm := c.admitWithJobs(octx, c.rulesOf(&s2), &s2)
 	if err := octx.Err(); err != nil {
-		return c.stepFailed(octx, ctx, err)
+		return nil, c.stepFailed(octx, ctx, err)
 	}
 	var writes []pendingWrite
+	granted := map[string]bool{}
 	for _, name := range busyNames(&s2) { // the hosts admitted are pending
 		hv := s2.hosts[name]
-		if !adm.admitted[name] || first.wait[name].Kind != WaitQueued && !newcomers[name] || hv.err != nil {
+		head, isNew := newcomers[name]
+		if !adm.admitted[name] || first.wait[name].Kind != WaitQueued && !isNew || hv.err != nil {
 			continue
 		}
 		if hv.rec != nil && len(hv.rec.Servers) > 0 {
@@ -115,12 +138,28 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 		if in.Plan.Phase != store.PhasePending || !d.StartDrain || !storedApart(in, d) {
 			continue // not a plain grant: the next pass decides for it
 		}
+		if head != nil {
+			granted[name] = true
+			logEvent(c.hostLog(head.d), head.d) // what storing its pending plan would have logged
+		}
 		writes = append(writes, pendingWrite{in, d})
 	}
 	if len(writes) > 0 {
 		c.log.Debug("slots freed in this pass handed out", "hosts", len(writes))
 	}
-	return c.storePlans(ctx, writes)
+	return granted, c.storePlans(ctx, writes)
+}
+
+// notGranted returns the heads whose grant the hand-out did not carry out:
+// their pending plans are stored with the rest.
+func notGranted(heads []pendingWrite, granted map[string]bool) []pendingWrite {
+	var out []pendingWrite
+	for _, h := range heads {
+		if !granted[h.in.Plan.Host] {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // storedApart reports whether a grant touches nothing but its own host's plan
@@ -131,24 +170,18 @@ func storedApart(in Input, d Decision) bool {
 	return len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !cancelDone(in, d.Plan)
 }
 
-// headsFirst splits a pass's writes stored together so that the hosts it makes
-// pending which may get a slot now are stored, and handed out, before the rest
-// of them: when every host's need appears at once (a patch day), one pass makes
-// hundreds of hosts pending, and storing all of them before the first grant
-// delayed the first drain of every group by as many writes. first holds every
-// write but those of the hosts made pending beyond, in each group, as many as
-// it has slots (policy.Slots), in the order admission serves them; pended are
-// the hosts made pending among first's. rest only makes hosts pending: nothing
-// in it takes or frees a slot, so handing out before it is stored is as safe
-// as after (handOut).
-func headsFirst(r admitRules, s *snapshot, writes []pendingWrite, pended []string) (first, rest []pendingWrite, firstPended []string) {
-	if len(pended) <= PlanWriteParallelism {
-		return writes, nil, pended // one round of writes: nothing to gain
-	}
-	slots := map[string]int{}
-	for _, g := range groupStatuses(r, s) {
-		slots[g.Group.Name] = policy.Slots(g.Group, g.Size)
-	}
+// headsFirst splits a pass's writes stored together: first, every write but
+// those that only make a host pending; heads, the pending decisions of the
+// hosts that may get a slot now, in each group as many as it has slots
+// (policy.Slots) in the order admission serves them; rest, the others. When
+// every host's need appears at once (a patch day), one pass makes hundreds of
+// hosts pending, and storing all of them before the first grant delayed the
+// first drain of every group by as many writes; storing the heads' pending
+// plans first still delayed it by one write each. So the hand-out admits the
+// heads as decided (handOut), and a head's grant is its first write; the heads
+// not granted are stored pending with rest, after it. Nothing in rest takes or
+// frees a slot, so handing out before it is stored is as safe as after.
+func headsFirst(r admitRules, s *snapshot, writes []pendingWrite) (first, rest, heads []pendingWrite) {
 	var newcomers []policy.Request
 	byHost := map[string]pendingWrite{}
 	for _, w := range writes {
@@ -160,20 +193,21 @@ func headsFirst(r admitRules, s *snapshot, writes []pendingWrite, pended []strin
 		}
 		first = append(first, w)
 	}
-	taken, later := map[string]int{}, map[string]bool{}
+	if len(newcomers) == 0 {
+		return first, nil, nil
+	}
+	slots := map[string]int{}
+	for _, g := range groupStatuses(r, s) {
+		slots[g.Group.Name] = policy.Slots(g.Group, g.Size)
+	}
+	taken := map[string]int{}
 	for _, q := range policy.InQueueOrder(newcomers) {
 		if taken[q.Group] < slots[q.Group] {
 			taken[q.Group]++
-			first = append(first, byHost[q.Host])
+			heads = append(heads, byHost[q.Host])
 			continue
 		}
 		rest = append(rest, byHost[q.Host])
-		later[q.Host] = true
 	}
-	for _, name := range pended {
-		if !later[name] {
-			firstPended = append(firstPended, name)
-		}
-	}
-	return first, rest, firstPended
+	return first, rest, heads
 }

@@ -144,20 +144,85 @@ func TestNewNeedIsGrantedInTheSamePass(t *testing.T) {
 			t.Errorf("h00 is %s (timeline %v) after one pass, want draining, pending first", p.Phase, p.Timeline)
 		}
 	}
-	var nodeWrites []string
+	var nodeWrites, planPuts []string
 	for _, call := range log.get() {
 		if !strings.HasPrefix(call, "put ") && !strings.HasPrefix(call, "delete ") {
 			nodeWrites = append(nodeWrites, call)
+		}
+		if call == "put plan/h00" {
+			planPuts = append(planPuts, call)
 		}
 	}
 	if !slices.Equal(nodeWrites, []string{"drain n-h00"}) {
 		t.Errorf("node writes %q, want the drain of h00's node", nodeWrites)
 	}
+	// Its grant is its first write: no pending plan stored before it.
+	if len(planPuts) != 1 {
+		t.Errorf("h00's plan stored %d times in the pass, want once (calls %q)", len(planPuts), log.get())
+	}
 }
 
-// When many hosts need a reboot at once, the pass stores the pending plans of
-// the hosts first in line, grants them, and only then stores the other pending
-// plans: the first drain does not wait for every other pending write.
+// A host made pending first in its group's line whose group has no slot free
+// is not granted, and its pending plan is stored all the same.
+func TestHeadNotGrantedIsStoredPending(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	st := store.New(newMemVars(log), "rollboot", "")
+	stubs := putHosts(t, st, 2, func(i int, r *store.HostRecord) {
+		r.BootID = "b1"
+		if i == 0 {
+			r.RebootRequired, r.RequestedAt, r.Reason = true, t0.Add(-time.Minute), "kernel"
+		}
+	})
+	// h01 holds the default group's one slot, rebooting.
+	busy := plan(store.PhaseRebooting, func(p *store.Plan) { p.Host, p.NodeID, p.Group = "h01", "n-h01", "default" })
+	if _, err := st.PutPlan(ctx, busy); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
+		Now: func() time.Time { return t0 }})
+	log.reset(0)
+	plans := passThenPlans(t, c, st)
+	if p := plans["h00"]; p.Phase != store.PhasePending || p.Timeline[store.PhasePending] != t0 {
+		t.Errorf("h00 is %s (timeline %v) after the pass, want pending since %s", p.Phase, p.Timeline, t0)
+	}
+	for _, call := range log.get() {
+		if call == "drain n-h00" {
+			t.Errorf("h00's node drained with the slot taken (calls %q)", log.get())
+		}
+	}
+}
+
+// A head whose grant could not be stored is neither drained nor stored
+// pending in that pass: its plan is as it was, and the next pass grants it.
+func TestHeadWhoseGrantFailedIsDecidedAgain(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	vars := &failingVars{memVars: newMemVars(log)}
+	st := store.New(vars, "rollboot", "")
+	stubs := putHosts(t, st, 1, func(_ int, r *store.HostRecord) {
+		r.RebootRequired, r.RequestedAt, r.Reason = true, t0.Add(-time.Minute), "kernel"
+	})
+	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
+		Now: func() time.Time { return t0 }})
+	vars.failPrefix = "rollboot/plan/h00"
+	log.reset(0)
+	if err := c.ReconcileOnce(ctx); err == nil {
+		t.Error("the pass reported no error")
+	}
+	vars.failPrefix = ""
+	if calls := log.get(); len(calls) != 0 {
+		t.Errorf("calls %q, want none (the grant failed before its drain)", calls)
+	}
+	plans := passThenPlans(t, c, st)
+	if p := plans["h00"]; p.Phase != store.PhaseDraining {
+		t.Errorf("h00 is %s after the next pass, want draining", p.Phase)
+	}
+}
+
+// When many hosts need a reboot at once, the pass grants the hosts first in
+// line and only then stores the other pending plans: the first drain waits
+// for no pending write.
 func TestHeadsOfTheQueueGrantedBeforeTheRestPending(t *testing.T) {
 	log := &callLog{}
 	st := store.New(newMemVars(log), "rollboot", "")
@@ -197,9 +262,9 @@ func TestHeadsOfTheQueueGrantedBeforeTheRestPending(t *testing.T) {
 			planPuts++
 		}
 	}
-	// Their two pending plans, their two grants at most, then the drains.
-	if planPuts > 4 {
-		t.Errorf("%d plans stored before the first drain, want at most 4 (calls %q)", planPuts, log.get())
+	// Their two grants at most, then the drains: no pending plan first.
+	if planPuts > 2 {
+		t.Errorf("%d plans stored before the first drain, want at most 2 (calls %q)", planPuts, log.get())
 	}
 }
 
