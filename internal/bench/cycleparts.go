@@ -79,10 +79,10 @@ func stepsOf(events []nomadsim.Event, from time.Time) (st cycleSteps, ok bool) {
 	return st, false
 }
 
-// cycleParts splits the rollout's rebooted cycles (those whose drain started
-// after start) with the emulator's events, and replays the cycles with
-// rollboot's parts at their group's mean through concurrency slots against
-// bound (no replay when a cycle's parts were not all seen).
+// cycleParts splits the rollout's cycles (rolloutCycle) with the emulator's
+// events, and replays the cycles with rollboot's parts at their group's mean
+// through concurrency slots against bound (no replay when a cycle's parts
+// were not all seen).
 func cycleParts(hist []store.HistoryRecord, events []nomadsim.Event, groupOf map[string]string, start time.Time,
 	concurrency int, bound time.Duration) CycleParts {
 	byHost := map[string][]nomadsim.Event{}
@@ -102,8 +102,8 @@ func cycleParts(hist []store.HistoryRecord, events []nomadsim.Event, groupOf map
 		missed                                 int
 	)
 	for _, h := range hist {
-		s := h.Timeline[store.PhaseDraining]
-		if h.Outcome != "rebooted" || s.IsZero() || s.Before(start) {
+		s, ok := rolloutCycle(h, start) // the cycles measureCycles counts
+		if !ok {
 			continue
 		}
 		st, ok := stepsOf(byHost[h.Host], s)

@@ -215,6 +215,13 @@ func countWrite(r *Rollout, e nomadsim.Event) {
 	r.WritesBy[kind]++
 }
 
+// rolloutCycle reports whether h is a cycle of the rollout that started at
+// start (a reboot that ended after it), and when its drain started.
+func rolloutCycle(h store.HistoryRecord, start time.Time) (drained time.Time, ok bool) {
+	s := h.Timeline[store.PhaseDraining]
+	return s, h.Outcome == "rebooted" && !s.IsZero() && !h.Finished.Before(start)
+}
+
 // measureCycles computes the makespan, its lower bound, the hand-off latencies
 // as the passes recorded them and sentinel-to-pending latencies from the
 // history records.
@@ -223,11 +230,8 @@ func (r *Rollout) measureCycles(hist []store.HistoryRecord, groupOf map[string]s
 	var end time.Time
 	var total time.Duration
 	for _, h := range hist {
-		if h.Outcome != "rebooted" {
-			continue
-		}
-		s := h.Timeline[store.PhaseDraining]
-		if s.IsZero() || h.Finished.Before(start) {
+		s, ok := rolloutCycle(h, start)
+		if !ok {
 			continue
 		}
 		byGroup[groupOf[h.Host]] = append(byGroup[groupOf[h.Host]], span{s, h.Finished})

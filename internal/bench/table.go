@@ -59,13 +59,14 @@ func (rep *Report) Rows() []Row {
 		// load, are longer (1.51 s against 1.38 s for the second at 100
 		// hosts): with a few waves per slot, mixing them into later waves
 		// puts the floor above the measured ratio.
-		if f := r.Floor; f.Replays > 0 && r.Groups > 0 && r.Concurrency > 0 && r.Hosts/r.Groups/r.Concurrency >= floorMinWaves {
+		enoughWaves := r.Groups > 0 && r.Concurrency > 0 && r.Hosts/r.Groups/r.Concurrency >= floorMinWaves
+		if f := r.Floor; f.Replays > 0 && enoughWaves {
 			add("  with nothing between the cycles", r.Hosts, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: the measured cycles replayed in %d orders through the slots)",
 				f.Mean, f.P10, f.P90, f.Replays), "-", "info")
 		}
 		if p := r.Parts; p.N > 0 {
 			add("  the cycles' parts, mean ± sd", r.Hosts, partsValue(p), "-", "info")
-			if f := p.Floor; f.Replays > 0 && r.Hosts/r.Groups/r.Concurrency >= floorMinWaves {
+			if f := p.Floor; f.Replays > 0 && enoughWaves {
 				add("  the same, with rollboot's parts at their mean", r.Hosts, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: only the machines' variance left)",
 					f.Mean, f.P10, f.P90), "-", "info")
 			}
