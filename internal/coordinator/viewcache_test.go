@@ -51,7 +51,7 @@ type viewWorld struct {
 func (w *viewWorld) next() uint64 { w.index++; return w.index }
 
 func (w *viewWorld) step() {
-	switch w.rng.IntN(9) {
+	switch w.rng.IntN(11) {
 	case 0: // a pass with nothing new: the same lists
 	case 1, 2: // a record written
 		recs := slices.Clone(w.recs)
@@ -107,6 +107,25 @@ func (w *viewWorld) step() {
 			}
 		}
 		w.list = list
+	case 9, 10: // a node changes as the node watch applies it: its stub
+		// replaced, every other node's the very same (applyNodeChanges)
+		if len(w.list) == 0 {
+			return
+		}
+		cp := *w.list[w.rng.IntN(len(w.list))]
+		switch w.rng.IntN(4) {
+		case 0:
+			cp.Status = []string{"ready", "down", "initializing"}[w.rng.IntN(3)]
+		case 1:
+			cp.SchedulingEligibility = []string{"eligible", "ineligible"}[w.rng.IntN(2)]
+		case 2:
+			cp.Drain = !cp.Drain
+			cp.LastDrain = &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{metaGrant: fmt.Sprintf("g%d", w.rng.IntN(3))}}
+		case 3:
+			cp.Name = fmt.Sprintf("h%d", w.rng.IntN(12)) // renamed: its host's record no longer valid, or valid again
+		}
+		cp.ModifyIndex = w.next()
+		w.list = applyNodeChanges(w.list, []*api.NodeListStub{&cp}, nil)
 	case 6: // a node comes or goes
 		list := slices.Clone(w.list)
 		if len(list) > 0 && w.rng.IntN(2) == 0 {
