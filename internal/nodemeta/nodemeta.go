@@ -11,7 +11,8 @@
 // it differs from what the node has (read once per term, then known from its
 // own writes), beside the reconcile loop, so a node whose
 // client does not answer (it is rebooting) never slows a pass. A failed write is
-// logged, counted and tried again.
+// logged, counted and tried again: as an error, or, while the host may be down
+// in its reboot, as deferred (every reboot defers one or two).
 package nodemeta
 
 import (
@@ -88,14 +89,16 @@ type Options struct {
 
 // Publisher writes the wanted metadata of each node.
 type Publisher struct {
-	opt     Options
-	log     *slog.Logger
-	writes  prometheus.Counter
-	errs    *prometheus.CounterVec
-	mu      sync.Mutex
-	want    map[string]Meta // by node ID, newest
-	wake    chan struct{}
-	failLog map[string]loggedFailure // by node ID: the last failure logged
+	opt    Options
+	log    *slog.Logger
+	writes prometheus.Counter
+	errs   *prometheus.CounterVec
+	// deferred: failures while the host may be down in its reboot (mayBeDown).
+	deferred *prometheus.CounterVec
+	mu       sync.Mutex
+	want     map[string]Meta // by node ID, newest
+	wake     chan struct{}
+	failLog  map[string]loggedFailure // by node ID: the last failure logged
 }
 
 // New returns a publisher.
@@ -117,7 +120,11 @@ func New(opt Options) *Publisher {
 		})),
 		errs: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rollboot_node_meta_errors_total",
-			Help: "Failed reads and writes of rollboot's dynamic node metadata, by operation (read, write); each is tried again.",
+			Help: "Failed reads and writes of rollboot's dynamic node metadata, by operation (read, write), but those while the host may be down in its reboot; each is tried again.",
+		}, []string{"op"})),
+		deferred: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rollboot_node_meta_deferred_total",
+			Help: "Reads and writes of rollboot's dynamic node metadata, by operation (read, write), that failed while the host may be down in its reboot (drained, rebooting, rejoining, or its node not ready); each is tried again once the host is back.",
 		}, []string{"op"})),
 	}
 	if p.log == nil {
@@ -263,18 +270,26 @@ func mayBeDown(m Meta, wanted bool) bool {
 }
 
 // failed counts a failed read or write of a node's metadata and logs it once
-// per error: as a warning, or at debug level when the host may be down in its
-// reboot (expected, its client is down).
+// per error: as an error and a warning, or, when the host may be down in its
+// reboot (expected: its client is down), as deferred and at debug level. Every
+// reboot defers a write or two (the drained host goes down as its phase is
+// written), so an alert on the errors would fire at every rollout if they
+// counted those.
 func (p *Publisher) failed(ctx context.Context, nodeID, op string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	p.errs.WithLabelValues(op).Inc()
+	m, wanted := p.wanted(nodeID)
+	down := mayBeDown(m, wanted)
+	if down {
+		p.deferred.WithLabelValues(op).Inc()
+	} else {
+		p.errs.WithLabelValues(op).Inc()
+	}
 	// Logged when the error changes, not at every retry of a node that is down.
 	if p.failLog[nodeID].err != err.Error() {
-		m, wanted := p.wanted(nodeID)
 		level := slog.LevelWarn
-		if mayBeDown(m, wanted) {
+		if down {
 			level = slog.LevelDebug
 		}
 		p.failLog[nodeID] = loggedFailure{err: err.Error(), level: level}
