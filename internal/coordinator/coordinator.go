@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -156,6 +157,9 @@ type Coordinator struct {
 	nodeCache nodeCache
 	// capacityCache: each node's capacity, for the capacity gate (capacity.go).
 	capacityCache capacityCache
+	// queued: the workload blockers' last read had hosts queued to look at
+	// (readWorkloads): the next pass reads the pool lists ahead.
+	queued atomic.Bool
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
 	// rebooting (heartbeatcache.go).
 	heartbeats heartbeatCache

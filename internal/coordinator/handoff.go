@@ -113,7 +113,7 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 	if len(newcomers) > 0 {
 		// What this pass read of the alerts and workloads was for its own
 		// queue, which the newcomers were not in.
-		s2.workloads = nil
+		s2.workloads, s2.poolsAhead = nil, nil // the lists read again, after the pass's drains
 		c.readAlerts(octx, &s2)
 		c.readWorkloads(octx, &s2)
 	}

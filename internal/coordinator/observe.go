@@ -56,6 +56,9 @@ type snapshot struct {
 	// workloads: what the workload blockers read (workloads.go); nil when
 	// nothing was read.
 	workloads *workloadView
+	// poolsAhead: the deployments and blocked evaluations being read beside
+	// the pass's other reads (readPoolListsAhead); nil when they were not.
+	poolsAhead *poolLists
 	// capacity: what the capacity gate read; nil when it is off or nobody is
 	// queued (capacity.go).
 	capacity *capacityView
@@ -92,6 +95,7 @@ type hostView struct {
 
 // observe reads everything a pass decides on.
 func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
+	ahead := c.readPoolListsAhead(ctx) // workloads.go
 	plans, err := c.loadPlans(ctx)
 	if err != nil {
 		return nil, err
@@ -110,7 +114,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	}
 	recs, missing := c.checkRecords(ctx, recs, badRecs, nodes, ctl)
 	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing,
-		nodeSum: c.viewCache.summary(nodes, groupOf)}
+		nodeSum: c.viewCache.summary(nodes, groupOf), poolsAhead: ahead}
 	c.hostViews(s, recs)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)

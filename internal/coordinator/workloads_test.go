@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,5 +364,100 @@ func requestReboot(ctx context.Context, t *testing.T, st *store.Store, h nomadsi
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// probeBox holds the overlap probe of the pass under test.
+type probeBox struct {
+	mu sync.Mutex
+	p  *overlapProbe
+}
+
+func (b *probeBox) set(p *overlapProbe) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.p = p
+}
+
+func (b *probeBox) get() *overlapProbe {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.p
+}
+
+// deploymentsBegin begins the probe when the deployments are listed, and
+// counts the lists.
+type deploymentsBegin struct {
+	WorkloadsAPI
+	box *probeBox
+	n   atomic.Int32
+}
+
+func (w *deploymentsBegin) ListDeployments(q *api.QueryOptions) ([]*api.Deployment, *api.QueryMeta, error) {
+	w.n.Add(1)
+	w.box.get().begin()
+	return w.WorkloadsAPI.ListDeployments(q)
+}
+
+// listAfterDeployments lists the nodes once the probe began (or two seconds
+// passed): a pass reads the node list before it comes to the blockers.
+type listAfterDeployments struct {
+	NodesAPI
+	box *probeBox
+}
+
+func (n listAfterDeployments) List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	n.box.get().wait()
+	return n.NodesAPI.List(q)
+}
+
+// Once a pass had hosts queued, the next reads the deployments and blocked
+// evaluations as it starts, beside its first reads (here the node list, which a
+// pass reads before it comes to the blockers), and once; a pass over an idle
+// cluster lists neither.
+func TestPoolListsReadAhead(t *testing.T) {
+	sim, client, st := simStore(t, nomadsim.Config{Clients: 2})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	begun := newOverlapProbe()
+	begun.begin() // the passes before the one under test do not wait
+	box := &probeBox{p: begun}
+	wl := &deploymentsBegin{WorkloadsAPI: NomadWorkloads{Client: client}, box: box}
+	co := New(Options{
+		Nodes: listAfterDeployments{NodesAPI: client.Nodes(), box: box}, Store: st,
+		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+		Timing:       Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Workloads:    workload.Default(), WorkloadsAPI: wl,
+	})
+	if err := co.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := wl.n.Load(); n != 0 {
+		t.Fatalf("an idle cluster's pass listed the deployments %d times", n)
+	}
+	// Both hosts need a reboot, with one slot: one drains, the other waits.
+	for _, name := range []string{"client-1", "client-2"} {
+		h, _ := sim.Host(name)
+		if _, err := st.PutHost(ctx, store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID,
+			Roles: []string{store.RoleNomadClient}, RebootRequired: true, RequestedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := co.ReconcileOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newOverlapProbe()
+	box.set(p)
+	before := wl.n.Load()
+	if err := co.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !p.overlap.Load() {
+		t.Error("the pass listed the nodes before it asked for the deployments: the pool lists were not read ahead")
+	}
+	if n := wl.n.Load() - before; n != 1 {
+		t.Errorf("the pass listed the deployments %d times, want once", n)
 	}
 }
