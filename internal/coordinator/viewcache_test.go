@@ -50,6 +50,28 @@ type viewWorld struct {
 
 func (w *viewWorld) next() uint64 { w.index++; return w.index }
 
+// changeNode changes one thing of n at random: its status, its eligibility,
+// its drain, or (rename) its name, which makes its host's record invalid, or
+// valid again; else it forgets its last drain.
+func (w *viewWorld) changeNode(n *api.NodeListStub, rename bool) {
+	switch w.rng.IntN(4) {
+	case 0:
+		n.Status = []string{"ready", "down", "initializing"}[w.rng.IntN(3)]
+	case 1:
+		n.SchedulingEligibility = []string{"eligible", "ineligible"}[w.rng.IntN(2)]
+	case 2:
+		n.Drain = !n.Drain
+		status := []api.DrainStatus{api.DrainStatusDraining, api.DrainStatusComplete}[w.rng.IntN(2)]
+		n.LastDrain = &api.DrainMetadata{Status: status, Meta: map[string]string{metaGrant: fmt.Sprintf("g%d", w.rng.IntN(3))}}
+	case 3:
+		if rename {
+			n.Name = fmt.Sprintf("h%d", w.rng.IntN(12))
+		} else {
+			n.LastDrain = nil
+		}
+	}
+}
+
 func (w *viewWorld) step() {
 	switch w.rng.IntN(11) {
 	case 0: // a pass with nothing new: the same lists
@@ -91,17 +113,7 @@ func (w *viewWorld) step() {
 		}
 		if len(list) > 0 {
 			n := list[w.rng.IntN(len(list))]
-			switch w.rng.IntN(4) {
-			case 0:
-				n.Status = []string{"ready", "down", "initializing"}[w.rng.IntN(3)]
-			case 1:
-				n.SchedulingEligibility = []string{"eligible", "ineligible"}[w.rng.IntN(2)]
-			case 2:
-				n.Drain = !n.Drain
-				n.LastDrain = &api.DrainMetadata{Status: api.DrainStatusDraining, Meta: map[string]string{metaGrant: fmt.Sprintf("g%d", w.rng.IntN(3))}}
-			case 3:
-				n.LastDrain = nil
-			}
+			w.changeNode(n, false)
 			if w.rng.IntN(5) > 0 { // every change bumps it; some tests' fakes do not
 				n.ModifyIndex = w.next()
 			}
@@ -113,17 +125,7 @@ func (w *viewWorld) step() {
 			return
 		}
 		cp := *w.list[w.rng.IntN(len(w.list))]
-		switch w.rng.IntN(4) {
-		case 0:
-			cp.Status = []string{"ready", "down", "initializing"}[w.rng.IntN(3)]
-		case 1:
-			cp.SchedulingEligibility = []string{"eligible", "ineligible"}[w.rng.IntN(2)]
-		case 2:
-			cp.Drain = !cp.Drain
-			cp.LastDrain = &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{metaGrant: fmt.Sprintf("g%d", w.rng.IntN(3))}}
-		case 3:
-			cp.Name = fmt.Sprintf("h%d", w.rng.IntN(12)) // renamed: its host's record no longer valid, or valid again
-		}
+		w.changeNode(&cp, true)
 		cp.ModifyIndex = w.next()
 		w.list = applyNodeChanges(w.list, []*api.NodeListStub{&cp}, nil)
 	case 6: // a node comes or goes
