@@ -122,7 +122,11 @@ func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot) {
 		c.readBlockingJobs(ctx, s, v, hosts)
 	}
 	if set.Deployments || set.BlockedEvals {
-		c.readPools(ctx, v, s.poolsAhead, slices.Sorted(maps.Keys(pools)))
+		lists := s.poolsAhead
+		if lists == nil {
+			lists = c.startPoolLists(ctx)
+		}
+		c.readPools(ctx, v, lists, slices.Sorted(maps.Keys(pools)))
 	}
 }
 
@@ -224,23 +228,14 @@ func allocTerminalStatus(a *api.Allocation) bool {
 	return false
 }
 
-// readPools reads the deployments and blocked evaluations (or takes them as
-// read ahead), then, for each pool with a queued host and only when one of
-// them may hold it, the jobs that can place allocations in the pool: its own
-// and those of the built-in pool "all" (nomad/structs NodePoolAll). A job's
-// list stub does not carry its node pool in the API client's types, so the
-// pool is a filter Nomad evaluates.
-func (c *Coordinator) readPools(ctx context.Context, v *workloadView, ahead *poolLists, pools []string) {
-	var (
-		deps  []workload.Deployment
-		evals []workload.Eval
-		err   error
-	)
-	if ahead != nil {
-		deps, evals, err = ahead.wait(ctx)
-	} else {
-		deps, evals, err = c.readPoolLists(ctx)
-	}
+// readPools takes the deployments and blocked evaluations from lists, then
+// reads, for each pool with a queued host and only when one of them may hold
+// it, the jobs that can place allocations in the pool: its own and those of
+// the built-in pool "all" (nomad/structs NodePoolAll). A job's list stub does
+// not carry its node pool in the API client's types, so the pool is a filter
+// Nomad evaluates.
+func (c *Coordinator) readPools(ctx context.Context, v *workloadView, lists *poolLists, pools []string) {
+	deps, evals, err := lists.wait(ctx)
 	mayHold := len(evals) > 0 || slices.ContainsFunc(deps, func(d workload.Deployment) bool { return workload.Held(d.Status) })
 	set := c.opt.Workloads
 	for _, p := range pools {
@@ -259,8 +254,9 @@ func (c *Coordinator) readPools(ctx context.Context, v *workloadView, ahead *poo
 	}
 }
 
-// poolLists are the deployments and blocked evaluations (readPoolLists) as
-// read beside a pass's other reads.
+// poolLists are the deployments and blocked evaluations (readPoolLists),
+// being read: ahead, beside a pass's other reads, or when the blockers come
+// to them.
 type poolLists struct {
 	done  chan struct{} // closed once read
 	deps  []workload.Deployment
@@ -282,6 +278,11 @@ func (c *Coordinator) readPoolListsAhead(ctx context.Context) *poolLists {
 	if c.opt.WorkloadsAPI == nil || !set.Enabled() || !(set.Deployments || set.BlockedEvals) || !c.queued.Load() {
 		return nil
 	}
+	return c.startPoolLists(ctx)
+}
+
+// startPoolLists starts reading the pool lists (readPoolLists).
+func (c *Coordinator) startPoolLists(ctx context.Context) *poolLists {
 	l := &poolLists{done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
