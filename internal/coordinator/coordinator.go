@@ -402,7 +402,12 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			pended = append(pended, name)
 		}
 		if storedTogether(in, d) {
-			writes = append(writes, pendingWrite{in, d})
+			w := pendingWrite{in: in, d: d}
+			if eligibleAgain(in, d) {
+				w.rejoin = s                // the cycle may close in this pass (rejoinnow.go)
+				freed = append(freed, name) // handOut counts it once its close is stored
+			}
+			writes = append(writes, w)
 			continue
 		}
 		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))

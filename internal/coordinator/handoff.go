@@ -142,7 +142,7 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 			granted[name] = true
 			logEvent(c.hostLog(head.d), head.d) // what storing its pending plan would have logged
 		}
-		writes = append(writes, pendingWrite{in, d})
+		writes = append(writes, pendingWrite{in: in, d: d})
 	}
 	if len(writes) > 0 {
 		c.log.Debug("slots freed in this pass handed out", "hosts", len(writes))

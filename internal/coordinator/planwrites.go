@@ -49,6 +49,10 @@ func storedTogether(in Input, d Decision) bool {
 type pendingWrite struct {
 	in Input
 	d  Decision
+	// rejoin is the pass's snapshot when d restores a rejoining host's
+	// eligibility: once it is carried out, the pass decides again for the host
+	// (rejoinNow); nil for any other decision.
+	rejoin *snapshot
 }
 
 // storePlans carries the decisions of a pass stored together out, at most
@@ -60,7 +64,12 @@ func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite) err
 		errs error
 	)
 	parallel.Each(len(writes), PlanWriteParallelism, nil, func(i int) {
-		if err := c.carryOutBounded(ctx, writes[i].in, writes[i].d); err != nil {
+		w := writes[i]
+		err := c.carryOutBounded(ctx, w.in, w.d)
+		if err == nil && w.rejoin != nil {
+			err = c.rejoinNow(ctx, w.rejoin, w.in, w.d)
+		}
+		if err != nil {
 			mu.Lock()
 			errs = errors.Join(errs, err)
 			mu.Unlock()

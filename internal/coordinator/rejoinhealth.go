@@ -131,15 +131,8 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 		}
 		o := &rejoinhealth.Observed{}
 		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, s, hv.node.ID)
-		if c.groupOptions(planGroup(p, hv.group)).Healthy.ConsulChecks {
-			nodeName := ""
-			if n := s.nodes[hv.node.ID]; n != nil {
-				nodeName = n.Name
-			}
-			o.Checks, o.ChecksErr = c.consulChecks(ctx, nodeName)
-			if nodeName != "" {
-				checkNodes[nodeName] = true
-			}
+		if nodeName, ok := c.readChecks(ctx, s, o, p, hv); ok && nodeName != "" {
+			checkNodes[nodeName] = true
 		}
 		if s.health == nil {
 			s.health = map[string]*rejoinhealth.Observed{}
@@ -163,6 +156,21 @@ func (c *Coordinator) cacheNodeAllocs(nodeID string, allocs []*api.Allocation) {
 	c.watchedAllocs[nodeID] = allocs
 }
 
+// readChecks reads the Consul checks of the host's node into o when its group
+// waits for them (healthy.consul_checks): ok says it does, nodeName is the
+// node's name ("" when unknown, which o then holds as its error).
+func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoinhealth.Observed, p store.Plan,
+	hv *hostView) (nodeName string, ok bool) {
+	if !c.groupOptions(planGroup(p, hv.group)).Healthy.ConsulChecks {
+		return "", false
+	}
+	if n := s.nodes[hv.node.ID]; n != nil {
+		nodeName = n.Name
+	}
+	o.Checks, o.ChecksErr = c.consulChecks(ctx, nodeName)
+	return nodeName, true
+}
+
 // nodeAllocs returns the allocations on the node, as package rejoin sees them:
 // as the node's watch last read them (a change pokes a pass after the watch kept
 // it), else as this pass read them (allocsOnNode: the first pass of a host
@@ -172,6 +180,11 @@ func (c *Coordinator) nodeAllocs(ctx context.Context, s *snapshot, nodeID string
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the %w", err)
 	}
+	return healthAllocs(allocs), nil
+}
+
+// healthAllocs is what package rejoin sees of a node's allocations.
+func healthAllocs(allocs []*api.Allocation) []rejoinhealth.Alloc {
 	out := make([]rejoinhealth.Alloc, 0, len(allocs))
 	for _, a := range allocs {
 		ra := rejoinhealth.Alloc{Name: a.Name, DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus}
@@ -188,7 +201,7 @@ func (c *Coordinator) nodeAllocs(ctx context.Context, s *snapshot, nodeID string
 		}
 		out = append(out, ra)
 	}
-	return out, nil
+	return out
 }
 
 // consulChecks reads the node's Consul checks.

@@ -1,0 +1,129 @@
+package coordinator
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// eligibleNodes is recNodes whose nodes' allocations are allocs[nodeID], each
+// read logged as "allocs <node>" after the writes it follows.
+type eligibleNodes struct {
+	recNodes
+	allocs map[string][]*api.Allocation
+}
+
+func (n eligibleNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	if err := n.log.do("allocs " + id); err != nil {
+		return nil, nil, err
+	}
+	return n.allocs[id], &api.QueryMeta{LastIndex: 1}, nil
+}
+
+// rejoinPass stores, in the default group (one host out at once), h00
+// rejoining with its node ready again but still ineligible, as Nomad keeps a
+// drained node across its reboot, and h01 pending for the slot; h00's agent
+// is back with a new boot ID. It runs one pass, with h00's node running
+// allocs and its record changed by rec, and returns the plans after it and
+// the calls to Nomad's nodes API, in order.
+func rejoinPass(t *testing.T, allocs []*api.Allocation, rec func(*store.HostRecord)) (map[string]store.Plan, []string) {
+	t.Helper()
+	ctx := context.Background()
+	log := &callLog{}
+	st := store.New(newMemVars(log), "rollboot", "")
+	stubs := putHosts(t, st, 2, func(i int, r *store.HostRecord) {
+		r.BootID = "b2"
+		if i == 1 {
+			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
+		} else if rec != nil {
+			rec(r)
+		}
+	})
+	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
+	back := plan(store.PhaseRejoining, func(p *store.Plan) {
+		p.Host, p.NodeID, p.Group = "h00", "n-h00", "default"
+		p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
+	})
+	next := store.Plan{Host: "h01", Phase: store.PhasePending, Group: "default", PhaseSince: t0.Add(-time.Hour),
+		RequestedAt: t0.Add(-time.Hour), Reason: "kernel", Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
+	for _, p := range []store.Plan{back, next} {
+		if _, err := st.PutPlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
+	c := New(Options{Nodes: nodes, Store: st, Timing: timing, Now: func() time.Time { return t0 }})
+	log.reset(0)
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, err := st.Plans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHost := map[string]store.Plan{}
+	for _, p := range plans {
+		byHost[p.Host] = p
+	}
+	var nodeCalls []string
+	for _, call := range log.get() {
+		if !strings.HasPrefix(call, "put ") && !strings.HasPrefix(call, "delete ") && !strings.HasSuffix(call, "n-h01") {
+			nodeCalls = append(nodeCalls, call)
+		}
+	}
+	return byHost, nodeCalls
+}
+
+// healthyAlloc is a service allocation running on a node, healthy or (nil)
+// still starting.
+func healthyAlloc(healthy *bool) *api.Allocation {
+	return &api.Allocation{Name: "web.web[0]", DesiredStatus: "run", ClientStatus: "running",
+		Job: &api.Job{Type: new(api.JobTypeService)}, DeploymentStatus: &api.AllocDeploymentStatus{Healthy: healthy}}
+}
+
+// The pass that restores a rebooted node's eligibility reads its workloads
+// after that write and, when they are healthy, closes the cycle and hands the
+// slot on: no second pass waits for the node stream to show the eligibility.
+// When the workloads read after the write are not healthy, or the host runs
+// servers, the cycle stays open for the next pass.
+func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
+	yes := true
+	for _, tc := range []struct {
+		name     string
+		allocs   []*api.Allocation
+		rec      func(*store.HostRecord)
+		closes   bool
+		reads    []string // the node calls of h00's node, in order
+		h01Phase string
+	}{
+		{"nothing on the node", nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
+		{"healthy workloads", []*api.Allocation{healthyAlloc(&yes)}, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
+		{"workloads starting", []*api.Allocation{healthyAlloc(nil)}, nil, false, []string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
+		{"servers on the host", nil, func(r *store.HostRecord) {
+			r.Servers = []store.Server{{Product: store.RoleNomadServer, Cluster: "global"}}
+		}, false, []string{"eligible n-h00"}, store.PhasePending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plans, calls := rejoinPass(t, tc.allocs, tc.rec)
+			want := store.PhaseRejoining
+			if tc.closes {
+				want = store.PhaseIdle
+			}
+			if got := plans["h00"].Phase; got != want {
+				t.Errorf("h00 is %s after the pass, want %s", got, want)
+			}
+			if got := plans["h01"].Phase; got != tc.h01Phase {
+				t.Errorf("h01 is %s after the pass, want %s", got, tc.h01Phase)
+			}
+			if !slices.Equal(calls, tc.reads) {
+				t.Errorf("calls on h00's node %q, want %q", calls, tc.reads)
+			}
+		})
+	}
+}
