@@ -34,9 +34,10 @@ goal beside each: makespan against its lower bound, slot hand-off and sentinel-t
 latencies, variable writes per rebooted host, Nomad requests on an idle cluster, the
 coordinator's cold start, pass time and peak memory, an agent's memory and idle CPU, and the
 emulator's own share of the time; then a Kured-style baseline for the same work. The machines'
-timings are scaled (boots of half a second); Nomad's protocol is not. Host counts above
--rollout-max measure the coordinator alone. Not a test: the exit status is 1 when a goal
-was missed, figures depend on the machine (docs/performance.md).`,
+timings are scaled 1:50 (a boot of 1.2 s); Nomad's protocol is not. Host counts above
+-rollout-max measure the coordinator alone. With -rollouts N each host count's rollout runs N
+times, each judged: a rollout's figures vary from run to run. Not a test: the exit status is 1
+when a goal was missed, figures depend on the machine (docs/performance.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range strings.Split(hosts, ",") {
@@ -90,6 +91,7 @@ was missed, figures depend on the machine (docs/performance.md).`,
 	cmd.Flags().StringVar(&hosts, "hosts", "100,1000,5000", "host counts to measure, comma-separated")
 	cmd.Flags().IntVar(&o.Groups, "groups", 10, "groups (one node pool each)")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 5, "hosts of a group rebooting at once")
+	cmd.Flags().IntVar(&o.Rollouts, "rollouts", 1, "rollouts at each host count, each judged on its own")
 	cmd.Flags().IntVar(&o.RolloutMax, "rollout-max", 1000, "largest host count that runs a full rollout; above it the coordinator alone is measured")
 	cmd.Flags().DurationVar(&o.Idle, "idle", time.Minute, "length of the idle windows (requests on an idle cluster, agent CPU)")
 	cmd.Flags().DurationVar(&o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")

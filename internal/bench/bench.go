@@ -25,7 +25,10 @@ type Options struct {
 	// RolloutMax is the largest host count that runs a full rollout and the
 	// idle-load measurement; above it only the coordinator is measured.
 	// Default 1000.
-	RolloutMax     int
+	RolloutMax int
+	// Rollouts is how many rollouts run at each host count, each judged on
+	// its own: a rollout's figures vary from run to run. Default 1.
+	Rollouts       int
 	RolloutTimeout time.Duration // per rollout; default 10m + 1s per host
 	Idle           time.Duration // the idle windows (requests, agent CPU); default 1m
 	Settle         time.Duration // time given to settle before an idle window; default 10s
@@ -67,6 +70,9 @@ func (o *Options) defaults() {
 	}
 	if o.RolloutMax <= 0 {
 		o.RolloutMax = 1000
+	}
+	if o.Rollouts <= 0 {
+		o.Rollouts = 1
 	}
 	if o.Idle <= 0 {
 		o.Idle = time.Minute
@@ -148,13 +154,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				continue
 			}
 		}
-		progress("%d hosts: rollout, %d groups of concurrency %d", n, o.Groups, o.Concurrency)
-		r, err := runRollout(ctx, &o, n)
-		if err != nil {
-			return nil, fmt.Errorf("rollout, %d hosts: %w", n, err)
+		for run := 1; run <= o.Rollouts; run++ {
+			progress("%d hosts: rollout %d of %d, %d groups of concurrency %d", n, run, o.Rollouts, o.Groups, o.Concurrency)
+			r, err := runRollout(ctx, &o, n)
+			if err != nil {
+				return nil, fmt.Errorf("rollout %d, %d hosts: %w", run, n, err)
+			}
+			r.Run, r.Runs = run, o.Rollouts
+			rep.Rollouts = append(rep.Rollouts, r)
+			progress("%d hosts: rollout took %s (completed: %t)", n, r.Makespan.Round(time.Second), r.Completed)
 		}
-		rep.Rollouts = append(rep.Rollouts, r)
-		progress("%d hosts: rollout took %s (completed: %t)", n, r.Makespan.Round(time.Second), r.Completed)
 	}
 	largest := sizes[len(sizes)-1]
 	if o.Only != "" {

@@ -19,6 +19,7 @@ import (
 // Rollout is what one full rollout measured.
 type Rollout struct {
 	Hosts, Groups, Concurrency int
+	Run, Runs                  int    // this rollout's number (from 1) of the Runs at its host count
 	Completed                  bool   // every host rebooted once and is idle again
 	Problem                    string // why not, when not
 
@@ -41,6 +42,15 @@ type Rollout struct {
 	Requests uint64                // requests rollboot sent to the emulator
 	Emulator nomadsim.RequestStats // the emulator's own time
 	Wall     time.Duration         // wall time of the measured part
+}
+
+// Label names the rollout in the table: its host count, and which of the
+// rollouts at that count it is when there are several.
+func (r *Rollout) Label() string {
+	if r.Runs <= 1 {
+		return fmt.Sprint(r.Hosts)
+	}
+	return fmt.Sprintf("%d (%d/%d)", r.Hosts, r.Run, r.Runs)
 }
 
 // runRollout makes every host need a reboot at once and waits until every one

@@ -41,6 +41,9 @@ func (rep *Report) Rows() []Row {
 		}
 		rows = append(rows, Row{fig, h, value, goal, v})
 	}
+	addR := func(fig string, r *Rollout, value, goal, v string) {
+		rows = append(rows, Row{fig, r.Label(), value, goal, v})
+	}
 	for _, r := range rep.Rollouts {
 		ratio := 0.0
 		if r.LowerBound > 0 {
@@ -53,7 +56,7 @@ func (rep *Report) Rows() []Row {
 		if r.Hosts < makespanGoalHosts {
 			goal, v = fmt.Sprintf("<= 1.05 at %d hosts", makespanGoalHosts), "info"
 		}
-		add("makespan / lower bound", r.Hosts, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), goal, v)
+		addR("makespan / lower bound", r, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), goal, v)
 		// The replays assume a cycle's length does not depend on when it
 		// runs. The first wave's, all started at once under the start's
 		// load, are longer (1.51 s against 1.38 s for the second at 100
@@ -61,39 +64,39 @@ func (rep *Report) Rows() []Row {
 		// puts the floor above the measured ratio.
 		enoughWaves := r.Groups > 0 && r.Concurrency > 0 && r.Hosts/r.Groups/r.Concurrency >= floorMinWaves
 		if f := r.Floor; f.Replays > 0 && enoughWaves {
-			add("  with nothing between the cycles", r.Hosts, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: the measured cycles replayed in %d orders through the slots)",
+			addR("  with nothing between the cycles", r, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: the measured cycles replayed in %d orders through the slots)",
 				f.Mean, f.P10, f.P90, f.Replays), "-", "info")
 		}
 		if p := r.Parts; p.N > 0 {
-			add("  the cycles' parts, mean ± sd", r.Hosts, partsValue(p), "-", "info")
+			addR("  the cycles' parts, mean ± sd", r, partsValue(p), "-", "info")
 			if f := p.Floor; f.Replays > 0 && enoughWaves {
-				add("  the same, with rollboot's parts at their mean", r.Hosts, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: only the machines' variance left)",
+				addR("  the same, with rollboot's parts at their mean", r, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: only the machines' variance left)",
 					f.Mean, f.P10, f.P90), "-", "info")
 			}
 		}
 		if e := r.Excess; e.Group != "" && r.LowerBound > 0 {
 			pct := func(d time.Duration) string { return fmt.Sprintf("%.1f%%", 100*float64(d)/float64(r.LowerBound)) }
-			add("  beyond the cycles, per slot (of the bound)", r.Hosts, fmt.Sprintf("start %s, hand-offs %s, tail %s (group %s, the last to end)",
+			addR("  beyond the cycles, per slot (of the bound)", r, fmt.Sprintf("start %s, hand-offs %s, tail %s (group %s, the last to end)",
 				pct(e.Start), pct(e.HandOffs), pct(e.Tail), e.Group), "-", "info")
 		}
 	}
 	for _, r := range rep.Rollouts {
 		if len(r.HandOff) == 0 {
-			add("slot hand-off p50 / p99", r.Hosts, "none: every host had a free slot", "p99 <= 500ms", "info")
+			addR("slot hand-off p50 / p99", r, "none: every host had a free slot", "p99 <= 500ms", "info")
 			continue
 		}
 		p99 := percentile(r.HandOff, 0.99)
-		add("slot hand-off p50 / p99", r.Hosts, fmt.Sprintf("%s / %s (%d hand-offs; the passes' times: %s / %s)", ms(percentile(r.HandOff, 0.5)), ms(p99),
+		addR("slot hand-off p50 / p99", r, fmt.Sprintf("%s / %s (%d hand-offs; the passes' times: %s / %s)", ms(percentile(r.HandOff, 0.5)), ms(p99),
 			len(r.HandOff), ms(percentile(r.HandOffPasses, 0.5)), ms(percentile(r.HandOffPasses, 0.99))),
 			"p99 <= 500ms", verdict(p99 <= 500*time.Millisecond))
 	}
 	for _, r := range rep.Rollouts {
 		p99 := percentile(r.SentinelToPend, 0.99)
-		add("sentinel -> pending p99, all at once", r.Hosts, ms(p99), "<= 1s", verdict(len(r.SentinelToPend) > 0 && p99 <= time.Second))
+		addR("sentinel -> pending p99, all at once", r, ms(p99), "<= 1s", verdict(len(r.SentinelToPend) > 0 && p99 <= time.Second))
 	}
 	for _, r := range rep.Rollouts {
 		per := float64(r.VarWrites) / float64(max(1, r.Hosts))
-		add("variable writes per rebooted host", r.Hosts, fmt.Sprintf("%.1f (%s)", per, byKind(r.WritesBy, r.Hosts)), "<= 10",
+		addR("variable writes per rebooted host", r, fmt.Sprintf("%.1f (%s)", per, byKind(r.WritesBy, r.Hosts)), "<= 10",
 			verdict(per <= 10))
 	}
 	for i, id := range rep.Idle {
@@ -144,11 +147,11 @@ func (rep *Report) Rows() []Row {
 		if !r.Completed {
 			val = "NO: " + r.Problem
 		}
-		add("rollout completed", r.Hosts, val, "every time", verdict(r.Completed))
+		addR("rollout completed", r, val, "every time", verdict(r.Completed))
 	}
 	for _, r := range rep.Rollouts {
 		e := r.Emulator
-		add("emulator's own time (rollout)", r.Hosts,
+		addR("emulator's own time (rollout)", r,
 			fmt.Sprintf("requests %.0f%% of one core (%s in %s; p50 %s, p99 %s; %d requests), cluster rounds %.0f%% (waits for the lock and CPU included)",
 				100*e.Busy.Seconds()/max(r.Wall.Seconds(), 1e-9), dur(e.Busy), dur(r.Wall), ms(e.P50), ms(e.P99), e.Requests,
 				100*e.Background.Seconds()/max(r.Wall.Seconds(), 1e-9)),
@@ -209,7 +212,7 @@ func (rep *Report) Print(out io.Writer) {
 		fmt.Fprintln(tw, "HOSTS\tMEAN CYCLE\trollboot\tKured, period 1m\tKured, period 1h")
 		for _, r := range rep.Rollouts {
 			k1, k60 := kuredMakespan(r.Cycles, time.Minute), kuredMakespan(r.Cycles, time.Hour)
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s (%.0fx)\t%s (%.0fx)\n", r.Hosts, ms(r.MeanCycle), dur(r.Makespan),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%.0fx)\t%s (%.0fx)\n", r.Label(), ms(r.MeanCycle), dur(r.Makespan),
 				dur(k1), ratio(k1, r.Makespan), dur(k60), ratio(k60, r.Makespan))
 		}
 		tw.Flush()
@@ -286,8 +289,12 @@ func printRoutes(out io.Writer, r *Rollout) {
 	if len(routes) == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\nEmulator requests by route, rollout of %d hosts (the busiest %d of %d routes; the bench's own reads included):\n",
-		r.Hosts, min(topRoutes, len(routes)), len(routes))
+	which := ""
+	if r.Runs > 1 {
+		which = fmt.Sprintf(" (%d of %d)", r.Run, r.Runs)
+	}
+	fmt.Fprintf(out, "\nEmulator requests by route, rollout of %d hosts%s (the busiest %d of %d routes; the bench's own reads included):\n",
+		r.Hosts, which, min(topRoutes, len(routes)), len(routes))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROUTE\tREQUESTS\tBUSY\tSHARE OF BUSY")
 	for _, rs := range routes[:min(topRoutes, len(routes))] {
