@@ -291,7 +291,7 @@ func printRoutes(out io.Writer, r *Rollout) {
 	}
 	which := ""
 	if r.Runs > 1 {
-		which = fmt.Sprintf(" (%d of %d)", r.Run, r.Runs)
+		which = fmt.Sprintf(", %d of %d", r.Run, r.Runs)
 	}
 	fmt.Fprintf(out, "\nEmulator requests by route, rollout of %d hosts%s (the busiest %d of %d routes; the bench's own reads included):\n",
 		r.Hosts, which, min(topRoutes, len(routes)), len(routes))
