@@ -51,6 +51,21 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
 		}
 	})
+	putBackAndNext(t, st)
+	vars.failPrefix = failPrefix
+	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
+		Now: func() time.Time { return t0 }})
+	log.reset(0)
+	passErr := c.ReconcileOnce(ctx)
+	vars.failPrefix = ""
+	byHost, nodeWrites := plansAndNodeCalls(t, st, log)
+	return byHost, nodeWrites, passErr
+}
+
+// putBackAndNext stores, in the default group, h00 rejoining from a reboot and
+// h01 pending, next in line for the slot.
+func putBackAndNext(t *testing.T, st *store.Store) {
+	t.Helper()
 	back := plan(store.PhaseRejoining, func(p *store.Plan) {
 		p.Host, p.NodeID, p.Group = "h00", "n-h00", "default"
 		p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
@@ -58,17 +73,17 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 	next := store.Plan{Host: "h01", Phase: store.PhasePending, Group: "default", PhaseSince: t0.Add(-time.Hour),
 		RequestedAt: t0.Add(-time.Hour), Reason: "kernel", Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
 	for _, p := range []store.Plan{back, next} {
-		if _, err := st.PutPlan(ctx, p); err != nil {
+		if _, err := st.PutPlan(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	vars.failPrefix = failPrefix
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0 }})
-	log.reset(0)
-	passErr := c.ReconcileOnce(ctx)
-	vars.failPrefix = ""
-	plans, err := st.Plans(ctx)
+}
+
+// plansAndNodeCalls returns the plans st holds, by host, and the calls in log
+// that are not variable writes: those to Nomad's nodes API, in order.
+func plansAndNodeCalls(t *testing.T, st *store.Store, log *callLog) (map[string]store.Plan, []string) {
+	t.Helper()
+	plans, err := st.Plans(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +91,13 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 	for _, p := range plans {
 		byHost[p.Host] = p
 	}
-	var nodeWrites []string
+	var calls []string
 	for _, call := range log.get() {
 		if !strings.HasPrefix(call, "put ") && !strings.HasPrefix(call, "delete ") {
-			nodeWrites = append(nodeWrites, call)
+			calls = append(calls, call)
 		}
 	}
-	return byHost, nodeWrites, passErr
+	return byHost, calls
 }
 
 // A slot freed by a cycle that closes is handed to the next host in line in

@@ -46,38 +46,15 @@ func rejoinPass(t *testing.T, allocs []*api.Allocation, rec func(*store.HostReco
 		}
 	})
 	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
-	back := plan(store.PhaseRejoining, func(p *store.Plan) {
-		p.Host, p.NodeID, p.Group = "h00", "n-h00", "default"
-		p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
-	})
-	next := store.Plan{Host: "h01", Phase: store.PhasePending, Group: "default", PhaseSince: t0.Add(-time.Hour),
-		RequestedAt: t0.Add(-time.Hour), Reason: "kernel", Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
-	for _, p := range []store.Plan{back, next} {
-		if _, err := st.PutPlan(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putBackAndNext(t, st)
 	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
 	c := New(Options{Nodes: nodes, Store: st, Timing: timing, Now: func() time.Time { return t0 }})
 	log.reset(0)
 	if err := c.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	plans, err := st.Plans(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byHost := map[string]store.Plan{}
-	for _, p := range plans {
-		byHost[p.Host] = p
-	}
-	var nodeCalls []string
-	for _, call := range log.get() {
-		if !strings.HasPrefix(call, "put ") && !strings.HasPrefix(call, "delete ") && !strings.HasSuffix(call, "n-h01") {
-			nodeCalls = append(nodeCalls, call)
-		}
-	}
-	return byHost, nodeCalls
+	byHost, calls := plansAndNodeCalls(t, st, log)
+	return byHost, slices.DeleteFunc(calls, func(call string) bool { return strings.HasSuffix(call, "n-h01") })
 }
 
 // healthyAlloc is a service allocation running on a node, healthy or (nil)
