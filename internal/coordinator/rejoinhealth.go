@@ -131,7 +131,7 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 		}
 		o := &rejoinhealth.Observed{}
 		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, s, hv.node.ID)
-		if nodeName, ok := c.readChecks(ctx, s, o, p, hv); ok && nodeName != "" {
+		if nodeName := c.readChecks(ctx, s, o, p, hv); nodeName != "" {
 			checkNodes[nodeName] = true
 		}
 		if s.health == nil {
@@ -157,18 +157,18 @@ func (c *Coordinator) cacheNodeAllocs(nodeID string, allocs []*api.Allocation) {
 }
 
 // readChecks reads the Consul checks of the host's node into o when its group
-// waits for them (healthy.consul_checks): ok says it does, nodeName is the
-// node's name ("" when unknown, which o then holds as its error).
+// waits for them (healthy.consul_checks), and returns the node's name: "" when
+// its checks are not read, or its name is unknown (o then holds that error).
 func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoinhealth.Observed, p store.Plan,
-	hv *hostView) (nodeName string, ok bool) {
+	hv *hostView) (nodeName string) {
 	if !c.groupOptions(planGroup(p, hv.group)).Healthy.ConsulChecks {
-		return "", false
+		return ""
 	}
 	if n := s.nodes[hv.node.ID]; n != nil {
 		nodeName = n.Name
 	}
 	o.Checks, o.ChecksErr = c.consulChecks(ctx, nodeName)
-	return nodeName, true
+	return nodeName
 }
 
 // nodeAllocs returns the allocations on the node, as package rejoin sees them:

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 
+	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -32,7 +34,7 @@ func (n eligibleNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Alloc
 // is back with a new boot ID. It runs one pass, with h00's node running
 // allocs and its record changed by rec, and returns the plans after it and
 // the calls to Nomad's nodes API, in order.
-func rejoinPass(t *testing.T, allocs []*api.Allocation, rec func(*store.HostRecord)) (map[string]store.Plan, []string) {
+func rejoinPass(t *testing.T, allocs []*api.Allocation, rec func(*store.HostRecord), checks consulapi.HealthChecks) (map[string]store.Plan, []string) {
 	t.Helper()
 	ctx := context.Background()
 	log := &callLog{}
@@ -48,13 +50,32 @@ func rejoinPass(t *testing.T, allocs []*api.Allocation, rec func(*store.HostReco
 	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
 	putBackAndNext(t, st)
 	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
-	c := New(Options{Nodes: nodes, Store: st, Timing: timing, Now: func() time.Time { return t0 }})
+	opt := Options{Nodes: nodes, Store: st, Timing: timing, Now: func() time.Time { return t0 }}
+	if checks != nil { // the group waits for the node's Consul checks, read after the write
+		opt.DefaultOptions.Healthy = rejoinhealth.Settings{Deadline: time.Hour, OnDeadline: "hold", ConsulChecks: true}
+		opt.ConsulHealth = loggedChecks{log: log, checks: checks}
+	}
+	c := New(opt)
 	log.reset(0)
 	if err := c.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	byHost, calls := plansAndNodeCalls(t, st, log)
 	return byHost, slices.DeleteFunc(calls, func(call string) bool { return strings.HasSuffix(call, "n-h01") })
+}
+
+// loggedChecks answers every node's Consul checks with checks, each read
+// logged as "checks <node>".
+type loggedChecks struct {
+	log    *callLog
+	checks consulapi.HealthChecks
+}
+
+func (l loggedChecks) Node(node string, _ *consulapi.QueryOptions) (consulapi.HealthChecks, *consulapi.QueryMeta, error) {
+	if err := l.log.do("checks " + node); err != nil {
+		return nil, nil, err
+	}
+	return l.checks, &consulapi.QueryMeta{LastIndex: 1}, nil
 }
 
 // healthyAlloc is a service allocation running on a node, healthy or (nil)
@@ -67,27 +88,32 @@ func healthyAlloc(healthy *bool) *api.Allocation {
 // The pass that restores a rebooted node's eligibility reads its workloads
 // after that write and, when they are healthy, closes the cycle and hands the
 // slot on: no second pass waits for the node stream to show the eligibility.
-// When the workloads read after the write are not healthy, or the host runs
-// servers, the cycle stays open for the next pass.
+// When the workloads or Consul checks read after the write are not healthy,
+// or the host runs servers, the cycle stays open for the next pass.
 func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
 	yes := true
 	for _, tc := range []struct {
 		name     string
 		allocs   []*api.Allocation
 		rec      func(*store.HostRecord)
+		checks   consulapi.HealthChecks
 		closes   bool
 		reads    []string // the node calls of h00's node, in order
 		h01Phase string
 	}{
-		{"nothing on the node", nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
-		{"healthy workloads", []*api.Allocation{healthyAlloc(&yes)}, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
-		{"workloads starting", []*api.Allocation{healthyAlloc(nil)}, nil, false, []string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
+		{"nothing on the node", nil, nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
+		{"healthy workloads", []*api.Allocation{healthyAlloc(&yes)}, nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
+		{"workloads starting", []*api.Allocation{healthyAlloc(nil)}, nil, nil, false, []string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
+		{"consul checks passing", nil, nil, consulapi.HealthChecks{{Name: "web", Status: consulapi.HealthPassing}}, true,
+			[]string{"eligible n-h00", "allocs n-h00", "checks h00"}, store.PhaseDraining},
+		{"consul check failing", nil, nil, consulapi.HealthChecks{{Name: "web", Status: consulapi.HealthCritical}}, false,
+			[]string{"eligible n-h00", "allocs n-h00", "checks h00"}, store.PhasePending},
 		{"servers on the host", nil, func(r *store.HostRecord) {
 			r.Servers = []store.Server{{Product: store.RoleNomadServer, Cluster: "global"}}
-		}, false, []string{"eligible n-h00"}, store.PhasePending},
+		}, nil, false, []string{"eligible n-h00"}, store.PhasePending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plans, calls := rejoinPass(t, tc.allocs, tc.rec)
+			plans, calls := rejoinPass(t, tc.allocs, tc.rec, tc.checks)
 			want := store.PhaseRejoining
 			if tc.closes {
 				want = store.PhaseIdle
