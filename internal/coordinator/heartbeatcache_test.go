@@ -1,9 +1,15 @@
 package coordinator
 
 import (
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 // infoNodes answers Info with node and counts the reads.
@@ -46,5 +52,50 @@ func TestHeartbeatIndexesReadOnChange(t *testing.T) {
 	c.heartbeats.passDone() // a pass that did not ask for it
 	if pass(12); n.reads != 3 {
 		t.Fatalf("after a pass without it: %d reads, want 3", n.reads)
+	}
+}
+
+// barrierNodes answers Info only once want reads are in flight together (or
+// after a while, with an error): reads sent one after the other fail.
+type barrierNodes struct {
+	NodesAPI
+	want    int
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+}
+
+func (n *barrierNodes) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	n.mu.Lock()
+	if n.arrived++; n.arrived == n.want {
+		close(n.all)
+	}
+	n.mu.Unlock()
+	select {
+	case <-n.all:
+		return &api.Node{ID: id, ModifyIndex: 5}, &api.QueryMeta{LastIndex: 5}, nil
+	case <-time.After(2 * time.Second):
+		return nil, nil, errors.New("read alone: the others were not sent beside it")
+	}
+}
+
+// The events of the nodes of hosts that should be rebooting are read side by
+// side: a pass mid-rollout reads one per node that changed.
+func TestNodeEventsReadSideBySide(t *testing.T) {
+	const hosts = 3
+	n := &barrierNodes{want: hosts, all: make(chan struct{})}
+	c := New(Options{Nodes: n})
+	s := &snapshot{plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
+	for i := range hosts {
+		name := fmt.Sprintf("h%d", i)
+		s.plans[name] = store.Plan{Host: name, Phase: store.PhaseRebooting}
+		s.hosts[name] = &hostView{node: &NodeView{ID: "n-" + name, ModifyIndex: 5}}
+	}
+	s.names = sortedKeys(s.hosts)
+	c.readNodeDetails(t.Context(), s)
+	for name, hv := range s.hosts {
+		if hv.err != nil {
+			t.Errorf("%s: %v", name, hv.err)
+		}
 	}
 }
