@@ -131,7 +131,7 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 		}
 		o := &rejoinhealth.Observed{}
 		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, s, hv.node.ID)
-		if nodeName := c.readChecks(ctx, s, o, p, hv); nodeName != "" {
+		if nodeName := c.readChecks(ctx, s, o, planGroup(p, hv.group), hv.node.ID); nodeName != "" {
 			checkNodes[nodeName] = true
 		}
 		if s.health == nil {
@@ -156,15 +156,14 @@ func (c *Coordinator) cacheNodeAllocs(nodeID string, allocs []*api.Allocation) {
 	c.watchedAllocs[nodeID] = allocs
 }
 
-// readChecks reads the Consul checks of the host's node into o when its group
-// waits for them (healthy.consul_checks), and returns the node's name: "" when
-// its checks are not read, or its name is unknown (o then holds that error).
-func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoinhealth.Observed, p store.Plan,
-	hv *hostView) (nodeName string) {
-	if !c.groupOptions(planGroup(p, hv.group)).Healthy.ConsulChecks {
+// readChecks reads the Consul checks of node nodeID into o when group waits
+// for them (healthy.consul_checks), and returns the node's name: "" when its
+// checks are not read, or its name is unknown (o then holds that error).
+func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoinhealth.Observed, group, nodeID string) (nodeName string) {
+	if !c.groupOptions(group).Healthy.ConsulChecks {
 		return ""
 	}
-	if n := s.nodes[hv.node.ID]; n != nil {
+	if n := s.nodes[nodeID]; n != nil {
 		nodeName = n.Name
 	}
 	o.Checks, o.ChecksErr = c.consulChecks(ctx, nodeName)

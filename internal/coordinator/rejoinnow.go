@@ -16,8 +16,8 @@ import (
 // that (the system jobs, the workloads' health) is read only once the node is
 // eligible, since Nomad places allocations only on eligible nodes. That used to
 // take a pass of its own: the node stream showed the coordinator's eligibility
-// write, and the next pass read the health and closed the cycle. At a thousand
-// hosts that second pass was about 45 ms of every cycle, on the slot's path.
+// write, and the next pass read the health and closed the cycle: that pass's
+// reads stood between every node back and its slot handed on.
 //
 // So once the write that restores eligibility succeeded, the same pass decides
 // again for that host (rejoinNow), with the node as the write left it (eligible,
@@ -56,15 +56,14 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in Input, d De
 	c.mu.Lock()
 	p, ok := c.plans[name] // as d stored it, or as it was
 	c.mu.Unlock()
-	hv := s.hosts[name]
-	if !ok || hv == nil || hv.node == nil || p.Phase != store.PhaseRejoining {
+	if !ok || p.Phase != store.PhaseRejoining {
 		return nil
 	}
-	node := *in.Node
+	node := *in.Node // eligibleAgain: the decision wrote to it
 	node.Eligible, node.Draining = true, false
 	in.Node, in.Plan, in.Now = &node, p, c.now()
 	rctx, cancel := c.stepContext(ctx)
-	in.Health = c.healthNow(rctx, s, p, hv) // a read that failed holds the host
+	in.Health = c.healthNow(rctx, s, p, planGroup(p, in.Group), node.ID) // a read that failed holds the host
 	cancel()
 	d2 := Step(in)
 	if !freesSlot(in, d2) || !givesBackOnly(in, d2) {
@@ -76,17 +75,17 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in Input, d De
 // healthNow reads the host's workloads, and its Consul checks when its group
 // waits for them, straight from Nomad and Consul: neither the watch's
 // allocations nor the pass's were read after the eligibility write.
-func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, hv *hostView) *rejoinhealth.Observed {
+func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, group, nodeID string) *rejoinhealth.Observed {
 	if !waitsForHealth(p) {
 		return nil
 	}
 	o := &rejoinhealth.Observed{}
-	allocs, _, err := c.opt.Nodes.Allocations(hv.node.ID, (&api.QueryOptions{}).WithContext(ctx))
+	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		o.AllocsErr = fmt.Errorf("cannot read the allocations of node %s: %w", hv.node.ID, err)
+		o.AllocsErr = fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)
 	} else {
 		o.Allocs = healthAllocs(allocs)
 	}
-	c.readChecks(ctx, s, o, p, hv)
+	c.readChecks(ctx, s, o, group, nodeID)
 	return o
 }
