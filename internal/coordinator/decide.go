@@ -481,6 +481,7 @@ func stepDrained(in Input, d Decision) Decision {
 	case ev != "":
 		d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
 		d.Write, d.Event = true, ev
+		d, _ = restoreEligibility(in, d)
 	case in.Host != nil && in.Host.RebootingGrant == p.GrantID:
 		d.Plan = enter(p, store.PhaseRebooting, in.Now)
 		d.Write, d.Event = true, "agent started the reboot"
@@ -503,6 +504,7 @@ func stepRebooting(in Input, d Decision) Decision {
 	case ev != "":
 		d.Plan = enter(p, store.PhaseRejoining, in.Now)
 		d.Write, d.Event = true, ev
+		d, _ = restoreEligibility(in, d)
 	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout && neverWentDown(in, p):
 		return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
 			Message: fmt.Sprintf("the host did not go down within %s (same boot ID, node ready)", in.Timing.RejoinTimeout), At: in.Now})
@@ -631,18 +633,10 @@ func rejoin(in Input, d Decision) Decision {
 			d.Waiting = waitFor(WaitNodeToBeReady, in.Node.Status)
 			return d
 		}
+		if r, ok := restoreEligibility(in, d); ok {
+			return r
+		}
 		if p.EligibleBefore {
-			if !in.Node.Eligible {
-				// Nomad keeps a drained node ineligible across a reboot
-				// (state_store.go upsertNodeTxn); only we restore it.
-				if in.Node.Draining {
-					d.CancelDrain, d.MarkEligible = true, true
-				} else {
-					d.SetEligible = true
-				}
-				d.Waiting = waitFor(WaitEligibility, "")
-				return d
-			}
 			// System allocations are placed only on eligible nodes (Nomad's
 			// Node.Ready()), so they are checked after eligibility is back.
 			for _, job := range p.SystemJobs {
@@ -681,6 +675,30 @@ func rejoin(in Input, d Decision) Decision {
 		return d
 	}
 	return backInService(in, d, p)
+}
+
+// restoreEligibility gives a rejoining host's node its eligibility back when
+// the node is ready again and was eligible before the cycle: Nomad keeps a
+// drained node ineligible across a reboot (state_store.go upsertNodeTxn), and
+// only rollboot restores it. It is the first of the rejoin's steps, and the
+// only one taken in the decision that sees the reboot (stepDrained,
+// stepRebooting): it needs nothing but the node, whereas the checks after it
+// (system jobs, workloads' health, servers) are read for rejoining hosts only,
+// so they wait for the next pass, or for the same pass's second look once the
+// write succeeded (rejoinnow.go). Without it, a node ready by the time its
+// host's reboot is seen waited a whole pass more for its eligibility.
+func restoreEligibility(in Input, d Decision) (Decision, bool) {
+	n := in.Node
+	if n == nil || n.Status != "ready" || n.Eligible || !d.Plan.EligibleBefore {
+		return d, false
+	}
+	if n.Draining {
+		d.CancelDrain, d.MarkEligible = true, true
+	} else {
+		d.SetEligible = true
+	}
+	d.Waiting = waitFor(WaitEligibility, "")
+	return d, true
 }
 
 // backInService closes the cycle of a host that rebooted and is back: its

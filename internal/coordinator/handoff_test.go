@@ -51,7 +51,7 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
 		}
 	})
-	putBackAndNext(t, st)
+	putBackAndNext(t, st, store.PhaseRejoining)
 	vars.failPrefix = failPrefix
 	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
 		Now: func() time.Time { return t0 }})
@@ -62,11 +62,11 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 	return byHost, nodeWrites, passErr
 }
 
-// putBackAndNext stores, in the default group, h00 rejoining from a reboot and
-// h01 pending, next in line for the slot.
-func putBackAndNext(t *testing.T, st *store.Store) {
+// putBackAndNext stores, in the default group, h00 in phase (rejoining from a
+// reboot, or before the rejoin) and h01 pending, next in line for the slot.
+func putBackAndNext(t *testing.T, st *store.Store, phase string) {
 	t.Helper()
-	back := plan(store.PhaseRejoining, func(p *store.Plan) {
+	back := plan(phase, func(p *store.Plan) {
 		p.Host, p.NodeID, p.Group = "h00", "n-h00", "default"
 		p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
 	})

@@ -34,15 +34,25 @@ import (
 //     nothing), and one that did not is waited for, as before.
 //   - Hosts that run servers are left to the next pass: their clusters' health
 //     is read again first, as for the hand-out.
+//   - A host that the pass saw before its rejoin (rebooting, drained) has the
+//     gate of a rejoining host computed again: its roles unknown or its Vault
+//     sealed hold it. Its system jobs were not read as a rejoining host's: a
+//     job it had is waited for.
 //   - Only a decision that just closes the cycle is carried out (freesSlot and
 //     givesBackOnly): nothing shared is written side by side with the pass's
 //     other writes. A manual request to clear waits for the next pass.
 
 // eligibleAgain reports whether carrying d out restores the node's eligibility
 // of a rejoining host that then waits for nothing but its node to show it: the
-// pass decides again for it once the write succeeded (rejoinNow).
+// pass decides again for it once the write succeeded (rejoinNow). The host may
+// have been rejoining already, or enter the rejoin in d (restoreEligibility).
 func eligibleAgain(in Input, d Decision) bool {
-	return in.Plan.Phase == store.PhaseRejoining && d.Plan.Phase == store.PhaseRejoining &&
+	switch in.Plan.Phase {
+	case store.PhaseRejoining, store.PhaseRebooting, store.PhaseDrained:
+	default:
+		return false
+	}
+	return d.Plan.Phase == store.PhaseRejoining &&
 		d.Waiting.Kind == WaitEligibility && (d.SetEligible || d.CancelDrain && d.MarkEligible) &&
 		(in.Host == nil || len(in.Host.Servers) == 0)
 }
@@ -62,6 +72,11 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in Input, d De
 	node := *in.Node // eligibleAgain: the decision wrote to it
 	node.Eligible, node.Draining = true, false
 	in.Node, in.Plan, in.Now = &node, p, c.now()
+	if in.ServerGates {
+		// The gate of a rejoining host (input), also when the pass saw it
+		// before the rejoin: its roles unknown or its Vault sealed hold it.
+		in.PostGate = postGate(s.clusters, in.Host, in.Now, c.opt.ServerStableFor)
+	}
 	rctx, cancel := c.stepContext(ctx)
 	in.Health = c.healthNow(rctx, s, p, planGroup(p, in.Group), node.ID) // a read that failed holds the host
 	cancel()

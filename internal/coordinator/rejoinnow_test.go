@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -28,13 +29,14 @@ func (n eligibleNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Alloc
 	return n.allocs[id], &api.QueryMeta{LastIndex: 1}, nil
 }
 
-// rejoinPass stores, in the default group (one host out at once), h00
-// rejoining with its node ready again but still ineligible, as Nomad keeps a
-// drained node across its reboot, and h01 pending for the slot; h00's agent
-// is back with a new boot ID. It runs one pass, with h00's node running
-// allocs and its record changed by rec, and returns the plans after it and
-// the calls to Nomad's nodes API, in order.
-func rejoinPass(t *testing.T, allocs []*api.Allocation, rec func(*store.HostRecord), checks consulapi.HealthChecks) (map[string]store.Plan, []string) {
+// rejoinPass stores, in the default group (one host out at once), h00 in
+// phase (rejoining, or rebooting or drained with the rejoin to enter) with its
+// node ready again but still ineligible, as Nomad keeps a drained node across
+// its reboot, and h01 pending for the slot; h00's agent is back with a new boot
+// ID. It runs one pass, with the server gates on, h00's node running allocs and
+// its record changed by rec, and returns the plans after it and the calls to
+// Nomad's nodes API, in order.
+func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*store.HostRecord), checks consulapi.HealthChecks) (map[string]store.Plan, []string) {
 	t.Helper()
 	ctx := context.Background()
 	log := &callLog{}
@@ -48,9 +50,9 @@ func rejoinPass(t *testing.T, allocs []*api.Allocation, rec func(*store.HostReco
 		}
 	})
 	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
-	putBackAndNext(t, st)
+	putBackAndNext(t, st, phase)
 	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
-	opt := Options{Nodes: nodes, Store: st, Timing: timing, Now: func() time.Time { return t0 }}
+	opt := Options{Nodes: nodes, Store: st, Clusters: &recClusters{log: log}, Timing: timing, Now: func() time.Time { return t0 }}
 	if checks != nil { // the group waits for the node's Consul checks, read after the write
 		opt.DefaultOptions.Healthy = rejoinhealth.Settings{Deadline: time.Hour, OnDeadline: "hold", ConsulChecks: true}
 		opt.ConsulHealth = loggedChecks{log: log, checks: checks}
@@ -88,12 +90,16 @@ func healthyAlloc(healthy *bool) *api.Allocation {
 // The pass that restores a rebooted node's eligibility reads its workloads
 // after that write and, when they are healthy, closes the cycle and hands the
 // slot on: no second pass waits for the node stream to show the eligibility.
-// When the workloads or Consul checks read after the write are not healthy,
-// or the host runs servers, the cycle stays open for the next pass.
+// That holds too for the pass that sees the reboot (the host rebooting or
+// drained before it). When the workloads or Consul checks read after the write
+// are not healthy, the host runs servers, or its roles could not be read, the
+// cycle stays open for the next pass.
 func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
 	yes := true
+	rolesUnknown := func(r *store.HostRecord) { r.DiscoverError = "consul: connection refused" }
 	for _, tc := range []struct {
 		name     string
+		phase    string // h00's phase before the pass; rejoining when empty
 		allocs   []*api.Allocation
 		rec      func(*store.HostRecord)
 		checks   consulapi.HealthChecks
@@ -101,19 +107,31 @@ func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
 		reads    []string // the node calls of h00's node, in order
 		h01Phase string
 	}{
-		{"nothing on the node", nil, nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
-		{"healthy workloads", []*api.Allocation{healthyAlloc(&yes)}, nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
-		{"workloads starting", []*api.Allocation{healthyAlloc(nil)}, nil, nil, false, []string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
-		{"consul checks passing", nil, nil, consulapi.HealthChecks{{Name: "web", Status: consulapi.HealthPassing}}, true,
+		{"nothing on the node", "", nil, nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
+		{"healthy workloads", "", []*api.Allocation{healthyAlloc(&yes)}, nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
+		{"workloads starting", "", []*api.Allocation{healthyAlloc(nil)}, nil, nil, false, []string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
+		{"consul checks passing", "", nil, nil, consulapi.HealthChecks{{Name: "web", Status: consulapi.HealthPassing}}, true,
 			[]string{"eligible n-h00", "allocs n-h00", "checks h00"}, store.PhaseDraining},
-		{"consul check failing", nil, nil, consulapi.HealthChecks{{Name: "web", Status: consulapi.HealthCritical}}, false,
+		{"consul check failing", "", nil, nil, consulapi.HealthChecks{{Name: "web", Status: consulapi.HealthCritical}}, false,
 			[]string{"eligible n-h00", "allocs n-h00", "checks h00"}, store.PhasePending},
-		{"servers on the host", nil, func(r *store.HostRecord) {
+		{"servers on the host", "", nil, func(r *store.HostRecord) {
+			r.Servers = []store.Server{{Product: store.RoleNomadServer, Cluster: "global"}}
+		}, nil, false, []string{"eligible n-h00"}, store.PhasePending},
+		{"roles unknown", "", nil, rolesUnknown, nil, false, []string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
+		{"reboot seen as rebooting", store.PhaseRebooting, nil, nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
+		{"reboot seen as drained", store.PhaseDrained, []*api.Allocation{healthyAlloc(&yes)}, nil, nil, true,
+			[]string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
+		{"reboot seen, workloads starting", store.PhaseRebooting, []*api.Allocation{healthyAlloc(nil)}, nil, nil, false,
+			[]string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
+		{"reboot seen, roles unknown", store.PhaseRebooting, nil, rolesUnknown, nil, false,
+			[]string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
+		{"reboot seen, servers on the host", store.PhaseRebooting, nil, func(r *store.HostRecord) {
 			r.Servers = []store.Server{{Product: store.RoleNomadServer, Cluster: "global"}}
 		}, nil, false, []string{"eligible n-h00"}, store.PhasePending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plans, calls := rejoinPass(t, tc.allocs, tc.rec, tc.checks)
+			phase := cmp.Or(tc.phase, store.PhaseRejoining)
+			plans, calls := rejoinPass(t, phase, tc.allocs, tc.rec, tc.checks)
 			want := store.PhaseRejoining
 			if tc.closes {
 				want = store.PhaseIdle
