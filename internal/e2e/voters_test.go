@@ -55,13 +55,33 @@ func TestServerSlotFreedOnlyWhenVoter(t *testing.T) {
 			rebootAt[e.Host] = e.Time
 		}
 	}
-	finished := map[string]time.Time{}
+	// The slot is freed by the close's writes: the history record, then the
+	// plan. The record's Finished is the pass's clock, taken as the pass
+	// starts, before it reads the clusters that let the slot go: the
+	// emulator's time of the record's write is when the close was stored.
+	grants := map[string]string{}
 	for _, r := range c.history() {
 		if r.Outcome == "rebooted" {
-			finished[r.Host] = r.Finished
+			grants[r.Host] = r.GrantID
+		}
+	}
+	finished := map[string]time.Time{}
+	for _, e := range c.sim.Events(0) {
+		p := e.Details["path"]
+		if e.Type != nomadsim.EventVarWrite || !strings.Contains(p, "/history/") {
+			continue
+		}
+		for h, g := range grants {
+			if strings.HasSuffix(p, "-"+h+"-"+g) && finished[h].IsZero() {
+				finished[h] = e.Time
+			}
 		}
 	}
 	for _, h := range servers {
+		if finished[h].IsZero() {
+			t.Errorf("%s: no write of its history record in the emulator's log", h)
+			continue
+		}
 		if !removed[h]["nomad"] || !removed[h]["consul"] || promoted[h].IsZero() {
 			t.Errorf("%s: removed %v, promoted at %v: its servers did not rejoin as non-voters", h, removed[h], promoted[h])
 			continue
