@@ -447,7 +447,10 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
 		switch p.Phase {
 		case store.PhasePending, store.PhaseDraining:
 			in.Leads, in.HandOverBlocked = leads(s.clusters, hv.rec, s.noHandOver, c.opt.HoldOnDeniedHandOver)
-		case store.PhaseRejoining, store.PhaseStuck:
+		case store.PhaseRejoining, store.PhaseStuck, store.PhaseRebooting, store.PhaseDrained:
+			// The rejoin's gate, also for the phases whose decision may enter
+			// the rejoin: the pass may close it once eligibility is back
+			// (rejoinnow.go).
 			in.PostGate = postGate(s.clusters, hv.rec, s.now, c.opt.ServerStableFor)
 		}
 	}

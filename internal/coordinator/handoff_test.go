@@ -45,12 +45,7 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 	log := &callLog{}
 	vars := &failingVars{memVars: newMemVars(log)}
 	st := store.New(vars, "rollboot", "")
-	stubs := putHosts(t, st, 2, func(i int, r *store.HostRecord) {
-		r.BootID = "b2" // h00: back with a new boot ID
-		if i == 1 {
-			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
-		}
-	})
+	stubs := putHosts(t, st, 2, backAndNextRecords(nil))
 	putBackAndNext(t, st, store.PhaseRejoining)
 	vars.failPrefix = failPrefix
 	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
@@ -60,6 +55,20 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 	vars.failPrefix = ""
 	byHost, nodeWrites := plansAndNodeCalls(t, st, log)
 	return byHost, nodeWrites, passErr
+}
+
+// backAndNextRecords sets the records of putBackAndNext's hosts: h00's agent
+// back with a new boot ID (then changed by rec, when given), h01 needing a
+// reboot.
+func backAndNextRecords(rec func(*store.HostRecord)) func(int, *store.HostRecord) {
+	return func(i int, r *store.HostRecord) {
+		r.BootID = "b2"
+		if i == 1 {
+			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
+		} else if rec != nil {
+			rec(r)
+		}
+	}
 }
 
 // putBackAndNext stores, in the default group, h00 in phase (rejoining from a

@@ -35,7 +35,7 @@ import (
 //   - Hosts that run servers are left to the next pass: their clusters' health
 //     is read again first, as for the hand-out.
 //   - A host that the pass saw before its rejoin (rebooting, drained) has the
-//     gate of a rejoining host computed again: its roles unknown or its Vault
+//     gate of a rejoining host in its input: its roles unknown or its Vault
 //     sealed hold it. Its system jobs were not read as a rejoining host's: a
 //     job it had is waited for.
 //   - Only a decision that just closes the cycle is carried out (freesSlot and
@@ -72,11 +72,6 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in Input, d De
 	node := *in.Node // eligibleAgain: the decision wrote to it
 	node.Eligible, node.Draining = true, false
 	in.Node, in.Plan, in.Now = &node, p, c.now()
-	if in.ServerGates {
-		// The gate of a rejoining host (input), also when the pass saw it
-		// before the rejoin: its roles unknown or its Vault sealed hold it.
-		in.PostGate = postGate(s.clusters, in.Host, in.Now, c.opt.ServerStableFor)
-	}
 	rctx, cancel := c.stepContext(ctx)
 	in.Health = c.healthNow(rctx, s, p, planGroup(p, in.Group), node.ID) // a read that failed holds the host
 	cancel()

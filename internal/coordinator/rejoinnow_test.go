@@ -41,14 +41,7 @@ func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*
 	ctx := context.Background()
 	log := &callLog{}
 	st := store.New(newMemVars(log), "rollboot", "")
-	stubs := putHosts(t, st, 2, func(i int, r *store.HostRecord) {
-		r.BootID = "b2"
-		if i == 1 {
-			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
-		} else if rec != nil {
-			rec(r)
-		}
-	})
+	stubs := putHosts(t, st, 2, backAndNextRecords(rec))
 	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
 	putBackAndNext(t, st, phase)
 	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
