@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,7 +273,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			failed = 0
 		}
 		c.mu.Lock()
-		changed, plans := c.changed, maps.Clone(c.plans)
+		changed, plans := c.changed, plansUnderWay(c.plans) // busy.go
 		c.mu.Unlock()
 		allocs.set(plans)
 		checks.set()

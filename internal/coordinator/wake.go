@@ -225,14 +225,22 @@ type allocWatchers struct {
 	c    *Coordinator
 }
 
-// set watches exactly the nodes of the rejoining plans that wait for system jobs.
-func (w *allocWatchers) set(plans map[string]store.Plan) {
+// allocWatchNodes are the nodes whose allocations the loop watches for plans:
+// those of hosts rejoining that wait for their system jobs, or for their
+// workloads to be healthy.
+func allocWatchNodes(plans map[string]store.Plan) map[string]bool {
 	want := map[string]bool{}
 	for _, p := range plans {
 		if (p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0) || waitsForHealth(p) {
 			want[p.NodeID] = true
 		}
 	}
+	return want
+}
+
+// set watches exactly the nodes of the rejoining plans that wait for system jobs.
+func (w *allocWatchers) set(plans map[string]store.Plan) {
+	want := allocWatchNodes(plans)
 	// A new watch starts from what the last pass read of its node
 	// (allocreads.go): kept as the watch's first answer, and asked past its index.
 	reads := w.c.takeAllocReads()
