@@ -53,6 +53,11 @@ type Options struct {
 	PollEvery   time.Duration // how often cheap detectors (the sentinel file) run; default 500ms
 	SlowEvery   time.Duration // how often slow detectors (a command) run; default 5m
 	SlowIndexes []int         // indexes in Detectors that are slow
+	// NotifiedPollEvery replaces PollEvery when every cheap detector tells of
+	// its changes (Notifier): a look in case a notification was lost; default
+	// 10s. Looking every PollEvery regardless was most of an idle agent's CPU
+	// (a wake of the process twice a second).
+	NotifiedPollEvery time.Duration
 
 	Rebooter    Rebooter
 	RetryAfter  time.Duration // wait after an interrupted reboot attempt before trying again; default 10s
@@ -127,6 +132,9 @@ func New(opt Options) *Agent {
 	}
 	if a.opt.SlowEvery <= 0 {
 		a.opt.SlowEvery = 5 * time.Minute
+	}
+	if a.opt.NotifiedPollEvery <= 0 {
+		a.opt.NotifiedPollEvery = 10 * time.Second
 	}
 	if a.opt.RetryAfter <= 0 {
 		a.opt.RetryAfter = 10 * time.Second
@@ -313,11 +321,12 @@ func (a *Agent) setIdentity(ctx context.Context, nodeID string, roles []string, 
 // plan, restores the record when someone else changed it, publishes what changed,
 // and reboots when the plan grants it. It returns when ctx ends.
 func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan, changes <-chan recordChange) {
-	fast := time.NewTicker(a.opt.PollEvery)
+	notified, allNotify := a.notifications(ctx)
+	every := a.fastEvery(allNotify)
+	fast := time.NewTicker(every)
 	defer fast.Stop()
 	slow := time.NewTicker(a.opt.SlowEvery)
 	defer slow.Stop()
-	notified := a.notifications(ctx)
 	rebooting := false
 	var lastPlan store.Plan
 	for {
@@ -340,6 +349,10 @@ func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan
 			a.restoreRecord(ctx, ch)
 		}
 		a.publishSoon(ctx)
+		if e := a.fastEvery(allNotify); e != every {
+			every = e
+			fast.Reset(every)
+		}
 		select {
 		case p := <-plans: // take the newest plan before acting on it
 			lastPlan = p
@@ -354,19 +367,36 @@ func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan
 	}
 }
 
+// fastEvery is the period of the cheap detectors: PollEvery, or
+// NotifiedPollEvery when all of them notify (allNotify) and no sealed Vault
+// is waited for (the fast look also notices its unseal).
+func (a *Agent) fastEvery(allNotify bool) time.Duration {
+	if allNotify && !a.rec.VaultSealed {
+		return max(a.opt.PollEvery, a.opt.NotifiedPollEvery)
+	}
+	return a.opt.PollEvery
+}
+
 // notifications returns a channel that receives a value when a polled
 // detector that can tell (Notifier) says its answer may have changed, until
-// ctx ends (nil: none can). Polling goes on beside it: a notification may be
-// lost.
-func (a *Agent) notifications(ctx context.Context) <-chan struct{} {
+// ctx ends (nil: none can), and whether every cheap detector can (at least
+// one). Polling goes on beside it, less often when all can: a notification may
+// be lost.
+func (a *Agent) notifications(ctx context.Context) (<-chan struct{}, bool) {
 	var out chan struct{}
+	all := true
 	for i, d := range a.opt.Detectors {
+		if slices.Contains(a.opt.SlowIndexes, i) {
+			continue
+		}
 		n, ok := d.(Notifier)
-		if !ok || slices.Contains(a.opt.SlowIndexes, i) {
+		if !ok {
+			all = false
 			continue
 		}
 		ch, err := n.Changes(ctx)
 		if err != nil {
+			all = false
 			a.log.Info("reboot detector polled only", "detector", i, "every", a.opt.PollEvery, "err", err)
 			continue
 		}
@@ -387,7 +417,7 @@ func (a *Agent) notifications(ctx context.Context) <-chan struct{} {
 			}
 		}()
 	}
-	return out
+	return out, all && out != nil
 }
 
 // attemptReboot reboots the host for the grant in p. When the host did not go

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -185,4 +187,93 @@ func TestSentinelSeenWhenWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	needs(false)
+}
+
+// countingDetector counts how often it is asked, and says a reboot is needed
+// once need is set. With notify it is a Notifier that never notifies (every
+// notification lost); with failChanges its notifications cannot be had.
+type countingDetector struct {
+	asked       atomic.Int64
+	need        atomic.Bool
+	failChanges bool
+}
+
+func (d *countingDetector) RebootRequired(context.Context) (bool, string, error) {
+	d.asked.Add(1)
+	return d.need.Load(), "test need", nil
+}
+
+type notifyingDetector struct{ *countingDetector }
+
+func (d notifyingDetector) Changes(context.Context) (<-chan struct{}, error) {
+	if d.failChanges {
+		return nil, errors.New("no notifications here")
+	}
+	return make(chan struct{}), nil
+}
+
+// When every cheap detector tells of its changes, the agent looks at them only
+// every NotifiedPollEvery, in case a notification was lost, not every
+// PollEvery: a detector that cannot tell, or whose notifications cannot be had,
+// keeps the agent polling every PollEvery. A lost notification is caught by
+// the slower look.
+func TestPollSlowerWhenDetectorsNotify(t *testing.T) {
+	const poll, notified, window = 10 * time.Millisecond, 400 * time.Millisecond, time.Second
+	for _, tc := range []struct {
+		name      string
+		detectors func(d *countingDetector) []Detector
+		polled    bool // every PollEvery
+	}{
+		{"every detector notifies", func(d *countingDetector) []Detector { return []Detector{notifyingDetector{d}} }, false},
+		{"one cannot notify", func(d *countingDetector) []Detector {
+			return []Detector{notifyingDetector{d}, &countingDetector{}}
+		}, true},
+		{"its notifications cannot be had", func(d *countingDetector) []Detector {
+			d.failChanges = true
+			return []Detector{notifyingDetector{d}}
+		}, true},
+		{"another's notifications cannot be had", func(d *countingDetector) []Detector {
+			return []Detector{notifyingDetector{d}, notifyingDetector{&countingDetector{failChanges: true}}}
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, h, client := simHost(t, 1)
+			st := store.New(client.Variables(), "rollboot", "")
+			d := &countingDetector{}
+			a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+				Detectors: tc.detectors(d), Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)},
+				PollEvery: poll, NotifiedPollEvery: notified, SlowEvery: time.Hour})
+			run(t, a)
+			waitRecord(t, st, h.Name, "its record", func(rec store.HostRecord) bool { return rec.Host != "" })
+			before := d.asked.Load()
+			time.Sleep(window)
+			asked := d.asked.Load() - before
+			// Polled every 10ms: about 100 looks in the second; every 400ms: 2 or 3.
+			if polled := asked > 20; polled != tc.polled {
+				t.Fatalf("%d looks in %s, want polling every %s: %t", asked, window, poll, tc.polled)
+			}
+			d.need.Store(true) // no notification comes: the next look sees it
+			waitRecord(t, st, h.Name, "the need seen without a notification", func(rec store.HostRecord) bool { return rec.RebootRequired })
+		})
+	}
+}
+
+// While the host's Vault is sealed the cheap look stays at PollEvery, even when
+// every detector notifies: it also notices the unseal.
+func TestFastEvery(t *testing.T) {
+	for _, tc := range []struct {
+		allNotify, sealed bool
+		want              time.Duration
+	}{
+		{false, false, 500 * time.Millisecond},
+		{true, false, 10 * time.Second},
+		{true, true, 500 * time.Millisecond},
+		{false, true, 500 * time.Millisecond},
+	} {
+		a := New(Options{})
+		a.rec.VaultSealed = tc.sealed
+		if got := a.fastEvery(tc.allNotify); got != tc.want {
+			t.Errorf("all notify %t, Vault sealed %t: every %s, want %s", tc.allNotify, tc.sealed, got, tc.want)
+		}
+	}
 }
