@@ -190,8 +190,9 @@ func TestSentinelSeenWhenWritten(t *testing.T) {
 }
 
 // countingDetector counts how often it is asked, and says a reboot is needed
-// once need is set. With notify it is a Notifier that never notifies (every
-// notification lost); with failChanges its notifications cannot be had.
+// once need is set. Wrapped in a notifyingDetector it is a Notifier that never
+// notifies (every notification lost), or, with failChanges, one whose
+// notifications cannot be had.
 type countingDetector struct {
 	asked       atomic.Int64
 	need        atomic.Bool
