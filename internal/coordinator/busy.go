@@ -31,17 +31,20 @@ func busyNames(s *snapshot) []string {
 func plansUnderWay(plans map[string]store.Plan) map[string]store.Plan {
 	out := map[string]store.Plan{}
 	for name, p := range plans {
-		if p.Phase != "" && p.Phase != store.PhaseIdle {
+		if planUnderWay(p) {
 			out[name] = p
 		}
 	}
 	return out
 }
 
+// planUnderWay reports whether p is under way: in any phase but idle.
+func planUnderWay(p store.Plan) bool { return p.Phase != "" && p.Phase != store.PhaseIdle }
+
 func listBusy(s *snapshot) []string {
 	var busy []string
 	for name, p := range s.plans {
-		if p.Phase == "" || p.Phase == store.PhaseIdle {
+		if !planUnderWay(p) {
 			continue
 		}
 		if _, ok := s.hosts[name]; ok {

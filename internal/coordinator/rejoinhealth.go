@@ -89,7 +89,7 @@ func (c *Coordinator) groupOptions(name string) GroupOptions {
 // planGroup is the group whose options apply to a host: its plan's, recorded
 // at grant, while its cycle runs; its node's otherwise.
 func planGroup(p store.Plan, group string) string {
-	if p.Phase != store.PhaseIdle && p.Phase != "" && p.Group != "" {
+	if planUnderWay(p) && p.Group != "" {
 		return p.Group
 	}
 	return group

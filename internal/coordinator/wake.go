@@ -238,7 +238,7 @@ func allocWatchNodes(plans map[string]store.Plan) map[string]bool {
 	return want
 }
 
-// set watches exactly the nodes of the rejoining plans that wait for system jobs.
+// set watches exactly the nodes allocWatchNodes names for plans.
 func (w *allocWatchers) set(plans map[string]store.Plan) {
 	want := allocWatchNodes(plans)
 	// A new watch starts from what the last pass read of its node
