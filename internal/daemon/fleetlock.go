@@ -49,6 +49,7 @@ func fleetLockOptions(cfg *config.Compiled, st *store.Store, nodes fleetlock.Nod
 		RateLimit:        float64(cfg.FleetLock.RateLimit),
 		ClientCertID:     clientCertID(cfg.FleetLock),
 		RecordGrace:      cfg.FleetLock.RecordGrace,
+		ServeMetrics:     cfg.FleetLock.ServeMetrics,
 	}
 }
 
@@ -88,7 +89,9 @@ func ListenFleetLock(cfg *config.Compiled) (net.Listener, error) {
 }
 
 // ServeFleetLock serves FleetLock on ln until ctx ends, with its metrics on the
-// process's registry reg, all of which its /metrics serves.
+// process's registry reg. Its listener serves reg at /metrics only with
+// fleetlock.serve_metrics: the FleetLock port faces the machines, the metrics
+// name every host (the telemetry listener serves them otherwise).
 func ServeFleetLock(ctx context.Context, cfg *config.Compiled, ln net.Listener, log *slog.Logger, reg *prometheus.Registry) error {
 	srv, err := fleetLockServer(cfg, log, reg)
 	if err != nil {
@@ -96,7 +99,7 @@ func ServeFleetLock(ctx context.Context, cfg *config.Compiled, ln net.Listener, 
 		return err
 	}
 	log.Info("serving FleetLock", "address", ln.Addr().String(), "path_prefix", cfg.FleetLock.PathPrefix,
-		"tls", cfg.FleetLock.TLSCert != "", "client_certs", cfg.FleetLock.ClientCA != "")
+		"tls", cfg.FleetLock.TLSCert != "", "client_certs", cfg.FleetLock.ClientCA != "", "metrics", cfg.FleetLock.ServeMetrics)
 	if cfg.FleetLock.TLSCert == "" {
 		log.Warn("FleetLock is served without TLS: anyone who can reach the port can ask for reboots of known ids; use tls_cert and a firewall")
 	}

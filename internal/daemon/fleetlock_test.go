@@ -51,3 +51,25 @@ func TestClientCertIDNeedsClientCA(t *testing.T) {
 		t.Fatalf("with client_ca: %q", got)
 	}
 }
+
+// The FleetLock listener serves /metrics only when fleetlock.serve_metrics asks.
+func TestFleetLockServesMetricsOnlyWhenAsked(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		src  string
+		want bool
+	}{
+		{"default", "", false},
+		{"asked", "fleetlock {\n  serve_metrics = true\n}\n", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.LoadBytes([]byte(tt.src), "test.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fleetLockOptions(cfg, nil, nil, slog.New(slog.DiscardHandler)).ServeMetrics; got != tt.want {
+				t.Fatalf("ServeMetrics = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -27,6 +27,11 @@ import (
 // variables through `var`), with the few Sprig helpers the templates use, then
 // parses the output as HCL and compares it with the job files in deploy/nomad.
 
+func init() {
+	// The pack's metrics listener: the group's static port on the host.
+	taskEnv["NOMAD_ADDR_metrics"] = "10.0.0.7:9464"
+}
+
 func packPath(parts ...string) string {
 	return filepath.Join(append([]string{root, "packs", "rollboot"}, parts...)...)
 }
@@ -241,9 +246,9 @@ func TestPackRendersTheJobFiles(t *testing.T) {
 			deployRaw, []string{task + "/vault[0]/change_mode", task + "/vault[0]/role", tokenTmpl + "/data"}},
 		{"workload identity: no token template, an identity in the environment", map[string]any{"version": packVersion, "token_source": "workload_identity"},
 			deployRaw, append([]string{task + "/identity[0]/env"}, tokenKeys...)},
-		{"FleetLock with TLS and telemetry", map[string]any{"version": packVersion, "fleetlock_enabled": true, "fleetlock_tls_cert": "/etc/rollboot/tls/fl.pem", "fleetlock_tls_key": "/etc/rollboot/tls/fl-key.pem", "telemetry_enabled": true},
+		{"telemetry", map[string]any{"version": packVersion, "telemetry_enabled": true},
 			deployRaw, []string{
-				job + "/group.agent/network[0]/port.fleetlock/static",
+				job + "/group.agent/network[0]/port.metrics/static",
 				job + "/group.agent/service[0]/name", job + "/group.agent/service[0]/port", job + "/group.agent/service[0]/provider", job + "/group.agent/service[0]/tags",
 				task + "/template.local/rollboot.hcl/data",
 			}},
@@ -287,15 +292,26 @@ func TestPackChoices(t *testing.T) {
 		t.Errorf("the token variable must follow the job name (the workload identity reads nomad/jobs/<job>): %s", d)
 	}
 
-	fl := mustRenderPack(t, map[string]any{"version": packVersion, "fleetlock_enabled": true, "fleetlock_port": int64(7443), "fleetlock_tls_cert": "/c.pem", "fleetlock_tls_key": "/k.pem", "telemetry_enabled": true})
-	flat := flattenJob(t, "pack", []byte(fl), nil)
-	if flat["job.rollboot/group.agent/network[0]/port.fleetlock/static"] != "7443" {
-		t.Errorf("FleetLock port: %s", flat["job.rollboot/group.agent/network[0]/port.fleetlock/static"])
+	tm := mustRenderPack(t, map[string]any{"version": packVersion, "telemetry_enabled": true, "telemetry_port": int64(9500)})
+	flat := flattenJob(t, "pack", []byte(tm), nil)
+	if flat["job.rollboot/group.agent/network[0]/port.metrics/static"] != "9500" {
+		t.Errorf("metrics port: %s", flat["job.rollboot/group.agent/network[0]/port.metrics/static"])
 	}
-	if flat["job.rollboot/group.agent/service[0]/tags"] != `["metrics","https"]` {
-		t.Errorf("metrics service tags %s", flat["job.rollboot/group.agent/service[0]/tags"])
+	if flat["job.rollboot/group.agent/service[0]/port"] != `"metrics"` || flat["job.rollboot/group.agent/service[0]/tags"] != `["metrics","http"]` {
+		t.Errorf("metrics service port %s, tags %s", flat["job.rollboot/group.agent/service[0]/port"], flat["job.rollboot/group.agent/service[0]/tags"])
 	}
-	_, tmpls := parseJobSource(t, "pack", []byte(fl))
+	for _, cfg := range packConfigs(t, tm) {
+		if cfg.Telemetry.Listen != taskEnv["NOMAD_ADDR_metrics"] {
+			t.Errorf("telemetry listen %q, want the metrics port's address", cfg.Telemetry.Listen)
+		}
+	}
+}
+
+// packConfigs loads the rollboot configurations a rendered job holds.
+func packConfigs(t *testing.T, job string) []*config.Compiled {
+	t.Helper()
+	var out []*config.Compiled
+	_, tmpls := parseJobSource(t, "pack", []byte(job))
 	for _, jt := range tmpls {
 		if !strings.HasSuffix(jt.destination, ".hcl") {
 			continue
@@ -304,8 +320,35 @@ func TestPackChoices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !cfg.FleetLock.Enabled || cfg.FleetLock.Listen != taskEnv["NOMAD_ADDR_fleetlock"] || cfg.FleetLock.TLSCert != "/c.pem" || cfg.FleetLock.TLSKey != "/k.pem" {
-			t.Errorf("FleetLock configuration: %+v", cfg.FleetLock)
+		out = append(out, cfg)
+	}
+	if len(out) == 0 {
+		t.Fatal("the rendered job holds no rollboot configuration")
+	}
+	return out
+}
+
+// The agents do not serve FleetLock: the server writes requests and host
+// records for other hosts, which the agents' token may not (rollboot-agent can
+// write only host records and read plans). The pack offers no FleetLock
+// variable, and no choice renders a fleetlock block; FleetLock runs in the
+// coordinator job (packs/rollboot/README.md).
+func TestPackServesNoFleetLock(t *testing.T) {
+	for name := range packDefaults(t) {
+		if strings.Contains(name, "fleetlock") {
+			t.Errorf("pack variable %q: the agents' job cannot serve FleetLock", name)
+		}
+	}
+	for _, overrides := range []map[string]any{
+		{"version": packVersion},
+		{"version": packVersion, "telemetry_enabled": true},
+		{"driver": "docker", "image": "registry.example.com/rollboot:" + packVersion, "token_source": "vault"},
+		{"version": packVersion, "token_source": "workload_identity"},
+	} {
+		for _, cfg := range packConfigs(t, mustRenderPack(t, overrides)) {
+			if cfg.FleetLock.Enabled {
+				t.Errorf("%v: the agents' configuration enables FleetLock", overrides)
+			}
 		}
 	}
 }
@@ -321,8 +364,6 @@ func TestPackRefuses(t *testing.T) {
 		{"docker without an image", map[string]any{"driver": "docker"}, "needs image"},
 		{"unknown driver", map[string]any{"driver": "exec", "version": packVersion}, `driver "exec"`},
 		{"unknown token source", map[string]any{"version": packVersion, "token_source": "file"}, `token_source "file"`},
-		{"telemetry without FleetLock", map[string]any{"version": packVersion, "telemetry_enabled": true}, "set fleetlock_enabled"},
-		{"a TLS cert without its key", map[string]any{"version": packVersion, "fleetlock_enabled": true, "fleetlock_tls_cert": "/c.pem"}, "set both or neither"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := renderPack(t, tt.overrides)

@@ -34,5 +34,7 @@ func CertNamesID(state *tls.ConnectionState, id, mode string) string {
 		return ""
 	}
 	where := map[string]string{CertIDSAN: "subject alternative names", CertIDCN: "common name", CertIDSANOrCN: "subject alternative names or common name"}[mode]
-	return "the client certificate does not name FleetLock id " + id + " in its " + where
+	// The answer does not repeat the id: what a client learns is about its
+	// certificate only.
+	return "the client certificate does not name the requested FleetLock id in its " + where
 }

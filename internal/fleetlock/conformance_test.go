@@ -258,7 +258,7 @@ func (e *env) monitor(group string) func() int {
 }
 
 func TestProtocolErrors(t *testing.T) {
-	e := newEnvPolicy(t, 0, "fleetlock {\n  path_prefix = \"/fleet_lock\"\n  max_body_bytes = 1024\n  allowed_ids = [\"0123456789abcdef0123456789abcdef\"]\n}\n",
+	e := newEnvPolicy(t, 0, "fleetlock {\n  path_prefix = \"/fleet_lock\"\n  max_body_bytes = 1024\n  allowed_ids = [\"0123456789abcdef0123456789abcdef\"]\n  serve_metrics = true\n}\n",
 		"group \"workers\" {\n  filter = \"NodePool == \\\"workers\\\"\"\n}\n")
 	id := "0123456789abcdef0123456789abcdef"
 	for _, tt := range []struct {

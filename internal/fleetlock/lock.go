@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -22,122 +19,6 @@ const RequestBy = "fleetlock:"
 
 // RequestReason is the reason of a FleetLock reboot request.
 const RequestReason = "FleetLock pre-reboot"
-
-// identity is the rollboot host a FleetLock id maps to.
-type identity struct {
-	host string
-	// rec is the host's record as read; nil when it has none yet.
-	rec *store.HostRecord
-	// owned: the record is (or will be) written by the FleetLock server (no
-	// agent runs there). Otherwise an agent writes it and the server never does.
-	owned  bool
-	nodeID string
-	// known are the names of every host with a record, kept out of answers.
-	known []string
-}
-
-// resolve maps an id to a host: (a) a Nomad node whose meta fleetlock_id (set by
-// an operator) is the id, (b) a host record in which an agent published the id
-// (agents publish it only when the operator enabled it for them), (c) an id of the
-// allow-list, as a slot holder without a node "fleetlock-<id>". Any other id is
-// refused and leaves no state. The node's word comes first: a record elsewhere
-// that claims the same id must not turn a request from that node's machine into
-// the drain of another host (the machine would then reboot undrained). The names
-// of all known hosts are returned, so that answers can be kept from naming them.
-func (s *Server) resolve(ctx context.Context, id string) (identity, []string, answer, error) {
-	hosts, _, err := s.opt.Store.Hosts(ctx, 0, 0)
-	if err != nil {
-		return identity{}, nil, ok200, err
-	}
-	var agents []store.HostRecord
-	names := make([]string, 0, len(hosts))
-	byName := map[string]store.HostRecord{}
-	for _, h := range hosts {
-		byName[h.Host] = h
-		names = append(names, h.Host)
-		if h.FleetLockID == id && !isOwned(h) {
-			agents = append(agents, h)
-		}
-	}
-	if s.opt.Nodes != nil {
-		n, a, err := s.nodeOf(ctx, id)
-		if err != nil || a.kind != "" {
-			return identity{}, names, a, err
-		}
-		if n != nil {
-			if others := slices.DeleteFunc(slices.Clone(agents), func(h store.HostRecord) bool { return h.Host == n.Name }); len(others) > 0 {
-				s.log.Warn("host records claim the FleetLock id of another node; ignored", "fleetlock_id", id,
-					"node", n.Name, "hosts", hostNames(others))
-			}
-			if h, ok := byName[n.Name]; ok && !isOwned(h) {
-				// An agent runs there: it writes the record, the server only asks.
-				return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
-			}
-			ident := identity{host: n.Name, owned: true, nodeID: n.ID}
-			if h, ok := byName[n.Name]; ok {
-				ident.rec = &h
-			}
-			return ident, names, ok200, nil
-		}
-	}
-	switch {
-	case len(agents) == 1:
-		// An agent publishes the id: it writes the record, the server only asks.
-		h := agents[0]
-		return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
-	case len(agents) > 1:
-		s.log.Warn("FleetLock id published by several hosts", "fleetlock_id", id, "hosts", hostNames(agents))
-		return identity{}, names, conflict(id, "published by several hosts"), nil
-	}
-	if s.allowed[id] {
-		name := HostPrefix + id
-		h, ok := byName[name]
-		switch {
-		case ok && !isOwned(h):
-			return identity{host: h.Host, rec: &h, nodeID: h.NodeID}, names, ok200, nil
-		case ok:
-			return identity{host: name, rec: &h, owned: true}, names, ok200, nil
-		}
-		return identity{host: name, owned: true}, names, ok200, nil
-	}
-	return identity{}, names, fail(KindUnknownID, "FleetLock id "+id+" is not known: set it as the meta "+NodeMetaKey+
-		" of its Nomad node, or add it to fleetlock.allowed_ids"), nil
-}
-
-// nodeOf finds the node whose meta fleetlock_id is id; nil when none.
-func (s *Server) nodeOf(ctx context.Context, id string) (*api.NodeListStub, answer, error) {
-	q := (&api.QueryOptions{Filter: "Meta." + NodeMetaKey + " == " + strconv.Quote(id)}).WithContext(ctx)
-	nodes, _, err := s.opt.Nodes.List(q)
-	if err != nil {
-		return nil, ok200, fmt.Errorf("find the node of FleetLock id %s: %w", id, err)
-	}
-	switch len(nodes) {
-	case 0:
-		return nil, ok200, nil
-	case 1:
-		return nodes[0], ok200, nil
-	}
-	nn := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		nn = append(nn, n.Name)
-	}
-	s.log.Warn("FleetLock id is the node meta of several nodes", "fleetlock_id", id, "nodes", nn)
-	return nil, conflict(id, "the meta "+NodeMetaKey+" of several nodes"), nil
-}
-
-// conflict answers an id that names several hosts; the answer does not name
-// them (the client may not be one of them), the log does.
-func conflict(id, what string) answer {
-	return fail(KindIdentityConflict, "FleetLock id "+id+" is "+what+": an operator must make it unique (see the server's log)")
-}
-
-func hostNames(recs []store.HostRecord) []string {
-	names := make([]string, 0, len(recs))
-	for _, r := range recs {
-		names = append(names, r.Host)
-	}
-	return names
-}
 
 // isOwned: the record was written by the FleetLock server (it has the role and
 // no agent version).
@@ -155,10 +36,11 @@ func (s *Server) syncRecord(ctx context.Context, ident *identity, id, group stri
 		rec = store.HostRecord{Host: ident.host, Hostname: ident.host}
 	}
 	want := rec
-	want.FleetLockID = id
+	// The server's own record: what it knows, whatever another writer left
+	// there (no agent version, the node it resolved or none).
+	want.FleetLockID, want.NodeID, want.AgentVersion = id, ident.nodeID, ""
 	want.Roles = []string{store.RoleFleetLock}
 	if ident.nodeID != "" {
-		want.NodeID = ident.nodeID
 		want.Roles = append(want.Roles, store.RoleNomadClient)
 	}
 	if !plan.Active() || want.Group == "" {

@@ -5,11 +5,12 @@
 // agents. The handlers keep no state of their own: everything is in Nomad
 // Variables, written with check-and-set, so any rollboot instance can serve.
 //
-// A FleetLock id maps to a rollboot host: a host record whose agent published the
-// id (only when FleetLock is enabled for that agent), else a Nomad node whose meta
-// fleetlock_id is the id, else, for an id of the operator's allow-list, a slot
-// holder without a node named "fleetlock-<id>". Any other id is refused and
-// leaves no state. The handlers ask for a reboot with a
+// A FleetLock id maps to a rollboot host through the operator's sources first: a
+// Nomad node whose meta fleetlock_id is the id, or, for an id of the operator's
+// allow-list, a slot holder without a node named "fleetlock-<id>". Only then a
+// host record in which an agent published the id (agent.publish_fleetlock_id),
+// and only a record naming the Nomad node of its own host (identity.go). Any
+// other id is refused and leaves no state. The handlers ask for a reboot with a
 // manual request in the control variable and report the client's progress in the
 // host record they write (never in an agent's record); the coordinator does the
 // rest, exactly as for an agent: admission, drain, rejoin.
@@ -33,7 +34,7 @@ const (
 	KindUnknownGroup     = "unknown_group"      // 400: the group is not a rollboot group
 	KindNotFound         = "not_found"          // 404: not a FleetLock endpoint
 	KindMethodNotAllowed = "method_not_allowed" // 405: not a POST
-	KindUnknownID        = "unknown_id"         // 403: the id maps to no Nomad node, agent or allow-list entry
+	KindUnknownID        = "unknown_id"         // 403: the id maps to no Nomad node, allow-list entry or verified agent record
 	KindForbidden        = "forbidden"          // 403: the client certificate does not name the id
 	KindRateLimited      = "rate_limited"       // 429: too many requests; retry later
 	KindIdentityConflict = "identity_conflict"  // 409: the id names more than one host

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/time/rate"
 
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -25,7 +24,8 @@ import (
 const (
 	PathPreReboot   = "/v1/pre-reboot"
 	PathSteadyState = "/v1/steady-state"
-	// PathMetrics serves the Prometheus metrics, at the root of the listener.
+	// PathMetrics serves the Prometheus metrics, at the root of the listener,
+	// with Options.ServeMetrics.
 	PathMetrics = "/metrics"
 )
 
@@ -66,8 +66,16 @@ type Options struct {
 	// default DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// RateLimit is the number of FleetLock requests per second the server
-	// answers (bursts of twice as many); more get 429 rate_limited. 0: no limit.
+	// answers each client (bursts of twice as many); more get 429
+	// rate_limited. A client is its certificate with mutual TLS, else its
+	// source address. 0: no limit.
 	RateLimit float64
+	// RateClients bounds the clients tracked for RateLimit; default
+	// DefaultRateClients.
+	RateClients int
+	// ServeMetrics serves the registry at /metrics on the FleetLock listener;
+	// off, the listener answers only FleetLock (404 not_found elsewhere).
+	ServeMetrics bool
 	// ClientCertID says where a client certificate must name the id it asks
 	// for: CertIDSANOrCN, CertIDSAN, CertIDCN, or CertIDNone ("" = none).
 	ClientCertID string
@@ -100,7 +108,8 @@ const (
 type Server struct {
 	opt      Options
 	allowed  map[string]bool
-	limiter  *rate.Limiter
+	limiter  *limiters // nil: no rate limit
+	noted    onceSet   // the conflicts already logged
 	gc       collector
 	log      *slog.Logger
 	now      func() time.Time
@@ -109,6 +118,7 @@ type Server struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	ignored  *prometheus.CounterVec
 
 	// defaultGroup is the group of the FleetLock group "default".
 	defaultGroup string
@@ -141,7 +151,7 @@ func New(opt Options) *Server {
 		s.opt.RecordGrace = DefaultRecordGrace
 	}
 	if s.opt.RateLimit > 0 {
-		s.limiter = rate.NewLimiter(rate.Limit(s.opt.RateLimit), max(1, int(2*s.opt.RateLimit)))
+		s.limiter = newLimiters(s.opt.RateLimit, s.opt.RateClients)
 	}
 	s.prefix = NormalizePrefix(opt.PathPrefix)
 	if s.registry == nil {
@@ -156,7 +166,13 @@ func New(opt Options) *Server {
 		Help:    "Time to answer a FleetLock request, by endpoint.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"endpoint"})
-	s.registry.MustRegister(s.requests, s.duration)
+	s.ignored = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rollboot_fleetlock_ignored_claims_total",
+		Help: "Host records found claiming a FleetLock id that is not counted for them, by reason: " +
+			ClaimOverridden + " (the node meta or the allow-list names the id elsewhere) or " +
+			ClaimUnverified + " (the record does not name the Nomad node of its host).",
+	}, []string{"reason"})
+	s.registry.MustRegister(s.requests, s.duration, s.ignored)
 	return s
 }
 
@@ -186,13 +202,13 @@ func cleanPath(p string) string {
 	return "/" + strings.Join(out, "/")
 }
 
-// Handler serves the two FleetLock endpoints under the prefix and the metrics at
-// /metrics.
+// Handler serves the two FleetLock endpoints under the prefix and, with
+// Options.ServeMetrics, the metrics at /metrics.
 func (s *Server) Handler() http.Handler {
 	metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := cleanPath(r.URL.Path)
-		if p == PathMetrics {
+		if s.opt.ServeMetrics && p == PathMetrics {
 			metrics.ServeHTTP(w, r)
 			return
 		}
@@ -245,32 +261,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string) 
 }
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request, endpoint string) answer {
-	if endpoint == "other" {
-		return fail(KindNotFound, "not a FleetLock endpoint: use POST "+s.prefix+PathPreReboot+" or POST "+s.prefix+PathSteadyState)
+	p, a := s.check(w, r, endpoint)
+	if a.kind != "" {
+		return a
 	}
-	if r.Method != http.MethodPost {
-		return fail(KindMethodNotAllowed, "method "+r.Method+" not allowed: FleetLock endpoints take POST")
-	}
-	if s.limiter != nil && !s.limiter.Allow() {
-		return fail(KindRateLimited, "too many FleetLock requests: retry later")
-	}
-	if !strings.EqualFold(strings.TrimSpace(r.Header.Get("fleet-lock-protocol")), "true") {
-		return fail(KindMissingHeader, "missing header fleet-lock-protocol: true")
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return fail(KindBodyTooLarge, "request body larger than "+strconv.FormatInt(s.opt.MaxBodyBytes, 10)+" bytes")
-		}
-		return fail(KindBadRequest, "reading the body: "+err.Error())
-	}
-	p, err := Decode(body)
-	if err != nil {
-		return fail(KindBadRequest, err.Error())
-	}
-	if why := CertNamesID(r.TLS, p.ID, s.opt.ClientCertID); why != "" {
-		return fail(KindForbidden, why)
+	// Counted per client, and only once the client may speak for the id: a
+	// flood from one client, or of ids its certificate does not name, leaves
+	// the other clients' budgets alone. Before any Nomad call.
+	if s.limiter != nil && !s.limiter.allow(clientKey(r), s.now()) {
+		return fail(KindRateLimited, "too many FleetLock requests from this client: retry later")
 	}
 	// The deadline ends the request well before the server's write timeout,
 	// so that the client gets an answer, not a closed connection.
@@ -313,6 +312,36 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, endpoint string) 
 	return res
 }
 
+// check makes the checks that need no Nomad call: the endpoint, the method, the
+// header, the body, and that the client certificate names the id.
+func (s *Server) check(w http.ResponseWriter, r *http.Request, endpoint string) (Params, answer) {
+	if endpoint == "other" {
+		return Params{}, fail(KindNotFound, "not a FleetLock endpoint: use POST "+s.prefix+PathPreReboot+" or POST "+s.prefix+PathSteadyState)
+	}
+	if r.Method != http.MethodPost {
+		return Params{}, fail(KindMethodNotAllowed, "method "+r.Method+" not allowed: FleetLock endpoints take POST")
+	}
+	if !strings.EqualFold(strings.TrimSpace(r.Header.Get("fleet-lock-protocol")), "true") {
+		return Params{}, fail(KindMissingHeader, "missing header fleet-lock-protocol: true")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return Params{}, fail(KindBodyTooLarge, "request body larger than "+strconv.FormatInt(s.opt.MaxBodyBytes, 10)+" bytes")
+		}
+		return Params{}, fail(KindBadRequest, "reading the body: "+err.Error())
+	}
+	p, err := Decode(body)
+	if err != nil {
+		return Params{}, fail(KindBadRequest, err.Error())
+	}
+	if why := CertNamesID(r.TLS, p.ID, s.opt.ClientCertID); why != "" {
+		return Params{}, fail(KindForbidden, why)
+	}
+	return p, ok200
+}
+
 // mapGroup maps a FleetLock group to a rollboot group: one of Options.Groups,
 // or of the stored policy's groups with Options.Policy.
 func (s *Server) mapGroup(ctx context.Context, g string) (string, answer, error) {
@@ -330,7 +359,7 @@ func (s *Server) mapGroup(ctx context.Context, g string) (string, answer, error)
 	if g == "default" {
 		return def, ok200, nil
 	}
-	return "", fail(KindUnknownGroup, "unknown group "+strconv.Quote(g)+": use \"default\" or the name of a rollboot group"), nil
+	return "", fail(KindUnknownGroup, "unknown group: use \"default\" or the name of a rollboot group"), nil
 }
 
 // groupNames are the names of p's groups, and the name of its default group.

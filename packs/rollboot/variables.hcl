@@ -64,32 +64,14 @@ variable "state_prefix" {
   default     = "rollboot"
 }
 
-variable "fleetlock_enabled" {
-  description = "Serve FleetLock (docs/fleetlock.md) from every agent, on a static port of the host."
-  type        = bool
-  default     = false
-}
-
-variable "fleetlock_port" {
-  description = "Static host port of the FleetLock listener (and of /metrics)."
-  type        = number
-  default     = 7777
-}
-
-variable "fleetlock_tls_cert" {
-  description = "PEM certificate file of the FleetLock listener, as the task sees it (with fleetlock_tls_key; \"\": plain HTTP)."
-  type        = string
-  default     = ""
-}
-
-variable "fleetlock_tls_key" {
-  description = "PEM key file of fleetlock_tls_cert."
-  type        = string
-  default     = ""
-}
-
 variable "telemetry_enabled" {
-  description = "Register the agents' Prometheus /metrics (served on the FleetLock listener, so it needs fleetlock_enabled) as the Nomad service <job_name>-metrics, for Prometheus's Nomad service discovery."
+  description = "Serve the agents' Prometheus /metrics on a static port of the host (telemetry.listen) and register it as the Nomad service <job_name>-metrics, for Prometheus's Nomad service discovery."
   type        = bool
   default     = false
+}
+
+variable "telemetry_port" {
+  description = "Static host port of the agents' metrics listener, with telemetry_enabled. Let only Prometheus reach it: the metrics name hosts."
+  type        = number
+  default     = 9464
 }

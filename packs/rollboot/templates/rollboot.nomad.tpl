@@ -1,7 +1,10 @@
 [[- /*
   The rollboot agents' system job: deploy/nomad/rollboot.nomad.hcl (raw_exec) or
   deploy/nomad/rollboot-docker.nomad.hcl (docker), whose comments explain every
-  choice, with the operator's token source, FleetLock and telemetry.
+  choice, with the operator's token source and telemetry. FleetLock is not
+  served here: it writes requests and records for other hosts, which the
+  agents' token may not (packs/rollboot/README.md says how to serve it from the
+  coordinator job).
 */ -]]
 [[- $driver := var "driver" . -]]
 [[- $token := var "token_source" . -]]
@@ -9,8 +12,6 @@
 [[- if and (eq $driver "raw_exec") (eq (var "version" .) "") ]][[ fail "driver raw_exec needs version, e.g. v1.2.3" ]][[ end -]]
 [[- if and (eq $driver "docker") (eq (var "image" .) "") ]][[ fail "driver docker needs image, pinned by tag or digest" ]][[ end -]]
 [[- if and (ne $token "variable") (ne $token "vault") (ne $token "workload_identity") ]][[ fail (printf "token_source %q: want \"variable\", \"vault\" or \"workload_identity\"" $token) ]][[ end -]]
-[[- if and (var "telemetry_enabled" .) (not (var "fleetlock_enabled" .)) ]][[ fail "telemetry_enabled: /metrics is served on the FleetLock listener; set fleetlock_enabled too" ]][[ end -]]
-[[- if ne (eq (var "fleetlock_tls_cert" .) "") (eq (var "fleetlock_tls_key" .) "") ]][[ fail "fleetlock_tls_cert and fleetlock_tls_key: set both or neither" ]][[ end -]]
 job [[ var "job_name" . | toJson ]] {
   type        = "system"
   datacenters = [[ var "datacenters" . | toJson ]]
@@ -37,22 +38,20 @@ job [[ var "job_name" . | toJson ]] {
       delay    = "15s"
       mode     = "delay"
     }
-[[- if var "fleetlock_enabled" . ]]
+[[- if var "telemetry_enabled" . ]]
 
     network {
-      port "fleetlock" {
-        static = [[ var "fleetlock_port" . ]]
+      port "metrics" {
+        static = [[ var "telemetry_port" . ]]
       }
     }
-[[- end ]]
-[[- if var "telemetry_enabled" . ]]
 
     # Prometheus: nomad_sd_configs finds the agents by this service.
     service {
       name     = [[ printf "%s-metrics" (var "job_name" .) | toJson ]]
       provider = "nomad"
-      port     = "fleetlock"
-      tags     = ["metrics", [[ if var "fleetlock_tls_cert" . ]]"https"[[ else ]]"http"[[ end ]]]
+      port     = "metrics"
+      tags     = ["metrics", "http"]
     }
 [[- end ]]
 
@@ -176,15 +175,10 @@ job [[ var "job_name" . | toJson ]] {
           coordinator {
             enabled = false
           }
-[[- if var "fleetlock_enabled" . ]]
+[[- if var "telemetry_enabled" . ]]
 
-          fleetlock {
-            enabled = true
-            listen  = "{{ env "NOMAD_ADDR_fleetlock" }}"
-[[- if var "fleetlock_tls_cert" . ]]
-            tls_cert = [[ var "fleetlock_tls_cert" . | toJson ]]
-            tls_key  = [[ var "fleetlock_tls_key" . | toJson ]]
-[[- end ]]
+          telemetry {
+            listen = "{{ env "NOMAD_ADDR_metrics" }}"
           }
 [[- end ]]
         EOT
