@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"log/slog"
+	"net"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,5 +34,22 @@ func StatusPage(cfg *config.Compiled, reg prometheus.Gatherer, log *slog.Logger)
 		Metrics: reg,
 		Resync:  max(cfg.Coordinator.ResyncInterval, statuspage.MinResync),
 	}
-	return statuspage.New(src, log.With("component", "status-page")), nil
+	page := statuspage.New(src, log.With("component", "status-page"))
+	page.AllowHosts(pageHosts(cfg)...)
+	return page, nil
+}
+
+// pageHosts are the names the status page answers to beside IP addresses and
+// localhost: telemetry.allowed_hosts, the listener's host when it is a name,
+// and the names of the host the process runs on, which no web site controls
+// (an operator opens http://<host>:9464/ on a listener bound to every address).
+func pageHosts(cfg *config.Compiled) []string {
+	names := append([]string{cfg.Agent.Host}, cfg.Telemetry.AllowedHosts...)
+	if h, _, err := net.SplitHostPort(cfg.Telemetry.Listen); err == nil {
+		names = append(names, h)
+	}
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	return names
 }

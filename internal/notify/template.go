@@ -60,14 +60,16 @@ func CompileMessages(given map[Kind]string) (Messages, error) {
 	return m, nil
 }
 
-// Render returns the message for e.
+// Render returns the message for e. The template is executed with e's text
+// values made inert in chat markup (markup.go): the template's own markup
+// works, none of a value's does.
 func (m Messages) Render(e Event) (string, error) {
 	t, ok := m[e.Kind]
 	if !ok {
 		return "", fmt.Errorf("no message template for %s", e.Kind)
 	}
 	var b bytes.Buffer
-	if err := t.Execute(&b, e); err != nil {
+	if err := t.Execute(&b, e.inert()); err != nil {
 		return "", err
 	}
 	return b.String(), nil

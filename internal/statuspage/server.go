@@ -5,9 +5,11 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,6 +32,10 @@ const (
 type Server struct {
 	src Source
 	log *slog.Logger
+	// hosts are the names the page answers to beside IP addresses and
+	// localhost (hosts.go); maxStreams bounds the live pages served at once.
+	hosts      map[string]bool
+	maxStreams int
 
 	mu       sync.Mutex
 	subs     map[chan []byte]struct{}
@@ -52,22 +58,29 @@ func New(src Source, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{src: src, log: log, subs: map[chan []byte]struct{}{}, kick: make(chan struct{}, 1)}
+	return &Server{src: src, log: log, hosts: map[string]bool{}, maxStreams: MaxStreams,
+		subs: map[chan []byte]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
-// Register adds the page's routes to mux. Every route answers GET (and HEAD)
-// only: the page has no write action.
+// MaxStreams is the most live pages (event streams) a process serves at once:
+// each holds a connection and a goroutine for as long as it is open. One more
+// gets 503 with Retry-After; /api/status still answers it.
+const MaxStreams = 64
+
+// Register adds the page's routes to mux. Every route answers only to the
+// names the page knows (hosts.go), and GET (and HEAD) only: the page has no
+// write action.
 func (s *Server) Register(mux *http.ServeMux) {
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
-	mux.Handle(PathPage, getOnly(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(PathPage, s.checkHost(getOnly(func(w http.ResponseWriter, r *http.Request) {
 		// Nothing but its own files, and not inside another site's frame.
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		files.ServeHTTP(w, r)
-	}))
-	mux.Handle(PathJSON, getOnly(s.serveJSON))
-	mux.Handle(PathEvents, getOnly(s.serveEvents))
+	})))
+	mux.Handle(PathJSON, s.checkHost(getOnly(s.serveJSON)))
+	mux.Handle(PathEvents, s.checkHost(getOnly(s.serveEvents)))
 }
 
 func getOnly(h http.HandlerFunc) http.Handler {
@@ -114,13 +127,19 @@ func (s *Server) readShared(ctx context.Context) (Page, error) {
 
 // serveEvents streams the page as Server-Sent Events: the current page at once,
 // then each change, and a "ping" event every 15s so that a dead connection shows
-// on both sides.
+// on both sides. Beyond maxStreams streams it answers 503.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	ch := s.subscribe()
+	if ch == nil {
+		w.Header().Set("Retry-After", strconv.Itoa(retryStream))
+		http.Error(w, fmt.Sprintf("the status page serves at most %d live pages at once: try again later, or read %s",
+			s.maxStreams, PathJSON), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.unsubscribe(ch)
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
-	ch := s.subscribe()
-	defer s.unsubscribe(ch)
 	write := func(b []byte) bool {
 		// The listener's write timeout would end the stream: extend it per write.
 		_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
@@ -150,11 +169,20 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// retryStream is the Retry-After, in seconds, of a stream refused for want of
+// room: the page's own reconnection backs off up to 30 s.
+const retryStream = 30
+
 // subscribe returns a channel that receives the newest event (older ones not
-// yet taken are dropped), starting with the last one known.
+// yet taken are dropped), starting with the last one known; nil when
+// maxStreams streams are open.
 func (s *Server) subscribe() chan []byte {
 	ch := make(chan []byte, 1)
 	s.mu.Lock()
+	if len(s.subs) >= s.maxStreams {
+		s.mu.Unlock()
+		return nil
+	}
 	s.subs[ch] = struct{}{}
 	if s.last != nil {
 		ch <- s.last

@@ -104,6 +104,13 @@ func testServer(t *testing.T) (*fakeState, string) {
 
 func testServerWith(t *testing.T, st *fakeState) (*fakeState, string) {
 	t.Helper()
+	_, url := testServerOf(t, st, func(*Server) {})
+	return st, url
+}
+
+// testServerOf serves a page of st, set up by configure before it is served.
+func testServerOf(t *testing.T, st *fakeState, configure func(*Server)) (*Server, string) {
+	t.Helper()
 	srv := New(Source{
 		Status:  status.Source{Store: st, Nodes: noNodes{}},
 		History: func(context.Context) ([]store.HistoryRecord, error) { return nil, nil },
@@ -111,6 +118,7 @@ func testServerWith(t *testing.T, st *fakeState) (*fakeState, string) {
 		Process: "test",
 		Resync:  2 * time.Second, // a failed read is retried then; changes come through Watch
 	}, nil)
+	configure(srv)
 	mux := http.NewServeMux()
 	srv.Register(mux)
 	ts := httptest.NewServer(mux)
@@ -119,7 +127,7 @@ func testServerWith(t *testing.T, st *fakeState) (*fakeState, string) {
 	wg.Add(1)
 	go func() { defer wg.Done(); srv.Run(ctx) }()
 	t.Cleanup(func() { cancel(); ts.CloseClientConnections(); ts.Close(); wg.Wait() })
-	return st, ts.URL
+	return srv, ts.URL
 }
 
 // TestReadOnly: every route answers GET and refuses every other method.

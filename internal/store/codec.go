@@ -49,8 +49,21 @@ type itemError struct {
 	err error
 }
 
+// cleaner is a record with free text, which its host writes in its own words
+// (HostRecord, freetext.go): it is cleaned as the record is decoded, so that
+// nothing downstream sees it raw, and as it is encoded, so that a record and
+// the record it reads back as are stored as the same items (Equal).
+type cleaner interface{ cleanText() }
+
+func clean[R any](r *R) {
+	if c, ok := any(r).(cleaner); ok {
+		c.cleanText()
+	}
+}
+
 func (c codec[R]) encode(r R) map[string]string {
 	items := map[string]string{versionKey: strconv.Itoa(c.version)}
+	clean(&r)
 	c.put(&r, items)
 	return items
 }
@@ -62,18 +75,20 @@ func (c codec[R]) put(r *R, items map[string]string) {
 	}
 }
 
-// decode reads every field it can and returns the items it cannot read, in field
-// order. A record of an unknown version is refused whole (an ErrUnknownVersion).
+// decode reads every field it can, cleans the free text of a cleaner, and
+// returns the items it cannot read, in field order. A record of an unknown
+// version is refused whole (an ErrUnknownVersion).
 func (c codec[R]) decode(items map[string]string) (R, []itemError, error) {
 	var r R
 	if err := c.checkVersion(items[versionKey]); err != nil {
 		return r, nil, err
 	}
 	var bad []itemError
-	report := func(key string, err error) { bad = append(bad, itemError{key, err}) }
+	report := func(key string, err error) { bad = append(bad, itemError{key, cleanError(err)}) }
 	for _, f := range c.fields {
 		f.get(&r, items, report)
 	}
+	clean(&r)
 	return r, bad, nil
 }
 
@@ -84,12 +99,30 @@ func (c codec[R]) checkVersion(v string) error {
 	n, err := strconv.Atoi(v)
 	switch {
 	case err != nil || n < 1:
-		return fmt.Errorf("%w: version %q cannot be read (this rollboot reads versions 1 to %d)", ErrUnknownVersion, v, c.version)
+		return fmt.Errorf("%w: version %q cannot be read (this rollboot reads versions 1 to %d)", ErrUnknownVersion, CleanText(v), c.version)
 	case n > c.version:
 		return fmt.Errorf("%w: version %d is newer than this rollboot reads (1 to %d): written by a newer rollboot", ErrUnknownVersion, n, c.version)
 	}
 	return nil
 }
+
+// cleanError is err with its text cleaned (CleanText): a parse error quotes the
+// item it could not read, which its writer chose, into logs and status. It
+// still wraps err.
+func cleanError(err error) error {
+	if text := err.Error(); !isClean(text) {
+		return &cleanedError{text: CleanText(text), err: err}
+	}
+	return err
+}
+
+type cleanedError struct {
+	text string
+	err  error
+}
+
+func (e *cleanedError) Error() string { return e.text }
+func (e *cleanedError) Unwrap() error { return e.err }
 
 // decodeStrict decodes the items of the variable at path: an unknown version or
 // an item that cannot be read is an error (the first such item), returned with

@@ -86,6 +86,9 @@ func seeds(f *testing.F, golden ...map[string]string) {
 	f.Add("host=a\nservers=[{\"product\":1}]\ntimeline={\"a\":\"nope\"}\ndrained_index=-1\n")
 	f.Add("host=a\nrequested_at=0000-01-01T00:00:00+01:00\nphase_since=9999-12-31T23:00:00-01:00\nfinished=0000-01-01T00:00:00+01:00\n")
 	f.Add("host=a\ncancel_at=\nrequested_at=\n")
+	// Free text to clean: controls, an escape sequence, a control alone, too long.
+	f.Add("host=a\nreason=\x1b[31mred\r\x00\nfailed_step=\x01\nfailed_grant=g\nhold_reason=\u202e\xff\ndetect_error=" +
+		strings.Repeat("é", 200) + "\n")
 }
 
 // roundTrip checks encode→decode→encode: what a record encodes to decodes
