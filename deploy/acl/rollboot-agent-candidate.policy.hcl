@@ -2,14 +2,17 @@
 # per-host agent that also stands for election as the coordinator. An option for
 # small clusters only: every host holding this token can drain, reboot or pause
 # any host of the fleet (docs/deploy.md). The default deployment gives agents
-# rollboot-agent.policy.hcl and runs rollboot-coordinator.nomad.hcl.
-# It is the union of rollboot-agent.policy.hcl and
-# rollboot-coordinator.policy.hcl; see those files for the call behind each right.
+# rollboot-agent.policy.hcl (rollboot-agent-server.policy.hcl on server hosts)
+# and runs rollboot-coordinator.nomad.hcl.
+# It is the union of rollboot-agent-server.policy.hcl (itself rollboot-agent's
+# rights and a server host's) and rollboot-coordinator.policy.hcl, since with
+# this option every host, servers included, runs a candidate with this one
+# token; see those files for the call behind each right.
 #
-# Use this policy rather than attaching both of those to one token: Nomad merges
-# variable rules by path and the most specific path wins, so the agent policy's
-# "rollboot/plan/*" (read only) would hide the coordinator's "rollboot/*" and the
-# coordinator could not write plans.
+# Use this policy rather than attaching several of those to one token: Nomad
+# merges variable rules by path and the most specific path wins, so the agent
+# policy's "rollboot/plan/*" (read only) would hide the coordinator's
+# "rollboot/*" and the coordinator could not write plans.
 #
 #   nomad acl policy apply -description "rollboot agent and coordinator candidate" \
 #     rollboot-agent-candidate rollboot-agent-candidate.policy.hcl
@@ -46,7 +49,8 @@ namespace "default" {
 
   variables {
     # Agent:       read + write rollboot/hosts/<host>, read (blocking)
-    #              rollboot/plan/<host>.
+    #              rollboot/plan/<host>; on a server host, read + write (the
+    #              lock operations) rollboot/serverlock/<product>-<cluster>.
     # Coordinator: list + read hosts/, plan/, history/, control, notify/<part>,
     #              leader; write plan/<host>, control, history/<id>, coordinator,
     #              notify/<part>, election (the census), and the lock operations
@@ -66,7 +70,8 @@ namespace "default" {
   }
 }
 
-# GET /v1/operator/autopilot/health: the server quorum gates. (The Nomad
+# GET /v1/operator/autopilot/health: the server quorum gates, the coordinator's
+# and a server host's final go/no-go. (The Nomad
 # leadership hand-over needs a management token: see
 # coordinator.leader_transfer_denied.)
 operator {

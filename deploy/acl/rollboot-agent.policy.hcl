@@ -1,6 +1,8 @@
-# rollboot-agent: a per-host agent that is NOT a coordinator candidate
-# (coordinator.enabled = false): the agents' system job and the systemd agents of
-# the default deployment, where rollboot-coordinator.nomad.hcl coordinates.
+# rollboot-agent: the agents on Nomad clients, the system job
+# deploy/nomad/rollboot.nomad.hcl (or its docker variant), which are not
+# coordinator candidates (coordinator.enabled = false, the default). The agents
+# on hosts that run a Nomad, Consul or Vault server hold
+# rollboot-agent-server.policy.hcl instead; the coordinator job coordinates.
 #
 #   nomad acl policy apply -description "rollboot agent" rollboot-agent rollboot-agent.policy.hcl
 #
@@ -9,40 +11,49 @@
 # nomad.namespace, rename the namespace block (it must be the namespace named in
 # the rollboot configuration, not the one the job runs in).
 #
-# Nomad cannot scope a policy to "this host's own record", so an agent token can
-# write every record under rollboot/hosts/. Variable path rules are fixed globs,
-# and neither way around it exists: a workload identity's implicit access covers
-# only nomad/jobs/<job>[/<group>[/<task>]] of its own namespace, read and list
-# only (acl/acl.go matchingVariablesCapabilitySet), and a policy attached to the
-# job (`nomad acl policy apply -job`) gives every allocation the same rules,
-# whatever its node. What a host holding this token can still do is listed in
-# docs/deploy.md. It cannot touch plans, control, history or the leader lock, and
-# can only read nodes (its own node's drain, for the final go/no-go), so it cannot
-# drain or reboot another host.
+# Every right below names the call that needs it, and what else it lets the
+# token do on a real Nomad: docs/deploy.md ("Security model") lists, call by
+# call, what each token can and cannot do, and internal/deploytest checks that
+# list against these files. Nomad cannot scope a rule to "this host": variable
+# paths are fixed globs, a workload identity's implicit access covers only
+# nomad/jobs/<job>[/<group>[/<task>]] of its own namespace, read and list only
+# (acl/acl.go matchingVariablesCapabilitySet), and a policy attached to the job
+# (`nomad acl policy apply -job`) gives every allocation the same rules,
+# whatever its node. So this token can write every record under rollboot/hosts/
+# and read every node; it cannot touch plans, control, history, the leader lock
+# or the server reboot locks, drain or change the eligibility of any node, or
+# read the Nomad servers' autopilot health.
 
 # GET /v1/agent/self: the agent asks its local Nomad agent for its client node ID
-# (stats.client.node_id) and whether it is a server (stats.nomad.server).
+# (stats.client.node_id) and whether it also runs a Nomad server
+# (stats.nomad.server, member.Tags.id). Nomad checks agent:read there
+# (command/agent/agent_endpoint.go AgentSelfRequest: AllowAgentRead), and no
+# narrower right answers it. agent:read is not scoped to the local agent: it
+# also reads /v1/agent/host?node_id=<any node> (that host's environment, network
+# interfaces, /etc/hosts, resolv.conf and disks: nomad/client_agent_endpoint.go
+# Agent.Host, AllowAgentDebug), /v1/agent/monitor?node_id=|server_id= (the live
+# log of any agent) and /v1/agent/servers. It writes nothing (agent:write does).
 agent {
   policy = "read"
 }
 
-# Read only: right before rebooting, the agent checks its node as Nomad reports
+# Read only. Right before rebooting, the agent checks its node as Nomad reports
 # it (GET /v1/node/<id>: ineligible, its last drain complete and rollboot's) and
 # that nothing but system jobs runs on it (GET /v1/node/<id>/allocations).
+# Nomad has no per-node read (nomad/node_endpoint.go GetNode, GetAllocs:
+# AllowNodeRead), so the token reads every node, with its attributes and meta.
 node {
   policy = "read"
 }
 
-# GET /v1/node/<id>/allocations only returns allocations of namespaces with
-# read-job; an allocation left on the node may be in any namespace.
+# GET /v1/node/<id>/allocations returns only the allocations of namespaces where
+# the token has read-job (nomad/node_endpoint.go GetAllocs drops the others
+# silently), and an allocation left on the node may be in any namespace: without
+# it the check above would see nothing and pass. read-job also reads every job's
+# specification and submission (its HCL and -var values) and every allocation,
+# in every namespace. No job submission, no logs, no exec.
 namespace "*" {
   capabilities = ["read-job"]
-}
-
-# GET /v1/operator/autopilot/health: a server host checks its Nomad cluster's
-# pre-reboot quorum gate once more right before rebooting.
-operator {
-  policy = "read"
 }
 
 namespace "default" {
@@ -50,8 +61,9 @@ namespace "default" {
   capabilities = ["read-job"]
 
   variables {
-    # read:  GET /v1/var/rollboot/hosts/<host> (own record at start, and again
-    #        after a CAS conflict).
+    # read:  GET /v1/var/rollboot/hosts/<host> (own record at start, after a
+    #        CAS conflict, and the blocking watch that restores it when someone
+    #        else changed it).
     # write: PUT /v1/var/rollboot/hosts/<host>?cas=N (publish the host record).
     path "rollboot/hosts/*" {
       capabilities = ["read", "write"]

@@ -63,6 +63,13 @@ namespace "default" {
       capabilities = ["read", "list", "write", "destroy"]
     }
 
+    # forget: DELETE rollboot/hosts/<host>?cas=N, the record of a host gone for
+    # good (a decommissioned host, or one forged under a name that is no host);
+    # destroy deletes, it cannot write a record. Read and list repeated.
+    path "rollboot/hosts/*" {
+      capabilities = ["read", "list", "destroy"]
+    }
+
     # policy show, history: GET rollboot/policy; policy apply: GET, then
     # PUT rollboot/policy?cas=N (cas=0 for the first version).
     path "rollboot/policy" {

@@ -1,7 +1,9 @@
 # rollboot coordinator: two `rollboot coordinator` instances, one of which leads
 # (the other waits on the election lock). Run it with the agents' system job
-# (rollboot.nomad.hcl or rollboot-docker.nomad.hcl, whose agents have
-# coordinator.enabled = false). This is the default deployment: see docs/deploy.md.
+# (rollboot.nomad.hcl or rollboot-docker.nomad.hcl, whose agents are no
+# candidates: coordinator.enabled = false, the default). This is the default
+# deployment: see docs/deploy.md. `rollboot coordinator` stands for election
+# whatever coordinator.enabled says.
 #
 #   nomad namespace apply -description "rollboot coordinator" rollboot
 #   nomad job run -var 'version=v1.2.3' \

@@ -130,8 +130,10 @@ job "rollboot" {
         EOT
       }
 
-      # Host-local settings only: the agents are not coordinator candidates; the
-      # policy parts live in rollboot-coordinator.nomad.hcl.
+      # Host-local settings only: the agents are not coordinator candidates
+      # (coordinator.enabled = false, the default, written out); the coordinator
+      # is rollboot-coordinator.nomad.hcl, the rollout policy is stored in the
+      # cluster.
       template {
         destination = "local/rollboot.hcl"
         change_mode = "restart"

@@ -1,7 +1,7 @@
 # rollboot as a Nomad system job: one `rollboot agent` on every Linux client, run
 # with the raw_exec driver. The agents are not coordinator candidates
-# (coordinator.enabled = false): the coordinator runs as its own job,
-# rollboot-coordinator.nomad.hcl, with its own token. See docs/deploy.md.
+# (coordinator.enabled = false, the default): the coordinator runs as its own
+# job, rollboot-coordinator.nomad.hcl, with its own token. See docs/deploy.md.
 #
 #   nomad job run -var 'version=v1.2.3' \
 #     deploy/nomad/rollboot.nomad.hcl
@@ -31,13 +31,17 @@
 #   namespace. The job's workload identity may read exactly that path without any
 #   policy, and the template turns it into NOMAD_TOKEN, readable by root only
 #   (perms 0400). That token can publish host records and read plans: it cannot
-#   drain, write plans, control or history, or take the election lock. Never give
-#   these agents the coordinator's token, nor Consul operator:write or Vault
-#   step-down rights.
-# - Every agent a coordinator candidate (coordinator.enabled = true and the
-#   rollboot-agent-candidate policy) is possible for small clusters, without the
-#   coordinator job; then root on ANY client can drain, reboot or pause every
-#   host. docs/deploy.md weighs it.
+#   drain, write plans, control or history, or take the election lock or a
+#   server reboot lock. Never give these agents the coordinator's token, nor the
+#   rollboot-agent-server one (the same token on every client would let any
+#   client sit on the servers' reboot locks), nor Consul operator:write or Vault
+#   step-down rights. A Nomad client that also runs a server gets its agent from
+#   the systemd unit instead (deploy/systemd/; docs/deploy.md shows the
+#   constraint that keeps this job off it).
+# - Every agent a coordinator candidate (coordinator.enabled = true in the
+#   configuration below, and the rollboot-agent-candidate policy) is possible for
+#   small clusters, without the coordinator job; then root on ANY client can
+#   drain, reboot or pause every host. docs/deploy.md weighs it.
 # - NOMAD_ADDR is the Nomad agent on this host: the agent learns its node ID from
 #   the local agent's /v1/agent/self, so it must not talk to a load balancer.
 # - update: max_parallel = 1 rolls out a new rollboot version one host at a time.
@@ -178,7 +182,8 @@ job "rollboot" {
             }
           }
 
-          # Not a coordinator candidate: rollboot-coordinator.nomad.hcl is.
+          # Not a coordinator candidate (the default, written out):
+          # rollboot-coordinator.nomad.hcl is.
           coordinator {
             enabled = false
           }

@@ -1,8 +1,11 @@
 # /etc/rollboot/config.hcl for a host where rollboot runs as a systemd service
-# (deploy/systemd/rollboot-agent.service): a server-only host that is not a Nomad
-# client. Reference: docs/configuration.md.
+# (deploy/systemd/rollboot-agent.service): a host that runs a Nomad, Consul or
+# Vault server, usually without a Nomad client (one with a client too: set
+# agent.host to its node's name, docs/deploy.md). Reference: docs/configuration.md.
 #
-# NOMAD_TOKEN comes from /etc/rollboot/env, never from this file.
+# NOMAD_TOKEN comes from /etc/rollboot/env, never from this file: a token with
+# the rollboot-agent-server policy (deploy/acl/), which adds to the agents'
+# rights the Nomad autopilot health and the server reboot locks.
 
 nomad {
   # The Nomad agent (here a server) on this host: the agent learns from its
@@ -28,11 +31,12 @@ agent {
   }
 }
 
-# Not a coordinator candidate: the coordinator job (rollboot-coordinator.nomad.hcl)
-# is, so this host's token needs only the rollboot-agent policy (no node:write on
-# the servers), and the policy settings (drain, groups, windows) live in one
-# place, that job. The Consul and Vault tokens of this agent need no operator or
-# step-down rights either: hand-over is the coordinator's.
+# Not a coordinator candidate (the default, written out): the coordinator job
+# (rollboot-coordinator.nomad.hcl) is, so this host's token needs only the
+# rollboot-agent-server policy (no node:write on the servers), and the rollout
+# policy (drain, groups, windows) is stored once in the cluster. The Consul and
+# Vault tokens of this agent need no operator or step-down rights either:
+# hand-over is the coordinator's.
 coordinator {
   enabled = false
 }

@@ -46,10 +46,11 @@ func read(t *testing.T, path string) []byte {
 // ---- (a) the policies parse ---------------------------------------------------------
 
 var policyFiles = map[string]string{
-	"agent":       "rollboot-agent.policy.hcl",
-	"coordinator": "rollboot-coordinator.policy.hcl",
-	"candidate":   "rollboot-agent-candidate.policy.hcl",
-	"operator":    "rollboot-operator.policy.hcl",
+	"agent":        "rollboot-agent.policy.hcl",
+	"agent-server": "rollboot-agent-server.policy.hcl",
+	"coordinator":  "rollboot-coordinator.policy.hcl",
+	"candidate":    "rollboot-agent-candidate.policy.hcl",
+	"operator":     "rollboot-operator.policy.hcl",
 }
 
 func loadPolicy(t *testing.T, role string) *nomadsim.Policy {
@@ -106,8 +107,10 @@ func TestPolicyFilesParse(t *testing.T) {
 // ---- (b) each role is granted exactly what it calls ---------------------------------
 
 // A check is one authorization decision of Nomad, and which roles must get it.
-// The roles: agent (coordinator.enabled = false), coordinator (standalone),
-// candidate (agent + coordinator candidate, the default), operator (the CLI).
+// The roles: agent (on a Nomad client, coordinator.enabled = false), agent-server
+// (on a server host), coordinator (standalone), candidate (agent + coordinator
+// candidate, coordinator.enabled = true), operator (the CLI). The calls behind
+// them, through the HTTP API, are in tokens_test.go.
 type check struct {
 	what string
 	ok   func(t *nomadsim.Token) bool
@@ -122,30 +125,32 @@ func v(path, capability string) func(t *nomadsim.Token) bool {
 
 var checks = []check{
 	// Agent: GET /v1/agent/self.
-	{"agent:read (/v1/agent/self)", func(t *nomadsim.Token) bool { return t.AllowAgent(false) }, "agent,candidate"},
+	{"agent:read (/v1/agent/self)", func(t *nomadsim.Token) bool { return t.AllowAgent(false) }, "agent,agent-server,candidate"},
 	{"agent:write", func(t *nomadsim.Token) bool { return t.AllowAgent(true) }, ""},
 	// Coordinator: node list and allocations (read), drain and eligibility (write).
-	{"node:read (/v1/nodes, the agent's own node)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "agent,coordinator,candidate,operator"},
+	{"node:read (/v1/nodes, the agent's own node)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "agent,agent-server,coordinator,candidate,operator"},
 	{"node:write (drain, eligibility)", func(t *nomadsim.Token) bool { return t.AllowNode(true) }, "coordinator,candidate"},
-	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "agent,coordinator,candidate,operator"},
-	{"read-job in another namespace (system jobs anywhere, workload blockers)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "agent,coordinator,candidate,operator"},
+	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "agent,agent-server,coordinator,candidate,operator"},
+	{"read-job in another namespace (system jobs anywhere, workload blockers)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "agent,agent-server,coordinator,candidate,operator"},
 	// Workload blockers (coordinator, and `rollboot plan`): GET /v1/jobs?namespace=*.
 	{"list-jobs in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "list-jobs") }, "coordinator,candidate,operator"},
 	{"list-jobs in another namespace", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "list-jobs") }, "coordinator,candidate,operator"},
 	{"submit-job in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "submit-job") }, ""},
 	{"read-logs in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-logs") }, ""},
 	{"alloc-lifecycle in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "alloc-lifecycle") }, ""},
-	{"operator:read", func(t *nomadsim.Token) bool { return t.AllowOperator(false) }, "agent,coordinator,candidate,operator"},
+	// The autopilot health: the quorum gates (coordinator, `rollboot plan`) and a
+	// Nomad server host's final go/no-go; never a client's agent.
+	{"operator:read", func(t *nomadsim.Token) bool { return t.AllowOperator(false) }, "agent-server,coordinator,candidate,operator"},
 	{"operator:write", func(t *nomadsim.Token) bool { return t.AllowOperator(true) }, ""},
 
 	// Host records: written by their agent, read by everyone.
-	{"read rollboot/hosts/x", v("rollboot/hosts/x", "read"), "agent,coordinator,candidate,operator"},
-	{"list rollboot/hosts/x", v("rollboot/hosts/x", "list"), "agent,coordinator,candidate,operator"},
-	{"write rollboot/hosts/x", v("rollboot/hosts/x", "write"), "agent,coordinator,candidate"},
-	{"destroy rollboot/hosts/x", v("rollboot/hosts/x", "destroy"), "coordinator,candidate"},
+	{"read rollboot/hosts/x", v("rollboot/hosts/x", "read"), "agent,agent-server,coordinator,candidate,operator"},
+	{"list rollboot/hosts/x", v("rollboot/hosts/x", "list"), "agent,agent-server,coordinator,candidate,operator"},
+	{"write rollboot/hosts/x", v("rollboot/hosts/x", "write"), "agent,agent-server,coordinator,candidate"},
+	{"destroy rollboot/hosts/x", v("rollboot/hosts/x", "destroy"), "coordinator,candidate,operator"}, // rollboot forget
 	// Plans: written by the coordinator, watched by the agent.
-	{"read rollboot/plan/x", v("rollboot/plan/x", "read"), "agent,coordinator,candidate,operator"},
-	{"list rollboot/plan/x", v("rollboot/plan/x", "list"), "agent,coordinator,candidate,operator"},
+	{"read rollboot/plan/x", v("rollboot/plan/x", "read"), "agent,agent-server,coordinator,candidate,operator"},
+	{"list rollboot/plan/x", v("rollboot/plan/x", "list"), "agent,agent-server,coordinator,candidate,operator"},
 	{"write rollboot/plan/x", v("rollboot/plan/x", "write"), "coordinator,candidate"},
 	{"destroy rollboot/plan/x", v("rollboot/plan/x", "destroy"), "coordinator,candidate"},
 	// Control: written by the CLI and the coordinator.
@@ -175,6 +180,10 @@ var checks = []check{
 	// The election lock: every lock operation needs write.
 	{"read rollboot/leader", v("rollboot/leader", "read"), "coordinator,candidate,operator"},
 	{"write rollboot/leader (lock)", v("rollboot/leader", "write"), "coordinator,candidate"},
+	// The server reboot locks: taken by the agents of server hosts only.
+	{"read rollboot/serverlock/nomad-global", v("rollboot/serverlock/nomad-global", "read"), "agent-server,coordinator,candidate,operator"},
+	{"write rollboot/serverlock/nomad-global (lock)", v("rollboot/serverlock/nomad-global", "write"), "agent-server,coordinator,candidate"},
+	{"destroy rollboot/serverlock/nomad-global", v("rollboot/serverlock/nomad-global", "destroy"), "coordinator,candidate"},
 
 	// Outside rollboot's state: nobody.
 	{"read other/x", v("other/x", "read"), ""},
@@ -190,7 +199,7 @@ var checks = []check{
 }
 
 func TestPoliciesGrantExactlyWhatEachRoleCalls(t *testing.T) {
-	for _, role := range []string{"agent", "coordinator", "candidate", "operator"} {
+	for role := range policyFiles {
 		tok := &nomadsim.Token{Name: role, Policies: []*nomadsim.Policy{loadPolicy(t, role)}}
 		for _, c := range checks {
 			want := false
@@ -204,14 +213,22 @@ func TestPoliciesGrantExactlyWhatEachRoleCalls(t *testing.T) {
 	}
 }
 
-// The candidate policy grants the union of the agent and coordinator policies.
+// The candidate policy grants the union of the server hosts' agent policy and
+// the coordinator policy (every host runs a candidate with it, servers
+// included), and the server hosts' agent policy is the clients' one with the
+// autopilot health and the server reboot locks.
 func TestCandidateIsAgentPlusCoordinator(t *testing.T) {
-	cand := &nomadsim.Token{Policies: []*nomadsim.Policy{loadPolicy(t, "candidate")}}
-	agent := &nomadsim.Token{Policies: []*nomadsim.Policy{loadPolicy(t, "agent")}}
-	coord := &nomadsim.Token{Policies: []*nomadsim.Policy{loadPolicy(t, "coordinator")}}
+	cand := newToken(loadPolicy(t, "candidate"))
+	agent := newToken(loadPolicy(t, "agent"))
+	server := newToken(loadPolicy(t, "agent-server"))
+	coord := newToken(loadPolicy(t, "coordinator"))
 	for _, c := range checks {
-		if a, b := c.ok(cand), c.ok(agent) || c.ok(coord); a != b {
-			t.Errorf("%s: candidate policy %v, agent or coordinator policy %v", c.what, a, b)
+		if a, b := c.ok(cand), c.ok(server) || c.ok(coord); a != b {
+			t.Errorf("%s: candidate policy %v, agent-server or coordinator policy %v", c.what, a, b)
+		}
+		serverOnly := strings.HasPrefix(c.what, "operator:read") || strings.Contains(c.what, "rollboot/serverlock/")
+		if a, b := c.ok(server), c.ok(agent) || serverOnly && c.ok(server); a != b {
+			t.Errorf("%s: agent-server policy %v, agent policy %v", c.what, a, c.ok(agent))
 		}
 	}
 }
@@ -690,8 +707,9 @@ func TestJobFiles(t *testing.T) {
 	}
 }
 
-// The rollboot config of the systemd unit loads, and the systemd host is a plain
-// agent whose state the agent policy covers.
+// The rollboot config of the systemd unit loads, and the systemd host (a server
+// host) is an agent whose state, server reboot locks included, the server
+// hosts' agent policy covers.
 func TestSystemdConfig(t *testing.T) {
 	path := deployPath("systemd", "config.hcl")
 	cfg, err := config.LoadBytes(read(t, path), path)
@@ -699,15 +717,25 @@ func TestSystemdConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Coordinator.Enabled {
-		t.Error("systemd config: coordinator.enabled, but the docs give these hosts the agent policy")
+		t.Error("systemd config: coordinator.enabled, but the docs give these hosts the rollboot-agent-server policy")
 	}
-	checkStateMatchesPolicies(t, cfg, "agent")
+	checkStateMatchesPolicies(t, cfg, "agent-server")
+	if !newToken(loadPolicy(t, "agent-server")).AllowVariable(cfg.Nomad.Namespace, cfg.State.Prefix+"/serverlock/nomad-global", "write") {
+		t.Errorf("rollboot-agent-server cannot take the server reboot locks under %s/serverlock/", cfg.State.Prefix)
+	}
 
 	unit := string(read(t, deployPath("systemd", "rollboot-agent.service")))
+	// ProtectSystem=strict leaves only the state directory writable: the server
+	// reboot locks' file must be in it, or a server host never reboots.
+	if dir := filepath.Dir(cfg.Agent.ServerLockFile); dir != "/var/lib/rollboot" {
+		t.Errorf("agent.server_lock_file %q is not in the unit's StateDirectory /var/lib/rollboot", cfg.Agent.ServerLockFile)
+	}
 	for _, want := range []string{
 		"EnvironmentFile=-/etc/rollboot/env",
 		"ExecStart=/usr/local/bin/rollboot agent --config /etc/rollboot/config.hcl",
 		"Restart=always",
+		"ProtectSystem=strict",
+		"StateDirectory=rollboot",
 	} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("rollboot-agent.service: no %q", want)

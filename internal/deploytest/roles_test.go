@@ -185,7 +185,7 @@ func TestCoordinatorJobFile(t *testing.T) {
 // coordinator's token variable in the coordinator's namespace, nor in the
 // agents' own: only the coordinator job's workload identity reads it.
 func TestAgentPolicyCannotReachCoordinatorToken(t *testing.T) {
-	for _, role := range []string{"agent", "operator"} {
+	for _, role := range []string{"agent", "agent-server", "operator"} {
 		tk := newToken(loadPolicy(t, role))
 		for _, n := range []string{"rollboot", ns} {
 			if tk.AllowVariable(n, "nomad/jobs/rollboot-coordinator", "read") {
@@ -209,7 +209,7 @@ func TestDeployDocNamesExistingFiles(t *testing.T) {
 			t.Errorf("docs/deploy.md names %s: %v", m, err)
 		}
 	}
-	for _, role := range []string{"agent", "coordinator", "operator"} {
+	for _, role := range []string{"agent", "agent-server", "coordinator", "operator"} {
 		want := "nomad acl token create -type client -name " + policyName(role) + " -policy " + policyName(role)
 		if role != "operator" && !strings.Contains(doc, want) {
 			t.Errorf("docs/deploy.md: no %q", want)
