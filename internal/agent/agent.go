@@ -92,6 +92,21 @@ type Options struct {
 	// AgentJob is the Nomad system job the agent runs as ("<namespace>/<job>").
 	AgentJob string
 
+	// ServerLocks takes, renews and releases the reboot lock of each server
+	// cluster of the host (serverlock.go); *api.Variables implements it.
+	// Namespace is the namespace of rollboot's variables (the Store's).
+	// ServerLockFile keeps the IDs of the locks held across the reboot. Without
+	// ServerLocks or ServerLockFile a server host never reboots.
+	ServerLocks    LockVariables
+	Namespace      string
+	ServerLockFile string
+	// ServerLockTTL is the TTL of a server reboot lock; default 15m. Nomad
+	// frees a lock 2×TTL (plus its lock delay) after its last renewal.
+	ServerLockTTL time.Duration
+	// ServerStableFor is how long a server must have been stable after the
+	// reboot before its cluster's lock is released; default 10s.
+	ServerStableFor time.Duration
+
 	Log *slog.Logger
 	Now func() time.Time
 }
@@ -108,6 +123,16 @@ type Agent struct {
 	detected  []detection // last answer of each detector
 	pubFails  int         // consecutive failed publishes
 	pubNext   time.Time   // no publish before this (backoff after failures)
+
+	// changes are the versions of the own record its watch saw: the loop
+	// restores the record from them, and so does a reboot attempt while it
+	// waits (a hold, the delay), since the loop does not run meanwhile.
+	changes <-chan recordChange
+	locks   lockState      // the server reboot locks (serverlock.go)
+	bg      sync.WaitGroup // goroutines beside the loop: the release of server locks
+	// maintenance: the Consul node was put in maintenance for the attempt under
+	// way; a failed attempt takes it out again.
+	maintenance bool
 }
 
 type detection struct {
@@ -148,6 +173,12 @@ func New(opt Options) *Agent {
 	if a.opt.DownTimeout <= 0 {
 		a.opt.DownTimeout = 5 * time.Minute
 	}
+	if a.opt.ServerLockTTL <= 0 {
+		a.opt.ServerLockTTL = 15 * time.Minute
+	}
+	if a.opt.ServerStableFor <= 0 {
+		a.opt.ServerStableFor = 10 * time.Second
+	}
 	a.detected = make([]detection, len(opt.Detectors))
 	return a
 }
@@ -170,7 +201,8 @@ func Identity(self SelfAPI) (nodeID string, roles []string, err error) {
 }
 
 // Run runs the agent until ctx ends. The goroutines it starts (the watches of
-// its plan and of its own record) have ended when it returns.
+// its plan and of its own record, the release of server locks) have ended when
+// it returns.
 func (a *Agent) Run(ctx context.Context) error {
 	bootID, err := a.start(ctx)
 	if ctx.Err() != nil {
@@ -185,11 +217,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer a.bg.Wait()
 	defer cancel()
 	plans := make(chan store.Plan, 1)
 	wg.Go(func() { a.watchPlan(ctx, plans) })
 	changes := make(chan recordChange, 1)
+	a.changes = changes
 	wg.Go(func() { a.watchRecord(ctx, changes) })
+	if lf, ok := a.lockFileAtStart(); ok {
+		a.startRelease(ctx, lf) // the locks of the reboot that led here, or of an attempt cut short
+	}
 	a.loop(ctx, bootID, plans, changes)
 	return nil
 }
@@ -452,25 +489,64 @@ func (a *Agent) mayReboot(p store.Plan, bootID string) bool {
 		(p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting)
 }
 
+// reboot carries out the grant in p: the plan must be about this host, the
+// go/no-go is made before anything runs and again as the last step, and a server
+// host holds its clusters' reboot locks from that last step until it is back.
 func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
-	// The plan seen may be old (a retry after a failed reboot, a slow watch): the
-	// stored plan must still grant this reboot, or the host could go down
-	// undrained after a release or a new grant.
-	var cur store.Plan
-	if err := a.retry(ctx, "read the plan before rebooting", func() (err error) {
-		cur, err = a.opt.Store.Plan(ctx, a.opt.Host)
+	cur, err := a.currentPlan(ctx, p)
+	if err != nil {
 		return err
-	}); err != nil {
-		return fmt.Errorf("read the plan before rebooting: %w", err)
 	}
-	if cur.GrantID != p.GrantID || !a.mayReboot(cur, p.BootIDAtGrant) {
-		return fmt.Errorf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)
+	if why := notAboutSelf(cur, a.opt.Host, a.rec.NodeID); why != "" {
+		a.log.Error("plan refused: it is not about this host; no hook runs and the host does not reboot",
+			"grant", p.GrantID, "why", why)
+		return refusal(p.GrantID, why, a.now())
 	}
 	a.log.Info("reboot granted", "grant", p.GrantID, "reason", p.Reason)
 	a.rec.RebootingGrant, a.rec.HoldReason, a.rec.Failure = p.GrantID, "", nil
 	if err := a.retry(ctx, "report the reboot", func() error { return a.publish(ctx) }); err != nil {
 		return fmt.Errorf("report the reboot: %w", err)
 	}
+	// The node and quorum gates before anything runs: no hook runs while they hold.
+	if err := a.holdUntilGo(ctx, p, "before the pre-reboot hooks", func(ctx context.Context) (string, error) {
+		return a.goNoGo(ctx, p, bootID)
+	}); err != nil {
+		return err
+	}
+	if err := a.prepare(ctx, p); err != nil {
+		return err
+	}
+	defer a.endServerLocks(ctx)
+	if err := a.holdUntilGo(ctx, p, "at the final go/no-go", func(ctx context.Context) (string, error) {
+		return a.finalGoNoGo(ctx, p, bootID)
+	}); err != nil {
+		return err
+	}
+	return a.rebootNow(ctx, p)
+}
+
+// currentPlan reads the stored plan and checks that it still grants p's reboot.
+// The plan seen may be old (a retry after a failed reboot, a slow watch): the
+// stored plan must still grant this reboot, or the host could go down undrained
+// after a release or a new grant.
+func (a *Agent) currentPlan(ctx context.Context, p store.Plan) (store.Plan, error) {
+	var cur store.Plan
+	if err := a.retry(ctx, "read the plan before rebooting", func() (err error) {
+		cur, err = a.opt.Store.Plan(ctx, a.opt.Host)
+		return err
+	}); err != nil {
+		return cur, fmt.Errorf("read the plan before rebooting: %w", err)
+	}
+	if cur.GrantID != p.GrantID || !a.mayReboot(cur, p.BootIDAtGrant) {
+		return cur, fmt.Errorf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)
+	}
+	return cur, nil
+}
+
+// prepare runs what comes between the first go/no-go and the last: the
+// pre-reboot hooks, the Consul node's maintenance, the coordinator candidate's
+// stop and the delay.
+func (a *Agent) prepare(ctx context.Context, p store.Plan) error {
 	if err := RunHooks(ctx, a.opt.PreHooks, a.opt.HookTimeout, a.opt.PassEnv...); err != nil {
 		return failure(store.StepPreHook, p.GrantID, err, a.now())
 	}
@@ -480,35 +556,59 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 		}); err != nil {
 			return fmt.Errorf("consul maintenance: %w", err)
 		}
+		a.maintenance = true
 	}
 	if a.opt.BeforeReboot != nil {
 		a.opt.BeforeReboot()
 	}
-	if !watch.Sleep(ctx, a.opt.Delay) {
+	if !a.sleepRestoring(ctx, a.opt.Delay) {
 		return ctx.Err()
 	}
-	if err := a.finalCheck(ctx, p, bootID); err != nil {
-		return err
+	return nil
+}
+
+// finalGoNoGo is the last check before the reboot: the go/no-go, then, on a
+// server host, its clusters' reboot locks, and once it holds them the quorum
+// gate once more (another server may have just come back, or gone).
+func (a *Agent) finalGoNoGo(ctx context.Context, p store.Plan, bootID string) (string, error) {
+	a.renewDue(ctx) // locks taken at an earlier check stay held while it holds
+	hold, err := a.goNoGo(ctx, p, bootID)
+	if err != nil || hold != "" {
+		return hold, err
 	}
+	if hold := a.serverLockGate(ctx, p.GrantID, bootID); hold != "" {
+		return hold, nil
+	}
+	if len(a.locks.held) == 0 {
+		return "", nil
+	}
+	return a.quorumGate(ctx), nil
+}
+
+// rebootNow reboots the host, renewing its server locks until it goes down.
+func (a *Agent) rebootNow(ctx context.Context, p store.Plan) error {
 	a.log.Info("rebooting", "grant", p.GrantID)
+	stop := a.keepLocks(ctx)
+	defer stop()
 	if err := a.opt.Rebooter.Reboot(ctx); err != nil {
 		return failure(store.StepReboot, p.GrantID, err, a.now())
 	}
 	// The host should go down now, taking this process with it.
-	if !watch.Sleep(ctx, a.opt.DownTimeout) {
+	if !a.sleepRestoring(ctx, a.opt.DownTimeout) {
 		return ctx.Err()
 	}
 	return &rebootFailed{store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: 0, At: a.now().UTC(),
 		Message: fmt.Sprintf("the reboot method succeeded but the host did not go down within %s", a.opt.DownTimeout)}}
 }
 
-// finalCheck holds the reboot until the go/no-go passes: the hold reason is
-// published in the host record (so `rollboot status` shows it) and checked again
-// every RecheckEvery; the slot stays taken meanwhile. It returns an error when the
-// grant was withdrawn or ctx ended.
-func (a *Agent) finalCheck(ctx context.Context, p store.Plan, bootID string) error {
+// holdUntilGo holds the reboot until check passes: the hold reason is published
+// in the host record (so `rollboot status` shows it) and checked again every
+// RecheckEvery, the record restored meanwhile if someone else rewrites it; the
+// slot stays taken. stage names the check in the logs. It returns check's error
+// (the grant withdrawn, the plan refused) or ctx's.
+func (a *Agent) holdUntilGo(ctx context.Context, p store.Plan, stage string, check func(context.Context) (string, error)) error {
 	for {
-		hold, err := a.goNoGo(ctx, p, bootID)
+		hold, err := check(ctx)
 		if err != nil {
 			return err
 		}
@@ -519,7 +619,7 @@ func (a *Agent) finalCheck(ctx context.Context, p store.Plan, bootID string) err
 			}
 			// Say the hold is over, so that the coordinator counts the time to
 			// come back from now; then check once more, so that the check stays
-			// the last step before the reboot.
+			// right before what it guards.
 			if err := a.publish(ctx); err != nil {
 				a.log.Warn("publish the end of the hold", "err", err)
 				a.last.HoldReason = "" // best effort: do not loop on it
@@ -527,14 +627,14 @@ func (a *Agent) finalCheck(ctx context.Context, p store.Plan, bootID string) err
 			continue
 		}
 		if hold != a.rec.HoldReason {
-			a.log.Warn("reboot held at the final go/no-go; checking again", "grant", p.GrantID, "why", hold,
+			a.log.Warn("reboot held; checking again", "stage", stage, "grant", p.GrantID, "why", hold,
 				"recheck_every", a.opt.RecheckEvery)
 		}
 		a.rec.HoldReason = hold
 		if err := a.publish(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("publish the hold reason", "err", err)
 		}
-		if !watch.Sleep(ctx, a.opt.RecheckEvery) {
+		if !a.sleepRestoring(ctx, a.opt.RecheckEvery) {
 			return ctx.Err()
 		}
 	}
@@ -573,7 +673,8 @@ func (a *Agent) reportFailure(ctx context.Context, f store.RebootFailure) {
 	a.log.Error("reboot failed: the host did not go down; reported to the coordinator", "grant", f.Grant,
 		"step", f.Step, "exit_status", f.ExitStatus, "err", f.Message)
 	a.rec.Failure, a.rec.HoldReason = &f, ""
-	if hasRole(a.rec.Roles, store.RoleConsulServer) && f.Step == store.StepReboot {
+	if a.maintenance {
+		a.maintenance = false
 		if err := a.retry(ctx, "take the Consul node out of maintenance", func() error {
 			return a.opt.Servers.ConsulMaintenance(ctx, false, "")
 		}); err != nil && ctx.Err() == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -34,11 +35,43 @@ type errWithdrawn struct{ msg string }
 
 func (e errWithdrawn) Error() string { return e.msg }
 
-// goNoGo is the final check right before the reboot, after the hooks and the
-// delay: minutes may have passed since the coordinator admitted the host, and
-// the world may have changed. It returns a withdrawn error when the stored plan no
-// longer grants this boot's reboot (then the attempt ends), or a hold reason when
-// the reboot must wait ("" when it may go now):
+// stepPlanCheck is the failed step of an attempt refused because its plan is
+// not about this host (RebootFailure.Step).
+const stepPlanCheck = "plan check"
+
+// notAboutSelf says why plan p is not about this host ("" when it is): it must
+// name this host and the node the host's own Nomad agent reports (nodeID; a
+// host without a Nomad client must see a plan without a node). A plan names no
+// server of its own (the coordinator hands leadership over before the drain
+// completes), so there is none to compare.
+func notAboutSelf(p store.Plan, host, nodeID string) string {
+	switch {
+	case p.Host != host:
+		return fmt.Sprintf("the plan is about host %q, not this host %q", p.Host, host)
+	case p.NodeID != nodeID && nodeID == "":
+		return fmt.Sprintf("the plan names node %s, but this host runs no Nomad client", p.NodeID)
+	case p.NodeID != nodeID && p.NodeID == "":
+		return fmt.Sprintf("the plan names no node, but this host's node is %s", nodeID)
+	case p.NodeID != nodeID:
+		return fmt.Sprintf("the plan names node %s, but this host's node is %s", p.NodeID, nodeID)
+	}
+	return ""
+}
+
+// refusal is the failed attempt of a plan not about this host: nothing ran, and
+// the coordinator, seeing the failure, undoes the drain and backs off.
+func refusal(grant, why string, now time.Time) *rebootFailed {
+	return &rebootFailed{store.RebootFailure{Grant: grant, Step: stepPlanCheck, ExitStatus: -1, At: now.UTC(),
+		Message: "refused: " + why}}
+}
+
+// goNoGo is the go/no-go of a granted reboot, made before the pre-reboot hooks
+// and again as the last step before the reboot, after the hooks and the delay:
+// minutes may have passed since the coordinator admitted the host, and the world
+// may have changed. It returns a withdrawn error when the stored plan no longer
+// grants this boot's reboot (then the attempt ends), a refusal when the stored
+// plan is not about this host, or a hold reason when the reboot must wait (""
+// when it may go now):
 //   - the node, as Nomad reports it, is ineligible, its last drain completed and
 //     names this grant, and nothing but system jobs runs on it (unless the drain
 //     was forced at its deadline, drain.on_timeout = "force"): an operator may have made the node eligible again and Nomad
@@ -53,21 +86,34 @@ func (a *Agent) goNoGo(ctx context.Context, p store.Plan, bootID string) (string
 	if cur.GrantID != p.GrantID || !a.mayReboot(cur, bootID) {
 		return "", errWithdrawn{fmt.Sprintf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)}
 	}
+	if why := notAboutSelf(cur, a.opt.Host, a.rec.NodeID); why != "" {
+		a.log.Error("plan refused: it is not about this host", "grant", cur.GrantID, "why", why)
+		return "", refusal(cur.GrantID, why, a.now())
+	}
 	if a.rec.NodeID != "" && a.opt.Nodes != nil {
 		if why := a.nodeGate(ctx, cur); why != "" {
 			return why, nil
 		}
 	}
-	if len(a.rec.Servers) > 0 && a.opt.Clusters != nil {
-		for _, srv := range a.rec.Servers {
-			if ok, why := health.PreRebootGate(a.opt.Clusters.Read(ctx, srv.Product, srv.Cluster), srv.ID); !ok {
-				return "quorum gate: " + why, nil
-			}
+	return a.quorumGate(ctx), nil
+}
+
+// quorumGate says why a server host may not reboot now ("" when it may, and on a
+// host that runs no server): a cluster of its fails its pre-reboot gate, or the
+// gate cannot be checked.
+func (a *Agent) quorumGate(ctx context.Context) string {
+	if len(a.rec.Servers) == 0 || a.opt.Clusters == nil {
+		if r := serverRoleOf(a.rec.Roles); r != "" {
+			return "the host runs a " + r + " and its quorum gate cannot be checked"
 		}
-	} else if serverRoleOf(a.rec.Roles) != "" {
-		return "the host runs a " + serverRoleOf(a.rec.Roles) + " and its quorum gate cannot be checked", nil
+		return ""
 	}
-	return "", nil
+	for _, srv := range a.rec.Servers {
+		if ok, why := health.PreRebootGate(a.opt.Clusters.Read(ctx, srv.Product, srv.Cluster), srv.ID); !ok {
+			return "quorum gate: " + why
+		}
+	}
+	return ""
 }
 
 // nodeGate says why the node, as Nomad reports it, is not ready for the reboot

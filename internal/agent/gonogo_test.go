@@ -164,7 +164,7 @@ func TestFinalCheckHoldsAnEligibleNode(t *testing.T) {
 	}
 	stop, _ := run(t, a)
 	defer stop()
-	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID}); err != nil {
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
 		t.Fatal(err)
 	}
 	rec := waitRecord(t, e.st, e.h.Name, "the hold to be published", func(r store.HostRecord) bool { return r.HoldReason != "" })
@@ -252,7 +252,7 @@ func TestFailedHookIsPublishedOnce(t *testing.T) {
 	stop, _ := run(t, New(o))
 	defer stop()
 	e.drainFor(t, "g1")
-	idx, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID})
+	idx, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestFailedHookIsPublishedOnce(t *testing.T) {
 	// The coordinator's retry: a new grant.
 	e.drainFor(t, "g2")
 	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g2",
-		BootIDAtGrant: e.bootID, ModifyIndex: idx}); err != nil {
+		BootIDAtGrant: e.bootID, NodeID: e.h.NodeID, ModifyIndex: idx}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -48,7 +48,8 @@ func (a *Agent) watchRecord(ctx context.Context, out chan recordChange) {
 }
 
 // restoreRecord puts back what this agent last wrote when its record was changed
-// (or deleted) by someone else. It runs in the agent's loop, which owns a.rec.
+// (or deleted) by someone else. It runs in the agent's loop, which owns a.rec
+// (or in a reboot attempt the loop is running: sleepRestoring).
 func (a *Agent) restoreRecord(ctx context.Context, ch recordChange) {
 	if !a.published || (ch.index != 0 && ch.index <= a.rec.ModifyIndex) {
 		return // not written yet, or our own write (or an older version of it)
@@ -63,5 +64,24 @@ func (a *Agent) restoreRecord(ctx context.Context, ch recordChange) {
 	a.published = false // publish writes even though a.rec equals a.last
 	if err := a.publish(ctx); err != nil {
 		a.log.Warn("restore host record", "err", err)
+	}
+}
+
+// sleepRestoring waits d, or until ctx ends (false), restoring the record
+// meanwhile when someone else changes it. A reboot attempt runs in the loop and
+// may wait minutes (a hold, the delay, the host going down): a record forged
+// then would otherwise stand until the attempt ends.
+func (a *Agent) sleepRestoring(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case ch := <-a.changes:
+			a.restoreRecord(ctx, ch)
+		}
 	}
 }
