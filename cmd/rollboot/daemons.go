@@ -35,11 +35,12 @@ func newAgentCmd() *cobra.Command {
 	var lf logFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Run the per-host agent (and a coordinator candidate unless coordinator.enabled = false)",
+		Short: "Run the per-host agent (and a coordinator candidate with coordinator.enabled = true)",
 		Long: `Run the per-host agent: it notices that this host needs a reboot, publishes it in
 Nomad Variables, waits for the coordinator's go-ahead (after the Nomad node is drained),
-reboots, and reports the new boot ID after boot. Unless coordinator.enabled is false it also
-stands for election as the coordinator, so a Nomad system job of agents is a whole deployment.`,
+reboots, and reports the new boot ID after boot. With coordinator.enabled = true (off by
+default) it also stands for election as the coordinator, so a Nomad system job of agents is
+a whole deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// What initialising the linked packages touched, before anything else
@@ -104,6 +105,10 @@ lock and, while it leads, decides which hosts may reboot and drains them.`,
 			if err != nil {
 				return err
 			}
+			// A standalone coordinator is a candidate whatever
+			// coordinator.enabled says (an agent's setting, off by default):
+			// it serves the status page as one (daemon.WithTelemetry).
+			cfg.Coordinator.Enabled = true
 			c, err := daemon.Client(cfg)
 			if err != nil {
 				return err

@@ -22,6 +22,7 @@ func newRootCmd() *cobra.Command {
 		clientCommand(newPauseCmd()),
 		clientCommand(newResumeCmd()),
 		clientCommand(newReleaseCmd()),
+		clientCommand(newForgetCmd()),
 		newControlCmd(),
 		newPolicyCmd(),
 		newFleetLockIDCmd(),

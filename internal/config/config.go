@@ -96,6 +96,11 @@ type AgentConfig struct {
 	// passwords: agent.IsSecretEnv) that hooks, the sentinel command and the reboot
 	// command still get; every other one is removed from their environment.
 	PassEnv []string
+	// ServerLockFile keeps, across the reboot of a server host, the IDs of the
+	// server reboot locks its agent holds (docs/architecture.md, "Server
+	// reboot lock"); ServerLockTTL is those locks' TTL.
+	ServerLockFile string
+	ServerLockTTL  time.Duration
 }
 
 // Reboot methods.
@@ -114,13 +119,15 @@ type RebootConfig struct {
 	PreHooks    [][]string // argv lists run before the reboot
 	PostHooks   [][]string // argv lists run after boot, before reporting the new boot ID
 	HookTimeout time.Duration
-	// RecheckInterval is how often a reboot held at the final go/no-go (a quorum
+	// RecheckInterval is how often a reboot held at a go/no-go (a quorum
 	// gate closed, the node not drained as it should be) is checked again.
 	RecheckInterval time.Duration
 }
 
 // CoordinatorConfig configures the coordinator.
 type CoordinatorConfig struct {
+	// Enabled makes `rollboot agent` a coordinator candidate too (default
+	// false); `rollboot coordinator` is one whatever it says.
 	Enabled bool
 	LockTTL time.Duration
 	// Standbys is the number of standby slots of the election: only their
@@ -170,8 +177,13 @@ type DrainConfig struct {
 // and `rollboot coordinator` (docs/metrics.md).
 type TelemetryConfig struct {
 	// Listen is the host:port /metrics is served on; "" (the default) serves no
-	// listener of its own (FleetLock's listener still serves /metrics).
+	// listener of its own (FleetLock's listener serves /metrics only with
+	// fleetlock.serve_metrics).
 	Listen string
+	// AllowedHosts are host names the status page answers to, beside IP
+	// addresses, localhost and the process's own host names: any other Host
+	// header is refused (DNS rebinding; docs/status-page.md).
+	AllowedHosts []string
 }
 
 // FleetLockConfig configures the FleetLock server (docs/fleetlock.md), served by
@@ -193,7 +205,8 @@ type FleetLockConfig struct {
 	MaxNodelessSlots int
 	// RequestTimeout bounds the handling of one request (500 after it).
 	RequestTimeout time.Duration
-	// RateLimit is the number of requests per second answered (0: no limit).
+	// RateLimit is the number of requests per second answered per client (0:
+	// no limit).
 	RateLimit int
 	// ClientCertID says where a client certificate must name the id it asks
 	// for (with client_ca): "san_or_cn", "san", "cn" or "none".
@@ -201,6 +214,9 @@ type FleetLockConfig struct {
 	// RecordGrace is how long a record the server wrote may stay without a
 	// node or allow-list entry behind it before it is deleted.
 	RecordGrace time.Duration
+	// ServeMetrics serves /metrics on the FleetLock listener too (off: only
+	// on the telemetry listener).
+	ServeMetrics bool
 }
 
 // GroupConfig is one `group "name" {}` block.
@@ -217,6 +233,10 @@ type GroupConfig struct {
 	// Settle is the least time between one host of the group coming back (its
 	// cycle ending) and the next one starting; 0: none.
 	Settle time.Duration
+	// HostsWithoutNode names the hosts that run no Nomad client and belong to
+	// this group (storage boxes, server-only hosts, FleetLock clients): the
+	// operator's backing for a host record that no Nomad node corroborates.
+	HostsWithoutNode []string
 	// Drain and Healthy are the group's drain and healthy blocks, each value
 	// the top-level one's unless the group sets it (decode_healthy.go).
 	Drain   GroupDrainConfig
@@ -246,6 +266,8 @@ func Default() *Config {
 			SentinelFile:            "/var/run/reboot-required",
 			SentinelCommandInterval: 5 * time.Minute,
 			SentinelCommandTimeout:  30 * time.Second,
+			ServerLockFile:          "/var/lib/rollboot/server-lock.json",
+			ServerLockTTL:           15 * time.Minute,
 			Reboot: RebootConfig{
 				Method:      RebootMethodCommand,
 				Command:     []string{"systemctl", "reboot"},
@@ -256,7 +278,9 @@ func Default() *Config {
 			},
 		},
 		Coordinator: CoordinatorConfig{
-			Enabled:              true,
+			// No agent stands for election unless its configuration says so:
+			// a candidate holds the coordinator's rights (docs/deploy.md).
+			Enabled:              false,
 			LockTTL:              15 * time.Second,
 			Standbys:             DefaultStandbys,
 			ResyncInterval:       30 * time.Second,

@@ -243,7 +243,7 @@ func (d *decoder) agent(body hcl.Body) {
 	s := scope{"agent", "agent"}
 	content := d.content(body, &hcl.BodySchema{
 		Attributes: attrSchema("host", "boot_id_file", "machine_id_file", "publish_fleetlock_id", "sentinel_file", "sentinel_command",
-			"sentinel_command_interval", "sentinel_command_timeout", "pass_env"),
+			"sentinel_command_interval", "sentinel_command_timeout", "pass_env", "server_lock_file", "server_lock_ttl"),
 		Blocks: []hcl.BlockHeaderSchema{{Type: "reboot"}},
 	})
 	if content == nil {
@@ -259,6 +259,8 @@ func (d *decoder) agent(body hcl.Body) {
 	d.duration(a, s, "sentinel_command_interval", &ag.SentinelCommandInterval)
 	d.duration(a, s, "sentinel_command_timeout", &ag.SentinelCommandTimeout)
 	d.strList(a, s, "pass_env", &ag.PassEnv)
+	d.str(a, s, "server_lock_file", &ag.ServerLockFile)
+	d.duration(a, s, "server_lock_ttl", &ag.ServerLockTTL)
 	if b := d.single(content.Blocks, "reboot"); b != nil {
 		d.reboot(b.Body)
 	}
@@ -333,7 +335,7 @@ func (d *decoder) fleetlock(body hcl.Body) {
 	s := scope{"fleetlock", "fleetlock"}
 	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
 		"enabled", "listen", "path_prefix", "tls_cert", "tls_key", "client_ca", "max_body_bytes",
-		"allowed_ids", "max_nodeless_slots", "request_timeout", "rate_limit", "client_cert_id", "record_grace")})
+		"allowed_ids", "max_nodeless_slots", "request_timeout", "rate_limit", "client_cert_id", "record_grace", "serve_metrics")})
 	if content == nil {
 		return
 	}
@@ -351,14 +353,16 @@ func (d *decoder) fleetlock(body hcl.Body) {
 	d.integer(a, s, "rate_limit", &f.RateLimit)
 	d.str(a, s, "client_cert_id", &f.ClientCertID)
 	d.duration(a, s, "record_grace", &f.RecordGrace)
+	d.boolean(a, s, "serve_metrics", &f.ServeMetrics)
 }
 
 func (d *decoder) telemetry(body hcl.Body) {
-	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema("listen")})
+	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema("listen", "allowed_hosts")})
 	if content == nil {
 		return
 	}
 	d.str(content.Attributes, scope{"telemetry", "telemetry"}, "listen", &d.c.Telemetry.Listen)
+	d.strList(content.Attributes, scope{"telemetry", "telemetry"}, "allowed_hosts", &d.c.Telemetry.AllowedHosts)
 }
 
 func (d *decoder) group(b *hcl.Block) {
@@ -369,7 +373,7 @@ func (d *decoder) group(b *hcl.Block) {
 	d.c.setPos(s.key, b.DefRange)
 	d.c.setPos(s.key+".name", b.LabelRanges[0])
 	content := d.content(b.Body, &hcl.BodySchema{Attributes: attrSchema(
-		"filter", "concurrency", "max_unavailable", "windows", "settle"),
+		"filter", "concurrency", "max_unavailable", "windows", "settle", "hosts_without_node"),
 		Blocks: groupBlockSchema})
 	if content != nil {
 		d.groupBlocks(content.Blocks, s, &g)
@@ -379,6 +383,7 @@ func (d *decoder) group(b *hcl.Block) {
 		d.str(a, s, "max_unavailable", &g.MaxUnavailable)
 		d.strList(a, s, "windows", &g.Windows)
 		d.duration(a, s, "settle", &g.Settle)
+		d.strList(a, s, "hosts_without_node", &g.HostsWithoutNode)
 	}
 	d.c.Groups = append(d.c.Groups, g)
 }

@@ -56,6 +56,7 @@ func (c *Config) policyString() string {
 			b.SetAttributeValue("max_unavailable", cty.StringVal(g.MaxUnavailable))
 			b.SetAttributeValue("windows", strList(g.Windows))
 			b.SetAttributeValue("settle", durationVal(g.Settle))
+			b.SetAttributeValue("hosts_without_node", strList(g.HostsWithoutNode))
 			writeGroupDrain(b, g.Drain)
 			writeHealthy(b, g.Healthy)
 		})
@@ -113,6 +114,8 @@ func (c *Config) writeAgent(root *hclwrite.Body) {
 	a.SetAttributeValue("sentinel_command_interval", durationVal(c.Agent.SentinelCommandInterval))
 	a.SetAttributeValue("sentinel_command_timeout", durationVal(c.Agent.SentinelCommandTimeout))
 	a.SetAttributeValue("pass_env", strList(c.Agent.PassEnv))
+	a.SetAttributeValue("server_lock_file", cty.StringVal(c.Agent.ServerLockFile))
+	a.SetAttributeValue("server_lock_ttl", durationVal(c.Agent.ServerLockTTL))
 	r := a.AppendNewBlock("reboot", nil).Body()
 	rc := c.Agent.Reboot
 	r.SetAttributeValue("method", cty.StringVal(rc.Method))
@@ -191,10 +194,13 @@ func (c *Config) writeFleetLock(root *hclwrite.Body) {
 	fl.SetAttributeValue("rate_limit", cty.NumberIntVal(int64(fc.RateLimit)))
 	fl.SetAttributeValue("client_cert_id", cty.StringVal(fc.ClientCertID))
 	fl.SetAttributeValue("record_grace", durationVal(fc.RecordGrace))
+	fl.SetAttributeValue("serve_metrics", cty.BoolVal(fc.ServeMetrics))
 }
 
 func (c *Config) writeTelemetry(root *hclwrite.Body) {
-	root.AppendNewBlock("telemetry", nil).Body().SetAttributeValue("listen", cty.StringVal(c.Telemetry.Listen))
+	t := root.AppendNewBlock("telemetry", nil).Body()
+	t.SetAttributeValue("listen", cty.StringVal(c.Telemetry.Listen))
+	t.SetAttributeValue("allowed_hosts", strList(c.Telemetry.AllowedHosts))
 }
 
 func strList(s []string) cty.Value {

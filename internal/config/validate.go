@@ -53,6 +53,9 @@ func validNamespace(s string) bool {
 type validator struct {
 	c    *Config
 	errs Errors
+	// nodeless: the groups' hosts_without_node so far, host -> the scope
+	// that listed it first.
+	nodeless map[string]scope
 }
 
 // errorf records an error about the value at key, positioned where the value
@@ -169,6 +172,12 @@ func (v *validator) agent() {
 	v.positive(s.sub("sentinel_command_interval"), a.SentinelCommandInterval)
 	v.positive(s.sub("sentinel_command_timeout"), a.SentinelCommandTimeout)
 	v.envNames(s.sub("pass_env"), a.PassEnv)
+	if !strings.HasPrefix(a.ServerLockFile, "/") && v.good(s.sub("server_lock_file")) {
+		v.errorf(s.sub("server_lock_file"), "%q must be an absolute path (the file must outlive a reboot)", a.ServerLockFile)
+	}
+	if ttl := s.sub("server_lock_ttl"); (a.ServerLockTTL < MinLockTTL || a.ServerLockTTL > MaxLockTTL) && v.good(ttl) {
+		v.errorf(ttl, "must be between %s and %s (Nomad's range for lock TTLs), got %s", FormatDuration(MinLockTTL), FormatDuration(MaxLockTTL), FormatDuration(a.ServerLockTTL))
+	}
 
 	r, rs := &a.Reboot, scope{"agent.reboot", "agent.reboot"}
 	switch r.Method {
@@ -265,7 +274,7 @@ func (v *validator) fleetlock() {
 		case strings.ContainsAny(p, "?#% "):
 			v.errorf(s.sub("path_prefix"), "%q must be a plain URL path (no ?, #, %% or spaces)", p)
 		case strings.TrimRight(p, "/") == "/metrics" || strings.HasPrefix(p, "/metrics/"):
-			v.errorf(s.sub("path_prefix"), "%q collides with /metrics, served on the same listener", p)
+			v.errorf(s.sub("path_prefix"), "%q collides with /metrics (served on the same listener with serve_metrics)", p)
 		}
 	}
 	if (f.TLSCert == "") != (f.TLSKey == "") {
@@ -300,7 +309,20 @@ func (v *validator) telemetry() {
 	if l := v.c.Telemetry.Listen; l != "" {
 		v.listenAddr(scope{"telemetry.listen", "telemetry.listen"}, l, "9464")
 	}
+	hs := scope{"telemetry.allowed_hosts", "telemetry.allowed_hosts"}
+	for k, h := range v.c.Telemetry.AllowedHosts {
+		key := fmt.Sprintf("%s.%d", hs.key, k)
+		if _, ok := v.c.pos[key]; !ok {
+			key = hs.key
+		}
+		if len(h) > 253 || !hostNameRE.MatchString(h) {
+			v.errorAt(key, hs.name, `%q is not a host name: list names such as "rollboot.service.consul", without a port or wildcard (IP addresses and localhost are always allowed)`, h)
+		}
+	}
 }
+
+// hostNameRE is a DNS name: labels of letters, digits, "-" and "_", dotted.
+var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$`)
 
 // MaxFleetLockRequestTimeout keeps fleetlock.request_timeout below the FleetLock
 // server's write timeout (60s), so that a slow answer is still written.
@@ -462,7 +484,8 @@ func (v *validator) groups(windows map[string]policy.Window, all policy.Schedule
 
 // group checks the settings of one group block and compiles it.
 func (v *validator) group(s scope, gc GroupConfig, windows map[string]policy.Window, all policy.Schedule) policy.Group {
-	g := policy.Group{Name: gc.Name, Concurrency: gc.Concurrency, Schedule: all, Settle: gc.Settle}
+	g := policy.Group{Name: gc.Name, Concurrency: gc.Concurrency, Schedule: all, Settle: gc.Settle,
+		HostsWithoutNode: v.hostsWithoutNode(s, gc.HostsWithoutNode)}
 	if gc.Settle < 0 && v.good(s.sub("settle")) {
 		v.errorf(s.sub("settle"), "must not be negative, got %s", FormatDuration(gc.Settle))
 	}
@@ -510,4 +533,28 @@ func knownNames(m map[string]policy.Window) string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
+}
+
+// hostsWithoutNode checks a group's hosts_without_node: host names rollboot
+// can store, each listed once across every group.
+func (v *validator) hostsWithoutNode(s scope, hosts []string) []string {
+	if v.nodeless == nil {
+		v.nodeless = map[string]scope{}
+	}
+	hs := s.sub("hosts_without_node")
+	for k, h := range hosts {
+		key := fmt.Sprintf("%s.%d", hs.key, k)
+		if _, ok := v.c.pos[key]; !ok {
+			key = hs.key
+		}
+		switch first, dup := v.nodeless[h]; {
+		case h == "" || strings.ContainsAny(h, "~/"):
+			v.errorAt(key, hs.name, `%q is not a host name rollboot can store (empty, or contains "~" or "/")`, h)
+		case dup:
+			v.errorAt(key, hs.name, "host %q is already listed in %s: a host belongs to one group", h, first.name)
+		default:
+			v.nodeless[h] = hs
+		}
+	}
+	return slices.Clone(hosts)
 }

@@ -59,6 +59,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "sentinel command empty program", src: "agent {\n  sentinel_command = [\"\"]\n}", at: `[""]`, msg: "agent.sentinel_command: the program"},
 		{name: "relative boot id file", src: "agent {\n  boot_id_file = \"boot_id\"\n}", at: `"boot_id"`, msg: "must be an absolute path"},
 		{name: "relative sentinel file", src: "agent {\n  sentinel_file = \"reboot-required\"\n}", at: `"reboot-required"`, msg: "agent.sentinel_file"},
+		{name: "relative server lock file", src: "agent {\n  server_lock_file = \"lock.json\"\n}", at: `"lock.json"`, msg: "agent.server_lock_file: \"lock.json\" must be an absolute path"},
+		{name: "no server lock file", src: "agent {\n  server_lock_file = \"\"\n}", at: `""`, msg: "agent.server_lock_file"},
+		{name: "server lock ttl too short", src: "agent {\n  server_lock_ttl = \"5s\"\n}", at: `"5s"`, msg: "agent.server_lock_ttl: must be between 10s and 24h"},
+		{name: "server lock ttl too long", src: "agent {\n  server_lock_ttl = \"25h\"\n}", at: `"25h"`, msg: "got 25h"},
 
 		// Nomad and state.
 		{name: "address without scheme", src: "nomad {\n  address = \"nomad:4646\"\n}", at: `"nomad:4646"`, msg: "nomad.address"},

@@ -100,6 +100,9 @@ func (c *Coordinator) closeCycle(ctx context.Context, d Decision) error {
 
 // storePlan writes the plan with check-and-set, and keeps it as the cache.
 func (c *Coordinator) storePlan(ctx context.Context, in Input, d Decision, log *slog.Logger) error {
+	if d.DeletePlan {
+		return c.deletePlan(ctx, in.Plan, log)
+	}
 	if !d.Write {
 		return nil
 	}
@@ -194,5 +197,28 @@ func (c *Coordinator) clearControl(ctx context.Context, host string, request, re
 	if err != nil {
 		return fmt.Errorf("update control: %w", err)
 	}
+	return nil
+}
+
+// deletePlan deletes the idle plan of a host that is gone, with check-and-set,
+// and from the cache.
+func (c *Coordinator) deletePlan(ctx context.Context, p store.Plan, log *slog.Logger) error {
+	err := c.opt.Store.DeletePlan(ctx, p)
+	if errors.Is(err, store.ErrConflict) {
+		c.mu.Lock()
+		c.plans = nil // another coordinator wrote: read them again
+		c.mu.Unlock()
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("delete the plan of %s: %w", p.Host, err)
+	}
+	c.mu.Lock()
+	if c.plans != nil {
+		delete(c.plans, p.Host)
+		c.plansGen++
+	}
+	c.mu.Unlock()
+	log.Info("plan deleted: the host has no record and no Nomad node any more")
 	return nil
 }

@@ -124,6 +124,11 @@ type Options struct {
 	Allocs         AllocsAPI
 	ConsulHealth   ConsulHealthAPI
 
+	// FleetLockIDs are the FleetLock ids on the operator's allow-list: a host
+	// without a Nomad node whose record publishes one may take part
+	// (corroborate.go).
+	FleetLockIDs []string
+
 	// NodeEvents, when set, keeps the node list current from Nomad's event
 	// stream instead of a blocking query of the whole list (nodewatch.go).
 	NodeEvents NodeEventsAPI
@@ -143,6 +148,9 @@ type Coordinator struct {
 	// noHandOver: hand-overs refused for lack of permission, by host/product, with
 	// the refusal.
 	noHandOver map[string]string
+	// membership: the server clusters' memberships and what the records
+	// corroborated with them made (members.go); the pass's goroutine only.
+	membership membership
 	// reported: what checkRecords last logged; ignored: the records it dropped.
 	reported string
 	// agentAllocs is the agent job's allocations as its watch last read them
@@ -434,7 +442,7 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
 	in := Input{
 		Now: s.now, Plan: p, Host: hv.rec, Node: hv.node, Group: hv.group, Paused: ctl.Paused,
 		CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
-		Admitted: adm.admitted[name], NotAdmitted: adm.wait[name], Timing: c.opt.Timing,
+		Admitted: adm.admitted[name], NotAdmitted: adm.wait[name], Timing: c.opt.Timing, Clusters: s.clusters,
 	}
 	if _, ok := ctl.Requests[name]; ok {
 		r := ctl.Requests[name] // declared here: a variable whose address is taken is allocated, for every host

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
 	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
@@ -54,30 +55,101 @@ type NodeView struct {
 	// disconnected (nomad/heartbeat.go invalidateHeartbeat). A node that was
 	// disconnected comes back through initializing with no re-registration event.
 	MissedHeartbeatIndex uint64
+	// ClientStartedAt is when the node's Nomad client process last started,
+	// as its drivers' fingerprints tell (the newest Drivers[*].UpdateTime: a
+	// client starts with none and fingerprints each again, client/client.go
+	// setupNode), by the client's clock.
+	ClientStartedAt time.Time
 }
 
-// toStuck reports the host stuck: its slot stays taken and why is shown.
-func toStuck(d Decision, p store.Plan, now time.Time, why string) Decision {
-	d.Plan = enter(p, store.PhaseStuck, now)
+// toStuck reports the host stuck: its slot stays taken and why is shown. A
+// host with neither a Nomad node nor a server keeps no slot (abandon).
+func toStuck(in Input, d Decision, p store.Plan, why string) Decision {
+	if holdsNoSlotStuck(in) {
+		return abandon(in, d, p, why)
+	}
+	d.Plan = enter(p, store.PhaseStuck, in.Now)
 	d.Plan.LastError = why
 	d.Write, d.Event = true, "stuck" // why: in LastError
 	return d
 }
 
 // rebootSeen says how the host is known to have rebooted since its grant ("" if
-// it is not): its agent reports a new boot ID, or, once the agent said it is
-// rebooting for this grant, its node missed heartbeats after the drain completed
-// and is ready again. A reboot shorter than the heartbeat TTL (or right after a
-// Nomad leader change, when the TTL is stretched to the failover TTL) leaves the
-// node ready throughout: then only the new boot ID tells.
+// it is not), from a sign of its clusters, never from its record alone (a
+// record is the host's claim, and any host can write any record):
+//   - its node missed heartbeats after the drain completed and is ready again,
+//     once the agent said it is rebooting for this grant (nodeCameBack);
+//   - its agent reports a new boot ID, and its Nomad client started again after
+//     the drain completed (clientRestarted): a reboot shorter than the
+//     heartbeat TTL leaves the node ready throughout;
+//   - for a host without a node that runs servers: a new boot ID, and each of
+//     its servers seen gone and back by its cluster after the drain (serversCameBack);
+//   - for a host without a node or a server (an operator-listed host, a
+//     FleetLock client), its own report is all there is (reportedBack): the
+//     operator vouched for the host by listing it or allowing its id.
 func rebootSeen(in Input, p store.Plan) string {
-	switch back := reportedBack(in.Host, p); {
-	case back != "":
-		return back
-	case in.Host != nil && in.Host.RebootingGrant == p.GrantID && nodeCameBack(in.Node, p):
+	if in.Host != nil && in.Host.RebootingGrant == p.GrantID && nodeCameBack(in.Node, p) {
 		return "node missed heartbeats during the reboot and is ready again"
 	}
-	return ""
+	back := reportedBack(in.Host, p)
+	switch {
+	case back == "":
+		return ""
+	case in.Node != nil:
+		if clientRestarted(in.Node, p) {
+			return back + " and its Nomad client started again"
+		}
+		return ""
+	case len(in.Host.Servers) > 0:
+		if serversCameBack(in, p) {
+			return back + " and its servers left and rejoined their clusters"
+		}
+		return ""
+	}
+	return back
+}
+
+// drainedAt is when the coordinator saw the drain of the current grant
+// complete (zero before).
+func drainedAt(p store.Plan) time.Time { return p.Timeline[store.PhaseDrained] }
+
+// clientRestarted: the node's Nomad client process started after the drain
+// completed (its drivers were fingerprinted anew), as a reboot makes it.
+func clientRestarted(n *NodeView, p store.Plan) bool {
+	at := drainedAt(p)
+	return !at.IsZero() && n.ClientStartedAt.After(at)
+}
+
+// serversCameBack: every server of the host is known to its cluster, healthy,
+// and stable only since after the grant: autopilot restarts a server's
+// StableSince when its health changes (raft-autopilot buildServerState), so
+// its cluster saw it go and come back.
+func serversCameBack(in Input, p store.Plan) bool {
+	if p.ServersStableSince.IsZero() || len(in.Host.Servers) == 0 {
+		return false
+	}
+	for _, srv := range in.Host.Servers {
+		s, ok := in.Clusters[clusterKey(srv)].Server(srv.ID)
+		if !ok || !s.Healthy || !s.StableSince.After(p.ServersStableSince) {
+			return false
+		}
+	}
+	return true
+}
+
+// serversStableSince is the latest StableSince of the host's servers as the
+// pass read their clusters (zero when it has none, or none was read).
+func serversStableSince(in Input) time.Time {
+	var latest time.Time
+	if in.Host == nil {
+		return latest
+	}
+	for _, srv := range in.Host.Servers {
+		if s, ok := in.Clusters[clusterKey(srv)].Server(srv.ID); ok && s.StableSince.After(latest) {
+			latest = s.StableSince
+		}
+	}
+	return latest
 }
 
 // nodeCameBack: the node missed heartbeats (went down or disconnected) after its
@@ -127,6 +199,9 @@ type Input struct {
 	Leads []string
 	// HandOverBlocked says why the hand-over cannot be done (zero when it can).
 	HandOverBlocked WaitReason
+	// Clusters: the health of the server clusters the pass read (nil: none),
+	// by cluster key; a host without a node is seen back through them.
+	Clusters map[string]health.ClusterHealth
 	// PostGate says why the host's servers are not back yet (zero when they are).
 	PostGate WaitReason
 
@@ -155,6 +230,8 @@ type Decision struct {
 	History      *store.HistoryRecord // a finished cycle to record
 	ClearRequest bool                 // the manual request is done
 	ClearRelease bool                 // the release was carried out
+	// DeletePlan: the host is gone (forgotten): delete its idle plan.
+	DeletePlan bool
 
 	// Waiting says why the host is not moving; Plan.Waiting holds its text
 	// unless the host is simply on its way (WaitReason.Stored).
@@ -311,6 +388,7 @@ func isStaleDrain(n *NodeView, p store.Plan) bool {
 func stepIdle(in Input, d Decision, n needed) Decision {
 	p := d.Plan
 	if !n.ok {
+		d.DeletePlan = forgotten(in)
 		return d
 	}
 	d.Plan = enter(p, store.PhasePending, in.Now)
@@ -395,6 +473,7 @@ func grant(in Input, d Decision) Decision {
 	d.Plan.GrantID = in.NewGrantID
 	d.Plan.Attempt = p.Attempt + 1
 	d.Plan.BootIDAtGrant = in.Host.BootID
+	d.Plan.ServersStableSince = serversStableSince(in)
 	d.Plan.LastError = ""
 	d.Plan.Forced = false
 	d.Write = true
@@ -486,7 +565,7 @@ func stepDrained(in Input, d Decision) Decision {
 		d.Plan = enter(p, store.PhaseRebooting, in.Now)
 		d.Write, d.Event = true, "agent started the reboot"
 	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
-		d = toStuck(d, p, in.Now, fmt.Sprintf("the agent did not start the reboot within %s", in.Timing.RejoinTimeout))
+		d = toStuck(in, d, p, fmt.Sprintf("the agent did not start the reboot within %s", in.Timing.RejoinTimeout))
 	default:
 		d.Waiting = waitFor(WaitAgentReboot, "")
 	}
@@ -509,7 +588,7 @@ func stepRebooting(in Input, d Decision) Decision {
 		return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
 			Message: fmt.Sprintf("the host did not go down within %s (same boot ID, node ready)", in.Timing.RejoinTimeout), At: in.Now})
 	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
-		d = toStuck(d, p, in.Now, fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout))
+		d = toStuck(in, d, p, fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout))
 	default:
 		d.Waiting = waitFor(WaitRebooting, "")
 	}
@@ -529,6 +608,9 @@ func stepStuck(in Input, d Decision) Decision {
 		d.Plan.LastError = ""
 		d.Write, d.Event = true, "host is back after being reported stuck"
 		return d
+	}
+	if holdsNoSlotStuck(in) {
+		return abandon(in, d, p, p.LastError)
 	}
 	if neverWentDown(in, p) {
 		// Marked stuck, yet the host never went down (its agent stopped
@@ -624,7 +706,7 @@ func rejoin(in Input, d Decision) Decision {
 		since = p.PhaseSince
 	}
 	timedOut := in.Now.Sub(since) > in.Timing.RejoinTimeout
-	stuck := func(why string) Decision { return toStuck(d, p, in.Now, why) }
+	stuck := func(why string) Decision { return toStuck(in, d, p, why) }
 	if in.Node != nil {
 		if in.Node.Status != "ready" {
 			if timedOut {

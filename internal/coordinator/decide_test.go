@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -31,6 +32,38 @@ func rebootingHost(grant string) *store.HostRecord {
 	return h
 }
 
+// clientRestarted marks the node's Nomad client as started again after the
+// drain of plan: the sign from Nomad that a new boot ID needs.
+func clientRestart(n *NodeView) { n.ClientStartedAt = t0.Add(-time.Second) }
+
+// restartedNode is node(mod) whose client started again after the drain.
+func restartedNode(mod func(*NodeView)) *NodeView {
+	n := node(mod)
+	clientRestart(n)
+	return n
+}
+
+// serverOnlyHost is the record of a host without a Nomad client that runs the
+// Nomad server s1, with boot ID boot.
+func serverOnlyHost(boot string) *store.HostRecord {
+	h := host(boot, false)
+	h.NodeID, h.Roles = "", []string{store.RoleNomadServer}
+	h.Servers = []store.Server{{Product: "nomad", Cluster: "global", ID: "s1"}}
+	return h
+}
+
+// stableAtGrant records that the host's servers were stable since an hour
+// before t0 when it was granted.
+func stableAtGrant(p *store.Plan) { p.ServersStableSince = t0.Add(-time.Hour) }
+
+// serverStableSince is a healthy Nomad cluster whose server s1 has been
+// stable since at.
+func serverStableSince(at time.Time) map[string]health.ClusterHealth {
+	return map[string]health.ClusterHealth{"nomad/global": cluster(health.Nomad, "global", func(h *health.ClusterHealth) {
+		h.Servers[0].StableSince = at
+	})}
+}
+
 func node(mod func(*NodeView)) *NodeView {
 	n := &NodeView{ID: "n1", Status: "ready", Eligible: true}
 	if mod != nil {
@@ -46,6 +79,12 @@ func plan(phase string, mod func(*store.Plan)) store.Plan {
 		Timeline:    map[string]time.Time{store.PhasePending: t0.Add(-time.Hour), phase: t0.Add(-time.Minute)}}
 	if phase == store.PhaseIdle {
 		p.GrantID, p.BootIDAtGrant, p.Attempt, p.EligibleBefore = "", "", 0, false
+	}
+	switch phase {
+	case store.PhaseDrained, store.PhaseRebooting, store.PhaseRejoining, store.PhaseStuck:
+		if _, ok := p.Timeline[store.PhaseDrained]; !ok {
+			p.Timeline[store.PhaseDrained] = t0.Add(-2 * time.Minute)
+		}
 	}
 	if mod != nil {
 		mod(&p)
@@ -340,6 +379,23 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			name: "server-only host: a new boot ID and its server stable only since after the grant",
+			in: Input{Now: t0, Timing: timing, Host: serverOnlyHost("b2"), Plan: plan(store.PhaseRebooting, stableAtGrant),
+				Clusters: serverStableSince(t0.Add(-30 * time.Second))},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			name: "server-only host: a new boot ID while its cluster never saw the server go: still rebooting",
+			in: Input{Now: t0, Timing: timing, Host: serverOnlyHost("b2"), Plan: plan(store.PhaseRebooting, stableAtGrant),
+				Clusters: serverStableSince(t0.Add(-time.Hour))},
+			phase: store.PhaseRebooting,
+		},
+		{
+			name:  "server-only host: a new boot ID with its cluster unread: still rebooting",
+			in:    Input{Now: t0, Timing: timing, Host: serverOnlyHost("b2"), Plan: plan(store.PhaseRebooting, nil)},
+			phase: store.PhaseRebooting,
+		},
+		{
 			name: "with force, the deadline is Nomad's: keep waiting",
 			in: Input{Now: t0, Timing: Timing{DrainDeadline: 10 * time.Minute, ForceOnTimeout: true}, Host: host("b1", true),
 				Plan: plan(store.PhaseDraining, func(p *store.Plan) { p.PhaseSince = t0.Add(-11 * time.Minute) }),
@@ -380,8 +436,20 @@ func TestStep(t *testing.T) {
 		},
 		{
 			name:  "drained: a new boot ID means the reboot happened",
-			in:    Input{Now: t0, Timing: timing, Plan: plan(store.PhaseDrained, nil), Node: node(nil), Host: host("b2", false)},
+			in:    Input{Now: t0, Timing: timing, Plan: plan(store.PhaseDrained, nil), Node: restartedNode(nil), Host: host("b2", false)},
 			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			// Any host can write any record: a boot ID alone proves nothing.
+			name:  "drained: a new boot ID without a sign from Nomad is not a reboot",
+			in:    Input{Now: t0, Timing: timing, Plan: plan(store.PhaseDrained, nil), Node: node(nil), Host: host("b2", false)},
+			phase: store.PhaseDrained,
+		},
+		{
+			name: "drained: a client that started before the drain completed is no sign",
+			in: Input{Now: t0, Timing: timing, Plan: plan(store.PhaseDrained, nil), Host: host("b2", false),
+				Node: node(func(n *NodeView) { n.ClientStartedAt = t0.Add(-3 * time.Minute) })},
+			phase: store.PhaseDrained,
 		},
 		{
 			name: "drained: the node went down and registered again, so the host rebooted",
@@ -433,11 +501,20 @@ func TestStep(t *testing.T) {
 			phase: store.PhaseRejoining, write: true,
 		},
 		{
-			name: "rebooting: no missed heartbeat at all, the new boot ID tells",
+			name: "rebooting: no missed heartbeat at all, the new boot ID and the client's restart tell",
+			in: Input{Now: t0, Timing: timing, Host: host("b2", false),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
+				Node: restartedNode(func(n *NodeView) { n.Eligible = false })},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
+			// A forged boot ID during the reboot must not free the slot before
+			// the host went down.
+			name: "rebooting: a new boot ID while the client has not restarted: still rebooting",
 			in: Input{Now: t0, Timing: timing, Host: host("b2", false),
 				Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
 				Node: node(func(n *NodeView) { n.Eligible = false })},
-			phase: store.PhaseRejoining, write: true,
+			phase: store.PhaseRebooting,
 		},
 		{
 			name: "rebooting: the node never missed a heartbeat and the agent is not back yet: wait",
@@ -577,7 +654,7 @@ func TestStep(t *testing.T) {
 		{
 			name: "stuck host back late carries on rejoining",
 			in: Input{Now: t0, Timing: timing, Host: host("b2", false), Plan: plan(store.PhaseStuck, nil),
-				Node: node(func(n *NodeView) { n.Eligible = false })},
+				Node: restartedNode(func(n *NodeView) { n.Eligible = false })},
 			phase: store.PhaseRejoining, write: true,
 		},
 		{

@@ -16,8 +16,8 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// TestReconcileServerHosts: one pass reads the health of each cluster a pending,
-// draining or rejoining host belongs to, once, and none other; of two pending
+// TestReconcileServerHosts: one pass reads the health of each cluster a record
+// names, once, for its membership and the gates; of two pending
 // servers of one cluster the first goes (plan stored, then drained) and the
 // second waits for it, with the reason in its plan.
 func TestReconcileServerHosts(t *testing.T) {
@@ -50,14 +50,18 @@ func TestReconcileServerHosts(t *testing.T) {
 		}
 	}
 	clusters := &recClusters{log: log, health: map[string]health.ClusterHealth{
-		"nomad/global": cluster(health.Nomad, "global", nil)}}
+		"nomad/global": cluster(health.Nomad, "global", func(h *health.ClusterHealth) {
+			h.Servers[0].Name, h.Servers[1].Name = "a.global", "b.global"
+		})}}
 	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Clusters: clusters, Timing: timing,
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 3}, Now: func() time.Time { return t0 }})
 	log.reset(0)
 	if err := c.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int{"nomad/global": 1}; !maps.Equal(clusters.reads, want) {
+	// Each cluster a record names is read once, to corroborate the records,
+	// and the gates use that read.
+	if want := map[string]int{"nomad/global": 1, "vault/v": 1}; !maps.Equal(clusters.reads, want) {
 		t.Errorf("health reads %v, want %v", clusters.reads, want)
 	}
 	if got, want := log.get(), []string{"put plan/a", "drain n-a", "put plan/b"}; !slices.Equal(got, want) {

@@ -45,6 +45,7 @@ type stateMetrics struct {
 	stuck         prometheus.Gauge
 	paused        prometheus.Gauge
 	agentsMissing prometheus.Gauge
+	unbacked      prometheus.Gauge
 	reboots       *prometheus.CounterVec
 	durations     *prometheus.HistogramVec
 	hostsWaiting  *prometheus.GaugeVec
@@ -94,6 +95,8 @@ func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
 		stuck:         gauge("rollboot_hosts_stuck", "Hosts in the stuck phase, holding their slot until released."),
 		paused:        gauge("rollboot_paused", "1 while the rollout is paused."),
 		agentsMissing: gauge("rollboot_agents_missing", "Hosts whose agent is known not to run."),
+		unbacked: gauge("rollboot_unbacked_host_records",
+			"Host records left out: hosts without a Nomad node that no cluster membership, hosts_without_node entry or FleetLock allow-list backs."),
 		reboots: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollboot_reboots_total",
 			Help: "Finished reboot cycles, by outcome."}, []string{"outcome"})),
 		durations: telemetry.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rollboot_cycle_stage_duration_seconds",
@@ -123,7 +126,7 @@ func (m *stateMetrics) lead(leading bool) {
 	for _, v := range []*prometheus.GaugeVec{m.hostPhase, m.rebootReq, m.groupHosts, m.slotsUsed, m.slotsLimit, m.hostsWaiting} {
 		v.Reset()
 	}
-	for _, g := range []prometheus.Gauge{m.oldestPending, m.stuck, m.paused, m.agentsMissing} {
+	for _, g := range []prometheus.Gauge{m.oldestPending, m.stuck, m.paused, m.agentsMissing, m.unbacked} {
 		g.Set(0)
 	}
 }

@@ -107,7 +107,7 @@ func TestStepAgentReport(t *testing.T) {
 		},
 		{
 			name:  "a failure with a new boot ID: the host did reboot after all",
-			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b2", "g1"), Node: node(drainedNode)},
+			in:    Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b2", "g1"), Node: restartedNode(drainedNode)},
 			phase: store.PhaseRejoining, write: true,
 		},
 		{
@@ -155,8 +155,29 @@ func TestStepAgentReport(t *testing.T) {
 			phase: store.PhaseStuck,
 		},
 		{
-			name:  "stuck without a node stays stuck: nothing shows the host is up",
-			in:    Input{Plan: plan(store.PhaseStuck, nil), Host: host("b1", true)},
+			name:  "stuck without a node or a server keeps no slot: abandoned, backing off",
+			in:    Input{Plan: plan(store.PhaseStuck, func(p *store.Plan) { p.LastError = "the host did not come back" }), Host: host("b1", true)},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.History == nil || d.History.Outcome != "abandoned" || !strings.Contains(d.Plan.LastError, "the host did not come back") ||
+					!d.Plan.NextTry.After(t0) || d.Plan.Active() {
+					t.Errorf("history %+v, plan %+v", d.History, d.Plan)
+				}
+			},
+		},
+		{
+			name: "timed out without a node or a server: abandoned at once, never stuck",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.PhaseSince = t0.Add(-31 * time.Minute) }),
+				Host: func() *store.HostRecord { h := host("b1", true); h.RebootingGrant = "g1"; return h }()},
+			phase: store.PhaseBackoff, write: true,
+		},
+		{
+			name: "stuck without a node but with a server stays stuck: its cluster's quorum needs the slot",
+			in: Input{Plan: plan(store.PhaseStuck, nil), Host: func() *store.HostRecord {
+				h := host("b1", true)
+				h.Servers = []store.Server{{Product: "nomad", Cluster: "global", ID: "s1"}}
+				return h
+			}()},
 			phase: store.PhaseStuck,
 		},
 		{

@@ -223,16 +223,27 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 // readClusters reads, once per pass, the health of every server cluster whose
 // gates a host may meet in this pass: to be admitted and hand its leadership
 // over (pending, draining), or to be back (rejoining, and stuck: a stuck host
-// that came back leaves stuck only once its servers are back too).
+// that came back leaves stuck only once its servers are back too; drained and
+// rebooting for a host without a node, whose reboot its clusters show).
 func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 	if c.opt.Clusters == nil {
 		return
 	}
 	s.clusters = map[string]health.ClusterHealth{}
+	for k := range c.membership.fresh {
+		// Read by this pass to corroborate the records: as current.
+		s.clusters[k] = c.membership.good[k]
+	}
 	for _, name := range busyNames(s) {
 		hv := s.hosts[name]
 		switch s.plans[name].Phase {
 		case store.PhasePending, store.PhaseDraining, store.PhaseRejoining, store.PhaseStuck:
+		case store.PhaseDrained, store.PhaseRebooting:
+			if hv.node != nil {
+				continue
+			}
+			// A host without a node is seen back through its servers'
+			// clusters (rebootSeen).
 		default:
 			continue
 		}
@@ -305,6 +316,11 @@ func nodeView(n *api.NodeListStub) *NodeView {
 func nodeViewOf(n *api.NodeListStub) NodeView {
 	v := NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
 		ModifyIndex: n.ModifyIndex}
+	for _, d := range n.Drivers {
+		if d != nil && d.UpdateTime.After(v.ClientStartedAt) {
+			v.ClientStartedAt = d.UpdateTime
+		}
+	}
 	if n.LastDrain != nil {
 		v.DrainStatus = string(n.LastDrain.Status)
 		v.DrainGrant = n.LastDrain.Meta[metaGrant]

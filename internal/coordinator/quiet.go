@@ -21,6 +21,9 @@ func quiet(s *snapshot, hv *hostView, name string, underWay bool) bool {
 	if underWay {
 		return false
 	}
+	if hv.rec == nil && hv.node == nil {
+		return false // a host gone, whose plan may be deleted (forgotten)
+	}
 	if n := hv.node; n != nil && n.DrainGrant != "" && (n.Draining || !n.Eligible) && isStaleDrain(n, s.plans[name]) {
 		return false // a drain of ours that no cycle holds (staleDrain); the plan looked up only then
 	}

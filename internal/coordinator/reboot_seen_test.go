@@ -12,7 +12,7 @@ import (
 // read for rejoining hosts only), and a node not ready, already eligible, or
 // ineligible before the cycle is left as it is.
 func TestEligibilityRestoredAsTheRebootIsSeen(t *testing.T) {
-	ineligible := func(n *NodeView) { n.Eligible = false }
+	ineligible := func(n *NodeView) { n.Eligible = false; clientRestart(n) }
 	for _, tc := range []struct {
 		name     string
 		in       Input
@@ -28,12 +28,12 @@ func TestEligibilityRestoredAsTheRebootIsSeen(t *testing.T) {
 				Node: node(func(n *NodeView) { n.Eligible, n.Draining, n.MissedHeartbeatIndex = false, true, 60 })}},
 		{name: "node not ready yet",
 			in: Input{Host: host("b2", false), Plan: plan(store.PhaseRebooting, nil),
-				Node: node(func(n *NodeView) { n.Eligible, n.Status = false, "initializing" })}},
+				Node: restartedNode(func(n *NodeView) { n.Eligible, n.Status = false, "initializing" })}},
 		{name: "node ineligible before the cycle",
 			in: Input{Host: host("b2", false), Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.EligibleBefore = false }),
 				Node: node(ineligible)}},
 		{name: "node eligible already",
-			in: Input{Host: host("b2", false), Plan: plan(store.PhaseRebooting, nil), Node: node(nil)}},
+			in: Input{Host: host("b2", false), Plan: plan(store.PhaseRebooting, nil), Node: restartedNode(nil)}},
 		{name: "no node",
 			in: Input{Host: host("b2", false), Plan: plan(store.PhaseRebooting, nil)}},
 	} {

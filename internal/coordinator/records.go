@@ -26,26 +26,23 @@ type JobsAPI interface {
 	Allocations(jobID string, allAllocs bool, q *api.QueryOptions) ([]*api.AllocationListStub, *api.QueryMeta, error)
 }
 
-// ValidateRecords keeps the host records the coordinator may use. A record that
-// names a Nomad node must name one whose node name is the record's host: a record
-// under hosts/b naming a's node ID would otherwise have a's node drained for b.
-// The store already dropped records whose path does not match their host name.
-// When every record may be used, recs itself is returned (clipped).
+// ValidateRecords keeps the host records the coordinator may use. A host's
+// node is the Nomad node whose name is the host's: a record must name that
+// node's ID (one of them, when several nodes share the name), and a record of
+// a host without a node must name none. A record under hosts/b naming a's node
+// ID would otherwise have a's node drained for b, and a record of a client left
+// without its node ID would be granted with no drain at all. The store already
+// dropped records whose path does not match their host name. When every record
+// may be used, recs itself is returned (clipped).
 func ValidateRecords(recs []store.HostRecord, nodes map[string]*api.NodeListStub) ([]store.HostRecord, []store.BadRecord) {
 	var ok []store.HostRecord // nil while none was dropped: recs[:i] are all usable
 	var ignored []store.BadRecord
+	var byName map[string][]string
 	for i, r := range recs {
-		why := ""
-		if err := store.CheckHostName(r.Host); err != nil {
-			why = err.Error()
-		} else if r.NodeID != "" {
-			switch n := nodes[r.NodeID]; {
-			case n == nil:
-				why = fmt.Sprintf("node_id %s is no Nomad node", r.NodeID)
-			case n.Name != r.Host:
-				why = fmt.Sprintf("node_id %s is the node of %q, not of this host", r.NodeID, n.Name)
-			}
+		if byName == nil {
+			byName = nodeIDsByName(nodes)
 		}
+		why := recordProblem(r, nodes, byName[r.Host])
 		if why != "" {
 			if ok == nil {
 				ok = append(make([]store.HostRecord, 0, len(recs)), recs[:i]...)
@@ -62,6 +59,40 @@ func ValidateRecords(recs []store.HostRecord, nodes map[string]*api.NodeListStub
 		return slices.Clip(recs), ignored
 	}
 	return ok, ignored
+}
+
+// recordProblem says why r may not be used ("" when it may), given the IDs of
+// the nodes named as its host.
+func recordProblem(r store.HostRecord, nodes map[string]*api.NodeListStub, own []string) string {
+	if err := store.CheckHostName(r.Host); err != nil {
+		return err.Error()
+	}
+	if r.NodeID == "" {
+		if len(own) > 0 {
+			return fmt.Sprintf("it names no node_id, but the host has Nomad node %s", strings.Join(own, ", "))
+		}
+		return ""
+	}
+	switch n := nodes[r.NodeID]; {
+	case slices.Contains(own, r.NodeID):
+		return ""
+	case n == nil:
+		return fmt.Sprintf("node_id %s is no Nomad node", r.NodeID)
+	default:
+		return fmt.Sprintf("node_id %s is the node of %q, not of this host", r.NodeID, n.Name)
+	}
+}
+
+// nodeIDsByName returns the IDs of the nodes by their name.
+func nodeIDsByName(nodes map[string]*api.NodeListStub) map[string][]string {
+	out := make(map[string][]string, len(nodes))
+	for id, n := range nodes {
+		out[n.Name] = append(out[n.Name], id)
+	}
+	for _, ids := range out {
+		sort.Strings(ids)
+	}
+	return out
 }
 
 // AgentStartGrace is how long a newly placed allocation of the agent job may stay
@@ -209,6 +240,7 @@ func (c *Coordinator) readAgentAllocs(ctx context.Context, job string) (AgentAll
 func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord, bad []store.BadRecord,
 	nodes map[string]*api.NodeListStub, ctl store.Control) ([]store.HostRecord, map[string]string) {
 	hosts, ignored := c.viewCache.validate(hosts, nodes)
+	hosts = c.corroborate(ctx, hosts, nodes)
 	bad = append(bad, ignored...)
 	missing := map[string]string{}
 	var lines []string

@@ -18,6 +18,8 @@ func TestValidateRecords(t *testing.T) {
 	nodes := map[string]*api.NodeListStub{
 		"n1": {ID: "n1", Name: "web-1"},
 		"n2": {ID: "n2", Name: "web-2.example.com"},
+		"n3": {ID: "n3", Name: "twin"},
+		"n4": {ID: "n4", Name: "twin"},
 	}
 	tests := []struct {
 		name string
@@ -30,6 +32,12 @@ func TestValidateRecords(t *testing.T) {
 		{name: "shadowing another host's node", rec: store.HostRecord{Host: "web-2", NodeID: "n1"}, want: `the node of "web-1"`},
 		{name: "unknown node", rec: store.HostRecord{Host: "web-3", NodeID: "n9"}, want: "no Nomad node"},
 		{name: "tilde in the name", rec: store.HostRecord{Host: "web~1"}, want: `"~" or "/"`},
+		// A client's record left without its node ID would be granted with
+		// no drain: the host's node is the node of its name.
+		{name: "a host with a node naming none", rec: store.HostRecord{Host: "web-1"}, want: "names no node_id, but the host has Nomad node n1"},
+		{name: "a host with a node naming another", rec: store.HostRecord{Host: "web-1", NodeID: "n2"}, want: `the node of "web-2.example.com"`},
+		{name: "one of two nodes of the name", rec: store.HostRecord{Host: "twin", NodeID: "n4"}},
+		{name: "none of two nodes of the name", rec: store.HostRecord{Host: "twin"}, want: "Nomad node n3, n4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

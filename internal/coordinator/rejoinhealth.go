@@ -240,7 +240,7 @@ func healthHold(in Input, pd *Decision, since time.Time) (r Decision, held bool)
 		pd.Unhealthy = v.Detail
 		return d, false
 	case v.Past:
-		return toStuck(d, d.Plan, in.Now, fmt.Sprintf("workloads not healthy within %s of the reboot: %s", in.Healthy.Deadline, v.Detail)), true
+		return toStuck(in, d, d.Plan, fmt.Sprintf("workloads not healthy within %s of the reboot: %s", in.Healthy.Deadline, v.Detail)), true
 	case v.Hold == rejoinhealth.Checks:
 		d.Waiting = waitFor(WaitConsulChecks, v.Detail)
 	case v.Hold == rejoinhealth.Starting:

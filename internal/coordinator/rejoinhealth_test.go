@@ -68,7 +68,7 @@ func TestStepHealthyAfterReboot(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := tt.in
-			in.Now, in.Timing, in.Host, in.Node = t0, timing, back, node(nil)
+			in.Now, in.Timing, in.Host, in.Node = t0, timing, back, restartedNode(nil)
 			d := Step(in)
 			if d.Plan.Phase != tt.phase || (tt.wait != NotWaiting && d.Waiting.Kind != tt.wait) {
 				t.Fatalf("phase %s waiting %q (%s), want %s %v", d.Plan.Phase, d.Waiting, d.Waiting.Kind.Name(), tt.phase, tt.wait.Name())

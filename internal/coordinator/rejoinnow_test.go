@@ -43,6 +43,9 @@ func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*
 	st := store.New(newMemVars(log), "rollboot", "")
 	stubs := putHosts(t, st, 2, backAndNextRecords(rec))
 	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
+	// Its Nomad client started again after the drain: the sign from Nomad
+	// that its host rebooted.
+	stubs[0].Drivers = map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true, UpdateTime: t0.Add(-time.Second)}}
 	putBackAndNext(t, st, phase)
 	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
 	opt := Options{Nodes: nodes, Store: st, Clusters: &recClusters{log: log}, Timing: timing, Now: func() time.Time { return t0 }}

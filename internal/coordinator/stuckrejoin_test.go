@@ -15,6 +15,7 @@ func TestStuckAfterRejoin(t *testing.T) {
 	// stuck after it had come back: its rejoin clock started 40 minutes ago, past the 30-minute timeout.
 	stuckBack := func(mod func(*store.Plan)) store.Plan {
 		return plan(store.PhaseStuck, func(p *store.Plan) {
+			p.Timeline[store.PhaseDrained] = t0.Add(-45 * time.Minute)
 			p.Timeline[store.PhaseRejoining] = t0.Add(-40 * time.Minute)
 			p.LastError = serversLate
 			if mod != nil {
@@ -23,7 +24,7 @@ func TestStuckAfterRejoin(t *testing.T) {
 		})
 	}
 	back := host("b2", false) // the agent reports its new boot ID
-	ready := &NodeView{ID: "n1", Status: "ready", Eligible: true}
+	ready := &NodeView{ID: "n1", Status: "ready", Eligible: true, ClientStartedAt: t0.Add(-time.Second)}
 	tests := []struct {
 		name    string
 		in      Input
@@ -58,7 +59,7 @@ func TestStuckAfterRejoin(t *testing.T) {
 		},
 		{
 			name:  "its node is ineligible: eligibility is restored, and it rejoins",
-			in:    Input{Plan: stuckBack(nil), Host: back, Node: &NodeView{ID: "n1", Status: "ready"}},
+			in:    Input{Plan: stuckBack(nil), Host: back, Node: &NodeView{ID: "n1", Status: "ready", ClientStartedAt: t0.Add(-time.Second)}},
 			phase: store.PhaseRejoining, write: true, event: "host is back after being reported stuck",
 			check: func(t *testing.T, d Decision) {
 				if !d.SetEligible {

@@ -56,6 +56,14 @@ type viewCache struct {
 	sumGroups map[string]string
 }
 
+// forgetViews drops the kept host views, so that the next pass builds every
+// view again (the records' corrections changed: members.go).
+func (v *viewCache) forgetViews() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.views, v.names, v.order, v.viewsRecs = nil, nil, nil, nil
+}
+
 // summary returns summarizeNodes(nodes, groupOf): as made for the same node
 // list and groups last time.
 func (v *viewCache) summary(nodes map[string]*api.NodeListStub, groupOf map[string]string) *nodeSummary {
@@ -98,7 +106,7 @@ func (v *viewCache) validate(recs []store.HostRecord, nodes map[string]*api.Node
 	defer v.mu.Unlock()
 	switch {
 	case v.valid != nil && sameSlice(recs, v.recsIn) && sameMap(nodes, v.nodesIn):
-	case v.valid != nil && sameSlice(v.valid, v.recsIn) && v.onlyChangedValid(recs, nodes):
+	case v.valid != nil && sameSlice(v.valid, v.recsIn) && sameNodeNames(v.nodesIn, nodes) && v.onlyChangedValid(recs, nodes):
 		// Every record was valid: so are those that did not change and
 		// whose node has the same stub (a record is checked against its
 		// node's alone); only the others are checked.
@@ -109,6 +117,22 @@ func (v *viewCache) validate(recs []store.HostRecord, nodes map[string]*api.Node
 	}
 	// Clipped: a caller's append must not write into the kept arrays.
 	return slices.Clip(v.valid), slices.Clip(v.ignored)
+}
+
+// sameNodeNames reports whether old and nodes hold the same node IDs with the
+// same names: a record is valid by its host's name's nodes, so a node that
+// appeared, went or was renamed may change the validity of a record that did
+// not change.
+func sameNodeNames(old, nodes map[string]*api.NodeListStub) bool {
+	if len(old) != len(nodes) {
+		return false
+	}
+	for id, n := range nodes {
+		if o := old[id]; o == nil || o.Name != n.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // onlyChangedValid reports whether recs lists the hosts that recsIn did, and
@@ -348,7 +372,7 @@ func sameNodeView(a, b *NodeView) bool {
 	return a.ID == b.ID && a.Status == b.Status && a.Eligible == b.Eligible && a.Draining == b.Draining &&
 		a.DrainStatus == b.DrainStatus && a.DrainGrant == b.DrainGrant && a.ModifyIndex == b.ModifyIndex &&
 		a.SystemRunning == nil && b.SystemRunning == nil && a.ReregisteredIndex == b.ReregisteredIndex &&
-		a.MissedHeartbeatIndex == b.MissedHeartbeatIndex
+		a.MissedHeartbeatIndex == b.MissedHeartbeatIndex && a.ClientStartedAt.Equal(b.ClientStartedAt)
 }
 
 // sameView reports whether a and b are built from the same record (by its

@@ -176,7 +176,7 @@ func (c *Coordinator) observePass(took time.Duration, end time.Time) {
 // changes reports whether applying d writes anything.
 func (d Decision) changes() bool {
 	return d.Write || d.StartDrain || d.CancelDrain || d.SetEligible || d.ClearRequest ||
-		d.ClearRelease || d.History != nil || len(d.HandOver) > 0
+		d.ClearRelease || d.History != nil || len(d.HandOver) > 0 || d.DeletePlan
 }
 
 // waitForPass waits for a reason to run the next pass: a change seen by a watch

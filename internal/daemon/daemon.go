@@ -83,6 +83,7 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 		DefaultOptions:       r.DefaultOptions,
 		Allocs:               c.Allocations(),
 		ConsulHealth:         consulHealth(clusters),
+		FleetLockIDs:         cfg.FleetLock.AllowedIDs,
 	}
 }
 
@@ -131,6 +132,7 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 		if err != nil {
 			return err
 		}
+		cl.NomadRegion = cfg.Nomad.Region
 		clusters = cl
 	}
 	opts := coordinatorOptions(cfg, c, st, log, clusters)
@@ -294,6 +296,14 @@ func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, lo
 		Clusters:     &Clusters{Nomad: c, Consul: local.Consul, Vault: local.Vault},
 		AgentJob:     agentJob(),
 		RecheckEvery: cfg.Agent.Reboot.RecheckInterval,
+		// A server host's reboot locks (agent/serverlock.go), in the namespace
+		// of rollboot's other variables; a server counts as back once stable
+		// for the default server_stable_for (the policy's is the coordinator's).
+		ServerLocks:     c.Variables(),
+		Namespace:       cfg.Nomad.Namespace,
+		ServerLockFile:  cfg.Agent.ServerLockFile,
+		ServerLockTTL:   cfg.Agent.ServerLockTTL,
+		ServerStableFor: cfg.Coordinator.ServerStableFor,
 	}
 }
 

@@ -84,6 +84,7 @@ agent {
   sentinel_file = %q
 }
 coordinator {
+  enabled = true
   lock_ttl = "10s"
   resync_interval = "200ms"
   agent_job = ""

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
@@ -60,6 +62,91 @@ type Clusters struct {
 	Nomad  *nomadapi.Client
 	Consul *consulapi.Client
 	Vault  *vaultapi.Client
+	// NomadRegion is the region the Nomad client's requests go to, when the
+	// configuration names it ("": the only region there is, asked of Nomad).
+	NomadRegion string
+
+	mu sync.Mutex
+	// known: the clusters named so far (KnownClusters); retry: when to ask
+	// again for the names not found.
+	known map[string]store.Server
+	retry time.Time
+}
+
+// knownRetry is how long KnownClusters waits before asking again for a
+// cluster's name that it could not learn (a Consul or Vault not there).
+const knownRetry = 5 * time.Minute
+
+// KnownClusters names the server clusters these clients reach, whatever any
+// host record says (coordinator.ClusterLister): the Nomad region, the Consul
+// datacenter and the Vault cluster (named by its own health reads). A name
+// that cannot be learnt is asked for again after knownRetry.
+func (c *Clusters) KnownClusters(ctx context.Context) []store.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.known == nil {
+		c.known = map[string]store.Server{}
+	}
+	if time.Now().After(c.retry) {
+		c.retry = time.Now().Add(knownRetry)
+		if _, ok := c.known["nomad"]; !ok && c.Nomad != nil {
+			if r := cmpOr(c.NomadRegion, nomadRegion(c.Nomad)); r != "" {
+				c.known["nomad"] = store.Server{Product: string(health.Nomad), Cluster: r}
+			}
+		}
+		if _, ok := c.known["consul"]; !ok && c.Consul != nil {
+			if self, err := c.Consul.Agent().Self(); err == nil {
+				if dc, _ := self["Config"]["Datacenter"].(string); dc != "" {
+					c.known["consul"] = store.Server{Product: string(health.Consul), Cluster: dc}
+				}
+			}
+		}
+		if _, ok := c.known["vault"]; !ok && c.Vault != nil {
+			if name := vaultClusterName(c.Vault); name != "" {
+				c.known["vault"] = store.Server{Product: string(health.Vault), Cluster: name}
+			}
+		}
+	}
+	out := make([]store.Server, 0, len(c.known))
+	for _, k := range []string{"nomad", "consul", "vault"} {
+		if s, ok := c.known[k]; ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// vaultClusterName is the Vault cluster's name, from its health (which needs
+// no token), asked once without the client's retries: "" when Vault does not
+// answer.
+func vaultClusterName(v *vaultapi.Client) string {
+	probe, err := v.Clone()
+	if err != nil {
+		return ""
+	}
+	probe.SetMaxRetries(0)
+	hr, err := probe.Sys().Health()
+	if err != nil || hr == nil {
+		return ""
+	}
+	return hr.ClusterName
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// nomadRegion is the only region there is (GET /v1/regions needs no ACL
+// rule), "" when there are several or they cannot be listed.
+func nomadRegion(n *nomadapi.Client) string {
+	regions, err := n.Regions().List()
+	if err == nil && len(regions) == 1 {
+		return regions[0]
+	}
+	return ""
 }
 
 // ClustersFromEnv builds the Consul and Vault clients from their usual

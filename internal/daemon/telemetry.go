@@ -17,7 +17,7 @@ import (
 // WithTelemetry runs run with the process's one metrics registry and, when
 // telemetry.listen is set, serves it at /metrics beside run. The listener opens
 // first, so a bad or busy address fails at start; if serving fails, run is
-// stopped too. FleetLock's listener serves the same registry when it is on. A
+// stopped too. FleetLock's listener serves the same registry only with fleetlock.serve_metrics. A
 // coordinator candidate (coordinator.enabled) serves the status page there too.
 func WithTelemetry(ctx context.Context, cfg *config.Compiled, log *slog.Logger, run func(context.Context, *prometheus.Registry) error) error {
 	reg := telemetry.NewRegistry()

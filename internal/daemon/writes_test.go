@@ -81,6 +81,7 @@ agent {
   reboot { delay = "0s" }
 }
 coordinator {
+  enabled = true
   lock_ttl = "10s"
   resync_interval = "250ms"
   agent_job = ""

@@ -202,6 +202,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		cfg.Nomad.Address = "http://" + h.Addr
 		cfg.Agent.Host = h.Name
 		cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
+		cfg.Agent.ServerLockFile = filepath.Join(h.Dir, "server-lock.json")
 		cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
 		local, err := hostLocal(h)
 		if err != nil {

@@ -13,7 +13,10 @@ agent {
   }
 }
 
+# Every agent is a coordinator candidate (docs/deploy.md, "Every agent a
+# candidate"): the demo runs no coordinator job. Agents are not by default.
 coordinator {
+  enabled         = true
   lock_ttl        = "10s"
   resync_interval = "250ms"
 }

@@ -59,6 +59,7 @@ type statusJSON struct {
 			Message    string `json:"message"`
 		} `json:"failure"`
 	} `json:"hosts"`
+	Unbacked []string `json:"unbacked_records"`
 }
 
 func (c *cluster) status() statusJSON {

@@ -86,6 +86,10 @@ type clusterOpts struct {
 	// the ACL API from the shipped policies).
 	agentToken string
 	coordToken string
+	// serverAgentToken, when set, replaces agentToken for the agents of
+	// server hosts (the rollboot-agent-server policy: autopilot health and
+	// the server reboot lock).
+	serverAgentToken string
 	// resync is coordinator.resync_interval (default 200ms). Tests of how fast
 	// rollboot reacts use productionResync, so that no resync hides a missed wake-up.
 	resync time.Duration
@@ -257,21 +261,28 @@ func (c *cluster) configFor(host, address string) string {
 		fmt.Fprintf(&b, "  token = %q\n", tok)
 	}
 	b.WriteString("}\n")
-	// Agents stand for election unless standalone coordinators run.
-	enabled := host == "" || c.opts.coordinators == 0
+	// Agents stand for election unless standalone coordinators run; a
+	// standalone coordinator's file leaves coordinator.enabled unset (false),
+	// as the shipped coordinator job's does: `rollboot coordinator` stands
+	// whatever it says.
+	enabled := ""
+	if host != "" {
+		enabled = fmt.Sprintf("  enabled = %v\n", c.opts.coordinators == 0)
+	}
 	resync := c.opts.resync
 	if resync == 0 {
 		resync = 200 * time.Millisecond
 	}
-	fmt.Fprintf(&b, "coordinator {\n  enabled = %v\n  lock_ttl = \"10s\"\n  resync_interval = %q\n}\n",
+	fmt.Fprintf(&b, "coordinator {\n%s  lock_ttl = \"10s\"\n  resync_interval = %q\n}\n",
 		enabled, resync.String())
 	if host == "" {
 		b.WriteString(c.opts.coordOnly + "\n")
 		return b.String()
 	}
 	h, _ := c.sim.Host(host)
-	fmt.Fprintf(&b, "agent {\n  host = %q\n  boot_id_file = %q\n  sentinel_file = %q\n%s\n",
-		host, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"), c.opts.agentExtra)
+	fmt.Fprintf(&b, "agent {\n  host = %q\n  boot_id_file = %q\n  sentinel_file = %q\n  server_lock_file = %q\n%s\n",
+		host, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"), filepath.Join(h.Dir, "server-lock.json"),
+		c.opts.agentExtra)
 	command := fmt.Sprintf("[%q, \"sim-ctl\", \"reboot\", \"--address\", %q, %q]", rollbootBin, c.sim.Address(), host)
 	if len(c.opts.rebootCommand) > 0 {
 		var args []string
@@ -347,7 +358,10 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 		// What Nomad sets in the task environment of the agents' system job.
 		cmd.Env = append(cmd.Env, "NOMAD_JOB_ID="+agentJob, "NOMAD_NAMESPACE=default")
 	}
-	if c.opts.agentToken != "" {
+	switch {
+	case h.Server != nil && c.opts.serverAgentToken != "":
+		cmd.Env = append(cmd.Env, "NOMAD_TOKEN="+c.opts.serverAgentToken)
+	case c.opts.agentToken != "":
 		cmd.Env = append(cmd.Env, "NOMAD_TOKEN="+c.opts.agentToken)
 	}
 	if c.opts.agentEnv != nil {

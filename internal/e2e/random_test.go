@@ -80,7 +80,8 @@ group "b" {
   concurrency = %d
 }
 `, conc, conc)
-	base, err := config.LoadBytes([]byte("coordinator {\n  lock_ttl = \"10s\"\n  resync_interval = \"100ms\"\n}\n"), "random.hcl")
+	// Every agent a coordinator candidate: no coordinator runs beside them.
+	base, err := config.LoadBytes([]byte("coordinator {\n  enabled = true\n  lock_ttl = \"10s\"\n  resync_interval = \"100ms\"\n}\n"), "random.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +101,7 @@ group "b" {
 		cfg.Nomad.Address = "http://" + h.Addr
 		cfg.Agent.Host = h.Name
 		cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
+		cfg.Agent.ServerLockFile = filepath.Join(h.Dir, "server-lock.json")
 		cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
 		_ = daemon.RunAgent(ctx, &cfg, daemon.AgentOptions{Rebooter: rebootFunc(func() error { return sim.Reboot(h.Name) })})
 	}}

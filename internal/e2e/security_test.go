@@ -38,7 +38,7 @@ func aclPolicyFile(t *testing.T, name string) string {
 func mintTokens(t *testing.T, mgmt *api.Client) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, name := range []string{"rollboot-agent", "rollboot-coordinator", "rollboot-operator"} {
+	for _, name := range []string{"rollboot-agent", "rollboot-agent-server", "rollboot-coordinator", "rollboot-operator"} {
 		if _, err := mgmt.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: aclPolicyFile(t, name)}, nil); err != nil {
 			t.Fatalf("apply %s: %v", name, err)
 		}

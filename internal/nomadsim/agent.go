@@ -1,6 +1,7 @@
 package nomadsim
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,15 @@ import (
 
 func (s *Sim) registerAgentRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/agent/self", methods(s.handleAgentSelf, http.MethodGet))
+	mux.HandleFunc("/v1/agent/host", methods(s.handleAgentHost, http.MethodGet))
+	mux.HandleFunc("/v1/regions", methods(s.handleRegions, http.MethodGet))
+}
+
+// handleRegions answers GET /v1/regions (command/agent/region_endpoint.go
+// RegionListRequest, nomad/region_endpoint.go Region.List): the regions the
+// server knows of, sorted, with no ACL check. The emulator is one region.
+func (s *Sim) handleRegions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, []string{s.cfg.Region})
 }
 
 // handleAgentSelf answers GET /v1/agent/self for the agent that received the request
@@ -120,3 +130,79 @@ func (s *Sim) agentSelfLocked(h *Host) *api.AgentSelf {
 
 // simNomadVersion is the Nomad version the emulator claims to be.
 const simNomadVersion = "1.11.0"
+
+// handleAgentHost answers GET /v1/agent/host (command/agent/agent_endpoint.go
+// AgentHostRequest), the host data of `nomad operator debug`: the agent's OS,
+// network interfaces, /etc/hosts, resolv.conf, environment and disks. It needs
+// agent:read or agent:write (acl/acl.go AllowAgentDebug), from any node: with
+// node_id the servers forward it to that node's client, with server_id to that
+// server (nomad/client_agent_endpoint.go Agent.Host, findClientConn,
+// forwardFor). With ACLs disabled Nomad allows it only with enable_debug, which
+// the emulator does not model (Nomad's default is off): 403. Without node_id
+// and server_id the local agent answers with the bare HostData, not wrapped in
+// a HostDataResponse as the forwarded answers are (as Nomad does).
+func (s *Sim) handleAgentHost(w http.ResponseWriter, r *http.Request) {
+	if s.authorize(w, r, func(t *Token) bool { return s.acl.enabled && t.AllowAgent(false) }) == nil {
+		return
+	}
+	q := r.URL.Query()
+	nodeID, serverID := q.Get("node_id"), q.Get("server_id")
+	if nodeID != "" && serverID != "" {
+		writeError(w, http.StatusBadRequest, "Can only forward to either client node or server")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case nodeID != "":
+		sn, ok := s.cluster.nodes[nodeID]
+		switch {
+		case !ok:
+			writeErr(w, errCode(http.StatusNotFound, "Unknown node %q", nodeID))
+		case !clientConnected(sn):
+			writeErr(w, errCode(http.StatusNotFound, "No path to node"))
+		default:
+			writeJSON(w, http.StatusOK, &api.HostDataResponse{AgentID: nodeID, HostData: hostData(sn.host)})
+		}
+	case serverID != "":
+		h := s.serverHostLocked(serverID)
+		if h == nil {
+			writeErr(w, fmt.Errorf("unknown nomad server %s", serverID))
+			return
+		}
+		writeJSON(w, http.StatusOK, &api.HostDataResponse{AgentID: h.Server.Name, HostData: hostData(h)})
+	default:
+		h := requestHost(r)
+		if h == nil {
+			h = s.clusterAgentHostLocked()
+		}
+		writeJSON(w, http.StatusOK, hostData(h))
+	}
+}
+
+// serverHostLocked is the host of the Nomad server named by id: its Raft ID, its
+// member name, or "leader" (nomad/client_agent_endpoint.go forwardFor).
+func (s *Sim) serverHostLocked(id string) *Host {
+	leader := s.servers.leaderLocked()
+	for _, h := range s.sortedHostsLocked() {
+		if h.Server != nil && (h.Server.ID == id || h.Server.Name == id || id == "leader" && h.Server.ID == leader) {
+			return h
+		}
+	}
+	return nil
+}
+
+// hostData is a simulated host's answer to /v1/agent/host (command/agent/host
+// host.go MakeHostData).
+func hostData(h *Host) *api.HostData {
+	out := &api.HostData{OS: "Linux", Environment: map[string]string{}, Disk: map[string]api.DiskUsage{}}
+	if h == nil {
+		return out
+	}
+	ip, _, _ := strings.Cut(h.Addr, ":")
+	out.Network = []map[string]string{{"interface": "eth0", "address": ip}}
+	out.Hosts = "127.0.0.1 localhost\n" + ip + " " + h.Name + "\n"
+	out.Environment["HOSTNAME"] = h.Name
+	out.Disk["/"] = api.DiskUsage{DiskMB: 102400, UsedMB: 20480}
+	return out
+}

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // Names of the per-host files in Host.Dir.
@@ -95,6 +98,20 @@ func (c *clusterState) reregisterLocked(s *Sim, h *Host) {
 	idx := s.bumpLocked()
 	n := sn.node
 	n.HTTPAddr = h.Addr
+	// The new client process starts with no driver information
+	// (client/client.go setupNode) and fingerprints every driver again, so
+	// each driver's UpdateTime becomes the time of its first fingerprint
+	// (client/node_updater.go batchFirstFingerprints, updateNodeFromDriver);
+	// Node.Register also stamps StatusUpdatedAt (nomad/node_endpoint.go
+	// Register). Neither event nor status changes for a node still ready.
+	now := time.Now()
+	drivers := make(map[string]*api.DriverInfo, len(n.Drivers))
+	for name, d := range n.Drivers {
+		c := *d
+		c.UpdateTime = now
+		drivers[name] = &c
+	}
+	n.Drivers, n.StatusUpdatedAt = drivers, now.Unix()
 	sn.metaPending = false
 	n.Meta = mergeNodeMeta(sn.staticMeta, sn.dynamicMeta)
 	c.touchNodeLocked(n, idx, eventNodeRegistration)

@@ -38,6 +38,9 @@ type Group struct {
 	// Settle is the least time between one of the group's hosts coming back
 	// (its cycle ending) and the next one starting; 0: none.
 	Settle time.Duration
+	// HostsWithoutNode are the hosts without a Nomad node that the operator
+	// put in this group (a group's nodes are otherwise chosen by Filter).
+	HostsWithoutNode []string
 }
 
 // FilterExpression returns the expression of the group's filter, as written in

@@ -3,10 +3,12 @@ package status
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -54,27 +56,90 @@ func Read(ctx context.Context, src Source, now time.Time) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	v := Build(recs, plans, ctl)
-	v.ControlProblems, v.PlanProblems = ctl.Problems, planProblems
 	pol := readPolicy(ctx, src.Store)
+	nodes, nodesErr := listNodes(ctx, src.Nodes)
+	var unbacked []string
+	if nodesErr == nil {
+		recs, unbacked = leaveOutUnbacked(recs, plans, nodes, nodelessHosts(ctx, src.Store))
+	}
+	v := Build(recs, plans, ctl)
+	v.ControlProblems, v.PlanProblems, v.Unbacked = ctl.Problems, planProblems, unbacked
 	v.Policy = &pol
-	addNomadChecks(ctx, &v, src, recs, bad, now)
+	addNomadChecks(ctx, &v, src, recs, bad, nodes, nodesErr, now)
 	return v, nil
 }
 
-// addNomadChecks checks the records against their nodes and the agents against
-// their allocations, as the coordinator does.
-func addNomadChecks(ctx context.Context, v *View, src Source, recs []store.HostRecord, bad []store.BadRecord, now time.Time) {
-	defer markIgnored(v)
-	list, _, err := src.Nodes.List((&api.QueryOptions{}).WithContext(ctx))
+func listNodes(ctx context.Context, n Nodes) (map[string]*api.NodeListStub, error) {
+	list, _, err := n.List((&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		v.Ignored = bad
-		v.AgentCheck = "cannot check host records against their nodes, nor agents: list nodes: " + err.Error()
-		return
+		return nil, err
 	}
 	nodes := make(map[string]*api.NodeListStub, len(list))
 	for _, n := range list {
 		nodes[n.ID] = n
+	}
+	return nodes, nil
+}
+
+// leaveOutUnbacked leaves out the records of hosts without a Nomad node that
+// nothing backs, as the coordinator does (coordinator.Corroborate): a record
+// anyone holding the agent token could have written for a name that is no
+// host. Kept are those with a plan (the coordinator took the host in), those
+// that say the host runs a server or is a FleetLock client (the coordinator
+// checks them against the clusters and the allow-list), and those listed in
+// a group's hosts_without_node.
+func leaveOutUnbacked(recs []store.HostRecord, plans map[string]store.Plan, nodes map[string]*api.NodeListStub, listed map[string]bool) ([]store.HostRecord, []string) {
+	named := map[string]bool{}
+	for _, n := range nodes {
+		named[n.Name] = true
+	}
+	var kept []store.HostRecord
+	var out []string
+	for _, r := range recs {
+		_, planned := plans[r.Host]
+		if r.NodeID != "" || named[r.Host] || planned || listed[r.Host] || len(r.Servers) > 0 ||
+			slices.Contains(r.Roles, store.RoleFleetLock) {
+			kept = append(kept, r)
+			continue
+		}
+		out = append(out, r.Host)
+	}
+	return kept, out
+}
+
+// nodelessHosts are the hosts the stored policy lists in its groups'
+// hosts_without_node (none when it cannot be read).
+func nodelessHosts(ctx context.Context, st PolicyStore) map[string]bool {
+	out := map[string]bool{}
+	rec, err := st.Policy(ctx)
+	if err != nil {
+		return out
+	}
+	pf, err := config.ParsePolicy([]byte(rec.Source), rec.Filename)
+	if err != nil {
+		return out
+	}
+	rules, err := config.CompilePolicy(pf)
+	if err != nil {
+		return out
+	}
+	for _, g := range rules.Policy().Groups {
+		for _, h := range g.HostsWithoutNode {
+			out[h] = true
+		}
+	}
+	return out
+}
+
+// addNomadChecks checks the records against their nodes and the agents against
+// their allocations, as the coordinator does.
+func addNomadChecks(ctx context.Context, v *View, src Source, recs []store.HostRecord, bad []store.BadRecord,
+	nodes map[string]*api.NodeListStub, nodesErr error, now time.Time) {
+	defer markIgnored(v)
+	if nodesErr != nil {
+		v.Ignored = bad
+		v.AgentCheck = "cannot check host records against their nodes, nor agents: list nodes: " + nodesErr.Error()
+		return
 	}
 	recs, ignored := coordinator.ValidateRecords(recs, nodes)
 	v.Ignored = append(bad, ignored...)

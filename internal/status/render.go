@@ -122,6 +122,11 @@ func writeProblems(w io.Writer, v View) {
 			fmt.Fprintf(w, "  %s: %s\n", b.Host, b.Err)
 		}
 	}
+	if n := len(v.Unbacked); n > 0 {
+		// A count, not the names: anyone holding the agent token can write
+		// any number of them, and the coordinator logs each new one once.
+		fmt.Fprintf(w, "\n%d host record(s) left out: no Nomad node, and no server, FleetLock id or hosts_without_node entry backs them (rollboot forget HOST removes one).\n", n)
+	}
 	if len(v.ControlProblems) > 0 {
 		fmt.Fprintln(w, "\nUnreadable control entries (skipped; rollboot control reset repairs them):")
 		for _, p := range v.ControlProblems {

@@ -65,6 +65,10 @@ type View struct {
 	Paused      bool    `json:"paused"`
 	PauseReason string  `json:"pause_reason,omitempty"`
 	Hosts       []Host  `json:"hosts"`
+	// Unbacked: hosts without a Nomad node whose records nothing backs (no
+	// plan, no server or FleetLock role, not in a group's hosts_without_node),
+	// left out of Hosts as the coordinator leaves them out (sorted).
+	Unbacked []string `json:"unbacked_records,omitempty"`
 	// Ignored are the host records that cannot be used (skipped), and why.
 	Ignored []store.BadRecord `json:"ignored_records,omitempty"`
 	// ControlProblems are the control entries that cannot be read (skipped).

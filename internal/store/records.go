@@ -146,6 +146,12 @@ type Plan struct {
 	// DrainedIndex is the node's ModifyIndex when its drain completed: a "Node
 	// re-registered" event after it proves the host went down and came back.
 	DrainedIndex uint64
+	// ServersStableSince is the latest StableSince of the host's servers, as
+	// their clusters reported it at grant: a later one shows a server that
+	// left and rejoined its cluster since (autopilot restarts it when the
+	// server's health changes), the sign of a reboot of a host without a
+	// Nomad node.
+	ServersStableSince time.Time
 
 	// GoneBootID is a boot the host is known to have left (its node re-registered)
 	// while its agent has not reported since: what its record says of that boot,
@@ -218,7 +224,7 @@ type HistoryRecord struct {
 	Host    string
 	Group   string
 	GrantID string
-	Outcome string // "rebooted", "released", "canceled", "failed"
+	Outcome string // "rebooted", "released", "canceled", "failed", "abandoned"
 	Reason  string
 	// RequestedBy is who asked for the reboot by hand (`rollboot request`, a
 	// FleetLock client): the request's By; "" when the host's agent found the
@@ -307,6 +313,7 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	text("waiting", func(p *Plan) *string { return &p.Waiting }),
 	flag("forced", func(p *Plan) *bool { return &p.Forced }, false),
 	counter("drained_index", func(p *Plan) *uint64 { return &p.DrainedIndex }),
+	instant("servers_stable_since", func(p *Plan) *time.Time { return &p.ServersStableSince }, false),
 	text("gone_boot_id", func(p *Plan) *string { return &p.GoneBootID }),
 	flag("held", func(p *Plan) *bool { return &p.Held }, false),
 	text("last_after_boot_id", func(p *Plan) *string { return &p.LastAfterBootID }),

@@ -191,6 +191,12 @@ func (s *Store) DeleteHost(ctx context.Context, rec HostRecord) error {
 	return s.remove(ctx, s.hostPath(pathName(rec.Host)), rec.ModifyIndex)
 }
 
+// DeletePlan removes the plan of a host that is gone, with CAS on its
+// ModifyIndex.
+func (s *Store) DeletePlan(ctx context.Context, p Plan) error {
+	return s.remove(ctx, s.planPath(pathName(p.Host)), p.ModifyIndex)
+}
+
 // Hosts returns every host record that can be used, sorted by host name, and the
 // list index. With index > 0 it first blocks until a host record changes or wait
 // passes. Records are cached by ModifyIndex, so only changed records are read
