@@ -21,11 +21,12 @@
 # another state.prefix, replace "rollboot/" in the path; for another
 # nomad.namespace, rename the `namespace "default"` block (keep its list-jobs and read-job).
 
-# Agent: GET /v1/agent/self (client node ID, server role).
-agent {
-  policy = "read"
-}
+# No agent rule: neither the agent nor the coordinator needs one (the agent's
+# GET /v1/agent/health has no ACL check in Nomad).
 
+# Agent: GET /v1/nodes?filter=Name == "<host>" (the host's node), GET
+# /v1/agent/members (a Nomad server's own Raft ID) and GET /v1/node/<id> (the
+# go/no-go) need node:read.
 # Coordinator: GET /v1/nodes (list, ?filter=, blocking watch),
 # GET /v1/event/stream?topic=Node:* (the nodes written since the list) and
 # GET /v1/node/<id>/allocations and GET /v1/client/metadata need node:read;

@@ -1,8 +1,9 @@
 # rollboot-agent-server: the agents on hosts that run a Nomad, Consul or Vault
 # server, usually the systemd service deploy/systemd/rollboot-agent.service.
 # Everything rollboot-agent.policy.hcl grants (see that file for each right and
-# what else it allows), and the two rights only a server host's agent uses:
-# the Nomad servers' autopilot health, and its clusters' server reboot locks.
+# what else it allows: no agent rule, no job or allocation), and the two rights
+# only a server host's agent uses: the Nomad servers' autopilot health, and its
+# clusters' server reboot locks.
 # Keep this token off hosts that run no server: with it, a host can hold a
 # cluster's reboot lock and so delay that cluster's server reboots.
 #
@@ -13,23 +14,19 @@
 # another state.prefix, replace "rollboot/" in the paths; for another
 # nomad.namespace, rename the namespace block.
 
-# GET /v1/agent/self: client node ID, and whether the local agent runs a Nomad
-# server and its Raft ID (command/agent/agent_endpoint.go AgentSelfRequest).
-agent {
-  policy = "read"
-}
+# No agent rule, as in rollboot-agent: GET /v1/agent/health (no ACL check in
+# Nomad) tells whether the local agent runs a client and a server.
 
-# GET /v1/node/<id> and /v1/node/<id>/allocations: the final go/no-go of a server
-# host that is also a Nomad client. A server-only host has no node and makes
-# neither call.
+# Read only, as in rollboot-agent: the host's node (GET /v1/nodes?filter=Name ==
+# "<host>") and, at the go/no-go of a server host that is also a Nomad client,
+# GET /v1/node/<id>. And GET /v1/agent/members: the local Nomad server answers it
+# from its own Serf, naming itself (ServerName, ServerRegion); its member
+# "<name>.<region>" carries its Raft ID and region in its tags "id" and
+# "region" (command/agent/agent_endpoint.go AgentMembersRequest →
+# nomad/status_endpoint.go Status.Members: AllowNodeRead; nomad/server.go
+# setupSerf). It lists the Nomad servers, nothing more.
 node {
   policy = "read"
-}
-
-# GET /v1/node/<id>/allocations drops the allocations of namespaces without
-# read-job (rollboot-agent.policy.hcl says why it is needed, and what it costs).
-namespace "*" {
-  capabilities = ["read-job"]
 }
 
 # GET /v1/operator/autopilot/health: right before rebooting, a Nomad server's
@@ -41,9 +38,6 @@ operator {
 }
 
 namespace "default" {
-  # Repeated: the exact namespace rule replaces the "*" rule here.
-  capabilities = ["read-job"]
-
   variables {
     # As rollboot-agent: read and write rollboot/hosts/<host>, read (blocking)
     # rollboot/plan/<host>.

@@ -21,45 +21,33 @@
 # (`nomad acl policy apply -job`) gives every allocation the same rules,
 # whatever its node. So this token can write every record under rollboot/hosts/
 # and read every node; it cannot touch plans, control, history, the leader lock
-# or the server reboot locks, drain or change the eligibility of any node, or
-# read the Nomad servers' autopilot health.
+# or the server reboot locks, drain or change the eligibility of any node, read
+# any job, allocation or agent's host data or log, or read the Nomad servers'
+# autopilot health.
 
-# GET /v1/agent/self: the agent asks its local Nomad agent for its client node ID
-# (stats.client.node_id) and whether it also runs a Nomad server
-# (stats.nomad.server, member.Tags.id). Nomad checks agent:read there
-# (command/agent/agent_endpoint.go AgentSelfRequest: AllowAgentRead), and no
-# narrower right answers it. agent:read is not scoped to the local agent: it
-# also reads /v1/agent/host?node_id=<any node> (that host's environment, network
-# interfaces, /etc/hosts, resolv.conf and disks: nomad/client_agent_endpoint.go
-# Agent.Host, AllowAgentDebug), /v1/agent/monitor?node_id=|server_id= (the live
-# log of any agent) and /v1/agent/servers. It writes nothing (agent:write does).
-agent {
-  policy = "read"
-}
+# No agent rule. The agent learns who its host is without agent:read, which
+# Nomad cannot scope to the local agent (with it a token reads the host data of
+# any node, /v1/agent/host?node_id=, and streams any agent's log,
+# /v1/agent/monitor): whether the local agent runs a client or a server from
+# GET /v1/agent/health, which Nomad answers without an ACL check
+# (command/agent/agent_endpoint.go HealthRequest), and its node from the node
+# list below.
 
-# Read only. Right before rebooting, the agent checks its node as Nomad reports
-# it (GET /v1/node/<id>: ineligible, its last drain complete and rollboot's) and
-# that nothing but system jobs runs on it (GET /v1/node/<id>/allocations).
-# Nomad has no per-node read (nomad/node_endpoint.go GetNode, GetAllocs:
-# AllowNodeRead), so the token reads every node, with its attributes and meta.
+# Read only:
+# - GET /v1/nodes?filter=Name == "<host>" (stale), at start: the host's node is
+#   the node of its name (of several, the one not down, then the newest), never
+#   a node ID the host reports.
+# - GET /v1/node/<id>, right before rebooting: its node as Nomad reports it
+#   (ineligible, its last drain complete and rollboot's for this grant, and,
+#   from the node's events, ineligible ever since that drain completed).
+# Nomad has no per-node read (nomad/node_endpoint.go List, GetNode:
+# AllowNodeRead), so the token reads every node, with its attributes, meta and
+# events. It reads no job and no allocation: no namespace capability at all.
 node {
   policy = "read"
 }
 
-# GET /v1/node/<id>/allocations returns only the allocations of namespaces where
-# the token has read-job (nomad/node_endpoint.go GetAllocs drops the others
-# silently), and an allocation left on the node may be in any namespace: without
-# it the check above would see nothing and pass. read-job also reads every job's
-# specification and submission (its HCL and -var values) and every allocation,
-# in every namespace. No job submission, no logs, no exec.
-namespace "*" {
-  capabilities = ["read-job"]
-}
-
 namespace "default" {
-  # Repeated: the exact namespace rule replaces the "*" rule here.
-  capabilities = ["read-job"]
-
   variables {
     # read:  GET /v1/var/rollboot/hosts/<host> (own record at start, after a
     #        CAS conflict, and the blocking watch that restores it when someone

@@ -44,7 +44,8 @@
 #   its place, which would look like a permanent reboot request). Bind mounts need
 #   `volumes { enabled = true }` in the docker plugin configuration.
 # - network_mode = "host": 127.0.0.1:4646 is the Nomad agent on this host, whose
-#   /v1/agent/self tells the agent its node ID.
+#   /v1/agent/health tells the agent that the host runs a Nomad client (its node
+#   is then the node of its name).
 # - agent.host is set from the node name, because a container's hostname is not
 #   necessarily the host's.
 # - Pre/post hooks run inside the container; wrap host commands in the same

@@ -9,8 +9,9 @@
 
 nomad {
   # The Nomad agent (here a server) on this host: the agent learns from its
-  # /v1/agent/self that the host runs a Nomad server. With TLS use https:// and
-  # set ca_cert (and client_cert, client_key when mutual TLS is on).
+  # /v1/agent/health that the host runs a Nomad server, and its Raft ID from its
+  # /v1/agent/members. With TLS use https:// and set ca_cert (and client_cert,
+  # client_key when mutual TLS is on).
   address   = "http://127.0.0.1:4646"
   namespace = "default"
 }

@@ -12,15 +12,18 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/version"
 	"github.com/rollboot/rollboot/internal/watch"
 )
 
-// SelfAPI is the local Nomad agent's /v1/agent/self; *api.Agent implements it.
-type SelfAPI interface {
-	Self() (*api.AgentSelf, error)
+// HealthAPI is the local Nomad agent's GET /v1/agent/health, which says whether
+// it runs a client, a server or both, and which Nomad answers with no ACL
+// check; *api.Agent implements it.
+type HealthAPI interface {
+	Health() (*api.AgentHealthResponse, error)
 }
 
 // ServerProbe asks the host's local Consul and Vault (and Nomad) agents which
@@ -41,9 +44,13 @@ type Options struct {
 	Candidate   bool   // a coordinator candidate runs beside the agent
 	Hostname    string
 	Store       *store.Store
-	Self        SelfAPI
 	BootIDFile  string
 	FleetLockID string
+
+	// Local is the host's own Nomad agent, NodeList the cluster's nodes: who
+	// the host is in Nomad (Identity).
+	Local    HealthAPI
+	NodeList discovery.NodeLister
 
 	// Servers, when set, discovers the Nomad, Consul and Vault servers on the host
 	// (roles come from the local Nomad agent alone otherwise).
@@ -183,18 +190,30 @@ func New(opt Options) *Agent {
 	return a
 }
 
-// Identity asks the local Nomad agent who this host is: the client's node ID
-// (stats.client.node_id) and whether it runs a Nomad server (stats.nomad.server).
-func Identity(self SelfAPI) (nodeID string, roles []string, err error) {
-	s, err := self.Self()
+// Identity tells who this host is in Nomad: whether its local agent runs a
+// client and a server (GET /v1/agent/health: the keys "client" and "server",
+// whatever their health), and, with a client, its node: the node of the host's
+// name, as the cluster lists it (discovery.HostNode, node:read), never a node
+// ID the host reports. A client whose node is not listed (yet) is an error: the
+// caller tries again.
+func Identity(ctx context.Context, local HealthAPI, nodes discovery.NodeLister, host string) (nodeID string, roles []string, err error) {
+	h, err := local.Health()
 	if err != nil {
 		return "", nil, fmt.Errorf("local Nomad agent: %w", err)
 	}
-	if c := s.Stats["client"]; c != nil && c["node_id"] != "" {
-		nodeID = c["node_id"]
+	if h.Client == nil && h.Server == nil {
+		return "", nil, errors.New("local Nomad agent: its health names neither a client nor a server")
+	}
+	if h.Client != nil {
+		if nodeID, err = discovery.HostNode(ctx, nodes, host); err != nil {
+			return "", nil, err
+		}
+		if nodeID == "" {
+			return "", nil, fmt.Errorf("the local Nomad agent runs a client, but no Nomad node is named %q", host)
+		}
 		roles = append(roles, store.RoleNomadClient)
 	}
-	if n := s.Stats["nomad"]; n != nil && n["server"] == "true" {
+	if h.Server != nil {
 		roles = append(roles, store.RoleNomadServer)
 	}
 	return nodeID, roles, nil
@@ -272,7 +291,7 @@ func (a *Agent) start(ctx context.Context) (bootID string, err error) {
 // identify asks the local Nomad agent, until it answers, who this host is.
 func (a *Agent) identify(ctx context.Context) (nodeID string, roles []string, err error) {
 	err = a.retry(ctx, "ask the local Nomad agent who this host is", func() (err error) {
-		nodeID, roles, err = Identity(a.opt.Self)
+		nodeID, roles, err = Identity(ctx, a.opt.Local, a.opt.NodeList, a.opt.Host)
 		return err
 	})
 	return nodeID, roles, err

@@ -41,7 +41,7 @@ func TestRetryNeedsACurrentGrant(t *testing.T) {
 	}
 	reb := &flakyRebooter{ch: make(chan struct{}, 4)}
 	ctx := context.Background()
-	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+	a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Detectors: []Detector{FileDetector{Path: filepath.Join(h.Dir, "reboot-required")}},
 		Rebooter:  reb, RetryAfter: 100 * time.Millisecond, PollEvery: 20 * time.Millisecond})
 	stop, _ := run(t, a)
@@ -82,7 +82,7 @@ func TestStartedAfterTheRecord(t *testing.T) {
 		err       error
 	}
 	calls := make(chan call, 4)
-	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+	a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Detectors: []Detector{FileDetector{Path: filepath.Join(h.Dir, "reboot-required")}},
 		Rebooter:  &flakyRebooter{ch: make(chan struct{}, 1)}, PollEvery: 20 * time.Millisecond,
 		Started: func() {

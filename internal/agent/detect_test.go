@@ -160,7 +160,7 @@ func TestSentinelSeenWhenWritten(t *testing.T) {
 	_, h, client := simHost(t, 1)
 	st := store.New(client.Variables(), "rollboot", "")
 	sentinel := filepath.Join(h.Dir, "reboot-required")
-	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+	a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Detectors: []Detector{FileDetector{Path: sentinel}}, Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)},
 		PollEvery: time.Hour, SlowEvery: time.Hour})
 	run(t, a)
@@ -241,7 +241,7 @@ func TestPollSlowerWhenDetectorsNotify(t *testing.T) {
 			_, h, client := simHost(t, 1)
 			st := store.New(client.Variables(), "rollboot", "")
 			d := &countingDetector{}
-			a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+			a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 				Detectors: tc.detectors(d), Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)},
 				PollEvery: poll, NotifiedPollEvery: notified, SlowEvery: time.Hour})
 			run(t, a)

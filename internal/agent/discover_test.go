@@ -32,7 +32,7 @@ func TestDiscoveryErrorPublishedUntilItSucceeds(t *testing.T) {
 	st := store.New(client.Variables(), "rollboot", "")
 	probe := &failingProbe{}
 	ctx := context.Background()
-	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+	a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Servers: probe, PollEvery: 20 * time.Millisecond})
 	stop, _ := run(t, a)
 

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,11 +12,10 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// NodeAPI is how the agent sees its own node as Nomad reports it; *api.Nodes
-// implements it.
+// NodeAPI is how the agent sees its own node as Nomad reports it (GET
+// /v1/node/<id>, node:read); *api.Nodes implements it.
 type NodeAPI interface {
 	Info(nodeID string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error)
-	Allocations(nodeID string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error)
 }
 
 // ClusterReader reads a Nomad, Consul or Vault server cluster's health, for the
@@ -73,9 +71,10 @@ func refusal(grant, why string, now time.Time) *rebootFailed {
 // plan is not about this host, or a hold reason when the reboot must wait (""
 // when it may go now):
 //   - the node, as Nomad reports it, is ineligible, its last drain completed and
-//     names this grant, and nothing but system jobs runs on it (unless the drain
-//     was forced at its deadline, drain.on_timeout = "force"): an operator may have made the node eligible again and Nomad
-//     placed work on it;
+//     names this grant, and (unless the drain was forced at its deadline,
+//     drain.on_timeout = "force") it stayed ineligible since that drain
+//     completed, as its events show (stayedIneligible): an operator may have
+//     made the node eligible again and Nomad placed work on it;
 //   - on a server host, every cluster's pre-reboot gate passes: a cluster that
 //     just lost its leader or a server must not lose this one too.
 func (a *Agent) goNoGo(ctx context.Context, p store.Plan, bootID string) (string, error) {
@@ -117,26 +116,27 @@ func (a *Agent) quorumGate(ctx context.Context) string {
 }
 
 // nodeGate says why the node, as Nomad reports it, is not ready for the reboot
-// granted by plan p ("" when it is). Allocations left by a drain the coordinator
-// forced at its deadline (p.Forced: the stored policy says so) do not hold it.
+// granted by plan p ("" when it is). Nomad guarantees the rest: the schedulers
+// place nothing on an ineligible node (nomad/structs/structs.go Node.Ready,
+// scheduler/util.go readyNodesInDCsAndPool), and a drain that completed
+// without being forced moved every allocation but the system jobs' off it
+// (nomad/drainer; rollboot's drains ignore system jobs). Work can land on the
+// node after the drain only if it was eligible in between, which its events
+// show. After a drain the coordinator forced at its deadline (p.Forced: the
+// stored policy says so) the node is not checked further, as its allocations
+// were not before.
 func (a *Agent) nodeGate(ctx context.Context, p store.Plan) string {
-	grant := p.GrantID
-	q := (&api.QueryOptions{}).WithContext(ctx)
-	n, _, err := a.opt.Nodes.Info(a.rec.NodeID, q)
+	n, _, err := a.opt.Nodes.Info(a.rec.NodeID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return "cannot read the node: " + err.Error()
 	}
-	if why := nodeDrainedFor(n, grant); why != "" {
+	if why := nodeDrainedFor(n, p.GrantID); why != "" {
 		return why
 	}
 	if p.Forced {
 		return ""
 	}
-	allocs, _, err := a.opt.Nodes.Allocations(a.rec.NodeID, q)
-	if err != nil {
-		return "cannot read the node's allocations: " + err.Error()
-	}
-	return nonSystemRunning(allocs)
+	return stayedIneligible(n.Events)
 }
 
 // nodeDrainedFor says why n is not a node drained for grant ("" when it is).
@@ -156,30 +156,51 @@ func nodeDrainedFor(n *api.Node, grant string) string {
 	return ""
 }
 
-// nonSystemRunning names the allocations other than system jobs' that run (or are
-// about to) on the node ("" when there are none).
-func nonSystemRunning(allocs []*api.Allocation) string {
-	var names []string
-	for _, al := range allocs {
-		if al.Job != nil && al.Job.Type != nil && *al.Job.Type == api.JobTypeSystem {
-			continue
+// Node event messages, as Nomad writes them.
+const (
+	// eventDrainComplete ends every drain the drainer completes, forced or not
+	// (nomad/drainer/drainer.go NodeDrainEventComplete).
+	eventDrainComplete = "Node drain complete"
+	// eventEligible and eventIneligible begin the messages of every change of
+	// eligibility: nomad/node_endpoint.go NodeEligibilityEventEligible and
+	// NodeEligibilityEventIneligible (UpdateEligibility), and
+	// nomad/state/state_store.go NodeEligibilityEventPlanRejectThreshold (a
+	// node marked ineligible after plan rejections).
+	eventEligible   = "Node marked as eligible for scheduling"
+	eventIneligible = "Node marked as ineligible for scheduling"
+	// maxNodeEvents is how many events Nomad keeps per node, the newest
+	// (nomad/structs/structs.go MaxRetainedNodeEvents).
+	maxNodeEvents = 10
+)
+
+// stayedIneligible says why the node's events do not show that it stayed
+// ineligible since its last drain completed ("" when they do). events are the
+// node's, oldest first (nomad/state/state_store.go appendNodeEvents): the last
+// "Node drain complete" is the completion of its last drain, which
+// nodeDrainedFor checked is this grant's and complete. A node made eligible
+// after it leaves a trace there: UpdateEligibility writes an event either way,
+// and a node made eligible by a drain update without one (PUT .../drain with
+// no drain and MarkEligible) can only become ineligible again with an event, or
+// through a new drain, which replaces the last drain. When the completion is no
+// longer among the events Nomad keeps, the agent cannot tell, and holds.
+func stayedIneligible(events []*api.NodeEvent) string {
+	done := -1
+	for i, e := range events {
+		if e != nil && e.Message == eventDrainComplete {
+			done = i
 		}
-		if al.DesiredStatus != api.AllocDesiredStatusRun {
-			continue
+	}
+	if done < 0 {
+		return fmt.Sprintf("cannot tell whether the node stayed ineligible since its drain completed: "+
+			"%q is no longer among the %d newest node events Nomad keeps", eventDrainComplete, maxNodeEvents)
+	}
+	for _, e := range events[done+1:] {
+		if e != nil && (strings.HasPrefix(e.Message, eventEligible) || strings.HasPrefix(e.Message, eventIneligible)) {
+			return fmt.Sprintf("the node's eligibility changed after its drain completed (%q at %s): "+
+				"Nomad may have placed work on it", e.Message, e.Timestamp.UTC().Format(time.RFC3339))
 		}
-		if al.ClientStatus != api.AllocClientStatusRunning && al.ClientStatus != api.AllocClientStatusPending {
-			continue
-		}
-		names = append(names, al.Namespace+"/"+al.JobID+" ("+al.Name+")")
 	}
-	if len(names) == 0 {
-		return ""
-	}
-	sort.Strings(names)
-	if len(names) > 3 {
-		names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
-	}
-	return "allocations still run on the node: " + strings.Join(names, ", ")
+	return ""
 }
 
 func serverRoleOf(roles []string) string {

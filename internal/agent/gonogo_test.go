@@ -3,9 +3,11 @@ package agent
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,7 +96,7 @@ func tokenOf(sim *nomadsim.Sim) string {
 }
 
 func (e *agentEnv) options(reb Rebooter, log *syncBuffer) Options {
-	o := Options{Host: e.h.Name, Store: e.st, Self: e.client.Agent(), BootIDFile: filepath.Join(e.h.Dir, "boot_id"),
+	o := Options{Host: e.h.Name, Store: e.st, Local: e.client.Agent(), NodeList: e.client.Nodes(), BootIDFile: filepath.Join(e.h.Dir, "boot_id"),
 		Detectors: []Detector{FileDetector{Path: filepath.Join(e.h.Dir, "reboot-required")}},
 		Rebooter:  reb, RetryAfter: 100 * time.Millisecond, PollEvery: 20 * time.Millisecond,
 		Nodes: e.client.Nodes(), RecheckEvery: 50 * time.Millisecond}
@@ -151,8 +153,11 @@ func waitRecord(t *testing.T, st *store.Store, host, what string, cond func(r st
 }
 
 // The final go/no-go believes Nomad, not the plan alone: an operator who marks
-// the drained node eligible again holds the reboot (the reason is published), and
-// it goes ahead once the node is ineligible again.
+// the drained node eligible again holds the reboot (the reason is published).
+// Marked ineligible again, it still holds: Nomad may have placed work on the
+// node meanwhile, and without reading allocations the agent cannot tell that it
+// did not. A new drain for the grant moves any such work off, and the reboot
+// goes ahead.
 func TestFinalCheckHoldsAnEligibleNode(t *testing.T) {
 	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
 	reb := &countingRebooter{ch: make(chan struct{}, 4)}
@@ -168,19 +173,106 @@ func TestFinalCheckHoldsAnEligibleNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := waitRecord(t, e.st, e.h.Name, "the hold to be published", func(r store.HostRecord) bool { return r.HoldReason != "" })
-	if !strings.Contains(rec.HoldReason, "eligible") || rec.RebootingGrant != "g1" {
+	if !strings.Contains(rec.HoldReason, "eligible again") || rec.RebootingGrant != "g1" {
 		t.Errorf("hold %q for grant %q", rec.HoldReason, rec.RebootingGrant)
-	}
-	if reb.count() != 0 {
-		t.Fatal("rebooted a node Nomad may place work on")
 	}
 	if _, err := e.client.Nodes().ToggleEligibility(e.h.NodeID, false, nil); err != nil {
 		t.Fatal(err)
 	}
+	rec = waitRecord(t, e.st, e.h.Name, "the hold on the eligibility change", func(r store.HostRecord) bool {
+		return strings.Contains(r.HoldReason, "eligibility changed after its drain completed")
+	})
+	if !strings.Contains(rec.HoldReason, "Node marked as eligible for scheduling") {
+		t.Errorf("hold %q does not name the event", rec.HoldReason)
+	}
+	select {
+	case <-reb.ch:
+		t.Fatal("rebooted a node that was eligible after its drain")
+	case <-time.After(300 * time.Millisecond): // six rechecks
+	}
+	e.drainFor(t, "g1")
 	select {
 	case <-reb.ch:
 	case <-time.After(20 * time.Second):
-		t.Fatal("no reboot after the node was ineligible again")
+		t.Fatal("no reboot after the node was drained again")
+	}
+}
+
+// Nomad keeps a node's 10 newest events: once the drain's completion is no
+// longer among them, the agent cannot tell whether the node stayed ineligible
+// since, and holds until the node is drained again.
+func TestFinalCheckHoldsWhenTheDrainEventRolledOff(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	reb := &countingRebooter{ch: make(chan struct{}, 4)}
+	e.drainFor(t, "g1")
+	for i := range maxNodeEvents {
+		if err := e.sim.EmitNodeEvent(e.h.Name, "Driver", fmt.Sprintf("Driver docker is unhealthy (%d)", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop, _ := run(t, New(e.options(reb, nil)))
+	defer stop()
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
+		t.Fatal(err)
+	}
+	rec := waitRecord(t, e.st, e.h.Name, "the hold to be published", func(r store.HostRecord) bool { return r.HoldReason != "" })
+	if !strings.Contains(rec.HoldReason, "cannot tell whether the node stayed ineligible") {
+		t.Errorf("hold %q", rec.HoldReason)
+	}
+	select {
+	case <-reb.ch:
+		t.Fatal("rebooted without knowing that the node stayed ineligible")
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.drainFor(t, "g1")
+	select {
+	case <-reb.ch:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reboot after the node was drained again")
+	}
+}
+
+// fakeNode is a NodeAPI that reports one node.
+type fakeNode struct{ n *api.Node }
+
+func (f fakeNode) Info(string, *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	return f.n, &api.QueryMeta{}, nil
+}
+
+// The node gate: a node drained for the grant passes when its events show it
+// stayed ineligible since the drain completed; an eligibility event after the
+// completion, or a completion no longer among the events, holds it. After a
+// forced drain only the drain is checked, as before.
+func TestNodeGate(t *testing.T) {
+	ev := func(msg string) *api.NodeEvent { return &api.NodeEvent{Message: msg, Subsystem: "Cluster"} }
+	drained := []*api.NodeEvent{ev("Node registered"), ev("Node drain strategy set"), ev("Node drain complete")}
+	tests := []struct {
+		name   string
+		events []*api.NodeEvent
+		forced bool
+		want   string // "" = may reboot
+	}{
+		{"stayed ineligible", drained, false, ""},
+		{"driver events after the drain", append(slices.Clone(drained), ev("Driver docker is healthy")), false, ""},
+		{"marked eligible after the drain", append(slices.Clone(drained), ev("Node marked as eligible for scheduling"),
+			ev("Node marked as ineligible for scheduling")), false, `eligibility changed after its drain completed ("Node marked as eligible`},
+		{"marked ineligible after plan rejections", append(slices.Clone(drained), ev("Node marked as ineligible for scheduling due to multiple plan rejections, refer to ...")),
+			false, "eligibility changed after its drain completed"},
+		{"completion rolled off", []*api.NodeEvent{ev("Driver docker is healthy")}, false, "cannot tell"},
+		{"forced, eligible in between", append(slices.Clone(drained), ev("Node marked as eligible for scheduling")), true, ""},
+		{"forced, completion rolled off", nil, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &api.Node{SchedulingEligibility: api.NodeSchedulingIneligible, Events: tc.events,
+				LastDrain: &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{drainMetaGrant: "g1"}}}
+			a := New(Options{Host: "h1", Nodes: fakeNode{n}})
+			a.rec.NodeID = "node-1"
+			got := a.nodeGate(context.Background(), store.Plan{GrantID: "g1", Forced: tc.forced})
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("nodeGate = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -208,31 +300,6 @@ func TestNodeDrainedFor(t *testing.T) {
 			got := nodeDrainedFor(&tc.node, "g1")
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("nodeDrainedFor = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestNonSystemRunning(t *testing.T) {
-	sys, svc := api.JobTypeSystem, api.JobTypeService
-	alloc := func(typ, desired, client string) *api.Allocation {
-		return &api.Allocation{Namespace: "default", JobID: "j-" + typ, Name: "a", Job: &api.Job{Type: &typ},
-			DesiredStatus: desired, ClientStatus: client}
-	}
-	tests := []struct {
-		name   string
-		allocs []*api.Allocation
-		held   bool
-	}{
-		{"only system jobs", []*api.Allocation{alloc(sys, "run", "running")}, false},
-		{"a stopped service", []*api.Allocation{alloc(svc, "stop", "complete")}, false},
-		{"a service placed after the drain", []*api.Allocation{alloc(svc, "run", "pending")}, true},
-		{"a running service", []*api.Allocation{alloc(sys, "run", "running"), alloc(svc, "run", "running")}, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := nonSystemRunning(tc.allocs); (got != "") != tc.held {
-				t.Errorf("nonSystemRunning = %q, held want %v", got, tc.held)
 			}
 		})
 	}
@@ -322,7 +389,7 @@ func TestDeniedTokenIsReportedAndRetried(t *testing.T) {
 	}
 	log := &syncBuffer{}
 	o := e.options(&countingRebooter{}, log)
-	o.Self, o.Store = bad.Agent(), store.New(bad.Variables(), "rollboot", "")
+	o.Local, o.NodeList, o.Store = bad.Agent(), bad.Nodes(), store.New(bad.Variables(), "rollboot", "")
 	stop, _ := run(t, New(o))
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(log.String(), "permission denied") {

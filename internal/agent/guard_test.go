@@ -28,7 +28,7 @@ func TestAgentRestoresItsRecord(t *testing.T) {
 	}
 	st := store.New(client.Variables(), "rollboot", "")
 	ctx := context.Background()
-	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+	a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)}, PollEvery: 20 * time.Millisecond})
 	stop, _ := run(t, a)
 
@@ -101,7 +101,7 @@ func TestAgentStartsOverAGarbledRecord(t *testing.T) {
 	}
 	st := store.New(client.Variables(), "rollboot", "")
 	ctx := context.Background()
-	a := New(Options{Host: h.Name, Store: st, Self: client.Agent(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+	a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
 		Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)}, PollEvery: 20 * time.Millisecond})
 	stop, exited := run(t, a)
 	deadline := time.Now().Add(10 * time.Second)

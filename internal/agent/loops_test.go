@@ -108,10 +108,15 @@ func (v *memVars) failReads(err error) {
 	v.readErr = err
 }
 
-type fakeSelf struct{}
+// fakeLocal is the local Nomad agent of host h1, a client whose node is node-1.
+type fakeLocal struct{}
 
-func (fakeSelf) Self() (*api.AgentSelf, error) {
-	return &api.AgentSelf{Stats: map[string]map[string]string{"client": {"node_id": "node-1"}}}, nil
+func (fakeLocal) Health() (*api.AgentHealthResponse, error) {
+	return &api.AgentHealthResponse{Client: &api.AgentHealth{Ok: true, Message: "ok"}}, nil
+}
+
+func (fakeLocal) List(*api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	return []*api.NodeListStub{{ID: "node-1", Name: "h1", Status: api.NodeStatusReady}}, &api.QueryMeta{}, nil
 }
 
 // Run owns the goroutines it starts: when it returns, its watches of the plan
@@ -130,7 +135,7 @@ func TestRunWaitsForItsWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		a := New(Options{Host: "h1", Store: st, Self: fakeSelf{}, BootIDFile: bootFile,
+		a := New(Options{Host: "h1", Store: st, Local: fakeLocal{}, NodeList: fakeLocal{}, BootIDFile: bootFile,
 			Rebooter: &countingRebooter{}, PollEvery: time.Hour})
 		stop, _ := run(t, a)
 		for range 2 { // the plan's watch and the record's, both blocked

@@ -95,8 +95,9 @@ func TestPlanAboutAnotherNodeIsRefused(t *testing.T) {
 
 // The node gate runs before the pre-reboot hooks too: a node an operator made
 // eligible again between the drain and the hooks holds the reboot, and no hook
-// runs while it holds; once the node is ineligible again the hooks run and the
-// host reboots.
+// runs while it holds, also once the node is ineligible again (work may have
+// landed meanwhile); once the node is drained again the hooks run and the host
+// reboots.
 func TestNodeGateHoldsBeforeTheHooks(t *testing.T) {
 	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
 	reb := &countingRebooter{ch: make(chan struct{}, 4)}
@@ -128,10 +129,17 @@ func TestNodeGateHoldsBeforeTheHooks(t *testing.T) {
 	if _, err := e.client.Nodes().ToggleEligibility(e.h.NodeID, false, nil); err != nil {
 		t.Fatal(err)
 	}
+	waitRecord(t, e.st, e.h.Name, "the hold on the eligibility change", func(r store.HostRecord) bool {
+		return strings.Contains(r.HoldReason, "eligibility changed after its drain completed")
+	})
+	if exists(t, marker) {
+		t.Fatal("a pre-reboot hook ran for a node that was eligible after its drain")
+	}
+	e.drainFor(t, "g1")
 	select {
 	case <-reb.ch:
 	case <-time.After(20 * time.Second):
-		t.Fatal("no reboot after the node was ineligible again")
+		t.Fatal("no reboot after the node was drained again")
 	}
 	if !exists(t, marker) {
 		t.Fatal("the host rebooted without its pre-reboot hook")

@@ -154,7 +154,7 @@ func (e *serverEnv) options(h nomadsim.Host, c *api.Client, reboots *sync.WaitGr
 	if e.rebooter != nil {
 		reb = e.rebooter
 	}
-	return Options{Host: h.Name, Store: store.New(c.Variables(), "rollboot", ""), Self: c.Agent(),
+	return Options{Host: h.Name, Store: store.New(c.Variables(), "rollboot", ""), Local: c.Agent(), NodeList: c.Nodes(),
 		BootIDFile: filepath.Join(h.Dir, nomadsim.BootIDFile),
 		Servers:    nomadProbe{store.Server{Product: "nomad", Cluster: "global", ID: h.Server.ID}},
 		Clusters:   nomadCluster{c.Operator()}, ServerLocks: c.Variables(), ServerLockFile: e.files[h.Name],

@@ -249,7 +249,8 @@ func agentHost(configured string, osHostname func() (string, error)) (host, host
 
 // localAgents are the clients of the host's local Nomad, Consul and Vault agents:
 // given (the demo and tests), or Consul and Vault from their usual environment
-// (CONSUL_HTTP_ADDR, VAULT_ADDR and the rest), and the agent's own Nomad client.
+// (CONSUL_HTTP_ADDR, VAULT_ADDR and the rest), and the agent's own Nomad client,
+// with the host's name (its Nomad node is the node of that name).
 func localAgents(given *discovery.Local, c *api.Client, host string, hostConfigured bool) (*discovery.Local, error) {
 	local := given
 	if local == nil {
@@ -260,6 +261,7 @@ func localAgents(given *discovery.Local, c *api.Client, host string, hostConfigu
 		local = &l
 	}
 	local.Nomad = c // the agent's own connection to its local Nomad agent
+	local.Host = host
 	if local.Hostname == "" || hostConfigured {
 		// Vault's Raft node_id defaults to the host name: the host's name in
 		// rollboot is the best guess when VAULT_RAFT_NODE_ID is not set.
@@ -277,7 +279,6 @@ func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, lo
 		Host:        host,
 		Hostname:    hostname,
 		Store:       Store(cfg, c),
-		Self:        c.Agent(),
 		BootIDFile:  cfg.Agent.BootIDFile,
 		FleetLockID: AgentFleetLockID(cfg.Agent, log),
 		Detectors:   dets,
@@ -290,6 +291,10 @@ func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, lo
 		PassEnv:     cfg.Agent.PassEnv,
 		Candidate:   cfg.Coordinator.Enabled,
 		Log:         log.With("component", "agent"),
+		// Who the host is: what its local Nomad agent runs, and the node of its
+		// name (agent.Identity).
+		Local:    c.Agent(),
+		NodeList: c.Nodes(),
 		// The final go/no-go: the node as Nomad reports it, and for a server host
 		// its clusters' health through the host's local agents.
 		Nodes:        c.Nodes(),

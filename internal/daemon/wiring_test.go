@@ -253,6 +253,11 @@ func TestLocalAgents(t *testing.T) {
 			if local.Hostname != tt.want || local.Nomad != c {
 				t.Errorf("hostname %q (want %q), nomad client set: %v", local.Hostname, tt.want, local.Nomad == c)
 			}
+			// The host's Nomad node is the node of its rollboot name, whatever
+			// Vault's node name guess is.
+			if local.Host != "web-1" {
+				t.Errorf("host %q, want web-1", local.Host)
+			}
 		})
 	}
 }
@@ -289,6 +294,9 @@ coordinator { enabled = false }
 	}
 	if o.FleetLockID != "" {
 		t.Errorf("FleetLock id %q published without publish_fleetlock_id", o.FleetLockID)
+	}
+	if o.Local == nil || o.NodeList == nil || o.Nodes == nil {
+		t.Errorf("Nomad reads missing: local agent %v, node list %v, node %v", o.Local, o.NodeList, o.Nodes)
 	}
 }
 

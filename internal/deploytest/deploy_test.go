@@ -124,14 +124,20 @@ func v(path, capability string) func(t *nomadsim.Token) bool {
 }
 
 var checks = []check{
-	// Agent: GET /v1/agent/self.
-	{"agent:read (/v1/agent/self)", func(t *nomadsim.Token) bool { return t.AllowAgent(false) }, "agent,agent-server,candidate"},
+	// Nobody: the agent learns who its host is from /v1/agent/health (no ACL
+	// check), the node list and /v1/agent/members (node:read); agent:read would
+	// also read any node's host data and any agent's log.
+	{"agent:read (/v1/agent/self, /v1/agent/host, /v1/agent/monitor)", func(t *nomadsim.Token) bool { return t.AllowAgent(false) }, ""},
 	{"agent:write", func(t *nomadsim.Token) bool { return t.AllowAgent(true) }, ""},
-	// Coordinator: node list and allocations (read), drain and eligibility (write).
-	{"node:read (/v1/nodes, the agent's own node)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "agent,agent-server,coordinator,candidate,operator"},
+	// Node list and reads: the agent's own node by name, its Nomad server's
+	// Serf member, its node at the go/no-go; the coordinator's node list and
+	// allocations. Drain and eligibility (write): the coordinator.
+	{"node:read (/v1/nodes, /v1/node/<id>, /v1/agent/members)", func(t *nomadsim.Token) bool { return t.AllowNode(false) }, "agent,agent-server,coordinator,candidate,operator"},
 	{"node:write (drain, eligibility)", func(t *nomadsim.Token) bool { return t.AllowNode(true) }, "coordinator,candidate"},
-	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "agent,agent-server,coordinator,candidate,operator"},
-	{"read-job in another namespace (system jobs anywhere, workload blockers)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "agent,agent-server,coordinator,candidate,operator"},
+	// Jobs and allocations: the coordinator and the CLI, never an agent (its
+	// go/no-go reads the node's events, not its allocations).
+	{"read-job in default (node allocations)", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "read-job") }, "coordinator,candidate,operator"},
+	{"read-job in another namespace (system jobs anywhere, workload blockers)", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "read-job") }, "coordinator,candidate,operator"},
 	// Workload blockers (coordinator, and `rollboot plan`): GET /v1/jobs?namespace=*.
 	{"list-jobs in default", func(t *nomadsim.Token) bool { return t.AllowNamespace(ns, "list-jobs") }, "coordinator,candidate,operator"},
 	{"list-jobs in another namespace", func(t *nomadsim.Token) bool { return t.AllowNamespace("batch", "list-jobs") }, "coordinator,candidate,operator"},
@@ -296,9 +302,35 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	}
 	nodeID := nodes[0].ID
 
-	// Agent: publish its record, read it back, watch its plan.
+	// Agent: publish its record, read it back, watch its plan, learn who it is.
 	ag := client("agent")
 	agSt := st(ag)
+	checkAgentRights(ctx, t, ag, agSt, nodes[0], allowed, denied)
+	checkAgentCannotCoordinate(ctx, t, ag, agSt, nodeID, denied)
+
+	// Coordinator: everything it reads and writes, the lock and node calls.
+	co := client("coordinator")
+	coSt := st(co)
+	checkCoordinatorRights(ctx, t, co, coSt, nodeID, allowed, denied)
+	checkNotifyLedgerRights(ctx, t, coSt, agSt, allowed, denied)
+
+	// Operator: status reads, control writes, nothing else.
+	op := client("operator")
+	opSt := st(op)
+	checkOperatorRights(ctx, t, op, opSt, nodeID, allowed, denied)
+
+	// The stored policy: the operator applies it, the coordinator and the
+	// agents only read it (or not at all).
+	checkPolicyRights(ctx, t, opSt, coSt, st(ag), allowed, denied)
+}
+
+// checkAgentRights: the agent token publishes its host's record, watches its
+// plan and learns who its host is (the local agent's health, the node of its
+// name, a server's Serf member, its node), and reads no job and no agent's
+// self.
+func checkAgentRights(ctx context.Context, t *testing.T, ag *api.Client, agSt *store.Store, node *api.NodeListStub, allowed, denied func(string, error)) {
+	t.Helper()
+	nodeID := node.ID
 	idx, err := agSt.PutHost(ctx, store.HostRecord{Host: "web-1", BootID: "b1"})
 	allowed("agent: PutHost", err)
 	_, err = agSt.PutHost(ctx, store.HostRecord{Host: "web-1", BootID: "b2", ModifyIndex: idx})
@@ -311,18 +343,28 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	}
 	_, err = agSt.PutPlan(ctx, store.Plan{Host: "web-1", Phase: store.PhasePending})
 	denied("agent: PutPlan", err)
+	_, err = ag.Agent().Health()
+	allowed("agent: what its local agent runs (/v1/agent/health)", err)
+	_, _, err = ag.Nodes().List(&api.QueryOptions{Filter: `Name == "` + node.Name + `"`, AllowStale: true})
+	allowed("agent: its node by name", err)
+	_, err = ag.Agent().Members()
+	allowed("agent: its Nomad server's Serf member", err)
 	_, _, err = ag.Nodes().Info(nodeID, nil)
 	allowed("agent: read its node (final go/no-go)", err)
-	_, _, err = ag.Nodes().Allocations(nodeID, nil)
-	allowed("agent: read its node's allocations (final go/no-go)", err)
+	_, err = ag.Agent().Self()
+	denied("agent: /v1/agent/self", err)
+	_, _, err = ag.Jobs().List(&api.QueryOptions{Namespace: ns})
+	denied("agent: list jobs", err)
 	_, err = ag.Nodes().ToggleEligibility(nodeID, false, nil)
 	denied("agent: change eligibility", err)
-	checkAgentCannotCoordinate(ctx, t, ag, agSt, nodeID, denied)
+}
 
-	// Coordinator: everything it reads and writes, the lock and node calls.
-	co := client("coordinator")
-	coSt := st(co)
-	_, _, err = coSt.Hosts(ctx, 0, 0)
+// checkCoordinatorRights: the coordinator token reads and writes rollboot's
+// state, takes the leader lock, and drains and gives back nodes; it does not
+// read the agents' token variable.
+func checkCoordinatorRights(ctx context.Context, t *testing.T, co *api.Client, coSt *store.Store, nodeID string, allowed, denied func(string, error)) {
+	t.Helper()
+	_, _, err := coSt.Hosts(ctx, 0, 0)
 	allowed("coordinator: Hosts", err)
 	_, err = coSt.Plans(ctx)
 	allowed("coordinator: Plans", err)
@@ -368,12 +410,13 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	denied("coordinator: read nomad/jobs/rollboot", err)
 	_, err = coSt.PutEnforcement(ctx, store.Enforcement{Leader: "c1", PolicyVersion: 1}, 0)
 	allowed("coordinator: PutEnforcement", err)
-	checkNotifyLedgerRights(ctx, t, coSt, agSt, allowed, denied)
+}
 
-	// Operator: status reads, control writes, nothing else.
-	op := client("operator")
-	opSt := st(op)
-	_, _, err = opSt.Hosts(ctx, 0, 0)
+// checkOperatorRights: the operator token reads rollboot's state and pauses
+// the fleet, and writes no plan, host record or eligibility.
+func checkOperatorRights(ctx context.Context, t *testing.T, op *api.Client, opSt *store.Store, nodeID string, allowed, denied func(string, error)) {
+	t.Helper()
+	_, _, err := opSt.Hosts(ctx, 0, 0)
 	allowed("operator: Hosts", err)
 	_, err = opSt.Plans(ctx)
 	allowed("operator: Plans", err)
@@ -393,10 +436,6 @@ func TestPoliciesAgainstEmulator(t *testing.T) {
 	denied("operator: PutHost", err)
 	_, err = op.Nodes().ToggleEligibility(nodeID, false, nil)
 	denied("operator: eligibility", err)
-
-	// The stored policy: the operator applies it, the coordinator and the
-	// agents only read it (or not at all).
-	checkPolicyRights(ctx, t, opSt, coSt, st(ag), allowed, denied)
 }
 
 // checkNotifyLedgerRights: the coordinator reads and writes the notification

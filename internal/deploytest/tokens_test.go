@@ -308,6 +308,20 @@ type probe func(ctx context.Context, w *tokenWorld, c *api.Client) (allowed bool
 // probes are the calls of the token table, keyed by the call as the table writes
 // it. Variables are in rollboot's state namespace unless the call names another.
 var probes = map[string]probe{
+	"GET /v1/agent/health": func(ctx context.Context, w *tokenWorld, c *api.Client) (bool, error) {
+		h, err := c.Agent().Health()
+		if err == nil && h.Client == nil && h.Server == nil {
+			return false, fmt.Errorf("the health answer names neither a client nor a server: %+v", h)
+		}
+		return verdict(err)
+	},
+	"GET /v1/agent/members": func(ctx context.Context, w *tokenWorld, c *api.Client) (bool, error) {
+		m, err := c.Agent().MembersOpts((&api.QueryOptions{}).WithContext(ctx))
+		if err == nil && len(m.Members) == 0 {
+			return false, errors.New("no Serf member listed")
+		}
+		return verdict(err)
+	},
 	"GET /v1/agent/self": func(ctx context.Context, w *tokenWorld, c *api.Client) (bool, error) {
 		_, err := c.Agent().Self()
 		return verdict(err)

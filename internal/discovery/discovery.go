@@ -6,11 +6,14 @@ package discovery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +33,10 @@ type Local struct {
 	Nomad  *nomadapi.Client
 	Consul *consulapi.Client
 	Vault  *vaultapi.Client
+	// Host is the host's name in rollboot. Its Nomad node is the node of this
+	// name (HostNode), as the coordinator has it, not a node its local agent
+	// names: a host speaks only for itself.
+	Host string
 	// VaultNodeID is the Vault Raft node_id when the operator knows it
 	// (VAULT_RAFT_NODE_ID, as Vault itself reads it). Without it Discover uses the
 	// autopilot leader when the local node is active, else a server whose ID or
@@ -108,7 +115,8 @@ type Roles struct {
 	Nomad  *ServerRole
 	Consul *ServerRole
 	Vault  *ServerRole
-	// NomadNodeID is the node ID of the local Nomad client, "" without one.
+	// NomadNodeID is the ID of the host's node (HostNode) when its local Nomad
+	// agent runs a client, "" when it runs none.
 	NomadNodeID string
 }
 
@@ -140,7 +148,7 @@ func Discover(ctx context.Context, l Local) (Roles, error) {
 	var r Roles
 	var err error
 	if l.Nomad != nil {
-		if r.Nomad, r.NomadNodeID, err = discoverNomad(ctx, l.Nomad); err != nil {
+		if r.Nomad, r.NomadNodeID, err = discoverNomad(ctx, l.Nomad, l.Host); err != nil {
 			return Roles{}, err
 		}
 	}
@@ -171,30 +179,138 @@ func Discover(ctx context.Context, l Local) (Roles, error) {
 	return r, nil
 }
 
-// discoverNomad reads /v1/agent/self (agent:read): stats.nomad.server, member
-// Tags.id (the Raft ID) and Tags.region; stats.client.node_id. It uses Raw because
-// Agent().Self() flattens the error and so hides a refused connection.
-func discoverNomad(ctx context.Context, c *nomadapi.Client) (*ServerRole, string, error) {
-	var self nomadapi.AgentSelf
-	if _, err := c.Raw().Query("/v1/agent/self", &self, (&nomadapi.QueryOptions{}).WithContext(ctx)); err != nil {
-		if isRefused(err) {
-			return nil, "", nil
-		}
-		return nil, "", fmt.Errorf("discover nomad: agent self: %w", err)
+// discoverNomad asks the local Nomad agent what it runs (GET /v1/agent/health,
+// which Nomad answers with no ACL check), the cluster which node is the host's
+// (HostNode: GET /v1/nodes, node:read), and, on a server, its own Serf member
+// (GET /v1/agent/members, node:read). No call needs agent:read. A refused
+// connection is no Nomad agent here; a client whose node cannot be found, or a
+// server not among its own members, is an error (it cannot tell).
+func discoverNomad(ctx context.Context, c *nomadapi.Client, host string) (*ServerRole, string, error) {
+	h, err := localNomadHealth(ctx, c)
+	switch {
+	case err != nil && isRefused(err):
+		return nil, "", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("discover nomad: agent health: %w", err)
 	}
-	nodeID := self.Stats["client"]["node_id"]
-	if self.Stats["nomad"]["server"] != "true" {
+	var nodeID string
+	if h.Client != nil {
+		if host == "" {
+			return nil, "", errors.New("discover nomad: the local agent runs a client, but no host name was given to find its node")
+		}
+		if nodeID, err = HostNode(ctx, c.Nodes(), host); err != nil {
+			return nil, "", fmt.Errorf("discover nomad: %w", err)
+		}
+		if nodeID == "" {
+			return nil, "", fmt.Errorf("discover nomad: the local agent runs a client, but no Nomad node is named %q", host)
+		}
+	}
+	if h.Server == nil {
 		return nil, nodeID, nil
 	}
-	role := &ServerRole{Product: health.Nomad, ID: self.Member.Tags["id"], Name: self.Member.Name,
-		Cluster: self.Member.Tags["region"]}
-	if role.Cluster == "" {
-		role.Cluster, _ = self.Config["Region"].(string)
-	}
-	if role.ID == "" {
-		role.Detail = "the agent's Serf member has no id tag"
+	role, err := localNomadServer(ctx, c)
+	if err != nil {
+		return nil, "", fmt.Errorf("discover nomad: %w", err)
 	}
 	return role, nodeID, nil
+}
+
+// localNomadHealth reads GET /v1/agent/health (command/agent/agent_endpoint.go
+// HealthRequest): a "client" key when the agent runs a client, a "server" key
+// when it runs a server, each with ok and a message. An unhealthy agent (a
+// client that knows no server, a server without a leader) answers 500 with the
+// same JSON as its body; it is read all the same, since what the agent runs is
+// all that is asked. Raw, not Agent().Health(), so that the request follows ctx.
+func localNomadHealth(ctx context.Context, c *nomadapi.Client) (*nomadapi.AgentHealthResponse, error) {
+	var h nomadapi.AgentHealthResponse
+	_, err := c.Raw().Query("/v1/agent/health", &h, (&nomadapi.QueryOptions{}).WithContext(ctx))
+	var ure nomadapi.UnexpectedResponseError
+	if errors.As(err, &ure) && ure.StatusCode() == http.StatusInternalServerError {
+		h = nomadapi.AgentHealthResponse{}
+		if json.Unmarshal([]byte(ure.Body()), &h) != nil {
+			return nil, err
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if h.Client == nil && h.Server == nil {
+		return nil, errors.New("the answer names neither a client nor a server")
+	}
+	return &h, nil
+}
+
+// localNomadServer finds the local server's Serf member in GET /v1/agent/members
+// (command/agent/agent_endpoint.go AgentMembersRequest → nomad/status_endpoint.go
+// Status.Members, node:read): the local server answers it from its own Serf,
+// naming itself (ServerName, ServerRegion); its member is "<name>.<region>"
+// (nomad/server.go setupSerf), whose tags "id" and "region" are its Raft ID and
+// its cluster. Only a server's own agent answers for itself: a client agent
+// forwards the call to some server.
+func localNomadServer(ctx context.Context, c *nomadapi.Client) (*ServerRole, error) {
+	var m nomadapi.ServerMembers
+	if _, err := c.Raw().Query("/v1/agent/members", &m, (&nomadapi.QueryOptions{}).WithContext(ctx)); err != nil {
+		return nil, fmt.Errorf("agent members: %w", err)
+	}
+	name := m.ServerName + "." + m.ServerRegion
+	for _, mem := range m.Members {
+		if mem == nil || mem.Name != name {
+			continue
+		}
+		role := &ServerRole{Product: health.Nomad, ID: mem.Tags["id"], Name: mem.Name, Cluster: mem.Tags["region"]}
+		if role.Cluster == "" {
+			role.Cluster = m.ServerRegion
+		}
+		if role.ID == "" {
+			role.Detail = "the agent's Serf member has no id tag"
+		}
+		return role, nil
+	}
+	return nil, fmt.Errorf("agent members: the local server %q is not among its own Serf members", name)
+}
+
+// NodeLister lists Nomad nodes (GET /v1/nodes); *nomadapi.Nodes implements it.
+type NodeLister interface {
+	List(q *nomadapi.QueryOptions) ([]*nomadapi.NodeListStub, *nomadapi.QueryMeta, error)
+}
+
+// HostNode is the ID of host's Nomad node: the node whose name is host's, as
+// the coordinator matches them (GET /v1/nodes?filter=Name == "<host>",
+// node:read); "" when no node has that name. Of several nodes of the name (a
+// host installed anew, with a new node ID, leaves its old node behind, down),
+// the one not down, then the newest (highest CreateIndex). The list is read
+// stale, from whichever server answers, as /v1/agent/self was answered by the
+// local agent: a host learns who it is while the cluster has no leader.
+func HostNode(ctx context.Context, nodes NodeLister, host string) (string, error) {
+	q := (&nomadapi.QueryOptions{Filter: "Name == " + strconv.Quote(host), AllowStale: true}).WithContext(ctx)
+	stubs, _, err := nodes.List(q)
+	if err != nil {
+		return "", fmt.Errorf("nodes named %q: %w", host, err)
+	}
+	return pickHostNode(stubs, host), nil
+}
+
+// pickHostNode is HostNode's choice among stubs (whatever the filter let
+// through: the name is checked again).
+func pickHostNode(stubs []*nomadapi.NodeListStub, host string) string {
+	var best *nomadapi.NodeListStub
+	better := func(n *nomadapi.NodeListStub) bool {
+		nUp, bestUp := n.Status != nomadapi.NodeStatusDown, best.Status != nomadapi.NodeStatusDown
+		if nUp != bestUp {
+			return nUp
+		}
+		return n.CreateIndex > best.CreateIndex
+	}
+	for _, n := range stubs {
+		if n != nil && n.Name == host && (best == nil || better(n)) {
+			best = n
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.ID
 }
 
 // discoverConsul reads /v1/agent/self (Config.Server, NodeID, NodeName,

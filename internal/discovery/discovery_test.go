@@ -72,6 +72,7 @@ func TestDiscover(t *testing.T) {
 			ch := health.ReadConsul(ctx, e.Consul.Operator(), "")
 			for _, h := range e.Sim.Hosts() {
 				local := Local{
+					Host:   h.Name,
 					Nomad:  healthtest.NomadClient(t, "http://"+h.Addr, e.Sim.ManagementToken()),
 					Consul: healthtest.ConsulClient(t, healthtest.RefusedAddr(t)),
 					Vault:  healthtest.VaultClient(t, healthtest.RefusedAddr(t)),

@@ -1,6 +1,7 @@
 package nomadsim
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 func (s *Sim) registerAgentRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/agent/self", methods(s.handleAgentSelf, http.MethodGet))
 	mux.HandleFunc("/v1/agent/host", methods(s.handleAgentHost, http.MethodGet))
+	mux.HandleFunc("/v1/agent/health", methods(s.handleAgentHealth, http.MethodGet))
 	mux.HandleFunc("/v1/regions", methods(s.handleRegions, http.MethodGet))
 }
 
@@ -123,6 +125,68 @@ func (s *Sim) agentSelfLocked(h *Host) *api.AgentSelf {
 				"raft_vsn": "3",
 				"build":    simNomadVersion,
 			},
+		}
+	}
+	return out
+}
+
+// handleAgentHealth answers GET /v1/agent/health for the agent that received the
+// request (command/agent/agent_endpoint.go HealthRequest). Nomad makes no ACL
+// check there, not even of the token (the server's Status.Leader ignores a
+// failed authentication: nomad/status_endpoint.go Leader). A client agent
+// answers "client" (ok: the emulated clients always know the servers; Nomad's
+// "no known servers" is not modelled), a server "server" (not ok, "no leader",
+// while the cluster has none), an agent that runs both, both. ?type=client or
+// ?type=server (repeatable) asks for those only, failing each the agent does
+// not run ("client not enabled", "server not enabled"). An unhealthy answer is
+// a 500 whose text body is the same JSON (CodedError(500, json)). The cluster
+// address answers as the current leader's agent.
+func (s *Sim) handleAgentHealth(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := requestHost(r)
+	if h == nil {
+		h = s.clusterAgentHostLocked()
+	}
+	out := s.agentHealthLocked(h, r.URL.Query()["type"])
+	s.mu.Unlock()
+	ok := (out.Client == nil || out.Client.Ok) && (out.Server == nil || out.Server.Ok)
+	if ok {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeError(w, http.StatusInternalServerError, string(b))
+}
+
+// agentHealthLocked is HealthRequest's healthResponse for h's agent, for the
+// types asked (none: every type the agent runs).
+func (s *Sim) agentHealthLocked(h *Host, types []string) *api.AgentHealthResponse {
+	out := &api.AgentHealthResponse{}
+	getClient, getServer := len(types) == 0, len(types) == 0
+	for _, t := range types {
+		switch t {
+		case "client":
+			getClient = true
+			out.Client = &api.AgentHealth{Ok: false, Message: "client not enabled"}
+		case "server":
+			getServer = true
+			out.Server = &api.AgentHealth{Ok: false, Message: "server not enabled"}
+		}
+	}
+	runsClient := h != nil && h.NodeID != ""
+	// A cluster without server hosts is served by the implicit server.
+	runsServer := h == nil || h.Server != nil
+	if getClient && runsClient {
+		out.Client = &api.AgentHealth{Ok: true, Message: "ok"}
+	}
+	if getServer && runsServer {
+		out.Server = &api.AgentHealth{Ok: true, Message: "ok"}
+		if s.servers.leaderLocked() == "" {
+			out.Server = &api.AgentHealth{Ok: false, Message: "no leader"}
 		}
 	}
 	return out

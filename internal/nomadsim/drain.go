@@ -10,7 +10,10 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// Node event messages (nomad/node_endpoint.go constants, nomad/drainer_shims.go).
+// Node event messages: nomad/node_endpoint.go NodeDrainEvent* and
+// NodeEligibilityEvent*, nomad/drainer/drainer.go NodeDrainEventComplete and
+// NodeDrainEventDetailDeadlined (written through nomad/drainer_shims.go
+// NodesDrainComplete), nomad/heartbeat.go's missed heartbeat.
 const (
 	nodeDrainEventDrainSet       = "Node drain strategy set"
 	nodeDrainEventDrainDisabled  = "Node drain disabled"

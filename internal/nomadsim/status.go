@@ -80,7 +80,12 @@ func (s *Sim) handleAgentMembers(w http.ResponseWriter, r *http.Request) {
 	all := st.allLocked()
 	var self *serverEntry
 	if h := requestHost(r); h != nil {
-		self = st.byHostLocked(h)
+		// A server answers for itself, also one that autopilot removed from
+		// the Raft configuration and that is back (Status.Members reads the
+		// local Serf).
+		if self = st.byHostLocked(h); self == nil {
+			self = st.removedByHostLocked(h)
+		}
 	}
 	if self == nil {
 		self = st.leaderEntryLocked()
