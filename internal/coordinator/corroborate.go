@@ -44,6 +44,11 @@ type Backing struct {
 	Nodeless map[string]string
 	// FleetLockIDs: the FleetLock ids on the operator's allow-list.
 	FleetLockIDs map[string]bool
+	// UnderWay: the hosts whose cycle is under way (their plans are the
+	// coordinator's own): a host taken in stays in until its cycle ends,
+	// even while its cluster has removed its server (autopilot's dead server
+	// cleanup while the host is down).
+	UnderWay map[string]bool
 }
 
 // Corroborated is what Corroborate made of the records.
@@ -63,11 +68,12 @@ type Corroborated struct {
 // nothing backs. When it changes nothing it returns recs itself.
 func Corroborate(recs []store.HostRecord, nodes map[string]*api.NodeListStub, b Backing) Corroborated {
 	servers := serversByHost(b.Members, recs, nodes)
+	listed := listedIDs(b.Members)
 	out := Corroborated{Records: recs}
 	changed := false
 	for i := range recs {
 		r := &recs[i]
-		fixed, keep, dispute := corroborate(r, servers[r.Host], b)
+		fixed, keep, dispute := corroborate(r, servers[r.Host], listed, b)
 		if dispute != "" {
 			if out.Disputes == nil {
 				out.Disputes = map[string]string{}
@@ -96,21 +102,37 @@ func (c correctedRecord) sameAs(r *store.HostRecord) bool {
 	return c.Group == r.Group && slices.Equal(c.Roles, r.Roles) && slices.Equal(c.Servers, r.Servers)
 }
 
+// listedIDs are the raft IDs each read cluster lists, by cluster key.
+func listedIDs(members map[string]health.ClusterHealth) map[string]map[string]bool {
+	out := make(map[string]map[string]bool, len(members))
+	for k, h := range members {
+		ids := make(map[string]bool, len(h.Servers))
+		for _, s := range h.Servers {
+			ids[s.ID] = true
+		}
+		out[k] = ids
+	}
+	return out
+}
+
 // corroborate corrects one record: keep is false for a host without a node
 // that nothing backs; dispute says where the record and the clusters differ.
-func corroborate(r *store.HostRecord, members []store.Server, b Backing) (fixed correctedRecord, keep bool, dispute string) {
+//
+// A claimed server is kept when its cluster lists it on this host, when its
+// cluster cannot be read, and when its cluster does not list its ID at all
+// (a server removed while its host was down, or not joined yet): such a claim
+// can only hold this host (its gates need the server back). A claimed ID that
+// its cluster lists for another server is dropped: it would make this host
+// stand in for another's server (its hand-over, its slot in the quorum
+// group).
+func corroborate(r *store.HostRecord, members []store.Server, listed map[string]map[string]bool, b Backing) (fixed correctedRecord, keep bool, dispute string) {
 	fixed = correctedRecord{*r}
 	var servers []store.Server
 	var claimedOnly []string
 	for _, srv := range r.Servers {
-		k := clusterKey(srv)
-		_, read := b.Members[k]
+		ids, read := listed[clusterKey(srv)]
 		switch {
-		case slices.Contains(members, srv):
-			servers = append(servers, srv)
-		case !read:
-			// Its cluster could not be read (or is unknown): the claim
-			// stays, and holds the host until the cluster can be read.
+		case slices.Contains(members, srv), !read, !ids[srv.ID]:
 			servers = append(servers, srv)
 		default:
 			claimedOnly = append(claimedOnly, fmt.Sprintf("%s server %s of %s", srv.Product, srv.ID, srv.Cluster))
@@ -137,7 +159,7 @@ func corroborate(r *store.HostRecord, members []store.Server, b Backing) (fixed 
 		fixed.Group = g
 	case r.FleetLockID != "" && b.FleetLockIDs[r.FleetLockID] && slices.Contains(r.Roles, store.RoleFleetLock):
 		// An allow-listed FleetLock client names its group in its requests.
-	case len(servers) > 0 && len(members) > 0:
+	case len(members) > 0 || b.UnderWay[r.Host]:
 		fixed.Group = "" // the default group; its servers make its quorum groups
 	default:
 		return fixed, false, ""
@@ -148,7 +170,7 @@ func corroborate(r *store.HostRecord, members []store.Server, b Backing) (fixed 
 func disputeText(claimedOnly, missing []string) string {
 	var parts []string
 	if len(claimedOnly) > 0 {
-		parts = append(parts, "the record claims "+strings.Join(claimedOnly, ", ")+", which its cluster does not list")
+		parts = append(parts, "the record claims "+strings.Join(claimedOnly, ", ")+", which its cluster lists for another host")
 	}
 	if len(missing) > 0 {
 		parts = append(parts, "the record leaves out "+strings.Join(missing, ", ")+", which its cluster lists")

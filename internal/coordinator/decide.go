@@ -60,6 +60,10 @@ type NodeView struct {
 	// client starts with none and fingerprints each again, client/client.go
 	// setupNode), by the client's clock.
 	ClientStartedAt time.Time
+	// EligibilityIndex and DrainDoneIndex are the indexes of the node's last
+	// eligibility event and last "Node drain complete" event (0: none seen),
+	// read with the heartbeat events.
+	EligibilityIndex, DrainDoneIndex uint64
 }
 
 // toStuck reports the host stuck: its slot stays taken and why is shown. A
@@ -120,17 +124,19 @@ func clientRestarted(n *NodeView, p store.Plan) bool {
 	return !at.IsZero() && n.ClientStartedAt.After(at)
 }
 
-// serversCameBack: every server of the host is known to its cluster, healthy,
-// and stable only since after the grant: autopilot restarts a server's
-// StableSince when its health changes (raft-autopilot buildServerState), so
-// its cluster saw it go and come back.
+// serversCameBack: every server of the host is known to its cluster, and its
+// health changed since the grant: autopilot restarts a server's StableSince
+// when its health changes (raft-autopilot buildServerState), so its cluster
+// saw it go (and, when healthy again, come back). Whether it is back in full
+// (healthy, stable, a voter, unsealed) is the rejoin's post-reboot gate, which
+// holds the slot until it is.
 func serversCameBack(in Input, p store.Plan) bool {
 	if p.ServersStableSince.IsZero() || len(in.Host.Servers) == 0 {
 		return false
 	}
 	for _, srv := range in.Host.Servers {
 		s, ok := in.Clusters[clusterKey(srv)].Server(srv.ID)
-		if !ok || !s.Healthy || !s.StableSince.After(p.ServersStableSince) {
+		if !ok || !s.StableSince.After(p.ServersStableSince) {
 			return false
 		}
 	}
@@ -553,6 +559,9 @@ func stepDraining(in Input, d Decision, n needed) Decision {
 // stepDrained waits for the agent to start the reboot.
 func stepDrained(in Input, d Decision) Decision {
 	p := d.Plan
+	if r, ok := drainAgain(in, d); ok {
+		return r
+	}
 	if r, ok := agentReport(in, d); ok {
 		return r
 	}
@@ -576,6 +585,9 @@ func stepDrained(in Input, d Decision) Decision {
 // never went down failed its attempt, and any other is stuck.
 func stepRebooting(in Input, d Decision) Decision {
 	p := d.Plan
+	if r, ok := drainAgain(in, d); ok {
+		return r
+	}
 	if r, ok := agentReport(in, d); ok {
 		return r
 	}

@@ -25,6 +25,9 @@ type heartbeatCache struct {
 type heartbeatIndexes struct {
 	modifyIndex          uint64 // the node's, when read
 	reregistered, missed uint64
+	// eligibility and drainDone: the indexes of the node's last eligibility
+	// event (either way) and last "Node drain complete" event.
+	eligibility, drainDone uint64
 }
 
 // get returns the indexes of the node at modifyIndex, if kept.
@@ -70,6 +73,10 @@ func heartbeatIndexesOf(n *api.Node) heartbeatIndexes {
 			e.reregistered = max(e.reregistered, ev.CreateIndex)
 		case eventHeartbeatMissed:
 			e.missed = max(e.missed, ev.CreateIndex)
+		case eventMarkedEligible, eventMarkedIneligible:
+			e.eligibility = max(e.eligibility, ev.CreateIndex)
+		case eventDrainComplete:
+			e.drainDone = max(e.drainDone, ev.CreateIndex)
 		}
 	}
 	return e

@@ -53,7 +53,7 @@ type membership struct {
 	out       Corroborated
 	// logged: the unbacked hosts already logged.
 	logged map[string]bool
-	// disputes: the disputes last logged.
+	// disputes: the last dispute logged for each host.
 	disputes map[string]string
 }
 
@@ -119,7 +119,15 @@ func (c *Coordinator) readMembership(ctx context.Context, srv store.Server) (hea
 
 // backing is what the operator and the clusters back the hosts with.
 func (c *Coordinator) backing(members map[string]health.ClusterHealth, unread map[string]string) Backing {
-	b := Backing{Members: members, Unread: unread, Nodeless: map[string]string{}, FleetLockIDs: map[string]bool{}}
+	b := Backing{Members: members, Unread: unread, Nodeless: map[string]string{}, FleetLockIDs: map[string]bool{},
+		UnderWay: map[string]bool{}}
+	c.mu.Lock()
+	for name, p := range c.plans {
+		if planUnderWay(p) {
+			b.UnderWay[name] = true
+		}
+	}
+	c.mu.Unlock()
 	for _, g := range c.opt.Groups {
 		for _, h := range g.HostsWithoutNode {
 			b.Nodeless[h] = g.Name
@@ -152,6 +160,9 @@ func backingKey(b Backing) string {
 	for _, id := range sortedKeys(b.FleetLockIDs) {
 		parts = append(parts, "f:"+id)
 	}
+	for _, h := range sortedKeys(b.UnderWay) {
+		parts = append(parts, "w:"+h)
+	}
 	return strings.Join(parts, "\n")
 }
 
@@ -174,15 +185,27 @@ func (c *Coordinator) corroborate(ctx context.Context, recs []store.HostRecord, 
 		m.in, m.inBacking = recs, key
 	}
 	c.reportUnbacked(m.out.Unbacked)
-	if !maps.Equal(m.out.Disputes, m.disputes) {
-		for _, h := range sortedKeys(m.out.Disputes) {
-			if m.disputes[h] != m.out.Disputes[h] {
-				c.log.Warn("host record disputed by its clusters", "host", h, "why", m.out.Disputes[h])
-			}
-		}
-		m.disputes = m.out.Disputes
-	}
+	c.reportDisputes(m.out.Disputes)
 	return slices.Clip(m.out.Records)
+}
+
+// reportDisputes logs each host's dispute once per text: a record that an
+// attacker and the host's agent write in turn brings the same dispute back
+// again and again, and is logged once.
+func (c *Coordinator) reportDisputes(disputes map[string]string) {
+	m := &c.membership
+	if m.disputes == nil {
+		m.disputes = map[string]string{}
+	}
+	for _, h := range sortedKeys(disputes) {
+		if m.disputes[h] != disputes[h] {
+			c.log.Warn("host record disputed by its clusters", "host", h, "why", disputes[h])
+			m.disputes[h] = disputes[h]
+		}
+	}
+	if len(m.disputes) > 4*len(disputes)+1024 {
+		m.disputes = maps.Clone(disputes)
+	}
 }
 
 // reportUnbacked counts the hosts left out and logs each new one once.

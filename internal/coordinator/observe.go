@@ -341,6 +341,12 @@ const (
 	// nomad/state/state_store.go NodeRegisterEventReregistered: a down node
 	// registered with a new status (before Nomad 1.5).
 	eventReregistered = "Node re-registered"
+	// nomad/node_endpoint.go NodeEligibilityEventEligible and
+	// NodeEligibilityEventIneligible: someone changed the node's eligibility.
+	eventMarkedEligible   = "Node marked as eligible for scheduling"
+	eventMarkedIneligible = "Node marked as ineligible for scheduling"
+	// nomad/drainer/drainer.go NodeDrainEventComplete.
+	eventDrainComplete = "Node drain complete"
 )
 
 // reregisteredIndex reads the node's events (the list stub has none) for the last
@@ -358,6 +364,8 @@ func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error 
 	}
 	v.ReregisteredIndex = max(v.ReregisteredIndex, e.reregistered)
 	v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.missed)
+	v.EligibilityIndex = max(v.EligibilityIndex, e.eligibility)
+	v.DrainDoneIndex = max(v.DrainDoneIndex, e.drainDone)
 	return nil
 }
 

@@ -372,7 +372,8 @@ func sameNodeView(a, b *NodeView) bool {
 	return a.ID == b.ID && a.Status == b.Status && a.Eligible == b.Eligible && a.Draining == b.Draining &&
 		a.DrainStatus == b.DrainStatus && a.DrainGrant == b.DrainGrant && a.ModifyIndex == b.ModifyIndex &&
 		a.SystemRunning == nil && b.SystemRunning == nil && a.ReregisteredIndex == b.ReregisteredIndex &&
-		a.MissedHeartbeatIndex == b.MissedHeartbeatIndex && a.ClientStartedAt.Equal(b.ClientStartedAt)
+		a.MissedHeartbeatIndex == b.MissedHeartbeatIndex && a.ClientStartedAt.Equal(b.ClientStartedAt) &&
+		a.EligibilityIndex == b.EligibilityIndex && a.DrainDoneIndex == b.DrainDoneIndex
 }
 
 // sameView reports whether a and b are built from the same record (by its

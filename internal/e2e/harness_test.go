@@ -471,8 +471,14 @@ func (c *cluster) unexpectedExits() []string {
 func (c *cluster) dumpLogs() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// ROLLBOOT_E2E_LOGS=DIR keeps every process's whole log there, beside the
+	// tails the test prints.
+	dir := os.Getenv("ROLLBOOT_E2E_LOGS")
 	for name, b := range c.logs {
 		s := b.String()
+		if dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, strings.ReplaceAll(c.t.Name(), "/", "_")+"-"+name+".log"), []byte(s), 0o644)
+		}
 		if len(s) > 6000 {
 			s = "..." + s[len(s)-6000:]
 		}

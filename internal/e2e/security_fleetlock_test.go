@@ -20,10 +20,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 // FleetLock attacks against the real `rollboot coordinator`, run with the
@@ -235,4 +238,65 @@ func checkFleetLockFlood(ctx context.Context, t *testing.T, c *cluster, flood *h
 		}
 	}
 
+}
+
+// An agent record remaps an allow-listed machine's FleetLock id to its own host
+// (any host holding the agent token can write any record): the operator's
+// allow-list wins, the machine gets no slot past max_nodeless_slots while the
+// only one is held, and the remapping host is neither drained nor rebooted.
+func TestSecurityFleetLockRemapRefused(t *testing.T) {
+	t.Parallel()
+	pki := newTestPKI(t)
+	addr := freePort(t)
+	const holder, victim = "a1b2c3d4e5f60718293a4b5c6d7e8f90", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	c, ag := trustCluster(t, clusterOpts{clients: 2, coordOnly: fmt.Sprintf(`fleetlock {
+  enabled            = true
+  listen             = %q
+  tls_cert           = %q
+  tls_key            = %q
+  client_ca          = %q
+  allowed_ids        = [%q, %q]
+  max_nodeless_slots = 1
+}
+`, addr, pki.serverCert, pki.serverKey, pki.caFile, holder, victim), policy: `group "all" {
+  concurrency = 2
+}`})
+	base := "https://" + addr + "/"
+	hosts := c.clients()
+	remapper := hosts[0]
+	c.waitFor("the holder's pre-reboot granted", 60*time.Second, func() bool {
+		code, _ := fleetLockCall(t, pki.clientFor(t, holder), base, "pre-reboot", holder)
+		return code == http.StatusOK
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	forge(ctx, &wg, ag, remapper, func(r *store.HostRecord) { r.FleetLockID = victim })
+	victimClient := pki.clientFor(t, victim)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if code, body := fleetLockCall(t, victimClient, base, "pre-reboot", victim); code == http.StatusOK {
+			t.Fatalf("%s granted while the only nodeless slot is held: %s", victim, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	// The holder is back (Zincati retries steady-state until the cycle is
+	// over): the machine gets the slot as itself.
+	c.waitFor("steady-state 200 for the holder", 60*time.Second, func() bool {
+		code, _ := fleetLockCall(t, pki.clientFor(t, holder), base, "steady-state", holder)
+		return code == http.StatusOK
+	})
+	c.waitFor(victim+" granted once the slot is free", 60*time.Second, func() bool {
+		code, _ := fleetLockCall(t, victimClient, base, "pre-reboot", victim)
+		return code == http.StatusOK
+	})
+	for _, e := range c.sim.Events(0) {
+		if e.Type == nomadsim.EventDrainStart && nodeHost(c, e) == remapper {
+			t.Errorf("%s was drained: %+v", remapper, e)
+		}
+	}
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 0, hosts[1]: 0}})
 }

@@ -114,8 +114,10 @@ group "servers" {
 	wg.Wait()
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue(c.clients()), Reboots: map[string]int{
 		victims[0]: 1, victims[1]: 1, servers[2]: 0, c.clients()[0]: 0}})
-	checkServerReboots(t, c, 2)
-	assertNeverTwoDown(t, c, victims)
+	// (The coordinator token cannot move the Nomad leadership: only a
+	// management token can, docs/deploy.md; a leader reboots as leader and its
+	// cluster elects another, so checkServerReboots does not apply here.)
+	assertNeverTwoDown(t, c, servers)
 }
 
 // assertNeverTwoDown checks from the emulator's events that no two of hosts
