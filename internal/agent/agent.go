@@ -521,6 +521,11 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 			"grant", p.GrantID, "why", why)
 		return refusal(p.GrantID, why, a.now())
 	}
+	if why := notItsNeed(cur, a.rec); why != "" {
+		a.log.Error("plan refused: this host does not need a reboot; no hook runs and the host does not reboot",
+			"grant", p.GrantID, "why", why)
+		return refusal(p.GrantID, why, a.now())
+	}
 	a.log.Info("reboot granted", "grant", p.GrantID, "reason", p.Reason)
 	a.rec.RebootingGrant, a.rec.HoldReason, a.rec.Failure = p.GrantID, "", nil
 	if err := a.retry(ctx, "report the reboot", func() error { return a.publish(ctx) }); err != nil {

@@ -47,7 +47,7 @@ func TestRetryNeedsACurrentGrant(t *testing.T) {
 	stop, _ := run(t, a)
 
 	// The coordinator's part, played by the test: a grant for this boot.
-	idx, err := st.PutPlan(ctx, store.Plan{Host: h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: bootID, NodeID: h.NodeID})
+	idx, err := st.PutPlan(ctx, store.Plan{Host: h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1", BootIDAtGrant: bootID, NodeID: h.NodeID})
 	if err != nil {
 		t.Fatal(err)
 	}

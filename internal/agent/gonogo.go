@@ -56,6 +56,19 @@ func notAboutSelf(p store.Plan, host, nodeID string) string {
 	return ""
 }
 
+// notItsNeed says why a grant answers no need of this host ("" when it does):
+// it is not a request (rollboot request, FleetLock: the plan says so), and
+// the agent's own detectors find no reboot needed and had no error. Any host
+// holding the agent token can write this host's record with a need; the grant
+// such a record brought is refused here, so a host can ask for its own reboot
+// only.
+func notItsNeed(p store.Plan, rec store.HostRecord) string {
+	if p.ManualRequest || rec.RebootRequired || rec.DetectError != "" {
+		return ""
+	}
+	return fmt.Sprintf("the grant answers a need this host does not see (%q, not a request): its detectors find no reboot needed", p.Reason)
+}
+
 // refusal is the failed attempt of a plan not about this host: nothing ran, and
 // the coordinator, seeing the failure, undoes the drain and backs off.
 func refusal(grant, why string, now time.Time) *rebootFailed {

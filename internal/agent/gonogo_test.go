@@ -169,7 +169,7 @@ func TestFinalCheckHoldsAnEligibleNode(t *testing.T) {
 	}
 	stop, _ := run(t, a)
 	defer stop()
-	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
 		t.Fatal(err)
 	}
 	rec := waitRecord(t, e.st, e.h.Name, "the hold to be published", func(r store.HostRecord) bool { return r.HoldReason != "" })
@@ -212,7 +212,7 @@ func TestFinalCheckHoldsWhenTheDrainEventRolledOff(t *testing.T) {
 	}
 	stop, _ := run(t, New(e.options(reb, nil)))
 	defer stop()
-	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
 		t.Fatal(err)
 	}
 	rec := waitRecord(t, e.st, e.h.Name, "the hold to be published", func(r store.HostRecord) bool { return r.HoldReason != "" })
@@ -319,7 +319,7 @@ func TestFailedHookIsPublishedOnce(t *testing.T) {
 	stop, _ := run(t, New(o))
 	defer stop()
 	e.drainFor(t, "g1")
-	idx, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID})
+	idx, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1", BootIDAtGrant: e.bootID, NodeID: e.h.NodeID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestFailedHookIsPublishedOnce(t *testing.T) {
 	}
 	// The coordinator's retry: a new grant.
 	e.drainFor(t, "g2")
-	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g2",
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g2",
 		BootIDAtGrant: e.bootID, NodeID: e.h.NodeID, ModifyIndex: idx}); err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func TestWatchPlanFollowsThePlan(t *testing.T) {
 	if p := nextPlan(t, plans); p.Phase != store.PhasePending {
 		t.Fatalf("first plan %+v", p)
 	}
-	if _, err := st.PutPlan(ctx, store.Plan{Host: "h1", Phase: store.PhaseDrained, GrantID: "g1", ModifyIndex: idx}); err != nil {
+	if _, err := st.PutPlan(ctx, store.Plan{Host: "h1", Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1", ModifyIndex: idx}); err != nil {
 		t.Fatal(err)
 	}
 	if p := nextPlan(t, plans); p.GrantID != "g1" {

@@ -68,7 +68,7 @@ func TestPlanAboutAnotherNodeIsRefused(t *testing.T) {
 	stop, _ := run(t, New(o))
 	defer stop()
 	e.drainFor(t, "g1")
-	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1",
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
 		BootIDAtGrant: e.bootID, NodeID: other}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestNodeGateHoldsBeforeTheHooks(t *testing.T) {
 	}
 	stop, _ := run(t, New(o))
 	defer stop()
-	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1",
+	if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
 		BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestRecordRestoredDuringAHold(t *testing.T) {
 	stop, _ := run(t, New(e.options(reb, nil)))
 	defer stop()
 	ctx := context.Background()
-	if _, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, GrantID: "g1",
+	if _, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
 		BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,5 +175,29 @@ func TestRecordRestoredDuringAHold(t *testing.T) {
 	}
 	if reb.count() != 0 {
 		t.Fatal("the hold ended without the node being ineligible")
+	}
+}
+
+// A grant answers this host's own need, or a request: a need another host
+// wrote into this host's record (any agent token can) brings a grant that
+// this host's agent refuses, since its own detectors see none.
+func TestNotItsNeed(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		plan store.Plan
+		rec  store.HostRecord
+		want string
+	}{
+		{name: "its own need", plan: store.Plan{Reason: "kernel"}, rec: store.HostRecord{RebootRequired: true}},
+		{name: "a request, no need of its own", plan: store.Plan{Reason: "manual request", ManualRequest: true}},
+		{name: "its detectors failed: it cannot tell", plan: store.Plan{Reason: "kernel"}, rec: store.HostRecord{DetectError: "boom"}},
+		{name: "a need it does not see", plan: store.Plan{Reason: "forged"}, want: `a need this host does not see ("forged", not a request)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := notItsNeed(tt.plan, tt.rec)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("notItsNeed = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

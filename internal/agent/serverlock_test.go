@@ -177,7 +177,7 @@ func (e *serverEnv) grant(t *testing.T, hosts ...nomadsim.Host) {
 	t.Helper()
 	for _, h := range hosts {
 		rec := waitRecord(t, e.st, h.Name, "the agent's record", func(r store.HostRecord) bool { return len(r.Servers) == 1 })
-		if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: h.Name, Phase: store.PhaseDrained,
+		if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: h.Name, Phase: store.PhaseDrained, ManualRequest: true,
 			GrantID: "g-" + h.Name, BootIDAtGrant: rec.BootID}); err != nil {
 			t.Fatal(err)
 		}

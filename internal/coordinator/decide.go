@@ -480,6 +480,7 @@ func grant(in Input, d Decision) Decision {
 	d.Plan.Attempt = p.Attempt + 1
 	d.Plan.BootIDAtGrant = in.Host.BootID
 	d.Plan.ServersStableSince = serversStableSince(in)
+	d.Plan.ManualRequest = in.Request != nil && in.Request.At.Equal(p.RequestedAt)
 	d.Plan.LastError = ""
 	d.Plan.Forced = false
 	d.Write = true

@@ -475,3 +475,43 @@ func TestTrustForgetAndAbandon(t *testing.T) {
 		}
 	}
 }
+
+// A need written into another host's record (any agent token can) makes no
+// host reboot: the coordinator, which cannot tell it from a real one, grants
+// and drains, but the host's own agent sees no need of its own and refuses the
+// grant, which is undone (eligibility back) and backs off.
+func TestTrustForgedNeedRebootsNobody(t *testing.T) {
+	t.Parallel()
+	c, ag := trustCluster(t, clusterOpts{clients: 2, policy: `group "all" {
+  concurrency = 1
+}`})
+	hosts := c.clients()
+	victim := hosts[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	forge(ctx, &wg, ag, victim, func(r *store.HostRecord) {
+		r.RebootRequired, r.Reason = true, "forged need"
+		if r.RequestedAt.IsZero() {
+			r.RequestedAt = time.Now().UTC()
+		}
+	})
+	c.waitFor("the grant refused by the victim's agent", 60*time.Second, func() bool {
+		for _, h := range c.history() {
+			if h.Host == victim && h.Outcome == "failed" && strings.Contains(h.Error, "does not see") {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	wg.Wait()
+	c.waitFor(victim+" eligible and idle again", 60*time.Second, func() bool {
+		n, err := c.sim.Node(victim)
+		p := c.plans()[victim]
+		return err == nil && n.SchedulingEligibility == api.NodeSchedulingEligible && n.DrainStrategy == nil &&
+			(p.Phase == store.PhaseIdle || p.Phase == store.PhaseBackoff)
+	})
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{victim: 0, hosts[1]: 0}})
+}

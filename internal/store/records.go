@@ -152,6 +152,11 @@ type Plan struct {
 	// server's health changes), the sign of a reboot of a host without a
 	// Nomad node.
 	ServersStableSince time.Time
+	// ManualRequest: the need this grant answers is a request (rollboot
+	// request, FleetLock), not the host's own detection. An agent that sees
+	// no need of its own refuses a grant that is not a request: the record
+	// that asked for it may be another host's forgery.
+	ManualRequest bool
 
 	// GoneBootID is a boot the host is known to have left (its node re-registered)
 	// while its agent has not reported since: what its record says of that boot,
@@ -314,6 +319,7 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	flag("forced", func(p *Plan) *bool { return &p.Forced }, false),
 	counter("drained_index", func(p *Plan) *uint64 { return &p.DrainedIndex }),
 	instant("servers_stable_since", func(p *Plan) *time.Time { return &p.ServersStableSince }, false),
+	flag("manual_request", func(p *Plan) *bool { return &p.ManualRequest }, false),
 	text("gone_boot_id", func(p *Plan) *string { return &p.GoneBootID }),
 	flag("held", func(p *Plan) *bool { return &p.Held }, false),
 	text("last_after_boot_id", func(p *Plan) *string { return &p.LastAfterBootID }),
