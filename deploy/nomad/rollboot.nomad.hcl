@@ -42,8 +42,8 @@
 #   configuration below, and the rollboot-agent-candidate policy) is possible for
 #   small clusters, without the coordinator job; then root on ANY client can
 #   drain, reboot or pause every host. docs/deploy.md weighs it.
-# - NOMAD_ADDR is the Nomad agent on this host: the agent learns its node ID from
-#   the local agent's /v1/agent/self, so it must not talk to a load balancer.
+# - NOMAD_ADDR is the Nomad agent on this host: the agent learns what it runs from
+#   the local agent's /v1/agent/health, so it must not talk to a load balancer.
 # - update: max_parallel = 1 rolls out a new rollboot version one host at a time.
 #   A killed agent loses nothing (its state is in Nomad Variables), and a
 #   coordinator that gets SIGTERM releases the lock, so a restart is cheap.
