@@ -90,7 +90,11 @@ func (c *Clusters) KnownClusters(ctx context.Context) []store.Server {
 	if time.Now().After(c.retry) {
 		c.retry = time.Now().Add(knownRetry)
 		if _, ok := c.known["nomad"]; !ok && c.Nomad != nil {
-			if r := cmpOr(c.NomadRegion, nomadRegion(c.Nomad)); r != "" {
+			r := c.NomadRegion
+			if r == "" {
+				r = nomadRegion(c.Nomad)
+			}
+			if r != "" {
 				c.known["nomad"] = store.Server{Product: string(health.Nomad), Cluster: r}
 			}
 		}
@@ -130,13 +134,6 @@ func vaultClusterName(v *vaultapi.Client) string {
 		return ""
 	}
 	return hr.ClusterName
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // nomadRegion is the only region there is (GET /v1/regions needs no ACL
