@@ -111,7 +111,12 @@ type Options struct {
 	// frees a lock 2×TTL (plus its lock delay) after its last renewal.
 	ServerLockTTL time.Duration
 	// ServerStableFor is how long a server must have been stable after the
-	// reboot before its cluster's lock is released; default 10s.
+	// reboot before its cluster's lock is released; default 0: once it is
+	// healthy, a voter and in its cluster's configuration again. The lock
+	// keeps a second server from going down while the first is not back; how
+	// long a server must be stable before its host's slot is freed is the
+	// coordinator's server_stable_for (its post-reboot gate), and the next
+	// server's own pre-reboot gate needs every other server healthy.
 	ServerStableFor time.Duration
 
 	Log *slog.Logger
@@ -182,9 +187,6 @@ func New(opt Options) *Agent {
 	}
 	if a.opt.ServerLockTTL <= 0 {
 		a.opt.ServerLockTTL = 15 * time.Minute
-	}
-	if a.opt.ServerStableFor <= 0 {
-		a.opt.ServerStableFor = 10 * time.Second
 	}
 	a.detected = make([]detection, len(opt.Detectors))
 	return a

@@ -124,10 +124,14 @@ func clientRestarted(n *NodeView, p store.Plan) bool {
 	return !at.IsZero() && n.ClientStartedAt.After(at)
 }
 
-// serversCameBack: every server of the host is known to its cluster, and its
-// health changed since the grant: autopilot restarts a server's StableSince
-// when its health changes (raft-autopilot buildServerState), so its cluster
-// saw it go (and, when healthy again, come back). Whether it is back in full
+// serversCameBack: every server of the host is listed by its cluster, with a
+// StableSince not older than at the grant. Autopilot restarts a server's
+// StableSince when its health changes (raft-autopilot buildServerState), but
+// reports it to the second, so a reboot within the second cannot be told from
+// none: a listed server counts. A forged boot ID then moves the host's cycle
+// on early at worst: its slot still waits for the post-reboot gate (healthy,
+// stable for server_stable_for, a voter), and the next server of the cluster
+// for this host's server reboot lock, which its agent holds until it is back. Whether it is back in full
 // (healthy, stable, a voter, unsealed) is the rejoin's post-reboot gate, which
 // holds the slot until it is.
 func serversCameBack(in Input, p store.Plan) bool {
@@ -136,7 +140,7 @@ func serversCameBack(in Input, p store.Plan) bool {
 	}
 	for _, srv := range in.Host.Servers {
 		s, ok := in.Clusters[clusterKey(srv)].Server(srv.ID)
-		if !ok || !s.StableSince.After(p.ServersStableSince) {
+		if !ok || s.StableSince.Before(p.ServersStableSince) {
 			return false
 		}
 	}

@@ -385,9 +385,9 @@ func TestStep(t *testing.T) {
 			phase: store.PhaseRejoining, write: true,
 		},
 		{
-			name: "server-only host: a new boot ID while its cluster never saw the server go: still rebooting",
+			name: "server-only host: a new boot ID while its server is stable since before the grant: still rebooting",
 			in: Input{Now: t0, Timing: timing, Host: serverOnlyHost("b2"), Plan: plan(store.PhaseRebooting, stableAtGrant),
-				Clusters: serverStableSince(t0.Add(-time.Hour))},
+				Clusters: serverStableSince(t0.Add(-2 * time.Hour))},
 			phase: store.PhaseRebooting,
 		},
 		{

@@ -304,11 +304,10 @@ func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, lo
 		// A server host's reboot locks (agent/serverlock.go), in the namespace
 		// of rollboot's other variables; a server counts as back once stable
 		// for the default server_stable_for (the policy's is the coordinator's).
-		ServerLocks:     c.Variables(),
-		Namespace:       cfg.Nomad.Namespace,
-		ServerLockFile:  cfg.Agent.ServerLockFile,
-		ServerLockTTL:   cfg.Agent.ServerLockTTL,
-		ServerStableFor: cfg.Coordinator.ServerStableFor,
+		ServerLocks:    c.Variables(),
+		Namespace:      cfg.Nomad.Namespace,
+		ServerLockFile: cfg.Agent.ServerLockFile,
+		ServerLockTTL:  cfg.Agent.ServerLockTTL,
 	}
 }
 
