@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -34,7 +35,7 @@ type admitRules struct {
 	gates         bool           // quorum gates are configured (Options.Clusters)
 	// hold, when set, admits nobody and is every pending host's reason: the
 	// stored policy cannot be used (policy.go).
-	hold WaitReason
+	hold phase.WaitReason
 	// groupDeadlines: the groups with a drain deadline of their own
 	// (rejoinhealth.go).
 	groupDeadlines map[string]time.Duration
@@ -43,7 +44,7 @@ type admitRules struct {
 // admission is the result of admit.
 type admission struct {
 	admitted map[string]bool
-	wait     map[string]WaitReason // why a pending host was not admitted
+	wait     map[string]phase.WaitReason // why a pending host was not admitted
 	// settled: when the earliest settle time of a group with a host waiting
 	// for it ends (zero: none). A pass is due then (wake.go).
 	settled time.Time
@@ -63,7 +64,7 @@ func (c *Coordinator) admitRules() admitRules {
 func admit(r admitRules, s *snapshot) admission {
 	out := admission{admitted: map[string]bool{}}
 	if !r.hold.IsZero() {
-		out.wait = map[string]WaitReason{}
+		out.wait = map[string]phase.WaitReason{}
 		for _, req := range admissionQueue(s) {
 			out.wait[req.Host] = r.hold
 		}
@@ -87,7 +88,7 @@ func admit(r admitRules, s *snapshot) admission {
 			// coordinator restores it, and an agent deployed as a system job gets
 			// no allocation there until then: with every candidate's host out at
 			// once, nobody would be left to do it.
-			out.wait[req.Host] = waitFor(WaitLastCandidate, "")
+			out.wait[req.Host] = phase.WaitFor(phase.WaitLastCandidate, "")
 			return false
 		}
 		if why := serverGate(r.gates, s.clusters, rec, outServers, sealed); !why.IsZero() {
@@ -105,7 +106,7 @@ func admit(r admitRules, s *snapshot) admission {
 			spare--
 		}
 		for _, srv := range rec.Servers {
-			outServers[clusterKey(srv)] = req.Host
+			outServers[phase.ClusterKey(srv)] = req.Host
 		}
 		out.admitted[req.Host] = true
 		return true
@@ -117,10 +118,10 @@ func admit(r admitRules, s *snapshot) admission {
 			out.wait[w.Host] = b.queuedFor(w.Group)
 			continue
 		}
-		out.wait[w.Host] = waitFor(WaitGroupBudget, w.Reason)
+		out.wait[w.Host] = phase.WaitFor(phase.WaitGroupBudget, w.Reason)
 	}
 	for name, why := range s.missing {
-		out.wait[name] = waitFor(WaitAgentMissing, why)
+		out.wait[name] = phase.WaitFor(phase.WaitAgentMissing, why)
 	}
 	return out
 }
@@ -128,7 +129,7 @@ func admit(r admitRules, s *snapshot) admission {
 // settle takes out of the queue the hosts of the groups that settle after one of
 // their hosts came back (group.settle), with why they wait, and when the first
 // of those groups is done settling.
-func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request, map[string]WaitReason, time.Time) {
+func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request, map[string]phase.WaitReason, time.Time) {
 	type back struct {
 		host string
 		at   time.Time
@@ -144,11 +145,11 @@ func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request
 			last[g] = back{name, p.LastCompleted}
 		}
 	}
-	why, until := map[string]WaitReason{}, map[string]time.Time{}
+	why, until := map[string]phase.WaitReason{}, map[string]time.Time{}
 	for _, g := range r.groups {
 		b := last[g.Name]
 		if t, ok := policy.SettleUntil(g, b.at, s.now); ok {
-			why[g.Name] = waitFor(WaitSettle, fmt.Sprintf("group %q starts its next host at %s, %s after %s came back",
+			why[g.Name] = phase.WaitFor(phase.WaitSettle, fmt.Sprintf("group %q starts its next host at %s, %s after %s came back",
 				g.Name, t.UTC().Format(time.RFC3339), g.Settle, b.host))
 			until[g.Name] = t
 		}
@@ -160,7 +161,7 @@ func settle(r admitRules, s *snapshot, queue []policy.Request) ([]policy.Request
 		rest  []policy.Request
 		first time.Time
 	)
-	wait := map[string]WaitReason{}
+	wait := map[string]phase.WaitReason{}
 	for _, req := range queue {
 		w, ok := why[req.Group]
 		if !ok {
@@ -314,7 +315,7 @@ func hostTallies(s *snapshot) (spare int, out map[string]string, sealed []string
 		}
 		if active {
 			for _, srv := range hv.rec.Servers {
-				out[clusterKey(srv)] = name
+				out[phase.ClusterKey(srv)] = name
 			}
 		}
 		if hv.rec.VaultSealed {
@@ -327,62 +328,62 @@ func hostTallies(s *snapshot) (spare int, out map[string]string, sealed []string
 // serverGate says why a host that runs servers may not be taken out now (zero
 // if it may): at most one server of each cluster out at once (its quorum group
 // has a concurrency of 1), and each cluster healthy and able to lose this server.
-func serverGate(gates bool, clusters map[string]health.ClusterHealth, rec *store.HostRecord, out map[string]string, sealed []string) WaitReason {
+func serverGate(gates bool, clusters map[string]health.ClusterHealth, rec *store.HostRecord, out map[string]string, sealed []string) phase.WaitReason {
 	if why := discoveryHold(rec); !why.IsZero() {
 		return why
 	}
 	if rec == nil || len(rec.Servers) == 0 {
-		if rec != nil && serverRole(rec.Roles) != "" {
-			return waitFor(WaitRaftIDUnknown, serverRole(rec.Roles))
+		if rec != nil && phase.ServerRole(rec.Roles) != "" {
+			return phase.WaitFor(phase.WaitRaftIDUnknown, phase.ServerRole(rec.Roles))
 		}
-		return WaitReason{}
+		return phase.WaitReason{}
 	}
 	if !gates {
-		return waitFor(WaitNoQuorumGates, "")
+		return phase.WaitFor(phase.WaitNoQuorumGates, "")
 	}
 	for _, srv := range rec.Servers {
-		if other, ok := out[clusterKey(srv)]; ok && other != rec.Host {
-			return waitFor(WaitServerOut, fmt.Sprintf("%s server of %s on %s", srv.Product, srv.Cluster, other))
+		if other, ok := out[phase.ClusterKey(srv)]; ok && other != rec.Host {
+			return phase.WaitFor(phase.WaitServerOut, fmt.Sprintf("%s server of %s on %s", srv.Product, srv.Cluster, other))
 		}
 		if srv.Product == "vault" {
 			for _, h := range sealed {
 				if h != rec.Host {
-					return waitFor(WaitVaultSealed, h)
+					return phase.WaitFor(phase.WaitVaultSealed, h)
 				}
 			}
 		}
 	}
 	for _, srv := range rec.Servers {
-		if ok, why := health.PreRebootGate(clusters[clusterKey(srv)], srv.ID); !ok {
-			return waitFor(WaitPreRebootGate, why)
+		if ok, why := health.PreRebootGate(clusters[phase.ClusterKey(srv)], srv.ID); !ok {
+			return phase.WaitFor(phase.WaitPreRebootGate, why)
 		}
 	}
-	return WaitReason{}
+	return phase.WaitReason{}
 }
 
 // discoveryHold says why a host whose agent cannot tell which servers run on it
 // is held (zero when it can): its record may lack a server, and taking it out
 // then would skip that server's quorum gate.
-func discoveryHold(rec *store.HostRecord) WaitReason {
+func discoveryHold(rec *store.HostRecord) phase.WaitReason {
 	if rec == nil || rec.DiscoverError == "" {
-		return WaitReason{}
+		return phase.WaitReason{}
 	}
-	return waitFor(WaitRolesUnknown, rec.DiscoverError)
+	return phase.WaitFor(phase.WaitRolesUnknown, rec.DiscoverError)
 }
 
 // leads returns the products whose leader runs on the host, and why their
 // hand-over is blocked (refused, with the "hold" policy).
-func leads(clusters map[string]health.ClusterHealth, rec *store.HostRecord, noHandOver map[string]string, hold bool) ([]string, WaitReason) {
+func leads(clusters map[string]health.ClusterHealth, rec *store.HostRecord, noHandOver map[string]string, hold bool) ([]string, phase.WaitReason) {
 	var out []string
-	var blocked WaitReason
+	var blocked phase.WaitReason
 	for _, srv := range rec.Servers {
-		if !health.NeedsHandOver(clusters[clusterKey(srv)], srv.ID) {
+		if !health.NeedsHandOver(clusters[phase.ClusterKey(srv)], srv.ID) {
 			continue
 		}
 		refused, denied := noHandOver[rec.Host+"/"+srv.Product]
 		switch {
 		case denied && hold:
-			blocked = waitFor(WaitHandOverRefused, refused)
+			blocked = phase.WaitFor(phase.WaitHandOverRefused, refused)
 			out = append(out, srv.Product)
 		case denied:
 			// policy continue: the host reboots as leader
@@ -395,17 +396,17 @@ func leads(clusters map[string]health.ClusterHealth, rec *store.HostRecord, noHa
 
 // postGate says why the host's servers are not back in their clusters (zero
 // when they are): a Raft member again, healthy, stable, and Vault unsealed.
-func postGate(clusters map[string]health.ClusterHealth, rec *store.HostRecord, now time.Time, stableFor time.Duration) WaitReason {
+func postGate(clusters map[string]health.ClusterHealth, rec *store.HostRecord, now time.Time, stableFor time.Duration) phase.WaitReason {
 	if why := discoveryHold(rec); !why.IsZero() {
 		return why
 	}
 	if rec.VaultSealed {
-		return waitFor(WaitVaultUnseal, rec.Host)
+		return phase.WaitFor(phase.WaitVaultUnseal, rec.Host)
 	}
 	for _, srv := range rec.Servers {
-		if ok, why := health.PostRebootGate(clusters[clusterKey(srv)], srv.ID, now, stableFor); !ok {
-			return waitFor(WaitPostRebootGate, why)
+		if ok, why := health.PostRebootGate(clusters[phase.ClusterKey(srv)], srv.ID, now, stableFor); !ok {
+			return phase.WaitFor(phase.WaitPostRebootGate, why)
 		}
 	}
-	return WaitReason{}
+	return phase.WaitReason{}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -20,7 +21,7 @@ type testHost struct {
 	at     time.Duration
 	rec    func(*store.HostRecord) // changes the default record
 	noRec  bool                    // the host has no usable record
-	node   func(*NodeView)         // changes a ready, eligible node
+	node   func(*phase.NodeView)   // changes a ready, eligible node
 	noNode bool
 }
 
@@ -33,7 +34,7 @@ func admitSnapshot(hosts []testHost, mod func(*snapshot)) *snapshot {
 		hv := &hostView{group: policy.DefaultGroupName}
 		nodeID := "node-" + h.name
 		if !h.noNode {
-			hv.node = &NodeView{ID: nodeID, Status: "ready", Eligible: true}
+			hv.node = &phase.NodeView{ID: nodeID, Status: "ready", Eligible: true}
 			if h.node != nil {
 				h.node(hv.node)
 			}
@@ -120,27 +121,27 @@ func TestAdmit(t *testing.T) {
 		name     string
 		groups   []policy.Group
 		noGates  bool
-		hold     WaitReason
+		hold     phase.WaitReason
 		hosts    []testHost
 		mod      func(*snapshot)
 		admitted []string
-		wait     map[string]WaitReason // exact reasons
-		waitHas  map[string]string     // a part of the reason's text
+		wait     map[string]phase.WaitReason // exact reasons
+		waitHas  map[string]string           // a part of the reason's text
 	}{
 		{
 			name:   "a stored policy that cannot be used holds every pending host",
 			groups: def(3),
-			hold:   waitFor(WaitPolicyInvalid, "the stored policy cannot be read: x"),
+			hold:   phase.WaitFor(phase.WaitPolicyInvalid, "the stored policy cannot be read: x"),
 			hosts:  []testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending}, {name: "c", phase: store.PhaseDraining}},
-			wait: map[string]WaitReason{"a": waitFor(WaitPolicyInvalid, "the stored policy cannot be read: x"),
-				"b": waitFor(WaitPolicyInvalid, "the stored policy cannot be read: x")},
+			wait: map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitPolicyInvalid, "the stored policy cannot be read: x"),
+				"b": phase.WaitFor(phase.WaitPolicyInvalid, "the stored policy cannot be read: x")},
 		},
 		{
 			name:   "a group settles after a host came back",
 			groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 2, Settle: 2 * time.Minute}},
 			hosts:  []testHost{{name: "a"}, {name: "b", phase: store.PhasePending}},
 			mod:    backAt("a", t0.Add(-time.Minute)),
-			wait: map[string]WaitReason{"b": waitFor(WaitSettle,
+			wait: map[string]phase.WaitReason{"b": phase.WaitFor(phase.WaitSettle,
 				`group "default" starts its next host at `+t0.Add(time.Minute).UTC().Format(time.RFC3339)+`, 2m0s after a came back`)},
 		},
 		{
@@ -168,21 +169,21 @@ func TestAdmit(t *testing.T) {
 			name:   "a host out of service takes a slot",
 			groups: def(1),
 			hosts:  []testHost{{name: "a", phase: store.PhaseDraining}, {name: "b", phase: store.PhasePending}},
-			wait:   map[string]WaitReason{"b": waitFor(WaitQueued, `"default"`)},
+			wait:   map[string]phase.WaitReason{"b": phase.WaitFor(phase.WaitQueued, `"default"`)},
 		},
 		{
 			name:   "paused: every group holds",
 			groups: def(2),
 			hosts:  []testHost{{name: "a", phase: store.PhasePending}},
 			mod:    func(s *snapshot) { s.control.Paused, s.control.PauseReason = true, "freeze" },
-			wait:   map[string]WaitReason{"a": waitFor(WaitGroupBudget, "paused: freeze")},
+			wait:   map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitGroupBudget, "paused: freeze")},
 		},
 		{
 			name: "a closed window holds the group",
 			groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1,
 				Schedule: policy.Schedule{{Name: "sat", Days: []time.Weekday{time.Saturday}, Start: 2 * time.Hour, End: 4 * time.Hour}}}},
 			hosts: []testHost{{name: "a", phase: store.PhasePending}},
-			wait: map[string]WaitReason{"a": waitFor(WaitGroupBudget,
+			wait: map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitGroupBudget,
 				"outside the maintenance windows (next opens at 2026-12-05T02:00:00Z)")},
 		},
 		{
@@ -191,15 +192,15 @@ func TestAdmit(t *testing.T) {
 			hosts:    []testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending, at: time.Minute}},
 			mod:      func(s *snapshot) { s.missing["a"] = "agent missing: its allocation of job rollboot failed" },
 			admitted: []string{"b"},
-			wait:     map[string]WaitReason{"a": waitFor(WaitAgentMissing, "agent missing: its allocation of job rollboot failed")},
+			wait:     map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitAgentMissing, "agent missing: its allocation of job rollboot failed")},
 		},
 		{
 			name:   "hosts the phase machine holds are not queued and take no slot",
 			groups: def(1),
 			hosts: []testHost{
 				{name: "backoff", phase: store.PhasePending},
-				{name: "down", phase: store.PhasePending, node: func(n *NodeView) { n.Status = "down" }},
-				{name: "foreign", phase: store.PhasePending, node: func(n *NodeView) { n.Draining = true }},
+				{name: "down", phase: store.PhasePending, node: func(n *phase.NodeView) { n.Status = "down" }},
+				{name: "foreign", phase: store.PhasePending, node: func(n *phase.NodeView) { n.Draining = true }},
 				{name: "norecord", phase: store.PhasePending, noRec: true},
 				{name: "idle"},
 				{name: "z", phase: store.PhasePending, at: time.Hour},
@@ -215,7 +216,7 @@ func TestAdmit(t *testing.T) {
 			name:   "our own drain left on the node does not keep the host out of the queue",
 			groups: def(1),
 			hosts: []testHost{{name: "a", phase: store.PhasePending,
-				node: func(n *NodeView) { n.Draining, n.DrainGrant = true, "g0" }}},
+				node: func(n *phase.NodeView) { n.Draining, n.DrainGrant = true, "g0" }}},
 			admitted: []string{"a"},
 		},
 		{
@@ -223,7 +224,7 @@ func TestAdmit(t *testing.T) {
 			groups: def(2),
 			hosts: []testHost{{name: "a", phase: store.PhaseRebooting, rec: candidate},
 				{name: "b", phase: store.PhasePending, rec: candidate}},
-			wait: map[string]WaitReason{"b": waitFor(WaitLastCandidate, "")},
+			wait: map[string]phase.WaitReason{"b": phase.WaitFor(phase.WaitLastCandidate, "")},
 		},
 		{
 			name:   "of two candidates in service one may go, then the other stays",
@@ -231,14 +232,14 @@ func TestAdmit(t *testing.T) {
 			hosts: []testHost{{name: "a", phase: store.PhasePending, rec: candidate},
 				{name: "b", phase: store.PhasePending, rec: candidate, at: time.Minute}},
 			admitted: []string{"a"},
-			wait:     map[string]WaitReason{"b": waitFor(WaitLastCandidate, "")},
+			wait:     map[string]phase.WaitReason{"b": phase.WaitFor(phase.WaitLastCandidate, "")},
 		},
 		{
 			name:   "a candidate whose node is down is not in service",
 			groups: def(2),
-			hosts: []testHost{{name: "a", rec: candidate, node: func(n *NodeView) { n.Status = "down" }},
+			hosts: []testHost{{name: "a", rec: candidate, node: func(n *phase.NodeView) { n.Status = "down" }},
 				{name: "b", phase: store.PhasePending, rec: candidate}},
-			wait: map[string]WaitReason{"b": waitFor(WaitLastCandidate, "")},
+			wait: map[string]phase.WaitReason{"b": phase.WaitFor(phase.WaitLastCandidate, "")},
 		},
 		{
 			name:   "a candidate without a node is in service",
@@ -260,7 +261,7 @@ func TestAdmit(t *testing.T) {
 			hosts: []testHost{{name: "a", phase: store.PhaseRejoining, rec: nomadServer("s2")},
 				{name: "b", phase: store.PhasePending, rec: nomadServer("s1")}},
 			mod:  healthyClusters,
-			wait: map[string]WaitReason{"b": waitFor(WaitServerOut, "nomad server of global on a")},
+			wait: map[string]phase.WaitReason{"b": phase.WaitFor(phase.WaitServerOut, "nomad server of global on a")},
 		},
 		{
 			name:   "one server per cluster: another is admitted in the same pass",
@@ -270,7 +271,7 @@ func TestAdmit(t *testing.T) {
 				{name: "c", phase: store.PhasePending, at: 2 * time.Minute}},
 			mod:      healthyClusters,
 			admitted: []string{"a", "c"},
-			wait:     map[string]WaitReason{"b": waitFor(WaitServerOut, "nomad server of global on a")},
+			wait:     map[string]phase.WaitReason{"b": phase.WaitFor(phase.WaitServerOut, "nomad server of global on a")},
 		},
 		{
 			// Otherwise a host held for as long as its rule says (its servers'
@@ -281,7 +282,7 @@ func TestAdmit(t *testing.T) {
 				{name: "b", phase: store.PhasePending, at: time.Minute},
 				{name: "c", phase: store.PhasePending, at: 2 * time.Minute}},
 			admitted: []string{"b"},
-			wait:     map[string]WaitReason{"a": waitFor(WaitRolesUnknown, "EOF")},
+			wait:     map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitRolesUnknown, "EOF")},
 			waitHas:  map[string]string{"c": `waiting for a slot in group "default"`},
 		},
 		{
@@ -290,7 +291,7 @@ func TestAdmit(t *testing.T) {
 			hosts: []testHost{{name: "a", phase: store.PhasePending, rec: vaultServer("s1", false)},
 				{name: "b", rec: vaultServer("s2", true)}},
 			mod:  healthyClusters,
-			wait: map[string]WaitReason{"a": waitFor(WaitVaultSealed, "b")},
+			wait: map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitVaultSealed, "b")},
 		},
 		{
 			name:     "its own sealed Vault does not hold a host",
@@ -315,7 +316,7 @@ func TestAdmit(t *testing.T) {
 				s.clusters = map[string]health.ClusterHealth{"nomad/global": cluster(health.Nomad, "global",
 					func(h *health.ClusterHealth) { h.FailureTolerance = 0 })}
 			},
-			wait: map[string]WaitReason{"a": waitFor(WaitPreRebootGate, `nomad "global": failure tolerance 0, cannot lose a server`)},
+			wait: map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitPreRebootGate, `nomad "global": failure tolerance 0, cannot lose a server`)},
 		},
 		{
 			name:   "gate hold: the health could not be read",
@@ -332,14 +333,14 @@ func TestAdmit(t *testing.T) {
 			groups:  def(2),
 			noGates: true,
 			hosts:   []testHost{{name: "a", phase: store.PhasePending, rec: nomadServer("s1")}},
-			wait:    map[string]WaitReason{"a": waitFor(WaitNoQuorumGates, "")},
+			wait:    map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitNoQuorumGates, "")},
 		},
 		{
 			name:   "a server whose Raft ID is unknown",
 			groups: def(2),
 			hosts: []testHost{{name: "a", phase: store.PhasePending,
 				rec: func(r *store.HostRecord) { r.Roles = append(r.Roles, store.RoleConsulServer) }}},
-			wait: map[string]WaitReason{"a": waitFor(WaitRaftIDUnknown, store.RoleConsulServer)},
+			wait: map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitRaftIDUnknown, store.RoleConsulServer)},
 		},
 	}
 	for _, tc := range tests {

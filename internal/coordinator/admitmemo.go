@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 )
 
@@ -101,7 +102,7 @@ type admitBase struct {
 	queue []policy.Request
 	// held: why each host taken out of the queue waits (alerts, a settling
 	// group, a workload blocker); settled: when a pass is due for them.
-	held    map[string]WaitReason
+	held    map[string]phase.WaitReason
 	settled time.Time
 	// The rest of admission's inputs: see admit.
 	statuses   []policy.GroupStatus
@@ -109,7 +110,7 @@ type admitBase struct {
 	serversOut map[string]string
 	sealed     []string
 	// queued: the reason of a host waiting for a slot of each group.
-	queued map[string]WaitReason
+	queued map[string]phase.WaitReason
 }
 
 // mapID identifies a map (0: nil): a pass that replaces its plans map makes
@@ -156,7 +157,7 @@ func (s *snapshot) admitBase(r admitRules) *admitBase {
 	if m.baseOK && m.base.key == k {
 		return &m.base
 	}
-	b := admitBase{key: k, held: map[string]WaitReason{}}
+	b := admitBase{key: k, held: map[string]phase.WaitReason{}}
 	queue := holdForAlerts(s, admissionQueue(s), b.held)
 	queue, settling, settled := settle(r, s, queue)
 	maps.Copy(b.held, settling)
@@ -168,9 +169,9 @@ func (s *snapshot) admitBase(r admitRules) *admitBase {
 	b.queue = policy.InQueueOrder(queue) // sorted once, not in each admission
 	b.statuses = groupStatuses(r, s)
 	b.spare, b.serversOut, b.sealed = hostTallies(s)
-	b.queued = make(map[string]WaitReason, len(r.groups))
+	b.queued = make(map[string]phase.WaitReason, len(r.groups))
 	for _, g := range r.groups {
-		b.queued[g.Name] = waitFor(WaitQueued, strconv.Quote(g.Name))
+		b.queued[g.Name] = phase.WaitFor(phase.WaitQueued, strconv.Quote(g.Name))
 	}
 	m.base, m.baseOK = b, true
 	return &m.base
@@ -188,9 +189,9 @@ func (c *Coordinator) rulesOf(s *snapshot) admitRules {
 }
 
 // queuedFor is the reason of a host waiting for a slot of group.
-func (b *admitBase) queuedFor(group string) WaitReason {
+func (b *admitBase) queuedFor(group string) phase.WaitReason {
 	if w, ok := b.queued[group]; ok {
 		return w
 	}
-	return waitFor(WaitQueued, strconv.Quote(group))
+	return phase.WaitFor(phase.WaitQueued, strconv.Quote(group))
 }

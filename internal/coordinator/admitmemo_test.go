@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -34,7 +35,7 @@ func TestAdmitMemoFollowsTheSnapshot(t *testing.T) {
 	}
 	s := admitSnapshot(hosts, pools)
 	r1 := rules(1)
-	if got := admit(r1, s); !got.admitted["a"] || got.admitted["b"] || got.wait["b"].Kind != WaitQueued {
+	if got := admit(r1, s); !got.admitted["a"] || got.admitted["b"] || got.wait["b"].Kind != phase.WaitQueued {
 		t.Fatalf("first admission: %+v", got)
 	}
 	// Again over the same snapshot: the same decision.
@@ -63,7 +64,7 @@ func TestAdmitMemoFollowsTheSnapshot(t *testing.T) {
 	}
 	// A workload blocker read since holds b.
 	s.workloads = &workloadView{jobErr: errors.New("jobs: unreachable")}
-	if got := admit(r2, s); got.admitted["b"] || got.wait["b"].Kind != WaitWorkloadUnknown {
+	if got := admit(r2, s); got.admitted["b"] || got.wait["b"].Kind != phase.WaitWorkloadUnknown {
 		t.Errorf("with the workloads read: %+v", got)
 	}
 }
@@ -109,9 +110,9 @@ func TestKeptAdmissionFollowsItsInputs(t *testing.T) {
 		case "capacity":
 			s.capacity = &capacityView{err: errors.New("allocations: unreachable")}
 		case "agent lost":
-			s.agentLost = map[string]WaitReason{}
+			s.agentLost = map[string]phase.WaitReason{}
 			for _, h := range hosts {
-				s.agentLost[h.name] = waitFor(WaitAgentNotOnNode, "default/rollboot")
+				s.agentLost[h.name] = phase.WaitFor(phase.WaitAgentNotOnNode, "default/rollboot")
 			}
 		}
 		got, want := admitted(r, s), admit(r, s)

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -53,7 +54,7 @@ func TestAgentLostGivesItsSlotToTheNextHost(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	co := New(Options{Nodes: client.Nodes(), Store: st, Resync: 30 * time.Second,
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
 	if err := co.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestAgentLostGivesItsSlotToTheNextHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p1.Phase != store.PhasePending || p1.Waiting != waitFor(WaitAgentNotOnNode, "default/rollboot").String() {
+	if p1.Phase != store.PhasePending || p1.Waiting != phase.WaitFor(phase.WaitAgentNotOnNode, "default/rollboot").String() {
 		t.Errorf("client-1: phase %s waiting %q, want pending and held for its agent", p1.Phase, p1.Waiting)
 	}
 	if p2.Phase != store.PhaseDraining {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/telemetry"
 )
@@ -84,21 +85,21 @@ func (c *Coordinator) readAlerts(ctx context.Context, s *snapshot) {
 }
 
 // alertHoldReason is why the verdict holds every new start (zero: it does not).
-func alertHoldReason(v alertgate.Verdict) WaitReason {
+func alertHoldReason(v alertgate.Verdict) phase.WaitReason {
 	switch {
 	case v.Unknown != "" && len(v.Blocking) > 0:
-		return waitFor(WaitAlertsUnknown, fmt.Sprintf("%s (and firing: %s)", v.Unknown, v.Names()))
+		return phase.WaitFor(phase.WaitAlertsUnknown, fmt.Sprintf("%s (and firing: %s)", v.Unknown, v.Names()))
 	case v.Unknown != "":
-		return waitFor(WaitAlertsUnknown, v.Unknown)
+		return phase.WaitFor(phase.WaitAlertsUnknown, v.Unknown)
 	case len(v.Blocking) > 0:
-		return waitFor(WaitAlerts, v.Names())
+		return phase.WaitFor(phase.WaitAlerts, v.Names())
 	}
-	return WaitReason{}
+	return phase.WaitReason{}
 }
 
 // holdForAlerts takes every host out of the admission queue while alerts hold
 // (fleet-wide), with why it waits.
-func holdForAlerts(s *snapshot, queue []policy.Request, wait map[string]WaitReason) []policy.Request {
+func holdForAlerts(s *snapshot, queue []policy.Request, wait map[string]phase.WaitReason) []policy.Request {
 	if s.alerts == nil {
 		return queue
 	}

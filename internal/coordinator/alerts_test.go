@@ -14,14 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 func TestAlertWaitText(t *testing.T) {
-	for w, want := range map[WaitReason]string{
-		waitFor(WaitAlerts, "NodeDown, DiskFull"):                                     "no new drain starts while alerts fire: NodeDown, DiskFull",
-		waitFor(WaitAlertsUnknown, "Prometheus at http://p:9090: connection refused"): "no new drain starts: cannot tell whether alerts fire: Prometheus at http://p:9090: connection refused",
+	for w, want := range map[phase.WaitReason]string{
+		phase.WaitFor(phase.WaitAlerts, "NodeDown, DiskFull"):                                     "no new drain starts while alerts fire: NodeDown, DiskFull",
+		phase.WaitFor(phase.WaitAlertsUnknown, "Prometheus at http://p:9090: connection refused"): "no new drain starts: cannot tell whether alerts fire: Prometheus at http://p:9090: connection refused",
 	} {
 		if got := w.String(); got != want {
 			t.Errorf("%+v: %q, want %q", w, got, want)
@@ -30,8 +31,8 @@ func TestAlertWaitText(t *testing.T) {
 			t.Errorf("%+v: an alert hold is not stored in the plan", w)
 		}
 	}
-	if WaitAlerts.Name() != "alerts" || WaitAlertsUnknown.Name() != "alerts_unknown" {
-		t.Errorf("names %q %q", WaitAlerts.Name(), WaitAlertsUnknown.Name())
+	if phase.WaitAlerts.Name() != "alerts" || phase.WaitAlertsUnknown.Name() != "alerts_unknown" {
+		t.Errorf("names %q %q", phase.WaitAlerts.Name(), phase.WaitAlertsUnknown.Name())
 	}
 }
 
@@ -45,28 +46,28 @@ func TestAdmitAlerts(t *testing.T) {
 		verdict  *alertgate.Verdict
 		mod      func(*snapshot)
 		admitted []string
-		wait     map[string]WaitReason
+		wait     map[string]phase.WaitReason
 	}{
 		{name: "not read: nothing held", admitted: []string{"a"}},
 		{name: "no alert: nothing held", verdict: &alertgate.Verdict{}, admitted: []string{"a"}},
 		{name: "firing alerts hold every pending host",
 			verdict: &alertgate.Verdict{Blocking: []string{"DiskFull", "NodeDown"}},
-			wait: map[string]WaitReason{"a": waitFor(WaitAlerts, "DiskFull, NodeDown"),
-				"b": waitFor(WaitAlerts, "DiskFull, NodeDown")}},
+			wait: map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitAlerts, "DiskFull, NodeDown"),
+				"b": phase.WaitFor(phase.WaitAlerts, "DiskFull, NodeDown")}},
 		{name: "an unreadable source holds",
 			verdict: &alertgate.Verdict{Unknown: "Prometheus at http://p: refused"},
-			wait: map[string]WaitReason{"a": waitFor(WaitAlertsUnknown, "Prometheus at http://p: refused"),
-				"b": waitFor(WaitAlertsUnknown, "Prometheus at http://p: refused")}},
+			wait: map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitAlertsUnknown, "Prometheus at http://p: refused"),
+				"b": phase.WaitFor(phase.WaitAlertsUnknown, "Prometheus at http://p: refused")}},
 		{name: "unreadable with alerts known: both said",
 			verdict: &alertgate.Verdict{Unknown: "Alertmanager at http://am: timeout", Blocking: []string{"NodeDown"}},
-			wait: map[string]WaitReason{
-				"a": waitFor(WaitAlertsUnknown, "Alertmanager at http://am: timeout (and firing: NodeDown)"),
-				"b": waitFor(WaitAlertsUnknown, "Alertmanager at http://am: timeout (and firing: NodeDown)")}},
+			wait: map[string]phase.WaitReason{
+				"a": phase.WaitFor(phase.WaitAlertsUnknown, "Alertmanager at http://am: timeout (and firing: NodeDown)"),
+				"b": phase.WaitFor(phase.WaitAlertsUnknown, "Alertmanager at http://am: timeout (and firing: NodeDown)")}},
 		{name: "alerts are said before a group's settle time",
 			verdict: &alertgate.Verdict{Blocking: []string{"NodeDown"}},
 			mod:     backAt("z", t0.Add(-time.Minute)),
-			wait: map[string]WaitReason{"a": waitFor(WaitAlerts, "NodeDown"),
-				"b": waitFor(WaitAlerts, "NodeDown")}},
+			wait: map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitAlerts, "NodeDown"),
+				"b": phase.WaitFor(phase.WaitAlerts, "NodeDown")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,7 +228,7 @@ func TestReadAlertsForPreviewedPendingHosts(t *testing.T) {
 		t.Fatalf("not read for the previewed pending host: %d reads, %+v", f.reads, s.alerts)
 	}
 	adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, drainDeadline: time.Hour}, s)
-	if adm.admitted["a"] || adm.wait["a"] != waitFor(WaitAlerts, "X") {
+	if adm.admitted["a"] || adm.wait["a"] != phase.WaitFor(phase.WaitAlerts, "X") {
 		t.Errorf("admission: %+v", adm)
 	}
 }

@@ -16,7 +16,7 @@ import (
 type blockingNodes struct {
 	NodesAPI
 	mu      sync.Mutex
-	asked   []uint64 // WaitIndex of each query
+	asked   []uint64 // phase.WaitIndex of each query
 	blocked chan struct{}
 }
 

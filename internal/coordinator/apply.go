@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -24,7 +25,7 @@ import (
 //  5. forget a release that was carried out.
 //
 // Each step runs only if the ones before it succeeded.
-func (c *Coordinator) apply(ctx context.Context, in Input, d Decision) error {
+func (c *Coordinator) apply(ctx context.Context, in phase.Input, d phase.Decision) error {
 	log := c.hostLog(d)
 	if err := c.giveBack(ctx, in, d, log); err != nil {
 		return err
@@ -50,7 +51,7 @@ func (c *Coordinator) apply(ctx context.Context, in Input, d Decision) error {
 
 // giveBack cancels the drain and restores eligibility. Before the plan that
 // forgets them: a crash in between leaves a plan that still gives the node back.
-func (c *Coordinator) giveBack(ctx context.Context, in Input, d Decision, log *slog.Logger) error {
+func (c *Coordinator) giveBack(ctx context.Context, in phase.Input, d phase.Decision, log *slog.Logger) error {
 	if in.Node == nil {
 		return nil
 	}
@@ -78,7 +79,7 @@ func (c *Coordinator) giveBack(ctx context.Context, in Input, d Decision, log *s
 
 // closeCycle clears the manual request and writes the history record of a
 // finished cycle, before the plan forgets the cycle.
-func (c *Coordinator) closeCycle(ctx context.Context, d Decision) error {
+func (c *Coordinator) closeCycle(ctx context.Context, d phase.Decision) error {
 	if d.ClearRequest {
 		// Before the plan says the cycle is over, so that whoever sees it over
 		// also sees the request gone; a crash in between only drops a request
@@ -99,7 +100,7 @@ func (c *Coordinator) closeCycle(ctx context.Context, d Decision) error {
 }
 
 // storePlan writes the plan with check-and-set, and keeps it as the cache.
-func (c *Coordinator) storePlan(ctx context.Context, in Input, d Decision, log *slog.Logger) error {
+func (c *Coordinator) storePlan(ctx context.Context, in phase.Input, d phase.Decision, log *slog.Logger) error {
 	if d.DeletePlan {
 		return c.deletePlan(ctx, in.Plan, log)
 	}
@@ -131,12 +132,12 @@ func (c *Coordinator) storePlan(ctx context.Context, in Input, d Decision, log *
 }
 
 // hostLog is the logger of what carrying d out does.
-func (c *Coordinator) hostLog(d Decision) *slog.Logger {
+func (c *Coordinator) hostLog(d phase.Decision) *slog.Logger {
 	return c.log.With("host", d.Plan.Host, "phase", d.Plan.Phase, "group", d.Plan.Group)
 }
 
-// logEvent logs what carrying d out did, if it says (Decision.Event).
-func logEvent(log *slog.Logger, d Decision) {
+// logEvent logs what carrying d out did, if it says (phase.Decision.Event).
+func logEvent(log *slog.Logger, d phase.Decision) {
 	if d.Event != "" {
 		log.Info(d.Event, "reason", d.Plan.Reason, "last_error", d.Plan.LastError, "waiting", d.Plan.Waiting)
 	}
@@ -145,7 +146,7 @@ func logEvent(log *slog.Logger, d Decision) {
 // takeOut hands the leadership over and starts the drain, after the plan that
 // records the grant is stored: a crash in between leaves a plan that says
 // draining, whose drain the next pass issues again.
-func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *slog.Logger) error {
+func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decision, log *slog.Logger) error {
 	for _, product := range d.HandOver {
 		if err := checkLease(ctx); err != nil {
 			return fmt.Errorf("hand over the %s leadership: %w", product, err)
@@ -158,7 +159,7 @@ func (c *Coordinator) takeOut(ctx context.Context, in Input, d Decision, log *sl
 		return nil
 	}
 	p := d.Plan
-	opts := &api.DrainOptions{DrainSpec: drainSpec(in), MarkEligible: false, Meta: map[string]string{
+	opts := &api.DrainOptions{DrainSpec: phase.DrainSpec(in), MarkEligible: false, Meta: map[string]string{
 		metaGrant: p.GrantID,
 		metaBy:    "rollboot",
 		// What a drain left behind needs to be given back (staleDrain).

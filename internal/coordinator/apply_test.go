@@ -7,21 +7,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // applyCase is a decision of the phase machine, applied to a fresh store.
 type applyCase struct {
 	name    string
-	in      Input
+	in      phase.Input
 	request bool // h1 has a manual request, made before its drain
 	release bool // h1 has a release, asked now
 	want    []string
 }
 
 func applyCases() []applyCase {
-	drainedNode := func(n *NodeView) { n.Eligible, n.DrainStatus, n.DrainGrant = false, "complete", "g1" }
-	drainingNode := func(n *NodeView) { n.Eligible, n.Draining, n.DrainStatus, n.DrainGrant = false, true, "draining", "g1" }
+	drainedNode := func(n *phase.NodeView) { n.Eligible, n.DrainStatus, n.DrainGrant = false, "complete", "g1" }
+	drainingNode := func(n *phase.NodeView) {
+		n.Eligible, n.Draining, n.DrainStatus, n.DrainGrant = false, true, "draining", "g1"
+	}
 	leader := host("b1", true)
 	leader.Servers = []store.Server{{Product: "nomad", Cluster: "global", ID: "s1"}}
 	rejoining := plan(store.PhaseRejoining, func(p *store.Plan) { p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute) })
@@ -31,52 +34,52 @@ func applyCases() []applyCase {
 	return []applyCase{
 		{
 			name: "grant: the plan is stored before the drain",
-			in: Input{Plan: plan(store.PhasePending, func(p *store.Plan) { p.GrantID = "" }), Host: host("b1", true),
+			in: phase.Input{Plan: plan(store.PhasePending, func(p *store.Plan) { p.GrantID = "" }), Host: host("b1", true),
 				Node: node(nil), Admitted: true, NewGrantID: "g2"},
 			want: []string{"put plan/h1", "drain n1"},
 		},
 		{
 			name: "a drain that did not land is issued again after the plan",
-			in:   Input{Plan: plan(store.PhaseDraining, held), Host: host("b1", true), Node: node(nil)},
+			in:   phase.Input{Plan: plan(store.PhaseDraining, held), Host: host("b1", true), Node: node(nil)},
 			want: []string{"put plan/h1", "drain n1"},
 		},
 		{
 			name: "the leadership is handed over after the plan",
-			in: Input{Plan: plan(store.PhaseDraining, held), Host: leader, Node: node(drainedNode),
+			in: phase.Input{Plan: plan(store.PhaseDraining, held), Host: leader, Node: node(drainedNode),
 				ServerGates: true, Leads: []string{"nomad"}},
 			want: []string{"put plan/h1", "hand over nomad"},
 		},
 		{
 			name: "canceled while draining: the drain is canceled and the cycle recorded before the plan forgets the grant",
-			in:   Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", false), Node: node(drainingNode)},
+			in:   phase.Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", false), Node: node(drainingNode)},
 			want: []string{"cancel drain n1 (eligible)", "put history", "put plan/h1"},
 		},
 		{
 			name: "a failed attempt: the drain is canceled and the cycle recorded before the plan backs off",
-			in:   Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b1", "g1"), Node: node(drainingNode)},
+			in:   phase.Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b1", "g1"), Node: node(drainingNode)},
 			want: []string{"cancel drain n1 (eligible)", "put history", "put plan/h1"},
 		},
 		{
 			name: "the drain deadline passed: the drain is canceled before the plan backs off",
-			in: Input{Plan: plan(store.PhaseDraining, func(p *store.Plan) { p.PhaseSince = t0.Add(-time.Hour) }),
+			in: phase.Input{Plan: plan(store.PhaseDraining, func(p *store.Plan) { p.PhaseSince = t0.Add(-time.Hour) }),
 				Host: host("b1", true), Node: node(drainingNode)},
 			want: []string{"cancel drain n1 (eligible)", "put plan/h1"},
 		},
 		{
 			name: "rejoining: eligibility is restored before the plan moves on",
-			in:   Input{Plan: plan(store.PhaseRejoining, held), Host: host("b2", false), Node: node(drainedNode)},
+			in:   phase.Input{Plan: plan(store.PhaseRejoining, held), Host: host("b2", false), Node: node(drainedNode)},
 			want: []string{"eligible n1", "put plan/h1"},
 		},
 		{
 			name:    "the cycle ends: the request is cleared and the history written before the plan forgets the cycle",
-			in:      Input{Plan: rejoining, Host: host("b2", false), Node: node(nil)},
+			in:      phase.Input{Plan: rejoining, Host: host("b2", false), Node: node(nil)},
 			request: true,
 			want:    []string{"delete requests/h1", "put history", "put plan/h1"},
 		},
 		{
 			name: "release: eligibility, request and history before the plan forgets the cycle, the release after it",
-			in: Input{Plan: plan(store.PhaseStuck, nil), Host: host("b1", true),
-				Node: node(func(n *NodeView) { n.Eligible, n.Status = false, "down" })},
+			in: phase.Input{Plan: plan(store.PhaseStuck, nil), Host: host("b1", true),
+				Node: node(func(n *phase.NodeView) { n.Eligible, n.Status = false, "down" })},
 			request: true, release: true,
 			want: []string{"eligible n1", "put requests/h1", "put history", "put plan/h1", "delete requests/h1"},
 		},
@@ -85,7 +88,7 @@ func applyCases() []applyCase {
 
 // applyFixture stores tc's plan and control state, and returns a coordinator
 // whose writes go to log, with the input as stored.
-func applyFixture(t *testing.T, tc applyCase) (*Coordinator, *callLog, *memVars, Input) {
+func applyFixture(t *testing.T, tc applyCase) (*Coordinator, *callLog, *memVars, phase.Input) {
 	t.Helper()
 	log := &callLog{}
 	vars := newMemVars(log)
@@ -129,7 +132,7 @@ func TestApplyOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, log, _, in := applyFixture(t, tc)
 			log.reset(0)
-			if err := c.apply(context.Background(), in, Step(in)); err != nil {
+			if err := c.apply(context.Background(), in, phase.Step(in)); err != nil {
 				t.Fatal(err)
 			}
 			if got := log.get(); !slices.Equal(got, tc.want) {
@@ -138,7 +141,7 @@ func TestApplyOrder(t *testing.T) {
 			for i := 1; i <= len(tc.want); i++ {
 				c, log, vars, in := applyFixture(t, tc)
 				log.reset(i)
-				err := c.apply(context.Background(), in, Step(in))
+				err := c.apply(context.Background(), in, phase.Step(in))
 				if !errors.Is(err, errInjected) {
 					t.Errorf("failing write %d (%s): apply returned %v", i, tc.want[i-1], err)
 				}
@@ -162,7 +165,7 @@ func TestApplyPlanConflict(t *testing.T) {
 	c, log, _, in := applyFixture(t, tc)
 	in.Plan.ModifyIndex-- // another coordinator wrote since
 	log.reset(0)
-	err := c.apply(context.Background(), in, Step(in))
+	err := c.apply(context.Background(), in, phase.Step(in))
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("apply = %v, want a conflict", err)
 	}

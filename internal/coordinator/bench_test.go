@@ -15,6 +15,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -110,7 +111,7 @@ func newBenchCluster(tb testing.TB, hosts int) *benchCluster {
 
 func (b *benchCluster) coordinator() *Coordinator {
 	return New(Options{Nodes: b.client.Nodes(), Store: store.New(b.client.Variables(), "rollboot", ""), Groups: b.groups,
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		Resync: time.Minute})
 }
 

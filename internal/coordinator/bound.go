@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/phase"
 )
 
 // No pass waits for ever. Every request to Nomad has a deadline of its own when
@@ -51,7 +53,7 @@ func (c *Coordinator) stepFailed(step, parent context.Context, err error) error 
 
 // carryOutBounded carries one host's decision out within its own step. A
 // decision that writes nothing costs nothing: most hosts, most passes.
-func (c *Coordinator) carryOutBounded(ctx context.Context, in Input, d Decision) error {
+func (c *Coordinator) carryOutBounded(ctx context.Context, in phase.Input, d phase.Decision) error {
 	if !acts(in, d) {
 		return nil
 	}
@@ -66,7 +68,7 @@ func (c *Coordinator) carryOutBounded(ctx context.Context, in Input, d Decision)
 // acts reports whether carrying d out does anything: a write, a drain, a
 // cancel carried out. A pass mid-rollout decides nothing new for most hosts
 // under way, and queueing those decisions with the plan writes copied each
-// one's Input and Decision for nothing.
-func acts(in Input, d Decision) bool {
-	return d.changes() || cancelDone(in, d.Plan)
+// one's phase.Input and phase.Decision for nothing.
+func acts(in phase.Input, d phase.Decision) bool {
+	return d.Changes() || d.ClearCancel
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/constraint"
 	"github.com/rollboot/rollboot/internal/parallel"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -451,20 +452,20 @@ func running(allocs []*api.Allocation) []capacity.Group {
 // when it may), given the hosts admitted before it in this pass. It decides
 // from what observe read; what it lacks it notes for observe to read (and holds
 // meanwhile: observe runs admission again once it is read).
-func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason {
+func capacityGate(s *snapshot, host string, admitted map[string]bool) phase.WaitReason {
 	v := s.capacity
 	if v == nil {
-		return WaitReason{}
+		return phase.WaitReason{}
 	}
 	if v.err != nil {
-		return waitFor(WaitCapacity, "cannot tell: "+v.err.Error())
+		return phase.WaitFor(phase.WaitCapacity, "cannot tell: "+v.err.Error())
 	}
 	self := s.hosts[host].node
 	if self == nil {
-		return WaitReason{}
+		return phase.WaitReason{}
 	}
 	if _, ok := v.allocs[self.ID]; !ok && v.askedEnough(s, self.ID) { // capacityread.go
-		return waitFor(WaitCapacity, "its allocations are not read yet")
+		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet")
 	}
 	leaving := slices.Clone(v.out)
 	gone := map[string]bool{self.ID: true}
@@ -492,7 +493,7 @@ func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason
 	}
 	if lacking {
 		v.lacking[s.groupOf[self.ID]]++
-		return waitFor(WaitCapacity, "its allocations are not read yet")
+		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet")
 	}
 	pools := map[string]bool{}
 	for _, m := range in.Movers {
@@ -511,7 +512,7 @@ func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason
 	}
 	why := capacity.Check(in)
 	if why == "" {
-		return WaitReason{}
+		return phase.WaitReason{}
 	}
 	for p := range pools {
 		if v.read[p] < len(v.candidates[p]) {
@@ -521,7 +522,7 @@ func capacityGate(s *snapshot, host string, admitted map[string]bool) WaitReason
 	}
 	if lacking {
 		v.lacking[s.groupOf[self.ID]]++
-		return waitFor(WaitCapacity, "more nodes to read")
+		return phase.WaitFor(phase.WaitCapacity, "more nodes to read")
 	}
-	return waitFor(WaitCapacity, why)
+	return phase.WaitFor(phase.WaitCapacity, why)
 }

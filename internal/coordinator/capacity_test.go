@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -463,7 +464,7 @@ func TestCapacityGateSkipsNodesEmptiedByTheirDrain(t *testing.T) {
 	tests := []struct {
 		name      string
 		phase     string
-		node      func(*NodeView)
+		node      func(*phase.NodeView)
 		drainOn   bool // the node list shows it draining
 		wantRead  bool
 		wantAdmit bool
@@ -510,7 +511,7 @@ func TestCapacityGateSkipsNodesEmptiedByTheirDrain(t *testing.T) {
 	}
 }
 
-func ineligibleNode(n *NodeView) { n.Eligible = false }
+func ineligibleNode(n *phase.NodeView) { n.Eligible = false }
 
 // The candidate nodes a round of the capacity gate needs are read side by
 // side: a new leader knows none of them.
@@ -538,7 +539,7 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 	if infos != 17 || nodes.mostInInfo < 2 || nodes.mostInInfo > CapacityReadParallelism {
 		t.Errorf("%d node reads, at most %d at once; want 17 (q's own node is one), 2 to %d at once", infos, nodes.mostInInfo, CapacityReadParallelism)
 	}
-	if adm := admit(c.admitRules(), s); adm.admitted["q"] || adm.wait["q"].Kind != WaitCapacity {
+	if adm := admit(c.admitRules(), s); adm.admitted["q"] || adm.wait["q"].Kind != phase.WaitCapacity {
 		t.Errorf("q admitted %t, waits %v; want held for capacity", adm.admitted["q"], adm.wait["q"])
 	}
 }

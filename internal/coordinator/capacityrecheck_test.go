@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 )
 
@@ -50,7 +51,7 @@ func TestCapacityHoldReleasedByRecheck(t *testing.T) {
 	requestReboot(ctx, t, st, h)
 	co := New(Options{
 		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		Timing:   Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Timing:   phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		Resync:   10 * time.Minute,
 		Capacity: CapacityGate{Enabled: true},
 	})

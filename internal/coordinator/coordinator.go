@@ -23,6 +23,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
@@ -62,7 +63,7 @@ type Options struct {
 	Groups []GroupSpec // in match order; nodes no group matches fall in DefaultGroup
 	// DefaultGroup holds the nodes no group matches (concurrency 1 by default).
 	DefaultGroup policy.Group
-	Timing       Timing
+	Timing       phase.Timing
 	HistorySize  int
 	// Clusters gives the server quorum gates their view of the server clusters.
 	// Without it, hosts that run servers are never granted.
@@ -192,6 +193,9 @@ type Coordinator struct {
 	nextSettle time.Time
 	// changed: a pass applied a change (wake.go: the next pass runs at once).
 	changed bool
+	// recheck: the earliest RecheckAt of the pass's decisions (wake.go runs
+	// the next pass then; zero: none).
+	recheck time.Time
 	// alerts: the alert gate's state (alerts.go).
 	alerts alertState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
@@ -266,7 +270,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	chained, failed := 0, 0
 	for {
 		c.mu.Lock()
-		c.changed = false
+		c.changed, c.recheck = false, time.Time{}
 		c.mu.Unlock()
 		start := time.Now()
 		err := c.ReconcileOnce(ctx)
@@ -296,7 +300,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				"passes", chained+1)
 		}
 		chained = 0
-		if !c.waitForPass(ctx, kick, t.C, plans, failed) {
+		if !c.waitForPass(ctx, kick, t.C, failed) {
 			return nil
 		}
 	}
@@ -363,7 +367,7 @@ func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error
 }
 
 // ReconcileOnce runs one pass: observe (read everything into a snapshot), admit
-// (which pending hosts get a slot), then for every host Step (the phase machine)
+// (which pending hosts get a slot), then for every host phase.Step (the phase machine)
 // and apply (the writes, in their crash-safe order).
 func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	octx, cancel := c.stepContext(ctx)
@@ -384,7 +388,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
 	var freed []string        // hosts whose decision frees their slot (handoff.go)
 	var pended []string       // hosts whose decision makes them pending (handoff.go)
-	waiting := map[WaitKind]int{}
+	waiting := map[phase.WaitKind]int{}
 	plans := newPlanCursor(s) // quiet.go
 	for i, name := range s.names {
 		hv := s.hostAt(i)
@@ -393,11 +397,12 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			continue
 		}
 		if quiet(s, hv, name, plans.underWay(i)) {
-			waiting[NotWaiting]++ // Step's decision for it (quiet.go)
+			waiting[phase.NotWaiting]++ // phase.Step's decision for it (quiet.go)
 			continue
 		}
 		in := c.input(s, adm, name)
-		d := Step(in)
+		d := phase.Step(in)
+		c.noteRecheck(d)
 		waiting[d.Waiting.Kind]++
 		if !acts(in, d) {
 			continue // nothing to carry out (bound.go)
@@ -410,7 +415,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		if storedTogether(in, d) {
 			w := pendingWrite{in: in, d: d}
-			if eligibleAgain(in, d) {
+			if phase.EligibleAgain(in, d) {
 				w.rejoin = s                // the cycle may close in this pass (rejoinnow.go)
 				freed = append(freed, name) // handOut counts it once its close is stored
 			}
@@ -433,13 +438,13 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 }
 
 // input is what the phase machine sees of one host in this pass.
-func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
+func (c *Coordinator) input(s *snapshot, adm admission, name string) phase.Input {
 	hv, ctl := s.hosts[name], s.control
 	p := s.plans[name]
 	if p.Host == "" {
 		p = store.Plan{Host: name, Phase: store.PhaseIdle}
 	}
-	in := Input{
+	in := phase.Input{
 		Now: s.now, Plan: p, Host: hv.rec, Node: hv.node, Group: hv.group, Paused: ctl.Paused,
 		CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
 		Admitted: adm.admitted[name], NotAdmitted: adm.wait[name], Timing: c.opt.Timing, Clusters: s.clusters,
@@ -469,21 +474,28 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) Input {
 }
 
 // carryOut applies one host's decision, then forgets a cancel it carried out.
-func (c *Coordinator) carryOut(ctx context.Context, in Input, d Decision) error {
+func (c *Coordinator) carryOut(ctx context.Context, in phase.Input, d phase.Decision) error {
 	if err := c.apply(ctx, in, d); err != nil {
 		return fmt.Errorf("host %s: %w", in.Plan.Host, err)
 	}
 	var err error
-	if cancelDone(in, d.Plan) {
-		// The cancel is carried out: forget it, so cancels do not pile up.
+	if d.ClearCancel {
 		err = c.clearCancel(ctx, in.Plan.Host, in.CancelAt)
 	}
-	if d.changes() {
+	if d.Changes() {
 		c.mu.Lock()
 		c.changed = true
 		c.mu.Unlock()
 	}
 	return err
+}
+
+// noteRecheck keeps the earliest time at which a decision of the pass asks to
+// be made again (wake.go waits for it).
+func (c *Coordinator) noteRecheck(d phase.Decision) {
+	c.mu.Lock()
+	c.recheck = phase.Earliest(c.recheck, d.RecheckAt)
+	c.mu.Unlock()
 }
 
 // knownGroup reports whether name is a configured group or the default one.

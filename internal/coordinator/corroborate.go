@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -130,7 +131,7 @@ func corroborate(r *store.HostRecord, members []store.Server, listed map[string]
 	var servers []store.Server
 	var claimedOnly []string
 	for _, srv := range r.Servers {
-		ids, read := listed[clusterKey(srv)]
+		ids, read := listed[phase.ClusterKey(srv)]
 		switch {
 		case slices.Contains(members, srv), !read, !ids[srv.ID]:
 			servers = append(servers, srv)

@@ -15,9 +15,13 @@ import (
 
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
+
+// t0 is the time the tests decide at.
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
 var errInjected = errors.New("injected failure")
 
@@ -274,3 +278,69 @@ func simStoreVia(t *testing.T, cfg nomadsim.Config, rt http.RoundTripper) (*noma
 	sim, client := simtest.Start(t, cfg, rt)
 	return sim, client, store.New(client.Variables(), "rollboot", "")
 }
+
+// Fixtures of the phase machine's inputs, as package phase's tests build them.
+
+func host(boot string, required bool) *store.HostRecord {
+	return &store.HostRecord{Host: "h1", NodeID: "n1", BootID: boot, RebootRequired: required,
+		Reason: "sentinel", RequestedAt: t0.Add(-time.Hour)}
+}
+
+func node(mod func(*phase.NodeView)) *phase.NodeView {
+	n := &phase.NodeView{ID: "n1", Status: "ready", Eligible: true}
+	if mod != nil {
+		mod(n)
+	}
+	return n
+}
+
+func plan(ph string, mod func(*store.Plan)) store.Plan {
+	p := store.Plan{Host: "h1", Phase: ph, PhaseSince: t0.Add(-time.Minute), GrantID: "g1",
+		BootIDAtGrant: "b1", NodeID: "n1", EligibleBefore: true, Attempt: 1, Group: "web",
+		RequestedAt: t0.Add(-time.Hour),
+		Timeline:    map[string]time.Time{store.PhasePending: t0.Add(-time.Hour), ph: t0.Add(-time.Minute)}}
+	if ph == store.PhaseIdle {
+		p.GrantID, p.BootIDAtGrant, p.Attempt, p.EligibleBefore = "", "", 0, false
+	}
+	switch ph {
+	case store.PhaseDrained, store.PhaseRebooting, store.PhaseRejoining, store.PhaseStuck:
+		if _, ok := p.Timeline[store.PhaseDrained]; !ok {
+			p.Timeline[store.PhaseDrained] = t0.Add(-2 * time.Minute)
+		}
+	}
+	if mod != nil {
+		mod(&p)
+	}
+	return p
+}
+
+var timing = phase.Timing{
+	DrainDeadline:   10 * time.Minute,
+	RetryBackoff:    time.Minute,
+	RetryMaxBackoff: 8 * time.Minute,
+	RejoinTimeout:   30 * time.Minute,
+	LoopBackoff:     time.Hour,
+	LoopMaxBackoff:  24 * time.Hour,
+}
+
+func failedHost(boot, grant string) *store.HostRecord {
+	h := host(boot, true)
+	h.RebootingGrant = "g1"
+	h.Failure = &store.RebootFailure{Grant: grant, Step: store.StepPreHook, ExitStatus: 3, Message: "check-disk: disk full", At: t0}
+	return h
+}
+
+func drainedNode(n *phase.NodeView) {
+	n.Eligible, n.DrainStatus, n.DrainGrant = false, "complete", "g1"
+}
+
+// restartedNode is node(mod) whose client started again after the drain.
+func restartedNode(mod func(*phase.NodeView)) *phase.NodeView {
+	n := node(mod)
+	clientRestart(n)
+	return n
+}
+
+// clientRestarted marks the node's Nomad client as started again after the
+// drain of plan: the sign from Nomad that a new boot ID needs.
+func clientRestart(n *phase.NodeView) { n.ClientStartedAt = t0.Add(-time.Second) }

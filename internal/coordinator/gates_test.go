@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -96,7 +97,7 @@ func TestHandOverRefused(t *testing.T) {
 		}
 		products, blocked := leads(clusters, rec, c.noHandOver, hold)
 		switch {
-		case hold && (!slices.Equal(products, []string{"nomad"}) || blocked.Kind != WaitHandOverRefused ||
+		case hold && (!slices.Equal(products, []string{"nomad"}) || blocked.Kind != phase.WaitHandOverRefused ||
 			!strings.Contains(blocked.Detail, health.ErrDenied.Error())):
 			t.Errorf("hold: leads %v, blocked %+v", products, blocked)
 		case !hold && (len(products) != 0 || !blocked.IsZero()):
@@ -125,23 +126,23 @@ func TestPostGate(t *testing.T) {
 		name     string
 		rec      store.HostRecord
 		clusters map[string]health.ClusterHealth
-		want     WaitReason
-		kind     WaitKind // when the detail comes from package health
+		want     phase.WaitReason
+		kind     phase.WaitKind // when the detail comes from package health
 	}{
 		{name: "back, healthy and stable", rec: store.HostRecord{Host: "h1", Servers: srv},
 			clusters: map[string]health.ClusterHealth{"nomad/global": healthy}},
 		{name: "no servers and no error: nothing to wait for", rec: store.HostRecord{Host: "h1"}},
 		{name: "discovery failing", rec: store.HostRecord{Host: "h1", Servers: srv, DiscoverError: "EOF"},
-			want: waitFor(WaitRolesUnknown, "EOF")},
+			want: phase.WaitFor(phase.WaitRolesUnknown, "EOF")},
 		{name: "Vault sealed", rec: store.HostRecord{Host: "h1", VaultSealed: true},
-			want: waitFor(WaitVaultUnseal, "h1")},
+			want: phase.WaitFor(phase.WaitVaultUnseal, "h1")},
 		{name: "not back in the Raft configuration", rec: store.HostRecord{Host: "h1", Servers: []store.Server{{Product: "nomad", Cluster: "global", ID: "s9"}}},
-			clusters: map[string]health.ClusterHealth{"nomad/global": healthy}, kind: WaitPostRebootGate},
+			clusters: map[string]health.ClusterHealth{"nomad/global": healthy}, kind: phase.WaitPostRebootGate},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := postGate(tc.clusters, &tc.rec, t0, time.Minute)
-			if tc.kind != NotWaiting {
+			if tc.kind != phase.NotWaiting {
 				if got.Kind != tc.kind || got.String() == "" {
 					t.Errorf("postGate = %+v, want kind %v", got, tc.kind)
 				}

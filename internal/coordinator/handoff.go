@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -28,7 +29,7 @@ import (
 //     whose write failed left its active plan there: its slot stays taken. A
 //     write lost to another coordinator's drops the cache: no second round.
 //   - The hosts admitted again are only those the first admission queued for
-//     a slot and nothing else (WaitQueued), and those this pass made pending.
+//     a slot and nothing else (phase.WaitQueued), and those this pass made pending.
 //     The capacity gate and the system jobs on their nodes are read again for
 //     them, as a pass does; with hosts made pending, the alerts (unless this
 //     pass read them) and the workload blockers too, for the queue with them.
@@ -55,13 +56,13 @@ import (
 
 // becomesPending reports whether carrying d out makes the host pending (its
 // need seen, or its backoff over).
-func becomesPending(in Input, d Decision) bool {
+func becomesPending(in phase.Input, d phase.Decision) bool {
 	return d.Write && in.Plan.Phase != store.PhasePending && d.Plan.Phase == store.PhasePending
 }
 
 // freesSlot reports whether carrying d out frees the host's slot: its plan
 // leaves an active phase (a cycle closed, released, aborted).
-func freesSlot(in Input, d Decision) bool {
+func freesSlot(in phase.Input, d phase.Decision) bool {
 	return d.Write && in.Plan.Active() && !d.Plan.Active()
 }
 
@@ -127,14 +128,15 @@ func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission,
 	for _, name := range busyNames(&s2) { // the hosts admitted are pending
 		hv := s2.hosts[name]
 		head, isNew := newcomers[name]
-		if !adm.admitted[name] || first.wait[name].Kind != WaitQueued && !isNew || hv.err != nil {
+		if !adm.admitted[name] || first.wait[name].Kind != phase.WaitQueued && !isNew || hv.err != nil {
 			continue
 		}
 		if hv.rec != nil && len(hv.rec.Servers) > 0 {
 			continue
 		}
 		in := c.input(&s2, adm, name)
-		d := Step(in)
+		d := phase.Step(in)
+		c.noteRecheck(d)
 		if in.Plan.Phase != store.PhasePending || !d.StartDrain || !storedApart(in, d) {
 			continue // not a plain grant: the next pass decides for it
 		}
@@ -166,8 +168,8 @@ func notGranted(heads []pendingWrite, granted map[string]bool) []pendingWrite {
 // and node (no shared variable cleared, no leadership handed over), so that
 // the grants of a hand-out may be carried out side by side, each in its own
 // crash-safe order.
-func storedApart(in Input, d Decision) bool {
-	return len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !cancelDone(in, d.Plan)
+func storedApart(in phase.Input, d phase.Decision) bool {
+	return len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !d.ClearCancel
 }
 
 // headsFirst splits a pass's writes stored together: first, every write but

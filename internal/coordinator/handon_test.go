@@ -7,6 +7,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/notify"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -31,7 +32,7 @@ func TestHandedOnOnlyAfterAChange(t *testing.T) {
 	cl := newBenchCluster(t, 3)
 	h := &handedOn{}
 	co := New(Options{Nodes: cl.client.Nodes(), Store: cl.store, Groups: cl.groups, Notifier: h, NodeMeta: metaHanded{h},
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
 	ctx := t.Context()
 	pass := func(states, metas int, what string) {
 		t.Helper()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -30,9 +31,9 @@ func TestHeartbeatIndexesReadOnChange(t *testing.T) {
 	n := &infoNodes{node: &api.Node{ID: "n1", ModifyIndex: 10, Events: []*api.NodeEvent{
 		{Message: eventHeartbeatMissed, CreateIndex: 8}, {Message: eventReregisteredByHeartbeat, CreateIndex: 10}}}}
 	c := New(Options{Nodes: n})
-	pass := func(modifyIndex uint64) *NodeView {
+	pass := func(modifyIndex uint64) *phase.NodeView {
 		t.Helper()
-		v := &NodeView{ID: "n1", ModifyIndex: modifyIndex}
+		v := &phase.NodeView{ID: "n1", ModifyIndex: modifyIndex}
 		if err := c.reregisteredIndex(t.Context(), v); err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestNodeEventsReadSideBySide(t *testing.T) {
 	for i := range hosts {
 		name := fmt.Sprintf("h%d", i)
 		s.plans[name] = store.Plan{Host: name, Phase: store.PhaseRebooting}
-		s.hosts[name] = &hostView{node: &NodeView{ID: "n-" + name, ModifyIndex: 5}}
+		s.hosts[name] = &hostView{node: &phase.NodeView{ID: "n-" + name, ModifyIndex: 5}}
 	}
 	s.names = sortedKeys(s.hosts)
 	c.readNodeDetails(t.Context(), s)

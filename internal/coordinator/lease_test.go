@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/phase"
 )
 
 func TestLease(t *testing.T) {
@@ -42,7 +44,7 @@ func TestApplyFencedByLease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, log, _, in := applyFixture(t, tc)
 			log.reset(0)
-			err := c.apply(ctx, in, Step(in))
+			err := c.apply(ctx, in, phase.Step(in))
 			var nodeWrites []string
 			for _, w := range log.get() {
 				if !strings.HasPrefix(w, "put ") && !strings.HasPrefix(w, "delete ") {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -24,46 +25,46 @@ func TestRebootLoopGuard(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		in        Input
+		in        phase.Input
 		loop      bool
 		wantCount int
 	}{
 		{
 			name: "need still there right after the boot is a loop",
-			in:   Input{Plan: idleAfter(done.Add(-time.Second), 0), Host: need("b2", done.Add(-time.Second))},
+			in:   phase.Input{Plan: idleAfter(done.Add(-time.Second), 0), Host: need("b2", done.Add(-time.Second))},
 			loop: true, wantCount: 1,
 		},
 		{
 			name: "a need first seen seven minutes after a clean reboot is no loop",
-			in:   Input{Plan: idleAfter(time.Time{}, 0), Host: need("b2", done.Add(7*time.Minute))},
+			in:   phase.Input{Plan: idleAfter(time.Time{}, 0), Host: need("b2", done.Add(7*time.Minute))},
 			loop: false, wantCount: 0,
 		},
 		{
 			name: "a new need after a looping one is no loop and resets the count",
-			in:   Input{Plan: idleAfter(done.Add(-time.Second), 3), Host: need("b2", done.Add(7*time.Minute))},
+			in:   phase.Input{Plan: idleAfter(done.Add(-time.Second), 3), Host: need("b2", done.Add(7*time.Minute))},
 			loop: false, wantCount: 0,
 		},
 		{
 			name: "the same need after another boot is no loop",
-			in:   Input{Plan: idleAfter(done.Add(-time.Second), 2), Host: need("b3", done.Add(-time.Second))},
+			in:   phase.Input{Plan: idleAfter(done.Add(-time.Second), 2), Host: need("b3", done.Add(-time.Second))},
 			loop: false, wantCount: 0,
 		},
 		{
 			name: "a manual request after the cycle is a new request",
-			in: Input{Plan: idleAfter(done.Add(-time.Second), 0), Host: need("b2", done.Add(-time.Second)),
+			in: phase.Input{Plan: idleAfter(done.Add(-time.Second), 0), Host: need("b2", done.Add(-time.Second)),
 				Request: &store.Request{At: done.Add(time.Minute)}},
 			loop: false, wantCount: 0,
 		},
 		{
 			name: "a plan written before the guard knew the need is no loop",
-			in:   Input{Plan: idleAfter(time.Time{}, 1), Host: need("b2", done.Add(-time.Hour))},
+			in:   phase.Input{Plan: idleAfter(time.Time{}, 1), Host: need("b2", done.Add(-time.Hour))},
 			loop: false, wantCount: 0,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.in.Now, tt.in.Timing, tt.in.Node = t0, timing, node(nil)
-			d := Step(tt.in)
+			d := phase.Step(tt.in)
 			if d.Plan.Phase != store.PhasePending {
 				t.Fatalf("phase = %s, want pending", d.Plan.Phase)
 			}
@@ -95,10 +96,10 @@ func TestLoopGuardArmedAtCycleEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := Input{Now: t0, Timing: timing, Host: tt.host,
+			in := phase.Input{Now: t0, Timing: timing, Host: tt.host,
 				Plan: plan(store.PhaseRejoining, func(p *store.Plan) { p.LoopCount, p.EligibleBefore = 2, false }),
-				Node: node(func(n *NodeView) { n.Eligible = false })}
-			d := Step(in)
+				Node: node(func(n *phase.NodeView) { n.Eligible = false })}
+			d := phase.Step(in)
 			if d.Plan.Phase != store.PhaseIdle {
 				t.Fatalf("phase = %s (waiting %q), want idle", d.Plan.Phase, d.Waiting)
 			}

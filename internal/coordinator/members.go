@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -63,12 +64,12 @@ func (c *Coordinator) clustersToRead(ctx context.Context, recs []store.HostRecor
 	out := map[string]store.Server{}
 	if l, ok := c.opt.Clusters.(ClusterLister); ok {
 		for _, srv := range l.KnownClusters(ctx) {
-			out[clusterKey(srv)] = store.Server{Product: srv.Product, Cluster: srv.Cluster}
+			out[phase.ClusterKey(srv)] = store.Server{Product: srv.Product, Cluster: srv.Cluster}
 		}
 	}
 	for i := range recs {
 		for _, srv := range recs[i].Servers {
-			out[clusterKey(srv)] = store.Server{Product: srv.Product, Cluster: srv.Cluster}
+			out[phase.ClusterKey(srv)] = store.Server{Product: srv.Product, Cluster: srv.Cluster}
 		}
 	}
 	return out
@@ -89,7 +90,7 @@ func (c *Coordinator) readMembers(ctx context.Context, recs []store.HostRecord) 
 	good, unread, fresh := map[string]health.ClusterHealth{}, map[string]string{}, map[string]bool{}
 	for _, k := range sortedKeys(want) {
 		h, err := c.readMembership(ctx, want[k])
-		k = clusterKey(store.Server{Product: string(h.Product), Cluster: h.Cluster})
+		k = phase.ClusterKey(store.Server{Product: string(h.Product), Cluster: h.Cluster})
 		switch last, ok := m.good[k]; {
 		case err == nil:
 			good[k], fresh[k] = h, true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -308,7 +309,7 @@ func (m *stateMetrics) finished(h store.HistoryRecord) {
 }
 
 // waiting sets the hosts waiting in the last pass, by kind of reason.
-func (m *stateMetrics) waiting(byKind map[WaitKind]int) {
+func (m *stateMetrics) waiting(byKind map[phase.WaitKind]int) {
 	m.hostsWaiting.Reset()
 	for k, n := range byKind {
 		if name := k.Name(); name != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -169,8 +170,8 @@ func TestMetricsSurviveANewCoordinator(t *testing.T) {
 
 // Every kind of wait reason has its own name: the label's values are a fixed set.
 func TestWaitKindNames(t *testing.T) {
-	seen := map[string]WaitKind{}
-	for k := WaitRebootLoop; k <= WaitPlanUnreadable; k++ {
+	seen := map[string]phase.WaitKind{}
+	for k := phase.WaitRebootLoop; k <= phase.WaitPlanUnreadable; k++ {
 		name := k.Name()
 		if name == "" {
 			t.Errorf("kind %d has no name", k)
@@ -181,21 +182,21 @@ func TestWaitKindNames(t *testing.T) {
 		}
 		seen[name] = k
 	}
-	if NotWaiting.Name() != "" || (WaitPlanUnreadable+1).Name() != "" {
+	if phase.NotWaiting.Name() != "" || (phase.WaitPlanUnreadable+1).Name() != "" {
 		t.Error("NotWaiting or an unknown kind has a name")
 	}
 }
 
 func TestHostsWaiting(t *testing.T) {
 	m := newStateMetrics(prometheus.NewRegistry())
-	m.waiting(map[WaitKind]int{NotWaiting: 3, WaitGroupBudget: 2, WaitDraining: 1})
+	m.waiting(map[phase.WaitKind]int{phase.NotWaiting: 3, phase.WaitGroupBudget: 2, phase.WaitDraining: 1})
 	if n := testutil.CollectAndCount(m.hostsWaiting); n != 2 {
 		t.Fatalf("%d series, want 2 (no series for hosts not waiting)", n)
 	}
 	if got := testutil.ToFloat64(m.hostsWaiting.WithLabelValues("group_budget")); got != 2 {
 		t.Errorf("group_budget = %v", got)
 	}
-	m.waiting(map[WaitKind]int{WaitDraining: 1})
+	m.waiting(map[phase.WaitKind]int{phase.WaitDraining: 1})
 	if n := testutil.CollectAndCount(m.hostsWaiting); n != 1 {
 		t.Errorf("%d series after the next pass, want 1: a reason no host waits for any more is dropped", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/phase"
 )
 
 // eventsNodes is a NodesAPI whose Info returns a node with the given events; the
@@ -45,7 +46,7 @@ func TestReregisteredIndexReadsEveryNomadMessage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := New(Options{Nodes: eventsNodes{events: tt.events}})
-			v := &NodeView{ID: "n1"}
+			v := &phase.NodeView{ID: "n1"}
 			if err := c.reregisteredIndex(context.Background(), v); err != nil {
 				t.Fatal(err)
 			}

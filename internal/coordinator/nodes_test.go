@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
@@ -46,7 +47,7 @@ func groupsFixture(t *testing.T, clients int, specs []GroupSpec) (*nomadsim.Sim,
 	sim, client := simtest.Start(t, nomadsim.Config{Clients: clients, HeartbeatTTL: time.Hour}, lists)
 	co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Resync: time.Hour,
 		Groups: specs,
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
 	groups := func() map[string]string {
 		t.Helper()
 		nodes, groupOf, err := co.readNodes(t.Context())

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/notify"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -13,17 +14,17 @@ import (
 func TestNotifyKindOfBackoff(t *testing.T) {
 	tests := []struct {
 		name string
-		in   Input
+		in   phase.Input
 		want notify.Kind
 	}{
 		{
 			name: "the agent reports a failed hook",
-			in:   Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b1", "g1"), Node: node(drainedNode)},
+			in:   phase.Input{Plan: plan(store.PhaseRebooting, nil), Host: failedHost("b1", "g1"), Node: node(drainedNode)},
 			want: notify.RebootFailed,
 		},
 		{
 			name: "someone canceled the drain",
-			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true), Node: node(func(n *NodeView) {
+			in: phase.Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true), Node: node(func(n *phase.NodeView) {
 				n.Draining, n.DrainStatus, n.DrainGrant = false, "canceled", "g1"
 			})},
 			want: notify.DrainAborted,
@@ -32,7 +33,7 @@ func TestNotifyKindOfBackoff(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.in.Now = t0
-			d := Step(tt.in)
+			d := phase.Step(tt.in)
 			if d.Plan.Phase != store.PhaseBackoff {
 				t.Fatalf("phase %s, want backoff", d.Plan.Phase)
 			}
@@ -57,7 +58,7 @@ func TestHistoryRequestedBy(t *testing.T) {
 		{name: "a request after the detection", req: &store.Request{At: t0.Add(-time.Minute), By: "ops@bastion"}, want: ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Step(Input{Now: t0, Timing: timing, Host: host("b2", false), Request: tt.req, Plan: plan(store.PhaseRejoining, nil),
+			d := phase.Step(phase.Input{Now: t0, Timing: timing, Host: host("b2", false), Request: tt.req, Plan: plan(store.PhaseRejoining, nil),
 				Node: node(nil)})
 			if d.History == nil || d.History.RequestedBy != tt.want {
 				t.Fatalf("history %+v, want requested by %q", d.History, tt.want)

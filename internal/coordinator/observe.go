@@ -12,6 +12,7 @@ import (
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/parallel"
+	"github.com/rollboot/rollboot/internal/phase"
 	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -50,7 +51,7 @@ type snapshot struct {
 	noHandOver map[string]string
 	// agentLost: hosts admission holds because their agent would be lost with
 	// the drain (admitWithJobs), with why.
-	agentLost map[string]WaitReason
+	agentLost map[string]phase.WaitReason
 	// alerts: what the alerts mean for new drains; nil when not read (the
 	// gate is off, or no host waits to start).
 	alerts *alertgate.Verdict
@@ -84,7 +85,7 @@ type snapshot struct {
 // hostView is what a pass knows of one host.
 type hostView struct {
 	rec   *store.HostRecord // nil: no usable record
-	node  *NodeView         // nil: no Nomad node, or an unknown one
+	node  *phase.NodeView   // nil: no Nomad node, or an unknown one
 	group string
 	// jobs are the system jobs running on the node, read for a host admitted
 	// now (jobsRead).
@@ -164,7 +165,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 		if _, ok := s.hosts[name]; !ok {
 			// No usable record (none, or ignored): the node the plan took out
 			// of service is still the one to give back.
-			var node *NodeView
+			var node *phase.NodeView
 			if n := s.nodes[p.NodeID]; n != nil {
 				node = nodeView(n)
 			}
@@ -251,15 +252,13 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 			continue
 		}
 		for _, srv := range hv.rec.Servers {
-			k := clusterKey(srv)
+			k := phase.ClusterKey(srv)
 			if _, ok := s.clusters[k]; !ok {
 				s.clusters[k] = c.opt.Clusters.Read(ctx, srv.Product, srv.Cluster)
 			}
 		}
 	}
 }
-
-func clusterKey(srv store.Server) string { return srv.Product + "/" + srv.Cluster }
 
 // admitWithJobs admits (admit), then reads the system jobs on the node of each
 // host admitted (recorded in its plan at grant). A host whose agent runs as a
@@ -278,9 +277,9 @@ func (c *Coordinator) admitWithJobs(ctx context.Context, r admitRules, s *snapsh
 			if !adm.admitted[name] || hv.err != nil {
 				continue
 			}
-			if why := agentWouldBeLost(Input{Node: hv.node, Host: hv.rec, SystemJobs: hv.jobs}); !why.IsZero() {
+			if why := phase.AgentWouldBeLost(phase.Input{Node: hv.node, Host: hv.rec, SystemJobs: hv.jobs}); !why.IsZero() {
 				if s.agentLost == nil {
-					s.agentLost = map[string]WaitReason{}
+					s.agentLost = map[string]phase.WaitReason{}
 				}
 				s.agentLost[name] = why
 				again = true
@@ -306,15 +305,15 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admiss
 	}
 }
 
-func nodeView(n *api.NodeListStub) *NodeView {
+func nodeView(n *api.NodeListStub) *phase.NodeView {
 	v := nodeViewOf(n)
 	return &v
 }
 
 // nodeViewOf is the view of n, by value: comparing it with a kept view
 // allocates nothing.
-func nodeViewOf(n *api.NodeListStub) NodeView {
-	v := NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
+func nodeViewOf(n *api.NodeListStub) phase.NodeView {
+	v := phase.NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
 		ModifyIndex: n.ModifyIndex}
 	for _, d := range n.Drivers {
 		if d != nil && d.UpdateTime.After(v.ClientStartedAt) {
@@ -352,7 +351,7 @@ const (
 // reregisteredIndex reads the node's events (the list stub has none) for the last
 // missed heartbeat and the last re-registration, unless the node did not
 // change since it last read them (heartbeatcache.go).
-func (c *Coordinator) reregisteredIndex(ctx context.Context, v *NodeView) error {
+func (c *Coordinator) reregisteredIndex(ctx context.Context, v *phase.NodeView) error {
 	e, ok := c.heartbeats.get(v.ID, v.ModifyIndex)
 	if !ok {
 		n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
@@ -417,7 +416,7 @@ func (c *Coordinator) systemJobs(ctx context.Context, s *snapshot, nodeID string
 	return out, nil
 }
 
-func (c *Coordinator) systemRunning(ctx context.Context, s *snapshot, v *NodeView) error {
+func (c *Coordinator) systemRunning(ctx context.Context, s *snapshot, v *phase.NodeView) error {
 	jobs, err := c.systemJobs(ctx, s, v.ID)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rollboot/rollboot/internal/parallel"
+	"github.com/rollboot/rollboot/internal/phase"
 )
 
 // PlanWriteParallelism bounds the plans a pass stores at once. When many hosts
@@ -20,9 +21,9 @@ const PlanWriteParallelism = 16
 // given back or taken out, no cycle closed, nothing in the control state
 // cleared, nothing to alert. Such decisions of different hosts touch different
 // variables and nothing else, so they may be stored in any order and at once.
-func planOnly(in Input, d Decision) bool {
+func planOnly(in phase.Input, d phase.Decision) bool {
 	return d.Write && !d.StartDrain && !d.CancelDrain && !d.SetEligible && !d.ClearRequest && !d.ClearRelease &&
-		d.History == nil && len(d.HandOver) == 0 && d.Unhealthy == "" && !cancelDone(in, d.Plan)
+		d.History == nil && len(d.HandOver) == 0 && d.Unhealthy == "" && !d.ClearCancel
 }
 
 // givesBackOnly reports whether carrying d out only gives a node back and closes
@@ -33,22 +34,22 @@ func planOnly(in Input, d Decision) bool {
 // back together, one pass closes many cycles: one after the other, each closing
 // a few writes, the slots they free reached the next hosts only after all of
 // them. Each host's own writes keep their crash-safe order (apply).
-func givesBackOnly(in Input, d Decision) bool {
-	return !d.StartDrain && len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !cancelDone(in, d.Plan)
+func givesBackOnly(in phase.Input, d phase.Decision) bool {
+	return !d.StartDrain && len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !d.ClearCancel
 }
 
 // storedTogether reports whether d may be carried out side by side with the
 // other such decisions of the pass, after the rest: plan-only decisions and
 // those that only give a node back (neither takes anything out of service).
-func storedTogether(in Input, d Decision) bool {
+func storedTogether(in phase.Input, d phase.Decision) bool {
 	return planOnly(in, d) || givesBackOnly(in, d)
 }
 
 // pendingWrite is a decision carried out with the others of its pass
 // (storedTogether).
 type pendingWrite struct {
-	in Input
-	d  Decision
+	in phase.Input
+	d  phase.Decision
 	// rejoin is the pass's snapshot when d restores a rejoining host's
 	// eligibility: once it is carried out, the pass decides again for the host
 	// (rejoinNow); nil for any other decision.

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -44,7 +45,7 @@ type Rules struct {
 	Version              int
 	Groups               []GroupSpec
 	DefaultGroup         policy.Group
-	Timing               Timing
+	Timing               phase.Timing
 	HistorySize          int
 	ServerStableFor      time.Duration
 	HoldOnDeniedHandOver bool
@@ -197,11 +198,11 @@ func (c *Coordinator) termLockIndex(ctx context.Context) (uint64, error) {
 }
 
 // policyHold is why every new start is held: the stored policy cannot be used.
-func (c *Coordinator) policyHold() WaitReason {
+func (c *Coordinator) policyHold() phase.WaitReason {
 	if c.policy.problem == "" {
-		return WaitReason{}
+		return phase.WaitReason{}
 	}
-	return waitFor(WaitPolicyInvalid, c.policy.problem)
+	return phase.WaitFor(phase.WaitPolicyInvalid, c.policy.problem)
 }
 
 // watchPolicy wakes the reconcile loop when the stored policy changes.

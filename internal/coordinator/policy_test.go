@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -61,7 +62,7 @@ func TestStoredPolicyRules(t *testing.T) {
 	}
 	src := &scriptedPolicy{err: &InvalidPolicyError{Version: 1, Err: errors.New("p.hcl:1:9: Invalid expression")}}
 	co := New(Options{Nodes: client.Nodes(), Store: st, Policy: src, Identity: "test (pid 1)",
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
 
 	pass := func() {
 		t.Helper()

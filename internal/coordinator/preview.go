@@ -5,13 +5,14 @@ import (
 	"maps"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // Preview is what a reconcile pass would decide now, carried out nowhere: the
 // read-only entry point behind `rollboot plan`. It runs the pass's own observe,
-// admit and Step, so a preview and the coordinator never disagree on why a host
+// admit and phase.Step, so a preview and the coordinator never disagree on why a host
 // waits, and writes nothing (no plan, no drain, no history).
 
 // PreviewGroup is one group as admission sees it now.
@@ -36,7 +37,7 @@ type PreviewHost struct {
 	// Starts: a pass now would grant the host its slot.
 	Starts bool
 	// Waiting is why the host would not move (zero when it starts or is idle).
-	Waiting WaitReason
+	Waiting phase.WaitReason
 	// Clusters are the server clusters the host runs a server of
 	// ("product/cluster"): admission takes out at most one host of each at
 	// once, across groups (serverGate).
@@ -73,7 +74,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		if in.Plan.Phase != store.PhaseIdle {
 			continue
 		}
-		if d := Step(in); d.Plan.Phase == store.PhasePending {
+		if d := phase.Step(in); d.Plan.Phase == store.PhasePending {
 			s.plans[name] = d.Plan
 		}
 	}
@@ -99,15 +100,15 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		if in.Plan.Phase == store.PhaseIdle {
 			continue
 		}
-		d := Step(in)
+		d := phase.Step(in)
 		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting}
 		if rec := s.hosts[name].rec; rec != nil {
 			for _, srv := range rec.Servers {
-				h.Clusters = append(h.Clusters, clusterKey(srv))
+				h.Clusters = append(h.Clusters, phase.ClusterKey(srv))
 			}
 		}
 		if in.Plan.Phase == store.PhasePending && d.Plan.Phase != store.PhasePending && d.Plan.Active() {
-			h.Starts, h.Waiting = true, WaitReason{}
+			h.Starts, h.Waiting = true, phase.WaitReason{}
 		}
 		if h.Group == "" {
 			h.Group = in.Plan.Group

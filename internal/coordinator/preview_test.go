@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -27,7 +28,7 @@ func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
 	}
 	co := New(Options{Nodes: client.Nodes(), Store: st,
 		Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
 
 	index := sim.Index()
 	res, err := co.Preview(ctx)
@@ -46,7 +47,7 @@ func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
 		if h.Starts != want[h.Host] || h.Group != "all" || h.Plan.Phase != store.PhasePending {
 			t.Errorf("preview of %s: %+v", h.Host, h)
 		}
-		if !h.Starts && h.Waiting.Kind != WaitQueued {
+		if !h.Starts && h.Waiting.Kind != phase.WaitQueued {
 			t.Errorf("%s waits for %v, want a slot of its group", h.Host, h.Waiting)
 		}
 		reasons[h.Host] = h.Waiting.Stored() // a queued host's reason is computed, not stored
@@ -91,7 +92,7 @@ func TestPreviewNamesAServersClusters(t *testing.T) {
 	}
 	co := New(Options{Nodes: client.Nodes(), Store: st,
 		Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
 	res, err := co.Preview(ctx)
 	if err != nil {
 		t.Fatal(err)

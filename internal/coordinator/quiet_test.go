@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// TestQuietSteps: for every host the pass skips as quiet, Step on its full
-// Input decides what the skip assumes (its plan kept, no write, no drain, no
-// control cleared, not waiting). Hosts are drawn at random over what Step reads
+// TestQuietSteps: for every host the pass skips as quiet, phase.Step on its full
+// phase.Input decides what the skip assumes (its plan kept, no write, no drain, no
+// control cleared, not waiting). Hosts are drawn at random over what phase.Step reads
 // of an idle host: its plan (none, idle with a past cycle, or under way), its
 // record (none, asking or not, from a boot the last cycle left), its node
 // (none, draining by rollboot or another, or not), and a request, cancel or
@@ -25,7 +26,7 @@ func TestQuietSteps(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 14))
 		s := &snapshot{now: now, plans: map[string]store.Plan{}, hosts: map[string]*hostView{},
 			control: store.Control{Requests: map[string]store.Request{}, Cancels: map[string]time.Time{}, Releases: map[string]time.Time{}}}
-		adm := admission{admitted: map[string]bool{}, wait: map[string]WaitReason{}}
+		adm := admission{admitted: map[string]bool{}, wait: map[string]phase.WaitReason{}}
 		for i := range 200 {
 			name := fmt.Sprintf("h%03d", i)
 			hv := &hostView{group: "default"}
@@ -54,7 +55,7 @@ func TestQuietSteps(t *testing.T) {
 				s.control.Releases[name] = at(rng)
 			}
 			if rng.IntN(3) > 0 { // its node: draining by rollboot, by someone else, or not
-				hv.node = &NodeView{ID: "node-" + name, Status: "ready", Eligible: rng.IntN(2) == 0, Draining: rng.IntN(3) == 0,
+				hv.node = &phase.NodeView{ID: "node-" + name, Status: "ready", Eligible: rng.IntN(2) == 0, Draining: rng.IntN(3) == 0,
 					DrainGrant: []string{"", "g-old"}[rng.IntN(2)], DrainRestores: rng.IntN(2) == 0,
 					DrainStatus: []string{"", "draining", "complete", "canceled"}[rng.IntN(4)], DrainStartedAt: at(rng)}
 			}
@@ -64,15 +65,15 @@ func TestQuietSteps(t *testing.T) {
 		}
 		for _, name := range s.names {
 			in := c.input(s, adm, name)
-			d := Step(in)
+			d := phase.Step(in)
 			if !quiet(s, s.hosts[name], name, hostPhase(s.plans[name]) != store.PhaseIdle) {
 				stepped++
 				continue
 			}
 			quietN++
-			if d.changes() || cancelDone(in, d.Plan) || d.Waiting != (WaitReason{}) || d.Event != "" ||
+			if d.Changes() || d.ClearCancel || d.Waiting != (phase.WaitReason{}) || d.Event != "" ||
 				d.Plan.Phase != store.PhaseIdle {
-				t.Fatalf("seed %d host %s is quiet, but Step decides %+v on %+v", seed, name, d, in)
+				t.Fatalf("seed %d host %s is quiet, but phase.Step decides %+v on %+v", seed, name, d, in)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
@@ -152,7 +153,7 @@ func TestBadRecordsDoNotStopReconcile(t *testing.T) {
 
 	co := New(Options{Nodes: c.Nodes(), Store: st, Jobs: c.Jobs(),
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
-		Timing:       Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
+		Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
 	// One pass: the needs seen, stored pending and granted (handoff.go).
 	if err := co.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
@@ -201,7 +202,7 @@ func TestIgnoredRecordStillGivesTheNodeBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	co := New(Options{Nodes: c.Nodes(), Store: st,
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
 	for i := 0; i < 3; i++ {
 		if err := co.ReconcileOnce(ctx); err != nil {
 			t.Fatal(err)

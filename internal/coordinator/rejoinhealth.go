@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -32,21 +31,9 @@ import (
 // system jobs running, and the jobs whose allocations are stopped (Nomad's alloc
 // stop) when the drain starts rather than migrated by it.
 
-// DrainOptions are a group's drain options.
-type DrainOptions struct {
-	// Deadline replaces Timing.DrainDeadline for the group's hosts (0: keep it).
-	Deadline time.Duration
-	// DrainSystemJobs: the drain stops system jobs too (ignore_system_jobs =
-	// false). The zero value leaves them running, the safe default.
-	DrainSystemJobs bool
-	// StopJobs are "job" (any namespace) or "namespace/job": their allocations
-	// on the node are stopped once the drain has started.
-	StopJobs []string
-}
-
 // GroupOptions are a group's drain options and healthy settings.
 type GroupOptions struct {
-	Drain   DrainOptions
+	Drain   phase.DrainOptions
 	Healthy rejoinhealth.Settings
 }
 
@@ -65,7 +52,7 @@ type ConsulHealthAPI interface {
 // DefaultGroupOptions are the options of a group that sets none: the safe
 // defaults of package config.
 var DefaultGroupOptions = GroupOptions{
-	Drain:   DrainOptions{},
+	Drain:   phase.DrainOptions{},
 	Healthy: rejoinhealth.Settings{Deadline: 10 * time.Minute, OnDeadline: rejoinhealth.OnDeadlineHold},
 }
 
@@ -96,22 +83,13 @@ func planGroup(p store.Plan, group string) string {
 }
 
 // withGroupOptions puts the options of the host's group into its input.
-func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *Input) {
+func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *phase.Input) {
 	o := c.groupOptions(planGroup(in.Plan, in.Group))
 	in.Drain, in.Healthy = o.Drain, o.Healthy
 	if o.Drain.Deadline > 0 {
 		in.Timing.DrainDeadline = o.Drain.Deadline
 	}
 	in.Health = s.health[name]
-}
-
-// waitsForHealth reports whether the host may meet the healthy checks: it is
-// rejoining (or stuck after it came back) and has a node. Its workloads are
-// read once its node is ready, and eligible again when it was before (Nomad
-// places allocations only on eligible nodes).
-func waitsForHealth(p store.Plan) bool {
-	rejoins := p.Phase == store.PhaseRejoining || (p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero())
-	return rejoins && p.NodeID != ""
 }
 
 // readRejoinHealth reads, for each host that waits for its workloads to be
@@ -126,7 +104,7 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 	}()
 	for _, name := range busyNames(s) { // waitsForHealth: rejoining or stuck
 		hv, p := s.hosts[name], s.plans[name]
-		if hv.node == nil || !waitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
+		if hv.node == nil || !phase.WaitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
 			continue
 		}
 		o := &rejoinhealth.Observed{}
@@ -222,57 +200,6 @@ func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoinhe
 	return out, nil
 }
 
-// healthHold is the healthy check of a rejoining host whose node is back (and
-// eligible again when it was before): held reports that it holds the host, with
-// the decision to return. Past the deadline with on_deadline = "release" it
-// holds nothing and records in d.Unhealthy what was still unhealthy, for the
-// alert when the slot is freed.
-func healthHold(in Input, pd *Decision, since time.Time) (r Decision, held bool) {
-	d := *pd
-	if in.Health == nil {
-		return d, false
-	}
-	v := rejoinhealth.Decide(*in.Health, in.Healthy, in.Now.Sub(since))
-	switch {
-	case v.Hold == rejoinhealth.None:
-		return d, false
-	case v.Release:
-		pd.Unhealthy = v.Detail
-		return d, false
-	case v.Past:
-		return toStuck(in, d, d.Plan, fmt.Sprintf("workloads not healthy within %s of the reboot: %s", in.Healthy.Deadline, v.Detail)), true
-	case v.Hold == rejoinhealth.Checks:
-		d.Waiting = waitFor(WaitConsulChecks, v.Detail)
-	case v.Hold == rejoinhealth.Starting:
-		d.Waiting = waitFor(WaitAllocsStarting, v.Detail)
-	default:
-		d.Waiting = waitFor(WaitAllocsUnhealthy, v.Detail)
-	}
-	return d, true
-}
-
-// systemDrainHold holds a host whose group drains system jobs
-// (ignore_system_jobs = false) while rollboot's agent runs on its node as a
-// system job: the drain would stop the agent, and nobody would reboot the host.
-func systemDrainHold(in Input) WaitReason {
-	if !in.Drain.DrainSystemJobs || in.Node == nil || in.Host == nil || in.Host.AgentJob == "" ||
-		!slices.Contains(in.SystemJobs, in.Host.AgentJob) {
-		return WaitReason{}
-	}
-	return waitFor(WaitDrainStopsAgent, in.Host.AgentJob)
-}
-
-// drainSpec is the drain of a grant: the group's deadline (given to Nomad only
-// with on_timeout = "force": with "abort" the coordinator cancels instead, so
-// Nomad never kills what has not migrated) and its system jobs option.
-func drainSpec(in Input) *api.DrainSpec {
-	spec := &api.DrainSpec{IgnoreSystemJobs: !in.Drain.DrainSystemJobs}
-	if in.Timing.ForceOnTimeout {
-		spec.Deadline = in.Timing.DrainDeadline
-	}
-	return spec
-}
-
 // stopJobs stops the allocations of the group's stop_jobs on the node, just
 // before its drain starts: the node is first made ineligible (the plan stored at
 // grant says it was eligible, and the rejoin restores it), so that Nomad places
@@ -282,7 +209,7 @@ func drainSpec(in Input) *api.DrainSpec {
 // an evaluation of its own: the scheduler stops it at once, without the migrate
 // block the drainer follows. An allocation left running (the stop failed, or
 // the coordinator stopped in between) is migrated by the drain as any other.
-func (c *Coordinator) stopJobs(ctx context.Context, in Input, log *slog.Logger) error {
+func (c *Coordinator) stopJobs(ctx context.Context, in phase.Input, log *slog.Logger) error {
 	if len(in.Drain.StopJobs) == 0 || in.Node == nil {
 		return nil
 	}
@@ -295,7 +222,7 @@ func (c *Coordinator) stopJobs(ctx context.Context, in Input, log *slog.Logger) 
 	}
 	var stop []*api.Allocation
 	for _, a := range allocs {
-		if a.DesiredStatus == api.AllocDesiredStatusRun && stopJob(in.Drain.StopJobs, a.Namespace, a.JobID) &&
+		if a.DesiredStatus == api.AllocDesiredStatusRun && phase.StopsJob(in.Drain.StopJobs, a.Namespace, a.JobID) &&
 			a.ClientStatus != api.AllocClientStatusComplete && a.ClientStatus != api.AllocClientStatusFailed &&
 			a.ClientStatus != api.AllocClientStatusLost && (a.DesiredTransition.Migrate == nil || !*a.DesiredTransition.Migrate) {
 			stop = append(stop, a)
@@ -322,24 +249,9 @@ func (c *Coordinator) stopJobs(ctx context.Context, in Input, log *slog.Logger) 
 	return nil
 }
 
-// stopJob reports whether the job is one of jobs: "job" in any namespace, or
-// "namespace/job".
-func stopJob(jobs []string, namespace, job string) bool {
-	for _, j := range jobs {
-		if ns, id, ok := strings.Cut(j, "/"); ok {
-			if ns == namespace && id == job {
-				return true
-			}
-		} else if j == job {
-			return true
-		}
-	}
-	return false
-}
-
 // alertUnhealthy reports a host whose slot was freed past its healthy deadline
 // with its workloads still unhealthy (on_deadline = "release").
-func (c *Coordinator) alertUnhealthy(in Input, d Decision, log *slog.Logger) {
+func (c *Coordinator) alertUnhealthy(in phase.Input, d phase.Decision, log *slog.Logger) {
 	if d.Unhealthy == "" || d.History == nil {
 		return // not freed in this decision: still waiting for something else
 	}
@@ -349,29 +261,6 @@ func (c *Coordinator) alertUnhealthy(in Input, d Decision, log *slog.Logger) {
 		Name: "rollboot_unhealthy_released_total",
 		Help: "Rebooted hosts whose slot was freed at healthy.deadline with their workloads still unhealthy (healthy.on_deadline = \"release\"), by group.",
 	}, []string{"group"})).WithLabelValues(d.Plan.Group).Inc()
-}
-
-// healthTimers is the earliest time after now at which a healthy deadline or a
-// group's own drain deadline runs out for one of plans (zero: none): the pass
-// that decides it then is woken by a timer, not left to the resync.
-func (c *Coordinator) healthTimers(plans map[string]store.Plan, now time.Time) time.Time {
-	var next time.Time
-	consider := func(at time.Time) {
-		if at.After(now) && (next.IsZero() || at.Before(next)) {
-			next = at
-		}
-	}
-	const tick = time.Millisecond
-	for _, p := range plans {
-		o := c.groupOptions(p.Group)
-		switch {
-		case p.Phase == store.PhaseDraining && !c.opt.Timing.ForceOnTimeout && o.Drain.Deadline > 0:
-			consider(p.PhaseSince.Add(o.Drain.Deadline + tick))
-		case p.Phase == store.PhaseRejoining && o.Healthy.Deadline > 0:
-			consider(p.Timeline[store.PhaseRejoining].Add(o.Healthy.Deadline + tick))
-		}
-	}
-	return next
 }
 
 // groupDrainDeadlines are the drain deadlines the groups set for themselves

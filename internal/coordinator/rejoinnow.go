@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -42,26 +43,11 @@ import (
 //     givesBackOnly): nothing shared is written side by side with the pass's
 //     other writes. A manual request to clear waits for the next pass.
 
-// eligibleAgain reports whether carrying d out restores the node's eligibility
-// of a rejoining host that then waits for nothing but its node to show it: the
-// pass decides again for it once the write succeeded (rejoinNow). The host may
-// have been rejoining already, or enter the rejoin in d (restoreEligibility).
-func eligibleAgain(in Input, d Decision) bool {
-	switch in.Plan.Phase {
-	case store.PhaseRejoining, store.PhaseRebooting, store.PhaseDrained:
-	default:
-		return false
-	}
-	return d.Plan.Phase == store.PhaseRejoining &&
-		d.Waiting.Kind == WaitEligibility && (d.SetEligible || d.CancelDrain && d.MarkEligible) &&
-		(in.Host == nil || len(in.Host.Servers) == 0)
-}
-
 // rejoinNow decides again for a host whose eligibility d restored, with the
 // node as the write left it and its health read after the write, and carries
 // the decision out if it closes the cycle. s is the pass's snapshot, only read:
 // the pass's writes run side by side.
-func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in Input, d Decision) error {
+func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input, d phase.Decision) error {
 	name := in.Plan.Host
 	c.mu.Lock()
 	p, ok := c.plans[name] // as d stored it, or as it was
@@ -69,13 +55,14 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in Input, d De
 	if !ok || p.Phase != store.PhaseRejoining {
 		return nil
 	}
-	node := *in.Node // eligibleAgain: the decision wrote to it
+	node := *in.Node // phase.EligibleAgain: the decision wrote to it
 	node.Eligible, node.Draining = true, false
 	in.Node, in.Plan, in.Now = &node, p, c.now()
 	rctx, cancel := c.stepContext(ctx)
 	in.Health = c.healthNow(rctx, s, p, planGroup(p, in.Group), node.ID) // a read that failed holds the host
 	cancel()
-	d2 := Step(in)
+	d2 := phase.Step(in)
+	c.noteRecheck(d2)
 	if !freesSlot(in, d2) || !givesBackOnly(in, d2) {
 		return nil
 	}
@@ -86,7 +73,7 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in Input, d De
 // waits for them, straight from Nomad and Consul: neither the watch's
 // allocations nor the pass's were read after the eligibility write.
 func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, group, nodeID string) *rejoinhealth.Observed {
-	if !waitsForHealth(p) {
+	if !phase.WaitsForHealth(p) {
 		return nil
 	}
 	o := &rejoinhealth.Observed{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -58,7 +59,7 @@ func TestCoordinatorKeepsDecidingWhileARequestHangs(t *testing.T) {
 			{Group: policy.Group{Name: "a", Concurrency: 1}, Filter: `NodePool == "a"`},
 			{Group: policy.Group{Name: "b", Concurrency: 1}, Filter: `NodePool == "b"`},
 		},
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		Resync: 100 * time.Millisecond,
 	})
 	done := make(chan error, 1)
@@ -145,7 +146,7 @@ func TestRejoinSeesSystemJobsWithoutResync(t *testing.T) {
 		t.Fatal(err)
 	}
 	co := New(Options{Nodes: client.Nodes(), Store: st, Resync: 30 * time.Second,
-		Timing: Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
 	done := make(chan error, 1)
 	go func() { done <- co.Run(ctx) }()
 	waitPlan(t, ctx, st, h.Name, func(p store.Plan) bool { return p.Waiting == "waiting for system job default/late to run on the node" })

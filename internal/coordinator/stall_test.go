@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -56,7 +57,7 @@ func TestHungRequestIsAbandonedAndThePassRetried(t *testing.T) {
 			{Group: policy.Group{Name: "a", Concurrency: 1}, Filter: `NodePool == "a"`},
 			{Group: policy.Group{Name: "b", Concurrency: 1}, Filter: `NodePool == "b"`},
 		},
-		Timing:      Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Timing:      phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		Resync:      time.Hour, // progress comes from the retries, not from a resync
 		StepTimeout: 500 * time.Millisecond,
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -48,7 +49,7 @@ type viewCache struct {
 	viewsGroup map[string]string
 	viewsKey   string
 	// nodeViews: the view of each node, as built from its list stub.
-	nodeViews map[string]*NodeView
+	nodeViews map[string]*phase.NodeView
 	// sum: the nodes summed up for the group statuses, from sumNodes and
 	// sumGroups.
 	sum       *nodeSummary
@@ -205,7 +206,7 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 			return v.views, v.names, v.order
 		}
 	}
-	nodeViews := make(map[string]*NodeView, len(recs))
+	nodeViews := make(map[string]*phase.NodeView, len(recs))
 	views = make(map[string]*hostView, len(recs))
 	for i := range recs {
 		hv := c.buildView(&recs[i], nodes, groupOf, nodeViews)
@@ -325,7 +326,7 @@ func inOrder(views map[string]*hostView, names []string) []*hostView {
 // buildView builds the view of the host of r: its node (the view kept for it
 // when its stub says the same, noted in nodeViews) and group. Called with
 // v.mu held.
-func (c *Coordinator) buildView(r *store.HostRecord, nodes map[string]*api.NodeListStub, groupOf map[string]string, nodeViews map[string]*NodeView) hostView {
+func (c *Coordinator) buildView(r *store.HostRecord, nodes map[string]*api.NodeListStub, groupOf map[string]string, nodeViews map[string]*phase.NodeView) hostView {
 	hv := hostView{rec: r, group: c.groupOfHost(r, groupOf)}
 	if r.NodeID != "" {
 		if n := nodes[r.NodeID]; n != nil {
@@ -357,7 +358,7 @@ func (v *viewCache) kept() map[string]*hostView {
 }
 
 // nodeView returns the view of n: the one kept when its stub says the same.
-func (v *viewCache) nodeView(n *api.NodeListStub) *NodeView {
+func (v *viewCache) nodeView(n *api.NodeListStub) *phase.NodeView {
 	nv := nodeViewOf(n)
 	if old := v.nodeViews[n.ID]; old != nil && sameNodeView(&nv, old) {
 		return old
@@ -368,7 +369,7 @@ func (v *viewCache) nodeView(n *api.NodeListStub) *NodeView {
 
 // sameNodeView reports whether a and b say the same of their node's list stub
 // (the fields nodeView sets).
-func sameNodeView(a, b *NodeView) bool {
+func sameNodeView(a, b *phase.NodeView) bool {
 	return a.ID == b.ID && a.Status == b.Status && a.Eligible == b.Eligible && a.Draining == b.Draining &&
 		a.DrainStatus == b.DrainStatus && a.DrainGrant == b.DrainGrant && a.ModifyIndex == b.ModifyIndex &&
 		a.SystemRunning == nil && b.SystemRunning == nil && a.ReregisteredIndex == b.ReregisteredIndex &&

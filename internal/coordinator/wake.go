@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -54,47 +55,6 @@ func afterPass(changed bool, chained int, poked bool) (again, spinning bool) {
 		return true, false
 	}
 	return false, !poked
-}
-
-// nextTimer is the earliest time after now at which a decision about one of plans
-// can change with no other change seen: a backoff's next try, a drain that runs
-// out of its deadline (when rollboot aborts it), a reboot or rejoin that runs out
-// of time. Zero when there is none.
-func nextTimer(plans map[string]store.Plan, t Timing, now time.Time) time.Time {
-	var next time.Time
-	consider := func(at time.Time) {
-		if at.IsZero() || !at.After(now) {
-			return
-		}
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
-	}
-	// Decisions compare durations with ">": a pass one tick after the limit sees it.
-	const tick = time.Millisecond
-	for _, p := range plans {
-		switch p.Phase {
-		case store.PhasePending, store.PhaseBackoff:
-			consider(p.NextTry)
-		case store.PhaseDraining:
-			if !t.ForceOnTimeout && t.DrainDeadline > 0 {
-				consider(p.PhaseSince.Add(t.DrainDeadline + tick))
-			}
-		case store.PhaseDrained, store.PhaseRebooting:
-			if t.RejoinTimeout > 0 {
-				consider(p.PhaseSince.Add(t.RejoinTimeout + tick))
-			}
-		case store.PhaseRejoining:
-			since := p.Timeline[store.PhaseRejoining]
-			if since.IsZero() {
-				since = p.PhaseSince
-			}
-			if t.RejoinTimeout > 0 {
-				consider(since.Add(t.RejoinTimeout + tick))
-			}
-		}
-	}
-	return next
 }
 
 // passMetrics are the coordinator's metrics, on the registry of its process
@@ -173,21 +133,14 @@ func (c *Coordinator) observePass(took time.Duration, end time.Time) {
 		"resync_interval", c.opt.Resync, "overruns", n)
 }
 
-// changes reports whether applying d writes anything.
-func (d Decision) changes() bool {
-	return d.Write || d.StartDrain || d.CancelDrain || d.SetEligible || d.ClearRequest ||
-		d.ClearRelease || d.History != nil || len(d.HandOver) > 0 || d.DeletePlan
-}
-
 // waitForPass waits for a reason to run the next pass: a change seen by a watch
 // (kick), the resync tick, a decision's timer, or the retry of a failed pass
 // (failed passes in a row, with backoff). It returns false when ctx ends.
-func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, resync <-chan time.Time, plans map[string]store.Plan, failed int) bool {
+func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, resync <-chan time.Time, failed int) bool {
 	now := c.now()
-	next := nextTimer(plans, c.opt.Timing, now)
-	if t := c.healthTimers(plans, now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
-		next = t // a group's drain deadline or a healthy deadline runs out
-	}
+	c.mu.Lock()
+	next := c.recheck // a decision's deadline or backoff (phase.Decision.RecheckAt)
+	c.mu.Unlock()
 	if t := c.nextSettle; t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // a group's settle time ends
 	}
@@ -231,7 +184,7 @@ type allocWatchers struct {
 func allocWatchNodes(plans map[string]store.Plan) map[string]bool {
 	want := map[string]bool{}
 	for _, p := range plans {
-		if (p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0) || waitsForHealth(p) {
+		if (p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0) || phase.WaitsForHealth(p) {
 			want[p.NodeID] = true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/workload"
 )
@@ -373,13 +374,13 @@ func (c *Coordinator) poolJobs(ctx context.Context, pool string) (map[workload.J
 
 // workloadHolds takes out of the queue the hosts a workload blocker holds, with
 // why they wait.
-func workloadHolds(s *snapshot, queue []policy.Request) ([]policy.Request, map[string]WaitReason) {
+func workloadHolds(s *snapshot, queue []policy.Request) ([]policy.Request, map[string]phase.WaitReason) {
 	v := s.workloads
 	if v == nil {
 		return queue, nil
 	}
 	var rest []policy.Request
-	wait := map[string]WaitReason{}
+	wait := map[string]phase.WaitReason{}
 	for _, req := range queue {
 		if why := workloadHold(s, v, req.Host); !why.IsZero() {
 			wait[req.Host] = why
@@ -392,16 +393,16 @@ func workloadHolds(s *snapshot, queue []policy.Request) ([]policy.Request, map[s
 
 // workloadHold is why one queued host is held by a workload blocker (zero if
 // it is not). A read that failed holds: the blocker cannot tell.
-func workloadHold(s *snapshot, v *workloadView, host string) WaitReason {
+func workloadHold(s *snapshot, v *workloadView, host string) phase.WaitReason {
 	pool := hostPool(s, s.hosts[host])
 	if pool == "" {
-		return WaitReason{}
+		return phase.WaitReason{}
 	}
 	if v.jobErr != nil {
-		return waitFor(WaitWorkloadUnknown, v.jobErr.Error())
+		return phase.WaitFor(phase.WaitWorkloadUnknown, v.jobErr.Error())
 	}
 	if err := v.allocErr[host]; err != nil {
-		return waitFor(WaitWorkloadUnknown, err.Error())
+		return phase.WaitFor(phase.WaitWorkloadUnknown, err.Error())
 	}
 	if jobs := workload.BlockingJobs(v.allocs[host], v.blocking); len(jobs) > 0 {
 		names := make([]string, len(jobs))
@@ -412,22 +413,22 @@ func workloadHold(s *snapshot, v *workloadView, host string) WaitReason {
 		if len(names) > 1 {
 			what = "jobs "
 		}
-		return waitFor(WaitBlockingJob, what+strings.Join(names, ", "))
+		return phase.WaitFor(phase.WaitBlockingJob, what+strings.Join(names, ", "))
 	}
 	if err := v.poolErr[pool]; err != nil {
-		return waitFor(WaitWorkloadUnknown, fmt.Sprintf("pool %s: %v", pool, err))
+		return phase.WaitFor(phase.WaitWorkloadUnknown, fmt.Sprintf("pool %s: %v", pool, err))
 	}
 	pv, ok := v.pools[pool]
 	if !ok {
-		return WaitReason{}
+		return phase.WaitReason{}
 	}
 	switch h := workload.PoolHold(pv); h.Kind {
 	case workload.ByDeployment:
-		return waitFor(WaitDeployment, h.Detail)
+		return phase.WaitFor(phase.WaitDeployment, h.Detail)
 	case workload.ByBlockedEvals:
-		return waitFor(WaitBlockedEvals, h.Detail)
+		return phase.WaitFor(phase.WaitBlockedEvals, h.Detail)
 	}
-	return WaitReason{}
+	return phase.WaitReason{}
 }
 
 // sooner is the earlier of two due times, zero meaning none.

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/workload"
@@ -296,7 +297,7 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 	requestReboot(ctx, t, st, h)
 	co := New(Options{
 		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		Timing:    Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Timing:    phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		Resync:    10 * time.Minute,
 		Workloads: workload.Settings{JobFilter: `Meta.rollboot_block == "true"`}, WorkloadsAPI: NomadWorkloads{Client: client},
 	})
@@ -426,7 +427,7 @@ func TestPoolListsReadAhead(t *testing.T) {
 	co := New(Options{
 		Nodes: listAfterDeployments{NodesAPI: client.Nodes(), box: box}, Store: st,
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		Timing:       Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		Workloads:    workload.Default(), WorkloadsAPI: wl,
 	})
 	if err := co.ReconcileOnce(ctx); err != nil {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
 )
 
@@ -27,7 +28,7 @@ func defaultGroupOptions(cfg *config.Compiled) coordinator.GroupOptions {
 
 func groupOptions(d config.GroupDrainConfig, h config.HealthyConfig) coordinator.GroupOptions {
 	return coordinator.GroupOptions{
-		Drain:   coordinator.DrainOptions{Deadline: d.Deadline, DrainSystemJobs: !d.IgnoreSystemJobs, StopJobs: d.StopJobs},
+		Drain:   phase.DrainOptions{Deadline: d.Deadline, DrainSystemJobs: !d.IgnoreSystemJobs, StopJobs: d.StopJobs},
 		Healthy: rejoin.Settings{Deadline: h.Deadline, OnDeadline: h.OnDeadline, ConsulChecks: h.ConsulChecks},
 	}
 }

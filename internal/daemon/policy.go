@@ -10,6 +10,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/storedpolicy"
@@ -97,7 +98,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		Version:      version,
 		Groups:       withGroupOptions(groupSpecs(cfg.Policy), cfg),
 		DefaultGroup: cfg.Policy.Default,
-		Timing: coordinator.Timing{
+		Timing: phase.Timing{
 			DrainDeadline:   cfg.Drain.Deadline,
 			ForceOnTimeout:  cfg.ForceDrains,
 			RetryBackoff:    cfg.Drain.RetryBackoff,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -80,7 +81,7 @@ type Host struct {
 	// progress, or blocked by something time does not end).
 	Position int  `json:"position,omitempty"`
 	Starts   bool `json:"starts"` // a pass now would grant it
-	// WaitKind names what holds it (coordinator.WaitKind.Name); Reason says it
+	// WaitKind names what holds it (phase.WaitKind.Name); Reason says it
 	// in words, as `rollboot status` does.
 	WaitKind string `json:"wait_kind,omitempty"`
 	Reason   string `json:"reason,omitempty"`
@@ -96,11 +97,11 @@ type Host struct {
 // timed reports whether what holds a waiting host ends with time alone (a
 // slot, a window, a backoff, another server of its cluster out, a pause that
 // is assumed to end now).
-func timed(k coordinator.WaitKind) bool {
+func timed(k phase.WaitKind) bool {
 	switch k {
-	case coordinator.NotWaiting, coordinator.WaitGroupBudget, coordinator.WaitSlot, coordinator.WaitQueued,
-		coordinator.WaitSettle, coordinator.WaitBackoff, coordinator.WaitRebootLoop, coordinator.WaitPaused,
-		coordinator.WaitServerOut: // until the other server is back (serve)
+	case phase.NotWaiting, phase.WaitGroupBudget, phase.WaitSlot, phase.WaitQueued,
+		phase.WaitSettle, phase.WaitBackoff, phase.WaitRebootLoop, phase.WaitPaused,
+		phase.WaitServerOut: // until the other server is back (serve)
 		return true
 	}
 	return false

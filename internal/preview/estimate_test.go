@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -38,17 +39,17 @@ func group(name string, concurrency, size int, sched policy.Schedule) coordinato
 func pending(name, group string, asked time.Duration) coordinator.PreviewHost {
 	return coordinator.PreviewHost{Host: name, Group: group,
 		Plan:    store.Plan{Host: name, Phase: store.PhasePending, RequestedAt: at(asked)},
-		Waiting: coordinator.WaitReason{Kind: coordinator.WaitGroupBudget, Detail: "group is full"}}
+		Waiting: phase.WaitReason{Kind: phase.WaitGroupBudget, Detail: "group is full"}}
 }
 
 func starts(h coordinator.PreviewHost) coordinator.PreviewHost {
-	h.Starts, h.Waiting = true, coordinator.WaitReason{}
+	h.Starts, h.Waiting = true, phase.WaitReason{}
 	return h
 }
 
 func backoff(h coordinator.PreviewHost, until time.Duration) coordinator.PreviewHost {
 	h.Plan.Phase, h.Plan.NextTry = store.PhaseBackoff, at(until)
-	h.Waiting = coordinator.WaitReason{Kind: coordinator.WaitBackoff, Detail: at(until).Format(time.RFC3339)}
+	h.Waiting = phase.WaitReason{Kind: phase.WaitBackoff, Detail: at(until).Format(time.RFC3339)}
 	return h
 }
 
@@ -61,7 +62,7 @@ func server(h coordinator.PreviewHost, clusters ...string) coordinator.PreviewHo
 // serverOut is a pending host held because the host other, of its cluster, is
 // out (or taken out in the same pass).
 func serverOut(h coordinator.PreviewHost, other string) coordinator.PreviewHost {
-	h.Waiting = coordinator.WaitReason{Kind: coordinator.WaitServerOut, Detail: "nomad server of global on " + other}
+	h.Waiting = phase.WaitReason{Kind: phase.WaitServerOut, Detail: "nomad server of global on " + other}
 	return h
 }
 
@@ -229,7 +230,7 @@ func TestBuildEstimates(t *testing.T) {
 		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
 		hosts: []coordinator.PreviewHost{
 			{Host: "a", Group: "web", Plan: store.Plan{Host: "a", Phase: store.PhasePending, RequestedAt: at(-9 * m)},
-				Waiting: coordinator.WaitReason{Kind: coordinator.WaitAgentMissing, Detail: "no allocation"}},
+				Waiting: phase.WaitReason{Kind: phase.WaitAgentMissing, Detail: "no allocation"}},
 			starts(pending("b", "web", -3*m))},
 		want:   "b 0/6, a -/-",
 		finish: 6 * m,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -44,8 +45,8 @@ func sampleInput(candidate bool) Input {
 	web.Active = 1
 	batch := group("batch", 1, 3, daily(22*time.Hour, 23*time.Hour))
 	batch.Hold = "outside the maintenance windows (next opens at 2026-11-30T22:00:00Z)"
-	window := coordinator.WaitReason{Kind: coordinator.WaitGroupBudget, Detail: batch.Hold}
-	missing := coordinator.WaitReason{Kind: coordinator.WaitAgentMissing, Detail: "allocation failed"}
+	window := phase.WaitReason{Kind: phase.WaitGroupBudget, Detail: batch.Hold}
+	missing := phase.WaitReason{Kind: phase.WaitAgentMissing, Detail: "allocation failed"}
 	w3 := pending("web-3", "web", -4*m)
 	w3.Waiting = missing
 	b1, b2 := pending("batch-1", "batch", -20*m), pending("batch-2", "batch", -10*m)
@@ -54,7 +55,7 @@ func sampleInput(candidate bool) Input {
 		b2 = pending("batch-2", "web", -10*m)
 	}
 	w1 := active("web-1", "web", store.PhaseRebooting, -1*m)
-	w1.Waiting = coordinator.WaitReason{Kind: coordinator.WaitRebooting}
+	w1.Waiting = phase.WaitReason{Kind: phase.WaitRebooting}
 	return Input{
 		Now: now,
 		Observed: coordinator.PreviewResult{Now: now, Groups: []coordinator.PreviewGroup{web, batch},

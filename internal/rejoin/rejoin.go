@@ -95,7 +95,7 @@ type Verdict struct {
 // Decide decides for a host that came back elapsed ago.
 func Decide(o Observed, s Settings, elapsed time.Duration) Verdict {
 	v := judge(o, s)
-	if v.Hold != None && elapsed > s.Deadline {
+	if v.Hold != None && elapsed >= s.Deadline {
 		v.Past = true
 		v.Release = s.OnDeadline == OnDeadlineRelease
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -29,7 +30,7 @@ func waitPolicy(t *testing.T, st PolicyStore, what string, ok func(Policy) bool)
 }
 
 // safeDefault is a policy source with no policy stored: the safe default.
-type safeDefault struct{ timing coordinator.Timing }
+type safeDefault struct{ timing phase.Timing }
 
 func (p safeDefault) Rules(context.Context) (coordinator.Rules, error) {
 	return coordinator.Rules{Timing: p.timing, HistorySize: 10}, nil
@@ -46,7 +47,7 @@ func (safeDefault) Watch(ctx context.Context, idx uint64, _ time.Duration) (uint
 func TestStatusTellsWhetherTheLeaderStillLeads(t *testing.T) {
 	sim, c := simtest.Start(t, nomadsim.Config{AllowShortLockTTL: true}, nil)
 	st := store.New(c.Variables(), "rollboot", "")
-	timing := coordinator.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}
+	timing := phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}
 	lead := func(identity string) (stop func()) {
 		co := coordinator.New(coordinator.Options{Nodes: c.Nodes(), Store: st, Identity: identity, Timing: timing, Resync: time.Second,
 			Policy: safeDefault{timing}})

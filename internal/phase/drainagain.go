@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 // drainAgain issues the drain of the current grant again when someone changed
 // the node's eligibility after its drain completed, once the node is
@@ -20,6 +20,6 @@ func drainAgain(in Input, d Decision) (Decision, bool) {
 	}
 	d.StartDrain = true
 	d.Event = "draining again: the node's eligibility changed after its drain completed"
-	d.Waiting = waitFor(WaitDraining, "")
+	d.Waiting = WaitFor(WaitDraining, "")
 	return d, true
 }

@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 import (
 	"strings"
@@ -229,7 +229,7 @@ func TestStep(t *testing.T) {
 		{
 			name: "a refused hand-over with the hold policy waits with the reason",
 			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true), ServerGates: true, Leads: []string{"nomad"},
-				HandOverBlocked: waitFor(WaitHandOverRefused, "needs a management token"),
+				HandOverBlocked: WaitFor(WaitHandOverRefused, "needs a management token"),
 				Node:            node(func(n *NodeView) { n.Eligible, n.DrainGrant, n.DrainStatus = false, "g1", "complete" })},
 			phase: store.PhaseDraining,
 			check: func(t *testing.T, d Decision) {
@@ -258,7 +258,7 @@ func TestStep(t *testing.T) {
 		{
 			name: "rejoining waits for the servers' post-reboot gate",
 			in: Input{Now: t0, Timing: timing, Host: host("b2", false), Plan: plan(store.PhaseRejoining, nil), Node: node(nil),
-				PostGate: waitFor(WaitVaultUnseal, "h1")},
+				PostGate: WaitFor(WaitVaultUnseal, "h1")},
 			phase: store.PhaseRejoining,
 			check: func(t *testing.T, d Decision) {
 				if !strings.Contains(d.Waiting.String(), "unseal is needed") {
@@ -326,7 +326,9 @@ func TestStep(t *testing.T) {
 		{
 			name: "draining: our drain is still running",
 			in: Input{Plan: plan(store.PhaseDraining, nil), Host: host("b1", true),
-				Node: node(func(n *NodeView) { n.Draining, n.Eligible, n.DrainGrant, n.DrainStatus = true, false, "g1", "draining" })},
+				Node: node(func(n *NodeView) {
+					n.Draining, n.Eligible, n.DrainGrant, n.DrainStatus = true, false, "g1", "draining"
+				})},
 			phase: store.PhaseDraining,
 			check: func(t *testing.T, d Decision) {
 				if d.StartDrain || d.CancelDrain {
@@ -355,7 +357,9 @@ func TestStep(t *testing.T) {
 			name: "draining past the deadline with abort: cancel, restore eligibility, back off",
 			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
 				Plan: plan(store.PhaseDraining, func(p *store.Plan) { p.PhaseSince = t0.Add(-11 * time.Minute); p.Attempt = 2 }),
-				Node: node(func(n *NodeView) { n.Draining, n.Eligible, n.DrainGrant, n.DrainStatus = true, false, "g1", "draining" })},
+				Node: node(func(n *NodeView) {
+					n.Draining, n.Eligible, n.DrainGrant, n.DrainStatus = true, false, "g1", "draining"
+				})},
 			phase: store.PhaseBackoff, write: true,
 			check: func(t *testing.T, d Decision) {
 				if !d.CancelDrain || !d.MarkEligible {
@@ -784,4 +788,16 @@ func TestStaleDrain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cluster is a healthy cluster of three voters that can lose one.
+func cluster(product health.Product, name string, mod func(*health.ClusterHealth)) health.ClusterHealth {
+	h := health.ClusterHealth{Product: product, Cluster: name, Healthy: true, FailureTolerance: 1, Leader: "s3"}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		h.Servers = append(h.Servers, health.ServerHealth{ID: id, Healthy: true, Voter: true, Leader: id == "s3"})
+	}
+	if mod != nil {
+		mod(&h)
+	}
+	return h
 }

@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 import (
 	"testing"
@@ -37,13 +37,13 @@ func TestStuckAfterRejoin(t *testing.T) {
 		{
 			name: "its servers are still not back: stays stuck, writes nothing",
 			in: Input{Plan: stuckBack(nil), Host: back, Node: ready, ServerGates: true,
-				PostGate: waitFor(WaitPostRebootGate, "nomad server of global on h1 is not a voter yet")},
+				PostGate: WaitFor(WaitPostRebootGate, "nomad server of global on h1 is not a voter yet")},
 			phase: store.PhaseStuck, lastErr: serversLate,
 		},
 		{
 			name: "still not back, for another reason now: stays stuck and says which",
 			in: Input{Plan: stuckBack(nil), Host: back, Node: ready, ServerGates: true,
-				PostGate: waitFor(WaitVaultUnseal, "h1")},
+				PostGate: WaitFor(WaitVaultUnseal, "h1")},
 			phase: store.PhaseStuck, write: true,
 			lastErr: "servers not back within 30m0s: Vault on h1 is sealed: an unseal is needed",
 		},

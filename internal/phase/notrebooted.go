@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 import (
 	"slices"
@@ -26,14 +26,14 @@ func agentReport(in Input, d Decision) (Decision, bool) {
 		if !p.Held {
 			d.Plan.Held, d.Write, d.Event = true, true, "the agent holds the reboot" // why: in Waiting
 		}
-		d.Waiting = waitFor(WaitAgentHolds, h.HoldReason)
+		d.Waiting = WaitFor(WaitAgentHolds, h.HoldReason)
 		return d, true
 	case p.Held:
 		// The hold ended (the agent went ahead, or the host went down): the
 		// reboot starts now, so its time to come back counts from now.
 		d.Plan.Held, d.Plan.PhaseSince = false, in.Now
 		d.Write, d.Event = true, "the agent ended its hold"
-		d.Waiting = waitFor(WaitRebooting, "")
+		d.Waiting = WaitFor(WaitRebooting, "")
 		return d, true
 	}
 	return d, false
@@ -65,13 +65,13 @@ func notRebooted(in Input, d Decision, f store.RebootFailure) Decision {
 	return d
 }
 
-// agentWouldBeLost says why a drain must not start (zero when it may): the host's
+// AgentWouldBeLost says why a drain must not start (zero when it may): the host's
 // agent runs as a Nomad system job that does not run on the node now (an operator
 // drain without IgnoreSystemJobs stopped it, say), so after the drain nobody
 // would be there to reboot the host and report back.
-func agentWouldBeLost(in Input) WaitReason {
+func AgentWouldBeLost(in Input) WaitReason {
 	if in.Node == nil || in.Host == nil || in.Host.AgentJob == "" || slices.Contains(in.SystemJobs, in.Host.AgentJob) {
 		return WaitReason{}
 	}
-	return waitFor(WaitAgentNotOnNode, in.Host.AgentJob)
+	return WaitFor(WaitAgentNotOnNode, in.Host.AgentJob)
 }

@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 import (
 	"strings"
@@ -21,7 +21,9 @@ func holdingHost(why string) *store.HostRecord {
 	return h
 }
 
-func drainedNode(n *NodeView) { n.Eligible, n.DrainStatus, n.DrainGrant = false, "complete", "g1" }
+func drainedNode(n *NodeView) {
+	n.Eligible, n.DrainStatus, n.DrainGrant = false, "complete", "g1"
+}
 
 // The agent's word about a grant whose host did not go down: a failure undoes the
 // attempt and retries later; a hold keeps the slot and is never "stuck".

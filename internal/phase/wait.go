@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 import "strings"
 
@@ -166,8 +166,8 @@ type WaitReason struct {
 	Detail string
 }
 
-// waitFor returns a reason of kind k with detail.
-func waitFor(k WaitKind, detail string) WaitReason { return WaitReason{Kind: k, Detail: detail} }
+// WaitFor returns a reason of kind k with detail.
+func WaitFor(k WaitKind, detail string) WaitReason { return WaitReason{Kind: k, Detail: detail} }
 
 // IsZero reports whether the host does not wait.
 func (w WaitReason) IsZero() bool { return w.Kind == NotWaiting }

@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 import (
 	"testing"
@@ -64,8 +64,8 @@ func TestEligibilityRestoredAsTheRebootIsSeen(t *testing.T) {
 			if d.History != nil || d.StartDrain || d.Plan.Phase != store.PhaseRejoining {
 				t.Errorf("decided more than the rejoin's first step: %+v", d)
 			}
-			if eligibleAgain(tc.in, d) != (tc.give != "") {
-				t.Errorf("eligibleAgain = %v, want %v", !(tc.give != ""), tc.give != "")
+			if EligibleAgain(tc.in, d) != (tc.give != "") {
+				t.Errorf("EligibleAgain = %v, want %v", !(tc.give != ""), tc.give != "")
 			}
 		})
 	}

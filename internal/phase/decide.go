@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/policy"
-	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -139,7 +139,7 @@ func serversCameBack(in Input, p store.Plan) bool {
 		return false
 	}
 	for _, srv := range in.Host.Servers {
-		s, ok := in.Clusters[clusterKey(srv)].Server(srv.ID)
+		s, ok := in.Clusters[ClusterKey(srv)].Server(srv.ID)
 		if !ok || s.StableSince.Before(p.ServersStableSince) {
 			return false
 		}
@@ -155,7 +155,7 @@ func serversStableSince(in Input) time.Time {
 		return latest
 	}
 	for _, srv := range in.Host.Servers {
-		if s, ok := in.Clusters[clusterKey(srv)].Server(srv.ID); ok && s.StableSince.After(latest) {
+		if s, ok := in.Clusters[ClusterKey(srv)].Server(srv.ID); ok && s.StableSince.After(latest) {
 			latest = s.StableSince
 		}
 	}
@@ -219,10 +219,10 @@ type Input struct {
 
 	// Drain and Healthy are the options of the host's group; Health is what
 	// was observed of its workloads while it rejoins (nil: not read this pass).
-	// See rejoinhealth.go.
+	// See rejoin.go.
 	Drain   DrainOptions
-	Healthy rejoinhealth.Settings
-	Health  *rejoinhealth.Observed
+	Healthy rejoin.Settings
+	Health  *rejoin.Observed
 }
 
 // Decision is what to do for one host.
@@ -250,6 +250,14 @@ type Decision struct {
 	// (the variable parts are the plan's Reason, LastError and Waiting, logged
 	// as attributes beside it).
 	Event string
+	// ClearCancel: the host's cancel suppresses nothing any more (the host is
+	// idle and no need or request made at or before it is left): it is
+	// removed from the control state, so that cancels do not pile up.
+	ClearCancel bool
+	// RecheckAt is when this decision can change with nothing else changing
+	// (a backoff's end, a drain, rejoin or healthy deadline; zero: never): the
+	// loop runs a pass then.
+	RecheckAt time.Time
 	// Unhealthy: the cycle ends past the healthy deadline with these workloads
 	// still unhealthy (healthy.on_deadline = "release"): alerted.
 	Unhealthy string
@@ -287,6 +295,8 @@ func Step(in Input) Decision {
 		// rarely, so this adds few writes (wait.go, progress).
 		d.Plan.Waiting, d.Write = w, true
 	}
+	d.ClearCancel = cancelDone(in, d.Plan)
+	d.RecheckAt = recheckAt(in, d.Plan)
 	return d
 }
 
@@ -306,7 +316,7 @@ func step(in Input) Decision {
 	d := Decision{Plan: p}
 	if p.Phase == store.PhaseUnreadable {
 		// A newer rollboot wrote the plan: hold the host, change nothing.
-		d.Waiting = waitFor(WaitPlanUnreadable, p.Waiting)
+		d.Waiting = WaitFor(WaitPlanUnreadable, p.Waiting)
 		return d
 	}
 	var n needed
@@ -336,13 +346,13 @@ func step(in Input) Decision {
 	case store.PhaseRebooting:
 		return stepRebooting(in, d)
 	case store.PhaseRejoining:
-		return rejoin(in, d)
+		return stepRejoining(in, d)
 	case store.PhaseStuck:
 		return stepStuck(in, d)
 	case store.PhaseBackoff:
 		return stepBackoff(in, d, n)
 	}
-	d.Waiting = waitFor(WaitUnknownPhase, p.Phase)
+	d.Waiting = WaitFor(WaitUnknownPhase, p.Phase)
 	return d
 }
 
@@ -359,7 +369,7 @@ func step(in Input) Decision {
 // abort).
 func staleDrain(in Input, d Decision) (Decision, bool) {
 	n, p := in.Node, d.Plan
-	if !isStaleDrain(n, p) {
+	if !IsStaleDrain(n, p) {
 		return d, false
 	}
 	restore := n.DrainRestores || n.DrainGrant == p.GrantID && p.EligibleBefore
@@ -372,13 +382,13 @@ func staleDrain(in Input, d Decision) (Decision, bool) {
 	return d, true
 }
 
-// isStaleDrain reports whether n is taken out by a drain of rollboot's that no
+// IsStaleDrain reports whether n is taken out by a drain of rollboot's that no
 // cycle of p's host holds: draining, or a completed drain that left it
 // ineligible, begun after the host's last cycle ended (the drain of that cycle
 // began before its end, and the cycle gave the node back: an operator who made
 // the node ineligible since is not overruled). Nomad's clock dates the drain,
 // the coordinator's the cycle's end: they are assumed within a cycle's length.
-func isStaleDrain(n *NodeView, p store.Plan) bool {
+func IsStaleDrain(n *NodeView, p store.Plan) bool {
 	if n == nil || n.DrainGrant == "" {
 		return false // no drain, or not by rollboot (a foreign drain holds)
 	}
@@ -427,44 +437,44 @@ func stepPending(in Input, d Decision, n needed) Decision {
 		return withdrawn(in, d)
 	}
 	if in.Now.Before(p.NextTry) {
-		d.Waiting = waitFor(WaitBackoff, p.NextTry.UTC().Format(time.RFC3339))
+		d.Waiting = WaitFor(WaitBackoff, p.NextTry.UTC().Format(time.RFC3339))
 		if p.LastError != "" {
-			d.Waiting = waitFor(WaitRebootLoop, p.LastError)
+			d.Waiting = WaitFor(WaitRebootLoop, p.LastError)
 		}
 		return d
 	}
 	if in.Paused {
-		d.Waiting = waitFor(WaitPaused, "")
+		d.Waiting = WaitFor(WaitPaused, "")
 		return d
 	}
 	if in.Host == nil {
-		d.Waiting = waitFor(WaitNoRecord, "")
+		d.Waiting = WaitFor(WaitNoRecord, "")
 		return d
 	}
-	if role := serverRole(in.Host.Roles); role != "" && !in.ServerGates {
+	if role := ServerRole(in.Host.Roles); role != "" && !in.ServerGates {
 		// Rebooting a server is safe only behind quorum gates (invariant 2),
 		// which this version does not have: never take a server out.
-		d.Waiting = waitFor(WaitServerNoGates, role)
+		d.Waiting = WaitFor(WaitServerNoGates, role)
 		return d
 	}
 	if in.Node != nil {
 		if in.Node.Status != "ready" {
-			d.Waiting = waitFor(WaitNodeNotReady, in.Node.Status)
+			d.Waiting = WaitFor(WaitNodeNotReady, in.Node.Status)
 			return d
 		}
 		if in.Node.Draining && in.Node.DrainGrant == "" {
-			d.Waiting = waitFor(WaitForeignDrain, "")
+			d.Waiting = WaitFor(WaitForeignDrain, "")
 			return d
 		}
 	}
 	if !in.Admitted {
 		d.Waiting = in.NotAdmitted
 		if d.Waiting.IsZero() {
-			d.Waiting = waitFor(WaitSlot, "")
+			d.Waiting = WaitFor(WaitSlot, "")
 		}
 		return d
 	}
-	if why := agentWouldBeLost(in); !why.IsZero() {
+	if why := AgentWouldBeLost(in); !why.IsZero() {
 		d.Waiting = why
 		return d
 	}
@@ -522,7 +532,7 @@ func stepDraining(in Input, d Decision, n needed) Decision {
 		return d
 	}
 	if in.Node == nil {
-		d.Waiting = waitFor(WaitNodeNotFound, "")
+		d.Waiting = WaitFor(WaitNodeNotFound, "")
 		return d
 	}
 	if !n.ok {
@@ -551,13 +561,13 @@ func stepDraining(in Input, d Decision, n needed) Decision {
 		// The plan was stored but the drain call did not land (a crash or an
 		// error in between): issue it again. Draining is idempotent.
 		d.StartDrain = true
-		d.Waiting = waitFor(WaitDrainStarting, "")
+		d.Waiting = WaitFor(WaitDrainStarting, "")
 		return d
 	}
-	if !in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) > in.Timing.DrainDeadline {
+	if !in.Timing.ForceOnTimeout && in.Now.Sub(p.PhaseSince) >= in.Timing.DrainDeadline {
 		return abort(in, d, fmt.Sprintf("the drain did not finish within %s", in.Timing.DrainDeadline), true)
 	}
-	d.Waiting = waitFor(WaitDraining, "")
+	d.Waiting = WaitFor(WaitDraining, "")
 	return d
 }
 
@@ -578,10 +588,10 @@ func stepDrained(in Input, d Decision) Decision {
 	case in.Host != nil && in.Host.RebootingGrant == p.GrantID:
 		d.Plan = enter(p, store.PhaseRebooting, in.Now)
 		d.Write, d.Event = true, "agent started the reboot"
-	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
+	case in.Now.Sub(p.PhaseSince) >= in.Timing.RejoinTimeout:
 		d = toStuck(in, d, p, fmt.Sprintf("the agent did not start the reboot within %s", in.Timing.RejoinTimeout))
 	default:
-		d.Waiting = waitFor(WaitAgentReboot, "")
+		d.Waiting = WaitFor(WaitAgentReboot, "")
 	}
 	return d
 }
@@ -601,13 +611,13 @@ func stepRebooting(in Input, d Decision) Decision {
 		d.Plan = enter(p, store.PhaseRejoining, in.Now)
 		d.Write, d.Event = true, ev
 		d, _ = restoreEligibility(in, d)
-	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout && neverWentDown(in, p):
+	case in.Now.Sub(p.PhaseSince) >= in.Timing.RejoinTimeout && neverWentDown(in, p):
 		return notRebooted(in, d, store.RebootFailure{Grant: p.GrantID, Step: store.StepReboot, ExitStatus: -1,
 			Message: fmt.Sprintf("the host did not go down within %s (same boot ID, node ready)", in.Timing.RejoinTimeout), At: in.Now})
-	case in.Now.Sub(p.PhaseSince) > in.Timing.RejoinTimeout:
+	case in.Now.Sub(p.PhaseSince) >= in.Timing.RejoinTimeout:
 		d = toStuck(in, d, p, fmt.Sprintf("the host did not come back within %s", in.Timing.RejoinTimeout))
 	default:
-		d.Waiting = waitFor(WaitRebooting, "")
+		d.Waiting = WaitFor(WaitRebooting, "")
 	}
 	return d
 }
@@ -648,7 +658,7 @@ func stuckRejoin(in Input, d Decision) Decision {
 	p := d.Plan
 	r := d
 	r.Plan.Phase = store.PhaseRejoining
-	r = rejoin(in, r)
+	r = stepRejoining(in, r)
 	if r.Plan.Phase != store.PhaseStuck {
 		if r.Plan.Phase == store.PhaseRejoining {
 			r.Plan = enter(p, store.PhaseRejoining, in.Now) // its rejoin clock keeps running
@@ -667,7 +677,7 @@ func stuckRejoin(in Input, d Decision) Decision {
 
 // stuckWait is why a stuck host waits: its last error, and how to free its slot.
 func stuckWait(p store.Plan) WaitReason {
-	return waitFor(WaitStuck, p.LastError+" (rollboot release "+p.Host+" frees the slot)")
+	return WaitFor(WaitStuck, p.LastError+" (rollboot release "+p.Host+" frees the slot)")
 }
 
 // withdrawn returns a waiting host to idle: nothing needs its reboot any more.
@@ -684,7 +694,7 @@ func stepBackoff(in Input, d Decision, n needed) Decision {
 		return withdrawn(in, d)
 	}
 	if in.Now.Before(p.NextTry) {
-		d.Waiting = waitFor(WaitBackoff, p.NextTry.UTC().Format(time.RFC3339)+": "+p.LastError)
+		d.Waiting = WaitFor(WaitBackoff, p.NextTry.UTC().Format(time.RFC3339)+": "+p.LastError)
 		return d
 	}
 	d.Plan = enter(p, store.PhasePending, in.Now)
@@ -699,12 +709,12 @@ func handOver(in Input, d Decision) Decision {
 		return d
 	}
 	d.HandOver = in.Leads
-	d.Waiting = waitFor(WaitHandingOver, strings.Join(in.Leads, ", "))
+	d.Waiting = WaitFor(WaitHandingOver, strings.Join(in.Leads, ", "))
 	return d
 }
 
-// serverRole returns the first server role in roles, or "".
-func serverRole(roles []string) string {
+// ServerRole returns the first server role in roles, or "".
+func ServerRole(roles []string) string {
 	for _, r := range roles {
 		switch r {
 		case store.RoleNomadServer, store.RoleConsulServer, store.RoleVaultServer:
@@ -714,22 +724,19 @@ func serverRole(roles []string) string {
 	return ""
 }
 
-// rejoin waits for the node to be ready, restores eligibility and waits for the
+// stepRejoining waits for the node to be ready, restores eligibility and waits for the
 // node's system allocations before the slot is freed.
-func rejoin(in Input, d Decision) Decision {
+func stepRejoining(in Input, d Decision) Decision {
 	p := d.Plan
-	since := p.Timeline[store.PhaseRejoining]
-	if since.IsZero() {
-		since = p.PhaseSince
-	}
-	timedOut := in.Now.Sub(since) > in.Timing.RejoinTimeout
+	since := rejoinSince(p)
+	timedOut := in.Now.Sub(since) >= in.Timing.RejoinTimeout
 	stuck := func(why string) Decision { return toStuck(in, d, p, why) }
 	if in.Node != nil {
 		if in.Node.Status != "ready" {
 			if timedOut {
 				return stuck(fmt.Sprintf("the node was not ready within %s of the reboot", in.Timing.RejoinTimeout))
 			}
-			d.Waiting = waitFor(WaitNodeToBeReady, in.Node.Status)
+			d.Waiting = WaitFor(WaitNodeToBeReady, in.Node.Status)
 			return d
 		}
 		if r, ok := restoreEligibility(in, d); ok {
@@ -743,7 +750,7 @@ func rejoin(in Input, d Decision) Decision {
 					if timedOut {
 						return stuck(fmt.Sprintf("system job %s did not run again on the node within %s", job, in.Timing.RejoinTimeout))
 					}
-					d.Waiting = waitFor(WaitSystemJob, job)
+					d.Waiting = WaitFor(WaitSystemJob, job)
 					return d
 				}
 			}
@@ -770,7 +777,7 @@ func rejoin(in Input, d Decision) Decision {
 		if timedOut {
 			return stuck(fmt.Sprintf("the agent did not report a new boot ID within %s", in.Timing.RejoinTimeout))
 		}
-		d.Waiting = waitFor(WaitNewBootID, "")
+		d.Waiting = WaitFor(WaitNewBootID, "")
 		return d
 	}
 	return backInService(in, d, p)
@@ -796,7 +803,7 @@ func restoreEligibility(in Input, d Decision) (Decision, bool) {
 	} else {
 		d.SetEligible = true
 	}
-	d.Waiting = waitFor(WaitEligibility, "")
+	d.Waiting = WaitFor(WaitEligibility, "")
 	return d, true
 }
 
@@ -940,4 +947,12 @@ func neverWentDown(in Input, p store.Plan) bool {
 	return p.GrantID != "" && in.Node != nil && in.Node.Status == "ready" && in.Host != nil &&
 		!slices.Contains(in.Host.Roles, store.RoleFleetLock) &&
 		in.Host.BootID == p.BootIDAtGrant && rebootSeen(in, p) == ""
+}
+
+func ClusterKey(srv store.Server) string { return srv.Product + "/" + srv.Cluster }
+
+// Changes reports whether applying d writes anything.
+func (d Decision) Changes() bool {
+	return d.Write || d.StartDrain || d.CancelDrain || d.SetEligible || d.ClearRequest ||
+		d.ClearRelease || d.History != nil || len(d.HandOver) > 0 || d.DeletePlan
 }

@@ -1,4 +1,4 @@
-package coordinator
+package phase
 
 import "github.com/rollboot/rollboot/internal/store"
 
