@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -57,7 +58,7 @@ func (c *Coordinator) giveBack(ctx context.Context, in phase.Input, d phase.Deci
 	}
 	w := (&api.WriteOptions{}).WithContext(ctx)
 	if d.CancelDrain {
-		if err := checkLease(ctx); err != nil {
+		if err := election.CheckLease(ctx); err != nil {
 			return fmt.Errorf("cancel drain of node %s: %w", in.Node.ID, err)
 		}
 		if _, err := c.opt.Nodes.UpdateDrainOpts(in.Node.ID, &api.DrainOptions{DrainSpec: nil, MarkEligible: d.MarkEligible}, w); err != nil {
@@ -66,7 +67,7 @@ func (c *Coordinator) giveBack(ctx context.Context, in phase.Input, d phase.Deci
 		log.Info("drain canceled", "node_id", in.Node.ID, "mark_eligible", d.MarkEligible)
 	}
 	if d.SetEligible {
-		if err := checkLease(ctx); err != nil {
+		if err := election.CheckLease(ctx); err != nil {
 			return fmt.Errorf("restore eligibility of node %s: %w", in.Node.ID, err)
 		}
 		if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, true, w); err != nil {
@@ -148,7 +149,7 @@ func logEvent(log *slog.Logger, d phase.Decision) {
 // draining, whose drain the next pass issues again.
 func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decision, log *slog.Logger) error {
 	for _, product := range d.HandOver {
-		if err := checkLease(ctx); err != nil {
+		if err := election.CheckLease(ctx); err != nil {
 			return fmt.Errorf("hand over the %s leadership: %w", product, err)
 		}
 		if err := c.handOver(ctx, in.Host, product); err != nil {
@@ -170,7 +171,7 @@ func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decis
 	if err := c.stopJobs(ctx, in, log); err != nil {
 		return err
 	}
-	if err := checkLease(ctx); err != nil {
+	if err := election.CheckLease(ctx); err != nil {
 		return fmt.Errorf("drain node %s: %w", in.Node.ID, err)
 	}
 	if _, err := c.opt.Nodes.UpdateDrainOpts(in.Node.ID, opts, w); err != nil {

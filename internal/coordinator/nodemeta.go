@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -24,7 +25,7 @@ func (c *Coordinator) startNodeMeta(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.opt.NodeMeta.Run(ctx, checkLease)
+		c.opt.NodeMeta.Run(ctx, election.CheckLease)
 	}()
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -26,7 +27,7 @@ func (c *Coordinator) startNotifier(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.opt.Notifier.Run(ctx, checkLease)
+		c.opt.Notifier.Run(ctx, election.CheckLease)
 	}()
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/phase"
 	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
@@ -231,14 +232,14 @@ func (c *Coordinator) stopJobs(ctx context.Context, in phase.Input, log *slog.Lo
 	if len(stop) == 0 {
 		return nil
 	}
-	if err := checkLease(ctx); err != nil {
+	if err := election.CheckLease(ctx); err != nil {
 		return fmt.Errorf("drain.stop_jobs: mark node %s ineligible: %w", in.Node.ID, err)
 	}
 	if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, false, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
 		return fmt.Errorf("drain.stop_jobs: mark node %s ineligible: %w", in.Node.ID, err)
 	}
 	for _, a := range stop {
-		if err := checkLease(ctx); err != nil {
+		if err := election.CheckLease(ctx); err != nil {
 			return fmt.Errorf("stop allocation %s: %w", a.ID, err)
 		}
 		if _, err := c.opt.Allocs.Stop(a, (&api.QueryOptions{Namespace: a.Namespace}).WithContext(ctx)); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/discovery"
+	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -37,8 +38,8 @@ func Client(cfg *config.Compiled) (*api.Client, error) {
 	}
 	// The client keeps ac's http.Client: its transport is wrapped in place. A
 	// leading coordinator's writes are fenced by its lease once more as they go
-	// out (coordinator.LeaseTransport).
-	ac.HttpClient.Transport = coordinator.LeaseTransport(telemetry.NomadTransport(ac.HttpClient.Transport))
+	// out (election.LeaseTransport).
+	ac.HttpClient.Transport = election.LeaseTransport(telemetry.NomadTransport(ac.HttpClient.Transport))
 	return c, nil
 }
 
@@ -100,7 +101,7 @@ func groupSpecs(p policy.Policy) []coordinator.GroupSpec {
 // LeaderLock returns the election lock for the configuration. It has a client of
 // its own: api.Client.Locks rewrites the client's retry settings without a lock,
 // which would race with (and change) every other request on a shared client.
-func LeaderLock(cfg *config.Compiled, st *store.Store) (coordinator.Lock, error) {
+func LeaderLock(cfg *config.Compiled, st *store.Store) (election.Lock, error) {
 	c, err := Client(cfg)
 	if err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 			g.Set(v)
 		}
 	}
-	return coordinator.RunStandby(ctx, lock, st.WatchLeader, sb, log.With("component", "election"), co.Run)
+	return election.RunStandby(ctx, lock, st.WatchLeader, sb, log.With("component", "election"), co.Run)
 }
 
 // AgentOptions are what the configuration file does not say about an agent.

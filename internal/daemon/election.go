@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/config"
-	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -16,15 +16,15 @@ import (
 // publishes (count counts the candidates), and the default quiet periods. The slots share one client of their
 // own (api.Client.Locks rewrites its client's retry settings, the same for every
 // slot, and at most one slot is held at a time).
-func Standbys(cfg *config.Compiled, st *store.Store, count func(context.Context) (int, error)) (coordinator.Standbys, error) {
-	sb := coordinator.Standbys{
+func Standbys(cfg *config.Compiled, st *store.Store, count func(context.Context) (int, error)) (election.Standbys, error) {
+	sb := election.Standbys{
 		Census:      st.Census,
 		Count:       count,
 		Publish:     st.PublishCensus,
-		Interval:    coordinator.DefaultQuietInterval,
-		MinPeriod:   coordinator.DefaultQuietMinPeriod,
-		MaxPeriod:   coordinator.DefaultQuietMaxPeriod,
-		CensusEvery: coordinator.DefaultCensusEvery,
+		Interval:    election.DefaultQuietInterval,
+		MinPeriod:   election.DefaultQuietMinPeriod,
+		MaxPeriod:   election.DefaultQuietMaxPeriod,
+		CensusEvery: election.DefaultCensusEvery,
 	}
 	if cfg.Coordinator.Standbys == 0 {
 		return sb, nil

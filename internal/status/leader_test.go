@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/simtest"
@@ -54,7 +55,7 @@ func TestStatusTellsWhetherTheLeaderStillLeads(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		lock := simtest.LeaderLock(t, sim.Address(), 10*time.Second)
 		var wg sync.WaitGroup
-		wg.Go(func() { _ = coordinator.RunElected(ctx, lock, st.WatchLeader, nil, co.Run) })
+		wg.Go(func() { _ = election.RunElected(ctx, lock, st.WatchLeader, nil, co.Run) })
 		return func() { cancel(); wg.Wait() }
 	}
 

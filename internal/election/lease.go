@@ -1,4 +1,4 @@
-package coordinator
+package election
 
 import (
 	"context"
@@ -51,10 +51,10 @@ func (l *lease) check() error {
 
 type leaseKey struct{}
 
-// checkLease returns ErrLeaseLapsed when ctx carries the lease of an election
+// CheckLease returns ErrLeaseLapsed when ctx carries the lease of an election
 // that this coordinator may have lost. A context without a lease (a coordinator
 // run without an election, as in tests) always passes.
-func checkLease(ctx context.Context) error {
+func CheckLease(ctx context.Context) error {
 	if l, ok := ctx.Value(leaseKey{}).(*lease); ok {
 		return l.check()
 	}
@@ -77,7 +77,7 @@ type leaseTransport struct{ next http.RoundTripper }
 
 func (t leaseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if err := checkLease(r.Context()); err != nil {
+		if err := CheckLease(r.Context()); err != nil {
 			if r.Body != nil {
 				r.Body.Close() // a RoundTripper closes the body, even on error
 			}
@@ -85,4 +85,13 @@ func (t leaseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return t.next.RoundTrip(r)
+}
+
+// WithLapsedLease returns ctx carrying a lease whose last renewal was a whole
+// TTL ago, as a leader that lost its lock would hold: for the tests of code
+// that CheckLease fences.
+func WithLapsedLease(ctx context.Context) context.Context {
+	l := newLease(time.Minute)
+	l.renewedAt(l.now() - time.Minute)
+	return context.WithValue(ctx, leaseKey{}, l)
 }
