@@ -23,6 +23,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -87,7 +88,7 @@ type Options struct {
 
 	// Jobs, when set, tells which hosts lost their agent from the allocations of
 	// AgentJob (default "rollboot") in AgentJobNamespace (records.go).
-	Jobs              JobsAPI
+	Jobs              hostcheck.JobsAPI
 	AgentJob          string
 	AgentJobNamespace string
 
@@ -157,7 +158,7 @@ type Coordinator struct {
 	// agentAllocs is the agent job's allocations as its watch last read them
 	// (nil while the watch has no answer, or after it failed): a pass uses them
 	// instead of reading them again.
-	agentAllocs *AgentAllocs
+	agentAllocs *hostcheck.AgentAllocs
 	ignored     []store.BadRecord
 
 	// nodeCache: the node list as the watch last read it, and the nodes'

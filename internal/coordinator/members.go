@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -51,7 +52,7 @@ type membership struct {
 	// to the caches after it).
 	in        []store.HostRecord
 	inBacking string
-	out       Corroborated
+	out       hostcheck.Corroborated
 	// logged: the unbacked hosts already logged.
 	logged map[string]bool
 	// disputes: the last dispute logged for each host.
@@ -119,8 +120,8 @@ func (c *Coordinator) readMembership(ctx context.Context, srv store.Server) (hea
 }
 
 // backing is what the operator and the clusters back the hosts with.
-func (c *Coordinator) backing(members map[string]health.ClusterHealth, unread map[string]string) Backing {
-	b := Backing{Members: members, Unread: unread, Nodeless: map[string]string{}, FleetLockIDs: map[string]bool{},
+func (c *Coordinator) backing(members map[string]health.ClusterHealth, unread map[string]string) hostcheck.Backing {
+	b := hostcheck.Backing{Members: members, Unread: unread, Nodeless: map[string]string{}, FleetLockIDs: map[string]bool{},
 		UnderWay: map[string]bool{}}
 	c.mu.Lock()
 	for name, p := range c.plans {
@@ -143,7 +144,7 @@ func (c *Coordinator) backing(members map[string]health.ClusterHealth, unread ma
 // backingKey says everything Corroborate's result depends on besides the
 // records: the servers each cluster lists, the clusters unread and the
 // operator's lists.
-func backingKey(b Backing) string {
+func backingKey(b hostcheck.Backing) string {
 	var parts []string
 	for _, k := range sortedKeys(b.Members) {
 		h := b.Members[k]
@@ -182,7 +183,7 @@ func (c *Coordinator) corroborate(ctx context.Context, recs []store.HostRecord, 
 		if key != m.inBacking {
 			c.viewCache.forgetViews()
 		}
-		m.out = Corroborate(recs, nodes, b)
+		m.out = hostcheck.Corroborate(recs, nodes, b)
 		m.in, m.inBacking = recs, key
 	}
 	c.reportUnbacked(m.out.Unbacked)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -113,7 +114,7 @@ func (v *viewCache) validate(recs []store.HostRecord, nodes map[string]*api.Node
 		// node's alone); only the others are checked.
 		v.valid, v.ignored, v.recsIn, v.nodesIn = slices.Clip(recs), nil, recs, nodes
 	default:
-		v.valid, v.ignored = ValidateRecords(recs, nodes)
+		v.valid, v.ignored = hostcheck.ValidateRecords(recs, nodes)
 		v.recsIn, v.nodesIn = recs, nodes
 	}
 	// Clipped: a caller's append must not write into the kept arrays.
@@ -154,7 +155,7 @@ func (v *viewCache) onlyChangedValid(recs []store.HostRecord, nodes map[string]*
 		}
 		check = append(check, recs[i])
 	}
-	_, ignored := ValidateRecords(check, nodes)
+	_, ignored := hostcheck.ValidateRecords(check, nodes)
 	return len(ignored) == 0
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -207,7 +208,7 @@ func TestKeptViewsEqualFreshOnes(t *testing.T) {
 				t.Fatalf("seed %d pass %d: nodes differ", seed, pass)
 			}
 			valid, ignored := c.viewCache.validate(w.recs, nodes)
-			wantValid, wantIgnored := ValidateRecords(w.recs, nodes)
+			wantValid, wantIgnored := hostcheck.ValidateRecords(w.recs, nodes)
 			if !reflect.DeepEqual(valid, wantValid) || !reflect.DeepEqual(ignored, wantIgnored) {
 				t.Fatalf("seed %d pass %d: checked records differ:\n%+v %+v\nwant %+v %+v", seed, pass, valid, ignored, wantValid, wantIgnored)
 			}

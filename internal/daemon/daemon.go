@@ -20,6 +20,7 @@ import (
 	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/election"
+	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -401,7 +402,7 @@ func Rebooter(rc config.RebootConfig, passEnv ...string) (agent.Rebooter, error)
 
 // agentJobs is the jobs API the coordinator reads the agent job's allocations
 // with; nil when coordinator.agent_job is "" (no presence check).
-func agentJobs(cfg *config.Compiled, c *api.Client) coordinator.JobsAPI {
+func agentJobs(cfg *config.Compiled, c *api.Client) hostcheck.JobsAPI {
 	if cfg.Coordinator.AgentJob == "" {
 		return nil
 	}

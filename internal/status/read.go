@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/config"
-	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -30,7 +30,7 @@ type Nodes interface {
 type Source struct {
 	Store Store
 	Nodes Nodes
-	Jobs  coordinator.JobsAPI
+	Jobs  hostcheck.JobsAPI
 	// AgentJob is the agents' Nomad job in AgentNamespace ("": agents are not
 	// checked), as the coordinator watches it.
 	AgentJob       string
@@ -82,7 +82,7 @@ func listNodes(ctx context.Context, n Nodes) (map[string]*api.NodeListStub, erro
 }
 
 // leaveOutUnbacked leaves out the records of hosts without a Nomad node that
-// nothing backs, as the coordinator does (coordinator.Corroborate): a record
+// nothing backs, as the coordinator does (hostcheck.Corroborate): a record
 // anyone holding the agent token could have written for a name that is no
 // host. Kept are those with a plan (the coordinator took the host in), those
 // that say the host runs a server or is a FleetLock client (the coordinator
@@ -141,18 +141,18 @@ func addNomadChecks(ctx context.Context, v *View, src Source, recs []store.HostR
 		v.AgentCheck = "cannot check host records against their nodes, nor agents: list nodes: " + nodesErr.Error()
 		return
 	}
-	recs, ignored := coordinator.ValidateRecords(recs, nodes)
+	recs, ignored := hostcheck.ValidateRecords(recs, nodes)
 	v.Ignored = append(bad, ignored...)
 	missing := map[string]string{}
 	if job, ns := src.AgentJob, src.AgentNamespace; job != "" {
-		allocs, _, err := coordinator.ReadAgentAllocs(ctx, src.Jobs, job, ns, 0, 0)
+		allocs, _, err := hostcheck.ReadAgentAllocs(ctx, src.Jobs, job, ns, 0, 0)
 		switch {
 		case err != nil:
 			v.AgentCheck = "cannot tell which agents run: " + err.Error()
 		case !allocs.Known:
 			v.AgentCheck = fmt.Sprintf("job %s has no allocations in namespace %s: agents are not checked", job, ns)
 		default:
-			missing = coordinator.MissingAgents(recs, nodes, allocs, now)
+			missing = hostcheck.MissingAgents(recs, nodes, allocs, now)
 		}
 	}
 	for i := range v.Hosts {

@@ -1,4 +1,4 @@
-package coordinator
+package hostcheck
 
 import (
 	"slices"
@@ -122,4 +122,9 @@ func TestCorroborateKeepsTheSliceWhenNothingChanges(t *testing.T) {
 	if !sameSlice(got.Records, recs) {
 		t.Errorf("a new slice for records that did not change")
 	}
+}
+
+// sameSlice reports whether a and b are the same slice (not equal ones).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) && (a == nil) == (b == nil)
 }

@@ -1,7 +1,8 @@
-package coordinator
+package hostcheck
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -242,7 +243,7 @@ func serversByHost(members map[string]health.ClusterHealth, recs []store.HostRec
 		}
 	}
 	out := map[string][]store.Server{}
-	for _, k := range sortedKeys(members) {
+	for _, k := range slices.Sorted(maps.Keys(members)) {
 		h := members[k]
 		for _, s := range h.Servers {
 			host := serverHost(h, s, hosts, byAddr)
