@@ -13,18 +13,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rollboot/rollboot/internal/bench"
 )
 
-func newBenchCmd() *cobra.Command {
-	var (
-		o          bench.Options
-		hosts      string
-		logFile    string
-		cpuProfile string
-		logOptions logFlags
-	)
+func newBenchCmd(lf *logFlags) *cobra.Command {
+	var f benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure rollboot at scale against the embedded Nomad emulator",
@@ -40,66 +35,95 @@ times, each judged: a rollout's figures vary from run to run. Not a test: the ex
 when a goal was missed, figures depend on the machine (docs/performance.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range strings.Split(hosts, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(f))
-				if err != nil || n < 1 {
-					return fmt.Errorf("-hosts: %q is not a host count (a list like 100,1000,5000)", f)
-				}
-				o.Hosts = append(o.Hosts, n)
-			}
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("find the rollboot binary: %w", err)
-			}
-			o.Exe = exe
-			o.ReleaseAgent = true
-			o.Out = cmd.ErrOrStderr()
-			if logFile != "" {
-				f, err := os.Create(logFile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if o.Log, err = logOptions.logger(f); err != nil {
-					return err
-				}
-			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			rep, err := bench.Run(ctx, o)
-			if err != nil {
-				return err
-			}
-			rep.Print(cmd.OutOrStdout())
-			if rep.Failed() {
-				return bench.ErrGoalsMissed
-			}
-			return nil
+			return f.run(cmd, lf)
 		},
 	}
-	cmd.Flags().StringVar(&hosts, "hosts", "100,1000,5000", "host counts to measure, comma-separated")
-	cmd.Flags().IntVar(&o.Groups, "groups", 10, "groups (one node pool each)")
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 5, "hosts of a group rebooting at once")
-	cmd.Flags().IntVar(&o.Rollouts, "rollouts", 1, "rollouts at each host count, each judged on its own")
-	cmd.Flags().IntVar(&o.RolloutMax, "rollout-max", 1000, "largest host count that runs a full rollout; above it the coordinator alone is measured")
-	cmd.Flags().DurationVar(&o.Idle, "idle", time.Minute, "length of the idle windows (requests on an idle cluster, agent CPU)")
-	cmd.Flags().DurationVar(&o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")
-	cmd.Flags().StringVar(&o.Only, "only", "", "measure only part of the figures: idle (the idle load and the agent process), agent (the agent process) or rollout (the rollouts)")
-	cmd.Flags().StringVar(&o.AgentExe, "agent-exe", "", "the rollboot binary whose agent process is measured (default: a release build of the source tree in the working directory, built with go as scripts/release builds it; this binary when that fails)")
-	cmd.Flags().IntVar(&o.Passes, "passes", 100, "reconcile passes timed at the largest host count")
-	cmd.Flags().StringVar(&logFile, "log-file", "", "write rollboot's own logs to this file")
-	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run (emulator, agents, coordinator) to this file")
-	logOptions.register(cmd)
+	f.register(cmd.Flags())
 	return cmd
+}
+
+// benchFlags are the flags of `rollboot bench`: bench.Options, and what the
+// command does around the run.
+type benchFlags struct {
+	o          bench.Options
+	hosts      string
+	logFile    string
+	cpuProfile string
+}
+
+func (f *benchFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.hosts, "hosts", "100,1000,5000", "host counts to measure, comma-separated")
+	fs.IntVar(&f.o.Groups, "groups", 10, "groups (one node pool each)")
+	fs.IntVar(&f.o.Concurrency, "concurrency", 5, "hosts of a group rebooting at once")
+	fs.IntVar(&f.o.Rollouts, "rollouts", 1, "rollouts at each host count, each judged on its own")
+	fs.IntVar(&f.o.RolloutMax, "rollout-max", 1000, "largest host count that runs a full rollout; above it the coordinator alone is measured")
+	fs.DurationVar(&f.o.Idle, "idle", time.Minute, "length of the idle windows (requests on an idle cluster, agent CPU)")
+	fs.DurationVar(&f.o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")
+	fs.StringVar(&f.o.Only, "only", "", "measure only part of the figures: idle (the idle load and the agent process), agent (the agent process) or rollout (the rollouts)")
+	fs.StringVar(&f.o.AgentExe, "agent-exe", "", "the rollboot binary whose agent process is measured (default: a release build of the source tree in the working directory, built with go as scripts/release builds it; this binary when that fails)")
+	fs.IntVar(&f.o.Passes, "passes", 100, "reconcile passes timed at the largest host count")
+	fs.StringVar(&f.logFile, "log-file", "", "write rollboot's own logs to this file")
+	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run (emulator, agents, coordinator) to this file")
+}
+
+// run runs the benchmark, prints its report, and fails when a goal was missed.
+// rollboot's own logs go to -log-file, logged as lf says.
+func (f *benchFlags) run(cmd *cobra.Command, lf *logFlags) error {
+	o := f.o
+	var err error
+	if o.Hosts, err = parseHostCounts(f.hosts); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the rollboot binary: %w", err)
+	}
+	o.Exe = exe
+	o.ReleaseAgent = true
+	o.Out = cmd.ErrOrStderr()
+	if f.logFile != "" {
+		file, err := os.Create(f.logFile)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		if o.Log, err = lf.logger(file); err != nil {
+			return err
+		}
+	}
+	if f.cpuProfile != "" {
+		file, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		if err := pprof.StartCPUProfile(file); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	rep.Print(cmd.OutOrStdout())
+	if rep.Failed() {
+		return bench.ErrGoalsMissed
+	}
+	return nil
+}
+
+// parseHostCounts reads -hosts, a comma-separated list of host counts.
+func parseHostCounts(s string) ([]int, error) {
+	var counts []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-hosts: %q is not a host count (a list like 100,1000,5000)", f)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
 }

@@ -104,18 +104,34 @@ func addressHint(err error, address string) error {
 	return fmt.Errorf("%w\nhint: the Nomad address %q has no scheme: use \"http://%s\" (or https://)", err, address, address)
 }
 
-// clientCommand makes cmd, a command that talks to Nomad, take -timeout (every
-// request of the command ends by then), explain Nomad's errors, and warn when
-// there is no rollboot state at the namespace and prefix it looks at.
-func clientCommand(cmd *cobra.Command) *cobra.Command {
+// nomadConn is what a command that talks to Nomad runs with: the configuration,
+// loaded and compiled once, the Nomad client it names, and -timeout.
+type nomadConn struct {
+	cfg     *config.Compiled
+	client  *api.Client
+	timeout time.Duration
+}
+
+// store is rollboot's state at the namespace and prefix of the configuration.
+func (n nomadConn) store() *store.Store { return daemon.Store(n.cfg, n.client) }
+
+// clientRun is the body of a command that talks to Nomad.
+type clientRun func(cmd *cobra.Command, args []string, n nomadConn) error
+
+// clientCommand makes cmd a command that talks to Nomad: it takes -timeout
+// (every request of the command ends by then), loads the configuration cf names,
+// warns when there is no rollboot state at the namespace and prefix it looks at,
+// runs run with what it loaded, and explains Nomad's errors. untimed, when not
+// nil, says whether this run goes on until interrupted (status -watch): the
+// command's context then has no deadline, and each of its reads takes -timeout
+// itself.
+func clientCommand(cf *configFlags, cmd *cobra.Command, run clientRun, untimed func() bool) *cobra.Command {
 	var timeout time.Duration
 	cmd.Flags().DurationVar(&timeout, "timeout", DefaultCLITimeout, "give up on Nomad after this long")
-	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cf := flagsOf(cmd)
 		cfg, err := cf.load()
 		if err != nil {
-			return addressHint(err, addressOf(cf))
+			return addressHint(err, addressOf(*cf))
 		}
 		if timeout <= 0 {
 			return fmt.Errorf("-timeout %s: must be positive", timeout)
@@ -123,40 +139,22 @@ func clientCommand(cmd *cobra.Command) *cobra.Command {
 		parent := cmd.Context()
 		ctx, cancel := context.WithTimeout(parent, timeout)
 		defer cancel()
-		cmd.SetContext(ctx)
 		c := connInfoOf(cfg, timeout)
 		client, err := daemon.Client(cfg)
 		if err != nil {
 			return err
 		}
-		cmd.SetContext(withLoaded(ctx, cfg, client))
-		st := daemon.Store(cfg, client)
-		if err := checkState(ctx, cmd, st, c); err != nil {
+		n := nomadConn{cfg: cfg, client: client, timeout: timeout}
+		if err := checkState(ctx, cmd, n.store(), c); err != nil {
 			return explain(err, c)
 		}
-		if check, ok := hostChecks[cmd.Name()]; ok {
-			if err := check(ctx, st, args[0]); err != nil {
-				return explain(err, c)
-			}
+		if untimed != nil && untimed() {
+			ctx = parent
 		}
-		if f := cmd.Flags().Lookup("watch"); f != nil && f.Value.String() == "true" {
-			// It runs until interrupted: each of its reads takes -timeout itself.
-			cmd.SetContext(withLoaded(parent, cfg, client))
-		}
-		return explain(run(cmd, args), c)
+		cmd.SetContext(ctx)
+		return explain(run(cmd, args, n), c)
 	}
 	return cmd
-}
-
-// flagsOf reads the configuration flags of cmd.
-func flagsOf(cmd *cobra.Command) configFlags {
-	get := func(name string) string {
-		if f := cmd.Flags().Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
-	}
-	return configFlags{path: get("config"), address: get("address"), prefix: get("prefix")}
 }
 
 // addressOf is the Nomad address the flags and environment name, before validation.
@@ -206,18 +204,13 @@ func warnEmpty(w io.Writer, c connInfo) {
 		c.Prefix, c.Namespace, c.Address, token)
 }
 
-// hostChecks are the checks of the commands that name a host: an unknown host
-// (or, for release, one that is not stuck) is an error, and nothing is stored.
-var hostChecks = map[string]func(context.Context, *store.Store, string) error{
-	"request": func(ctx context.Context, st *store.Store, host string) error {
-		_, err := knownHost(ctx, st, host)
-		return err
-	},
-	"cancel": func(ctx context.Context, st *store.Store, host string) error {
-		_, err := knownHost(ctx, st, host)
-		return err
-	},
-	"release": releasable,
+// hostCheck checks the host a command names before anything is stored.
+type hostCheck func(ctx context.Context, st *store.Store, host string) error
+
+// knownHostCheck: an unknown host is an error.
+func knownHostCheck(ctx context.Context, st *store.Store, host string) error {
+	_, err := knownHost(ctx, st, host)
+	return err
 }
 
 // knownHost returns the plan of host (zero when none) if host has a record or a

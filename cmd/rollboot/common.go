@@ -1,30 +1,42 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 
-	"github.com/hashicorp/nomad/api"
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rollboot/rollboot/internal/config"
 )
 
-// configFlags are the flags every command that talks to Nomad takes.
+// sharedFlags are the flags every command shares, registered once on the root
+// command as persistent flags: where the configuration comes from (for the
+// commands that talk to Nomad) and how to log (for those that log). newRootCmd
+// hands each command the part it uses.
+type sharedFlags struct {
+	config configFlags
+	log    logFlags
+}
+
+func (f *sharedFlags) register(fs *pflag.FlagSet) {
+	f.config.register(fs)
+	f.log.register(fs)
+}
+
+// configFlags name the configuration of a command that talks to Nomad.
 type configFlags struct {
 	path    string
 	address string
 	prefix  string
 }
 
-func (f *configFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.path, "config", "", "HCL configuration file (default: built-in defaults)")
-	cmd.Flags().StringVar(&f.address, "address", "", "Nomad HTTP API address (overrides the file and NOMAD_ADDR)")
-	cmd.Flags().StringVar(&f.prefix, "prefix", "", "Nomad Variables path prefix of rollboot's state (overrides the file)")
+func (f *configFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.path, "config", "", "HCL configuration file (default: built-in defaults)")
+	fs.StringVar(&f.address, "address", "", "Nomad HTTP API address (overrides the file and NOMAD_ADDR)")
+	fs.StringVar(&f.prefix, "prefix", "", "Nomad Variables path prefix of rollboot's state (overrides the file)")
 }
 
 // load reads the configuration: defaults, then the file, then the NOMAD_*
@@ -57,42 +69,15 @@ func compileConfig(f configFlags) (*config.Compiled, error) {
 	return config.Compile(cfg)
 }
 
-// loaded is what clientCommand loaded for the command it runs: the configuration,
-// compiled once, and the Nomad client it names.
-type loaded struct {
-	cfg    *config.Compiled
-	client *api.Client
-}
-
-type loadedKey struct{}
-
-// withLoaded records what clientCommand loaded, for loadedOf.
-func withLoaded(ctx context.Context, cfg *config.Compiled, c *api.Client) context.Context {
-	return context.WithValue(ctx, loadedKey{}, loaded{cfg: cfg, client: c})
-}
-
-// loadedOf returns the configuration and client clientCommand loaded for cmd.
-func loadedOf(cmd *cobra.Command) (*config.Compiled, *api.Client, error) {
-	var l loaded
-	ok := false
-	if ctx := cmd.Context(); ctx != nil {
-		l, ok = ctx.Value(loadedKey{}).(loaded)
-	}
-	if !ok {
-		return nil, nil, fmt.Errorf("%s: no configuration loaded (the command is not a clientCommand)", cmd.Name())
-	}
-	return l.cfg, l.client, nil
-}
-
 // logFlags choose the log format and level.
 type logFlags struct {
 	json  bool
 	level string
 }
 
-func (f *logFlags) register(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&f.json, "log-json", false, "log as JSON lines instead of text")
-	cmd.Flags().StringVar(&f.level, "log-level", "info", "log level: debug, info, warn or error")
+func (f *logFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.json, "log-json", false, "log as JSON lines instead of text")
+	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn or error")
 }
 
 func (f *logFlags) logger(w io.Writer) (*slog.Logger, error) {

@@ -74,7 +74,7 @@ func TestConfigCompiledInOnePlace(t *testing.T) {
 		t.Errorf("configuration compiled at %q, want only %q", calls, want)
 	}
 	// One load per command: clientCommand's for the commands that talk to Nomad
-	// (they get it through loadedOf), setup's for the agent and the coordinator.
+	// (it hands their run what it loaded), setup's for the agent and the coordinator.
 	if want := []string{"cmd/rollboot/cli.go: load()", "cmd/rollboot/daemons.go: load()"}; !slices.Equal(loads, want) {
 		t.Errorf("configuration loaded at %q, want only %q", loads, want)
 	}
@@ -87,7 +87,7 @@ func loadWith(t *testing.T, file string, env map[string]string, args ...string) 
 	}
 	var cf configFlags
 	cmd := &cobra.Command{Use: "x"}
-	cf.register(cmd)
+	cf.register(cmd.Flags())
 	if file != "" {
 		p := filepath.Join(t.TempDir(), "rollboot.hcl")
 		if err := os.WriteFile(p, []byte(file), 0o600); err != nil {
@@ -198,16 +198,14 @@ func TestClientCommandHandsOverItsConfiguration(t *testing.T) {
 	defer sim.Close()
 	var got *config.Compiled
 	var cf configFlags
-	inner := &cobra.Command{Use: "probe", RunE: func(cmd *cobra.Command, _ []string) error {
-		cfg, c, err := loadedOf(cmd)
-		if err == nil && c == nil {
+	cmd := clientCommand(&cf, &cobra.Command{Use: "probe"}, func(_ *cobra.Command, _ []string, n nomadConn) error {
+		if n.client == nil {
 			t.Error("no client")
 		}
-		got = cfg
-		return err
-	}}
-	cf.register(inner)
-	cmd := clientCommand(inner)
+		got = n.cfg
+		return nil
+	}, nil)
+	cf.register(cmd.Flags())
 	cmd.SetArgs([]string{"--address", sim.Address(), "--prefix", "probe"})
 	cmd.SetErr(&bytes.Buffer{})
 	if err := cmd.Execute(); err != nil {
@@ -215,9 +213,5 @@ func TestClientCommandHandsOverItsConfiguration(t *testing.T) {
 	}
 	if got == nil || got.Nomad.Address != sim.Address() || got.State.Prefix != "probe" {
 		t.Errorf("configuration handed over: %+v", got)
-	}
-	// Outside clientCommand there is nothing to hand over.
-	if _, _, err := loadedOf(&cobra.Command{Use: "bare"}); err == nil {
-		t.Error("loadedOf without clientCommand: no error")
 	}
 }

@@ -7,41 +7,37 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rollboot/rollboot/internal/daemon"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// controlCmd builds a command that changes the control variable with CAS.
-func controlCmd(use, short string, args cobra.PositionalArgs, extra func(*cobra.Command),
+// controlCmd builds a command that changes the control variable with CAS. check,
+// when not nil, first checks the host the command names (its first argument).
+func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, check hostCheck,
 	change func(args []string, c *store.Control) (string, error)) *cobra.Command {
-	var cf configFlags
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  args,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, c, err := loadedOf(cmd)
-			if err != nil {
+	}
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
+		st := n.store()
+		if check != nil {
+			if err := check(cmd.Context(), st, args[0]); err != nil {
 				return err
 			}
-			var msg string
-			_, err = daemon.Store(cfg, c).UpdateControl(cmd.Context(), func(ctl *store.Control) error {
-				m, err := change(args, ctl)
-				msg = m
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), msg)
-			return nil
-		},
-	}
-	cf.register(cmd)
-	if extra != nil {
-		extra(cmd)
-	}
-	return cmd
+		}
+		var msg string
+		_, err := st.UpdateControl(cmd.Context(), func(ctl *store.Control) error {
+			m, err := change(args, ctl)
+			msg = m
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), msg)
+		return nil
+	}, nil)
 }
 
 func whoAmI() string {
@@ -52,12 +48,9 @@ func whoAmI() string {
 	return h
 }
 
-func newRequestCmd() *cobra.Command {
+func newRequestCmd(cf *configFlags) *cobra.Command {
 	var reason string
-	return controlCmd("request HOST", "Ask for a reboot of a host", cobra.ExactArgs(1),
-		func(cmd *cobra.Command) {
-			cmd.Flags().StringVar(&reason, "reason", "", "why the host must reboot (shown in status)")
-		},
+	cmd := controlCmd(cf, "request HOST", "Ask for a reboot of a host", cobra.ExactArgs(1), knownHostCheck,
 		func(args []string, c *store.Control) (string, error) {
 			if c.Requests == nil {
 				c.Requests = map[string]store.Request{}
@@ -68,10 +61,12 @@ func newRequestCmd() *cobra.Command {
 			c.Requests[args[0]] = store.Request{At: time.Now().UTC(), By: whoAmI(), Reason: reason}
 			return "Reboot of " + args[0] + " requested.", nil
 		})
+	cmd.Flags().StringVar(&reason, "reason", "", "why the host must reboot (shown in status)")
+	return cmd
 }
 
-func newCancelCmd() *cobra.Command {
-	return controlCmd("cancel HOST", "Cancel a host's current reboot request (before its reboot starts)", cobra.ExactArgs(1), nil,
+func newCancelCmd(cf *configFlags) *cobra.Command {
+	return controlCmd(cf, "cancel HOST", "Cancel a host's current reboot request (before its reboot starts)", cobra.ExactArgs(1), knownHostCheck,
 		func(args []string, c *store.Control) (string, error) {
 			delete(c.Requests, args[0])
 			if c.Cancels == nil {
@@ -82,28 +77,27 @@ func newCancelCmd() *cobra.Command {
 		})
 }
 
-func newPauseCmd() *cobra.Command {
+func newPauseCmd(cf *configFlags) *cobra.Command {
 	var reason string
-	return controlCmd("pause", "Pause the rollout: no new drain starts; reboots under way finish", cobra.NoArgs,
-		func(cmd *cobra.Command) {
-			cmd.Flags().StringVar(&reason, "reason", "", "why (shown in status)")
-		},
+	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", cobra.NoArgs, nil,
 		func(_ []string, c *store.Control) (string, error) {
 			c.Paused, c.PauseReason, c.PausedAt = true, reason, time.Now().UTC()
 			return "Rollout paused.", nil
 		})
+	cmd.Flags().StringVar(&reason, "reason", "", "why (shown in status)")
+	return cmd
 }
 
-func newResumeCmd() *cobra.Command {
-	return controlCmd("resume", "Resume a paused rollout", cobra.NoArgs, nil,
+func newResumeCmd(cf *configFlags) *cobra.Command {
+	return controlCmd(cf, "resume", "Resume a paused rollout", cobra.NoArgs, nil,
 		func(_ []string, c *store.Control) (string, error) {
 			c.Paused, c.PauseReason, c.PausedAt = false, "", time.Time{}
 			return "Rollout resumed.", nil
 		})
 }
 
-func newReleaseCmd() *cobra.Command {
-	return controlCmd("release HOST", "Free the slot of a host that is stuck, undoing its drain and restoring eligibility", cobra.ExactArgs(1), nil,
+func newReleaseCmd(cf *configFlags) *cobra.Command {
+	return controlCmd(cf, "release HOST", "Free the slot of a host that is stuck, undoing its drain and restoring eligibility", cobra.ExactArgs(1), releasable,
 		func(args []string, c *store.Control) (string, error) {
 			if c.Releases == nil {
 				c.Releases = map[string]time.Time{}

@@ -30,10 +30,8 @@ func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Compiled,
 	return cfg, log, nil
 }
 
-func newAgentCmd() *cobra.Command {
-	var cf configFlags
-	var lf logFlags
-	cmd := &cobra.Command{
+func newAgentCmd(cf *configFlags, lf *logFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "agent",
 		Short: "Run the per-host agent (and a coordinator candidate with coordinator.enabled = true)",
 		Long: `Run the per-host agent: it notices that this host needs a reboot, publishes it in
@@ -47,7 +45,7 @@ a whole deployment.`,
 			// (logged once there is a logger).
 			released, releaseErr := startpages.Release()
 			procs := startAgentProcs()
-			cfg, log, err := setup(cmd, &cf, &lf)
+			cfg, log, err := setup(cmd, cf, lf)
 			if err != nil {
 				return err
 			}
@@ -67,9 +65,6 @@ a whole deployment.`,
 			})
 		},
 	}
-	cf.register(cmd)
-	lf.register(cmd)
-	return cmd
 }
 
 // releaseStartPages gives back the binary's pages that the agent's start
@@ -91,17 +86,15 @@ func logReleased(log *slog.Logger, after string, n int64, err error) {
 	log.Debug("gave back the binary's start-up pages", "after", after, "resident_kb", n>>10)
 }
 
-func newCoordinatorCmd() *cobra.Command {
-	var cf configFlags
-	var lf logFlags
-	cmd := &cobra.Command{
+func newCoordinatorCmd(cf *configFlags, lf *logFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "coordinator",
 		Short: "Run a standalone coordinator candidate",
 		Long: `Run a coordinator without an agent: it stands for election with the Nomad Variable
 lock and, while it leads, decides which hosts may reboot and drains them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := setup(cmd, &cf, &lf)
+			cfg, log, err := setup(cmd, cf, lf)
 			if err != nil {
 				return err
 			}
@@ -122,7 +115,4 @@ lock and, while it leads, decides which hosts may reboot and drains them.`,
 			})
 		},
 	}
-	cf.register(cmd)
-	lf.register(cmd)
-	return cmd
 }

@@ -14,15 +14,14 @@ import (
 	"github.com/rollboot/rollboot/internal/demo"
 )
 
-func newDemoCmd() *cobra.Command {
+func newDemoCmd(lf *logFlags) *cobra.Command {
 	var (
-		clients    int
-		timeout    time.Duration
-		logFile    string
-		printCfg   bool
-		logOptions logFlags
-		ui, keep   bool
-		uiListen   string
+		clients  int
+		timeout  time.Duration
+		logFile  string
+		printCfg bool
+		ui, keep bool
+		uiListen string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -60,7 +59,7 @@ against it (docs/walkthrough.md).`,
 					return err
 				}
 				defer f.Close()
-				log, err := logOptions.logger(f)
+				log, err := lf.logger(f)
 				if err != nil {
 					return err
 				}
@@ -85,6 +84,5 @@ against it (docs/walkthrough.md).`,
 	cmd.Flags().BoolVar(&ui, "ui", false, "serve the status page while the demo runs (and print its URL)")
 	cmd.Flags().StringVar(&uiListen, "ui-listen", "127.0.0.1:9464", "with -ui: the address to serve the status page on")
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the emulated cluster and its agents running after the rollout, until Ctrl-C")
-	logOptions.register(cmd)
 	return cmd
 }

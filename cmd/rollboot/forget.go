@@ -9,14 +9,12 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/spf13/cobra"
 
-	"github.com/rollboot/rollboot/internal/daemon"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // newForgetCmd removes a host rollboot should not know any more: a
 // decommissioned host, or a record forged under a name that is no host.
-func newForgetCmd() *cobra.Command {
-	var cf configFlags
+func newForgetCmd(cf *configFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "forget HOST",
 		Short: "Remove a decommissioned or forged host: its record and requests now, its plan and metrics by the coordinator",
@@ -29,16 +27,10 @@ It refuses a host whose cycle is under way (rollboot release HOST first) and a h
 whose Nomad node is not down (its agent would publish the record again: stop the
 agent, or purge the node, first).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, c, err := loadedOf(cmd)
-			if err != nil {
-				return err
-			}
-			return forget(cmd.Context(), cmd.OutOrStdout(), daemon.Store(cfg, c), c.Nodes(), args[0])
-		},
 	}
-	cf.register(cmd)
-	return cmd
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
+		return forget(cmd.Context(), cmd.OutOrStdout(), n.store(), n.client.Nodes(), args[0])
+	}, nil)
 }
 
 // forgetNodes is the part of the Nomad nodes API forget reads.

@@ -5,40 +5,32 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rollboot/rollboot/internal/daemon"
 	"github.com/rollboot/rollboot/internal/history"
 )
 
-func newHistoryCmd() *cobra.Command {
-	var cf configFlags
+func newHistoryCmd(cf *configFlags) *cobra.Command {
 	var asJSON bool
 	var opt history.Options
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "Show finished reboot cycles: outcome, who and why, and how long each phase took",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opt.Last < 0 {
-				return fmt.Errorf("-n: must be 0 (every cycle) or more, got %d", opt.Last)
-			}
-			cfg, c, err := loadedOf(cmd)
-			if err != nil {
-				return err
-			}
-			recs, err := daemon.Store(cfg, c).History(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("read the history: %w", err)
-			}
-			cs := history.Build(recs, opt)
-			if asJSON {
-				return history.WriteJSON(cmd.OutOrStdout(), cs)
-			}
-			return history.WriteText(cmd.OutOrStdout(), cs)
-		},
 	}
-	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	cmd.Flags().StringVar(&opt.Host, "host", "", "only this host's cycles")
 	cmd.Flags().IntVarP(&opt.Last, "n", "n", 20, "only the newest N cycles (0: every cycle kept)")
-	return cmd
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
+		if opt.Last < 0 {
+			return fmt.Errorf("-n: must be 0 (every cycle) or more, got %d", opt.Last)
+		}
+		recs, err := n.store().History(cmd.Context())
+		if err != nil {
+			return fmt.Errorf("read the history: %w", err)
+		}
+		cs := history.Build(recs, opt)
+		if asJSON {
+			return history.WriteJSON(cmd.OutOrStdout(), cs)
+		}
+		return history.WriteText(cmd.OutOrStdout(), cs)
+	}, nil)
 }

@@ -67,11 +67,11 @@ func TestHistoryGolden(t *testing.T) {
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := clientCommand(newHistoryCmd())
+		cmd := newRootCmd()
 		var out, errs bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&errs) // a warning: this state has history but no host
-		cmd.SetArgs(append([]string{"--address", s.Address()}, args...))
+		cmd.SetArgs(append([]string{"history", "--address", s.Address()}, args...))
 		if err := cmd.ExecuteContext(ctx); err != nil {
 			t.Fatalf("history %v: %v\n%s%s", args, err, out.String(), errs.String())
 		}
@@ -87,8 +87,8 @@ func TestHistoryGolden(t *testing.T) {
 	if got := run("--host", "nobody"); !strings.Contains(got, "No finished reboot cycles.") {
 		t.Errorf("no cycle: %q", got)
 	}
-	cmd := clientCommand(newHistoryCmd())
-	cmd.SetArgs([]string{"--address", s.Address(), "-n", "-1"})
+	cmd := newRootCmd()
+	cmd.SetArgs([]string{"history", "--address", s.Address(), "-n", "-1"})
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
 	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "-n: must be 0") {

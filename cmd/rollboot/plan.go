@@ -18,8 +18,7 @@ import (
 	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
-func newPlanCmd() *cobra.Command {
-	var cf configFlags
+func newPlanCmd(cf *configFlags) *cobra.Command {
 	var asJSON bool
 	var candidate string
 	cmd := &cobra.Command{
@@ -32,48 +31,42 @@ finish (from the durations recorded in history and the group's windows). Nothing
 is written. With -policy FILE, preview a candidate policy and show how it changes
 the plan.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, c, err := loadedOf(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st := daemon.Store(cfg, c)
-			inForce, src, err := loadPolicyForPlan(ctx, cfg, st)
-			if err != nil {
-				return err
-			}
-			clusters, history, err := previewInputs(ctx, c, st)
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			r := preview.Report{Policy: src}
-			if r.Plan, err = daemon.Preview(ctx, inForce, c, clusters, history, now); err != nil {
-				return err
-			}
-			if candidate != "" {
-				cand, err := loadCandidatePolicy(cfg, candidate)
-				if err != nil {
-					return err
-				}
-				after, err := daemon.Preview(ctx, cand, c, clusters, history, now)
-				if err != nil {
-					return err
-				}
-				d := preview.Diff(r.Plan, after)
-				r.Candidate, r.After, r.Diff = &preview.Source{Name: "file " + candidate}, &after, &d
-			}
-			if asJSON {
-				return preview.WriteJSON(cmd.OutOrStdout(), r)
-			}
-			return preview.WriteText(cmd.OutOrStdout(), r)
-		},
 	}
-	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	cmd.Flags().StringVar(&candidate, "policy", "", "preview this candidate policy file and show how it changes the plan")
-	return cmd
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
+		ctx := cmd.Context()
+		cfg, c, st := n.cfg, n.client, n.store()
+		inForce, src, err := loadPolicyForPlan(ctx, cfg, st)
+		if err != nil {
+			return err
+		}
+		clusters, history, err := previewInputs(ctx, c, st)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		r := preview.Report{Policy: src}
+		if r.Plan, err = daemon.Preview(ctx, inForce, c, clusters, history, now); err != nil {
+			return err
+		}
+		if candidate != "" {
+			cand, err := loadCandidatePolicy(cfg, candidate)
+			if err != nil {
+				return err
+			}
+			after, err := daemon.Preview(ctx, cand, c, clusters, history, now)
+			if err != nil {
+				return err
+			}
+			d := preview.Diff(r.Plan, after)
+			r.Candidate, r.After, r.Diff = &preview.Source{Name: "file " + candidate}, &after, &d
+		}
+		if asJSON {
+			return preview.WriteJSON(cmd.OutOrStdout(), r)
+		}
+		return preview.WriteText(cmd.OutOrStdout(), r)
+	}, nil)
 }
 
 // loadPolicyForPlan returns the policy in force, as the configuration the

@@ -12,22 +12,21 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/spf13/cobra"
 
-	"github.com/rollboot/rollboot/internal/daemon"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
 
 // newPolicyCmd is `rollboot policy`: the rollout policy stored in the cluster.
-func newPolicyCmd() *cobra.Command {
+func newPolicyCmd(cf *configFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Check, apply and show the rollout policy stored in the cluster",
 	}
 	cmd.AddCommand(
 		newPolicyValidateCmd(),
-		clientCommand(newPolicyApplyCmd()),
-		clientCommand(newPolicyShowCmd()),
-		clientCommand(newPolicyHistoryCmd()),
+		newPolicyApplyCmd(cf),
+		newPolicyShowCmd(cf),
+		newPolicyHistoryCmd(cf),
 	)
 	return cmd
 }
@@ -60,11 +59,8 @@ func newPolicyValidateCmd() *cobra.Command {
 	}
 }
 
-func newPolicyApplyCmd() *cobra.Command {
-	var (
-		cf         configFlags
-		checkIndex uint64
-	)
+func newPolicyApplyCmd(cf *configFlags) *cobra.Command {
+	var checkIndex uint64
 	cmd := &cobra.Command{
 		Use:   "apply FILE",
 		Short: "Check a policy file, show what it changes, and store it as the next version",
@@ -74,42 +70,36 @@ then store it with check-and-set: refused if someone applied another version
 since it was read, or, with -check-index, if the stored policy's modify index is
 not the one given (0: only if none is stored).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, c, err := loadedOf(cmd)
-			if err != nil {
-				return err
-			}
-			src, err := readPolicyFile(args[0])
-			if err != nil {
-				return err
-			}
-			st := daemon.Store(cfg, c)
-			ch, err := storedpolicy.Prepare(cmd.Context(), st, c.Nodes(), src, args[0])
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			storedpolicy.WriteDiff(out, ch)
-			if err := writePlanChange(cmd.Context(), out, cfg, c, st, ch.Rules); err != nil {
-				// The preview is advice: a token that cannot read what it needs
-				// (e.g. autopilot health) does not stop the apply.
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: cannot preview how the plan changes: %v\n", err)
-			}
-			var idx *uint64
-			if cmd.Flags().Changed("check-index") {
-				idx = &checkIndex
-			}
-			rec, err := ch.Apply(cmd.Context(), st, appliedBy(c), time.Now(), idx)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "Policy version %d applied (modify index %d).\n", rec.Version, rec.ModifyIndex)
-			return nil
-		},
 	}
-	cf.register(cmd)
 	cmd.Flags().Uint64Var(&checkIndex, "check-index", 0, "store only if the stored policy's modify index is this one (0: only if none is stored)")
-	return cmd
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
+		src, err := readPolicyFile(args[0])
+		if err != nil {
+			return err
+		}
+		st := n.store()
+		ch, err := storedpolicy.Prepare(cmd.Context(), st, n.client.Nodes(), src, args[0])
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		storedpolicy.WriteDiff(out, ch)
+		if err := writePlanChange(cmd.Context(), out, n.cfg, n.client, st, ch.Rules); err != nil {
+			// The preview is advice: a token that cannot read what it needs
+			// (e.g. autopilot health) does not stop the apply.
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: cannot preview how the plan changes: %v\n", err)
+		}
+		var idx *uint64
+		if cmd.Flags().Changed("check-index") {
+			idx = &checkIndex
+		}
+		rec, err := ch.Apply(cmd.Context(), st, appliedBy(n.client), time.Now(), idx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Policy version %d applied (modify index %d).\n", rec.Version, rec.ModifyIndex)
+		return nil
+	}, nil)
 }
 
 // appliedBy names who applies a policy: the ACL token's name (never its
@@ -122,44 +112,35 @@ func appliedBy(c *api.Client) string {
 	return whoAmI()
 }
 
-func newPolicyShowCmd() *cobra.Command {
-	var (
-		cf      configFlags
-		version int
-	)
+func newPolicyShowCmd(cf *configFlags) *cobra.Command {
+	var version int
 	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Print the stored policy's source and version",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, c, err := loadedOf(cmd)
-			if err != nil {
-				return err
-			}
-			rec, err := storedPolicy(cmd, cfg.State.Prefix, daemon.Store(cfg, c))
-			if err != nil || rec == nil {
-				return err
-			}
-			v := rec.PolicyVersion
-			if version != 0 && version != v.Version {
-				found := false
-				for _, h := range rec.History {
-					if h.Version == version {
-						v, found = h, true
-						break
-					}
-				}
-				if !found {
-					return fmt.Errorf("policy version %d is not kept: `rollboot policy history` lists the versions kept", version)
-				}
-			}
-			writePolicyVersion(cmd.OutOrStdout(), v, rec.ModifyIndex, v.Version == rec.Version)
-			return nil
-		},
 	}
-	cf.register(cmd)
 	cmd.Flags().IntVar(&version, "version", 0, "print this previous version (default: the stored one)")
-	return cmd
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
+		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
+		if err != nil || rec == nil {
+			return err
+		}
+		v := rec.PolicyVersion
+		if version != 0 && version != v.Version {
+			found := false
+			for _, h := range rec.History {
+				if h.Version == version {
+					v, found = h, true
+					break
+				}
+			}
+			if !found {
+				return fmt.Errorf("policy version %d is not kept: `rollboot policy history` lists the versions kept", version)
+			}
+		}
+		writePolicyVersion(cmd.OutOrStdout(), v, rec.ModifyIndex, v.Version == rec.Version)
+		return nil
+	}, nil)
 }
 
 // storedPolicy reads the stored policy; nil (and a message) when none is stored.
@@ -187,29 +168,22 @@ func writePolicyVersion(w io.Writer, v store.PolicyVersion, index uint64, curren
 	}
 }
 
-func newPolicyHistoryCmd() *cobra.Command {
-	var cf configFlags
+func newPolicyHistoryCmd(cf *configFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the stored policy's version and the previous versions kept",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, c, err := loadedOf(cmd)
-			if err != nil {
-				return err
-			}
-			rec, err := storedPolicy(cmd, cfg.State.Prefix, daemon.Store(cfg, c))
-			if err != nil || rec == nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tAPPLIED AT\tAPPLIED BY\tFILE")
-			for _, v := range append([]store.PolicyVersion{rec.PolicyVersion}, rec.History...) {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", v.Version, v.AppliedAt.UTC().Format(time.RFC3339), v.AppliedBy, v.Filename)
-			}
-			return tw.Flush()
-		},
 	}
-	cf.register(cmd)
-	return cmd
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
+		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
+		if err != nil || rec == nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tAPPLIED AT\tAPPLIED BY\tFILE")
+		for _, v := range append([]store.PolicyVersion{rec.PolicyVersion}, rec.History...) {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", v.Version, v.AppliedAt.UTC().Format(time.RFC3339), v.AppliedBy, v.Filename)
+		}
+		return tw.Flush()
+	}, nil)
 }

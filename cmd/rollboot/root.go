@@ -4,31 +4,38 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newRootCmd builds the command tree. The flags every command shares (the
+// configuration file, the Nomad address, the state prefix, the log format and
+// level) are the root's persistent flags, registered here once; each command
+// is handed the part it reads, and its own flags live beside it.
 func newRootCmd() *cobra.Command {
+	var shared sharedFlags
 	root := &cobra.Command{
 		Use:           "rollboot",
 		Short:         "Safe, automatic, rolling reboots for HashiCorp Nomad clusters",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	shared.register(root.PersistentFlags())
+	cf, lf := &shared.config, &shared.log
 	root.AddCommand(
-		newAgentCmd(),
-		newCoordinatorCmd(),
-		clientCommand(newStatusCmd()),
-		clientCommand(newPlanCmd()),
-		clientCommand(newHistoryCmd()),
-		clientCommand(newRequestCmd()),
-		clientCommand(newCancelCmd()),
-		clientCommand(newPauseCmd()),
-		clientCommand(newResumeCmd()),
-		clientCommand(newReleaseCmd()),
-		clientCommand(newForgetCmd()),
-		newControlCmd(),
-		newPolicyCmd(),
+		newAgentCmd(cf, lf),
+		newCoordinatorCmd(cf, lf),
+		newStatusCmd(cf),
+		newPlanCmd(cf),
+		newHistoryCmd(cf),
+		newRequestCmd(cf),
+		newCancelCmd(cf),
+		newPauseCmd(cf),
+		newResumeCmd(cf),
+		newReleaseCmd(cf),
+		newForgetCmd(cf),
+		newControlCmd(cf),
+		newPolicyCmd(cf),
 		newFleetLockIDCmd(),
 		newVersionCmd(),
 	)
-	// demo, sim and sim-ctl: absent from builds with -tags norollbootsim.
-	root.AddCommand(simCommands()...)
+	// demo, sim, sim-ctl and bench: absent from builds with -tags norollbootsim.
+	root.AddCommand(simCommands(lf)...)
 	return root
 }

@@ -7,4 +7,4 @@ import "github.com/spf13/cobra"
 // simCommands: none in a build with -tags norollbootsim. Such a binary holds
 // no emulator, no demo and no simulated-host control client: only what runs
 // against a real cluster.
-func simCommands() []*cobra.Command { return nil }
+func simCommands(*logFlags) []*cobra.Command { return nil }

@@ -10,12 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rollboot/rollboot/internal/daemon"
 	"github.com/rollboot/rollboot/internal/status"
 )
 
-func newStatusCmd() *cobra.Command {
-	var cf configFlags
+func newStatusCmd(cf *configFlags) *cobra.Command {
 	var asJSON, watching bool
 	var interval time.Duration
 	cmd := &cobra.Command{
@@ -26,42 +24,37 @@ change of rollboot's state and at least every -interval, until interrupted (Ctrl
 place on a terminal, one frame after another below a separator line otherwise; with -json,
 one document after another (errors on stderr).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, c, err := loadedOf(cmd)
-			if err != nil {
-				return err
-			}
-			ns := cfg.Coordinator.AgentJobNamespace
-			if ns == "" {
-				ns = cfg.Nomad.Namespace
-			}
-			st := daemon.Store(cfg, c)
-			src := status.Source{Store: st, Nodes: c.Nodes(), Jobs: c.Jobs(),
-				AgentJob: cfg.Coordinator.AgentJob, AgentNamespace: ns}
-			frame := func(ctx context.Context, w io.Writer, now time.Time) error {
-				v, err := status.Read(ctx, src, now)
-				if err != nil {
-					return err
-				}
-				return renderStatus(w, v, now, asJSON)
-			}
-			if !watching {
-				return frame(cmd.Context(), cmd.OutOrStdout(), time.Now())
-			}
-			if interval <= 0 {
-				return fmt.Errorf("-interval %s: must be positive", interval)
-			}
-			timeout, _ := cmd.Flags().GetDuration("timeout")
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			out := cmd.OutOrStdout()
-			return statusWatch{out: out, errOut: cmd.ErrOrStderr(), terminal: !asJSON && isTerminal(out), json: asJSON,
-				interval: interval, timeout: timeout, state: st.WatchState, frame: frame}.run(ctx)
-		},
 	}
-	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	cmd.Flags().BoolVar(&watching, "watch", false, "draw the status again on every change until interrupted")
 	cmd.Flags().DurationVar(&interval, "interval", 10*time.Second, "with -watch: draw again at least this often")
-	return cmd
+	run := func(cmd *cobra.Command, _ []string, n nomadConn) error {
+		ns := n.cfg.Coordinator.AgentJobNamespace
+		if ns == "" {
+			ns = n.cfg.Nomad.Namespace
+		}
+		st := n.store()
+		src := status.Source{Store: st, Nodes: n.client.Nodes(), Jobs: n.client.Jobs(),
+			AgentJob: n.cfg.Coordinator.AgentJob, AgentNamespace: ns}
+		frame := func(ctx context.Context, w io.Writer, now time.Time) error {
+			v, err := status.Read(ctx, src, now)
+			if err != nil {
+				return err
+			}
+			return renderStatus(w, v, now, asJSON)
+		}
+		if !watching {
+			return frame(cmd.Context(), cmd.OutOrStdout(), time.Now())
+		}
+		if interval <= 0 {
+			return fmt.Errorf("-interval %s: must be positive", interval)
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		out := cmd.OutOrStdout()
+		return statusWatch{out: out, errOut: cmd.ErrOrStderr(), terminal: !asJSON && isTerminal(out), json: asJSON,
+			interval: interval, timeout: n.timeout, state: st.WatchState, frame: frame}.run(ctx)
+	}
+	// With -watch it runs until interrupted: each of its reads takes -timeout itself.
+	return clientCommand(cf, cmd, run, func() bool { return watching })
 }

@@ -108,11 +108,11 @@ func TestStatusGolden(t *testing.T) {
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := clientCommand(newStatusCmd())
+		cmd := newRootCmd()
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
-		cmd.SetArgs(append([]string{"--address", s.Address()}, args...))
+		cmd.SetArgs(append([]string{"status", "--address", s.Address()}, args...))
 		if err := cmd.ExecuteContext(ctx); err != nil {
 			t.Fatalf("status %v: %v\n%s", args, err, out.String())
 		}
