@@ -63,7 +63,8 @@ type Options struct {
 	// NotifiedPollEvery replaces PollEvery when every cheap detector tells of
 	// its changes (Notifier): a look in case a notification was lost; default
 	// 10s. Looking every PollEvery regardless was most of an idle agent's CPU
-	// (a wake of the process twice a second).
+	// (a wake of the process twice a second; docs/performance.md, "The agent's
+	// memory", Idle CPU).
 	NotifiedPollEvery time.Duration
 
 	Rebooter    Rebooter

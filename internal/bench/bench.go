@@ -121,19 +121,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// while anything is measured.
 	agentExe, agentWhat, cleanup := agentBinary(ctx, &o, progress)
 	defer cleanup()
-	var (
-		agentWG  sync.WaitGroup
-		agentErr error
-	)
+	agentDone := func() error { return nil }
 	if o.Only != "rollout" {
-		agentWG.Add(1)
-		go func() {
-			defer agentWG.Done()
-			rep.Agent, agentErr = runAgentProcess(ctx, &o, agentExe)
-			if rep.Agent != nil {
-				rep.Agent.Binary = agentWhat
-			}
-		}()
+		agentDone = measureAgent(ctx, &o, rep, agentExe, agentWhat)
 	}
 
 	for _, n := range sizes {
@@ -143,50 +133,74 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if o.Only == "agent" {
 			break
 		}
-		if o.Only != "rollout" {
-			progress("%d hosts: idle cluster, every agent a candidate, %s window", n, o.Idle)
-			idle, err := runIdle(ctx, &o, n)
-			if err != nil {
-				return nil, fmt.Errorf("idle, %d hosts: %w", n, err)
-			}
-			rep.Idle = append(rep.Idle, idle)
-			if o.Only == "idle" {
-				continue
-			}
-		}
-		for run := 1; run <= o.Rollouts; run++ {
-			progress("%d hosts: rollout %d of %d, %d groups of concurrency %d", n, run, o.Rollouts, o.Groups, o.Concurrency)
-			r, err := runRollout(ctx, &o, n)
-			if err != nil {
-				return nil, fmt.Errorf("rollout %d, %d hosts: %w", run, n, err)
-			}
-			r.Run, r.Runs = run, o.Rollouts
-			rep.Rollouts = append(rep.Rollouts, r)
-			progress("%d hosts: rollout took %s (completed: %t)", n, r.Makespan.Round(time.Second), r.Completed)
+		if err := measureSize(ctx, &o, rep, n, progress); err != nil {
+			return nil, err
 		}
 	}
-	largest := sizes[len(sizes)-1]
+	if o.Only == "" {
+		largest := sizes[len(sizes)-1]
+		progress("%d hosts: coordinator alone (cold start, passes, peak RSS)", largest)
+		co, err := runCoord(ctx, &o, largest)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator, %d hosts: %w", largest, err)
+		}
+		rep.Coord = co
+	}
+	if err := agentDone(); err != nil {
+		return nil, fmt.Errorf("agent process: %w", err)
+	}
 	if o.Only != "" {
-		agentWG.Wait()
-		if agentErr != nil {
-			return nil, fmt.Errorf("agent process: %w", agentErr)
-		}
 		return rep, ctx.Err()
-	}
-	progress("%d hosts: coordinator alone (cold start, passes, peak RSS)", largest)
-	co, err := runCoord(ctx, &o, largest)
-	if err != nil {
-		return nil, fmt.Errorf("coordinator, %d hosts: %w", largest, err)
-	}
-	rep.Coord = co
-	agentWG.Wait()
-	if agentErr != nil {
-		return nil, fmt.Errorf("agent process: %w", agentErr)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	return rep, nil
+}
+
+// measureAgent starts measuring the agent process of exe (what it is: what)
+// into rep.Agent, and returns a function that waits for the measurement to end.
+func measureAgent(ctx context.Context, o *Options, rep *Report, exe, what string) (wait func() error) {
+	var (
+		wg  sync.WaitGroup
+		err error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rep.Agent, err = runAgentProcess(ctx, o, exe)
+		if rep.Agent != nil {
+			rep.Agent.Binary = what
+		}
+	}()
+	return func() error { wg.Wait(); return err }
+}
+
+// measureSize measures a cluster of n hosts: its idle load (unless
+// o.Only is "rollout"), then o.Rollouts rollouts (unless it is "idle").
+func measureSize(ctx context.Context, o *Options, rep *Report, n int, progress func(string, ...any)) error {
+	if o.Only != "rollout" {
+		progress("%d hosts: idle cluster, every agent a candidate, %s window", n, o.Idle)
+		idle, err := runIdle(ctx, o, n)
+		if err != nil {
+			return fmt.Errorf("idle, %d hosts: %w", n, err)
+		}
+		rep.Idle = append(rep.Idle, idle)
+		if o.Only == "idle" {
+			return nil
+		}
+	}
+	for run := 1; run <= o.Rollouts; run++ {
+		progress("%d hosts: rollout %d of %d, %d groups of concurrency %d", n, run, o.Rollouts, o.Groups, o.Concurrency)
+		r, err := runRollout(ctx, o, n)
+		if err != nil {
+			return fmt.Errorf("rollout %d, %d hosts: %w", run, n, err)
+		}
+		r.Run, r.Runs = run, o.Rollouts
+		rep.Rollouts = append(rep.Rollouts, r)
+		progress("%d hosts: rollout took %s (completed: %t)", n, r.Makespan.Round(time.Second), r.Completed)
+	}
+	return nil
 }
 
 // ErrGoalsMissed is returned by the bench command when a goal was not met.

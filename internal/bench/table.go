@@ -34,71 +34,119 @@ func verdict(ok bool) string {
 // Rows are the table's figures, in the order of the goals.
 func (rep *Report) Rows() []Row {
 	var rows []Row
-	add := func(fig string, hosts int, value, goal, v string) {
-		h := "-"
-		if hosts > 0 {
-			h = fmt.Sprint(hosts)
-		}
-		rows = append(rows, Row{fig, h, value, goal, v})
+	for _, group := range rowGroups {
+		rows = append(rows, group(rep)...)
 	}
-	addR := func(fig string, r *Rollout, value, goal, v string) {
-		rows = append(rows, Row{fig, r.Label(), value, goal, v})
+	return rows
+}
+
+// rowGroups build the table's rows, one goal group each, in the order of the
+// goals.
+var rowGroups = []func(*Report) []Row{
+	eachRollout(makespanRows),
+	eachRollout(handOffRows),
+	eachRollout(sentinelRows),
+	eachRollout(writesRows),
+	idleRows,
+	coordRows,
+	agentRows,
+	eachRollout(completedRows),
+	eachRollout(emulatorRows),
+}
+
+// eachRollout builds a goal group of rows from each rollout's, in turn.
+func eachRollout(rollout func(*Rollout) []Row) func(*Report) []Row {
+	return func(rep *Report) []Row {
+		var rows []Row
+		for _, r := range rep.Rollouts {
+			rows = append(rows, rollout(r)...)
+		}
+		return rows
 	}
-	for _, r := range rep.Rollouts {
-		ratio := 0.0
-		if r.LowerBound > 0 {
-			ratio = float64(r.Makespan) / float64(r.LowerBound)
-		}
-		// The goal is set at 1,000 hosts, twenty cycles per slot. A smaller
-		// rollout's slots run too few cycles for it: the start and the
-		// tail, a fixed time each, weigh against one or two cycles.
-		goal, v := "<= 1.05", verdict(r.LowerBound > 0 && ratio <= 1.05)
-		if r.Hosts < makespanGoalHosts {
-			goal, v = fmt.Sprintf("<= 1.05 at %d hosts", makespanGoalHosts), "info"
-		}
-		addR("makespan / lower bound", r, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), goal, v)
-		// The replays assume a cycle's length does not depend on when it
-		// runs. The first wave's, all started at once under the start's
-		// load, are longer (1.51 s against 1.38 s for the second at 100
-		// hosts): with a few waves per slot, mixing them into later waves
-		// puts the floor above the measured ratio.
-		enoughWaves := r.Groups > 0 && r.Concurrency > 0 && r.Hosts/r.Groups/r.Concurrency >= floorMinWaves
-		if f := r.Floor; f.Replays > 0 && enoughWaves {
-			addR("  with nothing between the cycles", r, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: the measured cycles replayed in %d orders through the slots)",
-				f.Mean, f.P10, f.P90, f.Replays), "-", "info")
-		}
-		if p := r.Parts; p.N > 0 {
-			addR("  the cycles' parts, mean ± sd", r, partsValue(p), "-", "info")
-			if f := p.Floor; f.Replays > 0 && enoughWaves {
-				addR("  the same, with rollboot's parts at their mean", r, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: only the machines' variance left)",
-					f.Mean, f.P10, f.P90), "-", "info")
-			}
-		}
-		if e := r.Excess; e.Group != "" && r.LowerBound > 0 {
-			pct := func(d time.Duration) string { return fmt.Sprintf("%.1f%%", 100*float64(d)/float64(r.LowerBound)) }
-			addR("  beyond the cycles, per slot (of the bound)", r, fmt.Sprintf("start %s, hand-offs %s, tail %s (group %s, the last to end)",
-				pct(e.Start), pct(e.HandOffs), pct(e.Tail), e.Group), "-", "info")
+}
+
+// rolloutRow is a row of one rollout's figures, named by its label.
+func rolloutRow(fig string, r *Rollout, value, goal, v string) Row {
+	return Row{fig, r.Label(), value, goal, v}
+}
+
+// hostsRow is a row of a figure taken at a host count (0: none).
+func hostsRow(fig string, hosts int, value, goal, v string) Row {
+	h := "-"
+	if hosts > 0 {
+		h = fmt.Sprint(hosts)
+	}
+	return Row{fig, h, value, goal, v}
+}
+
+// makespanRows are a rollout's makespan over its lower bound, and the rows
+// that say what the ratio is made of.
+func makespanRows(r *Rollout) []Row {
+	ratio := 0.0
+	if r.LowerBound > 0 {
+		ratio = float64(r.Makespan) / float64(r.LowerBound)
+	}
+	// The goal is set at 1,000 hosts, twenty cycles per slot. A smaller
+	// rollout's slots run too few cycles for it: the start and the
+	// tail, a fixed time each, weigh against one or two cycles.
+	goal, v := "<= 1.05", verdict(r.LowerBound > 0 && ratio <= 1.05)
+	if r.Hosts < makespanGoalHosts {
+		goal, v = fmt.Sprintf("<= 1.05 at %d hosts", makespanGoalHosts), "info"
+	}
+	rows := []Row{rolloutRow("makespan / lower bound", r, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), goal, v)}
+	// The replays assume a cycle's length does not depend on when it
+	// runs. The first wave's, all started at once under the start's
+	// load, are longer: with a few waves per slot, mixing them into later
+	// waves puts the floor above the measured ratio (docs/performance.md,
+	// "How each figure is measured, and what limits it").
+	enoughWaves := r.Groups > 0 && r.Concurrency > 0 && r.Hosts/r.Groups/r.Concurrency >= floorMinWaves
+	if f := r.Floor; f.Replays > 0 && enoughWaves {
+		rows = append(rows, rolloutRow("  with nothing between the cycles", r, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: the measured cycles replayed in %d orders through the slots)",
+			f.Mean, f.P10, f.P90, f.Replays), "-", "info"))
+	}
+	if p := r.Parts; p.N > 0 {
+		rows = append(rows, rolloutRow("  the cycles' parts, mean ± sd", r, partsValue(p), "-", "info"))
+		if f := p.Floor; f.Replays > 0 && enoughWaves {
+			rows = append(rows, rolloutRow("  the same, with rollboot's parts at their mean", r, fmt.Sprintf("%.3f (p10 %.3f, p90 %.3f: only the machines' variance left)",
+				f.Mean, f.P10, f.P90), "-", "info"))
 		}
 	}
-	for _, r := range rep.Rollouts {
-		if len(r.HandOff) == 0 {
-			addR("slot hand-off p50 / p99", r, "none: every host had a free slot", "p99 <= 500ms", "info")
-			continue
-		}
-		p99 := percentile(r.HandOff, 0.99)
-		addR("slot hand-off p50 / p99", r, fmt.Sprintf("%s / %s (%d hand-offs; the passes' times: %s / %s)", ms(percentile(r.HandOff, 0.5)), ms(p99),
-			len(r.HandOff), ms(percentile(r.HandOffPasses, 0.5)), ms(percentile(r.HandOffPasses, 0.99))),
-			"p99 <= 500ms", verdict(p99 <= 500*time.Millisecond))
+	if e := r.Excess; e.Group != "" && r.LowerBound > 0 {
+		pct := func(d time.Duration) string { return fmt.Sprintf("%.1f%%", 100*float64(d)/float64(r.LowerBound)) }
+		rows = append(rows, rolloutRow("  beyond the cycles, per slot (of the bound)", r, fmt.Sprintf("start %s, hand-offs %s, tail %s (group %s, the last to end)",
+			pct(e.Start), pct(e.HandOffs), pct(e.Tail), e.Group), "-", "info"))
 	}
-	for _, r := range rep.Rollouts {
-		p99 := percentile(r.SentinelToPend, 0.99)
-		addR("sentinel -> pending p99, all at once", r, ms(p99), "<= 1s", verdict(len(r.SentinelToPend) > 0 && p99 <= time.Second))
+	return rows
+}
+
+// handOffRows are a rollout's slot hand-off latencies.
+func handOffRows(r *Rollout) []Row {
+	if len(r.HandOff) == 0 {
+		return []Row{rolloutRow("slot hand-off p50 / p99", r, "none: every host had a free slot", "p99 <= 500ms", "info")}
 	}
-	for _, r := range rep.Rollouts {
-		per := float64(r.VarWrites) / float64(max(1, r.Hosts))
-		addR("variable writes per rebooted host", r, fmt.Sprintf("%.1f (%s)", per, byKind(r.WritesBy, r.Hosts)), "<= 10",
-			verdict(per <= 10))
-	}
+	p99 := percentile(r.HandOff, 0.99)
+	return []Row{rolloutRow("slot hand-off p50 / p99", r, fmt.Sprintf("%s / %s (%d hand-offs; the passes' times: %s / %s)", ms(percentile(r.HandOff, 0.5)), ms(p99),
+		len(r.HandOff), ms(percentile(r.HandOffPasses, 0.5)), ms(percentile(r.HandOffPasses, 0.99))),
+		"p99 <= 500ms", verdict(p99 <= 500*time.Millisecond))}
+}
+
+// sentinelRows are a rollout's latencies from a sentinel to a pending plan.
+func sentinelRows(r *Rollout) []Row {
+	p99 := percentile(r.SentinelToPend, 0.99)
+	return []Row{rolloutRow("sentinel -> pending p99, all at once", r, ms(p99), "<= 1s", verdict(len(r.SentinelToPend) > 0 && p99 <= time.Second))}
+}
+
+// writesRows are a rollout's Nomad variable writes per rebooted host.
+func writesRows(r *Rollout) []Row {
+	per := float64(r.VarWrites) / float64(max(1, r.Hosts))
+	return []Row{rolloutRow("variable writes per rebooted host", r, fmt.Sprintf("%.1f (%s)", per, byKind(r.WritesBy, r.Hosts)), "<= 10",
+		verdict(per <= 10))}
+}
+
+// idleRows are the idle clusters' Nomad requests a minute, each judged
+// against the smallest cluster's.
+func idleRows(rep *Report) []Row {
+	var rows []Row
 	for i, id := range rep.Idle {
 		v := "info"
 		val := fmt.Sprintf("%.1f", id.PerMinute)
@@ -110,54 +158,72 @@ func (rep *Report) Rows() []Row {
 			// under one a minute per 100 hosts is noise).
 			v = verdict(id.PerMinute <= max(1.5*base.PerMinute, float64(base.Hosts)/100))
 		}
-		add("Nomad requests / min, idle, every agent a candidate", id.Hosts, val, "independent of hosts", v)
-	}
-	if c := rep.Coord; c != nil {
-		cs := maxOf(c.ColdStart)
-		add("coordinator cold start (new leader's first pass)", c.Hosts, fmt.Sprintf("%s (worst of %d)", ms(cs), len(c.ColdStart)), "<= 2s",
-			verdict(cs <= 2*time.Second))
-		passes := func(ds []time.Duration) (string, time.Duration) {
-			p99 := percentile(ds, 0.99)
-			return fmt.Sprintf("%s (p50 %s, %d passes)", ms(p99), ms(percentile(ds, 0.5)), len(ds)), p99
-		}
-		val, p99 := passes(c.Passes)
-		add("coordinator reconcile pass p99, nothing changed", c.Hosts, val, "<= 50ms", verdict(p99 <= 50*time.Millisecond))
-		val, p99 = passes(c.Changed)
-		add("coordinator reconcile pass p99, one record changed", c.Hosts, val, "<= 50ms", verdict(p99 <= 50*time.Millisecond))
-		val, _ = passes(c.ReadAll)
-		add("coordinator pass p99 without its watches", c.Hosts, val+", every list read by the pass", "-", "info")
-		if c.RSS > 0 {
-			add("coordinator peak RSS (VmHWM)", c.Hosts, mb(c.RSS), "<= 200 MB", verdict(c.RSS <= 200<<20))
-		} else {
-			add("coordinator peak RSS (VmHWM)", c.Hosts, "not measured: "+c.RSSNote, "<= 200 MB", "info")
-		}
-	}
-	if a := rep.Agent; a != nil {
-		if a.Note != "" {
-			add("agent RSS / idle CPU", 0, "not measured: "+a.Note, "<= 20 MB / < 0.1%", "info")
-		} else {
-			cpu := 100 * a.CPU.Seconds() / a.Window.Seconds()
-			add("agent RSS / idle CPU", 0, fmt.Sprintf("%s (at the end: binary and libraries %s, heap and stacks %s) / %.3f%% of a core (%s CPU in %s); %s",
-				mb(a.RSS), mb(a.File), mb(a.Anon), cpu, a.CPU, dur(a.Window), a.Binary+", "+strings.Join(agentEnv, " ")),
-				"<= 20 MB / < 0.1%", verdict(a.RSS <= 20<<20 && cpu < 0.1))
-		}
-	}
-	for _, r := range rep.Rollouts {
-		val := "yes"
-		if !r.Completed {
-			val = "NO: " + r.Problem
-		}
-		addR("rollout completed", r, val, "every time", verdict(r.Completed))
-	}
-	for _, r := range rep.Rollouts {
-		e := r.Emulator
-		addR("emulator's own time (rollout)", r,
-			fmt.Sprintf("requests %.0f%% of one core (%s in %s; p50 %s, p99 %s; %d requests), cluster rounds %.0f%% (waits for the lock and CPU included)",
-				100*e.Busy.Seconds()/max(r.Wall.Seconds(), 1e-9), dur(e.Busy), dur(r.Wall), ms(e.P50), ms(e.P99), e.Requests,
-				100*e.Background.Seconds()/max(r.Wall.Seconds(), 1e-9)),
-			"not the bottleneck", "info")
+		rows = append(rows, hostsRow("Nomad requests / min, idle, every agent a candidate", id.Hosts, val, "independent of hosts", v))
 	}
 	return rows
+}
+
+// coordRows are the coordinator's figures on the largest cluster: cold start,
+// passes and peak RSS.
+func coordRows(rep *Report) []Row {
+	c := rep.Coord
+	if c == nil {
+		return nil
+	}
+	cs := maxOf(c.ColdStart)
+	rows := []Row{hostsRow("coordinator cold start (new leader's first pass)", c.Hosts, fmt.Sprintf("%s (worst of %d)", ms(cs), len(c.ColdStart)), "<= 2s",
+		verdict(cs <= 2*time.Second))}
+	passes := func(ds []time.Duration) (string, time.Duration) {
+		p99 := percentile(ds, 0.99)
+		return fmt.Sprintf("%s (p50 %s, %d passes)", ms(p99), ms(percentile(ds, 0.5)), len(ds)), p99
+	}
+	val, p99 := passes(c.Passes)
+	rows = append(rows, hostsRow("coordinator reconcile pass p99, nothing changed", c.Hosts, val, "<= 50ms", verdict(p99 <= 50*time.Millisecond)))
+	val, p99 = passes(c.Changed)
+	rows = append(rows, hostsRow("coordinator reconcile pass p99, one record changed", c.Hosts, val, "<= 50ms", verdict(p99 <= 50*time.Millisecond)))
+	val, _ = passes(c.ReadAll)
+	rows = append(rows, hostsRow("coordinator pass p99 without its watches", c.Hosts, val+", every list read by the pass", "-", "info"))
+	if c.RSS > 0 {
+		rows = append(rows, hostsRow("coordinator peak RSS (VmHWM)", c.Hosts, mb(c.RSS), "<= 200 MB", verdict(c.RSS <= 200<<20)))
+	} else {
+		rows = append(rows, hostsRow("coordinator peak RSS (VmHWM)", c.Hosts, "not measured: "+c.RSSNote, "<= 200 MB", "info"))
+	}
+	return rows
+}
+
+// agentRows are the idle agent process's memory and CPU.
+func agentRows(rep *Report) []Row {
+	a := rep.Agent
+	if a == nil {
+		return nil
+	}
+	if a.Note != "" {
+		return []Row{hostsRow("agent RSS / idle CPU", 0, "not measured: "+a.Note, "<= 20 MB / < 0.1%", "info")}
+	}
+	cpu := 100 * a.CPU.Seconds() / a.Window.Seconds()
+	return []Row{hostsRow("agent RSS / idle CPU", 0, fmt.Sprintf("%s (at the end: binary and libraries %s, heap and stacks %s) / %.3f%% of a core (%s CPU in %s); %s",
+		mb(a.RSS), mb(a.File), mb(a.Anon), cpu, a.CPU, dur(a.Window), a.Binary+", "+strings.Join(agentEnv, " ")),
+		"<= 20 MB / < 0.1%", verdict(a.RSS <= 20<<20 && cpu < 0.1))}
+}
+
+// completedRows say whether a rollout completed.
+func completedRows(r *Rollout) []Row {
+	val := "yes"
+	if !r.Completed {
+		val = "NO: " + r.Problem
+	}
+	return []Row{rolloutRow("rollout completed", r, val, "every time", verdict(r.Completed))}
+}
+
+// emulatorRows are the emulator's own time in a rollout: it must not be the
+// bottleneck.
+func emulatorRows(r *Rollout) []Row {
+	e := r.Emulator
+	return []Row{rolloutRow("emulator's own time (rollout)", r,
+		fmt.Sprintf("requests %.0f%% of one core (%s in %s; p50 %s, p99 %s; %d requests), cluster rounds %.0f%% (waits for the lock and CPU included)",
+			100*e.Busy.Seconds()/max(r.Wall.Seconds(), 1e-9), dur(e.Busy), dur(r.Wall), ms(e.P50), ms(e.P99), e.Requests,
+			100*e.Background.Seconds()/max(r.Wall.Seconds(), 1e-9)),
+		"not the bottleneck", "info")}
 }
 
 // heartbeatTTLs says the heartbeat TTL the emulator hands out at each host

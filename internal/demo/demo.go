@@ -107,89 +107,19 @@ func (s *Summary) OK() bool { return len(s.Violations) == 0 && len(s.Problems) =
 
 // Run runs the demo.
 func Run(ctx context.Context, opt Options) (*Summary, error) {
-	if opt.Out == nil {
-		opt.Out = io.Discard
-	}
-	if opt.Clients <= 0 {
-		opt.Clients = 8
-	}
-	if opt.Timeout <= 0 {
-		opt.Timeout = 60 * time.Second
-	}
-	log := opt.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opt = opt.withDefaults()
 	base, err := config.LoadBytes(ConfigHCL, "demo.hcl")
 	if err != nil {
 		return nil, fmt.Errorf("demo configuration: %w", err)
 	}
-	pools := []string{"web", "batch"}
-	sim, err := nomadsim.New(nomadsim.Config{
-		Servers:       3,
-		ConsulServers: true,
-		VaultServers:  true,
-		// Auto-unseal (as with a cloud KMS) lets the demo run unattended; without
-		// it each Vault comes back sealed and its host waits for an unseal.
-		VaultAutoUnseal: true,
-		Clients:         opt.Clients,
-		ClientPools:     pools,
-		HeartbeatTTL:    150 * time.Millisecond,
-		BootTime:        400 * time.Millisecond,
-		MigrateTime:     100 * time.Millisecond,
-	})
+	cl, err := newCluster(opt.Clients)
 	if err != nil {
 		return nil, err
 	}
-	defer sim.Close()
-	jobs := []nomadsim.JobSpec{
-		{ID: "web", Type: "service", NodePool: "web", Groups: []nomadsim.GroupSpec{{Name: "frontend", Count: 6, MigrateMaxParallel: 2}}},
-		{ID: "api", Type: "service", NodePool: "batch", Groups: []nomadsim.GroupSpec{{Name: "api", Count: 4, MigrateMaxParallel: 1}}},
-		{ID: "nightly-report", Type: "batch", NodePool: "batch", RunTime: 1500 * time.Millisecond, Groups: []nomadsim.GroupSpec{{Name: "report", Count: 2}}},
-		{ID: "node-exporter", Type: "system"},
-		// rollboot's own agents, deployed as a system job as in production.
-		{ID: "rollboot", Type: "system"},
-	}
-	for _, j := range jobs {
-		if err := sim.AddJob(j); err != nil {
-			return nil, fmt.Errorf("job %s: %w", j.ID, err)
-		}
-	}
-
-	var clients, servers []nomadsim.Host
-	for _, h := range sim.Hosts() {
-		if h.NodeID != "" {
-			clients = append(clients, h)
-		}
-		if h.Server != nil {
-			servers = append(servers, h)
-		}
-	}
-	all := append(append([]nomadsim.Host(nil), servers...), clients...)
-	groupOf := map[string]string{}
-	for _, h := range clients {
-		n, err := sim.Node(h.Name)
-		if err != nil {
-			return nil, err
-		}
-		groupOf[h.Name] = n.NodePool
-	}
-	fmt.Fprintf(opt.Out, "Emulated cluster at %s: 3 server hosts running Nomad, Consul and Vault servers,\n%d Nomad clients in node pools %s.\n",
-		sim.Address(), len(clients), strings.Join(pools, " and "))
-	fmt.Fprintf(opt.Out, "Jobs: %d service allocations, %d batch, a system job, and the rollboot agents as a system job.\n", 10, 2)
-	fmt.Fprintf(opt.Out, "Policy: groups web and batch, 2 hosts at a time each; drains ignore system jobs;\n")
-	fmt.Fprintf(opt.Out, "servers one at a time, behind the quorum gates, leaders handed over first.\n\n")
-	clusters, err := demoClusters(sim)
+	defer cl.sim.Close()
+	cl.describe(opt.Out)
+	clusters, client, st, err := connect(ctx, opt.Out, cl, base)
 	if err != nil {
-		return nil, err
-	}
-
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		return nil, err
-	}
-	st := store.New(client.Variables(), base.State.Prefix, "")
-	if err := applyPolicy(ctx, opt.Out, st, client); err != nil {
 		return nil, err
 	}
 
@@ -197,7 +127,166 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	if opt.UI != "" {
 		reg = telemetry.NewRegistry()
 	}
-	sup := &simhost.Supervisor{Sim: sim, Job: "rollboot", Start: func(ctx context.Context, h nomadsim.Host) {
+	// The agents run until the end (with Keep, until ctx ends); the rollout
+	// has opt.Timeout.
+	ag := startAgents(ctx, cl.agentSupervisor(base, clusters, reg, opt.Log))
+	defer ag.stop()
+	runCtx, cancel := context.WithTimeout(ag.ctx, opt.Timeout)
+	defer cancel()
+
+	if err := needAndPlan(runCtx, opt.Out, cl.sim, base, client, clusters, cl.all); err != nil {
+		return nil, err
+	}
+	ui, uiDone := "", func() error { return nil }
+	if opt.UI != "" {
+		if ui, uiDone, err = serveUI(ag.ctx, opt.UI, client, st, reg, opt.Log); err != nil {
+			return nil, err
+		}
+		defer func() { ag.cancel(); _ = uiDone() }()
+		fmt.Fprintf(opt.Out, "Status page: %s\n\n", ui)
+	}
+
+	start, tolerance, err := rollOut(runCtx, opt.Out, st, clusters, len(cl.all))
+	if err != nil {
+		return nil, err
+	}
+	timedOut := runCtx.Err() != nil && ctx.Err() == nil
+	cancel()
+	if !opt.Keep {
+		ag.stop()
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	hist, err := st.History(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	sum := cl.summarize(hist, start, demoConcurrency)
+	sum.Tolerance = tolerance()
+	if timedOut {
+		sum.Problems = append(sum.Problems, fmt.Sprintf("the rollout did not finish within %s", opt.Timeout))
+	}
+	printSummary(opt.Out, sum)
+	if opt.Keep {
+		keepMessage(opt.Out, cl.sim.Address(), ui)
+		<-ctx.Done()
+		ag.stop()
+		return sum, uiDone()
+	}
+	return sum, nil
+}
+
+// withDefaults is o with every unset option at its default.
+func (o Options) withDefaults() Options {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Clients <= 0 {
+		o.Clients = 8
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// demoPools are the node pools the client hosts are split over, one group of
+// the policy each (policy.hcl).
+var demoPools = []string{"web", "batch"}
+
+// demoConcurrency is the concurrency of each of the policy's groups
+// (policy.hcl).
+const demoConcurrency = 2
+
+// cluster is the demo's emulated cluster and its hosts.
+type cluster struct {
+	sim              *nomadsim.Sim
+	servers, clients []nomadsim.Host
+	all              []nomadsim.Host   // the servers, then the clients
+	groupOf          map[string]string // each client host's group: its node pool
+}
+
+// newCluster starts the emulated cluster, 3 server hosts and clients Nomad
+// clients in demoPools, with the demo's jobs placed.
+func newCluster(clients int) (c *cluster, err error) {
+	sim, err := nomadsim.New(nomadsim.Config{
+		Servers:       3,
+		ConsulServers: true,
+		VaultServers:  true,
+		// Auto-unseal (as with a cloud KMS) lets the demo run unattended; without
+		// it each Vault comes back sealed and its host waits for an unseal.
+		VaultAutoUnseal: true,
+		Clients:         clients,
+		ClientPools:     demoPools,
+		HeartbeatTTL:    150 * time.Millisecond,
+		BootTime:        400 * time.Millisecond,
+		MigrateTime:     100 * time.Millisecond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			sim.Close()
+		}
+	}()
+	for _, j := range demoJobs() {
+		if err := sim.AddJob(j); err != nil {
+			return nil, fmt.Errorf("job %s: %w", j.ID, err)
+		}
+	}
+	c = &cluster{sim: sim, groupOf: map[string]string{}}
+	for _, h := range sim.Hosts() {
+		if h.NodeID != "" {
+			c.clients = append(c.clients, h)
+		}
+		if h.Server != nil {
+			c.servers = append(c.servers, h)
+		}
+	}
+	c.all = append(append([]nomadsim.Host(nil), c.servers...), c.clients...)
+	for _, h := range c.clients {
+		n, err := sim.Node(h.Name)
+		if err != nil {
+			return nil, err
+		}
+		c.groupOf[h.Name] = n.NodePool
+	}
+	return c, nil
+}
+
+// demoJobs are the jobs the demo's cluster runs.
+func demoJobs() []nomadsim.JobSpec {
+	return []nomadsim.JobSpec{
+		{ID: "web", Type: "service", NodePool: "web", Groups: []nomadsim.GroupSpec{{Name: "frontend", Count: 6, MigrateMaxParallel: 2}}},
+		{ID: "api", Type: "service", NodePool: "batch", Groups: []nomadsim.GroupSpec{{Name: "api", Count: 4, MigrateMaxParallel: 1}}},
+		{ID: "nightly-report", Type: "batch", NodePool: "batch", RunTime: 1500 * time.Millisecond, Groups: []nomadsim.GroupSpec{{Name: "report", Count: 2}}},
+		{ID: "node-exporter", Type: "system"},
+		// rollboot's own agents, deployed as a system job as in production.
+		{ID: "rollboot", Type: "system"},
+	}
+}
+
+// describe tells what the cluster runs and what the policy does with it.
+func (c *cluster) describe(out io.Writer) {
+	fmt.Fprintf(out, "Emulated cluster at %s: 3 server hosts running Nomad, Consul and Vault servers,\n%d Nomad clients in node pools %s.\n",
+		c.sim.Address(), len(c.clients), strings.Join(demoPools, " and "))
+	fmt.Fprintf(out, "Jobs: %d service allocations, %d batch, a system job, and the rollboot agents as a system job.\n", 10, 2)
+	fmt.Fprintf(out, "Policy: groups web and batch, 2 hosts at a time each; drains ignore system jobs;\n")
+	fmt.Fprintf(out, "servers one at a time, behind the quorum gates, leaders handed over first.\n\n")
+}
+
+// agentSupervisor runs rollboot's agent on every host of c, as the system job
+// "rollboot" (each with its host's files and its host's own Consul and Vault
+// agents; its reboots reboot the emulated host).
+func (c *cluster) agentSupervisor(base *config.Compiled, clusters *daemon.Clusters, reg *prometheus.Registry,
+	log *slog.Logger) *simhost.Supervisor {
+	sup := &simhost.Supervisor{Sim: c.sim, Job: "rollboot", Start: func(ctx context.Context, h nomadsim.Host) {
 		cfg := *base
 		cfg.Nomad.Address = "http://" + h.Addr
 		cfg.Agent.Host = h.Name
@@ -211,7 +300,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		}
 		err = daemon.RunAgent(ctx, &cfg, daemon.AgentOptions{
 			Log:      log.With("sim_host", h.Name),
-			Rebooter: simRebooter{sim: sim, host: h.Name},
+			Rebooter: simRebooter{sim: c.sim, host: h.Name},
 			Local:    local,
 			Clusters: clusters,
 			Registry: reg,
@@ -220,75 +309,67 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 			log.Error("agent stopped", "host", h.Name, "err", err)
 		}
 	}}
-	for _, h := range all {
+	for _, h := range c.all {
 		sup.Hosts = append(sup.Hosts, h.Name)
 	}
-	// The agents run until the end (with Keep, until ctx ends); the rollout
-	// has opt.Timeout.
-	agentsCtx, stopAgents := context.WithCancel(ctx)
-	defer stopAgents()
-	runCtx, cancel := context.WithTimeout(agentsCtx, opt.Timeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); sup.Run(agentsCtx) }()
-	defer wg.Wait()
-	defer stopAgents()
+	return sup
+}
 
-	if err := needAndPlan(runCtx, opt.Out, sim, base, client, clusters, all); err != nil {
-		return nil, err
-	}
-	var ui string
-	var uiDone func() error
-	if opt.UI != "" {
-		if ui, uiDone, err = serveUI(agentsCtx, opt.UI, client, st, reg, log); err != nil {
-			return nil, err
-		}
-		defer func() { stopAgents(); _ = uiDone() }()
-		fmt.Fprintf(opt.Out, "Status page: %s\n\n", ui)
-	}
+// agents are the demo's running agents.
+type agents struct {
+	ctx    context.Context // theirs: it ends when they are told to stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
 
-	start := time.Now()
-	ft := sampleTolerance(runCtx, clusters, start)
-	if _, err := st.UpdateControl(runCtx, func(c *store.Control) error { c.Paused, c.PauseReason = false, ""; return nil }); err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
-	}
-	fmt.Fprintf(opt.Out, "Resumed: the rollout starts.\n\n")
+// startAgents runs sup's agents until ctx ends or they are stopped.
+func startAgents(ctx context.Context, sup *simhost.Supervisor) *agents {
+	a := &agents{}
+	a.ctx, a.cancel = context.WithCancel(ctx)
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); sup.Run(a.ctx) }()
+	return a
+}
 
-	done := watchProgress(runCtx, opt.Out, st, start, len(all))
-	<-done
-	timedOut := runCtx.Err() != nil && ctx.Err() == nil
-	cancel()
-	if !opt.Keep {
-		stopAgents()
-		wg.Wait()
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
+// stop stops the agents and waits until they have.
+func (a *agents) stop() {
+	a.cancel()
+	a.wg.Wait()
+}
 
-	hist, err := st.History(context.Background())
+// connect makes the demo's clients of cl: the coordinator's of the server
+// clusters, and a Nomad client and the store on it as the CLI's, with which it
+// applies the demo's policy.
+func connect(ctx context.Context, out io.Writer, cl *cluster, base *config.Compiled) (*daemon.Clusters, *api.Client, *store.Store, error) {
+	clusters, err := demoClusters(cl.sim)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	sum := summarize(sim, clients, servers, groupOf, hist, start, 2)
-	sum.Tolerance = ft()
-	if timedOut {
-		sum.Problems = append(sum.Problems, fmt.Sprintf("the rollout did not finish within %s", opt.Timeout))
+	client, err := api.NewClient(&api.Config{Address: cl.sim.Address()})
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	printSummary(opt.Out, sum)
-	if opt.Keep {
-		keepMessage(opt.Out, sim.Address(), ui)
-		<-ctx.Done()
-		stopAgents()
-		wg.Wait()
-		if uiDone != nil {
-			if err := uiDone(); err != nil {
-				return sum, err
-			}
-		}
+	st := store.New(client.Variables(), base.State.Prefix, "")
+	if err := applyPolicy(ctx, out, st, client); err != nil {
+		return nil, nil, nil, err
 	}
-	return sum, nil
+	return clusters, client, st, nil
+}
+
+// rollOut resumes the rollout, and prints each phase change until every host
+// has finished a reboot or ctx ends. It returns when the rollout started and
+// the failure tolerance of each server cluster over it (sampleTolerance:
+// complete once ctx ends).
+func rollOut(ctx context.Context, out io.Writer, st *store.Store, clusters *daemon.Clusters,
+	hosts int) (time.Time, func() map[string][]Point, error) {
+	start := time.Now()
+	tolerance := sampleTolerance(ctx, clusters, start)
+	if _, err := st.UpdateControl(ctx, func(c *store.Control) error { c.Paused, c.PauseReason = false, ""; return nil }); err != nil {
+		return start, nil, fmt.Errorf("resume: %w", err)
+	}
+	fmt.Fprintf(out, "Resumed: the rollout starts.\n\n")
+	<-watchProgress(ctx, out, st, start, hosts)
+	return start, tolerance, nil
 }
 
 // needAndPlan pauses the rollout, makes every host need a reboot, waits until
@@ -404,68 +485,40 @@ func allIdle(plans map[string]store.Plan) bool {
 	return true
 }
 
-func summarize(sim *nomadsim.Sim, clients, servers []nomadsim.Host, groupOf map[string]string, hist []store.HistoryRecord,
-	start time.Time, concurrency int) *Summary {
+// summarize judges the rollout that started at start: the invariants from
+// what the emulator saw and the nodes' final state, each host's times from its
+// history record (hist), and the makespan against its lower bound.
+func (c *cluster) summarize(hist []store.HistoryRecord, start time.Time, concurrency int) *Summary {
 	sum := &Summary{}
-	events := sim.Events(0)
+	events := c.sim.Events(0)
 	final := map[string]invariants.Final{}
-	spec := invariants.Spec{Group: groupOf, Concurrency: map[string]int{}, EligibleBefore: map[string]bool{}, Reboots: map[string]int{}}
-	for _, g := range groupOf {
-		spec.Concurrency[g] = concurrency
-	}
-	for _, h := range servers {
-		spec.Reboots[h.Name] = 1
-	}
-	for _, h := range clients {
-		spec.EligibleBefore[h.Name] = true
-		spec.Reboots[h.Name] = 1
-		n, err := sim.Node(h.Name)
+	for _, h := range c.clients {
+		n, err := c.sim.Node(h.Name)
 		if err != nil {
 			sum.Problems = append(sum.Problems, err.Error())
 			continue
 		}
 		final[h.Name] = invariants.FinalOf(n)
 	}
+	spec := c.spec(concurrency)
 	res := invariants.Check(events, final, spec)
 	sum.Violations, sum.Peak = res.Violations, res.Peak
 
-	byHost := map[string]store.HistoryRecord{}
-	for _, r := range hist {
-		if r.Outcome != "rebooted" {
-			sum.Problems = append(sum.Problems, fmt.Sprintf("%s: cycle ended %s", r.Host, r.Outcome))
-			continue
-		}
-		if _, dup := byHost[r.Host]; dup {
-			sum.Problems = append(sum.Problems, r.Host+": rebooted more than once")
-		}
-		byHost[r.Host] = r
-	}
+	byHost := sum.rebootsByHost(hist)
 	cycles := map[string][]time.Duration{}
-	count := map[string]int{}
 	var end time.Time
-	for _, h := range append(append([]nomadsim.Host(nil), servers...), clients...) {
+	for _, h := range c.all {
 		r, ok := byHost[h.Name]
 		if !ok {
 			sum.Problems = append(sum.Problems, h.Name+": no finished reboot")
 			continue
 		}
-		tl := r.Timeline
-		ht := HostTimes{
-			Host: h.Name, Group: r.Group, Forced: r.Forced, BootBefore: r.BootIDBefore, BootAfter: r.BootIDAfter,
-			Drain:   tl[store.PhaseDrained].Sub(tl[store.PhaseDraining]),
-			Reboot:  tl[store.PhaseRejoining].Sub(tl[store.PhaseDrained]),
-			Rejoin:  tl[store.PhaseIdle].Sub(tl[store.PhaseRejoining]),
-			Started: tl[store.PhaseDraining], Finished: r.Finished,
-			RebootsSeenByEmulator:  res.Reboots[h.Name],
-			EligibleAfterTheReboot: final[h.Name].Eligible,
-			Server:                 h.Server != nil,
-		}
+		ht := hostTimes(h, r, res.Reboots[h.Name], final[h.Name].Eligible)
 		if r.BootIDAfter == "" || r.BootIDAfter == r.BootIDBefore {
 			sum.Problems = append(sum.Problems, h.Name+": boot ID did not change")
 		}
 		sum.Hosts = append(sum.Hosts, ht)
 		cycles[r.Group] = append(cycles[r.Group], r.Finished.Sub(ht.Started))
-		count[r.Group]++
 		if r.Finished.After(end) {
 			end = r.Finished
 		}
@@ -474,8 +527,67 @@ func summarize(sim *nomadsim.Sim, clients, servers []nomadsim.Host, groupOf map[
 	if !end.IsZero() {
 		sum.Makespan = end.Sub(start)
 	}
-	// Lower bound: each group needs ceil(hosts/concurrency) back-to-back cycles of
-	// its mean cycle time; groups run side by side.
+	sum.LowerBound = lowerBound(cycles, concurrency, spec.Concurrency)
+	return sum
+}
+
+// spec is what the demo knows of its cluster and policy, for the invariants:
+// each client group takes concurrency hosts at a time, every client's node was
+// eligible before, and every host must reboot once.
+func (c *cluster) spec(concurrency int) invariants.Spec {
+	spec := invariants.Spec{Group: c.groupOf, Concurrency: map[string]int{}, EligibleBefore: map[string]bool{}, Reboots: map[string]int{}}
+	for _, g := range c.groupOf {
+		spec.Concurrency[g] = concurrency
+	}
+	for _, h := range c.all {
+		spec.Reboots[h.Name] = 1
+	}
+	for _, h := range c.clients {
+		spec.EligibleBefore[h.Name] = true
+	}
+	return spec
+}
+
+// rebootsByHost are the cycles of hist that rebooted their host, by host. A
+// cycle that ended otherwise, or a second reboot of a host, is a problem.
+func (s *Summary) rebootsByHost(hist []store.HistoryRecord) map[string]store.HistoryRecord {
+	byHost := map[string]store.HistoryRecord{}
+	for _, r := range hist {
+		if r.Outcome != "rebooted" {
+			s.Problems = append(s.Problems, fmt.Sprintf("%s: cycle ended %s", r.Host, r.Outcome))
+			continue
+		}
+		if _, dup := byHost[r.Host]; dup {
+			s.Problems = append(s.Problems, r.Host+": rebooted more than once")
+		}
+		byHost[r.Host] = r
+	}
+	return byHost
+}
+
+// hostTimes are host h's phase durations, from its cycle's history record r,
+// with the reboots the emulator saw and whether its node was eligible at the
+// end.
+func hostTimes(h nomadsim.Host, r store.HistoryRecord, reboots int, eligible bool) HostTimes {
+	tl := r.Timeline
+	return HostTimes{
+		Host: h.Name, Group: r.Group, Forced: r.Forced, BootBefore: r.BootIDBefore, BootAfter: r.BootIDAfter,
+		Drain:   tl[store.PhaseDrained].Sub(tl[store.PhaseDraining]),
+		Reboot:  tl[store.PhaseRejoining].Sub(tl[store.PhaseDrained]),
+		Rejoin:  tl[store.PhaseIdle].Sub(tl[store.PhaseRejoining]),
+		Started: tl[store.PhaseDraining], Finished: r.Finished,
+		RebootsSeenByEmulator:  reboots,
+		EligibleAfterTheReboot: eligible,
+		Server:                 h.Server != nil,
+	}
+}
+
+// lowerBound is the shortest makespan the cycles allow: each group needs
+// ceil(hosts/concurrency) back-to-back cycles of its mean cycle time; groups
+// run side by side. A group without a concurrency in groups (the server
+// hosts) takes one host at a time (their quorum groups).
+func lowerBound(cycles map[string][]time.Duration, concurrency int, groups map[string]int) time.Duration {
+	var bound time.Duration
 	for g, cs := range cycles {
 		var total time.Duration
 		for _, c := range cs {
@@ -483,15 +595,15 @@ func summarize(sim *nomadsim.Sim, clients, servers []nomadsim.Host, groupOf map[
 		}
 		mean := total / time.Duration(len(cs))
 		conc := concurrency
-		if _, ok := spec.Concurrency[g]; !ok {
-			conc = 1 // the server hosts: one at a time (their quorum groups)
+		if _, ok := groups[g]; !ok {
+			conc = 1
 		}
-		waves := int(math.Ceil(float64(count[g]) / float64(conc)))
-		if lb := time.Duration(waves) * mean; lb > sum.LowerBound {
-			sum.LowerBound = lb
+		waves := int(math.Ceil(float64(len(cs)) / float64(conc)))
+		if lb := time.Duration(waves) * mean; lb > bound {
+			bound = lb
 		}
 	}
-	return sum
+	return bound
 }
 
 func printSummary(out io.Writer, s *Summary) {

@@ -91,118 +91,194 @@ type Result struct {
 // 2 is judged from the cluster health the emulator records in each host.reboot.
 // final is each host's state at the end (for invariant 3).
 func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
-	var out []Violation
-	hosts := map[string]*hostState{}
-	byNode := map[string]string{}
-	get := func(name string) *hostState {
-		h := hosts[name]
-		if h == nil {
-			elig, known := spec.EligibleBefore[name]
-			h = &hostState{up: true, ready: true, eligible: elig || !known, eligibleStart: elig || !known}
-			hosts[name] = h
-		}
-		return h
-	}
-	peak := map[string]int{}
-	over := map[string]bool{}
+	r := &replay{spec: spec, hosts: map[string]*hostState{}, byNode: map[string]string{},
+		peak: map[string]int{}, over: map[string]bool{}}
 	for _, e := range events {
-		name := e.Host
-		if name == "" && e.NodeID != "" {
-			name = byNode[e.NodeID]
+		r.event(e)
+	}
+	out := r.out
+	out = append(out, checkFinal(final, spec.EligibleBefore)...)
+	reboots := map[string]int{}
+	for name, h := range r.hosts {
+		reboots[name] = h.reboots
+	}
+	out = append(out, checkReboots(reboots, spec.Reboots)...)
+	var migratePeak map[string]int
+	if spec.Jobs != nil {
+		var mv []Violation
+		mv, migratePeak = checkMigrations(events, spec.Jobs)
+		out = append(out, mv...)
+	}
+	return Result{Violations: out, Peak: r.peak, Reboots: reboots, MigratePeak: migratePeak}
+}
+
+// replay follows every host through the event log, checking invariants 1, 2, 3
+// (as it happens) and 4 at each event.
+type replay struct {
+	spec   Spec
+	hosts  map[string]*hostState
+	byNode map[string]string // node ID -> host, from the events that name both
+	peak   map[string]int    // per group, the most hosts out of service at once
+	over   map[string]bool   // per group, over its limit at the last event
+	out    []Violation
+}
+
+// event applies one event to the host it concerns, then checks its group.
+func (r *replay) event(e nomadsim.Event) {
+	name := r.hostOf(e)
+	if name == "" {
+		return
+	}
+	h := r.host(name)
+	if e.NodeID != "" {
+		h.hasNode = true
+	}
+	r.apply(name, h, e)
+	if h.inCycle && h.backInService() {
+		h.inCycle = false
+	}
+	r.checkGroup(name, e.Seq)
+}
+
+// hostOf is the host an event concerns: the one it names, or the one last
+// named with its node ID ("" when neither is known).
+func (r *replay) hostOf(e nomadsim.Event) string {
+	name := e.Host
+	if name == "" && e.NodeID != "" {
+		name = r.byNode[e.NodeID]
+	}
+	if name != "" && e.NodeID != "" {
+		r.byNode[e.NodeID] = name
+	}
+	return name
+}
+
+// host is name's state, up, ready and as eligible as it was before the
+// rollout when first seen (eligible when Spec.EligibleBefore does not say).
+func (r *replay) host(name string) *hostState {
+	h := r.hosts[name]
+	if h == nil {
+		elig, known := r.spec.EligibleBefore[name]
+		h = &hostState{up: true, ready: true, eligible: elig || !known, eligibleStart: elig || !known}
+		r.hosts[name] = h
+	}
+	return h
+}
+
+// apply moves h through one event.
+func (r *replay) apply(name string, h *hostState, e nomadsim.Event) {
+	switch e.Type {
+	case nomadsim.EventDrainStart:
+		h.draining, h.drainDone, h.drainForced, h.eligible, h.inCycle = true, false, false, false, true
+	case nomadsim.EventDrainCancel:
+		h.draining = false
+		if e.Details["mark_eligible"] == "true" {
+			h.eligible = true
 		}
-		if name == "" {
+	case nomadsim.EventDrainComplete:
+		h.draining, h.drainDone, h.awaitReboot = false, true, true
+		h.drainForced = e.Details["deadline_reached"] == "true"
+	case nomadsim.EventEligibility:
+		h.eligible = e.Details["eligibility"] == "eligible"
+		if h.eligible && !h.draining {
+			// Back in service without a reboot (a failed attempt given back,
+			// or an operator's doing): no longer out for a reboot.
+			h.awaitReboot = false
+		}
+		if h.eligible && !h.eligibleStart {
+			r.out = append(r.out, Violation{3, name, e.Seq, "rollboot made eligible a node that was ineligible before it touched it"})
+		}
+	case nomadsim.EventNodeDown, nomadsim.EventNodeDisconnected, nomadsim.EventNodeInit:
+		h.ready = false
+	case nomadsim.EventNodeReady:
+		h.ready = true
+	case nomadsim.EventHostRebootStart:
+		r.rebootStart(name, h, e)
+	case nomadsim.EventHostBoot:
+		h.up, h.drainDone, h.drainForced, h.awaitReboot = true, false, false, false
+	}
+}
+
+// rebootStart takes h down for a reboot, checking invariant 2 for its servers
+// and invariant 4 for its node.
+func (r *replay) rebootStart(name string, h *hostState, e nomadsim.Event) {
+	h.reboots++
+	// Invariant 2: a server host goes down only while each of its
+	// clusters is healthy and can lose a server.
+	for _, product := range []string{"nomad", "consul", "vault"} {
+		if e.Details[product+"_server"] != "true" {
 			continue
 		}
-		if e.NodeID != "" {
-			byNode[e.NodeID] = name
-		}
-		h := get(name)
-		if e.NodeID != "" {
-			h.hasNode = true
-		}
-		switch e.Type {
-		case nomadsim.EventDrainStart:
-			h.draining, h.drainDone, h.drainForced, h.eligible, h.inCycle = true, false, false, false, true
-		case nomadsim.EventDrainCancel:
-			h.draining = false
-			if e.Details["mark_eligible"] == "true" {
-				h.eligible = true
-			}
-		case nomadsim.EventDrainComplete:
-			h.draining, h.drainDone, h.awaitReboot = false, true, true
-			h.drainForced = e.Details["deadline_reached"] == "true"
-		case nomadsim.EventEligibility:
-			h.eligible = e.Details["eligibility"] == "eligible"
-			if h.eligible && !h.draining {
-				// Back in service without a reboot (a failed attempt given back,
-				// or an operator's doing): no longer out for a reboot.
-				h.awaitReboot = false
-			}
-			if h.eligible && !h.eligibleStart {
-				out = append(out, Violation{3, name, e.Seq, "rollboot made eligible a node that was ineligible before it touched it"})
-			}
-		case nomadsim.EventNodeDown, nomadsim.EventNodeDisconnected, nomadsim.EventNodeInit:
-			h.ready = false
-		case nomadsim.EventNodeReady:
-			h.ready = true
-		case nomadsim.EventHostRebootStart:
-			h.reboots++
-			// Invariant 2: a server host goes down only while each of its
-			// clusters is healthy and can lose a server.
-			for _, product := range []string{"nomad", "consul", "vault"} {
-				if e.Details[product+"_server"] != "true" {
-					continue
-				}
-				ft, _ := strconv.Atoi(e.Details[product+"_failure_tolerance"])
-				if e.Details[product+"_healthy"] != "true" || ft < 1 {
-					out = append(out, Violation{2, name, e.Seq, fmt.Sprintf(
-						"rebooted a %s server while its cluster was healthy=%s with failure tolerance %d",
-						product, e.Details[product+"_healthy"], ft)})
-				}
-			}
-			h.up, h.inCycle = false, true
-			if h.hasNode {
-				switch {
-				case h.draining:
-					out = append(out, Violation{4, name, e.Seq, "rebooted while its drain was still running"})
-				case !h.drainDone:
-					out = append(out, Violation{4, name, e.Seq, "rebooted without a completed drain"})
-				case h.eligible:
-					// Made eligible after its drain: the node is back in the
-					// scheduler's hands and Nomad may have placed work on it.
-					out = append(out, Violation{4, name, e.Seq, "rebooted while its node was eligible again after the drain"})
-				case h.drainForced && !spec.Force:
-					out = append(out, Violation{4, name, e.Seq, "rebooted after a drain forced at its deadline, but the policy is abort"})
-				}
-			}
-		case nomadsim.EventHostBoot:
-			h.up, h.drainDone, h.drainForced, h.awaitReboot = true, false, false, false
-		}
-		// A host is back in service once it is up, its node ready and not
-		// draining, not waiting for its reboot, and eligible if it was before.
-		if h.inCycle && h.up && (!h.hasNode || (h.ready && !h.draining && !h.awaitReboot && (h.eligible || !h.eligibleStart))) {
-			h.inCycle = false
-		}
-		// Invariant 1: per group, never more hosts out of service than allowed.
-		if g, ok := spec.Group[name]; ok {
-			n := 0
-			for other, st := range hosts {
-				if st.inCycle && spec.Group[other] == g {
-					n++
-				}
-			}
-			if n > peak[g] {
-				peak[g] = n
-			}
-			// Reported once each time the group goes over its limit.
-			limit, ok := spec.Concurrency[g]
-			if ok && n > limit && !over[g] {
-				out = append(out, Violation{1, name, e.Seq, fmt.Sprintf("%d hosts of group %s out of service at once; concurrency is %d", n, g, limit)})
-			}
-			over[g] = ok && n > limit
+		ft, _ := strconv.Atoi(e.Details[product+"_failure_tolerance"])
+		if e.Details[product+"_healthy"] != "true" || ft < 1 {
+			r.out = append(r.out, Violation{2, name, e.Seq, fmt.Sprintf(
+				"rebooted a %s server while its cluster was healthy=%s with failure tolerance %d",
+				product, e.Details[product+"_healthy"], ft)})
 		}
 	}
-	// Invariant 3 at the end: no node left ineligible or draining by rollboot.
+	h.up, h.inCycle = false, true
+	if !h.hasNode {
+		return
+	}
+	if msg := h.notReadyToReboot(r.spec.Force); msg != "" {
+		r.out = append(r.out, Violation{4, name, e.Seq, msg})
+	}
+}
+
+// notReadyToReboot says why a host with a node must not reboot now
+// (invariant 4), "" when it may: its drain completed, and its node was not
+// given back since. force: the policy allows a drain forced at its deadline.
+func (h *hostState) notReadyToReboot(force bool) string {
+	switch {
+	case h.draining:
+		return "rebooted while its drain was still running"
+	case !h.drainDone:
+		return "rebooted without a completed drain"
+	case h.eligible:
+		// Made eligible after its drain: the node is back in the
+		// scheduler's hands and Nomad may have placed work on it.
+		return "rebooted while its node was eligible again after the drain"
+	case h.drainForced && !force:
+		return "rebooted after a drain forced at its deadline, but the policy is abort"
+	}
+	return ""
+}
+
+// backInService reports whether a host is back in service: it is up, its
+// node ready and not draining, not waiting for its reboot, and eligible if it
+// was before.
+func (h *hostState) backInService() bool {
+	return h.up && (!h.hasNode || (h.ready && !h.draining && !h.awaitReboot && (h.eligible || !h.eligibleStart)))
+}
+
+// checkGroup checks invariant 1 for the group of host name after the event
+// seq: never more of its hosts out of service than allowed. It is reported
+// once each time the group goes over its limit.
+func (r *replay) checkGroup(name string, seq int) {
+	g, ok := r.spec.Group[name]
+	if !ok {
+		return
+	}
+	n := 0
+	for other, st := range r.hosts {
+		if st.inCycle && r.spec.Group[other] == g {
+			n++
+		}
+	}
+	if n > r.peak[g] {
+		r.peak[g] = n
+	}
+	limit, ok := r.spec.Concurrency[g]
+	if ok && n > limit && !r.over[g] {
+		r.out = append(r.out, Violation{1, name, seq, fmt.Sprintf("%d hosts of group %s out of service at once; concurrency is %d", n, g, limit)})
+	}
+	r.over[g] = ok && n > limit
+}
+
+// checkFinal checks invariant 3 at the end: no node left draining, and every
+// node as eligible as it was before (eligibleBefore) the rollout.
+func checkFinal(final map[string]Final, eligibleBefore map[string]bool) []Violation {
+	var out []Violation
 	names := make([]string, 0, len(final))
 	for n := range final {
 		names = append(names, n)
@@ -213,7 +289,7 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 		if !f.HasNode {
 			continue
 		}
-		before, known := spec.EligibleBefore[name]
+		before, known := eligibleBefore[name]
 		if f.Draining {
 			out = append(out, Violation{3, name, 0, "node left draining"})
 		}
@@ -224,26 +300,22 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 			out = append(out, Violation{3, name, 0, "node made eligible though it was ineligible before"})
 		}
 	}
-	// Invariant 5: each request rebooted exactly once.
-	reboots := map[string]int{}
-	for name, h := range hosts {
-		reboots[name] = h.reboots
+	return out
+}
+
+// checkReboots checks invariant 5: each host rebooted as many times as it
+// must (want), in host order.
+func checkReboots(got, want map[string]int) []Violation {
+	var out []Violation
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
 	}
-	wantNames := make([]string, 0, len(spec.Reboots))
-	for n := range spec.Reboots {
-		wantNames = append(wantNames, n)
-	}
-	sort.Strings(wantNames)
-	for _, name := range wantNames {
-		if got, want := reboots[name], spec.Reboots[name]; got != want {
-			out = append(out, Violation{5, name, 0, fmt.Sprintf("rebooted %d times, want %d", got, want)})
+	sort.Strings(names)
+	for _, name := range names {
+		if got[name] != want[name] {
+			out = append(out, Violation{5, name, 0, fmt.Sprintf("rebooted %d times, want %d", got[name], want[name])})
 		}
 	}
-	var migratePeak map[string]int
-	if spec.Jobs != nil {
-		var mv []Violation
-		mv, migratePeak = checkMigrations(events, spec.Jobs)
-		out = append(out, mv...)
-	}
-	return Result{Violations: out, Peak: peak, Reboots: reboots, MigratePeak: migratePeak}
+	return out
 }

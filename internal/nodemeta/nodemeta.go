@@ -164,8 +164,8 @@ func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) 
 		p.mu.Unlock()
 		wait := time.Duration(0)
 		// Only the nodes to write are sorted (in order, so that a log reads
-		// well): at 5,000 nodes sorting every one at every wake cost more than
-		// the rest of it.
+		// well): sorting every node at every wake would sort the whole cluster
+		// for the few nodes that changed.
 		var todo []string
 		for id, m := range want {
 			if h, ok := have[id]; !ok || h != m {

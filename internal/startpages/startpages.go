@@ -2,16 +2,17 @@
 // start needed, so that what stays resident is what it runs.
 //
 // A Go binary runs the initialisation of every package it links before main,
-// about 180 of them in rollboot, scattered over its code and data. For each page
-// such code or data touches, Linux maps the 64 KB around it that are in the page
-// cache (fault-around), and the process keeps them mapped: an idle agent held
-// 17 MB of its binary's pages, most of them touched once at its start. Release
-// unmaps the resident pages of the read-only files the process maps (its
-// binary, and the C library in a cgo build) with madvise MADV_DONTNEED; the ones the
-// process uses again come back at their next touch from the page cache, where
-// the others stay, for the kernel to reclaim first. Nothing is lost: only
-// mappings no one can write and that hold no private copy of a page
-// (Anonymous: 0 in smaps) are released, so every page reads back as it was.
+// scattered over its code and data. For each page such code or data touches,
+// Linux maps the 64 KB around it that are in the page cache (fault-around), and
+// the process keeps them mapped: most of the binary's pages an idle agent held
+// were touched once at its start (the figures: docs/performance.md, "The
+// agent's memory"). Release unmaps the resident pages of the read-only files
+// the process maps (its binary, and the C library in a cgo build) with madvise
+// MADV_DONTNEED; the ones the process uses again come back at their next
+// touch from the page cache, where the others stay, for the kernel to reclaim
+// first. Nothing is lost: only mappings no one can write and that hold no
+// private copy of a page (Anonymous: 0 in smaps) are released, so every page
+// reads back as it was.
 package startpages
 
 import (

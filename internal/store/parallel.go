@@ -12,8 +12,8 @@ import (
 
 // ReadParallelism bounds the variables read at once when many must be read (a
 // new leader loading every plan and host record): one GET per variable in
-// sequence took seconds at a thousand hosts, and an unbounded burst would put
-// thousands of requests on the Nomad servers at once.
+// sequence makes a new leader wait a round trip per host, and an unbounded
+// burst would put thousands of requests on the Nomad servers at once.
 const ReadParallelism = 16
 
 // readEach reads the variables at paths, at most ReadParallelism at a time, and
