@@ -145,7 +145,7 @@ type Coordinator struct {
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
 	// plansGen counts the changes of plans (a write, a load): what was handed
-	// on after a pass is handed on again only when it moved (handon.go).
+	// on after a pass is handed on again only when it moved (sideoutputs.go).
 	plansGen uint64
 	// noHandOver: hand-overs refused for lack of permission, by host/product, with
 	// the refusal.
@@ -178,9 +178,9 @@ type Coordinator struct {
 	// viewCache: what passes derive from those, kept for the next pass
 	// (viewcache.go).
 	viewCache viewCache
-	// handOn: what was last handed to the notifier and the node metadata
-	// publisher (handon.go).
-	handOn handOn
+	// sideOutputs: what was last handed to the notifier and the node metadata
+	// publisher (sideoutputs.go).
+	sideOutputs sideOutputs
 	// controlCache: the control state while its watches see no change
 	// (controlcache.go).
 	controlCache controlCache
@@ -387,18 +387,18 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
-	var freed []string        // hosts whose decision frees their slot (handoff.go)
-	var pended []string       // hosts whose decision makes them pending (handoff.go)
+	var freed []string        // hosts whose decision frees their slot (regrant.go)
+	var pended []string       // hosts whose decision makes them pending (regrant.go)
 	waiting := map[phase.WaitKind]int{}
-	plans := newPlanCursor(s) // quiet.go
+	plans := newPlanCursor(s) // nothingtodecide.go
 	for i, name := range s.names {
 		hv := s.hostAt(i)
 		if err := hv.err; err != nil {
 			errs = errors.Join(errs, err)
 			continue
 		}
-		if quiet(s, hv, name, plans.underWay(i)) {
-			waiting[phase.NotWaiting]++ // phase.Step's decision for it (quiet.go)
+		if nothingToDecide(s, hv, name, plans.underWay(i)) {
+			waiting[phase.NotWaiting]++ // phase.Step's decision for it (nothingtodecide.go)
 			continue
 		}
 		in := c.input(s, adm, name)
@@ -418,18 +418,18 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			w := pendingWrite{in: in, d: d}
 			if phase.EligibleAgain(in, d) {
 				w.rejoin = s                // the cycle may close in this pass (rejoinnow.go)
-				freed = append(freed, name) // handOut counts it once its close is stored
+				freed = append(freed, name) // regrantFreed counts it once its close is stored
 			}
 			writes = append(writes, w)
 			continue
 		}
 		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
 	}
-	first, rest, heads := headsFirst(rules, s, writes) // handoff.go
+	first, rest, heads := headsFirst(rules, s, writes) // regrant.go
 	errs = errors.Join(errs, c.storePlans(ctx, first))
 	var granted map[string]bool
 	if errs == nil {
-		granted, errs = c.handOut(ctx, s, adm, freed, pended, heads) // the slots freed, at once (handoff.go)
+		granted, errs = c.regrantFreed(ctx, s, adm, freed, pended, heads) // the slots freed, at once (regrant.go)
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
 	c.metrics.state.waiting(waiting)

@@ -34,14 +34,14 @@ func (c *Coordinator) startNodeMeta(ctx context.Context, wg *sync.WaitGroup) {
 // the need, and the end of its last reboot by rollboot. A node that is not ready
 // is left out (its client would not answer); it gets its metadata once it is.
 // Nothing is handed over while the plans and the hosts' views are the same as
-// when it was last (handon.go).
+// when it was last (sideoutputs.go).
 func (c *Coordinator) publishMeta(s *snapshot) {
 	if c.opt.NodeMeta == nil {
 		return
 	}
 	views := c.viewCache.kept()
 	c.mu.Lock()
-	if c.plans != nil && !c.handOn.metaDue(c.plansGen, views) {
+	if c.plans != nil && !c.sideOutputs.metaDue(c.plansGen, views) {
 		c.mu.Unlock()
 		return
 	}

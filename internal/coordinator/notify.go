@@ -36,14 +36,14 @@ func (c *Coordinator) startNotifier(ctx context.Context, wg *sync.WaitGroup) {
 // plans another leader stored may be about to move on) and after them. After a
 // conflict the cache is dropped: the next pass reads the plans again and hands
 // them over then. The same plans and pause flag as last handed over are not
-// handed over again (handon.go).
+// handed over again (sideoutputs.go).
 func (c *Coordinator) notifyPass(ctl store.Control) {
 	if c.opt.Notifier == nil {
 		return
 	}
 	pause := notify.Pause{Paused: ctl.Paused, At: ctl.PausedAt, Reason: ctl.PauseReason}
 	c.mu.Lock()
-	if c.plans == nil || !c.handOn.notifyDue(c.plansGen, pause) {
+	if c.plans == nil || !c.sideOutputs.notifyDue(c.plansGen, pause) {
 		c.mu.Unlock()
 		return
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
-	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -66,7 +66,7 @@ type snapshot struct {
 	capacity *capacityView
 	// health: the workloads of the hosts that wait for them to be healthy
 	// after their reboot (rejoinhealth.go).
-	health map[string]*rejoinhealth.Observed
+	health map[string]*rejoin.Observed
 	// owned: the hosts whose view this pass copied to change it (own).
 	owned map[string]bool
 	// memo: what admission derives from the snapshot, computed once

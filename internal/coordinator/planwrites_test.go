@@ -100,7 +100,7 @@ func TestManyPendingPlansAreStoredTogether(t *testing.T) {
 	stubs := putHosts(t, st, hosts, func(i int, r *store.HostRecord) {
 		r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(time.Duration(i)*time.Second)
 	})
-	// The default group's one slot is granted in the same pass (handoff.go).
+	// The default group's one slot is granted in the same pass (regrant.go).
 	if pending := passAndCount(t, st, stubs, t0.Add(time.Minute), store.PhasePending); pending != hosts-1 {
 		t.Errorf("%d of %d hosts pending after the pass, want all but the one granted", pending, hosts)
 	}

@@ -227,7 +227,7 @@ func (c *Coordinator) endTerm() {
 	c.alerts.metrics.blocking.Set(0)
 	c.alerts.next, c.alerts.logged = time.Time{}, ""
 	c.mu.Lock()
-	c.handOn.forget() // the next term's notifier and publisher start afresh
+	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
 	c.mu.Unlock()
 }
 

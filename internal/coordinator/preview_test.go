@@ -57,7 +57,7 @@ func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
 	}
 
 	// The pass: it sees the needs (idle to pending, stored) and grants the
-	// slots free in the same pass (handoff.go).
+	// slots free in the same pass (regrant.go).
 	if err := co.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

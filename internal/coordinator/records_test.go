@@ -49,7 +49,7 @@ func TestBadRecordsDoNotStopReconcile(t *testing.T) {
 	co := New(Options{Nodes: c.Nodes(), Store: st, Jobs: c.Jobs(),
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
 		Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
-	// One pass: the needs seen, stored pending and granted (handoff.go).
+	// One pass: the needs seen, stored pending and granted (regrant.go).
 	if err := co.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/phase"
-	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
 )
@@ -35,7 +35,7 @@ import (
 // GroupOptions are a group's drain options and healthy settings.
 type GroupOptions struct {
 	Drain   phase.DrainOptions
-	Healthy rejoinhealth.Settings
+	Healthy rejoin.Settings
 }
 
 // AllocsAPI is the part of the Nomad allocations API the coordinator uses (for
@@ -54,7 +54,7 @@ type ConsulHealthAPI interface {
 // defaults of package config.
 var DefaultGroupOptions = GroupOptions{
 	Drain:   phase.DrainOptions{},
-	Healthy: rejoinhealth.Settings{Deadline: 10 * time.Minute, OnDeadline: rejoinhealth.OnDeadlineHold},
+	Healthy: rejoin.Settings{Deadline: 10 * time.Minute, OnDeadline: rejoin.OnDeadlineHold},
 }
 
 // groupOptions are the options of the group named name (the default group's
@@ -108,13 +108,13 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 		if hv.node == nil || !phase.WaitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
 			continue
 		}
-		o := &rejoinhealth.Observed{}
+		o := &rejoin.Observed{}
 		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, s, hv.node.ID)
 		if nodeName := c.readChecks(ctx, s, o, planGroup(p, hv.group), hv.node.ID); nodeName != "" {
 			checkNodes[nodeName] = true
 		}
 		if s.health == nil {
-			s.health = map[string]*rejoinhealth.Observed{}
+			s.health = map[string]*rejoin.Observed{}
 		}
 		s.health[name] = o
 	}
@@ -138,7 +138,7 @@ func (c *Coordinator) cacheNodeAllocs(nodeID string, allocs []*api.Allocation) {
 // readChecks reads the Consul checks of node nodeID into o when group waits
 // for them (healthy.consul_checks), and returns the node's name: "" when its
 // checks are not read, or its name is unknown (o then holds that error).
-func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoinhealth.Observed, group, nodeID string) (nodeName string) {
+func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoin.Observed, group, nodeID string) (nodeName string) {
 	if !c.groupOptions(group).Healthy.ConsulChecks {
 		return ""
 	}
@@ -153,7 +153,7 @@ func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoinheal
 // as the node's watch last read them (a change pokes a pass after the watch kept
 // it), else as this pass read them (allocsOnNode: the first pass of a host
 // waiting for them, before its watch starts).
-func (c *Coordinator) nodeAllocs(ctx context.Context, s *snapshot, nodeID string) ([]rejoinhealth.Alloc, error) {
+func (c *Coordinator) nodeAllocs(ctx context.Context, s *snapshot, nodeID string) ([]rejoin.Alloc, error) {
 	allocs, err := c.allocsOnNode(ctx, s, nodeID)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the %w", err)
@@ -162,10 +162,10 @@ func (c *Coordinator) nodeAllocs(ctx context.Context, s *snapshot, nodeID string
 }
 
 // healthAllocs is what package rejoin sees of a node's allocations.
-func healthAllocs(allocs []*api.Allocation) []rejoinhealth.Alloc {
-	out := make([]rejoinhealth.Alloc, 0, len(allocs))
+func healthAllocs(allocs []*api.Allocation) []rejoin.Alloc {
+	out := make([]rejoin.Alloc, 0, len(allocs))
 	for _, a := range allocs {
-		ra := rejoinhealth.Alloc{Name: a.Name, DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus}
+		ra := rejoin.Alloc{Name: a.Name, DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus}
 		if a.Job != nil && a.Job.Type != nil {
 			ra.JobType = *a.Job.Type
 		}
@@ -183,7 +183,7 @@ func healthAllocs(allocs []*api.Allocation) []rejoinhealth.Alloc {
 }
 
 // consulChecks reads the node's Consul checks.
-func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoinhealth.Check, error) {
+func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoin.Check, error) {
 	if c.opt.ConsulHealth == nil {
 		return nil, fmt.Errorf("healthy.consul_checks is set but no Consul client is configured (CONSUL_HTTP_ADDR)")
 	}
@@ -194,9 +194,9 @@ func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoinhe
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the Consul checks of node %s: %w", node, err)
 	}
-	out := make([]rejoinhealth.Check, 0, len(checks))
+	out := make([]rejoin.Check, 0, len(checks))
 	for _, ch := range checks {
-		out = append(out, rejoinhealth.Check{Name: ch.Name, ServiceName: ch.ServiceName, Status: ch.Status})
+		out = append(out, rejoin.Check{Name: ch.Name, ServiceName: ch.ServiceName, Status: ch.Status})
 	}
 	return out, nil
 }

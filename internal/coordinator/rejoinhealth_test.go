@@ -7,14 +7,14 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/phase"
-	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // A group's options apply to its hosts; the default group's without them.
 func TestGroupOptionsInInput(t *testing.T) {
 	web := GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour, StopJobs: []string{"cache"}},
-		Healthy: rejoinhealth.Settings{Deadline: time.Minute, OnDeadline: "release"}}
+		Healthy: rejoin.Settings{Deadline: time.Minute, OnDeadline: "release"}}
 	c := New(Options{Timing: timing, Groups: []GroupSpec{{Options: web}}})
 	c.opt.Groups[0].Name = "web"
 	s := &snapshot{}

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/phase"
-	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -25,7 +25,7 @@ import (
 // not draining) and its workloads' health read after the write, as the next
 // pass would have read them. Everything else is the pass's snapshot. A decision
 // that closes the cycle is carried out then, and the hand-out gives its slot
-// away in the same pass (handoff.go); any other is left to the next pass.
+// away in the same pass (regrant.go); any other is left to the next pass.
 //
 // What keeps it as safe as the pass it saves:
 //   - The health is read after the eligibility write, as before: the healthy
@@ -72,11 +72,11 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input
 // healthNow reads the host's workloads, and its Consul checks when its group
 // waits for them, straight from Nomad and Consul: neither the watch's
 // allocations nor the pass's were read after the eligibility write.
-func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, group, nodeID string) *rejoinhealth.Observed {
+func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, group, nodeID string) *rejoin.Observed {
 	if !phase.WaitsForHealth(p) {
 		return nil
 	}
-	o := &rejoinhealth.Observed{}
+	o := &rejoin.Observed{}
 	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		o.AllocsErr = fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)

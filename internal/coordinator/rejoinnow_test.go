@@ -11,7 +11,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 
-	rejoinhealth "github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -50,7 +50,7 @@ func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*
 	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
 	opt := Options{Nodes: nodes, Store: st, Clusters: &recClusters{log: log}, Timing: timing, Now: func() time.Time { return t0 }}
 	if checks != nil { // the group waits for the node's Consul checks, read after the write
-		opt.DefaultOptions.Healthy = rejoinhealth.Settings{Deadline: time.Hour, OnDeadline: "hold", ConsulChecks: true}
+		opt.DefaultOptions.Healthy = rejoin.Settings{Deadline: time.Hour, OnDeadline: "hold", ConsulChecks: true}
 		opt.ConsulHealth = loggedChecks{log: log, checks: checks}
 	}
 	c := New(opt)

@@ -230,7 +230,7 @@ func (c *Coordinator) cachedHostViews(recs []store.HostRecord, nodes map[string]
 
 // rebuildViews builds again the views of the records of recs at the indexes
 // changed (the same hosts as the kept views', in the same order), into a new
-// kept map, and only if one differs (handon.go). Called with v.mu held.
+// kept map, and only if one differs (sideoutputs.go). Called with v.mu held.
 func (c *Coordinator) rebuildViews(recs []store.HostRecord, changed []int, nodes map[string]*api.NodeListStub, groupOf map[string]string) {
 	v := &c.viewCache
 	views, order := v.views, v.order

@@ -2,7 +2,7 @@ package coordinator
 
 import "github.com/rollboot/rollboot/internal/phase"
 
-// quiet reports whether the phase machine has nothing to decide for a host this
+// nothingToDecide reports whether the phase machine has nothing to decide for a host this
 // pass, without building its Input: the host is idle (no plan, or an idle one),
 // its record does not ask for a reboot, and no request, cancel or release names
 // it. phase.Step then keeps its plan as it is, waits for nothing and writes nothing,
@@ -16,7 +16,7 @@ import "github.com/rollboot/rollboot/internal/phase"
 //
 // underWay: the host's plan is under way (any phase but idle; a planCursor
 // tells without looking the plan up).
-func quiet(s *snapshot, hv *hostView, name string, underWay bool) bool {
+func nothingToDecide(s *snapshot, hv *hostView, name string, underWay bool) bool {
 	if hv.rec != nil && hv.rec.RebootRequired {
 		return false
 	}

@@ -66,7 +66,7 @@ func TestQuietSteps(t *testing.T) {
 		for _, name := range s.names {
 			in := c.input(s, adm, name)
 			d := phase.Step(in)
-			if !quiet(s, s.hosts[name], name, hostPhase(s.plans[name]) != store.PhaseIdle) {
+			if !nothingToDecide(s, s.hosts[name], name, hostPhase(s.plans[name]) != store.PhaseIdle) {
 				stepped++
 				continue
 			}

@@ -11,7 +11,7 @@ import (
 // of every node's metadata per pass. They are handed over only when what they
 // derive from changed: the plans (c.plansGen counts every write and load), the
 // pause flag, and the hosts' views (a new kept map: viewcache.go).
-type handOn struct {
+type sideOutputs struct {
 	// notifyGen and notifyPause: the plans' generation and the pause flag last
 	// handed to the notifier (notified: at all, this term).
 	notifyGen   uint64
@@ -25,7 +25,7 @@ type handOn struct {
 
 // notifyDue reports whether the notifier has not been handed these plans and
 // this pause flag yet, and takes them as handed. Called with c.mu held.
-func (h *handOn) notifyDue(gen uint64, pause notify.Pause) bool {
+func (h *sideOutputs) notifyDue(gen uint64, pause notify.Pause) bool {
 	if h.notified && h.notifyGen == gen && h.notifyPause.Paused == pause.Paused &&
 		h.notifyPause.At.Equal(pause.At) && h.notifyPause.Reason == pause.Reason {
 		return false
@@ -37,7 +37,7 @@ func (h *handOn) notifyDue(gen uint64, pause notify.Pause) bool {
 // metaDue reports whether the publisher has not been handed metadata built
 // from these plans and views yet, and takes them as handed. Called with c.mu
 // held.
-func (h *handOn) metaDue(gen uint64, views map[string]*hostView) bool {
+func (h *sideOutputs) metaDue(gen uint64, views map[string]*hostView) bool {
 	if views != nil && h.metaGen == gen && sameMap(h.metaViews, views) {
 		return false
 	}
@@ -47,4 +47,4 @@ func (h *handOn) metaDue(gen uint64, views map[string]*hostView) bool {
 
 // forget makes the next pass hand everything over (a new term: the notifier
 // and the publisher start afresh).
-func (h *handOn) forget() { *h = handOn{} }
+func (h *sideOutputs) forget() { *h = sideOutputs{} }

@@ -1,4 +1,4 @@
-package coordinator
+package alertread
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func TestPrometheusAlertAnswers(t *testing.T) {
 			}))
 			defer srv.Close()
 			r := alertgate.Rules{PrometheusURL: srv.URL + "/prom", Timeout: 5 * time.Second}
-			o := (&httpAlertReader{}).ReadAlerts(context.Background(), r)
+			o := (&HTTP{}).ReadAlerts(context.Background(), r)
 			if tt.wantErr != "" {
 				if o.PrometheusErr == nil || !strings.HasPrefix(o.PrometheusErr.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one starting %q", o.PrometheusErr, tt.wantErr)

@@ -66,7 +66,7 @@ func TestHandedOnOnlyAfterAChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The record changed (new metadata) and the plan moved to pending, then
-	// draining (its group had room: granted in the same pass, handoff.go): the
+	// draining (its group had room: granted in the same pass, regrant.go): the
 	// state after the decisions.
 	pass(2, 2, "a record changed and its plan moved")
 	last := h.states[len(h.states)-1]

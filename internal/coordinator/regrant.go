@@ -16,7 +16,7 @@ import (
 // pass's own node writes, reads what the gates need, and admits. At a thousand
 // hosts that was most of the time between two cycles of a group, and the whole
 // overhead of the makespan over its bound. So after the pass's decisions are
-// carried out, a pass that closed a cycle admits again (handOut) and starts the
+// carried out, a pass that closed a cycle admits again (regrantFreed) and starts the
 // drains of the hosts that get the slots freed. A pass that made hosts pending
 // does the same: a host whose need appears while its group has room is granted
 // in that pass, not the next (the first wave of a rollout, a single host on an
@@ -66,7 +66,7 @@ func freesSlot(in phase.Input, d phase.Decision) bool {
 	return d.Write && in.Plan.Active() && !d.Plan.Active()
 }
 
-// handOut admits again after the pass's decisions were carried out without an
+// regrantFreed admits again after the pass's decisions were carried out without an
 // error, when one of them freed a slot or made a host pending, and carries out
 // the grants of the hosts that get a slot now. freed and pended are the hosts
 // whose decision frees their slot or makes them pending (carried out or not);
@@ -76,7 +76,7 @@ func freesSlot(in phase.Input, d phase.Decision) bool {
 // be stored after it (a grant that failed leaves the plan as it was before the
 // pass, and the next pass decides again). first is the pass's admission; s its
 // snapshot.
-func (c *Coordinator) handOut(ctx context.Context, s *snapshot, first admission, freed, pended []string,
+func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission, freed, pended []string,
 	heads []pendingWrite) (map[string]bool, error) {
 	c.mu.Lock()
 	stored := c.plans
@@ -180,7 +180,7 @@ func storedApart(in phase.Input, d phase.Decision) bool {
 // hosts pending, and storing all of them before the first grant delayed the
 // first drain of every group by as many writes; storing the heads' pending
 // plans first still delayed it by one write each. So the hand-out admits the
-// heads as decided (handOut), and a head's grant is its first write; the heads
+// heads as decided (regrantFreed), and a head's grant is its first write; the heads
 // not granted are stored pending with rest, after it. Nothing in rest takes or
 // frees a slot, so handing out before it is stored is as safe as after.
 func headsFirst(r admitRules, s *snapshot, writes []pendingWrite) (first, rest, heads []pendingWrite) {
