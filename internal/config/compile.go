@@ -1,6 +1,8 @@
 package config
 
 import (
+	"slices"
+
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -41,44 +43,77 @@ type Compiled struct {
 // the file, the environment and the flags are merged.
 func Compile(c *Config) (*Compiled, error) {
 	v := &validator{c: c}
-	v.nomad()
-	v.state()
-	v.agent()
-	v.coordinator()
-	v.drain()
-	v.healthy()
-	v.fleetlock()
-	v.telemetry()
-	messages := v.notify()
-	v.workloads()
-	v.capacity()
-	p := v.policy()
-	alerts := v.alerts()
+	v.sections()
+	v.windows()
+	v.groups()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {
 		return nil, err
 	}
 	cc := &Compiled{
 		Config:               *c,
-		Policy:               p,
+		Policy:               c.policy(),
 		ForceDrains:          c.Drain.OnTimeout == OnTimeoutForce,
 		HoldOnDeniedHandOver: c.Coordinator.LeaderTransferDenied == "hold",
-		NotifyMessages:       messages,
-		AlertGate:            alerts,
+		NotifyMessages:       c.Notify.messages(),
+		AlertGate:            c.Alerts.alertRules(),
 	}
 	cc.problems, cc.bad = nil, nil
 	return cc, nil
 }
 
-// policy checks the windows and groups and compiles them. The default group
-// has a concurrency of 1, no max_unavailable and the default schedule.
+// policy compiles the windows and groups, checked. The default group has a
+// concurrency of 1, no max_unavailable and the default schedule.
 //
 // A group that lists no windows gets the default schedule: every window
 // defined, or always open if there is none.
-func (v *validator) policy() policy.Policy {
-	windows, all := v.windows()
+func (c *Config) policy() policy.Policy {
+	byName := map[string]policy.Window{}
+	var all policy.Schedule
+	for _, wc := range c.Windows {
+		w := wc.compile()
+		if _, dup := byName[wc.Name]; !dup {
+			byName[wc.Name] = w
+		}
+		all = append(all, w)
+	}
+	groups := make([]policy.Group, 0, len(c.Groups))
+	for _, gc := range c.Groups {
+		groups = append(groups, gc.compile(byName, all))
+	}
 	return policy.Policy{
-		Groups:  v.groups(windows, all),
+		Groups:  groups,
 		Default: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1, Schedule: all},
 	}
+}
+
+// compile compiles a window, checked.
+func (wc WindowConfig) compile() policy.Window {
+	w := policy.Window{Name: wc.Name}
+	for _, d := range wc.Days {
+		day, _ := policy.ParseWeekday(d)
+		w.Days = append(w.Days, day)
+	}
+	w.Start, _ = policy.ParseClock(wc.Start)
+	w.End, _ = policy.ParseClock(wc.End)
+	w.Location, _ = policy.ParseTimeZone(wc.TimeZone)
+	return w
+}
+
+// compile compiles a group, checked: windows are the windows by name, all the
+// default schedule.
+func (gc GroupConfig) compile(windows map[string]policy.Window, all policy.Schedule) policy.Group {
+	g := policy.Group{Name: gc.Name, Concurrency: gc.Concurrency, Schedule: all, Settle: gc.Settle,
+		HostsWithoutNode: slices.Clone(gc.HostsWithoutNode)}
+	if gc.Filter != "" {
+		g.Filter, _ = policy.CompileFilter(gc.Filter)
+	}
+	g.MaxUnavailablePct, _ = policy.ParsePercent(gc.MaxUnavailable)
+	if len(gc.Windows) > 0 {
+		g.Schedule = nil
+		for _, name := range gc.Windows {
+			g.Schedule = append(g.Schedule, windows[name])
+		}
+	}
+	return g
 }

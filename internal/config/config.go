@@ -9,10 +9,13 @@
 // typed values (package policy's groups, windows and budgets) that the
 // daemons take as is.
 //
-// The settings are documented in docs/configuration.md.
+// Each block has a table of its settings (table.go), which drives the
+// defaults, the decoding, the checks, the renderings and the settings tables
+// of docs/configuration.md.
 package config
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -40,7 +43,7 @@ type Config struct {
 	// Capacity is the capacity gate of admission (policy).
 	Capacity CapacityConfig
 	// Healthy is the top-level healthy block: when a rebooted host counts as
-	// back, for the groups that do not say otherwise (decode_healthy.go).
+	// back, for the groups that do not say otherwise (healthy.go).
 	Healthy HealthyConfig
 
 	// pos records where each value came from (a file range, or an
@@ -238,7 +241,7 @@ type GroupConfig struct {
 	// operator's backing for a host record that no Nomad node corroborates.
 	HostsWithoutNode []string
 	// Drain and Healthy are the group's drain and healthy blocks, each value
-	// the top-level one's unless the group sets it (decode_healthy.go).
+	// the top-level one's unless the group sets it (healthy.go).
 	Drain   GroupDrainConfig
 	Healthy HealthyConfig
 }
@@ -252,71 +255,17 @@ type WindowConfig struct {
 	TimeZone string   // IANA name
 }
 
-// Default returns the default configuration.
+// Default returns the default configuration: every setting's default, from
+// its block's table.
 func Default() *Config {
-	return &Config{
-		Nomad: NomadConfig{
-			Address:   "http://127.0.0.1:4646",
-			Namespace: "default",
-		},
-		State: StateConfig{Prefix: "rollboot"},
-		Agent: AgentConfig{
-			BootIDFile:              "/proc/sys/kernel/random/boot_id",
-			MachineIDFile:           "/etc/machine-id",
-			SentinelFile:            "/var/run/reboot-required",
-			SentinelCommandInterval: 5 * time.Minute,
-			SentinelCommandTimeout:  30 * time.Second,
-			ServerLockFile:          "/var/lib/rollboot/server-lock.json",
-			ServerLockTTL:           15 * time.Minute,
-			Reboot: RebootConfig{
-				Method:      RebootMethodCommand,
-				Command:     []string{"systemctl", "reboot"},
-				Signal:      39, // SIGRTMIN+5: systemd's "reboot"
-				HookTimeout: 5 * time.Minute,
-
-				RecheckInterval: 5 * time.Second,
-			},
-		},
-		Coordinator: CoordinatorConfig{
-			// No agent stands for election unless its configuration says so:
-			// a candidate holds the coordinator's rights (docs/deploy.md).
-			Enabled:              false,
-			LockTTL:              15 * time.Second,
-			Standbys:             DefaultStandbys,
-			ResyncInterval:       30 * time.Second,
-			RejoinTimeout:        30 * time.Minute,
-			ServerStableFor:      10 * time.Second,
-			LeaderTransferDenied: "continue",
-			RebootLoopBackoff:    time.Hour,
-			RebootLoopMaxBackoff: 24 * time.Hour,
-			HistorySize:          200,
-			AgentJob:             "rollboot",
-			NodeMeta:             true,
-		},
-		Drain: DrainConfig{
-			Deadline:        time.Hour,
-			OnTimeout:       OnTimeoutAbort,
-			RetryBackoff:    5 * time.Minute,
-			RetryMaxBackoff: time.Hour,
-
-			IgnoreSystemJobs: true,
-		},
-		Capacity: CapacityConfig{Enabled: true, Headroom: "0%"},
-		Healthy:  HealthyConfig{Deadline: 10 * time.Minute, OnDeadline: OnDeadlineHold},
-		FleetLock: FleetLockConfig{
-			Listen:           "127.0.0.1:7777",
-			MaxBodyBytes:     64 << 10,
-			MaxNodelessSlots: 1,
-			RequestTimeout:   20 * time.Second,
-			RateLimit:        20,
-			ClientCertID:     "san_or_cn",
-			RecordGrace:      time.Hour,
-		},
-		Notify:    defaultNotify(),
-		Alerts:    defaultAlerts(),
-		Workloads: defaultWorkloads(),
-		pos:       map[string]hcl.Range{},
+	c := &Config{pos: map[string]hcl.Range{}}
+	v := reflect.ValueOf(c).Elem()
+	for _, sec := range sections {
+		if sec.t.label == "" {
+			sec.t.fill(fieldOf(v, sec.field), nil)
+		}
 	}
+	return c
 }
 
 // setPos records where the value at key came from.

@@ -3,15 +3,13 @@ package config
 import (
 	"fmt"
 	"os"
-	"slices"
+	"reflect"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
-	"github.com/zclconf/go-cty/cty/gocty"
 )
 
 // Load reads the HCL file at path (HCL JSON if the name ends in ".json")
@@ -116,14 +114,6 @@ func (d *decoder) content(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyConten
 	return content
 }
 
-func attrSchema(names ...string) []hcl.AttributeSchema {
-	out := make([]hcl.AttributeSchema, len(names))
-	for i, n := range names {
-		out[i] = hcl.AttributeSchema{Name: n}
-	}
-	return out
-}
-
 // single returns the only block of type typ, reporting any further ones.
 func (d *decoder) single(blocks hcl.Blocks, typ string) *hcl.Block {
 	var first *hcl.Block
@@ -144,14 +134,14 @@ func rangeString(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
 }
 
+// root decodes the top-level blocks: each block of one instance in the order
+// of sections, then the labelled ones (groups, windows) in file order.
 func (d *decoder) root(body hcl.Body) {
-	content := d.content(body, &hcl.BodySchema{
-		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "nomad"}, {Type: "state"}, {Type: "agent"}, {Type: "coordinator"}, {Type: "drain"}, {Type: "fleetlock"}, {Type: "telemetry"}, {Type: "notify"}, {Type: "alerts"}, {Type: "workloads"}, {Type: "capacity"}, {Type: "healthy"},
-			{Type: "group", LabelNames: []string{"name"}},
-			{Type: "window", LabelNames: []string{"name"}},
-		},
-	})
+	schema := &hcl.BodySchema{}
+	for _, sec := range sections {
+		schema.Blocks = append(schema.Blocks, sec.t.header())
+	}
+	content := d.content(body, schema)
 	if content == nil {
 		return
 	}
@@ -162,393 +152,120 @@ func (d *decoder) root(body hcl.Body) {
 			blocks = append(blocks, b)
 		}
 	}
-	if b := d.single(blocks, "nomad"); b != nil {
-		d.nomad(b.Body)
-	}
-	if b := d.single(blocks, "state"); b != nil {
-		d.state(b.Body)
-	}
-	if b := d.single(blocks, "agent"); b != nil {
-		d.agent(b.Body)
-	}
-	if b := d.single(blocks, "coordinator"); b != nil {
-		d.coordinator(b.Body)
-	}
-	if b := d.single(blocks, "drain"); b != nil {
-		d.drain(b.Body)
-	}
-	if b := d.single(blocks, "fleetlock"); b != nil {
-		d.fleetlock(b.Body)
-	}
-	if b := d.single(blocks, "telemetry"); b != nil {
-		d.telemetry(b.Body)
-	}
-	if b := d.single(blocks, "notify"); b != nil {
-		d.notify(b.Body)
-	}
-	if b := d.single(blocks, "alerts"); b != nil {
-		d.alerts(b.Body)
-	}
-	if b := d.single(blocks, "workloads"); b != nil {
-		d.workloads(b.Body)
-	}
-	if b := d.single(blocks, "capacity"); b != nil {
-		d.capacity(b.Body)
-	}
-	if b := d.single(blocks, "healthy"); b != nil { // before the groups: their default
-		d.healthy(b.Body, scope{"healthy", "healthy"}, &d.c.Healthy)
+	c := reflect.ValueOf(d.c).Elem()
+	for _, sec := range sections {
+		if sec.t.label != "" {
+			continue
+		}
+		if b := d.single(blocks, sec.t.typ); b != nil {
+			d.block(b.Body, scope{sec.t.typ, sec.t.typ}, sec.t, fieldOf(c, sec.field))
+		}
 	}
 	for _, b := range blocks {
-		switch b.Type {
-		case "group":
-			d.group(b)
-		case "window":
-			d.window(b)
+		if sec := sectionOf(b.Type); sec.t.label != "" {
+			d.labelled(b, sec, fieldOf(c, sec.field))
 		}
 	}
 }
 
-func (d *decoder) nomad(body hcl.Body) {
-	s := scope{"nomad", "nomad"}
-	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"address", "token", "region", "namespace", "ca_cert", "client_cert", "client_key", "tls_server_name", "tls_skip_verify")})
-	if content == nil {
-		return
-	}
-	a, n := content.Attributes, &d.c.Nomad
-	d.str(a, s, "address", &n.Address)
-	var tok string
-	if d.str(a, s, "token", &tok) {
-		n.Token = Secret(tok)
-	}
-	d.str(a, s, "region", &n.Region)
-	d.str(a, s, "namespace", &n.Namespace)
-	d.str(a, s, "ca_cert", &n.CACert)
-	d.str(a, s, "client_cert", &n.ClientCert)
-	d.str(a, s, "client_key", &n.ClientKey)
-	d.str(a, s, "tls_server_name", &n.TLSServerName)
-	d.boolean(a, s, "tls_skip_verify", &n.TLSSkipVerify)
+// labelled decodes a labelled block (a group, a window) and appends it to
+// list: its label, then the table's defaults and what the block sets.
+func (d *decoder) labelled(b *hcl.Block, sec section, list reflect.Value) {
+	t := sec.t
+	s := labelScope(t.typ, list.Len(), b.Labels[0])
+	v := reflect.New(t.of).Elem()
+	t.fill(v, d.c)
+	fieldOf(v, t.label).SetString(b.Labels[0])
+	d.c.setPos(s.key, b.DefRange)
+	d.c.setPos(s.key+".name", b.LabelRanges[0])
+	d.block(b.Body, s, t, v)
+	list.Set(reflect.Append(list, v))
 }
 
-func (d *decoder) state(body hcl.Body) {
-	s := scope{"state", "state"}
-	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema("prefix")})
-	if content == nil {
-		return
-	}
-	d.str(content.Attributes, s, "prefix", &d.c.State.Prefix)
+// labelScope is the scope of the i-th labelled block of type typ: "group.0",
+// `group "batch"`.
+func labelScope(typ string, i int, label string) scope {
+	return scope{fmt.Sprintf("%s.%d", typ, i), fmt.Sprintf("%s %q", typ, label)}
 }
 
-func (d *decoder) agent(body hcl.Body) {
-	s := scope{"agent", "agent"}
-	content := d.content(body, &hcl.BodySchema{
-		Attributes: attrSchema("host", "boot_id_file", "machine_id_file", "publish_fleetlock_id", "sentinel_file", "sentinel_command",
-			"sentinel_command_interval", "sentinel_command_timeout", "pass_env", "server_lock_file", "server_lock_ttl"),
-		Blocks: []hcl.BlockHeaderSchema{{Type: "reboot"}},
-	})
+// block decodes the body of a block of table t at scope s into v, the block's
+// struct: each setting written, then the nested blocks.
+func (d *decoder) block(body hcl.Body, s scope, t *table, v reflect.Value) {
+	content := d.content(body, t.schema())
 	if content == nil {
 		return
 	}
-	a, ag := content.Attributes, &d.c.Agent
-	d.str(a, s, "host", &ag.Host)
-	d.str(a, s, "boot_id_file", &ag.BootIDFile)
-	d.str(a, s, "machine_id_file", &ag.MachineIDFile)
-	d.boolean(a, s, "publish_fleetlock_id", &ag.PublishFleetLockID)
-	d.str(a, s, "sentinel_file", &ag.SentinelFile)
-	d.strList(a, s, "sentinel_command", &ag.SentinelCommand)
-	d.duration(a, s, "sentinel_command_interval", &ag.SentinelCommandInterval)
-	d.duration(a, s, "sentinel_command_timeout", &ag.SentinelCommandTimeout)
-	d.strList(a, s, "pass_env", &ag.PassEnv)
-	d.str(a, s, "server_lock_file", &ag.ServerLockFile)
-	d.duration(a, s, "server_lock_ttl", &ag.ServerLockTTL)
-	if b := d.single(content.Blocks, "reboot"); b != nil {
-		d.reboot(b.Body)
+	mixed := t.mixed()
+	for _, row := range t.settings {
+		at, ok := content.Attributes[row.name]
+		if !ok || mixed && !d.checkAttr(at, s.sub(row.name).name, row.policy) {
+			continue // not written, or reported as in the wrong file
+		}
+		d.setting(at, s.sub(row.name), fieldOf(v, row.field))
+	}
+	for _, n := range t.nested {
+		n.decode(d, content.Blocks, s, v)
 	}
 }
 
-func (d *decoder) reboot(body hcl.Body) {
-	s := scope{"agent.reboot", "agent.reboot"}
-	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"method", "command", "signal", "delay", "pre_hooks", "post_hooks", "hook_timeout",
-		"recheck_interval")})
-	if content == nil {
+// setting decodes the value of attribute at into dst, the field of the
+// setting key: converted to the field's kind, with the position of the value
+// and of each element of a list kept to point at them. A value that cannot be
+// decoded is reported and marked bad, and leaves dst as it was.
+func (d *decoder) setting(at *hcl.Attribute, key scope, dst reflect.Value) {
+	k := kindOf(dst)
+	v, ok := d.value(at, key, k.ty, k.want)
+	if !ok {
 		return
 	}
-	a, r := content.Attributes, &d.c.Agent.Reboot
-	d.str(a, s, "method", &r.Method)
-	d.strList(a, s, "command", &r.Command)
-	d.integer(a, s, "signal", &r.Signal)
-	d.duration(a, s, "delay", &r.Delay)
-	d.argvList(a, s, "pre_hooks", &r.PreHooks)
-	d.argvList(a, s, "post_hooks", &r.PostHooks)
-	d.duration(a, s, "hook_timeout", &r.HookTimeout)
-	d.duration(a, s, "recheck_interval", &r.RecheckInterval)
-}
-
-func (d *decoder) coordinator(body hcl.Body) {
-	s := scope{"coordinator", "coordinator"}
-	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"enabled", "lock_ttl", "standbys", "resync_interval", "rejoin_timeout", "reboot_loop_backoff",
-		"reboot_loop_max_backoff", "history_size", "server_stable_for", "leader_transfer_denied",
-		"agent_job", "agent_job_namespace", "node_meta")})
-	if content == nil {
+	d.c.setPos(key.key, at.Expr.Range())
+	if err := k.set(v, dst); err != nil {
+		d.errorf(at.Expr.Range(), "%s: %v", key.name, err)
+		d.c.bad[key.key] = true
 		return
 	}
-	a, co := content.Attributes, &d.c.Coordinator
-	for name, at := range a {
-		if !d.checkAttr(at, "coordinator."+name, policyCoordinatorAttr[name]) {
-			delete(a, name) // reported, not decoded
+	if !k.ty.IsListType() {
+		return
+	}
+	if elems, diags := hcl.ExprList(at.Expr); !diags.HasErrors() && len(elems) == dst.Len() {
+		for i, e := range elems {
+			d.c.setPos(fmt.Sprintf("%s.%d", key.key, i), e.Range())
 		}
 	}
-	d.boolean(a, s, "enabled", &co.Enabled)
-	d.duration(a, s, "lock_ttl", &co.LockTTL)
-	d.integer(a, s, "standbys", &co.Standbys)
-	d.duration(a, s, "resync_interval", &co.ResyncInterval)
-	d.duration(a, s, "rejoin_timeout", &co.RejoinTimeout)
-	d.duration(a, s, "server_stable_for", &co.ServerStableFor)
-	d.str(a, s, "leader_transfer_denied", &co.LeaderTransferDenied)
-	d.duration(a, s, "reboot_loop_backoff", &co.RebootLoopBackoff)
-	d.duration(a, s, "reboot_loop_max_backoff", &co.RebootLoopMaxBackoff)
-	d.integer(a, s, "history_size", &co.HistorySize)
-	d.str(a, s, "agent_job", &co.AgentJob)
-	d.str(a, s, "agent_job_namespace", &co.AgentJobNamespace)
-	d.boolean(a, s, "node_meta", &co.NodeMeta)
 }
-
-func (d *decoder) drain(body hcl.Body) {
-	s := scope{"drain", "drain"}
-	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"deadline", "on_timeout", "retry_backoff", "retry_max_backoff", "ignore_system_jobs", "stop_jobs")})
-	if content == nil {
-		return
-	}
-	a, dr := content.Attributes, &d.c.Drain
-	d.duration(a, s, "deadline", &dr.Deadline)
-	d.str(a, s, "on_timeout", &dr.OnTimeout)
-	d.duration(a, s, "retry_backoff", &dr.RetryBackoff)
-	d.duration(a, s, "retry_max_backoff", &dr.RetryMaxBackoff)
-	d.boolean(a, s, "ignore_system_jobs", &dr.IgnoreSystemJobs)
-	d.strList(a, s, "stop_jobs", &dr.StopJobs)
-}
-
-func (d *decoder) fleetlock(body hcl.Body) {
-	s := scope{"fleetlock", "fleetlock"}
-	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema(
-		"enabled", "listen", "path_prefix", "tls_cert", "tls_key", "client_ca", "max_body_bytes",
-		"allowed_ids", "max_nodeless_slots", "request_timeout", "rate_limit", "client_cert_id", "record_grace", "serve_metrics")})
-	if content == nil {
-		return
-	}
-	a, f := content.Attributes, &d.c.FleetLock
-	d.boolean(a, s, "enabled", &f.Enabled)
-	d.str(a, s, "listen", &f.Listen)
-	d.str(a, s, "path_prefix", &f.PathPrefix)
-	d.str(a, s, "tls_cert", &f.TLSCert)
-	d.str(a, s, "tls_key", &f.TLSKey)
-	d.str(a, s, "client_ca", &f.ClientCA)
-	d.integer(a, s, "max_body_bytes", &f.MaxBodyBytes)
-	d.strList(a, s, "allowed_ids", &f.AllowedIDs)
-	d.integer(a, s, "max_nodeless_slots", &f.MaxNodelessSlots)
-	d.duration(a, s, "request_timeout", &f.RequestTimeout)
-	d.integer(a, s, "rate_limit", &f.RateLimit)
-	d.str(a, s, "client_cert_id", &f.ClientCertID)
-	d.duration(a, s, "record_grace", &f.RecordGrace)
-	d.boolean(a, s, "serve_metrics", &f.ServeMetrics)
-}
-
-func (d *decoder) telemetry(body hcl.Body) {
-	content := d.content(body, &hcl.BodySchema{Attributes: attrSchema("listen", "allowed_hosts")})
-	if content == nil {
-		return
-	}
-	d.str(content.Attributes, scope{"telemetry", "telemetry"}, "listen", &d.c.Telemetry.Listen)
-	d.strList(content.Attributes, scope{"telemetry", "telemetry"}, "allowed_hosts", &d.c.Telemetry.AllowedHosts)
-}
-
-func (d *decoder) group(b *hcl.Block) {
-	i := len(d.c.Groups)
-	g := GroupConfig{Name: b.Labels[0], Concurrency: 1}
-	g.Drain, g.Healthy = d.c.groupDefaults()
-	s := groupScope(i, g.Name)
-	d.c.setPos(s.key, b.DefRange)
-	d.c.setPos(s.key+".name", b.LabelRanges[0])
-	content := d.content(b.Body, &hcl.BodySchema{Attributes: attrSchema(
-		"filter", "concurrency", "max_unavailable", "windows", "settle", "hosts_without_node"),
-		Blocks: groupBlockSchema})
-	if content != nil {
-		d.groupBlocks(content.Blocks, s, &g)
-		a := content.Attributes
-		d.str(a, s, "filter", &g.Filter)
-		d.integer(a, s, "concurrency", &g.Concurrency)
-		d.str(a, s, "max_unavailable", &g.MaxUnavailable)
-		d.strList(a, s, "windows", &g.Windows)
-		d.duration(a, s, "settle", &g.Settle)
-		d.strList(a, s, "hosts_without_node", &g.HostsWithoutNode)
-	}
-	d.c.Groups = append(d.c.Groups, g)
-}
-
-func (d *decoder) window(b *hcl.Block) {
-	i := len(d.c.Windows)
-	w := WindowConfig{Name: b.Labels[0], Days: slices.Clone(allDayNames), TimeZone: "UTC"}
-	s := windowScope(i, w.Name)
-	d.c.setPos(s.key, b.DefRange)
-	d.c.setPos(s.key+".name", b.LabelRanges[0])
-	content := d.content(b.Body, &hcl.BodySchema{Attributes: attrSchema(
-		"days", "start", "end", "time_zone")})
-	if content != nil {
-		a := content.Attributes
-		d.strList(a, s, "days", &w.Days)
-		d.str(a, s, "start", &w.Start)
-		d.str(a, s, "end", &w.End)
-		d.str(a, s, "time_zone", &w.TimeZone)
-	}
-	d.c.Windows = append(d.c.Windows, w)
-}
-
-func groupScope(i int, name string) scope {
-	return scope{fmt.Sprintf("group.%d", i), fmt.Sprintf("group %q", name)}
-}
-
-func windowScope(i int, name string) scope {
-	return scope{fmt.Sprintf("window.%d", i), fmt.Sprintf("window %q", name)}
-}
-
-var allDayNames = []string{"mon", "tue", "wed", "thu", "fri", "sat", "sun"}
 
 // value evaluates the attribute, with no variables or functions, and
 // converts it to ty. It reports problems without ever quoting the value, so
 // that secrets stay out of messages.
-func (d *decoder) value(a hcl.Attributes, s scope, attr string, ty cty.Type, want string) (cty.Value, *hcl.Attribute, bool) {
-	at, ok := a[attr]
-	if !ok {
-		return cty.NilVal, nil, false
-	}
-	key := s.sub(attr)
-	rng := at.Expr.Range()
+func (d *decoder) value(at *hcl.Attribute, key scope, ty cty.Type, want string) (cty.Value, bool) {
 	v, diags := at.Expr.Value(nil)
 	if diags.HasErrors() {
 		d.errs = append(d.errs, fromDiags(diags)...)
 		d.c.bad[key.key] = true
-		return cty.NilVal, nil, false
-	}
-	if v.IsNull() {
-		d.errorf(rng, "%s: must be %s, not null", key.name, want)
-		d.c.bad[key.key] = true
-		return cty.NilVal, nil, false
+		return cty.NilVal, false
 	}
 	cv, err := convert.Convert(v, ty)
-	if err != nil || !cv.IsWhollyKnown() {
-		d.errorf(rng, "%s: must be %s", key.name, want)
-		d.c.bad[key.key] = true
-		return cty.NilVal, nil, false
+	var problem string
+	switch {
+	case v.IsNull():
+		problem = ", not null"
+	case err != nil || !cv.IsWhollyKnown():
+	case ty.IsListType() && hasNull(cv):
+		problem = ", with no null element"
+	default:
+		return cv, true
 	}
-	// A list given with nulls inside.
-	if !cv.IsNull() && ty.IsListType() {
-		for it := cv.ElementIterator(); it.Next(); {
-			if _, ev := it.Element(); ev.IsNull() || (ev.Type().IsListType() && hasNull(ev)) {
-				d.errorf(rng, "%s: must be %s, with no null element", key.name, want)
-				d.c.bad[key.key] = true
-				return cty.NilVal, nil, false
-			}
-		}
-	}
-	d.c.setPos(key.key, rng)
-	return cv, at, true
+	d.errorf(at.Expr.Range(), "%s: must be %s%s", key.name, want, problem)
+	d.c.bad[key.key] = true
+	return cty.NilVal, false
 }
 
+// hasNull reports whether a list, or a list in it, has a null element.
 func hasNull(v cty.Value) bool {
 	for it := v.ElementIterator(); it.Next(); {
-		if _, ev := it.Element(); ev.IsNull() {
+		if _, ev := it.Element(); ev.IsNull() || ev.Type().IsListType() && hasNull(ev) {
 			return true
 		}
 	}
 	return false
-}
-
-func (d *decoder) str(a hcl.Attributes, s scope, attr string, dst *string) bool {
-	v, _, ok := d.value(a, s, attr, cty.String, "a string")
-	if ok {
-		*dst = v.AsString()
-	}
-	return ok
-}
-
-func (d *decoder) boolean(a hcl.Attributes, s scope, attr string, dst *bool) {
-	v, _, ok := d.value(a, s, attr, cty.Bool, "true or false")
-	if ok {
-		*dst = v.True()
-	}
-}
-
-func (d *decoder) integer(a hcl.Attributes, s scope, attr string, dst *int) {
-	v, at, ok := d.value(a, s, attr, cty.Number, "a whole number")
-	if !ok {
-		return
-	}
-	var n int
-	if err := gocty.FromCtyValue(v, &n); err != nil {
-		key := s.sub(attr)
-		d.errorf(at.Expr.Range(), "%s: must be a whole number, got %s", key.name, v.AsBigFloat().Text('g', -1))
-		d.c.bad[key.key] = true
-		return
-	}
-	*dst = n
-}
-
-func (d *decoder) duration(a hcl.Attributes, s scope, attr string, dst *time.Duration) {
-	v, at, ok := d.value(a, s, attr, cty.String, `a duration string such as "30s", "5m" or "1h30m"`)
-	if !ok {
-		return
-	}
-	dur, err := time.ParseDuration(v.AsString())
-	if err != nil {
-		key := s.sub(attr)
-		d.errorf(at.Expr.Range(), `%s: invalid duration %q: use a number with a unit (ns, us, ms, s, m, h) such as "30s", "5m" or "1h30m"`, key.name, v.AsString())
-		d.c.bad[key.key] = true
-		return
-	}
-	*dst = dur
-}
-
-func (d *decoder) strList(a hcl.Attributes, s scope, attr string, dst *[]string) {
-	v, at, ok := d.value(a, s, attr, cty.List(cty.String), "a list of strings")
-	if !ok {
-		return
-	}
-	var out []string
-	for it := v.ElementIterator(); it.Next(); {
-		_, ev := it.Element()
-		out = append(out, ev.AsString())
-	}
-	*dst = out
-	// Keep the position of each element, to point at a bad one.
-	if elems, diags := hcl.ExprList(at.Expr); !diags.HasErrors() && len(elems) == len(out) {
-		for i, e := range elems {
-			d.c.setPos(fmt.Sprintf("%s.%d", s.sub(attr).key, i), e.Range())
-		}
-	}
-}
-
-func (d *decoder) argvList(a hcl.Attributes, s scope, attr string, dst *[][]string) {
-	v, at, ok := d.value(a, s, attr, cty.List(cty.List(cty.String)), `a list of argv lists such as [["/usr/local/bin/notify", "rebooting"]]`)
-	if !ok {
-		return
-	}
-	var out [][]string
-	for it := v.ElementIterator(); it.Next(); {
-		_, ev := it.Element()
-		argv := []string{}
-		for it2 := ev.ElementIterator(); it2.Next(); {
-			_, sv := it2.Element()
-			argv = append(argv, sv.AsString())
-		}
-		out = append(out, argv)
-	}
-	*dst = out
-	if elems, diags := hcl.ExprList(at.Expr); !diags.HasErrors() && len(elems) == len(out) {
-		for i, e := range elems {
-			d.c.setPos(fmt.Sprintf("%s.%d", s.sub(attr).key, i), e.Range())
-		}
-	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -31,90 +32,121 @@ type NotifyConfig struct {
 	Messages map[string]string
 }
 
-// defaultNotify is the notify block's defaults: no URL, so nothing is sent.
-func defaultNotify() NotifyConfig {
-	return NotifyConfig{Timeout: 10 * time.Second, Queue: 100}
+// notifyTable is the notify block; with no URL (the default) nothing is sent.
+var notifyTable = &table{typ: "notify", of: reflect.TypeFor[NotifyConfig](), settings: []setting{
+	{name: "urls", field: "URLs", check: each(atElementIndexed, notifyURL),
+		doc: "shoutrrr URLs (`slack://`, `teams://`, `matrix://`, `smtp://`, `generic://`, ...). None: " +
+			"nothing is sent. Secrets: printed as `<redacted>`, never quoted in an error."},
+	{name: "events", field: "Events", defDoc: "every event", check: each(atElementIndexed, eventKind),
+		doc: "The events sent: `drain_started`, `rebooting`, `back_in_service`, `stuck`, `drain_aborted`, " +
+			"`reboot_failed`, `paused`, `resumed`."},
+	{name: "timeout", field: "Timeout", def: 10 * time.Second, check: value(positive),
+		doc: "Bound of one send to one URL. > 0."},
+	{name: "queue", field: "Queue", def: 100, check: value(atLeast(1, "")),
+		doc: "Events that may wait to be sent; more wait for a later pass. At least 1."},
+}, nested: []nested{messageBlocks{}}}
+
+// notifyURL checks an element of notify.urls, never quoting it.
+func notifyURL(u Secret) error { return notify.CheckURL(u.Reveal()) }
+
+// eventKind checks an event kind of notify.events.
+func eventKind(e string) error {
+	if !notify.ValidKind(e) {
+		return fmt.Errorf("%q is not an event: use %s", e, eventKinds())
+	}
+	return nil
 }
 
-// notify decodes the notify block.
-func (d *decoder) notify(body hcl.Body) {
-	content := d.content(body, &hcl.BodySchema{
-		Attributes: attrSchema("urls", "events", "timeout", "queue"),
-		Blocks:     []hcl.BlockHeaderSchema{{Type: "message", LabelNames: []string{"event"}}},
-	})
-	if content == nil {
-		return
+func eventKinds() string {
+	kinds := make([]string, len(notify.Kinds))
+	for i, k := range notify.Kinds {
+		kinds[i] = string(k)
 	}
-	n, a, s := &d.c.Notify, content.Attributes, scope{"notify", "notify"}
-	var urls []string
-	d.strList(a, s, "urls", &urls)
-	n.URLs = nil
-	for _, u := range urls {
-		n.URLs = append(n.URLs, Secret(u))
-	}
-	d.strList(a, s, "events", &n.Events)
-	d.duration(a, s, "timeout", &n.Timeout)
-	d.integer(a, s, "queue", &n.Queue)
-	for _, b := range content.Blocks {
+	return strings.Join(kinds, ", ")
+}
+
+// messageBlocks are the notify block's `message "<event>" { text = "..." }`
+// blocks, into NotifyConfig.Messages.
+type messageBlocks struct{}
+
+func messageScope(kind string) scope {
+	return scope{"notify.message." + kind, fmt.Sprintf("notify.message %q", kind)}
+}
+
+func (messageBlocks) header() hcl.BlockHeaderSchema {
+	return hcl.BlockHeaderSchema{Type: "message", LabelNames: []string{"event"}}
+}
+
+func (messageBlocks) fill(outer reflect.Value, _ *Config) { fieldOf(outer, "Messages").SetZero() }
+
+func (messageBlocks) decode(d *decoder, blocks hcl.Blocks, _ scope, outer reflect.Value) {
+	n := outer.Addr().Interface().(*NotifyConfig)
+	for _, b := range blocks {
+		if b.Type != "message" {
+			continue
+		}
 		kind := b.Labels[0]
-		ms := scope{"notify.message." + kind, fmt.Sprintf("notify.message %q", kind)}
+		ms := messageScope(kind)
 		if _, dup := n.Messages[kind]; dup {
 			d.errorf(b.LabelRanges[0], "%s: defined twice (the first is at %s)", ms.name, rangeString(d.c.pos[ms.key]))
 			continue
 		}
 		d.c.setPos(ms.key, b.LabelRanges[0])
 		mc := d.content(b.Body, &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "text", Required: true}}})
-		if mc == nil {
+		if mc == nil || mc.Attributes["text"] == nil {
 			continue
 		}
 		var text string
-		if d.str(mc.Attributes, ms, "text", &text) {
-			if n.Messages == nil {
-				n.Messages = map[string]string{}
-			}
-			n.Messages[kind] = text
+		d.setting(mc.Attributes["text"], ms.sub("text"), reflect.ValueOf(&text).Elem())
+		if d.c.bad[ms.sub("text").key] {
+			continue
+		}
+		if n.Messages == nil {
+			n.Messages = map[string]string{}
+		}
+		n.Messages[kind] = text
+	}
+}
+
+// check checks each message: of an event, a template over its fields.
+func (messageBlocks) check(v *validator, _ scope, outer reflect.Value) {
+	messages := outer.Interface().(NotifyConfig).Messages
+	for _, kind := range sortedKeys(messages) {
+		ms := messageScope(kind)
+		if !notify.ValidKind(kind) {
+			v.errorf(ms, "%q is not an event: use %s", kind, eventKinds())
+			continue
+		}
+		if _, err := notify.CompileMessage(notify.Kind(kind), messages[kind]); err != nil {
+			v.errorf(ms.sub("text"), "%v (the fields are those of notify.Event: .Host, .Group, .Grant, .Reason, .Error, .Attempt, .PauseReason, .At, .Duration)", err)
 		}
 	}
 }
 
-// notify checks the notify block and compiles its message templates.
-func (v *validator) notify() notify.Messages {
-	n, s := &v.c.Notify, scope{"notify", "notify"}
-	for i, u := range n.URLs {
-		if err := notify.CheckURL(u.Reveal()); err != nil {
-			v.errorAt(fmt.Sprintf("notify.urls.%d", i), fmt.Sprintf("notify.urls[%d]", i), "%v", err)
-		}
+func (messageBlocks) render(body *hclwrite.Body, outer reflect.Value) {
+	messages := outer.Interface().(NotifyConfig).Messages
+	for _, kind := range sortedKeys(messages) {
+		body.AppendNewBlock("message", []string{kind}).Body().SetAttributeValue("text", cty.StringVal(messages[kind]))
 	}
-	kinds := make([]string, len(notify.Kinds))
-	for i, k := range notify.Kinds {
-		kinds[i] = string(k)
-	}
-	for i, e := range n.Events {
-		if !notify.ValidKind(e) {
-			v.errorAt(fmt.Sprintf("notify.events.%d", i), fmt.Sprintf("notify.events[%d]", i),
-				"%q is not an event: use %s", e, strings.Join(kinds, ", "))
-		}
-	}
-	v.positive(s.sub("timeout"), n.Timeout)
-	if k := s.sub("queue"); n.Queue < 1 && v.good(k) {
-		v.errorf(k, "must be at least 1, got %d", n.Queue)
-	}
+}
+
+func (messageBlocks) docRow() []string {
+	return []string{"`message \"<event>\" { text = \"...\" }`", "the defaults",
+		"The message of an event: a Go `text/template` over the event's fields (`.Kind`, `.Host`, `.Group`, " +
+			"`.Grant`, `.Reason`, `.Error`, `.Attempt`, `.PauseReason`, `.At`, `.Duration`). Checked when the " +
+			"configuration is loaded."}
+}
+
+// messages compiles the notify block's message templates, checked, over the
+// defaults.
+func (n NotifyConfig) messages() notify.Messages {
 	given := map[notify.Kind]string{}
-	for _, kind := range sortedKeys(n.Messages) {
-		ms := scope{"notify.message." + kind, fmt.Sprintf("notify.message %q", kind)}
-		if !notify.ValidKind(kind) {
-			v.errorf(ms, "%q is not an event: use %s", kind, strings.Join(kinds, ", "))
-			continue
-		}
-		if _, err := notify.CompileMessage(notify.Kind(kind), n.Messages[kind]); err != nil {
-			v.errorf(ms.sub("text"), "%v (the fields are those of notify.Event: .Host, .Group, .Grant, .Reason, .Error, .Attempt, .PauseReason, .At, .Duration)", err)
-			continue
-		}
-		given[notify.Kind(kind)] = n.Messages[kind]
+	for kind, text := range n.Messages {
+		given[notify.Kind(kind)] = text
 	}
 	m, err := notify.CompileMessages(given)
 	if err != nil {
-		return nil // reported above
+		return nil // Compile reported it
 	}
 	return m
 }
@@ -126,20 +158,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// writeNotify renders the notify block, its URLs masked.
-func (c *Config) writeNotify(root *hclwrite.Body) {
-	b := root.AppendNewBlock("notify", nil).Body()
-	urls := make([]string, len(c.Notify.URLs))
-	for i, u := range c.Notify.URLs {
-		urls[i] = u.String()
-	}
-	b.SetAttributeValue("urls", strList(urls))
-	b.SetAttributeValue("events", strList(c.Notify.Events))
-	b.SetAttributeValue("timeout", durationVal(c.Notify.Timeout))
-	b.SetAttributeValue("queue", cty.NumberIntVal(int64(c.Notify.Queue)))
-	for _, kind := range sortedKeys(c.Notify.Messages) {
-		b.AppendNewBlock("message", []string{kind}).Body().SetAttributeValue("text", cty.StringVal(c.Notify.Messages[kind]))
-	}
 }

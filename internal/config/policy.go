@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -9,12 +10,13 @@ import (
 )
 
 // The settings are split in two. A host's local file holds what is local to the
-// host and its connection: nomad, state, agent, telemetry, fleetlock, and the
-// coordinator's election and deployment settings (enabled, lock_ttl,
-// standbys, resync_interval, agent_job, agent_job_namespace, node_meta). The rollout policy holds
-// what every coordinator must decide alike: group, window and drain blocks and
-// the coordinator's rollout rules (policyCoordinatorAttr). The policy is stored
-// in the cluster (`rollboot policy apply`), never read from a local file.
+// host and its connection: nomad, state, agent, telemetry, fleetlock, notify,
+// and the coordinator's election and deployment settings. The rollout policy
+// holds what every coordinator must decide alike: the group, window, drain,
+// alerts, workloads, capacity and healthy blocks and the coordinator's rollout
+// rules. The tables say which is which (section.policy, setting.policy). The
+// policy is stored in the cluster (`rollboot policy apply`), never read from a
+// local file.
 
 // fileKind is which settings a file may hold.
 type fileKind int
@@ -23,17 +25,6 @@ const (
 	localFile fileKind = iota
 	policyFile
 )
-
-// policyBlocks are the top-level blocks of a policy file; every other block
-// (but coordinator, shared) is local.
-var policyBlocks = map[string]bool{"group": true, "window": true, "drain": true, "alerts": true, "workloads": true, "capacity": true, "healthy": true}
-
-// policyCoordinatorAttr are the attributes of the coordinator block that belong
-// to the policy; the others are local.
-var policyCoordinatorAttr = map[string]bool{
-	"rejoin_timeout": true, "server_stable_for": true, "leader_transfer_denied": true,
-	"reboot_loop_backoff": true, "reboot_loop_max_backoff": true, "history_size": true,
-}
 
 // Messages for a setting in the wrong kind of file.
 const (
@@ -44,18 +35,19 @@ const (
 // checkBlock reports a top-level block that does not belong in the file, and
 // returns whether it does.
 func (d *decoder) checkBlock(b *hcl.Block) bool {
-	if b.Type == "coordinator" {
+	sec := sectionOf(b.Type)
+	if sec.t.mixed() {
 		return true // its attributes are checked one by one
 	}
 	name := b.Type
 	if len(b.Labels) > 0 {
 		name = fmt.Sprintf("%s %q", b.Type, b.Labels[0])
 	}
-	return d.checkPlace(b.DefRange, name+" block", policyBlocks[b.Type])
+	return d.checkPlace(b.DefRange, name+" block", sec.policy)
 }
 
-// checkAttr reports an attribute of the coordinator block that does not belong
-// in the file, and returns whether it does.
+// checkAttr reports an attribute of a block of both kinds (the coordinator's)
+// that does not belong in the file, and returns whether it does.
 func (d *decoder) checkAttr(at *hcl.Attribute, name string, isPolicy bool) bool {
 	return d.checkPlace(at.NameRange, name, isPolicy)
 }
@@ -124,15 +116,20 @@ func DefaultRules() *Rules {
 func (cc *Compiled) With(r *Rules) *Compiled {
 	out := *cc
 	p := r.cc
-	out.Groups, out.Windows, out.Drain = p.Groups, p.Windows, p.Drain
-	out.Healthy = p.Healthy
-	co, pco := &out.Coordinator, p.Coordinator
-	co.RejoinTimeout, co.ServerStableFor, co.LeaderTransferDenied = pco.RejoinTimeout, pco.ServerStableFor, pco.LeaderTransferDenied
-	co.RebootLoopBackoff, co.RebootLoopMaxBackoff, co.HistorySize = pco.RebootLoopBackoff, pco.RebootLoopMaxBackoff, pco.HistorySize
+	dst, src := reflect.ValueOf(&out.Config).Elem(), reflect.ValueOf(&p.Config).Elem()
+	for _, sec := range sections {
+		if sec.policy {
+			fieldOf(dst, sec.field).Set(fieldOf(src, sec.field))
+			continue
+		}
+		for _, row := range sec.t.settings {
+			if row.policy {
+				fieldOf(fieldOf(dst, sec.field), row.field).Set(fieldOf(fieldOf(src, sec.field), row.field))
+			}
+		}
+	}
 	out.Policy, out.ForceDrains, out.HoldOnDeniedHandOver = p.Policy, p.ForceDrains, p.HoldOnDeniedHandOver
-	out.Alerts, out.AlertGate = p.Alerts, p.AlertGate
-	out.Workloads = p.Workloads
-	out.Capacity = p.Capacity
+	out.AlertGate = p.AlertGate
 	return &out
 }
 

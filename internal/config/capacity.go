@@ -2,11 +2,9 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
-
-	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // CapacityConfig is the policy's `capacity {}` block: before a drain, check that
@@ -16,6 +14,16 @@ type CapacityConfig struct {
 	// Headroom is the share of each node's capacity kept free, "0%" to "99%".
 	Headroom string
 }
+
+var capacityTable = &table{typ: "capacity", of: reflect.TypeFor[CapacityConfig](), settings: []setting{
+	{name: "enabled", field: "Enabled", def: true,
+		doc: "Check the room before each drain. On by default: a drain whose allocations fit nowhere stops " +
+			"them with nothing to replace them (Nomad leaves them unplaced, blocked) until the node comes " +
+			"back."},
+	{name: "headroom", field: "Headroom", def: "0%", check: value(headroom),
+		doc: "Share of each node's CPU and memory kept free: a node with `8 GiB` and `headroom = \"25%\"` " +
+			"offers `6 GiB` less what runs on it. A whole number of percent from `\"0%\"` to `\"99%\"`."},
+}}
 
 // HeadroomPercent is Headroom as a whole number of percent (0 when it does not
 // parse: Compile reports that).
@@ -36,15 +44,7 @@ func parseHeadroom(s string) (int, error) {
 	return strconv.Atoi(m[1])
 }
 
-func (v *validator) capacity() {
-	s := scope{"capacity", "capacity"}.sub("headroom")
-	if _, err := parseHeadroom(v.c.Capacity.Headroom); err != nil && v.good(s) {
-		v.errorf(s, "%v", err)
-	}
-}
-
-func (c *Config) writeCapacity(root *hclwrite.Body) {
-	b := root.AppendNewBlock("capacity", nil).Body()
-	b.SetAttributeValue("enabled", cty.BoolVal(c.Capacity.Enabled))
-	b.SetAttributeValue("headroom", cty.StringVal(c.Capacity.Headroom))
+func headroom(s string) error {
+	_, err := parseHeadroom(s)
+	return err
 }

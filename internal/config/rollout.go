@@ -1,0 +1,217 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/policy"
+)
+
+// The tables of the rollout policy's drain, group and window blocks. Their
+// structs are in config.go, but for a group's drain block (healthy.go).
+
+var drainTable = &table{typ: "drain", of: reflect.TypeFor[DrainConfig](), settings: []setting{
+	{name: "deadline", field: "Deadline", def: time.Hour, check: value(positive),
+		doc: "Nomad drain deadline; after it, remaining allocations are handled per `on_timeout`. > 0. A " +
+			"drain only starts when the maintenance window stays open at least this long (see " +
+			"[Windows](#window-name-maintenance-windows)). A group's `drain` block may set its own."},
+	{name: "on_timeout", field: "OnTimeout", def: OnTimeoutAbort, check: value(oneOf("value", OnTimeoutAbort, OnTimeoutForce)),
+		doc: "`\"abort\"`: cancel the drain, restore the node's eligibility, back off and retry later. " +
+			"`\"force\"`: let Nomad stop the remaining allocations and reboot anyway."},
+	{name: "retry_backoff", field: "RetryBackoff", def: 5 * time.Minute, check: value(positive),
+		doc: "First wait after an aborted drain, doubling on each further failure. > 0."},
+	{name: "retry_max_backoff", field: "RetryMaxBackoff", def: time.Hour, check: notBelow("retry_backoff"),
+		doc: "Upper bound of that wait. Not less than `retry_backoff`."},
+	{name: "ignore_system_jobs", field: "IgnoreSystemJobs", def: true,
+		doc: "The drain leaves the node's system jobs running (Nomad's `-ignore-system`). `false` drains " +
+			"them too, after the other allocations, as Nomad does. This is safe only where rollboot's agent " +
+			"does not run as a system job on the node: a host whose agent does (its record names the " +
+			"agent's job, and that job is a system job running on the node) is held before its drain with " +
+			"the reason `drain.ignore_system_jobs = false would stop rollboot's agent (system job …)`, " +
+			"since the drain would stop the agent and nobody would reboot the host. Use it for groups whose " +
+			"agents run outside Nomad (systemd). The system jobs drained come back once the node is " +
+			"eligible again, and the host waits for them as usual."},
+	{name: "stop_jobs", field: "StopJobs", check: value(stopJobs),
+		doc: "Jobs whose allocations on the node are **stopped** rather than migrated: `\"job\"` (in any " +
+			"namespace) or `\"namespace/job\"`. Just before the drain starts, rollboot marks the node " +
+			"ineligible and stops them with Nomad's alloc stop (`POST /v1/allocation/:id/stop`): Nomad " +
+			"stops each at once and places its replacement on another node, without the job's `migrate` " +
+			"block (`max_parallel`, waiting for the replacement to be healthy), which the drain follows for " +
+			"the others. For a cache or a batch job that can start over elsewhere. Needs the " +
+			"`alloc-lifecycle` capability in the jobs' namespaces, which the shipped coordinator policies " +
+			"do not grant (add it, see [deploy.md](deploy.md)); when a stop fails, the error is logged and " +
+			"retried, and an allocation still running when the drain starts is migrated by it like any " +
+			"other."},
+}}
+
+// groupDrainTable is a group's drain block: some of the drain block's settings.
+var groupDrainTable = drainTable.only(reflect.TypeFor[GroupDrainConfig](), "deadline", "ignore_system_jobs", "stop_jobs")
+
+var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label: "Name",
+	labelDoc: "The group's name. Required, unique, not `default`.",
+	settings: []setting{
+		{name: "filter", field: "Filter", check: value(nodeFilter),
+			doc: "A [go-bexpr](https://github.com/hashicorp/go-bexpr) expression over the Nomad node, the syntax " +
+				"of `nomad node status -filter`. Selectors are the node's fields as the API returns them: " +
+				"`NodePool`, `Datacenter`, `NodeClass`, `Name`, `Status`, `SchedulingEligibility`, `Meta.<key>` " +
+				"or `Meta[\"<key>\"]`, `Attributes[\"<key>\"]`, `Drivers.<name>.Healthy`, ... Examples: " +
+				"`NodePool == \"batch\"`, `Meta.rack == \"r1\"`, `Attributes[\"unique.hostname\"] matches " +
+				"\"^web-\"`, `\"gpu\" in NodeClass`. The syntax and the field names are checked when the file " +
+				"is loaded (a misspelt field is an error); map keys are not, as nodes differ. On a node where " +
+				"the expression fails to evaluate, the group does not match and the error is reported. `\"\"` " +
+				"matches every node; a group after such a group could never match and is an error."},
+		{name: "concurrency", field: "Concurrency", def: 1, check: value(atLeast(1, "")),
+			doc: "How many of the group's hosts may be out of service because of rollboot at once (draining, " +
+				"drained, rebooting, rejoining or stuck). At least 1."},
+		{name: "max_unavailable", field: "MaxUnavailable", check: value(percent),
+			doc: "Optional percentage, `\"1%\"` to `\"100%\"`, of the group's nodes that may be unavailable at " +
+				"once **for any reason**: rollboot's own plus nodes that are down or ineligible without " +
+				"rollboot. The limit is `floor(nodes × percent / 100)`, but at least 1, so a small group can " +
+				"still reboot one host at a time. A host only starts when both this and `concurrency` allow it. " +
+				"`\"\"` means no such limit."},
+		// The windows named and the hosts listed are checked against the other
+		// blocks: validator.groups.
+		{name: "windows", field: "Windows",
+			doc: "Names of the `window` blocks in which the group's drains may start. Each must be defined. " +
+				"Empty means the default: all windows in the file, or always open if there are none."},
+		{name: "settle", field: "Settle", check: value(nonNegative),
+			doc: "Least time between one host of the group coming back (the end of its cycle: rejoined, eligible " +
+				"again, its servers stable) and the next host of the group starting. While it runs, the group's " +
+				"pending hosts wait with the reason \"settling\". With `concurrency` above 1 it still spaces " +
+				"the starts. >= 0."},
+		{name: "hosts_without_node", field: "HostsWithoutNode", check: each(atElement, checkStorableHost),
+			doc: "Hosts that run no Nomad client and belong to this group: storage boxes, hosts that run only " +
+				"servers outside Nomad's view, FleetLock clients whose group the operator fixes. A host record " +
+				"without a Nomad node is used only when a group lists it here, a server cluster lists it as a " +
+				"member, or its FleetLock id is on `fleetlock.allowed_ids` (docs/architecture.md, \"Trust\"); " +
+				"any other is left out and counted (`rollboot_unbacked_host_records`). Each entry must be a " +
+				"host name rollboot can store (no `~` or `/`), listed in one group only. A listed host that " +
+				"goes down and does not come back within `rejoin_timeout` keeps no slot: its cycle is ended as " +
+				"`abandoned` and it backs off."},
+	},
+	nested: []nested{
+		child{t: groupDrainTable, field: "Drain", inherit: func(c *Config) any { return c.groupDrain() },
+			defDoc: "the top-level `drain`",
+			doc: "The group's `deadline` (also what its windows must leave room for), `ignore_system_jobs` and " +
+				"`stop_jobs`, each as in [`drain`](#drain-draining-a-node-before-its-reboot); what the block does " +
+				"not set comes from the top-level `drain` block. A host keeps the options of the group its cycle " +
+				"started in."},
+		child{t: healthyTable, field: "Healthy", inherit: func(c *Config) any { return c.Healthy },
+			defDoc: "the top-level `healthy`",
+			doc: "The group's `deadline`, `on_deadline` and `consul_checks`, as in " +
+				"[`healthy`](#healthy-when-a-rebooted-host-is-back); what the block does not set comes from the " +
+				"top-level `healthy` block."},
+	},
+}
+
+var windowTable = &table{typ: "window", of: reflect.TypeFor[WindowConfig](), label: "Name",
+	labelDoc: "The window's name, referred to by groups. Required, unique.",
+	settings: []setting{
+		{name: "days", field: "Days", def: allDayNames, defDoc: "all seven days", check: value(weekdays),
+			doc: "Days on which the window **opens**, in `time_zone`: `mon`, `tue`, `wed`, `thu`, `fri`, `sat`, " +
+				"`sun` or the full English names, any case. At least one."},
+		{name: "start", field: "Start", required: `"22:00"`, check: value(windowStart),
+			doc: "Opening time, `\"HH:MM\"` or `\"HH:MM:SS\"`, 24-hour clock, `00:00` to `23:59:59`."},
+		{name: "end", field: "End", required: `"04:00"`, check: windowEnd,
+			doc: "Closing time, same format, or `\"24:00\"` for midnight at the end of the day. If it is earlier " +
+				"than `start`, the window ends on the next day: `days = [\"mon\"]`, `start = \"22:00\"`, `end = " +
+				"\"04:00\"` is open from Monday 22:00 to Tuesday 04:00. Must differ from `start` (for a whole " +
+				"day use `\"00:00\"` to `\"24:00\"`)."},
+		{name: "time_zone", field: "TimeZone", def: "UTC", check: value(timeZone),
+			doc: "IANA time zone name (`\"Europe/Berlin\"`, `\"America/New_York\"`). `\"\"` and `\"Local\"` are " +
+				"refused so that the meaning does not depend on the machine the coordinator runs on. The time " +
+				"zone database is built into rollboot."},
+	},
+}
+
+var allDayNames = []string{"mon", "tue", "wed", "thu", "fri", "sat", "sun"}
+
+// stopJobs checks a stop_jobs list: each "job" or "namespace/job", none twice.
+func stopJobs(jobs []string) error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, j := range jobs {
+		ns, id, scoped := strings.Cut(j, "/")
+		switch {
+		case j == "" || (scoped && (ns == "" || id == "" || strings.Contains(id, "/"))):
+			errs = append(errs, elem(i, fmt.Errorf(`%q is not a job: use "job" (any namespace) or "namespace/job"`, j)))
+		case seen[j]:
+			errs = append(errs, elem(i, fmt.Errorf("job %q is listed twice", j)))
+		}
+		seen[j] = true
+	}
+	return errors.Join(errs...)
+}
+
+// nodeFilter checks a group's filter: "" or an expression over the node.
+func nodeFilter(f string) error {
+	if f == "" {
+		return nil
+	}
+	_, err := policy.CompileFilter(f)
+	return err
+}
+
+func percent(s string) error {
+	_, err := policy.ParsePercent(s)
+	return err
+}
+
+// checkStorableHost checks a host name of hosts_without_node.
+func checkStorableHost(h string) error {
+	if h == "" || strings.ContainsAny(h, "~/") {
+		return fmt.Errorf(`%q is not a host name rollboot can store (empty, or contains "~" or "/")`, h)
+	}
+	return nil
+}
+
+// weekdays checks a window's days: at least one, each a day.
+func weekdays(days []string) error {
+	if len(days) == 0 {
+		return fmt.Errorf("must list at least one day")
+	}
+	var errs []error
+	for i, d := range days {
+		if _, err := policy.ParseWeekday(d); err != nil {
+			errs = append(errs, elem(i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// clock parses a window's start or end.
+func clock(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, fmt.Errorf(`must not be empty, use HH:MM such as "22:00"`)
+	}
+	return policy.ParseClock(s)
+}
+
+func windowStart(s string) error {
+	d, err := clock(s)
+	if err == nil && d == 24*time.Hour {
+		return fmt.Errorf(`"24:00" can only be an end; a window starting at midnight starts at "00:00"`)
+	}
+	return err
+}
+
+// windowEnd checks a window's end: a time of day other than the start.
+func windowEnd(val any, in siblings) error {
+	end, err := clock(val.(string))
+	if err != nil {
+		return err
+	}
+	s, ok := in.get("start")
+	if start, err := clock(s.(string)); ok && err == nil && start != 24*time.Hour && start == end {
+		return fmt.Errorf(`start and end are both %s, so the window would be empty; for a whole day use start = "00:00" and end = "24:00"`, s)
+	}
+	return nil
+}
+
+func timeZone(tz string) error {
+	_, err := policy.ParseTimeZone(tz)
+	return err
+}
