@@ -95,7 +95,7 @@ func TestAgentMembersAnswersForItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
-	s.servers.removeLocked(s, s.servers.byHostLocked(followers[0]))
+	s.servers.Remove(s.servers.ByHost(followers[0].Name))
 	s.mu.Unlock()
 	if got := self(followers[0]); got != followers[0].Server.Name {
 		t.Errorf("a removed server answers as %s, want itself (%s)", got, followers[0].Server.Name)

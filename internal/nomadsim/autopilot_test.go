@@ -10,29 +10,6 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-func TestRemovals(t *testing.T) {
-	cases := []struct {
-		name      string
-		potential int
-		failed    []bool // voter?
-		want      []int
-	}{
-		{"3 servers, 1 failed voter", 3, []bool{true}, []int{0}},
-		{"3 servers, 2 failed voters", 3, []bool{true, true}, []int{0}},
-		{"5 servers, 3 failed voters", 5, []bool{true, true, true}, []int{0, 1}},
-		{"2 servers, 1 failed voter", 2, []bool{true}, nil},
-		{"non-voters always go", 3, []bool{false, false}, []int{0, 1}},
-		{"a non-voter spends the budget", 3, []bool{false, true}, []int{0}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := removals(tc.potential, tc.failed); !slices.Equal(got, tc.want) {
-				t.Fatalf("removals(%d, %v) = %v, want %v", tc.potential, tc.failed, got, tc.want)
-			}
-		})
-	}
-}
-
 func apEvent(s *Sim, typ, host string) (Event, bool) {
 	for _, e := range s.Events(0) {
 		if e.Type == typ && e.Host == host {
@@ -80,7 +57,7 @@ func TestAutopilotRebootedServerRejoinsAsNonVoter(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opWait(t, s, "removal", func(st *serverState) bool { return st.byIDLocked(id) == nil })
+	opWait(t, s, "removal", func(st *serverState) bool { return st.ByID(id) == nil })
 	if _, found := nomadRaftServer(t, c, id); found {
 		t.Fatal("the dead server is still in the Raft configuration")
 	}
@@ -89,7 +66,7 @@ func TestAutopilotRebootedServerRejoinsAsNonVoter(t *testing.T) {
 		t.Fatalf("after removal: %d %+v", code, hr)
 	}
 
-	opWait(t, s, "rejoin", func(st *serverState) bool { return st.byIDLocked(id) != nil })
+	opWait(t, s, "rejoin", func(st *serverState) bool { return st.ByID(id) != nil })
 	if rs, found := nomadRaftServer(t, c, id); !found || rs.Voter {
 		t.Fatalf("back: raft %+v found=%t, want a non-voter", rs, found)
 	}
@@ -98,7 +75,7 @@ func TestAutopilotRebootedServerRejoinsAsNonVoter(t *testing.T) {
 		t.Fatalf("back: %+v", hr)
 	}
 
-	opWait(t, s, "promotion", func(st *serverState) bool { e := st.byIDLocked(id); return e != nil && e.voter })
+	opWait(t, s, "promotion", func(st *serverState) bool { e := st.ByID(id); return e != nil && e.Voter() })
 	code, hr = opHealth(t, c)
 	if sh, _ := nomadHealthOf(hr, id); code != 200 || !sh.Voter || !sh.Healthy || hr.FailureTolerance != 1 || len(hr.Voters) != 3 {
 		t.Fatalf("promoted: %d %+v", code, hr)
@@ -123,7 +100,7 @@ func TestAutopilotKeepDeadServers(t *testing.T) {
 	if err := s.Reboot(h.Name); err != nil {
 		t.Fatal(err)
 	}
-	opWait(t, s, "boot", func(st *serverState) bool { return st.byIDLocked(h.Server.ID).alive })
+	opWait(t, s, "boot", func(st *serverState) bool { return st.ByID(h.Server.ID).Up() })
 	if rs, found := nomadRaftServer(t, c, h.Server.ID); !found || !rs.Voter {
 		t.Fatalf("raft %+v found=%t", rs, found)
 	}
@@ -151,7 +128,7 @@ func TestAutopilotStateResetOnLeaderChange(t *testing.T) {
 	if code != 429 || hr.Healthy || len(hr.Servers) != 0 || len(hr.Voters) != 0 || hr.FailureTolerance != 0 {
 		t.Fatalf("before the first pass: %d %+v", code, hr)
 	}
-	opWait(t, s, "first pass", func(st *serverState) bool { return st.ap.ready })
+	opWait(t, s, "first pass", func(st *serverState) bool { return st.AutopilotReady() })
 	code, hr = opHealth(t, c)
 	if code != 200 || len(hr.Servers) != 3 || hr.Leader != followers[0].Server.ID {
 		t.Fatalf("after the first pass: %d %+v", code, hr)
@@ -171,10 +148,10 @@ func TestConsulAutopilotRejoinAndPromotion(t *testing.T) {
 		ServerStabilizeTime: 200 * time.Millisecond, AutopilotInterval: 50 * time.Millisecond,
 		AutopilotStabilizationTime: 400 * time.Millisecond})
 	c := ccClient(t, s.ConsulAddress())
-	_, followers := auxFollowers(s, &s.consul.g)
+	_, followers := auxFollowers(s, s.consul.Raft())
 	host := followers[0]
 	s.mu.Lock()
-	id := s.consul.nodeIDs[host]
+	id := s.consul.NodeID(host)
 	s.mu.Unlock()
 	status := func() (consulapi.AutopilotServerStatus, bool, *consulapi.OperatorHealthReply) {
 		t.Helper()
@@ -205,21 +182,21 @@ func TestConsulAutopilotRejoinAndPromotion(t *testing.T) {
 	if err := s.Reboot(host); err != nil {
 		t.Fatal(err)
 	}
-	auxWait(t, s, "removal", func(v *View) bool { return v.s.consul.g.byIDLocked(id) == nil })
+	auxWait(t, s, "removal", func(v *View) bool { return v.s.consul.Raft().ByID(id) == nil })
 	if _, found, hr := status(); found || hr.FailureTolerance != 0 {
 		t.Fatalf("removed server still in the state: %+v", hr)
 	}
 	if _, found := raftVoter(); found {
 		t.Fatal("removed server still in the Raft configuration")
 	}
-	auxWait(t, s, "rejoin", func(v *View) bool { return v.s.consul.g.byIDLocked(id) != nil })
+	auxWait(t, s, "rejoin", func(v *View) bool { return v.s.consul.Raft().ByID(id) != nil })
 	if st, found, _ := status(); !found || st != consulapi.AutopilotServerNonVoter {
 		t.Fatalf("back: status %q found=%t", st, found)
 	}
 	if voter, found := raftVoter(); !found || voter {
 		t.Fatalf("back: raft voter=%t found=%t", voter, found)
 	}
-	auxWait(t, s, "promotion", func(v *View) bool { m := v.s.consul.g.byIDLocked(id); return m != nil && m.voter })
+	auxWait(t, s, "promotion", func(v *View) bool { m := v.s.consul.Raft().ByID(id); return m != nil && m.Voter() })
 	st, _, hr := status()
 	if st != consulapi.AutopilotServerVoter || !hr.Healthy || hr.FailureTolerance != 1 {
 		t.Fatalf("promoted: %q %+v", st, hr)
@@ -253,7 +230,7 @@ func TestConsulAutopilotStateReset(t *testing.T) {
 	if err != nil || st.Healthy || len(st.Servers) != 0 || st.Leader != "" {
 		t.Fatalf("state before the first pass: %+v %v", st, err)
 	}
-	auxWait(t, s, "first pass", func(v *View) bool { return v.s.consul.g.ap.ready })
+	auxWait(t, s, "first pass", func(v *View) bool { return v.s.consul.Raft().AutopilotReady() })
 	if hr, err := c.Operator().AutopilotServerHealth(nil); err != nil || !hr.Healthy || len(hr.Servers) != 3 {
 		t.Fatalf("after the first pass: %+v %v", hr, err)
 	}
@@ -266,11 +243,11 @@ func TestVaultAutopilotVoterKeptAndStateReset(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, VaultServers: true, VaultAutoUnseal: true, BootTime: 500 * time.Millisecond,
 		AutopilotInterval: 20 * time.Millisecond, AutopilotUpdateInterval: 300 * time.Millisecond})
 	v := vlClient(t, s.VaultAddress(), "root")
-	_, followers := auxFollowers(s, &s.vault.g)
+	_, followers := auxFollowers(s, s.vault.Raft())
 	if err := s.Reboot(followers[0]); err != nil {
 		t.Fatal(err)
 	}
-	auxWait(t, s, "boot", func(v *View) bool { m := v.s.vault.g.byIDLocked(followers[0]); return m.up && m.healthy })
+	auxWait(t, s, "boot", func(v *View) bool { m := v.s.vault.Raft().ByID(followers[0]); return m.Up() && m.Healthy() })
 	st, err := v.Sys().RaftAutopilotState()
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +260,7 @@ func TestVaultAutopilotVoterKeptAndStateReset(t *testing.T) {
 	if err := v.Sys().StepDown(); err != nil {
 		t.Fatal(err)
 	}
-	auxWait(t, s, "new active node", func(v *View) bool { return v.s.vault.g.leader != nil })
+	auxWait(t, s, "new active node", func(v *View) bool { return v.s.vault.Raft().Leader() != nil })
 	st, err = v.Sys().RaftAutopilotState()
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +269,7 @@ func TestVaultAutopilotVoterKeptAndStateReset(t *testing.T) {
 		b, _ := json.Marshal(st)
 		t.Fatalf("before the first pass: %s", b)
 	}
-	auxWait(t, s, "first pass", func(v *View) bool { return v.s.vault.g.ap.ready })
+	auxWait(t, s, "first pass", func(v *View) bool { return v.s.vault.Raft().AutopilotReady() })
 	st, err = v.Sys().RaftAutopilotState()
 	if err != nil {
 		t.Fatal(err)

@@ -5,11 +5,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim/raftsim"
 )
 
 // ccClient is a real consul/api client for addr (host:port or URL).
@@ -55,14 +58,14 @@ func auxWait(t *testing.T, s *Sim, what string, cond func(v *View) bool) {
 }
 
 // auxFollowers returns the hosts of g's non-leader members.
-func auxFollowers(s *Sim, g *raftGroup) (leader string, followers []string) {
+func auxFollowers(s *Sim, c *raftsim.Cluster) (leader string, followers []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, m := range g.members {
-		if m == g.leader {
-			leader = m.host.Name
+	for _, m := range c.Members() {
+		if m == c.Leader() {
+			leader = m.Host
 		} else {
-			followers = append(followers, m.host.Name)
+			followers = append(followers, m.Host)
 		}
 	}
 	return leader, followers
@@ -79,7 +82,7 @@ func TestConsulFailureTolerance(t *testing.T) {
 		t.Run(strconv.Itoa(tc.servers), func(t *testing.T) {
 			s := vtSim(t, Config{Servers: tc.servers, ConsulServers: true, BootTime: time.Hour})
 			c := ccClient(t, s.ConsulAddress())
-			_, followers := auxFollowers(s, &s.consul.g)
+			_, followers := auxFollowers(s, s.consul.Raft())
 			for down, want := range tc.want {
 				if down > 0 {
 					if err := s.Reboot(followers[down-1]); err != nil {
@@ -87,7 +90,7 @@ func TestConsulFailureTolerance(t *testing.T) {
 					}
 				}
 				if want < 0 {
-					auxWait(t, s, "leader lost", func(v *View) bool { return v.s.consul.g.leader == nil })
+					auxWait(t, s, "leader lost", func(v *View) bool { return v.s.consul.Raft().Leader() == nil })
 					code, _, body, err := auxDo(t, "GET", s.ConsulAddress(), "/v1/operator/autopilot/health", nil)
 					if err != nil || code != 500 || body != "No cluster leader" {
 						t.Fatalf("no quorum: %d %q %v", code, body, err)
@@ -136,7 +139,7 @@ func TestConsulFailureTolerance(t *testing.T) {
 func TestConsulUnhealthyServerAndControl(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, ConsulServers: true})
 	c := ccClient(t, s.ConsulAddress())
-	_, followers := auxFollowers(s, &s.consul.g)
+	_, followers := auxFollowers(s, s.consul.Raft())
 	code, _, body, err := auxDo(t, "PUT", s.Address(), "/sim/v1/consul/servers/"+followers[0]+"/health?healthy=false", nil)
 	if err != nil || code != 200 {
 		t.Fatalf("control: %d %s %v", code, body, err)
@@ -170,7 +173,7 @@ func TestConsulUnhealthyServerAndControl(t *testing.T) {
 func TestConsulRaftStatusAgentAndTransfer(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, ConsulServers: true})
 	c := ccClient(t, s.ConsulAddress())
-	leaderHost, followers := auxFollowers(s, &s.consul.g)
+	leaderHost, followers := auxFollowers(s, s.consul.Raft())
 
 	st, err := c.Operator().AutopilotState(nil)
 	if err != nil {
@@ -243,8 +246,8 @@ func TestConsulRaftStatusAgentAndTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	auxWait(t, s, "new consul leader", func(v *View) bool {
-		l := v.s.consul.g.leader
-		return l != nil && l.host.Name != old
+		l := v.s.consul.Raft().Leader()
+		return l != nil && l.Host != old
 	})
 	n := 0
 	for _, e := range s.Events(0) {
@@ -259,7 +262,7 @@ func TestConsulRaftStatusAgentAndTransfer(t *testing.T) {
 
 func TestConsulMaintenanceSurvivesReboot(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, ConsulServers: true})
-	_, followers := auxFollowers(s, &s.consul.g)
+	_, followers := auxFollowers(s, s.consul.Raft())
 	name := followers[0]
 	h, _ := s.Host(name)
 	local := ccClient(t, h.ConsulAddr)
@@ -286,7 +289,7 @@ func TestConsulMaintenanceSurvivesReboot(t *testing.T) {
 		}
 	}
 	checkMaint(local, true)
-	if _, err := os.Stat(consulMaintFile(&h)); err != nil {
+	if _, err := os.Stat(filepath.Join(h.Dir, "consul", "checks", "_node_maintenance")); err != nil {
 		t.Fatalf("maintenance not persisted: %v", err)
 	}
 
@@ -341,7 +344,7 @@ func TestConsulMaintenanceSurvivesReboot(t *testing.T) {
 		}
 	}
 	checkMaint(local, false)
-	if _, err := os.Stat(consulMaintFile(&h)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(h.Dir, "consul", "checks", "_node_maintenance")); !os.IsNotExist(err) {
 		t.Fatalf("maintenance file left: %v", err)
 	}
 	n := 0

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -60,17 +61,15 @@ func (s *Sim) hostStatusLocked(h *Host) HostStatus {
 		NodeID: h.NodeID,
 	}
 	st.ConsulAddr, st.VaultAddr = h.ConsulAddr, h.VaultAddr
-	if m := s.vault.g.byHostLocked(h); m != nil {
-		st.VaultSealed = m.sealed
-	}
+	st.VaultSealed = s.vault.Sealed(h.Name)
 	if _, err := os.Stat(filepath.Join(h.Dir, SentinelFile)); err == nil {
 		st.RebootRequired = true
 	}
 	if h.Server != nil {
 		// Voter is the current Raft suffrage: false while autopilot has removed the
-		// server or it is back as a non-voter (autopilot.go).
-		e := s.servers.byHostLocked(h)
-		st.Server = &ServerStatus{ID: h.Server.ID, Name: h.Server.Name, RaftAddr: h.Server.RaftAddr, Voter: e != nil && e.voter}
+		// server or it is back as a non-voter (raftsim autopilot.go).
+		m := s.servers.ByHost(h.Name)
+		st.Server = &ServerStatus{ID: h.Server.ID, Name: h.Server.Name, RaftAddr: h.Server.RaftAddr, Voter: m != nil && m.Voter()}
 	}
 	if sn, ok := s.cluster.nodes[h.NodeID]; ok && h.NodeID != "" {
 		st.NodeStatus = sn.node.Status
@@ -113,10 +112,6 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (s *Sim) registerControlRoutes(mux *http.ServeMux) {
-	mux.HandleFunc(controlPrefix, s.handleControl)
-}
-
 type controlError struct {
 	code int
 	msg  string
@@ -126,173 +121,291 @@ func ctlErr(code int, format string, args ...any) *controlError {
 	return &controlError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// handleControl routes the control API. Every answer is JSON; errors are
-// {"error": "..."} with 400, 404 or 405.
-func (s *Sim) handleControl(w http.ResponseWriter, r *http.Request) {
-	out, cerr := s.control(r)
+// controlFunc serves one control endpoint: its JSON answer, or an error.
+type controlFunc func(r *http.Request) (any, *controlError)
+
+// controlRoute is one control endpoint: a path pattern of http.ServeMux (with
+// {host} wildcards), the methods it serves, and its function.
+type controlRoute struct {
+	path    string
+	methods []string
+	serve   controlFunc
+}
+
+var (
+	ctlGet    = []string{http.MethodGet}
+	ctlWrite  = []string{http.MethodPut, http.MethodPost}
+	ctlDelete = []string{http.MethodDelete}
+)
+
+// controlRoutes are the control API's endpoints (docs/emulator.md, "Control API").
+func (s *Sim) controlRoutes() []controlRoute {
+	return []controlRoute{
+		{"/hosts", ctlGet, s.ctlHosts},
+		{"/hosts/{host}", ctlGet, s.ctlHost},
+		{"/hosts/{host}/reboot", ctlWrite, s.ctlReboot},
+		{"/hosts/{host}/reboot-required", ctlWrite, s.ctlSetRebootRequired},
+		{"/hosts/{host}/reboot-required", ctlDelete, s.ctlClearRebootRequired},
+		{"/faults", ctlGet, s.ctlFaults},
+		{"/faults", ctlWrite, s.ctlInjectFault},
+		{"/faults", ctlDelete, s.ctlClearFaults},
+		{"/leader", ctlWrite, s.ctlLeader},
+		{"/latency", ctlGet, s.ctlLatency},
+		{"/latency", ctlWrite, s.ctlSetLatency},
+		{"/servers/{host}/health", ctlWrite, s.ctlServerHealth},
+		{"/consul/servers/{host}/health", ctlWrite, s.ctlAux(s.SetConsulServerHealthy)},
+		{"/vault/servers/{host}/health", ctlWrite, s.ctlAux(s.SetVaultServerHealthy)},
+		{"/vault/servers/{host}/seal", ctlWrite, s.ctlSeal(s.SealVault, true)},
+		{"/vault/servers/{host}/unseal", ctlWrite, s.ctlSeal(s.UnsealVault, false)},
+		{"/events", ctlGet, s.ctlEvents},
+		{"/jobs", ctlGet, s.ctlJobs},
+		{"/jobs", ctlWrite, s.ctlAddJob},
+	}
+}
+
+// controlHandler serves the control API: each route on "METHOD path" patterns of
+// an http.ServeMux. Every answer is JSON; a path served for other methods answers
+// 405 (with Allow), any other path 404, as {"error": "..."}.
+func (s *Sim) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	allowed := map[string][]string{}
+	var paths []string
+	for _, rt := range s.controlRoutes() {
+		path := strings.TrimSuffix(controlPrefix, "/") + rt.path
+		for _, m := range rt.methods {
+			mux.Handle(m+" "+path, rt.serve)
+		}
+		if allowed[path] == nil {
+			paths = append(paths, path)
+		}
+		allowed[path] = append(allowed[path], rt.methods...)
+	}
+	for _, path := range paths {
+		methods := strings.Join(slices.Compact(slices.Sorted(slices.Values(allowed[path]))), ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", methods)
+			writeControlError(w, ctlErr(http.StatusMethodNotAllowed, "method %s not allowed on %s (allowed: %s)",
+				r.Method, r.URL.Path, methods))
+		})
+	}
+	mux.HandleFunc(controlPrefix, func(w http.ResponseWriter, r *http.Request) {
+		writeControlError(w, ctlErr(http.StatusNotFound, "no such endpoint: %s", r.URL.Path))
+	})
+	return mux
+}
+
+// ServeHTTP writes f's answer as JSON, or its error.
+func (f controlFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	out, cerr := f(r)
 	if cerr != nil {
-		writeJSON(w, cerr.code, map[string]string{"error": cerr.msg})
+		writeControlError(w, cerr)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Sim) control(r *http.Request) (any, *controlError) {
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, controlPrefix), "/"), "/")
-	method := r.Method
-	allow := func(ms ...string) *controlError {
-		for _, m := range ms {
-			if m == method {
-				return nil
-			}
-		}
-		return ctlErr(http.StatusMethodNotAllowed, "method %s not allowed on %s (allowed: %s)", method, r.URL.Path, strings.Join(ms, ", "))
+// writeControlError writes {"error": "..."} with the error's status.
+func writeControlError(w http.ResponseWriter, cerr *controlError) {
+	writeJSON(w, cerr.code, map[string]string{"error": cerr.msg})
+}
+
+// ---- hosts ---------------------------------------------------------------------
+
+func (s *Sim) ctlHosts(*http.Request) (any, *controlError) { return s.HostStatuses(), nil }
+
+// ctlHostName is the {host} of r, which must exist (404).
+func (s *Sim) ctlHostName(r *http.Request) (string, *controlError) {
+	name := r.PathValue("host")
+	if _, ok := s.Host(name); !ok {
+		return "", ctlErr(http.StatusNotFound, "host %q not found", name)
 	}
-	switch {
-	case len(parts) == 1 && parts[0] == "hosts":
-		if e := allow(http.MethodGet); e != nil {
-			return nil, e
-		}
-		return s.HostStatuses(), nil
+	return name, nil
+}
 
-	case len(parts) >= 2 && parts[0] == "hosts":
-		name := parts[1]
-		if _, ok := s.Host(name); !ok {
-			return nil, ctlErr(http.StatusNotFound, "host %q not found", name)
-		}
-		switch {
-		case len(parts) == 2:
-			if e := allow(http.MethodGet); e != nil {
-				return nil, e
-			}
-		case len(parts) == 3 && parts[2] == "reboot":
-			if e := allow(http.MethodPost, http.MethodPut); e != nil {
-				return nil, e
-			}
-			if err := s.Reboot(name); err != nil {
-				return nil, ctlErr(http.StatusBadRequest, "%v", err)
-			}
-		case len(parts) == 3 && parts[2] == "reboot-required":
-			if e := allow(http.MethodPut, http.MethodPost, http.MethodDelete); e != nil {
-				return nil, e
-			}
-			var err error
-			if method == http.MethodDelete {
-				err = s.ClearRebootRequired(name)
-			} else {
-				var body struct {
-					Reason string `json:"reason"`
-				}
-				if cerr := decodeControlBodyOptional(r, &body); cerr != nil {
-					return nil, cerr
-				}
-				reason := body.Reason
-				if q := r.URL.Query().Get("reason"); q != "" {
-					reason = q
-				}
-				err = s.SetRebootRequired(name, reason)
-			}
-			if err != nil {
-				return nil, ctlErr(http.StatusBadRequest, "%v", err)
-			}
-		default:
-			return nil, ctlErr(http.StatusNotFound, "no such endpoint: %s", r.URL.Path)
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.hostStatusLocked(s.hosts[name]), nil
+// ctlHostOp runs op on the {host} of r, then answers the host's status: 404 for
+// an unknown host, 400 when op fails.
+func (s *Sim) ctlHostOp(r *http.Request, op func(host string) error) (any, *controlError) {
+	name, cerr := s.ctlHostName(r)
+	if cerr != nil {
+		return nil, cerr
+	}
+	if err := op(name); err != nil {
+		return nil, ctlErr(http.StatusBadRequest, "%v", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hostStatusLocked(s.hosts[name]), nil
+}
 
-	case len(parts) == 1 && parts[0] == "faults":
-		switch method {
-		case http.MethodPost, http.MethodPut:
-			var f Fault
-			if cerr := decodeControlBody(r, &f); cerr != nil {
-				return nil, cerr
-			}
-			if err := s.InjectFault(f); err != nil {
-				return nil, ctlErr(http.StatusBadRequest, "%v", err)
-			}
-			return s.faultList(), nil
-		case http.MethodDelete:
-			s.ClearFaults()
-			return s.faultList(), nil
-		case http.MethodGet:
-			return s.faultList(), nil
-		}
-		return nil, allow(http.MethodGet, http.MethodPost, http.MethodDelete)
+func (s *Sim) ctlHost(r *http.Request) (any, *controlError) {
+	return s.ctlHostOp(r, func(string) error { return nil })
+}
 
-	case len(parts) == 1 && parts[0] == "leader":
-		if e := allow(http.MethodPut, http.MethodPost); e != nil {
-			return nil, e
-		}
-		lost, err := strconv.ParseBool(r.URL.Query().Get("lost"))
-		if err != nil {
-			return nil, ctlErr(http.StatusBadRequest, "lost=%q: want true or false", r.URL.Query().Get("lost"))
-		}
-		if err := s.SetLeaderLost(lost); err != nil {
-			return nil, ctlErr(http.StatusBadRequest, "%v", err)
-		}
-		return map[string]bool{"lost": lost}, nil
+func (s *Sim) ctlReboot(r *http.Request) (any, *controlError) { return s.ctlHostOp(r, s.Reboot) }
 
-	case len(parts) == 3 && parts[0] == "servers" && parts[2] == "health":
-		if e := allow(http.MethodPut, http.MethodPost); e != nil {
-			return nil, e
+// ctlSetRebootRequired creates the sentinel; the reason is the body's or ?reason=.
+func (s *Sim) ctlSetRebootRequired(r *http.Request) (any, *controlError) {
+	if _, cerr := s.ctlHostName(r); cerr != nil {
+		return nil, cerr
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if cerr := decodeControlBodyOptional(r, &body); cerr != nil {
+		return nil, cerr
+	}
+	if q := r.URL.Query().Get("reason"); q != "" {
+		body.Reason = q
+	}
+	return s.ctlHostOp(r, func(host string) error { return s.SetRebootRequired(host, body.Reason) })
+}
+
+func (s *Sim) ctlClearRebootRequired(r *http.Request) (any, *controlError) {
+	return s.ctlHostOp(r, s.ClearRebootRequired)
+}
+
+// ---- faults, leader, latency, events, jobs ------------------------------------
+
+func (s *Sim) ctlFaults(*http.Request) (any, *controlError) { return s.faultList(), nil }
+
+func (s *Sim) ctlInjectFault(r *http.Request) (any, *controlError) {
+	var f Fault
+	if cerr := decodeControlBody(r, &f); cerr != nil {
+		return nil, cerr
+	}
+	if err := s.InjectFault(f); err != nil {
+		return nil, ctlErr(http.StatusBadRequest, "%v", err)
+	}
+	return s.faultList(), nil
+}
+
+func (s *Sim) ctlClearFaults(*http.Request) (any, *controlError) {
+	s.ClearFaults()
+	return s.faultList(), nil
+}
+
+// ctlBool reads the boolean query parameter name: 400 when it is not one.
+func ctlBool(r *http.Request, name string) (bool, *controlError) {
+	v := r.URL.Query().Get(name)
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, ctlErr(http.StatusBadRequest, "%s=%q: want true or false", name, v)
+	}
+	return b, nil
+}
+
+func (s *Sim) ctlLeader(r *http.Request) (any, *controlError) {
+	lost, cerr := ctlBool(r, "lost")
+	if cerr != nil {
+		return nil, cerr
+	}
+	if err := s.SetLeaderLost(lost); err != nil {
+		return nil, ctlErr(http.StatusBadRequest, "%v", err)
+	}
+	return map[string]bool{"lost": lost}, nil
+}
+
+func (s *Sim) ctlLatency(*http.Request) (any, *controlError) {
+	return map[string]string{"latency": s.RequestLatency().String()}, nil
+}
+
+// ctlSetLatency sets the request latency from ?latency= or the body's "latency"
+// (a Go duration string or integer nanoseconds).
+func (s *Sim) ctlSetLatency(r *http.Request) (any, *controlError) {
+	var body struct {
+		Latency json.RawMessage `json:"latency"`
+	}
+	if cerr := decodeControlBodyOptional(r, &body); cerr != nil {
+		return nil, cerr
+	}
+	if q := r.URL.Query().Get("latency"); q != "" {
+		body.Latency, _ = json.Marshal(q)
+	}
+	d, err := decodeDurationJSON(body.Latency)
+	if err == nil {
+		err = s.SetRequestLatency(d)
+	}
+	if err != nil {
+		return nil, ctlErr(http.StatusBadRequest, "latency: %v", err)
+	}
+	return s.ctlLatency(r)
+}
+
+// ctlEvents lists the event log; after=N keeps the entries with seq > N.
+func (s *Sim) ctlEvents(r *http.Request) (any, *controlError) {
+	after := 0
+	if v := r.URL.Query().Get("after"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, ctlErr(http.StatusBadRequest, "after=%q: want a non-negative integer", v)
 		}
-		name := parts[1]
-		h, ok := s.Host(name)
-		if !ok {
-			return nil, ctlErr(http.StatusNotFound, "host %q not found", name)
+		after = n
+	}
+	ev := s.Events(after)
+	if ev == nil {
+		ev = []Event{}
+	}
+	return ev, nil
+}
+
+func (s *Sim) ctlJobs(*http.Request) (any, *controlError) { return s.Jobs(), nil }
+
+func (s *Sim) ctlAddJob(r *http.Request) (any, *controlError) {
+	var spec JobSpec
+	if cerr := decodeControlBody(r, &spec); cerr != nil {
+		return nil, cerr
+	}
+	if err := s.AddJob(spec); err != nil {
+		return nil, ctlErr(http.StatusBadRequest, "%v", err)
+	}
+	return s.Jobs(), nil
+}
+
+// ---- servers -------------------------------------------------------------------
+
+// ctlServerHealth is SetServerHealthy: 404 for an unknown host, 400 for one
+// without a Nomad server or a bad ?healthy=.
+func (s *Sim) ctlServerHealth(r *http.Request) (any, *controlError) {
+	name, cerr := s.ctlHostName(r)
+	if cerr != nil {
+		return nil, cerr
+	}
+	if h, _ := s.Host(name); h.Server == nil {
+		return nil, ctlErr(http.StatusBadRequest, "host %q runs no Nomad server", name)
+	}
+	return s.ctlAux(s.SetServerHealthy)(r)
+}
+
+// ctlAux serves a Set*ServerHealthy of the {host} of r with ?healthy=.
+func (s *Sim) ctlAux(set func(host string, healthy bool) error) controlFunc {
+	return func(r *http.Request) (any, *controlError) {
+		name, cerr := s.ctlHostName(r)
+		if cerr != nil {
+			return nil, cerr
 		}
-		if h.Server == nil {
-			return nil, ctlErr(http.StatusBadRequest, "host %q runs no Nomad server", name)
+		healthy, cerr := ctlBool(r, "healthy")
+		if cerr != nil {
+			return nil, cerr
 		}
-		healthy, err := strconv.ParseBool(r.URL.Query().Get("healthy"))
-		if err != nil {
-			return nil, ctlErr(http.StatusBadRequest, "healthy=%q: want true or false", r.URL.Query().Get("healthy"))
-		}
-		if err := s.SetServerHealthy(name, healthy); err != nil {
+		if err := set(name, healthy); err != nil {
 			return nil, ctlErr(http.StatusBadRequest, "%v", err)
 		}
 		return map[string]any{"host": name, "healthy": healthy}, nil
-
-	case len(parts) == 4 && (parts[0] == "consul" || parts[0] == "vault") && parts[1] == "servers":
-		return s.controlAux(r, parts[0], parts[2], parts[3], allow)
-
-	case len(parts) == 1 && parts[0] == "events":
-		if e := allow(http.MethodGet); e != nil {
-			return nil, e
-		}
-		after := 0
-		if v := r.URL.Query().Get("after"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return nil, ctlErr(http.StatusBadRequest, "after=%q: want a non-negative integer", v)
-			}
-			after = n
-		}
-		ev := s.Events(after)
-		if ev == nil {
-			ev = []Event{}
-		}
-		return ev, nil
-
-	case len(parts) == 1 && parts[0] == "jobs":
-		switch method {
-		case http.MethodGet:
-			return s.Jobs(), nil
-		case http.MethodPost, http.MethodPut:
-			var spec JobSpec
-			if cerr := decodeControlBody(r, &spec); cerr != nil {
-				return nil, cerr
-			}
-			if err := s.AddJob(spec); err != nil {
-				return nil, ctlErr(http.StatusBadRequest, "%v", err)
-			}
-			return s.Jobs(), nil
-		}
-		return nil, allow(http.MethodGet, http.MethodPost)
 	}
-	return nil, ctlErr(http.StatusNotFound, "no such endpoint: %s", r.URL.Path)
+}
+
+// ctlSeal serves SealVault or UnsealVault (sealed tells which) on the {host} of r.
+func (s *Sim) ctlSeal(op func(host string) error, sealed bool) controlFunc {
+	return func(r *http.Request) (any, *controlError) {
+		name, cerr := s.ctlHostName(r)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if err := op(name); err != nil {
+			return nil, ctlErr(http.StatusBadRequest, "%v", err)
+		}
+		return map[string]any{"host": name, "sealed": sealed}, nil
+	}
 }
 
 func (s *Sim) faultList() []Fault {
@@ -319,41 +432,4 @@ func decodeControlBodyOptional(r *http.Request, v any) *controlError {
 		return nil
 	}
 	return decodeControlBody(r, v)
-}
-
-// controlAux serves /sim/v1/{consul,vault}/servers/<host>/{health,seal,unseal}.
-func (s *Sim) controlAux(r *http.Request, kind, name, op string, allow func(...string) *controlError) (any, *controlError) {
-	if e := allow(http.MethodPut, http.MethodPost); e != nil {
-		return nil, e
-	}
-	if _, ok := s.Host(name); !ok {
-		return nil, ctlErr(http.StatusNotFound, "host %q not found", name)
-	}
-	var err error
-	out := map[string]any{"host": name}
-	switch {
-	case op == "health":
-		healthy, perr := strconv.ParseBool(r.URL.Query().Get("healthy"))
-		if perr != nil {
-			return nil, ctlErr(http.StatusBadRequest, "healthy=%q: want true or false", r.URL.Query().Get("healthy"))
-		}
-		if kind == "consul" {
-			err = s.SetConsulServerHealthy(name, healthy)
-		} else {
-			err = s.SetVaultServerHealthy(name, healthy)
-		}
-		out["healthy"] = healthy
-	case kind == "vault" && op == "seal":
-		err = s.SealVault(name)
-		out["sealed"] = true
-	case kind == "vault" && op == "unseal":
-		err = s.UnsealVault(name)
-		out["sealed"] = false
-	default:
-		return nil, ctlErr(http.StatusNotFound, "no such endpoint: %s", r.URL.Path)
-	}
-	if err != nil {
-		return nil, ctlErr(http.StatusBadRequest, "%v", err)
-	}
-	return out, nil
 }

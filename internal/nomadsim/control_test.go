@@ -2,6 +2,7 @@ package nomadsim
 
 import (
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,6 +55,18 @@ func TestControlAPI(t *testing.T) {
 	}
 	if code := ctl(t, "DELETE", base+"hosts", "", &e); code != 405 || e["error"] == "" {
 		t.Fatalf("bad method: %d %v", code, e)
+	}
+	req, _ := newJSONRequest("DELETE", base+"hosts/client-1/reboot", "")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST, PUT" {
+		t.Fatalf("bad method on a host: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if code := ctl(t, "POST", base+"hosts/nope/reboot", "", &e); code != 404 || !strings.Contains(e["error"], "not found") {
+		t.Fatalf("reboot of an unknown host: %d %v", code, e)
+	}
+	if code := ctl(t, "POST", base+"consul/servers/server-1/seal", "", &e); code != 404 {
+		t.Fatalf("consul has no seal: %d %v", code, e)
 	}
 
 	// Sentinel.

@@ -145,7 +145,7 @@ func (c *clusterState) clientGoesSilentLocked(s *Sim, h *Host) {
 // heartbeatExpiredLocked is invalidateHeartbeat: the node becomes disconnected or
 // down with the event "Node heartbeat missed".
 func (c *clusterState) heartbeatExpiredLocked(s *Sim, sn *simNode) {
-	if s.servers.leader == "" || sn.host.Up || sn.node.Status == api.NodeStatusDown {
+	if s.servers.Leader() == nil || sn.host.Up || sn.node.Status == api.NodeStatusDown {
 		// Not the leader: nothing is marked (a new leader starts new timers).
 		// A host that is up registered again, which reset the timer. A down
 		// node has no timer: Register and initializeHeartbeatTimers start none
@@ -279,7 +279,7 @@ func (c *clusterState) clientRegisteredLocked(s *Sim, h *Host, sn *simNode) {
 	now := time.Now()
 	hb := c.heartbeatOf(sn.node.ID)
 	hb.gen++ // the timer armed when the host went down no longer applies
-	if s.servers.leader != "" && sn.node.Status != api.NodeStatusDown {
+	if s.servers.Leader() != nil && sn.node.Status != api.NodeStatusDown {
 		c.acceptHeartbeatLocked(s, sn, now)
 	}
 	gen := s.cluster.rebootGen[h.Name]
@@ -297,7 +297,7 @@ func (c *clusterState) clientHeartbeatLocked(s *Sim, h *Host, sn *simNode, gen i
 	if c.rebootGen[h.Name] != gen || !h.Up {
 		return
 	}
-	if s.servers.leader == "" {
+	if s.servers.Leader() == nil {
 		// No leader to take it: the client retries (getHeartbeatRetryIntv).
 		s.after(s.cfg.HeartbeatTTL, func() { c.clientHeartbeatLocked(s, h, sn, gen) })
 		return

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim/raftsim"
 )
 
 // Names of the per-host files in Host.Dir.
@@ -47,9 +49,7 @@ func (s *Sim) Reboot(host string) error {
 	s.bumpLocked()
 	s.eventLocked(Event{Type: EventHostRebootStart, Host: host, NodeID: h.NodeID, Details: details})
 	if h.Server != nil {
-		s.servers.hostDownLocked(s, h)
-		s.consulHostDownLocked(h)
-		s.vaultHostDownLocked(h)
+		s.serversDownLocked(h)
 	}
 	s.after(s.cfg.BootTime, func() {
 		if s.cluster.rebootGen[host] != gen || s.holdBootLocked(host) {
@@ -76,9 +76,7 @@ func (s *Sim) bootLocked(h *Host) {
 	s.eventLocked(Event{Type: EventHostBoot, Host: h.Name, NodeID: h.NodeID,
 		Details: map[string]string{"boot_id": h.BootID}})
 	if h.Server != nil {
-		s.servers.hostUpLocked(s, h)
-		s.consulHostUpLocked(h)
-		s.vaultHostUpLocked(h)
+		s.serversUpLocked(h)
 	}
 	if h.NodeID != "" {
 		s.cluster.reregisterLocked(s, h)
@@ -200,15 +198,16 @@ func (s *Sim) serverHealthAtRebootLocked(h *Host, d map[string]string) {
 		d[product+"_leader"] = strconv.FormatBool(leader)
 	}
 	if h.Server != nil {
-		r := s.servers.healthLocked(s)
-		put("nomad", r.Healthy, r.FailureTolerance, r.Leader == h.Server.ID)
+		r := s.servers.Health()
+		put("nomad", r.Healthy, r.FailureTolerance, s.servers.leaderLocked() == h.Server.ID)
 	}
-	if m := s.consul.g.byHostLocked(h); m != nil {
-		_, healthy, ft, _ := s.consul.g.viewLocked()
-		put("consul", healthy, ft, s.consul.g.leader == m)
-	}
-	if m := s.vault.g.byHostLocked(h); m != nil {
-		_, healthy, ft, _ := s.vault.g.viewLocked()
-		put("vault", healthy, ft, s.vault.g.leader == m)
+	for _, p := range []struct {
+		name string
+		c    *raftsim.Cluster
+	}{{"consul", s.consul.Raft()}, {"vault", s.vault.Raft()}} {
+		if m := p.c.ByHost(h.Name); m != nil {
+			r := p.c.Health()
+			put(p.name, r.Healthy, r.FailureTolerance, p.c.Leader() == m)
+		}
 	}
 }

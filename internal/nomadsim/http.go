@@ -27,12 +27,19 @@ func (s *Sim) handler(h *Host) http.Handler {
 	s.registerVarRoutes(mux)
 	s.registerOperatorRoutes(mux)
 	s.registerAgentRoutes(mux)
-	s.registerControlRoutes(mux)
 	s.registerJobRoutes(mux)
 	s.registerAllocRoutes(mux)
 	s.registerACLRoutes(mux)
 	s.registerEventRoutes(mux) // eventstream.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		control := strings.HasPrefix(r.URL.Path, controlPrefix)
+		if !control {
+			waited, ok := s.awaitLatency(r)
+			s.reqs.latency(waited)
+			if !ok {
+				return
+			}
+		}
 		if h != nil {
 			s.mu.Lock()
 			up := h.Up
@@ -44,19 +51,51 @@ func (s *Sim) handler(h *Host) http.Handler {
 				return
 			}
 		}
-		if !strings.HasPrefix(r.URL.Path, controlPrefix) {
-			if s.applyFaults(w, r) {
-				return
-			}
-		}
-		ctx := context.WithValue(r.Context(), ctxHost, h)
-		if strings.HasPrefix(r.URL.Path, controlPrefix) {
-			mux.ServeHTTP(w, r.WithContext(ctx))
+		if control {
+			s.control.ServeHTTP(w, r)
 			return
 		}
+		if s.applyFaults(w, r) {
+			return
+		}
+		ctx := context.WithValue(r.Context(), ctxHost, h)
 		s.timed(mux).ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// awaitLatency holds a request for the request latency (Config.RequestLatency,
+// SetRequestLatency) before anything serves it, as the network to a remote or
+// loaded leader would. It returns how long it waited, and false when the caller
+// gave up or the emulator closed meanwhile: the request then gets no answer.
+func (s *Sim) awaitLatency(r *http.Request) (time.Duration, bool) {
+	d := time.Duration(s.latency.Load())
+	if d <= 0 {
+		return 0, true
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return time.Since(start), true
+	case <-r.Context().Done():
+	case <-s.ctx.Done():
+	}
+	return time.Since(start), false
+}
+
+// SetRequestLatency sets the request latency (Config.RequestLatency) from the next
+// request on.
+func (s *Sim) SetRequestLatency(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("latency %v: must not be negative", d)
+	}
+	s.latency.Store(int64(d))
+	return nil
+}
+
+// RequestLatency is the current request latency.
+func (s *Sim) RequestLatency() time.Duration { return time.Duration(s.latency.Load()) }
 
 func dropConnection(w http.ResponseWriter) {
 	hj, ok := w.(http.Hijacker)

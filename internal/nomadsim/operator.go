@@ -11,24 +11,19 @@ package nomadsim
 //   - PUT|POST /v1/operator/raft/transfer-leadership (OperatorRaftTransferLeadership,
 //     Operator.TransferLeadershipToPeer, nomad/leader.go leadershipTransferToServer)
 //
-// Model. The servers built by New are Raft voters. A server is "following" when it is up
-// (Serf alive), not stalled (SetServerHealthy false) and done catching up after a
-// boot (Config.ServerStabilizeTime), while there is a leader. Autopilot counts the
-// leader and following servers healthy: they have recent contact, the leader's term
-// and a current log; the others keep the term, index and contact time they had
-// when they stopped following. (Autopilot's own ServerStabilizationTime only gates
-// promotions; the unhealthy period after a boot models the time a restarted server
-// needs to replay and catch up its log.)
+// Model. The servers built by New are Raft voters. Membership, leadership and
+// health follow raftsim (the model Consul's and Vault's servers share): a server is
+// "following" when it is up (Serf alive), not stalled (SetServerHealthy false) and
+// done catching up after a boot (Config.ServerStabilizeTime), while there is a
+// leader; losing the leader (host down, stalled leader after ElectionTime, quorum
+// lost) leaves the cluster without a leader until an election after
+// Config.ElectionTime. Every leader change starts a new term, is a Raft write (the
+// index moves), is logged as EventLeader, wakes every blocking query and restarts
+// the heartbeat timers and lock timers (heartbeat.go, locks.go).
 //
-// Leadership. Losing the leader (host down, stalled leader after ElectionTime, quorum
-// lost) leaves the cluster without a leader; an election among the alive, non-stalled
-// voters follows after Config.ElectionTime when a quorum (voters/2+1) is alive. Every
-// leader change starts a new term, is a Raft write (the index moves) and is logged as
-// EventLeader.
-//
-// Autopilot (autopilot.go). A new leader's autopilot starts with an empty state;
-// cleanup_dead_servers (on by default, Config.KeepDeadServers turns it off)
-// removes a server that is down at a reconcile pass, and when it is back the
+// Autopilot (raftsim autopilot.go). A new leader's autopilot starts with an empty
+// state; cleanup_dead_servers (on by default, Config.KeepDeadServers turns it
+// off) removes a server that is down at a reconcile pass, and when it is back the
 // leader adds it as a non-voter, promoted once it has been healthy for
 // AutopilotStabilizationTime. The health reply reports the leader's autopilot
 // state; the Raft configuration and /v1/status/peers report Raft itself.
@@ -46,6 +41,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim/raftsim"
 )
 
 // EventServerHealth records a server stalling or recovering (SetServerHealthy) or
@@ -55,393 +52,62 @@ const EventServerHealth = "server.health"
 // implicitServerAddr is the Raft address of the implicit server.
 const implicitServerAddr = "127.0.0.1:4647"
 
+// serverState is the Nomad servers' Raft cluster. Its members are the hosts'
+// ServerInfo (Raft ID, name, address); its index is the emulator's own.
 type serverState struct {
-	entries     []*serverEntry // the Raft configuration, in join order
-	configIndex uint64         // index of the last configuration change
-	leader      string         // Raft ID of the leader; "" when there is none
-	term        uint64
-	lost        bool         // SetLeaderLost(true): no election until cleared
-	implicit    *serverEntry // the implicit server of a cluster without server hosts
-	reconcileN  uint64       // generation of the pending reconcile timer
-
-	removed []*serverEntry // removed by autopilot's dead-server cleanup, not (yet) back
-	ap      autopilotRun
+	*raftsim.Cluster
 }
 
-type serverEntry struct {
-	host  *Host // nil for the implicit server
-	info  *ServerInfo
-	voter bool // Raft suffrage
-
-	alive      bool // Serf alive (the host is up)
-	stalled    bool // SetServerHealthy(false)
-	catchingUp bool // booted less than ServerStabilizeTime ago
-	catchGen   uint64
-
-	// Frozen when the server stops following the leader.
-	lastTerm    uint64
-	lastIndex   uint64
-	lastContact time.Time
-
-	healthy     bool
-	stableSince time.Time
-}
-
-// start runs the autopilot reconcile passes of the three products.
-func (st *serverState) start(s *Sim) {
-	s.every(s.cfg.AutopilotInterval, func(now time.Time) {
-		st.autopilotPassLocked(s, now)
-		s.consul.g.autopilotPassLocked(s, now)
-		s.vault.g.autopilotPassLocked(s, now)
-	})
-}
-
-// autopilotPassLocked is one reconcile pass of the leader's autopilot
-// (autopilot.go): promotions, then dead-server cleanup.
-func (st *serverState) autopilotPassLocked(s *Sim, now time.Time) {
-	if st.leader == "" || !st.ap.ready || len(st.entries) == 0 {
-		return
+func (st *serverState) init(s *Sim, env simEnv) {
+	rc := s.cfg.raftConfig()
+	rc.Product, rc.LeaderEvent, rc.HealthEvent = "nomad", EventLeader, EventServerHealth
+	rc.DownEvent, rc.UpEvent, rc.LeaderEventIndex = EventServerDown, EventServerUp, true
+	rc.OnLeader = s.leaderChangedLocked
+	rc.StandIn = func() *raftsim.Member {
+		return &raftsim.Member{ID: s.uuidLocked(), Name: "nomadsim." + s.cfg.Region, Addr: implicitServerAddr}
 	}
-	st.refreshLocked(now)
-	for _, e := range st.entries {
-		if !e.voter && e.healthy && st.ap.promotable(s, now, e.stableSince) {
-			e.voter = true
-			st.configChangedLocked(s, EventServerPromoted, e)
-		}
-	}
-	if s.cfg.KeepDeadServers {
-		return
-	}
-	pruneDeadLocked(func() []*serverEntry { return st.entries },
-		func(e *serverEntry) bool { return !e.alive },
-		func(e *serverEntry) bool { return e.voter },
-		func(e *serverEntry) { st.removeLocked(s, e) })
+	st.Cluster = raftsim.New(env, rc)
 }
 
-// removeLocked takes a failed server out of the Raft configuration.
-func (st *serverState) removeLocked(s *Sim, e *serverEntry) {
-	for i, x := range st.entries {
-		if x == e {
-			st.entries = append(st.entries[:i:i], st.entries[i+1:]...)
-			break
-		}
-	}
-	e.voter = false
-	st.removed = append(st.removed, e)
-	st.configChangedLocked(s, EventServerRemoved, e)
-}
-
-// rejoinLocked: the leader adds a removed server that is alive again as a
-// non-voter (nomad/leader.go addRaftPeer → AddNonvoter).
-func (st *serverState) rejoinLocked(s *Sim) {
-	if st.leader == "" {
-		return
-	}
-	keep := st.removed[:0]
-	for _, e := range st.removed {
-		if !e.alive {
-			keep = append(keep, e)
-			continue
-		}
-		e.voter = false
-		st.entries = append(st.entries, e)
-		st.configChangedLocked(s, EventServerRejoined, e)
-	}
-	st.removed = keep
-}
-
-// configChangedLocked records a change of the Raft configuration (a Raft write).
-func (st *serverState) configChangedLocked(s *Sim, typ string, e *serverEntry) {
-	st.configIndex = s.bumpLocked()
-	st.refreshLocked(time.Now())
-	ev := Event{Type: typ, Details: map[string]string{"product": "nomad", "id": e.info.ID}}
-	if e.host != nil {
-		ev.Host = e.host.Name
-	}
-	s.eventLocked(ev)
-}
-
-// allLocked is the Raft configuration: the server hosts, or the implicit server.
-func (st *serverState) allLocked() []*serverEntry {
-	if len(st.entries) == 0 && st.implicit != nil {
-		return []*serverEntry{st.implicit}
-	}
-	return st.entries
-}
-
-func (st *serverState) leaderLocked() string { return st.leader }
-
-// peersLocked are the Raft addresses of the configuration (/v1/status/peers).
-func (st *serverState) peersLocked() []string {
-	out := []string{}
-	for _, e := range st.allLocked() {
-		out = append(out, e.info.RaftAddr)
-	}
-	return out
-}
-
-func (st *serverState) byIDLocked(id string) *serverEntry {
-	for _, e := range st.allLocked() {
-		if e.info.ID == id {
-			return e
-		}
-	}
-	return nil
-}
-
-func (st *serverState) byHostLocked(h *Host) *serverEntry {
-	for _, e := range st.entries {
-		if e.host == h {
-			return e
-		}
-	}
-	return nil
-}
-
-func (st *serverState) leaderEntryLocked() *serverEntry {
-	if st.leader == "" {
-		return nil
-	}
-	return st.byIDLocked(st.leader)
-}
-
-func (st *serverState) followingLocked(e *serverEntry) bool {
-	return st.leader != "" && e.alive && !e.stalled && !e.catchingUp
-}
-
-// freezeLocked records where a following server stands when it stops following.
-func (st *serverState) freezeLocked(s *Sim, e *serverEntry) {
-	if st.followingLocked(e) {
-		e.lastTerm, e.lastIndex, e.lastContact = st.term, s.index, time.Now()
-	}
-}
-
-func (st *serverState) freezeAllLocked(s *Sim) {
-	for _, e := range st.allLocked() {
-		st.freezeLocked(s, e)
-	}
-}
-
-// refreshLocked recomputes autopilot health; StableSince is the last change.
-func (st *serverState) refreshLocked(now time.Time) {
-	for _, e := range st.allLocked() {
-		h := e.info.ID == st.leader || st.followingLocked(e)
-		if h != e.healthy {
-			e.healthy, e.stableSince = h, now
-		}
+// leaderChangedLocked is what a leader change does to the rest of the cluster:
+// every blocking query re-runs (on the new leader, or to answer "No cluster
+// leader"), the lock timers restart (locks.go), and a new leader starts the nodes'
+// heartbeat timers, with the failover TTL after a leader change (heartbeat.go
+// initializeHeartbeatTimers); without a leader none runs (clearAllHeartbeatTimers).
+func (s *Sim) leaderChangedLocked(elected bool) {
+	s.topics.allLocked()
+	s.vars.leaderChangedLocked(s, elected)
+	if elected {
+		s.cluster.leaderElectedLocked(s, s.servers.Term() > 1)
+	} else {
+		s.cluster.leaderLostLocked(s)
 	}
 }
 
 // addLocked adds a server host to the Raft configuration (a configuration change
 // is a Raft write). The first server host replaces the implicit server.
-func (st *serverState) addLocked(s *Sim, h *Host) {
+func (st *serverState) addLocked(h *Host) {
 	if h.Server == nil {
 		return
 	}
-	if len(st.entries) == 0 && st.implicit != nil && st.leader == st.implicit.info.ID {
-		st.clearLeaderLocked(s, "implicit server replaced")
-	}
-	now := time.Now()
-	st.entries = append(st.entries, &serverEntry{
-		host: h, info: h.Server, voter: h.Server.Voter, alive: h.Up, healthy: false, stableSince: now,
-		lastTerm: st.term, lastIndex: s.index, lastContact: now,
-	})
-	st.configIndex = s.bumpLocked()
-	st.refreshLocked(now)
+	st.Add(&raftsim.Member{ID: h.Server.ID, Name: h.Server.Name, Addr: h.Server.RaftAddr, Host: h.Name}, h.Up)
 }
 
-// quorumLocked reports whether a majority of the voters is alive.
-func (st *serverState) quorumLocked() bool {
-	voters, alive := 0, 0
-	for _, e := range st.allLocked() {
-		if e.voter {
-			voters++
-			if e.alive {
-				alive++
-			}
-		}
+// leaderLocked is the Raft ID of the leader; "" when there is none.
+func (st *serverState) leaderLocked() string {
+	if l := st.Leader(); l != nil {
+		return l.ID
 	}
-	return voters > 0 && alive >= voters/2+1
+	return ""
 }
 
-// electLocked elects a leader now when there is none, none is being withheld
-// (SetLeaderLost) and a quorum is alive. Candidates are the alive, non-stalled
-// voters; Raft's log check makes a caught-up one win when there is one.
-func (st *serverState) electLocked(s *Sim) {
-	if st.lost || st.leader != "" {
-		return
+// peersLocked are the Raft addresses of the configuration (/v1/status/peers).
+func (st *serverState) peersLocked() []string {
+	out := []string{}
+	for _, m := range st.Members() {
+		out = append(out, m.Addr)
 	}
-	if len(st.entries) == 0 {
-		if st.implicit == nil {
-			now := time.Now()
-			st.implicit = &serverEntry{
-				info: &ServerInfo{ID: s.uuidLocked(), Name: "nomadsim." + s.cfg.Region,
-					RaftAddr: implicitServerAddr, Voter: true},
-				voter: true, alive: true, stableSince: now, lastContact: now,
-			}
-		}
-		st.setLeaderLocked(s, st.implicit, "election")
-		return
-	}
-	if !st.quorumLocked() {
-		return
-	}
-	var ready, behind []*serverEntry
-	for _, e := range st.entries {
-		if !e.voter || !e.alive || e.stalled {
-			continue
-		}
-		if e.catchingUp {
-			behind = append(behind, e)
-		} else {
-			ready = append(ready, e)
-		}
-	}
-	if len(ready) == 0 {
-		ready = behind
-	}
-	if len(ready) == 0 {
-		return
-	}
-	st.setLeaderLocked(s, ready[s.rng.IntN(len(ready))], "election")
-}
-
-// setLeaderLocked makes e the leader in a new term.
-func (st *serverState) setLeaderLocked(s *Sim, e *serverEntry, reason string) {
-	prev := st.leader
-	if prev != "" {
-		st.freezeAllLocked(s)
-	}
-	st.leader = e.info.ID
-	st.term++
-	e.catchingUp = false
-	e.catchGen++
-	idx := s.bumpLocked()
-	s.topics.allLocked() // every query re-runs on the new leader
-	st.refreshLocked(time.Now())
-	st.ap.leaderChangedLocked(s, true, prev == "" && st.term == 1, func() { st.refreshLocked(time.Now()) })
-	ev := Event{Type: EventLeader, Details: map[string]string{
-		"id": e.info.ID, "address": e.info.RaftAddr, "previous": prev,
-		"term": fmt.Sprint(st.term), "reason": reason, "index": fmt.Sprint(idx)}}
-	if e.host != nil {
-		ev.Host = e.host.Name
-	}
-	s.eventLocked(ev)
-	s.vars.leaderChangedLocked(s, true)
-	st.rejoinLocked(s)
-	// A new leader starts the nodes' heartbeat timers; after a leader change they
-	// get the failover TTL (heartbeat.go initializeHeartbeatTimers).
-	s.cluster.leaderElectedLocked(s, st.term > 1)
-}
-
-// clearLeaderLocked leaves the cluster without a leader.
-func (st *serverState) clearLeaderLocked(s *Sim, reason string) {
-	prev := st.leader
-	if prev == "" {
-		return
-	}
-	st.freezeAllLocked(s)
-	st.leader = ""
-	idx := s.bumpLocked()
-	s.topics.allLocked() // every query answers "No cluster leader"
-	st.refreshLocked(time.Now())
-	st.ap.leaderChangedLocked(s, false, false, nil)
-	s.eventLocked(Event{Type: EventLeader, Details: map[string]string{
-		"id": "", "previous": prev, "term": fmt.Sprint(st.term), "reason": reason,
-		"index": fmt.Sprint(idx)}})
-	s.vars.leaderChangedLocked(s, false)
-	s.cluster.leaderLostLocked(s) // heartbeat.go clearAllHeartbeatTimers
-}
-
-// scheduleReconcileLocked runs reconcileLocked after ElectionTime (the latest
-// schedule wins).
-func (st *serverState) scheduleReconcileLocked(s *Sim) {
-	st.reconcileN++
-	n := st.reconcileN
-	s.after(s.cfg.ElectionTime, func() {
-		if st.reconcileN == n {
-			st.reconcileLocked(s)
-		}
-	})
-}
-
-// reconcileLocked is what Raft does after an election timeout: a stalled leader or
-// one without a quorum steps down, then an election runs if possible.
-func (st *serverState) reconcileLocked(s *Sim) {
-	if l := st.leaderEntryLocked(); l != nil && (l.stalled || !l.alive || !st.quorumLocked()) {
-		st.clearLeaderLocked(s, "leader lost contact with quorum")
-	}
-	st.electLocked(s)
-}
-
-// hostDownLocked: the server host went down. Serf marks it failed; a leader is gone
-// at once, and the remaining servers elect a new one after ElectionTime if a quorum
-// is left (a leader that lost its quorum steps down then).
-func (st *serverState) hostDownLocked(s *Sim, h *Host) {
-	e := st.byHostLocked(h)
-	if e == nil {
-		if e = st.removedByHostLocked(h); e != nil {
-			e.alive, e.catchingUp = false, false // a removed server is no Raft peer
-			e.catchGen++
-		}
-		return
-	}
-	st.freezeLocked(s, e)
-	e.alive, e.catchingUp = false, false
-	e.catchGen++
-	s.eventLocked(Event{Type: EventServerDown, Host: h.Name, Details: map[string]string{"id": e.info.ID}})
-	if st.leader == e.info.ID {
-		st.clearLeaderLocked(s, "leader down")
-	} else {
-		s.bumpLocked()
-	}
-	st.refreshLocked(time.Now())
-	st.scheduleReconcileLocked(s)
-}
-
-// hostUpLocked: the server host is back. It is Serf-alive at once but unhealthy
-// until it caught up (ServerStabilizeTime); a cluster without a leader elects one
-// after ElectionTime if the quorum is back.
-func (st *serverState) hostUpLocked(s *Sim, h *Host) {
-	e := st.byHostLocked(h)
-	if e == nil {
-		e = st.removedByHostLocked(h)
-	}
-	if e == nil {
-		return
-	}
-	e.alive, e.catchingUp = true, true
-	e.catchGen++
-	gen := e.catchGen
-	s.eventLocked(Event{Type: EventServerUp, Host: h.Name, Details: map[string]string{"id": e.info.ID}})
-	s.bumpLocked()
-	st.refreshLocked(time.Now())
-	s.after(s.cfg.ServerStabilizeTime, func() {
-		if e.catchGen != gen {
-			return
-		}
-		e.catchingUp = false
-		s.bumpLocked()
-		st.refreshLocked(time.Now())
-		s.eventLocked(Event{Type: EventServerHealth, Host: h.Name, Details: map[string]string{
-			"id": e.info.ID, "healthy": fmt.Sprint(e.healthy), "reason": "caught up"}})
-		if st.leader == "" {
-			st.electLocked(s)
-		}
-	})
-	st.rejoinLocked(s)
-	if st.leader == "" {
-		st.scheduleReconcileLocked(s)
-	}
-}
-
-func (st *serverState) removedByHostLocked(h *Host) *serverEntry {
-	for _, e := range st.removed {
-		if e.host == h {
-			return e
-		}
-	}
-	return nil
+	return out
 }
 
 // SetLeaderLost makes the cluster lose its leader (true): reads that do not allow
@@ -451,13 +117,13 @@ func (s *Sim) SetLeaderLost(lost bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.servers
-	st.lost = lost
+	st.SetWithheld(lost)
 	if lost {
-		st.clearLeaderLocked(s, "leader lost (injected)")
+		st.ClearLeader("leader lost (injected)")
 		return nil
 	}
-	st.electLocked(s)
-	if st.leader == "" {
+	st.Elect()
+	if st.Leader() == nil {
 		return errors.New("no quorum of servers is up: no leader can be elected")
 	}
 	return nil
@@ -470,24 +136,14 @@ func (s *Sim) SetLeaderLost(lost bool) error {
 func (s *Sim) SetServerHealthy(host string, healthy bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, ok := s.hosts[host]
-	if !ok {
-		return fmt.Errorf("host %q not found", host)
+	if err := s.hostLocked(host); err != nil {
+		return err
 	}
-	st := &s.servers
-	e := st.byHostLocked(h)
-	if e == nil {
+	m := s.servers.ByHost(host)
+	if m == nil {
 		return fmt.Errorf("host %q runs no Nomad server", host)
 	}
-	if !healthy {
-		st.freezeLocked(s, e)
-	}
-	e.stalled = !healthy
-	s.bumpLocked()
-	st.refreshLocked(time.Now())
-	s.eventLocked(Event{Type: EventServerHealth, Host: host, Details: map[string]string{
-		"id": e.info.ID, "healthy": fmt.Sprint(healthy), "reason": "injected"}})
-	st.scheduleReconcileLocked(s)
+	s.servers.SetStalled(m, !healthy)
 	return nil
 }
 
@@ -526,7 +182,7 @@ func (s *Sim) handleAutopilotHealth(w http.ResponseWriter, r *http.Request) {
 		if !tok.AllowOperator(false) {
 			return 0, nil, errPermissionDenied
 		}
-		out := s.servers.autopilotHealthLocked(s)
+		out := s.servers.autopilotHealthLocked()
 		code := http.StatusOK
 		if !out.Healthy {
 			code = http.StatusTooManyRequests
@@ -541,51 +197,32 @@ func (s *Sim) handleAutopilotHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // autopilotHealthLocked is what the leader's autopilot reports: an empty,
-// unhealthy state before its first pass (autopilot.go), else healthLocked.
-func (st *serverState) autopilotHealthLocked(s *Sim) *api.OperatorHealthReply {
-	if !st.ap.ready {
+// unhealthy state before its first pass (raftsim autopilot.go), else healthLocked.
+func (st *serverState) autopilotHealthLocked() *api.OperatorHealthReply {
+	if !st.AutopilotReady() {
 		return &api.OperatorHealthReply{Voters: []string{}, Servers: []api.ServerHealth{}}
 	}
-	return st.healthLocked(s)
+	return st.healthLocked()
 }
 
-// healthLocked is GetClusterHealth: FailureTolerance = max(0, healthy voters −
-// (voters/2+1)), Healthy only when every server is.
-func (st *serverState) healthLocked(s *Sim) *api.OperatorHealthReply {
-	now := time.Now()
-	st.refreshLocked(now)
-	out := &api.OperatorHealthReply{Healthy: true, Leader: st.leader, Voters: []string{}}
-	voters, healthyVoters := 0, 0
-	for _, e := range st.allLocked() {
+// healthLocked is GetClusterHealth (nomad/autopilot.go) on raftsim's state.
+func (st *serverState) healthLocked() *api.OperatorHealthReply {
+	h := st.Health()
+	out := &api.OperatorHealthReply{Healthy: h.Healthy, FailureTolerance: h.FailureTolerance,
+		Leader: st.leaderLocked(), Voters: h.Voters}
+	for _, v := range h.Servers {
+		m := v.Member
 		sh := api.ServerHealth{
-			ID: e.info.ID, Name: e.info.Name, Address: e.info.RaftAddr,
-			SerfStatus: "alive", Version: simNomadVersion,
-			Leader: e.info.ID == st.leader, Voter: e.voter,
-			Healthy:     e.healthy,
-			StableSince: st.ap.stableSince(e.stableSince).Round(time.Second).UTC(),
+			ID: m.ID, Name: m.Name, Address: m.Addr, SerfStatus: "alive", Version: simNomadVersion,
+			Leader: v.Leader, Voter: m.Voter(), Healthy: m.Healthy(),
+			StableSince: v.StableSince.Round(time.Second).UTC(),
+			LastContact: v.LastContact, LastTerm: v.LastTerm, LastIndex: v.LastIndex,
 		}
-		if !e.alive {
+		if !m.Up() {
 			sh.SerfStatus = "failed"
-		}
-		if sh.Leader || st.followingLocked(e) {
-			sh.LastTerm, sh.LastIndex = st.term, s.index
-		} else {
-			sh.LastTerm, sh.LastIndex = e.lastTerm, e.lastIndex
-			sh.LastContact = now.Sub(e.lastContact)
-		}
-		if e.voter {
-			voters++
-			out.Voters = append(out.Voters, e.info.ID)
-			if e.healthy {
-				healthyVoters++
-			}
-		}
-		if !e.healthy {
-			out.Healthy = false
 		}
 		out.Servers = append(out.Servers, sh)
 	}
-	out.FailureTolerance = max(0, healthyVoters-(voters/2+1))
 	return out
 }
 
@@ -606,7 +243,7 @@ func (s *Sim) handleRaftConfiguration(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		st := &s.servers
-		if !qp.stale && st.leader == "" {
+		if !qp.stale && st.Leader() == nil {
 			return nil, errNoLeader
 		}
 		tok, err := s.tokenLocked(r)
@@ -616,11 +253,11 @@ func (s *Sim) handleRaftConfiguration(w http.ResponseWriter, r *http.Request) {
 		if !tok.Management {
 			return nil, errPermissionDenied
 		}
-		out := &api.RaftConfiguration{Index: st.configIndex, Servers: []*api.RaftServer{}}
-		for _, e := range st.allLocked() {
+		out := &api.RaftConfiguration{Index: st.ConfigIndex(), Servers: []*api.RaftServer{}}
+		for _, m := range st.Members() {
 			out.Servers = append(out.Servers, &api.RaftServer{
-				ID: e.info.ID, Node: e.info.Name, Address: e.info.RaftAddr,
-				Leader: e.info.ID == st.leader, Voter: e.voter, RaftProtocol: "3",
+				ID: m.ID, Node: m.Name, Address: m.Addr,
+				Leader: m == st.Leader(), Voter: m.Voter(), RaftProtocol: "3",
 			})
 		}
 		return out, nil
@@ -647,17 +284,89 @@ type leadershipTransferResponse struct {
 }
 
 // handleTransferLeadership answers PUT|POST /v1/operator/raft/transfer-leadership
-// with exactly one of ?id= or ?address=. Without a leader the forward fails first
-// (nomad/rpc.go getLeaderForRPC → 500 "No cluster leader"; the 503 of
-// TransferLeadershipToPeer is only reached when leadership is lost in between,
-// which cannot happen here). Then management, the peer lookup (400), Noop for the
-// current leader, and the transfer. A target that is down or stalled never catches
-// up: raft times out three times (leadershipTransferToServer) → 500.
+// with exactly one of ?id= or ?address= (transferTarget). Without a leader the
+// forward fails first (nomad/rpc.go getLeaderForRPC → 500 "No cluster leader"; the
+// 503 of TransferLeadershipToPeer is only reached when leadership is lost in
+// between, which cannot happen here). Then management, the peer lookup (400), Noop
+// for the current leader, and the transfer. A target that is down or stalled never
+// catches up: raft times out three times (leadershipTransferToServer) → 500.
 func (s *Sim) handleTransferLeadership(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPut && r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
 		return
 	}
+	match, err := transferTarget(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out, err := func() (*leadershipTransferResponse, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := &s.servers
+		from := st.Leader()
+		if from == nil {
+			return nil, errNoLeader
+		}
+		tok, err := s.tokenLocked(r)
+		if err != nil {
+			return nil, err
+		}
+		if !tok.Management {
+			return nil, errPermissionDenied
+		}
+		out := &leadershipTransferResponse{From: raftIDAddress{Address: from.Addr, ID: from.ID}}
+		var target *raftsim.Member
+		for _, m := range st.Members() {
+			if match.matches(m) {
+				target = m
+				break
+			}
+		}
+		if target == nil {
+			return nil, match.notFound()
+		}
+		out.To = raftIDAddress{Address: target.Addr, ID: target.ID}
+		if target == from {
+			out.Noop = true
+			return out, nil
+		}
+		if !target.Participating() || target.Stalled() || !target.Voter() {
+			return nil, errors.New("failed to transfer leadership in 3 attempts. last error: leadership transfer timeout")
+		}
+		st.Transfer(target)
+		return out, nil
+	}()
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// peerMatch names the target of a leadership transfer by Raft ID or address.
+type peerMatch struct {
+	id, addr string
+	byID     bool
+}
+
+func (p peerMatch) matches(m *raftsim.Member) bool {
+	if p.byID {
+		return m.ID == p.id
+	}
+	return m.Addr == p.addr
+}
+
+func (p peerMatch) notFound() error {
+	if p.byID {
+		return errCode(http.StatusBadRequest, "id %q was not found in the Raft configuration", p.id)
+	}
+	return errCode(http.StatusBadRequest, "address %q was not found in the Raft configuration", p.addr)
+}
+
+// transferTarget reads exactly one of ?id= or ?address=
+// (command/agent/operator_endpoint.go OperatorRaftTransferLeadership): 400 otherwise.
+func transferTarget(r *http.Request) (peerMatch, error) {
 	params := r.URL.Query()
 	id, hasID := params["id"]
 	addr, hasAddr := params["address"]
@@ -677,52 +386,10 @@ func (s *Sim) handleTransferLeadership(w http.ResponseWriter, r *http.Request) {
 		msg = "must specify only one address"
 	}
 	if msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
-		return
+		return peerMatch{}, errCode(http.StatusBadRequest, "%s", msg)
 	}
-	out, err := func() (*leadershipTransferResponse, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		st := &s.servers
-		if st.leader == "" {
-			return nil, errNoLeader
-		}
-		tok, err := s.tokenLocked(r)
-		if err != nil {
-			return nil, err
-		}
-		if !tok.Management {
-			return nil, errPermissionDenied
-		}
-		from := st.leaderEntryLocked()
-		out := &leadershipTransferResponse{From: raftIDAddress{Address: from.info.RaftAddr, ID: from.info.ID}}
-		var target *serverEntry
-		for _, e := range st.allLocked() {
-			if (hasID && e.info.ID == id[0]) || (hasAddr && e.info.RaftAddr == addr[0]) {
-				target = e
-				break
-			}
-		}
-		if target == nil {
-			if hasID {
-				return nil, errCode(http.StatusBadRequest, "id %q was not found in the Raft configuration", id[0])
-			}
-			return nil, errCode(http.StatusBadRequest, "address %q was not found in the Raft configuration", addr[0])
-		}
-		out.To = raftIDAddress{Address: target.info.RaftAddr, ID: target.info.ID}
-		if target == from {
-			out.Noop = true
-			return out, nil
-		}
-		if !target.alive || target.stalled || !target.voter {
-			return nil, errors.New("failed to transfer leadership in 3 attempts. last error: leadership transfer timeout")
-		}
-		st.setLeaderLocked(s, target, "leadership transfer")
-		return out, nil
-	}()
-	if err != nil {
-		writeErr(w, err)
-		return
+	if hasID {
+		return peerMatch{id: id[0], byID: true}, nil
 	}
-	writeJSON(w, http.StatusOK, out)
+	return peerMatch{addr: addr[0]}, nil
 }

@@ -47,7 +47,7 @@ func opServers(s *Sim) (leader *Host, followers []*Host) {
 		if h.Server == nil {
 			continue
 		}
-		if h.Server.ID == s.servers.leader {
+		if h.Server.ID == s.servers.leaderLocked() {
 			leader = h
 		} else {
 			followers = append(followers, h)
@@ -106,11 +106,11 @@ func TestAutopilotFailureTolerance(t *testing.T) {
 			_, followers := opServers(s)
 			s.mu.Lock()
 			for _, h := range followers[:tc.down] {
-				s.servers.hostDownLocked(s, h)
+				s.servers.HostDown(s.servers.Find(h.Name))
 			}
 			s.mu.Unlock()
 			if tc.code == 500 {
-				opWait(t, s, "leader loss", func(st *serverState) bool { return st.leader == "" })
+				opWait(t, s, "leader loss", func(st *serverState) bool { return st.leaderLocked() == "" })
 				_, _, err := c.Operator().AutopilotServerHealth(nil)
 				if code, body := vtStatus(t, err); code != 500 || body != "No cluster leader" {
 					t.Fatalf("%d %q", code, body)
@@ -177,14 +177,14 @@ func TestServerReboot(t *testing.T) {
 	if err := s.Reboot(leader.Name); err != nil {
 		t.Fatal(err)
 	}
-	opWait(t, s, "new leader", func(st *serverState) bool { return st.leader != "" && st.leader != old })
+	opWait(t, s, "new leader", func(st *serverState) bool { return st.leaderLocked() != "" && st.leaderLocked() != old })
 	code, h := opHealth(t, c)
 	if code != 429 || h.FailureTolerance != 0 {
 		t.Fatalf("while down: %d %+v", code, h)
 	}
 	opWait(t, s, "server back", func(st *serverState) bool {
-		e := st.byIDLocked(old)
-		return e.alive
+		e := st.ByID(old)
+		return e.Up()
 	})
 	code, h = opHealth(t, c)
 	if code != 429 {
@@ -196,7 +196,7 @@ func TestServerReboot(t *testing.T) {
 		}
 	}
 	back := time.Now()
-	opWait(t, s, "caught up", func(st *serverState) bool { return st.byIDLocked(old).healthy })
+	opWait(t, s, "caught up", func(st *serverState) bool { return st.ByID(old).Healthy() })
 	if time.Since(back) < 200*time.Millisecond {
 		t.Fatalf("healthy %v after boot", time.Since(back))
 	}
@@ -327,7 +327,7 @@ func TestTransferLeadership(t *testing.T) {
 	}
 	// To a server that is down: raft times out.
 	s.mu.Lock()
-	s.servers.hostDownLocked(s, followers[0])
+	s.servers.HostDown(s.servers.Find(followers[0].Name))
 	s.mu.Unlock()
 	if err := c.Operator().RaftTransferLeadershipByID(followers[0].Server.ID, nil); err == nil {
 		t.Fatal("transfer to a down server")
@@ -468,7 +468,7 @@ func TestAgentMembers(t *testing.T) {
 	c := vtClient(t, s, "", "")
 	_, followers := opServers(s)
 	s.mu.Lock()
-	s.servers.hostDownLocked(s, followers[0])
+	s.servers.HostDown(s.servers.Find(followers[0].Name))
 	s.mu.Unlock()
 	m, err := c.Agent().Members()
 	if err != nil || len(m.Members) != 3 || m.ServerRegion != "global" || m.ServerDC != "dc1" || m.ServerName == "" {

@@ -16,7 +16,7 @@ func TestRebootRecordsServerHealth(t *testing.T) {
 	defer cancel()
 	// Wait until every product has a leader and all servers are stable.
 	if err := s.WaitFor(ctx, func(v *View) bool {
-		return s.servers.healthLocked(s).Healthy && s.consul.g.leader != nil && s.vault.g.leader != nil
+		return s.servers.Health().Healthy && s.consul.Raft().Leader() != nil && s.vault.Raft().Leader() != nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,19 @@ import (
 // timed from the handler's start to its end, minus the time a blocking query
 // sleeps waiting for its data to change: what is left is the emulator's own work
 // (and its waiting for the state lock), which a real Nomad server would spend in
-// its own RPC handlers.
+// its own RPC handlers. The request latency (Config.RequestLatency) is waited
+// before the handler starts, and counted apart: it is the network's and the
+// leader's, not the emulator's.
 
 // RequestStats are the emulator's request figures since the last ResetRequestStats.
 type RequestStats struct {
 	Requests uint64        // requests answered
 	Busy     time.Duration // time inside the handlers, blocking-query sleeps excluded
 	P50, P99 time.Duration // busy time of one request
+	// Latency is the time Nomad API requests waited for the request latency
+	// (Config.RequestLatency) before being served; it is not part of Busy. The
+	// Consul and Vault requests wait too, but are not counted here.
+	Latency time.Duration
 	// Background is the time of the periodic rounds that make the cluster
 	// live (the clients, the drainer and the scheduler, heartbeats, autopilot),
 	// from their tick to the end of their round, waiting for the state lock
@@ -49,7 +55,17 @@ type reqStats struct {
 	busy        time.Duration
 	samples     []time.Duration
 	backgroundT time.Duration
+	latencyT    time.Duration
 	routes      map[string]*RouteStats
+}
+
+func (r *reqStats) latency(d time.Duration) {
+	if d == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.latencyT += d
 }
 
 func (r *reqStats) background(d time.Duration) {
@@ -107,7 +123,7 @@ func (s *Sim) timed(next http.Handler) http.Handler {
 func (s *Sim) RequestStats() RequestStats {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
-	out := RequestStats{Requests: s.reqs.n, Busy: s.reqs.busy, Background: s.reqs.backgroundT}
+	out := RequestStats{Requests: s.reqs.n, Busy: s.reqs.busy, Background: s.reqs.backgroundT, Latency: s.reqs.latencyT}
 	if len(s.reqs.samples) > 0 {
 		sorted := slices.Clone(s.reqs.samples)
 		slices.Sort(sorted)
@@ -131,6 +147,7 @@ func (s *Sim) ResetRequestStats() {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
 	s.reqs.n, s.reqs.busy, s.reqs.samples, s.reqs.backgroundT, s.reqs.routes = 0, 0, nil, 0, nil
+	s.reqs.latencyT = 0
 }
 
 // routeOf names the request's route for the statistics: its method and the

@@ -87,9 +87,6 @@ func (s *Sim) SetServiceCheckFailing(host, job string, failing bool) error {
 		j.checksFailingOn = map[string]bool{}
 	}
 	j.checksFailingOn[h.NodeID] = failing
-	cs := &s.consul
-	cs.g.index++
-	cs.catalogIndex = cs.g.index
-	s.bumpLocked()
+	s.consul.ChecksChanged()
 	return nil
 }

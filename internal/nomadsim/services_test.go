@@ -14,7 +14,7 @@ import (
 // client then marks healthy.
 func TestServiceChecksAndReplaceUnhealthy(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, ConsulServers: true, Clients: 1, HealthyDeadline: 500 * time.Millisecond})
-	auxWait(t, s, "consul leader", func(v *View) bool { return s.consul.g.leader != nil })
+	auxWait(t, s, "consul leader", func(v *View) bool { return s.consul.Raft().Leader() != nil })
 	var client Host
 	for _, h := range s.Hosts() {
 		if h.NodeID != "" && h.Name != "server-1" && h.Name != "server-2" && h.Name != "server-3" {
@@ -97,7 +97,7 @@ func TestAllocStop(t *testing.T) {
 // A service check made to fail wakes a blocking query on the node's checks.
 func TestSetServiceCheckFailing(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, ConsulServers: true, Clients: 1})
-	auxWait(t, s, "consul leader", func(v *View) bool { return s.consul.g.leader != nil })
+	auxWait(t, s, "consul leader", func(v *View) bool { return s.consul.Raft().Leader() != nil })
 	client := s.Hosts()[3]
 	if err := s.AddJob(JobSpec{ID: "api", Type: api.JobTypeSystem}); err != nil {
 		t.Fatal(err)

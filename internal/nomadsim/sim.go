@@ -17,7 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim/consulsim"
+	"github.com/rollboot/rollboot/internal/nomadsim/vaultsim"
 )
 
 // Config describes the emulated cluster. Every duration is configurable so that a
@@ -86,7 +90,7 @@ type Config struct {
 	AutopilotInterval time.Duration
 	// AutopilotUpdateInterval is how long a new leader's autopilot takes to compute
 	// its first state (Nomad ServerHealthInterval, 2s): until then the health
-	// endpoints answer with an empty, unhealthy state (autopilot.go).
+	// endpoints answer with an empty, unhealthy state (raftsim autopilot.go).
 	AutopilotUpdateInterval time.Duration
 	// AutopilotStabilizationTime is how long a non-voter must have been healthy
 	// before autopilot promotes it (server_stabilization_time, 10s in Nomad,
@@ -95,14 +99,14 @@ type Config struct {
 	// KeepDeadServers turns autopilot's cleanup_dead_servers off for Nomad and
 	// Consul (it is on by default in both: a failed server is removed from the
 	// Raft configuration and rejoins as a non-voter). Vault never cleans up by
-	// default (vault.go).
+	// default (vaultsim).
 	KeepDeadServers bool
 
 	// ConsulServers runs a Consul server (with its own local agent listener,
-	// Host.ConsulAddr) on every Nomad server host (consul.go).
+	// Host.ConsulAddr) on every Nomad server host (consulsim).
 	ConsulServers bool
 	// VaultServers runs a Vault server with integrated storage (Host.VaultAddr) on
-	// every Nomad server host (vault.go).
+	// every Nomad server host (vaultsim).
 	VaultServers bool
 	// VaultAutoUnseal makes Vault unseal itself at boot (an auto-unseal seal
 	// stanza). Off by default: a rebooted Vault node stays sealed until UnsealVault.
@@ -127,6 +131,14 @@ type Config struct {
 
 	// Listen is the address of the cluster API. Empty: 127.0.0.1:0.
 	Listen string
+
+	// RequestLatency makes every Nomad, Consul and Vault API request wait this
+	// long before it is served, as a remote or loaded leader answers (1–50 ms in
+	// real clusters); the control API does not wait. The wait is request
+	// latency, not the emulator's work: RequestStats counts it in Latency, not
+	// in Busy. 0 (the default) adds none; SetRequestLatency and the control API
+	// (/sim/v1/latency) change it at run time.
+	RequestLatency time.Duration
 
 	// Seed makes random choices (IDs, fault injection) repeatable. 0: random.
 	Seed uint64
@@ -196,6 +208,9 @@ type Sim struct {
 	watches watchStats
 	// reqs times the requests the emulator answers (reqstats.go).
 	reqs reqStats
+	// latency is the request latency in nanoseconds (Config.RequestLatency),
+	// read without the state lock by every request.
+	latency atomic.Int64
 	// topics are the channels blocking queries sleep on (watch.go).
 	topics topics
 
@@ -209,12 +224,12 @@ type Sim struct {
 	// down, booting (View.PowerGen).
 	powerGen uint64
 
-	cluster clusterState // nodes, jobs, allocations (nodes.go)
-	servers serverState  // Raft membership, leadership, autopilot (operator.go)
-	vars    varState     // Variables and locks (variables.go)
-	consul  consulState  // Consul servers on the server hosts (consul.go)
-	vault   vaultState   // Vault servers on the server hosts (vault.go)
-	boots   bootBlocks   // hosts that do not come back from a reboot (bootblock.go)
+	cluster clusterState       // nodes, jobs, allocations (nodes.go)
+	servers serverState        // Nomad's Raft membership, leadership, autopilot (operator.go)
+	vars    varState           // Variables and locks (variables.go)
+	consul  *consulsim.Cluster // Consul servers on the server hosts (servers.go)
+	vault   *vaultsim.Cluster  // Vault servers on the server hosts (servers.go)
+	boots   bootBlocks         // hosts that do not come back from a reboot (bootblock.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -224,6 +239,12 @@ type Sim struct {
 	ownStateDir bool
 
 	main *listener
+	// control serves the control API on every listener (control.go).
+	control http.Handler
+	// auxLis are the Consul and Vault listeners; consulAddr and vaultAddr the
+	// cluster addresses among them ("" when not configured).
+	auxLis                []*listener
+	consulAddr, vaultAddr string
 }
 
 // Host is one simulated machine.
@@ -294,8 +315,9 @@ func New(cfg Config) (*Sim, error) {
 	s.cluster.init()
 	s.vars.init()
 	s.cluster.topics, s.vars.topics = &s.topics, &s.topics
-	s.consul.init(s)
-	s.vault.init(s)
+	s.initServers()
+	s.latency.Store(int64(cfg.RequestLatency))
+	s.control = s.controlHandler()
 
 	main, err := s.listen(cfg.Listen, nil)
 	if err != nil {
@@ -323,9 +345,7 @@ func New(cfg Config) (*Sim, error) {
 			return nil, err
 		}
 	}
-	s.servers.electLocked(s)
-	s.consul.g.electLocked(s)
-	s.vault.g.electLocked(s)
+	s.electLocked()
 	s.mu.Unlock()
 
 	s.startBackground()
@@ -341,9 +361,7 @@ func (s *Sim) AddHost(name string, server, client bool, pool string) (*Host, err
 		return nil, err
 	}
 	if server {
-		s.servers.electLocked(s)
-		s.consul.g.electLocked(s)
-		s.vault.g.electLocked(s)
+		s.electLocked()
 	}
 	return h.snapshot(), nil
 }
@@ -380,16 +398,8 @@ func (s *Sim) addHostLocked(name string, server, client bool, pool string) (*Hos
 			RaftAddr: fmt.Sprintf("10.0.%d.%d:4647", n/250, n%250+1),
 			Voter:    true,
 		}
-		s.servers.addLocked(s, h)
-		if s.cfg.ConsulServers {
-			if err := s.addConsulServerLocked(h, n); err != nil {
-				return nil, err
-			}
-		}
-		if s.cfg.VaultServers {
-			if err := s.addVaultServerLocked(h, n); err != nil {
-				return nil, err
-			}
+		if err := s.addServersLocked(h, n); err != nil {
+			return nil, err
 		}
 	}
 	if client {
@@ -465,7 +475,7 @@ func (s *Sim) Close() {
 			lis = append(lis, h.lis)
 		}
 	}
-	lis = append(lis, s.auxListenersLocked()...)
+	lis = append(lis, s.auxLis...)
 	var wg sync.WaitGroup
 	for _, l := range lis {
 		wg.Go(l.close)
@@ -723,9 +733,10 @@ func (s *Sim) sortedHostsLocked() []*Host {
 }
 
 // startBackground starts the loops that make the cluster live: heartbeats and the
-// drainer (nodes.go), server health (operator.go) and lock expiry (variables.go).
+// drainer (nodes.go), the servers' autopilot (servers.go) and lock expiry
+// (variables.go).
 func (s *Sim) startBackground() {
 	s.cluster.start(s)
-	s.servers.start(s)
+	s.startServers()
 	s.vars.start(s)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim/raftsim"
 )
 
 func (s *Sim) registerStatusRoutes(mux *http.ServeMux) {
@@ -46,8 +48,8 @@ func (s *Sim) statusRead(w http.ResponseWriter, r *http.Request, read func() any
 // when a stale read finds no leader (Status.Leader: raft.LeaderWithID).
 func (s *Sim) handleStatusLeader(w http.ResponseWriter, r *http.Request) {
 	s.statusRead(w, r, func() any {
-		if e := s.servers.leaderEntryLocked(); e != nil {
-			return e.info.RaftAddr
+		if l := s.servers.Leader(); l != nil {
+			return l.Addr
 		}
 		return ""
 	})
@@ -77,25 +79,23 @@ func (s *Sim) handleAgentMembers(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	st := &s.servers
-	all := st.allLocked()
-	var self *serverEntry
+	all := st.Members()
+	var self *raftsim.Member
 	if h := requestHost(r); h != nil {
 		// A server answers for itself, also one that autopilot removed from
 		// the Raft configuration and that is back (Status.Members reads the
 		// local Serf).
-		if self = st.byHostLocked(h); self == nil {
-			self = st.removedByHostLocked(h)
-		}
+		self = st.Find(h.Name)
 	}
 	if self == nil {
-		self = st.leaderEntryLocked()
+		self = st.Leader()
 	}
 	if self == nil && len(all) > 0 {
 		self = all[0]
 	}
 	out := &api.ServerMembers{ServerRegion: s.cfg.Region, ServerDC: s.cfg.Datacenter, Members: []*api.AgentMember{}}
 	if self != nil {
-		out.ServerName = strings.TrimSuffix(self.info.Name, "."+s.cfg.Region)
+		out.ServerName = strings.TrimSuffix(self.Name, "."+s.cfg.Region)
 	}
 	for _, e := range all {
 		out.Members = append(out.Members, s.serfMemberLocked(e))
@@ -103,9 +103,9 @@ func (s *Sim) handleAgentMembers(w http.ResponseWriter, r *http.Request) {
 	// A server removed by autopilot's dead-server cleanup was force-left from Serf
 	// (nomad/autopilot.go RemoveFailedServer → serf RemoveFailedNode): "left" until
 	// it is back.
-	for _, e := range st.removed {
+	for _, e := range st.Removed() {
 		m := s.serfMemberLocked(e)
-		if !e.alive {
+		if !e.Up() {
 			m.Status = "left"
 		}
 		out.Members = append(out.Members, m)
@@ -115,17 +115,17 @@ func (s *Sim) handleAgentMembers(w http.ResponseWriter, r *http.Request) {
 }
 
 // serfMemberLocked is a server's Serf member (nomad/server.go setupSerf tags).
-func (s *Sim) serfMemberLocked(e *serverEntry) *api.AgentMember {
-	ip, port, _ := strings.Cut(e.info.RaftAddr, ":")
+func (s *Sim) serfMemberLocked(e *raftsim.Member) *api.AgentMember {
+	ip, port, _ := strings.Cut(e.Addr, ":")
 	status := "alive"
-	if !e.alive {
+	if !e.Up() {
 		status = "failed"
 	}
 	p, _ := strconv.Atoi(port)
 	return &api.AgentMember{
-		Name: e.info.Name, Addr: ip, Port: 4648, Status: status,
+		Name: e.Name, Addr: ip, Port: 4648, Status: status,
 		Tags: map[string]string{
-			"id": e.info.ID, "region": s.cfg.Region, "dc": s.cfg.Datacenter,
+			"id": e.ID, "region": s.cfg.Region, "dc": s.cfg.Datacenter,
 			"rpc_addr": ip, "port": strconv.Itoa(p), "role": "nomad",
 			"raft_vsn": "3", "build": simNomadVersion, "vsn": "1",
 		},

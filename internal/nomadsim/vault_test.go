@@ -47,7 +47,7 @@ func vlCode(t *testing.T, base, query string) int {
 
 func TestVaultHealthCodes(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, VaultServers: true})
-	active, standbys := auxFollowers(s, &s.vault.g)
+	active, standbys := auxFollowers(s, s.vault.Raft())
 	a, sb, other := vlAddr(t, s, active), vlAddr(t, s, standbys[0]), vlAddr(t, s, standbys[1])
 
 	for _, tc := range []struct {
@@ -116,8 +116,11 @@ func TestVaultHealthCodes(t *testing.T) {
 	// Not initialized (not reachable through the API: every node starts initialized):
 	// 501, before sealed.
 	s.mu.Lock()
-	s.vault.g.byHostLocked(s.hosts[standbys[0]]).uninit = true
+	err = s.vault.Uninitialize(standbys[0])
 	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for q, want := range map[string]int{"": 501, "?sealedcode=299": 501, "?uninitcode=299": 299} {
 		if got := vlCode(t, sb, q); got != want {
 			t.Fatalf("uninit health%s: %d, want %d", q, got, want)
@@ -140,7 +143,7 @@ func TestVaultRaftAutopilotState(t *testing.T) {
 		t.Run(strconv.Itoa(tc.servers), func(t *testing.T) {
 			s := vtSim(t, Config{Servers: tc.servers, VaultServers: true, BootTime: time.Hour})
 			c := vlClient(t, s.VaultAddress(), "root")
-			active, standbys := auxFollowers(s, &s.vault.g)
+			active, standbys := auxFollowers(s, s.vault.Raft())
 			for down, want := range tc.want {
 				if down > 0 {
 					if err := s.Reboot(standbys[down-1]); err != nil {
@@ -190,12 +193,12 @@ func TestVaultRaftAutopilotState(t *testing.T) {
 
 func TestVaultStepDownAndElection(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, VaultServers: true, VaultStepDownTime: time.Hour})
-	active, standbys := auxFollowers(s, &s.vault.g)
+	active, standbys := auxFollowers(s, s.vault.Raft())
 	// Sent to a standby, step-down is forwarded to the active node.
 	if err := vlClient(t, vlAddr(t, s, standbys[0]), "root").Sys().StepDown(); err != nil {
 		t.Fatal(err)
 	}
-	auxWait(t, s, "new active node", func(v *View) bool { return v.s.vault.g.leader != nil })
+	auxWait(t, s, "new active node", func(v *View) bool { return v.s.vault.Raft().Leader() != nil })
 	second := s.VaultActive()
 	if second == active {
 		t.Fatal("the stepped-down node took the lock again")
@@ -216,8 +219,8 @@ func TestVaultStepDownAndElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	auxWait(t, s, "active after reboot", func(v *View) bool {
-		l := v.s.vault.g.leader
-		return l != nil && l.host.Name != second
+		l := v.s.vault.Raft().Leader()
+		return l != nil && l.Host != second
 	})
 	if got := s.VaultActive(); got == active {
 		t.Fatalf("held node %s became active", got)
@@ -235,7 +238,7 @@ func TestVaultStepDownAndElection(t *testing.T) {
 
 func TestVaultSealedAfterReboot(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, VaultServers: true})
-	_, standbys := auxFollowers(s, &s.vault.g)
+	_, standbys := auxFollowers(s, s.vault.Raft())
 	name := standbys[0]
 	addr := vlAddr(t, s, name)
 	if err := s.Reboot(name); err != nil {
@@ -265,8 +268,7 @@ func TestVaultSealedAfterReboot(t *testing.T) {
 		t.Fatalf("unseal: %d %s %v", code, body, err)
 	}
 	auxWait(t, s, "unsealed node healthy", func(v *View) bool {
-		m := v.s.vault.g.byHostLocked(v.s.hosts[name])
-		return !m.sealed && m.healthy
+		return !v.s.vault.Sealed(name) && v.s.vault.Raft().ByHost(name).Healthy()
 	})
 	st, err = vlClient(t, s.VaultAddress(), "root").Sys().RaftAutopilotState()
 	if err != nil || !st.Healthy || st.FailureTolerance != 1 {
@@ -291,13 +293,13 @@ func TestVaultSealedAfterReboot(t *testing.T) {
 
 func TestVaultAutoUnseal(t *testing.T) {
 	s := vtSim(t, Config{Servers: 3, VaultServers: true, VaultAutoUnseal: true})
-	active, _ := auxFollowers(s, &s.vault.g)
+	active, _ := auxFollowers(s, s.vault.Raft())
 	if err := s.Reboot(active); err != nil {
 		t.Fatal(err)
 	}
 	auxWait(t, s, "new active", func(v *View) bool {
-		l := v.s.vault.g.leader
-		return l != nil && l.host.Name != active
+		l := v.s.vault.Raft().Leader()
+		return l != nil && l.Host != active
 	})
 	auxWait(t, s, "host back", func(v *View) bool { h, _ := v.Host(active); return h.Up })
 	if s.VaultSealed(active) {
