@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -346,31 +347,38 @@ func TestAdmit(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := admitSnapshot(tc.hosts, tc.mod)
-			adm := admit(admitRules{groups: tc.groups, drainDeadline: time.Hour, gates: !tc.noGates, hold: tc.hold}, s)
+			adm := admitSnap(admission.Rules{Groups: tc.groups, DrainDeadline: time.Hour, Gates: !tc.noGates, Hold: tc.hold}, s)
 			var got []string
 			for _, name := range s.names {
-				if adm.admitted[name] {
+				if adm.Admitted[name] {
 					got = append(got, name)
 				}
 			}
 			if strings.Join(got, ",") != strings.Join(tc.admitted, ",") {
-				t.Errorf("admitted %v, want %v (waiting %v)", got, tc.admitted, adm.wait)
+				t.Errorf("admitted %v, want %v (waiting %v)", got, tc.admitted, adm.Wait)
 			}
 			for host, want := range tc.wait {
-				if adm.wait[host] != want {
-					t.Errorf("%s waits for %+v (%q), want %+v", host, adm.wait[host], adm.wait[host], want)
+				if adm.Wait[host] != want {
+					t.Errorf("%s waits for %+v (%q), want %+v", host, adm.Wait[host], adm.Wait[host], want)
 				}
 			}
 			for host, want := range tc.waitHas {
-				if !strings.Contains(adm.wait[host].String(), want) {
-					t.Errorf("%s waits for %q, want ~%q", host, adm.wait[host], want)
+				if !strings.Contains(adm.Wait[host].String(), want) {
+					t.Errorf("%s waits for %q, want ~%q", host, adm.Wait[host], want)
 				}
 			}
-			for host := range adm.wait {
+			for host := range adm.Wait {
 				if _, ok := tc.wait[host]; !ok && tc.waitHas[host] == "" {
-					t.Errorf("%s waits for %q unexpectedly", host, adm.wait[host])
+					t.Errorf("%s waits for %q unexpectedly", host, adm.Wait[host])
 				}
 			}
 		})
 	}
+}
+
+// admitSnap runs admission over s with what s holds read, reading nothing
+// more: the tables build the snapshot whole.
+func admitSnap(r admission.Rules, s *snapshot) admission.Result {
+	res, _ := admission.Admit(withReads(admissionInput(r, s), s))
+	return res
 }

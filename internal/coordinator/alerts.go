@@ -2,15 +2,13 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/alertread"
-	"github.com/rollboot/rollboot/internal/phase"
-	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
@@ -38,17 +36,12 @@ type alertState struct {
 	next time.Time
 }
 
-// readAlerts reads the alerts when the gate is on and some host waits to start
-// (the admission queue is not empty), and decides what they mean into the
+// readAlerts reads the alerts, when admission asks for them (the gate is on
+// and some host waits to start), and decides what they mean into the
 // snapshot. It does it once per snapshot.
 func (c *Coordinator) readAlerts(ctx context.Context, s *snapshot) {
 	r := c.opt.Alerts
 	if s.alerts != nil {
-		return
-	}
-	if !r.Enabled() || len(admissionQueue(s)) == 0 {
-		c.alerts.next = time.Time{}
-		c.alerts.metrics.blocking.Set(0) // nothing is held
 		return
 	}
 	reader := c.alerts.reader
@@ -64,7 +57,7 @@ func (c *Coordinator) readAlerts(ctx context.Context, s *snapshot) {
 	if v.Holds() {
 		c.alerts.next = s.now.Add(r.Recheck)
 	}
-	held := alertHoldReason(v).String()
+	held := admission.AlertHold(v).String()
 	if held == c.alerts.logged {
 		return
 	}
@@ -79,33 +72,13 @@ func (c *Coordinator) readAlerts(ctx context.Context, s *snapshot) {
 	c.alerts.logged = held
 }
 
-// alertHoldReason is why the verdict holds every new start (zero: it does not).
-func alertHoldReason(v alertgate.Verdict) phase.WaitReason {
-	switch {
-	case v.Unknown != "" && len(v.Blocking) > 0:
-		return phase.WaitFor(phase.WaitAlertsUnknown, fmt.Sprintf("%s (and firing: %s)", v.Unknown, v.Names()))
-	case v.Unknown != "":
-		return phase.WaitFor(phase.WaitAlertsUnknown, v.Unknown)
-	case len(v.Blocking) > 0:
-		return phase.WaitFor(phase.WaitAlerts, v.Names())
+// noAlertsRead is the gate's state after a pass that did not read the alerts
+// (off, or no host waits to start): nothing is held, nothing is due.
+func (c *Coordinator) noAlertsRead() {
+	c.alerts.next = time.Time{}
+	if m := c.alerts.metrics; m != nil { // nil: a coordinator not made by New (tests)
+		m.blocking.Set(0)
 	}
-	return phase.WaitReason{}
-}
-
-// holdForAlerts takes every host out of the admission queue while alerts hold
-// (fleet-wide), with why it waits.
-func holdForAlerts(s *snapshot, queue []policy.Request, wait map[string]phase.WaitReason) []policy.Request {
-	if s.alerts == nil {
-		return queue
-	}
-	why := alertHoldReason(*s.alerts)
-	if why.IsZero() {
-		return queue
-	}
-	for _, req := range queue {
-		wait[req.Host] = why
-	}
-	return nil
 }
 
 // alertMetrics are the gate's series.

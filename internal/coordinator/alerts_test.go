@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -72,13 +73,13 @@ func TestAdmitAlerts(t *testing.T) {
 			hosts := append([]testHost{{name: "z"}}, pending...)
 			s := admitSnapshot(hosts, tt.mod)
 			s.alerts = tt.verdict
-			adm := admit(admitRules{groups: groups, drainDeadline: time.Hour}, s)
-			if got := sortedTrue(adm.admitted); strings.Join(got, ",") != strings.Join(tt.admitted, ",") {
+			adm := admitSnap(admission.Rules{Groups: groups, DrainDeadline: time.Hour}, s)
+			if got := sortedTrue(adm.Admitted); strings.Join(got, ",") != strings.Join(tt.admitted, ",") {
 				t.Errorf("admitted %v, want %v", got, tt.admitted)
 			}
 			for h, want := range tt.wait {
-				if adm.wait[h] != want {
-					t.Errorf("%s waits %+v, want %+v", h, adm.wait[h], want)
+				if adm.Wait[h] != want {
+					t.Errorf("%s waits %+v, want %+v", h, adm.Wait[h], want)
 				}
 			}
 		})
@@ -136,10 +137,10 @@ func TestReadAlerts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeAlerts{obs: tt.obs}
-			c := New(Options{Alerts: tt.rules, AlertReader: f, Now: func() time.Time { return t0 }})
+			c := New(Options{Nodes: &capNodes{}, Alerts: tt.rules, AlertReader: f, Now: func() time.Time { return t0 }})
 			s := admitSnapshot(tt.hosts, nil)
-			c.readAlerts(context.Background(), s)
-			c.readAlerts(context.Background(), s) // once per snapshot
+			c.admit(context.Background(), s)
+			c.admit(context.Background(), s) // once per snapshot
 			if f.reads != tt.reads {
 				t.Errorf("reads = %d, want %d", f.reads, tt.reads)
 			}
@@ -164,20 +165,20 @@ func TestReadAlerts(t *testing.T) {
 // alerts that would hold them even before a coordinator saw their need.
 func TestReadAlertsForPreviewedPendingHosts(t *testing.T) {
 	f := &fakeAlerts{obs: alertgate.Observation{Prometheus: []alertgate.Alert{{Labels: map[string]string{"alertname": "X"}, State: "firing"}}}}
-	c := New(Options{Alerts: alertgate.Rules{PrometheusURL: "http://p", Recheck: time.Second, Timeout: time.Second}, AlertReader: f})
+	c := New(Options{Nodes: &capNodes{}, Alerts: alertgate.Rules{PrometheusURL: "http://p", Recheck: time.Second, Timeout: time.Second}, AlertReader: f})
 	s := admitSnapshot([]testHost{{name: "a"}}, nil)
-	c.readAlerts(context.Background(), s)
+	c.admit(context.Background(), s)
 	if f.reads != 0 || s.alerts != nil {
 		t.Fatalf("read with nobody waiting: %d reads, %+v", f.reads, s.alerts)
 	}
 	s.plans = maps.Clone(s.plans) // as Preview: a snapshot's plans map is never changed in place
 	s.plans["a"] = store.Plan{Host: "a", Phase: store.PhasePending, NodeID: "node-a"}
-	c.readAlerts(context.Background(), s)
+	c.admit(context.Background(), s)
 	if f.reads != 1 || s.alerts == nil || !s.alerts.Holds() {
 		t.Fatalf("not read for the previewed pending host: %d reads, %+v", f.reads, s.alerts)
 	}
-	adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, drainDeadline: time.Hour}, s)
-	if adm.admitted["a"] || adm.wait["a"] != phase.WaitFor(phase.WaitAlerts, "X") {
+	adm := admitSnap(admission.Rules{Groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, DrainDeadline: time.Hour}, s)
+	if adm.Admitted["a"] || adm.Wait["a"] != phase.WaitFor(phase.WaitAlerts, "X") {
 		t.Errorf("admission: %+v", adm)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -80,7 +82,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 func TestCapacityReadsAreKept(t *testing.T) {
 	n := &blockingNodes{blocked: make(chan struct{}, 1)}
 	c := New(Options{Nodes: n})
-	v := &capacityView{allocs: map[string][]*api.Allocation{}}
+	v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}
 	if err := c.readAllocsOf(t.Context(), v, []string{"n1", "n2", "n1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,20 +6,23 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// busyNames returns the hosts whose plan is under way (any phase but idle), in
-// the order of s.names, listed once per snapshot and plans map. The reads and
-// the admission steps that only look at such hosts (the node events of
-// rebooting hosts, the clusters of the hosts that meet server gates, the hosts
-// on their way out for the capacity gate, the admission queue, the system jobs
-// of the hosts admitted) walk them instead of every host: a pass made half a
-// dozen walks over all 5,000 hosts, each a map lookup or two per host, for the
-// few hundred under way. The caller must not change the slice.
+// busyNames returns the hosts of s whose plan is under way (any phase but
+// idle), sorted: the reads and the steps that only look at such hosts (the
+// node events of rebooting hosts, the clusters of the hosts that meet server
+// gates, the hosts on their way out for the capacity gate, the admission
+// queue) walk them.
 func busyNames(s *snapshot) []string {
-	m, id := &s.memo, mapID(s.plans)
-	if !m.busyDone || m.busyPlans != id {
-		m.busy, m.busyPlans, m.busyDone = listBusy(s), id, true
+	var busy []string
+	for name, p := range s.plans {
+		if !planUnderWay(p) {
+			continue
+		}
+		if _, ok := s.hosts[name]; ok {
+			busy = append(busy, name)
+		}
 	}
-	return m.busy[:len(m.busy):len(m.busy)]
+	slices.Sort(busy)
+	return busy
 }
 
 // plansUnderWay copies the plans under way (any phase but idle) of plans: all
@@ -38,20 +41,6 @@ func plansUnderWay(plans map[string]store.Plan) map[string]store.Plan {
 // planUnderWay reports whether p is under way: in any phase but idle.
 func planUnderWay(p store.Plan) bool { return p.Phase != "" && p.Phase != store.PhaseIdle }
 
-func listBusy(s *snapshot) []string {
-	var busy []string
-	for name, p := range s.plans {
-		if !planUnderWay(p) {
-			continue
-		}
-		if _, ok := s.hosts[name]; ok {
-			busy = append(busy, name)
-		}
-	}
-	slices.Sort(busy)
-	return busy
-}
-
 // planCursor tells, for the hosts of s.names taken in order, which have a plan
 // under way (busyNames), by their position: the others are idle, and a walk
 // over every host needs only their phase. The walks over all hosts (the quiet
@@ -67,13 +56,9 @@ type planCursor struct {
 
 func newPlanCursor(s *snapshot) planCursor { return planCursor{s: s} }
 
-// busyAt returns the positions in s.names of the hosts of busyNames, listed
-// once per snapshot, plans map and names (the caller must not change it).
+// busyAt returns the positions in s.names of the hosts of busyNames.
 func busyAt(s *snapshot) []int {
-	busy, m := busyNames(s), &s.memo
-	if m.busyAtDone && m.busyAtPlans == m.busyPlans && sameSlice(m.busyAtNames, s.names) {
-		return m.busyAt
-	}
+	busy := busyNames(s)
 	at := make([]int, 0, len(busy))
 	from := 0
 	for _, name := range busy { // in the order of s.names: each after the last
@@ -84,7 +69,6 @@ func busyAt(s *snapshot) []int {
 		at = append(at, from+i)
 		from += i + 1
 	}
-	m.busyAt, m.busyAtPlans, m.busyAtNames, m.busyAtDone = at, m.busyPlans, s.names, true
 	return at
 }
 

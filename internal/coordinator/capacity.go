@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/constraint"
 	"github.com/rollboot/rollboot/internal/parallel"
-	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -40,42 +39,11 @@ type CapacityGate struct {
 	Headroom float64
 }
 
-// capacityRecheck is how often a pass runs while a host is held by the
-// capacity gate: room freed by allocations stopping elsewhere changes nothing
-// in Nomad's node list, so no watch wakes a pass for it (a node added or made
-// eligible does, through the node watch).
-const capacityRecheck = 5 * time.Second
-
-// maxCapacityRounds bounds the rounds of reads of one pass; each round reads
-// something new, and the candidates double each round, so a pass needs far
-// fewer.
-const maxCapacityRounds = 64
-
-// capacityView is what the capacity gate knows in a pass.
+// capacityView is what the capacity gate read in a pass: what admission sees
+// of it (gate), and the allocations read, by node ID.
 type capacityView struct {
-	headroom float64
-	// candidates: by node pool, the nodes that may take allocations (ready,
-	// eligible, not draining, not out for rollboot) in the order tried; "all":
-	// every one of them.
-	candidates map[string][]string
-	// out: the nodes draining or on their way out for rollboot, whose
-	// allocations need room.
-	out []string
-	// emptied: the nodes out whose drain rollboot saw complete in this cycle
-	// and that are still ineligible and not draining: nothing on them moves
-	// (emptiedByDrain), so their allocations are not read.
-	emptied map[string]bool
-	// allocs: the allocations read, by node ID; nodes: the candidates read.
+	gate   admission.Capacity
 	allocs map[string][]*api.Allocation
-	nodes  map[string]capacity.Node
-	// read: by pool, how many of its candidates were read.
-	read map[string]int
-	err  error // a read failed: every queued host is held with it
-	// What the gate lacked in the last round of admission, and for how many
-	// hosts of each group (capacityread.go).
-	wantAllocs map[string]bool
-	wantPools  map[string]bool
-	lacking    map[string]int
 }
 
 // capacityCache keeps each node's capacity from pass to pass, by ModifyIndex
@@ -119,36 +87,26 @@ type cachedCapacity struct {
 	node        capacity.Node
 }
 
-// readCapacity observes what the capacity gate needs for the hosts admission
-// would let go now (nothing when none is queued or the gate is off).
-func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot) {
-	if !c.opt.Capacity.Enabled || len(admissionQueue(s)) == 0 {
-		return
+// readCapacity reads what the capacity gate lacks (needs), into the pass's
+// view of it, made at its first read.
+func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot, needs admission.CapacityNeeds) {
+	v := s.capacity
+	if v == nil {
+		v = newCapacityView(s, c.opt.Capacity.Headroom, &c.capacityCache)
+		s.capacity = v
+		c.capacityCache.prune(s.nodes)
 	}
-	v := newCapacityView(s, c.opt.Capacity.Headroom, &c.capacityCache)
-	s.capacity = v
-	c.capacityCache.prune(s.nodes)
-	r := c.rulesOf(s)
-	for range maxCapacityRounds {
-		v.wantAllocs, v.wantPools, v.lacking = map[string]bool{}, map[string]bool{}, map[string]int{}
-		adm := admit(r, s)
-		if len(v.wantAllocs) == 0 && len(v.wantPools) == 0 {
-			keepAdmission(r, s, adm) // the pass's own admission, unless something changes (admitmemo.go)
-			return
-		}
-		if v.err = c.capacityRound(ctx, s, v); v.err != nil {
-			return
-		}
+	if v.gate.Err == nil {
+		v.gate.Err = c.capacityRound(ctx, s, v, needs)
 	}
-	v.err = fmt.Errorf("the nodes to read did not settle in %d rounds", maxCapacityRounds)
 }
 
 // newCapacityView sorts the nodes into the candidates of each pool and the
 // nodes out: as the pass before did while the node list and the hosts on their
 // way out are the same (at 5,000 nodes, sorting them took a tenth of a pass).
 func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacityView {
-	v := &capacityView{headroom: headroom, allocs: map[string][]*api.Allocation{}, nodes: map[string]capacity.Node{},
-		read: map[string]int{}}
+	v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Headroom: headroom,
+		Movers: map[string][]capacity.Alloc{}, Nodes: map[string]capacity.Node{}, Read: map[string]int{}, GroupOf: s.groupOf}}
 	// A host on its way out whose drain the node list does not show yet counts
 	// as draining. A rejoining one does not: eligible again, it takes
 	// allocations, which will not move.
@@ -162,17 +120,17 @@ func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacity
 			}
 			leaving = append(leaving, hv.node.ID)
 			if phase != store.PhaseDraining && emptiedByDrain(s.nodes[hv.node.ID]) {
-				if v.emptied == nil {
-					v.emptied = map[string]bool{}
+				if v.gate.Emptied == nil {
+					v.gate.Emptied = map[string]bool{}
 				}
-				v.emptied[hv.node.ID] = true
+				v.gate.Emptied[hv.node.ID] = true
 			}
 		}
 	}
 	slices.Sort(leaving)
 	leaving = slices.Compact(leaving)
 	layout := cc.layoutFor(s.nodes, leaving)
-	v.candidates, v.out = layout.candidates, layout.out
+	v.gate.Candidates, v.gate.Out = layout.candidates, layout.out
 	return v
 }
 
@@ -251,9 +209,9 @@ func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout 
 // capacityRound reads what the gate lacked: the allocations of the nodes whose
 // allocations would move, and twice as many candidates of the pools short of
 // room.
-func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacityView) error {
+func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacityView, needs admission.CapacityNeeds) error {
 	var todo []string // the candidates this round reads, each once
-	for _, id := range v.candidatesToRead() {
+	for _, id := range candidatesToRead(&v.gate, needs.Pools) {
 		if !slices.Contains(todo, id) {
 			todo = append(todo, id)
 		}
@@ -266,7 +224,7 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 		allocErr, nodErr error
 		wg               sync.WaitGroup
 	)
-	wg.Go(func() { allocErr = c.readAllocsOf(ctx, v, append(sortedKeys(v.wantAllocs), todo...)) }) // capacityread.go
+	wg.Go(func() { allocErr = c.readAllocsOf(ctx, v, append(slices.Clone(needs.Allocs), todo...)) }) // capacityread.go
 	wg.Go(func() { nodes, nodErr = c.capacityNodes(ctx, s, todo) })
 	wg.Wait()
 	if err := cmp.Or(allocErr, nodErr); err != nil {
@@ -284,10 +242,10 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 			}
 		}
 		n.Running = running(allocs)
-		v.nodes[id] = n
+		v.gate.Nodes[id] = n
 	}
-	for _, pool := range sortedKeys(v.wantPools) {
-		v.read[pool] = v.toRead(pool)
+	for _, pool := range needs.Pools {
+		v.gate.Read[pool] = v.gate.NextRead(pool)
 	}
 	return nil
 }
@@ -446,83 +404,4 @@ func running(allocs []*api.Allocation) []capacity.Group {
 		}
 	}
 	return out
-}
-
-// capacityGate says why a host may not be drained now for lack of room (zero
-// when it may), given the hosts admitted before it in this pass. It decides
-// from what observe read; what it lacks it notes for observe to read (and holds
-// meanwhile: observe runs admission again once it is read).
-func capacityGate(s *snapshot, host string, admitted map[string]bool) phase.WaitReason {
-	v := s.capacity
-	if v == nil {
-		return phase.WaitReason{}
-	}
-	if v.err != nil {
-		return phase.WaitFor(phase.WaitCapacity, "cannot tell: "+v.err.Error())
-	}
-	self := s.hosts[host].node
-	if self == nil {
-		return phase.WaitReason{}
-	}
-	if _, ok := v.allocs[self.ID]; !ok && v.askedEnough(s, self.ID) { // capacityread.go
-		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet")
-	}
-	leaving := slices.Clone(v.out)
-	gone := map[string]bool{self.ID: true}
-	for name := range admitted {
-		if n := s.hosts[name].node; n != nil {
-			leaving = append(leaving, n.ID)
-			gone[n.ID] = true
-		}
-	}
-	leaving = append(leaving, self.ID)
-	var in capacity.Input
-	in.Headroom = v.headroom
-	lacking := false
-	for _, id := range leaving {
-		if v.emptied[id] && !gone[id] {
-			continue // nothing on it moves (emptiedByDrain)
-		}
-		allocs, ok := v.allocs[id]
-		if !ok {
-			v.wantAllocs[id] = true
-			lacking = true
-			continue
-		}
-		in.Movers = append(in.Movers, movers(allocs)...)
-	}
-	if lacking {
-		v.lacking[s.groupOf[self.ID]]++
-		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet")
-	}
-	pools := map[string]bool{}
-	for _, m := range in.Movers {
-		p := m.Pool
-		if p == "" {
-			p = "all"
-		}
-		pools[p] = true
-	}
-	// The candidates read, in the order of all of them (by ID): v.nodes holds
-	// only candidates, a few of the nodes.
-	for _, id := range sortedKeys(v.nodes) {
-		if !gone[id] {
-			in.Candidates = append(in.Candidates, v.nodes[id])
-		}
-	}
-	why := capacity.Check(in)
-	if why == "" {
-		return phase.WaitReason{}
-	}
-	for p := range pools {
-		if v.read[p] < len(v.candidates[p]) {
-			v.wantPools[p] = true
-			lacking = true
-		}
-	}
-	if lacking {
-		v.lacking[s.groupOf[self.ID]]++
-		return phase.WaitFor(phase.WaitCapacity, "more nodes to read")
-	}
-	return phase.WaitFor(phase.WaitCapacity, why)
 }

@@ -170,9 +170,9 @@ func TestCapacityGate(t *testing.T) {
 			wantWait: map[string]string{"a": "capacity: pool default: web.web[0] needs 100 MHz CPU, 4 GiB memory on one node, and no node has that much free"}},
 		{name: "a read fails: held with the error", concurrency: 1, failAlloc: "node-a",
 			wantWait: map[string]string{"a": "capacity: cannot tell: read the allocations of node node-a: injected failure"}},
-		{name: "off: nothing read", off: true, concurrency: 1,
+		{name: "off: only the admitted host's system jobs read", off: true, concurrency: 1,
 			allocs:    map[string][]*api.Allocation{"node-a": {capAlloc("web.web[0]", "service", 1<<20)}},
-			wantAdmit: []string{"a"}, wantWait: map[string]string{}, maxReads: -1},
+			wantAdmit: []string{"a"}, wantWait: map[string]string{}, maxReads: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,10 +194,9 @@ func TestCapacityGate(t *testing.T) {
 			nodes := &capNodes{allocs: tt.allocs, failAlloc: tt.failAlloc}
 			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: !tt.off, Headroom: tt.headroom},
 				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: tt.concurrency}}}
-			c.readCapacity(context.Background(), s)
-			adm := admit(c.admitRules(), s)
+			adm := c.admit(context.Background(), s)
 			var got []string
-			for h := range adm.admitted {
+			for h := range adm.Admitted {
 				got = append(got, h)
 			}
 			slices.Sort(got)
@@ -205,7 +204,7 @@ func TestCapacityGate(t *testing.T) {
 				t.Errorf("admitted %v, want %v", got, tt.wantAdmit)
 			}
 			gotWait := map[string]string{}
-			for h, w := range adm.wait {
+			for h, w := range adm.Wait {
 				gotWait[h] = w.String()
 			}
 			for h, w := range tt.wantWait {
@@ -234,7 +233,7 @@ func TestCapacityGateIdle(t *testing.T) {
 	nodes := &capNodes{}
 	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
-	c.readCapacity(context.Background(), s)
+	c.admit(context.Background(), s)
 	if len(nodes.reads) > 0 || s.capacity != nil {
 		t.Errorf("reads %v on an idle cluster", nodes.reads)
 	}
@@ -283,9 +282,8 @@ func TestCapacityGateReadsFewAtScale(t *testing.T) {
 		capAlloc("web.web[0]", "service", 4096), capAlloc("web.web[1]", "service", 4096), capAlloc("db.db[0]", "service", 2048)}}}
 	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
-	c.readCapacity(context.Background(), s)
-	if adm := admit(c.admitRules(), s); !adm.admitted["a"] {
-		t.Fatalf("a not admitted: %v", adm.wait["a"])
+	if adm := c.admit(context.Background(), s); !adm.Admitted["a"] {
+		t.Fatalf("a not admitted: %v", adm.Wait["a"])
 	}
 	t.Logf("%d reads for 5001 nodes: %v", len(nodes.reads), nodes.reads)
 	if len(nodes.reads) > 9 {
@@ -324,9 +322,8 @@ func TestCapacityGateReadsAllocationsAndNodesSideBySide(t *testing.T) {
 		probe: newOverlapProbe()}
 	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
-	c.readCapacity(context.Background(), s)
-	if adm := admit(c.admitRules(), s); !adm.admitted["q"] {
-		t.Fatalf("q not admitted: %v", adm.wait["q"])
+	if adm := c.admit(context.Background(), s); !adm.Admitted["q"] {
+		t.Fatalf("q not admitted: %v", adm.Wait["q"])
 	}
 	if !nodes.probe.overlap.Load() {
 		t.Errorf("no node asked for while the candidates' allocations were read (reads %v): a round trip more", nodes.reads)
@@ -387,12 +384,11 @@ func TestCapacityGateConstraints(t *testing.T) {
 			nodes := &capNodes{allocs: tt.allocs, meta: meta}
 			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
-			c.readCapacity(context.Background(), s)
-			adm := admit(c.admitRules(), s)
-			if adm.admitted["a"] != tt.wantAdmit {
-				t.Errorf("admitted %v, want %v (waits %q)", adm.admitted["a"], tt.wantAdmit, adm.wait["a"].String())
+			adm := c.admit(context.Background(), s)
+			if adm.Admitted["a"] != tt.wantAdmit {
+				t.Errorf("admitted %v, want %v (waits %q)", adm.Admitted["a"], tt.wantAdmit, adm.Wait["a"].String())
 			}
-			if got := adm.wait["a"].String(); tt.wantWait != "" && got != tt.wantWait {
+			if got := adm.Wait["a"].String(); tt.wantWait != "" && got != tt.wantWait {
 				t.Errorf("waits %q\nwant  %q", got, tt.wantWait)
 			}
 		})
@@ -434,13 +430,13 @@ func TestCapacityGateReadsTheQueueLazily(t *testing.T) {
 			nodes := &capNodes{allocs: allocs}
 			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
-			c.readCapacity(context.Background(), s)
-			if s.capacity.err != nil {
-				t.Fatal(s.capacity.err)
+			c.admit(context.Background(), s)
+			if s.capacity.gate.Err != nil {
+				t.Fatal(s.capacity.gate.Err)
 			}
-			adm := admit(c.admitRules(), s)
-			if !adm.admitted[tt.wantAdmit] || len(adm.admitted) != 1 {
-				t.Errorf("admitted %v, want %s alone (it waits: %v)", adm.admitted, tt.wantAdmit, adm.wait[tt.wantAdmit])
+			adm := admitSnap(c.admitRules(), s)
+			if !adm.Admitted[tt.wantAdmit] || len(adm.Admitted) != 1 {
+				t.Errorf("admitted %v, want %s alone (it waits: %v)", adm.Admitted, tt.wantAdmit, adm.Wait[tt.wantAdmit])
 			}
 			queued := 0
 			for _, r := range nodes.reads {
@@ -496,16 +492,16 @@ func TestCapacityGateSkipsNodesEmptiedByTheirDrain(t *testing.T) {
 			}}
 			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}}
-			c.readCapacity(context.Background(), s)
-			if s.capacity.err != nil {
-				t.Fatal(s.capacity.err)
+			c.admit(context.Background(), s)
+			if s.capacity.gate.Err != nil {
+				t.Fatal(s.capacity.gate.Err)
 			}
-			adm := admit(c.admitRules(), s)
+			adm := admitSnap(c.admitRules(), s)
 			if got := slices.Contains(nodes.reads, "allocs node-out"); got != tt.wantRead {
 				t.Errorf("node out read: %t, want %t (reads %v)", got, tt.wantRead, nodes.reads)
 			}
-			if adm.admitted["q"] != tt.wantAdmit {
-				t.Errorf("q admitted: %t, want %t (it waits: %v)", adm.admitted["q"], tt.wantAdmit, adm.wait["q"])
+			if adm.Admitted["q"] != tt.wantAdmit {
+				t.Errorf("q admitted: %t, want %t (it waits: %v)", adm.Admitted["q"], tt.wantAdmit, adm.Wait["q"])
 			}
 		})
 	}
@@ -526,9 +522,9 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 		infoTakes: 5 * time.Millisecond}
 	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
 		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
-	c.readCapacity(context.Background(), s)
-	if s.capacity.err != nil {
-		t.Fatal(s.capacity.err)
+	c.admit(context.Background(), s)
+	if s.capacity.gate.Err != nil {
+		t.Fatal(s.capacity.gate.Err)
 	}
 	infos := 0
 	for _, r := range nodes.reads {
@@ -539,8 +535,8 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 	if infos != 17 || nodes.mostInInfo < 2 || nodes.mostInInfo > CapacityReadParallelism {
 		t.Errorf("%d node reads, at most %d at once; want 17 (q's own node is one), 2 to %d at once", infos, nodes.mostInInfo, CapacityReadParallelism)
 	}
-	if adm := admit(c.admitRules(), s); adm.admitted["q"] || adm.wait["q"].Kind != phase.WaitCapacity {
-		t.Errorf("q admitted %t, waits %v; want held for capacity", adm.admitted["q"], adm.wait["q"])
+	if adm := admitSnap(c.admitRules(), s); adm.Admitted["q"] || adm.Wait["q"].Kind != phase.WaitCapacity {
+		t.Errorf("q admitted %t, waits %v; want held for capacity", adm.Admitted["q"], adm.Wait["q"])
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/parallel"
 )
 
@@ -44,43 +45,19 @@ func (c *Coordinator) readAllocsOf(ctx context.Context, v *capacityView, ids []s
 	}
 	for i, id := range todo {
 		v.allocs[id] = got[i]
+		v.gate.Movers[id] = movers(got[i])
 	}
 	return nil
 }
 
-// askedEnough reports whether this round of the gate's reads already holds
-// as many hosts of node's group for what it lacks as it has read nodes of
-// that group (at least one): then the host waits for a later round instead of
-// asking for its allocations too. A host the gate holds gives its slot to the
-// next in line, and one whose allocations are not read yet is held: without
-// this bound the first round asked for the allocations of every queued host of
-// a group with a slot free (hundreds, when every host asked at once), though a
-// slot goes to the first that fits. Asking for as many again each round keeps
-// the rounds few when hosts do not fit (maxCapacityRounds).
-func (v *capacityView) askedEnough(s *snapshot, node string) bool {
-	group := s.groupOf[node]
-	read := 0
-	for id := range v.allocs {
-		if _, out := slices.BinarySearch(v.out, id); !out && s.groupOf[id] == group {
-			read++
-		}
-	}
-	return v.lacking[group] >= max(1, read)
-}
-
-// toRead is how many candidates of pool a round of reads has read once it is
-// done: twice as many as before, at least two.
-func (v *capacityView) toRead(pool string) int {
-	return min(len(v.candidates[pool]), max(2, 2*v.read[pool]))
-}
-
-// candidatesToRead returns the candidates whose allocations this round reads
-// (capacityRound), so that they are read side by side with the others.
-func (v *capacityView) candidatesToRead() []string {
+// candidatesToRead returns the candidates of pools whose allocations and
+// details this round reads (capacityRound): those up to the next read of
+// each pool (NextRead) not read yet.
+func candidatesToRead(v *admission.Capacity, pools []string) []string {
 	var ids []string
-	for _, pool := range sortedKeys(v.wantPools) {
-		for _, id := range v.candidates[pool][:v.toRead(pool)] {
-			if _, ok := v.nodes[id]; !ok {
+	for _, pool := range pools {
+		for _, id := range v.Candidates[pool][:v.NextRead(pool)] {
+			if _, ok := v.Nodes[id]; !ok {
 				ids = append(ids, id)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -15,7 +16,7 @@ import (
 
 // Room freed by an allocation ending on another node changes nothing in the
 // node list, so only the capacity recheck can release the hold before the
-// resync (10 minutes here): the host is drained within capacityRecheck of the
+// resync (10 minutes here): the host is drained within admission.CapacityRecheck of the
 // batch job that filled the other node completing.
 func TestCapacityHoldReleasedByRecheck(t *testing.T) {
 	sim, client, st := simStore(t, nomadsim.Config{Clients: 2})
@@ -72,5 +73,5 @@ func TestCapacityHoldReleasedByRecheck(t *testing.T) {
 	if !held {
 		t.Fatal("the host was never held by the capacity gate")
 	}
-	drainedWithinRecheck(t, finished, drained, capacityRecheck, "the batch job filling the other node")
+	drainedWithinRecheck(t, finished, drained, admission.CapacityRecheck, "the batch job filling the other node")
 }

@@ -15,12 +15,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
@@ -166,9 +166,6 @@ type Coordinator struct {
 	nodeCache nodeCache
 	// capacityCache: each node's capacity, for the capacity gate (capacity.go).
 	capacityCache capacityCache
-	// queued: the workload blockers' last read had hosts queued to look at
-	// (readWorkloads): the next pass reads the pool lists ahead.
-	queued atomic.Bool
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
 	// rebooting (heartbeatcache.go).
 	heartbeats heartbeatCache
@@ -380,10 +377,9 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	rules := c.rulesOf(s)
-	adm := c.admitWithJobs(octx, rules, s)
-	c.nextSettle = adm.settled
-	c.metrics.state.export(s, groupStatuses(rules, s))
+	adm := c.admit(octx, s)
+	c.nextSettle = adm.RecheckAt
+	c.metrics.state.export(s, s.statuses)
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
@@ -425,7 +421,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
 	}
-	first, rest, heads := headsFirst(rules, s, writes) // regrant.go
+	first, rest, heads := headsFirst(s, writes) // regrant.go
 	errs = errors.Join(errs, c.storePlans(ctx, first))
 	var granted map[string]bool
 	if errs == nil {
@@ -439,7 +435,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 }
 
 // input is what the phase machine sees of one host in this pass.
-func (c *Coordinator) input(s *snapshot, adm admission, name string) phase.Input {
+func (c *Coordinator) input(s *snapshot, adm admission.Result, name string) phase.Input {
 	hv, ctl := s.hosts[name], s.control
 	p := s.plans[name]
 	if p.Host == "" {
@@ -448,7 +444,7 @@ func (c *Coordinator) input(s *snapshot, adm admission, name string) phase.Input
 	in := phase.Input{
 		Now: s.now, Plan: p, Host: hv.rec, Node: hv.node, Group: hv.group, Paused: ctl.Paused,
 		CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
-		Admitted: adm.admitted[name], NotAdmitted: adm.wait[name], Timing: c.opt.Timing, Clusters: s.clusters,
+		Admitted: adm.Admitted[name], NotAdmitted: adm.Wait[name], Timing: c.opt.Timing, Clusters: s.clusters,
 	}
 	if _, ok := ctl.Requests[name]; ok {
 		r := ctl.Requests[name] // declared here: a variable whose address is taken is allocated, for every host

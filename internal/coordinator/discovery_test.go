@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -29,7 +30,7 @@ func TestDiscoveryErrorHoldsHost(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := tc.rec
-			pre := serverGate(true, nil, &rec, map[string]string{}, nil).String()
+			pre := admission.ServerGate(true, nil, &rec, map[string]string{}, nil).String()
 			post := postGate(nil, &rec, time.Now(), 0).String()
 			if tc.want == "" {
 				if pre != "" || post != "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -26,7 +27,7 @@ func TestQuietSteps(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 14))
 		s := &snapshot{now: now, plans: map[string]store.Plan{}, hosts: map[string]*hostView{},
 			control: store.Control{Requests: map[string]store.Request{}, Cancels: map[string]time.Time{}, Releases: map[string]time.Time{}}}
-		adm := admission{admitted: map[string]bool{}, wait: map[string]phase.WaitReason{}}
+		adm := admission.Result{Admitted: map[string]bool{}, Wait: map[string]phase.WaitReason{}}
 		for i := range 200 {
 			name := fmt.Sprintf("h%03d", i)
 			hv := &hostView{group: "default"}
@@ -59,7 +60,7 @@ func TestQuietSteps(t *testing.T) {
 					DrainGrant: []string{"", "g-old"}[rng.IntN(2)], DrainRestores: rng.IntN(2) == 0,
 					DrainStatus: []string{"", "draining", "complete", "canceled"}[rng.IntN(4)], DrainStartedAt: at(rng)}
 			}
-			adm.admitted[name] = rng.IntN(2) == 0
+			adm.Admitted[name] = rng.IntN(2) == 0
 			s.hosts[name] = hv
 			s.names = append(s.names, name)
 		}

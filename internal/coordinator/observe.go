@@ -13,21 +13,23 @@ import (
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // A reconcile pass first observes: it reads everything its decisions need into a
-// snapshot, and decides nothing. Admission (admit.go) and the phase machine
-// (decide.go) then decide from the snapshot alone, and apply (apply.go) writes.
+// snapshot, and decides nothing. Admission (package admission, through
+// admit.go) and the phase machine (package phase) then decide from the
+// snapshot alone, and apply (apply.go) writes.
 // The one read that depends on a decision, the system jobs of a host admitted
-// now (recorded in its plan at grant), follows admission (admitWithJobs).
+// now (recorded in its plan at grant), is one admission asks for (admit.go).
 
 // snapshot is what one pass read.
 type snapshot struct {
 	now time.Time
 	// plans: never changed in place before the pass applies its decisions; a
-	// pass that changes them (Preview) replaces the map (admitmemo.go).
+	// pass that changes them (Preview) replaces the map.
 	plans   map[string]store.Plan
 	control store.Control
 	nodes   map[string]*api.NodeListStub // every Nomad node, by ID
@@ -49,34 +51,22 @@ type snapshot struct {
 	// noHandOver: leadership hand-overs refused for lack of permission, by
 	// host/product, with the refusal.
 	noHandOver map[string]string
-	// agentLost: hosts admission holds because their agent would be lost with
-	// the drain (admitWithJobs), with why.
-	agentLost map[string]phase.WaitReason
 	// alerts: what the alerts mean for new drains; nil when not read (the
 	// gate is off, or no host waits to start).
 	alerts *alertgate.Verdict
 	// workloads: what the workload blockers read (workloads.go); nil when
 	// nothing was read.
 	workloads *workloadView
-	// poolsAhead: the deployments and blocked evaluations being read beside
-	// the pass's other reads (readPoolListsAhead); nil when they were not.
-	poolsAhead *poolLists
-	// capacity: what the capacity gate read; nil when it is off or nobody is
-	// queued (capacity.go).
+	// capacity: what the capacity gate read; nil until admission asks for
+	// something (capacity.go).
 	capacity *capacityView
+	// statuses: the groups as admission saw them in this pass (admit).
+	statuses []policy.GroupStatus
 	// health: the workloads of the hosts that wait for them to be healthy
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoin.Observed
 	// owned: the hosts whose view this pass copied to change it (own).
 	owned map[string]bool
-	// memo: what admission derives from the snapshot, computed once
-	// (admitmemo.go).
-	memo admitMemo
-	// rules: the admission rules of the pass (rulesOf).
-	rules *admitRules
-	// nodeSum: the nodes summed up for the group statuses (nil: summed up
-	// when needed).
-	nodeSum *nodeSummary
 	// allocs: the allocations of the nodes this pass read, by node ID
 	// (allocsOnNode), so that each is read once per pass.
 	allocs map[string][]*api.Allocation
@@ -97,7 +87,6 @@ type hostView struct {
 
 // observe reads everything a pass decides on.
 func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
-	ahead := c.readPoolListsAhead(ctx) // workloads.go
 	plans, err := c.loadPlans(ctx)
 	if err != nil {
 		return nil, err
@@ -115,18 +104,14 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	recs, missing := c.checkRecords(ctx, recs, badRecs, nodes, ctl)
-	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing,
-		nodeSum: c.viewCache.summary(nodes, groupOf), poolsAhead: ahead}
+	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing}
 	c.hostViews(s, recs)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
-	c.readAlerts(ctx, s)
-	c.readWorkloads(ctx, s)
 	c.readRejoinHealth(ctx, s)
 	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
 	c.mu.Unlock()
-	c.readCapacity(ctx, s)
 	return s, nil
 }
 
@@ -257,51 +242,6 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 				s.clusters[k] = c.opt.Clusters.Read(ctx, srv.Product, srv.Cluster)
 			}
 		}
-	}
-}
-
-// admitWithJobs admits (admit), then reads the system jobs on the node of each
-// host admitted (recorded in its plan at grant). A host whose agent runs as a
-// system job missing from its node would be lost with the drain
-// (agentWouldBeLost): it is held and admission runs again without it, so that
-// its slot goes to the next host in line in the same pass instead of staying
-// unused for as long as it is held. Each round holds at least one more host, so
-// it ends; a host's jobs are read once.
-func (c *Coordinator) admitWithJobs(ctx context.Context, r admitRules, s *snapshot) admission {
-	for {
-		adm := admitted(r, s) // the capacity gate's last, if nothing changed since
-		c.readGrantJobs(ctx, s, adm)
-		again := false
-		for _, name := range busyNames(s) { // the hosts admitted are pending
-			hv := s.hosts[name]
-			if !adm.admitted[name] || hv.err != nil {
-				continue
-			}
-			if why := phase.AgentWouldBeLost(phase.Input{Node: hv.node, Host: hv.rec, SystemJobs: hv.jobs}); !why.IsZero() {
-				if s.agentLost == nil {
-					s.agentLost = map[string]phase.WaitReason{}
-				}
-				s.agentLost[name] = why
-				again = true
-			}
-		}
-		if !again {
-			return adm
-		}
-	}
-}
-
-// readGrantJobs reads the system jobs on the node of each host admitted now
-// whose jobs this pass has not read yet.
-func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admission) {
-	for _, name := range busyNames(s) { // the hosts admitted are pending
-		hv := s.hosts[name]
-		if !adm.admitted[name] || hv.node == nil || hv.err != nil || hv.jobsRead {
-			continue
-		}
-		hv = s.own(name)
-		hv.jobs, hv.err = c.systemJobs(ctx, s, hv.node.ID)
-		hv.jobsRead = true
 	}
 }
 

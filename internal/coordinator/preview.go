@@ -5,6 +5,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -70,7 +71,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		if s.hosts[name].err != nil {
 			continue
 		}
-		in := c.input(s, admission{}, name)
+		in := c.input(s, admission.Result{}, name)
 		if in.Plan.Phase != store.PhaseIdle {
 			continue
 		}
@@ -78,13 +79,10 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 			s.plans[name] = d.Plan
 		}
 	}
-	c.readAlerts(ctx, s)   // unless observe did: the hosts previewed as pending wait to start too
-	c.readCapacity(ctx, s) // again: for the hosts made pending above
-	rules := c.rulesOf(s)
-	adm := c.admitWithJobs(ctx, rules, s) // a read: whether the agent runs on an admitted host's node
+	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Unreadable: map[string]string{}}
-	for _, gs := range groupStatuses(rules, s) {
+	for _, gs := range s.statuses {
 		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
 		if !ok {
 			limit = -1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -76,7 +77,7 @@ func freesSlot(in phase.Input, d phase.Decision) bool {
 // be stored after it (a grant that failed leaves the plan as it was before the
 // pass, and the next pass decides again). first is the pass's admission; s its
 // snapshot.
-func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission, freed, pended []string,
+func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission.Result, freed, pended []string,
 	heads []pendingWrite) (map[string]bool, error) {
 	c.mu.Lock()
 	stored := c.plans
@@ -108,18 +109,15 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		s2.plans[p.Host] = p
 		newcomers[p.Host] = &heads[i]
 	}
-	s2.memo, s2.capacity = admitMemo{}, nil
+	s2.capacity = nil // read again, with the pass's drains
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
 	if len(newcomers) > 0 {
-		// What this pass read of the alerts and workloads was for its own
-		// queue, which the newcomers were not in.
-		s2.workloads, s2.poolsAhead = nil, nil // the lists read again, after the pass's drains
-		c.readAlerts(octx, &s2)
-		c.readWorkloads(octx, &s2)
+		// What this pass read of the workloads was for its own queue, which
+		// the newcomers were not in: read again, after the pass's drains.
+		s2.workloads = nil
 	}
-	c.readCapacity(octx, &s2)
-	adm := c.admitWithJobs(octx, c.rulesOf(&s2), &s2)
+	adm := c.admit(octx, &s2)
 	if err := octx.Err(); err != nil {
 		return nil, c.stepFailed(octx, ctx, err)
 	}
@@ -128,7 +126,7 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 	for _, name := range busyNames(&s2) { // the hosts admitted are pending
 		hv := s2.hosts[name]
 		head, isNew := newcomers[name]
-		if !adm.admitted[name] || first.wait[name].Kind != phase.WaitQueued && !isNew || hv.err != nil {
+		if !adm.Admitted[name] || first.Wait[name].Kind != phase.WaitQueued && !isNew || hv.err != nil {
 			continue
 		}
 		if hv.rec != nil && len(hv.rec.Servers) > 0 {
@@ -183,7 +181,7 @@ func storedApart(in phase.Input, d phase.Decision) bool {
 // heads as decided (regrantFreed), and a head's grant is its first write; the heads
 // not granted are stored pending with rest, after it. Nothing in rest takes or
 // frees a slot, so handing out before it is stored is as safe as after.
-func headsFirst(r admitRules, s *snapshot, writes []pendingWrite) (first, rest, heads []pendingWrite) {
+func headsFirst(s *snapshot, writes []pendingWrite) (first, rest, heads []pendingWrite) {
 	var newcomers []policy.Request
 	byHost := map[string]pendingWrite{}
 	for _, w := range writes {
@@ -199,7 +197,7 @@ func headsFirst(r admitRules, s *snapshot, writes []pendingWrite) (first, rest, 
 		return first, nil, nil
 	}
 	slots := map[string]int{}
-	for _, g := range groupStatuses(r, s) {
+	for _, g := range s.statuses {
 		slots[g.Group.Name] = policy.Slots(g.Group, g.Size)
 	}
 	taken := map[string]int{}

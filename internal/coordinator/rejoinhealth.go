@@ -278,11 +278,3 @@ func (c *Coordinator) groupDrainDeadlines() map[string]time.Duration {
 	}
 	return out
 }
-
-// drainDeadlineOf is the drain deadline of the group named name.
-func (r admitRules) drainDeadlineOf(name string) time.Duration {
-	if d, ok := r.groupDeadlines[name]; ok {
-		return d
-	}
-	return r.drainDeadline
-}

@@ -35,10 +35,10 @@ func TestGroupDrainDeadlineForWindows(t *testing.T) {
 	c := New(Options{Timing: timing, Groups: []GroupSpec{{Options: GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour}}}}})
 	c.opt.Groups[0].Name = "batch"
 	r := c.admitRules()
-	if got := r.drainDeadlineOf("batch"); got != 2*time.Hour {
+	if got := r.DrainDeadlineOf("batch"); got != 2*time.Hour {
 		t.Errorf("batch: %s", got)
 	}
-	if got := r.drainDeadlineOf("default"); got != timing.DrainDeadline {
+	if got := r.DrainDeadlineOf("default"); got != timing.DrainDeadline {
 		t.Errorf("default: %s", got)
 	}
 }

@@ -51,11 +51,6 @@ type viewCache struct {
 	viewsKey   string
 	// nodeViews: the view of each node, as built from its list stub.
 	nodeViews map[string]*phase.NodeView
-	// sum: the nodes summed up for the group statuses, from sumNodes and
-	// sumGroups.
-	sum       *nodeSummary
-	sumNodes  map[string]*api.NodeListStub
-	sumGroups map[string]string
 }
 
 // forgetViews drops the kept host views, so that the next pass builds every
@@ -64,17 +59,6 @@ func (v *viewCache) forgetViews() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.views, v.names, v.order, v.viewsRecs = nil, nil, nil, nil
-}
-
-// summary returns summarizeNodes(nodes, groupOf): as made for the same node
-// list and groups last time.
-func (v *viewCache) summary(nodes map[string]*api.NodeListStub, groupOf map[string]string) *nodeSummary {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.sum == nil || !sameMap(nodes, v.sumNodes) || !sameMap(groupOf, v.sumGroups) {
-		v.sum, v.sumNodes, v.sumGroups = summarizeNodes(nodes, groupOf), nodes, groupOf
-	}
-	return v.sum
 }
 
 // sameSlice reports whether a and b are the same slice (not equal ones).

@@ -8,12 +8,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/phase"
-	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/workload"
 )
 
@@ -32,10 +30,6 @@ import (
 
 // WorkloadSettings are the policy's workloads block.
 type WorkloadSettings = workload.Settings
-
-// workloadRecheck is how often a pass runs while a host is held by a workload
-// blocker.
-const workloadRecheck = 5 * time.Second
 
 // WorkloadsAPI is the part of the Nomad API the workload blockers read;
 // NomadWorkloads implements it over an *api.Client.
@@ -84,6 +78,8 @@ type workloadView struct {
 	// read for the pool failed.
 	pools   map[string]workload.PoolView
 	poolErr map[string]error
+	// holds: why each host read for is held (zero: it is not).
+	holds map[string]phase.WaitReason
 }
 
 // hostPool is the node pool of a host's node ("" without a known node).
@@ -97,37 +93,25 @@ func hostPool(s *snapshot, hv *hostView) string {
 	return ""
 }
 
-// readWorkloads reads what the workload blockers need to decide on the hosts
-// of the admission queue.
-func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot) {
-	set, wapi := c.opt.Workloads, c.opt.WorkloadsAPI
-	if wapi == nil || !set.Enabled() {
-		return
-	}
-	var hosts []string
+// readWorkloads reads what the workload blockers need to decide on hosts
+// (queued hosts with a node), and why each is held.
+func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot, hosts []string) {
+	set := c.opt.Workloads
 	pools := map[string]bool{}
-	for _, req := range admissionQueue(s) {
-		if p := hostPool(s, s.hosts[req.Host]); p != "" {
-			hosts = append(hosts, req.Host)
-			pools[p] = true
-		}
-	}
-	c.queued.Store(len(hosts) > 0)
-	if len(hosts) == 0 {
-		return
+	for _, name := range hosts {
+		pools[hostPool(s, s.hosts[name])] = true
 	}
 	v := &workloadView{allocs: map[string][]workload.Alloc{}, allocErr: map[string]error{},
-		pools: map[string]workload.PoolView{}, poolErr: map[string]error{}}
+		pools: map[string]workload.PoolView{}, poolErr: map[string]error{}, holds: map[string]phase.WaitReason{}}
 	s.workloads = v
 	if set.JobFilter != "" {
 		c.readBlockingJobs(ctx, s, v, hosts)
 	}
 	if set.Deployments || set.BlockedEvals {
-		lists := s.poolsAhead
-		if lists == nil {
-			lists = c.startPoolLists(ctx)
-		}
-		c.readPools(ctx, v, lists, slices.Sorted(maps.Keys(pools)))
+		c.readPools(ctx, v, slices.Sorted(maps.Keys(pools)))
+	}
+	for _, name := range hosts {
+		v.holds[name] = workloadHold(s, v, name)
 	}
 }
 
@@ -235,8 +219,8 @@ func allocTerminalStatus(a *api.Allocation) bool {
 // the built-in pool "all" (nomad/structs NodePoolAll). A job's list stub does
 // not carry its node pool in the API client's types, so the pool is a filter
 // Nomad evaluates.
-func (c *Coordinator) readPools(ctx context.Context, v *workloadView, lists *poolLists, pools []string) {
-	deps, evals, err := lists.wait(ctx)
+func (c *Coordinator) readPools(ctx context.Context, v *workloadView, pools []string) {
+	deps, evals, err := c.readPoolLists(ctx)
 	mayHold := len(evals) > 0 || slices.ContainsFunc(deps, func(d workload.Deployment) bool { return workload.Held(d.Status) })
 	set := c.opt.Workloads
 	for _, p := range pools {
@@ -252,53 +236,6 @@ func (c *Coordinator) readPools(ctx context.Context, v *workloadView, lists *poo
 			}
 		}
 		v.pools[p] = pv
-	}
-}
-
-// poolLists are the deployments and blocked evaluations (readPoolLists),
-// being read: ahead, beside a pass's other reads, or when the blockers come
-// to them.
-type poolLists struct {
-	done  chan struct{} // closed once read
-	deps  []workload.Deployment
-	evals []workload.Eval
-	err   error
-}
-
-// readPoolListsAhead starts reading the pool lists as a pass starts, beside
-// the records, nodes and node details it reads first, when the workload
-// blockers' last read had hosts queued (this pass most likely has them too):
-// nil otherwise, so an idle cluster is asked nothing more. Read after all of
-// those, they were one round trip more in every pass of a rollout, a tenth of
-// a pass at 1,000 hosts, and a list of the evaluations of every namespace is
-// among the slowest reads of a large real cluster. A pass that finds nobody
-// queued after all leaves them unused; they are read at the pass's start, as
-// its records are, so no older than those.
-func (c *Coordinator) readPoolListsAhead(ctx context.Context) *poolLists {
-	set := c.opt.Workloads
-	if c.opt.WorkloadsAPI == nil || !set.Enabled() || !(set.Deployments || set.BlockedEvals) || !c.queued.Load() {
-		return nil
-	}
-	return c.startPoolLists(ctx)
-}
-
-// startPoolLists starts reading the pool lists (readPoolLists).
-func (c *Coordinator) startPoolLists(ctx context.Context) *poolLists {
-	l := &poolLists{done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		l.deps, l.evals, l.err = c.readPoolLists(ctx)
-	}()
-	return l
-}
-
-// wait returns the lists once read, or ctx's error first.
-func (l *poolLists) wait(ctx context.Context) ([]workload.Deployment, []workload.Eval, error) {
-	select {
-	case <-l.done:
-		return l.deps, l.evals, l.err
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
 	}
 }
 
@@ -372,25 +309,6 @@ func (c *Coordinator) poolJobs(ctx context.Context, pool string) (map[workload.J
 	return jobs, counted, nil
 }
 
-// workloadHolds takes out of the queue the hosts a workload blocker holds, with
-// why they wait.
-func workloadHolds(s *snapshot, queue []policy.Request) ([]policy.Request, map[string]phase.WaitReason) {
-	v := s.workloads
-	if v == nil {
-		return queue, nil
-	}
-	var rest []policy.Request
-	wait := map[string]phase.WaitReason{}
-	for _, req := range queue {
-		if why := workloadHold(s, v, req.Host); !why.IsZero() {
-			wait[req.Host] = why
-			continue
-		}
-		rest = append(rest, req)
-	}
-	return rest, wait
-}
-
 // workloadHold is why one queued host is held by a workload blocker (zero if
 // it is not). A read that failed holds: the blocker cannot tell.
 func workloadHold(s *snapshot, v *workloadView, host string) phase.WaitReason {
@@ -429,12 +347,4 @@ func workloadHold(s *snapshot, v *workloadView, host string) phase.WaitReason {
 		return phase.WaitFor(phase.WaitBlockedEvals, h.Detail)
 	}
 	return phase.WaitReason{}
-}
-
-// sooner is the earlier of two due times, zero meaning none.
-func sooner(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
 }

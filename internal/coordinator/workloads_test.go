@@ -5,13 +5,13 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -221,23 +221,23 @@ func TestWorkloadBlockers(t *testing.T) {
 			s.nodes["node-a"].NodePool = "default"
 			s.nodes["node-b"].NodePool = "batch"
 			c := &Coordinator{opt: Options{Workloads: tt.set, WorkloadsAPI: tt.f, Nodes: workloadNodes{f: tt.f}}}
-			c.readWorkloads(context.Background(), s)
-			adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 2}}, gates: true}, s)
+			c.readWorkloads(context.Background(), s, []string{"a", "b"})
+			adm := admitSnap(admission.Rules{Groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 2}}, Gates: true, Workloads: true}, s)
 			for h, want := range tt.wait {
-				if got := adm.wait[h].String(); !strings.Contains(got, want) {
+				if got := adm.Wait[h].String(); !strings.Contains(got, want) {
 					t.Errorf("%s waits for %q, want %q", h, got, want)
 				}
 			}
 			for _, h := range tt.admitted {
-				if !adm.admitted[h] {
-					t.Errorf("%s not admitted: %v", h, adm.wait[h])
+				if !adm.Admitted[h] {
+					t.Errorf("%s not admitted: %v", h, adm.Wait[h])
 				}
 			}
-			if len(adm.admitted) != len(tt.admitted) {
-				t.Errorf("admitted %v, want %v", adm.admitted, tt.admitted)
+			if len(adm.Admitted) != len(tt.admitted) {
+				t.Errorf("admitted %v, want %v", adm.Admitted, tt.admitted)
 			}
-			if tt.wait != nil && !adm.settled.Equal(t0.Add(workloadRecheck)) {
-				t.Errorf("next pass due at %v, want %v (the recheck)", adm.settled, t0.Add(workloadRecheck))
+			if tt.wait != nil && !adm.RecheckAt.Equal(t0.Add(admission.WorkloadRecheck)) {
+				t.Errorf("next pass due at %v, want %v (the recheck)", adm.RecheckAt, t0.Add(admission.WorkloadRecheck))
 			}
 			if (tt.calls > 0 && len(tt.f.calls) != tt.calls) || (tt.noCalls && len(tt.f.calls) > 0) {
 				t.Errorf("requests %q, want %d", tt.f.calls, tt.calls)
@@ -270,12 +270,12 @@ func TestWorkloadListsSideBySide(t *testing.T) {
 		evals: []*api.Evaluation{{ID: "e1", Namespace: "default", JobID: "etl", Status: "blocked"}}}, probe: newOverlapProbe()}
 	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}}, inDefaultPool)
 	c := &Coordinator{opt: Options{Workloads: workload.Default(), WorkloadsAPI: f, Nodes: workloadNodes{f: f.fakeWorkloads}}}
-	c.readWorkloads(context.Background(), s)
+	c.readWorkloads(context.Background(), s, []string{"a"})
 	if !f.probe.overlap.Load() {
 		t.Errorf("the deployments were listed alone (requests %q)", f.calls)
 	}
-	adm := admit(admitRules{groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, gates: true}, s)
-	if got, want := adm.wait["a"].String(), "1 evaluation is blocked (job etl)"; !strings.Contains(got, want) {
+	adm := admitSnap(admission.Rules{Groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1}}, Gates: true, Workloads: true}, s)
+	if got, want := adm.Wait["a"].String(), "1 evaluation is blocked (job etl)"; !strings.Contains(got, want) {
 		t.Errorf("a waits for %q, want %q", got, want)
 	}
 }
@@ -303,7 +303,7 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 	})
 	finished, drained := runUntilDrained(ctx, t, sim, co, "backup", nil)
 	cancel()
-	drainedWithinRecheck(t, finished, drained, workloadRecheck, "the blocking job")
+	drainedWithinRecheck(t, finished, drained, admission.WorkloadRecheck, "the blocking job")
 }
 
 // drainedWithinRecheck checks that the drain started after what held it
@@ -365,100 +365,5 @@ func requestReboot(ctx context.Context, t *testing.T, st *store.Store, h nomadsi
 		return nil
 	}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// probeBox holds the overlap probe of the pass under test.
-type probeBox struct {
-	mu sync.Mutex
-	p  *overlapProbe
-}
-
-func (b *probeBox) set(p *overlapProbe) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.p = p
-}
-
-func (b *probeBox) get() *overlapProbe {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.p
-}
-
-// deploymentsBegin begins the probe when the deployments are listed, and
-// counts the lists.
-type deploymentsBegin struct {
-	WorkloadsAPI
-	box *probeBox
-	n   atomic.Int32
-}
-
-func (w *deploymentsBegin) ListDeployments(q *api.QueryOptions) ([]*api.Deployment, *api.QueryMeta, error) {
-	w.n.Add(1)
-	w.box.get().begin()
-	return w.WorkloadsAPI.ListDeployments(q)
-}
-
-// listAfterDeployments lists the nodes once the probe began (or two seconds
-// passed): a pass reads the node list before it comes to the blockers.
-type listAfterDeployments struct {
-	NodesAPI
-	box *probeBox
-}
-
-func (n listAfterDeployments) List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
-	n.box.get().wait()
-	return n.NodesAPI.List(q)
-}
-
-// Once a pass had hosts queued, the next reads the deployments and blocked
-// evaluations as it starts, beside its first reads (here the node list, which a
-// pass reads before it comes to the blockers), and once; a pass over an idle
-// cluster lists neither.
-func TestPoolListsReadAhead(t *testing.T) {
-	sim, client, st := simStore(t, nomadsim.Config{Clients: 2})
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	begun := newOverlapProbe()
-	begun.begin() // the passes before the one under test do not wait
-	box := &probeBox{p: begun}
-	wl := &deploymentsBegin{WorkloadsAPI: NomadWorkloads{Client: client}, box: box}
-	co := New(Options{
-		Nodes: listAfterDeployments{NodesAPI: client.Nodes(), box: box}, Store: st,
-		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
-		Workloads:    workload.Default(), WorkloadsAPI: wl,
-	})
-	if err := co.ReconcileOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := wl.n.Load(); n != 0 {
-		t.Fatalf("an idle cluster's pass listed the deployments %d times", n)
-	}
-	// Both hosts need a reboot, with one slot: one drains, the other waits.
-	for _, name := range []string{"client-1", "client-2"} {
-		h, _ := sim.Host(name)
-		if _, err := st.PutHost(ctx, store.HostRecord{Host: h.Name, NodeID: h.NodeID, BootID: h.BootID,
-			Roles: []string{store.RoleNomadClient}, RebootRequired: true, RequestedAt: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 2 {
-		if err := co.ReconcileOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p := newOverlapProbe()
-	box.set(p)
-	before := wl.n.Load()
-	if err := co.ReconcileOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !p.overlap.Load() {
-		t.Error("the pass listed the nodes before it asked for the deployments: the pool lists were not read ahead")
-	}
-	if n := wl.n.Load() - before; n != 1 {
-		t.Errorf("the pass listed the deployments %d times, want once", n)
 	}
 }

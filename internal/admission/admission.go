@@ -1,0 +1,273 @@
+// Package admission decides which pending hosts may be taken out of service
+// now and why each other one waits: a pure function of an input the
+// coordinator builds once per pass, which also says what it still needs read
+// before it can decide (Needs).
+package admission
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// The order of the checks: the group budgets and windows (package policy),
+// then rollboot's own rules, in this order, for each host the budgets offer a
+// slot to (first come, first served; a host a rule holds takes no slot, which
+// is offered to the next host in line):
+//   - a coordinator candidate is kept in service;
+//   - a host whose agent cannot tell which servers run on it is held;
+//   - at most one server of each cluster is out at once;
+//   - no Vault server goes while another Vault server is sealed;
+//   - every cluster of the host's servers passes its pre-reboot gate;
+//   - the nodes left can take the allocations the drain moves (the capacity
+//     gate, with the hosts admitted before it);
+//   - the host's agent, when it runs as a Nomad system job, runs on its node.
+//
+// Before any slot is offered, the alerts hold every host (fleet-wide), a group
+// settling after a host came back holds its hosts, and the workload blockers
+// hold the hosts of a busy node or pool.
+
+// Rules are the configuration admission depends on.
+type Rules struct {
+	Groups        []policy.Group // the default group first, then the configured ones
+	DrainDeadline time.Duration  // a window must leave room for a drain to finish
+	// GroupDeadlines are the groups with a drain deadline of their own.
+	GroupDeadlines map[string]time.Duration
+	Gates          bool // quorum gates are configured
+	// Hold, when set, admits nobody and is every pending host's reason: the
+	// stored policy cannot be used.
+	Hold phase.WaitReason
+	// Alerts, Workloads, Capacity: the gates that read something before they
+	// decide are on.
+	Alerts, Workloads, Capacity bool
+}
+
+// DrainDeadlineOf is the drain deadline of the group named name.
+func (r Rules) DrainDeadlineOf(name string) time.Duration {
+	if d, ok := r.GroupDeadlines[name]; ok {
+		return d
+	}
+	return r.DrainDeadline
+}
+
+// Pending is a pending host that may compete for a slot: past its backoff,
+// with a record, a ready node not drained by someone else (or no node), and an
+// agent that runs.
+type Pending struct {
+	policy.Request
+	Rec  *store.HostRecord
+	Node *phase.NodeView // nil: the host has no Nomad node
+	// Pool is its node's pool ("" without a node).
+	Pool string
+}
+
+// GroupCount is what admission counts of one group.
+type GroupCount struct {
+	// Size: its nodes; Unavailable: those not ready or not eligible that no
+	// cycle of rollboot's holds; Active: its hosts out for rollboot.
+	Size, Unavailable, Active int
+	// LastBack is the host of the group that came back last, at LastBackAt.
+	LastBack   string
+	LastBackAt time.Time
+}
+
+// Input is everything admission decides on. Alerts, WorkloadHolds, Capacity
+// and Jobs are read only when Admit asks for them (Needs).
+type Input struct {
+	Now         time.Time
+	Rules       Rules
+	Paused      bool
+	PauseReason string
+	// Queue: the hosts that compete for a slot.
+	Queue  []Pending
+	Groups map[string]GroupCount
+	// Spare: the coordinator candidates in service; ServersOut: each server
+	// cluster (product/cluster) with a server out for rollboot, to that
+	// server's host; Sealed: the hosts whose Vault server is sealed.
+	Spare      int
+	ServersOut map[string]string
+	Sealed     []string
+	// Missing: the hosts whose agent is known not to run, and why.
+	Missing  map[string]string
+	Clusters map[string]health.ClusterHealth
+
+	// Alerts: what the alerts mean for new drains (nil: not read).
+	Alerts *alertgate.Verdict
+	// WorkloadHolds: why the workload blockers hold a queued host (nil: not
+	// read; a host missing from a map read is not held).
+	WorkloadHolds map[string]phase.WaitReason
+	// Capacity: what the capacity gate read (nil: nothing yet).
+	Capacity *Capacity
+	// Jobs: the system jobs running on the node of each host admitted, read
+	// once it is (a host missing has not been read).
+	Jobs map[string][]string
+}
+
+// Result is what admission decided.
+type Result struct {
+	Admitted map[string]bool
+	// Wait: why each pending host not admitted waits.
+	Wait map[string]phase.WaitReason
+	// RecheckAt: when admission may decide otherwise with nothing else
+	// changing (a group done settling, a capacity or workload hold read again;
+	// zero: never).
+	RecheckAt time.Time
+}
+
+// Needs is what admission still needs read before it can decide.
+type Needs struct {
+	// Alerts: the alerts, for a queue that is not empty.
+	Alerts bool
+	// Workloads: the queued hosts the workload blockers must read for.
+	Workloads []string
+	// Capacity: what the capacity gate lacks.
+	Capacity CapacityNeeds
+	// Jobs: the hosts admitted whose node's system jobs are not read yet.
+	Jobs []string
+}
+
+// None reports whether nothing is needed: the result is final.
+func (n Needs) None() bool {
+	return !n.Alerts && len(n.Workloads) == 0 && n.Capacity.None() && len(n.Jobs) == 0
+}
+
+// How long a hold by the capacity gate or a workload blocker lasts before a
+// pass looks again: room freed or a deployment finished elsewhere changes
+// nothing in Nomad's node list, so no watch wakes a pass for it.
+const (
+	CapacityRecheck = 5 * time.Second
+	WorkloadRecheck = 5 * time.Second
+)
+
+// Admit decides which pending hosts get a slot now, or says what it needs read
+// first.
+func Admit(in Input) (Result, Needs) {
+	out := Result{Admitted: map[string]bool{}, Wait: map[string]phase.WaitReason{}}
+	if !in.Rules.Hold.IsZero() {
+		for _, p := range in.Queue {
+			out.Wait[p.Host] = in.Rules.Hold
+		}
+		return out, Needs{}
+	}
+	queue, needs := holds(in, &out)
+	if !needs.None() {
+		return out, needs
+	}
+	a := admitter{in: in, out: &out, spare: in.Spare, serversOut: maps.Clone(in.ServersOut), index: map[string]int{}}
+	if a.serversOut == nil {
+		a.serversOut = map[string]string{}
+	}
+	for i, p := range in.Queue {
+		a.index[p.Host] = i
+	}
+	adm := policy.AdmitWith(Statuses(in), policy.InQueueOrder(queue), a.accept)
+	for _, w := range adm.Waiting {
+		if w.ForSlot {
+			out.Wait[w.Host] = phase.WaitFor(phase.WaitQueued, strconv.Quote(w.Group))
+			continue
+		}
+		out.Wait[w.Host] = phase.WaitFor(phase.WaitGroupBudget, w.Reason)
+	}
+	for name, why := range in.Missing {
+		out.Wait[name] = phase.WaitFor(phase.WaitAgentMissing, why)
+	}
+	return out, a.needs
+}
+
+// holds takes out of the queue the hosts the alerts, a settling group or a
+// workload blocker hold, with why they wait; or says what must be read first.
+func holds(in Input, out *Result) ([]policy.Request, Needs) {
+	if len(in.Queue) == 0 {
+		return nil, Needs{}
+	}
+	if in.Rules.Alerts && in.Alerts == nil {
+		return nil, Needs{Alerts: true}
+	}
+	if in.Alerts != nil {
+		if why := AlertHold(*in.Alerts); !why.IsZero() {
+			for _, p := range in.Queue {
+				out.Wait[p.Host] = why
+			}
+			return nil, Needs{}
+		}
+	}
+	settling, until := settle(in)
+	var queue []policy.Request
+	var workloads []string
+	for _, p := range in.Queue {
+		if why, ok := settling[p.Group]; ok {
+			out.Wait[p.Host] = why
+			out.RecheckAt = phase.Earliest(out.RecheckAt, until[p.Group])
+			continue
+		}
+		if in.Rules.Workloads && p.Pool != "" {
+			if in.WorkloadHolds == nil {
+				workloads = append(workloads, p.Host)
+				continue
+			}
+			if why := in.WorkloadHolds[p.Host]; !why.IsZero() {
+				out.Wait[p.Host] = why
+				out.RecheckAt = phase.Earliest(out.RecheckAt, in.Now.Add(WorkloadRecheck))
+				continue
+			}
+		}
+		queue = append(queue, p.Request)
+	}
+	return queue, Needs{Workloads: workloads}
+}
+
+// AlertHold is why the verdict holds every new start (zero: it does not).
+func AlertHold(v alertgate.Verdict) phase.WaitReason {
+	switch {
+	case v.Unknown != "" && len(v.Blocking) > 0:
+		return phase.WaitFor(phase.WaitAlertsUnknown, fmt.Sprintf("%s (and firing: %s)", v.Unknown, v.Names()))
+	case v.Unknown != "":
+		return phase.WaitFor(phase.WaitAlertsUnknown, v.Unknown)
+	case len(v.Blocking) > 0:
+		return phase.WaitFor(phase.WaitAlerts, v.Names())
+	}
+	return phase.WaitReason{}
+}
+
+// settle says why the hosts of each group settling after one of its hosts came
+// back (group.settle) wait, and until when.
+func settle(in Input) (map[string]phase.WaitReason, map[string]time.Time) {
+	why, until := map[string]phase.WaitReason{}, map[string]time.Time{}
+	for _, g := range in.Rules.Groups {
+		c := in.Groups[g.Name]
+		if t, ok := policy.SettleUntil(g, c.LastBackAt, in.Now); ok {
+			why[g.Name] = phase.WaitFor(phase.WaitSettle, fmt.Sprintf("group %q starts its next host at %s, %s after %s came back",
+				g.Name, t.UTC().Format(time.RFC3339), g.Settle, c.LastBack))
+			until[g.Name] = t
+		}
+	}
+	return why, until
+}
+
+// Statuses are the groups as the budgets see them: each one's size, active
+// hosts and otherwise-unavailable nodes, and a hold when it is paused or its
+// window does not allow a drain to start now.
+func Statuses(in Input) []policy.GroupStatus {
+	out := make([]policy.GroupStatus, 0, len(in.Rules.Groups))
+	for _, g := range in.Rules.Groups {
+		c := in.Groups[g.Name]
+		gs := policy.GroupStatus{Group: g, Size: c.Size, Active: c.Active, Unavailable: c.Unavailable}
+		if in.Paused {
+			gs.Hold = "paused"
+			if in.PauseReason != "" {
+				gs.Hold += ": " + in.PauseReason
+			}
+		} else if ok, why := g.Schedule.CanStartDrain(in.Now, in.Rules.DrainDeadlineOf(g.Name)); !ok {
+			gs.Hold = why
+		}
+		out = append(out, gs)
+	}
+	return out
+}

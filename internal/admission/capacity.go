@@ -1,0 +1,148 @@
+package admission
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/rollboot/rollboot/internal/capacity"
+	"github.com/rollboot/rollboot/internal/phase"
+)
+
+// Capacity is what the capacity gate read in a pass: which nodes may take the
+// allocations a drain moves, and what is on the nodes read. The gate asks for
+// more (CapacityNeeds) until it can tell: the allocations of each node on its
+// way out, and the candidates of a pool in a fixed order, twice as many each
+// time, so that a check usually reads the host's node and one or two others.
+type Capacity struct {
+	Headroom float64
+	// Candidates: by node pool, the nodes that may take allocations (ready,
+	// eligible, not draining, not out for rollboot) in the order tried; "all":
+	// every one of them.
+	Candidates map[string][]string
+	// Out: the nodes draining or on their way out for rollboot (sorted), whose
+	// allocations need room; Emptied: those of them whose drain completed and
+	// that nothing moves from any more.
+	Out     []string
+	Emptied map[string]bool
+	// Movers: by node, the allocations read that a drain would move (present,
+	// even empty, once read); Nodes: the candidates read.
+	Movers map[string][]capacity.Alloc
+	Nodes  map[string]capacity.Node
+	// Read: by pool, how many of its candidates were read.
+	Read map[string]int
+	// GroupOf: each node's group.
+	GroupOf map[string]string
+	// Err: a read failed: every host the gate looks at is held with it.
+	Err error
+}
+
+// CapacityNeeds is what the capacity gate lacks.
+type CapacityNeeds struct {
+	// Allocs: the nodes whose allocations are not read yet.
+	Allocs []string
+	// Pools: the pools whose next candidates are to be read (NextRead).
+	Pools []string
+}
+
+// None reports whether the gate lacks nothing.
+func (n CapacityNeeds) None() bool { return len(n.Allocs) == 0 && len(n.Pools) == 0 }
+
+func (n *CapacityNeeds) add(m CapacityNeeds) {
+	for _, id := range m.Allocs {
+		if !slices.Contains(n.Allocs, id) {
+			n.Allocs = append(n.Allocs, id)
+		}
+	}
+	for _, p := range m.Pools {
+		if !slices.Contains(n.Pools, p) {
+			n.Pools = append(n.Pools, p)
+		}
+	}
+	slices.Sort(n.Allocs)
+	slices.Sort(n.Pools)
+}
+
+// NextRead is how many candidates of pool are read once the next read of the
+// pool is done: twice as many as before, at least two.
+func (v *Capacity) NextRead(pool string) int {
+	return min(len(v.Candidates[pool]), max(2, 2*v.Read[pool]))
+}
+
+// gate says why the host on node may not be drained now for lack of room (zero
+// when it may), with the nodes of the hosts admitted before it leaving too;
+// and what it lacks to tell. lacking counts, by group, the hosts held so far
+// in this admission for what the gate lacks.
+func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) (phase.WaitReason, CapacityNeeds) {
+	var needs CapacityNeeds
+	if v.Err != nil {
+		return phase.WaitFor(phase.WaitCapacity, "cannot tell: "+v.Err.Error()), needs
+	}
+	if _, ok := v.Movers[node]; !ok && v.askedEnough(node, lacking) {
+		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet"), needs
+	}
+	leaving := append(slices.Clone(v.Out), admitted...)
+	leaving = append(leaving, node)
+	gone := map[string]bool{node: true}
+	for _, id := range admitted {
+		gone[id] = true
+	}
+	in := capacity.Input{Headroom: v.Headroom}
+	for _, id := range leaving {
+		if v.Emptied[id] && !gone[id] {
+			continue // nothing on it moves
+		}
+		movers, ok := v.Movers[id]
+		if !ok {
+			needs.Allocs = append(needs.Allocs, id)
+			continue
+		}
+		in.Movers = append(in.Movers, movers...)
+	}
+	if len(needs.Allocs) > 0 {
+		lacking[v.GroupOf[node]]++
+		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet"), needs
+	}
+	// The candidates read, in the order of all of them (by ID).
+	for _, id := range slices.Sorted(maps.Keys(v.Nodes)) {
+		if !gone[id] {
+			in.Candidates = append(in.Candidates, v.Nodes[id])
+		}
+	}
+	why := capacity.Check(in)
+	if why == "" {
+		return phase.WaitReason{}, needs
+	}
+	for _, m := range in.Movers {
+		p := m.Pool
+		if p == "" {
+			p = "all"
+		}
+		if v.Read[p] < len(v.Candidates[p]) && !slices.Contains(needs.Pools, p) {
+			needs.Pools = append(needs.Pools, p)
+		}
+	}
+	if len(needs.Pools) > 0 {
+		lacking[v.GroupOf[node]]++
+		return phase.WaitFor(phase.WaitCapacity, "more nodes to read"), needs
+	}
+	return phase.WaitFor(phase.WaitCapacity, why), needs
+}
+
+// askedEnough reports whether this admission already holds as many hosts of
+// node's group for what the gate lacks as it has read nodes of that group (at
+// least one): then the host waits for a later read instead of asking for its
+// allocations too. A host the gate holds gives its slot to the next in line,
+// and one whose allocations are not read yet is held: without this bound the
+// first read asked for the allocations of every queued host of a group with a
+// slot free (hundreds, when every host asked at once), though a slot goes to
+// the first that fits.
+func (v *Capacity) askedEnough(node string, lacking map[string]int) bool {
+	group := v.GroupOf[node]
+	read := 0
+	for id := range v.Movers {
+		if _, out := slices.BinarySearch(v.Out, id); !out && v.GroupOf[id] == group {
+			read++
+		}
+	}
+	return lacking[group] >= max(1, read)
+}
