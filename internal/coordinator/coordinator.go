@@ -28,6 +28,7 @@ import (
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
+	"github.com/rollboot/rollboot/internal/workloadread"
 )
 
 // NodesAPI is the part of the Nomad nodes API the coordinator uses; *api.Nodes
@@ -114,7 +115,7 @@ type Options struct {
 	// replace them), and WorkloadsAPI what they read; nil: none is checked
 	// (workloads.go).
 	Workloads    WorkloadSettings
-	WorkloadsAPI WorkloadsAPI
+	WorkloadsAPI workloadread.API
 	// Capacity configures the capacity gate (capacity.go); the stored policy's
 	// replaces it.
 	Capacity CapacityGate

@@ -17,6 +17,7 @@ import (
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/workload"
+	"github.com/rollboot/rollboot/internal/workloadread"
 )
 
 // fakeWorkloads serves jobs, deployments and evaluations, evaluating list
@@ -299,7 +300,7 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
 		Timing:    phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		Resync:    10 * time.Minute,
-		Workloads: workload.Settings{JobFilter: `Meta.rollboot_block == "true"`}, WorkloadsAPI: NomadWorkloads{Client: client},
+		Workloads: workload.Settings{JobFilter: `Meta.rollboot_block == "true"`}, WorkloadsAPI: workloadread.Nomad{Client: client},
 	})
 	finished, drained := runUntilDrained(ctx, t, sim, co, "backup", nil)
 	cancel()

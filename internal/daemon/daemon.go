@@ -24,6 +24,7 @@ import (
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
+	"github.com/rollboot/rollboot/internal/workloadread"
 )
 
 // Client builds a Nomad API client for the configuration. Every request it sends
@@ -81,7 +82,7 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 		Policy:               &storedPolicy{st: st, local: cfg},
 		Identity:             identity(cfg),
 		Workloads:            r.Workloads,
-		WorkloadsAPI:         coordinator.NomadWorkloads{Client: c},
+		WorkloadsAPI:         workloadread.Nomad{Client: c},
 		DefaultOptions:       r.DefaultOptions,
 		Allocs:               c.Allocations(),
 		ConsulHealth:         consulHealth(clusters),
