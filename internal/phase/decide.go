@@ -125,10 +125,16 @@ func clientRestarted(n *NodeView, p store.Plan) bool {
 }
 
 // serversCameBack: every server of the host is listed by its cluster, with a
-// StableSince not older than at the grant. Autopilot restarts a server's
-// StableSince when its health changes (raft-autopilot buildServerState), but
-// reports it to the second, so a reboot within the second cannot be told from
-// none: a listed server counts. A forged boot ID then moves the host's cycle
+// StableSince not older than at the grant, compared to the second. Autopilot
+// restarts a server's StableSince when its health changes (raft-autopilot
+// buildServerState); Nomad and Consul report it rounded to the nearest second
+// (command/agent/operator_endpoint.go OperatorServerHealth, up to half a
+// second in the future), Vault to the nanosecond (sys/storage/raft/autopilot/
+// state). The latest of a host's servers at the grant may so be a Nomad time
+// rounded up past the instant its Vault server went down and came back sealed
+// (whose StableSince then stays put until it is unsealed): compared to the
+// nanosecond, such a host was never seen back. A reboot within the second
+// cannot be told from none: a listed server counts. A forged boot ID then moves the host's cycle
 // on early at worst: its slot still waits for the post-reboot gate (healthy,
 // stable for server_stable_for, a voter), and the next server of the cluster
 // for this host's server reboot lock, which its agent holds until it is back. Whether it is back in full
@@ -138,9 +144,10 @@ func serversCameBack(in Input, p store.Plan) bool {
 	if p.ServersStableSince.IsZero() || len(in.Host.Servers) == 0 {
 		return false
 	}
+	at := p.ServersStableSince.Round(time.Second)
 	for _, srv := range in.Host.Servers {
 		s, ok := in.Clusters[ClusterKey(srv)].Server(srv.ID)
-		if !ok || s.StableSince.Before(p.ServersStableSince) {
+		if !ok || s.StableSince.Round(time.Second).Before(at) {
 			return false
 		}
 	}

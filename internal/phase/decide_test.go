@@ -395,6 +395,18 @@ func TestStep(t *testing.T) {
 			phase: store.PhaseRebooting,
 		},
 		{
+			// Nomad and Consul round StableSince to the second, Vault does not: at
+			// the grant the latest was a Nomad time rounded up past the instant
+			// the host's Vault server went down and came back sealed.
+			name: "server-only host: a server back within the second of a StableSince rounded up at the grant",
+			in: Input{Now: t0, Timing: timing, Host: serverOnlyHost("b2"),
+				Plan: plan(store.PhaseRebooting, func(p *store.Plan) {
+					p.ServersStableSince = t0.Add(-30 * time.Second).Truncate(time.Second)
+				}),
+				Clusters: serverStableSince(t0.Add(-30 * time.Second).Truncate(time.Second).Add(-400 * time.Millisecond))},
+			phase: store.PhaseRejoining, write: true,
+		},
+		{
 			name:  "server-only host: a new boot ID with its cluster unread: still rebooting",
 			in:    Input{Now: t0, Timing: timing, Host: serverOnlyHost("b2"), Plan: plan(store.PhaseRebooting, nil)},
 			phase: store.PhaseRebooting,
