@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -22,12 +23,20 @@ type Options struct {
 	Hosts       []int // host counts (Nomad clients); default 100, 1000, 5000
 	Groups      int   // groups, one node pool each; default 10
 	Concurrency int   // hosts of a group out of service at once; default 5
-	// RolloutMax is the largest host count that runs a full rollout and the
-	// idle-load measurement; above it only the coordinator is measured.
-	// Default 1000.
+	// RolloutMax is the largest host count that runs a full rollout; above
+	// it the coordinator alone is measured. Default 5000.
 	RolloutMax int
-	// Rollouts is how many rollouts run at each host count, each judged on
-	// its own: a rollout's figures vary from run to run. Default 1.
+	// IdleMax is the largest host count whose idle load is measured.
+	// Default 1000.
+	IdleMax int
+	// Latencies are the Nomad request latencies (nomadsim
+	// Config.RequestLatency) each size's rollouts and the fail-over pass run
+	// at, each in turn; the idle load and the coordinator alone are measured
+	// with none. Default: none (0).
+	Latencies []time.Duration
+	// Rollouts is how many rollouts run at each host count and latency: a
+	// rollout's figures vary from run to run. Each is judged on its own,
+	// but for the makespan ratio, judged on their mean. Default 1.
 	Rollouts       int
 	RolloutTimeout time.Duration // per rollout; default 10m + 1s per host
 	Idle           time.Duration // the idle windows (requests, agent CPU); default 1m
@@ -69,7 +78,13 @@ func (o *Options) defaults() {
 		o.Concurrency = 5
 	}
 	if o.RolloutMax <= 0 {
-		o.RolloutMax = 1000
+		o.RolloutMax = 5000
+	}
+	if o.IdleMax <= 0 {
+		o.IdleMax = 1000
+	}
+	if len(o.Latencies) == 0 {
+		o.Latencies = []time.Duration{0}
 	}
 	if o.Rollouts <= 0 {
 		o.Rollouts = 1
@@ -96,11 +111,12 @@ func (o *Options) defaults() {
 
 // Report is everything a run measured.
 type Report struct {
-	Options  Options
-	Rollouts []*Rollout
-	Idle     []*Idle
-	Coord    *Coord
-	Agent    *AgentProc
+	Options   Options
+	Rollouts  []*Rollout
+	Failovers []*Failover
+	Idle      []*Idle
+	Coord     *Coord
+	Agent     *AgentProc
 }
 
 // Run measures every size in o.Hosts and returns the figures; Print shows them.
@@ -111,6 +127,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	sizes := slices.Clone(o.Hosts)
 	slices.Sort(sizes)
+	if err := checkRollouts(&o, sizes); err != nil {
+		return nil, err
+	}
 	rep := &Report{Options: o}
 	progress := func(format string, args ...any) {
 		fmt.Fprintf(o.Out, "%s  "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
@@ -127,9 +146,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	for _, n := range sizes {
-		if n > o.RolloutMax {
-			continue
-		}
 		if o.Only == "agent" {
 			break
 		}
@@ -158,6 +174,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// checkRollouts fails before anything is measured when the largest rollout
+// of sizes would not fit the process's open files.
+func checkRollouts(o *Options, sizes []int) error {
+	if o.Only != "" && o.Only != "rollout" {
+		return nil
+	}
+	largest := 0
+	for _, n := range sizes {
+		if n <= o.RolloutMax {
+			largest = n
+		}
+	}
+	return checkOpenFiles(largest)
+}
+
 // measureAgent starts measuring the agent process of exe (what it is: what)
 // into rep.Agent, and returns a function that waits for the measurement to end.
 func measureAgent(ctx context.Context, o *Options, rep *Report, exe, what string) (wait func() error) {
@@ -176,31 +207,62 @@ func measureAgent(ctx context.Context, o *Options, rep *Report, exe, what string
 	return func() error { wg.Wait(); return err }
 }
 
-// measureSize measures a cluster of n hosts: its idle load (unless
-// o.Only is "rollout"), then o.Rollouts rollouts (unless it is "idle").
+// measureSize measures a cluster of n hosts: its idle load (up to o.IdleMax
+// hosts, unless o.Only is "rollout"), then (unless it is "idle") at each
+// request latency o.Rollouts rollouts (up to o.RolloutMax hosts), and a new
+// leader's first pass with every host pending.
 func measureSize(ctx context.Context, o *Options, rep *Report, n int, progress func(string, ...any)) error {
-	if o.Only != "rollout" {
+	if o.Only != "rollout" && n <= o.IdleMax {
 		progress("%d hosts: idle cluster, every agent a candidate, %s window", n, o.Idle)
 		idle, err := runIdle(ctx, o, n)
 		if err != nil {
 			return fmt.Errorf("idle, %d hosts: %w", n, err)
 		}
 		rep.Idle = append(rep.Idle, idle)
-		if o.Only == "idle" {
-			return nil
+	}
+	if o.Only == "idle" {
+		return nil
+	}
+	for _, latency := range o.Latencies {
+		if n > o.RolloutMax {
+			break
+		}
+		if err := measureRollouts(ctx, o, rep, n, latency, progress); err != nil {
+			return err
 		}
 	}
+	progress("%d hosts: a new leader's first pass, every host pending, at request latency %s", n, latencyList(o.Latencies))
+	fs, err := runFailover(ctx, o, n, o.Latencies)
+	if err != nil {
+		return fmt.Errorf("fail-over, %d hosts: %w", n, err)
+	}
+	rep.Failovers = append(rep.Failovers, fs...)
+	return nil
+}
+
+// measureRollouts runs o.Rollouts rollouts of n hosts at one request latency.
+func measureRollouts(ctx context.Context, o *Options, rep *Report, n int, latency time.Duration, progress func(string, ...any)) error {
+	size := sizeLabel(n, latency)
 	for run := 1; run <= o.Rollouts; run++ {
-		progress("%d hosts: rollout %d of %d, %d groups of concurrency %d", n, run, o.Rollouts, o.Groups, o.Concurrency)
-		r, err := runRollout(ctx, o, n)
+		progress("%s: rollout %d of %d, %d groups of concurrency %d", size, run, o.Rollouts, o.Groups, o.Concurrency)
+		r, err := runRollout(ctx, o, n, latency)
 		if err != nil {
-			return fmt.Errorf("rollout %d, %d hosts: %w", run, n, err)
+			return fmt.Errorf("rollout %d (%s hosts): %w", run, size, err)
 		}
 		r.Run, r.Runs = run, o.Rollouts
 		rep.Rollouts = append(rep.Rollouts, r)
-		progress("%d hosts: rollout took %s (completed: %t)", n, r.Makespan.Round(time.Second), r.Completed)
+		progress("%s: rollout took %s (completed: %t)", size, r.Makespan.Round(time.Second), r.Completed)
 	}
 	return nil
+}
+
+// latencyList writes request latencies as the -latency flag takes them.
+func latencyList(ls []time.Duration) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = l.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // ErrGoalsMissed is returned by the bench command when a goal was not met.

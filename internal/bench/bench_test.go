@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,18 @@ func TestBenchSample(t *testing.T) {
 	}
 	if r.Emulator.Requests == 0 || r.Emulator.Busy <= 0 || r.Requests == 0 || r.Requests > r.Emulator.Requests {
 		t.Errorf("emulator figures %+v, rollboot's requests %d", r.Emulator, r.Requests)
+	}
+	// Every request of the rollout is rollboot's: the bench sends none while
+	// it is measured.
+	if r.Requests != r.Emulator.Requests || requestsPerHost(r) <= 0 {
+		t.Errorf("%d requests of rollboot's, %d answered by the emulator: want the same, and some", r.Requests, r.Emulator.Requests)
+	}
+	if r.CPUNote != "" || r.CoordCPU <= 0 || r.ProcessCPU < r.CoordCPU {
+		t.Errorf("coordinator CPU %s of the process's %s (%s): want some, within the process's", r.CoordCPU, r.ProcessCPU, r.CPUNote)
+	}
+	if len(rep.Failovers) != 1 || rep.Failovers[0].Pending != 30 || len(rep.Failovers[0].FirstPass) != failoverLeaders ||
+		slices.Contains(rep.Failovers[0].Requests, 0) {
+		t.Errorf("fail-over figures %+v: want every host pending and %d first passes, each with requests", rep.Failovers, failoverLeaders)
 	}
 	if len(rep.Idle) != 1 || rep.Idle[0].Requests == 0 {
 		t.Errorf("idle figures %+v: the leader renews its lock, so some requests", rep.Idle)
@@ -128,21 +141,26 @@ func TestCountWrite(t *testing.T) {
 	}
 }
 
-// The makespan goal is judged at 1,000 hosts; a smaller rollout's ratio is
-// shown, for information.
+// The makespan goal is judged at 1,000 hosts (1.05) and 5,000 (1.10), with
+// no request latency; a smaller rollout's ratio is shown, for information,
+// and so is a rollout's at a latency.
 func TestMakespanVerdict(t *testing.T) {
 	for _, tt := range []struct {
 		hosts    int
+		latency  time.Duration
 		makespan time.Duration
 		want     string
 	}{
-		{100, 120 * time.Second, "info"},
-		{1000, 104 * time.Second, "pass"},
-		{1000, 105 * time.Second, "pass"},
-		{1000, 106 * time.Second, "FAIL"},
-		{5000, 106 * time.Second, "FAIL"},
+		{100, 0, 120 * time.Second, "info"},
+		{1000, 0, 104 * time.Second, "pass"},
+		{1000, 0, 105 * time.Second, "pass"},
+		{1000, 0, 106 * time.Second, "FAIL"},
+		{1000, 50 * time.Millisecond, 106 * time.Second, "info"},
+		{5000, 0, 106 * time.Second, "pass"},
+		{5000, 0, 110 * time.Second, "pass"},
+		{5000, 0, 111 * time.Second, "FAIL"},
 	} {
-		rep := &Report{Rollouts: []*Rollout{{Hosts: tt.hosts, Makespan: tt.makespan, LowerBound: 100 * time.Second}}}
+		rep := &Report{Rollouts: []*Rollout{{Hosts: tt.hosts, Latency: tt.latency, Makespan: tt.makespan, LowerBound: 100 * time.Second}}}
 		rows := rep.Rows()
 		if rows[0].Figure != "makespan / lower bound" || rows[0].Verdict != tt.want {
 			t.Errorf("%d hosts, makespan %s of 100s: row %+v, want %s", tt.hosts, tt.makespan, rows[0], tt.want)

@@ -43,20 +43,7 @@ func runCoord(ctx context.Context, o *Options, hosts int) (*Coord, error) {
 	if r.Needing, err = c.writeRecords(ctx); err != nil {
 		return nil, err
 	}
-	cfg := *c.cfg
-	cfg.Nomad.Address = c.sim.Address()
-	newCoord := func() (*coordinator.Coordinator, error) {
-		client, err := daemon.Client(&cfg)
-		if err != nil {
-			return nil, err
-		}
-		clusters, err := c.clusters()
-		if err != nil {
-			return nil, err
-		}
-		return daemon.Coordinator(&cfg, client, daemon.Store(&cfg, client), o.Log, clusters), nil
-	}
-	first, err := newCoord()
+	first, err := c.newCoordinator(o)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +54,7 @@ func runCoord(ctx context.Context, o *Options, hosts int) (*Coord, error) {
 	}
 	var co *coordinator.Coordinator
 	for range 3 {
-		if co, err = newCoord(); err != nil {
+		if co, err = c.newCoordinator(o); err != nil {
 			return nil, err
 		}
 		t := time.Now()
@@ -161,9 +148,32 @@ func (c *cluster) timePasses(ctx context.Context, co *coordinator.Coordinator, n
 	return nil
 }
 
+// newCoordinator is a new coordinator of c, with a Nomad client of its own, as
+// a new leader would start; the bench calls its passes itself.
+func (c *cluster) newCoordinator(o *Options) (*coordinator.Coordinator, error) {
+	cfg := *c.cfg
+	cfg.Nomad.Address = c.sim.Address()
+	client, err := daemon.Client(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	clusters, err := c.clusters()
+	if err != nil {
+		return nil, err
+	}
+	return daemon.Coordinator(&cfg, client, daemon.Store(&cfg, client), o.Log, clusters), nil
+}
+
 // writeRecords writes every host's record as its agent would (boot ID, node
 // ID), a tenth of them needing a reboot, with 16 writers at once.
 func (c *cluster) writeRecords(ctx context.Context) (needing int, err error) {
+	return c.writeRecordsEvery(ctx, 10)
+}
+
+// writeRecordsEvery writes every host's record as its agent would (boot ID,
+// node ID), one host in every `every` needing a reboot (the last of each run
+// of that many: all of them for 1), with 16 writers at once.
+func (c *cluster) writeRecordsEvery(ctx context.Context, every int) (needing int, err error) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -177,7 +187,7 @@ func (c *cluster) writeRecords(ctx context.Context) (needing int, err error) {
 			for i := range work {
 				h := c.hosts[i]
 				rec := store.HostRecord{Host: h.Name, NodeID: h.NodeID, Hostname: h.Name, BootID: h.BootID}
-				if i%10 == 9 {
+				if i%every == every-1 {
 					rec.RebootRequired, rec.Reason, rec.RequestedAt = true, "kernel update installed", time.Now()
 				}
 				if _, err := c.st.PutHost(ctx, rec); err != nil {
@@ -189,7 +199,7 @@ func (c *cluster) writeRecords(ctx context.Context) (needing int, err error) {
 		}()
 	}
 	for i := range c.hosts {
-		if i%10 == 9 {
+		if i%every == every-1 {
 			needing++
 		}
 		work <- i

@@ -31,6 +31,8 @@ type Rollout struct {
 	MeanCycle  time.Duration // draining to idle, over every host
 	Cycles     []time.Duration
 
+	Latency time.Duration // every Nomad request waited this long (nomadsim Config.RequestLatency)
+
 	HandOff        []time.Duration // a group's slot freeing to the next host's drain, as Nomad saw the writes (handOffs)
 	HandOffPasses  []time.Duration // the same, from the times the deciding passes recorded in the history
 	SentinelToPend []time.Duration // the sentinel appearing to the host's plan pending
@@ -39,54 +41,60 @@ type Rollout struct {
 	WritesBy   map[string]int // by kind of variable: plan, hosts, history, requests, ...
 	LockWrites int            // the election's writes: its locks (acquire, renew, release) and census
 
-	Requests uint64                // requests rollboot sent to the emulator
+	Requests uint64                // requests rollboot sent to the emulator, coordinator and agents
 	Emulator nomadsim.RequestStats // the emulator's own time
 	Wall     time.Duration         // wall time of the measured part
+
+	// CoordCPU is the coordinator's CPU time over the measured part, and
+	// ProcessCPU the whole process's (the agents and the emulator with it),
+	// from a CPU profile (cpulabel.go); CPUNote says why not, when not.
+	CoordCPU, ProcessCPU time.Duration
+	CPUNote              string
 }
 
-// Label names the rollout in the table: its host count, and which of the
-// rollouts at that count it is when there are several.
+// Rebooted is how many hosts the rollout rebooted: its cycles.
+func (r *Rollout) Rebooted() int { return len(r.Cycles) }
+
+// Label names the rollout in the table: its host count, its request latency
+// when it has one, and which of the rollouts at that count it is when there
+// are several: "1000 at 50ms (2/3)".
 func (r *Rollout) Label() string {
 	if r.Runs <= 1 {
-		return fmt.Sprint(r.Hosts)
+		return sizeLabel(r.Hosts, r.Latency)
 	}
-	return fmt.Sprintf("%d (%d/%d)", r.Hosts, r.Run, r.Runs)
+	return fmt.Sprintf("%s (%d/%d)", sizeLabel(r.Hosts, r.Latency), r.Run, r.Runs)
+}
+
+// sizeLabel names a host count and request latency: "1000", "1000 at 50ms".
+func sizeLabel(hosts int, latency time.Duration) string {
+	if latency <= 0 {
+		return fmt.Sprint(hosts)
+	}
+	return fmt.Sprintf("%d at %s", hosts, latency)
 }
 
 // runRollout makes every host need a reboot at once and waits until every one
-// has rebooted and is idle again.
-func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
-	c, err := startCluster(ctx, clusterSpec{hosts: hosts, groups: o.Groups, concurrency: o.Concurrency, agents: true, log: o.Log})
+// has rebooted and is idle again; from the sentinels on, every Nomad request
+// waits latency before it is served (nomadsim Config.RequestLatency).
+func runRollout(ctx context.Context, o *Options, hosts int, latency time.Duration) (*Rollout, error) {
+	c, stopCoord, err := startRolloutCluster(ctx, o, hosts)
 	if err != nil {
 		return nil, err
 	}
 	defer c.stop()
-	reg := prometheus.NewRegistry()
-	coordCtx, stopCoord := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := c.runCoordinator(coordCtx, reg); err != nil && coordCtx.Err() == nil {
-			o.Log.Error("coordinator stopped", "err", err)
-		}
-	}()
-	defer wg.Wait()
-	defer stopCoord()
-	if err := c.waitRecords(ctx, 2*time.Minute+time.Duration(hosts)*50*time.Millisecond); err != nil {
-		return nil, err
-	}
-	// The rollout starts once the coordinator has taken in every record and
-	// published every node's metadata: the new leader's cold start is measured
-	// apart (coord.go), not in the makespan.
-	if err := waitSettled(ctx, reg, 500*time.Millisecond, time.Minute); err != nil {
+	// The cluster settled with no latency: a new cluster's set-up (every
+	// agent's first record, every node's metadata published one by one) is
+	// not what a rollout on a cluster that has run for a while waits for.
+	if err := c.sim.SetRequestLatency(latency); err != nil {
 		return nil, err
 	}
 
-	r := &Rollout{Hosts: hosts, Groups: o.Groups, Concurrency: o.Concurrency, WritesBy: map[string]int{}}
+	r := &Rollout{Hosts: hosts, Groups: o.Groups, Concurrency: o.Concurrency, Latency: latency, WritesBy: map[string]int{}}
 	c.sim.ResetRequestStats()
 	ownBefore := c.own.n.Load()
 	firstEvent := len(c.sim.Events(0))
+	prof, profErr := startCPUProfile()
+	defer prof.close() // when it returns early
 	start := time.Now()
 	setAt := make(map[string]time.Time, len(c.hosts))
 	for _, h := range c.hosts {
@@ -99,13 +107,17 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 	if deadline <= 0 {
 		deadline = 10*time.Minute + time.Duration(hosts)*time.Second
 	}
-	done, problem := c.waitCycles(ctx, deadline, func(n int) {
-		fmt.Fprintf(o.Out, "%s  %d hosts: %d cycles finished after %s\n", time.Now().UTC().Format("15:04:05"), hosts, n,
+	done, problem := c.waitCycles(ctx, firstEvent, deadline, func(n int) {
+		fmt.Fprintf(o.Out, "%s  %s: %d cycles finished after %s\n", time.Now().UTC().Format("15:04:05"), sizeLabel(hosts, latency), n,
 			time.Since(start).Round(time.Second))
 	})
 	r.Wall = time.Since(start)
 	r.Emulator = c.sim.RequestStats()
 	r.Requests = r.Emulator.Requests - (c.own.n.Load() - ownBefore)
+	r.measureCPU(prof, profErr)
+	if err := c.sim.SetRequestLatency(0); err != nil { // the bench's reads that follow are not measured
+		return nil, err
+	}
 	if done {
 		done, problem = c.waitInService(ctx, 2*time.Minute)
 	}
@@ -130,29 +142,94 @@ func runRollout(ctx context.Context, o *Options, hosts int) (*Rollout, error) {
 	return r, nil
 }
 
+// startRolloutCluster starts a cluster of hosts with their agents and its one
+// coordinator (its goroutines labelled for the CPU profile), and waits until
+// every agent wrote its record and the coordinator settled. c.stop stops the
+// coordinator too; stopCoord stops it alone, earlier.
+func startRolloutCluster(ctx context.Context, o *Options, hosts int) (c *cluster, stopCoord func(), err error) {
+	c, err = startCluster(ctx, clusterSpec{hosts: hosts, groups: o.Groups, concurrency: o.Concurrency, agents: true, log: o.Log})
+	if err != nil {
+		return nil, nil, err
+	}
+	reg := prometheus.NewRegistry()
+	coordCtx, stopCoord := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		withCPULabel(coordCtx, "coordinator", func(ctx context.Context) {
+			if err := c.runCoordinator(ctx, reg); err != nil && ctx.Err() == nil {
+				o.Log.Error("coordinator stopped", "err", err)
+			}
+		})
+	}()
+	stopCluster := c.stop
+	c.stop = func() {
+		stopCoord()
+		wg.Wait()
+		stopCluster()
+	}
+	if err := c.waitRecords(ctx, 2*time.Minute+time.Duration(hosts)*50*time.Millisecond); err != nil {
+		c.stop()
+		return nil, nil, err
+	}
+	// The rollout starts once the coordinator has taken in every record and
+	// published every node's metadata: the new leader's cold start is measured
+	// apart (coord.go), not in the makespan.
+	if err := waitSettled(ctx, reg, 500*time.Millisecond, time.Minute+time.Duration(hosts)*10*time.Millisecond); err != nil {
+		c.stop()
+		return nil, nil, err
+	}
+	return c, stopCoord, nil
+}
+
+// measureCPU takes the coordinator's CPU time from the rollout's CPU profile
+// (cpulabel.go), or says why it has none.
+func (r *Rollout) measureCPU(prof *cpuProfile, startErr error) {
+	if startErr != nil {
+		r.CPUNote = fmt.Sprintf("no CPU profile of the rollout (%v; -cpu-profile takes the profiler)", startErr)
+		return
+	}
+	var err error
+	if r.CoordCPU, r.ProcessCPU, err = prof.stop("coordinator"); err != nil {
+		r.CPUNote = err.Error()
+	}
+}
+
 // waitCycles waits until every host has a history record (its cycle ended), or
-// deadline passes; every 15s it tells progress how many cycles ended.
-func (c *cluster) waitCycles(ctx context.Context, deadline time.Duration, progress func(finished int)) (bool, string) {
+// deadline passes; every 15s it tells progress how many cycles ended. It
+// counts the history records written in the emulator's event log from the
+// event after firstEvent on, in process: the bench sends no request of its
+// own while the rollout is measured, so the emulator's request figures are
+// rollboot's alone.
+func (c *cluster) waitCycles(ctx context.Context, firstEvent int, deadline time.Duration, progress func(finished int)) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	lastShown := time.Now()
+	histPrefix := c.st.Prefix() + "/history/"
+	ended := map[string]bool{}
+	seen := firstEvent
 	for {
 		select {
 		case <-ctx.Done():
 			return false, fmt.Sprintf("the rollout did not finish within %s", deadline)
 		case <-t.C:
 		}
-		// One list of the history a second: the bench's own reads stay few
-		// (they are counted apart anyway). The history keeps every cycle
-		// (history_size, policyHCL).
-		hist, _, err := c.api.Variables().PrefixList(c.st.Prefix()+"/history/", (&api.QueryOptions{}).WithContext(ctx))
-		if err == nil && time.Since(lastShown) >= 15*time.Second {
-			progress(len(hist))
+		events := c.sim.Events(seen)
+		seen += len(events)
+		for _, e := range events {
+			// The history keeps every cycle (history_size, policyHCL).
+			if p := e.Details["path"]; e.Type == nomadsim.EventVarWrite && strings.HasPrefix(p, histPrefix) {
+				ended[p] = true
+			}
+		}
+		if time.Since(lastShown) >= 15*time.Second {
+			progress(len(ended))
 			lastShown = time.Now()
 		}
-		if err == nil && len(hist) >= len(c.hosts) {
+		if len(ended) >= len(c.hosts) {
 			return true, ""
 		}
 	}

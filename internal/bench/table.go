@@ -44,9 +44,13 @@ func (rep *Report) Rows() []Row {
 // goals.
 var rowGroups = []func(*Report) []Row{
 	eachRollout(makespanRows),
+	makespanMeanRows,
 	eachRollout(handOffRows),
 	eachRollout(sentinelRows),
+	failoverRows,
+	eachRollout(requestRows),
 	eachRollout(writesRows),
+	eachRollout(coordCPURows),
 	idleRows,
 	coordRows,
 	agentRows,
@@ -82,16 +86,13 @@ func hostsRow(fig string, hosts int, value, goal, v string) Row {
 // makespanRows are a rollout's makespan over its lower bound, and the rows
 // that say what the ratio is made of.
 func makespanRows(r *Rollout) []Row {
-	ratio := 0.0
-	if r.LowerBound > 0 {
-		ratio = float64(r.Makespan) / float64(r.LowerBound)
-	}
-	// The goal is set at 1,000 hosts, twenty cycles per slot. A smaller
-	// rollout's slots run too few cycles for it: the start and the
-	// tail, a fixed time each, weigh against one or two cycles.
-	goal, v := "<= 1.05", verdict(r.LowerBound > 0 && ratio <= 1.05)
-	if r.Hosts < makespanGoalHosts {
-		goal, v = fmt.Sprintf("<= 1.05 at %d hosts", makespanGoalHosts), "info"
+	ratio := makespanRatio(r)
+	// Judged here when it is the only rollout at its host count and latency;
+	// with several, on their mean (makespanMeanRows).
+	limit, _, judged := makespanGoal(r.Hosts, r.Latency)
+	goal, v := makespanGoalText(r.Hosts, r.Latency), judge(judged, r.LowerBound > 0 && ratio <= limit)
+	if r.Runs > 1 {
+		v = "info"
 	}
 	rows := []Row{rolloutRow("makespan / lower bound", r, fmt.Sprintf("%.2f (%s / %s)", ratio, dur(r.Makespan), dur(r.LowerBound)), goal, v)}
 	// The replays assume a cycle's length does not depend on when it
@@ -121,19 +122,22 @@ func makespanRows(r *Rollout) []Row {
 
 // handOffRows are a rollout's slot hand-off latencies.
 func handOffRows(r *Rollout) []Row {
+	goal, limit, judged := handOffGoals.at(r.Hosts, r.Latency)
+	goal = "p99 " + goal
 	if len(r.HandOff) == 0 {
-		return []Row{rolloutRow("slot hand-off p50 / p99", r, "none: every host had a free slot", "p99 <= 500ms", "info")}
+		return []Row{rolloutRow("slot hand-off p50 / p99", r, "none: every host had a free slot", goal, "info")}
 	}
 	p99 := percentile(r.HandOff, 0.99)
 	return []Row{rolloutRow("slot hand-off p50 / p99", r, fmt.Sprintf("%s / %s (%d hand-offs; the passes' times: %s / %s)", ms(percentile(r.HandOff, 0.5)), ms(p99),
 		len(r.HandOff), ms(percentile(r.HandOffPasses, 0.5)), ms(percentile(r.HandOffPasses, 0.99))),
-		"p99 <= 500ms", verdict(p99 <= 500*time.Millisecond))}
+		goal, judge(judged, p99 <= limit))}
 }
 
 // sentinelRows are a rollout's latencies from a sentinel to a pending plan.
 func sentinelRows(r *Rollout) []Row {
 	p99 := percentile(r.SentinelToPend, 0.99)
-	return []Row{rolloutRow("sentinel -> pending p99, all at once", r, ms(p99), "<= 1s", verdict(len(r.SentinelToPend) > 0 && p99 <= time.Second))}
+	goal, limit, judged := sentinelGoals.at(r.Hosts, r.Latency)
+	return []Row{rolloutRow("sentinel -> pending p99, all at once", r, ms(p99), goal, judge(judged, len(r.SentinelToPend) > 0 && p99 <= limit))}
 }
 
 // writesRows are a rollout's Nomad variable writes per rebooted host.
@@ -219,10 +223,14 @@ func completedRows(r *Rollout) []Row {
 // bottleneck.
 func emulatorRows(r *Rollout) []Row {
 	e := r.Emulator
+	waited := ""
+	if e.Latency > 0 {
+		waited = fmt.Sprintf("; the requests waited %s in all for the request latency", dur(e.Latency))
+	}
 	return []Row{rolloutRow("emulator's own time (rollout)", r,
-		fmt.Sprintf("requests %.0f%% of one core (%s in %s; p50 %s, p99 %s; %d requests), cluster rounds %.0f%% (waits for the lock and CPU included)",
+		fmt.Sprintf("requests %.0f%% of one core (%s in %s; p50 %s, p99 %s; %d requests), cluster rounds %.0f%% (waits for the lock and CPU included)%s",
 			100*e.Busy.Seconds()/max(r.Wall.Seconds(), 1e-9), dur(e.Busy), dur(r.Wall), ms(e.P50), ms(e.P99), e.Requests,
-			100*e.Background.Seconds()/max(r.Wall.Seconds(), 1e-9)),
+			100*e.Background.Seconds()/max(r.Wall.Seconds(), 1e-9), waited),
 		"not the bottleneck", "info")}
 }
 
@@ -259,45 +267,62 @@ func (rep *Report) Failed() bool {
 	return false
 }
 
-// Print writes the table, the Kured baseline and how the figures were taken.
+// Print writes the table, the Kured baseline, the requests by route and how
+// the figures were taken.
 func (rep *Report) Print(out io.Writer) {
 	o := rep.Options
 	fmt.Fprintf(out, "\nrollboot bench: %d groups, concurrency %d per group; machines and heartbeats scaled 1:%d "+
-		"(boot %s, heartbeat TTL %s, grace %s, first heartbeat after a boot within %s, allocation migration %s)\n\n",
-		o.Groups, o.Concurrency, timeScale, bootTime, heartbeatTTLs(o.Hosts), heartbeatGrace, initialStagger, migrateTime)
+		"(boot %s, heartbeat TTL %s, grace %s, first heartbeat after a boot within %s, allocation migration %s); "+
+		"Nomad request latency %s\n\n",
+		o.Groups, o.Concurrency, timeScale, bootTime, heartbeatTTLs(o.Hosts), heartbeatGrace, initialStagger, migrateTime,
+		latencyList(o.Latencies))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tHOSTS\tMEASURED\tGOAL\tRESULT")
 	for _, r := range rep.Rows() {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Figure, r.Hosts, r.Value, r.Goal, r.Verdict)
 	}
 	tw.Flush()
-	if len(rep.Rollouts) > 0 {
-		fmt.Fprintln(out, "\nKured-style baseline for the same work (one lock for the cluster; each node checks every period;")
-		fmt.Fprintln(out, "the measured cycle times, scaled like the machines, the periods not):")
-		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "HOSTS\tMEAN CYCLE\trollboot\tKured, period 1m\tKured, period 1h")
-		for _, r := range rep.Rollouts {
-			k1, k60 := kuredMakespan(r.Cycles, time.Minute), kuredMakespan(r.Cycles, time.Hour)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%.0fx)\t%s (%.0fx)\n", r.Label(), ms(r.MeanCycle), dur(r.Makespan),
-				dur(k1), ratio(k1, r.Makespan), dur(k60), ratio(k60, r.Makespan))
-		}
-		tw.Flush()
-	}
+	rep.printKured(out)
 	for _, r := range rep.Rollouts {
 		printRoutes(out, r)
 	}
+	rep.printHow(out)
+}
+
+// printKured writes the Kured-style baseline of each rollout.
+func (rep *Report) printKured(out io.Writer) {
+	if len(rep.Rollouts) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nKured-style baseline for the same work (one lock for the cluster; each node checks every period;")
+	fmt.Fprintln(out, "the measured cycle times, scaled like the machines, the periods not):")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOSTS\tMEAN CYCLE\trollboot\tKured, period 1m\tKured, period 1h")
+	for _, r := range rep.Rollouts {
+		k1, k60 := kuredMakespan(r.Cycles, time.Minute), kuredMakespan(r.Cycles, time.Hour)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%.0fx)\t%s (%.0fx)\n", r.Label(), ms(r.MeanCycle), dur(r.Makespan),
+			dur(k1), ratio(k1, r.Makespan), dur(k60), ratio(k60, r.Makespan))
+	}
+	tw.Flush()
+}
+
+// printHow says how the figures were taken.
+func (rep *Report) printHow(out io.Writer) {
+	o := rep.Options
 	fmt.Fprintln(out, "\nHow: the real agents (one per host) and coordinator run in this process against the emulator;")
-	fmt.Fprintln(out, "pass and cold-start times are ReconcileOnce calls timed in process (passes with the coordinator's watches")
-	fmt.Fprintln(out, "running, as while it leads, unless said otherwise); peak RSS and agent CPU are read")
-	fmt.Fprintln(out, "from /proc of `rollboot coordinator` and `rollboot agent` processes; the emulator's own time is")
-	fmt.Fprintln(out, "its handlers' time minus blocking-query sleeps.")
+	fmt.Fprintln(out, "pass, cold-start and first-pass times are ReconcileOnce calls timed in process (passes with the coordinator's")
+	fmt.Fprintln(out, "watches running, as while it leads, unless said otherwise); peak RSS and agent CPU are read")
+	fmt.Fprintln(out, "from /proc of `rollboot coordinator` and `rollboot agent` processes; the coordinator's CPU in a rollout")
+	fmt.Fprintln(out, "is its goroutines' share of a CPU profile (pprof labels); Nomad requests are the emulator's count over")
+	fmt.Fprintln(out, "the rollout (the bench sends none meanwhile); the emulator's own time is its handlers' time minus")
+	fmt.Fprintln(out, "blocking-query sleeps and the request latency. The request latency applies to the rollouts and the")
+	fmt.Fprintln(out, "first passes; the idle load and the coordinator alone are measured with none.")
 	if a := rep.Agent; a != nil && a.Exe != "" && a.Exe != o.Exe && a.Exe == o.AgentExe {
 		fmt.Fprintf(out, "The agent process measured runs %s (-agent-exe).\n", a.Exe)
 	}
 	for _, n := range o.Hosts {
-		if n > o.RolloutMax {
-			fmt.Fprintf(out, "%d hosts: coordinator only (records written by the bench, a tenth needing a reboot): a full\n", n)
-			fmt.Fprintf(out, "rollout of %d in-process agents does not fit this machine (-rollout-max).\n", n)
+		if n > o.RolloutMax && o.Only != "agent" && o.Only != "idle" {
+			fmt.Fprintf(out, "%d hosts: no full rollout (above -rollout-max %d): the coordinator alone, on records written by the bench.\n", n, o.RolloutMax)
 		}
 	}
 }
@@ -345,26 +370,29 @@ func ms(d time.Duration) string {
 
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
 
-// topRoutes is how many of the busiest routes a rollout's table shows.
-const topRoutes = 10
+// topRoutes is how many of the routes with the most requests a rollout's
+// table shows one by one.
+const topRoutes = 12
 
-// printRoutes shows where the emulator's request time went in a rollout: the
-// busiest routes, with their requests (the bench's own reads included).
+// printRoutes shows a rollout's Nomad requests by route, every rollboot
+// process together (the bench sends none while a rollout is measured): the
+// routes with the most requests, each per rebooted host, with the emulator's
+// busy time they took.
 func printRoutes(out io.Writer, r *Rollout) {
 	routes := r.Emulator.Routes
 	if len(routes) == 0 {
 		return
 	}
-	which := ""
-	if r.Runs > 1 {
-		which = fmt.Sprintf(", %d of %d", r.Run, r.Runs)
-	}
-	fmt.Fprintf(out, "\nEmulator requests by route, rollout of %d hosts%s (the busiest %d of %d routes; the bench's own reads included):\n",
-		r.Hosts, which, min(topRoutes, len(routes)), len(routes))
+	shares, other := routeShares(routes, r.Rebooted(), topRoutes)
+	fmt.Fprintf(out, "\nNomad requests by route, rollout of %s (%.1f per rebooted host; the %d routes with the most requests):\n",
+		r.Label(), requestsPerHost(r), len(shares))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tREQUESTS\tBUSY\tSHARE OF BUSY")
-	for _, rs := range routes[:min(topRoutes, len(routes))] {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\n", rs.Route, rs.Requests, dur(rs.Busy),
+	fmt.Fprintln(tw, "ROUTE\tREQUESTS\tPER REBOOTED HOST\tBUSY\tSHARE OF BUSY")
+	if other.Route != "" {
+		shares = append(shares, other)
+	}
+	for _, rs := range shares {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%.0f%%\n", rs.Route, rs.Requests, rs.PerHost, dur(rs.Busy),
 			100*rs.Busy.Seconds()/max(r.Emulator.Busy.Seconds(), 1e-9))
 	}
 	tw.Flush()
