@@ -275,7 +275,7 @@ type nodeSummary struct {
 const noGroup = "\x00"
 
 // summarizeNodes sums up nodes for the group statuses: a walk over every node,
-// made once per node list and node groups (viewCache.summary).
+// made once per pass (observe).
 func summarizeNodes(nodes map[string]*api.NodeListStub, groupOf map[string]string) *nodeSummary {
 	sum := &nodeSummary{size: map[string]int{}, down: map[string][]string{}}
 	for id, n := range nodes {

@@ -106,3 +106,8 @@ func (c *planCursor) underWay(i int) bool {
 	}
 	return c.j < len(c.at) && c.at[c.j] == i
 }
+
+// sameSlice reports whether a and b are the same slice (not equal ones).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) && (a == nil) == (b == nil)
+}

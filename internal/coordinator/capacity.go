@@ -83,21 +83,6 @@ type capacityView struct {
 type capacityCache struct {
 	mu    sync.Mutex
 	nodes map[string]cachedCapacity
-	// layout: the candidates of each pool and the nodes out, as last sorted
-	// from the nodes of layoutOf with the nodes on their way out for rollboot
-	// layoutOut (sorted): the same again while neither changed how they sort.
-	// layoutOf is the map itself, not its address: an address kept without
-	// the map may be a newer map's once the old one is collected.
-	layout    nodeLayout
-	layoutOf  map[string]*api.NodeListStub
-	layoutOut []string
-}
-
-// nodeLayout is how a pass's nodes sort for the capacity gate; never changed
-// once made (capacityView's candidates and out).
-type nodeLayout struct {
-	candidates map[string][]string
-	out        []string
 }
 
 // prune forgets the nodes that are gone.
@@ -125,7 +110,7 @@ func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot) {
 	if !c.opt.Capacity.Enabled || len(admissionQueue(s)) == 0 {
 		return
 	}
-	v := newCapacityView(s, c.opt.Capacity.Headroom, &c.capacityCache)
+	v := newCapacityView(s, c.opt.Capacity.Headroom)
 	s.capacity = v
 	c.capacityCache.prune(s.nodes)
 	r := c.rulesOf(s)
@@ -144,9 +129,8 @@ func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot) {
 }
 
 // newCapacityView sorts the nodes into the candidates of each pool and the
-// nodes out: as the pass before did while the node list and the hosts on their
-// way out are the same (at 5,000 nodes, sorting them took a tenth of a pass).
-func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacityView {
+// nodes out.
+func newCapacityView(s *snapshot, headroom float64) *capacityView {
 	v := &capacityView{headroom: headroom, allocs: map[string][]*api.Allocation{}, nodes: map[string]capacity.Node{},
 		read: map[string]int{}}
 	// A host on its way out whose drain the node list does not show yet counts
@@ -170,41 +154,8 @@ func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacity
 		}
 	}
 	slices.Sort(leaving)
-	leaving = slices.Compact(leaving)
-	layout := cc.layoutFor(s.nodes, leaving)
-	v.candidates, v.out = layout.candidates, layout.out
+	v.candidates, v.out = sortNodes(s.nodes, slices.Compact(leaving))
 	return v
-}
-
-// layoutFor returns sortNodes(nodes, leaving): as sorted last time while the
-// nodes on their way out are the same and every node sorts as it did (a new
-// node list after a node's metadata or status changed sorts the same unless
-// the node's drain, eligibility, readiness or pool did).
-func (cc *capacityCache) layoutFor(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.layout.candidates == nil || !slices.Equal(cc.layoutOut, leaving) ||
-		!sameMap(cc.layoutOf, nodes) && !sortsAlike(cc.layoutOf, nodes) {
-		cc.layout, cc.layoutOut = sortNodes(nodes, leaving), leaving
-	}
-	cc.layoutOf = nodes
-	return cc.layout
-}
-
-// sortsAlike reports whether b holds the nodes of a, each of which sortNodes
-// puts where it put it from a: draining or not, a candidate or not, and in
-// which pool.
-func sortsAlike(a, b map[string]*api.NodeListStub) bool {
-	if a == nil || len(a) != len(b) {
-		return false
-	}
-	for id, nb := range b {
-		na := a[id]
-		if na == nil || na.Drain != nb.Drain || eligibleReady(na) != eligibleReady(nb) || na.NodePool != nb.NodePool {
-			return false
-		}
-	}
-	return true
 }
 
 // eligibleReady reports whether n is ready and eligible: a candidate, unless
@@ -227,8 +178,8 @@ func emptiedByDrain(n *api.NodeListStub) bool {
 
 // sortNodes sorts nodes, by ID, into the candidates of each pool ("all": every
 // candidate) and the nodes out: draining, or on their way out (leaving, sorted).
-func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout {
-	l := nodeLayout{candidates: map[string][]string{}}
+func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) (candidates map[string][]string, out []string) {
+	candidates = map[string][]string{}
 	ids := make([]string, 0, len(nodes))
 	for id := range nodes {
 		ids = append(ids, id)
@@ -236,16 +187,16 @@ func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout 
 	slices.Sort(ids)
 	for _, id := range ids {
 		n := nodes[id]
-		_, out := slices.BinarySearch(leaving, id)
+		_, leaves := slices.BinarySearch(leaving, id)
 		switch {
-		case n.Drain || out:
-			l.out = append(l.out, id)
+		case n.Drain || leaves:
+			out = append(out, id)
 		case eligibleReady(n):
-			l.candidates[n.NodePool] = append(l.candidates[n.NodePool], id)
-			l.candidates["all"] = append(l.candidates["all"], id)
+			candidates[n.NodePool] = append(candidates[n.NodePool], id)
+			candidates["all"] = append(candidates["all"], id)
 		}
 	}
-	return l
+	return candidates, out
 }
 
 // capacityRound reads what the gate lacked: the allocations of the nodes whose

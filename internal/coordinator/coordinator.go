@@ -175,9 +175,6 @@ type Coordinator struct {
 	// hostsCache: the host records while the host watch sees no change
 	// (hostscache.go).
 	hostsCache hostsCache
-	// viewCache: what passes derive from those, kept for the next pass
-	// (viewcache.go).
-	viewCache viewCache
 	// sideOutputs: what was last handed to the notifier and the node metadata
 	// publisher (sideoutputs.go).
 	sideOutputs sideOutputs

@@ -56,16 +56,11 @@ type stateMetrics struct {
 	// freed: when a cycle of each group last ended (its slot freed), until the
 	// group's next drain starts.
 	freed map[string]time.Time
-	// exported: each host's series as last set (nil: none yet this term), so a
-	// pass sets only those of the hosts that changed: at 5,000 hosts, setting
-	// the nine phase series of every host took longer than the rest of a pass.
-	exported map[string]hostSeries
-	// exportedAt: the same by position, for the names last exported
-	// (exportedNames): while the hosts are the same, a pass compares each
-	// host's series with them there instead of looking it up.
-	exportedAt    []hostSeries
-	exportedNames []string
-	// groupsSet: the groups whose phase series are set.
+	// exported: each host's series as last set (nil: none yet this term), so
+	// that a pass sets only those of the hosts that changed, and deletes
+	// those of the hosts gone. groupsSet: the groups whose phase series are
+	// set.
+	exported  map[string]hostSeries
 	groupsSet map[string]bool
 }
 
@@ -116,7 +111,7 @@ func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
 func (m *stateMetrics) lead(leading bool) {
 	m.mu.Lock()
 	clear(m.freed) // another leader may have freed and filled slots since
-	m.exported, m.exportedAt, m.exportedNames = nil, nil, nil
+	m.exported = nil
 	m.mu.Unlock()
 	if leading {
 		m.leader.Set(1)
@@ -143,7 +138,6 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 		m.groupHosts.Reset()
 		m.exported = map[string]hostSeries{}
 		m.groupsSet = map[string]bool{}
-		m.exportedAt, m.exportedNames = nil, nil
 	}
 	byGroup := make(map[string]*[len(phases)]int, len(groups))
 	for _, g := range groups {
@@ -191,26 +185,15 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 // counts the hosts of each group in each phase, and returns the oldest request
 // still pending and the hosts stuck. Called with m.mu held.
 func (m *stateMetrics) exportHosts(s *snapshot, byGroup map[string]*[len(phases)]int) (oldest time.Time, stuck int) {
-	// The series by position hold for these names only if they are the very
-	// names last exported (a kept slice is never changed).
-	if !sameSlice(s.names, m.exportedNames) || len(m.exportedAt) != len(s.names) {
-		m.exportedAt, m.exportedNames = make([]hostSeries, len(s.names)), s.names
-		for i := range m.exportedAt {
-			m.exportedAt[i].phase = unexported
-		}
-	}
 	plans := newPlanCursor(s) // idle hosts' plans are not looked up
 	for i, name := range s.names {
-		hv, phase := s.hostAt(i), store.PhaseIdle // no host looked up either
+		hv, phase := s.hostAt(i), store.PhaseIdle
 		var requested time.Time
 		if plans.underWay(i) {
 			p := s.plans[name]
 			phase, requested = hostPhase(p), p.RequestedAt
 		}
-		if now := seriesOf(phase, hv); now != m.exportedAt[i] {
-			m.exportHost(name, now)
-			m.exportedAt[i] = now
-		}
+		m.exportHost(name, seriesOf(phase, hv))
 		if n, ok := byGroup[hv.group]; ok {
 			if i, ok := phaseOf(phase); ok {
 				n[i]++
@@ -227,10 +210,6 @@ func (m *stateMetrics) exportHosts(s *snapshot, byGroup map[string]*[len(phases)
 	}
 	return oldest, stuck
 }
-
-// unexported is the phase of a host's series by position before they are
-// set: none.
-const unexported = "\x00"
 
 // seriesOf is what a host's series say for phase and its view.
 func seriesOf(phase string, hv *hostView) hostSeries {
@@ -253,9 +232,8 @@ func phaseOf(phase string) (int, bool) {
 	return i, ok
 }
 
-// exportHost sets a host's series if they changed since the last pass (at
-// 5,000 hosts, setting the nine phase series of every host took longer than
-// the rest of a pass). Called with m.mu held.
+// exportHost sets a host's series if they changed since the last pass. Called
+// with m.mu held.
 func (m *stateMetrics) exportHost(name string, now hostSeries) {
 	before, ok := m.exported[name]
 	if ok && before == now {

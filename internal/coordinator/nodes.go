@@ -45,16 +45,10 @@ type nodeCache struct {
 	// every node's group unknown.
 	groupOf map[string]string
 	groups  string
-	// asked is the list groupOf stands for (the same list again needs no
-	// look), and seen its nodes by ID: a node whose ModifyIndex moved since
-	// is asked again, unless only its state changed (onIdentity).
-	asked []*api.NodeListStub
-	seen  map[string]*api.NodeListStub
-	// identity: every group's filter selects only on the fields the node list
-	// shows of a node's identity (policy.FilterOnIdentity), for the groups
-	// identityOf names.
-	identity   bool
-	identityOf string
+	// seen: the nodes groupOf stands for, by ID, as the list showed them: a
+	// node whose ModifyIndex moved since is asked again, unless only its
+	// state changed (onIdentity).
+	seen map[string]*api.NodeListStub
 	// kept is closed and replaced whenever the watch keeps a list (caughtUp).
 	kept chan struct{}
 }
@@ -95,7 +89,7 @@ func (n *nodeCache) current() []*api.NodeListStub {
 func (n *nodeCache) forget() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.list, n.index, n.wrote, n.groupOf, n.groups, n.asked, n.seen = nil, 0, 0, nil, "", nil, nil
+	n.list, n.index, n.wrote, n.groupOf, n.groups, n.seen = nil, 0, 0, nil, "", nil
 }
 
 // writeIndexNodes records the index of every node write, so that the next pass
@@ -136,7 +130,10 @@ func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListSt
 		// Not kept for the next pass: only the watch knows when it changes.
 		list = l
 	}
-	nodes := c.viewCache.nodesByID(list)
+	nodes := make(map[string]*api.NodeListStub, len(list))
+	for _, n := range list {
+		nodes[n.ID] = n
+	}
 	groupOf, err := c.nodeGroups(ctx, list, nodes)
 	if err != nil {
 		return nil, nil, err
@@ -153,13 +150,8 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	if cache.groups != groupsKey(c.opt.Groups) {
 		prev, seen = nil, nil
 	}
-	if prev != nil && sameSlice(list, cache.asked) {
-		// The very list they were last asked for: nothing changed.
-		cache.mu.Unlock()
-		return prev, nil
-	}
-	identity := cache.onIdentity(c.opt.Groups)
 	cache.mu.Unlock()
+	identity := onIdentity(c.opt.Groups)
 	var changed []string
 	for _, n := range list {
 		if m, ok := seen[n.ID]; !ok || m.ModifyIndex != n.ModifyIndex {
@@ -180,7 +172,7 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	}
 	if prev != nil && len(changed) == 0 && !gone {
 		cache.mu.Lock()
-		cache.asked, cache.seen = list, nodes
+		cache.seen = nodes
 		cache.mu.Unlock()
 		return prev, nil
 	}
@@ -211,26 +203,21 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 	}
 	cache.mu.Lock()
 	cache.groupOf, cache.groups = groupOf, groupsKey(c.opt.Groups)
-	cache.asked, cache.seen = list, nodes
+	cache.seen = nodes
 	cache.mu.Unlock()
 	return groupOf, nil
 }
 
 // onIdentity reports whether every group's filter selects only on a node's
 // identity (policy.FilterOnIdentity): then a node whose identity the list
-// shows unchanged keeps its group without asking Nomad (n.mu held).
-func (n *nodeCache) onIdentity(groups []GroupSpec) bool {
-	key := groupsKey(groups)
-	if n.identityOf != key || n.identityOf == "" {
-		n.identity = true
-		for _, g := range groups {
-			if g.Filter != "" && !policy.FilterOnIdentity(g.Filter) {
-				n.identity = false
-			}
+// shows unchanged keeps its group without asking Nomad.
+func onIdentity(groups []GroupSpec) bool {
+	for _, g := range groups {
+		if g.Filter != "" && !policy.FilterOnIdentity(g.Filter) {
+			return false
 		}
-		n.identityOf = key
 	}
-	return n.identity
+	return true
 }
 
 // sameIdentity reports whether the node list shows b with a's identity (a

@@ -34,13 +34,6 @@ type snapshot struct {
 	groupOf map[string]string            // node ID -> the first group whose filter matches it
 	hosts   map[string]*hostView         // every host with a usable record or a plan
 	names   []string                     // the keys of hosts, sorted
-	// views: nil, or hosts by the position of their name in names (hostAt);
-	// viewsShared: the slice kept for the next pass, copied before a change.
-	views       []*hostView
-	viewsShared bool
-	// hostsShared: hosts is the map kept for the next pass; setHost copies it
-	// before the first change.
-	hostsShared bool
 	// missing: hosts whose agent is known not to run, and why (records.go).
 	missing map[string]string
 	// clusters holds the health of each server cluster (by product/cluster) of a
@@ -67,8 +60,6 @@ type snapshot struct {
 	// health: the workloads of the hosts that wait for them to be healthy
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoin.Observed
-	// owned: the hosts whose view this pass copied to change it (own).
-	owned map[string]bool
 	// memo: what admission derives from the snapshot, computed once
 	// (admitmemo.go).
 	memo admitMemo
@@ -82,7 +73,7 @@ type snapshot struct {
 	allocs map[string][]*api.Allocation
 }
 
-// hostView is what a pass knows of one host.
+// hostView is what a pass knows of one host; built by each pass, its own.
 type hostView struct {
 	rec   *store.HostRecord // nil: no usable record
 	node  *phase.NodeView   // nil: no Nomad node, or an unknown one
@@ -116,7 +107,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	}
 	recs, missing := c.checkRecords(ctx, recs, badRecs, nodes, ctl)
 	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing,
-		nodeSum: c.viewCache.summary(nodes, groupOf), poolsAhead: ahead}
+		nodeSum: summarizeNodes(nodes, groupOf), poolsAhead: ahead}
 	c.hostViews(s, recs)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
@@ -154,13 +145,18 @@ func (c *Coordinator) loadPlans(ctx context.Context) (map[string]store.Plan, err
 	return plans, nil
 }
 
-// hostViews gives every host with a usable record or a plan its node and group
-// (the views of the hosts with a record are kept between passes: viewcache.go).
+// hostViews gives every host with a usable record or a plan its node and
+// group.
 func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
-	hosts, names, order := c.cachedHostViews(recs, s.nodes, s.groupOf)
-	s.hosts, s.hostsShared = hosts, true
-	s.names, s.views, s.viewsShared = names, order, true
-	added := false
+	s.hosts = make(map[string]*hostView, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		hv := &hostView{rec: r, group: c.groupOfHost(r, s.groupOf)}
+		if n := s.nodes[r.NodeID]; r.NodeID != "" && n != nil {
+			hv.node = nodeView(n)
+		}
+		s.hosts[r.Host] = hv
+	}
 	for name, p := range s.plans {
 		if _, ok := s.hosts[name]; !ok {
 			// No usable record (none, or ignored): the node the plan took out
@@ -169,15 +165,27 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 			if n := s.nodes[p.NodeID]; n != nil {
 				node = nodeView(n)
 			}
-			s.setHost(name, &hostView{group: p.Group, node: node})
-			added = true
+			s.hosts[name] = &hostView{group: p.Group, node: node}
 		}
 	}
-	if added {
-		s.names = sortedKeys(s.hosts)
-		s.views, s.viewsShared = inOrder(s.hosts, s.names), false
-	}
+	s.names = sortedKeys(s.hosts)
 }
+
+// groupOfHost is the group of the host of r: its node's (groupOf), else the
+// default group; a host without a node says its group (FleetLock).
+func (c *Coordinator) groupOfHost(r *store.HostRecord, groupOf map[string]string) string {
+	if r.NodeID != "" {
+		if g, ok := groupOf[r.NodeID]; ok {
+			return g
+		}
+	} else if r.Group != "" && c.knownGroup(r.Group) {
+		return r.Group
+	}
+	return c.opt.DefaultGroup.Name
+}
+
+// hostAt returns the view of the host s.names[i].
+func (s *snapshot) hostAt(i int) *hostView { return s.hosts[s.names[i]] }
 
 // NodeReadParallelism bounds the node reads of a pass sent at once: the events
 // of the nodes of hosts that should be rebooting. Mid-rollout a pass reads the
@@ -203,7 +211,6 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 		if p.Phase != store.PhaseDrained && p.Phase != store.PhaseRebooting && p.Phase != store.PhaseStuck && !rejoins {
 			continue
 		}
-		hv = s.own(name)
 		if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck {
 			events = append(events, hv)
 		}
@@ -299,20 +306,13 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admiss
 		if !adm.admitted[name] || hv.node == nil || hv.err != nil || hv.jobsRead {
 			continue
 		}
-		hv = s.own(name)
 		hv.jobs, hv.err = c.systemJobs(ctx, s, hv.node.ID)
 		hv.jobsRead = true
 	}
 }
 
+// nodeView is the view of n, as the phase machine sees its node.
 func nodeView(n *api.NodeListStub) *phase.NodeView {
-	v := nodeViewOf(n)
-	return &v
-}
-
-// nodeViewOf is the view of n, by value: comparing it with a kept view
-// allocates nothing.
-func nodeViewOf(n *api.NodeListStub) phase.NodeView {
 	v := phase.NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
 		ModifyIndex: n.ModifyIndex}
 	for _, d := range n.Drivers {
@@ -326,7 +326,7 @@ func nodeViewOf(n *api.NodeListStub) phase.NodeView {
 		v.DrainRestores = n.LastDrain.Meta[metaEligibleBefore] == "true"
 		v.DrainStartedAt = n.LastDrain.StartedAt
 	}
-	return v
+	return &v
 }
 
 // Node event messages that tell a node missed heartbeats or came back from it.

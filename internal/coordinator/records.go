@@ -57,7 +57,7 @@ func (c *Coordinator) readAgentAllocs(ctx context.Context, job string) (hostchec
 // missing agents; it logs both when they change.
 func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord, bad []store.BadRecord,
 	nodes map[string]*api.NodeListStub, ctl store.Control) ([]store.HostRecord, map[string]string) {
-	hosts, ignored := c.viewCache.validate(hosts, nodes)
+	hosts, ignored := hostcheck.ValidateRecords(hosts, nodes)
 	hosts = c.corroborate(ctx, hosts, nodes)
 	bad = append(bad, ignored...)
 	missing := map[string]string{}
