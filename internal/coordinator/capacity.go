@@ -31,7 +31,8 @@ import (
 // nothing. The candidate nodes of a pool are read in a fixed order, twice as many
 // each round, so a check usually reads the host's node and one or two others.
 // Each node's resources are kept from pass to pass while its ModifyIndex stays
-// the same; its allocations are read again in each pass that needs them.
+// the same (capacityNodes); its allocations are read again in each pass that
+// needs them.
 
 // CapacityGate configures the capacity gate (the policy's capacity block).
 type CapacityGate struct {
@@ -76,32 +77,6 @@ type capacityView struct {
 	wantAllocs map[string]bool
 	wantPools  map[string]bool
 	lacking    map[string]int
-}
-
-// capacityCache keeps each node's capacity from pass to pass, by ModifyIndex
-// (every change to a node bumps it; heartbeats do not).
-type capacityCache struct {
-	mu    sync.Mutex
-	nodes map[string]cachedCapacity
-}
-
-// prune forgets the nodes that are gone.
-func (cc *capacityCache) prune(nodes map[string]*api.NodeListStub) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if len(cc.nodes) <= len(nodes) {
-		return
-	}
-	for id := range cc.nodes {
-		if nodes[id] == nil {
-			delete(cc.nodes, id)
-		}
-	}
-}
-
-type cachedCapacity struct {
-	modifyIndex uint64
-	node        capacity.Node
 }
 
 // readCapacity observes what the capacity gate needs for the hosts admission
@@ -243,17 +218,31 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 	return nil
 }
 
-// capacityNodes returns the capacity of the nodes ids (capacityNode), those
-// not kept from an earlier pass read side by side: a new leader knows none,
-// and one after the other they took most of a second on a loaded machine
-// before the first grant of a rollout.
+// capacityNodes returns the capacity of the nodes ids: as kept at their
+// ModifyIndex, the others read side by side (readCapacityNode): a new leader
+// knows none, and one after the other they took most of a second on a loaded
+// machine before the first grant of a rollout. The capacity is kept from pass
+// to pass in a perIndex, which only this runs on (capacityRound waits for it).
 func (c *Coordinator) capacityNodes(ctx context.Context, s *snapshot, ids []string) ([]capacity.Node, error) {
+	out := make([]capacity.Node, len(ids))
+	var todo []int
+	for i, id := range ids {
+		if n, ok := c.capacityCache.get(id, s.nodes[id].ModifyIndex); ok {
+			out[i] = n
+			continue
+		}
+		todo = append(todo, i)
+	}
 	// After a failure no more is read: the pass holds every queued host with it.
-	out, err := parallel.Map(len(ids), CapacityReadParallelism, func(i int) (capacity.Node, error) {
-		return c.capacityNode(ctx, s.nodes[ids[i]])
+	read, err := parallel.Map(len(todo), CapacityReadParallelism, func(k int) (capacity.Node, error) {
+		return c.readCapacityNode(ctx, ids[todo[k]])
 	})
 	if err != nil {
 		return nil, err
+	}
+	for k, i := range todo {
+		out[i] = read[k]
+		c.capacityCache.put(ids[i], s.nodes[ids[i]].ModifyIndex, read[k])
 	}
 	return out, nil
 }
@@ -272,22 +261,15 @@ func (c *Coordinator) capacityAllocs(ctx context.Context, v *capacityView, nodeI
 	return allocs, nil
 }
 
-// capacityNode returns a node's capacity: its resources less its reserved
+// readCapacityNode reads a node's capacity: its resources less its reserved
 // resources (nomad/structs/funcs.go AllocsFit compares the allocations with
 // NodeResources.Comparable less ReservedResources.Comparable), and its
 // healthy device instances; and what constraints interpolate on it (a change
 // to its attributes or meta bumps its ModifyIndex too).
-func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) (capacity.Node, error) {
-	cache := &c.capacityCache
-	cache.mu.Lock()
-	got, ok := cache.nodes[stub.ID]
-	cache.mu.Unlock()
-	if ok && got.modifyIndex == stub.ModifyIndex {
-		return got.node, nil
-	}
-	n, _, err := c.opt.Nodes.Info(stub.ID, (&api.QueryOptions{}).WithContext(ctx))
+func (c *Coordinator) readCapacityNode(ctx context.Context, id string) (capacity.Node, error) {
+	n, _, err := c.opt.Nodes.Info(id, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return capacity.Node{}, fmt.Errorf("read node %s: %w", stub.ID, err)
+		return capacity.Node{}, fmt.Errorf("read node %s: %w", id, err)
 	}
 	out := capacity.Node{Name: n.Name, Pool: n.NodePool, Datacenter: n.Datacenter, Targets: constraint.NodeOf(n)}
 	if r := n.NodeResources; r != nil {
@@ -307,12 +289,6 @@ func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) 
 		out.Capacity.CPU -= int64(r.Cpu.CpuShares)
 		out.Capacity.MemoryMB -= int64(r.Memory.MemoryMB)
 	}
-	cache.mu.Lock()
-	if cache.nodes == nil {
-		cache.nodes = map[string]cachedCapacity{}
-	}
-	cache.nodes[stub.ID] = cachedCapacity{modifyIndex: stub.ModifyIndex, node: out}
-	cache.mu.Unlock()
 	return out, nil
 }
 

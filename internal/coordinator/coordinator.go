@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -164,14 +165,15 @@ type Coordinator struct {
 	// nodeCache: the node list as the watch last read it, and the nodes'
 	// groups (nodes.go).
 	nodeCache nodeCache
-	// capacityCache: each node's capacity, for the capacity gate (capacity.go).
-	capacityCache capacityCache
+	// capacityCache: each node's capacity, for the capacity gate
+	// (capacity.go); the pass goroutine's.
+	capacityCache perIndex[capacity.Node]
 	// queued: the workload blockers' last read had hosts queued to look at
 	// (readWorkloads): the next pass reads the pool lists ahead.
 	queued atomic.Bool
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
-	// rebooting (heartbeatcache.go).
-	heartbeats heartbeatCache
+	// rebooting (heartbeatcache.go); the pass goroutine's.
+	heartbeats perIndex[heartbeatIndexes]
 	// hostsCache: the host records while the host watch sees no change
 	// (hostscache.go).
 	hostsCache hostsCache

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
-	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
@@ -199,7 +198,6 @@ const NodeReadParallelism = 8
 // node's events while the host should be rebooting (did it miss heartbeats and
 // come back?), side by side, then its system jobs while it rejoins.
 func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
-	defer c.heartbeats.passDone()
 	var events, jobs []*hostView
 	for _, name := range busyNames(s) {
 		hv, p := s.hosts[name], s.plans[name]
@@ -218,9 +216,13 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 			jobs = append(jobs, hv)
 		}
 	}
-	parallel.Each(len(events), NodeReadParallelism, nil, func(i int) {
-		events[i].err = c.reregisteredIndex(ctx, events[i].node)
-	})
+	nodes := make([]*phase.NodeView, len(events))
+	for i, hv := range events {
+		nodes[i] = hv.node
+	}
+	for i, err := range c.readHeartbeats(ctx, nodes) { // heartbeatcache.go
+		events[i].err = err
+	}
 	for _, hv := range jobs { // the pass's allocations read once per node (allocsOnNode)
 		if hv.err == nil {
 			hv.err = c.systemRunning(ctx, s, hv.node)
@@ -347,26 +349,6 @@ const (
 	// nomad/drainer/drainer.go NodeDrainEventComplete.
 	eventDrainComplete = "Node drain complete"
 )
-
-// reregisteredIndex reads the node's events (the list stub has none) for the last
-// missed heartbeat and the last re-registration, unless the node did not
-// change since it last read them (heartbeatcache.go).
-func (c *Coordinator) reregisteredIndex(ctx context.Context, v *phase.NodeView) error {
-	e, ok := c.heartbeats.get(v.ID, v.ModifyIndex)
-	if !ok {
-		n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			return fmt.Errorf("read node %s: %w", v.ID, err)
-		}
-		e = heartbeatIndexesOf(n)
-		c.heartbeats.put(v.ID, e)
-	}
-	v.ReregisteredIndex = max(v.ReregisteredIndex, e.reregistered)
-	v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.missed)
-	v.EligibilityIndex = max(v.EligibilityIndex, e.eligibility)
-	v.DrainDoneIndex = max(v.DrainDoneIndex, e.drainDone)
-	return nil
-}
 
 // allocsOnNode returns the allocations on a node as this pass sees them: as the
 // node's allocation watch last read them (a change pokes a pass after the
