@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"sort"
 	"time"
@@ -67,9 +66,6 @@ type snapshot struct {
 	// nodeSum: the nodes summed up for the group statuses (nil: summed up
 	// when needed).
 	nodeSum *nodeSummary
-	// allocs: the allocations of the nodes this pass read, by node ID
-	// (allocsOnNode), so that each is read once per pass.
-	allocs map[string][]*api.Allocation
 }
 
 // hostView is what a pass knows of one host; built by each pass, its own.
@@ -225,7 +221,7 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 	}
 	for _, hv := range jobs { // the pass's allocations read once per node (allocsOnNode)
 		if hv.err == nil {
-			hv.err = c.systemRunning(ctx, s, hv.node)
+			hv.err = c.systemRunning(ctx, hv.node)
 		}
 	}
 }
@@ -308,7 +304,7 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, adm admiss
 		if !adm.admitted[name] || hv.node == nil || hv.err != nil || hv.jobsRead {
 			continue
 		}
-		hv.jobs, hv.err = c.systemJobs(ctx, s, hv.node.ID)
+		hv.jobs, hv.err = c.systemJobs(ctx, hv.node.ID)
 		hv.jobsRead = true
 	}
 }
@@ -350,36 +346,10 @@ const (
 	eventDrainComplete = "Node drain complete"
 )
 
-// allocsOnNode returns the allocations on a node as this pass sees them: as the
-// node's allocation watch last read them (a change pokes a pass after the
-// watch kept it: wake.go), else as read earlier in this pass (here or by the
-// capacity gate), else read now and kept for the rest of the pass. A rebooted
-// node's allocations are so read once in the pass that finds it back (its
-// system jobs, then its workloads' health), and not at all while its watch runs.
-func (c *Coordinator) allocsOnNode(ctx context.Context, s *snapshot, nodeID string) ([]*api.Allocation, error) {
-	c.mu.Lock()
-	allocs, ok := c.watchedAllocs[nodeID]
-	c.mu.Unlock()
-	if ok {
-		return allocs, nil
-	}
-	if allocs, ok := passAllocs(s, nodeID); ok {
-		return allocs, nil
-	}
-	allocs, meta, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
-	}
-	c.noteAllocRead(nodeID, meta, allocs)
-	if s.allocs == nil {
-		s.allocs = map[string][]*api.Allocation{}
-	}
-	s.allocs[nodeID] = allocs
-	return allocs, nil
-}
-
-func (c *Coordinator) systemJobs(ctx context.Context, s *snapshot, nodeID string) ([]string, error) {
-	allocs, err := c.allocsOnNode(ctx, s, nodeID)
+// systemJobs returns the system jobs running on a node, from its allocations
+// as the pass sees them (allocsOnNode).
+func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, error) {
+	allocs, err := c.allocsOnNode(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -398,8 +368,8 @@ func (c *Coordinator) systemJobs(ctx context.Context, s *snapshot, nodeID string
 	return out, nil
 }
 
-func (c *Coordinator) systemRunning(ctx context.Context, s *snapshot, v *phase.NodeView) error {
-	jobs, err := c.systemJobs(ctx, s, v.ID)
+func (c *Coordinator) systemRunning(ctx context.Context, v *phase.NodeView) error {
+	jobs, err := c.systemJobs(ctx, v.ID)
 	if err != nil {
 		return err
 	}
