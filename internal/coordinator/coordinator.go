@@ -147,8 +147,7 @@ type Coordinator struct {
 
 	// mu guards what the steps of a pass that run side by side write (the
 	// plan writes, planwrites.go; the capacity gate's reads, capacityread.go)
-	// and what callers read while Run runs: the fields below up to
-	// checkNodes.
+	// and what callers read while Run runs: the fields below up to ignored.
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
 	// plansGen counts the changes of plans (a write, a load): what was handed
@@ -160,15 +159,12 @@ type Coordinator struct {
 	// the next pass then; zero: none).
 	recheck time.Time
 	// allocs: where the pass finds the allocations of nodes (allocsource.go).
-	allocs  allocSource
+	allocs allocSource
+	// freed: when a cycle of each group last ended (its slot freed), until
+	// the group's next drain starts (metrics.go, drainStarted).
+	freed   map[string]time.Time
 	overrun Overrun
 	ignored []store.BadRecord // the records the last pass dropped
-	// noHandOver: hand-overs refused for lack of permission, by host/product,
-	// with the refusal.
-	noHandOver map[string]string
-	// checkNodes: the Consul nodes whose checks the last pass read for a host
-	// waiting for them (rejoinhealth.go); watched until it ends (rejoinwatch.go).
-	checkNodes map[string]bool
 
 	// mail: the watches' newest answers (mailbox.go); seen: as the pass took
 	// them at its start (takeMail).
@@ -182,6 +178,10 @@ type Coordinator struct {
 
 	// Everything below is the pass goroutine's.
 
+	// noHandOver: hand-overs refused for lack of permission, by host/product,
+	// with the refusal (a hand-over runs only in the decisions a pass carries
+	// out one after the other).
+	noHandOver map[string]string
 	// membership: the server clusters' memberships and what the records
 	// corroborated with them made (members.go).
 	membership membership
@@ -218,6 +218,9 @@ type Coordinator struct {
 	nextSettle time.Time
 	// alerts: the alert gate's state (alerts.go).
 	alerts alertState
+	// checkNodes: the Consul nodes whose checks the last pass read for a host
+	// waiting for them (rejoinhealth.go); watched until it ends (rejoinwatch.go).
+	checkNodes map[string]bool
 }
 
 // New returns a coordinator.
@@ -275,6 +278,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	c.mu.Lock()
 	c.plans = nil // reload: another coordinator may have written since we last led
+	clear(c.freed)
 	c.mu.Unlock()
 	t := time.NewTicker(c.opt.Resync)
 	defer t.Stop()
@@ -556,12 +560,10 @@ func (c *Coordinator) handOver(ctx context.Context, rec *store.HostRecord, produ
 				c.log.Error("leadership hand-over refused; the host reboots as leader and the cluster elects another (policy: continue)",
 					"host", rec.Host, "product", product, "err", err)
 			}
-			c.mu.Lock()
 			if c.noHandOver == nil {
 				c.noHandOver = map[string]string{}
 			}
 			c.noHandOver[rec.Host+"/"+product] = err.Error()
-			c.mu.Unlock()
 			return nil
 		}
 		if err != nil {

@@ -21,6 +21,13 @@ import (
 // loop): each only puts its newest answer in the mailbox, and the pass takes
 // them all at its start (takeMail) and decides from what it took. A change
 // that comes during a pass pokes the next one, which takes it.
+//
+// Two locks are left. The mailbox's, between the watches and the pass. And
+// Coordinator.mu, for what the steps of a pass that run side by side write:
+// the plans (the parallel plan writes, planwrites.go), whether the pass
+// changed something and when to look again, the allocation reads (the
+// capacity gate's, side by side: capacityread.go), the slots freed (metrics);
+// and what callers read while Run runs (Overruns, Ignored).
 
 // watched is the newest answer of one blocking-query watch: the value it read
 // and the index it answered at, whether it is live (it answered since its last

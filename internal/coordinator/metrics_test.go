@@ -217,12 +217,13 @@ func TestSlotHandOff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newStateMetrics(prometheus.NewRegistry())
+			c := New(Options{})
+			m := c.metrics.state
 			if tt.freed {
-				m.finished(store.HistoryRecord{Host: "a", Group: "web", Outcome: "rebooted", Finished: t0})
+				c.slotFreed("web", t0)
 			}
-			m.drainStarted("web", tt.requested, tt.started)
-			m.drainStarted("web", tt.requested, tt.started.Add(time.Hour)) // a second drain: no slot freed since
+			c.drainStarted("web", tt.requested, tt.started)
+			c.drainStarted("web", tt.requested, tt.started.Add(time.Hour)) // a second drain: no slot freed since
 			var pb dto.Metric
 			if err := m.handOff.Write(&pb); err != nil {
 				t.Fatal(err)

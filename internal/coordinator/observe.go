@@ -109,9 +109,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readAlerts(ctx, s)
 	c.readWorkloads(ctx, s)
 	c.readRejoinHealth(ctx, s)
-	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
-	c.mu.Unlock()
 	c.readCapacity(ctx, s)
 	return s, nil
 }

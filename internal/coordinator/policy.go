@@ -224,9 +224,7 @@ func (c *Coordinator) endTerm() {
 	c.policy.metrics.set(0, false)
 	c.alerts.metrics.blocking.Set(0)
 	c.alerts.next, c.alerts.logged = time.Time{}, ""
-	c.mu.Lock()
 	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
-	c.mu.Unlock()
 }
 
 // policyMetrics are the stored policy's series, set by the leader only.

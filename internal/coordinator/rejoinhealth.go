@@ -98,11 +98,7 @@ func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *phase.Input
 // A read that fails is kept as the reason the host holds.
 func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 	checkNodes := map[string]bool{}
-	defer func() {
-		c.mu.Lock()
-		c.checkNodes = checkNodes
-		c.mu.Unlock()
-	}()
+	defer func() { c.checkNodes = checkNodes }()
 	for _, name := range busyNames(s) { // waitsForHealth: rejoining or stuck
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil || !phase.WaitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
