@@ -102,8 +102,7 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, hosts []st
 		if hv.node == nil || hv.jobsRead {
 			continue
 		}
-		hv = s.own(name)
-		hv.jobs, hv.err = c.systemJobs(ctx, s, hv.node.ID)
+		hv.jobs, hv.err = c.systemJobs(ctx, hv.node.ID)
 		hv.jobsRead = true
 	}
 }

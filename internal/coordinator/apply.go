@@ -96,6 +96,7 @@ func (c *Coordinator) closeCycle(ctx context.Context, d phase.Decision) error {
 			return fmt.Errorf("history: %w", err)
 		}
 		c.metrics.state.finished(*d.History)
+		c.slotFreed(d.History.Group, d.History.Finished)
 	}
 	return nil
 }
@@ -179,7 +180,7 @@ func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decis
 	}
 	log.Info("drain started", "node_id", in.Node.ID, "grant", p.GrantID)
 	if in.Plan.Phase == store.PhasePending { // the grant of this pass, not a drain issued again
-		c.metrics.state.drainStarted(in.Group, in.Plan.RequestedAt, in.Now)
+		c.drainStarted(in.Group, in.Plan.RequestedAt, in.Now)
 	}
 	return nil
 }

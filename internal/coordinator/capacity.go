@@ -30,7 +30,8 @@ import (
 // nothing. The candidate nodes of a pool are read in a fixed order, twice as many
 // each round, so a check usually reads the host's node and one or two others.
 // Each node's resources are kept from pass to pass while its ModifyIndex stays
-// the same; its allocations are read again in each pass that needs them.
+// the same (capacityNodes); its allocations are read again in each pass that
+// needs them.
 
 // CapacityGate configures the capacity gate (the policy's capacity block).
 type CapacityGate struct {
@@ -46,53 +47,12 @@ type capacityView struct {
 	allocs map[string][]*api.Allocation
 }
 
-// capacityCache keeps each node's capacity from pass to pass, by ModifyIndex
-// (every change to a node bumps it; heartbeats do not).
-type capacityCache struct {
-	mu    sync.Mutex
-	nodes map[string]cachedCapacity
-	// layout: the candidates of each pool and the nodes out, as last sorted
-	// from the nodes of layoutOf with the nodes on their way out for rollboot
-	// layoutOut (sorted): the same again while neither changed how they sort.
-	// layoutOf is the map itself, not its address: an address kept without
-	// the map may be a newer map's once the old one is collected.
-	layout    nodeLayout
-	layoutOf  map[string]*api.NodeListStub
-	layoutOut []string
-}
-
-// nodeLayout is how a pass's nodes sort for the capacity gate; never changed
-// once made (capacityView's candidates and out).
-type nodeLayout struct {
-	candidates map[string][]string
-	out        []string
-}
-
-// prune forgets the nodes that are gone.
-func (cc *capacityCache) prune(nodes map[string]*api.NodeListStub) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if len(cc.nodes) <= len(nodes) {
-		return
-	}
-	for id := range cc.nodes {
-		if nodes[id] == nil {
-			delete(cc.nodes, id)
-		}
-	}
-}
-
-type cachedCapacity struct {
-	modifyIndex uint64
-	node        capacity.Node
-}
-
 // readCapacity reads what the capacity gate lacks (needs), into the pass's
 // view of it, made at its first read.
 func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot, needs admission.CapacityNeeds) {
 	v := s.capacity
 	if v == nil {
-		v = newCapacityView(s, c.opt.Capacity.Headroom, &c.capacityCache)
+		v = newCapacityView(s, c.opt.Capacity.Headroom)
 		s.capacity = v
 		c.capacityCache.prune(s.nodes)
 	}
@@ -102,9 +62,8 @@ func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot, needs admis
 }
 
 // newCapacityView sorts the nodes into the candidates of each pool and the
-// nodes out: as the pass before did while the node list and the hosts on their
-// way out are the same (at 5,000 nodes, sorting them took a tenth of a pass).
-func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacityView {
+// nodes out.
+func newCapacityView(s *snapshot, headroom float64) *capacityView {
 	v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Headroom: headroom,
 		Movers: map[string][]capacity.Alloc{}, Nodes: map[string]capacity.Node{}, Read: map[string]int{}, GroupOf: s.groupOf}}
 	// A host on its way out whose drain the node list does not show yet counts
@@ -128,41 +87,8 @@ func newCapacityView(s *snapshot, headroom float64, cc *capacityCache) *capacity
 		}
 	}
 	slices.Sort(leaving)
-	leaving = slices.Compact(leaving)
-	layout := cc.layoutFor(s.nodes, leaving)
-	v.gate.Candidates, v.gate.Out = layout.candidates, layout.out
+	v.gate.Candidates, v.gate.Out = sortNodes(s.nodes, slices.Compact(leaving))
 	return v
-}
-
-// layoutFor returns sortNodes(nodes, leaving): as sorted last time while the
-// nodes on their way out are the same and every node sorts as it did (a new
-// node list after a node's metadata or status changed sorts the same unless
-// the node's drain, eligibility, readiness or pool did).
-func (cc *capacityCache) layoutFor(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.layout.candidates == nil || !slices.Equal(cc.layoutOut, leaving) ||
-		!sameMap(cc.layoutOf, nodes) && !sortsAlike(cc.layoutOf, nodes) {
-		cc.layout, cc.layoutOut = sortNodes(nodes, leaving), leaving
-	}
-	cc.layoutOf = nodes
-	return cc.layout
-}
-
-// sortsAlike reports whether b holds the nodes of a, each of which sortNodes
-// puts where it put it from a: draining or not, a candidate or not, and in
-// which pool.
-func sortsAlike(a, b map[string]*api.NodeListStub) bool {
-	if a == nil || len(a) != len(b) {
-		return false
-	}
-	for id, nb := range b {
-		na := a[id]
-		if na == nil || na.Drain != nb.Drain || eligibleReady(na) != eligibleReady(nb) || na.NodePool != nb.NodePool {
-			return false
-		}
-	}
-	return true
 }
 
 // eligibleReady reports whether n is ready and eligible: a candidate, unless
@@ -185,8 +111,8 @@ func emptiedByDrain(n *api.NodeListStub) bool {
 
 // sortNodes sorts nodes, by ID, into the candidates of each pool ("all": every
 // candidate) and the nodes out: draining, or on their way out (leaving, sorted).
-func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout {
-	l := nodeLayout{candidates: map[string][]string{}}
+func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) (candidates map[string][]string, out []string) {
+	candidates = map[string][]string{}
 	ids := make([]string, 0, len(nodes))
 	for id := range nodes {
 		ids = append(ids, id)
@@ -194,16 +120,16 @@ func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) nodeLayout 
 	slices.Sort(ids)
 	for _, id := range ids {
 		n := nodes[id]
-		_, out := slices.BinarySearch(leaving, id)
+		_, leaves := slices.BinarySearch(leaving, id)
 		switch {
-		case n.Drain || out:
-			l.out = append(l.out, id)
+		case n.Drain || leaves:
+			out = append(out, id)
 		case eligibleReady(n):
-			l.candidates[n.NodePool] = append(l.candidates[n.NodePool], id)
-			l.candidates["all"] = append(l.candidates["all"], id)
+			candidates[n.NodePool] = append(candidates[n.NodePool], id)
+			candidates["all"] = append(candidates["all"], id)
 		}
 	}
-	return l
+	return candidates, out
 }
 
 // capacityRound reads what the gate lacked: the allocations of the nodes whose
@@ -250,17 +176,31 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 	return nil
 }
 
-// capacityNodes returns the capacity of the nodes ids (capacityNode), those
-// not kept from an earlier pass read side by side: a new leader knows none,
-// and one after the other they took most of a second on a loaded machine
-// before the first grant of a rollout.
+// capacityNodes returns the capacity of the nodes ids: as kept at their
+// ModifyIndex, the others read side by side (readCapacityNode): a new leader
+// knows none, and one after the other they took most of a second on a loaded
+// machine before the first grant of a rollout. The capacity is kept from pass
+// to pass in a perIndex, which only this runs on (capacityRound waits for it).
 func (c *Coordinator) capacityNodes(ctx context.Context, s *snapshot, ids []string) ([]capacity.Node, error) {
+	out := make([]capacity.Node, len(ids))
+	var todo []int
+	for i, id := range ids {
+		if n, ok := c.capacityCache.get(id, s.nodes[id].ModifyIndex); ok {
+			out[i] = n
+			continue
+		}
+		todo = append(todo, i)
+	}
 	// After a failure no more is read: the pass holds every queued host with it.
-	out, err := parallel.Map(len(ids), CapacityReadParallelism, func(i int) (capacity.Node, error) {
-		return c.capacityNode(ctx, s.nodes[ids[i]])
+	read, err := parallel.Map(len(todo), CapacityReadParallelism, func(k int) (capacity.Node, error) {
+		return c.readCapacityNode(ctx, ids[todo[k]])
 	})
 	if err != nil {
 		return nil, err
+	}
+	for k, i := range todo {
+		out[i] = read[k]
+		c.capacityCache.put(ids[i], s.nodes[ids[i]].ModifyIndex, read[k])
 	}
 	return out, nil
 }
@@ -279,22 +219,15 @@ func (c *Coordinator) capacityAllocs(ctx context.Context, v *capacityView, nodeI
 	return allocs, nil
 }
 
-// capacityNode returns a node's capacity: its resources less its reserved
+// readCapacityNode reads a node's capacity: its resources less its reserved
 // resources (nomad/structs/funcs.go AllocsFit compares the allocations with
 // NodeResources.Comparable less ReservedResources.Comparable), and its
 // healthy device instances; and what constraints interpolate on it (a change
 // to its attributes or meta bumps its ModifyIndex too).
-func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) (capacity.Node, error) {
-	cache := &c.capacityCache
-	cache.mu.Lock()
-	got, ok := cache.nodes[stub.ID]
-	cache.mu.Unlock()
-	if ok && got.modifyIndex == stub.ModifyIndex {
-		return got.node, nil
-	}
-	n, _, err := c.opt.Nodes.Info(stub.ID, (&api.QueryOptions{}).WithContext(ctx))
+func (c *Coordinator) readCapacityNode(ctx context.Context, id string) (capacity.Node, error) {
+	n, _, err := c.opt.Nodes.Info(id, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return capacity.Node{}, fmt.Errorf("read node %s: %w", stub.ID, err)
+		return capacity.Node{}, fmt.Errorf("read node %s: %w", id, err)
 	}
 	out := capacity.Node{Name: n.Name, Pool: n.NodePool, Datacenter: n.Datacenter, Targets: constraint.NodeOf(n)}
 	if r := n.NodeResources; r != nil {
@@ -314,12 +247,6 @@ func (c *Coordinator) capacityNode(ctx context.Context, stub *api.NodeListStub) 
 		out.Capacity.CPU -= int64(r.Cpu.CpuShares)
 		out.Capacity.MemoryMB -= int64(r.Memory.MemoryMB)
 	}
-	cache.mu.Lock()
-	if cache.nodes == nil {
-		cache.nodes = map[string]cachedCapacity{}
-	}
-	cache.nodes[stub.ID] = cachedCapacity{modifyIndex: stub.ModifyIndex, node: out}
-	cache.mu.Unlock()
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -239,33 +240,88 @@ func TestCapacityGateIdle(t *testing.T) {
 	}
 }
 
-// A node's resources are read once while its ModifyIndex stays the same.
-func TestCapacityNodeCache(t *testing.T) {
-	nodes := &capNodes{}
-	c := &Coordinator{opt: Options{Nodes: nodes}}
-	stub := &api.NodeListStub{ID: "n1", ModifyIndex: 5}
-	for range 2 {
-		n, err := c.capacityNode(context.Background(), stub)
-		if err != nil || n.Capacity.MemoryMB != 7168 || n.Capacity.CPU != 4000 {
-			t.Fatalf("capacityNode = %+v, %v", n, err)
-		}
-	}
-	stub.ModifyIndex = 6
-	if _, err := c.capacityNode(context.Background(), stub); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"info n1", "info n1"}; !slices.Equal(nodes.reads, want) {
-		t.Errorf("reads %v, want %v", nodes.reads, want)
-	}
+// capWorld is a cluster whose nodes change (their memory, with their
+// ModifyIndex), come and go; reads are counted by node.
+type capWorld struct {
+	NodesAPI
+	mu     sync.Mutex // the reads run side by side
+	memory map[string]int64
+	reads  map[string]int
 }
 
-// The nodes gone from the cluster are forgotten.
-func TestCapacityCachePrune(t *testing.T) {
-	var cc capacityCache
-	cc.nodes = map[string]cachedCapacity{"n1": {}, "n2": {}}
-	cc.prune(map[string]*api.NodeListStub{"n1": {}})
-	if _, ok := cc.nodes["n2"]; ok || len(cc.nodes) != 1 {
-		t.Errorf("cache after prune: %v", cc.nodes)
+func (w *capWorld) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reads[id]++
+	return &api.Node{ID: id, Name: id, NodePool: "default", Datacenter: "dc1",
+		NodeResources: &api.NodeResources{Memory: api.NodeMemoryResources{MemoryMB: w.memory[id]}}}, &api.QueryMeta{}, nil
+}
+
+// The capacity of the nodes a pass asks for is, over a randomly changing
+// world, what a read of each says now; a node is read only when no pass read
+// it at the ModifyIndex the list shows now; and the nodes gone are forgotten.
+// The world: nodes resized (a write: a new ModifyIndex), written without a
+// change that matters, added and removed; passes asking for some of them.
+func TestCapacityNodesEqualFreshReads(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 47))
+		w := &capWorld{memory: map[string]int64{}, reads: map[string]int{}}
+		nodes := map[string]*api.NodeListStub{}
+		index := uint64(1)
+		for i := range 5 {
+			id := fmt.Sprintf("n%d", i)
+			w.memory[id], nodes[id] = 1024, &api.NodeListStub{ID: id, ModifyIndex: index}
+		}
+		c := &Coordinator{opt: Options{Nodes: w}}
+		read := map[string]uint64{} // the ModifyIndex each node was last read at
+		for pass := range 40 {
+			for range rng.IntN(4) {
+				id := fmt.Sprintf("n%d", rng.IntN(7))
+				index++
+				switch n := nodes[id]; {
+				case n == nil:
+					w.memory[id], nodes[id] = int64(rng.IntN(4)+1)*1024, &api.NodeListStub{ID: id, ModifyIndex: index}
+				case rng.IntN(4) == 0:
+					delete(nodes, id)
+				default:
+					if rng.IntN(2) == 0 {
+						w.memory[id] = int64(rng.IntN(4)+1) * 1024
+					}
+					nodes[id] = &api.NodeListStub{ID: id, ModifyIndex: index}
+				}
+			}
+			s := &snapshot{nodes: nodes}
+			var ids []string
+			for _, id := range sortedKeys(nodes) {
+				if rng.IntN(2) == 0 {
+					ids = append(ids, id)
+				}
+			}
+			clear(w.reads)
+			c.capacityCache.prune(nodes) // as readCapacity does
+			got, err := c.capacityNodes(t.Context(), s, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id := range read {
+				if nodes[id] == nil {
+					delete(read, id)
+				}
+			}
+			for i, id := range ids {
+				if got[i].Capacity.MemoryMB != w.memory[id] || got[i].Name != id {
+					t.Fatalf("seed %d pass %d: node %s: %+v, want %d MB", seed, pass, id, got[i], w.memory[id])
+				}
+				at, ok := read[id]
+				if wantRead := !ok || at != nodes[id].ModifyIndex; (w.reads[id] > 0) != wantRead {
+					t.Fatalf("seed %d pass %d: node %s read %d times, want a read: %v", seed, pass, id, w.reads[id], wantRead)
+				}
+				read[id] = nodes[id].ModifyIndex
+			}
+			if len(c.capacityCache.m) != len(read) {
+				t.Fatalf("seed %d pass %d: %d nodes kept, want %d", seed, pass, len(c.capacityCache.m), len(read))
+			}
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/store"
@@ -20,94 +19,43 @@ import (
 // not waited for: the pass after one reads it again (updateControl), since the
 // watch may not have answered yet. Without both watches live (not answered
 // yet in this term, failed, or outside Run and Follow) every pass reads it.
-type controlCache struct {
-	mu sync.Mutex
-	// gen counts the changes the watches saw, their failures and the
-	// coordinator's own writes; term: the context of the watches; live: each
-	// watch (controlWatch, requestsWatch) answered since its last failure.
-	gen  uint64
-	term context.Context
-	live [2]bool
-	// what the last pass read, at generation at.
-	ctl  store.Control
-	at   uint64
-	kept bool
-}
 
-// The watches controlCache follows.
-const (
-	controlWatch = iota
-	requestsWatch
-)
-
-// start begins a term of the watches: nothing they answered before counts.
-func (cc *controlCache) start(term context.Context) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	cc.term, cc.live, cc.kept = term, [2]bool{}, false
-	cc.gen++
-}
-
-// answered records an answer of a watch; changed: its index moved.
-func (cc *controlCache) answered(which int, changed bool) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	cc.live[which] = true
-	if changed {
-		cc.gen++
-	}
-}
-
-// failed records a failure of a watch, or a write of the coordinator's own:
-// the next pass reads the control state again.
-func (cc *controlCache) failed(which int) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if which >= 0 {
-		cc.live[which] = false
-	}
-	cc.gen++
-	cc.kept = false
+// controlGen returns the generation of the control state as the pass took the
+// watches' answers (the sum of the two watches', each of which only grows),
+// and whether both watches are live.
+func (c *Coordinator) controlGen() (uint64, bool) {
+	ctl, req := c.seen.control, c.seen.requests
+	return ctl.gen + req.gen, ctl.live && req.live
 }
 
 // control returns the control state: as the last pass read it while nothing
 // changed since, else read now.
 func (c *Coordinator) control(ctx context.Context) (store.Control, error) {
-	cc := &c.controlCache
-	cc.mu.Lock()
-	gen := cc.gen
-	live := cc.term != nil && cc.term.Err() == nil && cc.live[controlWatch] && cc.live[requestsWatch]
-	if live && cc.kept && cc.at == gen {
-		ctl := cc.ctl
-		cc.mu.Unlock()
+	gen, live := c.controlGen()
+	if ctl, ok := c.controlRead.get(gen, live); ok {
 		return ctl, nil
 	}
-	cc.mu.Unlock()
-	// The generation is taken before the read: a change during it makes the
-	// next pass read again.
 	ctl, err := c.opt.Store.Control(ctx)
 	if err != nil {
 		return store.Control{}, err
 	}
-	cc.mu.Lock()
-	if live && cc.gen == gen {
-		cc.ctl, cc.at, cc.kept = ctl, gen, true
-	}
-	cc.mu.Unlock()
+	c.controlRead.keep(gen, ctl)
 	return ctl, nil
 }
 
 // updateControl is Store.UpdateControl, after which the next pass reads the
-// control state again (whether or not the write went through).
+// control state again (whether or not the write went through). Only the
+// decisions a pass carries out one after the other write the control state
+// (planwrites.go: storedTogether leaves them out).
 func (c *Coordinator) updateControl(ctx context.Context, fn func(*store.Control) error) error {
 	_, err := c.opt.Store.UpdateControl(ctx, fn)
-	c.controlCache.failed(-1)
+	c.controlRead.forget()
 	return err
 }
 
 func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
 	n, err := c.opt.Store.WatchControl(ctx, idx, 5*time.Minute)
-	c.controlAnswered(controlWatch, idx, n, err)
+	c.controlAnswered(func(a *answers) *watched[struct{}] { return &a.control }, idx, n, err)
 	return n, err
 }
 
@@ -115,14 +63,18 @@ func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, err
 // variable (<prefix>/requests/<host>) changes.
 func (c *Coordinator) watchRequests(ctx context.Context, idx uint64) (uint64, error) {
 	n, err := c.opt.Store.WatchRequests(ctx, idx, 5*time.Minute)
-	c.controlAnswered(requestsWatch, idx, n, err)
+	c.controlAnswered(func(a *answers) *watched[struct{}] { return &a.requests }, idx, n, err)
 	return n, err
 }
 
-func (c *Coordinator) controlAnswered(which int, idx, n uint64, err error) {
-	if err != nil {
-		c.controlCache.failed(which)
-		return
-	}
-	c.controlCache.answered(which, n != idx)
+// controlAnswered leaves the answer of one of the two watches (which: its
+// place in the answers) in the mailbox.
+func (c *Coordinator) controlAnswered(which func(*answers) *watched[struct{}], idx, n uint64, err error) {
+	c.mail.update(func(a *answers) {
+		if err != nil {
+			which(a).failed()
+			return
+		}
+		which(a).answered(n, struct{}{}, n != idx)
+	})
 }

@@ -2,7 +2,10 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -38,6 +41,7 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	co := New(Options{Nodes: client.Nodes(), Store: st})
 	read := func(want ...string) {
 		t.Helper()
+		co.takeMail() // a pass
 		ctl, err := co.control(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +60,7 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	read("a")
 	reads.expect(t, 2, "no watch: every pass reads")
 	term, end := context.WithCancel(ctx)
-	co.controlCache.start(term)
+	co.mail.start(term)
 	cidx, err := co.watchControl(term, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +93,7 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	read("b")
 	reads.expect(t, 1, "after its own write: one pass reads")
 
-	co.controlCache.failed(controlWatch)
+	co.mail.update(func(a *answers) { a.control.failed() })
 	read("b")
 	read("b")
 	reads.expect(t, 2, "a watch failed: every pass reads")
@@ -104,4 +108,129 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	read("b")
 	read("b")
 	reads.expect(t, 2, "the watches' term ended: every pass reads")
+}
+
+// The control state a pass takes is, over a randomly changing world, what a
+// store that never read it before reads, whenever both watches have answered
+// every change and after the coordinator's own writes; a pass with nothing
+// changed since the last read reads nothing. The world: the pause flag and
+// hosts' requests, cancels and releases written by others, requests cleared
+// by the coordinator, the two watches answering (only with a change to show:
+// they block otherwise), failing and coming back; passes.
+func TestControlEqualsFreshOne(t *testing.T) {
+	reads := &countRequests{match: func(r *http.Request) bool {
+		q := r.URL.Query()
+		return r.Method == http.MethodGet && q.Get("index") == "" &&
+			(r.URL.Path == "/v1/var/rollboot/control" || r.URL.Path == "/v1/vars" && q.Get("prefix") == "rollboot/requests/")
+	}}
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 37))
+		_, client, world := simStoreVia(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour}, reads)
+		ctx := t.Context()
+		co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")})
+		term, end := context.WithCancel(ctx)
+		co.mail.start(term)
+		type watchOf struct {
+			query   func(context.Context, uint64) (uint64, error)
+			current func(context.Context, uint64, time.Duration) (uint64, error)
+			which   func(*answers) *watched[struct{}]
+			idx     uint64
+			live    bool
+		}
+		watches := []*watchOf{
+			{query: co.watchControl, current: world.WatchControl, which: func(a *answers) *watched[struct{}] { return &a.control }},
+			{query: co.watchRequests, current: world.WatchRequests, which: func(a *answers) *watched[struct{}] { return &a.requests }},
+		}
+		pending := func() bool { // a change a live watch has not answered
+			t.Helper()
+			for _, w := range watches {
+				n, err := w.current(ctx, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w.live && n != w.idx {
+					return true
+				}
+			}
+			return false
+		}
+		dirty := true // written, or a change told, since the last pass read it
+		for step := range 40 {
+			host := fmt.Sprintf("h%d", rng.IntN(4))
+			switch rng.IntN(7) {
+			case 0, 1: // others write
+				if _, err := world.UpdateControl(ctx, func(ctl *store.Control) error {
+					switch rng.IntN(4) {
+					case 0:
+						ctl.Paused, ctl.PauseReason = !ctl.Paused, "test"
+					case 1:
+						if ctl.Requests == nil {
+							ctl.Requests = map[string]store.Request{}
+						}
+						ctl.Requests[host] = store.Request{At: t0.Add(time.Duration(step) * time.Minute), By: "test"}
+					case 2:
+						if ctl.Cancels == nil {
+							ctl.Cancels = map[string]time.Time{}
+						}
+						ctl.Cancels[host] = t0.Add(time.Duration(step) * time.Minute)
+					default:
+						if ctl.Releases == nil {
+							ctl.Releases = map[string]time.Time{}
+						}
+						ctl.Releases[host] = t0.Add(time.Duration(step) * time.Minute)
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				dirty = true
+			case 2: // the coordinator clears a request
+				if err := co.clearControl(ctx, host, true, false); err != nil {
+					t.Fatal(err)
+				}
+				dirty = true
+			case 3: // a watch answers, if it has something to answer with
+				w := watches[rng.IntN(2)]
+				n, err := w.current(ctx, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w.live && n == w.idx {
+					continue // it waits for a change
+				}
+				idx, err := w.query(term, w.idx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dirty = dirty || idx != w.idx // a change told: read again
+				w.idx, w.live = idx, true
+			case 4: // a watch fails
+				w := watches[rng.IntN(2)]
+				co.mail.update(func(a *answers) { w.which(a).failed() })
+				w.idx, w.live = 0, false
+			default: // a pass
+				co.takeMail()
+				reads.n.Store(0)
+				ctl, err := co.control(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := reads.n.Load()
+				if !pending() {
+					want, err := store.New(client.Variables(), "rollboot", "").Control(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(ctl, want) {
+						t.Fatalf("seed %d step %d: control %+v, want %+v", seed, step, ctl, want)
+					}
+				}
+				if watches[0].live && watches[1].live && !dirty && n != 0 {
+					t.Fatalf("seed %d step %d: %d reads with nothing written", seed, step, n)
+				}
+				dirty = false
+			}
+		}
+		end()
+	}
 }

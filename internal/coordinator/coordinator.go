@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -138,74 +140,86 @@ type Options struct {
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.
+// Its state is the pass goroutine's, but for the mailbox the watches write to
+// and what mu guards (mailbox.go, "Who owns what").
 type Coordinator struct {
 	opt Options
 	log *slog.Logger
 	now func() time.Time
 
+	// mu guards what the steps of a pass that run side by side write (the
+	// plan writes, planwrites.go; the capacity gate's reads, capacityread.go)
+	// and what callers read while Run runs: the fields below up to ignored.
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
 	// plansGen counts the changes of plans (a write, a load): what was handed
 	// on after a pass is handed on again only when it moved (sideoutputs.go).
 	plansGen uint64
-	// noHandOver: hand-overs refused for lack of permission, by host/product, with
-	// the refusal.
-	noHandOver map[string]string
-	// membership: the server clusters' memberships and what the records
-	// corroborated with them made (members.go); the pass's goroutine only.
-	membership membership
-	// reported: what checkRecords last logged; ignored: the records it dropped.
-	reported string
-	// agentAllocs is the agent job's allocations as its watch last read them
-	// (nil while the watch has no answer, or after it failed): a pass uses them
-	// instead of reading them again.
-	agentAllocs *hostcheck.AgentAllocs
-	ignored     []store.BadRecord
-
-	// nodeCache: the node list as the watch last read it, and the nodes'
-	// groups (nodes.go).
-	nodeCache nodeCache
-	// capacityCache: each node's capacity, for the capacity gate (capacity.go).
-	capacityCache capacityCache
-	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
-	// rebooting (heartbeatcache.go).
-	heartbeats heartbeatCache
-	// hostsCache: the host records while the host watch sees no change
-	// (hostscache.go).
-	hostsCache hostsCache
-	// viewCache: what passes derive from those, kept for the next pass
-	// (viewcache.go).
-	viewCache viewCache
-	// sideOutputs: what was last handed to the notifier and the node metadata
-	// publisher (sideoutputs.go).
-	sideOutputs sideOutputs
-	// controlCache: the control state while its watches see no change
-	// (controlcache.go).
-	controlCache controlCache
-
-	metrics *passMetrics
-	overrun Overrun
-	// policy: the stored policy as the last pass read it (policy.go).
-	policy policyState
-	// nextSettle: when the earliest settle time of a group with pending hosts
-	// ends (wake.go wakes a pass then).
-	nextSettle time.Time
 	// changed: a pass applied a change (wake.go: the next pass runs at once).
 	changed bool
 	// recheck: the earliest RecheckAt of the pass's decisions (wake.go runs
 	// the next pass then; zero: none).
 	recheck time.Time
+	// allocs: where the pass finds the allocations of nodes (allocsource.go).
+	allocs allocSource
+	// freed: when a cycle of each group last ended (its slot freed), until
+	// the group's next drain starts (metrics.go, drainStarted).
+	freed   map[string]time.Time
+	overrun Overrun
+	ignored []store.BadRecord // the records the last pass dropped
+
+	// mail: the watches' newest answers (mailbox.go); seen: as the pass took
+	// them at its start (takeMail).
+	mail mailbox
+	seen answers
+	// nodesAtLeast: the index a node list must be at to be used (nodes.go):
+	// that of the coordinator's last node write (a drain, an eligibility
+	// change), or of the last list a pass read itself; atomic: the plan writes
+	// that give nodes back run side by side.
+	nodesAtLeast atomic.Uint64
+
+	// Everything below is the pass goroutine's.
+
+	// noHandOver: hand-overs refused for lack of permission, by host/product,
+	// with the refusal (a hand-over runs only in the decisions a pass carries
+	// out one after the other).
+	noHandOver map[string]string
+	// membership: the server clusters' memberships and what the records
+	// corroborated with them made (members.go).
+	membership membership
+	// reported: what checkRecords last logged.
+	reported string
+	// hostsAtLeast and agentJobAtLeast: the index of the last list of the
+	// host records, and of the agent job's allocations, that a pass read
+	// itself: a watch's answer older than it (its first, racing with such a
+	// pass) is not used (hostscache.go, records.go).
+	hostsAtLeast, agentJobAtLeast uint64
+	// groups: the nodes' groups as last asked of Nomad (nodes.go).
+	groups groupsAsked
+	// capacityCache: each node's capacity, for the capacity gate
+	// (capacity.go).
+	capacityCache perIndex[capacity.Node]
+	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
+	// rebooting (heartbeatcache.go).
+	heartbeats perIndex[heartbeatIndexes]
+	// controlRead: the control state as the last pass read it, while its
+	// watches see no change (controlcache.go).
+	controlRead keptRead[store.Control]
+	// sideOutputs: what was last handed to the notifier and the node metadata
+	// publisher (sideoutputs.go).
+	sideOutputs sideOutputs
+
+	metrics *passMetrics
+	// policy: the stored policy as the last pass read it (policy.go).
+	policy policyState
+	// nextSettle: when the earliest settle time of a group with pending hosts
+	// ends (wake.go wakes a pass then).
+	nextSettle time.Time
 	// alerts: the alert gate's state (alerts.go).
 	alerts alertState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (rejoinwatch.go).
 	checkNodes map[string]bool
-	// watchedAllocs: the allocations of each watched node as its watch last
-	// read them (wake.go allocWatchers), used instead of reading them again.
-	watchedAllocs map[string][]*api.Allocation
-	// allocReads: the allocation reads of the last pass, with their index,
-	// from which a new allocation watch starts (allocreads.go).
-	allocReads map[string]allocRead
 }
 
 // New returns a coordinator.
@@ -225,7 +239,7 @@ func New(opt Options) *Coordinator {
 	}
 	c.metrics = newPassMetrics(c.opt.Registry)
 	if c.opt.Nodes != nil {
-		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, cache: &c.nodeCache}
+		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
 	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
 	c.alerts = alertState{reader: opt.AlertReader, metrics: newAlertMetrics(c.metrics.registry)}
@@ -250,9 +264,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.nodeCache.forget()  // another coordinator may have written since we last led
-	c.hostsCache.failed() // no watch of this term has answered yet
-	c.startWatches(ctx, &wg, poke)
+	c.groups = groupsAsked{} // another coordinator may have written since we last led
+	c.nodesAtLeast.Store(0)
+	c.hostsAtLeast, c.agentJobAtLeast = 0, 0
+	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet
 	c.startNotifier(ctx, &wg)
 	c.startNodeMeta(ctx, &wg)
 	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
@@ -261,8 +276,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer checks.stop()
 
 	c.mu.Lock()
-	c.plans = nil       // reload: another coordinator may have written since we last led
-	c.agentAllocs = nil // the watch of this term has not answered yet
+	c.plans = nil // reload: another coordinator may have written since we last led
+	clear(c.freed)
 	c.mu.Unlock()
 	t := time.NewTicker(c.opt.Resync)
 	defer t.Stop()
@@ -305,11 +320,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 }
 
-// startWatches starts a blocking-query loop that pokes the reconcile loop on every
-// change of the host records, the nodes, the control variable, the requests and
-// (when checked) the agent job's allocations. They end with ctx; wg waits for them.
+// startWatches starts a term of the mailbox, and a blocking-query loop that
+// leaves its answers there and pokes the reconcile loop on every change of the
+// host records, the nodes, the control variable, the requests, (when checked)
+// the agent job's allocations and the stored policy. They end with ctx; wg
+// waits for them.
 func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke func()) {
-	c.controlCache.start(ctx) // controlcache.go: watchControl, watchRequests
+	c.mail.start(ctx)
 	queries := []watch.Query{c.watchVars, c.watchControl, c.watchRequests}
 	if c.opt.NodeEvents != nil {
 		wg.Add(1)
@@ -336,7 +353,7 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
-	if taken := c.hostsCache.untaken(); taken != nil {
+	if taken := c.mail.untakenHosts(); taken != nil {
 		// List again once a pass took the last list (hostscache.go); the
 		// change that made it was told (poked) when it was answered.
 		select {
@@ -347,10 +364,10 @@ func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error)
 	}
 	list, n, err := c.opt.Store.HostList(ctx, idx, 5*time.Minute)
 	if err != nil {
-		c.hostsCache.failed() // passes read the records themselves
+		c.mail.hostsFailed() // passes read the records themselves
 		return n, err
 	}
-	c.hostsCache.answered(n, list, n != idx) // after a change, the next pass reads what it shows changed (hostscache.go)
+	c.mail.hostsAnswered(n, list, n != idx) // the next pass reads what it shows changed (hostscache.go)
 	return n, nil
 }
 
@@ -358,10 +375,10 @@ func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error
 	q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
 	list, meta, err := c.opt.Nodes.List(q)
 	if err != nil {
-		c.nodeCache.setList(nil, 0) // not known to be current: passes read it
+		c.mail.setNodes(nil, 0) // not known to be current: passes read it
 		return 0, err
 	}
-	c.nodeCache.setList(list, meta.LastIndex) // the next pass takes it (nodes.go)
+	c.mail.setNodes(list, meta.LastIndex) // the next pass takes it (nodes.go)
 	return meta.LastIndex, nil
 }
 
@@ -369,6 +386,7 @@ func (c *Coordinator) watchNodes(ctx context.Context, idx uint64) (uint64, error
 // (which pending hosts get a slot), then for every host phase.Step (the phase machine)
 // and apply (the writes, in their crash-safe order).
 func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
+	c.takeMail()
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
 	if err := c.refreshPolicy(octx); err != nil {
@@ -540,12 +558,10 @@ func (c *Coordinator) handOver(ctx context.Context, rec *store.HostRecord, produ
 				c.log.Error("leadership hand-over refused; the host reboots as leader and the cluster elects another (policy: continue)",
 					"host", rec.Host, "product", product, "err", err)
 			}
-			c.mu.Lock()
 			if c.noHandOver == nil {
 				c.noHandOver = map[string]string{}
 			}
 			c.noHandOver[rec.Host+"/"+product] = err.Error()
-			c.mu.Unlock()
 			return nil
 		}
 		if err != nil {

@@ -35,28 +35,29 @@ func (c *Coordinator) Follow(ctx context.Context) (stop func(), err error) {
 
 // following reports whether the watches a pass takes its reads from answered.
 func (c *Coordinator) following() bool {
-	c.hostsCache.mu.Lock()
-	hosts := c.hostsCache.live
-	c.hostsCache.mu.Unlock()
-	_, policy := c.policy.watch.current()
-	return hosts && c.nodeCache.current() != nil && (c.opt.Policy == nil || policy)
+	m := &c.mail
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.a.hosts.live && m.a.nodes.val != nil && (c.opt.Policy == nil || m.a.policy.live)
 }
 
 // WatchedHosts returns the index the host record watch last answered at: a
 // record written at or before it is read by the next pass.
 func (c *Coordinator) WatchedHosts() uint64 {
-	c.hostsCache.mu.Lock()
-	defer c.hostsCache.mu.Unlock()
-	return c.hostsCache.index
+	m := &c.mail
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.a.hosts.index
 }
 
 // WatchedNodes returns the index of the node list the node watch last kept (0:
 // none, or it failed), for a benchmark that waits until a change is seen.
 func (c *Coordinator) WatchedNodes() uint64 {
-	c.nodeCache.mu.Lock()
-	defer c.nodeCache.mu.Unlock()
-	if c.nodeCache.list == nil {
+	m := &c.mail
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.a.nodes.val == nil {
 		return 0
 	}
-	return c.nodeCache.index
+	return m.a.nodes.index
 }

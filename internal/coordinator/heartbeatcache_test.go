@@ -3,6 +3,8 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -34,10 +36,9 @@ func TestHeartbeatIndexesReadOnChange(t *testing.T) {
 	pass := func(modifyIndex uint64) *phase.NodeView {
 		t.Helper()
 		v := &phase.NodeView{ID: "n1", ModifyIndex: modifyIndex}
-		if err := c.reregisteredIndex(t.Context(), v); err != nil {
+		if err := c.readHeartbeats(t.Context(), []*phase.NodeView{v})[0]; err != nil {
 			t.Fatal(err)
 		}
-		c.heartbeats.passDone()
 		return v
 	}
 	if v := pass(10); n.reads != 1 || v.MissedHeartbeatIndex != 8 || v.ReregisteredIndex != 10 {
@@ -50,10 +51,113 @@ func TestHeartbeatIndexesReadOnChange(t *testing.T) {
 	if v := pass(12); n.reads != 2 || v.MissedHeartbeatIndex != 12 {
 		t.Fatalf("node changed: %d reads, want 2; %+v", n.reads, v)
 	}
-	c.heartbeats.passDone() // a pass that did not ask for it
+	c.readHeartbeats(t.Context(), nil) // a pass that did not ask for it
 	if pass(12); n.reads != 3 {
 		t.Fatalf("after a pass without it: %d reads, want 3", n.reads)
 	}
+}
+
+// eventWorld is a cluster whose nodes get events (each with a write to the
+// node, which moves its ModifyIndex) and other writes; reads are counted by
+// node.
+type eventWorld struct {
+	NodesAPI
+	mu    sync.Mutex // the reads run side by side
+	nodes map[string]*api.Node
+	reads map[string]int
+}
+
+func (w *eventWorld) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reads[id]++
+	n := *w.nodes[id]
+	n.Events = slices.Clone(n.Events)
+	return &n, &api.QueryMeta{LastIndex: n.ModifyIndex}, nil
+}
+
+// The heartbeat indexes a pass finds are, over a randomly changing world, those
+// of a read of each node now; a node is read only when the pass before did not
+// find it at the ModifyIndex the list shows now; and what is kept is what the
+// last pass found, and nothing else. The world: nodes missing heartbeats,
+// coming back, changing eligibility, finishing drains, written without an
+// event; passes asking for some of them, with a read that sometimes fails.
+func TestHeartbeatIndexesEqualFreshReads(t *testing.T) {
+	messages := []string{eventHeartbeatMissed, eventReregisteredByHeartbeat, eventReregistered, eventMarkedEligible,
+		eventMarkedIneligible, eventDrainComplete, "Node registered"}
+	ids := []string{"n0", "n1", "n2", "n3", "n4"}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 43))
+		w := &eventWorld{nodes: map[string]*api.Node{}, reads: map[string]int{}}
+		index := uint64(1)
+		for _, id := range ids {
+			w.nodes[id] = &api.Node{ID: id, ModifyIndex: index}
+		}
+		failing := &failingInfo{eventWorld: w}
+		c := New(Options{Nodes: failing})
+		found := map[string]uint64{} // what the last pass found: the index of each node
+		for pass := range 40 {
+			for range rng.IntN(4) {
+				n := w.nodes[ids[rng.IntN(len(ids))]]
+				index++
+				if rng.IntN(3) > 0 {
+					n.Events = append(n.Events, &api.NodeEvent{Message: messages[rng.IntN(len(messages))], CreateIndex: index})
+				}
+				n.ModifyIndex = index // every write to a node moves it
+			}
+			var views []*phase.NodeView
+			for _, id := range ids {
+				if rng.IntN(2) == 0 {
+					views = append(views, &phase.NodeView{ID: id, ModifyIndex: w.nodes[id].ModifyIndex})
+				}
+			}
+			failing.fail = ""
+			if len(views) > 0 && rng.IntN(6) == 0 {
+				failing.fail = views[rng.IntN(len(views))].ID
+			}
+			clear(w.reads)
+			errs := c.readHeartbeats(t.Context(), views)
+			kept := map[string]uint64{}
+			for i, v := range views {
+				at, ok := found[v.ID]
+				wantRead := !ok || at != v.ModifyIndex
+				if got := w.reads[v.ID] > 0; got != wantRead {
+					t.Fatalf("seed %d pass %d: node %s read %v, want %v", seed, pass, v.ID, got, wantRead)
+				}
+				if errs[i] != nil {
+					if v.ID != failing.fail || !wantRead {
+						t.Fatalf("seed %d pass %d: node %s: %v", seed, pass, v.ID, errs[i])
+					}
+					continue
+				}
+				want := heartbeatIndexesOf(w.nodes[v.ID])
+				got := heartbeatIndexes{reregistered: v.ReregisteredIndex, missed: v.MissedHeartbeatIndex,
+					eligibility: v.EligibilityIndex, drainDone: v.DrainDoneIndex}
+				if got != want {
+					t.Fatalf("seed %d pass %d: node %s shows %+v, want %+v", seed, pass, v.ID, got, want)
+				}
+				kept[v.ID] = v.ModifyIndex
+			}
+			found = kept
+			if len(c.heartbeats.m) != len(found) {
+				t.Fatalf("seed %d pass %d: %d nodes kept, want those found: %v", seed, pass, len(c.heartbeats.m), found)
+			}
+		}
+	}
+}
+
+// failingInfo fails the reads of node fail.
+type failingInfo struct {
+	*eventWorld
+	fail string
+}
+
+func (f *failingInfo) Info(id string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	n, meta, err := f.eventWorld.Info(id, q)
+	if id == f.fail {
+		return nil, nil, errInjected
+	}
+	return n, meta, err
 }
 
 // barrierNodes answers Info only once want reads are in flight together (or

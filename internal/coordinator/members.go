@@ -3,9 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,12 +45,6 @@ type membership struct {
 	good   map[string]health.ClusterHealth
 	unread map[string]string
 	fresh  map[string]bool
-	// in, inBacking, out: Corroborate's last input records and backing key,
-	// and its result (kept, so that an unchanged pass hands the same slice
-	// to the caches after it).
-	in        []store.HostRecord
-	inBacking string
-	out       hostcheck.Corroborated
 	// logged: the unbacked hosts already logged.
 	logged map[string]bool
 	// disputes: the last dispute logged for each host.
@@ -141,54 +133,15 @@ func (c *Coordinator) backing(members map[string]health.ClusterHealth, unread ma
 	return b
 }
 
-// backingKey says everything Corroborate's result depends on besides the
-// records: the servers each cluster lists, the clusters unread and the
-// operator's lists.
-func backingKey(b hostcheck.Backing) string {
-	var parts []string
-	for _, k := range sortedKeys(b.Members) {
-		h := b.Members[k]
-		for _, s := range h.Servers {
-			parts = append(parts, fmt.Sprintf("m:%s:%s:%s:%s", k, s.ID, s.Name, s.Address))
-		}
-		parts = append(parts, "c:"+k)
-	}
-	for _, k := range sortedKeys(b.Unread) {
-		parts = append(parts, "u:"+k)
-	}
-	for _, h := range sortedKeys(b.Nodeless) {
-		parts = append(parts, "n:"+h+":"+b.Nodeless[h])
-	}
-	for _, id := range sortedKeys(b.FleetLockIDs) {
-		parts = append(parts, "f:"+id)
-	}
-	for _, h := range sortedKeys(b.UnderWay) {
-		parts = append(parts, "w:"+h)
-	}
-	return strings.Join(parts, "\n")
-}
-
 // corroborate corrects the records with the clusters and the operator's lists
-// (Corroborate), reusing the last result while the records, the nodes and the
-// backing are the same. When the backing changed, the kept host views are
-// dropped: a view is kept by its record's ModifyIndex, which a correction does
-// not change. The hosts left out are counted, and each logged once; the
+// (Corroborate). The hosts left out are counted, and each logged once; the
 // disputes are logged when they change.
 func (c *Coordinator) corroborate(ctx context.Context, recs []store.HostRecord, nodes map[string]*api.NodeListStub) []store.HostRecord {
 	members, unread := c.readMembers(ctx, recs)
-	b := c.backing(members, unread)
-	key := backingKey(b)
-	m := &c.membership
-	if m.in == nil || !sameSlice(recs, m.in) || key != m.inBacking {
-		if key != m.inBacking {
-			c.viewCache.forgetViews()
-		}
-		m.out = hostcheck.Corroborate(recs, nodes, b)
-		m.in, m.inBacking = recs, key
-	}
-	c.reportUnbacked(m.out.Unbacked)
-	c.reportDisputes(m.out.Disputes)
-	return slices.Clip(m.out.Records)
+	out := hostcheck.Corroborate(recs, nodes, c.backing(members, unread))
+	c.reportUnbacked(out.Unbacked)
+	c.reportDisputes(out.Disputes)
+	return out.Records
 }
 
 // reportDisputes logs each host's dispute once per text: a record that an

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,20 +51,11 @@ type stateMetrics struct {
 	hostsWaiting  *prometheus.GaugeVec
 	handOff       prometheus.Histogram
 
-	mu sync.Mutex
-	// freed: when a cycle of each group last ended (its slot freed), until the
-	// group's next drain starts.
-	freed map[string]time.Time
-	// exported: each host's series as last set (nil: none yet this term), so a
-	// pass sets only those of the hosts that changed: at 5,000 hosts, setting
-	// the nine phase series of every host took longer than the rest of a pass.
-	exported map[string]hostSeries
-	// exportedAt: the same by position, for the names last exported
-	// (exportedNames): while the hosts are the same, a pass compares each
-	// host's series with them there instead of looking it up.
-	exportedAt    []hostSeries
-	exportedNames []string
-	// groupsSet: the groups whose phase series are set.
+	// exported: each host's series as last set (nil: none yet this term), so
+	// that a pass sets only those of the hosts that changed, and deletes
+	// those of the hosts gone. groupsSet: the groups whose phase series are
+	// set. Both the pass goroutine's.
+	exported  map[string]hostSeries
 	groupsSet map[string]bool
 }
 
@@ -107,17 +97,13 @@ func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
 		handOff: telemetry.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rollboot_slot_handoff_seconds",
 			Help:    "From a group's slot freeing (or the host asking, if later) to the next host of the group starting its drain.",
 			Buckets: durationBuckets})),
-		freed: map[string]time.Time{},
 	}
 }
 
 // lead marks the start (true) or the end (false) of a leadership; at the end the
-// state series are cleared. The slots seen freed are forgotten at both.
+// state series are cleared.
 func (m *stateMetrics) lead(leading bool) {
-	m.mu.Lock()
-	clear(m.freed) // another leader may have freed and filled slots since
-	m.exported, m.exportedAt, m.exportedNames = nil, nil, nil
-	m.mu.Unlock()
+	m.exported = nil
 	if leading {
 		m.leader.Set(1)
 		m.leaderChanges.Inc()
@@ -135,15 +121,12 @@ func (m *stateMetrics) lead(leading bool) {
 // export sets the state series from what a pass observed, in one walk over the
 // hosts.
 func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.exported == nil {
 		m.hostPhase.Reset()
 		m.rebootReq.Reset()
 		m.groupHosts.Reset()
 		m.exported = map[string]hostSeries{}
 		m.groupsSet = map[string]bool{}
-		m.exportedAt, m.exportedNames = nil, nil
 	}
 	byGroup := make(map[string]*[len(phases)]int, len(groups))
 	for _, g := range groups {
@@ -189,28 +172,17 @@ func (m *stateMetrics) export(s *snapshot, groups []policy.GroupStatus) {
 
 // exportHosts sets the series of the hosts that changed since the last pass,
 // counts the hosts of each group in each phase, and returns the oldest request
-// still pending and the hosts stuck. Called with m.mu held.
+// still pending and the hosts stuck.
 func (m *stateMetrics) exportHosts(s *snapshot, byGroup map[string]*[len(phases)]int) (oldest time.Time, stuck int) {
-	// The series by position hold for these names only if they are the very
-	// names last exported (a kept slice is never changed).
-	if !sameSlice(s.names, m.exportedNames) || len(m.exportedAt) != len(s.names) {
-		m.exportedAt, m.exportedNames = make([]hostSeries, len(s.names)), s.names
-		for i := range m.exportedAt {
-			m.exportedAt[i].phase = unexported
-		}
-	}
 	plans := newPlanCursor(s) // idle hosts' plans are not looked up
 	for i, name := range s.names {
-		hv, phase := s.hostAt(i), store.PhaseIdle // no host looked up either
+		hv, phase := s.hostAt(i), store.PhaseIdle
 		var requested time.Time
 		if plans.underWay(i) {
 			p := s.plans[name]
 			phase, requested = hostPhase(p), p.RequestedAt
 		}
-		if now := seriesOf(phase, hv); now != m.exportedAt[i] {
-			m.exportHost(name, now)
-			m.exportedAt[i] = now
-		}
+		m.exportHost(name, seriesOf(phase, hv))
 		if n, ok := byGroup[hv.group]; ok {
 			if i, ok := phaseOf(phase); ok {
 				n[i]++
@@ -227,10 +199,6 @@ func (m *stateMetrics) exportHosts(s *snapshot, byGroup map[string]*[len(phases)
 	}
 	return oldest, stuck
 }
-
-// unexported is the phase of a host's series by position before they are
-// set: none.
-const unexported = "\x00"
 
 // seriesOf is what a host's series say for phase and its view.
 func seriesOf(phase string, hv *hostView) hostSeries {
@@ -253,9 +221,7 @@ func phaseOf(phase string) (int, bool) {
 	return i, ok
 }
 
-// exportHost sets a host's series if they changed since the last pass (at
-// 5,000 hosts, setting the nine phase series of every host took longer than
-// the rest of a pass). Called with m.mu held.
+// exportHost sets a host's series if they changed since the last pass.
 func (m *stateMetrics) exportHost(name string, now hostSeries) {
 	before, ok := m.exported[name]
 	if ok && before == now {
@@ -287,11 +253,6 @@ func hostPhase(p store.Plan) string {
 // from the time each phase was first entered.
 func (m *stateMetrics) finished(h store.HistoryRecord) {
 	m.reboots.WithLabelValues(h.Outcome).Inc()
-	if !h.Finished.IsZero() {
-		m.mu.Lock()
-		m.freed[h.Group] = h.Finished
-		m.mu.Unlock()
-	}
 	at := func(phase string) time.Time { return h.Timeline[phase] }
 	for _, st := range []struct {
 		stage      string
@@ -318,15 +279,30 @@ func (m *stateMetrics) waiting(byKind map[phase.WaitKind]int) {
 	}
 }
 
+// slotFreed notes that a cycle of group ended at at, freeing a slot of the
+// group (apply, from the plan writes side by side: under c.mu).
+func (c *Coordinator) slotFreed(group string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freed == nil {
+		c.freed = map[string]time.Time{}
+	}
+	c.freed[group] = at
+}
+
 // drainStarted observes the slot hand-off of a drain granted now to a host of
 // group that asked at requested: from the later of its asking and the last
-// freeing of a slot of the group. The first drain of a group after the
-// coordinator starts leading is not observed (it did not see the slot free).
-func (m *stateMetrics) drainStarted(group string, requested, now time.Time) {
-	m.mu.Lock()
-	freed, ok := m.freed[group]
-	delete(m.freed, group)
-	m.mu.Unlock()
+// freeing of a slot of the group (slotFreed). The first drain of a group after
+// the coordinator starts leading is not observed (it did not see the slot
+// free).
+func (c *Coordinator) drainStarted(group string, requested, now time.Time) {
+	c.mu.Lock()
+	freed, ok := c.freed[group]
+	delete(c.freed, group)
+	c.mu.Unlock()
 	if !ok {
 		return
 	}
@@ -335,7 +311,7 @@ func (m *stateMetrics) drainStarted(group string, requested, now time.Time) {
 		from = requested
 	}
 	if !now.Before(from) {
-		m.handOff.Observe(now.Sub(from).Seconds())
+		c.metrics.state.handOff.Observe(now.Sub(from).Seconds())
 	}
 }
 

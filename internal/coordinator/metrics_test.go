@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,12 +217,13 @@ func TestSlotHandOff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newStateMetrics(prometheus.NewRegistry())
+			c := New(Options{})
+			m := c.metrics.state
 			if tt.freed {
-				m.finished(store.HistoryRecord{Host: "a", Group: "web", Outcome: "rebooted", Finished: t0})
+				c.slotFreed("web", t0)
 			}
-			m.drainStarted("web", tt.requested, tt.started)
-			m.drainStarted("web", tt.requested, tt.started.Add(time.Hour)) // a second drain: no slot freed since
+			c.drainStarted("web", tt.requested, tt.started)
+			c.drainStarted("web", tt.requested, tt.started.Add(time.Hour)) // a second drain: no slot freed since
 			var pb dto.Metric
 			if err := m.handOff.Write(&pb); err != nil {
 				t.Fatal(err)
@@ -331,11 +331,10 @@ func series(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	return out
 }
 
-// Over passes that change hosts' records, plans and the hosts themselves (the
-// names kept, as a pass over the same hosts keeps them, or listed anew), the
-// series set only for what changed (by position while the names are the
-// same) are those a coordinator exporting for the first time sets.
-func TestStateMetricsByPositionEqualFresh(t *testing.T) {
+// Over passes that change hosts' records, plans and the hosts themselves, the
+// series set only for what changed are those a coordinator exporting for the
+// first time sets.
+func TestStateMetricsEqualFresh(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	phasesDrawn := []string{"", store.PhaseIdle, store.PhasePending, store.PhaseDraining, store.PhaseStuck}
 	groups := []policy.GroupStatus{{Group: policy.Group{Name: "web", Concurrency: 1}}, {Group: policy.Group{Name: "db", Concurrency: 1}}}
@@ -356,17 +355,15 @@ func TestStateMetricsByPositionEqualFresh(t *testing.T) {
 			s.hosts[name] = view(name)
 		}
 		s.names = sortedKeys(s.hosts)
-		s.views = inOrder(s.hosts, s.names)
 		for pass := range 30 {
-			next := &snapshot{now: now, plans: s.plans, hosts: s.hosts, names: s.names, views: s.views}
+			next := &snapshot{now: now, plans: s.plans, hosts: s.hosts, names: s.names}
 			switch rng.IntN(5) {
 			case 0: // nothing changed
 			case 1: // records changed: new views, the same names
-				next.hosts, next.views = maps.Clone(s.hosts), slices.Clone(s.views)
-				for i, name := range next.names {
+				next.hosts = maps.Clone(s.hosts)
+				for _, name := range next.names {
 					if rng.IntN(3) == 0 {
 						next.hosts[name] = view(name)
-						next.views[i] = next.hosts[name]
 					}
 				}
 			case 2: // plans changed
@@ -386,7 +383,6 @@ func TestStateMetricsByPositionEqualFresh(t *testing.T) {
 					next.hosts[name] = view(name)
 				}
 				next.names = sortedKeys(next.hosts)
-				next.views = inOrder(next.hosts, next.names)
 			case 4: // a host replaced by another: as many names, not the same
 				next.hosts = maps.Clone(s.hosts)
 				delete(next.hosts, s.names[rng.IntN(len(s.names))])
@@ -398,7 +394,6 @@ func TestStateMetricsByPositionEqualFresh(t *testing.T) {
 					}
 				}
 				next.names = sortedKeys(next.hosts)
-				next.views = inOrder(next.hosts, next.names)
 			}
 			s = next
 			m.export(s, groups)

@@ -47,7 +47,7 @@ func TestReregisteredIndexReadsEveryNomadMessage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := New(Options{Nodes: eventsNodes{events: tt.events}})
 			v := &phase.NodeView{ID: "n1"}
-			if err := c.reregisteredIndex(context.Background(), v); err != nil {
+			if err := c.readHeartbeats(context.Background(), []*phase.NodeView{v})[0]; err != nil {
 				t.Fatal(err)
 			}
 			if v.ReregisteredIndex != tt.rereg || v.MissedHeartbeatIndex != tt.missed {

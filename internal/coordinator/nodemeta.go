@@ -33,20 +33,15 @@ func (c *Coordinator) startNodeMeta(ctx context.Context, wg *sync.WaitGroup) {
 // host with a record, after this pass: its phase as stored, its agent's word on
 // the need, and the end of its last reboot by rollboot. A node that is not ready
 // is left out (its client would not answer); it gets its metadata once it is.
-// Nothing is handed over while the plans and the hosts' views are the same as
-// when it was last (sideoutputs.go).
+// The same metadata as last handed over is not handed over again
+// (sideoutputs.go).
 func (c *Coordinator) publishMeta(s *snapshot) {
 	if c.opt.NodeMeta == nil {
 		return
 	}
-	views := c.viewCache.kept()
-	c.mu.Lock()
-	if c.plans != nil && !c.sideOutputs.metaDue(c.plansGen, views) {
-		c.mu.Unlock()
-		return
-	}
-	plans := c.plans
 	want := map[string]nodemeta.Meta{}
+	c.mu.Lock()
+	plans := c.plans
 	for name, hv := range s.hosts {
 		if hv.node == nil || hv.node.Status != "ready" || hv.rec == nil {
 			continue
@@ -62,5 +57,7 @@ func (c *Coordinator) publishMeta(s *snapshot) {
 		want[hv.node.ID] = nodemeta.Meta{Phase: phase, RebootRequired: hv.rec.RebootRequired, LastReboot: p.LastCompleted}
 	}
 	c.mu.Unlock()
-	c.opt.NodeMeta.Observe(want)
+	if c.sideOutputs.metaDue(want) {
+		c.opt.NodeMeta.Observe(want)
+	}
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -30,85 +30,44 @@ import (
 // all at once).
 const maxTargetedNodes = 32
 
-// nodeCache is the node list as the watch last read it, and the groups of the
-// nodes as last asked.
-type nodeCache struct {
-	mu sync.Mutex
-	// list and index: the watch's last answer (nil: none, or it failed).
-	list  []*api.NodeListStub
-	index uint64
-	// wrote is the index of the coordinator's last node write: a list older
-	// than that does not show it.
-	wrote uint64
+// groupsAsked is the nodes' groups as last asked of Nomad (the pass
+// goroutine's).
+type groupsAsked struct {
 	// groupOf: each node's group; groups: the groups (names and filters, in
 	// match order) they were asked of. A policy that changes the groups makes
 	// every node's group unknown.
 	groupOf map[string]string
 	groups  string
-	// asked is the list groupOf stands for (the same list again needs no
-	// look), and seen its nodes by ID: a node whose ModifyIndex moved since
-	// is asked again, unless only its state changed (onIdentity).
-	asked []*api.NodeListStub
-	seen  map[string]*api.NodeListStub
-	// identity: every group's filter selects only on the fields the node list
-	// shows of a node's identity (policy.FilterOnIdentity), for the groups
-	// identityOf names.
-	identity   bool
-	identityOf string
-	// kept is closed and replaced whenever the watch keeps a list (caughtUp).
-	kept chan struct{}
-}
-
-// setList keeps the watch's answer (nil: forget the list), unless it is older
-// than the one kept (an answer that took longer than the next one).
-func (n *nodeCache) setList(list []*api.NodeListStub, index uint64) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if list != nil && n.list != nil && index < n.index {
-		return
-	}
-	n.list, n.index = list, index
-	if n.kept != nil {
-		close(n.kept)
-		n.kept = nil
-	}
-}
-
-// written records the index of a node write of ours.
-func (n *nodeCache) written(index uint64) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.wrote = max(n.wrote, index)
-}
-
-// current returns the watch's list if it shows every write of ours.
-func (n *nodeCache) current() []*api.NodeListStub {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.list == nil || n.index < n.wrote {
-		return nil
-	}
-	return n.list
-}
-
-// forget drops everything (a new term: another coordinator may have written).
-func (n *nodeCache) forget() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.list, n.index, n.wrote, n.groupOf, n.groups, n.asked, n.seen = nil, 0, 0, nil, "", nil, nil
+	// seen: the nodes groupOf stands for, by ID, as the list showed them: a
+	// node whose ModifyIndex moved since is asked again, unless only its state
+	// changed (onIdentity).
+	seen map[string]*api.NodeListStub
 }
 
 // writeIndexNodes records the index of every node write, so that the next pass
-// does not take a node list older than it (nodeCache.current).
+// does not take a node list older than it (nodeList).
 type writeIndexNodes struct {
 	NodesAPI
-	cache *nodeCache
+	atLeast *atomic.Uint64
+}
+
+// written records the index of a node write of ours.
+func (w writeIndexNodes) written(index uint64) { raiseTo(w.atLeast, index) }
+
+// raiseTo makes v index if it is less.
+func raiseTo(v *atomic.Uint64, index uint64) {
+	for {
+		old := v.Load()
+		if index <= old || v.CompareAndSwap(old, index) {
+			return
+		}
+	}
 }
 
 func (w writeIndexNodes) UpdateDrainOpts(nodeID string, opts *api.DrainOptions, q *api.WriteOptions) (*api.NodeDrainUpdateResponse, error) {
 	r, err := w.NodesAPI.UpdateDrainOpts(nodeID, opts, q)
 	if err == nil && r != nil {
-		w.cache.written(max(r.NodeModifyIndex, r.LastIndex))
+		w.written(max(r.NodeModifyIndex, r.LastIndex))
 	}
 	return r, err
 }
@@ -116,27 +75,47 @@ func (w writeIndexNodes) UpdateDrainOpts(nodeID string, opts *api.DrainOptions, 
 func (w writeIndexNodes) ToggleEligibility(nodeID string, eligible bool, q *api.WriteOptions) (*api.NodeEligibilityUpdateResponse, error) {
 	r, err := w.NodesAPI.ToggleEligibility(nodeID, eligible, q)
 	if err == nil && r != nil {
-		w.cache.written(max(r.NodeModifyIndex, r.LastIndex))
+		w.written(max(r.NodeModifyIndex, r.LastIndex))
 	}
 	return r, err
+}
+
+// nodeList returns the node list the watch answered, if it shows every node
+// write of ours and is no older than a list a pass read itself (a watch's
+// first answer may be older than the list the pass before read meanwhile, and
+// show nodes as they were before): as the pass took it, else once the watch
+// catches up, waiting up to catchUpWait (nodewatch.go); nil when it does not.
+func (c *Coordinator) nodeList(ctx context.Context) []*api.NodeListStub {
+	least := c.nodesAtLeast.Load()
+	if w := c.seen.nodes; w.live && w.index >= least {
+		return w.val
+	}
+	if w, ok := c.mail.caughtUp(ctx, least, catchUpWait); ok {
+		c.seen.nodes = w
+		return w.val
+	}
+	return nil
 }
 
 // readNodes returns every node, and the group of each (the first group whose
 // filter matches it, as Nomad evaluates it).
 func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListStub, map[string]string, error) {
-	list := c.nodeCache.current()
+	list := c.nodeList(ctx)
 	if list == nil {
-		list = c.nodeCache.caughtUp(ctx, catchUpWait) // nodewatch.go
-	}
-	if list == nil {
-		l, _, err := c.opt.Nodes.List((&api.QueryOptions{}).WithContext(ctx))
+		l, meta, err := c.opt.Nodes.List((&api.QueryOptions{}).WithContext(ctx))
 		if err != nil {
 			return nil, nil, fmt.Errorf("list nodes: %w", err)
 		}
 		// Not kept for the next pass: only the watch knows when it changes.
 		list = l
+		if meta != nil {
+			raiseTo(&c.nodesAtLeast, meta.LastIndex)
+		}
 	}
-	nodes := c.viewCache.nodesByID(list)
+	nodes := make(map[string]*api.NodeListStub, len(list))
+	for _, n := range list {
+		nodes[n.ID] = n
+	}
 	groupOf, err := c.nodeGroups(ctx, list, nodes)
 	if err != nil {
 		return nil, nil, err
@@ -147,19 +126,13 @@ func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListSt
 // nodeGroups returns the group of every node, asking Nomad only about the nodes
 // that changed since it last asked.
 func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, nodes map[string]*api.NodeListStub) (map[string]string, error) {
-	cache := &c.nodeCache
-	cache.mu.Lock()
-	prev, seen := cache.groupOf, cache.seen
-	if cache.groups != groupsKey(c.opt.Groups) {
+	g := &c.groups
+	key := groupsKey(c.opt.Groups)
+	prev, seen := g.groupOf, g.seen
+	if g.groups != key {
 		prev, seen = nil, nil
 	}
-	if prev != nil && sameSlice(list, cache.asked) {
-		// The very list they were last asked for: nothing changed.
-		cache.mu.Unlock()
-		return prev, nil
-	}
-	identity := cache.onIdentity(c.opt.Groups)
-	cache.mu.Unlock()
+	identity := onIdentity(c.opt.Groups)
 	var changed []string
 	for _, n := range list {
 		if m, ok := seen[n.ID]; !ok || m.ModifyIndex != n.ModifyIndex {
@@ -179,9 +152,7 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 		}
 	}
 	if prev != nil && len(changed) == 0 && !gone {
-		cache.mu.Lock()
-		cache.asked, cache.seen = list, nodes
-		cache.mu.Unlock()
+		g.seen = nodes
 		return prev, nil
 	}
 	var only []string // nil: every node
@@ -209,28 +180,20 @@ func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, 
 			}
 		}
 	}
-	cache.mu.Lock()
-	cache.groupOf, cache.groups = groupOf, groupsKey(c.opt.Groups)
-	cache.asked, cache.seen = list, nodes
-	cache.mu.Unlock()
+	*g = groupsAsked{groupOf: groupOf, groups: key, seen: nodes}
 	return groupOf, nil
 }
 
 // onIdentity reports whether every group's filter selects only on a node's
 // identity (policy.FilterOnIdentity): then a node whose identity the list
-// shows unchanged keeps its group without asking Nomad (n.mu held).
-func (n *nodeCache) onIdentity(groups []GroupSpec) bool {
-	key := groupsKey(groups)
-	if n.identityOf != key || n.identityOf == "" {
-		n.identity = true
-		for _, g := range groups {
-			if g.Filter != "" && !policy.FilterOnIdentity(g.Filter) {
-				n.identity = false
-			}
+// shows unchanged keeps its group without asking Nomad.
+func onIdentity(groups []GroupSpec) bool {
+	for _, g := range groups {
+		if g.Filter != "" && !policy.FilterOnIdentity(g.Filter) {
+			return false
 		}
-		n.identityOf = key
 	}
-	return n.identity
+	return true
 }
 
 // sameIdentity reports whether the node list shows b with a's identity (a

@@ -47,8 +47,8 @@ func (n NomadNodeEvents) NodeEvents(ctx context.Context, index uint64) (<-chan *
 	return n.Client.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicNode: {"*"}}, index, &api.QueryOptions{})
 }
 
-// followNodes keeps the node cache current from the event stream until ctx
-// ends, poking the reconcile loop after each change.
+// followNodes keeps the mailbox's node list current from the event stream
+// until ctx ends, poking the reconcile loop after each change.
 func (c *Coordinator) followNodes(ctx context.Context, poke func()) {
 	fails := 0
 	for ctx.Err() == nil {
@@ -60,7 +60,7 @@ func (c *Coordinator) followNodes(ctx context.Context, poke func()) {
 			fails = 0 // its period ended: subscribe again
 			continue
 		}
-		c.nodeCache.setList(nil, 0) // not known to be current: passes read it
+		c.mail.setNodes(nil, 0) // not known to be current: passes read it
 		fails++
 		d := watch.DefaultRetry(err, fails)
 		c.log.Warn("node event stream failed: the passes read the node list until it is back",
@@ -87,10 +87,8 @@ func (c *Coordinator) followNodesOnce(parent context.Context, poke func()) error
 	// An item at or before the list's index is in the list. Items after it are
 	// applied in the order they come (the emulator may send two at one index).
 	listed, index := meta.LastIndex, meta.LastIndex
-	c.nodeCache.mu.Lock()
-	had := c.nodeCache.list != nil && c.nodeCache.index == index
-	c.nodeCache.mu.Unlock()
-	c.nodeCache.setList(list, index) // the next pass takes it (nodes.go)
+	had := c.mail.nodesAt(index)
+	c.mail.setNodes(list, index) // the next pass takes it (nodes.go)
 	if !had {
 		poke()
 	}
@@ -137,7 +135,7 @@ func (c *Coordinator) followNodesOnce(parent context.Context, poke func()) error
 			continue
 		}
 		list = applyNodeChanges(list, changed, gone)
-		c.nodeCache.setList(list, index)
+		c.mail.setNodes(list, index)
 		poke()
 	}
 }
@@ -226,39 +224,7 @@ func applyNodeChanges(list, changed []*api.NodeListStub, gone []string) []*api.N
 }
 
 // catchUpWait is how long a pass waits for the node events of its own last
-// node write before it reads the whole list itself. The event follows the
-// write's answer within milliseconds; a pass chained after a drain or an
-// eligibility change would otherwise read every node again.
+// node write before it reads the whole list itself (nodeList). The event
+// follows the write's answer within milliseconds; a pass chained after a
+// drain or an eligibility change would otherwise read every node again.
 const catchUpWait = 250 * time.Millisecond
-
-// caughtUp returns the watch's list once it shows the coordinator's own last
-// node write, waiting up to wait; nil when there is no list to wait for, or it
-// did not catch up in time.
-func (n *nodeCache) caughtUp(ctx context.Context, wait time.Duration) []*api.NodeListStub {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		n.mu.Lock()
-		if n.list == nil {
-			n.mu.Unlock()
-			return nil
-		}
-		if n.index >= n.wrote {
-			list := n.list
-			n.mu.Unlock()
-			return list
-		}
-		if n.kept == nil {
-			n.kept = make(chan struct{})
-		}
-		kept := n.kept
-		n.mu.Unlock()
-		select {
-		case <-kept:
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
-	}
-}

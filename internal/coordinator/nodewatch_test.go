@@ -84,9 +84,7 @@ func TestNodeListFromEvents(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			co.nodeCache.mu.Lock()
-			list, idx := co.nodeCache.list, co.nodeCache.index
-			co.nodeCache.mu.Unlock()
+			list, idx := mailedNodes(co)
 			if list != nil && idx >= at {
 				want, _, err := plain.Nodes().List(nil)
 				if err != nil {
@@ -143,27 +141,37 @@ func TestNodeListFromEvents(t *testing.T) {
 	}
 }
 
+// mailedNodes returns the node list in co's mailbox, and its index.
+func mailedNodes(co *Coordinator) ([]*api.NodeListStub, uint64) {
+	co.mail.mu.Lock()
+	defer co.mail.mu.Unlock()
+	return co.mail.a.nodes.val, co.mail.a.nodes.index
+}
+
 // A pass after a node write of its own waits for the watch to show it, and
 // reads the list itself when it does not come in time.
-func TestNodeCacheCaughtUp(t *testing.T) {
-	var n nodeCache
-	if got := n.caughtUp(t.Context(), time.Second); got != nil {
-		t.Fatalf("no list: got %v", got)
+func TestMailboxNodesCaughtUp(t *testing.T) {
+	var m mailbox
+	if _, ok := m.caughtUp(t.Context(), 0, time.Second); ok {
+		t.Fatal("no list: caught up")
 	}
 	old := []*api.NodeListStub{{ID: "a", ModifyIndex: 5}}
-	n.setList(old, 5)
-	n.written(7)
-	if got := n.caughtUp(t.Context(), 20*time.Millisecond); got != nil {
-		t.Fatalf("the watch did not catch up: got %v, want nil", got)
+	m.setNodes(old, 5)
+	if _, ok := m.caughtUp(t.Context(), 7, 20*time.Millisecond); ok {
+		t.Fatal("the watch did not catch up, yet the list was taken")
 	}
 	fresh := []*api.NodeListStub{{ID: "a", ModifyIndex: 7}}
 	go func() {
-		n.setList([]*api.NodeListStub{{ID: "a", ModifyIndex: 6}}, 6) // not yet
+		m.setNodes([]*api.NodeListStub{{ID: "a", ModifyIndex: 6}}, 6) // not yet
 		time.Sleep(20 * time.Millisecond)
-		n.setList(fresh, 7)
+		m.setNodes(fresh, 7)
 	}()
-	if got := n.caughtUp(t.Context(), 10*time.Second); len(got) != 1 || got[0].ModifyIndex != 7 {
-		t.Fatalf("caught up: got %v, want the list at 7", got)
+	if got, ok := m.caughtUp(t.Context(), 7, 10*time.Second); !ok || len(got.val) != 1 || got.val[0].ModifyIndex != 7 {
+		t.Fatalf("caught up: got %v (%v), want the list at 7", got.val, ok)
+	}
+	m.setNodes([]*api.NodeListStub{{ID: "a", ModifyIndex: 6}}, 6) // an answer older than the kept one
+	if got, _ := m.caughtUp(t.Context(), 0, time.Second); got.index != 7 {
+		t.Fatalf("an older answer replaced the list at 7: %d", got.index)
 	}
 }
 
@@ -201,9 +209,7 @@ func TestFollowNodesSkipsOnlyWhatTheListHas(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		co.nodeCache.mu.Lock()
-		list, idx := co.nodeCache.list, co.nodeCache.index
-		co.nodeCache.mu.Unlock()
+		list, idx := mailedNodes(co)
 		if idx == 6 && len(list) == 2 && list[0].ModifyIndex == 6 && list[1].ModifyIndex == 6 {
 			return
 		}

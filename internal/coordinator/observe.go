@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"sort"
 	"time"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
-	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/rejoin"
@@ -36,13 +34,6 @@ type snapshot struct {
 	groupOf map[string]string            // node ID -> the first group whose filter matches it
 	hosts   map[string]*hostView         // every host with a usable record or a plan
 	names   []string                     // the keys of hosts, sorted
-	// views: nil, or hosts by the position of their name in names (hostAt);
-	// viewsShared: the slice kept for the next pass, copied before a change.
-	views       []*hostView
-	viewsShared bool
-	// hostsShared: hosts is the map kept for the next pass; setHost copies it
-	// before the first change.
-	hostsShared bool
 	// missing: hosts whose agent is known not to run, and why (records.go).
 	missing map[string]string
 	// clusters holds the health of each server cluster (by product/cluster) of a
@@ -65,14 +56,9 @@ type snapshot struct {
 	// health: the workloads of the hosts that wait for them to be healthy
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoin.Observed
-	// owned: the hosts whose view this pass copied to change it (own).
-	owned map[string]bool
-	// allocs: the allocations of the nodes this pass read, by node ID
-	// (allocsOnNode), so that each is read once per pass.
-	allocs map[string][]*api.Allocation
 }
 
-// hostView is what a pass knows of one host.
+// hostView is what a pass knows of one host; built by each pass, its own.
 type hostView struct {
 	rec   *store.HostRecord // nil: no usable record
 	node  *phase.NodeView   // nil: no Nomad node, or an unknown one
@@ -109,9 +95,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
 	c.readRejoinHealth(ctx, s)
-	c.mu.Lock()
 	s.noHandOver = maps.Clone(c.noHandOver)
-	c.mu.Unlock()
 	return s, nil
 }
 
@@ -139,13 +123,18 @@ func (c *Coordinator) loadPlans(ctx context.Context) (map[string]store.Plan, err
 	return plans, nil
 }
 
-// hostViews gives every host with a usable record or a plan its node and group
-// (the views of the hosts with a record are kept between passes: viewcache.go).
+// hostViews gives every host with a usable record or a plan its node and
+// group.
 func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
-	hosts, names, order := c.cachedHostViews(recs, s.nodes, s.groupOf)
-	s.hosts, s.hostsShared = hosts, true
-	s.names, s.views, s.viewsShared = names, order, true
-	added := false
+	s.hosts = make(map[string]*hostView, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		hv := &hostView{rec: r, group: c.groupOfHost(r, s.groupOf)}
+		if n := s.nodes[r.NodeID]; r.NodeID != "" && n != nil {
+			hv.node = nodeView(n)
+		}
+		s.hosts[r.Host] = hv
+	}
 	for name, p := range s.plans {
 		if _, ok := s.hosts[name]; !ok {
 			// No usable record (none, or ignored): the node the plan took out
@@ -154,15 +143,27 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 			if n := s.nodes[p.NodeID]; n != nil {
 				node = nodeView(n)
 			}
-			s.setHost(name, &hostView{group: p.Group, node: node})
-			added = true
+			s.hosts[name] = &hostView{group: p.Group, node: node}
 		}
 	}
-	if added {
-		s.names = sortedKeys(s.hosts)
-		s.views, s.viewsShared = inOrder(s.hosts, s.names), false
-	}
+	s.names = sortedKeys(s.hosts)
 }
+
+// groupOfHost is the group of the host of r: its node's (groupOf), else the
+// default group; a host without a node says its group (FleetLock).
+func (c *Coordinator) groupOfHost(r *store.HostRecord, groupOf map[string]string) string {
+	if r.NodeID != "" {
+		if g, ok := groupOf[r.NodeID]; ok {
+			return g
+		}
+	} else if r.Group != "" && c.knownGroup(r.Group) {
+		return r.Group
+	}
+	return c.opt.DefaultGroup.Name
+}
+
+// hostAt returns the view of the host s.names[i].
+func (s *snapshot) hostAt(i int) *hostView { return s.hosts[s.names[i]] }
 
 // NodeReadParallelism bounds the node reads of a pass sent at once: the events
 // of the nodes of hosts that should be rebooting. Mid-rollout a pass reads the
@@ -176,7 +177,6 @@ const NodeReadParallelism = 8
 // node's events while the host should be rebooting (did it miss heartbeats and
 // come back?), side by side, then its system jobs while it rejoins.
 func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
-	defer c.heartbeats.passDone()
 	var events, jobs []*hostView
 	for _, name := range busyNames(s) {
 		hv, p := s.hosts[name], s.plans[name]
@@ -188,7 +188,6 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 		if p.Phase != store.PhaseDrained && p.Phase != store.PhaseRebooting && p.Phase != store.PhaseStuck && !rejoins {
 			continue
 		}
-		hv = s.own(name)
 		if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck {
 			events = append(events, hv)
 		}
@@ -196,12 +195,16 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 			jobs = append(jobs, hv)
 		}
 	}
-	parallel.Each(len(events), NodeReadParallelism, nil, func(i int) {
-		events[i].err = c.reregisteredIndex(ctx, events[i].node)
-	})
+	nodes := make([]*phase.NodeView, len(events))
+	for i, hv := range events {
+		nodes[i] = hv.node
+	}
+	for i, err := range c.readHeartbeats(ctx, nodes) { // heartbeatcache.go
+		events[i].err = err
+	}
 	for _, hv := range jobs { // the pass's allocations read once per node (allocsOnNode)
 		if hv.err == nil {
-			hv.err = c.systemRunning(ctx, s, hv.node)
+			hv.err = c.systemRunning(ctx, hv.node)
 		}
 	}
 }
@@ -246,13 +249,6 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 }
 
 func nodeView(n *api.NodeListStub) *phase.NodeView {
-	v := nodeViewOf(n)
-	return &v
-}
-
-// nodeViewOf is the view of n, by value: comparing it with a kept view
-// allocates nothing.
-func nodeViewOf(n *api.NodeListStub) phase.NodeView {
 	v := phase.NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
 		ModifyIndex: n.ModifyIndex}
 	for _, d := range n.Drivers {
@@ -266,7 +262,7 @@ func nodeViewOf(n *api.NodeListStub) phase.NodeView {
 		v.DrainRestores = n.LastDrain.Meta[metaEligibleBefore] == "true"
 		v.DrainStartedAt = n.LastDrain.StartedAt
 	}
-	return v
+	return &v
 }
 
 // Node event messages that tell a node missed heartbeats or came back from it.
@@ -288,56 +284,10 @@ const (
 	eventDrainComplete = "Node drain complete"
 )
 
-// reregisteredIndex reads the node's events (the list stub has none) for the last
-// missed heartbeat and the last re-registration, unless the node did not
-// change since it last read them (heartbeatcache.go).
-func (c *Coordinator) reregisteredIndex(ctx context.Context, v *phase.NodeView) error {
-	e, ok := c.heartbeats.get(v.ID, v.ModifyIndex)
-	if !ok {
-		n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			return fmt.Errorf("read node %s: %w", v.ID, err)
-		}
-		e = heartbeatIndexesOf(n)
-		c.heartbeats.put(v.ID, e)
-	}
-	v.ReregisteredIndex = max(v.ReregisteredIndex, e.reregistered)
-	v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.missed)
-	v.EligibilityIndex = max(v.EligibilityIndex, e.eligibility)
-	v.DrainDoneIndex = max(v.DrainDoneIndex, e.drainDone)
-	return nil
-}
-
-// allocsOnNode returns the allocations on a node as this pass sees them: as the
-// node's allocation watch last read them (a change pokes a pass after the
-// watch kept it: wake.go), else as read earlier in this pass (here or by the
-// capacity gate), else read now and kept for the rest of the pass. A rebooted
-// node's allocations are so read once in the pass that finds it back (its
-// system jobs, then its workloads' health), and not at all while its watch runs.
-func (c *Coordinator) allocsOnNode(ctx context.Context, s *snapshot, nodeID string) ([]*api.Allocation, error) {
-	c.mu.Lock()
-	allocs, ok := c.watchedAllocs[nodeID]
-	c.mu.Unlock()
-	if ok {
-		return allocs, nil
-	}
-	if allocs, ok := passAllocs(s, nodeID); ok {
-		return allocs, nil
-	}
-	allocs, meta, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
-	}
-	c.noteAllocRead(nodeID, meta, allocs)
-	if s.allocs == nil {
-		s.allocs = map[string][]*api.Allocation{}
-	}
-	s.allocs[nodeID] = allocs
-	return allocs, nil
-}
-
-func (c *Coordinator) systemJobs(ctx context.Context, s *snapshot, nodeID string) ([]string, error) {
-	allocs, err := c.allocsOnNode(ctx, s, nodeID)
+// systemJobs returns the system jobs running on a node, from its allocations
+// as the pass sees them (allocsOnNode).
+func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, error) {
+	allocs, err := c.allocsOnNode(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -356,8 +306,8 @@ func (c *Coordinator) systemJobs(ctx context.Context, s *snapshot, nodeID string
 	return out, nil
 }
 
-func (c *Coordinator) systemRunning(ctx context.Context, s *snapshot, v *phase.NodeView) error {
-	jobs, err := c.systemJobs(ctx, s, v.ID)
+func (c *Coordinator) systemRunning(ctx context.Context, v *phase.NodeView) error {
+	jobs, err := c.systemJobs(ctx, v.ID)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -60,21 +59,14 @@ type pendingWrite struct {
 // PlanWriteParallelism at a time, each within its own step as any other
 // decision (carryOutBounded). It returns every error, joined.
 func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite) error {
-	var (
-		mu   sync.Mutex
-		errs error
-	)
+	errs := make([]error, len(writes)) // each write's, at its index
 	parallel.Each(len(writes), PlanWriteParallelism, nil, func(i int) {
 		w := writes[i]
 		err := c.carryOutBounded(ctx, w.in, w.d)
 		if err == nil && w.rejoin != nil {
 			err = c.rejoinNow(ctx, w.rejoin, w.in, w.d)
 		}
-		if err != nil {
-			mu.Lock()
-			errs = errors.Join(errs, err)
-			mu.Unlock()
-		}
+		errs[i] = err
 	})
-	return errs
+	return errors.Join(errs...)
 }

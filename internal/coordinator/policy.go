@@ -82,12 +82,9 @@ type policyState struct {
 	// index); zero: nothing yet this term.
 	published store.Enforcement
 	metrics   *policyMetrics
-	// watch: the policy watch's generations; readAt: the generation of the
-	// last answer of the source (the rules, or why they cannot be used), valid
-	// while read.
-	watch  watchGen
-	readAt uint64
-	read   bool
+	// read: that the source answered (the rules, or why they cannot be
+	// used), kept while the policy watch sees no change.
+	read keptRead[struct{}]
 }
 
 // setRules puts r in place of the options it sets.
@@ -111,8 +108,8 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 		return nil
 	}
 	ps := &c.policy
-	gen, live := ps.watch.current()
-	if live && ps.read && ps.readAt == gen {
+	w := c.seen.policy
+	if _, ok := ps.read.get(w.gen, w.live); ok {
 		// Not changed since it was read (its watch says): keep what it said.
 		return c.policyEnforced(ctx)
 	}
@@ -135,7 +132,7 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 		ps.version = r.Version
 		c.setRules(r)
 	}
-	ps.readAt, ps.read = gen, true
+	ps.read.keep(w.gen, struct{}{})
 	return c.policyEnforced(ctx)
 }
 
@@ -208,12 +205,14 @@ func (c *Coordinator) policyHold() phase.WaitReason {
 // watchPolicy wakes the reconcile loop when the stored policy changes.
 func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, error) {
 	n, err := c.opt.Policy.Watch(ctx, idx, 5*time.Minute)
-	if err != nil {
-		c.policy.watch.failed() // passes read it themselves
-		return n, err
-	}
-	c.policy.watch.answered(n != idx) // a pass reads it again after a change
-	return n, nil
+	c.mail.update(func(a *answers) {
+		if err != nil {
+			a.policy.failed() // passes read it themselves
+			return
+		}
+		a.policy.answered(n, struct{}{}, n != idx) // a pass reads it again after a change
+	})
+	return n, err
 }
 
 // endTerm forgets what this term published and read: the next term writes the
@@ -221,14 +220,11 @@ func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, erro
 func (c *Coordinator) endTerm() {
 	c.policy.published = store.Enforcement{}
 	c.policy.loaded = false
-	c.policy.watch.failed() // the next term's watch has not answered yet
-	c.policy.read = false
+	c.policy.read.forget() // read again in the next term
 	c.policy.metrics.set(0, false)
 	c.alerts.metrics.blocking.Set(0)
 	c.alerts.next, c.alerts.logged = time.Time{}, ""
-	c.mu.Lock()
 	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
-	c.mu.Unlock()
 }
 
 // policyMetrics are the stored policy's series, set by the leader only.

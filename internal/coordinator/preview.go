@@ -59,6 +59,7 @@ type PreviewResult struct {
 // Preview observes the cluster as a pass does and returns what the pass would
 // decide, without carrying any of it out. Only reads are sent to Nomad.
 func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
+	c.takeMail() // as a pass starts (mailbox.go)
 	s, err := c.observe(ctx)
 	if err != nil {
 		return PreviewResult{}, err

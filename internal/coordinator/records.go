@@ -30,26 +30,28 @@ func (c *Coordinator) agentJob() string {
 
 func (c *Coordinator) watchAgentJob(ctx context.Context, idx uint64) (uint64, error) {
 	allocs, n, err := hostcheck.ReadAgentAllocs(ctx, c.opt.Jobs, c.agentJob(), c.opt.AgentJobNamespace, idx, 5*time.Minute)
-	c.mu.Lock()
-	if err != nil {
-		c.agentAllocs = nil // not known to be current: passes read them
-	} else {
-		c.agentAllocs = &allocs
-	}
-	c.mu.Unlock()
+	c.mail.update(func(a *answers) {
+		if err != nil {
+			a.agentJob.failed() // not known to be current: passes read them
+			return
+		}
+		a.agentJob.answered(n, allocs, n != idx)
+	})
 	return n, err
 }
 
 // readAgentAllocs returns the agent job's allocations: as the watch last saw
-// them, or read now when it has none.
+// them (as the pass took them), or read now when it is not live or its answer
+// is older than what a pass read itself (as for the host records:
+// hostscache.go).
 func (c *Coordinator) readAgentAllocs(ctx context.Context, job string) (hostcheck.AgentAllocs, error) {
-	c.mu.Lock()
-	cached := c.agentAllocs
-	c.mu.Unlock()
-	if cached != nil {
-		return *cached, nil
+	if w := c.seen.agentJob; w.live && w.index >= c.agentJobAtLeast {
+		return w.val, nil
 	}
-	allocs, _, err := hostcheck.ReadAgentAllocs(ctx, c.opt.Jobs, job, c.opt.AgentJobNamespace, 0, 0)
+	allocs, index, err := hostcheck.ReadAgentAllocs(ctx, c.opt.Jobs, job, c.opt.AgentJobNamespace, 0, 0)
+	if err == nil {
+		c.agentJobAtLeast = max(c.agentJobAtLeast, index)
+	}
 	return allocs, err
 }
 
@@ -57,7 +59,7 @@ func (c *Coordinator) readAgentAllocs(ctx context.Context, job string) (hostchec
 // missing agents; it logs both when they change.
 func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord, bad []store.BadRecord,
 	nodes map[string]*api.NodeListStub, ctl store.Control) ([]store.HostRecord, map[string]string) {
-	hosts, ignored := c.viewCache.validate(hosts, nodes)
+	hosts, ignored := hostcheck.ValidateRecords(hosts, nodes)
 	hosts = c.corroborate(ctx, hosts, nodes)
 	bad = append(bad, ignored...)
 	missing := map[string]string{}
@@ -84,9 +86,9 @@ func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord
 	}
 	sort.Strings(lines)
 	key := strings.Join(lines, "\n")
-	c.mu.Lock()
 	changed := key != c.reported
 	c.reported = key
+	c.mu.Lock()
 	c.ignored = bad
 	c.mu.Unlock()
 	if changed {

@@ -98,18 +98,14 @@ func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *phase.Input
 // A read that fails is kept as the reason the host holds.
 func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 	checkNodes := map[string]bool{}
-	defer func() {
-		c.mu.Lock()
-		c.checkNodes = checkNodes
-		c.mu.Unlock()
-	}()
+	defer func() { c.checkNodes = checkNodes }()
 	for _, name := range busyNames(s) { // waitsForHealth: rejoining or stuck
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil || !phase.WaitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
 			continue
 		}
 		o := &rejoin.Observed{}
-		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, s, hv.node.ID)
+		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, hv.node.ID)
 		if nodeName := c.readChecks(ctx, s, o, planGroup(p, hv.group), hv.node.ID); nodeName != "" {
 			checkNodes[nodeName] = true
 		}
@@ -118,21 +114,6 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 		}
 		s.health[name] = o
 	}
-}
-
-// cacheNodeAllocs keeps the allocations the watch of nodeID read (nil: forget
-// them, the watch ended).
-func (c *Coordinator) cacheNodeAllocs(nodeID string, allocs []*api.Allocation) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if allocs == nil {
-		delete(c.watchedAllocs, nodeID)
-		return
-	}
-	if c.watchedAllocs == nil {
-		c.watchedAllocs = map[string][]*api.Allocation{}
-	}
-	c.watchedAllocs[nodeID] = allocs
 }
 
 // readChecks reads the Consul checks of node nodeID into o when group waits
@@ -153,8 +134,8 @@ func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoin.Obs
 // as the node's watch last read them (a change pokes a pass after the watch kept
 // it), else as this pass read them (allocsOnNode: the first pass of a host
 // waiting for them, before its watch starts).
-func (c *Coordinator) nodeAllocs(ctx context.Context, s *snapshot, nodeID string) ([]rejoin.Alloc, error) {
-	allocs, err := c.allocsOnNode(ctx, s, nodeID)
+func (c *Coordinator) nodeAllocs(ctx context.Context, nodeID string) ([]rejoin.Alloc, error) {
+	allocs, err := c.allocsOnNode(ctx, nodeID)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the %w", err)
 	}

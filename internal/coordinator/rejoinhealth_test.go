@@ -66,21 +66,23 @@ func TestNodeAllocsFromTheWatch(t *testing.T) {
 	}
 	n := &countingNodes{allocs: []*api.Allocation{run("web.web[0]", nil)}}
 	c := New(Options{Nodes: n})
-	pass := &snapshot{}
-	got, err := c.nodeAllocs(t.Context(), pass, "n1")
+	c.takeMail() // a pass
+	got, err := c.nodeAllocs(t.Context(), "n1")
 	if err != nil || n.reads != 1 || len(got) != 1 || got[0].Healthy != nil {
 		t.Fatalf("direct read: %+v %v, %d reads", got, err, n.reads)
 	}
-	if _, err := c.systemJobs(t.Context(), pass, "n1"); err != nil || n.reads != 1 {
+	if _, err := c.systemJobs(t.Context(), "n1"); err != nil || n.reads != 1 {
 		t.Fatalf("%d reads for the system jobs in the same pass (%v), want 1", n.reads, err)
 	}
-	c.cacheNodeAllocs("n1", []*api.Allocation{run("web.web[0]", &yes)})
-	got, _ = c.nodeAllocs(t.Context(), &snapshot{}, "n1")
+	c.mail.setAllocs("n1", []*api.Allocation{run("web.web[0]", &yes)}) // the watch answers
+	c.takeMail()
+	got, _ = c.nodeAllocs(t.Context(), "n1")
 	if n.reads != 1 || got[0].Healthy == nil || !*got[0].Healthy {
 		t.Fatalf("from the watch: %+v, %d reads", got, n.reads)
 	}
-	c.cacheNodeAllocs("n1", nil) // the watch ended
-	if _, err := c.nodeAllocs(t.Context(), &snapshot{}, "n1"); err != nil || n.reads != 2 {
+	c.mail.setAllocs("n1", nil) // the watch ended
+	c.takeMail()
+	if _, err := c.nodeAllocs(t.Context(), "n1"); err != nil || n.reads != 2 {
 		t.Fatalf("%d reads after the watch ended, want 2", n.reads)
 	}
 }

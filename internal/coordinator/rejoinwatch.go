@@ -21,15 +21,13 @@ type checkWatchers struct {
 	c    *Coordinator
 }
 
-// set watches exactly the Consul nodes the last pass read checks of.
+// set watches exactly the Consul nodes the last pass read checks of (called
+// by the pass goroutine, between passes).
 func (w *checkWatchers) set() {
 	if w.c.opt.ConsulHealth == nil {
 		return
 	}
-	w.c.mu.Lock()
-	want := maps.Clone(w.c.checkNodes)
-	w.c.mu.Unlock()
-	w.watchSet.set(want, func(ctx context.Context, node string) {
+	w.watchSet.set(maps.Clone(w.c.checkNodes), func(ctx context.Context, node string) {
 		watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
 			q := (&consulapi.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
 			_, meta, err := w.c.opt.ConsulHealth.Node(node, q)

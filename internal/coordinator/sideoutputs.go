@@ -1,6 +1,9 @@
 package coordinator
 
 import (
+	"maps"
+
+	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/notify"
 )
 
@@ -9,22 +12,23 @@ import (
 // plan, every host). Over a cluster where nothing moved both got the same state
 // again at every pass: at 5,000 hosts, two sorted copies of every plan and a map
 // of every node's metadata per pass. They are handed over only when what they
-// derive from changed: the plans (c.plansGen counts every write and load), the
-// pause flag, and the hosts' views (a new kept map: viewcache.go).
+// derive from changed: the plans (c.plansGen counts every write and load) and
+// the pause flag for the notifier; the metadata itself, compared with what was
+// last handed, for the publisher.
 type sideOutputs struct {
 	// notifyGen and notifyPause: the plans' generation and the pause flag last
 	// handed to the notifier (notified: at all, this term).
 	notifyGen   uint64
 	notifyPause notify.Pause
 	notified    bool
-	// metaGen and metaViews: the plans' generation and the kept views the
-	// metadata last handed over was built from.
-	metaGen   uint64
-	metaViews map[string]*hostView
+	// meta: the metadata last handed to the publisher (metaHanded: at all,
+	// this term).
+	meta       map[string]nodemeta.Meta
+	metaHanded bool
 }
 
 // notifyDue reports whether the notifier has not been handed these plans and
-// this pause flag yet, and takes them as handed. Called with c.mu held.
+// this pause flag yet, and takes them as handed.
 func (h *sideOutputs) notifyDue(gen uint64, pause notify.Pause) bool {
 	if h.notified && h.notifyGen == gen && h.notifyPause.Paused == pause.Paused &&
 		h.notifyPause.At.Equal(pause.At) && h.notifyPause.Reason == pause.Reason {
@@ -34,15 +38,19 @@ func (h *sideOutputs) notifyDue(gen uint64, pause notify.Pause) bool {
 	return true
 }
 
-// metaDue reports whether the publisher has not been handed metadata built
-// from these plans and views yet, and takes them as handed. Called with c.mu
-// held.
-func (h *sideOutputs) metaDue(gen uint64, views map[string]*hostView) bool {
-	if views != nil && h.metaGen == gen && sameMap(h.metaViews, views) {
+// metaDue reports whether the publisher has not been handed this metadata
+// yet, and takes it as handed.
+func (h *sideOutputs) metaDue(want map[string]nodemeta.Meta) bool {
+	if h.metaHanded && maps.EqualFunc(h.meta, want, sameMeta) {
 		return false
 	}
-	h.metaGen, h.metaViews = gen, views
+	h.meta, h.metaHanded = want, true
 	return true
+}
+
+// sameMeta reports whether a and b say the same.
+func sameMeta(a, b nodemeta.Meta) bool {
+	return a.Phase == b.Phase && a.RebootRequired == b.RebootRequired && a.LastReboot.Equal(b.LastReboot)
 }
 
 // forget makes the next pass hand everything over (a new term: the notifier

@@ -195,22 +195,23 @@ func allocWatchNodes(plans map[string]store.Plan) map[string]bool {
 func (w *allocWatchers) set(plans map[string]store.Plan) {
 	want := allocWatchNodes(plans)
 	// A new watch starts from what the last pass read of its node
-	// (allocreads.go): kept as the watch's first answer, and asked past its index.
+	// (allocsource.go): kept as the watch's first answer, and asked past its index.
 	reads := w.c.takeAllocReads()
+	mail := &w.c.mail
 	w.watchSet.set(want, func(ctx context.Context, id string) {
-		defer w.c.cacheNodeAllocs(id, nil)
+		defer mail.setAllocs(id, nil)
 		from := reads[id]
 		if from.index > 0 {
-			w.c.cacheNodeAllocs(id, from.allocs)
+			mail.setAllocs(id, from.allocs)
 		}
 		watch.Loop{Index: from.index, Query: func(ctx context.Context, idx uint64) (uint64, error) {
 			q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
 			allocs, meta, err := w.c.opt.Nodes.Allocations(id, q)
 			if err != nil {
-				w.c.cacheNodeAllocs(id, nil) // a pass reads them itself meanwhile
+				mail.setAllocs(id, nil) // a pass reads them itself meanwhile
 				return 0, err
 			}
-			w.c.cacheNodeAllocs(id, allocs) // before the poke: the pass reads it (rejoinhealth.go)
+			mail.setAllocs(id, allocs) // before the poke: the next pass takes it (allocsource.go)
 			return meta.LastIndex, nil
 		}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
 	})

@@ -1,0 +1,288 @@
+package coordinator
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/hostcheck"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Who owns what. The pass goroutine (Run's loop, or whoever calls
+// ReconcileOnce) alone owns the coordinator's state between passes: the caches
+// of what Nomad said (the control state, the node groups, the heartbeat
+// events and the capacity of nodes, by ModifyIndex), the stored policy's last
+// read, the memberships, the metrics' last export. They are plain fields, used
+// with no lock. The watches run on goroutines of their own, as the agent's do
+// (internal/agent: its watches hand their newest answer to its one event
+// loop): each only puts its newest answer in the mailbox, and the pass takes
+// them all at its start (takeMail) and decides from what it took. A change
+// that comes during a pass pokes the next one, which takes it.
+//
+// Two locks are left. The mailbox's, between the watches and the pass. And
+// Coordinator.mu, for what the steps of a pass that run side by side write:
+// the plans (the parallel plan writes, planwrites.go), whether the pass
+// changed something and when to look again, the allocation reads (the
+// capacity gate's, side by side: capacityread.go), the slots freed (metrics);
+// and what callers read while Run runs (Overruns, Ignored).
+
+// watched is the newest answer of one blocking-query watch: the value it read
+// and the index it answered at, whether it is live (it answered since its last
+// failure, in this term) and its generation, which counts its answers that saw
+// a change, its failures and the terms. What a pass read of what the watch
+// follows holds while the watch is live and its generation has not moved
+// (keptRead).
+type watched[T any] struct {
+	val   T
+	index uint64
+	gen   uint64
+	live  bool
+}
+
+// answered records an answer at index with v; changed: its index moved.
+func (w *watched[T]) answered(index uint64, v T, changed bool) {
+	w.live = true
+	if changed {
+		w.gen++
+	}
+	w.val, w.index = v, index
+}
+
+// failed records a failure of the watch, or the start of a term: the value is
+// forgotten, and nothing read before counts any more.
+func (w *watched[T]) failed() {
+	var zero T
+	w.live, w.val = false, zero
+	w.gen++
+}
+
+// keptRead is what a pass read of what a watch follows, kept with the watch's
+// generation as the pass took it: it holds for a later pass while the watch is
+// live and its generation has not moved. A change during the read moves it
+// (the watch answers after the write), so the next pass reads again.
+type keptRead[T any] struct {
+	val T
+	gen uint64
+	ok  bool
+}
+
+// get returns the kept value if it holds at the watch's generation gen.
+func (k *keptRead[T]) get(gen uint64, live bool) (T, bool) {
+	if !live || !k.ok || k.gen != gen {
+		var zero T
+		return zero, false
+	}
+	return k.val, true
+}
+
+// keep keeps v, read at the watch's generation gen.
+func (k *keptRead[T]) keep(gen uint64, v T) { k.val, k.gen, k.ok = v, gen, true }
+
+// forget drops the kept value: the next pass reads again.
+func (k *keptRead[T]) forget() { *k = keptRead[T]{} }
+
+// answers are the newest answers of the watches.
+type answers struct {
+	hosts    watched[store.HostList]
+	control  watched[struct{}] // the control variable
+	requests watched[struct{}] // the per-host control variables
+	policy   watched[struct{}]
+	agentJob watched[hostcheck.AgentAllocs]
+	// nodes: the node list (nil while not live), from the node watch or the
+	// event stream's follower (nodewatch.go).
+	nodes watched[[]*api.NodeListStub]
+	// allocs: the allocations of each node whose allocation watch answered
+	// (wake.go allocWatchers), until it ends.
+	allocs map[string][]*api.Allocation
+}
+
+// mailbox is where the watches leave their newest answers for the pass.
+type mailbox struct {
+	// mu: the watches write from their goroutines; the pass takes.
+	mu sync.Mutex
+	// term: the context of the watches (nil: none, as in tests that answer
+	// for a watch): once it ends, no watch is live.
+	term context.Context
+	a    answers
+	// hostsTaken is closed when a pass takes the host watch's list answered
+	// after a change (nil: none waits to be taken; hostscache.go).
+	hostsTaken chan struct{}
+	// nodesKept is closed and replaced whenever a node list is kept
+	// (caughtUp).
+	nodesKept chan struct{}
+}
+
+// start begins a term of the watches: nothing answered before counts.
+func (m *mailbox) start(term context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.term = term
+	a := &m.a
+	a.hosts.failed()
+	a.control.failed()
+	a.requests.failed()
+	a.policy.failed()
+	a.agentJob.failed()
+	a.nodes.failed()
+	a.allocs = nil
+	m.takeHostsLocked()
+	m.nodesKeptLocked()
+}
+
+// take returns the watches' newest answers, as a pass starts from them, and
+// marks the host watch's list as taken.
+func (m *mailbox) take() answers {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.takeHostsLocked()
+	a := m.a
+	if len(a.allocs) > 0 {
+		a.allocs = make(map[string][]*api.Allocation, len(m.a.allocs))
+		for id, allocs := range m.a.allocs {
+			a.allocs[id] = allocs
+		}
+	}
+	if m.term != nil && m.term.Err() != nil {
+		// The term ended: its watches stopped answering.
+		for _, w := range []*watched[struct{}]{&a.control, &a.requests, &a.policy} {
+			w.live = false
+		}
+		a.hosts.live, a.agentJob.live, a.nodes.live = false, false, false
+		a.nodes.val, a.allocs = nil, nil
+	}
+	return a
+}
+
+// update runs fn on the answers, for a watch's goroutine.
+func (m *mailbox) update(fn func(a *answers)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fn(&m.a)
+}
+
+// takeHostsLocked marks the host watch's last list as taken (m.mu held).
+func (m *mailbox) takeHostsLocked() {
+	if m.hostsTaken != nil {
+		close(m.hostsTaken)
+		m.hostsTaken = nil
+	}
+}
+
+// hostsAnswered records an answer of the host watch at index with its list;
+// changed: its index moved, and the watch lists again only once a pass took
+// this list (untakenHosts).
+func (m *mailbox) hostsAnswered(index uint64, list store.HostList, changed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.a.hosts.answered(index, list, changed)
+	if changed && m.hostsTaken == nil {
+		m.hostsTaken = make(chan struct{})
+	}
+}
+
+// hostsFailed records a failure of the host watch: its next query, a retry,
+// waits for no pass.
+func (m *mailbox) hostsFailed() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.a.hosts.failed()
+	m.takeHostsLocked()
+}
+
+// untakenHosts returns a channel closed once a pass takes the host watch's
+// last list after a change (nil: it has been taken, or no change waits).
+func (m *mailbox) untakenHosts() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hostsTaken
+}
+
+// setNodes keeps the node list answered at index (nil: forget it, the watch
+// failed), unless it is older than the one kept (an answer that took longer
+// than the next one).
+func (m *mailbox) setNodes(list []*api.NodeListStub, index uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := &m.a.nodes
+	switch {
+	case list == nil:
+		n.failed()
+	case n.val != nil && index < n.index:
+		return
+	default:
+		n.answered(index, list, true)
+	}
+	m.nodesKeptLocked()
+}
+
+// nodesAt reports whether the node list kept was answered at index.
+func (m *mailbox) nodesAt(index uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.a.nodes.val != nil && m.a.nodes.index == index
+}
+
+// nodesKeptLocked wakes the passes waiting for a node list (m.mu held).
+func (m *mailbox) nodesKeptLocked() {
+	if m.nodesKept != nil {
+		close(m.nodesKept)
+		m.nodesKept = nil
+	}
+}
+
+// caughtUp returns the node list once one at index wrote or later is kept,
+// waiting up to wait; false when there is no list to wait for (or its term
+// ended), or it did not catch up in time.
+func (m *mailbox) caughtUp(ctx context.Context, wrote uint64, wait time.Duration) (watched[[]*api.NodeListStub], bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		m.mu.Lock()
+		n := m.a.nodes
+		if n.val == nil || m.term != nil && m.term.Err() != nil {
+			m.mu.Unlock()
+			return watched[[]*api.NodeListStub]{}, false
+		}
+		if n.index >= wrote {
+			m.mu.Unlock()
+			return n, true
+		}
+		if m.nodesKept == nil {
+			m.nodesKept = make(chan struct{})
+		}
+		kept := m.nodesKept
+		m.mu.Unlock()
+		select {
+		case <-kept:
+		case <-t.C:
+			return watched[[]*api.NodeListStub]{}, false
+		case <-ctx.Done():
+			return watched[[]*api.NodeListStub]{}, false
+		}
+	}
+}
+
+// setAllocs keeps the allocations the watch of nodeID read (nil: forget
+// them, the watch failed or ended).
+func (m *mailbox) setAllocs(nodeID string, allocs []*api.Allocation) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if allocs == nil {
+		delete(m.a.allocs, nodeID)
+		return
+	}
+	if m.a.allocs == nil {
+		m.a.allocs = map[string][]*api.Allocation{}
+	}
+	m.a.allocs[nodeID] = allocs
+}
+
+// takeMail starts a pass: it takes the watches' newest answers, and starts
+// the pass's allocation source from those of the allocation watches.
+func (c *Coordinator) takeMail() {
+	c.seen = c.mail.take()
+	c.newAllocPass(c.seen.allocs)
+}
