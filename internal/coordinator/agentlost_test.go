@@ -53,8 +53,13 @@ func TestAgentLostGivesItsSlotToTheNextHost(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	co := New(Options{Nodes: client.Nodes(), Store: st, Resync: 30 * time.Second,
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	co := New(Options{
+		Deps: Deps{Nodes: client.Nodes(), Store: st},
+		Rules: Rules{
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+		Runtime: Runtime{Resync: 30 * time.Second},
+	})
 	if err := co.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

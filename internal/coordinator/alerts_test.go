@@ -137,7 +137,11 @@ func TestReadAlerts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeAlerts{obs: tt.obs}
-			c := New(Options{Nodes: &capNodes{}, Alerts: tt.rules, AlertReader: f, Now: func() time.Time { return t0 }})
+			c := New(Options{
+				Deps:    Deps{Nodes: &capNodes{}, AlertReader: f},
+				Rules:   Rules{Alerts: tt.rules},
+				Runtime: Runtime{Now: func() time.Time { return t0 }},
+			})
 			s := admitSnapshot(tt.hosts, nil)
 			c.admit(context.Background(), s)
 			c.admit(context.Background(), s) // once per snapshot
@@ -165,7 +169,12 @@ func TestReadAlerts(t *testing.T) {
 // alerts that would hold them even before a coordinator saw their need.
 func TestReadAlertsForPreviewedPendingHosts(t *testing.T) {
 	f := &fakeAlerts{obs: alertgate.Observation{Prometheus: []alertgate.Alert{{Labels: map[string]string{"alertname": "X"}, State: "firing"}}}}
-	c := New(Options{Nodes: &capNodes{}, Alerts: alertgate.Rules{PrometheusURL: "http://p", Recheck: time.Second, Timeout: time.Second}, AlertReader: f})
+	c := New(Options{
+		Deps: Deps{Nodes: &capNodes{}, AlertReader: f},
+		Rules: Rules{
+			Alerts: alertgate.Rules{PrometheusURL: "http://p", Recheck: time.Second, Timeout: time.Second},
+		},
+	})
 	s := admitSnapshot([]testHost{{name: "a"}}, nil)
 	c.admit(context.Background(), s)
 	if f.reads != 0 || s.alerts != nil {

@@ -48,7 +48,7 @@ func (n *blockingNodes) queries() []uint64 {
 // past its index, with the read kept as its answer, and pokes no pass for it.
 func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	n := &blockingNodes{blocked: make(chan struct{}, 1)}
-	c := New(Options{Nodes: n})
+	c := New(Options{Deps: Deps{Nodes: n}})
 	c.takeMail() // a pass
 	if _, err := c.systemJobs(t.Context(), "n1"); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 // single ones, with the index each was answered at.
 func TestCapacityReadsAreKept(t *testing.T) {
 	n := &blockingNodes{blocked: make(chan struct{}, 1)}
-	c := New(Options{Nodes: n})
+	c := New(Options{Deps: Deps{Nodes: n}})
 	c.takeMail()
 	v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}
 	if err := c.readAllocsOf(t.Context(), v, []string{"n1", "n2", "n1"}); err != nil {
@@ -135,7 +135,7 @@ func TestAllocSourceEqualsFreshReads(t *testing.T) {
 		for _, id := range ids {
 			w.version[id] = 1
 		}
-		c := New(Options{Nodes: w})
+		c := New(Options{Deps: Deps{Nodes: w}})
 		watched := map[string][]*api.Allocation{} // what each watch last answered
 		for pass := range 40 {
 			for range rng.IntN(4) { // what happens between two passes

@@ -93,7 +93,10 @@ func applyFixture(t *testing.T, tc applyCase) (*Coordinator, *callLog, *memVars,
 	log := &callLog{}
 	vars := newMemVars(log)
 	st := store.New(vars, "rollboot", "")
-	c := New(Options{Nodes: recNodes{log: log}, Store: st, Clusters: &recClusters{log: log}, Timing: timing})
+	c := New(Options{
+		Deps:  Deps{Nodes: recNodes{log: log}, Store: st, Clusters: &recClusters{log: log}},
+		Rules: Rules{Timing: timing},
+	})
 	ctx := context.Background()
 	in := tc.in
 	in.Now, in.Timing = t0, timing

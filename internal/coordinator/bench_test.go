@@ -110,9 +110,14 @@ func newBenchCluster(tb testing.TB, hosts int) *benchCluster {
 }
 
 func (b *benchCluster) coordinator() *Coordinator {
-	return New(Options{Nodes: b.client.Nodes(), Store: store.New(b.client.Variables(), "rollboot", ""), Groups: b.groups,
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
-		Resync: time.Minute})
+	return New(Options{
+		Deps: Deps{Nodes: b.client.Nodes(), Store: store.New(b.client.Variables(), "rollboot", "")},
+		Rules: Rules{
+			Groups: b.groups,
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+		Runtime: Runtime{Resync: time.Minute},
+	})
 }
 
 func BenchmarkCoordinatorPass(b *testing.B) {

@@ -26,8 +26,11 @@ func TestNewerRequestVariableDoesNotFailThePass(t *testing.T) {
 		t.Fatal(err)
 	}
 	stubs := []*api.NodeListStub{{ID: "n-a", Name: "a", Status: "ready", SchedulingEligibility: "eligible"}}
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0 }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
 	for pass := 1; pass <= 2; pass++ {
 		if err := c.ReconcileOnce(ctx); err != nil {
 			t.Fatalf("pass %d: %v", pass, err)

@@ -193,8 +193,13 @@ func TestCapacityGate(t *testing.T) {
 				delete(s.plans, "b")
 			}
 			nodes := &capNodes{allocs: tt.allocs, failAlloc: tt.failAlloc}
-			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: !tt.off, Headroom: tt.headroom},
-				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: tt.concurrency}}}
+			c := &Coordinator{opt: Options{
+				Deps: Deps{Nodes: nodes},
+				Rules: Rules{
+					Capacity:     CapacityGate{Enabled: !tt.off, Headroom: tt.headroom},
+					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: tt.concurrency},
+				},
+			}}
 			adm := c.admit(context.Background(), s)
 			var got []string
 			for h := range adm.Admitted {
@@ -232,8 +237,13 @@ func TestCapacityGate(t *testing.T) {
 func TestCapacityGateIdle(t *testing.T) {
 	s := admitSnapshot([]testHost{{name: "a"}, {name: "b"}}, nil)
 	nodes := &capNodes{}
-	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
-		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c := &Coordinator{opt: Options{
+		Deps: Deps{Nodes: nodes},
+		Rules: Rules{
+			Capacity:     CapacityGate{Enabled: true},
+			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+		},
+	}}
 	c.admit(context.Background(), s)
 	if len(nodes.reads) > 0 || s.capacity != nil {
 		t.Errorf("reads %v on an idle cluster", nodes.reads)
@@ -272,7 +282,7 @@ func TestCapacityNodesEqualFreshReads(t *testing.T) {
 			id := fmt.Sprintf("n%d", i)
 			w.memory[id], nodes[id] = 1024, &api.NodeListStub{ID: id, ModifyIndex: index}
 		}
-		c := &Coordinator{opt: Options{Nodes: w}}
+		c := &Coordinator{opt: Options{Deps: Deps{Nodes: w}}}
 		read := map[string]uint64{} // the ModifyIndex each node was last read at
 		for pass := range 40 {
 			for range rng.IntN(4) {
@@ -336,8 +346,13 @@ func TestCapacityGateReadsFewAtScale(t *testing.T) {
 	s := admitSnapshot(hosts, inDefaultPool)
 	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-a": {
 		capAlloc("web.web[0]", "service", 4096), capAlloc("web.web[1]", "service", 4096), capAlloc("db.db[0]", "service", 2048)}}}
-	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
-		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c := &Coordinator{opt: Options{
+		Deps: Deps{Nodes: nodes},
+		Rules: Rules{
+			Capacity:     CapacityGate{Enabled: true},
+			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+		},
+	}}
 	if adm := c.admit(context.Background(), s); !adm.Admitted["a"] {
 		t.Fatalf("a not admitted: %v", adm.Wait["a"])
 	}
@@ -376,8 +391,13 @@ func TestCapacityGateReadsAllocationsAndNodesSideBySide(t *testing.T) {
 	s := admitSnapshot(hosts, inDefaultPool)
 	nodes := &sideNodes{capNodes: &capNodes{allocs: map[string][]*api.Allocation{"node-q": {capAlloc("q.web[0]", "service", 1024)}}},
 		probe: newOverlapProbe()}
-	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
-		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c := &Coordinator{opt: Options{
+		Deps: Deps{Nodes: nodes},
+		Rules: Rules{
+			Capacity:     CapacityGate{Enabled: true},
+			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+		},
+	}}
 	if adm := c.admit(context.Background(), s); !adm.Admitted["q"] {
 		t.Fatalf("q not admitted: %v", adm.Wait["q"])
 	}
@@ -438,8 +458,13 @@ func TestCapacityGateConstraints(t *testing.T) {
 				}
 			})
 			nodes := &capNodes{allocs: tt.allocs, meta: meta}
-			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
-				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+			c := &Coordinator{opt: Options{
+				Deps: Deps{Nodes: nodes},
+				Rules: Rules{
+					Capacity:     CapacityGate{Enabled: true},
+					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+				},
+			}}
 			adm := c.admit(context.Background(), s)
 			if adm.Admitted["a"] != tt.wantAdmit {
 				t.Errorf("admitted %v, want %v (waits %q)", adm.Admitted["a"], tt.wantAdmit, adm.Wait["a"].String())
@@ -484,8 +509,13 @@ func TestCapacityGateReadsTheQueueLazily(t *testing.T) {
 			}
 			s := admitSnapshot(hosts, inDefaultPool)
 			nodes := &capNodes{allocs: allocs}
-			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
-				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+			c := &Coordinator{opt: Options{
+				Deps: Deps{Nodes: nodes},
+				Rules: Rules{
+					Capacity:     CapacityGate{Enabled: true},
+					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+				},
+			}}
 			c.admit(context.Background(), s)
 			if s.capacity.gate.Err != nil {
 				t.Fatal(s.capacity.gate.Err)
@@ -546,8 +576,13 @@ func TestCapacityGateSkipsNodesEmptiedByTheirDrain(t *testing.T) {
 				"node-out": {capAlloc("out.web[0]", "service", 5000)},
 				"node-q":   {capAlloc("q.web[0]", "service", 4000)},
 			}}
-			c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
-				DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}}
+			c := &Coordinator{opt: Options{
+				Deps: Deps{Nodes: nodes},
+				Rules: Rules{
+					Capacity:     CapacityGate{Enabled: true},
+					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
+				},
+			}}
 			c.admit(context.Background(), s)
 			if s.capacity.gate.Err != nil {
 				t.Fatal(s.capacity.gate.Err)
@@ -576,8 +611,13 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 	// Fits nowhere: every node is read, in rounds of 2, 4, 8 and 16, then 17.
 	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-q": {capAlloc("q.web[0]", "service", 16384)}},
 		infoTakes: 5 * time.Millisecond}
-	c := &Coordinator{opt: Options{Nodes: nodes, Capacity: CapacityGate{Enabled: true},
-		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}}
+	c := &Coordinator{opt: Options{
+		Deps: Deps{Nodes: nodes},
+		Rules: Rules{
+			Capacity:     CapacityGate{Enabled: true},
+			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+		},
+	}}
 	c.admit(context.Background(), s)
 	if s.capacity.gate.Err != nil {
 		t.Fatal(s.capacity.gate.Err)

@@ -51,10 +51,13 @@ func TestCapacityHoldReleasedByRecheck(t *testing.T) {
 	h, _ := sim.Host(webHost)
 	requestReboot(ctx, t, st, h)
 	co := New(Options{
-		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		Timing:   phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
-		Resync:   10 * time.Minute,
-		Capacity: CapacityGate{Enabled: true},
+		Deps: Deps{Nodes: client.Nodes(), Store: st},
+		Rules: Rules{
+			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+			Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+			Capacity:     CapacityGate{Enabled: true},
+		},
+		Runtime: Runtime{Resync: 10 * time.Minute},
 	})
 	held := false
 	finished, drained := runUntilDrained(ctx, t, sim, co, "filler", func() {

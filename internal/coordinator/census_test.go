@@ -23,7 +23,7 @@ func TestCountCandidates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	co := New(Options{Store: st})
+	co := New(Options{Deps: Deps{Store: st}})
 	n, err := co.CountCandidates(ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("CountCandidates = %d, %v; want 2 (a and c)", n, err)

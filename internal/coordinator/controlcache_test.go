@@ -38,7 +38,7 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 		reads.n.Store(0) // the write's own read is not a pass's
 	}
 	request("a")
-	co := New(Options{Nodes: client.Nodes(), Store: st})
+	co := New(Options{Deps: Deps{Nodes: client.Nodes(), Store: st}})
 	read := func(want ...string) {
 		t.Helper()
 		co.takeMail() // a pass
@@ -127,7 +127,7 @@ func TestControlEqualsFreshOne(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 37))
 		_, client, world := simStoreVia(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour}, reads)
 		ctx := t.Context()
-		co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")})
+		co := New(Options{Deps: Deps{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")}})
 		term, end := context.WithCancel(ctx)
 		co.mail.start(term)
 		type watchOf struct {

@@ -22,7 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/admission"
-	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
@@ -60,24 +59,49 @@ type GroupSpec struct {
 	Options GroupOptions
 }
 
-// Options configure a coordinator.
+// Options configure a coordinator: what it talks to, the rollout rules it
+// starts with, and how its loop runs.
 type Options struct {
-	Nodes  NodesAPI
-	Store  *store.Store
-	Groups []GroupSpec // in match order; nodes no group matches fall in DefaultGroup
-	// DefaultGroup holds the nodes no group matches (concurrency 1 by default).
-	DefaultGroup policy.Group
-	Timing       phase.Timing
-	HistorySize  int
+	Deps
+	Rules
+	Runtime
+}
+
+// Deps are the APIs a coordinator talks to. Nodes and Store are required;
+// each of the others, when nil, turns off what it serves.
+type Deps struct {
+	Nodes NodesAPI
+	Store *store.Store
 	// Clusters gives the server quorum gates their view of the server clusters.
 	// Without it, hosts that run servers are never granted.
 	Clusters ClusterAccess
-	// ServerStableFor is how long a server must have been stable (autopilot's
-	// StableSince) after its reboot before its host's slot is freed.
-	ServerStableFor time.Duration
-	// HoldOnDeniedHandOver: when a leadership hand-over is refused for lack of
-	// permission, keep the host waiting instead of rebooting the leader.
-	HoldOnDeniedHandOver bool
+	// Jobs tells which hosts lost their agent from the allocations of
+	// Runtime.AgentJob (records.go).
+	Jobs hostcheck.JobsAPI
+	// Policy is the stored policy: its rules replace Options.Rules, which hold
+	// the safe default until it is read (policy.go).
+	Policy PolicySource
+	// Notifier sends the rollout's notifications while this coordinator leads
+	// (notify.go).
+	Notifier Notifier
+	// NodeMeta publishes each host's state as dynamic node metadata while this
+	// coordinator leads (nodemeta.go).
+	NodeMeta MetaPublisher
+	// AlertReader reads the alerts (nil: over HTTP, package alertread).
+	AlertReader AlertReader
+	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
+	WorkloadsAPI workloadread.API
+	// Allocs stops the allocations of drain.stop_jobs; ConsulHealth reads the
+	// checks of healthy.consul_checks (rejoinhealth.go).
+	Allocs       AllocsAPI
+	ConsulHealth ConsulHealthAPI
+	// NodeEvents keeps the node list current from Nomad's event stream instead
+	// of a blocking query of the whole list (nodewatch.go).
+	NodeEvents NodeEventsAPI
+}
+
+// Runtime is how a coordinator's loop runs and names itself.
+type Runtime struct {
 	// Resync is the period of a full reconcile even without any change seen.
 	Resync time.Duration
 	// StepTimeout bounds each step of a pass: reading the snapshot, and carrying
@@ -88,55 +112,17 @@ type Options struct {
 	Registry *prometheus.Registry
 	Log      *slog.Logger
 	Now      func() time.Time // default time.Now
-
-	// Jobs, when set, tells which hosts lost their agent from the allocations of
-	// AgentJob (default "rollboot") in AgentJobNamespace (records.go).
-	Jobs              hostcheck.JobsAPI
-	AgentJob          string
-	AgentJobNamespace string
-
-	// Policy, when set, is the stored policy: its rules replace Groups,
-	// DefaultGroup, Timing, HistorySize, ServerStableFor,
-	// HoldOnDeniedHandOver and Alerts, which hold the safe default until it
-	// is read (policy.go).
-	Policy PolicySource
 	// Identity names this coordinator in the enforcement record `rollboot
 	// status` shows (host name and process).
 	Identity string
-	// Notifier, when set, sends the rollout's notifications while this
-	// coordinator leads (notify.go).
-	Notifier Notifier
-	// NodeMeta, when set, publishes each host's state as dynamic node
-	// metadata while this coordinator leads (nodemeta.go).
-	NodeMeta MetaPublisher
-	// Alerts: no new drain starts while alerts fire (alerts.go); off without
-	// a URL. AlertReader reads them (nil: over HTTP).
-	Alerts      alertgate.Rules
-	AlertReader AlertReader
-	// Workloads are the workload blockers' settings (a stored policy's
-	// replace them), and WorkloadsAPI what they read; nil: none is checked
-	// (workloads.go).
-	Workloads    WorkloadSettings
-	WorkloadsAPI workloadread.API
-	// Capacity configures the capacity gate (capacity.go); the stored policy's
-	// replaces it.
-	Capacity CapacityGate
-	// DefaultOptions are the default group's drain options and healthy
-	// settings (zero: DefaultGroupOptions); Allocs stops the allocations of
-	// drain.stop_jobs; ConsulHealth reads the checks of healthy.consul_checks
-	// (rejoinhealth.go).
-	DefaultOptions GroupOptions
-	Allocs         AllocsAPI
-	ConsulHealth   ConsulHealthAPI
-
+	// AgentJob (default "rollboot") in AgentJobNamespace is the agent's job,
+	// whose allocations tell which hosts lost their agent (Deps.Jobs).
+	AgentJob          string
+	AgentJobNamespace string
 	// FleetLockIDs are the FleetLock ids on the operator's allow-list: a host
 	// without a Nomad node whose record publishes one may take part
-	// (corroborate.go).
+	// (package hostcheck).
 	FleetLockIDs []string
-
-	// NodeEvents, when set, keeps the node list current from Nomad's event
-	// stream instead of a blocking query of the whole list (nodewatch.go).
-	NodeEvents NodeEventsAPI
 }
 
 // Coordinator is one coordinator instance. Only the elected one runs Run.

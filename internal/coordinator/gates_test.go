@@ -54,8 +54,11 @@ func TestReconcileServerHosts(t *testing.T) {
 		"nomad/global": cluster(health.Nomad, "global", func(h *health.ClusterHealth) {
 			h.Servers[0].Name, h.Servers[1].Name = "a.global", "b.global"
 		})}}
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Clusters: clusters, Timing: timing,
-		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 3}, Now: func() time.Time { return t0 }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Clusters: clusters},
+		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 3}},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
 	log.reset(0)
 	if err := c.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
@@ -88,7 +91,10 @@ func TestHandOverRefused(t *testing.T) {
 	clusters := map[string]health.ClusterHealth{"nomad/global": cluster(health.Nomad, "global", nil)} // s3 leads
 	for _, hold := range []bool{true, false} {
 		log := &callLog{}
-		c := New(Options{Clusters: &recClusters{log: log, handOverErr: health.ErrDenied}, HoldOnDeniedHandOver: hold})
+		c := New(Options{
+			Deps:  Deps{Clusters: &recClusters{log: log, handOverErr: health.ErrDenied}},
+			Rules: Rules{HoldOnDeniedHandOver: hold},
+		})
 		if products, blocked := leads(clusters, rec, c.noHandOver, hold); !slices.Equal(products, []string{"nomad"}) || !blocked.IsZero() {
 			t.Fatalf("hold=%v, before any refusal: leads %v, blocked %+v", hold, products, blocked)
 		}
@@ -105,7 +111,7 @@ func TestHandOverRefused(t *testing.T) {
 		}
 	}
 	log := &callLog{}
-	c := New(Options{Clusters: &recClusters{log: log, handOverErr: errors.New("500")}})
+	c := New(Options{Deps: Deps{Clusters: &recClusters{log: log, handOverErr: errors.New("500")}}})
 	if err := c.handOver(context.Background(), rec, "nomad"); err == nil || len(c.noHandOver) != 0 {
 		t.Errorf("a failed hand-over: %v, remembered %v", err, c.noHandOver)
 	}
@@ -182,8 +188,11 @@ func TestReconcileSkipsAHostWhoseReadFails(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs, failInfo: "n-a"}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0 }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs, failInfo: "n-a"}, Store: st},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
 	log.reset(0)
 	err := c.ReconcileOnce(ctx)
 	if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read node n-a") {

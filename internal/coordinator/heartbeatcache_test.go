@@ -32,7 +32,7 @@ func (n *infoNodes) Info(string, *api.QueryOptions) (*api.Node, *api.QueryMeta, 
 func TestHeartbeatIndexesReadOnChange(t *testing.T) {
 	n := &infoNodes{node: &api.Node{ID: "n1", ModifyIndex: 10, Events: []*api.NodeEvent{
 		{Message: eventHeartbeatMissed, CreateIndex: 8}, {Message: eventReregisteredByHeartbeat, CreateIndex: 10}}}}
-	c := New(Options{Nodes: n})
+	c := New(Options{Deps: Deps{Nodes: n}})
 	pass := func(modifyIndex uint64) *phase.NodeView {
 		t.Helper()
 		v := &phase.NodeView{ID: "n1", ModifyIndex: modifyIndex}
@@ -94,7 +94,7 @@ func TestHeartbeatIndexesEqualFreshReads(t *testing.T) {
 			w.nodes[id] = &api.Node{ID: id, ModifyIndex: index}
 		}
 		failing := &failingInfo{eventWorld: w}
-		c := New(Options{Nodes: failing})
+		c := New(Options{Deps: Deps{Nodes: failing}})
 		found := map[string]uint64{} // what the last pass found: the index of each node
 		for pass := range 40 {
 			for range rng.IntN(4) {
@@ -189,7 +189,7 @@ func (n *barrierNodes) Info(id string, _ *api.QueryOptions) (*api.Node, *api.Que
 func TestNodeEventsReadSideBySide(t *testing.T) {
 	const hosts = 3
 	n := &barrierNodes{want: hosts, all: make(chan struct{})}
-	c := New(Options{Nodes: n})
+	c := New(Options{Deps: Deps{Nodes: n}})
 	s := &snapshot{plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
 	for i := range hosts {
 		name := fmt.Sprintf("h%d", i)

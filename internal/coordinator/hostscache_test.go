@@ -26,7 +26,7 @@ func TestHostRecordsReadOnlyAfterAChange(t *testing.T) {
 	if _, err := st.PutHost(ctx, store.HostRecord{Host: "a", BootID: "b1"}); err != nil {
 		t.Fatal(err)
 	}
-	co := New(Options{Nodes: client.Nodes(), Store: st})
+	co := New(Options{Deps: Deps{Nodes: client.Nodes(), Store: st}})
 	read := func(want string) {
 		t.Helper()
 		co.takeMail() // a pass
@@ -89,7 +89,7 @@ func TestHostWatchListsAgainOnlyAfterAPass(t *testing.T) {
 		}
 	}
 	put("b1")
-	co := New(Options{Nodes: client.Nodes(), Store: st})
+	co := New(Options{Deps: Deps{Nodes: client.Nodes(), Store: st}})
 	idx, err := co.watchVars(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestHostWatchListsAgainOnlyAfterAPass(t *testing.T) {
 func TestHostListNeverOlderThanAPassSaw(t *testing.T) {
 	_, client, world := simStore(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour})
 	ctx := t.Context()
-	co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")})
+	co := New(Options{Deps: Deps{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")}})
 	old, idx, err := world.HostList(ctx, 0, 0) // the watch's first answer, read now
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestHostRecordsEqualFreshOnes(t *testing.T) {
 			}
 			return idx
 		}
-		co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")})
+		co := New(Options{Deps: Deps{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")}})
 		var (
 			idx     uint64 // the watch's last answer (0: none since it failed)
 			live    bool

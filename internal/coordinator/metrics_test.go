@@ -156,9 +156,9 @@ func histogramSum(t *testing.T, h prometheus.Histogram) float64 {
 // again after a failed reboot) shares the metrics of the one before.
 func TestMetricsSurviveANewCoordinator(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a := New(Options{Registry: reg})
+	a := New(Options{Runtime: Runtime{Registry: reg}})
 	a.metrics.state.reboots.WithLabelValues("rebooted").Inc()
-	b := New(Options{Registry: reg})
+	b := New(Options{Runtime: Runtime{Registry: reg}})
 	if got := testutil.ToFloat64(b.metrics.state.reboots.WithLabelValues("rebooted")); got != 1 {
 		t.Fatalf("rebooted after a new coordinator = %v, want 1", got)
 	}

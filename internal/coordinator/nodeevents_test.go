@@ -45,7 +45,7 @@ func TestReregisteredIndexReadsEveryNomadMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := New(Options{Nodes: eventsNodes{events: tt.events}})
+			c := New(Options{Deps: Deps{Nodes: eventsNodes{events: tt.events}}})
 			v := &phase.NodeView{ID: "n1"}
 			if err := c.readHeartbeats(context.Background(), []*phase.NodeView{v})[0]; err != nil {
 				t.Fatal(err)

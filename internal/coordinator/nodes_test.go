@@ -51,9 +51,14 @@ func groupsFixture(t *testing.T, clients int, specs []GroupSpec) (*nomadsim.Sim,
 	t.Helper()
 	lists := &nodeLists{base: http.DefaultTransport}
 	sim, client := simtest.Start(t, nomadsim.Config{Clients: clients, HeartbeatTTL: time.Hour}, lists)
-	co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Resync: time.Hour,
-		Groups: specs,
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	co := New(Options{
+		Deps: Deps{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")},
+		Rules: Rules{
+			Groups: specs,
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+		Runtime: Runtime{Resync: time.Hour},
+	})
 	groups := func() map[string]string {
 		t.Helper()
 		co.takeMail() // a pass

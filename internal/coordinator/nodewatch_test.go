@@ -69,8 +69,14 @@ func TestNodeListFromEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	co := New(Options{Nodes: client.Nodes(), NodeEvents: NomadNodeEvents{Client: client},
-		Store: store.New(client.Variables(), "rollboot", ""), Resync: time.Hour})
+	co := New(Options{
+		Deps: Deps{
+			Nodes:      client.Nodes(),
+			NodeEvents: NomadNodeEvents{Client: client},
+			Store:      store.New(client.Variables(), "rollboot", ""),
+		},
+		Runtime: Runtime{Resync: time.Hour},
+	})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	var pokes atomic.Int64
@@ -202,7 +208,7 @@ func TestFollowNodesSkipsOnlyWhatTheListHas(t *testing.T) {
 	events <- &api.Events{Index: 6, Events: []api.Event{nodeEvent("a", 6)}}
 	events <- &api.Events{Index: 6, Events: []api.Event{nodeEvent("b", 6)}}
 	nodes := &listNodes{list: []*api.NodeListStub{{ID: "a", ModifyIndex: 5}, {ID: "b", ModifyIndex: 2}}, index: 5}
-	co := New(Options{Nodes: nodes, NodeEvents: events, Resync: time.Hour})
+	co := New(Options{Deps: Deps{Nodes: nodes, NodeEvents: events}, Runtime: Runtime{Resync: time.Hour}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); co.followNodes(ctx, func() {}) }()

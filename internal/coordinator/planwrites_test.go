@@ -74,8 +74,11 @@ func putHosts(t *testing.T, st *store.Store, n int, rec func(i int, r *store.Hos
 func passAndCount(t *testing.T, st *store.Store, nodes []*api.NodeListStub, now time.Time, phase string) int {
 	t.Helper()
 	ctx := context.Background()
-	c := New(Options{Nodes: recNodes{log: &callLog{}, nodes: nodes}, Store: st, Timing: timing,
-		Now: func() time.Time { return now }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: &callLog{}, nodes: nodes}, Store: st},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return now }},
+	})
 	if err := c.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

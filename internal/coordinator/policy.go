@@ -42,18 +42,28 @@ type PolicySource interface {
 type Rules struct {
 	// Version is the stored policy's version; 0: none is stored, these are the
 	// safe default rules.
-	Version              int
-	Groups               []GroupSpec
-	DefaultGroup         policy.Group
-	Timing               phase.Timing
-	HistorySize          int
-	ServerStableFor      time.Duration
+	Version int
+	// Groups are in match order; nodes no group matches fall in DefaultGroup
+	// (concurrency 1 by default).
+	Groups       []GroupSpec
+	DefaultGroup policy.Group
+	Timing       phase.Timing
+	HistorySize  int
+	// ServerStableFor is how long a server must have been stable (autopilot's
+	// StableSince) after its reboot before its host's slot is freed.
+	ServerStableFor time.Duration
+	// HoldOnDeniedHandOver: when a leadership hand-over is refused for lack of
+	// permission, keep the host waiting instead of rebooting the leader.
 	HoldOnDeniedHandOver bool
-	Alerts               alertgate.Rules
-	Workloads            WorkloadSettings
-	Capacity             CapacityGate
+	// Alerts: no new drain starts while alerts fire (alerts.go); off without
+	// a URL.
+	Alerts alertgate.Rules
+	// Workloads are the workload blockers' settings (workloads.go).
+	Workloads WorkloadSettings
+	// Capacity configures the capacity gate (capacity.go).
+	Capacity CapacityGate
 	// DefaultOptions are the default group's drain options and healthy
-	// settings.
+	// settings (zero: DefaultGroupOptions).
 	DefaultOptions GroupOptions
 }
 
@@ -87,14 +97,9 @@ type policyState struct {
 	read keptRead[struct{}]
 }
 
-// setRules puts r in place of the options it sets.
+// setRules puts the stored policy's rules r in place of the rules in force.
 func (c *Coordinator) setRules(r Rules) {
-	c.opt.Groups, c.opt.DefaultGroup, c.opt.Timing = r.Groups, r.DefaultGroup, r.Timing
-	c.opt.HistorySize, c.opt.ServerStableFor, c.opt.HoldOnDeniedHandOver = r.HistorySize, r.ServerStableFor, r.HoldOnDeniedHandOver
-	c.opt.Alerts = r.Alerts
-	c.opt.Workloads = r.Workloads
-	c.opt.Capacity = r.Capacity
-	c.opt.DefaultOptions = r.DefaultOptions
+	c.opt.Rules = r
 	if c.opt.DefaultGroup.Name == "" {
 		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
 	}

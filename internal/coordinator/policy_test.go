@@ -61,8 +61,13 @@ func TestStoredPolicyRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &scriptedPolicy{err: &InvalidPolicyError{Version: 1, Err: errors.New("p.hcl:1:9: Invalid expression")}}
-	co := New(Options{Nodes: client.Nodes(), Store: st, Policy: src, Identity: "test (pid 1)",
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	co := New(Options{
+		Deps: Deps{Nodes: client.Nodes(), Store: st, Policy: src},
+		Rules: Rules{
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+		Runtime: Runtime{Identity: "test (pid 1)"},
+	})
 
 	pass := func() {
 		t.Helper()

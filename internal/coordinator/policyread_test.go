@@ -30,7 +30,9 @@ func TestStoredPolicyReadOnlyAfterAChange(t *testing.T) {
 	_, client, _ := simStore(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour})
 	ctx := t.Context()
 	src := &countedPolicy{rules: Rules{Version: 1, DefaultGroup: policy.Group{Name: "all", Concurrency: 2}}, index: 10}
-	co := New(Options{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Policy: src})
+	co := New(Options{
+		Deps: Deps{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Policy: src},
+	})
 	pass := func(wantReads int, wantVersion int, what string) {
 		t.Helper()
 		co.takeMail() // a pass

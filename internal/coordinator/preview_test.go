@@ -26,9 +26,13 @@ func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	co := New(Options{Nodes: client.Nodes(), Store: st,
-		Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	co := New(Options{
+		Deps: Deps{Nodes: client.Nodes(), Store: st},
+		Rules: Rules{
+			Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+	})
 
 	index := sim.Index()
 	res, err := co.Preview(ctx)
@@ -90,9 +94,13 @@ func TestPreviewNamesAServersClusters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	co := New(Options{Nodes: client.Nodes(), Store: st,
-		Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	co := New(Options{
+		Deps: Deps{Nodes: client.Nodes(), Store: st},
+		Rules: Rules{
+			Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+	})
 	res, err := co.Preview(ctx)
 	if err != nil {
 		t.Fatal(err)

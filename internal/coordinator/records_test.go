@@ -46,9 +46,13 @@ func TestBadRecordsDoNotStopReconcile(t *testing.T) {
 	put(store.HostRecord{Host: "client-9", NodeID: node("client-1"), BootID: "x", RebootRequired: true,
 		Reason: "forged", RequestedAt: time.Now().Add(-time.Hour).UTC()})
 
-	co := New(Options{Nodes: c.Nodes(), Store: st, Jobs: c.Jobs(),
-		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
-		Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
+	co := New(Options{
+		Deps: Deps{Nodes: c.Nodes(), Store: st, Jobs: c.Jobs()},
+		Rules: Rules{
+			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
+			Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour},
+		},
+	})
 	// One pass: the needs seen, stored pending and granted (regrant.go).
 	if err := co.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
@@ -96,8 +100,12 @@ func TestIgnoredRecordStillGivesTheNodeBack(t *testing.T) {
 	if _, err := st.PutHost(ctx, store.HostRecord{Host: "client-1", NodeID: n2.ID, BootID: "b2"}); err != nil {
 		t.Fatal(err)
 	}
-	co := New(Options{Nodes: c.Nodes(), Store: st,
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour}})
+	co := New(Options{
+		Deps: Deps{Nodes: c.Nodes(), Store: st},
+		Rules: Rules{
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour},
+		},
+	})
 	for i := 0; i < 3; i++ {
 		if err := co.ReconcileOnce(ctx); err != nil {
 			t.Fatal(err)

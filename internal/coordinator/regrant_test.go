@@ -48,8 +48,11 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 	stubs := putHosts(t, st, 2, backAndNextRecords(nil))
 	putBackAndNext(t, st, store.PhaseRejoining)
 	vars.failPrefix = failPrefix
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0 }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
 	log.reset(0)
 	passErr := c.ReconcileOnce(ctx)
 	vars.failPrefix = ""
@@ -159,8 +162,11 @@ func TestNewNeedIsGrantedInTheSamePass(t *testing.T) {
 			r.RebootRequired, r.RequestedAt, r.Reason = true, t0.Add(-time.Minute), "kernel"
 		}
 	})
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0 }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
 	log.reset(0)
 	plans := passThenPlans(t, c, st)
 	for _, p := range plans {
@@ -203,8 +209,11 @@ func TestHeadNotGrantedIsStoredPending(t *testing.T) {
 	if _, err := st.PutPlan(ctx, busy); err != nil {
 		t.Fatal(err)
 	}
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0 }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
 	log.reset(0)
 	plans := passThenPlans(t, c, st)
 	if p := plans["h00"]; p.Phase != store.PhasePending || p.Timeline[store.PhasePending] != t0 {
@@ -227,8 +236,11 @@ func TestHeadWhoseGrantFailedIsDecidedAgain(t *testing.T) {
 	stubs := putHosts(t, st, 1, func(_ int, r *store.HostRecord) {
 		r.RebootRequired, r.RequestedAt, r.Reason = true, t0.Add(-time.Minute), "kernel"
 	})
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
-		Now: func() time.Time { return t0 }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
 	vars.failPrefix = "rollboot/plan/h00"
 	log.reset(0)
 	if err := c.ReconcileOnce(ctx); err == nil {
@@ -255,9 +267,11 @@ func TestHeadsOfTheQueueGrantedBeforeTheRestPending(t *testing.T) {
 		// The last hosts by name asked first: admission serves by time.
 		r.RebootRequired, r.RequestedAt, r.Reason = true, t0.Add(-time.Hour+time.Duration(hosts-i)*time.Second), "kernel"
 	})
-	c := New(Options{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Timing: timing,
-		DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
-		Now:          func() time.Time { return t0 }})
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
 	log.reset(0)
 	plans := passThenPlans(t, c, st)
 	var draining []string

@@ -15,7 +15,7 @@ import (
 func TestGroupOptionsInInput(t *testing.T) {
 	web := GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour, StopJobs: []string{"cache"}},
 		Healthy: rejoin.Settings{Deadline: time.Minute, OnDeadline: "release"}}
-	c := New(Options{Timing: timing, Groups: []GroupSpec{{Options: web}}})
+	c := New(Options{Rules: Rules{Timing: timing, Groups: []GroupSpec{{Options: web}}}})
 	c.opt.Groups[0].Name = "web"
 	s := &snapshot{}
 	in := phase.Input{Plan: plan(store.PhaseDraining, nil), Group: "other", Timing: timing}
@@ -32,7 +32,12 @@ func TestGroupOptionsInInput(t *testing.T) {
 
 // A window must leave room for the group's own drain deadline.
 func TestGroupDrainDeadlineForWindows(t *testing.T) {
-	c := New(Options{Timing: timing, Groups: []GroupSpec{{Options: GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour}}}}})
+	c := New(Options{
+		Rules: Rules{
+			Timing: timing,
+			Groups: []GroupSpec{{Options: GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour}}}},
+		},
+	})
 	c.opt.Groups[0].Name = "batch"
 	r := c.admitRules()
 	if got := r.DrainDeadlineOf("batch"); got != 2*time.Hour {
@@ -65,7 +70,7 @@ func TestNodeAllocsFromTheWatch(t *testing.T) {
 			DeploymentStatus: &api.AllocDeploymentStatus{Healthy: healthy}}
 	}
 	n := &countingNodes{allocs: []*api.Allocation{run("web.web[0]", nil)}}
-	c := New(Options{Nodes: n})
+	c := New(Options{Deps: Deps{Nodes: n}})
 	c.takeMail() // a pass
 	got, err := c.nodeAllocs(t.Context(), "n1")
 	if err != nil || n.reads != 1 || len(got) != 1 || got[0].Healthy != nil {

@@ -48,7 +48,11 @@ func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*
 	stubs[0].Drivers = map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true, UpdateTime: t0.Add(-time.Second)}}
 	putBackAndNext(t, st, phase)
 	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
-	opt := Options{Nodes: nodes, Store: st, Clusters: &recClusters{log: log}, Timing: timing, Now: func() time.Time { return t0 }}
+	opt := Options{
+		Deps:    Deps{Nodes: nodes, Store: st, Clusters: &recClusters{log: log}},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	}
 	if checks != nil { // the group waits for the node's Consul checks, read after the write
 		opt.DefaultOptions.Healthy = rejoin.Settings{Deadline: time.Hour, OnDeadline: "hold", ConsulChecks: true}
 		opt.ConsulHealth = loggedChecks{log: log, checks: checks}

@@ -54,13 +54,15 @@ func TestCoordinatorKeepsDecidingWhileARequestHangs(t *testing.T) {
 	}
 
 	co := New(Options{
-		Nodes: client.Nodes(), Store: st,
-		Groups: []GroupSpec{
-			{Group: policy.Group{Name: "a", Concurrency: 1}, Filter: `NodePool == "a"`},
-			{Group: policy.Group{Name: "b", Concurrency: 1}, Filter: `NodePool == "b"`},
+		Deps: Deps{Nodes: client.Nodes(), Store: st},
+		Rules: Rules{
+			Groups: []GroupSpec{
+				{Group: policy.Group{Name: "a", Concurrency: 1}, Filter: `NodePool == "a"`},
+				{Group: policy.Group{Name: "b", Concurrency: 1}, Filter: `NodePool == "b"`},
+			},
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
-		Resync: 100 * time.Millisecond,
+		Runtime: Runtime{Resync: 100 * time.Millisecond},
 	})
 	done := make(chan error, 1)
 	go func() { done <- co.Run(ctx) }()
@@ -145,8 +147,13 @@ func TestRejoinSeesSystemJobsWithoutResync(t *testing.T) {
 	if _, err := st.PutPlan(ctx, plan); err != nil {
 		t.Fatal(err)
 	}
-	co := New(Options{Nodes: client.Nodes(), Store: st, Resync: 30 * time.Second,
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	co := New(Options{
+		Deps: Deps{Nodes: client.Nodes(), Store: st},
+		Rules: Rules{
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+		Runtime: Runtime{Resync: 30 * time.Second},
+	})
 	done := make(chan error, 1)
 	go func() { done <- co.Run(ctx) }()
 	waitPlan(t, ctx, st, h.Name, func(p store.Plan) bool { return p.Waiting == "waiting for system job default/late to run on the node" })

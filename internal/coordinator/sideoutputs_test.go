@@ -31,8 +31,13 @@ func (m metaHanded) Run(context.Context, func(context.Context) error) {}
 func TestHandedOnOnlyAfterAChange(t *testing.T) {
 	cl := newBenchCluster(t, 3)
 	h := &handedOn{}
-	co := New(Options{Nodes: cl.client.Nodes(), Store: cl.store, Groups: cl.groups, Notifier: h, NodeMeta: metaHanded{h},
-		Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}})
+	co := New(Options{
+		Deps: Deps{Nodes: cl.client.Nodes(), Store: cl.store, Notifier: h, NodeMeta: metaHanded{h}},
+		Rules: Rules{
+			Groups: cl.groups,
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+	})
 	ctx := t.Context()
 	pass := func(states, metas int, what string) {
 		t.Helper()

@@ -52,14 +52,15 @@ func TestHungRequestIsAbandonedAndThePassRetried(t *testing.T) {
 		}
 	}
 	co := New(Options{
-		Nodes: client.Nodes(), Store: st,
-		Groups: []GroupSpec{
-			{Group: policy.Group{Name: "a", Concurrency: 1}, Filter: `NodePool == "a"`},
-			{Group: policy.Group{Name: "b", Concurrency: 1}, Filter: `NodePool == "b"`},
+		Deps: Deps{Nodes: client.Nodes(), Store: st},
+		Rules: Rules{
+			Groups: []GroupSpec{
+				{Group: policy.Group{Name: "a", Concurrency: 1}, Filter: `NodePool == "a"`},
+				{Group: policy.Group{Name: "b", Concurrency: 1}, Filter: `NodePool == "b"`},
+			},
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
-		Timing:      phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
-		Resync:      time.Hour, // progress comes from the retries, not from a resync
-		StepTimeout: 500 * time.Millisecond,
+		Runtime: Runtime{Resync: time.Hour, StepTimeout: 500 * time.Millisecond},
 	})
 	done := make(chan error, 1)
 	go func() { done <- co.Run(ctx) }()

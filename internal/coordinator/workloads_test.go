@@ -221,7 +221,10 @@ func TestWorkloadBlockers(t *testing.T) {
 			s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending, at: time.Minute}}, nil)
 			s.nodes["node-a"].NodePool = "default"
 			s.nodes["node-b"].NodePool = "batch"
-			c := &Coordinator{opt: Options{Workloads: tt.set, WorkloadsAPI: tt.f, Nodes: workloadNodes{f: tt.f}}}
+			c := &Coordinator{opt: Options{
+				Deps:  Deps{WorkloadsAPI: tt.f, Nodes: workloadNodes{f: tt.f}},
+				Rules: Rules{Workloads: tt.set},
+			}}
 			c.readWorkloads(context.Background(), s, []string{"a", "b"})
 			adm := admitSnap(admission.Rules{Groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 2}}, Gates: true, Workloads: true}, s)
 			for h, want := range tt.wait {
@@ -270,7 +273,10 @@ func TestWorkloadListsSideBySide(t *testing.T) {
 	f := &sideBySide{fakeWorkloads: &fakeWorkloads{jobs: []*api.Job{testJob("default", "etl", "default", nil)},
 		evals: []*api.Evaluation{{ID: "e1", Namespace: "default", JobID: "etl", Status: "blocked"}}}, probe: newOverlapProbe()}
 	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}}, inDefaultPool)
-	c := &Coordinator{opt: Options{Workloads: workload.Default(), WorkloadsAPI: f, Nodes: workloadNodes{f: f.fakeWorkloads}}}
+	c := &Coordinator{opt: Options{
+		Deps:  Deps{WorkloadsAPI: f, Nodes: workloadNodes{f: f.fakeWorkloads}},
+		Rules: Rules{Workloads: workload.Default()},
+	}}
 	c.readWorkloads(context.Background(), s, []string{"a"})
 	if !f.probe.overlap.Load() {
 		t.Errorf("the deployments were listed alone (requests %q)", f.calls)
@@ -297,10 +303,13 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 	}
 	requestReboot(ctx, t, st, h)
 	co := New(Options{
-		Nodes: client.Nodes(), Store: st, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		Timing:    phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
-		Resync:    10 * time.Minute,
-		Workloads: workload.Settings{JobFilter: `Meta.rollboot_block == "true"`}, WorkloadsAPI: workloadread.Nomad{Client: client},
+		Deps: Deps{Nodes: client.Nodes(), Store: st, WorkloadsAPI: workloadread.Nomad{Client: client}},
+		Rules: Rules{
+			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
+			Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+			Workloads:    workload.Settings{JobFilter: `Meta.rollboot_block == "true"`},
+		},
+		Runtime: Runtime{Resync: 10 * time.Minute},
 	})
 	finished, drained := runUntilDrained(ctx, t, sim, co, "backup", nil)
 	cancel()

@@ -40,7 +40,7 @@ func TestTelemetryServesMetricsWithFleetLockOff(t *testing.T) {
 		t.Fatal("FleetLock is on by default")
 	}
 	err = WithTelemetry(context.Background(), cfg, slog.New(slog.DiscardHandler), func(ctx context.Context, reg *prometheus.Registry) error {
-		coordinator.New(coordinator.Options{Registry: reg})
+		coordinator.New(coordinator.Options{Runtime: coordinator.Runtime{Registry: reg}})
 		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		// A request vector has no series before its first request: send one
 		// through the measured transport, as every Nomad client of the process

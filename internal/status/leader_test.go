@@ -50,8 +50,11 @@ func TestStatusTellsWhetherTheLeaderStillLeads(t *testing.T) {
 	st := store.New(c.Variables(), "rollboot", "")
 	timing := phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute}
 	lead := func(identity string) (stop func()) {
-		co := coordinator.New(coordinator.Options{Nodes: c.Nodes(), Store: st, Identity: identity, Timing: timing, Resync: time.Second,
-			Policy: safeDefault{timing}})
+		co := coordinator.New(coordinator.Options{
+			Deps:    coordinator.Deps{Nodes: c.Nodes(), Store: st, Policy: safeDefault{timing}},
+			Rules:   coordinator.Rules{Timing: timing},
+			Runtime: coordinator.Runtime{Identity: identity, Resync: time.Second},
+		})
 		ctx, cancel := context.WithCancel(context.Background())
 		lock := simtest.LeaderLock(t, sim.Address(), 10*time.Second)
 		var wg sync.WaitGroup
