@@ -95,7 +95,7 @@ func (c *Coordinator) closeCycle(ctx context.Context, d phase.Decision) error {
 		if err := c.opt.Store.AppendHistory(ctx, *d.History, c.opt.HistorySize); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
-		c.metrics.state.finished(*d.History)
+		c.metrics.state.Finished(*d.History)
 		c.slotFreed(d.History.Group, d.History.Finished)
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/capacity"
-	"github.com/rollboot/rollboot/internal/constraint"
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -78,7 +77,7 @@ func newCapacityView(s *snapshot, headroom float64) *capacityView {
 				continue
 			}
 			leaving = append(leaving, hv.node.ID)
-			if phase != store.PhaseDraining && emptiedByDrain(s.nodes[hv.node.ID]) {
+			if phase != store.PhaseDraining && capacity.EmptiedByDrain(s.nodes[hv.node.ID]) {
 				if v.gate.Emptied == nil {
 					v.gate.Emptied = map[string]bool{}
 				}
@@ -87,49 +86,8 @@ func newCapacityView(s *snapshot, headroom float64) *capacityView {
 		}
 	}
 	slices.Sort(leaving)
-	v.gate.Candidates, v.gate.Out = sortNodes(s.nodes, slices.Compact(leaving))
+	v.gate.Candidates, v.gate.Out = capacity.SortNodes(s.nodes, slices.Compact(leaving))
 	return v
-}
-
-// eligibleReady reports whether n is ready and eligible: a candidate, unless
-// it drains or is on its way out.
-func eligibleReady(n *api.NodeListStub) bool {
-	return n.Status == api.NodeStatusReady && n.SchedulingEligibility == api.NodeSchedulingEligible
-}
-
-// emptiedByDrain reports whether nothing on a node whose drain rollboot saw
-// complete (its plan drained or rebooting) can move. Nomad marks a drain
-// complete only when every allocation but those of system jobs has stopped on
-// its client and none it drains is left that is not terminal
-// (nomad/drainer/draining_node.go IsDone, RemainingAllocs); what it leaves,
-// system allocations, never moves (moves). Still ineligible and not draining
-// again, the node is given nothing new that would. A node an operator made
-// eligible or drains again since is read like any other node out.
-func emptiedByDrain(n *api.NodeListStub) bool {
-	return n != nil && !n.Drain && n.SchedulingEligibility == api.NodeSchedulingIneligible
-}
-
-// sortNodes sorts nodes, by ID, into the candidates of each pool ("all": every
-// candidate) and the nodes out: draining, or on their way out (leaving, sorted).
-func sortNodes(nodes map[string]*api.NodeListStub, leaving []string) (candidates map[string][]string, out []string) {
-	candidates = map[string][]string{}
-	ids := make([]string, 0, len(nodes))
-	for id := range nodes {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		n := nodes[id]
-		_, leaves := slices.BinarySearch(leaving, id)
-		switch {
-		case n.Drain || leaves:
-			out = append(out, id)
-		case eligibleReady(n):
-			candidates[n.NodePool] = append(candidates[n.NodePool], id)
-			candidates["all"] = append(candidates["all"], id)
-		}
-	}
-	return candidates, out
 }
 
 // capacityRound reads what the gate lacked: the allocations of the nodes whose
@@ -162,12 +120,7 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 		if err != nil {
 			return err
 		}
-		for _, a := range allocs {
-			if !allocGone(a) {
-				n.Used = n.Used.Add(allocAsk(a))
-			}
-		}
-		n.Running = running(allocs)
+		n.Used, n.Running = capacity.Used(allocs), capacity.Running(allocs)
 		v.gate.Nodes[id] = n
 	}
 	for _, pool := range needs.Pools {
@@ -219,116 +172,13 @@ func (c *Coordinator) capacityAllocs(ctx context.Context, v *capacityView, nodeI
 	return allocs, nil
 }
 
-// readCapacityNode reads a node's capacity: its resources less its reserved
-// resources (nomad/structs/funcs.go AllocsFit compares the allocations with
-// NodeResources.Comparable less ReservedResources.Comparable), and its
-// healthy device instances; and what constraints interpolate on it (a change
-// to its attributes or meta bumps its ModifyIndex too).
+// readCapacityNode reads a node and returns its capacity: its resources less
+// its reserved resources, its healthy devices, and what constraints
+// interpolate on it (capacity.NodeOf).
 func (c *Coordinator) readCapacityNode(ctx context.Context, id string) (capacity.Node, error) {
 	n, _, err := c.opt.Nodes.Info(id, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return capacity.Node{}, fmt.Errorf("read node %s: %w", id, err)
 	}
-	out := capacity.Node{Name: n.Name, Pool: n.NodePool, Datacenter: n.Datacenter, Targets: constraint.NodeOf(n)}
-	if r := n.NodeResources; r != nil {
-		out.Capacity = capacity.Resources{CPU: r.Cpu.CpuShares, MemoryMB: r.Memory.MemoryMB}
-		for _, d := range r.Devices {
-			for _, inst := range d.Instances {
-				if inst.Healthy {
-					if out.Capacity.Devices == nil {
-						out.Capacity.Devices = map[string]int{}
-					}
-					out.Capacity.Devices[d.Vendor+"/"+d.Type+"/"+d.Name]++
-				}
-			}
-		}
-	}
-	if r := n.ReservedResources; r != nil {
-		out.Capacity.CPU -= int64(r.Cpu.CpuShares)
-		out.Capacity.MemoryMB -= int64(r.Memory.MemoryMB)
-	}
-	return out, nil
-}
-
-// allocGone reports whether an allocation uses no room: its client stopped it
-// (structs.Allocation.ClientTerminalStatus: AllocsFit and the scheduler's
-// proposed allocations, scheduler/feasible/context.go ProposedAllocs, count one
-// the scheduler stopped until its client reports it stopped).
-func allocGone(a *api.Allocation) bool {
-	switch a.ClientStatus {
-	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
-		return true
-	}
-	return false
-}
-
-// moves reports whether a drain moves the allocation: meant to run, not stopped
-// by its client, and not of a system or sysbatch job (they stay on their node
-// until it is drained). One being stopped already has its replacement.
-func moves(a *api.Allocation) bool {
-	if allocGone(a) || a.DesiredStatus != api.AllocDesiredStatusRun {
-		return false
-	}
-	if a.Job != nil && a.Job.Type != nil && (*a.Job.Type == api.JobTypeSystem || *a.Job.Type == api.JobTypeSysbatch) {
-		return false
-	}
-	return true
-}
-
-// allocAsk is what an allocation uses: the sum of its tasks' CPU, memory and
-// device instances.
-func allocAsk(a *api.Allocation) capacity.Resources {
-	var r capacity.Resources
-	if a.AllocatedResources == nil {
-		return r
-	}
-	for _, t := range a.AllocatedResources.Tasks {
-		if t == nil {
-			continue
-		}
-		r.CPU += t.Cpu.CpuShares
-		r.MemoryMB += t.Memory.MemoryMB
-		for _, d := range t.Devices {
-			if r.Devices == nil {
-				r.Devices = map[string]int{}
-			}
-			r.Devices[d.Vendor+"/"+d.Type+"/"+d.Name] += len(d.DeviceIDs)
-		}
-	}
-	return r
-}
-
-// movers are the allocations of a node that its drain moves.
-func movers(allocs []*api.Allocation) []capacity.Alloc {
-	var out []capacity.Alloc
-	for _, a := range allocs {
-		if !moves(a) {
-			continue
-		}
-		m := capacity.Alloc{Name: a.Name, Job: a.JobID, Namespace: a.Namespace, Group: a.TaskGroup, Ask: allocAsk(a),
-			Constraints: constraint.OfGroup(a.Job, a.TaskGroup), Distinct: constraint.DistinctOf(a.Job, a.TaskGroup)}
-		if a.Job != nil {
-			if a.Job.NodePool != nil {
-				m.Pool = *a.Job.NodePool
-			}
-			m.Datacenters = a.Job.Datacenters
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// running are the groups of a node's allocations that its distinct_hosts
-// counts: those the scheduler's ProposedAllocs keeps, every one its client has
-// not stopped (scheduler/feasible/context.go; a replacement placed is there,
-// one the scheduler stopped stays until its client reports it).
-func running(allocs []*api.Allocation) []capacity.Group {
-	var out []capacity.Group
-	for _, a := range allocs {
-		g := capacity.Group{Namespace: a.Namespace, Job: a.JobID, Group: a.TaskGroup}
-		if !allocGone(a) && !slices.Contains(out, g) {
-			out = append(out, g)
-		}
-	}
-	return out
+	return capacity.NodeOf(n), nil
 }

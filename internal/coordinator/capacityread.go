@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/parallel"
 )
 
@@ -45,7 +46,7 @@ func (c *Coordinator) readAllocsOf(ctx context.Context, v *capacityView, ids []s
 	}
 	for i, id := range todo {
 		v.allocs[id] = got[i]
-		v.gate.Movers[id] = movers(got[i])
+		v.gate.Movers[id] = capacity.Movers(got[i])
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
+	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -97,7 +98,7 @@ type Deps struct {
 	ConsulHealth ConsulHealthAPI
 	// NodeEvents keeps the node list current from Nomad's event stream instead
 	// of a blocking query of the whole list (nodewatch.go).
-	NodeEvents NodeEventsAPI
+	NodeEvents nodestream.NodeEventsAPI
 }
 
 // Runtime is how a coordinator's loop runs and names itself.
@@ -236,8 +237,8 @@ func New(opt Options) *Coordinator {
 // nodes change, again at once after a pass that changed something, when a timer
 // of a decision runs out, and at least every Resync, until ctx ends (wake.go).
 func (c *Coordinator) Run(ctx context.Context) error {
-	c.metrics.state.lead(true)
-	defer c.metrics.state.lead(false)
+	c.metrics.state.Lead(true)
+	defer c.metrics.state.Lead(false)
 	defer c.endTerm()
 	kick := make(chan struct{}, 1)
 	poke := func() {
@@ -384,7 +385,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	}
 	adm := c.admit(octx, s)
 	c.nextSettle = adm.RecheckAt
-	c.metrics.state.export(s, s.statuses)
+	c.exportState(s)
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	var writes []pendingWrite // stored together, after the others (planwrites.go)
@@ -433,7 +434,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		granted, errs = c.regrantFreed(ctx, s, adm, freed, pended, heads) // the slots freed, at once (regrant.go)
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
-	c.metrics.state.waiting(waiting)
+	c.metrics.state.Waiting(waiting)
 	c.notifyPass(s.control)
 	c.publishMeta(s)
 	return errs

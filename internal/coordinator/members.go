@@ -166,7 +166,7 @@ func (c *Coordinator) reportDisputes(disputes map[string]string) {
 // reportUnbacked counts the hosts left out and logs each new one once.
 func (c *Coordinator) reportUnbacked(hosts []string) {
 	m := &c.membership
-	c.metrics.state.unbacked.Set(float64(len(hosts)))
+	c.metrics.state.Unbacked(len(hosts))
 	if m.logged == nil {
 		m.logged = map[string]bool{}
 	}

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -12,41 +11,10 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
-
-func TestApplyNodeChanges(t *testing.T) {
-	stub := func(id string, idx uint64) *api.NodeListStub { return &api.NodeListStub{ID: id, ModifyIndex: idx} }
-	base := []*api.NodeListStub{stub("a", 1), stub("c", 1), stub("e", 1)}
-	cases := []struct {
-		name    string
-		changed []*api.NodeListStub
-		gone    []string
-		want    []string // id@index
-	}{
-		{"one changed", []*api.NodeListStub{stub("c", 5)}, nil, []string{"a@1", "c@5", "e@1"}},
-		{"the last write of a node wins", []*api.NodeListStub{stub("c", 5), stub("c", 6)}, nil, []string{"a@1", "c@6", "e@1"}},
-		{"a new node in ID order", []*api.NodeListStub{stub("d", 7), stub("0", 8)}, nil, []string{"0@8", "a@1", "c@1", "d@7", "e@1"}},
-		{"one gone", nil, []string{"a"}, []string{"c@1", "e@1"}},
-		{"gone after a write", []*api.NodeListStub{stub("e", 9)}, []string{"e"}, []string{"a@1", "c@1"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			out := applyNodeChanges(base, tc.changed, tc.gone)
-			var got []string
-			for _, n := range out {
-				got = append(got, fmt.Sprintf("%s@%d", n.ID, n.ModifyIndex))
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-			if base[0].ID != "a" || base[1].ModifyIndex != 1 || len(base) != 3 {
-				t.Errorf("the list given was modified: %v", base)
-			}
-		})
-	}
-}
 
 // The follower keeps, from one list and the event stream, the node list a
 // blocking query would answer: after an eligibility change, a drain, a meta
@@ -72,7 +40,7 @@ func TestNodeListFromEvents(t *testing.T) {
 	co := New(Options{
 		Deps: Deps{
 			Nodes:      client.Nodes(),
-			NodeEvents: NomadNodeEvents{Client: client},
+			NodeEvents: nodestream.NomadNodeEvents{Client: client},
 			Store:      store.New(client.Variables(), "rollboot", ""),
 		},
 		Runtime: Runtime{Resync: time.Hour},

@@ -139,28 +139,7 @@ func (c *Coordinator) nodeAllocs(ctx context.Context, nodeID string) ([]rejoin.A
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the %w", err)
 	}
-	return healthAllocs(allocs), nil
-}
-
-// healthAllocs is what package rejoin sees of a node's allocations.
-func healthAllocs(allocs []*api.Allocation) []rejoin.Alloc {
-	out := make([]rejoin.Alloc, 0, len(allocs))
-	for _, a := range allocs {
-		ra := rejoin.Alloc{Name: a.Name, DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus}
-		if a.Job != nil && a.Job.Type != nil {
-			ra.JobType = *a.Job.Type
-		}
-		if a.DeploymentStatus != nil {
-			ra.Healthy = a.DeploymentStatus.Healthy
-		}
-		for task, ts := range a.TaskStates {
-			if ts != nil && ts.Failed && (ra.FailedTask == "" || task < ra.FailedTask) {
-				ra.FailedTask = task
-			}
-		}
-		out = append(out, ra)
-	}
-	return out
+	return rejoin.NomadAllocs(allocs), nil
 }
 
 // consulChecks reads the node's Consul checks.
@@ -175,11 +154,7 @@ func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoin.C
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the Consul checks of node %s: %w", node, err)
 	}
-	out := make([]rejoin.Check, 0, len(checks))
-	for _, ch := range checks {
-		out = append(out, rejoin.Check{Name: ch.Name, ServiceName: ch.ServiceName, Status: ch.Status})
-	}
-	return out, nil
+	return rejoin.ConsulChecks(checks), nil
 }
 
 // stopJobs stops the allocations of the group's stop_jobs on the node, just

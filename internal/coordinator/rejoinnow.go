@@ -81,7 +81,7 @@ func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, 
 	if err != nil {
 		o.AllocsErr = fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)
 	} else {
-		o.Allocs = healthAllocs(allocs)
+		o.Allocs = rejoin.NomadAllocs(allocs)
 	}
 	c.readChecks(ctx, s, o, group, nodeID)
 	return o

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
 	"github.com/rollboot/rollboot/internal/watch"
@@ -68,7 +69,10 @@ type passMetrics struct {
 	spins prometheus.Counter
 	// stepTimeouts: steps of a pass that ran out of time (bound.go).
 	stepTimeouts prometheus.Counter
-	state        *stateMetrics
+	state        *statemetrics.Metrics
+	// stateHosts: the array of the last state handed to state (metrics.go),
+	// reused by the next.
+	stateHosts []statemetrics.Host
 }
 
 func newPassMetrics(reg *prometheus.Registry) *passMetrics {
@@ -94,7 +98,7 @@ func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 			Name: "rollboot_coordinator_step_timeouts_total",
 			Help: "Steps of a reconcile pass (reading the state, or one host's decision) abandoned because a request was not answered in time.",
 		})),
-		state: newStateMetrics(reg),
+		state: statemetrics.New(reg),
 	}
 }
 

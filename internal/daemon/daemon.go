@@ -21,6 +21,7 @@ import (
 	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/hostcheck"
+	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -64,7 +65,7 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 	return coordinator.Options{
 		Deps: coordinator.Deps{
 			Nodes:        c.Nodes(),
-			NodeEvents:   coordinator.NomadNodeEvents{Client: c},
+			NodeEvents:   nodestream.NomadNodeEvents{Client: c},
 			Store:        st,
 			Clusters:     clusters,
 			Jobs:         agentJobs(cfg, c),

@@ -2,8 +2,8 @@
 // healthy again, so that its slot may be freed: the allocations on its node are
 // running and healthy, and (optionally) the Consul checks of its node pass. It
 // also decides what happens when they are not within the healthy deadline. It is
-// pure: the coordinator observes (coordinator/rejoinhealth.go) and passes the
-// plain values in.
+// pure: the coordinator observes (coordinator/rejoinhealth.go) and passes what
+// it read in, converted to plain values by nomad.go.
 package rejoin
 
 import (
