@@ -2,7 +2,7 @@
 // Prometheus blocker (--prometheus-url, --alert-filter-regexp,
 // --alert-filter-match-only, --alert-firing-only), with Alertmanager's silences
 // and inhibitions respected when an Alertmanager is given. It is pure: the
-// coordinator reads the alerts (coordinator/alerts.go) and Decide says what
+// coordinator reads the alerts (coordinator/admitreads.go) and Decide says what
 // they mean. It fails closed: an alert source that cannot be read holds.
 package alertgate
 

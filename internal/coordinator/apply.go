@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/election"
+	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -224,4 +227,227 @@ func (c *Coordinator) deletePlan(ctx context.Context, p store.Plan, log *slog.Lo
 	c.mu.Unlock()
 	log.Info("plan deleted: the host has no record and no Nomad node any more")
 	return nil
+}
+
+// clearCancel removes a host's cancel, if it is still the one given.
+func (c *Coordinator) clearCancel(ctx context.Context, host string, at time.Time) error {
+	err := c.updateControl(ctx, func(ctl *store.Control) error {
+		if ctl.Cancels[host].Equal(at) {
+			delete(ctl.Cancels, host)
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrUnknownVersion) {
+		// A newer rollboot wrote the host's entries: they stay as they are, read
+		// as a cancel (the safe way), and status lists them under control
+		// problems. Failing here would fail every pass of the whole fleet.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove the cancel of %s: %w", host, err)
+	}
+	return nil
+}
+
+// No pass waits for ever. Every request to Nomad has a deadline of its own when
+// the client is built by package deadline, but the coordinator does not rely on
+// its client for that: each step of a pass runs under a context that ends after
+// StepTimeout, so a request that a server accepts and never answers (a stuck
+// server, a half-open connection behind a load balancer) ends with its step,
+// whatever transport sent it. The steps are reading the snapshot (observe, and
+// the system jobs of the hosts admitted), and carrying out one host's decision:
+// a host whose request hangs does not hold up the others in the same pass. A
+// step cut short fails the pass, which is retried with backoff (wake.go); apply
+// is crash-safe, so a step abandoned half way is finished by a later pass.
+
+// DefaultStepTimeout bounds one step of a pass when Options.StepTimeout is 0. It
+// is well above what a step takes when Nomad answers: a request's own deadline
+// (10 s), and a leadership hand-over (30 s per product) for a host's decision.
+const DefaultStepTimeout = 2 * time.Minute
+
+func (c *Coordinator) stepTimeout() time.Duration {
+	if c.opt.StepTimeout > 0 {
+		return c.opt.StepTimeout
+	}
+	return DefaultStepTimeout
+}
+
+// stepContext is the context of one step of a pass.
+func (c *Coordinator) stepContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.stepTimeout())
+}
+
+// errStepTimeout marks a step of a pass that ran out of its time.
+var errStepTimeout = errors.New("step of the reconcile pass timed out: a request to Nomad was not answered")
+
+// stepFailed names the step's timeout in err when that is why it failed (and
+// not the end of the pass's own context: the coordinator stopping), and counts
+// it.
+func (c *Coordinator) stepFailed(step, parent context.Context, err error) error {
+	if step.Err() != nil && parent.Err() == nil {
+		c.metrics.stepTimeouts.Inc()
+		return fmt.Errorf("%w after %s: %w", errStepTimeout, c.stepTimeout(), err)
+	}
+	return err
+}
+
+// carryOutBounded carries one host's decision out within its own step. A
+// decision that writes nothing costs nothing: most hosts, most passes.
+func (c *Coordinator) carryOutBounded(ctx context.Context, in phase.Input, d phase.Decision) error {
+	if !acts(in, d) {
+		return nil
+	}
+	hctx, cancel := c.stepContext(ctx)
+	defer cancel()
+	if err := c.carryOut(hctx, in, d); err != nil {
+		return c.stepFailed(hctx, ctx, err)
+	}
+	return nil
+}
+
+// acts reports whether carrying d out does anything: a write, a drain, a
+// cancel carried out. A pass mid-rollout decides nothing new for most hosts
+// under way, and queueing those decisions with the plan writes copied each
+// one's phase.Input and phase.Decision for nothing.
+func acts(in phase.Input, d phase.Decision) bool {
+	return d.Changes() || d.ClearCancel
+}
+
+// PlanWriteParallelism bounds the plans a pass stores at once. When many hosts
+// need a reboot together (a patch day: every host's sentinel appears within
+// minutes), one pass turns each of them from idle to pending, a write per host;
+// one after the other they took about a second per thousand hosts before the
+// first of them could be admitted. Like the parallel reads of a new leader
+// (store.ReadParallelism), the bound keeps the burst on the Nomad servers small.
+const PlanWriteParallelism = 16
+
+// planOnly reports whether carrying d out is only storing its plan: no node is
+// given back or taken out, no cycle closed, nothing in the control state
+// cleared, nothing to alert. Such decisions of different hosts touch different
+// variables and nothing else, so they may be stored in any order and at once.
+func planOnly(in phase.Input, d phase.Decision) bool {
+	return d.Write && !d.StartDrain && !d.CancelDrain && !d.SetEligible && !d.ClearRequest && !d.ClearRelease &&
+		d.History == nil && len(d.HandOver) == 0 && d.Unhealthy == "" && !d.ClearCancel
+}
+
+// givesBackOnly reports whether carrying d out only gives a node back and closes
+// its cycle: cancel the drain, restore eligibility, write the history record (its
+// path is the cycle's own), store the plan. Nothing is taken out of service and
+// no shared variable is written (a cleared request or release may be an entry
+// of the control variable, so those are left out). When a wave of hosts comes
+// back together, one pass closes many cycles: one after the other, each closing
+// a few writes, the slots they free reached the next hosts only after all of
+// them. Each host's own writes keep their crash-safe order (apply).
+func givesBackOnly(in phase.Input, d phase.Decision) bool {
+	return !d.StartDrain && len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !d.ClearCancel
+}
+
+// storedTogether reports whether d may be carried out side by side with the
+// other such decisions of the pass, after the rest: plan-only decisions and
+// those that only give a node back (neither takes anything out of service).
+func storedTogether(in phase.Input, d phase.Decision) bool {
+	return planOnly(in, d) || givesBackOnly(in, d)
+}
+
+// pendingWrite is a decision carried out with the others of its pass
+// (storedTogether).
+type pendingWrite struct {
+	in phase.Input
+	d  phase.Decision
+	// rejoin is the pass's snapshot when d restores a rejoining host's
+	// eligibility: once it is carried out, the pass decides again for the host
+	// (rejoinNow); nil for any other decision.
+	rejoin *snapshot
+}
+
+// storePlans carries the decisions of a pass stored together out, at most
+// PlanWriteParallelism at a time, each within its own step as any other
+// decision (carryOutBounded). It returns every error, joined.
+func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite) error {
+	errs := make([]error, len(writes)) // each write's, at its index
+	parallel.Each(len(writes), PlanWriteParallelism, nil, func(i int) {
+		w := writes[i]
+		err := c.carryOutBounded(ctx, w.in, w.d)
+		if err == nil && w.rejoin != nil {
+			err = c.rejoinNow(ctx, w.rejoin, w.in, w.d)
+		}
+		errs[i] = err
+	})
+	return errors.Join(errs...)
+}
+
+// Closing a cycle in the pass that restores its node's eligibility. A rejoining
+// host whose node is ready again first has its eligibility restored (Nomad keeps
+// a drained node ineligible across a reboot); what the rejoin waits for after
+// that (the system jobs, the workloads' health) is read only once the node is
+// eligible, since Nomad places allocations only on eligible nodes. That used to
+// take a pass of its own: the node stream showed the coordinator's eligibility
+// write, and the next pass read the health and closed the cycle: that pass's
+// reads stood between every node back and its slot handed on.
+//
+// So once the write that restores eligibility succeeded, the same pass decides
+// again for that host (rejoinNow), with the node as the write left it (eligible,
+// not draining) and its workloads' health read after the write, as the next
+// pass would have read them. Everything else is the pass's snapshot. A decision
+// that closes the cycle is carried out then, and the hand-out gives its slot
+// away in the same pass (regrant.go); any other is left to the next pass.
+//
+// What keeps it as safe as the pass it saves:
+//   - The health is read after the eligibility write, as before: the healthy
+//     checks see what Nomad runs on the eligible node.
+//   - The system jobs are those of the pass's node read, from before the write:
+//     a job that ran on the ineligible node still runs (eligibility stops
+//     nothing), and one that did not is waited for, as before.
+//   - Hosts that run servers are left to the next pass: their clusters' health
+//     is read again first, as for the hand-out.
+//   - A host that the pass saw before its rejoin (rebooting, drained) has the
+//     gate of a rejoining host in its input: its roles unknown or its Vault
+//     sealed hold it. Its system jobs were not read as a rejoining host's: a
+//     job it had is waited for.
+//   - Only a decision that just closes the cycle is carried out (freesSlot and
+//     givesBackOnly): nothing shared is written side by side with the pass's
+//     other writes. A manual request to clear waits for the next pass.
+
+// rejoinNow decides again for a host whose eligibility d restored, with the
+// node as the write left it and its health read after the write, and carries
+// the decision out if it closes the cycle. s is the pass's snapshot, only read:
+// the pass's writes run side by side.
+func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input, d phase.Decision) error {
+	name := in.Plan.Host
+	c.mu.Lock()
+	p, ok := c.plans[name] // as d stored it, or as it was
+	c.mu.Unlock()
+	if !ok || p.Phase != store.PhaseRejoining {
+		return nil
+	}
+	node := *in.Node // phase.EligibleAgain: the decision wrote to it
+	node.Eligible, node.Draining = true, false
+	in.Node, in.Plan, in.Now = &node, p, c.now()
+	rctx, cancel := c.stepContext(ctx)
+	in.Health = c.healthNow(rctx, s, p, planGroup(p, in.Group), node.ID) // a read that failed holds the host
+	cancel()
+	d2 := phase.Step(in)
+	c.noteRecheck(d2)
+	if !freesSlot(in, d2) || !givesBackOnly(in, d2) {
+		return nil
+	}
+	return c.carryOutBounded(ctx, in, d2)
+}
+
+// healthNow reads the host's workloads, and its Consul checks when its group
+// waits for them, straight from Nomad and Consul: neither the watch's
+// allocations nor the pass's were read after the eligibility write.
+func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, group, nodeID string) *rejoin.Observed {
+	if !phase.WaitsForHealth(p) {
+		return nil
+	}
+	o := &rejoin.Observed{}
+	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		o.AllocsErr = fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)
+	} else {
+		o.Allocs = rejoin.NomadAllocs(allocs)
+	}
+	c.readChecks(ctx, s, o, group, nodeID)
+	return o
 }

@@ -83,10 +83,10 @@ type Deps struct {
 	// the safe default until it is read (policy.go).
 	Policy PolicySource
 	// Notifier sends the rollout's notifications while this coordinator leads
-	// (notify.go).
+	// (sideoutputs.go).
 	Notifier Notifier
 	// NodeMeta publishes each host's state as dynamic node metadata while this
-	// coordinator leads (nodemeta.go).
+	// coordinator leads (sideoutputs.go).
 	NodeMeta MetaPublisher
 	// AlertReader reads the alerts (nil: over HTTP, package alertread).
 	AlertReader AlertReader
@@ -97,7 +97,7 @@ type Deps struct {
 	Allocs       AllocsAPI
 	ConsulHealth ConsulHealthAPI
 	// NodeEvents keeps the node list current from Nomad's event stream instead
-	// of a blocking query of the whole list (nodewatch.go).
+	// of a blocking query of the whole list (nodes.go).
 	NodeEvents nodestream.NodeEventsAPI
 }
 
@@ -106,7 +106,7 @@ type Runtime struct {
 	// Resync is the period of a full reconcile even without any change seen.
 	Resync time.Duration
 	// StepTimeout bounds each step of a pass: reading the snapshot, and carrying
-	// out one host's decision (0: DefaultStepTimeout). See bound.go.
+	// out one host's decision (0: DefaultStepTimeout). See apply.go.
 	StepTimeout time.Duration
 	// Registry receives the coordinator's metrics (nil: a registry of its own,
 	// see Registry). Coordinators built again on the same registry share them.
@@ -135,7 +135,7 @@ type Coordinator struct {
 	now func() time.Time
 
 	// mu guards what the steps of a pass that run side by side write (the
-	// plan writes, planwrites.go; the capacity gate's reads, capacityread.go)
+	// plan writes, apply.go; the capacity gate's reads, admitreads.go)
 	// and what callers read while Run runs: the fields below up to ignored.
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
@@ -147,10 +147,10 @@ type Coordinator struct {
 	// recheck: the earliest RecheckAt of the pass's decisions (wake.go runs
 	// the next pass then; zero: none).
 	recheck time.Time
-	// allocs: where the pass finds the allocations of nodes (allocsource.go).
+	// allocs: where the pass finds the allocations of nodes (caches.go).
 	allocs allocSource
 	// freed: when a cycle of each group last ended (its slot freed), until
-	// the group's next drain starts (metrics.go, drainStarted).
+	// the group's next drain starts (sideoutputs.go, drainStarted).
 	freed   map[string]time.Time
 	overrun Overrun
 	ignored []store.BadRecord // the records the last pass dropped
@@ -172,25 +172,25 @@ type Coordinator struct {
 	// out one after the other).
 	noHandOver map[string]string
 	// membership: the server clusters' memberships and what the records
-	// corroborated with them made (members.go).
+	// corroborated with them made (records.go).
 	membership membership
 	// reported: what checkRecords last logged.
 	reported string
 	// hostsAtLeast and agentJobAtLeast: the index of the last list of the
 	// host records, and of the agent job's allocations, that a pass read
 	// itself: a watch's answer older than it (its first, racing with such a
-	// pass) is not used (hostscache.go, records.go).
+	// pass) is not used (caches.go, records.go).
 	hostsAtLeast, agentJobAtLeast uint64
 	// groups: the nodes' groups as last asked of Nomad (nodes.go).
 	groups groupsAsked
 	// capacityCache: each node's capacity, for the capacity gate
-	// (capacity.go).
+	// (admitreads.go).
 	capacityCache perIndex[capacity.Node]
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
-	// rebooting (heartbeatcache.go).
+	// rebooting (caches.go).
 	heartbeats perIndex[heartbeatIndexes]
 	// controlRead: the control state as the last pass read it, while its
-	// watches see no change (controlcache.go).
+	// watches see no change (caches.go).
 	controlRead keptRead[store.Control]
 	// sideOutputs: what was last handed to the notifier and the node metadata
 	// publisher (sideoutputs.go).
@@ -202,10 +202,10 @@ type Coordinator struct {
 	// nextSettle: when the earliest settle time of a group with pending hosts
 	// ends (wake.go wakes a pass then).
 	nextSettle time.Time
-	// alerts: the alert gate's state (alerts.go).
+	// alerts: the alert gate's state (admitreads.go).
 	alerts alertState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
-	// waiting for them (rejoinhealth.go); watched until it ends (rejoinwatch.go).
+	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
 }
 
@@ -259,7 +259,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.startNodeMeta(ctx, &wg)
 	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
 	defer allocs.stop()
-	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // rejoinwatch.go
+	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // wake.go
 	defer checks.stop()
 
 	c.mu.Lock()
@@ -286,7 +286,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			failed = 0
 		}
 		c.mu.Lock()
-		changed, plans := c.changed, plansUnderWay(c.plans) // busy.go
+		changed, plans := c.changed, plansUnderWay(c.plans) // observe.go
 		c.mu.Unlock()
 		allocs.set(plans)
 		checks.set()
@@ -319,7 +319,7 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.followNodes(ctx, poke) // nodewatch.go
+			c.followNodes(ctx, poke) // nodes.go
 		}()
 	} else {
 		queries = append(queries, c.watchNodes)
@@ -341,7 +341,7 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
 	if taken := c.mail.untakenHosts(); taken != nil {
-		// List again once a pass took the last list (hostscache.go); the
+		// List again once a pass took the last list (caches.go); the
 		// change that made it was told (poked) when it was answered.
 		select {
 		case <-taken:
@@ -354,7 +354,7 @@ func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error)
 		c.mail.hostsFailed() // passes read the records themselves
 		return n, err
 	}
-	c.mail.hostsAnswered(n, list, n != idx) // the next pass reads what it shows changed (hostscache.go)
+	c.mail.hostsAnswered(n, list, n != idx) // the next pass reads what it shows changed (caches.go)
 	return n, nil
 }
 
@@ -388,11 +388,11 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.exportState(s)
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
-	var writes []pendingWrite // stored together, after the others (planwrites.go)
+	var writes []pendingWrite // stored together, after the others (apply.go)
 	var freed []string        // hosts whose decision frees their slot (regrant.go)
 	var pended []string       // hosts whose decision makes them pending (regrant.go)
 	waiting := map[phase.WaitKind]int{}
-	plans := newPlanCursor(s) // nothingtodecide.go
+	plans := newPlanCursor(s) // observe.go
 	for i, name := range s.names {
 		hv := s.hostAt(i)
 		if err := hv.err; err != nil {
@@ -400,7 +400,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			continue
 		}
 		if nothingToDecide(s, hv, name, plans.underWay(i)) {
-			waiting[phase.NotWaiting]++ // phase.Step's decision for it (nothingtodecide.go)
+			waiting[phase.NotWaiting]++ // phase.Step's decision for it (observe.go)
 			continue
 		}
 		in := c.input(s, adm, name)
@@ -408,7 +408,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		c.noteRecheck(d)
 		waiting[d.Waiting.Kind]++
 		if !acts(in, d) {
-			continue // nothing to carry out (bound.go)
+			continue // nothing to carry out (apply.go)
 		}
 		if freesSlot(in, d) {
 			freed = append(freed, name)
@@ -419,7 +419,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		if storedTogether(in, d) {
 			w := pendingWrite{in: in, d: d}
 			if phase.EligibleAgain(in, d) {
-				w.rejoin = s                // the cycle may close in this pass (rejoinnow.go)
+				w.rejoin = s                // the cycle may close in this pass (apply.go)
 				freed = append(freed, name) // regrantFreed counts it once its close is stored
 			}
 			writes = append(writes, w)
@@ -465,7 +465,7 @@ func (c *Coordinator) input(s *snapshot, adm admission.Result, name string) phas
 		case store.PhaseRejoining, store.PhaseStuck, store.PhaseRebooting, store.PhaseDrained:
 			// The rejoin's gate, also for the phases whose decision may enter
 			// the rejoin: the pass may close it once eligibility is back
-			// (rejoinnow.go).
+			// (apply.go).
 			in.PostGate = postGate(s.clusters, hv.rec, s.now, c.opt.ServerStableFor)
 		}
 	}
@@ -563,4 +563,78 @@ func newGrantID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// CountCandidates counts the hosts whose agent stands for election (their
+// record has the coordinator-candidate role), from the host records as the
+// passes read them: the census that quiet candidates divide their tries by
+// (standby.go). Counting every host record instead would over-count where only
+// some agents are candidates, and the quiet ones would try too seldom.
+func (c *Coordinator) CountCandidates(ctx context.Context) (int, error) {
+	recs, _, err := c.hostRecords(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range recs {
+		if isCandidate(&recs[i]) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Follow starts the watches Run starts (the host records, the nodes, the
+// control variable, the requests, the agent job, the stored policy) without
+// Run's loop: passes made with ReconcileOnce then take what the watches read,
+// as the passes of Run do, rather than reading it all themselves. It returns
+// once the host record and node watches (and the policy's, when one is
+// stored) have answered; stop ends the watches and waits for them. It serves
+// to time passes as they run while leading (rollboot bench).
+func (c *Coordinator) Follow(ctx context.Context) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	c.startWatches(ctx, &wg, func() {})
+	stop = func() {
+		cancel()
+		wg.Wait()
+	}
+	for !c.following() {
+		select {
+		case <-ctx.Done():
+			stop()
+			return nil, fmt.Errorf("the watches did not answer: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return stop, nil
+}
+
+// following reports whether the watches a pass takes its reads from answered.
+func (c *Coordinator) following() bool {
+	m := &c.mail
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.a.hosts.live && m.a.nodes.val != nil && (c.opt.Policy == nil || m.a.policy.live)
+}
+
+// WatchedHosts returns the index the host record watch last answered at: a
+// record written at or before it is read by the next pass.
+func (c *Coordinator) WatchedHosts() uint64 {
+	m := &c.mail
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.a.hosts.index
+}
+
+// WatchedNodes returns the index of the node list the node watch last kept (0:
+// none, or it failed), for a benchmark that waits until a change is seen.
+func (c *Coordinator) WatchedNodes() uint64 {
+	m := &c.mail
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.a.nodes.val == nil {
+		return 0
+	}
+	return m.a.nodes.index
 }

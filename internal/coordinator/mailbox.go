@@ -24,9 +24,9 @@ import (
 //
 // Two locks are left. The mailbox's, between the watches and the pass. And
 // Coordinator.mu, for what the steps of a pass that run side by side write:
-// the plans (the parallel plan writes, planwrites.go), whether the pass
+// the plans (the parallel plan writes, apply.go), whether the pass
 // changed something and when to look again, the allocation reads (the
-// capacity gate's, side by side: capacityread.go), the slots freed (metrics);
+// capacity gate's, side by side: admitreads.go), the slots freed (metrics);
 // and what callers read while Run runs (Overruns, Ignored).
 
 // watched is the newest answer of one blocking-query watch: the value it read
@@ -92,7 +92,7 @@ type answers struct {
 	policy   watched[struct{}]
 	agentJob watched[hostcheck.AgentAllocs]
 	// nodes: the node list (nil while not live), from the node watch or the
-	// event stream's follower (nodewatch.go).
+	// event stream's follower (nodes.go).
 	nodes watched[[]*api.NodeListStub]
 	// allocs: the allocations of each node whose allocation watch answered
 	// (wake.go allocWatchers), until it ends.
@@ -108,7 +108,7 @@ type mailbox struct {
 	term context.Context
 	a    answers
 	// hostsTaken is closed when a pass takes the host watch's list answered
-	// after a change (nil: none waits to be taken; hostscache.go).
+	// after a change (nil: none waits to be taken; caches.go).
 	hostsTaken chan struct{}
 	// nodesKept is closed and replaced whenever a node list is kept
 	// (caughtUp).

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -45,11 +46,11 @@ type snapshot struct {
 	// alerts: what the alerts mean for new drains; nil when not read (the
 	// gate is off, or no host waits to start).
 	alerts *alertgate.Verdict
-	// workloads: what the workload blockers read (workloads.go); nil when
+	// workloads: what the workload blockers read (admitreads.go); nil when
 	// nothing was read.
 	workloads *workloadView
 	// capacity: what the capacity gate read; nil until admission asks for
-	// something (capacity.go).
+	// something (admitreads.go).
 	capacity *capacityView
 	// statuses: the groups as admission saw them in this pass (admit).
 	statuses []policy.GroupStatus
@@ -81,7 +82,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctl, err := c.control(ctx) // controlcache.go
+	ctl, err := c.control(ctx) // caches.go
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 	for i, hv := range events {
 		nodes[i] = hv.node
 	}
-	for i, err := range c.readHeartbeats(ctx, nodes) { // heartbeatcache.go
+	for i, err := range c.readHeartbeats(ctx, nodes) { // caches.go
 		events[i].err = err
 	}
 	for _, hv := range jobs { // the pass's allocations read once per node (allocsOnNode)
@@ -316,4 +317,127 @@ func (c *Coordinator) systemRunning(ctx context.Context, v *phase.NodeView) erro
 		v.SystemRunning[j] = true
 	}
 	return nil
+}
+
+// busyNames returns the hosts of s whose plan is under way (any phase but
+// idle), sorted: the reads and the steps that only look at such hosts (the
+// node events of rebooting hosts, the clusters of the hosts that meet server
+// gates, the hosts on their way out for the capacity gate, the admission
+// queue) walk them.
+func busyNames(s *snapshot) []string {
+	var busy []string
+	for name, p := range s.plans {
+		if !planUnderWay(p) {
+			continue
+		}
+		if _, ok := s.hosts[name]; ok {
+			busy = append(busy, name)
+		}
+	}
+	slices.Sort(busy)
+	return busy
+}
+
+// plansUnderWay copies the plans under way (any phase but idle) of plans: all
+// that the loop looks at between passes (the allocation watches), which answer
+// the same from them as from every plan.
+func plansUnderWay(plans map[string]store.Plan) map[string]store.Plan {
+	out := map[string]store.Plan{}
+	for name, p := range plans {
+		if planUnderWay(p) {
+			out[name] = p
+		}
+	}
+	return out
+}
+
+// planUnderWay reports whether p is under way: in any phase but idle.
+func planUnderWay(p store.Plan) bool { return p.Phase != "" && p.Phase != store.PhaseIdle }
+
+// planCursor tells, for the hosts of s.names taken in order, which have a plan
+// under way (busyNames), by their position: the others are idle, and a walk
+// over every host needs only their phase. The walks over all hosts (the quiet
+// check, the metrics, admission's tallies) look up only the plans under way
+// that way, and compare positions, not names.
+type planCursor struct {
+	s *snapshot
+	// at: the positions of the hosts under way in s.names; j: where the walk
+	// is in it, at the position lastAt.
+	at        []int
+	j, lastAt int
+}
+
+func newPlanCursor(s *snapshot) planCursor { return planCursor{s: s} }
+
+// busyAt returns the positions in s.names of the hosts of busyNames.
+func busyAt(s *snapshot) []int {
+	busy := busyNames(s)
+	at := make([]int, 0, len(busy))
+	from := 0
+	for _, name := range busy { // in the order of s.names: each after the last
+		i, ok := slices.BinarySearch(s.names[from:], name)
+		if !ok {
+			continue // not a host of this walk
+		}
+		at = append(at, from+i)
+		from += i + 1
+	}
+	return at
+}
+
+// underWay reports whether the plan of s.names[i] is under way (busyNames),
+// comparing positions instead of names, and copying no plan (at 5,000 hosts,
+// comparing the names and copying an idle plan for each was most of a walk).
+// Positions come in increasing order; one before the last starts the walk
+// over.
+func (c *planCursor) underWay(i int) bool {
+	if c.at == nil {
+		c.at = busyAt(c.s)
+	}
+	if i < c.lastAt {
+		c.j = 0
+	}
+	c.lastAt = i
+	for c.j < len(c.at) && c.at[c.j] < i {
+		c.j++
+	}
+	return c.j < len(c.at) && c.at[c.j] == i
+}
+
+// nothingToDecide reports whether the phase machine has nothing to decide for a host this
+// pass, without building its Input: the host is idle (no plan, or an idle one),
+// its record does not ask for a reboot, and no request, cancel or release names
+// it. phase.Step then keeps its plan as it is, waits for nothing and writes nothing,
+// so the pass only counts it among the hosts not waiting. Most hosts of a large
+// cluster are idle at any time: at 5,000 hosts, building each one's phase.Input and
+// stepping it was the largest walk of a pass mid-rollout.
+//
+// Each condition is one phase.Step reads for an idle host (decide.go: Need, the
+// release at the top of step, staleDrain, stepIdle, and the cancel it clears);
+// TestQuietSteps holds them together.
+//
+// underWay: the host's plan is under way (any phase but idle; a planCursor
+// tells without looking the plan up).
+func nothingToDecide(s *snapshot, hv *hostView, name string, underWay bool) bool {
+	if hv.rec != nil && hv.rec.RebootRequired {
+		return false
+	}
+	if underWay {
+		return false
+	}
+	if hv.rec == nil && hv.node == nil {
+		return false // a host gone, whose plan may be deleted (forgotten)
+	}
+	if n := hv.node; n != nil && n.DrainGrant != "" && (n.Draining || !n.Eligible) && phase.IsStaleDrain(n, s.plans[name]) {
+		return false // a drain of ours that no cycle holds (staleDrain); the plan looked up only then
+	}
+	ctl := &s.control
+	if _, ok := ctl.Requests[name]; ok {
+		return false
+	}
+	if _, ok := ctl.Cancels[name]; ok {
+		return false
+	}
+	_, ok := ctl.Releases[name]
+	return !ok
 }

@@ -55,12 +55,12 @@ type Rules struct {
 	// HoldOnDeniedHandOver: when a leadership hand-over is refused for lack of
 	// permission, keep the host waiting instead of rebooting the leader.
 	HoldOnDeniedHandOver bool
-	// Alerts: no new drain starts while alerts fire (alerts.go); off without
+	// Alerts: no new drain starts while alerts fire (admitreads.go); off without
 	// a URL.
 	Alerts alertgate.Rules
-	// Workloads are the workload blockers' settings (workloads.go).
+	// Workloads are the workload blockers' settings (admitreads.go).
 	Workloads WorkloadSettings
-	// Capacity configures the capacity gate (capacity.go).
+	// Capacity configures the capacity gate (admitreads.go).
 	Capacity CapacityGate
 	// DefaultOptions are the default group's drain options and healthy
 	// settings (zero: DefaultGroupOptions).

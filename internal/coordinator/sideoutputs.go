@@ -1,10 +1,17 @@
 package coordinator
 
 import (
+	"context"
 	"maps"
+	"sort"
+	"sync"
+	"time"
 
+	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/notify"
+	"github.com/rollboot/rollboot/internal/statemetrics"
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 // After each pass the coordinator hands the stored state to the notifier and
@@ -56,3 +63,177 @@ func sameMeta(a, b nodemeta.Meta) bool {
 // forget makes the next pass hand everything over (a new term: the notifier
 // and the publisher start afresh).
 func (h *sideOutputs) forget() { *h = sideOutputs{} }
+
+// Notifier sends the notifications of the rollout (*notify.Notifier). It derives
+// the events from the stored state the coordinator hands it after every pass, and
+// runs only while this coordinator leads: a send is fenced by the leader's lease
+// like a drain.
+type Notifier interface {
+	Observe(notify.State)
+	Run(ctx context.Context, fence func(context.Context) error)
+}
+
+// startNotifier runs the notifier for this term; wg waits for it.
+func (c *Coordinator) startNotifier(ctx context.Context, wg *sync.WaitGroup) {
+	if c.opt.Notifier == nil {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.opt.Notifier.Run(ctx, election.CheckLease)
+	}()
+}
+
+// notifyPass hands the notifier the plans as stored (the cache holds only plans
+// read or written) and the pause flag as read: before the pass's decisions (the
+// plans another leader stored may be about to move on) and after them. After a
+// conflict the cache is dropped: the next pass reads the plans again and hands
+// them over then. The same plans and pause flag as last handed over are not
+// handed over again (sideoutputs.go).
+func (c *Coordinator) notifyPass(ctl store.Control) {
+	if c.opt.Notifier == nil {
+		return
+	}
+	pause := notify.Pause{Paused: ctl.Paused, At: ctl.PausedAt, Reason: ctl.PauseReason}
+	c.mu.Lock()
+	if c.plans == nil || !c.sideOutputs.notifyDue(c.plansGen, pause) {
+		c.mu.Unlock()
+		return
+	}
+	plans := make([]store.Plan, 0, len(c.plans))
+	for _, p := range c.plans {
+		plans = append(plans, p)
+	}
+	c.mu.Unlock()
+	sort.Slice(plans, func(i, j int) bool { return plans[i].Host < plans[j].Host })
+	c.opt.Notifier.Observe(notify.State{Plans: plans, Pause: pause})
+}
+
+// MetaPublisher publishes each host's phase, need and last reboot as Nomad
+// dynamic node metadata (*nodemeta.Publisher), beside the reconcile loop and
+// only while this coordinator leads.
+type MetaPublisher interface {
+	Observe(map[string]nodemeta.Meta)
+	Run(ctx context.Context, fence func(context.Context) error)
+}
+
+// startNodeMeta runs the publisher for this term; wg waits for it.
+func (c *Coordinator) startNodeMeta(ctx context.Context, wg *sync.WaitGroup) {
+	if c.opt.NodeMeta == nil {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.opt.NodeMeta.Run(ctx, election.CheckLease)
+	}()
+}
+
+// publishMeta hands the publisher the metadata wanted on every ready node of a
+// host with a record, after this pass: its phase as stored, its agent's word on
+// the need, and the end of its last reboot by rollboot. A node that is not ready
+// is left out (its client would not answer); it gets its metadata once it is.
+// The same metadata as last handed over is not handed over again
+// (sideoutputs.go).
+func (c *Coordinator) publishMeta(s *snapshot) {
+	if c.opt.NodeMeta == nil {
+		return
+	}
+	want := map[string]nodemeta.Meta{}
+	c.mu.Lock()
+	plans := c.plans
+	for name, hv := range s.hosts {
+		if hv.node == nil || hv.node.Status != "ready" || hv.rec == nil {
+			continue
+		}
+		p, ok := plans[name]
+		if !ok {
+			p = s.plans[name]
+		}
+		phase := p.Phase
+		if phase == "" {
+			phase = store.PhaseIdle
+		}
+		want[hv.node.ID] = nodemeta.Meta{Phase: phase, RebootRequired: hv.rec.RebootRequired, LastReboot: p.LastCompleted}
+	}
+	c.mu.Unlock()
+	if c.sideOutputs.metaDue(want) {
+		c.opt.NodeMeta.Observe(want)
+	}
+}
+
+// The state metrics (package statemetrics, docs/metrics.md) are set from what
+// each pass observed, handed over at its end (exportState), and from the
+// cycles apply finishes and the drains it starts.
+
+// exportState hands the state metrics what the pass that observed s saw.
+func (c *Coordinator) exportState(s *snapshot) {
+	in := stateInput(s, c.metrics.stateHosts)
+	c.metrics.stateHosts = in.Hosts
+	c.metrics.state.Export(in)
+}
+
+// stateInput is what the state metrics say of s, its hosts in buf's array
+// (reused from pass to pass: Export keeps nothing of them).
+func stateInput(s *snapshot, buf []statemetrics.Host) statemetrics.State {
+	hosts := buf[:0]
+	plans := newPlanCursor(s) // idle hosts' plans are not looked up
+	for i, name := range s.names {
+		hv := s.hostAt(i)
+		h := statemetrics.Host{Name: name, Group: hv.group, Phase: store.PhaseIdle, HasRecord: hv.rec != nil}
+		if hv.rec != nil {
+			h.RebootRequired = hv.rec.RebootRequired
+		}
+		if plans.underWay(i) {
+			p := s.plans[name]
+			h.Phase, h.RequestedAt = hostPhase(p), p.RequestedAt
+		}
+		hosts = append(hosts, h)
+	}
+	return statemetrics.State{Now: s.now, Hosts: hosts, Groups: s.statuses, Paused: s.control.Paused, AgentsMissing: len(s.missing)}
+}
+
+// hostPhase is the phase of a host's plan, idle without one.
+func hostPhase(p store.Plan) string {
+	if p.Phase == "" {
+		return store.PhaseIdle
+	}
+	return p.Phase
+}
+
+// slotFreed notes that a cycle of group ended at at, freeing a slot of the
+// group (apply, from the plan writes side by side: under c.mu).
+func (c *Coordinator) slotFreed(group string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freed == nil {
+		c.freed = map[string]time.Time{}
+	}
+	c.freed[group] = at
+}
+
+// drainStarted observes the slot hand-off of a drain granted now to a host of
+// group that asked at requested: from the later of its asking and the last
+// freeing of a slot of the group (slotFreed). The first drain of a group after
+// the coordinator starts leading is not observed (it did not see the slot
+// free).
+func (c *Coordinator) drainStarted(group string, requested, now time.Time) {
+	c.mu.Lock()
+	freed, ok := c.freed[group]
+	delete(c.freed, group)
+	c.mu.Unlock()
+	if ok {
+		c.metrics.state.HandOff(freed, requested, now)
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -2,8 +2,11 @@ package coordinator
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +35,7 @@ import (
 //   - a host that waits for its node's system jobs to run again after its reboot,
 //     or for its workloads to be healthy, has its node's allocations watched (the
 //     node list does not change when an allocation starts), and its node's Consul
-//     checks with healthy.consul_checks (rejoinwatch.go);
+//     checks with healthy.consul_checks (wake.go);
 //   - and a full pass runs at least every resync interval.
 
 // maxChainedPasses bounds the passes run back to back after changes: a decision
@@ -67,10 +70,10 @@ type passMetrics struct {
 	// spins: chains of passes cut at maxChainedPasses with only the
 	// coordinator's own writes changing (afterPass).
 	spins prometheus.Counter
-	// stepTimeouts: steps of a pass that ran out of time (bound.go).
+	// stepTimeouts: steps of a pass that ran out of time (apply.go).
 	stepTimeouts prometheus.Counter
 	state        *statemetrics.Metrics
-	// stateHosts: the array of the last state handed to state (metrics.go),
+	// stateHosts: the array of the last state handed to state (sideoutputs.go),
 	// reused by the next.
 	stateHosts []statemetrics.Host
 }
@@ -149,7 +152,7 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 		next = t // a group's settle time ends
 	}
 	if t := c.alerts.next; t.After(now) && (next.IsZero() || t.Before(next)) {
-		next = t // a rollout held by alerts asks again (alerts.go)
+		next = t // a rollout held by alerts asks again (admitreads.go)
 	}
 	if failed > 0 {
 		retry := now.Add(policy.Backoff(time.Second, c.opt.Resync, failed))
@@ -199,7 +202,7 @@ func allocWatchNodes(plans map[string]store.Plan) map[string]bool {
 func (w *allocWatchers) set(plans map[string]store.Plan) {
 	want := allocWatchNodes(plans)
 	// A new watch starts from what the last pass read of its node
-	// (allocsource.go): kept as the watch's first answer, and asked past its index.
+	// (caches.go): kept as the watch's first answer, and asked past its index.
 	reads := w.c.takeAllocReads()
 	mail := &w.c.mail
 	w.watchSet.set(want, func(ctx context.Context, id string) {
@@ -215,7 +218,76 @@ func (w *allocWatchers) set(plans map[string]store.Plan) {
 				mail.setAllocs(id, nil) // a pass reads them itself meanwhile
 				return 0, err
 			}
-			mail.setAllocs(id, allocs) // before the poke: the next pass takes it (allocsource.go)
+			mail.setAllocs(id, allocs) // before the poke: the next pass takes it (caches.go)
+			return meta.LastIndex, nil
+		}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
+	})
+}
+
+// watchSet runs one watch per key of a set that each pass may change (the
+// nodes whose allocations, or whose Consul checks, a host waits for): set
+// starts the watches of new keys and ends those of keys no longer wanted. Each
+// runs until its key is dropped or ctx ends.
+type watchSet struct {
+	ctx     context.Context
+	wg      sync.WaitGroup
+	running map[string]context.CancelFunc
+}
+
+// set runs run for every key of want that has no watch yet, and ends the
+// watches of the keys not in want.
+func (w *watchSet) set(want map[string]bool, run func(ctx context.Context, key string)) {
+	if w.running == nil {
+		w.running = map[string]context.CancelFunc{}
+	}
+	for key, cancel := range w.running {
+		if !want[key] {
+			cancel()
+			delete(w.running, key)
+		}
+	}
+	for key := range want {
+		if _, ok := w.running[key]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(w.ctx)
+		w.running[key] = cancel
+		w.wg.Go(func() { run(ctx, key) })
+	}
+}
+
+// stop ends every watch and waits for them.
+func (w *watchSet) stop() {
+	for _, cancel := range w.running {
+		cancel()
+	}
+	w.wg.Wait()
+}
+
+// checkWatchers watch the Consul checks of the nodes whose hosts wait for them
+// to pass (healthy.consul_checks) with blocking queries on
+// /v1/health/node/<node>, and poke the reconcile loop when they change: a check
+// turns passing without any change Nomad would show. Each runs until its node no
+// longer needs it or ctx ends.
+type checkWatchers struct {
+	watchSet
+	poke func()
+	c    *Coordinator
+}
+
+// set watches exactly the Consul nodes the last pass read checks of (called
+// by the pass goroutine, between passes).
+func (w *checkWatchers) set() {
+	if w.c.opt.ConsulHealth == nil {
+		return
+	}
+	w.watchSet.set(maps.Clone(w.c.checkNodes), func(ctx context.Context, node string) {
+		watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
+			q := (&consulapi.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
+			_, meta, err := w.c.opt.ConsulHealth.Node(node, q)
+			if err != nil {
+				return 0, err
+			}
 			return meta.LastIndex, nil
 		}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
 	})

@@ -2,7 +2,7 @@
 // allocations of a blocking job is not drained, and no drain starts in a node
 // pool while a deployment of one of its jobs is in progress or failed, or while
 // evaluations of its jobs are blocked. It decides from what was observed (plain
-// values); the coordinator reads them from Nomad (coordinator/workloads.go).
+// values); the coordinator reads them from Nomad (coordinator/admitreads.go).
 package workload
 
 import (

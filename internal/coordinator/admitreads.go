@@ -1,0 +1,383 @@
+package coordinator
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/alertread"
+	"github.com/rollboot/rollboot/internal/capacity"
+	"github.com/rollboot/rollboot/internal/parallel"
+	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/telemetry"
+	"github.com/rollboot/rollboot/internal/workload"
+	"github.com/rollboot/rollboot/internal/workloadread"
+)
+
+// The alert gate: no new drain starts while alerts fire (policy block alerts,
+// decided by package alertgate). The alerts are read only in a pass with a host
+// in the admission queue, so an idle cluster costs nothing. Prometheus and
+// Alertmanager have nothing to watch: while the gate holds, a pass is due every
+// Rules.Recheck (wake.go), which is how a held rollout sees the alerts resolve.
+
+// AlertReader reads the alerts of the sources rules name. Each source that
+// cannot be read reports its error in the observation; an error never shows
+// the credentials of a URL.
+type AlertReader interface {
+	ReadAlerts(ctx context.Context, rules alertgate.Rules) alertgate.Observation
+}
+
+// alertState is the gate's state across passes.
+type alertState struct {
+	reader  AlertReader
+	metrics *alertMetrics
+	// logged is the hold last logged ("" : none), so that a hold is logged
+	// when it starts, changes and ends, not at every pass.
+	logged string
+	// next: when a held rollout asks again (zero: it is not held).
+	next time.Time
+}
+
+// readAlerts reads the alerts, when admission asks for them (the gate is on
+// and some host waits to start), and decides what they mean into the
+// snapshot. It does it once per snapshot.
+func (c *Coordinator) readAlerts(ctx context.Context, s *snapshot) {
+	r := c.opt.Alerts
+	if s.alerts != nil {
+		return
+	}
+	reader := c.alerts.reader
+	if reader == nil {
+		reader = &alertread.HTTP{}
+		c.alerts.reader = reader
+	}
+	obs := reader.ReadAlerts(ctx, r)
+	v := alertgate.Decide(r, obs)
+	s.alerts = &v
+	c.alerts.metrics.observed(r, obs, v)
+	c.alerts.next = time.Time{}
+	if v.Holds() {
+		c.alerts.next = s.now.Add(r.Recheck)
+	}
+	held := admission.AlertHold(v).String()
+	if held == c.alerts.logged {
+		return
+	}
+	switch {
+	case v.Unknown != "":
+		c.log.Warn("no new drain starts: cannot tell whether alerts fire", "err", v.Unknown, "recheck", r.Recheck)
+	case v.Holds():
+		c.log.Info("no new drain starts while alerts fire", "alerts", v.Names(), "recheck", r.Recheck)
+	default:
+		c.log.Info("no alert holds new drains any more")
+	}
+	c.alerts.logged = held
+}
+
+// noAlertsRead is the gate's state after a pass that did not read the alerts
+// (off, or no host waits to start): nothing is held, nothing is due.
+func (c *Coordinator) noAlertsRead() {
+	c.alerts.next = time.Time{}
+	if m := c.alerts.metrics; m != nil { // nil: a coordinator not made by New (tests)
+		m.blocking.Set(0)
+	}
+}
+
+// alertMetrics are the gate's series.
+type alertMetrics struct {
+	blocking prometheus.Gauge
+	errors   *prometheus.CounterVec
+}
+
+func newAlertMetrics(reg prometheus.Registerer) *alertMetrics {
+	m := &alertMetrics{
+		blocking: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_alerts_blocking",
+			Help: "Alerts (by name) holding every new drain in the last pass; 0 when no host waits to start (the alerts are not read then)."})),
+		errors: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollboot_alerts_query_errors_total",
+			Help: "Reads of the alerts that failed, by source (prometheus, alertmanager): new drains wait."}, []string{"source"})),
+	}
+	m.errors.WithLabelValues("prometheus")
+	m.errors.WithLabelValues("alertmanager")
+	return m
+}
+
+func (m *alertMetrics) observed(r alertgate.Rules, o alertgate.Observation, v alertgate.Verdict) {
+	m.blocking.Set(float64(len(v.Blocking)))
+	if r.PrometheusURL != "" && o.PrometheusErr != nil {
+		m.errors.WithLabelValues("prometheus").Inc()
+	}
+	if r.AlertmanagerURL != "" && o.AlertmanagerErr != nil {
+		m.errors.WithLabelValues("alertmanager").Inc()
+	}
+}
+
+// The workload blockers (policy block workloads, package workload): a node that
+// runs allocations of a blocking job is not drained, and no drain starts in a
+// node pool while a deployment of one of its jobs is in progress or failed, or
+// while evaluations of its jobs are blocked. They hold hosts before admission
+// offers any slot, as settling does: a held host takes no slot, and hosts of
+// other pools still go. Package workloadread reads what they decide on, when
+// admission asks.
+
+// WorkloadSettings are the policy's workloads block.
+type WorkloadSettings = workload.Settings
+
+// workloadView is what a pass read for the workload blockers: why each host
+// read for is held (zero: it is not).
+type workloadView struct {
+	holds map[string]phase.WaitReason
+}
+
+// hostPool is the node pool of a host's node ("" without a known node).
+func hostPool(s *snapshot, hv *hostView) string {
+	if hv.node == nil {
+		return ""
+	}
+	if n := s.nodes[hv.node.ID]; n != nil {
+		return n.NodePool
+	}
+	return ""
+}
+
+// readWorkloads reads what the workload blockers need to decide on hosts
+// (queued hosts with a node), and why each is held.
+func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot, names []string) {
+	hosts := make([]workloadread.Host, 0, len(names))
+	for _, name := range names {
+		hv := s.hosts[name]
+		hosts = append(hosts, workloadread.Host{Name: name, NodeID: hv.node.ID, Pool: hostPool(s, hv)})
+	}
+	r := workloadread.Reader{API: c.opt.WorkloadsAPI, Nodes: c.opt.Nodes, Settings: c.opt.Workloads}
+	s.workloads = &workloadView{holds: r.Holds(ctx, hosts)}
+}
+
+// The capacity gate: a host is admitted only if the allocations its drain would
+// move fit on the other nodes, together with those of the nodes already out
+// (draining, or out of service for rollboot) and of the hosts admitted before it
+// in the same pass, which offer no room either (package capacity decides).
+//
+// Reading every node and allocation each pass would cost too much on a large
+// cluster, so the observation is lazy and driven by admission itself: only when
+// some host is queued, observe runs admission (pure, cheap) with what it has
+// read; the gate notes what it lacks (the allocations of a node whose drain
+// would move them, more candidate nodes of a pool when those read so far do not
+// suffice), observe reads that and runs admission again, until the gate lacks
+// nothing. The candidate nodes of a pool are read in a fixed order, twice as many
+// each round, so a check usually reads the host's node and one or two others.
+// Each node's resources are kept from pass to pass while its ModifyIndex stays
+// the same (capacityNodes); its allocations are read again in each pass that
+// needs them.
+
+// CapacityGate configures the capacity gate (the policy's capacity block).
+type CapacityGate struct {
+	Enabled bool
+	// Headroom is the share of each node's capacity kept free, in [0, 1).
+	Headroom float64
+}
+
+// capacityView is what the capacity gate read in a pass: what admission sees
+// of it (gate), and the allocations read, by node ID.
+type capacityView struct {
+	gate   admission.Capacity
+	allocs map[string][]*api.Allocation
+}
+
+// readCapacity reads what the capacity gate lacks (needs), into the pass's
+// view of it, made at its first read.
+func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot, needs admission.CapacityNeeds) {
+	v := s.capacity
+	if v == nil {
+		v = newCapacityView(s, c.opt.Capacity.Headroom)
+		s.capacity = v
+		c.capacityCache.prune(s.nodes)
+	}
+	if v.gate.Err == nil {
+		v.gate.Err = c.capacityRound(ctx, s, v, needs)
+	}
+}
+
+// newCapacityView sorts the nodes into the candidates of each pool and the
+// nodes out.
+func newCapacityView(s *snapshot, headroom float64) *capacityView {
+	v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Headroom: headroom,
+		Movers: map[string][]capacity.Alloc{}, Nodes: map[string]capacity.Node{}, Read: map[string]int{}, GroupOf: s.groupOf}}
+	// A host on its way out whose drain the node list does not show yet counts
+	// as draining. A rejoining one does not: eligible again, it takes
+	// allocations, which will not move.
+	var leaving []string
+	for _, name := range busyNames(s) {
+		switch phase := s.plans[name].Phase; phase {
+		case store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting:
+			hv := s.hosts[name]
+			if hv.node == nil {
+				continue
+			}
+			leaving = append(leaving, hv.node.ID)
+			if phase != store.PhaseDraining && capacity.EmptiedByDrain(s.nodes[hv.node.ID]) {
+				if v.gate.Emptied == nil {
+					v.gate.Emptied = map[string]bool{}
+				}
+				v.gate.Emptied[hv.node.ID] = true
+			}
+		}
+	}
+	slices.Sort(leaving)
+	v.gate.Candidates, v.gate.Out = capacity.SortNodes(s.nodes, slices.Compact(leaving))
+	return v
+}
+
+// capacityRound reads what the gate lacked: the allocations of the nodes whose
+// allocations would move, and twice as many candidates of the pools short of
+// room.
+func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacityView, needs admission.CapacityNeeds) error {
+	var todo []string // the candidates this round reads, each once
+	for _, id := range candidatesToRead(&v.gate, needs.Pools) {
+		if !slices.Contains(todo, id) {
+			todo = append(todo, id)
+		}
+	}
+	// The allocations and the nodes' details are read side by side: each
+	// read waits its turn behind the others on a busy server, and the first
+	// hand-out of a rollout waits for them while every agent writes its record.
+	var (
+		nodes            []capacity.Node
+		allocErr, nodErr error
+		wg               sync.WaitGroup
+	)
+	wg.Go(func() { allocErr = c.readAllocsOf(ctx, v, append(slices.Clone(needs.Allocs), todo...)) }) // admitreads.go
+	wg.Go(func() { nodes, nodErr = c.capacityNodes(ctx, s, todo) })
+	wg.Wait()
+	if err := cmp.Or(allocErr, nodErr); err != nil {
+		return err
+	}
+	for i, id := range todo {
+		n := nodes[i]
+		allocs, err := c.capacityAllocs(ctx, v, id) // read above (readAllocsOf)
+		if err != nil {
+			return err
+		}
+		n.Used, n.Running = capacity.Used(allocs), capacity.Running(allocs)
+		v.gate.Nodes[id] = n
+	}
+	for _, pool := range needs.Pools {
+		v.gate.Read[pool] = v.gate.NextRead(pool)
+	}
+	return nil
+}
+
+// capacityNodes returns the capacity of the nodes ids: as kept at their
+// ModifyIndex, the others read side by side (readCapacityNode): a new leader
+// knows none, and one after the other they took most of a second on a loaded
+// machine before the first grant of a rollout. The capacity is kept from pass
+// to pass in a perIndex, which only this runs on (capacityRound waits for it).
+func (c *Coordinator) capacityNodes(ctx context.Context, s *snapshot, ids []string) ([]capacity.Node, error) {
+	out := make([]capacity.Node, len(ids))
+	var todo []int
+	for i, id := range ids {
+		if n, ok := c.capacityCache.get(id, s.nodes[id].ModifyIndex); ok {
+			out[i] = n
+			continue
+		}
+		todo = append(todo, i)
+	}
+	// After a failure no more is read: the pass holds every queued host with it.
+	read, err := parallel.Map(len(todo), CapacityReadParallelism, func(k int) (capacity.Node, error) {
+		return c.readCapacityNode(ctx, ids[todo[k]])
+	})
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range todo {
+		out[i] = read[k]
+		c.capacityCache.put(ids[i], s.nodes[ids[i]].ModifyIndex, read[k])
+	}
+	return out, nil
+}
+
+// capacityAllocs returns the allocations on a node, read once per pass.
+func (c *Coordinator) capacityAllocs(ctx context.Context, v *capacityView, nodeID string) ([]*api.Allocation, error) {
+	if allocs, ok := v.allocs[nodeID]; ok {
+		return allocs, nil
+	}
+	allocs, meta, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("read the allocations of node %s: %w", nodeID, err)
+	}
+	c.noteAllocRead(nodeID, meta, allocs)
+	v.allocs[nodeID] = allocs
+	return allocs, nil
+}
+
+// readCapacityNode reads a node and returns its capacity: its resources less
+// its reserved resources, its healthy devices, and what constraints
+// interpolate on it (capacity.NodeOf).
+func (c *Coordinator) readCapacityNode(ctx context.Context, id string) (capacity.Node, error) {
+	n, _, err := c.opt.Nodes.Info(id, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return capacity.Node{}, fmt.Errorf("read node %s: %w", id, err)
+	}
+	return capacity.NodeOf(n), nil
+}
+
+// CapacityReadParallelism bounds the allocation reads of one round of the
+// capacity gate sent at once, and the node reads sent beside them. A check
+// counts the allocations of every node on its way out (each draining or
+// rebooting host of the rollout: fifty at a thousand hosts in ten groups of
+// five), read again in each pass that checks; one after the other they took a
+// third of a second on a loaded machine, all of it between a slot being freed
+// and the next drain. Like PlanWriteParallelism, the bound keeps the burst on
+// the Nomad servers small.
+const CapacityReadParallelism = 8
+
+// readAllocsOf reads, side by side, the allocations of the nodes ids whose
+// allocations this pass has not read yet, into v (capacityAllocs, at once;
+// an ID given twice is read once).
+func (c *Coordinator) readAllocsOf(ctx context.Context, v *capacityView, ids []string) error {
+	var todo []string
+	for _, id := range ids {
+		if _, ok := v.allocs[id]; !ok && !slices.Contains(todo, id) {
+			todo = append(todo, id)
+		}
+	}
+	// After a failure no more is read: the pass holds every queued host with it.
+	got, err := parallel.Map(len(todo), CapacityReadParallelism, func(i int) ([]*api.Allocation, error) {
+		allocs, meta, err := c.opt.Nodes.Allocations(todo[i], (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("read the allocations of node %s: %w", todo[i], err)
+		}
+		c.noteAllocRead(todo[i], meta, allocs) // as capacityAllocs: a watch starts from it
+		return allocs, nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, id := range todo {
+		v.allocs[id] = got[i]
+		v.gate.Movers[id] = capacity.Movers(got[i])
+	}
+	return nil
+}
+
+// candidatesToRead returns the candidates of pools whose allocations and
+// details this round reads (capacityRound): those up to the next read of
+// each pool (NextRead) not read yet.
+func candidatesToRead(v *admission.Capacity, pools []string) []string {
+	var ids []string
+	for _, pool := range pools {
+		for _, id := range v.Candidates[pool][:v.NextRead(pool)] {
+			if _, ok := v.Nodes[id]; !ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}

@@ -1,0 +1,340 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/parallel"
+	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// perIndex keeps, by node ID, what a pass derived from a read of a node (its
+// heartbeat events, its capacity), with the node's ModifyIndex at that read.
+// Every change to a node moves its ModifyIndex (heartbeats do not), so while
+// the node list shows the same index what was derived holds and the node is
+// not read again: keyed by content, as the store keeps the variables it read
+// (store/cache.go). Owned by the pass goroutine; a pass reads the nodes it
+// lacks side by side and puts what it read once they are all back.
+type perIndex[T any] struct {
+	m map[string]indexed[T]
+}
+
+type indexed[T any] struct {
+	index uint64
+	val   T
+}
+
+// get returns what was kept of node id at index.
+func (p *perIndex[T]) get(id string, index uint64) (T, bool) {
+	e, ok := p.m[id]
+	if !ok || e.index != index {
+		var zero T
+		return zero, false
+	}
+	return e.val, true
+}
+
+// put keeps v, derived from node id read at index.
+func (p *perIndex[T]) put(id string, index uint64, v T) {
+	if p.m == nil {
+		p.m = map[string]indexed[T]{}
+	}
+	p.m[id] = indexed[T]{index: index, val: v}
+}
+
+// retain forgets the nodes keep does not want.
+func (p *perIndex[T]) retain(keep func(id string) bool) {
+	for id := range p.m {
+		if !keep(id) {
+			delete(p.m, id)
+		}
+	}
+}
+
+// prune forgets the nodes gone from nodes.
+func (p *perIndex[T]) prune(nodes map[string]*api.NodeListStub) {
+	p.retain(func(id string) bool { return nodes[id] != nil })
+}
+
+// The host records, from the host watch's list. The watch is a blocking query
+// on the records' prefix, which lists them all (paths and ModifyIndex) at
+// every change: a pass takes the watch's last list instead of listing them
+// again (5,000 at 5,000 hosts), and reads only the records it shows changed
+// since the store last read them (the store's path cache, store/cache.go): a
+// pass over a cluster whose records did not change reads none. The reads stay
+// in the pass, bounded like its other steps. The coordinator never writes host
+// records itself, so it cannot miss a write of its own. Without a live watch
+// (it has not answered yet, or it failed; or outside Run) every pass lists
+// them itself.
+//
+// The watch lists again only once a pass took its last list (the mailbox's
+// hostsTaken): when every host's sentinel appears together, a thousand agents
+// write their records within a second, and a watch listing at each of them
+// listed a thousand paths every few milliseconds, a tenth of the machine,
+// though a pass only ever uses the last list. A change during a pass still
+// wakes the next one at once: the watch asks again, from the index it last
+// answered at, as soon as the pass takes the list.
+
+// hostRecords returns the host records and those that cannot be used, from
+// the host watch's list as the pass took it when the watch is live, else
+// listed now. A list older than one a pass read itself is not used: the
+// watch's first answer, racing with a pass that listed the records meanwhile,
+// may lack records that pass saw (a host with a plan and no record is one whose
+// need went away), so the pass lists them itself until the watch catches up.
+func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []store.BadRecord, error) {
+	if w := c.seen.hosts; w.live && w.index >= c.hostsAtLeast {
+		return c.opt.Store.HostsIn(ctx, w.val)
+	}
+	recs, bad, index, err := c.opt.Store.HostsChecked(ctx, 0, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.hostsAtLeast = max(c.hostsAtLeast, index)
+	return recs, bad, nil
+}
+
+// The control state (the pause, and each host's request, cancel and release)
+// as the last pass read it, kept while the watches of the control variable and
+// of the requests have seen no change since: a pass over a cluster whose
+// control did not change sends neither of the two reads (the variable and the
+// list of the per-host ones) that made half of the requests of a pass over an
+// idle cluster. The two blocking queries wake for any write to what Control
+// reads (the control variable; any variable under the requests prefix), as
+// the host watch does for the records (caches.go). The coordinator's own
+// writes of the control state (a request, cancel or release carried out) are
+// not waited for: the pass after one reads it again (updateControl), since the
+// watch may not have answered yet. Without both watches live (not answered
+// yet in this term, failed, or outside Run and Follow) every pass reads it.
+
+// controlGen returns the generation of the control state as the pass took the
+// watches' answers (the sum of the two watches', each of which only grows),
+// and whether both watches are live.
+func (c *Coordinator) controlGen() (uint64, bool) {
+	ctl, req := c.seen.control, c.seen.requests
+	return ctl.gen + req.gen, ctl.live && req.live
+}
+
+// control returns the control state: as the last pass read it while nothing
+// changed since, else read now.
+func (c *Coordinator) control(ctx context.Context) (store.Control, error) {
+	gen, live := c.controlGen()
+	if ctl, ok := c.controlRead.get(gen, live); ok {
+		return ctl, nil
+	}
+	ctl, err := c.opt.Store.Control(ctx)
+	if err != nil {
+		return store.Control{}, err
+	}
+	c.controlRead.keep(gen, ctl)
+	return ctl, nil
+}
+
+// updateControl is Store.UpdateControl, after which the next pass reads the
+// control state again (whether or not the write went through). Only the
+// decisions a pass carries out one after the other write the control state
+// (apply.go: storedTogether leaves them out).
+func (c *Coordinator) updateControl(ctx context.Context, fn func(*store.Control) error) error {
+	_, err := c.opt.Store.UpdateControl(ctx, fn)
+	c.controlRead.forget()
+	return err
+}
+
+func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
+	n, err := c.opt.Store.WatchControl(ctx, idx, 5*time.Minute)
+	c.controlAnswered(func(a *answers) *watched[struct{}] { return &a.control }, idx, n, err)
+	return n, err
+}
+
+// watchRequests wakes the reconcile loop when a host's request, cancel or release
+// variable (<prefix>/requests/<host>) changes.
+func (c *Coordinator) watchRequests(ctx context.Context, idx uint64) (uint64, error) {
+	n, err := c.opt.Store.WatchRequests(ctx, idx, 5*time.Minute)
+	c.controlAnswered(func(a *answers) *watched[struct{}] { return &a.requests }, idx, n, err)
+	return n, err
+}
+
+// controlAnswered leaves the answer of one of the two watches (which: its
+// place in the answers) in the mailbox.
+func (c *Coordinator) controlAnswered(which func(*answers) *watched[struct{}], idx, n uint64, err error) {
+	c.mail.update(func(a *answers) {
+		if err != nil {
+			which(a).failed()
+			return
+		}
+		which(a).answered(n, struct{}{}, n != idx)
+	})
+}
+
+// The heartbeat indexes of a node (its last missed heartbeat and last
+// re-registration, from its events) are read while its host should be
+// rebooting: at every pass, for every host drained, rebooting or stuck. A
+// node's events change only with a write to the node, which gives it a new
+// ModifyIndex (nomad/state/state_store.go upsertNodeEvents and
+// updateNodeStatusTxn set it with the events they add), so what a read found
+// holds while the node list shows the same ModifyIndex: the node is read again
+// only when it changed (perIndex). What is kept is that of the nodes the last
+// pass asked for, and no other.
+
+// heartbeatIndexes is what a read of a node's events found (kept in
+// Coordinator.heartbeats, a perIndex, for the nodes the last pass asked for).
+type heartbeatIndexes struct {
+	reregistered, missed uint64
+	// eligibility and drainDone: the indexes of the node's last eligibility
+	// event (either way) and last "Node drain complete" event.
+	eligibility, drainDone uint64
+}
+
+// heartbeatIndexesOf returns the node's last re-registration and missed
+// heartbeat indexes from its events.
+func heartbeatIndexesOf(n *api.Node) heartbeatIndexes {
+	var e heartbeatIndexes
+	for _, ev := range n.Events {
+		switch ev.Message {
+		case eventReregistered, eventReregisteredByHeartbeat:
+			e.reregistered = max(e.reregistered, ev.CreateIndex)
+		case eventHeartbeatMissed:
+			e.missed = max(e.missed, ev.CreateIndex)
+		case eventMarkedEligible, eventMarkedIneligible:
+			e.eligibility = max(e.eligibility, ev.CreateIndex)
+		case eventDrainComplete:
+			e.drainDone = max(e.drainDone, ev.CreateIndex)
+		}
+	}
+	return e
+}
+
+// readHeartbeats puts the heartbeat indexes of each node of nodes (those of
+// the hosts that should be rebooting) into it: as kept at the node's
+// ModifyIndex, else read, side by side (NodeReadParallelism). It returns the
+// error of each read that failed, by the position of its node. What is kept
+// then is what this pass found, and nothing else.
+func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeView) []error {
+	found := make([]heartbeatIndexes, len(nodes))
+	errs := make([]error, len(nodes))
+	var todo []int
+	for i, v := range nodes {
+		if e, ok := c.heartbeats.get(v.ID, v.ModifyIndex); ok {
+			found[i] = e
+			continue
+		}
+		todo = append(todo, i)
+	}
+	index := make([]*uint64, len(nodes)) // the ModifyIndex of each node read
+	parallel.Each(len(todo), NodeReadParallelism, nil, func(k int) {
+		i := todo[k]
+		n, _, err := c.opt.Nodes.Info(nodes[i].ID, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			errs[i] = fmt.Errorf("read node %s: %w", nodes[i].ID, err)
+			return
+		}
+		found[i], index[i] = heartbeatIndexesOf(n), &n.ModifyIndex
+	})
+	used := make(map[string]bool, len(nodes))
+	for i, v := range nodes {
+		if errs[i] != nil {
+			continue
+		}
+		if index[i] != nil {
+			c.heartbeats.put(v.ID, *index[i], found[i])
+		}
+		used[v.ID] = true
+		e := found[i]
+		v.ReregisteredIndex = max(v.ReregisteredIndex, e.reregistered)
+		v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.missed)
+		v.EligibilityIndex = max(v.EligibilityIndex, e.eligibility)
+		v.DrainDoneIndex = max(v.DrainDoneIndex, e.drainDone)
+	}
+	c.heartbeats.retain(func(id string) bool { return used[id] })
+	return errs
+}
+
+// allocSource is where a pass finds the allocations on a node: the newest
+// answer of the node's allocation watch (taken from the mailbox as the pass
+// starts), else a read of this pass, else a read now, kept for the rest of
+// the pass. A rebooted node's allocations are so read once in the pass that
+// finds it back (its system jobs, then its workloads' health), and not at all
+// while its watch runs.
+//
+// The reads of a pass are kept with their index, for the allocation watches
+// the pass starts (wake.go allocWatchers): a new watch starts from what the
+// pass read, at the index Nomad answered it with, instead of reading the same
+// allocations again first, and that first answer does not poke one more pass
+// with nothing changed. Nomad's index for a node's allocations is the highest
+// ModifyIndex among them (nomad/node_endpoint.go GetAllocs; the allocations
+// table index when the node has none), and its blocking query answers once
+// that passes the index given, so a change since the pass read them wakes the
+// watch at once, as it would have woken the first read.
+type allocSource struct {
+	// watched: the allocation watches' answers as the pass took them (the
+	// pass goroutine's).
+	watched map[string][]*api.Allocation
+	// read: the reads of this pass, by node ID (under Coordinator.mu: the
+	// capacity gate reads side by side, admitreads.go).
+	read map[string]allocRead
+}
+
+// allocRead is one read of a node's allocations, with its index (0: Nomad
+// gave none).
+type allocRead struct {
+	index  uint64
+	allocs []*api.Allocation
+}
+
+// newAllocPass starts a pass from the allocation watches' answers: the last pass's
+// reads are forgotten (the loop took them: takeAllocReads).
+func (c *Coordinator) newAllocPass(watched map[string][]*api.Allocation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.allocs.watched, c.allocs.read = watched, nil
+}
+
+// noteAllocRead keeps a read of the allocations of nodeID by the current pass.
+func (c *Coordinator) noteAllocRead(nodeID string, meta *api.QueryMeta, allocs []*api.Allocation) {
+	r := allocRead{allocs: allocs}
+	if meta != nil {
+		r.index = meta.LastIndex
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.allocs.read == nil {
+		c.allocs.read = map[string]allocRead{}
+	}
+	c.allocs.read[nodeID] = r
+}
+
+// takeAllocReads returns the reads of the last pass that a watch may start
+// from (those with an index).
+func (c *Coordinator) takeAllocReads() map[string]allocRead {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]allocRead{}
+	for id, r := range c.allocs.read {
+		if r.index > 0 {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// allocsOnNode returns the allocations on a node as this pass sees them
+// (allocSource).
+func (c *Coordinator) allocsOnNode(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
+	if allocs, ok := c.allocs.watched[nodeID]; ok {
+		return allocs, nil
+	}
+	c.mu.Lock()
+	r, ok := c.allocs.read[nodeID]
+	c.mu.Unlock()
+	if ok {
+		return r.allocs, nil
+	}
+	allocs, meta, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
+	}
+	c.noteAllocRead(nodeID, meta, allocs)
+	return allocs, nil
+}
