@@ -331,11 +331,11 @@ func (c *Coordinator) readCapacityNode(ctx context.Context, id string) (capacity
 // CapacityReadParallelism bounds the allocation reads of one round of the
 // capacity gate sent at once, and the node reads sent beside them. A check
 // counts the allocations of every node on its way out (each draining or
-// rebooting host of the rollout: fifty at a thousand hosts in ten groups of
-// five), read again in each pass that checks; one after the other they took a
-// third of a second on a loaded machine, all of it between a slot being freed
-// and the next drain. Like PlanWriteParallelism, the bound keeps the burst on
-// the Nomad servers small.
+// rebooting host of the rollout), read again in each pass that checks, all of
+// it between a slot being freed and the next drain: one after the other they
+// add a round trip each (docs/performance.md, "How each figure is measured").
+// Like PlanWriteParallelism, the bound keeps the burst on the Nomad servers
+// small.
 const CapacityReadParallelism = 8
 
 // readAllocsOf reads, side by side, the allocations of the nodes ids whose

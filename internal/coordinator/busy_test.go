@@ -45,17 +45,6 @@ func TestBusyNamesFollowPlans(t *testing.T) {
 			if !slices.Equal(busyNames(s), got) {
 				t.Fatalf("seed %d round %d: a second call differs", seed, round)
 			}
-			cur := newPlanCursor(s)
-			// The cursor tells which hosts are under way by their position: in
-			// order, and from any position on after a walk that went past it.
-			for _, from := range []int{0, rng.IntN(len(s.names))} {
-				for i := from; i < len(s.names); i++ {
-					name := s.names[i]
-					if got, want := cur.underWay(i), hostPhase(s.plans[name]) != store.PhaseIdle; got != want {
-						t.Fatalf("seed %d round %d: %s at %d under way %v, want %v", seed, round, name, i, got, want)
-					}
-				}
-			}
 			plans := maps.Clone(s.plans)
 			for name := range s.hosts {
 				if rng.IntN(3) == 0 {

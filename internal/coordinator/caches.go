@@ -62,7 +62,7 @@ func (p *perIndex[T]) prune(nodes map[string]*api.NodeListStub) {
 // The host records, from the host watch's list. The watch is a blocking query
 // on the records' prefix, which lists them all (paths and ModifyIndex) at
 // every change: a pass takes the watch's last list instead of listing them
-// again (5,000 at 5,000 hosts), and reads only the records it shows changed
+// again (one per host), and reads only the records it shows changed
 // since the store last read them (the store's path cache, store/cache.go): a
 // pass over a cluster whose records did not change reads none. The reads stay
 // in the pass, bounded like its other steps. The coordinator never writes host

@@ -392,14 +392,13 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	var freed []string        // hosts whose decision frees their slot (regrant.go)
 	var pended []string       // hosts whose decision makes them pending (regrant.go)
 	waiting := map[phase.WaitKind]int{}
-	plans := newPlanCursor(s) // observe.go
-	for i, name := range s.names {
-		hv := s.hostAt(i)
+	for _, name := range s.names {
+		hv := s.hosts[name]
 		if err := hv.err; err != nil {
 			errs = errors.Join(errs, err)
 			continue
 		}
-		if nothingToDecide(s, hv, name, plans.underWay(i)) {
+		if nothingToDecide(s, hv, name, planUnderWay(s.plans[name])) {
 			waiting[phase.NotWaiting]++ // phase.Step's decision for it (observe.go)
 			continue
 		}

@@ -267,9 +267,9 @@ func (c *Coordinator) membersOf(ctx context.Context, list []*api.NodeListStub, o
 }
 
 // The node list from Nomad's event stream (package nodestream). Watching the
-// node list with a blocking query reads every node again at each change: at a
-// thousand nodes, 600 KB decoded for every drain, status and eligibility change
-// of a rollout, a fifth of its CPU. The event stream's Node topic carries the
+// node list with a blocking query reads every node again at each change: the
+// whole list decoded for every drain, status and eligibility change of a
+// rollout (docs/performance.md, "The coordinator's pass, benchmarked"). The event stream's Node topic carries the
 // node written, alone (nomad/state/events.go: one event per node row a Raft
 // apply wrote, its payload the node after the write). So the follower
 // subscribes first, then reads the whole list once, and applies to it every

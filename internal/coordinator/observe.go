@@ -163,15 +163,11 @@ func (c *Coordinator) groupOfHost(r *store.HostRecord, groupOf map[string]string
 	return c.opt.DefaultGroup.Name
 }
 
-// hostAt returns the view of the host s.names[i].
-func (s *snapshot) hostAt(i int) *hostView { return s.hosts[s.names[i]] }
-
 // NodeReadParallelism bounds the node reads of a pass sent at once: the events
 // of the nodes of hosts that should be rebooting. Mid-rollout a pass reads the
 // nodes that changed since the last (a node going down, coming back), up to
-// one per host out of service; one after the other they took 8 ms of the
-// slowest passes at a thousand hosts, each pass the next cycle's step waits
-// behind.
+// one per host out of service; one after the other, each is a round trip the
+// next cycle's step waits behind.
 const NodeReadParallelism = 8
 
 // readNodeDetails reads what the node list does not say and a phase needs: the
@@ -354,70 +350,18 @@ func plansUnderWay(plans map[string]store.Plan) map[string]store.Plan {
 // planUnderWay reports whether p is under way: in any phase but idle.
 func planUnderWay(p store.Plan) bool { return p.Phase != "" && p.Phase != store.PhaseIdle }
 
-// planCursor tells, for the hosts of s.names taken in order, which have a plan
-// under way (busyNames), by their position: the others are idle, and a walk
-// over every host needs only their phase. The walks over all hosts (the quiet
-// check, the metrics, admission's tallies) look up only the plans under way
-// that way, and compare positions, not names.
-type planCursor struct {
-	s *snapshot
-	// at: the positions of the hosts under way in s.names; j: where the walk
-	// is in it, at the position lastAt.
-	at        []int
-	j, lastAt int
-}
-
-func newPlanCursor(s *snapshot) planCursor { return planCursor{s: s} }
-
-// busyAt returns the positions in s.names of the hosts of busyNames.
-func busyAt(s *snapshot) []int {
-	busy := busyNames(s)
-	at := make([]int, 0, len(busy))
-	from := 0
-	for _, name := range busy { // in the order of s.names: each after the last
-		i, ok := slices.BinarySearch(s.names[from:], name)
-		if !ok {
-			continue // not a host of this walk
-		}
-		at = append(at, from+i)
-		from += i + 1
-	}
-	return at
-}
-
-// underWay reports whether the plan of s.names[i] is under way (busyNames),
-// comparing positions instead of names, and copying no plan (at 5,000 hosts,
-// comparing the names and copying an idle plan for each was most of a walk).
-// Positions come in increasing order; one before the last starts the walk
-// over.
-func (c *planCursor) underWay(i int) bool {
-	if c.at == nil {
-		c.at = busyAt(c.s)
-	}
-	if i < c.lastAt {
-		c.j = 0
-	}
-	c.lastAt = i
-	for c.j < len(c.at) && c.at[c.j] < i {
-		c.j++
-	}
-	return c.j < len(c.at) && c.at[c.j] == i
-}
-
 // nothingToDecide reports whether the phase machine has nothing to decide for a host this
 // pass, without building its Input: the host is idle (no plan, or an idle one),
 // its record does not ask for a reboot, and no request, cancel or release names
 // it. phase.Step then keeps its plan as it is, waits for nothing and writes nothing,
 // so the pass only counts it among the hosts not waiting. Most hosts of a large
-// cluster are idle at any time: at 5,000 hosts, building each one's phase.Input and
-// stepping it was the largest walk of a pass mid-rollout.
+// cluster are idle at any time.
 //
 // Each condition is one phase.Step reads for an idle host (decide.go: Need, the
 // release at the top of step, staleDrain, stepIdle, and the cancel it clears);
 // TestQuietSteps holds them together.
 //
-// underWay: the host's plan is under way (any phase but idle; a planCursor
-// tells without looking the plan up).
+// underWay: the host's plan is under way (any phase but idle).
 func nothingToDecide(s *snapshot, hv *hostView, name string, underWay bool) bool {
 	if hv.rec != nil && hv.rec.RebootRequired {
 		return false

@@ -16,9 +16,9 @@ import (
 
 // After each pass the coordinator hands the stored state to the notifier and
 // the node metadata publisher, which derive their work from all of it (every
-// plan, every host). Over a cluster where nothing moved both got the same state
-// again at every pass: at 5,000 hosts, two sorted copies of every plan and a map
-// of every node's metadata per pass. They are handed over only when what they
+// plan, every host). Over a cluster where nothing moved both would get the same
+// state again at every pass, a copy of every plan and of every node's metadata.
+// They are handed over only when what they
 // derive from changed: the plans (c.plansGen counts every write and load) and
 // the pause flag for the notifier; the metadata itself, compared with what was
 // last handed, for the publisher.
@@ -178,15 +178,13 @@ func (c *Coordinator) exportState(s *snapshot) {
 // (reused from pass to pass: Export keeps nothing of them).
 func stateInput(s *snapshot, buf []statemetrics.Host) statemetrics.State {
 	hosts := buf[:0]
-	plans := newPlanCursor(s) // idle hosts' plans are not looked up
-	for i, name := range s.names {
-		hv := s.hostAt(i)
+	for _, name := range s.names {
+		hv := s.hosts[name]
 		h := statemetrics.Host{Name: name, Group: hv.group, Phase: store.PhaseIdle, HasRecord: hv.rec != nil}
 		if hv.rec != nil {
 			h.RebootRequired = hv.rec.RebootRequired
 		}
-		if plans.underWay(i) {
-			p := s.plans[name]
+		if p := s.plans[name]; planUnderWay(p) {
 			h.Phase, h.RequestedAt = hostPhase(p), p.RequestedAt
 		}
 		hosts = append(hosts, h)
