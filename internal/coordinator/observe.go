@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -74,11 +75,22 @@ type hostView struct {
 
 // observe reads everything a pass decides on.
 func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
-	plans, err := c.loadPlans(ctx)
-	if err != nil {
-		return nil, err
-	}
+	// A new leader reads every plan and every host record: the two loads go
+	// side by side, each ReadParallelism reads at a time, so that together they
+	// stay well under the connections Nomad accepts from one client (limits
+	// http_max_conns_per_client, 100 by default: nomad/structs/config/limits.go
+	// DefaultLimits) beside the watches.
+	var (
+		plans    map[string]store.Plan
+		plansErr error
+		loaded   sync.WaitGroup
+	)
+	loaded.Go(func() { plans, plansErr = c.loadPlans(ctx) })
 	recs, badRecs, err := c.hostRecords(ctx)
+	loaded.Wait()
+	if plansErr != nil {
+		return nil, plansErr
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,11 @@ import (
 )
 
 // ReadParallelism bounds the variables read at once when many must be read (a
-// new leader loading every plan and host record): one GET per variable in
-// sequence makes a new leader wait a round trip per host, and an unbounded
-// burst would put thousands of requests on the Nomad servers at once.
-const ReadParallelism = 16
+// new leader loading every plan and host record, the two side by side): one GET
+// per variable in sequence makes a new leader wait a round trip per host, and
+// an unbounded burst would put thousands of requests on the Nomad servers at
+// once, past the connections Nomad accepts from one client (100 by default).
+const ReadParallelism = 32
 
 // readEach reads the variables at paths, at most ReadParallelism at a time, and
 // returns them in the order of paths; a variable deleted since it was listed is
