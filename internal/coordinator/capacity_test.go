@@ -237,13 +237,7 @@ func TestCapacityGate(t *testing.T) {
 func TestCapacityGateIdle(t *testing.T) {
 	s := admitSnapshot([]testHost{{name: "a"}, {name: "b"}}, nil)
 	nodes := &capNodes{}
-	c := &Coordinator{opt: Options{
-		Deps: Deps{Nodes: nodes},
-		Rules: Rules{
-			Capacity:     CapacityGate{Enabled: true},
-			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		},
-	}}
+	c := capacityCoordinator(nodes, 1)
 	c.admit(context.Background(), s)
 	if len(nodes.reads) > 0 || s.capacity != nil {
 		t.Errorf("reads %v on an idle cluster", nodes.reads)
@@ -346,13 +340,7 @@ func TestCapacityGateReadsFewAtScale(t *testing.T) {
 	s := admitSnapshot(hosts, inDefaultPool)
 	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-a": {
 		capAlloc("web.web[0]", "service", 4096), capAlloc("web.web[1]", "service", 4096), capAlloc("db.db[0]", "service", 2048)}}}
-	c := &Coordinator{opt: Options{
-		Deps: Deps{Nodes: nodes},
-		Rules: Rules{
-			Capacity:     CapacityGate{Enabled: true},
-			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		},
-	}}
+	c := capacityCoordinator(nodes, 1)
 	if adm := c.admit(context.Background(), s); !adm.Admitted["a"] {
 		t.Fatalf("a not admitted: %v", adm.Wait["a"])
 	}
@@ -391,13 +379,7 @@ func TestCapacityGateReadsAllocationsAndNodesSideBySide(t *testing.T) {
 	s := admitSnapshot(hosts, inDefaultPool)
 	nodes := &sideNodes{capNodes: &capNodes{allocs: map[string][]*api.Allocation{"node-q": {capAlloc("q.web[0]", "service", 1024)}}},
 		probe: newOverlapProbe()}
-	c := &Coordinator{opt: Options{
-		Deps: Deps{Nodes: nodes},
-		Rules: Rules{
-			Capacity:     CapacityGate{Enabled: true},
-			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		},
-	}}
+	c := capacityCoordinator(nodes, 1)
 	if adm := c.admit(context.Background(), s); !adm.Admitted["q"] {
 		t.Fatalf("q not admitted: %v", adm.Wait["q"])
 	}
@@ -458,13 +440,7 @@ func TestCapacityGateConstraints(t *testing.T) {
 				}
 			})
 			nodes := &capNodes{allocs: tt.allocs, meta: meta}
-			c := &Coordinator{opt: Options{
-				Deps: Deps{Nodes: nodes},
-				Rules: Rules{
-					Capacity:     CapacityGate{Enabled: true},
-					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-				},
-			}}
+			c := capacityCoordinator(nodes, 1)
 			adm := c.admit(context.Background(), s)
 			if adm.Admitted["a"] != tt.wantAdmit {
 				t.Errorf("admitted %v, want %v (waits %q)", adm.Admitted["a"], tt.wantAdmit, adm.Wait["a"].String())
@@ -509,13 +485,7 @@ func TestCapacityGateReadsTheQueueLazily(t *testing.T) {
 			}
 			s := admitSnapshot(hosts, inDefaultPool)
 			nodes := &capNodes{allocs: allocs}
-			c := &Coordinator{opt: Options{
-				Deps: Deps{Nodes: nodes},
-				Rules: Rules{
-					Capacity:     CapacityGate{Enabled: true},
-					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-				},
-			}}
+			c := capacityCoordinator(nodes, 1)
 			c.admit(context.Background(), s)
 			if s.capacity.gate.Err != nil {
 				t.Fatal(s.capacity.gate.Err)
@@ -576,13 +546,7 @@ func TestCapacityGateSkipsNodesEmptiedByTheirDrain(t *testing.T) {
 				"node-out": {capAlloc("out.web[0]", "service", 5000)},
 				"node-q":   {capAlloc("q.web[0]", "service", 4000)},
 			}}
-			c := &Coordinator{opt: Options{
-				Deps: Deps{Nodes: nodes},
-				Rules: Rules{
-					Capacity:     CapacityGate{Enabled: true},
-					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
-				},
-			}}
+			c := capacityCoordinator(nodes, 2)
 			c.admit(context.Background(), s)
 			if s.capacity.gate.Err != nil {
 				t.Fatal(s.capacity.gate.Err)
@@ -611,13 +575,7 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 	// Fits nowhere: every node is read, in rounds of 2, 4, 8 and 16, then 17.
 	nodes := &capNodes{allocs: map[string][]*api.Allocation{"node-q": {capAlloc("q.web[0]", "service", 16384)}},
 		infoTakes: 5 * time.Millisecond}
-	c := &Coordinator{opt: Options{
-		Deps: Deps{Nodes: nodes},
-		Rules: Rules{
-			Capacity:     CapacityGate{Enabled: true},
-			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
-		},
-	}}
+	c := capacityCoordinator(nodes, 1)
 	c.admit(context.Background(), s)
 	if s.capacity.gate.Err != nil {
 		t.Fatal(s.capacity.gate.Err)
@@ -641,4 +599,16 @@ func inDefaultPool(s *snapshot) {
 	for _, n := range s.nodes {
 		n.NodePool = "default"
 	}
+}
+
+// capacityCoordinator is a coordinator with the capacity gate on, reading
+// nodes, its default group taking concurrency hosts at once.
+func capacityCoordinator(nodes NodesAPI, concurrency int) *Coordinator {
+	return &Coordinator{opt: Options{
+		Deps: Deps{Nodes: nodes},
+		Rules: Rules{
+			Capacity:     CapacityGate{Enabled: true},
+			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: concurrency},
+		},
+	}}
 }
