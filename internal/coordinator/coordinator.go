@@ -569,8 +569,23 @@ func newGrantID() string {
 // passes read them: the census that quiet candidates divide their tries by
 // (standby.go). Counting every host record instead would over-count where only
 // some agents are candidates, and the quiet ones would try too seldom.
+//
+// It runs beside the loop (the election's census, while this coordinator
+// leads): it peeks at the host watch's newest list in the mailbox and touches
+// none of the pass's state.
 func (c *Coordinator) CountCandidates(ctx context.Context) (int, error) {
-	recs, _, err := c.hostRecords(ctx)
+	c.mail.mu.Lock()
+	w := c.mail.a.hosts
+	c.mail.mu.Unlock()
+	var (
+		recs []store.HostRecord
+		err  error
+	)
+	if w.live {
+		recs, _, err = c.opt.Store.HostsIn(ctx, w.val)
+	} else {
+		recs, _, _, err = c.opt.Store.HostsChecked(ctx, 0, 0)
+	}
 	if err != nil {
 		return 0, err
 	}
