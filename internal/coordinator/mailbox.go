@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -139,12 +140,8 @@ func (m *mailbox) take() answers {
 	defer m.mu.Unlock()
 	m.takeHostsLocked()
 	a := m.a
-	if len(a.allocs) > 0 {
-		a.allocs = make(map[string][]*api.Allocation, len(m.a.allocs))
-		for id, allocs := range m.a.allocs {
-			a.allocs[id] = allocs
-		}
-	}
+	// A copy, even of an empty map: the watches go on writing to theirs.
+	a.allocs = maps.Clone(m.a.allocs)
 	if m.term != nil && m.term.Err() != nil {
 		// The term ended: its watches stopped answering.
 		for _, w := range []*watched[struct{}]{&a.control, &a.requests, &a.policy} {
