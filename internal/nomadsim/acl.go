@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // Token is an ACL token. With ACLs enabled every request must carry a known secret
@@ -376,11 +377,11 @@ func (s *Sim) authorize(w http.ResponseWriter, r *http.Request, allow func(*Toke
 	t, err := s.tokenLocked(r)
 	s.mu.Unlock()
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return nil
 	}
 	if allow != nil && !allow(t) {
-		writeErr(w, errPermissionDenied)
+		simhttp.WriteErr(w, errPermissionDenied)
 		return nil
 	}
 	return t

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // The ACL policy and token endpoints, as command/agent/acl_endpoint.go serves them
@@ -35,9 +36,9 @@ const (
 
 var (
 	// errACLDisabled is nomad/acl_endpoint.go aclDisabled.
-	errACLDisabled = errCode(http.StatusBadRequest, "ACL support disabled")
+	errACLDisabled = simhttp.Code(http.StatusBadRequest, "ACL support disabled")
 	// errACLTokenNotFound is the 404 of aclTokenQuery.
-	errACLTokenNotFound = errCode(http.StatusNotFound, "ACL token not found")
+	errACLTokenNotFound = simhttp.Code(http.StatusNotFound, "ACL token not found")
 )
 
 func (s *Sim) registerACLRoutes(mux *http.ServeMux) {
@@ -55,7 +56,7 @@ func (s *Sim) registerACLRoutes(mux *http.ServeMux) {
 // ErrPermissionDenied). It writes the error itself and returns nil then.
 func (s *Sim) aclToken(w http.ResponseWriter, r *http.Request, manage bool) *Token {
 	if !s.acl.enabled {
-		writeErr(w, errACLDisabled)
+		simhttp.WriteErr(w, errACLDisabled)
 		return nil
 	}
 	return s.authorize(w, r, func(t *Token) bool { return !manage || t.Management })
@@ -90,7 +91,7 @@ func (s *Sim) handleACLPolicies(w http.ResponseWriter, r *http.Request) {
 func (s *Sim) handleACLPolicy(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/v1/acl/policy/")
 	if name == "" {
-		writeError(w, http.StatusBadRequest, "Missing Policy Name")
+		simhttp.WriteError(w, http.StatusBadRequest, "Missing Policy Name")
 		return
 	}
 	switch r.Method {
@@ -101,7 +102,7 @@ func (s *Sim) handleACLPolicy(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		s.aclPolicyDelete(w, r, name)
 	default:
-		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+		simhttp.WriteError(w, http.StatusMethodNotAllowed, "Invalid method")
 	}
 }
 
@@ -114,13 +115,13 @@ func (s *Sim) aclPolicyQuery(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	if name != "anonymous" && !t.holdsPolicy(name) {
-		writeErr(w, errPermissionDenied)
+		simhttp.WriteErr(w, errPermissionDenied)
 		return
 	}
 	s.blockingRead(w, r, func() (any, uint64, error) {
 		p, ok := s.acl.policies[name]
 		if !ok {
-			return nil, 0, &indexedError{err: errCode(http.StatusNotFound, "ACL policy not found"), index: s.acl.policyIndex}
+			return nil, 0, &indexedError{err: simhttp.Code(http.StatusNotFound, "ACL policy not found"), index: s.acl.policyIndex}
 		}
 		out := p.ACLPolicy
 		return &out, p.ModifyIndex, nil
@@ -134,11 +135,11 @@ func (s *Sim) aclPolicyQuery(w http.ResponseWriter, r *http.Request, name string
 func (s *Sim) aclPolicyUpdate(w http.ResponseWriter, r *http.Request, name string) {
 	var in api.ACLPolicy
 	if err := decodeBody(r, &in); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	if in.Name != name {
-		writeError(w, http.StatusBadRequest, "ACL policy name does not match request path")
+		simhttp.WriteError(w, http.StatusBadRequest, "ACL policy name does not match request path")
 		return
 	}
 	if s.aclToken(w, r, true) == nil {
@@ -156,7 +157,7 @@ func (s *Sim) aclPolicyUpdate(w http.ResponseWriter, r *http.Request, name strin
 		problems = append(problems, "description longer than 256")
 	}
 	if len(problems) > 0 {
-		writeError(w, http.StatusBadRequest, "policy 0 invalid: "+strings.Join(problems, "; "))
+		simhttp.WriteError(w, http.StatusBadRequest, "policy 0 invalid: "+strings.Join(problems, "; "))
 		return
 	}
 	s.mu.Lock()
@@ -217,14 +218,14 @@ func (s *Sim) handleACLToken(w http.ResponseWriter, r *http.Request) {
 	accessor := strings.TrimPrefix(r.URL.Path, "/v1/acl/token/")
 	if accessor == "self" {
 		if r.Method != http.MethodGet {
-			writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+			simhttp.WriteError(w, http.StatusMethodNotAllowed, "Invalid method")
 			return
 		}
 		s.aclTokenSelf(w, r)
 		return
 	}
 	if accessor == "" {
-		writeError(w, http.StatusBadRequest, "Missing Token Accessor")
+		simhttp.WriteError(w, http.StatusBadRequest, "Missing Token Accessor")
 		return
 	}
 	switch r.Method {
@@ -235,7 +236,7 @@ func (s *Sim) handleACLToken(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		s.aclTokenDelete(w, r, accessor)
 	default:
-		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+		simhttp.WriteError(w, http.StatusMethodNotAllowed, "Invalid method")
 	}
 }
 
@@ -296,18 +297,18 @@ func (s *Sim) handleACLTokenUpsert(w http.ResponseWriter, r *http.Request) {
 func (s *Sim) aclTokenUpdate(w http.ResponseWriter, r *http.Request, accessor string) {
 	var in api.ACLToken
 	if err := decodeBody(r, &in); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	if accessor != "" && in.AccessorID != accessor {
-		writeError(w, http.StatusBadRequest, "ACL token accessor does not match request path")
+		simhttp.WriteError(w, http.StatusBadRequest, "ACL token accessor does not match request path")
 		return
 	}
 	if s.aclToken(w, r, true) == nil {
 		return
 	}
 	if msg := validateToken(&in); msg != "" {
-		writeError(w, http.StatusBadRequest, "token 0 invalid: "+msg)
+		simhttp.WriteError(w, http.StatusBadRequest, "token 0 invalid: "+msg)
 		return
 	}
 	s.mu.Lock()
@@ -318,7 +319,7 @@ func (s *Sim) aclTokenUpdate(w http.ResponseWriter, r *http.Request, accessor st
 	}
 	s.mu.Unlock()
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	setIndex(w, at.ModifyIndex)
@@ -352,10 +353,10 @@ func (s *Sim) upsertTokenLocked(in *api.ACLToken) (*Token, error) {
 	if in.AccessorID != "" {
 		t := s.tokenByAccessorLocked(in.AccessorID)
 		if t == nil {
-			return nil, errCode(http.StatusBadRequest, "cannot find token %s", in.AccessorID)
+			return nil, simhttp.Code(http.StatusBadRequest, "cannot find token %s", in.AccessorID)
 		}
 		if t.Global != in.Global {
-			return nil, errCode(http.StatusBadRequest, "token 0 invalid: cannot toggle global mode")
+			return nil, simhttp.Code(http.StatusBadRequest, "token 0 invalid: cannot toggle global mode")
 		}
 		t.Name, t.Management, t.PolicyNames = in.Name, in.Type == "management", append([]string(nil), in.Policies...)
 		t.ModifyIndex = s.bumpLocked()
@@ -383,7 +384,7 @@ func (s *Sim) aclTokenDelete(w http.ResponseWriter, r *http.Request, accessor st
 	t := s.tokenByAccessorLocked(accessor)
 	if t == nil {
 		s.mu.Unlock()
-		writeError(w, http.StatusBadRequest, "Cannot delete nonexistent tokens: "+accessor)
+		simhttp.WriteError(w, http.StatusBadRequest, "Cannot delete nonexistent tokens: "+accessor)
 		return
 	}
 	delete(s.acl.tokens, t.SecretID)

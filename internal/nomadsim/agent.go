@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 func (s *Sim) registerAgentRoutes(mux *http.ServeMux) {
@@ -156,10 +157,10 @@ func (s *Sim) handleAgentHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
+		simhttp.WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeError(w, http.StatusInternalServerError, string(b))
+	simhttp.WriteError(w, http.StatusInternalServerError, string(b))
 }
 
 // agentHealthLocked is HealthRequest's healthResponse for h's agent, for the
@@ -212,7 +213,7 @@ func (s *Sim) handleAgentHost(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	nodeID, serverID := q.Get("node_id"), q.Get("server_id")
 	if nodeID != "" && serverID != "" {
-		writeError(w, http.StatusBadRequest, "Can only forward to either client node or server")
+		simhttp.WriteError(w, http.StatusBadRequest, "Can only forward to either client node or server")
 		return
 	}
 	s.mu.Lock()
@@ -222,16 +223,16 @@ func (s *Sim) handleAgentHost(w http.ResponseWriter, r *http.Request) {
 		sn, ok := s.cluster.nodes[nodeID]
 		switch {
 		case !ok:
-			writeErr(w, errCode(http.StatusNotFound, "Unknown node %q", nodeID))
+			simhttp.WriteErr(w, simhttp.Code(http.StatusNotFound, "Unknown node %q", nodeID))
 		case !clientConnected(sn):
-			writeErr(w, errCode(http.StatusNotFound, "No path to node"))
+			simhttp.WriteErr(w, simhttp.Code(http.StatusNotFound, "No path to node"))
 		default:
 			writeJSON(w, http.StatusOK, &api.HostDataResponse{AgentID: nodeID, HostData: hostData(sn.host)})
 		}
 	case serverID != "":
 		h := s.serverHostLocked(serverID)
 		if h == nil {
-			writeErr(w, fmt.Errorf("unknown nomad server %s", serverID))
+			simhttp.WriteErr(w, fmt.Errorf("unknown nomad server %s", serverID))
 			return
 		}
 		writeJSON(w, http.StatusOK, &api.HostDataResponse{AgentID: h.Server.Name, HostData: hostData(h)})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // EventAllocStopRequested: someone asked Nomad to stop an allocation
@@ -31,7 +32,7 @@ func (s *Sim) registerAllocRoutes(mux *http.ServeMux) {
 func (s *Sim) handleAllocStop(w http.ResponseWriter, r *http.Request) {
 	id, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/v1/allocation/"), "/stop")
 	if !ok || id == "" || strings.Contains(id, "/") {
-		writeError(w, http.StatusNotFound, "Invalid URL")
+		simhttp.WriteError(w, http.StatusNotFound, "Invalid URL")
 		return
 	}
 	s.mu.Lock()
@@ -42,7 +43,7 @@ func (s *Sim) handleAllocStop(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if !found {
-		writeError(w, http.StatusNotFound, "alloc not found")
+		simhttp.WriteError(w, http.StatusNotFound, "alloc not found")
 		return
 	}
 	if s.authorize(w, r, func(t *Token) bool { return t.AllowNamespace(ns, "alloc-lifecycle") }) == nil {
@@ -50,7 +51,7 @@ func (s *Sim) handleAllocStop(w http.ResponseWriter, r *http.Request) {
 	}
 	evalID, idx, err := s.stopAlloc(id)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	w.Header().Set("X-Nomad-Index", fmt.Sprint(idx))
@@ -66,7 +67,7 @@ func (s *Sim) stopAlloc(id string) (string, uint64, error) {
 	defer c.endBatch()
 	sa, ok := c.allocs[id]
 	if !ok {
-		return "", 0, errCode(http.StatusNotFound, "alloc not found")
+		return "", 0, simhttp.Code(http.StatusNotFound, "alloc not found")
 	}
 	evalID := s.uuidLocked()
 	if allocTerminal(sa.a) || allocShouldMigrate(sa.a) {

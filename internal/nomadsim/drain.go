@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // Node event messages: nomad/node_endpoint.go NodeDrainEvent* and
@@ -52,12 +53,12 @@ func (s *Sim) handleNodeDrain(w http.ResponseWriter, r *http.Request, id string)
 	}
 	var req api.NodeUpdateDrainRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	resp, err := s.updateDrain(t, id, &req)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	writeUpdateResponse(w, resp)
@@ -200,12 +201,12 @@ func (s *Sim) handleNodeEligibility(w http.ResponseWriter, r *http.Request, id s
 	}
 	var req api.NodeUpdateEligibilityRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	resp, err := s.updateEligibility(id, req.Eligibility)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	writeUpdateResponse(w, resp)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // The event stream, for the Node topic: GET /v1/event/stream.
@@ -144,14 +145,14 @@ func (s *Sim) handleEventStream(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("index"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "Unable to parse index: "+err.Error())
+			simhttp.WriteError(w, http.StatusBadRequest, "Unable to parse index: "+err.Error())
 			return
 		}
 		index = n
 	}
 	all, keys, err := parseNodeTopics(q["topic"])
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "Invalid topic query: "+err.Error())
+		simhttp.WriteError(w, http.StatusBadRequest, "Invalid topic query: "+err.Error())
 		return
 	}
 	if s.authorize(w, r, func(t *Token) bool { return t.AllowNode(false) }) == nil {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // Fault is a fault injected into API requests, for reliability tests. A request
@@ -105,7 +107,7 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request) bool {
 		if fail == http.StatusTooManyRequests {
 			msg = "Too many requests"
 		}
-		writeError(w, fail, msg)
+		simhttp.WriteError(w, fail, msg)
 		return true
 	}
 	return false

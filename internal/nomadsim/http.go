@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 type ctxKey int
@@ -126,44 +128,15 @@ func methods(h http.HandlerFunc, allowed ...string) http.HandlerFunc {
 				return
 			}
 		}
-		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+		simhttp.WriteError(w, http.StatusMethodNotAllowed, "Invalid method")
 	}
-}
-
-// writeError writes a Nomad-style error: a text/plain body (command/agent/http.go wrap()).
-func writeError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(code)
-	fmt.Fprint(w, msg)
-}
-
-// codedError is an error with an HTTP status, like Nomad's HTTPCodedError.
-type codedError struct {
-	code int
-	msg  string
-}
-
-func (e *codedError) Error() string { return e.msg }
-
-func errCode(code int, format string, args ...any) error {
-	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
 var (
-	errPermissionDenied = errCode(http.StatusForbidden, "Permission denied")
-	errTokenNotFound    = errCode(http.StatusForbidden, "ACL token not found")
-	errNoLeader         = errCode(http.StatusInternalServerError, "No cluster leader")
+	errPermissionDenied = simhttp.Code(http.StatusForbidden, "Permission denied")
+	errTokenNotFound    = simhttp.Code(http.StatusForbidden, "ACL token not found")
+	errNoLeader         = simhttp.Code(http.StatusInternalServerError, "No cluster leader")
 )
-
-// writeErr writes err with its code, or 500 for a plain error (an RPC fmt.Errorf).
-func writeErr(w http.ResponseWriter, err error) {
-	var ce *codedError
-	if errors.As(err, &ce) {
-		writeError(w, ce.code, ce.msg)
-		return
-	}
-	writeError(w, http.StatusInternalServerError, err.Error())
-}
 
 // writeJSON writes v as JSON with the given status.
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -248,14 +221,14 @@ func parseQuery(r *http.Request) (queryParams, error) {
 	if v := q.Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return qp, errCode(http.StatusBadRequest, "Invalid wait time")
+			return qp, simhttp.Code(http.StatusBadRequest, "Invalid wait time")
 		}
 		qp.wait = d
 	}
 	if v := q.Get("index"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return qp, errCode(http.StatusBadRequest, "Invalid index")
+			return qp, simhttp.Code(http.StatusBadRequest, "Invalid index")
 		}
 		qp.minIndex = n
 	}
@@ -282,7 +255,7 @@ func (s *Sim) blockingRead(w http.ResponseWriter, r *http.Request, read func() (
 func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch *watcher, read func() (any, uint64, error)) {
 	qp, err := parseQuery(r)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	var deadline <-chan time.Time
@@ -302,7 +275,7 @@ func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch *w
 		s.mu.Lock()
 		if !qp.stale && s.servers.leaderLocked() == "" {
 			s.mu.Unlock()
-			writeErr(w, errNoLeader)
+			simhttp.WriteErr(w, errNoLeader)
 			return
 		}
 		out, idx, err := read()
@@ -312,14 +285,14 @@ func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch *w
 			idx = ie.index
 		} else if err != nil {
 			s.mu.Unlock()
-			writeErr(w, err)
+			simhttp.WriteErr(w, err)
 			return
 		}
 		if qp.minIndex == 0 || idx > qp.minIndex || closed {
 			s.setQueryMetaLocked(w, idx)
 			s.mu.Unlock()
 			if ie != nil {
-				writeErr(w, ie.err)
+				simhttp.WriteErr(w, ie.err)
 				return
 			}
 			writeJSON(w, http.StatusOK, out)
@@ -374,11 +347,11 @@ func (e *indexedError) Unwrap() error { return e.err }
 // decodeBody decodes a JSON request body into v, with Nomad's 400 on bad JSON.
 func decodeBody(r *http.Request, v any) error {
 	if r.Body == nil {
-		return errCode(http.StatusBadRequest, "Request body is empty")
+		return simhttp.Code(http.StatusBadRequest, "Request body is empty")
 	}
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(v); err != nil {
-		return errCode(http.StatusBadRequest, "Failed to decode request body: %v", err)
+		return simhttp.Code(http.StatusBadRequest, "Failed to decode request body: %v", err)
 	}
 	return nil
 }

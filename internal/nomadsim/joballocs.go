@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // registerJobRoutes serves the job endpoints the emulator models.
@@ -19,7 +20,7 @@ func (s *Sim) handleJobSpecific(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
 	id, ok := strings.CutSuffix(rest, "/allocations")
 	if !ok || id == "" || strings.Contains(id, "/") {
-		writeError(w, http.StatusNotFound, "Invalid URL")
+		simhttp.WriteError(w, http.StatusNotFound, "Invalid URL")
 		return
 	}
 	s.handleJobAllocs(w, r, id)

@@ -18,6 +18,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // lockOperation is getLockOperation: at most one of lock-renew, lock-acquire and
@@ -63,7 +65,7 @@ func validateForLock(s *Sim, ns, p string, items map[string]string, lock *varLoc
 func (s *Sim) varLockOperation(w http.ResponseWriter, r *http.Request, p, op string) {
 	var in inVar
 	if err := decodeVarBody(r, &in); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	in.Path = p
@@ -111,7 +113,7 @@ func (v *varState) lockReleaseTxn(k varKey, req *varLock, idx uint64) (*simVar, 
 func (s *Sim) varLockRenew(w http.ResponseWriter, r *http.Request, p string) {
 	var in inVar
 	if err := decodeVarBody(r, &in); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	lockID := ""
@@ -139,16 +141,16 @@ func (s *Sim) varLockRenew(w http.ResponseWriter, r *http.Request, p string) {
 		ex := s.vars.vars[varKey{ns, p}]
 		switch {
 		case ex == nil:
-			return varResult{err: errCode(http.StatusNotFound, "variable doesn't exist")}
+			return varResult{err: simhttp.Code(http.StatusNotFound, "variable doesn't exist")}
 		case ex.lock == nil:
-			return varResult{err: errCode(http.StatusConflict, "variable doesn't hold a lock")}
+			return varResult{err: simhttp.Code(http.StatusConflict, "variable doesn't hold a lock")}
 		case ex.lock.id != lockID:
-			return varResult{err: errCode(http.StatusConflict, "attempting to modify locked variable")}
+			return varResult{err: simhttp.Code(http.StatusConflict, "attempting to modify locked variable")}
 		}
 		// The lock is still on the variable but its timer fired: it is in its
 		// LockDelay and cannot be renewed any more.
 		if !s.vars.renewTimerLocked(s, ex) {
-			return varResult{err: errCode(http.StatusConflict, "attempting to modify locked variable")}
+			return varResult{err: simhttp.Code(http.StatusConflict, "attempting to modify locked variable")}
 		}
 		return varResult{code: http.StatusOK, body: ex.metaJSON()}
 	}()

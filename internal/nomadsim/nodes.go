@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // clusterState is the Nomad state store part the emulator models: nodes, jobs and
@@ -349,7 +350,7 @@ func (s *Sim) handleNodeSpecific(w http.ResponseWriter, r *http.Request) {
 			s.handleNodeGet(w, r, rest)
 		}, http.MethodGet)(w, r)
 	default:
-		writeError(w, http.StatusNotFound, "Invalid URL")
+		simhttp.WriteError(w, http.StatusNotFound, "Invalid URL")
 	}
 }
 
@@ -368,7 +369,7 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 		// NodesByIDPrefix uses go-memdb's UUIDFieldIndex, which needs an even
 		// number of hex digits (the CLI trims the prefix with sanitizeUUIDPrefix).
 		if err := checkUUIDPrefix(prefix); err != nil {
-			writeError(w, http.StatusInternalServerError, "node lookup failed: "+err.Error())
+			simhttp.WriteError(w, http.StatusInternalServerError, "node lookup failed: "+err.Error())
 			return
 		}
 	}
@@ -378,7 +379,7 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 		nf, err := s.cluster.cache.filterLocked(f)
 		s.mu.Unlock()
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "failed to create result paginator: "+err.Error())
+			simhttp.WriteError(w, http.StatusBadRequest, "failed to create result paginator: "+err.Error())
 			return
 		}
 		filter = nf
@@ -409,7 +410,7 @@ func (s *Sim) handleNodes(w http.ResponseWriter, r *http.Request) {
 			if filter != nil {
 				ok, err := filter.matchLocked(sn)
 				if err != nil {
-					return nil, 0, errCode(http.StatusBadRequest, "failed to read result page: %v", err)
+					return nil, 0, simhttp.Code(http.StatusBadRequest, "failed to read result page: %v", err)
 				}
 				if !ok {
 					continue
@@ -485,7 +486,7 @@ func (s *Sim) handleNodeGet(w http.ResponseWriter, r *http.Request, id string) {
 			// Node.GetNode answers with the nodes table index and no node; the
 			// HTTP layer then turns that into 404. A blocking query on an unknown
 			// node therefore blocks like any other.
-			return nil, 0, &indexedError{err: errCode(http.StatusNotFound, "node not found"), index: s.cluster.nodesIndex}
+			return nil, 0, &indexedError{err: simhttp.Code(http.StatusNotFound, "node not found"), index: s.cluster.nodesIndex}
 		}
 		return rawJSON(encodeLocked(sn.node)), sn.node.ModifyIndex, nil
 	})
@@ -535,7 +536,7 @@ func (s *Sim) handleClientMeta(w http.ResponseWriter, r *http.Request) {
 	var req api.NodeMetaApplyRequest
 	if write {
 		if err := decodeBody(r, &req); err != nil {
-			writeErr(w, err)
+			simhttp.WriteErr(w, err)
 			return
 		}
 		// parseNode: the node_id query parameter wins over the body's NodeID.
@@ -547,7 +548,7 @@ func (s *Sim) handleClientMeta(w http.ResponseWriter, r *http.Request) {
 	out, err := s.clientMetaLocked(r, nodeID, write, req.Meta)
 	s.mu.Unlock()
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -558,7 +559,7 @@ func (s *Sim) clientMetaLocked(r *http.Request, nodeID string, write bool, meta 
 	local := requestHost(r)
 	useLocal := local != nil && local.NodeID != "" && (nodeID == "" || nodeID == local.NodeID)
 	if !useLocal && nodeID == "" {
-		return nil, errCode(http.StatusBadRequest, "No local Node and node_id not provided")
+		return nil, simhttp.Code(http.StatusBadRequest, "No local Node and node_id not provided")
 	}
 	t, err := s.tokenLocked(r)
 	if err != nil {
@@ -585,11 +586,11 @@ func (s *Sim) clientMetaLocked(r *http.Request, nodeID string, write bool, meta 
 	if !useLocal && !clientConnected(sn) {
 		// No server holds a connection to the client (findNodeConnAndForward):
 		// structs.ErrNoNodeConn, which the HTTP agent turns into 404.
-		return nil, errCode(http.StatusNotFound, "No path to node")
+		return nil, simhttp.Code(http.StatusNotFound, "No path to node")
 	}
 	if write {
 		if err := validateNodeMeta(meta); err != nil {
-			return nil, errCode(http.StatusBadRequest, "%s", err.Error())
+			return nil, simhttp.Code(http.StatusBadRequest, "%s", err.Error())
 		}
 		s.applyNodeMetaLocked(sn, meta)
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim/raftsim"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // EventServerHealth records a server stalling or recovering (SetServerHealthy) or
@@ -162,11 +163,11 @@ func (s *Sim) registerOperatorRoutes(mux *http.ServeMux) {
 // no index header (OperatorServerHealth calls no setMeta).
 func (s *Sim) handleAutopilotHealth(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		writeError(w, http.StatusNotFound, "Invalid method")
+		simhttp.WriteError(w, http.StatusNotFound, "Invalid method")
 		return
 	}
 	if _, err := parseQuery(r); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	code, out, err := func() (int, *api.OperatorHealthReply, error) {
@@ -190,7 +191,7 @@ func (s *Sim) handleAutopilotHealth(w http.ResponseWriter, r *http.Request) {
 		return code, out, nil
 	}()
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	writeJSON(w, code, out)
@@ -236,7 +237,7 @@ func (s *Sim) handleRaftConfiguration(w http.ResponseWriter, r *http.Request) {
 	}
 	qp, err := parseQuery(r)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	out, err := func() (*api.RaftConfiguration, error) {
@@ -263,7 +264,7 @@ func (s *Sim) handleRaftConfiguration(w http.ResponseWriter, r *http.Request) {
 		return out, nil
 	}()
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -292,12 +293,12 @@ type leadershipTransferResponse struct {
 // catches up: raft times out three times (leadershipTransferToServer) → 500.
 func (s *Sim) handleTransferLeadership(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPut && r.Method != http.MethodPost {
-		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+		simhttp.WriteError(w, http.StatusMethodNotAllowed, "Invalid method")
 		return
 	}
 	match, err := transferTarget(r)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	out, err := func() (*leadershipTransferResponse, error) {
@@ -338,7 +339,7 @@ func (s *Sim) handleTransferLeadership(w http.ResponseWriter, r *http.Request) {
 		return out, nil
 	}()
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -359,9 +360,9 @@ func (p peerMatch) matches(m *raftsim.Member) bool {
 
 func (p peerMatch) notFound() error {
 	if p.byID {
-		return errCode(http.StatusBadRequest, "id %q was not found in the Raft configuration", p.id)
+		return simhttp.Code(http.StatusBadRequest, "id %q was not found in the Raft configuration", p.id)
 	}
-	return errCode(http.StatusBadRequest, "address %q was not found in the Raft configuration", p.addr)
+	return simhttp.Code(http.StatusBadRequest, "address %q was not found in the Raft configuration", p.addr)
 }
 
 // transferTarget reads exactly one of ?id= or ?address=
@@ -386,7 +387,7 @@ func transferTarget(r *http.Request) (peerMatch, error) {
 		msg = "must specify only one address"
 	}
 	if msg != "" {
-		return peerMatch{}, errCode(http.StatusBadRequest, "%s", msg)
+		return peerMatch{}, simhttp.Code(http.StatusBadRequest, "%s", msg)
 	}
 	if hasID {
 		return peerMatch{id: id[0], byID: true}, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim/raftsim"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 func (s *Sim) registerStatusRoutes(mux *http.ServeMux) {
@@ -25,18 +26,18 @@ func (s *Sim) registerStatusRoutes(mux *http.ServeMux) {
 // leader" (nomad/rpc.go forward); a stale read is answered from the local view.
 func (s *Sim) statusRead(w http.ResponseWriter, r *http.Request, read func() any) {
 	if r.Method != http.MethodGet {
-		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+		simhttp.WriteError(w, http.StatusMethodNotAllowed, "Invalid method")
 		return
 	}
 	qp, err := parseQuery(r)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	s.mu.Lock()
 	if !qp.stale && s.servers.leaderLocked() == "" {
 		s.mu.Unlock()
-		writeErr(w, errNoLeader)
+		simhttp.WriteErr(w, errNoLeader)
 		return
 	}
 	out := read()
@@ -67,11 +68,11 @@ func (s *Sim) handleStatusPeers(w http.ResponseWriter, r *http.Request) {
 // host, else the leader, else the first server.
 func (s *Sim) handleAgentMembers(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+		simhttp.WriteError(w, http.StatusMethodNotAllowed, "Invalid method")
 		return
 	}
 	if _, err := parseQuery(r); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	if s.authorize(w, r, func(t *Token) bool { return t.AllowNode(false) }) == nil {

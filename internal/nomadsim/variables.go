@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-bexpr"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // varKey identifies a variable: the state store's "id" index is (Namespace, Path).
@@ -228,10 +229,10 @@ func (l *inLock) lock() *varLock {
 // decodeBody; the variable handlers answer its error as 400 with the bare message.
 func decodeVarBody(r *http.Request, v *inVar) error {
 	if r.Body == nil || r.Body == http.NoBody {
-		return errCode(http.StatusBadRequest, "Request body is empty")
+		return simhttp.Code(http.StatusBadRequest, "Request body is empty")
 	}
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-		return errCode(http.StatusBadRequest, "%s", err.Error())
+		return simhttp.Code(http.StatusBadRequest, "%s", err.Error())
 	}
 	return nil
 }
@@ -379,14 +380,14 @@ func requestNamespace(r *http.Request) string {
 func (s *Sim) checkLeaderForRead(w http.ResponseWriter, r *http.Request) bool {
 	qp, err := parseQuery(r)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return false
 	}
 	s.mu.Lock()
 	ok := qp.stale || s.servers.leaderLocked() != ""
 	s.mu.Unlock()
 	if !ok {
-		writeErr(w, errNoLeader)
+		simhttp.WriteErr(w, errNoLeader)
 	}
 	return ok
 }
@@ -398,7 +399,7 @@ func (s *Sim) checkLeaderForRead(w http.ResponseWriter, r *http.Request) bool {
 // index is the variables table index; Lock is stripped unless management.
 func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		writeError(w, http.StatusMethodNotAllowed, "Invalid method")
+		simhttp.WriteError(w, http.StatusMethodNotAllowed, "Invalid method")
 		return
 	}
 	if !s.checkLeaderForRead(w, r) {
@@ -418,7 +419,7 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 	if f := q.Get("filter"); f != "" {
 		var err error
 		if eval, err = bexpr.CreateEvaluator(f); err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf(
+			simhttp.WriteError(w, http.StatusBadRequest, fmt.Sprintf(
 				"failed to create result paginator: failed to read filter expression: %v", err))
 			return
 		}
@@ -456,7 +457,7 @@ func (s *Sim) handleVarList(w http.ResponseWriter, r *http.Request) {
 			if eval != nil {
 				ok, err := eval.Evaluate(v.filterView())
 				if err != nil {
-					return nil, 0, errCode(http.StatusBadRequest, "failed to read result page: %v", err)
+					return nil, 0, simhttp.Code(http.StatusBadRequest, "failed to read result page: %v", err)
 				}
 				if !ok {
 					continue
@@ -509,7 +510,7 @@ func (v *simVar) filterView() *varFilterView {
 func (s *Sim) handleVar(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimPrefix(r.URL.Path, "/v1/var/")
 	if p == "" {
-		writeError(w, http.StatusBadRequest, "missing variable path")
+		simhttp.WriteError(w, http.StatusBadRequest, "missing variable path")
 		return
 	}
 	switch r.Method {
@@ -519,11 +520,11 @@ func (s *Sim) handleVar(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		op, err := lockOperation(q)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+			simhttp.WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		if q.Get("cas") != "" && op != "" {
-			writeError(w, http.StatusBadRequest, "CAS can't be used with lock operations")
+			simhttp.WriteError(w, http.StatusBadRequest, "CAS can't be used with lock operations")
 			return
 		}
 		switch op {
@@ -537,7 +538,7 @@ func (s *Sim) handleVar(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		s.varDelete(w, r, p)
 	default:
-		writeError(w, http.StatusBadRequest, "Invalid method")
+		simhttp.WriteError(w, http.StatusBadRequest, "Invalid method")
 	}
 }
 
@@ -558,7 +559,7 @@ func (s *Sim) varRead(w http.ResponseWriter, r *http.Request, p string) {
 		v, ok := s.vars.vars[varKey{ns, p}]
 		if !ok {
 			return nil, 0, &indexedError{
-				err:   errCode(http.StatusNotFound, "variable not found"),
+				err:   simhttp.Code(http.StatusNotFound, "variable not found"),
 				index: s.vars.tableIndex,
 			}
 		}
@@ -601,7 +602,7 @@ func (res varResult) write(w http.ResponseWriter) {
 	}
 	switch {
 	case res.err != nil:
-		writeErr(w, res.err)
+		simhttp.WriteErr(w, res.err)
 	case res.body != nil:
 		writeJSON(w, res.code, res.body)
 	default:
@@ -622,7 +623,7 @@ func parseCAS(r *http.Request) (bool, uint64, error) {
 	}
 	ci, err := strconv.ParseUint(cq, 10, 64)
 	if err != nil {
-		return true, 0, errCode(http.StatusBadRequest, "can not parse cas: %v", err)
+		return true, 0, simhttp.Code(http.StatusBadRequest, "can not parse cas: %v", err)
 	}
 	return true, ci, nil
 }
@@ -631,17 +632,17 @@ func parseCAS(r *http.Request) (bool, uint64, error) {
 func (s *Sim) varUpsert(w http.ResponseWriter, r *http.Request, p string) {
 	var in inVar
 	if err := decodeVarBody(r, &in); err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	if len(in.Items) == 0 {
-		writeError(w, http.StatusBadRequest, "variable missing required Items object")
+		simhttp.WriteError(w, http.StatusBadRequest, "variable missing required Items object")
 		return
 	}
 	in.Path = p
 	isCAS, cas, err := parseCAS(r)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	op := opSet
@@ -657,7 +658,7 @@ func (s *Sim) varUpsert(w http.ResponseWriter, r *http.Request, p string) {
 func (s *Sim) varDelete(w http.ResponseWriter, r *http.Request, p string) {
 	isCAS, cas, err := parseCAS(r)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	op := opDelete
@@ -703,7 +704,7 @@ func (s *Sim) varApply(r *http.Request, op string, in *inVar, cas uint64) varRes
 
 	// canonicalizeAndValidate (nomad/variables_endpoint.go).
 	reqLock := in.Lock.lock()
-	bad := func(msg string) varResult { return errResult(errCode(http.StatusBadRequest, "%s", msg)) }
+	bad := func(msg string) varResult { return errResult(simhttp.Code(http.StatusBadRequest, "%s", msg)) }
 	switch op {
 	case opLockAcquire:
 		if reqLock == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // The list endpoints of jobs, deployments and evaluations. Each follows its
@@ -51,7 +52,7 @@ func (s *Sim) startList(w http.ResponseWriter, r *http.Request, capability strin
 	if f := r.URL.Query().Get("filter"); f != "" {
 		var err error
 		if lr.filter, err = bexpr.CreateEvaluator(f); err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf(
+			simhttp.WriteError(w, http.StatusBadRequest, fmt.Sprintf(
 				"failed to create result paginator: failed to read filter expression: %v", err))
 			return lr, false
 		}
@@ -89,7 +90,7 @@ func (lr listRequest) keep(ns string, obj any) (bool, error) {
 	}
 	ok, err := lr.filter.Evaluate(obj)
 	if err != nil {
-		return false, errCode(http.StatusBadRequest, "failed to read result page: %v", err)
+		return false, simhttp.Code(http.StatusBadRequest, "failed to read result page: %v", err)
 	}
 	return ok, nil
 }
@@ -192,7 +193,7 @@ func (s *Sim) handleEvalList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status, job := q.Get("status"), q.Get("job")
 	if q.Get("filter") != "" && (status != "" || job != "") {
-		writeError(w, http.StatusBadRequest, "Filter expression cannot be used with other filter parameters")
+		simhttp.WriteError(w, http.StatusBadRequest, "Filter expression cannot be used with other filter parameters")
 		return
 	}
 	lr, ok := s.startList(w, r, "read-job")

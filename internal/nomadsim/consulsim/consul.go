@@ -123,25 +123,9 @@ func New(env Env, cfg Config) *Cluster {
 	c := &Cluster{env: env, cfg: cfg, catalogIndex: 1, agents: map[string]*agent{}}
 	rc := cfg.Raft
 	rc.Product, rc.LeaderEvent, rc.HealthEvent = "consul", EventLeader, EventHealth
-	c.raft = raftsim.New(raftEnv{Env: env, c: c}, rc)
+	c.raft = raftsim.New(raftsim.OwnIndex{Emulator: env, N: &c.index}, rc)
 	return c
 }
-
-// raftEnv gives the servers' Raft cluster the Consul index.
-type raftEnv struct {
-	Env
-	c *Cluster
-}
-
-// Apply is one Raft apply: the Consul index moves, and the emulator's waiters
-// wake so that WaitFor and blocking queries see it.
-func (e raftEnv) Apply() uint64 {
-	e.c.index++
-	e.Wake()
-	return e.c.index
-}
-
-func (e raftEnv) Index() uint64 { return e.c.index }
 
 // Raft is the servers' Raft cluster.
 func (c *Cluster) Raft() *raftsim.Cluster { return c.raft }

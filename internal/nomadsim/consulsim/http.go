@@ -14,6 +14,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim/raftsim"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // route is one Consul endpoint: the method it serves and its handler, which
@@ -47,12 +48,12 @@ func (c *Cluster) Serve(w http.ResponseWriter, r *http.Request, host string) {
 		rt, ok = routes[healthNodePrefix]
 	}
 	if !ok {
-		writeError(w, http.StatusNotFound, "404 page not found")
+		simhttp.WriteError(w, http.StatusNotFound, "404 page not found")
 		return
 	}
 	if r.Method != rt.method {
 		// agent/http.go's MethodNotAllowedError.
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed", r.Method))
+		simhttp.WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed", r.Method))
 		return
 	}
 	rt.serve(c, w, r, host)
@@ -60,42 +61,7 @@ func (c *Cluster) Serve(w http.ResponseWriter, r *http.Request, host string) {
 
 // ---- answers ----------------------------------------------------------------------
 
-// codedError is an error with an HTTP status (agent/http.go CodeWithPayloadError).
-type codedError struct {
-	code int
-	msg  string
-}
-
-func (e *codedError) Error() string { return e.msg }
-
-func errCode(code int, format string, args ...any) error {
-	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
-var errNoLeader = errCode(http.StatusInternalServerError, "No cluster leader")
-
-// writeError writes a text/plain error, as the agent's HTTP wrapper does.
-func writeError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(code)
-	fmt.Fprint(w, msg)
-}
-
-// writeErr writes err with its code, or 500 for a plain error (an RPC error).
-func writeErr(w http.ResponseWriter, err error) {
-	var ce *codedError
-	if errors.As(err, &ce) {
-		writeError(w, ce.code, ce.msg)
-		return
-	}
-	writeError(w, http.StatusInternalServerError, err.Error())
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
+var errNoLeader = simhttp.Code(http.StatusInternalServerError, "No cluster leader")
 
 func stale(r *http.Request) bool {
 	_, ok := r.URL.Query()["stale"]
@@ -126,7 +92,7 @@ func (c *Cluster) autopilotHealth(w http.ResponseWriter, r *http.Request, _ stri
 	c.env.Lock()
 	if c.raft.Leader() == nil {
 		c.env.Unlock()
-		writeErr(w, errNoLeader)
+		simhttp.WriteErr(w, errNoLeader)
 		return
 	}
 	h := c.leaderHealth()
@@ -146,7 +112,7 @@ func (c *Cluster) autopilotHealth(w http.ResponseWriter, r *http.Request, _ stri
 	if !h.Healthy {
 		code = http.StatusTooManyRequests
 	}
-	writeJSON(w, code, out)
+	simhttp.WriteJSON(w, code, out)
 }
 
 // autopilotState: OperatorAutopilotState (agent/operator_endpoint.go
@@ -156,7 +122,7 @@ func (c *Cluster) autopilotState(w http.ResponseWriter, r *http.Request, _ strin
 	l := c.raft.Leader()
 	if l == nil {
 		c.env.Unlock()
-		writeErr(w, errNoLeader)
+		simhttp.WriteErr(w, errNoLeader)
 		return
 	}
 	h := c.leaderHealth()
@@ -184,7 +150,7 @@ func (c *Cluster) autopilotState(w http.ResponseWriter, r *http.Request, _ strin
 		}
 	}
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 // raftConfiguration: OperatorRaftConfiguration; ?stale answers without a leader.
@@ -192,7 +158,7 @@ func (c *Cluster) raftConfiguration(w http.ResponseWriter, r *http.Request, _ st
 	c.env.Lock()
 	if c.raft.Leader() == nil && !stale(r) {
 		c.env.Unlock()
-		writeErr(w, errNoLeader)
+		simhttp.WriteErr(w, errNoLeader)
 		return
 	}
 	out := consulapi.RaftConfiguration{Index: c.raft.ConfigIndex(), Servers: []*consulapi.RaftServer{}}
@@ -203,7 +169,7 @@ func (c *Cluster) raftConfiguration(w http.ResponseWriter, r *http.Request, _ st
 			LastIndex: v.LastIndex})
 	}
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 // transferLeader: Operator.RaftLeaderTransfer. Without id raft picks the most
@@ -215,10 +181,10 @@ func (c *Cluster) transferLeader(w http.ResponseWriter, r *http.Request, _ strin
 	err := c.transferTo(r.URL.Query().Get("id"))
 	c.env.Unlock()
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, consulapi.TransferLeaderResponse{Success: true})
+	simhttp.WriteJSON(w, http.StatusOK, consulapi.TransferLeaderResponse{Success: true})
 }
 
 func (c *Cluster) transferTo(id string) error {
@@ -240,7 +206,7 @@ func (c *Cluster) transferTo(id string) error {
 	} else {
 		target = rc.ByID(id)
 		if target == nil {
-			return errCode(http.StatusBadRequest, "id %q was not found in the Raft configuration", id)
+			return simhttp.Code(http.StatusBadRequest, "id %q was not found in the Raft configuration", id)
 		}
 		if target == rc.Leader() {
 			return errors.New("cannot transfer leadership to itself")
@@ -261,7 +227,7 @@ func (c *Cluster) statusLeader(w http.ResponseWriter, r *http.Request, _ string)
 		out = l.Addr
 	}
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 // statusPeers: Status.Peers, the Raft addresses of the configuration.
@@ -269,7 +235,7 @@ func (c *Cluster) statusPeers(w http.ResponseWriter, r *http.Request, _ string) 
 	c.env.Lock()
 	if c.raft.Leader() == nil && !stale(r) {
 		c.env.Unlock()
-		writeErr(w, errNoLeader)
+		simhttp.WriteErr(w, errNoLeader)
 		return
 	}
 	out := []string{}
@@ -277,7 +243,7 @@ func (c *Cluster) statusPeers(w http.ResponseWriter, r *http.Request, _ string) 
 		out = append(out, m.Addr)
 	}
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 // ---- the local agent ---------------------------------------------------------------
@@ -318,14 +284,14 @@ func (c *Cluster) agentSelf(w http.ResponseWriter, r *http.Request, host string)
 		"xDS":  nil,
 	}
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 func (c *Cluster) agentChecksHTTP(w http.ResponseWriter, r *http.Request, host string) {
 	c.env.Lock()
 	out := c.agentChecks(host)
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 // maintenance: AgentNodeMaintenance. enable missing → 400 "Missing value for
@@ -335,12 +301,12 @@ func (c *Cluster) agentChecksHTTP(w http.ResponseWriter, r *http.Request, host s
 func (c *Cluster) maintenance(w http.ResponseWriter, r *http.Request, host string) {
 	q := r.URL.Query()
 	if _, ok := q["enable"]; !ok {
-		writeError(w, http.StatusBadRequest, "Missing value for enable")
+		simhttp.WriteError(w, http.StatusBadRequest, "Missing value for enable")
 		return
 	}
 	enable, err := strconv.ParseBool(q.Get("enable"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("Invalid value for enable: %q", q.Get("enable")))
+		simhttp.WriteError(w, http.StatusBadRequest, fmt.Sprintf("Invalid value for enable: %q", q.Get("enable")))
 		return
 	}
 	reason := q.Get("reason")
@@ -355,7 +321,7 @@ func (c *Cluster) maintenance(w http.ResponseWriter, r *http.Request, host strin
 		return
 	}
 	if err := a.persistMaint(enable, reason); err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
+		simhttp.WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	c.ChecksChanged()
@@ -395,7 +361,7 @@ func (c *Cluster) healthNode(w http.ResponseWriter, r *http.Request, _ string) {
 	node := strings.TrimPrefix(r.URL.Path, healthNodePrefix)
 	minIndex, wait, err := blockingParams(r)
 	if err != nil {
-		writeErr(w, err)
+		simhttp.WriteErr(w, err)
 		return
 	}
 	stale := stale(r)
@@ -405,7 +371,7 @@ func (c *Cluster) healthNode(w http.ResponseWriter, r *http.Request, _ string) {
 		c.env.Lock()
 		if c.raft.Leader() == nil && !stale {
 			c.env.Unlock()
-			writeErr(w, errNoLeader)
+			simhttp.WriteErr(w, errNoLeader)
 			return
 		}
 		n, known := c.catalogNode(node)
@@ -420,7 +386,7 @@ func (c *Cluster) healthNode(w http.ResponseWriter, r *http.Request, _ string) {
 			}
 			c.setMeta(w, idx)
 			c.env.Unlock()
-			writeJSON(w, http.StatusOK, out)
+			simhttp.WriteJSON(w, http.StatusOK, out)
 			return
 		}
 		c.env.Unlock()
@@ -440,14 +406,14 @@ func blockingParams(r *http.Request) (minIndex uint64, wait time.Duration, err e
 	q := r.URL.Query()
 	if v := q.Get("index"); v != "" {
 		if minIndex, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return 0, 0, errCode(http.StatusBadRequest, "Invalid index")
+			return 0, 0, simhttp.Code(http.StatusBadRequest, "Invalid index")
 		}
 	}
 	wait = 5 * time.Minute
 	if v := q.Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return 0, 0, errCode(http.StatusBadRequest, "Invalid wait time")
+			return 0, 0, simhttp.Code(http.StatusBadRequest, "Invalid wait time")
 		}
 		wait = min(d, 10*time.Minute)
 	}

@@ -57,6 +57,24 @@ type Env interface {
 	Index() uint64
 }
 
+// OwnIndex is the Env of a cluster that keeps a Raft index of its own (Consul's,
+// Vault's; Nomad's is the emulator's): Apply moves *N and wakes the emulator's
+// waiters.
+type OwnIndex struct {
+	Emulator
+	N *uint64
+}
+
+// Apply is one Raft write: the index moves and the emulator's waiters wake.
+func (e OwnIndex) Apply() uint64 {
+	*e.N++
+	e.Wake()
+	return *e.N
+}
+
+// Index is the cluster's current Raft index.
+func (e OwnIndex) Index() uint64 { return *e.N }
+
 // Config describes one product's cluster.
 type Config struct {
 	// Product names the product in the details of the configuration events

@@ -1,7 +1,6 @@
 package vaultsim
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim/raftsim"
+	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
 
 // route is one Vault endpoint: the methods it serves and its handler, which
@@ -48,13 +48,7 @@ func writeError(w http.ResponseWriter, code int, msgs ...string) {
 	if msgs == nil {
 		msgs = []string{}
 	}
-	writeJSON(w, code, map[string][]string{"errors": msgs})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	simhttp.WriteJSON(w, code, map[string][]string{"errors": msgs})
 }
 
 // healthCodes are sys/health's default codes by override parameter.
@@ -124,7 +118,7 @@ func (c *Cluster) health(w http.ResponseWriter, r *http.Request, host string) {
 		w.WriteHeader(code)
 		return
 	}
-	writeJSON(w, code, body)
+	simhttp.WriteJSON(w, code, body)
 }
 
 // healthBody is the node's sys/health answer.
@@ -180,7 +174,7 @@ func (c *Cluster) sealStatus(w http.ResponseWriter, r *http.Request, host string
 		out.ClusterName, out.ClusterID = "vault-cluster-"+c.clusterID[:8], c.clusterID
 	}
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 func (c *Cluster) leader(w http.ResponseWriter, r *http.Request, host string) {
@@ -203,7 +197,7 @@ func (c *Cluster) leader(w http.ResponseWriter, r *http.Request, host string) {
 		out.RaftAppliedIndex = n.m.LastIndex()
 	}
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 // active applies the checks of a request that must reach the active node
@@ -259,7 +253,7 @@ func (c *Cluster) autopilotState(w http.ResponseWriter, r *http.Request, host st
 	reqID := c.env.UUID()
 	data := c.autopilotData(active)
 	c.env.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{
 		"request_id": reqID, "lease_id": "", "renewable": false, "lease_duration": 0,
 		"data": data, "wrap_info": nil, "warnings": nil, "auth": nil, "mount_type": "system",
 	})

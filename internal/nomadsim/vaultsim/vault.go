@@ -112,24 +112,9 @@ func New(env Env, cfg Config) *Cluster {
 	rc := cfg.Raft
 	rc.Product, rc.LeaderEvent, rc.HealthEvent = "vault", EventActive, EventHealth
 	rc.CleanupDeadServers = false
-	c.raft = raftsim.New(raftEnv{Env: env, c: c}, rc)
+	c.raft = raftsim.New(raftsim.OwnIndex{Emulator: env, N: &c.index}, rc)
 	return c
 }
-
-// raftEnv gives the servers' Raft cluster the Vault index.
-type raftEnv struct {
-	Env
-	c *Cluster
-}
-
-// Apply is one Raft apply: the Vault index moves, and the emulator's waiters wake.
-func (e raftEnv) Apply() uint64 {
-	e.c.index++
-	e.Wake()
-	return e.c.index
-}
-
-func (e raftEnv) Index() uint64 { return e.c.index }
 
 // Raft is the servers' Raft cluster.
 func (c *Cluster) Raft() *raftsim.Cluster { return c.raft }
