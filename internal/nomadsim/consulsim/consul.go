@@ -150,19 +150,8 @@ func (c *Cluster) NodeID(host string) string {
 	return ""
 }
 
-// Route is the host the cluster address forwards to: the leader's, or the first
-// server's that is up when there is no leader ("" when none is up).
-func (c *Cluster) Route() string {
-	if l := c.raft.Leader(); l != nil && l.Up() {
-		return l.Host
-	}
-	for _, m := range c.raft.Members() {
-		if m.Up() {
-			return m.Host
-		}
-	}
-	return ""
-}
+// Route is the host the cluster address forwards to: the leader's (raftsim Route).
+func (c *Cluster) Route() string { return c.raft.Route() }
 
 // Leader is the host of the leader ("" when there is none).
 func (c *Cluster) Leader() string {

@@ -614,3 +614,18 @@ func (c *Cluster) Health() Health {
 	out.FailureTolerance = max(0, healthyVoters-(voters/2+1))
 	return out
 }
+
+// Route is the host a cluster address forwards to (Consul's service address,
+// Vault's active.vault.service): the leader's, or the first member's that is up
+// when there is no leader ("" when none is up).
+func (c *Cluster) Route() string {
+	if l := c.Leader(); l != nil && l.Up() {
+		return l.Host
+	}
+	for _, m := range c.Members() {
+		if m.Up() {
+			return m.Host
+		}
+	}
+	return ""
+}

@@ -131,19 +131,9 @@ func (c *Cluster) AddServer(host string, n int, up bool) {
 	c.raft.Add(m, up)
 }
 
-// Route is the host the cluster address forwards to (like active.vault.service):
-// the active node's, or the first node's that is up when there is none.
-func (c *Cluster) Route() string {
-	if l := c.raft.Leader(); l != nil && l.Up() {
-		return l.Host
-	}
-	for _, m := range c.raft.Members() {
-		if m.Up() {
-			return m.Host
-		}
-	}
-	return ""
-}
+// Route is the host the cluster address forwards to, like active.vault.service
+// (raftsim Route).
+func (c *Cluster) Route() string { return c.raft.Route() }
 
 // HostDown: the host of a Vault node went down.
 func (c *Cluster) HostDown(host string) {
