@@ -87,9 +87,7 @@ func (c *Coordinator) readAlerts(ctx context.Context, s *snapshot) {
 // (off, or no host waits to start): nothing is held, nothing is due.
 func (c *Coordinator) noAlertsRead() {
 	c.alerts.next = time.Time{}
-	if m := c.alerts.metrics; m != nil { // nil: a coordinator not made by New (tests)
-		m.blocking.Set(0)
-	}
+	c.alerts.metrics.blocking.Set(0)
 }
 
 // alertMetrics are the gate's series.

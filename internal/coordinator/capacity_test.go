@@ -193,13 +193,13 @@ func TestCapacityGate(t *testing.T) {
 				delete(s.plans, "b")
 			}
 			nodes := &capNodes{allocs: tt.allocs, failAlloc: tt.failAlloc}
-			c := &Coordinator{opt: Options{
+			c := New(Options{
 				Deps: Deps{Nodes: nodes},
 				Rules: Rules{
 					Capacity:     CapacityGate{Enabled: !tt.off, Headroom: tt.headroom},
 					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: tt.concurrency},
 				},
-			}}
+			})
 			adm := c.admit(context.Background(), s)
 			var got []string
 			for h := range adm.Admitted {
@@ -604,11 +604,11 @@ func inDefaultPool(s *snapshot) {
 // capacityCoordinator is a coordinator with the capacity gate on, reading
 // nodes, its default group taking concurrency hosts at once.
 func capacityCoordinator(nodes NodesAPI, concurrency int) *Coordinator {
-	return &Coordinator{opt: Options{
+	return New(Options{
 		Deps: Deps{Nodes: nodes},
 		Rules: Rules{
 			Capacity:     CapacityGate{Enabled: true},
 			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: concurrency},
 		},
-	}}
+	})
 }

@@ -199,9 +199,10 @@ type Coordinator struct {
 	metrics *passMetrics
 	// policy: the stored policy as the last pass read it (policy.go).
 	policy policyState
-	// nextSettle: when the earliest settle time of a group with pending hosts
-	// ends (wake.go wakes a pass then).
-	nextSettle time.Time
+	// admitRecheck: when admission may decide otherwise with nothing else
+	// changing (a group done settling, a capacity or workload hold to look at
+	// again: admission.Result.RecheckAt); wake.go runs a pass then.
+	admitRecheck time.Time
 	// alerts: the alert gate's state (admitreads.go).
 	alerts alertState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
@@ -384,7 +385,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		return c.stepFailed(octx, ctx, err)
 	}
 	adm := c.admit(octx, s)
-	c.nextSettle = adm.RecheckAt
+	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error

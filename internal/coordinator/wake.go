@@ -148,8 +148,8 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 	c.mu.Lock()
 	next := c.recheck // a decision's deadline or backoff (phase.Decision.RecheckAt)
 	c.mu.Unlock()
-	if t := c.nextSettle; t.After(now) && (next.IsZero() || t.Before(next)) {
-		next = t // a group's settle time ends
+	if t := c.admitRecheck; t.After(now) && (next.IsZero() || t.Before(next)) {
+		next = t // admission may decide otherwise: a settle time ends, a hold is looked at again
 	}
 	if t := c.alerts.next; t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // a rollout held by alerts asks again (admitreads.go)
