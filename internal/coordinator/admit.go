@@ -41,21 +41,19 @@ func (c *Coordinator) admitRules() admission.Rules {
 func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 	in := admissionInput(c.admitRules(), s)
 	s.statuses = admission.Statuses(in)
-	alertsRead := false
 	for round := 0; ; round++ {
 		if round == maxAdmitRounds && s.capacity != nil {
 			s.capacity.gate.Err = fmt.Errorf("the nodes to read did not settle in %d rounds", maxAdmitRounds)
 		}
 		res, needs := admission.Admit(withReads(in, s))
 		if needs.None() || ctx.Err() != nil || round > maxAdmitRounds {
-			if !alertsRead && s.alerts == nil {
-				c.noAlertsRead()
+			if s.alerts == nil {
+				c.noAlertsRead() // not asked for: nothing waits to start, or the gate is off
 			}
 			return res
 		}
 		if needs.Alerts {
 			c.readAlerts(ctx, s)
-			alertsRead = true
 		}
 		if len(needs.Workloads) > 0 {
 			c.readWorkloads(ctx, s, needs.Workloads)
