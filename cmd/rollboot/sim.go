@@ -22,20 +22,22 @@ import (
 
 // simFlags are the flags of `rollboot sim`.
 type simFlags struct {
-	listen       string
-	servers      int
-	clients      int
-	acl          bool
-	stateDir     string
-	pools        string
-	bootTime     time.Duration
-	heartbeatTTL time.Duration
-	hbGrace      time.Duration
-	failoverTTL  time.Duration
-	migrateTime  time.Duration
-	keepSentinel bool
-	jobs         bool
-	seed         uint64
+	listen        string
+	servers       int
+	clients       int
+	acl           bool
+	stateDir      string
+	pools         string
+	bootTime      time.Duration
+	heartbeatTTL  time.Duration
+	hbGrace       time.Duration
+	failoverTTL   time.Duration
+	migrateTime   time.Duration
+	keepSentinel  bool
+	nomadVersion  string
+	noEventBroker bool
+	jobs          bool
+	seed          uint64
 }
 
 func (f *simFlags) register(fs *pflag.FlagSet) {
@@ -52,6 +54,8 @@ func (f *simFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.migrateTime, "migrate-time", 200*time.Millisecond, "how long an allocation takes to stop or start")
 	fs.BoolVar(&f.keepSentinel, "keep-sentinel", false, "keep the reboot-required sentinel across reboots (reboot loops)")
 	fs.BoolVar(&f.jobs, "jobs", false, "register a default set of service, batch and system jobs")
+	fs.StringVar(&f.nomadVersion, "nomad-version", nomadsim.DefaultNomadVersion, "the Nomad version the emulator claims to be and follows where Nomad's behaviour differs between versions")
+	fs.BoolVar(&f.noEventBroker, "disable-event-broker", false, "serve no event stream, as servers with enable_event_broker = false (in the shape of -nomad-version)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed for IDs and fault injection (0: random)")
 }
 
@@ -81,6 +85,8 @@ func (f *simFlags) config() (nomadsim.Config, error) {
 		FailoverHeartbeatTTL: f.failoverTTL,
 		MigrateTime:          f.migrateTime,
 		KeepSentinelOnReboot: f.keepSentinel,
+		NomadVersion:         f.nomadVersion,
+		EventBrokerDisabled:  f.noEventBroker,
 		Seed:                 f.seed,
 	}
 	if f.pools != "" {

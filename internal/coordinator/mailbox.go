@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/hostcheck"
+	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -95,6 +96,8 @@ type answers struct {
 	// nodes: the node list (nil while not live), from the node watch or the
 	// event stream's follower (nodes.go).
 	nodes watched[[]*api.NodeListStub]
+	// nodeWatch: how the nodes are followed (nodes.go followNodes).
+	nodeWatch nodestream.State
 	// allocs: the allocations of each node whose allocation watch answered
 	// (wake.go allocWatchers), until it ends.
 	allocs map[string][]*api.Allocation

@@ -158,7 +158,8 @@ func (c *Coordinator) policyEnforced(ctx context.Context) error {
 // since it last wrote it in this term.
 func (c *Coordinator) publishEnforcement(ctx context.Context) error {
 	ps := &c.policy
-	e := store.Enforcement{Leader: c.opt.Identity, PolicyVersion: ps.version, PolicyProblem: ps.problem}
+	e := store.Enforcement{Leader: c.opt.Identity, PolicyVersion: ps.version, PolicyProblem: ps.problem,
+		NodeWatch: nodeWatchText(c.seen.nodeWatch)}
 	if ps.published.ModifyIndex != 0 && ps.published.Equal(e) {
 		return nil
 	}
@@ -228,6 +229,7 @@ func (c *Coordinator) endTerm() {
 	c.policy.read.forget() // read again in the next term
 	c.policy.metrics.set(0, false)
 	c.alerts.metrics.blocking.Set(0)
+	c.metrics.nodeBlocking.Set(0)
 	c.alerts.next, c.alerts.logged = time.Time{}, ""
 	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
 }

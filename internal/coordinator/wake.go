@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/statemetrics"
@@ -72,7 +73,12 @@ type passMetrics struct {
 	spins prometheus.Counter
 	// stepTimeouts: steps of a pass that ran out of time (apply.go).
 	stepTimeouts prometheus.Counter
-	state        *statemetrics.Metrics
+	// nodeBlocking: 1 while blocking queries follow the nodes because the
+	// event stream cannot be had; streamFailures: the stream's failures
+	// (nodes.go followNodes).
+	nodeBlocking   prometheus.Gauge
+	streamFailures prometheus.Counter
+	state          *statemetrics.Metrics
 	// stateHosts: the array of the last state handed to state (sideoutputs.go),
 	// reused by the next.
 	stateHosts []statemetrics.Host
@@ -101,8 +107,27 @@ func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 			Name: "rollboot_coordinator_step_timeouts_total",
 			Help: "Steps of a reconcile pass (reading the state, or one host's decision) abandoned because a request was not answered in time.",
 		})),
+		nodeBlocking: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rollboot_coordinator_node_watch_blocking",
+			Help: "1 while the leader follows the nodes with blocking queries because Nomad's node event stream cannot be had.",
+		})),
+		streamFailures: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollboot_coordinator_node_stream_failures_total",
+			Help: "Subscriptions to Nomad's node event stream that failed or ended early (refused, broker disabled, dropped, closed).",
+		})),
 		state: statemetrics.New(reg),
 	}
+}
+
+// nodeWatch records how the nodes are followed: s is told at every change and
+// at every failed try of the stream.
+func (m *passMetrics) nodeWatch(s nodestream.State) {
+	if s.Mode == nodestream.Blocking {
+		m.nodeBlocking.Set(1)
+		m.streamFailures.Inc()
+		return
+	}
+	m.nodeBlocking.Set(0)
 }
 
 // Registry is the Prometheus registry of the coordinator's metrics.

@@ -124,7 +124,7 @@ func (s *Sim) agentSelfLocked(h *Host) *api.AgentSelf {
 				"port":     strconv.Itoa(p),
 				"role":     "nomad",
 				"raft_vsn": "3",
-				"build":    simNomadVersion,
+				"build":    s.cfg.NomadVersion,
 			},
 		}
 	}
@@ -193,8 +193,9 @@ func (s *Sim) agentHealthLocked(h *Host, types []string) *api.AgentHealthRespons
 	return out
 }
 
-// simNomadVersion is the Nomad version the emulator claims to be.
-const simNomadVersion = "1.11.0"
+// DefaultNomadVersion is the Nomad version the emulator claims to be unless
+// Config.NomadVersion says otherwise.
+const DefaultNomadVersion = "1.11.0"
 
 // handleAgentHost answers GET /v1/agent/host (command/agent/agent_endpoint.go
 // AgentHostRequest), the host data of `nomad operator debug`: the agent's OS,

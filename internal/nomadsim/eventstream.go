@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/nomad/api"
 	"github.com/rollboot/rollboot/internal/nomadsim/simhttp"
 )
@@ -155,6 +156,10 @@ func (s *Sim) handleEventStream(w http.ResponseWriter, r *http.Request) {
 		simhttp.WriteError(w, http.StatusBadRequest, "Invalid topic query: "+err.Error())
 		return
 	}
+	if s.brokerOff.Load() {
+		s.brokerDisabled(w)
+		return
+	}
 	if s.authorize(w, r, func(t *Token) bool { return t.AllowNode(false) }) == nil {
 		return
 	}
@@ -208,4 +213,35 @@ func (s *Sim) handleEventStream(w http.ResponseWriter, r *http.Request) {
 		}
 		it = it.next
 	}
+}
+
+// SetEventBrokerDisabled turns the event broker off (as servers restarted
+// with enable_event_broker = false) or on again. Subscriptions already open go
+// on until they end.
+func (s *Sim) SetEventBrokerDisabled(off bool) { s.brokerOff.Store(off) }
+
+// brokerDisabled answers a stream request to servers run with
+// enable_event_broker = false. The streaming RPC (nomad/event_endpoint.go
+// Event.stream) fails with "EventBroker not configured". Up to Nomad 1.11.1
+// the HTTP handler (command/agent/event_endpoint.go EventStream) waited for the
+// RPC's first answer and turned that error into a 500; from 1.11.2 it writes
+// the 200 and its headers before the RPC runs, so the caller sees a stream that
+// opens and closes at once with no item in it.
+func (s *Sim) brokerDisabled(w http.ResponseWriter) {
+	if !versionAtLeast(s.cfg.NomadVersion, "1.11.2") {
+		simhttp.WriteError(w, http.StatusInternalServerError, "EventBroker not configured")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+}
+
+// versionAtLeast reports whether the Nomad version v is min or newer (a
+// version that does not parse counts as the newest).
+func versionAtLeast(v, min string) bool {
+	have, err := version.NewVersion(v)
+	if err != nil {
+		return true
+	}
+	return !have.LessThan(version.Must(version.NewVersion(min)))
 }

@@ -90,3 +90,48 @@ func TestEventStreamNodeTopic(t *testing.T) {
 		t.Errorf("Job topic: %v, want a 400 saying only Node is modelled", err)
 	}
 }
+
+// Servers run with enable_event_broker = false refuse a subscription with a
+// 500 up to Nomad 1.11.1, and from 1.11.2 open it (200) and close it at once.
+func TestEventStreamBrokerDisabled(t *testing.T) {
+	topics := map[api.Topic][]string{api.TopicNode: {"*"}}
+	t.Run("1.11.1", func(t *testing.T) {
+		_, c := newTestSim(t, Config{Clients: 1, NomadVersion: "1.11.1", EventBrokerDisabled: true})
+		_, err := c.EventStream().Stream(t.Context(), topics, 0, nil)
+		if err == nil || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "EventBroker not configured") {
+			t.Fatalf("err = %v, want a 500 saying the broker is not configured", err)
+		}
+	})
+	t.Run("1.11.2", func(t *testing.T) {
+		_, c := newTestSim(t, Config{Clients: 1, NomadVersion: "1.11.2", EventBrokerDisabled: true})
+		ch, err := c.EventStream().Stream(t.Context(), topics, 0, nil)
+		if err != nil {
+			t.Fatalf("subscribe: %v, want the 200 of 1.11.2", err)
+		}
+		select {
+		case evs, ok := <-ch:
+			if !ok || evs.Err == nil {
+				t.Fatalf("first item %+v, want the end of the stream", evs)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream stayed open")
+		}
+	})
+	t.Run("enabled", func(t *testing.T) {
+		_, c := newTestSim(t, Config{Clients: 1, NomadVersion: "1.11.2"})
+		ch, err := c.EventStream().Stream(t.Context(), topics, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case evs := <-ch:
+			if evs.Err != nil {
+				t.Fatalf("stream: %v", evs.Err)
+			}
+		case <-time.After(200 * time.Millisecond): // open and quiet: the heartbeat is skipped
+		}
+	})
+	if _, err := New(Config{NomadVersion: "one.eleven"}); err == nil || !strings.Contains(err.Error(), `nomad version "one.eleven"`) {
+		t.Fatalf("New with a bad version: %v, want an error naming it", err)
+	}
+}

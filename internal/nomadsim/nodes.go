@@ -135,7 +135,7 @@ func (c *clusterState) registerNodeLocked(s *Sim, h *Host, pool string) string {
 			"kernel.version":            "6.8.0-60-generic",
 			"cpu.arch":                  "amd64",
 			"cpu.numcores":              "4",
-			"nomad.version":             simNomadVersion,
+			"nomad.version":             s.cfg.NomadVersion,
 			"nomad.advertise.address":   h.Addr,
 			"driver.exec":               "1",
 			"driver.raw_exec":           "1",

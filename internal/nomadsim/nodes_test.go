@@ -138,7 +138,7 @@ func TestNodeListFilterPrefixAndPaging(t *testing.T) {
 		t.Fatal("list index is 0")
 	}
 	for _, n := range all {
-		if n.Address != "127.0.0.1" || n.Version != simNomadVersion || n.Drain || n.Attributes != nil ||
+		if n.Address != "127.0.0.1" || n.Version != s.cfg.NomadVersion || n.Drain || n.Attributes != nil ||
 			n.Status != api.NodeStatusReady || n.SchedulingEligibility != api.NodeSchedulingEligible {
 			t.Fatalf("stub %+v", n)
 		}
@@ -231,7 +231,7 @@ func TestNodeInfoAndUnknownNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n.Name != "client-1" || n.HTTPAddr != h.Addr || n.Datacenter != "dc1" || n.NodePool != "default" ||
-		n.Attributes["unique.hostname"] != "client-1" || n.Attributes["nomad.version"] != simNomadVersion ||
+		n.Attributes["unique.hostname"] != "client-1" || n.Attributes["nomad.version"] != s.cfg.NomadVersion ||
 		n.Attributes["os.name"] == "" || n.Attributes["unique.host_id"] == "" || n.Drain ||
 		n.Status != api.NodeStatusReady || n.SchedulingEligibility != api.NodeSchedulingEligible ||
 		n.StatusUpdatedAt == 0 || len(n.Drivers) == 0 {

@@ -57,6 +57,7 @@ const implicitServerAddr = "127.0.0.1:4647"
 // ServerInfo (Raft ID, name, address); its index is the emulator's own.
 type serverState struct {
 	*raftsim.Cluster
+	version string // the servers' Nomad version (Config.NomadVersion)
 }
 
 func (st *serverState) init(s *Sim, env simEnv) {
@@ -68,6 +69,7 @@ func (st *serverState) init(s *Sim, env simEnv) {
 		return &raftsim.Member{ID: s.uuidLocked(), Name: "nomadsim." + s.cfg.Region, Addr: implicitServerAddr}
 	}
 	st.Cluster = raftsim.New(env, rc)
+	st.version = s.cfg.NomadVersion
 }
 
 // leaderChangedLocked is what a leader change does to the rest of the cluster:
@@ -214,7 +216,7 @@ func (st *serverState) healthLocked() *api.OperatorHealthReply {
 	for _, v := range h.Servers {
 		m := v.Member
 		sh := api.ServerHealth{
-			ID: m.ID, Name: m.Name, Address: m.Addr, SerfStatus: "alive", Version: simNomadVersion,
+			ID: m.ID, Name: m.Name, Address: m.Addr, SerfStatus: "alive", Version: st.version,
 			Leader: v.Leader, Voter: m.Voter(), Healthy: m.Healthy(),
 			StableSince: v.StableSince.Round(time.Second).UTC(),
 			LastContact: v.LastContact, LastTerm: v.LastTerm, LastIndex: v.LastIndex,

@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-version"
+
 	"github.com/rollboot/rollboot/internal/nomadsim/consulsim"
 	"github.com/rollboot/rollboot/internal/nomadsim/vaultsim"
 )
@@ -29,6 +31,15 @@ import (
 type Config struct {
 	Region     string // default "global"
 	Datacenter string // default "dc1"
+
+	// NomadVersion is the Nomad version the emulator claims to be (its agents'
+	// build, its clients' nomad.version) and follows where Nomad's behaviour
+	// changed between versions (default DefaultNomadVersion; docs/emulator.md).
+	NomadVersion string
+	// EventBrokerDisabled models servers run with enable_event_broker = false:
+	// /v1/event/stream cannot be had, in the shape of NomadVersion
+	// (eventstream.go).
+	EventBrokerDisabled bool
 
 	// Servers is the number of hosts that run a Nomad server (and no client).
 	Servers int
@@ -151,6 +162,9 @@ func (c *Config) setDefaults() {
 	if c.Datacenter == "" {
 		c.Datacenter = "dc1"
 	}
+	if c.NomadVersion == "" {
+		c.NomadVersion = DefaultNomadVersion
+	}
 	if c.HeartbeatTTL == 0 {
 		c.HeartbeatTTL = 200 * time.Millisecond
 	}
@@ -195,6 +209,9 @@ func (c *Config) setDefaults() {
 // Sim is a running emulated cluster.
 type Sim struct {
 	cfg Config
+	// brokerOff: the servers run without the event broker (eventstream.go),
+	// from Config.EventBrokerDisabled or SetEventBrokerDisabled.
+	brokerOff atomic.Bool
 
 	mu     sync.Mutex
 	index  uint64        // the Raft index: bumped by every write
@@ -283,6 +300,9 @@ type ServerInfo struct {
 // New builds an emulated cluster and starts serving it. Call Close when done.
 func New(cfg Config) (*Sim, error) {
 	cfg.setDefaults()
+	if _, err := version.NewVersion(cfg.NomadVersion); err != nil {
+		return nil, fmt.Errorf("nomad version %q: %w", cfg.NomadVersion, err)
+	}
 	seed := cfg.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -311,6 +331,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 		s.stateDir = cfg.StateDir
 	}
+	s.brokerOff.Store(cfg.EventBrokerDisabled)
 	s.acl.init(s, cfg.ACL)
 	s.cluster.init()
 	s.vars.init()

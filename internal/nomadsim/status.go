@@ -128,7 +128,7 @@ func (s *Sim) serfMemberLocked(e *raftsim.Member) *api.AgentMember {
 		Tags: map[string]string{
 			"id": e.ID, "region": s.cfg.Region, "dc": s.cfg.Datacenter,
 			"rpc_addr": ip, "port": strconv.Itoa(p), "role": "nomad",
-			"raft_vsn": "3", "build": simNomadVersion, "vsn": "1",
+			"raft_vsn": "3", "build": s.cfg.NomadVersion, "vsn": "1",
 		},
 		ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2,
 		DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,

@@ -29,6 +29,9 @@ type Policy struct {
 	LockError  string `json:"lock_error,omitempty"`
 	Enforced   int    `json:"enforced_version"`
 	Problem    string `json:"problem,omitempty"`
+	// NodeWatch, when set, says that the leader follows the nodes with
+	// blocking queries because Nomad's node event stream cannot be had.
+	NodeWatch string `json:"node_watch,omitempty"`
 	// ReadError says why the coordinator's word cannot be read.
 	ReadError string `json:"read_error,omitempty"`
 }
@@ -57,6 +60,7 @@ func readPolicy(ctx context.Context, st PolicyStore) Policy {
 	switch {
 	case err == nil:
 		p.Leader, p.LeaderSince, p.Enforced, p.Problem = e.Leader, e.Since, e.PolicyVersion, e.PolicyProblem
+		p.NodeWatch = e.NodeWatch
 		p.LeaderGone, p.LockError = leaderGone(ctx, st, e)
 	case errors.Is(err, store.ErrNotFound):
 	default:
@@ -104,6 +108,8 @@ func (p Policy) Coordinator() string {
 		return fmt.Sprintf("none leads that has said so: %s, the last to say it led, no longer holds the election lock (released, expired, or taken by a coordinator that has not said so yet)", p.Leader)
 	case p.LockError != "":
 		return fmt.Sprintf("%s (cannot tell whether it still holds the election lock: %s)", p.Leader, p.LockError)
+	case p.NodeWatch != "":
+		return fmt.Sprintf("%s; it follows the nodes with %s", p.Leader, p.NodeWatch)
 	}
 	return p.Leader
 }

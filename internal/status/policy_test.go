@@ -69,6 +69,9 @@ func TestLeaderGone(t *testing.T) {
 		{"the lock cannot be read", policyStore{e: e, lockErr: errors.New("403 Permission denied")}, false, "403 Permission denied",
 			"h1 (pid 9) (cannot tell whether it still holds the election lock: 403 Permission denied)"},
 		{"a record without the index tells nothing", policyStore{e: store.Enforcement{Leader: "h1 (pid 9)"}, lock: 57}, false, "", "h1 (pid 9)"},
+		{"it follows the nodes without the event stream", policyStore{e: store.Enforcement{Leader: "h1 (pid 9)", LockIndex: 40,
+			NodeWatch: "blocking queries: the node event stream cannot be had (x)"}, lock: 40}, false, "",
+			"h1 (pid 9); it follows the nodes with blocking queries: the node event stream cannot be had (x)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,7 +25,11 @@ type Enforcement struct {
 	// the start of its term (LeaderLockIndex); 0 when unknown (no lock, or a
 	// record of a rollboot that did not write it). While the leader holds the
 	// lock the index stays the same: a different one means it no longer leads.
-	LockIndex   uint64
+	LockIndex uint64
+	// NodeWatch, when set, says that the leader follows the nodes with
+	// blocking queries because Nomad's node event stream cannot be had, and
+	// why; "" while the stream works (or was never configured).
+	NodeWatch   string
 	ModifyIndex uint64
 }
 
@@ -36,6 +40,7 @@ var enforcementCodec = codec[Enforcement]{version: 1, fields: []field[Enforcemen
 	text("policy_problem", func(e *Enforcement) *string { return &e.PolicyProblem }),
 	instant("since", func(e *Enforcement) *time.Time { return &e.Since }, false),
 	counter("lock_index", func(e *Enforcement) *uint64 { return &e.LockIndex }),
+	text("node_watch", func(e *Enforcement) *string { return &e.NodeWatch }),
 }}
 
 // LeaderLockIndex is the ModifyIndex of the election lock's variable, which
@@ -73,5 +78,6 @@ func (s *Store) PutEnforcement(ctx context.Context, e Enforcement, checkIndex ui
 
 // Equal reports whether e and o say the same, but for when and the index.
 func (e Enforcement) Equal(o Enforcement) bool {
-	return e.Leader == o.Leader && e.PolicyVersion == o.PolicyVersion && e.PolicyProblem == o.PolicyProblem
+	return e.Leader == o.Leader && e.PolicyVersion == o.PolicyVersion && e.PolicyProblem == o.PolicyProblem &&
+		e.NodeWatch == o.NodeWatch
 }

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/invariants"
+	"github.com/rollboot/rollboot/internal/nomadsim"
+)
+
+// Without Nomad's node event stream (servers run with enable_event_broker =
+// false: a 500 up to Nomad 1.11.1, 200 and an immediate close from 1.11.2)
+// the coordinator follows the nodes with blocking queries: a rollout at the
+// production resync takes about as long as with the stream, where it once
+// waited for the resync at every drain's end and every node's return. The
+// three rollouts run one after another, alone (this test is not parallel), so
+// that the makespans compare.
+//
+// Run: go test -count=1 -v -run TestRolloutWithoutEventStream ./internal/e2e/
+func TestRolloutWithoutEventStream(t *testing.T) {
+	type run struct {
+		name     string
+		version  string
+		disabled bool
+	}
+	runs := []run{{"stream", "1.11.1", false}, {"broker off, 500 (1.11.1)", "1.11.1", true},
+		{"broker off, 200 then close (1.11.2)", "1.11.2", true}}
+	var base time.Duration
+	for _, r := range runs {
+		took, lists, streams, status := rolloutMakespan(t, r.version, r.disabled)
+		t.Logf("%-36s makespan %6s, node lists %d, stream subscriptions %d", r.name, took.Round(10*time.Millisecond), lists, streams)
+		if r.disabled {
+			if !strings.Contains(status, "blocking queries") {
+				t.Errorf("%s: status does not say the nodes are followed with blocking queries:\n%s", r.name, status)
+			}
+			if limit := base * 3 / 2; took > limit {
+				t.Errorf("%s: the rollout took %s, more than 1.5× the %s it took with the stream", r.name, took, base)
+			}
+		} else {
+			base = took
+		}
+	}
+}
+
+// rolloutMakespan reboots every client of a cluster of 8 in 2 groups of 2 at
+// a time at the production resync, and returns how long it took, the node
+// lists and stream subscriptions the emulator answered, and `rollboot status`
+// during the rollout.
+func rolloutMakespan(t *testing.T, version string, brokerOff bool) (time.Duration, uint64, uint64, string) {
+	var took time.Duration
+	var lists, streams uint64
+	var status string
+	t.Run(version+fmt.Sprintf("/broker_off=%v", brokerOff), func(t *testing.T) {
+		c := newCluster(t, clusterOpts{clients: 8, pools: []string{"a", "b"}, coordinators: 1, resync: productionResync,
+			simConfig: func(cfg *nomadsim.Config) { cfg.NomadVersion, cfg.EventBrokerDisabled = version, brokerOff },
+			policy: `group "a" {
+  filter = "NodePool == \"a\""
+  concurrency = 2
+}
+group "b" {
+  filter = "NodePool == \"b\""
+  concurrency = 2
+}`})
+		c.start()
+		hosts := c.clients()
+		c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
+		c.sim.ResetRequestStats()
+		start := time.Now()
+		c.needReboot(hosts...)
+		c.waitFor("every host rebooted", 4*productionResync, c.rebootedAll(hosts))
+		took = time.Since(start)
+		status = c.cli("status")
+		for _, rs := range c.sim.RequestStats().Routes {
+			switch rs.Route {
+			case "GET /v1/nodes":
+				lists = rs.Requests
+			case "GET /v1/event/stream":
+				streams = rs.Requests
+			}
+		}
+		c.mustHold(invariants.Spec{Group: c.groupsByPool(), Concurrency: map[string]int{"a": 2, "b": 2},
+			EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
+	})
+	return took, lists, streams, status
+}

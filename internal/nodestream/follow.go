@@ -1,0 +1,286 @@
+package nodestream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/watch"
+)
+
+// The node list, kept current from the event stream, and from blocking queries
+// while the stream cannot be had.
+//
+// Watching the node list with a blocking query reads every node again at each
+// change: the whole list decoded for every drain, status and eligibility change
+// of a rollout. The event stream's Node topic carries the node written, alone.
+// So the follower subscribes first, then reads the whole list once, and applies
+// to it every node event after the list's index: a write before the
+// subscription is in the list, one after it is in the stream, and the events
+// the stream replays from its buffer (a subscription at index 0 starts at the
+// oldest event kept) are older than the list and skipped. The list it keeps is
+// the node list as a blocking query would have answered it at the last event's
+// index.
+//
+// It subscribes again with a fresh list every Period (watch.MaxWait): as often
+// as a blocking query asks again, so that a connection that went silent (Nomad
+// sends a heartbeat every 30 s, which the client drops) is not trusted for
+// longer than a blocking query would have been.
+//
+// The stream cannot always be had (docs/architecture.md, "Following the
+// nodes"). Servers run with enable_event_broker = false answer 500 "EventBroker
+// not configured" up to Nomad 1.11.1 and, from 1.11.2, 200 and an immediate
+// close (command/agent/event_endpoint.go EventStream writes the status before
+// the RPC runs); an ACL refusal has the same two shapes; a slow subscriber is
+// cut off ("event dropped from buffer", nomad/stream/event_buffer.go); a
+// snapshot restore and an ACL policy change end every subscription. Then the
+// follower follows the nodes with the blocking query (GET /v1/nodes?index=,
+// which Nomad forwards to the leader) and tries the stream again after
+// RetryAfter: rarely, since a retry of the 1.11.2 shape costs a full list. It
+// says so once per change of state (Mode and reason), not at every retry.
+
+// NodesAPI lists the nodes; with a WaitIndex it is Nomad's blocking query.
+type NodesAPI interface {
+	List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error)
+}
+
+// Sink keeps the node list the follower reads.
+type Sink interface {
+	// SetNodes keeps list as Nomad's node list at index; a nil list says the
+	// list kept is not known to be current.
+	SetNodes(list []*api.NodeListStub, index uint64)
+	// NodesAt reports whether the list kept was read at index.
+	NodesAt(index uint64) bool
+}
+
+// Mode is how the follower follows the nodes.
+type Mode int
+
+const (
+	// Starting: the stream has not yet shown that it works.
+	Starting Mode = iota
+	// Streaming: the event stream delivers the node writes.
+	Streaming
+	// Blocking: the stream cannot be had; blocking queries follow the nodes.
+	Blocking
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Streaming:
+		return "event stream"
+	case Blocking:
+		return "blocking queries"
+	}
+	return "starting"
+}
+
+// State is what the follower is doing, for status and metrics.
+type State struct {
+	Mode Mode
+	// Reason: why the stream cannot be had (Blocking), and when it is tried
+	// again.
+	Reason  string
+	RetryAt time.Time
+}
+
+// Follower keeps a Sink's node list current until its context ends.
+type Follower struct {
+	Events NodeEventsAPI
+	Nodes  NodesAPI
+	Sink   Sink
+	// Poke is called after each change of the list.
+	Poke func()
+	Log  *slog.Logger
+	// OnState, if set, is told of every change of State (and of every failed
+	// try of the stream, which moves RetryAt).
+	OnState func(State)
+	// Period is how long one subscription is trusted (default watch.MaxWait).
+	Period time.Duration
+	// RetryAfter gives how long blocking queries follow the nodes after the
+	// n-th failure of the stream in a row (default RetryAfter).
+	RetryAfter func(n int) time.Duration
+
+	mu    sync.Mutex
+	state State
+}
+
+// RetryAfter is how long the follower uses blocking queries after the n-th
+// failure of the stream in a row before it tries the stream again: 30 s,
+// doubling to 5 minutes. A try costs a subscription and, when the server
+// answers 200 before it fails, a full node list: at most one per 30 s.
+func RetryAfter(n int) time.Duration {
+	return policy.Backoff(30*time.Second, watch.MaxWait, n)
+}
+
+// State returns the follower's state.
+func (f *Follower) State() State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+// Run follows the nodes until ctx ends.
+func (f *Follower) Run(ctx context.Context) {
+	period, retryAfter := f.Period, f.RetryAfter
+	if period <= 0 {
+		period = watch.MaxWait
+	}
+	if retryAfter == nil {
+		retryAfter = RetryAfter
+	}
+	fails := 0
+	var index uint64 // of the list kept, 0: none known to be current
+	for ctx.Err() == nil {
+		var err error
+		index, err = f.stream(ctx, period, index)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			fails = 0 // its period ended: subscribe again
+			continue
+		}
+		fails++
+		d := retryAfter(fails)
+		f.setState(State{Mode: Blocking, Reason: err.Error(), RetryAt: time.Now().Add(d)})
+		index = f.block(ctx, d, index)
+	}
+}
+
+// stream follows the stream for one period, from a list kept at index (0:
+// none): nil when the period ended. It returns the index of the list kept.
+func (f *Follower) stream(parent context.Context, period time.Duration, index uint64) (uint64, error) {
+	ctx, cancel := context.WithTimeout(parent, period)
+	defer cancel()
+	events, err := f.Events.NodeEvents(ctx, 0)
+	if err != nil {
+		return index, fmt.Errorf("subscribe to the node events: %w", err)
+	}
+	list, meta, err := f.Nodes.List((&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		f.Sink.SetNodes(nil, 0)
+		return 0, fmt.Errorf("list nodes: %w", err)
+	}
+	// An item at or before the list's index is in the list. Items after it are
+	// applied in the order they come (the emulator may send two at one index).
+	listed := meta.LastIndex
+	index = listed
+	had := f.Sink.NodesAt(index)
+	f.Sink.SetNodes(list, index)
+	if !had {
+		f.Poke()
+	}
+	for {
+		var changed []*api.NodeListStub
+		var gone []string
+		var err error
+		select {
+		case <-ctx.Done():
+			f.setState(State{Mode: Streaming}) // it lasted its period
+			return index, nil
+		case evs, ok := <-events:
+			changed, gone, index, err = take(evs, ok, events, listed, index)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				f.setState(State{Mode: Streaming})
+				return index, nil
+			}
+			return index, err
+		}
+		f.setState(State{Mode: Streaming}) // it delivers
+		if len(changed) == 0 && len(gone) == 0 {
+			continue
+		}
+		list = Apply(list, changed, gone)
+		f.Sink.SetNodes(list, index)
+		f.Poke()
+	}
+}
+
+// take returns the node writes of evs and of every batch already received
+// after it (one list and one poke for all), and the index they bring the list
+// to. An error ends the stream: the stream's own, or its end.
+func take(evs *api.Events, ok bool, events <-chan *api.Events, listed, index uint64) ([]*api.NodeListStub, []string, uint64, error) {
+	var changed []*api.NodeListStub
+	var gone []string
+	for {
+		if !ok {
+			return nil, nil, index, errors.New("the node event stream ended")
+		}
+		if evs.Err != nil {
+			return nil, nil, index, fmt.Errorf("node event stream: %w", evs.Err)
+		}
+		if evs.Index > listed {
+			ch, gn, err := Changes(evs)
+			if err != nil {
+				return nil, nil, index, err
+			}
+			changed, gone = append(changed, ch...), append(gone, gn...)
+			index = max(index, evs.Index)
+		}
+		select {
+		case evs, ok = <-events:
+			continue
+		default:
+		}
+		return changed, gone, index, nil
+	}
+}
+
+// block follows the nodes with the blocking query for d, from a list kept at
+// index (0: none, the first query reads one at once). It returns the index of
+// the list kept.
+func (f *Follower) block(parent context.Context, d time.Duration, index uint64) uint64 {
+	ctx, cancel := context.WithTimeout(parent, d)
+	defer cancel()
+	watch.Loop{Index: index, Query: func(ctx context.Context, idx uint64) (uint64, error) {
+		q := (&api.QueryOptions{WaitIndex: idx, WaitTime: watch.MaxWait}).WithContext(ctx)
+		list, meta, err := f.Nodes.List(q)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.Sink.SetNodes(nil, 0) // not known to be current: passes read it
+				index = 0
+			}
+			return 0, err
+		}
+		f.Sink.SetNodes(list, meta.LastIndex)
+		index = meta.LastIndex
+		return meta.LastIndex, nil
+	}, OnChange: func(uint64) { f.Poke() }, OnError: func(err error, fails int, retry time.Duration) {
+		f.Log.Debug("node list watch failed: the passes read the node list until it answers", "err", err, "retry_in", retry, "failures", fails)
+	}}.Run(ctx)
+	return index
+}
+
+// setState records s, saying so when the mode or the reason changed.
+func (f *Follower) setState(s State) {
+	f.mu.Lock()
+	old := f.state
+	f.state = s
+	f.mu.Unlock()
+	if old == s {
+		return
+	}
+	if old.Mode != s.Mode || old.Reason != s.Reason {
+		switch s.Mode {
+		case Blocking:
+			f.Log.Warn("the node event stream cannot be had: following the nodes with blocking queries, which Nomad forwards to its leader",
+				"err", s.Reason, "stream_retry_in", time.Until(s.RetryAt).Round(time.Second))
+		case Streaming:
+			if old.Mode == Blocking {
+				f.Log.Info("the node event stream is back: following the nodes with it")
+			}
+		}
+	}
+	if f.OnState != nil {
+		f.OnState(s)
+	}
+}

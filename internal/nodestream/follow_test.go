@@ -1,0 +1,152 @@
+package nodestream
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+)
+
+// sink keeps the follower's list, as the coordinator's mailbox does.
+type sink struct {
+	mu    sync.Mutex
+	list  []*api.NodeListStub
+	index uint64
+	pokes int
+}
+
+func (s *sink) SetNodes(list []*api.NodeListStub, index uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.list, s.index = list, index
+}
+
+func (s *sink) NodesAt(index uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list != nil && s.index == index
+}
+
+// eligibility returns the eligibility of node id in the list kept ("" when
+// none is kept).
+func (s *sink) eligibility(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.list {
+		if n.ID == id {
+			return n.SchedulingEligibility
+		}
+	}
+	return ""
+}
+
+// syncBuffer is a log buffer the follower writes from its goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.b.String(), s)
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// With the event broker off, in either version's shape, the follower follows
+// the nodes with blocking queries, says so once however often it tries the
+// stream again, and goes back to the stream once the broker is on.
+func TestFollowerWithoutTheStream(t *testing.T) {
+	for _, version := range []string{"1.11.1", "1.11.2"} {
+		t.Run(version, func(t *testing.T) {
+			sim, err := nomadsim.New(nomadsim.Config{Clients: 2, NomadVersion: version, EventBrokerDisabled: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(sim.Close)
+			client, err := api.NewClient(&api.Config{Address: sim.Address()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs syncBuffer
+			var states []State
+			var statesMu sync.Mutex
+			out := &sink{}
+			f := &Follower{Events: NomadNodeEvents{Client: client}, Nodes: client.Nodes(), Sink: out,
+				Poke: func() {}, Log: slog.New(slog.NewTextHandler(&logs, nil)),
+				RetryAfter: func(int) time.Duration { return 100 * time.Millisecond },
+				OnState: func(s State) {
+					statesMu.Lock()
+					states = append(states, s)
+					statesMu.Unlock()
+				}}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { defer close(done); f.Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+
+			waitUntil(t, "the blocking queries", func() bool { return f.State().Mode == Blocking })
+			n, err := sim.Node("client-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, eligible := range []bool{false, true, false} {
+				if _, err := client.Nodes().ToggleEligibility(n.ID, eligible, nil); err != nil {
+					t.Fatal(err)
+				}
+				want := api.NodeSchedulingIneligible
+				if eligible {
+					want = api.NodeSchedulingEligible
+				}
+				waitUntil(t, "the list to show "+want, func() bool { return out.eligibility(n.ID) == want })
+				time.Sleep(150 * time.Millisecond) // a retry of the stream in between
+			}
+			if f.State().Mode != Blocking {
+				t.Fatalf("mode %v with the broker off, want blocking queries", f.State().Mode)
+			}
+			statesMu.Lock()
+			tries := len(states)
+			statesMu.Unlock()
+			if tries < 3 {
+				t.Errorf("%d failed tries of the stream told, want one per retry (at least 3)", tries)
+			}
+			if got := logs.count("cannot be had"); got != 1 {
+				t.Errorf("the fallback logged %d times over %d tries, want once:\n%s", got, tries, logs.b.String())
+			}
+
+			sim.SetEventBrokerDisabled(false)
+			if _, err := client.Nodes().ToggleEligibility(n.ID, true, nil); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the stream's event", func() bool {
+				return f.State().Mode == Streaming && out.eligibility(n.ID) == api.NodeSchedulingEligible
+			})
+			if got := logs.count("stream is back"); got != 1 {
+				t.Errorf("the stream's return logged %d times, want once:\n%s", got, logs.b.String())
+			}
+		})
+	}
+}
