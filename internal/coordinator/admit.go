@@ -93,15 +93,18 @@ func withReads(in admission.Input, s *snapshot) admission.Input {
 // readGrantJobs reads the system jobs on the node of each host admission
 // admitted whose jobs this pass has not read yet: the agent's job must be
 // among them (admission holds the host otherwise), and the plan records them
-// at grant.
+// at grant. They are read from Nomad in this pass, never taken from a watch
+// that may lag: a drain of someone else's may have stopped the agent's
+// allocation a moment ago, and a grant then would leave nobody to reboot the
+// host.
 func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, hosts []string) {
 	for _, name := range hosts {
 		hv := s.hosts[name]
 		if hv.node == nil || hv.jobsRead {
 			continue
 		}
-		hv.jobs, hv.err = c.systemJobs(ctx, hv.node.ID)
-		hv.jobsRead = true
+		allocs, err := c.allocsReadInPass(ctx, hv.node.ID)
+		hv.jobs, hv.err, hv.jobsRead = systemJobsOf(allocs), err, true
 	}
 }
 
@@ -123,8 +126,8 @@ func admissionQueue(s *snapshot) []admission.Pending {
 		if p.Phase != store.PhasePending || s.now.Before(p.NextTry) || hv.rec == nil || hv.err != nil {
 			continue
 		}
-		if n := hv.node; n != nil && (n.Status != "ready" || (n.Draining && n.DrainGrant == "")) {
-			continue
+		if !phase.NodeHold(hv.node).IsZero() {
+			continue // held by its node: phase.Step says why
 		}
 		if s.missing[name] != "" {
 			continue // nobody would reboot it after its drain: held, and why is shown

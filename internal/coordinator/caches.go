@@ -325,6 +325,13 @@ func (c *Coordinator) allocsOnNode(ctx context.Context, nodeID string) ([]*api.A
 	if allocs, ok := c.allocs.watched[nodeID]; ok {
 		return allocs, nil
 	}
+	return c.allocsReadInPass(ctx, nodeID)
+}
+
+// allocsReadInPass returns the allocations on the node as this pass read them
+// from Nomad, reading them now if it has not: never a watch's answer, which
+// may lag.
+func (c *Coordinator) allocsReadInPass(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
 	c.mu.Lock()
 	r, ok := c.allocs.read[nodeID]
 	c.mu.Unlock()

@@ -300,6 +300,12 @@ func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, 
 	if err != nil {
 		return nil, err
 	}
+	return systemJobsOf(allocs), nil
+}
+
+// systemJobsOf returns the system jobs with a running allocation among allocs,
+// sorted.
+func systemJobsOf(allocs []*api.Allocation) []string {
 	set := map[string]bool{}
 	for _, a := range allocs {
 		if a.Job != nil && a.Job.Type != nil && *a.Job.Type == api.JobTypeSystem &&
@@ -312,7 +318,7 @@ func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, 
 		out = append(out, j)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out
 }
 
 func (c *Coordinator) systemRunning(ctx context.Context, v *phase.NodeView) error {

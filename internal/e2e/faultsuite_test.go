@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
@@ -47,15 +48,16 @@ const (
 	faultNeverReturns                     // a host that goes down and does not boot (until the block is lifted)
 	faultDrainStuck                       // drains that cannot finish (batch work outlives the deadline) for a while
 	faultRequestHangs                     // requests accepted and never answered (node calls: drains, eligibility, allocations)
+	faultOperatorDrain                    // an operator drains a pending host (its system jobs too), then gives it back
 	numFaults
 )
 
 var faultNames = [numFaults]string{"leader-kill", "leader-stop", "agent-kill", "reboot-fails", "hook-fails",
-	"api-bursts", "nomad-leader-loss", "never-returns", "drain-stuck", "request-hangs"}
+	"api-bursts", "nomad-leader-loss", "never-returns", "drain-stuck", "request-hangs", "operator-drain"}
 
 // ciSeeds run with `go test ./...`: together they cover every fault kind (see
 // TestFaultSeedsCoverEveryFault).
-var ciSeeds = []uint64{4, 7, 16, 18, 35}
+var ciSeeds = []uint64{9, 14, 26, 33, 38, 50}
 
 // scenario is what a seed chose.
 type scenario struct {
@@ -417,6 +419,8 @@ func (ch *chaos) inject(f faultKind) {
 		t.Logf("fault request-hangs: %.2f of node calls hang, for %s", rate, d)
 		time.Sleep(d) // the fault's duration
 		c.sim.ClearFaults()
+	case faultOperatorDrain:
+		ch.operatorDrain()
 	case faultDrainStuck:
 		ok := ch.until(60*time.Second, func() bool {
 			for _, p := range c.plans() {
@@ -428,6 +432,102 @@ func (ch *chaos) inject(f faultKind) {
 		})
 		t.Logf("fault drain-stuck: a drain was aborted at its deadline: %v", ok)
 	}
+}
+
+// operatorDrain: while another host holds the slot, an operator drains a
+// pending host with its system jobs (rollboot's agent stops there), and makes
+// the node eligible again a while after the drain completed. Meanwhile the
+// node is the operator's: no grant may come (it would drain the node for
+// rollboot with no agent left to reboot it). Once it is given back, the host is
+// rebooted (checked with every host's at the end of the run).
+func (ch *chaos) operatorDrain() {
+	c, t := ch.c, ch.t
+	var victim string
+	ch.until(60*time.Second, func() bool {
+		if !ch.somePlan(store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting)() {
+			return false
+		}
+		plans := c.plans()
+		for _, i := range rand.New(rand.NewPCG(ch.sc.seed, 3)).Perm(len(c.clients())) {
+			if h := c.clients()[i]; plans[h].Phase == store.PhasePending {
+				victim = h
+				return true
+			}
+		}
+		return false
+	})
+	if victim == "" {
+		t.Logf("fault operator-drain: no pending host while another held the slot")
+		return
+	}
+	n, err := c.sim.Node(victim)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	nodes := c.client.Nodes()
+	spec := &api.DrainSpec{Deadline: 3 * time.Second, IgnoreSystemJobs: false}
+	drainAt := time.Now()
+	if _, err := nodes.UpdateDrainOpts(n.ID, &api.DrainOptions{DrainSpec: spec, Meta: map[string]string{"message": "kernel debugging"}}, nil); err != nil {
+		t.Logf("fault operator-drain: drain %s failed (%v): not judged", victim, err)
+		return
+	}
+	t.Logf("fault operator-drain: an operator drains %s with its system jobs", victim)
+	// A grant decided on a node list read before the operator's drain is a
+	// race, not a grant over it: a pass decides within a second of its reads.
+	granted := func(p store.Plan) bool {
+		return !slices.Contains([]string{store.PhasePending, store.PhaseBackoff, store.PhaseIdle}, p.Phase)
+	}
+	raced := func(p store.Plan) bool {
+		return granted(p) && p.Timeline[store.PhaseDraining].Before(drainAt.Add(time.Second))
+	}
+	ch.until(30*time.Second, func() bool {
+		n, err := c.sim.Node(victim)
+		return err == nil && n.DrainStrategy == nil && n.SchedulingEligibility == api.NodeSchedulingIneligible
+	})
+	if p := c.plans()[victim]; raced(p) {
+		// rollboot's drain took the node over: it is in rollboot's cycle.
+		t.Logf("fault operator-drain: %s was granted (%s) as the operator drained it: not judged", victim, p.GrantID)
+		return
+	}
+	if n, err := c.sim.Node(victim); err != nil || n.LastDrain == nil || n.LastDrain.Meta["message"] != "kernel debugging" || n.DrainStrategy != nil {
+		t.Errorf("fault operator-drain: the operator's drain of %s did not complete: %+v", victim, n.LastDrain)
+		return
+	}
+	hold := time.Duration(2000+ch.intn(2000)) * time.Millisecond
+	var grantedMeanwhile, shown string
+	ch.until(hold, func() bool {
+		if p := c.plans()[victim]; granted(p) && grantedMeanwhile == "" {
+			grantedMeanwhile = fmt.Sprintf("%s at %s (phase %s)", p.GrantID,
+				p.Timeline[store.PhaseDraining].Format(time.StampMilli), p.Phase)
+		}
+		if st, err := c.tryStatus(); err == nil && shown == "" {
+			for _, h := range st.Hosts {
+				if h.Host == victim && strings.Contains(h.Waiting, "left ineligible by a drain rollboot did not start") {
+					shown = h.Waiting
+				}
+			}
+		}
+		return false // the whole hold
+	})
+	if grantedMeanwhile != "" {
+		t.Errorf("fault operator-drain: %s was granted %s while the operator's drain held its node (drain sent at %s)",
+			victim, grantedMeanwhile, drainAt.Format(time.StampMilli))
+	}
+	if shown == "" {
+		t.Errorf("fault operator-drain: status never said that %s waits for the operator to give its node back", victim)
+	} else {
+		t.Logf("fault operator-drain: status of %s during the hold: %s", victim, shown)
+	}
+	var lastErr error
+	if !ch.until(30*time.Second, func() bool { // as an operator would, again after an API burst
+		_, lastErr = nodes.ToggleEligibility(n.ID, true, nil)
+		return lastErr == nil
+	}) {
+		t.Errorf("fault operator-drain: give %s back: %v", victim, lastErr)
+		return
+	}
+	t.Logf("fault operator-drain: the operator gave %s back after %s", victim, hold)
 }
 
 // checkFailureInStatus: a failed attempt shows in `rollboot status -json` with

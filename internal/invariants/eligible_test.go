@@ -17,14 +17,14 @@ func TestRebootWhileEligibleAgain(t *testing.T) {
 	}{
 		{"drained then rebooted", seq(cycle("a", "na")), 0},
 		{"made eligible between the drain and the reboot", seq([]ns.Event{
-			{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+			{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
 			{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
 			{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
 			{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},
 			{Type: ns.EventHostBoot, Host: "a", NodeID: "na"},
 		}), 1},
 		{"made eligible and ineligible again before the reboot", seq([]ns.Event{
-			{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+			{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
 			{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
 			{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
 			{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "ineligible"}},
@@ -34,7 +34,7 @@ func TestRebootWhileEligibleAgain(t *testing.T) {
 			{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
 		}), 0},
 		{"a failed attempt given back, then drained again", seq([]ns.Event{
-			{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+			{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
 			{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
 			{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
 		}, cycle("a", "na")), 0},
@@ -61,7 +61,7 @@ func TestRebootWhileEligibleAgain(t *testing.T) {
 // next host of its group may go (invariant 1).
 func TestGivenBackIsInService(t *testing.T) {
 	giveBack := []ns.Event{
-		{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+		{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
 		{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
 		{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
 	}

@@ -59,6 +59,11 @@ func (v Violation) String() string {
 	return fmt.Sprintf("invariant %d, host %s, %s: %s", v.Invariant, v.Host, where, v.Msg)
 }
 
+// DrainGrantDetail is the detail of a drain's start event that names the
+// grant of rollboot's that started it (the drain's meta rollboot_grant, as the
+// emulator logs it); absent for a drain someone else started.
+const DrainGrantDetail = "meta.rollboot_grant"
+
 // hostState follows one host through the event log.
 type hostState struct {
 	hasNode  bool
@@ -169,7 +174,12 @@ func (r *replay) host(name string) *hostState {
 func (r *replay) apply(name string, h *hostState, e nomadsim.Event) {
 	switch e.Type {
 	case nomadsim.EventDrainStart:
-		h.draining, h.drainDone, h.drainForced, h.eligible, h.inCycle = true, false, false, false, true
+		// A drain someone else started (its meta names no grant of
+		// rollboot's: an operator's) takes the node out, but not for a
+		// reboot cycle: it does not count against the group's concurrency.
+		rollboots := e.Details[DrainGrantDetail] != ""
+		h.draining, h.drainDone, h.drainForced, h.eligible = true, false, false, false
+		h.inCycle = h.inCycle || rollboots
 	case nomadsim.EventDrainCancel:
 		h.draining = false
 		if e.Details["mark_eligible"] == "true" {

@@ -7,10 +7,13 @@ import (
 	ns "github.com/rollboot/rollboot/internal/nomadsim"
 )
 
+// rollbootDrain is the detail of the start of a drain of rollboot's.
+var rollbootDrain = map[string]string{DrainGrantDetail: "g1"}
+
 // cycle is the event sequence of one correct reboot of host h (node n).
 func cycle(h, n string) []ns.Event {
 	return []ns.Event{
-		{Type: ns.EventDrainStart, Host: h, NodeID: n},
+		{Type: ns.EventDrainStart, Host: h, NodeID: n, Details: rollbootDrain},
 		{Type: ns.EventDrainComplete, Host: h, NodeID: n, Details: map[string]string{"deadline_reached": "false"}},
 		{Type: ns.EventHostRebootStart, Host: h, NodeID: n},
 		{Type: ns.EventNodeDown, Host: h, NodeID: n},
@@ -76,19 +79,28 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a node still initializing after a disconnection is out of service",
 			events: seq([]ns.Event{
-				{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+				{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
 				{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
 				{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},
 				{Type: ns.EventNodeDisconnected, Host: "a", NodeID: "na"},
 				{Type: ns.EventHostBoot, Host: "a", NodeID: "na"},
 				{Type: ns.EventNodeInit, Host: "a", NodeID: "na"},
 				{Type: ns.EventEligibility, Host: "a", NodeID: "na", Details: map[string]string{"eligibility": "eligible"}},
-				{Type: ns.EventDrainStart, Host: "b", NodeID: "nb"},
+				{Type: ns.EventDrainStart, Host: "b", NodeID: "nb", Details: rollbootDrain},
 				{Type: ns.EventNodeReady, Host: "a", NodeID: "na"},
 			}),
 			spec: Spec{Group: groups, Concurrency: map[string]int{"g": 1}},
 			want: []int{1},
 			peak: 2,
+		},
+		{
+			name: "an operator's drain does not count against the concurrency",
+			events: seq([]ns.Event{
+				{Type: ns.EventDrainStart, Host: "b", NodeID: "nb", Details: map[string]string{"meta.message": "kernel debugging"}},
+				{Type: ns.EventDrainComplete, Host: "b", NodeID: "nb", Details: map[string]string{"deadline_reached": "false"}},
+			}, cycle("a", "na")),
+			spec: Spec{Group: groups, Concurrency: map[string]int{"g": 1}},
+			peak: 1,
 		},
 		{
 			name: "a reboot without a drain",
@@ -101,7 +113,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a reboot while the drain still runs",
 			events: seq([]ns.Event{
-				{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+				{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
 				{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},
 			}),
 			want: []int{4},
@@ -109,7 +121,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a reboot after a canceled drain",
 			events: seq([]ns.Event{
-				{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+				{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
 				{Type: ns.EventDrainCancel, Host: "a", NodeID: "na", Details: map[string]string{"mark_eligible": "true"}},
 				{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},
 			}),
@@ -118,7 +130,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a forced drain is allowed only under force",
 			events: seq([]ns.Event{
-				{Type: ns.EventDrainStart, Host: "a", NodeID: "na"},
+				{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
 				{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "true"}},
 				{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},
 			}),

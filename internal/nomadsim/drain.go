@@ -154,6 +154,9 @@ func (s *Sim) updateDrain(t *Token, id string, req *api.NodeUpdateDrainRequest) 
 		if spec != nil {
 			d["deadline"] = spec.Deadline.String()
 			d["ignore_system_jobs"] = strconv.FormatBool(spec.IgnoreSystemJobs)
+			for k, v := range req.Meta {
+				d["meta."+k] = v // who drains (package invariants tells rollboot's drains from others')
+			}
 		} else {
 			d["mark_eligible"] = strconv.FormatBool(req.MarkEligible)
 		}

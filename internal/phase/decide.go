@@ -464,15 +464,9 @@ func stepPending(in Input, d Decision, n needed) Decision {
 		d.Waiting = WaitFor(WaitServerNoGates, role)
 		return d
 	}
-	if in.Node != nil {
-		if in.Node.Status != "ready" {
-			d.Waiting = WaitFor(WaitNodeNotReady, in.Node.Status)
-			return d
-		}
-		if in.Node.Draining && in.Node.DrainGrant == "" {
-			d.Waiting = WaitFor(WaitForeignDrain, "")
-			return d
-		}
+	if why := NodeHold(in.Node); !why.IsZero() {
+		d.Waiting = why
+		return d
 	}
 	if !in.Admitted {
 		d.Waiting = in.NotAdmitted
@@ -490,6 +484,27 @@ func stepPending(in Input, d Decision, n needed) Decision {
 		return d
 	}
 	return grant(in, d)
+}
+
+// NodeHold says why a pending host's node holds it whatever admission says
+// (zero when it does not): the node is not ready, someone else drains it, or a
+// drain rollboot did not start left it ineligible. That node is the
+// operator's: a grant would drain it again for rollboot, and the agent, if
+// that drain stopped it (ignore_system_jobs = false), would not come back to
+// reboot it while the node stays ineligible. The operator gives it back by
+// making it eligible; then the host goes on.
+func NodeHold(n *NodeView) WaitReason {
+	switch {
+	case n == nil:
+		return WaitReason{}
+	case n.Status != "ready":
+		return WaitFor(WaitNodeNotReady, n.Status)
+	case n.Draining && n.DrainGrant == "":
+		return WaitFor(WaitForeignDrain, "")
+	case !n.Eligible && n.DrainGrant == "" && n.DrainStatus != "":
+		return WaitFor(WaitForeignIneligible, n.DrainStatus)
+	}
+	return WaitReason{}
 }
 
 // grant gives the host its slot: the plan records the grant, the node's

@@ -279,6 +279,34 @@ func TestStep(t *testing.T) {
 			phase: store.PhasePending,
 		},
 		{
+			name: "pending waits on a node someone else's completed drain left ineligible",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true, NewGrantID: "g9",
+				Node: node(func(n *NodeView) { n.Eligible, n.DrainStatus = false, "complete" })},
+			phase: store.PhasePending,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain || d.Waiting.Kind != WaitForeignIneligible || !strings.Contains(d.Waiting.String(), "(complete)") {
+					t.Errorf("decision = %+v, want a hold for the operator's node", d)
+				}
+			},
+		},
+		{
+			name: "pending waits on a node kept ineligible after someone else canceled a drain",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true, NewGrantID: "g9",
+				Node: node(func(n *NodeView) { n.Eligible, n.DrainStatus = false, "canceled" })},
+			phase: store.PhasePending,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain || d.Waiting.Kind != WaitForeignIneligible {
+					t.Errorf("decision = %+v, want a hold for the operator's node", d)
+				}
+			},
+		},
+		{
+			name: "pending goes on once the operator made the drained node eligible again",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true, NewGrantID: "g9",
+				Node: node(func(n *NodeView) { n.DrainStatus = "complete" })},
+			phase: store.PhaseDraining, write: true,
+		},
+		{
 			name: "admitted: records eligibility and boot ID, then drains",
 			in: Input{Plan: plan(store.PhasePending, func(p *store.Plan) { p.Attempt = 0 }), Host: host("b1", true),
 				Node: node(nil), Admitted: true, NewGrantID: "g9", SystemJobs: []string{"default/exporter"}},

@@ -22,6 +22,7 @@ func TestWaitReasonText(t *testing.T) {
 		{WaitFor(WaitServerNoGates, "nomad-server"), "the host runs a nomad-server: rollboot does not reboot servers without quorum gates"},
 		{WaitFor(WaitNodeNotReady, "down"), "node is down"},
 		{WaitFor(WaitForeignDrain, ""), "node is being drained by someone else"},
+		{WaitFor(WaitForeignIneligible, "complete"), "node was left ineligible by a drain rollboot did not start (complete): the operator's until it is eligible again (nomad node eligibility -enable)"},
 		{WaitFor(WaitSlot, ""), "waiting for a slot in its group or for its window"},
 		{WaitFor(WaitAgentNotOnNode, "rollboot"), "rollboot's agent (job rollboot) does not run on the node: a drain would leave no agent to reboot it"},
 		{WaitFor(WaitGroupBudget, `group "web" is full: 1 of 1 slots in use`), `group "web" is full: 1 of 1 slots in use`},
