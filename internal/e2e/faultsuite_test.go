@@ -637,13 +637,16 @@ func (c *cluster) dumpPlans() {
 }
 
 // An operator marks a drained node eligible while its agent waits its reboot
-// delay: the agent believes Nomad, not the plan, and holds (the reason shows in
-// `status`) until the node is ineligible again. Rebooting it would be a reboot
-// without a drain that still holds (invariant 4): Nomad may have placed work on it.
+// delay. The agent believes Nomad, not the plan, and holds: rebooting would be a
+// reboot without a drain that still holds (invariant 4), since Nomad may have
+// placed work on the node. The coordinator sees it from Nomad and ends the
+// attempt (history "interrupted", the slot freed); the host, still needing its
+// reboot, is queued again, drained again and rebooted: no hold lasts.
 func TestOperatorMakesDrainedNodeEligible(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1,
+	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, resync: productionResync,
 		jobs:        []nomadsim.JobSpec{{ID: "exporter", Type: "system"}},
+		policy:      "drain {\n  retry_backoff = \"500ms\"\n}",
 		rebootExtra: "    delay = \"1500ms\"\n    recheck_interval = \"200ms\""})
 	c.start()
 	hosts := c.clients()
@@ -661,29 +664,25 @@ func TestOperatorMakesDrainedNodeEligible(t *testing.T) {
 	if _, err := c.client.Nodes().ToggleEligibility(n.ID, true, nil); err != nil {
 		t.Fatal(err)
 	}
-	c.waitFor("the hold to show in status", 30*time.Second, func() bool {
-		if hh, _ := c.sim.Host(victim); !hh.Up || hh.BootID != before.BootID {
-			return true // rebooted: reported below
-		}
-		st, err := c.tryStatus()
-		if err != nil {
-			return false
-		}
-		for _, h := range st.Hosts {
-			if h.Host == victim && strings.Contains(h.HoldReason, "eligible again") {
+	var ended store.HistoryRecord
+	c.within("the attempt ended on the operator's word", time.Now(), func() bool {
+		for _, r := range c.history() {
+			if r.Host == victim && r.Outcome == "interrupted" {
+				ended = r
 				return true
 			}
 		}
 		return false
 	})
-	if hh, _ := c.sim.Host(victim); !hh.Up || hh.BootID != before.BootID {
+	if !strings.Contains(ended.Error, "made eligible again") {
+		t.Errorf("history of the interrupted attempt says %q, want what the operator did", ended.Error)
+	}
+	if hh, _ := c.sim.Host(victim); hh.BootID != before.BootID {
 		c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts)})
 		t.Fatal("the host rebooted while its node was eligible")
 	}
-	// The operator undoes the mistake: the reboot goes ahead.
-	if _, err := c.client.Nodes().ToggleEligibility(n.ID, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	c.waitFor("the host rebooted", 60*time.Second, c.rebootedAll(hosts[:1]))
+	// Still in need of its reboot, it is queued again and rebooted, with no
+	// operator action.
+	c.waitFor("the host rebooted by a new attempt", 60*time.Second, c.rebootedAll(hosts[:1]))
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 0}})
 }

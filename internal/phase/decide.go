@@ -579,6 +579,8 @@ func stepDraining(in Input, d Decision, n needed) Decision {
 	case !in.Node.Draining && ours && in.Node.DrainStatus == "canceled":
 		// Someone canceled our drain: treat it as a failed attempt.
 		return abort(in, d, "the drain was canceled outside rollboot", false)
+	case !ours && takenBack(in, p) != "":
+		return interrupted(in, d, takenBack(in, p))
 	case !ours:
 		// The plan was stored but the drain call did not land (a crash or an
 		// error in between): issue it again. Draining is idempotent.
@@ -596,6 +598,9 @@ func stepDraining(in Input, d Decision, n needed) Decision {
 // stepDrained waits for the agent to start the reboot.
 func stepDrained(in Input, d Decision) Decision {
 	p := d.Plan
+	if why := takenBack(in, p); why != "" {
+		return interrupted(in, d, why)
+	}
 	if r, ok := drainAgain(in, d); ok {
 		return r
 	}
@@ -622,6 +627,9 @@ func stepDrained(in Input, d Decision) Decision {
 // never went down failed its attempt, and any other is stuck.
 func stepRebooting(in Input, d Decision) Decision {
 	p := d.Plan
+	if why := takenBack(in, p); why != "" {
+		return interrupted(in, d, why)
+	}
 	if r, ok := drainAgain(in, d); ok {
 		return r
 	}

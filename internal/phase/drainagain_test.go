@@ -29,8 +29,6 @@ func TestDrainAgainAfterAForeignEligibilityChange(t *testing.T) {
 			Input{Plan: plan(store.PhaseRebooting, nil), Host: held, Node: changed(nil)}, true},
 		{"drained phase too",
 			Input{Plan: plan(store.PhaseDrained, nil), Host: host("b1", true), Node: changed(nil)}, true},
-		{"still eligible: the operator has it",
-			Input{Plan: plan(store.PhaseRebooting, nil), Host: held, Node: changed(func(n *NodeView) { n.Eligible = true })}, false},
 		{"draining again already",
 			Input{Plan: plan(store.PhaseRebooting, nil), Host: held, Node: changed(func(n *NodeView) { n.Draining = true })}, false},
 		{"the new drain completed after the change",

@@ -1,0 +1,66 @@
+package phase
+
+import (
+	"time"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Operator actions mid-cycle (docs/architecture.md, "An operator's hand in a
+// cycle"). Between its grant and its reboot a host's node is rollboot's: drained
+// for the grant and kept ineligible until the agent reboots it. An operator who
+// makes that node eligible again, or drains it themselves, takes it back: Nomad
+// may place work on an eligible node, so the agent's final go/no-go refuses to
+// reboot it, and a node under someone else's drain is theirs. Waiting for the
+// operator to undo it would hold the group's slot for as long as they do not
+// (for good, in the fault runs that found it). So the attempt ends on the
+// operator's word: a history record "interrupted" says what they did, the
+// drain_aborted notification carries it, the slot is freed, the node is left as
+// the operator set it, and the host backs off and is queued again while it
+// still needs a reboot: a new attempt drains the node again, and a pending host
+// on a node someone else drained waits for it to be given back (NodeHold).
+//
+// An eligibility change that the operator undid before the coordinator saw it
+// (eligible, then ineligible again, no drain) leaves the node out of service:
+// the attempt goes on with a new drain of the same grant (drainAgain), which
+// moves whatever Nomad placed meanwhile.
+
+// takenBack says how the operator took the node of a host between its grant
+// and its reboot back ("" when they did not): made it eligible again, or
+// drained it themselves.
+func takenBack(in Input, p store.Plan) string {
+	n := in.Node
+	if n == nil || rebootSeen(in, p) != "" {
+		return "" // rebooted: the rejoin gives the node back
+	}
+	// A drain that names no grant of rollboot's is someone else's; begun
+	// since the grant (Nomad dates drains to the second, by its own clock), it
+	// is not one the grant found: NodeHold holds a host on such a node.
+	foreign := n.DrainGrant == "" && n.DrainStatus != ""
+	switch {
+	case foreign && n.Draining:
+		return "the node was drained by someone else during the cycle"
+	case foreign && !n.DrainStartedAt.Before(p.Timeline[store.PhaseDraining].Truncate(time.Second)):
+		return "the node was drained by someone else during the cycle"
+	case n.Eligible && !n.Draining && n.DrainGrant == p.GrantID && n.DrainStatus == "complete":
+		return "the node was made eligible again during the cycle: Nomad may place work on it"
+	}
+	return ""
+}
+
+// interrupted ends the attempt of a host whose node the operator took back
+// (takenBack says how): history, the slot freed, the host backing off before
+// it is queued again. Nothing is done to the node.
+func interrupted(in Input, d Decision, why string) Decision {
+	p := d.Plan
+	h := history(p, in, "interrupted")
+	h.Error = why
+	d.History = h
+	d.Plan = enter(p, store.PhaseBackoff, in.Now)
+	d.Plan.NextTry = in.Now.Add(policy.Backoff(in.Timing.RetryBackoff, in.Timing.RetryMaxBackoff, p.Attempt))
+	d.Plan.LastError = "attempt interrupted: " + why
+	d.Plan.Held = false
+	d.Write, d.Event = true, "attempt interrupted by an operator" // why: in LastError
+	return d
+}

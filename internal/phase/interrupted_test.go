@@ -1,0 +1,80 @@
+package phase
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// An operator who takes the node of a host in its cycle back (makes it
+// eligible again, or drains it) ends the attempt: history "interrupted", the
+// slot freed through a backoff, the node left as the operator set it. A drain
+// of rollboot's that did not land is issued again; a node rebooted meanwhile
+// goes on to its rejoin.
+func TestOperatorTakesTheNodeBack(t *testing.T) {
+	grantedAt := t0.Add(-2 * time.Minute) // plan(): the drain began then
+	foreign := func(draining bool, started time.Time) func(*NodeView) {
+		return func(n *NodeView) {
+			n.Eligible, n.Draining, n.DrainGrant, n.DrainStartedAt = false, draining, "", started
+			n.DrainStatus = "complete"
+			if draining {
+				n.DrainStatus = "draining"
+			}
+		}
+	}
+	inDraining := func(p *store.Plan) { p.Timeline[store.PhaseDraining] = grantedAt }
+	eligibleAgain := func(n *NodeView) { drainedNode(n); n.Eligible = true }
+	tests := []struct {
+		name string
+		in   Input
+		why  string // "" when the attempt goes on
+		want string // the phase it goes on in
+	}{
+		{name: "drained, made eligible again",
+			in:  Input{Plan: plan(store.PhaseDrained, nil), Host: host("b1", true), Node: node(eligibleAgain)},
+			why: "made eligible again"},
+		{name: "rebooting, the agent holding, made eligible again",
+			in:  Input{Plan: plan(store.PhaseRebooting, nil), Host: holdingHost("the node is eligible again"), Node: node(eligibleAgain)},
+			why: "made eligible again"},
+		{name: "rebooting, drained by someone else",
+			in:  Input{Plan: plan(store.PhaseRebooting, nil), Host: host("b1", true), Node: node(foreign(true, t0))},
+			why: "drained by someone else"},
+		{name: "drained, someone else's drain completed since",
+			in:  Input{Plan: plan(store.PhaseDrained, nil), Host: host("b1", true), Node: node(foreign(false, t0.Add(-time.Minute)))},
+			why: "drained by someone else"},
+		{name: "draining, someone else's drain replaced ours",
+			in:  Input{Plan: plan(store.PhaseDraining, inDraining), Host: host("b1", true), Node: node(foreign(true, grantedAt.Add(time.Second)))},
+			why: "drained by someone else"},
+		{name: "draining, our drain did not land: issued again",
+			in:   Input{Plan: plan(store.PhaseDraining, inDraining), Host: host("b1", true), Node: node(foreign(false, grantedAt.Add(-time.Hour)))},
+			want: store.PhaseDraining},
+		{name: "rebooting, the node is back from the reboot: the rejoin goes on",
+			in: Input{Plan: plan(store.PhaseRebooting, nil), Host: host("b2", false),
+				Node: restartedNode(eligibleAgain)},
+			want: store.PhaseRejoining},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.Now, tt.in.Timing = t0, timing
+			d := Step(tt.in)
+			if tt.why == "" {
+				if d.Plan.Phase != tt.want || d.History != nil && d.History.Outcome == "interrupted" {
+					t.Fatalf("phase %s (history %+v), want it to go on in %s", d.Plan.Phase, d.History, tt.want)
+				}
+				return
+			}
+			if d.Plan.Phase != store.PhaseBackoff || d.History == nil || d.History.Outcome != "interrupted" ||
+				!strings.Contains(d.History.Error, tt.why) || !strings.Contains(d.Plan.LastError, tt.why) {
+				t.Fatalf("phase %s, history %+v, last error %q: want the attempt interrupted (%s)", d.Plan.Phase, d.History, d.Plan.LastError, tt.why)
+			}
+			if d.StartDrain || d.CancelDrain || d.MarkEligible || d.SetEligible {
+				t.Errorf("decision %+v touches the node: it is the operator's", d)
+			}
+			if !d.Plan.NextTry.After(t0) || d.Plan.GrantID != "g1" {
+				t.Errorf("next try %s grant %q: want a backoff that keeps the grant (its drain_aborted notification)", d.Plan.NextTry, d.Plan.GrantID)
+			}
+		})
+	}
+}
