@@ -125,6 +125,9 @@ func LeaderLock(cfg *config.Compiled, st *store.Store) (election.Lock, error) {
 // usual environment variables (CONSUL_HTTP_ADDR, VAULT_ADDR, their tokens and TLS).
 // The coordinator's metrics go to reg (nil: a registry of its own).
 func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, log *slog.Logger, clusters coordinator.ClusterAccess, reg *prometheus.Registry) error {
+	if err := CheckNomadVersion(c.Agent(), log); err != nil {
+		return err
+	}
 	st := Store(cfg, c)
 	if clusters == nil {
 		cl, err := ClustersFromEnv(c)
@@ -191,6 +194,9 @@ func RunAgent(ctx context.Context, cfg *config.Compiled, opt AgentOptions) error
 	}
 	c, err := Client(cfg)
 	if err != nil {
+		return err
+	}
+	if err := CheckNomadVersion(c.Agent(), log); err != nil {
 		return err
 	}
 	host, hostname, err := agentHost(cfg.Agent.Host, os.Hostname)

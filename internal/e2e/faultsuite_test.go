@@ -49,15 +49,16 @@ const (
 	faultDrainStuck                       // drains that cannot finish (batch work outlives the deadline) for a while
 	faultRequestHangs                     // requests accepted and never answered (node calls: drains, eligibility, allocations)
 	faultOperatorDrain                    // an operator drains a pending host (its system jobs too), then gives it back
+	faultOperatorMidCycle                 // an operator makes a node in its cycle eligible, drains it, or cancels rollboot's drain
 	numFaults
 )
 
 var faultNames = [numFaults]string{"leader-kill", "leader-stop", "agent-kill", "reboot-fails", "hook-fails",
-	"api-bursts", "nomad-leader-loss", "never-returns", "drain-stuck", "request-hangs", "operator-drain"}
+	"api-bursts", "nomad-leader-loss", "never-returns", "drain-stuck", "request-hangs", "operator-drain", "operator-mid-cycle"}
 
 // ciSeeds run with `go test ./...`: together they cover every fault kind (see
 // TestFaultSeedsCoverEveryFault).
-var ciSeeds = []uint64{9, 14, 26, 33, 38, 50}
+var ciSeeds = []uint64{4, 6, 19, 26, 44, 46}
 
 // scenario is what a seed chose.
 type scenario struct {
@@ -421,6 +422,8 @@ func (ch *chaos) inject(f faultKind) {
 		c.sim.ClearFaults()
 	case faultOperatorDrain:
 		ch.operatorDrain()
+	case faultOperatorMidCycle:
+		ch.operatorMidCycle()
 	case faultDrainStuck:
 		ok := ch.until(60*time.Second, func() bool {
 			for _, p := range c.plans() {
@@ -528,6 +531,86 @@ func (ch *chaos) operatorDrain() {
 		return
 	}
 	t.Logf("fault operator-drain: the operator gave %s back after %s", victim, hold)
+}
+
+// operatorMidCycle: an operator acts in Nomad on the node of a host in its
+// cycle, at a phase drawn at random: makes it eligible again (drained,
+// rebooting: Nomad refuses while it drains), drains it themselves, or cancels
+// rollboot's drain (draining). Each ends the attempt (interrupted or aborted)
+// unless the host rebooted first; a node the operator drained is given back a
+// while after. Every host is still rebooted once by the end of the run.
+func (ch *chaos) operatorMidCycle() {
+	c, t := ch.c, ch.t
+	type act struct {
+		action string
+		phases []string
+	}
+	acts := []act{{"eligible", []string{store.PhaseDrained, store.PhaseRebooting}},
+		{"drain", []string{store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting}},
+		{"cancel", []string{store.PhaseDraining}}}
+	a := acts[ch.intn(len(acts))]
+	phase := a.phases[ch.intn(len(a.phases))]
+	var victim string
+	ch.until(90*time.Second, func() bool {
+		plans := c.plans()
+		for _, h := range c.clients() {
+			if plans[h].Phase == phase && (phase != store.PhaseRebooting || ch.rebootingHost([]string{h}) == h) {
+				victim = h
+				return true
+			}
+		}
+		return false
+	})
+	if victim == "" {
+		t.Logf("fault operator-mid-cycle: no client caught in phase %s", phase)
+		return
+	}
+	n, err := c.sim.Node(victim)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	grant := c.plans()[victim].GrantID
+	nodes := c.client.Nodes()
+	switch a.action {
+	case "eligible":
+		_, err = nodes.ToggleEligibility(n.ID, true, nil)
+	case "drain":
+		spec := &api.DrainSpec{Deadline: 3 * time.Second, IgnoreSystemJobs: ch.intn(2) == 0}
+		_, err = nodes.UpdateDrainOpts(n.ID, &api.DrainOptions{DrainSpec: spec, Meta: map[string]string{"message": "disk swap"}}, nil)
+	case "cancel":
+		_, err = nodes.UpdateDrainOpts(n.ID, &api.DrainOptions{MarkEligible: true}, nil) // nomad node drain -disable
+	}
+	if err != nil {
+		t.Logf("fault operator-mid-cycle: %s on %s at %s refused (%v): not judged", a.action, victim, phase, err)
+		return
+	}
+	t.Logf("fault operator-mid-cycle: an operator did %q on %s, its grant %s at phase %s", a.action, victim, grant, phase)
+	// The attempt ends (or the host had rebooted first): the grant leaves
+	// the cycle's phases, without a resync.
+	c.within("the attempt to end after the operator's action", time.Now(), func() bool {
+		p := c.plans()[victim]
+		return p.GrantID != grant || !slices.Contains([]string{store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting}, p.Phase)
+	})
+	p := c.plans()[victim]
+	t.Logf("fault operator-mid-cycle: %s is %s: %s", victim, p.Phase, p.LastError)
+	if a.action != "drain" {
+		return
+	}
+	ch.until(30*time.Second, func() bool {
+		n, err := c.sim.Node(victim)
+		return err == nil && n.DrainStrategy == nil
+	})
+	time.Sleep(time.Duration(500+ch.intn(1500)) * time.Millisecond) // the operator's work
+	var lastErr error
+	if !ch.until(30*time.Second, func() bool {
+		_, lastErr = nodes.ToggleEligibility(n.ID, true, nil)
+		return lastErr == nil
+	}) {
+		t.Errorf("fault operator-mid-cycle: give %s back: %v", victim, lastErr)
+		return
+	}
+	t.Logf("fault operator-mid-cycle: the operator gave %s back", victim)
 }
 
 // checkFailureInStatus: a failed attempt shows in `rollboot status -json` with

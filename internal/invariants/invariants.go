@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -63,6 +64,17 @@ func (v Violation) String() string {
 // grant of rollboot's that started it (the drain's meta rollboot_grant, as the
 // emulator logs it); absent for a drain someone else started.
 const DrainGrantDetail = "meta.rollboot_grant"
+
+// foreignMeta reports whether a drain event carries a meta that names no grant
+// of rollboot's (a drain update that sets no meta keeps the last one).
+func foreignMeta(details map[string]string) bool {
+	for k := range details {
+		if strings.HasPrefix(k, "meta.") {
+			return details[DrainGrantDetail] == ""
+		}
+	}
+	return false
+}
 
 // hostState follows one host through the event log.
 type hostState struct {
@@ -177,9 +189,17 @@ func (r *replay) apply(name string, h *hostState, e nomadsim.Event) {
 		// A drain someone else started (its meta names no grant of
 		// rollboot's: an operator's) takes the node out, but not for a
 		// reboot cycle: it does not count against the group's concurrency.
+		// Over a cycle of rollboot's, it takes the node back from it (the
+		// coordinator ends that attempt and frees its slot), unless the
+		// host is down rebooting already.
 		rollboots := e.Details[DrainGrantDetail] != ""
 		h.draining, h.drainDone, h.drainForced, h.eligible = true, false, false, false
-		h.inCycle = h.inCycle || rollboots
+		h.inCycle = rollboots || h.inCycle && !h.up
+	case nomadsim.EventDrainUpdate:
+		// A drain updated with someone else's meta is theirs from now on.
+		if foreignMeta(e.Details) && h.up {
+			h.inCycle = false
+		}
 	case nomadsim.EventDrainCancel:
 		h.draining = false
 		if e.Details["mark_eligible"] == "true" {

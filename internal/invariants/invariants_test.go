@@ -103,6 +103,16 @@ func TestCheck(t *testing.T) {
 			peak: 1,
 		},
 		{
+			name: "an operator's drain over a cycle takes the node back from it",
+			events: seq([]ns.Event{
+				{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: rollbootDrain},
+				{Type: ns.EventDrainComplete, Host: "a", NodeID: "na", Details: map[string]string{"deadline_reached": "false"}},
+				{Type: ns.EventDrainStart, Host: "a", NodeID: "na", Details: map[string]string{"meta.message": "disk swap"}},
+			}, cycle("b", "nb")),
+			spec: Spec{Group: groups, Concurrency: map[string]int{"g": 1}},
+			peak: 1,
+		},
+		{
 			name: "a reboot without a drain",
 			events: seq([]ns.Event{
 				{Type: ns.EventHostRebootStart, Host: "a", NodeID: "na"},

@@ -71,6 +71,10 @@ func (s *Sim) agentSelfLocked(h *Host) *api.AgentSelf {
 			"Region":     s.cfg.Region,
 			"Datacenter": s.cfg.Datacenter,
 			"ACL":        map[string]any{"Enabled": s.acl.enabled},
+			// The agent's version (command/agent/config.go Config.Version, a
+			// version.VersionInfo with no JSON tags).
+			"Version": map[string]any{"Version": s.cfg.NomadVersion, "VersionPrerelease": "",
+				"VersionMetadata": "", "Revision": "0000000000000000000000000000000000000000"},
 		},
 		Stats: map[string]map[string]string{
 			"runtime": {"arch": "amd64", "version": "go1.26"},
