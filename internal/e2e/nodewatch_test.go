@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 // that the makespans compare.
 //
 // Run: go test -count=1 -v -run TestRolloutWithoutEventStream ./internal/e2e/
+// (-nodewatch-hosts=50: the issue's 50 hosts, 2 groups of 5 at a time).
 func TestRolloutWithoutEventStream(t *testing.T) {
 	type run struct {
 		name     string
@@ -44,8 +46,10 @@ func TestRolloutWithoutEventStream(t *testing.T) {
 	}
 }
 
-// rolloutMakespan reboots every client of a cluster of 8 in 2 groups of 2 at
-// a time at the production resync, and returns how long it took, the node
+var nodeWatchHosts = flag.Int("nodewatch-hosts", 8, "TestRolloutWithoutEventStream: clients, in two groups of a tenth of them (at least 2) at a time")
+
+// rolloutMakespan reboots every client of a cluster (-nodewatch-hosts) in 2
+// groups at the production resync, and returns how long it took, the node
 // lists and stream subscriptions the emulator answered, and `rollboot status`
 // during the rollout.
 func rolloutMakespan(t *testing.T, version string, brokerOff bool) (time.Duration, uint64, uint64, string) {
@@ -53,16 +57,17 @@ func rolloutMakespan(t *testing.T, version string, brokerOff bool) (time.Duratio
 	var lists, streams uint64
 	var status string
 	t.Run(version+fmt.Sprintf("/broker_off=%v", brokerOff), func(t *testing.T) {
-		c := newCluster(t, clusterOpts{clients: 8, pools: []string{"a", "b"}, coordinators: 1, resync: productionResync,
+		conc := max(2, *nodeWatchHosts/10)
+		c := newCluster(t, clusterOpts{clients: *nodeWatchHosts, pools: []string{"a", "b"}, coordinators: 1, resync: productionResync,
 			simConfig: func(cfg *nomadsim.Config) { cfg.NomadVersion, cfg.EventBrokerDisabled = version, brokerOff },
-			policy: `group "a" {
+			policy: fmt.Sprintf(`group "a" {
   filter = "NodePool == \"a\""
-  concurrency = 2
+  concurrency = %d
 }
 group "b" {
   filter = "NodePool == \"b\""
-  concurrency = 2
-}`})
+  concurrency = %d
+}`, conc, conc)})
 		c.start()
 		hosts := c.clients()
 		c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
@@ -80,7 +85,7 @@ group "b" {
 				streams = rs.Requests
 			}
 		}
-		c.mustHold(invariants.Spec{Group: c.groupsByPool(), Concurrency: map[string]int{"a": 2, "b": 2},
+		c.mustHold(invariants.Spec{Group: c.groupsByPool(), Concurrency: map[string]int{"a": conc, "b": conc},
 			EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 	})
 	return took, lists, streams, status
