@@ -202,3 +202,68 @@ func TestReconcileSkipsAHostWhoseReadFails(t *testing.T) {
 		t.Errorf("writes %q, want %q", got, want)
 	}
 }
+
+// TestPostGateSettles: a rejoining server host held by its post-reboot gate is
+// decided again on the next pass with the same view of its clusters (a pass a
+// moment later, after the first decision was stored). The second decision must
+// change nothing: a hold reason that differs each pass on the same clusters
+// rewrites the plan every pass, and the loop chains passes for ever (issue 42,
+// part 3: "decisions kept changing with nothing else changing"). Seen with the
+// reason of a server healthy but not stable long enough, which gave its time
+// healthy so far, different at every pass.
+func TestPostGateSettles(t *testing.T) {
+	const stableFor = 10 * time.Second
+	rejoined := t0.Add(-time.Second)
+	server := func(mod func(*health.ServerHealth)) map[string]health.ClusterHealth {
+		h := cluster(health.Nomad, "global", func(h *health.ClusterHealth) {
+			for i := range h.Servers {
+				h.Servers[i].StableSince = t0.Add(-time.Hour)
+			}
+			if mod != nil {
+				mod(&h.Servers[0]) // s1: the rebooted host's server
+			}
+		})
+		return map[string]health.ClusterHealth{"nomad/global": h}
+	}
+	tests := []struct {
+		name     string
+		clusters map[string]health.ClusterHealth
+	}{
+		{name: "healthy, not stable long enough", clusters: server(func(s *health.ServerHealth) { s.StableSince = rejoined })},
+		{name: "healthy, stable time not reported", clusters: server(func(s *health.ServerHealth) { s.StableSince = time.Time{} })},
+		{name: "not healthy yet", clusters: server(func(s *health.ServerHealth) { s.Healthy, s.StableSince = false, rejoined })},
+		{name: "back as a non-voter", clusters: server(func(s *health.ServerHealth) { s.Voter, s.StableSince = false, rejoined })},
+		{name: "not back in the Raft configuration", clusters: server(func(s *health.ServerHealth) { s.ID = "s9" })},
+		{name: "cluster health unknown", clusters: map[string]health.ClusterHealth{
+			"nomad/global": {Product: health.Nomad, Cluster: "global", Err: errors.New("500")}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &store.HostRecord{Host: "srv1", BootID: "boot-2",
+				Servers: []store.Server{{Product: "nomad", Cluster: "global", ID: "s1"}}}
+			in := phase.Input{
+				Now: t0, Host: rec, ServerGates: true, Clusters: tc.clusters,
+				Timing: phase.Timing{RejoinTimeout: 10 * time.Minute},
+				Plan: store.Plan{Host: "srv1", Group: "default", Phase: store.PhaseRejoining, PhaseSince: rejoined,
+					GrantID: "g1", Attempt: 1, BootIDAtGrant: "boot-1",
+					Timeline: map[string]time.Time{store.PhaseRejoining: rejoined}},
+			}
+			in.PostGate = postGate(in.Clusters, rec, in.Now, stableFor)
+			d := phase.Step(in)
+			if d.Plan.Phase != store.PhaseRejoining || d.Waiting.Kind != phase.WaitPostRebootGate {
+				t.Fatalf("first pass: phase %s, waiting %+v; want rejoining, held by the post-reboot gate", d.Plan.Phase, d.Waiting)
+			}
+			// The next pass: the plan as the first stored it, the same clusters,
+			// a moment later (the gate still closed).
+			for _, later := range []time.Duration{time.Millisecond, 300 * time.Millisecond, 5 * time.Second} {
+				next := in
+				next.Plan, next.Now = d.Plan, in.Now.Add(later)
+				next.PostGate = postGate(next.Clusters, rec, next.Now, stableFor)
+				if d2 := phase.Step(next); d2.Changes() {
+					t.Errorf("%s later, the same clusters: the decision changes something (write %v), waiting %q after %q",
+						later, d2.Write, d2.Plan.Waiting, d.Plan.Waiting)
+				}
+			}
+		})
+	}
+}

@@ -9,9 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -186,7 +188,32 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 			c.dumpLogs()
 		}
 	})
+	// Registered after dumpLogs, so it runs before it (and after the processes
+	// were stopped by start's cleanup): a spin it reports has its logs dumped.
+	t.Cleanup(c.checkNoSpin)
 	return c
+}
+
+// spinWarning is what the coordinator logs when it cuts a chain of passes that
+// each reported a change with nothing else changing (coordinator.Run): a
+// decision that does not settle.
+const spinWarning = "decisions kept changing"
+
+// checkNoSpin fails the test for every spin warning in any process's log: the
+// standalone coordinators' and the agents' (an agent may lead as coordinator).
+// A decision that reports a change each pass on the same input is a bug even
+// when the rollout still completes.
+func (c *cluster) checkNoSpin() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := slices.Sorted(maps.Keys(c.logs))
+	for _, name := range names {
+		for line := range strings.Lines(c.logs[name].String()) {
+			if strings.Contains(line, spinWarning) {
+				c.t.Errorf("%s logged a spin (a decision that does not settle): %s", name, strings.TrimSpace(line))
+			}
+		}
+	}
 }
 
 // start runs the agents (and coordinators) until the test ends.

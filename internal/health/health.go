@@ -138,7 +138,9 @@ func PreRebootGate(h ClusterHealth, serverID string) (ok bool, reason string) {
 // PostRebootGate says whether server serverID is back after its host rebooted: it
 // is in the Raft configuration, healthy, a voter again, stable for at least
 // minStable at now, the cluster has a leader and is healthy; a Vault node must be
-// unsealed (the reason then says an unseal is needed).
+// unsealed (the reason then says an unseal is needed). The reason of a closed
+// gate depends on h alone, never on now: the coordinator stores it as the hold
+// of the host's plan, and the same clusters must give the same plan.
 //
 // A voter again: autopilot's dead-server cleanup (on by default in Nomad and
 // Consul) removes a server that stays down, and the leader adds it back as a
@@ -161,9 +163,16 @@ func PostRebootGate(h ClusterHealth, serverID string, now time.Time, minStable t
 		return false, fmt.Sprintf("%s: server %s is not healthy yet", h.Label(), serverLabel(s))
 	case !s.Voter:
 		return false, fmt.Sprintf("%s: server %s is back as a non-voter: waiting for autopilot to promote it", h.Label(), serverLabel(s))
-	case s.StableSince.IsZero() || now.Sub(s.StableSince) < minStable:
-		return false, fmt.Sprintf("%s: server %s healthy for %s, needs %s", h.Label(), serverLabel(s),
-			max(0, now.Sub(s.StableSince)).Round(time.Millisecond), minStable)
+	case s.StableSince.IsZero():
+		return false, fmt.Sprintf("%s: server %s healthy, not yet reported stable (needs %s)", h.Label(), serverLabel(s), minStable)
+	case now.Sub(s.StableSince) < minStable:
+		// Not how long it has been healthy: the reason is stored in the plan
+		// of the host it holds, and a text that moved with now rewrote that
+		// plan at every pass (a change each pass on the same input, which the
+		// coordinator chains passes for). The time it became healthy is the
+		// cluster's, and says the same.
+		return false, fmt.Sprintf("%s: server %s healthy since %s, not yet stable for %s", h.Label(), serverLabel(s),
+			s.StableSince.UTC().Format(time.RFC3339), minStable)
 	case h.Leader == "":
 		return false, fmt.Sprintf("%s: no leader", h.Label())
 	case !h.Healthy:

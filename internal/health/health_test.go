@@ -108,7 +108,7 @@ func TestPostRebootGate(t *testing.T) {
 	}{
 		{name: "back and stable", h: cluster(Nomad, 3), server: "s2", stable: 30 * time.Second, ok: true},
 		{name: "stable exactly", h: cluster(Consul, 5), server: "s2", stable: time.Minute, ok: true},
-		{name: "not stable long enough", h: cluster(Nomad, 3), server: "s2", stable: 2 * time.Minute, reason: "healthy for 1m0s, needs 2m0s"},
+		{name: "not stable long enough", h: cluster(Nomad, 3), server: "s2", stable: 2 * time.Minute, reason: "healthy since 2026-01-01T12:00:00Z, not yet stable for 2m0s"},
 		{name: "not healthy yet", h: cluster(Nomad, 3, unhealthy("s2")), server: "s2", reason: "not healthy yet"},
 		{name: "other unhealthy", h: cluster(Nomad, 5, unhealthy("s4")), server: "s2", reason: "cluster not healthy"},
 		{name: "not back in configuration", h: cluster(Nomad, 3), server: "s7", reason: "not back in the Raft configuration"},
@@ -116,13 +116,19 @@ func TestPostRebootGate(t *testing.T) {
 		{name: "vault unsealed", h: cluster(Vault, 3), server: "s2", ok: true},
 		{name: "no leader", h: cluster(Consul, 3, func(h *ClusterHealth) { h.Leader = "" }), server: "s2", reason: "no leader"},
 		{name: "read error", h: ClusterHealth{Product: Nomad, Err: errors.New("403")}, server: "s2", reason: "health unknown"},
-		{name: "zero stable since", h: cluster(Nomad, 3, func(h *ClusterHealth) { h.Servers[1].StableSince = time.Time{} }), server: "s2", reason: "needs"},
+		{name: "zero stable since", h: cluster(Nomad, 3, func(h *ClusterHealth) { h.Servers[1].StableSince = time.Time{} }), server: "s2", reason: "not yet reported stable (needs 0s)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, reason := PostRebootGate(tc.h, tc.server, now, tc.stable)
 			if ok != tc.ok || !strings.Contains(reason, tc.reason) {
 				t.Fatalf("PostRebootGate = %v, %q; want %v, ~%q", ok, reason, tc.ok, tc.reason)
+			}
+			// A closed gate says the same a moment later on the same
+			// clusters: its reason is stored in the host's plan, and one
+			// that moved with the clock rewrote the plan at every pass.
+			if later, again := PostRebootGate(tc.h, tc.server, now.Add(time.Second), tc.stable); !ok && (later || again != reason) {
+				t.Errorf("a second later: %v, %q; want false, %q", later, again, reason)
 			}
 		})
 	}
