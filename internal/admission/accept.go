@@ -43,6 +43,10 @@ func (a *admitter) accept(req policy.Request) bool {
 		why = phase.WaitFor(phase.WaitLastCandidate, "")
 	default:
 		why = ServerGate(a.in.Rules.Gates, a.in.Clusters, rec, a.serversOut, a.in.Sealed)
+		if !why.IsZero() {
+			// The clusters' health is read by the passes; nothing watches it.
+			a.out.RecheckAt = phase.Earliest(a.out.RecheckAt, a.in.Now.Add(ServerGateRecheck))
+		}
 	}
 	if why.IsZero() {
 		why = a.capacity(p)

@@ -138,12 +138,15 @@ func (n Needs) None() bool {
 	return !n.Alerts && len(n.Workloads) == 0 && n.Capacity.None() && len(n.Jobs) == 0
 }
 
-// How long a hold by the capacity gate or a workload blocker lasts before a
-// pass looks again: room freed or a deployment finished elsewhere changes
-// nothing in Nomad's node list, so no watch wakes a pass for it.
+// How long a hold by the capacity gate, a workload blocker or a server gate
+// lasts before a pass looks again: room freed, a deployment finished
+// elsewhere, or a server cluster healthy again changes nothing in Nomad's node
+// list, so no watch wakes a pass for it. Autopilot recomputes the servers'
+// health every few seconds (raft-autopilot's update interval).
 const (
-	CapacityRecheck = 5 * time.Second
-	WorkloadRecheck = 5 * time.Second
+	CapacityRecheck   = 5 * time.Second
+	WorkloadRecheck   = 5 * time.Second
+	ServerGateRecheck = 5 * time.Second
 )
 
 // Admit decides which pending hosts get a slot now, or says what it needs read

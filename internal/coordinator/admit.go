@@ -233,17 +233,22 @@ func leads(clusters map[string]health.ClusterHealth, rec *store.HostRecord, noHa
 
 // postGate says why the host's servers are not back in their clusters (zero
 // when they are): a Raft member again, healthy, stable, and Vault unsealed.
-func postGate(clusters map[string]health.ClusterHealth, rec *store.HostRecord, now time.Time, stableFor time.Duration) phase.WaitReason {
+func postGate(clusters map[string]health.ClusterHealth, rec *store.HostRecord, now time.Time, stableFor time.Duration) (phase.WaitReason, time.Time) {
 	if why := admission.DiscoveryHold(rec); !why.IsZero() {
-		return why
+		return why, time.Time{} // the agent's record changes: its watch wakes a pass
 	}
+	again := now.Add(admission.ServerGateRecheck)
 	if rec.VaultSealed {
-		return phase.WaitFor(phase.WaitVaultUnseal, rec.Host)
+		return phase.WaitFor(phase.WaitVaultUnseal, rec.Host), again
 	}
 	for _, srv := range rec.Servers {
-		if ok, why := health.PostRebootGate(clusters[phase.ClusterKey(srv)], srv.ID, now, stableFor); !ok {
-			return phase.WaitFor(phase.WaitPostRebootGate, why)
+		h := clusters[phase.ClusterKey(srv)]
+		if ok, why := health.PostRebootGate(h, srv.ID, now, stableFor); !ok {
+			if at := health.StableAt(h, srv.ID, stableFor); at.After(now) {
+				again = phase.Earliest(again, at) // its stability wait ends
+			}
+			return phase.WaitFor(phase.WaitPostRebootGate, why), again
 		}
 	}
-	return phase.WaitReason{}
+	return phase.WaitReason{}, time.Time{}
 }

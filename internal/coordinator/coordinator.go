@@ -466,7 +466,7 @@ func (c *Coordinator) input(s *snapshot, adm admission.Result, name string) phas
 			// The rejoin's gate, also for the phases whose decision may enter
 			// the rejoin: the pass may close it once eligibility is back
 			// (apply.go).
-			in.PostGate = postGate(s.clusters, hv.rec, s.now, c.opt.ServerStableFor)
+			in.PostGate, in.PostGateRecheck = postGate(s.clusters, hv.rec, s.now, c.opt.ServerStableFor)
 		}
 	}
 	if in.Admitted {

@@ -31,7 +31,8 @@ func TestDiscoveryErrorHoldsHost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := tc.rec
 			pre := admission.ServerGate(true, nil, &rec, map[string]string{}, nil).String()
-			post := postGate(nil, &rec, time.Now(), 0).String()
+			why, _ := postGate(nil, &rec, time.Now(), 0)
+			post := why.String()
 			if tc.want == "" {
 				if pre != "" || post != "" {
 					t.Fatalf("held: %q / %q", pre, post)

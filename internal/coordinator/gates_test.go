@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -147,7 +148,7 @@ func TestPostGate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := postGate(tc.clusters, &tc.rec, t0, time.Minute)
+			got, _ := postGate(tc.clusters, &tc.rec, t0, time.Minute)
 			if tc.kind != phase.NotWaiting {
 				if got.Kind != tc.kind || got.String() == "" {
 					t.Errorf("postGate = %+v, want kind %v", got, tc.kind)
@@ -203,6 +204,27 @@ func TestReconcileSkipsAHostWhoseReadFails(t *testing.T) {
 	}
 }
 
+// A rejoining server host whose server is healthy is decided again when its
+// stability wait ends, not at the next resync (30 s in production): no watch
+// follows the clusters' health.
+func TestPostGateRecheckAtStability(t *testing.T) {
+	const stableFor = 2 * time.Second
+	h := cluster(health.Nomad, "global", func(h *health.ClusterHealth) {
+		for i := range h.Servers {
+			h.Servers[i].StableSince = t0.Add(-time.Hour)
+		}
+		h.Servers[0].StableSince = t0.Add(-500 * time.Millisecond)
+	})
+	rec := &store.HostRecord{Host: "srv1", Servers: []store.Server{{Product: "nomad", Cluster: "global", ID: "s1"}}}
+	why, at := postGate(map[string]health.ClusterHealth{"nomad/global": h}, rec, t0, stableFor)
+	if why.Kind != phase.WaitPostRebootGate || !at.Equal(t0.Add(1500*time.Millisecond)) {
+		t.Fatalf("gate %q, recheck at %s; want closed until %s", why, at, t0.Add(1500*time.Millisecond))
+	}
+	if why, _ := postGate(map[string]health.ClusterHealth{"nomad/global": h}, rec, at, stableFor); !why.IsZero() {
+		t.Fatalf("at its recheck the gate is still closed: %q", why)
+	}
+}
+
 // TestPostGateSettles: a rejoining server host held by its post-reboot gate is
 // decided again on the next pass with the same view of its clusters (a pass a
 // moment later, after the first decision was stored). The second decision must
@@ -248,17 +270,22 @@ func TestPostGateSettles(t *testing.T) {
 					GrantID: "g1", Attempt: 1, BootIDAtGrant: "boot-1",
 					Timeline: map[string]time.Time{store.PhaseRejoining: rejoined}},
 			}
-			in.PostGate = postGate(in.Clusters, rec, in.Now, stableFor)
+			in.PostGate, in.PostGateRecheck = postGate(in.Clusters, rec, in.Now, stableFor)
 			d := phase.Step(in)
 			if d.Plan.Phase != store.PhaseRejoining || d.Waiting.Kind != phase.WaitPostRebootGate {
 				t.Fatalf("first pass: phase %s, waiting %+v; want rejoining, held by the post-reboot gate", d.Plan.Phase, d.Waiting)
+			}
+			// Nothing watches the clusters' health: the decision asks for a
+			// pass when the gate may open, at the latest a recheck later.
+			if want := t0.Add(admission.ServerGateRecheck); !d.RecheckAt.Equal(want) {
+				t.Errorf("recheck at %s, want %s", d.RecheckAt, want)
 			}
 			// The next pass: the plan as the first stored it, the same clusters,
 			// a moment later (the gate still closed).
 			for _, later := range []time.Duration{time.Millisecond, 300 * time.Millisecond, 5 * time.Second} {
 				next := in
 				next.Plan, next.Now = d.Plan, in.Now.Add(later)
-				next.PostGate = postGate(next.Clusters, rec, next.Now, stableFor)
+				next.PostGate, next.PostGateRecheck = postGate(next.Clusters, rec, next.Now, stableFor)
 				if d2 := phase.Step(next); d2.Changes() {
 					t.Errorf("%s later, the same clusters: the decision changes something (write %v), waiting %q after %q",
 						later, d2.Write, d2.Plan.Waiting, d.Plan.Waiting)

@@ -80,6 +80,41 @@ func TestServerRollout5(t *testing.T) {
 	serverRollout(t, 5)
 }
 
+// At the production resync (30 s), a server host that is back waits for its
+// servers to be stable for server_stable_for, and no longer: nothing watches the
+// clusters' health, so the coordinator looks again when that wait ends (and
+// every few seconds while a gate is closed) instead of at the next resync.
+//
+// Run: go test -count=1 -v -run TestServerRejoinAtProductionResync ./internal/e2e/
+func TestServerRejoinAtProductionResync(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{servers: 3, coordinators: 1, autoUnseal: true, resync: productionResync,
+		policy: quorumPolicy, coordExtra: `  server_stable_for = "2s"`})
+	c.start()
+	servers := c.serverHosts()
+	c.waitFor("the agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(servers) })
+	c.needReboot(servers...)
+	c.waitFor("every server host rebooted", 4*productionResync, c.rebootedAll(servers))
+	booted := map[string]time.Time{}
+	for _, e := range c.sim.Events(0) {
+		if e.Type == nomadsim.EventHostBoot {
+			booted[e.Host] = e.Time
+		}
+	}
+	for _, r := range c.history() {
+		if r.Outcome != "rebooted" || booted[r.Host].IsZero() {
+			continue
+		}
+		took := r.Finished.Sub(booted[r.Host])
+		t.Logf("%s: booted → cycle closed: %s", r.Host, took.Round(time.Millisecond))
+		if took > productionResync/2 {
+			t.Errorf("%s: booted → cycle closed took %s with resync_interval %s: it waited for a resync", r.Host, took, productionResync)
+		}
+	}
+	c.mustHold(invariants.Spec{Reboots: each(servers, 1)})
+	checkServerReboots(t, c, len(servers))
+}
+
 // An unhealthy server stops the rollout of the servers (with the reason) until it
 // recovers; a Vault that comes back sealed keeps its host rejoining with a message
 // that an unseal is needed, and the rollout goes on once it is unsealed.

@@ -181,6 +181,17 @@ func PostRebootGate(h ClusterHealth, serverID string, now time.Time, minStable t
 	return true, fmt.Sprintf("%s: server %s back and stable", h.Label(), serverLabel(s))
 }
 
+// StableAt is when server serverID will have been stable for minStable, as
+// the cluster reports it (zero when it is not healthy, or its stability is not
+// reported): the time PostRebootGate's stability wait ends.
+func StableAt(h ClusterHealth, serverID string, minStable time.Duration) time.Time {
+	s, ok := h.Server(serverID)
+	if h.Err != nil || !ok || !s.Healthy || s.StableSince.IsZero() {
+		return time.Time{}
+	}
+	return s.StableSince.Add(minStable)
+}
+
 // noAutopilotState is the reason for a health reply without servers: a new
 // leader's autopilot reports an empty state until its first pass.
 func noAutopilotState(h ClusterHealth) string {

@@ -219,8 +219,12 @@ type Input struct {
 	// Clusters: the health of the server clusters the pass read (nil: none),
 	// by cluster key; a host without a node is seen back through them.
 	Clusters map[string]health.ClusterHealth
-	// PostGate says why the host's servers are not back yet (zero when they are).
-	PostGate WaitReason
+	// PostGate says why the host's servers are not back yet (zero when they
+	// are), and PostGateRecheck when it may open with nothing else changing:
+	// a server's StableSince plus server_stable_for, or the next look at the
+	// clusters' health, which nothing watches.
+	PostGate        WaitReason
+	PostGateRecheck time.Time
 
 	Timing Timing
 

@@ -33,6 +33,9 @@ func recheckAt(in Input, p store.Plan) time.Time {
 		if in.Healthy.Deadline > 0 {
 			at = append(at, since.Add(in.Healthy.Deadline))
 		}
+		if !in.PostGate.IsZero() {
+			at = append(at, in.PostGateRecheck)
+		}
 	}
 	return earliestAfter(in.Now, at)
 }
