@@ -29,9 +29,16 @@ import (
 // index.
 //
 // It subscribes again with a fresh list every Period (watch.MaxWait): as often
-// as a blocking query asks again, so that a connection that went silent (Nomad
-// sends a heartbeat every 30 s, which the client drops) is not trusted for
-// longer than a blocking query would have been.
+// as a blocking query asks again. And a stream can be open and silent: it is
+// served from the state of the server the request landed on, never forwarded
+// to the leader, and its heartbeats go on whatever that state does, so a
+// follower cut off from the leader serves a stale stream (nomad/stream
+// ndjson.go; command/agent/event_endpoint.go). So every CheckEvery the
+// follower asks the leader for the node table's index, with a node list that
+// matches no node (a blocking-query read, forwarded to the leader; its
+// X-Nomad-Index is the "nodes" table's): a stream that has not reached, by
+// the next check, an index the leader had, is given up as silent. A list is
+// stale for at most two checks.
 //
 // The stream cannot always be had (docs/architecture.md, "Following the
 // nodes"). Servers run with enable_event_broker = false answer 500 "EventBroker
@@ -106,10 +113,17 @@ type Follower struct {
 	// RetryAfter gives how long blocking queries follow the nodes after the
 	// n-th failure of the stream in a row (default RetryAfter).
 	RetryAfter func(n int) time.Duration
+	// CheckEvery is how often the stream's index is compared with the
+	// leader's (default DefaultCheckEvery).
+	CheckEvery time.Duration
 
 	mu    sync.Mutex
 	state State
 }
+
+// DefaultCheckEvery is how often the follower compares the stream's index with
+// the leader's: a silent stream is given up within twice that.
+const DefaultCheckEvery = 30 * time.Second
 
 // RetryAfter is how long the follower uses blocking queries after the n-th
 // failure of the stream in a row before it tries the stream again: 30 s,
@@ -177,6 +191,13 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 	if !had {
 		f.Poke()
 	}
+	every := f.CheckEvery
+	if every <= 0 {
+		every = DefaultCheckEvery
+	}
+	check := time.NewTicker(every)
+	defer check.Stop()
+	var behind uint64 // the leader's index at the last check, when the stream had not reached it
 	for {
 		var changed []*api.NodeListStub
 		var gone []string
@@ -185,6 +206,11 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 		case <-ctx.Done():
 			f.setState(State{Mode: Streaming}) // it lasted its period
 			return index, nil
+		case <-check.C:
+			if behind, err = f.checkIndex(ctx, index, behind); err != nil {
+				return index, err
+			}
+			continue
 		case evs, ok := <-events:
 			changed, gone, index, err = take(evs, ok, events, listed, index)
 		}
@@ -203,6 +229,26 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 		f.Sink.SetNodes(list, index)
 		f.Poke()
 	}
+}
+
+// checkIndex compares the stream's index with the leader's node table index:
+// an error when the stream has not reached the index the leader had at the
+// check before (behind, 0: none); else the leader's index if the stream is
+// behind it now (0 if not). A failed read says nothing of the stream: the next
+// check asks again.
+func (f *Follower) checkIndex(ctx context.Context, index, behind uint64) (uint64, error) {
+	if behind != 0 && index < behind {
+		return 0, fmt.Errorf("the node event stream is silent: a check ago Nomad's leader had the nodes at index %d, and the stream is still at %d", behind, index)
+	}
+	_, meta, err := f.Nodes.List((&api.QueryOptions{Filter: `ID == ""`}).WithContext(ctx))
+	if err != nil || meta == nil {
+		f.Log.Debug("cannot read the leader's node index to check the node event stream", "err", err)
+		return 0, nil
+	}
+	if meta.LastIndex > index {
+		return meta.LastIndex, nil
+	}
+	return 0, nil
 }
 
 // take returns the node writes of evs and of every batch already received

@@ -150,3 +150,57 @@ func TestFollowerWithoutTheStream(t *testing.T) {
 		})
 	}
 }
+
+// silentEvents subscribes (the server answers 200) and then delivers nothing:
+// the stream of a follower cut off from the leader, whose heartbeats go on.
+type silentEvents struct{}
+
+func (silentEvents) NodeEvents(ctx context.Context, _ uint64) (<-chan *api.Events, error) {
+	ch := make(chan *api.Events)
+	go func() { <-ctx.Done(); close(ch) }()
+	return ch, nil
+}
+
+// A stream that stays open and silent while the leader's nodes change is
+// given up within two checks: the follower compares the leader's node index
+// with the stream's, and follows the nodes with blocking queries.
+func TestFollowerGivesUpASilentStream(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	out := &sink{}
+	f := &Follower{Events: silentEvents{}, Nodes: client.Nodes(), Sink: out, Poke: func() {},
+		Log: slog.New(slog.NewTextHandler(&logs, nil)), CheckEvery: 50 * time.Millisecond,
+		RetryAfter: func(int) time.Duration { return time.Hour }}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	n, err := sim.Node("client-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the first list", func() bool { return out.eligibility(n.ID) == api.NodeSchedulingEligible })
+	time.Sleep(200 * time.Millisecond) // checks that find nothing behind: the quiet stream is trusted
+	if f.State().Mode == Blocking {
+		t.Fatalf("a quiet stream with nothing to tell was given up: %+v", f.State())
+	}
+	if _, err := client.Nodes().ToggleEligibility(n.ID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the silent stream given up", func() bool { return f.State().Mode == Blocking })
+	if !strings.Contains(f.State().Reason, "silent") {
+		t.Errorf("reason %q, want it to say the stream is silent", f.State().Reason)
+	}
+	waitUntil(t, "the blocking queries to show the change", func() bool {
+		return out.eligibility(n.ID) == api.NodeSchedulingIneligible
+	})
+}
