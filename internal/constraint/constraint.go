@@ -225,31 +225,33 @@ func resolve(target string, n Node) (string, bool) {
 }
 
 // order compares l and r as integers when both are, else as floats when both
-// are, else lexically (checkOrder, since Nomad 1.5).
+// are, else lexically (checkOrder, since Nomad 1.5), with Go's operators as
+// compareOrder does: NaN (strconv reads "NaN") is ordered against nothing, not
+// even itself, where cmp.Compare would put it below every number.
 func order(op, l, r string) bool {
 	if li, err := strconv.ParseInt(l, 10, 64); err == nil {
 		if ri, err := strconv.ParseInt(r, 10, 64); err == nil {
-			return compare(op, cmp.Compare(li, ri))
+			return compare(op, li, ri)
 		}
 	}
 	if lf, err := strconv.ParseFloat(l, 64); err == nil {
 		if rf, err := strconv.ParseFloat(r, 64); err == nil {
-			return compare(op, cmp.Compare(lf, rf))
+			return compare(op, lf, rf)
 		}
 	}
-	return compare(op, strings.Compare(l, r))
+	return compare(op, l, r)
 }
 
-func compare(op string, c int) bool {
+func compare[T cmp.Ordered](op string, l, r T) bool {
 	switch op {
 	case "<":
-		return c < 0
+		return l < r
 	case "<=":
-		return c <= 0
+		return l <= r
 	case ">":
-		return c > 0
+		return l > r
 	case ">=":
-		return c >= 0
+		return l >= r
 	}
 	return false
 }
@@ -273,6 +275,10 @@ func versionMatch[C interface{ Check(*version.Version) bool }](l, r string, pars
 // pre-release follows a hyphen (go-version's NewSemver), compared with Semantic
 // Versioning's precedence (Nomad's helper/constraints/semver; unlike
 // go-version's constraints, no ~> and no special treatment of pre-releases).
+// Blanks around the operator and the version are those of RE2's \s, which
+// Nomad's pattern allows there: space, \t, \n, \f and \r, not \v nor any
+// Unicode space (strings.TrimSpace would take those too, and accept a
+// constraint Nomad finds malformed and never meets).
 type semverConstraints []semverConstraint
 
 type semverConstraint struct {
@@ -282,14 +288,16 @@ type semverConstraint struct {
 
 var semverOps = []string{">=", "<=", "!=", "=", ">", "<"} // longest first
 
+const semverBlanks = " \t\n\f\r"
+
 func parseSemver(s string) (semverConstraints, error) {
 	var out semverConstraints
 	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
+		part = strings.Trim(part, semverBlanks)
 		op := ""
 		for _, o := range semverOps {
 			if rest, ok := strings.CutPrefix(part, o); ok {
-				op, part = o, strings.TrimSpace(rest)
+				op, part = o, strings.TrimLeft(rest, semverBlanks)
 				break
 			}
 		}
@@ -313,7 +321,7 @@ func (cs semverConstraints) Check(v *version.Version) bool {
 		case "!=":
 			ok = d != 0
 		default:
-			ok = compare(c.op, d)
+			ok = compare(c.op, d, 0)
 		}
 		if !ok {
 			return false
