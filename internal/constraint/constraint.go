@@ -1,20 +1,22 @@
 // Package constraint decides whether a node meets a job's placement
 // constraints, as Nomad's scheduler does (pure). The capacity gate uses it to
-// place the allocations a drain moves only on nodes their jobs accept; the
-// emulator uses it to place allocations as Nomad would.
+// place the allocations a drain moves only on nodes their jobs accept.
 //
 // It follows nomad/scheduler/feasible/feasible.go: ConstraintChecker.Feasible
 // (every constraint must hold), resolveTarget (what a target interpolates),
 // checkConstraint and the operators' helpers (checkOrder, checkVersionMatch,
 // checkRegexpMatch, checkSetContainsAll, checkSetContainsAny), and
 // scheduler/feasible/stack.go TaskGroupConstraints (a group's constraints are
-// its own and its tasks'). Validate follows nomad/structs Constraint.Validate,
-// which rejects a job at submit.
+// its own and its tasks').
+//
+// The emulator does not use this package: it checks constraints with its own
+// internal/nomadsim/simfeasible, so that a mistake here shows as the gate and
+// the emulator disagreeing. Both are held to the table of Nomad's behaviour in
+// internal/constrainttest.
 package constraint
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -402,53 +404,4 @@ func setContains(l, r string, all bool) bool {
 		}
 	}
 	return all
-}
-
-// Validate says what is wrong with c, as Nomad does when a job is submitted
-// (structs.Constraint.Validate; the attribute's syntax is not checked).
-func Validate(c Constraint) error {
-	var errs []error
-	needL := true
-	switch c.Operand {
-	case "":
-		errs = append(errs, errors.New("missing constraint operand"))
-	case api.ConstraintDistinctHosts:
-		needL = false
-	case api.ConstraintSetContains, api.ConstraintSetContainsAll, api.ConstraintSetContainsAny:
-		if c.RTarget == "" {
-			errs = append(errs, fmt.Errorf("operator %q requires a value", c.Operand))
-		}
-	case api.ConstraintRegex:
-		if _, err := regexp.Compile(c.RTarget); err != nil {
-			errs = append(errs, fmt.Errorf("regular expression failed to compile: %w", err))
-		}
-	case api.ConstraintVersion:
-		if _, err := version.NewConstraint(c.RTarget); err != nil {
-			errs = append(errs, fmt.Errorf("version constraint is invalid: %w", err))
-		}
-	case api.ConstraintSemver:
-		if _, err := parseSemver(c.RTarget); err != nil {
-			errs = append(errs, fmt.Errorf("semver constraint is invalid: %w", err))
-		}
-	case api.ConstraintDistinctProperty:
-		if c.RTarget != "" {
-			if n, err := strconv.ParseUint(c.RTarget, 10, 64); err != nil || n < 1 {
-				errs = append(errs, fmt.Errorf("distinct_property: value %q is not a count of 1 or more", c.RTarget))
-			}
-		}
-	case api.ConstraintAttributeIsSet, api.ConstraintAttributeIsNotSet:
-		if c.RTarget != "" {
-			errs = append(errs, fmt.Errorf("operator %q does not support a value", c.Operand))
-		}
-	case "=", "==", "is", "!=", "not", "<", "<=", ">", ">=":
-		if c.RTarget == "" {
-			errs = append(errs, fmt.Errorf("operator %q requires a value", c.Operand))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("unknown constraint operator %q", c.Operand))
-	}
-	if needL && c.LTarget == "" {
-		errs = append(errs, errors.New("no attribute provided but is required by operator"))
-	}
-	return errors.Join(errs...)
 }
