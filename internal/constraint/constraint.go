@@ -1,20 +1,22 @@
 // Package constraint decides whether a node meets a job's placement
 // constraints, as Nomad's scheduler does (pure). The capacity gate uses it to
-// place the allocations a drain moves only on nodes their jobs accept; the
-// emulator uses it to place allocations as Nomad would.
+// place the allocations a drain moves only on nodes their jobs accept.
 //
 // It follows nomad/scheduler/feasible/feasible.go: ConstraintChecker.Feasible
 // (every constraint must hold), resolveTarget (what a target interpolates),
 // checkConstraint and the operators' helpers (checkOrder, checkVersionMatch,
 // checkRegexpMatch, checkSetContainsAll, checkSetContainsAny), and
 // scheduler/feasible/stack.go TaskGroupConstraints (a group's constraints are
-// its own and its tasks'). Validate follows nomad/structs Constraint.Validate,
-// which rejects a job at submit.
+// its own and its tasks').
+//
+// The emulator does not use this package: it checks constraints with its own
+// internal/nomadsim/simfeasible, so that a mistake here shows as the gate and
+// the emulator disagreeing. Both are held to the table of Nomad's behaviour in
+// internal/constrainttest.
 package constraint
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -225,31 +227,33 @@ func resolve(target string, n Node) (string, bool) {
 }
 
 // order compares l and r as integers when both are, else as floats when both
-// are, else lexically (checkOrder, since Nomad 1.5).
+// are, else lexically (checkOrder, since Nomad 1.5), with Go's operators as
+// compareOrder does: NaN (strconv reads "NaN") is ordered against nothing, not
+// even itself, where cmp.Compare would put it below every number.
 func order(op, l, r string) bool {
 	if li, err := strconv.ParseInt(l, 10, 64); err == nil {
 		if ri, err := strconv.ParseInt(r, 10, 64); err == nil {
-			return compare(op, cmp.Compare(li, ri))
+			return compare(op, li, ri)
 		}
 	}
 	if lf, err := strconv.ParseFloat(l, 64); err == nil {
 		if rf, err := strconv.ParseFloat(r, 64); err == nil {
-			return compare(op, cmp.Compare(lf, rf))
+			return compare(op, lf, rf)
 		}
 	}
-	return compare(op, strings.Compare(l, r))
+	return compare(op, l, r)
 }
 
-func compare(op string, c int) bool {
+func compare[T cmp.Ordered](op string, l, r T) bool {
 	switch op {
 	case "<":
-		return c < 0
+		return l < r
 	case "<=":
-		return c <= 0
+		return l <= r
 	case ">":
-		return c > 0
+		return l > r
 	case ">=":
-		return c >= 0
+		return l >= r
 	}
 	return false
 }
@@ -273,6 +277,10 @@ func versionMatch[C interface{ Check(*version.Version) bool }](l, r string, pars
 // pre-release follows a hyphen (go-version's NewSemver), compared with Semantic
 // Versioning's precedence (Nomad's helper/constraints/semver; unlike
 // go-version's constraints, no ~> and no special treatment of pre-releases).
+// Blanks around the operator and the version are those of RE2's \s, which
+// Nomad's pattern allows there: space, \t, \n, \f and \r, not \v nor any
+// Unicode space (strings.TrimSpace would take those too, and accept a
+// constraint Nomad finds malformed and never meets).
 type semverConstraints []semverConstraint
 
 type semverConstraint struct {
@@ -282,14 +290,16 @@ type semverConstraint struct {
 
 var semverOps = []string{">=", "<=", "!=", "=", ">", "<"} // longest first
 
+const semverBlanks = " \t\n\f\r"
+
 func parseSemver(s string) (semverConstraints, error) {
 	var out semverConstraints
 	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
+		part = strings.Trim(part, semverBlanks)
 		op := ""
 		for _, o := range semverOps {
 			if rest, ok := strings.CutPrefix(part, o); ok {
-				op, part = o, strings.TrimSpace(rest)
+				op, part = o, strings.TrimLeft(rest, semverBlanks)
 				break
 			}
 		}
@@ -313,7 +323,7 @@ func (cs semverConstraints) Check(v *version.Version) bool {
 		case "!=":
 			ok = d != 0
 		default:
-			ok = compare(c.op, d)
+			ok = compare(c.op, d, 0)
 		}
 		if !ok {
 			return false
@@ -394,53 +404,4 @@ func setContains(l, r string, all bool) bool {
 		}
 	}
 	return all
-}
-
-// Validate says what is wrong with c, as Nomad does when a job is submitted
-// (structs.Constraint.Validate; the attribute's syntax is not checked).
-func Validate(c Constraint) error {
-	var errs []error
-	needL := true
-	switch c.Operand {
-	case "":
-		errs = append(errs, errors.New("missing constraint operand"))
-	case api.ConstraintDistinctHosts:
-		needL = false
-	case api.ConstraintSetContains, api.ConstraintSetContainsAll, api.ConstraintSetContainsAny:
-		if c.RTarget == "" {
-			errs = append(errs, fmt.Errorf("operator %q requires a value", c.Operand))
-		}
-	case api.ConstraintRegex:
-		if _, err := regexp.Compile(c.RTarget); err != nil {
-			errs = append(errs, fmt.Errorf("regular expression failed to compile: %w", err))
-		}
-	case api.ConstraintVersion:
-		if _, err := version.NewConstraint(c.RTarget); err != nil {
-			errs = append(errs, fmt.Errorf("version constraint is invalid: %w", err))
-		}
-	case api.ConstraintSemver:
-		if _, err := parseSemver(c.RTarget); err != nil {
-			errs = append(errs, fmt.Errorf("semver constraint is invalid: %w", err))
-		}
-	case api.ConstraintDistinctProperty:
-		if c.RTarget != "" {
-			if n, err := strconv.ParseUint(c.RTarget, 10, 64); err != nil || n < 1 {
-				errs = append(errs, fmt.Errorf("distinct_property: value %q is not a count of 1 or more", c.RTarget))
-			}
-		}
-	case api.ConstraintAttributeIsSet, api.ConstraintAttributeIsNotSet:
-		if c.RTarget != "" {
-			errs = append(errs, fmt.Errorf("operator %q does not support a value", c.Operand))
-		}
-	case "=", "==", "is", "!=", "not", "<", "<=", ">", ">=":
-		if c.RTarget == "" {
-			errs = append(errs, fmt.Errorf("operator %q requires a value", c.Operand))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("unknown constraint operator %q", c.Operand))
-	}
-	if needL && c.LTarget == "" {
-		errs = append(errs, errors.New("no attribute provided but is required by operator"))
-	}
-	return errors.Join(errs...)
 }

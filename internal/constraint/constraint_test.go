@@ -2,7 +2,6 @@ package constraint
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
@@ -163,40 +162,6 @@ func TestNodeOf(t *testing.T) {
 		if !Met(c, got) {
 			t.Errorf("NodeOf: %s not met", c)
 		}
-	}
-}
-
-func TestValidate(t *testing.T) {
-	tests := []struct {
-		c    Constraint
-		want string // "" valid, else a part of the error
-	}{
-		{Constraint{"${meta.rack}", "=", "r1"}, ""},
-		{Constraint{"${meta.rack}", "!=", ""}, `operator "!=" requires a value`},
-		{Constraint{"${meta.rack}", "", "r1"}, "missing constraint operand"},
-		{Constraint{"${meta.rack}", "near", "r1"}, `unknown constraint operator "near"`},
-		{Constraint{"", "=", "r1"}, "no attribute provided"},
-		{Constraint{"", "distinct_hosts", "true"}, ""},
-		{Constraint{"${meta.rack}", "distinct_property", "0"}, "count of 1 or more"},
-		{Constraint{"${meta.rack}", "distinct_property", ""}, ""},
-		{Constraint{"${meta.rack}", "is_set", "x"}, "does not support a value"},
-		{Constraint{"${meta.rack}", "is_not_set", ""}, ""},
-		{Constraint{"${meta.rack}", "regexp", "("}, "regular expression failed to compile"},
-		{Constraint{"${attr.nomad.version}", "version", "foo"}, "version constraint is invalid"},
-		{Constraint{"${attr.nomad.version}", "semver", ">= 1.10.0beta1"}, "semver constraint is invalid"},
-		{Constraint{"${attr.nomad.version}", "semver", ">= 1.10.0, < 2.0.0"}, ""},
-		{Constraint{"${meta.zones}", "set_contains_any", ""}, "requires a value"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.c.String(), func(t *testing.T) {
-			err := Validate(tt.c)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Errorf("Validate: %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("Validate: %v, want an error with %q", err, tt.want)
-			}
-		})
 	}
 }
 

@@ -6,19 +6,22 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/rollboot/rollboot/internal/constraint"
+	"github.com/rollboot/rollboot/internal/nomadsim/simfeasible"
 )
 
 // Placement constraints: a job's and its groups' constraint blocks are checked
 // against each node before an allocation is placed on it, as the scheduler's
-// stack does (scheduler/feasible/stack.go: the job's ConstraintChecker, then
-// the task group's with TaskGroupConstraints; scheduler/feasible/feasible.go
-// ConstraintChecker.Feasible, resolveTarget and checkConstraint, which package
-// constraint follows). distinct_hosts is enforced as DistinctHostsIterator
-// does: an allocation of a job (or group) with it does not go on a node with a
-// live allocation of the same job (or group). distinct_property is accepted but
-// not enforced (DistinctPropertyIterator is not modelled). A job with an invalid constraint is refused, as Job.Register
-// refuses it (nomad/structs Constraint.Validate).
+// stack does (scheduler/stack.go, scheduler/feasible/stack.go since 1.11: the
+// job's ConstraintChecker, then the task group's with taskGroupConstraints),
+// by the emulator's own checker, package simfeasible (ConstraintChecker,
+// resolveTarget, checkConstraint). The emulator does not use rollboot's
+// internal/constraint, which the capacity gate decides with: a mistake there
+// shows as the gate and the emulator disagreeing. distinct_hosts is enforced
+// as DistinctHostsIterator does: an allocation of a job (or group) with it
+// does not go on a node with a live allocation of the same job (or group).
+// distinct_property is accepted but not enforced (DistinctPropertyIterator is
+// not modelled). A job with an invalid constraint is refused, as Job.Register
+// refuses it (nomad/structs Constraint.Validate: simfeasible.Validate).
 
 // ConstraintSpec is a constraint block (api.Constraint): attribute, operator
 // and value.
@@ -36,30 +39,47 @@ func apiConstraints(specs []ConstraintSpec) ([]*api.Constraint, error) {
 		if c.Operator == "" {
 			c.Operator = "="
 		}
-		if err := constraint.Validate(constraint.Constraint{LTarget: c.Attribute, Operand: c.Operator, RTarget: c.Value}); err != nil {
+		ac := api.NewConstraint(c.Attribute, c.Operator, c.Value)
+		if err := simfeasible.Validate(ac); err != nil {
 			return nil, fmt.Errorf("constraint %d: %w", i, err)
 		}
-		out = append(out, api.NewConstraint(c.Attribute, c.Operator, c.Value))
+		out = append(out, ac)
 	}
 	return out, nil
 }
 
 // groupConstraints are the constraints each group's allocations must meet: the
-// job's and the group's (the emulated task has none of its own).
-func groupConstraints(job *api.Job) map[string][]constraint.Constraint {
-	out := map[string][]constraint.Constraint{}
+// job's, then the group's and its tasks' (taskGroupConstraints; the emulated
+// task has none of its own).
+func groupConstraints(job *api.Job) map[string]simfeasible.Set {
+	out := map[string]simfeasible.Set{}
 	for _, tg := range job.TaskGroups {
-		out[*tg.Name] = constraint.OfGroup(job, *tg.Name)
+		lists := [][]*api.Constraint{job.Constraints, tg.Constraints}
+		for _, t := range tg.Tasks {
+			if t != nil {
+				lists = append(lists, t.Constraints)
+			}
+		}
+		out[*tg.Name] = simfeasible.Compile(lists...)
 	}
 	return out
 }
 
-// groupDistinct returns each group's distinct_hosts constraints (the job's and
-// the group's blocks: constraint.DistinctOf).
-func groupDistinct(job *api.Job) map[string]constraint.Distinct {
-	out := map[string]constraint.Distinct{}
+// distinctHosts says which distinct_hosts constraints apply to a group's
+// allocations: the job's block (none of the job's allocations share a node)
+// and the group's (none of the group's). Nomad reads no task's
+// (DistinctHostsIterator SetJob, SetTaskGroup).
+type distinctHosts struct{ job, group bool }
+
+func (d distinctHosts) any() bool { return d.job || d.group }
+
+// groupDistinct returns the distinct_hosts constraints of each group that has
+// any.
+func groupDistinct(job *api.Job) map[string]distinctHosts {
+	out := map[string]distinctHosts{}
+	onJob := simfeasible.DistinctHosts(job.Constraints)
 	for _, tg := range job.TaskGroups {
-		if d := constraint.DistinctOf(job, *tg.Name); d.Any() {
+		if d := (distinctHosts{job: onJob, group: simfeasible.DistinctHosts(tg.Constraints)}); d.any() {
 			out[*tg.Name] = d
 		}
 	}
@@ -74,10 +94,10 @@ type groupKey struct{ ns, job, group string }
 // group) that its client has not stopped, as the scheduler's ProposedAllocs
 // counts them (scheduler/feasible/context.go; DistinctHostsIterator
 // satisfiesDistinctHosts). byGroup holds every group's allocations.
-func (j *simJob) distinctOn(group string, d constraint.Distinct, byGroup map[groupKey][]*simAlloc) map[string]bool {
+func (j *simJob) distinctOn(group string, d distinctHosts, byGroup map[groupKey][]*simAlloc) map[string]bool {
 	on := map[string]bool{}
 	for _, g := range j.spec.Groups {
-		if !d.Job && g.Name != group {
+		if !d.job && g.Name != group {
 			continue
 		}
 		for _, sa := range byGroup[groupKey{j.spec.Namespace, j.spec.ID, g.Name}] {
@@ -92,11 +112,11 @@ func (j *simJob) distinctOn(group string, d constraint.Distinct, byGroup map[gro
 // feasible reports whether group's allocations may be placed on n by its
 // constraints.
 func (j *simJob) feasible(group string, n *api.Node) bool {
-	cs := j.constraints[group]
-	if len(cs) == 0 {
+	cs, ok := j.constraints[group]
+	if !ok || cs.Len() == 0 {
 		return true
 	}
-	_, ok := constraint.First(cs, constraint.NodeOf(n))
+	_, ok = cs.Feasible(n)
 	return ok
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/rollboot/rollboot/internal/constraint"
+	"github.com/rollboot/rollboot/internal/nomadsim/simfeasible"
 )
 
 // JobSpec is the small job model the emulator schedules: enough for drains, reboots
@@ -130,9 +130,9 @@ type simJob struct {
 	spec JobSpec
 	job  *api.Job // embedded in every allocation; never changed after AddJob
 	// constraints: by group, the constraints its allocations must meet.
-	constraints map[string][]constraint.Constraint
+	constraints map[string]simfeasible.Set
 	// distinct: by group, its distinct_hosts constraints (constraints.go).
-	distinct map[string]constraint.Distinct
+	distinct map[string]distinctHosts
 	// checksFailingOn: the nodes where its service checks fail in Consul
 	// (SetServiceCheckFailing, services.go).
 	checksFailingOn map[string]bool
@@ -501,7 +501,7 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			need := g.Count - len(live) - len(done)
 			d := j.distinct[g.Name]
 			var distinctOn map[string]bool // the nodes distinct_hosts keeps it off
-			if d.Any() && need > 0 {
+			if d.any() && need > 0 {
 				distinctOn = j.distinctOn(g.Name, d, byGroup)
 			}
 			used := map[int]bool{}
