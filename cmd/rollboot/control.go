@@ -73,7 +73,7 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 				c.Cancels = map[string]time.Time{}
 			}
 			c.Cancels[args[0]] = time.Now().UTC()
-			return "Reboot request of " + args[0] + " canceled: a drain in progress is undone; a reboot already under way goes on. A need detected later is a new request.", nil
+			return "Reboot request of " + args[0] + " canceled: a drain in progress is undone; a reboot already under way goes on. A need detected later, or a rollboot request from now on, is a new request.", nil
 		})
 }
 

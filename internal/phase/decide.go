@@ -275,21 +275,21 @@ type Decision struct {
 }
 
 // Need is the host's current reboot request, if any: the earliest of the agent's
-// detection and a manual request, unless canceled.
+// detection and a manual request that a cancel did not suppress. A cancel
+// suppresses what was made at or before it, each on its own: a request made
+// after a cancel stands, though the agent's earlier detection stays canceled.
 func Need(in Input) (at time.Time, reason string, ok bool) {
+	live := func(t time.Time) bool { return in.CancelAt.IsZero() || t.After(in.CancelAt) }
 	stale := in.Host != nil && in.Plan.GoneBootID != "" && in.Host.BootID == in.Plan.GoneBootID
-	if in.Host != nil && in.Host.RebootRequired && !stale {
+	if in.Host != nil && in.Host.RebootRequired && !stale && live(in.Host.RequestedAt) {
 		at, reason, ok = in.Host.RequestedAt, in.Host.Reason, true
 	}
-	if in.Request != nil && (!ok || in.Request.At.Before(at)) {
+	if in.Request != nil && live(in.Request.At) && (!ok || in.Request.At.Before(at)) {
 		at, ok = in.Request.At, true
 		reason = "manual request"
 		if in.Request.Reason != "" {
 			reason += ": " + in.Request.Reason
 		}
-	}
-	if ok && !in.CancelAt.IsZero() && !at.After(in.CancelAt) {
-		return time.Time{}, "", false
 	}
 	return at, reason, ok
 }
