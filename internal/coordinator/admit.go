@@ -6,8 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -105,7 +107,24 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, hosts []st
 		}
 		allocs, err := c.allocsReadInPass(ctx, hv.node.ID)
 		hv.jobs, hv.err, hv.jobsRead = systemJobsOf(allocs), err, true
+		if err == nil && c.seen.nodeWatch.Mode == nodestream.Blocking {
+			// Without the event stream, a pending host's node is in the list
+			// as the last whole list showed it, up to a resync ago: what the
+			// grant decides on (phase.NodeHold: someone else's drain) is read
+			// now.
+			hv.err = c.freshNode(ctx, hv.node)
+		}
 	}
+}
+
+// freshNode reads v's node from Nomad and puts what its list stub says in v.
+func (c *Coordinator) freshNode(ctx context.Context, v *phase.NodeView) error {
+	n, _, err := c.opt.Nodes.Info(v.ID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("read node %s: %w", v.ID, err)
+	}
+	*v = *nodeView(nodestream.Stub(n))
+	return nil
 }
 
 // admissionInput is what admission decides on in s, built once per pass.

@@ -159,6 +159,9 @@ type Coordinator struct {
 	// them at its start (takeMail).
 	mail mailbox
 	seen answers
+	// nodeFollower: the node list's follower of this term (nil: the node
+	// watch runs instead); the loop tells it which nodes to follow one by one.
+	nodeFollower *nodestream.Follower
 	// nodesAtLeast: the index a node list must be at to be used (nodes.go):
 	// that of the coordinator's last node write (a drain, an eligibility
 	// change), or of the last list a pass read itself; atomic: the plan writes
@@ -291,6 +294,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Unlock()
 		allocs.set(plans)
 		checks.set()
+		if c.nodeFollower != nil {
+			c.nodeFollower.Watch(cycleNodes(plans)) // followed one by one without the stream (nodes.go)
+		}
 		again, spinning := afterPass(changed, chained, len(kick) > 0)
 		if again {
 			chained++
@@ -317,10 +323,12 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 	c.mail.start(ctx)
 	queries := []watch.Query{c.watchVars, c.watchControl, c.watchRequests}
 	if c.opt.NodeEvents != nil {
+		f := c.newNodeFollower(poke) // nodes.go
+		c.nodeFollower = f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.followNodes(ctx, poke) // nodes.go
+			f.Run(ctx)
 		}()
 	} else {
 		queries = append(queries, c.watchNodes)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 // One node list per pass. The node watch's blocking query already reads the
@@ -264,17 +265,33 @@ func (c *Coordinator) membersOf(ctx context.Context, list []*api.NodeListStub, o
 	return groupOf, nil
 }
 
-// followNodes keeps the mailbox's node list current until ctx ends, poking the
-// reconcile loop after each change: from Nomad's event stream, and from
-// blocking queries while the stream cannot be had (nodestream.Follower).
-func (c *Coordinator) followNodes(ctx context.Context, poke func()) {
-	f := &nodestream.Follower{Events: c.opt.NodeEvents, Nodes: c.opt.Nodes, Sink: nodeSink{&c.mail},
-		Poke: poke, Log: c.log, OnState: func(s nodestream.State) {
+// newNodeFollower is the node list's follower of a term, which keeps the
+// mailbox's list current from Nomad's event stream, and from blocking queries
+// while the stream cannot be had (package nodestream); the loop tells it
+// after each pass which nodes to follow one by one while the stream cannot be
+// had (watchCycleNodes).
+func (c *Coordinator) newNodeFollower(poke func()) *nodestream.Follower {
+	return &nodestream.Follower{Events: c.opt.NodeEvents, Nodes: c.opt.Nodes, Sink: nodeSink{&c.mail},
+		Poke: poke, Log: c.log, Relist: c.opt.Resync, OnState: func(s nodestream.State) {
 			c.metrics.nodeWatch(s)
 			c.mail.update(func(a *answers) { a.nodeWatch = s })
 			poke() // status says how the nodes are followed (policy.go publishEnforcement)
 		}}
-	f.Run(ctx)
+}
+
+// cycleNodes returns the nodes of the hosts in their cycle (draining to
+// rejoining, and stuck): what the passes wait on.
+func cycleNodes(plans map[string]store.Plan) []string {
+	var ids []string
+	for _, p := range plans {
+		switch p.Phase {
+		case store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting, store.PhaseRejoining, store.PhaseStuck:
+			if p.NodeID != "" {
+				ids = append(ids, p.NodeID)
+			}
+		}
+	}
+	return ids
 }
 
 // nodeWatchText is what `rollboot status` says of how the nodes are followed:

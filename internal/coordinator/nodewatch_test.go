@@ -50,7 +50,7 @@ func TestNodeListFromEvents(t *testing.T) {
 	var pokes atomic.Int64
 	go func() {
 		defer close(done)
-		co.followNodes(ctx, func() { pokes.Add(1) })
+		co.newNodeFollower(func() { pokes.Add(1) }).Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -179,7 +179,7 @@ func TestFollowNodesSkipsOnlyWhatTheListHas(t *testing.T) {
 	co := New(Options{Deps: Deps{Nodes: nodes, NodeEvents: events}, Runtime: Runtime{Resync: time.Hour}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); co.followNodes(ctx, func() {}) }()
+	go func() { defer close(done); co.newNodeFollower(func() {}).Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

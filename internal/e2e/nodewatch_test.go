@@ -31,14 +31,21 @@ func TestRolloutWithoutEventStream(t *testing.T) {
 		{"broker off, 200 then close (1.11.2)", "1.11.2", true}}
 	var base time.Duration
 	for _, r := range runs {
-		took, lists, streams, status := rolloutMakespan(t, r.version, r.disabled)
-		t.Logf("%-36s makespan %6s, node lists %d, stream subscriptions %d", r.name, took.Round(10*time.Millisecond), lists, streams)
+		took, reqs, status := rolloutMakespan(t, r.version, r.disabled)
+		t.Logf("%-36s makespan %6s, whole node lists %d, filtered lists %d, single-node reads %d, stream subscriptions %d",
+			r.name, took.Round(10*time.Millisecond), reqs["GET /v1/nodes"], reqs["GET /v1/nodes?filter"],
+			reqs["GET /v1/node/:id"], reqs["GET /v1/event/stream"])
 		if r.disabled {
 			if !strings.Contains(status, "blocking queries") {
 				t.Errorf("%s: status does not say the nodes are followed with blocking queries:\n%s", r.name, status)
 			}
 			if limit := base * 3 / 2; took > limit {
 				t.Errorf("%s: the rollout took %s, more than 1.5× the %s it took with the stream", r.name, took, base)
+			}
+			// The whole list: once when the stream fails, then once per
+			// resync, and once per try of the stream (every 30 s or more).
+			if limit := uint64(2 + 2*int(took/productionResync)); reqs["GET /v1/nodes"] > limit {
+				t.Errorf("%s: %d whole node lists in %s, want at most %d (one per resync interval)", r.name, reqs["GET /v1/nodes"], took, limit)
 			}
 		} else {
 			base = took
@@ -49,12 +56,12 @@ func TestRolloutWithoutEventStream(t *testing.T) {
 var nodeWatchHosts = flag.Int("nodewatch-hosts", 8, "TestRolloutWithoutEventStream: clients, in two groups of a tenth of them (at least 2) at a time")
 
 // rolloutMakespan reboots every client of a cluster (-nodewatch-hosts) in 2
-// groups at the production resync, and returns how long it took, the node
-// lists and stream subscriptions the emulator answered, and `rollboot status`
-// during the rollout.
-func rolloutMakespan(t *testing.T, version string, brokerOff bool) (time.Duration, uint64, uint64, string) {
+// groups at the production resync, and returns how long it took, the
+// requests the emulator answered by route, and `rollboot status` after the
+// rollout.
+func rolloutMakespan(t *testing.T, version string, brokerOff bool) (time.Duration, map[string]uint64, string) {
 	var took time.Duration
-	var lists, streams uint64
+	reqs := map[string]uint64{}
 	var status string
 	t.Run(version+fmt.Sprintf("/broker_off=%v", brokerOff), func(t *testing.T) {
 		conc := max(2, *nodeWatchHosts/10)
@@ -78,15 +85,10 @@ group "b" {
 		took = time.Since(start)
 		status = c.cli("status")
 		for _, rs := range c.sim.RequestStats().Routes {
-			switch rs.Route {
-			case "GET /v1/nodes":
-				lists = rs.Requests
-			case "GET /v1/event/stream":
-				streams = rs.Requests
-			}
+			reqs[rs.Route] = rs.Requests
 		}
 		c.mustHold(invariants.Spec{Group: c.groupsByPool(), Concurrency: map[string]int{"a": conc, "b": conc},
 			EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 	})
-	return took, lists, streams, status
+	return took, reqs, status
 }

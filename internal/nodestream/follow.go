@@ -52,9 +52,11 @@ import (
 // RetryAfter: rarely, since a retry of the 1.11.2 shape costs a full list. It
 // says so once per change of state (Mode and reason), not at every retry.
 
-// NodesAPI lists the nodes; with a WaitIndex it is Nomad's blocking query.
+// NodesAPI lists the nodes and reads one; with a WaitIndex each is Nomad's
+// blocking query.
 type NodesAPI interface {
 	List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error)
+	Info(nodeID string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error)
 }
 
 // Sink keeps the node list the follower reads.
@@ -116,9 +118,15 @@ type Follower struct {
 	// CheckEvery is how often the stream's index is compared with the
 	// leader's (default DefaultCheckEvery).
 	CheckEvery time.Duration
+	// Relist is how often the whole list is read while the stream cannot be
+	// had (default DefaultRelist; the coordinator gives its resync interval).
+	Relist time.Duration
 
-	mu    sync.Mutex
-	state State
+	mu      sync.Mutex
+	state   State
+	watched map[string]bool // the nodes followed one by one without the stream (Watch)
+	kick    chan struct{}   // Watch changed watched
+	once    sync.Once
 }
 
 // DefaultCheckEvery is how often the follower compares the stream's index with
@@ -279,31 +287,6 @@ func take(evs *api.Events, ok bool, events <-chan *api.Events, listed, index uin
 		}
 		return changed, gone, index, nil
 	}
-}
-
-// block follows the nodes with the blocking query for d, from a list kept at
-// index (0: none, the first query reads one at once). It returns the index of
-// the list kept.
-func (f *Follower) block(parent context.Context, d time.Duration, index uint64) uint64 {
-	ctx, cancel := context.WithTimeout(parent, d)
-	defer cancel()
-	watch.Loop{Index: index, Query: func(ctx context.Context, idx uint64) (uint64, error) {
-		q := (&api.QueryOptions{WaitIndex: idx, WaitTime: watch.MaxWait}).WithContext(ctx)
-		list, meta, err := f.Nodes.List(q)
-		if err != nil {
-			if ctx.Err() == nil {
-				f.Sink.SetNodes(nil, 0) // not known to be current: passes read it
-				index = 0
-			}
-			return 0, err
-		}
-		f.Sink.SetNodes(list, meta.LastIndex)
-		index = meta.LastIndex
-		return meta.LastIndex, nil
-	}, OnChange: func(uint64) { f.Poke() }, OnError: func(err error, fails int, retry time.Duration) {
-		f.Log.Debug("node list watch failed: the passes read the node list until it answers", "err", err, "retry_in", retry, "failures", fails)
-	}}.Run(ctx)
-	return index
 }
 
 // setState records s, saying so when the mode or the reason changed.

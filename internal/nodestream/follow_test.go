@@ -204,3 +204,84 @@ func TestFollowerGivesUpASilentStream(t *testing.T) {
 		return out.eligibility(n.ID) == api.NodeSchedulingIneligible
 	})
 }
+
+// countingNodes counts the whole-list reads (lists without a filter).
+type countingNodes struct {
+	NodesAPI
+	mu    sync.Mutex
+	lists int
+}
+
+func (c *countingNodes) List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	if q == nil || q.Filter == "" {
+		c.mu.Lock()
+		c.lists++
+		c.mu.Unlock()
+	}
+	return c.NodesAPI.List(q)
+}
+
+func (c *countingNodes) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists
+}
+
+// Without the stream, the nodes the coordinator waits on (Watch) are followed
+// one by one: their changes are seen without a whole list (the next one is an
+// hour away here); any other node's change waits for the next whole list.
+func TestFollowerWithoutTheStreamWatchesNodes(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 3, EventBrokerDisabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := &countingNodes{NodesAPI: client.Nodes()}
+	out := &sink{}
+	f := &Follower{Events: NomadNodeEvents{Client: client}, Nodes: nodes, Sink: out, Poke: func() {},
+		Log: slog.New(slog.DiscardHandler), Relist: time.Hour,
+		RetryAfter: func(int) time.Duration { return time.Hour }}
+	n1, _ := sim.Node("client-1")
+	n2, _ := sim.Node("client-2")
+	f.Watch([]string{n1.ID})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitUntil(t, "the first list", func() bool { return out.eligibility(n1.ID) == api.NodeSchedulingEligible })
+	before := nodes.count()
+
+	for _, eligible := range []bool{false, true, false} {
+		if _, err := client.Nodes().ToggleEligibility(n1.ID, eligible, nil); err != nil {
+			t.Fatal(err)
+		}
+		want := api.NodeSchedulingIneligible
+		if eligible {
+			want = api.NodeSchedulingEligible
+		}
+		waitUntil(t, "the watched node's change", func() bool { return out.eligibility(n1.ID) == want })
+	}
+	if got := nodes.count() - before; got != 0 {
+		t.Errorf("%d whole lists while the watched node changed three times, want none", got)
+	}
+
+	// A node not watched: its change waits for the next whole list.
+	if _, err := client.Nodes().ToggleEligibility(n2.ID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if out.eligibility(n2.ID) != api.NodeSchedulingEligible {
+		t.Fatal("a node not watched was seen changed before the next whole list")
+	}
+	// Watched from now on: the watch starts from the list's ModifyIndex, so
+	// the change it missed comes at once.
+	f.Watch([]string{n1.ID, n2.ID})
+	waitUntil(t, "the newly watched node's change", func() bool { return out.eligibility(n2.ID) == api.NodeSchedulingIneligible })
+	if got := nodes.count() - before; got != 0 {
+		t.Errorf("%d whole lists, want none", got)
+	}
+}

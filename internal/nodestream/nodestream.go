@@ -50,6 +50,9 @@ func Changes(evs *api.Events) (changed []*api.NodeListStub, gone []string, err e
 
 // listStub is the node as the node list shows it without os or resources
 // (nomad/structs/structs.go Node.Stub).
+// Stub returns the node as the node list shows it.
+func Stub(n *api.Node) *api.NodeListStub { return listStub(n) }
+
 func listStub(n *api.Node) *api.NodeListStub {
 	addr := n.HTTPAddr
 	if host, _, err := net.SplitHostPort(addr); err == nil {

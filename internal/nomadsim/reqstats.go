@@ -165,6 +165,8 @@ func routeOf(r *http.Request) string {
 		}
 	case strings.HasSuffix(p, "/"):
 		p += "..."
+	case p == "/v1/nodes" && r.URL.Query().Get("filter") != "":
+		p += "?filter" // a list of some nodes, apart from the whole list
 	}
 	return r.Method + " " + p
 }
