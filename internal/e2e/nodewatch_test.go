@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 // Without Nomad's node event stream (servers run with enable_event_broker =
@@ -91,4 +93,51 @@ group "b" {
 			EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 	})
 	return took, reqs, status
+}
+
+// Without the event stream a pending host's node is in the coordinator's list
+// as the last whole list showed it, up to a resync ago. An operator drains it
+// meanwhile: the pass that would grant it reads its node from Nomad first, and
+// holds it for the operator, as with the stream.
+func TestOperatorDrainWithoutEventStream(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, resync: productionResync,
+		simConfig:   func(cfg *nomadsim.Config) { cfg.EventBrokerDisabled = true },
+		jobs:        []nomadsim.JobSpec{{ID: "exporter", Type: "system"}},
+		rebootExtra: "    delay = \"2s\""})
+	c.start()
+	hosts := c.clients()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
+	c.needReboot(hosts...)
+	var first, second string
+	c.waitFor("a host granted", 30*time.Second, func() bool {
+		for i, h := range hosts {
+			if p := c.plans()[h]; p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting {
+				first, second = h, hosts[1-i]
+				return true
+			}
+		}
+		return false
+	})
+	n, err := c.sim.Node(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its system jobs stay (the agent too): the grant's own checks would pass.
+	spec := &api.DrainSpec{Deadline: 3 * time.Second, IgnoreSystemJobs: true}
+	if _, err := c.client.Nodes().UpdateDrainOpts(n.ID, &api.DrainOptions{DrainSpec: spec, Meta: map[string]string{"message": "maintenance"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(first+" rebooted", 60*time.Second, c.rebootedAll([]string{first}))
+	c.waitFor(second+" held for the operator", 10*time.Second, func() bool {
+		return strings.Contains(c.waitingOf(second), "left ineligible by a drain rollboot did not start")
+	})
+	if p := c.plans()[second]; p.Phase != store.PhasePending {
+		t.Fatalf("%s is %s (grant %s): it was granted over the operator's drain", second, p.Phase, p.GrantID)
+	}
+	if _, err := c.client.Nodes().ToggleEligibility(n.ID, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(second+" rebooted once given back", 2*productionResync, c.rebootedAll(hosts))
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 }
