@@ -99,9 +99,11 @@ type Config struct {
 	// stable non-voters and removes dead servers (Nomad AutopilotInterval and
 	// Consul's autopilot reconcile interval, 10s; raft-autopilot run.go).
 	AutopilotInterval time.Duration
-	// AutopilotUpdateInterval is how long a new leader's autopilot takes to compute
-	// its first state (Nomad ServerHealthInterval, 2s): until then the health
-	// endpoints answer with an empty, unhealthy state (raftsim autopilot.go).
+	// AutopilotUpdateInterval is how long a new Consul leader's or Vault active
+	// node's autopilot takes to compute its first state: until then their
+	// health endpoints answer with an empty, unhealthy state (raftsim
+	// autopilot.go). A new Nomad leader computes its state as its autopilot
+	// starts (raft-autopilot run.go Start), before it serves.
 	AutopilotUpdateInterval time.Duration
 	// AutopilotStabilizationTime is how long a non-voter must have been healthy
 	// before autopilot promotes it (server_stabilization_time, 10s in Nomad,
