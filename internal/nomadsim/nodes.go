@@ -561,14 +561,15 @@ func (s *Sim) clientMetaLocked(r *http.Request, nodeID string, write bool, meta 
 	if !useLocal && nodeID == "" {
 		return nil, simhttp.Code(http.StatusBadRequest, "No local Node and node_id not provided")
 	}
-	t, err := s.tokenLocked(r)
+	// nomad/client_meta_endpoint.go: a failed Authenticate (an unknown secret)
+	// is reported as "Permission denied" by the servers; the client's own
+	// ResolveToken reports "ACL token not found".
+	resolve := s.tokenLocked
+	if useLocal {
+		resolve = s.agentTokenLocked
+	}
+	t, err := resolve(r)
 	if err != nil {
-		if !useLocal {
-			// nomad/client_meta_endpoint.go: a failed Authenticate (an unknown
-			// secret) is reported as "Permission denied" by the servers; the
-			// client's own ResolveToken reports "ACL token not found".
-			return nil, errPermissionDenied
-		}
 		return nil, err
 	}
 	if !t.AllowNode(write) { // AllowNodeWrite / AllowNodeRead, on server and client
