@@ -187,8 +187,13 @@ func addNodeEvent(n *api.Node, subsystem, msg string, details map[string]string,
 }
 
 // touchNodeLocked records a write to n at index idx, of the event type typ
-// (the type nomad/state/events.go gives the write's message type).
+// (the type nomad/state/events.go gives the write's message type). Every
+// encoding of a node in Nomad's answers (node read, event payload) carries the
+// legacy Drain flag, true while a drain strategy is set: the JSON extension
+// nomad/structs/extensions.go nodeExt adds it; the emulator keeps it on the
+// stored node.
 func (c *clusterState) touchNodeLocked(n *api.Node, idx uint64, typ string) {
+	n.Drain = n.DrainStrategy != nil
 	n.ModifyIndex = idx
 	c.topics.nodeWrittenLocked(n.ID)
 	c.nodesIndex = idx
