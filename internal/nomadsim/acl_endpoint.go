@@ -169,6 +169,7 @@ func (s *Sim) aclPolicyUpdate(w http.ResponseWriter, r *http.Request, name strin
 	}
 	s.acl.policies[name] = stored
 	s.acl.policyIndex = idx
+	s.aclChangedLocked("", false) // an ACLPolicy event (eventstream.go)
 	s.mu.Unlock()
 	setIndex(w, idx)
 	w.WriteHeader(http.StatusOK)
@@ -185,6 +186,7 @@ func (s *Sim) aclPolicyDelete(w http.ResponseWriter, r *http.Request, name strin
 	idx := s.bumpLocked()
 	delete(s.acl.policies, name)
 	s.acl.policyIndex = idx
+	s.aclChangedLocked("", false) // an ACLPolicy event (eventstream.go)
 	s.mu.Unlock()
 	setIndex(w, idx)
 	w.WriteHeader(http.StatusOK)
@@ -396,6 +398,7 @@ func (s *Sim) upsertTokenLocked(in *api.ACLToken) (*Token, error) {
 		t.Name, t.Management, t.PolicyNames = in.Name, in.Type == "management", append([]string(nil), in.Policies...)
 		t.ModifyIndex = s.bumpLocked()
 		s.acl.tokenIndex = t.ModifyIndex
+		s.aclChangedLocked(t.SecretID, false) // an ACLToken event (eventstream.go)
 		return t, nil
 	}
 	idx := s.bumpLocked()
@@ -425,6 +428,7 @@ func (s *Sim) aclTokenDelete(w http.ResponseWriter, r *http.Request, accessor st
 	delete(s.acl.tokens, t.SecretID)
 	idx := s.bumpLocked()
 	s.acl.tokenIndex = idx
+	s.aclChangedLocked(t.SecretID, true) // an ACLToken deleted event (eventstream.go)
 	s.mu.Unlock()
 	setIndex(w, idx)
 	w.WriteHeader(http.StatusOK)

@@ -44,8 +44,8 @@ type clusterState struct {
 
 	// topics wakes the blocking queries of what a write changes (watch.go).
 	topics *topics
-	// events is the event stream's buffer (eventstream.go).
-	events eventBuffer
+	// stream is the event broker: its buffer and subscriptions (eventstream.go).
+	stream *eventBroker
 	// cache holds what the node list computes from each node (nodecache.go).
 	cache nodeCache
 	// byHost are the nodes in host order (sortedNodesLocked).
@@ -107,8 +107,12 @@ func (c *clusterState) writeLocked(s *Sim) uint64 {
 	return c.batchIdx
 }
 
-// endBatch closes the current write batch.
-func (c *clusterState) endBatch() { c.batchIdx = 0 }
+// endBatch closes the current write batch and publishes its node events as
+// one item of the event stream, as Nomad publishes one per Raft apply.
+func (c *clusterState) endBatch() {
+	c.batchIdx = 0
+	c.stream.flushLocked()
+}
 
 // registerNodeLocked registers the client of host h (client/client.go registerNode →
 // nomad/node_endpoint.go Node.Register). The node starts ready and eligible with a
