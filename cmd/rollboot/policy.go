@@ -103,10 +103,13 @@ not the one given (0: only if none is stored).`,
 }
 
 // appliedBy names who applies a policy: the ACL token's name (never its
-// secret), else user@host.
+// secret), else user@host. Nomad's built-in identities name nobody: with ACLs
+// off /v1/acl/token/self answers the "ACLs disabled token" (accessor
+// acls-disabled), without a token the "Anonymous Token" (accessor anonymous;
+// nomad/structs ACLsDisabledToken, AnonymousACLToken).
 func appliedBy(c *api.Client) string {
 	tok, _, err := c.ACLTokens().Self(nil)
-	if err == nil && tok != nil && tok.Name != "" {
+	if err == nil && tok != nil && tok.Name != "" && tok.AccessorID != "acls-disabled" && tok.AccessorID != "anonymous" {
 		return "token " + tok.Name
 	}
 	return whoAmI()

@@ -36,6 +36,7 @@ type simFlags struct {
 	keepSentinel  bool
 	nomadVersion  string
 	noEventBroker bool
+	eventBuffer   int
 	jobs          bool
 	seed          uint64
 }
@@ -56,6 +57,7 @@ func (f *simFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.jobs, "jobs", false, "register a default set of service, batch and system jobs")
 	fs.StringVar(&f.nomadVersion, "nomad-version", nomadsim.DefaultNomadVersion, "the Nomad version the emulator claims to be and follows where Nomad's behaviour differs between versions")
 	fs.BoolVar(&f.noEventBroker, "disable-event-broker", false, "serve no event stream, as servers with enable_event_broker = false (in the shape of -nomad-version)")
+	fs.IntVar(&f.eventBuffer, "event-buffer-size", nomadsim.DefaultEventBufferSize, "the servers' event_buffer_size: how far behind an event stream subscriber may fall before it is cut off")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed for IDs and fault injection (0: random)")
 }
 
@@ -73,6 +75,9 @@ func (f *simFlags) config() (nomadsim.Config, error) {
 			return nomadsim.Config{}, fmt.Errorf("--%s %v: must not be negative", name, d)
 		}
 	}
+	if f.eventBuffer < 0 {
+		return nomadsim.Config{}, fmt.Errorf("--event-buffer-size %d: must not be negative", f.eventBuffer)
+	}
 	cfg := nomadsim.Config{
 		Listen:               f.listen,
 		Servers:              f.servers,
@@ -87,6 +92,7 @@ func (f *simFlags) config() (nomadsim.Config, error) {
 		KeepSentinelOnReboot: f.keepSentinel,
 		NomadVersion:         f.nomadVersion,
 		EventBrokerDisabled:  f.noEventBroker,
+		EventBufferSize:      f.eventBuffer,
 		Seed:                 f.seed,
 	}
 	if f.pools != "" {

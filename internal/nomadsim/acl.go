@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -133,30 +134,64 @@ func (s *Sim) CreateManagementToken(name string) Token {
 // anonymous stands for every request while ACLs are disabled: Nomad then allows all.
 var anonymous = &Token{Name: "anonymous", Management: true}
 
-// tokenLocked resolves the request's token (command/agent/http.go parseToken:
-// X-Nomad-Token first, then Authorization: Bearer). An unknown secret is
-// 403 "ACL token not found"; no token at all is the anonymous token, whose rules
-// are those of the policy named "anonymous" if one was stored (none by default).
-func (s *Sim) tokenLocked(r *http.Request) (*Token, error) {
-	if !s.acl.enabled {
-		return anonymous, nil
-	}
+// requestSecret is the request's token secret (command/agent/http.go
+// parseToken: X-Nomad-Token first, then Authorization: Bearer).
+func requestSecret(r *http.Request) string {
 	secret := r.Header.Get("X-Nomad-Token")
 	if secret == "" {
 		if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
 			secret = strings.TrimSpace(strings.TrimPrefix(auth, "Bearer "))
 		}
 	}
+	return secret
+}
+
+// validUUID is helper.IsUUID's pattern (helper/funcs.go): the servers look up
+// only a UUID as an ACL token's secret (nomad/auth/auth.go resolveSecretToken).
+var validUUID = regexp.MustCompile(`(?i)^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$`)
+
+// tokenForSecretLocked authenticates a secret as the servers do
+// (nomad/auth/auth.go Authenticate, resolveSecretToken): with ACLs off every
+// request is allowed all; no secret is the anonymous token, whose rules are
+// those of the policy named "anonymous" if one was stored (none by default);
+// an unknown secret fails (ErrTokenNotFound for a UUID that is no token's,
+// else the failed workload-identity check), and every RPC-backed endpoint
+// answers that failure, after forwarding, with structs.ErrPermissionDenied:
+// 403 "Permission denied" (e.g. nomad/node_endpoint.go Node.List: `if authErr
+// != nil { return structs.ErrPermissionDenied }`).
+func (s *Sim) tokenForSecretLocked(secret string) (*Token, error) {
+	if !s.acl.enabled {
+		return anonymous, nil
+	}
 	if secret == "" {
-		// The anonymous token's policy is the one named "anonymous", when an
-		// operator stored one (structs.AnonymousACLToken: Policies ["anonymous"]).
+		// structs.AnonymousACLToken: Policies ["anonymous"].
 		return s.resolvedLocked(&Token{Name: "anonymous", PolicyNames: []string{"anonymous"}}), nil
 	}
 	t, ok := s.acl.tokens[secret]
 	if !ok {
-		return nil, errTokenNotFound
+		return nil, errPermissionDenied
 	}
 	return s.resolvedLocked(t), nil
+}
+
+// tokenLocked resolves the token of a request to an RPC-backed endpoint
+// (tokenForSecretLocked): an unknown secret is 403 "Permission denied".
+func (s *Sim) tokenLocked(r *http.Request) (*Token, error) {
+	return s.tokenForSecretLocked(requestSecret(r))
+}
+
+// agentTokenLocked resolves the token of a request that the agent answers
+// itself, without an RPC (/v1/agent/self, /v1/agent/host, a client's own
+// /v1/client/metadata): command/agent/http.go ResolveToken asks the local
+// server (nomad/auth/auth.go ResolveToken, resolveTokenFromSnapshotCache) or
+// client, where an unknown secret is structs.ErrTokenNotFound, which wrap turns
+// into 403 "ACL token not found".
+func (s *Sim) agentTokenLocked(r *http.Request) (*Token, error) {
+	t, err := s.tokenLocked(r)
+	if err != nil {
+		return nil, errTokenNotFound
+	}
+	return t, nil
 }
 
 // accessorIdentity is how Nomad records who made a change (AuthenticatedIdentity.String).
@@ -370,11 +405,22 @@ func (s *Sim) Tokens() []Token {
 	return out
 }
 
-// authorize resolves the token of r and checks allow; it writes the 403 itself and
-// returns nil when the request must stop.
+// authorize resolves the token of r for an RPC-backed endpoint (tokenLocked)
+// and checks allow; it writes the 403 itself and returns nil when the request
+// must stop.
 func (s *Sim) authorize(w http.ResponseWriter, r *http.Request, allow func(*Token) bool) *Token {
+	return s.authorizeWith(w, r, s.tokenLocked, allow)
+}
+
+// authorizeAgent is authorize for an endpoint the agent answers itself
+// (agentTokenLocked).
+func (s *Sim) authorizeAgent(w http.ResponseWriter, r *http.Request, allow func(*Token) bool) *Token {
+	return s.authorizeWith(w, r, s.agentTokenLocked, allow)
+}
+
+func (s *Sim) authorizeWith(w http.ResponseWriter, r *http.Request, resolve func(*http.Request) (*Token, error), allow func(*Token) bool) *Token {
 	s.mu.Lock()
-	t, err := s.tokenLocked(r)
+	t, err := resolve(r)
 	s.mu.Unlock()
 	if err != nil {
 		simhttp.WriteErr(w, err)

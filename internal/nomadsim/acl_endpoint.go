@@ -169,6 +169,7 @@ func (s *Sim) aclPolicyUpdate(w http.ResponseWriter, r *http.Request, name strin
 	}
 	s.acl.policies[name] = stored
 	s.acl.policyIndex = idx
+	s.aclChangedLocked("", false) // an ACLPolicy event (eventstream.go)
 	s.mu.Unlock()
 	setIndex(w, idx)
 	w.WriteHeader(http.StatusOK)
@@ -185,6 +186,7 @@ func (s *Sim) aclPolicyDelete(w http.ResponseWriter, r *http.Request, name strin
 	idx := s.bumpLocked()
 	delete(s.acl.policies, name)
 	s.acl.policyIndex = idx
+	s.aclChangedLocked("", false) // an ACLPolicy event (eventstream.go)
 	s.mu.Unlock()
 	setIndex(w, idx)
 	w.WriteHeader(http.StatusOK)
@@ -240,21 +242,56 @@ func (s *Sim) handleACLToken(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// aclTokenSelf answers with the caller's own token, secret included. A request
-// without a token is the anonymous token (nomad/auth/auth.go Authenticate sets
-// structs.AnonymousACLToken), whose accessor is "anonymous".
+// aclTokenSelf is ACL.WhoAmI (nomad/acl_endpoint.go; command/agent/
+// acl_endpoint.go aclTokenSelf), which, unlike the other ACL endpoints, answers
+// with ACLs off: the identity Authenticate set (nomad/auth/auth.go
+// Authenticate, resolveSecretToken), with the token's ModifyIndex as index.
+//   - ACLs off: structs.ACLsDisabledToken (accessor "acls-disabled", name
+//     "ACLs disabled token", type client, no policies), whatever secret is sent;
+//   - no secret: structs.AnonymousACLToken (accessor "anonymous", name
+//     "Anonymous Token", type client, policy "anonymous");
+//   - the caller's own token, secret included;
+//   - an unknown UUID: Authenticate's ErrPermissionDenied, 403 "Permission
+//     denied"; a secret that is no UUID is verified as a workload identity
+//     (auth.go VerifyClaim → encrypter.go VerifyClaim), which fails to parse it:
+//     500 "failed to parse signed token: ...".
+//
+// The built-in tokens have ModifyIndex 0, so their answer's X-Nomad-Index is 0.
+// WhoAmI is forwarded to the leader (no stale reads): 500 "No cluster leader"
+// without one.
 func (s *Sim) aclTokenSelf(w http.ResponseWriter, r *http.Request) {
-	t := s.aclToken(w, r, false)
-	if t == nil {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at := t.apiToken()
-	if t.AccessorID == "" {
+	if s.servers.leaderLocked() == "" {
+		simhttp.WriteErr(w, errNoLeader)
+		return
+	}
+	secret := requestSecret(r)
+	var at *api.ACLToken
+	switch t, err := s.tokenForSecretLocked(secret); {
+	case !s.acl.enabled:
+		at = &api.ACLToken{AccessorID: "acls-disabled", Name: "ACLs disabled token", Type: "client"}
+	case err != nil && !validUUID.MatchString(secret):
+		msg := "failed to parse signed token: go-jose/go-jose: compact JWS format must have three parts"
+		if strings.Count(secret, ".") == 2 {
+			// A JWT-shaped secret is verified further (key ID, signature):
+			// workload identities are not modelled, so it is refused here.
+			msg = "failed to parse signed token: workload identities are not modelled by the emulator"
+		}
+		simhttp.WriteError(w, http.StatusInternalServerError, msg)
+		return
+	case err != nil:
+		simhttp.WriteErr(w, err)
+		return
+	case t.AccessorID == "":
 		at = &api.ACLToken{AccessorID: "anonymous", Name: "Anonymous Token", Type: "client", Policies: []string{"anonymous"}}
+	default:
+		at = t.apiToken()
 	}
 	s.setQueryMetaLocked(w, at.ModifyIndex)
+	if at.ModifyIndex == 0 {
+		w.Header().Set("X-Nomad-Index", "0")
+	}
 	writeJSON(w, http.StatusOK, at)
 }
 
@@ -361,6 +398,7 @@ func (s *Sim) upsertTokenLocked(in *api.ACLToken) (*Token, error) {
 		t.Name, t.Management, t.PolicyNames = in.Name, in.Type == "management", append([]string(nil), in.Policies...)
 		t.ModifyIndex = s.bumpLocked()
 		s.acl.tokenIndex = t.ModifyIndex
+		s.aclChangedLocked(t.SecretID, false) // an ACLToken event (eventstream.go)
 		return t, nil
 	}
 	idx := s.bumpLocked()
@@ -390,6 +428,7 @@ func (s *Sim) aclTokenDelete(w http.ResponseWriter, r *http.Request, accessor st
 	delete(s.acl.tokens, t.SecretID)
 	idx := s.bumpLocked()
 	s.acl.tokenIndex = idx
+	s.aclChangedLocked(t.SecretID, true) // an ACLToken deleted event (eventstream.go)
 	s.mu.Unlock()
 	setIndex(w, idx)
 	w.WriteHeader(http.StatusOK)

@@ -1,6 +1,7 @@
 package nomadsim
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -114,7 +115,8 @@ func TestACLPolicyAndTokenLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = app.ACLTokens().Self(nil)
-	wantCode(t, "deleted token", err, "ACL token not found")
+	// WhoAmI reports a failed Authenticate as it is: Permission denied.
+	wantCode(t, "deleted token", err, "Permission denied")
 	_, err = mgmt.ACLTokens().Delete(tok.AccessorID, nil)
 	wantCode(t, "delete an unknown token", err, "400")
 }
@@ -161,5 +163,47 @@ func TestACLAnonymousPolicy(t *testing.T) {
 	}
 	if _, _, err := anon.ACLPolicies().Info("anonymous", nil); err != nil {
 		t.Errorf("anyone reads the anonymous policy: %v", err)
+	}
+}
+
+// GET /v1/acl/token/self (ACL.WhoAmI) answers with the identity Authenticate
+// set: Nomad's built-in tokens when ACLs are off or no token is sent, with index
+// 0; an unknown secret is a failed Authenticate.
+func TestACLTokenSelfIdentities(t *testing.T) {
+	off := vtSim(t, Config{Clients: 1})
+	for _, token := range []string{"", "00000000-0000-4000-8000-000000000000"} {
+		r := vtDo(t, off, "GET", "/v1/acl/token/self", token, "")
+		var tok api.ACLToken
+		if err := json.Unmarshal([]byte(r.body), &tok); r.code != 200 || err != nil || tok.AccessorID != "acls-disabled" ||
+			tok.Name != "ACLs disabled token" || tok.Type != "client" || tok.Policies != nil || r.header.Get("X-Nomad-Index") != "0" {
+			t.Errorf("ACLs off, token %q: %d %s (index %s)", token, r.code, r.body, r.header.Get("X-Nomad-Index"))
+		}
+	}
+	if tok, _, err := vtClient(t, off, "", "").ACLTokens().Self(nil); err != nil || tok.AccessorID != "acls-disabled" {
+		t.Errorf("api client, ACLs off: %+v, %v", tok, err)
+	}
+
+	on := vtSim(t, Config{Clients: 1, ACL: true})
+	r := vtDo(t, on, "GET", "/v1/acl/token/self", "", "")
+	var tok api.ACLToken
+	if err := json.Unmarshal([]byte(r.body), &tok); r.code != 200 || err != nil || tok.AccessorID != "anonymous" ||
+		tok.Name != "Anonymous Token" || len(tok.Policies) != 1 || tok.Policies[0] != "anonymous" || r.header.Get("X-Nomad-Index") != "0" {
+		t.Errorf("no token: %d %s", r.code, r.body)
+	}
+	if r := vtDo(t, on, "GET", "/v1/acl/token/self", "00000000-0000-4000-8000-000000000000", ""); r.code != 403 || r.body != "Permission denied" {
+		t.Errorf("unknown UUID: %d %q", r.code, r.body)
+	}
+	if r := vtDo(t, on, "GET", "/v1/acl/token/self", "not-a-token", ""); r.code != 500 ||
+		r.body != "failed to parse signed token: go-jose/go-jose: compact JWS format must have three parts" {
+		t.Errorf("not a UUID: %d %q", r.code, r.body)
+	}
+	r = vtDo(t, on, "GET", "/v1/acl/token/self", on.ManagementToken(), "")
+	if err := json.Unmarshal([]byte(r.body), &tok); r.code != 200 || err != nil || tok.SecretID != on.ManagementToken() || tok.Type != "management" {
+		t.Errorf("management: %d %s", r.code, r.body)
+	}
+	// The agent answers /v1/agent/self itself: an unknown token is "ACL token
+	// not found" there (command/agent/http.go ResolveToken).
+	if r := vtDo(t, on, "GET", "/v1/agent/self", "00000000-0000-4000-8000-000000000000", ""); r.code != 403 || r.body != "ACL token not found" {
+		t.Errorf("agent self, unknown token: %d %q", r.code, r.body)
 	}
 }

@@ -32,7 +32,7 @@ func (s *Sim) handleRegions(w http.ResponseWriter, r *http.Request) {
 // Tags.id is its Raft ID (nomad/server.go setupSerf). On a client-only agent
 // member is zero-valued. The cluster address answers as the current leader's agent.
 func (s *Sim) handleAgentSelf(w http.ResponseWriter, r *http.Request) {
-	if s.authorize(w, r, func(t *Token) bool { return t.AllowAgent(false) }) == nil {
+	if s.authorizeAgent(w, r, func(t *Token) bool { return t.AllowAgent(false) }) == nil {
 		return
 	}
 	s.mu.Lock()
@@ -212,7 +212,7 @@ const DefaultNomadVersion = "1.11.0"
 // and server_id the local agent answers with the bare HostData, not wrapped in
 // a HostDataResponse as the forwarded answers are (as Nomad does).
 func (s *Sim) handleAgentHost(w http.ResponseWriter, r *http.Request) {
-	if s.authorize(w, r, func(t *Token) bool { return s.acl.enabled && t.AllowAgent(false) }) == nil {
+	if s.authorizeAgent(w, r, func(t *Token) bool { return s.acl.enabled && t.AllowAgent(false) }) == nil {
 		return
 	}
 	q := r.URL.Query()

@@ -157,6 +157,9 @@ func (s *Sim) controlRoutes() []controlRoute {
 		{"/vault/servers/{host}/health", ctlWrite, s.ctlAux(s.SetVaultServerHealthy)},
 		{"/vault/servers/{host}/seal", ctlWrite, s.ctlSeal(s.SealVault, true)},
 		{"/vault/servers/{host}/unseal", ctlWrite, s.ctlSeal(s.UnsealVault, false)},
+		{"/event-stream", ctlGet, s.ctlEventStream},
+		{"/event-stream", ctlWrite, s.ctlSetEventStream},
+		{"/snapshot/restore", ctlWrite, s.ctlRestoreSnapshot},
 		{"/events", ctlGet, s.ctlEvents},
 		{"/jobs", ctlGet, s.ctlJobs},
 		{"/jobs", ctlWrite, s.ctlAddJob},
@@ -359,6 +362,58 @@ func (s *Sim) ctlAddJob(r *http.Request) (any, *controlError) {
 		return nil, ctlErr(http.StatusBadRequest, "%v", err)
 	}
 	return s.Jobs(), nil
+}
+
+// ---- event stream --------------------------------------------------------------
+
+func (s *Sim) ctlEventStream(*http.Request) (any, *controlError) { return s.EventStream(), nil }
+
+// ctlSetEventStream changes the event stream's knobs given in the body
+// ({"broker_disabled":bool,"silent":bool,"subscriber_delay":"50ms"}) or the
+// query (?broker_disabled=, ?silent=, ?subscriber_delay=); those not given stay.
+func (s *Sim) ctlSetEventStream(r *http.Request) (any, *controlError) {
+	var body struct {
+		BrokerDisabled  *bool           `json:"broker_disabled"`
+		Silent          *bool           `json:"silent"`
+		SubscriberDelay json.RawMessage `json:"subscriber_delay"`
+	}
+	if cerr := decodeControlBodyOptional(r, &body); cerr != nil {
+		return nil, cerr
+	}
+	q := r.URL.Query()
+	for name, dst := range map[string]**bool{"broker_disabled": &body.BrokerDisabled, "silent": &body.Silent} {
+		if q.Has(name) {
+			b, cerr := ctlBool(r, name)
+			if cerr != nil {
+				return nil, cerr
+			}
+			*dst = &b
+		}
+	}
+	if v := q.Get("subscriber_delay"); v != "" {
+		body.SubscriberDelay, _ = json.Marshal(v)
+	}
+	if len(body.SubscriberDelay) > 0 {
+		d, err := decodeDurationJSON(body.SubscriberDelay)
+		if err == nil {
+			err = s.SetEventSubscriberDelay(d)
+		}
+		if err != nil {
+			return nil, ctlErr(http.StatusBadRequest, "subscriber_delay: %v", err)
+		}
+	}
+	if body.BrokerDisabled != nil {
+		s.SetEventBrokerDisabled(*body.BrokerDisabled)
+	}
+	if body.Silent != nil {
+		s.SetEventStreamSilent(*body.Silent)
+	}
+	return s.EventStream(), nil
+}
+
+func (s *Sim) ctlRestoreSnapshot(*http.Request) (any, *controlError) {
+	s.RestoreSnapshot()
+	return s.EventStream(), nil
 }
 
 // ---- servers -------------------------------------------------------------------

@@ -245,7 +245,7 @@ func (s *Sim) updateEligibility(id, eligibility string) (nodeUpdateResponse, err
 	}
 	n.SchedulingEligibility = eligibility
 	addNodeEvent(n, "Cluster", msg, nil, idx)
-	s.cluster.touchNodeLocked(n, idx, eventNodeEligibility)
+	s.cluster.touchNodeLocked(n, idx, s.nodeEligibilityEventType())
 	resp := nodeUpdateResponse{NodeModifyIndex: idx, Index: idx}
 	if eligibility == api.NodeSchedulingEligible {
 		resp.EvalIDs, resp.EvalCreateIndex = s.cluster.createNodeEvalsLocked(s, id, idx)

@@ -50,8 +50,8 @@ func TestDrainStartUpdateCancel(t *testing.T) {
 		ds.ForceDeadline.Sub(before) < time.Hour-time.Second || ds.ForceDeadline.Sub(before) > time.Hour+5*time.Second {
 		t.Fatalf("drain strategy %+v", ds)
 	}
-	if n.Drain {
-		t.Fatal("Drain must never be set (the server does not send it)")
+	if !n.Drain {
+		t.Fatal("Drain not set while draining (nomad/structs/extensions.go nodeExt adds it to every encoded node)")
 	}
 	if n.SchedulingEligibility != api.NodeSchedulingIneligible || n.ModifyIndex != resp.NodeModifyIndex {
 		t.Fatalf("eligibility %s, ModifyIndex %d", n.SchedulingEligibility, n.ModifyIndex)
@@ -90,7 +90,7 @@ func TestDrainStartUpdateCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	n3, _, _ := c.Nodes().Info(id, nil)
-	if n3.DrainStrategy != nil || n3.SchedulingEligibility != api.NodeSchedulingIneligible ||
+	if n3.DrainStrategy != nil || n3.Drain || n3.SchedulingEligibility != api.NodeSchedulingIneligible ||
 		n3.LastDrain.Status != api.DrainStatusCanceled || n3.LastDrain.Meta["cancel_message"] != "no" ||
 		lastEvent(n3).Message != "Node drain disabled" {
 		t.Fatalf("after cancel: %+v %+v %+v", n3.DrainStrategy, n3.LastDrain, lastEvent(n3))

@@ -44,8 +44,8 @@ type clusterState struct {
 
 	// topics wakes the blocking queries of what a write changes (watch.go).
 	topics *topics
-	// events is the event stream's buffer (eventstream.go).
-	events eventBuffer
+	// stream is the event broker: its buffer and subscriptions (eventstream.go).
+	stream *eventBroker
 	// cache holds what the node list computes from each node (nodecache.go).
 	cache nodeCache
 	// byHost are the nodes in host order (sortedNodesLocked).
@@ -107,8 +107,12 @@ func (c *clusterState) writeLocked(s *Sim) uint64 {
 	return c.batchIdx
 }
 
-// endBatch closes the current write batch.
-func (c *clusterState) endBatch() { c.batchIdx = 0 }
+// endBatch closes the current write batch and publishes its node events as
+// one item of the event stream, as Nomad publishes one per Raft apply.
+func (c *clusterState) endBatch() {
+	c.batchIdx = 0
+	c.stream.flushLocked()
+}
 
 // registerNodeLocked registers the client of host h (client/client.go registerNode →
 // nomad/node_endpoint.go Node.Register). The node starts ready and eligible with a
@@ -187,8 +191,13 @@ func addNodeEvent(n *api.Node, subsystem, msg string, details map[string]string,
 }
 
 // touchNodeLocked records a write to n at index idx, of the event type typ
-// (the type nomad/state/events.go gives the write's message type).
+// (the type nomad/state/events.go gives the write's message type). Every
+// encoding of a node in Nomad's answers (node read, event payload) carries the
+// legacy Drain flag, true while a drain strategy is set: the JSON extension
+// nomad/structs/extensions.go nodeExt adds it; the emulator keeps it on the
+// stored node.
 func (c *clusterState) touchNodeLocked(n *api.Node, idx uint64, typ string) {
+	n.Drain = n.DrainStrategy != nil
 	n.ModifyIndex = idx
 	c.topics.nodeWrittenLocked(n.ID)
 	c.nodesIndex = idx
@@ -561,14 +570,15 @@ func (s *Sim) clientMetaLocked(r *http.Request, nodeID string, write bool, meta 
 	if !useLocal && nodeID == "" {
 		return nil, simhttp.Code(http.StatusBadRequest, "No local Node and node_id not provided")
 	}
-	t, err := s.tokenLocked(r)
+	// nomad/client_meta_endpoint.go: a failed Authenticate (an unknown secret)
+	// is reported as "Permission denied" by the servers; the client's own
+	// ResolveToken reports "ACL token not found".
+	resolve := s.tokenLocked
+	if useLocal {
+		resolve = s.agentTokenLocked
+	}
+	t, err := resolve(r)
 	if err != nil {
-		if !useLocal {
-			// nomad/client_meta_endpoint.go: a failed Authenticate (an unknown
-			// secret) is reported as "Permission denied" by the servers; the
-			// client's own ResolveToken reports "ACL token not found".
-			return nil, errPermissionDenied
-		}
 		return nil, err
 	}
 	if !t.AllowNode(write) { // AllowNodeWrite / AllowNodeRead, on server and client

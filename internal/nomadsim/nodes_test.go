@@ -457,9 +457,11 @@ namespace "default" { capabilities = ["read-job"] }`))
 	anon := newClient(t, s.Address(), "")
 	_, _, err = anon.Nodes().List(nil)
 	wantStatus(t, err, 403, "Permission denied")
+	// An unknown token fails Authenticate, which the RPC reports as
+	// Permission denied (nomad/node_endpoint.go Node.List).
 	bogus := newClient(t, s.Address(), "00000000-0000-4000-8000-000000000000")
 	_, _, err = bogus.Nodes().List(nil)
-	wantStatus(t, err, 403, "ACL token not found")
+	wantStatus(t, err, 403, "Permission denied")
 
 	// Allocations in namespaces without read-job are dropped silently.
 	mine, _, err := rc.Nodes().Allocations(id, nil)

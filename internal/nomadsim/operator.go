@@ -64,6 +64,9 @@ func (st *serverState) init(s *Sim, env simEnv) {
 	rc := s.cfg.raftConfig()
 	rc.Product, rc.LeaderEvent, rc.HealthEvent = "nomad", EventLeader, EventServerHealth
 	rc.DownEvent, rc.UpEvent, rc.LeaderEventIndex = EventServerDown, EventServerUp, true
+	// Nomad 1.9 to 2.0 embed raft-autopilot v0.1.6, whose Start computes the
+	// state before the new leader serves (raftsim autopilot.go).
+	rc.StateAtStart = true
 	rc.OnLeader = s.leaderChangedLocked
 	rc.StandIn = func() *raftsim.Member {
 		return &raftsim.Member{ID: s.uuidLocked(), Name: "nomadsim." + s.cfg.Region, Addr: implicitServerAddr}
@@ -199,8 +202,11 @@ func (s *Sim) handleAutopilotHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, out)
 }
 
-// autopilotHealthLocked is what the leader's autopilot reports: an empty,
-// unhealthy state before its first pass (raftsim autopilot.go), else healthLocked.
+// autopilotHealthLocked is what the leader's autopilot reports
+// (nomad/operator_endpoint.go ServerHealth → nomad/autopilot.go
+// GetClusterHealth): healthLocked, which a new leader computes as its autopilot
+// starts (raftsim Config.StateAtStart), so the empty, unhealthy answer of an
+// autopilot without a first pass does not occur for Nomad.
 func (st *serverState) autopilotHealthLocked() *api.OperatorHealthReply {
 	if !st.AutopilotReady() {
 		return &api.OperatorHealthReply{Voters: []string{}, Servers: []api.ServerHealth{}}

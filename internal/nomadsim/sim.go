@@ -40,6 +40,10 @@ type Config struct {
 	// /v1/event/stream cannot be had, in the shape of NomadVersion
 	// (eventstream.go).
 	EventBrokerDisabled bool
+	// EventBufferSize is the servers' event_buffer_size: how many items the
+	// event broker keeps, and so how far behind a subscriber may fall before it
+	// is cut off (default DefaultEventBufferSize, Nomad's 100; eventstream.go).
+	EventBufferSize int
 
 	// Servers is the number of hosts that run a Nomad server (and no client).
 	Servers int
@@ -99,9 +103,11 @@ type Config struct {
 	// stable non-voters and removes dead servers (Nomad AutopilotInterval and
 	// Consul's autopilot reconcile interval, 10s; raft-autopilot run.go).
 	AutopilotInterval time.Duration
-	// AutopilotUpdateInterval is how long a new leader's autopilot takes to compute
-	// its first state (Nomad ServerHealthInterval, 2s): until then the health
-	// endpoints answer with an empty, unhealthy state (raftsim autopilot.go).
+	// AutopilotUpdateInterval is how long a new Consul leader's or Vault active
+	// node's autopilot takes to compute its first state: until then their
+	// health endpoints answer with an empty, unhealthy state (raftsim
+	// autopilot.go). A new Nomad leader computes its state as its autopilot
+	// starts (raft-autopilot run.go Start), before it serves.
 	AutopilotUpdateInterval time.Duration
 	// AutopilotStabilizationTime is how long a non-voter must have been healthy
 	// before autopilot promotes it (server_stabilization_time, 10s in Nomad,
@@ -165,6 +171,9 @@ func (c *Config) setDefaults() {
 	if c.NomadVersion == "" {
 		c.NomadVersion = DefaultNomadVersion
 	}
+	if c.EventBufferSize == 0 {
+		c.EventBufferSize = DefaultEventBufferSize // nomad/stream/event_broker.go NewEventBroker
+	}
 	if c.HeartbeatTTL == 0 {
 		c.HeartbeatTTL = 200 * time.Millisecond
 	}
@@ -212,6 +221,9 @@ type Sim struct {
 	// brokerOff: the servers run without the event broker (eventstream.go),
 	// from Config.EventBrokerDisabled or SetEventBrokerDisabled.
 	brokerOff atomic.Bool
+	// stream holds the event stream's test knobs (SetEventStreamSilent,
+	// SetEventSubscriberDelay; eventstream.go).
+	stream streamControl
 
 	mu     sync.Mutex
 	index  uint64        // the Raft index: bumped by every write
@@ -303,6 +315,11 @@ func New(cfg Config) (*Sim, error) {
 	if _, err := version.NewVersion(cfg.NomadVersion); err != nil {
 		return nil, fmt.Errorf("nomad version %q: %w", cfg.NomadVersion, err)
 	}
+	if cfg.EventBufferSize < 0 {
+		// command/agent/agent.go convertServerConfig refuses a negative
+		// event_buffer_size (0 becomes the default, NewEventBroker).
+		return nil, fmt.Errorf("event buffer size %d: must not be negative", cfg.EventBufferSize)
+	}
 	seed := cfg.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -334,6 +351,7 @@ func New(cfg Config) (*Sim, error) {
 	s.brokerOff.Store(cfg.EventBrokerDisabled)
 	s.acl.init(s, cfg.ACL)
 	s.cluster.init()
+	s.cluster.stream = newEventBroker(cfg.EventBufferSize)
 	s.vars.init()
 	s.cluster.topics, s.vars.topics = &s.topics, &s.topics
 	s.initServers()
@@ -703,6 +721,10 @@ const (
 	EventLockAcquire      = "lock.acquire"
 	EventLockRelease      = "lock.release"
 	EventFault            = "fault"
+	// EventStreamSilent: SetEventStreamSilent (details: silent).
+	EventStreamSilent = "stream.silent"
+	// EventSnapshotRestore: RestoreSnapshot.
+	EventSnapshotRestore = "server.snapshot-restore"
 )
 
 // Event is one entry of the emulator's event log.

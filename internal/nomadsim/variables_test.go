@@ -464,7 +464,7 @@ namespace "default" {
 	bad := vtClient(t, s, "", "00000000-0000-0000-0000-000000000000")
 	if _, _, err := bad.Variables().List(nil); err == nil {
 		t.Fatal("unknown token listed")
-	} else if code, body := vtStatus(t, err); code != 403 || body != "ACL token not found" {
+	} else if code, body := vtStatus(t, err); code != 403 || body != "Permission denied" {
 		t.Fatalf("unknown token: %d %q", code, body)
 	}
 

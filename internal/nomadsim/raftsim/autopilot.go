@@ -6,14 +6,17 @@ package raftsim
 //   - State reset. Autopilot runs only on the leader. When leadership ends its
 //     state is zeroed (run.go beginExecution: a.state = &State{}), and a new
 //     leader starts from that empty state (nomad/leader.go establishLeadership →
-//     autopilot.Start). Until its first state pass (state.go updateState) the
-//     health endpoints report no servers and Healthy=false: Nomad and Consul
-//     answer 429 (nomad/autopilot.go GetClusterHealth, Consul
-//     operator_autopilot_endpoint.go ServerHealth), Vault's autopilot state says
-//     healthy=false with no servers. The first pass sees every server as new, so
-//     every StableSince restarts then (state.go buildServerState). The emulator
-//     runs the first pass Config.UpdateInterval after the election. The first
-//     leader of a cluster counts as already running: its first leader has a state.
+//     autopilot.Start). The first state pass (state.go updateState) sees every
+//     server as new, so every StableSince restarts then (nextServers). With
+//     Config.StateAtStart (Nomad, raft-autopilot v0.1.6 in Nomad 1.9 to 2.0)
+//     that pass runs inside Start (run.go Start: updateState before
+//     beginExecution), at the election, so the health endpoints always report a
+//     state computed by the new leader. Without it (Consul and Vault here) the
+//     emulator runs the first pass Config.UpdateInterval after the election and
+//     until then the health endpoints report no servers and Healthy=false:
+//     Consul answers 429, Vault's autopilot state says healthy=false with no
+//     servers. The first leader of a cluster counts as already running: its
+//     first leader has a state.
 //   - Promotion. Each reconcile pass (AutopilotPass; run.go beginExecution's
 //     reconcileTicker) promotes every healthy non-voter whose health has been
 //     stable for Config.StabilizationTime (stable_promoter.go
@@ -62,6 +65,10 @@ func (a *autopilotRun) leaderChanged(c *Cluster, hasLeader, bootstrap bool) {
 	}
 	if bootstrap {
 		a.ready = true
+		return
+	}
+	if c.cfg.StateAtStart {
+		a.ready, a.first = true, time.Now()
 		return
 	}
 	gen := a.gen

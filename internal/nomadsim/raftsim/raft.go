@@ -96,8 +96,14 @@ type Config struct {
 	// catches up its log.
 	CatchUpTime time.Duration
 	// UpdateInterval is how long a new leader's autopilot takes to its first
-	// state pass (Nomad's ServerHealthInterval).
+	// state pass (its state update interval: Nomad's ServerHealthInterval),
+	// unless StateAtStart.
 	UpdateInterval time.Duration
+	// StateAtStart: a new leader's autopilot computes its state as it starts,
+	// before the leader serves (raft-autopilot run.go Start runs updateState
+	// once before it launches its loops, as Nomad's establishLeadership calls
+	// it), so the health endpoints are never empty after a leader change.
+	StateAtStart bool
 	// StabilizationTime is how long a non-voter must have been healthy before
 	// autopilot promotes it (server_stabilization_time).
 	StabilizationTime time.Duration
