@@ -50,10 +50,14 @@ func (f selfFunc) Self() (*api.AgentSelf, error) { return f() }
 // rollboot says it could not check.
 func TestCheckNomadVersionUnknown(t *testing.T) {
 	for name, self := range map[string]selfFunc{
-		"no version":    func() (*api.AgentSelf, error) { return &api.AgentSelf{Config: map[string]any{}}, nil },
-		"refused":       func() (*api.AgentSelf, error) { return nil, &api.UnexpectedResponseError{} },
-		"server build":  func() (*api.AgentSelf, error) { return &api.AgentSelf{Member: api.AgentMember{Tags: map[string]string{"build": "1.8.4"}}}, nil },
-		"not a version": func() (*api.AgentSelf, error) { return &api.AgentSelf{Config: map[string]any{"Version": map[string]any{"Version": "dev"}}}, nil },
+		"no version": func() (*api.AgentSelf, error) { return &api.AgentSelf{Config: map[string]any{}}, nil },
+		"refused":    func() (*api.AgentSelf, error) { return nil, &api.UnexpectedResponseError{} },
+		"server build": func() (*api.AgentSelf, error) {
+			return &api.AgentSelf{Member: api.AgentMember{Tags: map[string]string{"build": "1.8.4"}}}, nil
+		},
+		"not a version": func() (*api.AgentSelf, error) {
+			return &api.AgentSelf{Config: map[string]any{"Version": map[string]any{"Version": "dev"}}}, nil
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer

@@ -38,18 +38,18 @@ var (
 type faultKind int
 
 const (
-	faultLeaderKill      faultKind = iota // kill -9 of the leading coordinator at a random phase point
-	faultLeaderStop                       // SIGSTOP of the leader past 2×TTL + lock delay, then SIGCONT
-	faultAgentKill                        // an agent killed between its grant and its reboot
-	faultRebootFails                      // the reboot command fails (each host's first attempt)
-	faultHookFails                        // a pre-reboot hook fails (each host's first attempt)
-	faultAPIBursts                        // bursts of 500, 429 and latency (one at the agents' start)
-	faultNomadLeaderLoss                  // the Nomad servers lose their leader while a server host runs its hooks and delay
-	faultNeverReturns                     // a host that goes down and does not boot (until the block is lifted)
-	faultDrainStuck                       // drains that cannot finish (batch work outlives the deadline) for a while
-	faultRequestHangs                     // requests accepted and never answered (node calls: drains, eligibility, allocations)
-	faultOperatorDrain                    // an operator drains a pending host (its system jobs too), then gives it back
-	faultOperatorMidCycle                 // an operator makes a node in its cycle eligible, drains it, or cancels rollboot's drain
+	faultLeaderKill       faultKind = iota // kill -9 of the leading coordinator at a random phase point
+	faultLeaderStop                        // SIGSTOP of the leader past 2×TTL + lock delay, then SIGCONT
+	faultAgentKill                         // an agent killed between its grant and its reboot
+	faultRebootFails                       // the reboot command fails (each host's first attempt)
+	faultHookFails                         // a pre-reboot hook fails (each host's first attempt)
+	faultAPIBursts                         // bursts of 500, 429 and latency (one at the agents' start)
+	faultNomadLeaderLoss                   // the Nomad servers lose their leader while a server host runs its hooks and delay
+	faultNeverReturns                      // a host that goes down and does not boot (until the block is lifted)
+	faultDrainStuck                        // drains that cannot finish (batch work outlives the deadline) for a while
+	faultRequestHangs                      // requests accepted and never answered (node calls: drains, eligibility, allocations)
+	faultOperatorDrain                     // an operator drains a pending host (its system jobs too), then gives it back
+	faultOperatorMidCycle                  // an operator makes a node in its cycle eligible, drains it, or cancels rollboot's drain
 	numFaults
 )
 

@@ -46,9 +46,9 @@ import (
 // close (command/agent/event_endpoint.go EventStream writes the status before
 // the RPC runs); an ACL refusal has the same two shapes; a slow subscriber is
 // cut off ("event dropped from buffer", nomad/stream/event_buffer.go); a
-// snapshot restore and an ACL policy change end every subscription. Then the
-// follower follows the nodes with the blocking query (GET /v1/nodes?index=,
-// which Nomad forwards to the leader) and tries the stream again after
+// snapshot restore ends every subscription, and an ACL change those whose
+// token lost its rights (nomad/stream/event_broker.go). Then the follower
+// follows the nodes without it (blocking.go) and tries the stream again after
 // RetryAfter: rarely, since a retry of the 1.11.2 shape costs a full list. It
 // says so once per change of state (Mode and reason), not at every retry.
 
