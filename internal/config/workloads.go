@@ -19,7 +19,7 @@ type WorkloadsConfig struct {
 	// DeploymentFilter selects the jobs whose deployments count; "" every job.
 	DeploymentFilter string
 	// BlockedEvals: no drain starts in a node pool while evaluations of its
-	// jobs are blocked.
+	// service or batch jobs are blocked (workload.Eval.HoldsPool).
 	BlockedEvals bool
 }
 
@@ -48,13 +48,15 @@ var workloadsTable = &table{typ: "workloads", of: reflect.TypeFor[WorkloadsConfi
 		doc: "A go-bexpr expression over the job selecting the jobs whose deployments hold (`Meta.critical " +
 			"== \"true\"`); `\"\"` means every job. Checked when the file is loaded."},
 	{name: "blocked_evals", field: "BlockedEvals", def: workload.Default().BlockedEvals,
-		doc: "No drain starts in a node pool while an evaluation of one of its jobs is blocked (status " +
+		doc: "No drain starts in a node pool while an evaluation of one of its service or batch jobs is blocked (status " +
 			"`blocked`: the scheduler could not place every allocation, for lack of a ready, eligible node " +
 			"with room in the pool, and waits for capacity). Draining would take more capacity away. The " +
 			"reason counts them: `pool batch: 2 evaluations are blocked (job etl, train)`. It holds until " +
 			"the scheduler places what was missing (capacity freed, a node added) or the job is stopped. A " +
 			"job that can never be placed (a constraint no node meets) holds its pools until it is fixed: " +
-			"set `blocked_evals = false` to roll out regardless."},
+			"set `blocked_evals = false` to roll out regardless. A blocked evaluation of a system or " +
+			"sysbatch job (its `Type`) is about one node (its `NodeID`) and holds nothing, neither the " +
+			"pool nor that node: see [System jobs' blocked evaluations](#system-jobs-blocked-evaluations)."},
 }}
 
 // Settings are the block's settings as package workload takes them.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -214,4 +215,70 @@ func TestWorkloadReadFailureHolds(t *testing.T) {
 	start := time.Now()
 	c.sim.ClearFaults()
 	c.within("the host drained once the read works", start, func() bool { return c.plans()[host].Phase != store.PhasePending })
+}
+
+// A system job that does not fit one node of its pool (the node is smaller
+// than the others) has a blocked evaluation about that node, which holds
+// nothing: every host of the pool is drained and rebooted once, the small one
+// included. A service job's blocked evaluation still holds its own pool.
+func TestSystemBlockedEvalDoesNotHoldItsPool(t *testing.T) {
+	t.Parallel()
+	const small = "client-3" // pools: client-1 web, client-2 gpu, client-3 web, client-4 web, client-5 gpu
+	c := newCluster(t, clusterOpts{clients: 5, pools: []string{"web", "gpu", "web"}, coordinators: 1,
+		policy: "group \"web\" {\n  filter = \"NodePool == \\\"web\\\"\"\n}\ngroup \"gpu\" {\n  filter = \"NodePool == \\\"gpu\\\"\"\n}\n",
+		simConfig: func(cfg *nomadsim.Config) {
+			cfg.ClientResources = map[string]nomadsim.NodeResources{small: {CPU: 8000, MemoryMB: 1500}}
+		},
+		jobs: []nomadsim.JobSpec{
+			{ID: "web", NodePool: "web", Groups: []nomadsim.GroupSpec{{Name: "web", Count: 2}}},
+			// Fits every web node but the small one (1500 MB, 300 of them the agent's).
+			{ID: "logs", Type: api.JobTypeSystem, NodePool: "web", Groups: []nomadsim.GroupSpec{{Name: "logs", MemoryMB: 2000}}},
+			// Fits no node: blocked in its pool for the whole test.
+			{ID: "train", NodePool: "gpu", Groups: []nomadsim.GroupSpec{{Name: "train", MemoryMB: 9000}}},
+		}})
+	pools := c.groupsByPool()
+	var web, gpu []string
+	for _, h := range c.clients() {
+		if pools[h] == "web" {
+			web = append(web, h)
+		} else {
+			gpu = append(gpu, h)
+		}
+	}
+	smallNode := c.nodeOf(small)
+	systemBlocked := func() []*api.Evaluation {
+		evals, _, err := c.client.Evaluations().List(&api.QueryOptions{Filter: `Status == "blocked" and Type == "system"`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evals
+	}
+	if ev := systemBlocked(); len(ev) != 1 || ev[0].JobID != "logs" || ev[0].NodeID != smallNode {
+		t.Fatalf("blocked system evaluations: %+v, want one of logs about %s", ev, small)
+	}
+	c.start()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(c.clients()) })
+	c.needReboot(c.clients()...)
+	c.waitFor("the gpu hosts held by the service job's blocked evaluation", 30*time.Second, func() bool {
+		return c.waitingFor(gpu[0], "pool gpu: 1 evaluation is blocked (job train)") &&
+			c.waitingFor(gpu[1], "pool gpu: 1 evaluation is blocked (job train)")
+	})
+	c.waitFor("every web host rebooted", 90*time.Second, c.rebootedAll(web))
+	for _, h := range gpu {
+		if p := c.plans()[h]; p.Phase != store.PhasePending {
+			t.Errorf("%s is %s while a blocked evaluation of its pool's service job holds it", h, p.Phase)
+		}
+	}
+	// Back from its reboot, the small node still lacks the room: blocked
+	// again, about it.
+	c.waitFor("the system job blocked about the small node again", 10*time.Second, func() bool {
+		ev := systemBlocked()
+		return len(ev) == 1 && ev[0].NodeID == smallNode
+	})
+	reboots := each(web, 1)
+	for _, h := range gpu {
+		reboots[h] = 0
+	}
+	c.mustHold(invariants.Spec{Group: c.groupsByPool(), Concurrency: map[string]int{"web": 1, "gpu": 1},
+		EligibleBefore: allTrue(c.clients()), Reboots: reboots})
 }

@@ -37,6 +37,7 @@ type workloadState struct {
 	evalOrder []string
 	evalIndex uint64 // index of the "evals" table
 	blocked   map[jobKey]*blockedJob
+	triggers  evalTriggers // what runs a system job's blocked evaluation again (evals.go)
 }
 
 func (w *workloadState) init() {
@@ -157,7 +158,8 @@ const EventDeployment = "deployment"
 // live allocation is replaced by one of the new version (a destructive update,
 // as with an update block whose max_parallel covers each group), and a job
 // with an update block gets a new deployment. A job that failed its deployment
-// is healed so: an update with passing health checks.
+// is healed so: an update with passing health checks. A stopped job (StopJob)
+// runs again.
 func (s *Sim) UpdateJob(spec JobSpec) error {
 	if spec.Namespace == "" {
 		spec.Namespace = "default"
@@ -188,6 +190,7 @@ func (s *Sim) UpdateJob(spec JobSpec) error {
 	nj.Version = pointerOf(*j.job.Version + 1)
 	nj.ModifyIndex, nj.JobModifyIndex = pointerOf(idx), pointerOf(idx)
 	nj.Stable = pointerOf(false)
+	nj.Stop, nj.Status = pointerOf(false), pointerOf("running") // a stopped job runs again
 	nj.Meta = maps.Clone(spec.Meta)
 	j.job = &nj
 	j.spec.Meta, j.spec.Update = nj.Meta, spec.Update

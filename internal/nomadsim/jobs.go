@@ -380,6 +380,7 @@ func (c *clusterState) clientUpdatesLocked(s *Sim, now time.Time) {
 			if !now.Before(sa.stopAt) {
 				a.ClientStatus = api.AllocClientStatusComplete
 				a.ClientDescription = "All tasks have completed"
+				c.wl.triggers.allocFreed()
 				c.touchAllocLocked(s, a)
 				c.allocEventLocked(s, EventAllocStop, a, nil)
 			}
@@ -397,6 +398,7 @@ func (c *clusterState) clientUpdatesLocked(s *Sim, now time.Time) {
 		case a.ClientStatus == api.AllocClientStatusRunning && !sa.finishAt.IsZero() && !now.Before(sa.finishAt):
 			a.ClientStatus = api.AllocClientStatusComplete
 			a.ClientDescription = "All tasks have completed"
+			c.wl.triggers.allocFreed()
 			c.touchAllocLocked(s, a)
 			c.allocEventLocked(s, EventAllocStop, a, map[string]string{"reason": "finished"})
 		case a.ClientStatus == api.AllocClientStatusRunning:
@@ -428,7 +430,10 @@ func (c *clusterState) stopAllocLocked(s *Sim, sa *simAlloc, now time.Time, desc
 //     their constraints. A node that
 //     stays ineligible after a drain therefore gets no system allocation back
 //     until it is made eligible (scheduler/util.go readyNodesInDCsAndPool skips
-//     ineligible nodes for new placements).
+//     ineligible nodes for new placements). A node that meets the constraints
+//     but lacks the room is a failed placement, with a blocked evaluation
+//     about that node (evals.go, scheduler_system.go computePlacements);
+//   - a stopped job gets nothing (StopJob stopped its allocations).
 func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 	defer c.endBatch()
 	marked := false // a mark is left for a later round
@@ -465,7 +470,12 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 	}
 	for _, key := range c.jobOrder {
 		j := c.jobs[key]
-		for _, g := range j.spec.Groups {
+		if jobStopped(j) {
+			continue // every allocation was stopped with it (StopJob)
+		}
+		var fails []sysFailure // system jobs: each group's first failed placement
+		candidates := 0        // system jobs: the ready nodes of its pool
+		for gi, g := range j.spec.Groups {
 			var live, done []*simAlloc
 			var prev []*simAlloc // stopped allocs without a replacement yet
 			onNode := map[string]bool{}
@@ -482,8 +492,22 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 				}
 			}
 			if j.spec.Type == api.JobTypeSystem {
+				failed := false // the group's first failed placement is recorded
 				for _, sn := range nodes {
-					if onNode[sn.node.ID] || !nodeReady(sn.node) || !jobInPool(j, sn.node) || !j.feasible(g.Name, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
+					if !nodeReady(sn.node) || !jobInPool(j, sn.node) {
+						continue
+					}
+					if gi == 0 {
+						candidates++
+					}
+					if onNode[sn.node.ID] || !j.feasible(g.Name, sn.node) {
+						continue // filtered: no blocked evaluation (evals.go)
+					}
+					if dim := room.exhausted(sn.node.ID, j, g.Name); dim != "" {
+						if !failed {
+							fails = append(fails, sysFailure{group: g.Name, node: sn, dimension: dim})
+							failed = true
+						}
 						continue
 					}
 					var p *simAlloc
@@ -549,6 +573,9 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 				}
 			}
 			c.wl.unplacedLocked(s, j, g.Name, need) // evals.go
+		}
+		if j.spec.Type == api.JobTypeSystem {
+			c.wl.systemFailuresLocked(s, j, fails, candidates) // evals.go
 		}
 	}
 }

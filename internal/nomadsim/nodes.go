@@ -161,7 +161,7 @@ func (c *clusterState) registerNodeLocked(s *Sim, h *Host, pool string) string {
 		CreateIndex: idx,
 		ModifyIndex: idx,
 	}
-	n.NodeResources, n.ReservedResources = nodeResources(NodeResources{CPU: DefaultNodeCPU, MemoryMB: DefaultNodeMemoryMB})
+	n.NodeResources, n.ReservedResources = nodeResources(s.cfg.clientResources(h.Name))
 	addNodeEvent(n, "Cluster", "Node registered", nil, idx)
 	sn := &simNode{node: n, host: h, staticMeta: map[string]string{}, dynamicMeta: map[string]*string{}}
 	c.nodes[id] = sn
@@ -199,6 +199,7 @@ func addNodeEvent(n *api.Node, subsystem, msg string, details map[string]string,
 func (c *clusterState) touchNodeLocked(n *api.Node, idx uint64, typ string) {
 	n.Drain = n.DrainStrategy != nil
 	n.ModifyIndex = idx
+	c.wl.triggers.nodeWrittenLocked(n, typ) // evals.go
 	c.topics.nodeWrittenLocked(n.ID)
 	c.nodesIndex = idx
 	c.nodeEventLocked(n, idx, typ)

@@ -17,7 +17,8 @@ import (
 // the allocations that are not ClientTerminalStatus; the scheduler's proposed
 // allocations, scheduler/feasible/context.go ProposedAllocs, leave out the same).
 // An allocation that fits nowhere stays unplaced, as Nomad's would (with a
-// blocked evaluation). Not modelled: disk, networks and ports,
+// blocked evaluation; a system allocation that does not fit one node, with a
+// blocked evaluation about that node: evals.go). Not modelled: disk, networks and ports,
 // devices, cores, memory oversubscription, preemption.
 
 // Nomad's resources for a task without a resources block (api/resources.go
@@ -122,13 +123,33 @@ func (l *lazyRoom) fits(nodeID string, j *simJob, group string) bool {
 	return l.get().fits(nodeID, j, group)
 }
 
+func (l *lazyRoom) exhausted(nodeID string, j *simJob, group string) string {
+	return l.get().exhausted(nodeID, j, group)
+}
+
 func (l *lazyRoom) take(nodeID string, j *simJob, group string) { l.get().take(nodeID, j, group) }
 
 // fits reports whether an allocation of group fits on the node.
 func (r room) fits(nodeID string, j *simJob, group string) bool {
+	return r.exhausted(nodeID, j, group) == ""
+}
+
+// exhausted is the first resource the node lacks for an allocation of group,
+// in the order nomad/structs ComparableResources.Superset checks them: "cpu",
+// then "memory" ("": it fits).
+func (r room) exhausted(nodeID string, j *simJob, group string) string {
 	g := j.group(group)
+	if g == nil {
+		return ""
+	}
 	f := r[nodeID]
-	return g == nil || (g.CPU <= f[0] && g.MemoryMB <= f[1])
+	switch {
+	case g.CPU > f[0]:
+		return "cpu"
+	case g.MemoryMB > f[1]:
+		return "memory"
+	}
+	return ""
 }
 
 // take counts an allocation of group placed on the node.
@@ -137,6 +158,23 @@ func (r room) take(nodeID string, j *simJob, group string) {
 		f := r[nodeID]
 		r[nodeID] = [2]int64{f[0] - g.CPU, f[1] - g.MemoryMB}
 	}
+}
+
+// check reports what is wrong with the resources of host's node.
+func (nr NodeResources) check(host string) error {
+	if nr.CPU <= 0 || nr.MemoryMB <= 0 || nr.ReservedCPU < 0 || nr.ReservedMemoryMB < 0 {
+		return fmt.Errorf("node resources of %s: cpu and memory_mb must be positive, reserved ones not negative", host)
+	}
+	return nil
+}
+
+// clientResources are the resources host's node registers with
+// (Config.ClientResources, or the defaults).
+func (c *Config) clientResources(host string) NodeResources {
+	if nr, ok := c.ClientResources[host]; ok {
+		return nr
+	}
+	return NodeResources{CPU: DefaultNodeCPU, MemoryMB: DefaultNodeMemoryMB}
 }
 
 // nodeResources are the API forms of a node's resources.
@@ -156,8 +194,8 @@ func nodeResources(nr NodeResources) (*api.NodeResources, *api.NodeReservedResou
 // (client/client.go updateNodeFromFingerprint → Node.Register): the node's
 // ModifyIndex moves, and the scheduler places what it can in the new room.
 func (s *Sim) SetNodeResources(host string, nr NodeResources) error {
-	if nr.CPU <= 0 || nr.MemoryMB <= 0 || nr.ReservedCPU < 0 || nr.ReservedMemoryMB < 0 {
-		return fmt.Errorf("node resources of %s: cpu and memory_mb must be positive, reserved ones not negative", host)
+	if err := nr.check(host); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

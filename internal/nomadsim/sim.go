@@ -51,6 +51,11 @@ type Config struct {
 	Clients int
 	// ClientPools, when set, assigns client i the node pool ClientPools[i%len].
 	ClientPools []string
+	// ClientResources, when set, gives the nodes of the named client hosts
+	// ("client-2") the resources their clients fingerprint and reserve
+	// (resources.go); the others get DefaultNodeCPU and DefaultNodeMemoryMB.
+	// SetNodeResources changes them later.
+	ClientResources map[string]NodeResources
 
 	// ACL enables ACL enforcement; the management token is then in Sim.ManagementToken.
 	ACL bool
@@ -319,6 +324,11 @@ func New(cfg Config) (*Sim, error) {
 		// command/agent/agent.go convertServerConfig refuses a negative
 		// event_buffer_size (0 becomes the default, NewEventBroker).
 		return nil, fmt.Errorf("event buffer size %d: must not be negative", cfg.EventBufferSize)
+	}
+	for h, nr := range cfg.ClientResources {
+		if err := nr.check(h); err != nil {
+			return nil, err
+		}
 	}
 	seed := cfg.Seed
 	if seed == 0 {

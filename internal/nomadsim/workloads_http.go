@@ -128,7 +128,7 @@ func (s *Sim) handleJobList(w http.ResponseWriter, r *http.Request) {
 			st := &jobListStub{JobListStub: api.JobListStub{
 				ID: *j.ID, Name: *j.Name, Namespace: *j.Namespace, Datacenters: j.Datacenters, Type: *j.Type,
 				Priority: *j.Priority, Status: *j.Status, CreateIndex: *j.CreateIndex, ModifyIndex: *j.ModifyIndex,
-				JobModifyIndex: *j.JobModifyIndex,
+				JobModifyIndex: *j.JobModifyIndex, Stop: j.Stop != nil && *j.Stop,
 			}, NodePool: *j.NodePool}
 			if meta {
 				st.Meta = j.Meta
@@ -213,9 +213,7 @@ func (s *Sim) handleEvalList(w http.ResponseWriter, r *http.Request) {
 				return nil, 0, err
 			}
 			if keep {
-				c := *e
-				c.QueuedAllocations = maps.Clone(e.QueuedAllocations)
-				out = append(out, &c)
+				out = append(out, cloneEval(e))
 			}
 		}
 		return out, max(wl.evalIndex, 1), nil

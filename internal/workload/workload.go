@@ -1,8 +1,9 @@
 // Package workload decides the workload blockers of a rollout: a node that runs
 // allocations of a blocking job is not drained, and no drain starts in a node
 // pool while a deployment of one of its jobs is in progress or failed, or while
-// evaluations of its jobs are blocked. It decides from what was observed (plain
-// values); the coordinator reads them from Nomad (coordinator/admitreads.go).
+// evaluations of its service or batch jobs are blocked. It decides from what
+// was observed (plain values); the coordinator reads them from Nomad
+// (coordinator/admitreads.go).
 package workload
 
 import (
@@ -24,7 +25,8 @@ type Settings struct {
 	// DeploymentFilter selects the jobs whose deployments count; "" means every
 	// job.
 	DeploymentFilter string
-	// BlockedEvals: hold a pool while evaluations of its jobs are blocked.
+	// BlockedEvals: hold a pool while evaluations of its jobs are blocked
+	// (those of service and batch jobs: Eval.HoldsPool).
 	BlockedEvals bool
 }
 
@@ -125,6 +127,48 @@ func Held(status string) bool {
 type Eval struct {
 	ID  string
 	Job JobKey
+	// Type is the type of the evaluation's job (structs.Evaluation.Type,
+	// copied from the job by CreateBlockedEval).
+	Type string
+	// NodeID is the node a system or sysbatch job's evaluation is about: the
+	// one where its allocation did not fit (scheduler_system.go addBlocked).
+	// Empty for the other types.
+	NodeID string
+}
+
+// Job types whose blocked evaluations are about one node (nomad/structs
+// JobTypeSystem, JobTypeSysBatch).
+const (
+	jobTypeSystem   = "system"
+	jobTypeSysBatch = "sysbatch"
+)
+
+// HoldsPool reports whether a blocked evaluation holds the drains of its
+// job's pools: a service or batch job's does (its allocations wait for room
+// anywhere in the pool, and a drain takes room away), a system or sysbatch
+// job's does not, nor does it hold its own node.
+//
+// The system scheduler wants one allocation of the job on every ready node of
+// its pool, each placed on its own node only (scheduler_system.go
+// computePlacements), so a blocked evaluation of a system job says that one
+// node (NodeID) lacks the room for that node's allocation. Draining other
+// nodes takes no room from that node that the job could have (their
+// replacements may land there, as any placement may), and never moves the
+// job's allocations: they stay on their nodes and come back with them. Nor is
+// the blocked node better left alone: the job does not run there, so its
+// reboot interrupts nothing of the job; its drain moves the node's service and
+// batch allocations away, and when it comes back ready and eligible, the
+// change runs the evaluation again (nomad/blocked_evals.go UnblockNode) with
+// the node's room free, which is the operator's own remedy (drain the node so
+// that the system job fits). Held instead, the node would wait for room that
+// only its drain would free, for ever when the node is simply smaller than the
+// allocation. An evaluation of another type, or of no type, holds.
+func (e Eval) HoldsPool() bool {
+	switch e.Type {
+	case jobTypeSystem, jobTypeSysBatch:
+		return false
+	}
+	return true
 }
 
 // PoolView is what was observed of one node pool: the jobs that can place
@@ -158,7 +202,7 @@ const (
 
 // PoolHold says why no drain starts in the pool now: a deployment first (the
 // job's latest, of its current registration, in a status that holds), then
-// blocked evaluations of its jobs.
+// blocked evaluations of its jobs (those that hold a pool: Eval.HoldsPool).
 func PoolHold(v PoolView) Hold {
 	if v.CheckDeployment {
 		if h := deploymentHold(v); h.Kind != None {
@@ -169,7 +213,7 @@ func PoolHold(v PoolView) Hold {
 		var jobs []string
 		n := 0
 		for _, e := range v.BlockedEvals {
-			if _, ok := v.Jobs[e.Job]; !ok {
+			if _, ok := v.Jobs[e.Job]; !ok || !e.HoldsPool() {
 				continue
 			}
 			n++

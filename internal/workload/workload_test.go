@@ -110,6 +110,27 @@ func TestPoolHold(t *testing.T) {
 			want: ByBlockedEvals, contains: "1 evaluation is blocked (job web)",
 		},
 		{
+			name: "a system job's blocked evaluation does not hold its pool",
+			view: PoolView{Pool: "default", Jobs: jobs, CheckEvals: true,
+				BlockedEvals: []Eval{{ID: "1", Job: web, Type: "system", NodeID: "node-1"}}},
+		},
+		{
+			name: "nor does a sysbatch job's",
+			view: PoolView{Pool: "default", Jobs: jobs, CheckEvals: true,
+				BlockedEvals: []Eval{{ID: "1", Job: web, Type: "sysbatch", NodeID: "node-1"}, {ID: "2", Job: api, Type: "system", NodeID: "node-2"}}},
+		},
+		{
+			name: "a service job's evaluation beside a system job's holds, and counts alone",
+			view: PoolView{Pool: "default", Jobs: jobs, CheckEvals: true,
+				BlockedEvals: []Eval{{ID: "1", Job: web, Type: "system", NodeID: "node-1"}, {ID: "2", Job: api, Type: "service"}}},
+			want: ByBlockedEvals, contains: "pool default: 1 evaluation is blocked (job api)",
+		},
+		{
+			name: "a batch job's evaluation holds",
+			view: PoolView{Pool: "default", Jobs: jobs, CheckEvals: true, BlockedEvals: []Eval{{ID: "1", Job: web, Type: "batch"}}},
+			want: ByBlockedEvals, contains: "1 evaluation is blocked (job web)",
+		},
+		{
 			name: "blocked evaluations off",
 			view: PoolView{Pool: "default", Jobs: jobs, BlockedEvals: []Eval{{ID: "1", Job: web}}},
 		},
@@ -128,6 +149,31 @@ func TestPoolHold(t *testing.T) {
 			}
 			if tt.want == None && got.Detail != "" {
 				t.Fatalf("no hold, but a detail: %q", got.Detail)
+			}
+		})
+	}
+}
+
+func TestEvalHoldsPool(t *testing.T) {
+	tests := []struct {
+		name string
+		eval Eval
+		want bool
+	}{
+		{"a service job's", Eval{Type: "service"}, true},
+		{"a batch job's", Eval{Type: "batch"}, true},
+		{"a system job's, about its node", Eval{Type: "system", NodeID: "node-1"}, false},
+		{"a sysbatch job's, about its node", Eval{Type: "sysbatch", NodeID: "node-1"}, false},
+		// The system scheduler always names the node; without it, the job's
+		// allocations still never move: it holds nothing either.
+		{"a system job's without a node", Eval{Type: "system"}, false},
+		{"of no type: holds (fail closed)", Eval{}, true},
+		{"of a type rollboot does not know: holds", Eval{Type: "some-new-type", NodeID: "node-1"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.eval.HoldsPool(); got != tt.want {
+				t.Errorf("HoldsPool(%+v) = %v, want %v", tt.eval, got, tt.want)
 			}
 		})
 	}

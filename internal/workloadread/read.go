@@ -213,13 +213,15 @@ func allocTerminalStatus(a *api.Allocation) bool {
 
 // readPools takes the deployments and blocked evaluations from lists, then
 // reads, for each pool with a queued host and only when one of them may hold
-// it, the jobs that can place allocations in the pool: its own and those of
+// it (a system job's blocked evaluation holds none: workload.Eval.HoldsPool),
+// the jobs that can place allocations in the pool: its own and those of
 // the built-in pool "all" (nomad/structs NodePoolAll). A job's list stub does
 // not carry its node pool in the API client's types, so the pool is a filter
 // Nomad evaluates.
 func (r Reader) readPools(ctx context.Context, v *view, pools []string) {
 	deps, evals, err := r.readPoolLists(ctx)
-	mayHold := len(evals) > 0 || slices.ContainsFunc(deps, func(d workload.Deployment) bool { return workload.Held(d.Status) })
+	mayHold := slices.ContainsFunc(evals, workload.Eval.HoldsPool) ||
+		slices.ContainsFunc(deps, func(d workload.Deployment) bool { return workload.Held(d.Status) })
 	set := r.Settings
 	for _, p := range pools {
 		if err != nil {
@@ -271,7 +273,8 @@ func (r Reader) readPoolLists(ctx context.Context) ([]workload.Deployment, []wor
 				return
 			}
 			for _, e := range list {
-				evals = append(evals, workload.Eval{ID: e.ID, Job: workload.JobKey{Namespace: e.Namespace, ID: e.JobID}})
+				evals = append(evals, workload.Eval{ID: e.ID, Job: workload.JobKey{Namespace: e.Namespace, ID: e.JobID},
+					Type: e.Type, NodeID: e.NodeID})
 			}
 		})
 	}
