@@ -245,7 +245,7 @@ func (s *Sim) updateEligibility(id, eligibility string) (nodeUpdateResponse, err
 	}
 	n.SchedulingEligibility = eligibility
 	addNodeEvent(n, "Cluster", msg, nil, idx)
-	s.cluster.touchNodeLocked(n, idx, s.nodeEligibilityEventType())
+	s.cluster.touchNodeLocked(n, idx, eventNodeEligibility) // the write's kind: the stream labels it by version
 	resp := nodeUpdateResponse{NodeModifyIndex: idx, Index: idx}
 	if eligibility == api.NodeSchedulingEligible {
 		resp.EvalIDs, resp.EvalCreateIndex = s.cluster.createNodeEvalsLocked(s, id, idx)

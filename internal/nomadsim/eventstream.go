@@ -164,11 +164,14 @@ type eventBroker struct {
 	// apply (clusterState.writeLocked): published as one item at its end.
 	pending *streamItem
 	subs    map[*subscription]struct{}
+	// eligibilityType: the event type of an eligibility write, by the Nomad
+	// version the emulator follows (nodeEligibilityEventType).
+	eligibilityType string
 }
 
-func newEventBroker(max int) *eventBroker {
+func newEventBroker(max int, eligibilityType string) *eventBroker {
 	it := newStreamItem()
-	return &eventBroker{head: it, tail: it, max: max, subs: map[*subscription]struct{}{}}
+	return &eventBroker{head: it, tail: it, max: max, subs: map[*subscription]struct{}{}, eligibilityType: eligibilityType}
 }
 
 // appendLocked publishes it (eventBuffer.appendItem and advanceHead).
@@ -234,6 +237,9 @@ func (b *eventBroker) startLocked(index, hidden uint64) *streamItem {
 // the write. Writes of one batch (one Raft apply, such as the drainer's batch of
 // drains completed) make one item, as in Nomad.
 func (c *clusterState) nodeEventLocked(n *api.Node, idx uint64, typ string) {
+	if typ == eventNodeEligibility {
+		typ = c.stream.eligibilityType // the write's kind, labelled as the version does
+	}
 	raw, err := json.Marshal(api.Event{Topic: api.TopicNode, Type: typ, Key: n.ID, Index: idx,
 		Payload: map[string]any{"Node": n}})
 	if err != nil {
@@ -688,7 +694,7 @@ func (s *Sim) RestoreSnapshot() {
 	for sub := range old.subs {
 		sub.closeLocked()
 	}
-	s.cluster.stream = newEventBroker(s.cfg.EventBufferSize)
+	s.cluster.stream = newEventBroker(s.cfg.EventBufferSize, s.nodeEligibilityEventType())
 	s.eventLocked(Event{Type: EventSnapshotRestore})
 }
 

@@ -278,15 +278,17 @@ func TestEventStreamSlowSubscriberCutOff(t *testing.T) {
 			toggle(t, c, nodeID(t, s, "client-1"), 4)
 			rest := readRest(t, body)
 			lines := strings.SplitAfter(rest, "\n")
-			if len(lines) != 2 || !strings.Contains(lines[0], `"Type":"NodeRegistration"`) {
-				t.Fatalf("stream %q, want the registration and then the end", rest)
+			// The registration, unless the writes pushed it out of the buffer
+			// before the subscription took it (a loaded machine), then the end.
+			if len(lines) == 2 && !strings.Contains(lines[0], `"Type":"NodeRegistration"`) || len(lines) > 2 {
+				t.Fatalf("stream %q, want at most the registration and then the end", rest)
 			}
 			want := "event dropped from buffer"
 			if version == "1.11.2" {
 				want = ""
 			}
-			if lines[1] != want {
-				t.Errorf("after the last item %q, want %q", lines[1], want)
+			if last := lines[len(lines)-1]; last != want {
+				t.Errorf("after the last item %q, want %q", last, want)
 			}
 		})
 	}
