@@ -161,7 +161,10 @@ type Coordinator struct {
 	seen answers
 	// nodeFollower: the node list's follower of this term (nil: the node
 	// watch runs instead); the loop tells it which nodes to follow one by one.
+	// suspected: when a pass last found its stream behind a write of ours
+	// (zero: not since it caught up; nodes.go nodeList).
 	nodeFollower *nodestream.Follower
+	suspected    time.Time
 	// nodesAtLeast: the index a node list must be at to be used (nodes.go):
 	// that of the coordinator's last node write (a drain, an eligibility
 	// change), or of the last list a pass read itself; atomic: the plan writes

@@ -93,9 +93,23 @@ func (c *Coordinator) nodeList(ctx context.Context) []*api.NodeListStub {
 	if w := c.seen.nodes; w.live && w.index >= least {
 		return w.val
 	}
-	if w, ok := c.mail.caughtUp(ctx, least, catchUpWait); ok {
-		c.seen.nodes = w
+	wait := catchUpWait
+	if !c.suspected.IsZero() && c.now().Sub(c.suspected) < nodestream.CatchUp {
+		// A pass before found the stream behind: the follower decides
+		// within CatchUp whether it is silent, and then reads the whole list
+		// itself (blocking.go). Waiting for that spares a list per pass.
+		wait += nodestream.CatchUp
+	}
+	if w, ok := c.mail.caughtUp(ctx, least, wait); ok {
+		c.seen.nodes, c.suspected = w, time.Time{}
 		return w.val
+	}
+	if c.nodeFollower != nil && least > 0 {
+		// The stream did not show a write of ours: it may be silent.
+		c.nodeFollower.Suspect()
+		if c.suspected.IsZero() {
+			c.suspected = c.now()
+		}
 	}
 	return nil
 }

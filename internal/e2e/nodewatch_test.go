@@ -141,3 +141,81 @@ func TestOperatorDrainWithoutEventStream(t *testing.T) {
 	c.waitFor(second+" rebooted once given back", 2*productionResync, c.rebootedAll(hosts))
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 }
+
+// The stream fails in each way Nomad's can during a rollout at the production
+// resync: a subscriber cut off for reading too slowly ("event dropped from
+// buffer"), every subscription ended by a snapshot restore, and a stream that
+// stays open and silent (served by a follower cut off from the leader). The
+// rollout completes with the invariants held, the coordinator follows the nodes
+// without the stream meanwhile (one whole node list per resync interval), and
+// says so once. A silent stream is given up 2 s after it failed to show the
+// coordinator's own first drain.
+//
+// Run: go test -count=1 -v -run TestRolloutThroughStreamFailures ./internal/e2e/
+func TestRolloutThroughStreamFailures(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		cfg    func(*nomadsim.Config)
+		during func(t *testing.T, c *cluster)
+		log    string // what the coordinator's one line says
+	}{
+		{name: "dropped", cfg: func(cfg *nomadsim.Config) { cfg.EventBufferSize = 4 },
+			during: func(t *testing.T, c *cluster) {
+				if err := c.sim.SetEventSubscriberDelay(100 * time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+			}, log: "node event stream"},
+		{name: "snapshot restore", during: func(t *testing.T, c *cluster) {
+			c.waitFor("a drain", 30*time.Second, func() bool { return c.drainStarted(c.clients()[0]) || c.drainStarted(c.clients()[1]) })
+			c.sim.RestoreSnapshot()
+		}, log: "node event stream"},
+		{name: "silent", during: func(t *testing.T, c *cluster) { c.sim.SetEventStreamSilent(true) }, log: "the node event stream is silent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, clusterOpts{clients: 4, coordinators: 1, resync: productionResync, simConfig: tc.cfg,
+				policy: "group \"all\" {\n  concurrency = 2\n}"})
+			c.start()
+			hosts := c.clients()
+			c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
+			c.sim.ResetRequestStats()
+			start := time.Now()
+			c.needReboot(hosts...)
+			tc.during(t, c)
+			c.waitFor("every host rebooted", 4*productionResync, c.rebootedAll(hosts))
+			took := time.Since(start)
+			reqs := map[string]uint64{}
+			for _, rs := range c.sim.RequestStats().Routes {
+				reqs[rs.Route] = rs.Requests
+			}
+			t.Logf("%s: makespan %s, whole node lists %d, single-node reads %d", tc.name, took.Round(10*time.Millisecond),
+				reqs["GET /v1/nodes"], reqs["GET /v1/node/:id"])
+			if limit := uint64(3 + 2*int(took/productionResync)); reqs["GET /v1/nodes"] > limit {
+				t.Errorf("%d whole node lists in %s, want at most %d (one per resync interval)", reqs["GET /v1/nodes"], took, limit)
+			}
+			var said []string
+			for _, l := range strings.Split(c.logText("coordinator-1"), "\n") {
+				if strings.Contains(l, "the node event stream cannot be had") {
+					said = append(said, l)
+				}
+			}
+			if len(said) != 1 || !strings.Contains(said[0], tc.log) {
+				t.Errorf("the coordinator said that the stream cannot be had %d times, want once, saying %q: %q", len(said), tc.log, said)
+			} else {
+				t.Logf("%s: %s", tc.name, said[0][strings.Index(said[0], "msg="):])
+			}
+			c.mustHold(invariants.Spec{Group: allIn(hosts, "all"), Concurrency: map[string]int{"all": 2},
+				EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
+		})
+	}
+}
+
+// allIn puts every host in group g.
+func allIn(hosts []string, g string) map[string]string {
+	out := map[string]string{}
+	for _, h := range hosts {
+		out[h] = g
+	}
+	return out
+}

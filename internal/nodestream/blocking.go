@@ -59,7 +59,9 @@ func (f *Follower) Watch(ids []string) {
 	}
 }
 
-func (f *Follower) init() { f.once.Do(func() { f.kick = make(chan struct{}, 1) }) }
+func (f *Follower) init() {
+	f.once.Do(func() { f.kick, f.suspect = make(chan struct{}, 1), make(chan struct{}, 1) })
+}
 
 // watchedIDs returns the nodes to follow one by one, sorted.
 func (f *Follower) watchedIDs() []string {

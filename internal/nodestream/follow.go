@@ -33,12 +33,13 @@ import (
 // served from the state of the server the request landed on, never forwarded
 // to the leader, and its heartbeats go on whatever that state does, so a
 // follower cut off from the leader serves a stale stream (nomad/stream
-// ndjson.go; command/agent/event_endpoint.go). So every CheckEvery the
-// follower asks the leader for the node table's index, with a node list that
-// matches no node (a blocking-query read, forwarded to the leader; its
-// X-Nomad-Index is the "nodes" table's): a stream that has not reached, by
-// the next check, an index the leader had, is given up as silent. A list is
-// stale for at most two checks.
+// ndjson.go; command/agent/event_endpoint.go). So every CheckEvery, and at
+// once when the coordinator suspects it (Suspect: a write of its own the
+// stream did not show), the follower asks the leader for the node table's
+// index, with a node list that matches no node (a read forwarded to the
+// leader; its X-Nomad-Index is the "nodes" table's). A stream behind it is
+// checked again CatchUp later, and given up as silent if it has still not
+// reached that index: a healthy stream shows a write within milliseconds.
 //
 // The stream cannot always be had (docs/architecture.md, "Following the
 // nodes"). Servers run with enable_event_broker = false answer 500 "EventBroker
@@ -126,12 +127,29 @@ type Follower struct {
 	state   State
 	watched map[string]bool // the nodes followed one by one without the stream (Watch)
 	kick    chan struct{}   // Watch changed watched
+	suspect chan struct{}   // Suspect: check the stream now
 	once    sync.Once
 }
 
+// Suspect asks for a check of the stream's index now: the coordinator waited
+// for a write of its own that the stream did not show. Safe from any
+// goroutine; a check already asked for is not asked twice.
+func (f *Follower) Suspect() {
+	f.init()
+	select {
+	case f.suspect <- struct{}{}:
+	default:
+	}
+}
+
 // DefaultCheckEvery is how often the follower compares the stream's index with
-// the leader's: a silent stream is given up within twice that.
-const DefaultCheckEvery = 30 * time.Second
+// the leader's, and CatchUp how long a stream behind the leader's index has to
+// reach it: a silent stream is given up within their sum, or CatchUp after the
+// coordinator suspects it.
+const (
+	DefaultCheckEvery = 30 * time.Second
+	CatchUp           = 2 * time.Second
+)
 
 // RetryAfter is how long the follower uses blocking queries after the n-th
 // failure of the stream in a row before it tries the stream again: 30 s,
@@ -150,6 +168,7 @@ func (f *Follower) State() State {
 
 // Run follows the nodes until ctx ends.
 func (f *Follower) Run(ctx context.Context) {
+	f.init()
 	period, retryAfter := f.Period, f.RetryAfter
 	if period <= 0 {
 		period = watch.MaxWait
@@ -203,7 +222,7 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 	if every <= 0 {
 		every = DefaultCheckEvery
 	}
-	check := time.NewTicker(every)
+	check := time.NewTimer(every)
 	defer check.Stop()
 	var behind uint64 // the leader's index at the last check, when the stream had not reached it
 	for {
@@ -214,9 +233,20 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 		case <-ctx.Done():
 			f.setState(State{Mode: Streaming}) // it lasted its period
 			return index, nil
+		case <-f.suspect:
+			if behind != 0 {
+				continue // checked already: its catch-up time runs
+			}
+			check.Reset(0)
+			continue
 		case <-check.C:
 			if behind, err = f.checkIndex(ctx, index, behind); err != nil {
 				return index, err
+			}
+			if behind != 0 {
+				check.Reset(CatchUp)
+			} else {
+				check.Reset(every)
 			}
 			continue
 		case evs, ok := <-events:
@@ -246,7 +276,7 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 // check asks again.
 func (f *Follower) checkIndex(ctx context.Context, index, behind uint64) (uint64, error) {
 	if behind != 0 && index < behind {
-		return 0, fmt.Errorf("the node event stream is silent: a check ago Nomad's leader had the nodes at index %d, and the stream is still at %d", behind, index)
+		return 0, fmt.Errorf("the node event stream is silent: %s ago Nomad's leader had the nodes at index %d, and the stream is still at %d", CatchUp, behind, index)
 	}
 	_, meta, err := f.Nodes.List((&api.QueryOptions{Filter: `ID == ""`}).WithContext(ctx))
 	if err != nil || meta == nil {
@@ -301,7 +331,7 @@ func (f *Follower) setState(s State) {
 	if old.Mode != s.Mode || old.Reason != s.Reason {
 		switch s.Mode {
 		case Blocking:
-			f.Log.Warn("the node event stream cannot be had: following the nodes with blocking queries, which Nomad forwards to its leader",
+			f.Log.Warn("the node event stream cannot be had: following the nodes without it (the whole list each resync, the nodes of hosts in their cycle one by one)",
 				"err", s.Reason, "stream_retry_in", time.Until(s.RetryAt).Round(time.Second))
 		case Streaming:
 			if old.Mode == Blocking {

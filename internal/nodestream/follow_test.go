@@ -285,3 +285,32 @@ func TestFollowerWithoutTheStreamWatchesNodes(t *testing.T) {
 		t.Errorf("%d whole lists, want none", got)
 	}
 }
+
+// The coordinator suspects the stream when it does not show a write of the
+// coordinator's own: the follower checks at once, and gives a silent stream
+// up a catch-up time later instead of at its next periodic check.
+func TestFollowerChecksASuspectedStream(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &sink{}
+	f := &Follower{Events: silentEvents{}, Nodes: client.Nodes(), Sink: out, Poke: func() {},
+		Log: slog.New(slog.DiscardHandler), CheckEvery: time.Hour, RetryAfter: func(int) time.Duration { return time.Hour }}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	n, _ := sim.Node("client-1")
+	waitUntil(t, "the first list", func() bool { return out.eligibility(n.ID) == api.NodeSchedulingEligible })
+	if _, err := client.Nodes().ToggleEligibility(n.ID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Suspect()
+	waitUntil(t, "the suspected stream given up", func() bool { return f.State().Mode == Blocking })
+}
