@@ -65,6 +65,21 @@ func (b *syncBuffer) count(s string) int {
 	return strings.Count(b.b.String(), s)
 }
 
+// newSim starts an emulated cluster and a client of it.
+func newSim(t *testing.T, cfg nomadsim.Config) (*nomadsim.Sim, *api.Client) {
+	t.Helper()
+	sim, err := nomadsim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	client, err := api.NewClient(&api.Config{Address: sim.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim, client
+}
+
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -82,15 +97,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestFollowerWithoutTheStream(t *testing.T) {
 	for _, version := range []string{"1.11.1", "1.11.2"} {
 		t.Run(version, func(t *testing.T) {
-			sim, err := nomadsim.New(nomadsim.Config{Clients: 2, NomadVersion: version, EventBrokerDisabled: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(sim.Close)
-			client, err := api.NewClient(&api.Config{Address: sim.Address()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sim, client := newSim(t, nomadsim.Config{Clients: 2, NomadVersion: version, EventBrokerDisabled: true})
 			var logs syncBuffer
 			var states []State
 			var statesMu sync.Mutex
@@ -165,15 +172,7 @@ func (silentEvents) NodeEvents(ctx context.Context, _ uint64) (<-chan *api.Event
 // given up within two checks: the follower compares the leader's node index
 // with the stream's, and follows the nodes with blocking queries.
 func TestFollowerGivesUpASilentStream(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, client := newSim(t, nomadsim.Config{Clients: 2})
 	var logs syncBuffer
 	out := &sink{}
 	f := &Follower{Events: silentEvents{}, Nodes: client.Nodes(), Sink: out, Poke: func() {},
@@ -231,15 +230,7 @@ func (c *countingNodes) count() int {
 // one by one: their changes are seen without a whole list (the next one is an
 // hour away here); any other node's change waits for the next whole list.
 func TestFollowerWithoutTheStreamWatchesNodes(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 3, EventBrokerDisabled: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, client := newSim(t, nomadsim.Config{Clients: 3, EventBrokerDisabled: true})
 	nodes := &countingNodes{NodesAPI: client.Nodes()}
 	out := &sink{}
 	f := &Follower{Events: NomadNodeEvents{Client: client}, Nodes: nodes, Sink: out, Poke: func() {},
@@ -290,15 +281,7 @@ func TestFollowerWithoutTheStreamWatchesNodes(t *testing.T) {
 // coordinator's own: the follower checks at once, and gives a silent stream
 // up a catch-up time later instead of at its next periodic check.
 func TestFollowerChecksASuspectedStream(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, client := newSim(t, nomadsim.Config{Clients: 1})
 	out := &sink{}
 	f := &Follower{Events: silentEvents{}, Nodes: client.Nodes(), Sink: out, Poke: func() {},
 		Log: slog.New(slog.DiscardHandler), CheckEvery: time.Hour, RetryAfter: func(int) time.Duration { return time.Hour }}
