@@ -68,12 +68,17 @@ func newRequestCmd(cf *configFlags) *cobra.Command {
 func newCancelCmd(cf *configFlags) *cobra.Command {
 	return controlCmd(cf, "cancel HOST", "Cancel a host's current reboot request (before its reboot starts)", cobra.ExactArgs(1), knownHostCheck,
 		func(args []string, c *store.Control) (string, error) {
+			_, requested := c.Requests[args[0]]
 			delete(c.Requests, args[0])
 			if c.Cancels == nil {
 				c.Cancels = map[string]time.Time{}
 			}
 			c.Cancels[args[0]] = time.Now().UTC()
-			return "Reboot request of " + args[0] + " canceled: a drain in progress is undone; a reboot already under way goes on. A need detected later, or a rollboot request from now on, is a new request.", nil
+			what := "Manual reboot request of " + args[0] + " canceled"
+			if !requested {
+				what = "No manual request of " + args[0] + " was made: its agent's current need, if any, is canceled"
+			}
+			return what + ": a drain in progress is undone; a reboot already under way goes on. The canceled need is ignored (rollboot status says so) until the agent finds a new one or `rollboot request " + args[0] + "` asks again.", nil
 		})
 }
 

@@ -83,6 +83,11 @@ not the one given (0: only if none is stored).`,
 			return err
 		}
 		out := cmd.OutOrStdout()
+		if ch.Unchanged() {
+			fmt.Fprintf(out, "Unchanged: the file is stored version %d (modify index %d); nothing was written.\n",
+				ch.Current.Version, ch.Current.ModifyIndex)
+			return nil
+		}
 		storedpolicy.WriteDiff(out, ch)
 		if err := writePlanChange(cmd.Context(), out, n.cfg, n.client, st, ch.Rules); err != nil {
 			// The preview is advice: a token that cannot read what it needs

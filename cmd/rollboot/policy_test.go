@@ -130,6 +130,21 @@ func TestPolicyApplyShowHistory(t *testing.T) {
 	}
 }
 
+// Applying the stored version again writes nothing: a new version would only
+// push a real one out of the history kept.
+func TestPolicyApplyUnchanged(t *testing.T) {
+	p := newPolicyCLI(t)
+	p.must("policy", "apply", p.file("v1.hcl", cliPolicy))
+	v1 := p.stored()
+	out := p.must("policy", "apply", p.file("again.hcl", cliPolicy))
+	if !strings.Contains(out, fmt.Sprintf("Unchanged: the file is stored version %d (modify index %d); nothing was written.", v1.Version, v1.ModifyIndex)) {
+		t.Errorf("output %q, want it to say nothing changed", out)
+	}
+	if got := p.stored(); got.Version != v1.Version || got.ModifyIndex != v1.ModifyIndex || len(got.History) != 0 {
+		t.Errorf("stored version %d index %d history %d, want version %d index %d and no history", got.Version, got.ModifyIndex, len(got.History), v1.Version, v1.ModifyIndex)
+	}
+}
+
 // A stale -check-index and an invalid file are refused, and the stored policy
 // stays as it was.
 func TestPolicyApplyRefused(t *testing.T) {
@@ -140,8 +155,10 @@ func TestPolicyApplyRefused(t *testing.T) {
 	v2 := p.stored()
 
 	_, err := p.run("policy", "apply", p.file("v3.hcl", "group \"x\" {}\n"), "-check-index", fmt.Sprint(v1.ModifyIndex))
-	if err == nil || !strings.Contains(err.Error(), "CAS conflict") {
-		t.Fatalf("a stale -check-index: %v", err)
+	want := fmt.Sprintf("-check-index wants modify index %d, but version %d is stored, applied by ", v1.ModifyIndex, v2.Version)
+	if err == nil || !strings.Contains(err.Error(), "CAS conflict") || !strings.Contains(err.Error(), want) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("at modify index %d; nothing was written", v2.ModifyIndex)) {
+		t.Fatalf("a stale -check-index: %v, want it to say %q and the index stored", err, want)
 	}
 	_, err = p.run("policy", "apply", p.file("bad.hcl", "group \"x\" {\n  concurrency = \"two\"\n}\n"))
 	if err == nil || !strings.Contains(err.Error(), "bad.hcl:2:17: group \"x\".concurrency: must be a whole number") {

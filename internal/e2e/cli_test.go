@@ -220,7 +220,8 @@ func (c *cluster) startBrokenAgent(host string) {
 }
 
 // cancel withdraws a request before its drain: the host goes back to idle and is
-// not rebooted; a need detected later is a new request.
+// not rebooted, and status says its need is ignored; a need detected later is a
+// new request, and so is a `rollboot request` made after the cancel.
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, clusterOpts{clients: 2, resync: productionResync})
@@ -232,15 +233,25 @@ func TestCancel(t *testing.T) {
 	c.needReboot(hosts[0])
 	c.within("sentinel: pending", start, func() bool { return c.plans()[hosts[0]].Phase == store.PhasePending })
 	start = time.Now()
-	if out := c.cli("cancel", hosts[0]); !strings.Contains(out, "canceled") {
+	if out := c.cli("cancel", hosts[0]); !strings.Contains(out, "No manual request of "+hosts[0]+" was made: its agent's current need, if any, is canceled") {
 		t.Errorf("cancel said %q", out)
 	}
 	c.within("cancel: idle again", start, func() bool { return c.plans()[hosts[0]].Phase == store.PhaseIdle })
+	if w := c.waitingOf(hosts[0]); !strings.Contains(w, "its need was canceled at") || !strings.Contains(w, "`rollboot request "+hosts[0]+"`") {
+		t.Errorf("status of the canceled host says %q, want its need shown canceled and how to ask again", w)
+	}
+	// The other host: its need canceled, then asked for again by hand.
+	c.needReboot(hosts[1])
+	c.waitFor("the other host pending", 30*time.Second, func() bool { return c.plans()[hosts[1]].Phase == store.PhasePending })
+	c.cli("cancel", hosts[1])
+	c.waitFor("the other host idle", 30*time.Second, func() bool { return c.plans()[hosts[1]].Phase == store.PhaseIdle })
+	c.cli("request", hosts[1], "--reason", "after all")
 	c.cli("resume")
 	// Resynced several times since: still idle, never drained.
 	c.waitFor("the coordinator to see the resume", 30*time.Second, func() bool {
 		return !c.status().Paused
 	})
+	c.waitFor("the request made after its cancel served", 60*time.Second, c.rebootedAll(hosts[1:]))
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
 		if p := c.plans()[hosts[0]]; p.Phase != store.PhaseIdle {
@@ -250,8 +261,9 @@ func TestCancel(t *testing.T) {
 		c.sim.WaitIndex(ctx, c.sim.Index())
 		cancel()
 	}
+	h0, _ := c.sim.Host(hosts[0])
 	for _, e := range c.sim.Events(0) {
-		if e.Type == nomadsim.EventDrainStart {
+		if e.Type == nomadsim.EventDrainStart && e.NodeID == h0.NodeID {
 			t.Fatalf("drain after cancel: %+v", e)
 		}
 	}
@@ -265,5 +277,5 @@ func TestCancel(t *testing.T) {
 	})
 	c.needReboot(hosts[0])
 	c.waitFor("the new request served", 60*time.Second, c.rebootedAll(hosts[:1]))
-	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 0}})
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 1}})
 }

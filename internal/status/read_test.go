@@ -164,3 +164,26 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("manual requests: %+v", v.Hosts)
 	}
 }
+
+// A host whose agent's need a cancel suppresses says so, and how to ask again;
+// a need found after the cancel, a request, or a host under way does not.
+func TestBuildShowsACanceledNeed(t *testing.T) {
+	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	need := func(host string, found time.Time) store.HostRecord {
+		return store.HostRecord{Host: host, RebootRequired: true, RequestedAt: found}
+	}
+	v := Build(
+		[]store.HostRecord{need("a", at.Add(-time.Hour)), need("b", at.Add(time.Minute)), need("c", at.Add(-time.Hour)),
+			need("d", at.Add(-time.Hour)), {Host: "e"}},
+		map[string]store.Plan{"d": {Host: "d", Phase: store.PhaseDraining}},
+		store.Control{Cancels: map[string]time.Time{"a": at, "b": at, "c": at, "d": at, "e": at},
+			Requests: map[string]store.Request{"c": {At: at.Add(time.Minute)}}})
+	want := map[string]bool{"a": true}
+	for _, h := range v.Hosts {
+		shown := strings.Contains(h.Waiting, "its need was canceled at 2026-12-06T10:00:00Z") &&
+			strings.Contains(h.Waiting, "`rollboot request "+h.Host+"`")
+		if shown != want[h.Host] {
+			t.Errorf("%s: waiting %q, want the canceled need shown: %v", h.Host, h.Waiting, want[h.Host])
+		}
+	}
+}

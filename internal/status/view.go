@@ -9,6 +9,7 @@
 package status
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -114,6 +115,18 @@ func mixedVersions(hosts []Host) []VersionCount {
 	return out
 }
 
+// canceledNeed says, for an idle host whose agent's need a cancel suppresses,
+// that the need is ignored and how to ask again: nothing else would tell why a
+// host that needs a reboot stays idle.
+func canceledNeed(v *Host, h store.HostRecord, ctl store.Control) {
+	at, ok := ctl.Cancels[h.Host]
+	if !ok || !h.RebootRequired || h.RequestedAt.After(at) || v.Phase != store.PhaseIdle || v.ManualRequest {
+		return
+	}
+	v.Waiting = fmt.Sprintf("its need was canceled at %s (rollboot cancel): ignored until its agent finds a new one or `rollboot request %s`",
+		at.UTC().Format(time.RFC3339), h.Host)
+}
+
 // Build is the view of the host records, plans and control state: a row for
 // every host with a record, a plan or a manual request, in name order.
 func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Control) View {
@@ -129,6 +142,7 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 		}
 		_, v.ManualRequest = ctl.Requests[h.Host]
 		fillAgentReport(&v, h)
+		canceledNeed(&v, h, ctl)
 		out.Hosts = append(out.Hosts, v)
 	}
 	for name, p := range plans {

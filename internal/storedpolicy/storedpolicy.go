@@ -93,11 +93,18 @@ func Prepare(ctx context.Context, st *store.Store, nodes NodesAPI, src []byte, f
 	return ch, nil
 }
 
+// Unchanged reports whether the file is the stored version, byte for byte:
+// applying it would only push a real version out of the history kept.
+func (ch *Change) Unchanged() bool {
+	return ch.Current.Version > 0 && ch.CurrentErr == nil && string(ch.Source) == ch.Current.Source
+}
+
 // Apply stores the change as the next version, applied by `by` at now, with
 // check-and-set: on checkIndex when given (0: only if no policy is stored),
 // else on the index the stored policy had when Prepare read it. Someone who
-// applied in between makes it fail with store.ErrConflict, and nothing is
-// written. The previous version goes to the history.
+// applied in between makes it fail with store.ErrConflict, with the index and
+// version stored now, and nothing is written. The previous version goes to
+// the history.
 func (ch *Change) Apply(ctx context.Context, st *store.Store, by string, now time.Time, checkIndex *uint64) (store.PolicyRecord, error) {
 	idx := ch.Current.ModifyIndex
 	if checkIndex != nil {
@@ -113,13 +120,32 @@ func (ch *Change) Apply(ctx context.Context, st *store.Store, by string, now tim
 	}
 	n, err := st.PutPolicy(ctx, rec, idx)
 	if errors.Is(err, store.ErrConflict) {
-		return rec, fmt.Errorf("%w: the stored policy changed since it was read (modify index %d): someone applied another version; run `rollboot policy show` and apply again", err, idx)
+		return rec, conflict(ctx, st, err, idx, checkIndex != nil)
 	}
 	if err != nil {
 		return rec, err
 	}
 	rec.ModifyIndex = n
 	return rec, nil
+}
+
+// conflict says why the check-and-set on idx failed: what is stored now.
+func conflict(ctx context.Context, st *store.Store, err error, idx uint64, given bool) error {
+	now := "none is stored"
+	if cur, rerr := st.Policy(ctx); rerr == nil {
+		now = fmt.Sprintf("version %d is stored, applied by %s at %s, at modify index %d",
+			cur.Version, cur.AppliedBy, cur.AppliedAt.UTC().Format(time.RFC3339), cur.ModifyIndex)
+	} else if !errors.Is(rerr, store.ErrNotFound) {
+		now = "the stored policy cannot be read: " + rerr.Error()
+	}
+	if given {
+		want := fmt.Sprintf("modify index %d", idx)
+		if idx == 0 {
+			want = "no policy stored"
+		}
+		return fmt.Errorf("%w: -check-index wants %s, but %s; nothing was written", err, want, now)
+	}
+	return fmt.Errorf("%w: the stored policy changed since it was read (modify index %d): someone applied another version: %s; run `rollboot policy show` and apply again", err, idx, now)
 }
 
 // Move is a host whose group changes.
