@@ -98,6 +98,10 @@ func writePolicy(w io.Writer, p Policy) {
 	fmt.Fprintf(w, "Policy: %s\n\n", p.Text())
 }
 
+// Leads reports whether a coordinator leads as far as the status can tell:
+// one said so and still holds the election lock (or that cannot be told).
+func (p Policy) Leads() bool { return p.Leader != "" && !p.LeaderGone }
+
 // Coordinator says which coordinator leads, as `rollboot status` and the
 // status page show it.
 func (p Policy) Coordinator() string {
@@ -132,6 +136,8 @@ func (p Policy) Text() string {
 		return fmt.Sprintf("the stored policy cannot be read: %s", p.StoredError)
 	case p.Leader == "" || p.ReadError != "":
 		return stored
+	case p.LeaderGone:
+		return stored + "; nothing is enforced while no coordinator leads"
 	case p.Enforced == 0 && p.Stored == 0:
 		return `none stored: the safe default applies (one group "default", one host at a time, always open); rollboot policy apply FILE sets one`
 	case p.Enforced != p.Stored:

@@ -27,6 +27,8 @@ func TestPolicyText(t *testing.T) {
 		{name: "invalid, never a good one", p: Policy{Leader: "h1", Problem: "the stored policy cannot be read: y"},
 			want: "HELD: no new reboot starts: the stored policy cannot be read: y; hosts in a cycle finish it with the safe default rules"},
 		{name: "unreadable for status", p: Policy{Leader: "h1", StoredError: "403"}, want: "the stored policy cannot be read: 403"},
+		{name: "the leader is gone", p: Policy{Leader: "h1", LeaderGone: true, Stored: 3, Enforced: 3},
+			want: "version 3 stored; nothing is enforced while no coordinator leads"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

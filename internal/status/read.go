@@ -65,8 +65,23 @@ func Read(ctx context.Context, src Source, now time.Time) (View, error) {
 	v := Build(recs, plans, ctl)
 	v.ControlProblems, v.PlanProblems, v.Unbacked = ctl.Problems, planProblems, unbacked
 	v.Policy = &pol
+	waitForLeader(&v, pol)
 	addNomadChecks(ctx, &v, src, recs, bad, nodes, nodesErr, now)
 	return v, nil
+}
+
+// waitForLeader says, of each idle host that needs a reboot and waits for
+// nothing else, that no coordinator leads to start it: idle alone would read
+// as nothing to do.
+func waitForLeader(v *View, pol Policy) {
+	if pol.Leads() || pol.ReadError != "" {
+		return
+	}
+	for i, h := range v.Hosts {
+		if h.Phase == store.PhaseIdle && (h.RebootRequired || h.ManualRequest) && h.Waiting == "" {
+			v.Hosts[i].Waiting = "needs a reboot: no coordinator leads to start it (see Coordinator above)"
+		}
+	}
 }
 
 func listNodes(ctx context.Context, n Nodes) (map[string]*api.NodeListStub, error) {

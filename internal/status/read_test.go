@@ -187,3 +187,32 @@ func TestBuildShowsACanceledNeed(t *testing.T) {
 		}
 	}
 }
+
+// With no coordinator leading, a host that needs a reboot does not read as
+// idle with nothing to do: status says it waits for a leader.
+func TestWaitForLeader(t *testing.T) {
+	build := func() View {
+		return Build([]store.HostRecord{{Host: "a", RebootRequired: true}, {Host: "b"}, {Host: "c"}},
+			map[string]store.Plan{}, store.Control{Requests: map[string]store.Request{"c": {}}})
+	}
+	for _, tc := range []struct {
+		name string
+		pol  Policy
+		want map[string]bool
+	}{
+		{"none has led", Policy{}, map[string]bool{"a": true, "c": true}},
+		{"the leader is gone", Policy{Leader: "h1", LeaderGone: true}, map[string]bool{"a": true, "c": true}},
+		{"a leader", Policy{Leader: "h1"}, map[string]bool{}},
+		{"cannot tell", Policy{ReadError: "403"}, map[string]bool{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := build()
+			waitForLeader(&v, tc.pol)
+			for _, h := range v.Hosts {
+				if got := strings.Contains(h.Waiting, "no coordinator leads"); got != tc.want[h.Host] {
+					t.Errorf("%s: waiting %q, want the missing leader said: %v", h.Host, h.Waiting, tc.want[h.Host])
+				}
+			}
+		})
+	}
+}
