@@ -28,6 +28,13 @@ func newHistoryCmd(cf *configFlags) *cobra.Command {
 			return fmt.Errorf("read the history: %w", err)
 		}
 		cs := history.Build(recs, opt)
+		if opt.Host != "" && len(cs) == 0 {
+			// An empty table would read as "never rebooted": say whether
+			// rollboot knows the host at all (a typo, another prefix).
+			if err := knownHostCheck(cmd.Context(), n.store(), opt.Host); err != nil {
+				return err
+			}
+		}
 		if asJSON {
 			return history.WriteJSON(cmd.OutOrStdout(), cs)
 		}

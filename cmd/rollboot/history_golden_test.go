@@ -84,8 +84,13 @@ func TestHistoryGolden(t *testing.T) {
 	if got := normalizeArgs(newRootCmd(), []string{"history", "-host", "web-1", "-json", "-n", "1"}); strings.Join(got, " ") != "history --host web-1 --json -n 1" {
 		t.Errorf("normalized %q", got)
 	}
-	if got := run("--host", "nobody"); !strings.Contains(got, "No finished reboot cycles.") {
-		t.Errorf("no cycle: %q", got)
+	// A host rollboot does not know is an error, not an empty table.
+	unknown := newRootCmd()
+	unknown.SetArgs([]string{"history", "--address", s.Address(), "--host", "nobody"})
+	unknown.SetOut(&bytes.Buffer{})
+	unknown.SetErr(&bytes.Buffer{})
+	if err := unknown.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), `unknown host "nobody"`) {
+		t.Errorf("history of an unknown host: %v", err)
 	}
 	cmd := newRootCmd()
 	cmd.SetArgs([]string{"history", "--address", s.Address(), "-n", "-1"})

@@ -42,7 +42,8 @@ func TestSharedFlagsRegisteredOnce(t *testing.T) {
 
 // The commands that name a host check it before anything is stored: request
 // and cancel refuse an unknown host, release one that is not stuck; pause
-// names none.
+// names none. history -host refuses an unknown host rather than print an empty
+// table, which would read as "never rebooted".
 func TestHostChecks(t *testing.T) {
 	sim, c := simtest.Start(t, nomadsim.Config{Clients: 1}, nil)
 	st := store.New(c.Variables(), "rollboot", "")
@@ -67,6 +68,8 @@ func TestHostChecks(t *testing.T) {
 		{"release", []string{"release", "nohost"}, `unknown host "nohost"`},
 		{"release of a host not stuck", []string{"release", host.Name}, `host "` + host.Name + `" is idle, not stuck`},
 		{"pause", []string{"pause"}, ""},
+		{"history of an unknown host", []string{"history", "--host", "nohost"}, `unknown host "nohost"`},
+		{"history of a host never rebooted", []string{"history", "--host", host.Name}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := run(tt.args...)
