@@ -12,8 +12,10 @@ import (
 
 // controlCmd builds a command that changes the control variable with CAS. check,
 // when not nil, first checks the host the command names (its first argument).
+// change is given who runs the command: the ACL token's name, as `policy
+// apply` records it (appliedBy).
 func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, check hostCheck,
-	change func(args []string, c *store.Control) (string, error)) *cobra.Command {
+	change func(args []string, c *store.Control, by string) (string, error)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -27,8 +29,9 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 			}
 		}
 		var msg string
+		by := appliedBy(n.client)
 		_, err := st.UpdateControl(cmd.Context(), func(ctl *store.Control) error {
-			m, err := change(args, ctl)
+			m, err := change(args, ctl, by)
 			msg = m
 			return err
 		})
@@ -38,6 +41,26 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 		fmt.Fprintln(cmd.OutOrStdout(), msg)
 		return nil
 	}, nil)
+}
+
+// oneHost takes the name of one host, and says what is missing otherwise
+// (cobra's "accepts 1 arg(s), received 0" names nothing).
+func oneHost(verb string) cobra.PositionalArgs {
+	return oneArg(verb, "HOST", "host", " (rollboot status lists the hosts)")
+}
+
+// oneArg takes one argument, a what, shown as ARG in the usage of `rollboot
+// verb ARG`; hint follows the error when it is missing.
+func oneArg(verb, arg, what, hint string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return fmt.Errorf("which %s? rollboot %s %s%s", what, verb, arg, hint)
+		case len(args) > 1:
+			return fmt.Errorf("rollboot %s takes one %s, got %d: %q", verb, what, len(args), args)
+		}
+		return nil
+	}
 }
 
 func whoAmI() string {
@@ -50,15 +73,15 @@ func whoAmI() string {
 
 func newRequestCmd(cf *configFlags) *cobra.Command {
 	var reason string
-	cmd := controlCmd(cf, "request HOST", "Ask for a reboot of a host", cobra.ExactArgs(1), knownHostCheck,
-		func(args []string, c *store.Control) (string, error) {
+	cmd := controlCmd(cf, "request HOST", "Ask for a reboot of a host", oneHost("request"), knownHostCheck,
+		func(args []string, c *store.Control, by string) (string, error) {
 			if c.Requests == nil {
 				c.Requests = map[string]store.Request{}
 			}
 			if _, ok := c.Requests[args[0]]; ok {
 				return "A reboot of " + args[0] + " was already requested.", nil
 			}
-			c.Requests[args[0]] = store.Request{At: time.Now().UTC(), By: whoAmI(), Reason: reason}
+			c.Requests[args[0]] = store.Request{At: time.Now().UTC(), By: by, Reason: reason}
 			return "Reboot of " + args[0] + " requested.", nil
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the host must reboot (shown in status)")
@@ -66,8 +89,8 @@ func newRequestCmd(cf *configFlags) *cobra.Command {
 }
 
 func newCancelCmd(cf *configFlags) *cobra.Command {
-	return controlCmd(cf, "cancel HOST", "Cancel a host's current reboot request (before its reboot starts)", cobra.ExactArgs(1), knownHostCheck,
-		func(args []string, c *store.Control) (string, error) {
+	return controlCmd(cf, "cancel HOST", "Cancel a host's current reboot request (before its reboot starts)", oneHost("cancel"), knownHostCheck,
+		func(args []string, c *store.Control, by string) (string, error) {
 			_, requested := c.Requests[args[0]]
 			delete(c.Requests, args[0])
 			if c.Cancels == nil {
@@ -85,7 +108,7 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 func newPauseCmd(cf *configFlags) *cobra.Command {
 	var reason string
 	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", cobra.NoArgs, nil,
-		func(_ []string, c *store.Control) (string, error) {
+		func(_ []string, c *store.Control, _ string) (string, error) {
 			c.Paused, c.PauseReason, c.PausedAt = true, reason, time.Now().UTC()
 			return "Rollout paused.", nil
 		})
@@ -95,15 +118,15 @@ func newPauseCmd(cf *configFlags) *cobra.Command {
 
 func newResumeCmd(cf *configFlags) *cobra.Command {
 	return controlCmd(cf, "resume", "Resume a paused rollout", cobra.NoArgs, nil,
-		func(_ []string, c *store.Control) (string, error) {
+		func(_ []string, c *store.Control, _ string) (string, error) {
 			c.Paused, c.PauseReason, c.PausedAt = false, "", time.Time{}
 			return "Rollout resumed.", nil
 		})
 }
 
 func newReleaseCmd(cf *configFlags) *cobra.Command {
-	return controlCmd(cf, "release HOST", "Free the slot of a host that is stuck, undoing its drain and restoring eligibility", cobra.ExactArgs(1), releasable,
-		func(args []string, c *store.Control) (string, error) {
+	return controlCmd(cf, "release HOST", "Free the slot of a host that is stuck, undoing its drain and restoring eligibility", oneHost("release"), releasable,
+		func(args []string, c *store.Control, by string) (string, error) {
 			if c.Releases == nil {
 				c.Releases = map[string]time.Time{}
 			}

@@ -26,7 +26,7 @@ series and status lines go with it.
 It refuses a host whose cycle is under way (rollboot release HOST first) and a host
 whose Nomad node is not down (its agent would publish the record again: stop the
 agent, or purge the node, first).`,
-		Args: cobra.ExactArgs(1),
+		Args: oneHost("forget"),
 	}
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
 		return forget(cmd.Context(), cmd.OutOrStdout(), n.store(), n.client.Nodes(), args[0])

@@ -43,7 +43,7 @@ func newPolicyValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate FILE",
 		Short: "Check a policy file without storing it",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("policy validate", "FILE", "policy file", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := readPolicyFile(args[0])
 			if err != nil {
@@ -69,7 +69,7 @@ changes against the stored version (settings, and hosts whose group changes),
 then store it with check-and-set: refused if someone applied another version
 since it was read, or, with -check-index, if the stored policy's modify index is
 not the one given (0: only if none is stored).`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("policy apply", "FILE", "policy file", ""),
 	}
 	cmd.Flags().Uint64Var(&checkIndex, "check-index", 0, "store only if the stored policy's modify index is this one (0: only if none is stored)")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {

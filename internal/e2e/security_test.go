@@ -125,6 +125,12 @@ func TestSecurityAgentTokenCannotActOnOtherHosts(t *testing.T) {
 		t.Fatalf("rollboot request with the operator token: %v\n%s", err, out)
 	}
 	c.waitFor(victim+" rebooted by the coordinator", 60*time.Second, c.rebootedAll([]string{victim}))
+	// Who asked is the token's name, as `policy apply` records it.
+	for _, r := range c.history() {
+		if r.Host == victim && r.RequestedBy != "token rollboot-operator" {
+			t.Errorf("the request of %s was recorded as by %q, want the operator token's name", victim, r.RequestedBy)
+		}
+	}
 	c.mustHold(invariants.Spec{
 		Group: map[string]string{hosts[0]: "all", hosts[1]: "all", hosts[2]: "all"}, Concurrency: map[string]int{"all": 1},
 		EligibleBefore: allTrue(hosts), Reboots: map[string]int{victim: 1, attacker: 0, hosts[2]: 0},
