@@ -3,6 +3,7 @@ package storedpolicy
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/rollboot/rollboot/internal/config"
@@ -36,25 +37,30 @@ func DiffSettings(old, new *config.Rules) []SettingChange {
 }
 
 // settings reads a rendering of config.Rules (blocks of `name = value` lines,
-// one level deep) into keys such as `group "batch".concurrency`.
+// blocks nested in blocks) into keys such as `group "batch".concurrency` or
+// `group "batch".drain.deadline`.
 func settings(rendered string) ([]string, map[string]string) {
 	var (
-		keys  []string
-		block string
+		keys   []string
+		blocks []string // the blocks the line is in, outermost first
 	)
 	vals := map[string]string{}
 	for _, line := range strings.Split(rendered, "\n") {
 		t := strings.TrimSpace(line)
 		switch {
 		case strings.HasSuffix(t, "{"):
-			block = strings.TrimSpace(strings.TrimSuffix(t, "{"))
-		case t == "}" || t == "":
+			blocks = append(blocks, strings.TrimSpace(strings.TrimSuffix(t, "{")))
+		case t == "}":
+			if len(blocks) > 0 {
+				blocks = blocks[:len(blocks)-1]
+			}
+		case t == "":
 		default:
 			name, val, ok := strings.Cut(t, "=")
 			if !ok {
 				continue
 			}
-			k := block + "." + strings.TrimSpace(name)
+			k := strings.Join(append(slices.Clone(blocks), strings.TrimSpace(name)), ".")
 			keys = append(keys, k)
 			vals[k] = strings.TrimSpace(val)
 		}

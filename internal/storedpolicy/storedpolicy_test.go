@@ -162,3 +162,30 @@ func TestApplyOverAnInvalidStoredPolicy(t *testing.T) {
 		t.Fatalf("apply: %+v, %v", rec, err)
 	}
 }
+
+// A setting of a block in a block is named with both: a group's drain
+// deadline is not the top-level drain's, and the blocks after it are read as
+// what they are.
+func TestDiffNestedSettings(t *testing.T) {
+	old, err := Check([]byte("group \"web\" {\n  concurrency = 1\n}\n"), "old.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := Check([]byte("group \"web\" {\n  concurrency = 2\n  drain {\n    deadline = \"3h\"\n  }\n}\n"), "new.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]SettingChange{}
+	for _, c := range DiffSettings(old, cur) {
+		got[c.Key] = c
+	}
+	if c, ok := got[`group "web".drain.deadline`]; !ok || c.New != `"3h"` {
+		t.Errorf("changes %+v: want group \"web\".drain.deadline set to \"3h\"", got)
+	}
+	if _, ok := got["drain.deadline"]; ok {
+		t.Errorf("changes %+v: the top-level drain.deadline did not change", got)
+	}
+	if c, ok := got[`group "web".concurrency`]; !ok || c.Old != "1" || c.New != "2" {
+		t.Errorf("changes %+v: want group \"web\".concurrency 1 → 2", got)
+	}
+}
