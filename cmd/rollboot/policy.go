@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/spf13/cobra"
 
+	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
@@ -54,6 +55,7 @@ func newPolicyValidateCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: a valid policy (groups: %s).\n", args[0], strings.Join(r.Policy().Names(), ", "))
+			warnInheritedWindows(cmd, r)
 			return nil
 		},
 	}
@@ -89,6 +91,7 @@ not the one given (0: only if none is stored).`,
 			return nil
 		}
 		storedpolicy.WriteDiff(out, ch)
+		warnInheritedWindows(cmd, ch.Rules)
 		if err := writePlanChange(cmd.Context(), out, n.cfg, n.client, st, ch.Rules); err != nil {
 			// The preview is advice: a token that cannot read what it needs
 			// (e.g. autopilot health) does not stop the apply.
@@ -105,6 +108,14 @@ not the one given (0: only if none is stored).`,
 		fmt.Fprintf(out, "Policy version %d applied (modify index %d).\n", rec.Version, rec.ModifyIndex)
 		return nil
 	}, nil)
+}
+
+// warnInheritedWindows says which groups inherit every window of the file
+// while others name theirs (config.Rules.InheritedWindows).
+func warnInheritedWindows(cmd *cobra.Command, r *config.Rules) {
+	for _, w := range r.InheritedWindows() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+	}
 }
 
 // appliedBy names who applies a policy: the ACL token's name (never its

@@ -212,3 +212,25 @@ func TestPolicyApplyShowsThePlanChange(t *testing.T) {
 		t.Errorf("the policy was not applied after the preview:\n%s", text)
 	}
 }
+
+// policy validate and policy apply warn of a group that inherits every window
+// of the file while another names its own.
+func TestPolicyWarnsOfInheritedWindows(t *testing.T) {
+	p := newPolicyCLI(t)
+	src := "window \"night\" {\n  start = \"22:00\"\n  end = \"04:00\"\n}\n" +
+		"group \"db\" {\n  filter = \"NodePool == \\\"db\\\"\"\n  windows = [\"night\"]\n}\ngroup \"web\" {}\n"
+	path := p.file("windows.hcl", src)
+	for _, args := range [][]string{{"policy", "validate", path}, {"policy", "apply", path, "--address", p.sim.Address()}} {
+		cmd := newRootCmd()
+		var stderr bytes.Buffer
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&stderr)
+		cmd.SetArgs(args)
+		if err := cmd.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if want := `warning: group "web" names no windows: it inherits every window of the file ("night")`; !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: stderr %q, want %q", args[:2], stderr.String(), want)
+		}
+	}
+}

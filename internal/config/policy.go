@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -131,6 +133,33 @@ func (cc *Compiled) With(r *Rules) *Compiled {
 	out.Policy, out.ForceDrains, out.HoldOnDeniedHandOver = p.Policy, p.ForceDrains, p.HoldOnDeniedHandOver
 	out.AlertGate = p.AlertGate
 	return &out
+}
+
+// InheritedWindows warns of the groups that name no windows in a file where
+// other groups do: such a group inherits every window of the file (the
+// default), which reads as "always open" but closes it outside them. One
+// warning per group; none when no group names windows (every group then
+// shares the file's windows, as the reader expects) or there is no window.
+func (r *Rules) InheritedWindows() []string {
+	var all []string
+	for _, w := range r.c.Windows {
+		all = append(all, strconv.Quote(w.Name))
+	}
+	named := false
+	for _, g := range r.c.Groups {
+		named = named || len(g.Windows) > 0
+	}
+	if len(all) == 0 || !named {
+		return nil
+	}
+	var out []string
+	for _, g := range r.c.Groups {
+		if len(g.Windows) == 0 {
+			out = append(out, fmt.Sprintf("group %q names no windows: it inherits every window of the file (%s), so its drains start only inside them; set `windows` on it to say which",
+				g.Name, strings.Join(all, ", ")))
+		}
+	}
+	return out
 }
 
 // String renders the policy's settings in HCL, defaults included, in a stable

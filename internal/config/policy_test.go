@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,41 @@ func TestSettle(t *testing.T) {
 	}
 	if g := r.cc.Policy.Groups[0]; g.Settle != 2*time.Minute {
 		t.Errorf("settle = %v", g.Settle)
+	}
+}
+
+// A group that names no windows in a file where others do inherits every
+// window: said once per such group; nothing when no group names windows or
+// there is none.
+func TestInheritedWindows(t *testing.T) {
+	const windows = "window \"night\" {\n  start = \"22:00\"\n  end = \"04:00\"\n}\nwindow \"weekend\" {\n  days = [\"sat\"]\n  start = \"00:00\"\n  end = \"24:00\"\n}\n"
+	for _, tt := range []struct {
+		name, src string
+		want      []string // the groups warned of
+	}{
+		{"one group windowed, one not", windows + "group \"db\" {\n  filter = \"NodePool == \\\"db\\\"\"\n  windows = [\"night\"]\n}\ngroup \"web\" {}\n", []string{"web"}},
+		{"no group names windows", windows + "group \"db\" {\n  filter = \"NodePool == \\\"db\\\"\"\n}\ngroup \"web\" {}\n", nil},
+		{"every group names its windows", windows + "group \"db\" {\n  filter = \"NodePool == \\\"db\\\"\"\n  windows = [\"night\"]\n}\ngroup \"web\" {\n  windows = [\"weekend\"]\n}\n", nil},
+		{"no window", "group \"db\" {}\n", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ParsePolicy([]byte(tt.src), "t.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := CompilePolicy(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.InheritedWindows()
+			if len(got) != len(tt.want) {
+				t.Fatalf("warnings %q, want one for each of %q", got, tt.want)
+			}
+			for i, g := range tt.want {
+				if want := fmt.Sprintf(`group %q names no windows: it inherits every window of the file ("night", "weekend")`, g); !strings.HasPrefix(got[i], want) {
+					t.Errorf("warning %q, want it to begin %q", got[i], want)
+				}
+			}
+		})
 	}
 }
