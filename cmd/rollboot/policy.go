@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -133,12 +134,14 @@ func appliedBy(c *api.Client) string {
 
 func newPolicyShowCmd(cf *configFlags) *cobra.Command {
 	var version int
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Print the stored policy's source and version",
 		Args:  cobra.NoArgs,
 	}
 	cmd.Flags().IntVar(&version, "version", 0, "print this previous version (default: the stored one)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: the version, its source, who applied it and when, and whether it is the stored one with its modify index")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
 		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
 		if err != nil || rec == nil {
@@ -157,9 +160,27 @@ func newPolicyShowCmd(cf *configFlags) *cobra.Command {
 				return fmt.Errorf("policy version %d is not kept: `rollboot policy history` lists the versions kept", version)
 			}
 		}
+		if asJSON {
+			return writePolicyJSON(cmd.OutOrStdout(), v, rec.ModifyIndex, v.Version == rec.Version)
+		}
 		writePolicyVersion(cmd.OutOrStdout(), v, rec.ModifyIndex, v.Version == rec.Version)
 		return nil
 	}, nil)
+}
+
+// writePolicyJSON writes a policy version as `policy show -json` prints it.
+func writePolicyJSON(w io.Writer, v store.PolicyVersion, index uint64, current bool) error {
+	out := struct {
+		store.PolicyVersion
+		Stored      bool   `json:"stored"`
+		ModifyIndex uint64 `json:"modify_index,omitempty"`
+	}{PolicyVersion: v, Stored: current}
+	if current {
+		out.ModifyIndex = index
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 // storedPolicy reads the stored policy; nil (and a message) when none is stored.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,6 +122,25 @@ func TestPolicyApplyShowHistory(t *testing.T) {
 	}
 	if _, err := p.run("policy", "show", "-version", "7"); err == nil || !strings.Contains(err.Error(), "policy version 7 is not kept") {
 		t.Errorf("show -version 7: %v", err)
+	}
+	for _, tc := range []struct {
+		args    []string
+		version int
+		stored  bool
+	}{{[]string{"policy", "show", "-json"}, 2, true}, {[]string{"policy", "show", "-json", "-version", "1"}, 1, false}} {
+		var got struct {
+			Version     int    `json:"version"`
+			Source      string `json:"source"`
+			AppliedBy   string `json:"applied_by"`
+			Stored      bool   `json:"stored"`
+			ModifyIndex uint64 `json:"modify_index"`
+		}
+		if err := json.Unmarshal([]byte(p.must(tc.args...)), &got); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got.Version != tc.version || got.Stored != tc.stored || (got.ModifyIndex != 0) != tc.stored || got.Source == "" || got.AppliedBy == "" {
+			t.Errorf("%v: %+v", tc.args, got)
+		}
 	}
 	out = p.must("policy", "history")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
