@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -14,16 +13,6 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // zincati sends one FleetLock call as Zincati does: POST, the protocol header, no
 // Content-Type, a pretty-printed body.
@@ -50,7 +39,7 @@ func zincati(t *testing.T, base, endpoint, id string) (int, string) {
 // eligible again; the slot is shared with the agent host of the same group.
 func TestFleetLockEndToEnd(t *testing.T) {
 	t.Parallel()
-	addr := freePort(t)
+	addr := freeAddr(t)
 	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, jobs: standardJobs[2:],
 		coordOnly: fmt.Sprintf("fleetlock {\n  enabled = true\n  listen = %q\n}\n", addr)})
 	hosts := c.clients()

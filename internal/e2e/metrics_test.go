@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os/exec"
@@ -52,15 +53,24 @@ func TestFullRolloutMetrics(t *testing.T) {
 	}
 }
 
+// freeAddr returns a local address for a process to listen on. The port is
+// free now and below Linux's ephemeral range (32768 up): a port the kernel
+// hands out picked by port 0 could be taken as the local port of one of the
+// many outgoing connections the test processes open before the process that
+// was given it listens ("address already in use").
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken: another
+		}
+		_ = ln.Close()
+		return addr
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // scrapeMetrics returns one scrape of addr's /metrics, "" when it fails.

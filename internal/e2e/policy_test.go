@@ -93,6 +93,11 @@ func TestUnparsablePolicyHoldsNewStarts(t *testing.T) {
 	if _, _, err := c.client.Variables().CheckedUpdate(v, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The need comes once the coordinator has read the invalid policy: a pass
+	// that decided on the need before it saw the write could still grant it.
+	c.waitFor("the coordinator to see the invalid policy", 30*time.Second, func() bool {
+		return strings.Contains(c.status().Policy.Problem, "the stored policy (version 2) is invalid")
+	})
 	c.needReboot(hosts[1])
 	held := func() bool {
 		p := c.plans()[hosts[1]]

@@ -141,7 +141,7 @@ func fleetLockCall(t *testing.T, hc *http.Client, base, endpoint, id string) (in
 func TestSecurityFleetLockRefusesStrangers(t *testing.T) {
 	t.Parallel()
 	pki := newTestPKI(t)
-	addr := freePort(t)
+	addr := freeAddr(t)
 	const allowed, other = "a1b2c3d4e5f60718293a4b5c6d7e8f90", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, acl: true, jobs: standardJobs[2:],
 		coordOnly: fmt.Sprintf(`fleetlock {
@@ -247,7 +247,7 @@ func checkFleetLockFlood(ctx context.Context, t *testing.T, c *cluster, flood *h
 func TestSecurityFleetLockRemapRefused(t *testing.T) {
 	t.Parallel()
 	pki := newTestPKI(t)
-	addr := freePort(t)
+	addr := freeAddr(t)
 	const holder, victim = "a1b2c3d4e5f60718293a4b5c6d7e8f90", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 	c, ag := trustCluster(t, clusterOpts{clients: 2, coordOnly: fmt.Sprintf(`fleetlock {
   enabled            = true
