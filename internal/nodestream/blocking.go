@@ -75,9 +75,8 @@ func (f *Follower) watchedIDs() []string {
 	return ids
 }
 
-// block follows the nodes without the stream for d, from a list kept at
-// index (0: none). It returns the index of the list kept.
-func (f *Follower) block(parent context.Context, d time.Duration, index uint64) uint64 {
+// block follows the nodes without the stream for d.
+func (f *Follower) block(parent context.Context, d time.Duration) {
 	f.init()
 	ctx, cancel := context.WithTimeout(parent, d)
 	defer cancel()
@@ -89,18 +88,19 @@ func (f *Follower) block(parent context.Context, d time.Duration, index uint64) 
 	nodes := nodeWatches{ctx: ctx, f: f, out: answers}
 	defer nodes.stop()
 	var list []*api.NodeListStub
+	var index uint64 // of the list kept
 	relist := time.NewTimer(0)
 	defer relist.Stop()
 	fails := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return index
+			return
 		case <-relist.C:
 			l, idx, err := f.readAll(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
-					return index
+					return
 				}
 				f.Sink.SetNodes(nil, 0) // not known to be current: passes read it
 				list, index = nil, 0

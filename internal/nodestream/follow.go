@@ -177,10 +177,8 @@ func (f *Follower) Run(ctx context.Context) {
 		retryAfter = RetryAfter
 	}
 	fails := 0
-	var index uint64 // of the list kept, 0: none known to be current
 	for ctx.Err() == nil {
-		var err error
-		index, err = f.stream(ctx, period, index)
+		err := f.stream(ctx, period)
 		if ctx.Err() != nil {
 			return
 		}
@@ -191,28 +189,27 @@ func (f *Follower) Run(ctx context.Context) {
 		fails++
 		d := retryAfter(fails)
 		f.setState(State{Mode: Blocking, Reason: err.Error(), RetryAt: time.Now().Add(d)})
-		index = f.block(ctx, d, index)
+		f.block(ctx, d)
 	}
 }
 
-// stream follows the stream for one period, from a list kept at index (0:
-// none): nil when the period ended. It returns the index of the list kept.
-func (f *Follower) stream(parent context.Context, period time.Duration, index uint64) (uint64, error) {
+// stream follows the stream for one period: nil when the period ended.
+func (f *Follower) stream(parent context.Context, period time.Duration) error {
 	ctx, cancel := context.WithTimeout(parent, period)
 	defer cancel()
 	events, err := f.Events.NodeEvents(ctx, 0)
 	if err != nil {
-		return index, fmt.Errorf("subscribe to the node events: %w", err)
+		return fmt.Errorf("subscribe to the node events: %w", err)
 	}
 	list, meta, err := f.Nodes.List((&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		f.Sink.SetNodes(nil, 0)
-		return 0, fmt.Errorf("list nodes: %w", err)
+		return fmt.Errorf("list nodes: %w", err)
 	}
 	// An item at or before the list's index is in the list. Items after it are
 	// applied in the order they come (the emulator may send two at one index).
 	listed := meta.LastIndex
-	index = listed
+	index := listed
 	had := f.Sink.NodesAt(index)
 	f.Sink.SetNodes(list, index)
 	if !had {
@@ -232,7 +229,7 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 		select {
 		case <-ctx.Done():
 			f.setState(State{Mode: Streaming}) // it lasted its period
-			return index, nil
+			return nil
 		case <-f.suspect:
 			if behind != 0 {
 				continue // checked already: its catch-up time runs
@@ -241,7 +238,7 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 			continue
 		case <-check.C:
 			if behind, err = f.checkIndex(ctx, index, behind); err != nil {
-				return index, err
+				return err
 			}
 			if behind != 0 {
 				check.Reset(CatchUp)
@@ -255,9 +252,9 @@ func (f *Follower) stream(parent context.Context, period time.Duration, index ui
 		if err != nil {
 			if ctx.Err() != nil {
 				f.setState(State{Mode: Streaming})
-				return index, nil
+				return nil
 			}
-			return index, err
+			return err
 		}
 		f.setState(State{Mode: Streaming}) // it delivers
 		if len(changed) == 0 && len(gone) == 0 {
