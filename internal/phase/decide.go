@@ -570,6 +570,10 @@ func stepDraining(in Input, d Decision, n needed) Decision {
 		return d
 	}
 	ours := in.Node.DrainGrant == p.GrantID
+	taken := ""
+	if !ours {
+		taken = takenBack(in, p)
+	}
 	switch {
 	case !in.Node.Draining && ours && in.Node.DrainStatus == "complete" && len(in.Leads) > 0:
 		// Drained; the host still leads a cluster: hand over before the reboot.
@@ -583,8 +587,8 @@ func stepDraining(in Input, d Decision, n needed) Decision {
 	case !in.Node.Draining && ours && in.Node.DrainStatus == "canceled":
 		// Someone canceled our drain: treat it as a failed attempt.
 		return abort(in, d, "the drain was canceled outside rollboot", false)
-	case !ours && takenBack(in, p) != "":
-		return interrupted(in, d, takenBack(in, p))
+	case taken != "":
+		return interrupted(in, d, taken)
 	case !ours:
 		// The plan was stored but the drain call did not land (a crash or an
 		// error in between): issue it again. Draining is idempotent.
