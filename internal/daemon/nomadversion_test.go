@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 )
 
 // rollboot refuses to start against a Nomad older than 1.7 (no Variable
@@ -25,16 +26,8 @@ func TestCheckNomadVersion(t *testing.T) {
 		{"2.0.5", ""},
 	} {
 		t.Run(tt.version, func(t *testing.T) {
-			sim, err := nomadsim.New(nomadsim.Config{Clients: 1, NomadVersion: tt.version})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sim.Close()
-			c, err := api.NewClient(&api.Config{Address: sim.Address()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = CheckNomadVersion(c.Agent(), slog.New(slog.DiscardHandler))
+			_, c := simtest.Start(t, nomadsim.Config{Clients: 1, NomadVersion: tt.version}, nil)
+			err := CheckNomadVersion(c.Agent(), slog.New(slog.DiscardHandler))
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
 )
 
 // sink keeps the follower's list, as the coordinator's mailbox does.
@@ -65,21 +66,6 @@ func (b *syncBuffer) count(s string) int {
 	return strings.Count(b.b.String(), s)
 }
 
-// newSim starts an emulated cluster and a client of it.
-func newSim(t *testing.T, cfg nomadsim.Config) (*nomadsim.Sim, *api.Client) {
-	t.Helper()
-	sim, err := nomadsim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	client, err := api.NewClient(&api.Config{Address: sim.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sim, client
-}
-
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -97,7 +83,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestFollowerWithoutTheStream(t *testing.T) {
 	for _, version := range []string{"1.11.1", "1.11.2"} {
 		t.Run(version, func(t *testing.T) {
-			sim, client := newSim(t, nomadsim.Config{Clients: 2, NomadVersion: version, EventBrokerDisabled: true})
+			sim, client := simtest.Start(t, nomadsim.Config{Clients: 2, NomadVersion: version, EventBrokerDisabled: true}, nil)
 			var logs syncBuffer
 			var states []State
 			var statesMu sync.Mutex
@@ -172,7 +158,7 @@ func (silentEvents) NodeEvents(ctx context.Context, _ uint64) (<-chan *api.Event
 // given up within two checks: the follower compares the leader's node index
 // with the stream's, and follows the nodes with blocking queries.
 func TestFollowerGivesUpASilentStream(t *testing.T) {
-	sim, client := newSim(t, nomadsim.Config{Clients: 2})
+	sim, client := simtest.Start(t, nomadsim.Config{Clients: 2}, nil)
 	var logs syncBuffer
 	out := &sink{}
 	f := &Follower{Events: silentEvents{}, Nodes: client.Nodes(), Sink: out, Poke: func() {},
@@ -230,7 +216,7 @@ func (c *countingNodes) count() int {
 // one by one: their changes are seen without a whole list (the next one is an
 // hour away here); any other node's change waits for the next whole list.
 func TestFollowerWithoutTheStreamWatchesNodes(t *testing.T) {
-	sim, client := newSim(t, nomadsim.Config{Clients: 3, EventBrokerDisabled: true})
+	sim, client := simtest.Start(t, nomadsim.Config{Clients: 3, EventBrokerDisabled: true}, nil)
 	nodes := &countingNodes{NodesAPI: client.Nodes()}
 	out := &sink{}
 	f := &Follower{Events: NomadNodeEvents{Client: client}, Nodes: nodes, Sink: out, Poke: func() {},
@@ -281,7 +267,7 @@ func TestFollowerWithoutTheStreamWatchesNodes(t *testing.T) {
 // coordinator's own: the follower checks at once, and gives a silent stream
 // up a catch-up time later instead of at its next periodic check.
 func TestFollowerChecksASuspectedStream(t *testing.T) {
-	sim, client := newSim(t, nomadsim.Config{Clients: 1})
+	sim, client := simtest.Start(t, nomadsim.Config{Clients: 1}, nil)
 	out := &sink{}
 	f := &Follower{Events: silentEvents{}, Nodes: client.Nodes(), Sink: out, Poke: func() {},
 		Log: slog.New(slog.DiscardHandler), CheckEvery: time.Hour, RetryAfter: func(int) time.Duration { return time.Hour }}
