@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,9 +14,10 @@ import (
 // controlCmd builds a command that changes the control variable with CAS. check,
 // when not nil, first checks the host the command names (its first argument).
 // change is given who runs the command: the ACL token's name, as `policy
-// apply` records it (appliedBy).
+// apply` records it (appliedBy), asked of Nomad only by a change that records
+// it, and once whatever the retries of the check-and-set.
 func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, check hostCheck,
-	change func(args []string, c *store.Control, by string) (string, error)) *cobra.Command {
+	change func(args []string, c *store.Control, by func() string) (string, error)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -29,7 +31,7 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 			}
 		}
 		var msg string
-		by := appliedBy(n.client)
+		by := sync.OnceValue(func() string { return appliedBy(n.client) })
 		_, err := st.UpdateControl(cmd.Context(), func(ctl *store.Control) error {
 			m, err := change(args, ctl, by)
 			msg = m
@@ -74,14 +76,14 @@ func whoAmI() string {
 func newRequestCmd(cf *configFlags) *cobra.Command {
 	var reason string
 	cmd := controlCmd(cf, "request HOST", "Ask for a reboot of a host", oneHost("request"), knownHostCheck,
-		func(args []string, c *store.Control, by string) (string, error) {
+		func(args []string, c *store.Control, by func() string) (string, error) {
 			if c.Requests == nil {
 				c.Requests = map[string]store.Request{}
 			}
 			if _, ok := c.Requests[args[0]]; ok {
 				return "A reboot of " + args[0] + " was already requested.", nil
 			}
-			c.Requests[args[0]] = store.Request{At: time.Now().UTC(), By: by, Reason: reason}
+			c.Requests[args[0]] = store.Request{At: time.Now().UTC(), By: by(), Reason: reason}
 			return "Reboot of " + args[0] + " requested.", nil
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the host must reboot (shown in status)")
@@ -90,7 +92,7 @@ func newRequestCmd(cf *configFlags) *cobra.Command {
 
 func newCancelCmd(cf *configFlags) *cobra.Command {
 	return controlCmd(cf, "cancel HOST", "Cancel a host's current reboot request (before its reboot starts)", oneHost("cancel"), knownHostCheck,
-		func(args []string, c *store.Control, by string) (string, error) {
+		func(args []string, c *store.Control, by func() string) (string, error) {
 			_, requested := c.Requests[args[0]]
 			delete(c.Requests, args[0])
 			if c.Cancels == nil {
@@ -108,7 +110,7 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 func newPauseCmd(cf *configFlags) *cobra.Command {
 	var reason string
 	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", cobra.NoArgs, nil,
-		func(_ []string, c *store.Control, _ string) (string, error) {
+		func(_ []string, c *store.Control, _ func() string) (string, error) {
 			c.Paused, c.PauseReason, c.PausedAt = true, reason, time.Now().UTC()
 			return "Rollout paused.", nil
 		})
@@ -118,7 +120,7 @@ func newPauseCmd(cf *configFlags) *cobra.Command {
 
 func newResumeCmd(cf *configFlags) *cobra.Command {
 	return controlCmd(cf, "resume", "Resume a paused rollout", cobra.NoArgs, nil,
-		func(_ []string, c *store.Control, _ string) (string, error) {
+		func(_ []string, c *store.Control, _ func() string) (string, error) {
 			c.Paused, c.PauseReason, c.PausedAt = false, "", time.Time{}
 			return "Rollout resumed.", nil
 		})
@@ -126,7 +128,7 @@ func newResumeCmd(cf *configFlags) *cobra.Command {
 
 func newReleaseCmd(cf *configFlags) *cobra.Command {
 	return controlCmd(cf, "release HOST", "Free the slot of a host that is stuck, undoing its drain and restoring eligibility", oneHost("release"), releasable,
-		func(args []string, c *store.Control, by string) (string, error) {
+		func(args []string, c *store.Control, by func() string) (string, error) {
 			if c.Releases == nil {
 				c.Releases = map[string]time.Time{}
 			}
