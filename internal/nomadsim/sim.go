@@ -361,6 +361,7 @@ func New(cfg Config) (*Sim, error) {
 	s.brokerOff.Store(cfg.EventBrokerDisabled)
 	s.acl.init(s, cfg.ACL)
 	s.cluster.init()
+	s.cluster.wl.triggers.undrainUnblocks = versionAtLeast(cfg.NomadVersion, undrainUnblocksSince)
 	s.cluster.stream = newEventBroker(cfg.EventBufferSize, s.nodeEligibilityEventType())
 	s.vars.init()
 	s.cluster.topics, s.vars.topics = &s.topics, &s.topics
