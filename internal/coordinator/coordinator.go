@@ -300,7 +300,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if c.nodeFollower != nil {
 			c.nodeFollower.Watch(cycleNodes(plans)) // followed one by one without the stream (nodes.go)
 		}
-		again, spinning := afterPass(changed, chained, len(kick) > 0)
+		// A failed pass is not chained: the next would fail the same way
+		// (waitForPass backs off).
+		again, spinning := afterPass(changed && err == nil, chained, len(kick) > 0)
 		if again {
 			chained++
 			continue

@@ -229,7 +229,7 @@ type HistoryRecord struct {
 	Host    string
 	Group   string
 	GrantID string
-	Outcome string // "rebooted", "released", "canceled", "failed", "abandoned", "interrupted"
+	Outcome string // "rebooted", "released", "canceled", "failed", "abandoned", "interrupted", "held"
 	Reason  string
 	// RequestedBy is who asked for the reboot by hand (`rollboot request`, a
 	// FleetLock client): the request's By; "" when the host's agent found the
