@@ -20,7 +20,9 @@ type statusErr struct {
 	msg  string
 }
 
-func (e statusErr) Error() string   { return fmt.Sprintf("Unexpected response code: %d (%s)", e.code, e.msg) }
+func (e statusErr) Error() string {
+	return fmt.Sprintf("Unexpected response code: %d (%s)", e.code, e.msg)
+}
 func (e statusErr) StatusCode() int { return e.code }
 
 var now = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
