@@ -47,6 +47,17 @@ func (s Severity) String() string {
 // MarshalText writes the severity as its name in JSON.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a severity's name.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for v := OK; v <= Error; v++ {
+		if v.String() == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("severity %q: want ok, info, warning or error", b)
+}
+
 // Finding is the result of one check about one subject.
 type Finding struct {
 	// Check names the check ("nomad-version", "drivers", ...): stable, for
@@ -87,7 +98,7 @@ func Check(in Inputs) []Finding {
 			Fix:  "point NOMAD_ADDR (or -address, or nomad.address) at a Nomad agent's HTTP API, with NOMAD_CACERT and the other NOMAD_* TLS variables for https"}}
 	}
 	var out []Finding
-	out = append(out, checkVersion(in.Version)...)
+	out = append(out, checkVersion(in.Version, in.Servers)...)
 	out = append(out, checkACL(in.ACL, in.Options)...)
 	out = append(out, checkBroker(in.Broker)...)
 	out = append(out, checkDrivers(in)...)

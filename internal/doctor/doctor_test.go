@@ -83,7 +83,7 @@ func healthy(t *testing.T) Inputs {
 		Nodes:     NodesInput{Nodes: nodes},
 		Agent:     AgentJobInput{Job: agentJob("raw_exec"), Allocs: allocs},
 		Hosts:     HostsInput{Records: recs},
-		Servers:   []string{"server-1.global"},
+		Servers:   []*api.AgentMember{{Name: "server-1.global", Tags: map[string]string{"build": "1.11.2"}}},
 		Clusters:  []ClusterInput{{Product: health.Consul, Hosts: []string{"server-1"}, Health: health.ClusterHealth{Product: health.Consul, Cluster: "dc1", Healthy: true, FailureTolerance: 1}}},
 		Clock:     ClockInput{Sent: now, Received: now.Add(10 * time.Millisecond), Date: now},
 		Variables: VariablesInput{Sizes: []VariableSize{{Path: "rollboot/policy", Bytes: 900}}},
@@ -134,6 +134,17 @@ func TestEachMisconfigurationIsReportedWithItsFix(t *testing.T) {
 		{name: "too-old server build", check: CheckVersion, severity: Error, what: "the server build", fix: "1.7.0",
 			mutate: func(in *Inputs) {
 				in.Version.Self = &api.AgentSelf{Member: api.AgentMember{Tags: map[string]string{"build": "1.5.0"}}}
+			}},
+		{name: "no agent:read, an old server", check: CheckVersion, severity: Error, what: "nomad 1.6.0 (the server build", fix: "upgrade",
+			mutate: func(in *Inputs) {
+				in.Version = VersionInput{Err: statusErr{403, "Permission denied"}}
+				in.Servers = append(in.Servers, &api.AgentMember{Name: "server-2.global", Tags: map[string]string{"build": "1.6.0"}})
+				in.Hosts.Records = append(in.Hosts.Records, store.HostRecord{Host: "server-2"})
+			}},
+		{name: "no agent:read, no server build", check: CheckVersion, severity: Warning, what: "cannot read the Nomad agent's version", fix: "nomad version",
+			mutate: func(in *Inputs) {
+				in.Version = VersionInput{Err: statusErr{403, "Permission denied"}}
+				in.Servers = nil
 			}},
 		{name: "version unknown", check: CheckVersion, severity: Warning, what: "does not say its version", fix: "nomad version",
 			mutate: func(in *Inputs) { in.Version.Self = &api.AgentSelf{} }},
@@ -192,7 +203,9 @@ func TestEachMisconfigurationIsReportedWithItsFix(t *testing.T) {
 		{name: "agent without host record", check: CheckAgents, severity: Warning, what: "the agent on node client-2 runs but has published no host record", fix: "nomad alloc logs -namespace default -stderr alloc-1",
 			mutate: func(in *Inputs) { in.Hosts.Records = append(in.Hosts.Records[:1], in.Hosts.Records[2:]...) }},
 		{name: "server without agent", check: CheckAgents, severity: Warning, what: "the Nomad server server-2 has no rollboot agent", fix: "deploy/systemd/rollboot-agent.service",
-			mutate: func(in *Inputs) { in.Servers = append(in.Servers, "server-2.global") }},
+			mutate: func(in *Inputs) {
+				in.Servers = append(in.Servers, &api.AgentMember{Name: "server-2.global", Tags: map[string]string{"build": "1.11.2"}})
+			}},
 		{name: "agent job not registered", check: CheckAgentJob, severity: Error, what: "the agents' job default/rollboot is not registered", fix: "nomad job run -namespace default deploy/nomad/rollboot.nomad.hcl",
 			mutate: func(in *Inputs) { in.Agent = AgentJobInput{} }},
 		{name: "agent job stopped", check: CheckAgentJob, severity: Error, what: "is stopped", fix: "nomad job run",

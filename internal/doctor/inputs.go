@@ -26,7 +26,7 @@ type Inputs struct {
 	Agent   AgentJobInput
 	Hosts   HostsInput
 	// Servers are the Nomad servers' Serf members (GET /v1/agent/members).
-	Servers    []string
+	Servers    []*api.AgentMember
 	ServersErr error
 	Clusters   []ClusterInput
 	Clock      ClockInput
@@ -138,7 +138,7 @@ type Source interface {
 	AgentJob(ctx context.Context, name, namespace string) (*api.Job, error)
 	AgentAllocs(ctx context.Context, name, namespace string) ([]*api.AllocationListStub, error)
 	Hosts(ctx context.Context) ([]store.HostRecord, error)
-	ServerMembers(ctx context.Context) ([]string, error)
+	ServerMembers(ctx context.Context) ([]*api.AgentMember, error)
 	// ClusterHealth reads a Consul or Vault cluster's health; ok false when
 	// no client of it is configured.
 	ClusterHealth(ctx context.Context, p health.Product) (h health.ClusterHealth, ok bool)

@@ -87,6 +87,7 @@ func candidates(nodes []*api.NodeListStub, job *api.Job) []*api.NodeListStub {
 		}
 		out = append(out, n)
 	}
+	slices.SortFunc(out, func(a, b *api.NodeListStub) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -251,9 +252,9 @@ func checkServerAgents(in Inputs, records map[string]bool) []Finding {
 		return nil
 	}
 	var out []Finding
-	for _, member := range in.Servers {
-		host, _, _ := strings.Cut(member, ".") // "<name>.<region>" (nomad/server.go setupSerf)
-		if records[host] || records[member] {
+	for _, m := range in.Servers {
+		host, _, _ := strings.Cut(m.Name, ".") // "<name>.<region>" (nomad/server.go setupSerf)
+		if records[host] || records[m.Name] {
 			continue
 		}
 		out = append(out, Finding{Check: CheckAgents, Severity: Warning, Subject: host,

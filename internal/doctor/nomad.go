@@ -88,9 +88,14 @@ func (n Nomad) q(ctx context.Context, ns string) *api.QueryOptions {
 	return (&api.QueryOptions{Namespace: ns}).WithContext(ctx)
 }
 
-// AgentSelf is GET /v1/agent/self.
+// AgentSelf is GET /v1/agent/self, through the raw API: Agent().Self() turns
+// the error into text, and Read tells a refusal (a status) from no answer.
 func (n Nomad) AgentSelf(ctx context.Context) (*api.AgentSelf, error) {
-	return n.Client.Agent().Self() // the agent API takes no context; the client's deadline bounds it
+	var self api.AgentSelf
+	if _, err := n.Client.Raw().Query("/v1/agent/self", &self, n.q(ctx, "")); err != nil {
+		return nil, err
+	}
+	return &self, nil
 }
 
 // TokenSelf is GET /v1/acl/token/self.
@@ -201,17 +206,14 @@ func (n Nomad) Hosts(ctx context.Context) ([]store.HostRecord, error) {
 	return recs, err
 }
 
-// ServerMembers are the Nomad servers' Serf names (GET /v1/agent/members).
-func (n Nomad) ServerMembers(ctx context.Context) ([]string, error) {
-	m, err := n.Client.Agent().MembersOpts(n.q(ctx, ""))
-	if err != nil {
+// ServerMembers are the Nomad servers' Serf members (GET /v1/agent/members):
+// their names and build tags.
+func (n Nomad) ServerMembers(ctx context.Context) ([]*api.AgentMember, error) {
+	var m api.ServerMembers
+	if _, err := n.Client.Raw().Query("/v1/agent/members", &m, n.q(ctx, "")); err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, s := range m.Members {
-		out = append(out, s.Name)
-	}
-	return out, nil
+	return m.Members, nil
 }
 
 // ClusterHealth reads a Consul or Vault cluster's health as the quorum gates

@@ -51,15 +51,22 @@ func VersionVerdict(self *api.AgentSelf) (v string, tooOld error, unknown string
 	return v, nil, ""
 }
 
-// checkVersion: a Nomad older than MinNomadVersion blocks everything.
-func checkVersion(in VersionInput) []Finding {
+// checkVersion: a Nomad older than MinNomadVersion blocks everything. Without
+// agent:read (the shipped policies grant none), the servers' build tags,
+// which the member list shows with node:read, tell the versions that matter:
+// Variable locks are the servers'.
+func checkVersion(in VersionInput, servers []*api.AgentMember) []Finding {
 	f := Finding{Check: CheckVersion}
+	self := in.Self
 	if in.Err != nil {
+		self = oldestServer(servers)
+	}
+	if self == nil {
 		f.Severity, f.What = Warning, fmt.Sprintf("cannot read the Nomad agent's version (GET /v1/agent/self): %v", in.Err)
-		f.Fix = "give the token agent:read (agent { policy = \"read\" }) to check it, or check `nomad version` on the servers: rollboot needs Nomad " + MinNomadVersion + " or newer"
+		f.Fix = "check `nomad version` on the servers: rollboot needs Nomad " + MinNomadVersion + " or newer"
 		return []Finding{f}
 	}
-	v, tooOld, unknown := VersionVerdict(in.Self)
+	v, tooOld, unknown := VersionVerdict(self)
 	switch {
 	case tooOld != nil:
 		f.Severity, f.What = Error, tooOld.Error()
@@ -71,4 +78,21 @@ func checkVersion(in VersionInput) []Finding {
 		f.What = fmt.Sprintf("Nomad %s (rollboot needs %s or newer)", v, MinNomadVersion)
 	}
 	return []Finding{f}
+}
+
+// oldestServer is the server member with the oldest build, as an agent's self
+// that names only it; nil when none has a build that parses.
+func oldestServer(servers []*api.AgentMember) *api.AgentSelf {
+	var oldest *version.Version
+	var build string
+	for _, m := range servers {
+		v, err := version.NewVersion(m.Tags["build"])
+		if err == nil && (oldest == nil || v.LessThan(oldest)) {
+			oldest, build = v, m.Tags["build"]
+		}
+	}
+	if oldest == nil {
+		return nil
+	}
+	return &api.AgentSelf{Member: api.AgentMember{Tags: map[string]string{"build": build}}}
 }
