@@ -16,6 +16,7 @@ import (
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/deadline"
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -242,31 +243,21 @@ func (n Nomad) VariableSizes(ctx context.Context) ([]VariableSize, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]VariableSize, len(metas))
-	errs := make([]error, len(metas))
-	sem := make(chan struct{}, variableReaders)
-	var wg sync.WaitGroup
-	for i, m := range metas {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			v, _, err := n.Client.Variables().Read(m.Path, n.q(ctx, n.Namespace))
-			if errors.Is(err, api.ErrVariablePathNotFound) {
-				return // deleted since the list
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("read %s: %w", m.Path, err)
-				return
-			}
-			out[i] = VariableSize{Path: m.Path, Bytes: itemsSize(v.Items)}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	sizes, err := parallel.Map(len(metas), variableReaders, func(i int) (VariableSize, error) {
+		v, _, err := n.Client.Variables().Read(metas[i].Path, n.q(ctx, n.Namespace))
+		switch {
+		case errors.Is(err, api.ErrVariablePathNotFound):
+			return VariableSize{}, nil // deleted since the list
+		case err != nil:
+			return VariableSize{}, fmt.Errorf("read %s: %w", metas[i].Path, err)
+		}
+		return VariableSize{Path: metas[i].Path, Bytes: itemsSize(v.Items)}, nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	kept := out[:0]
-	for _, v := range out {
+	kept := sizes[:0]
+	for _, v := range sizes {
 		if v.Path != "" {
 			kept = append(kept, v)
 		}
