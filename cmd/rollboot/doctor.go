@@ -31,6 +31,7 @@ func newDoctorCmd(cf *configFlags) *cobra.Command {
   - ACLs on or off, the token in use and the reads rollboot's CLI makes with it, and
     with a management token whether rollboot's ACL policies are those in deploy/acl;
   - the event broker (a short subscription to the node events);
+  - the stored rollout policy usable, and a coordinator leading;
   - each ready client's drivers: raw_exec, or docker with privileged containers;
   - the agents' job (coordinator.agent_job) running on every client it should, each
     agent's host record, and an agent on every Nomad server's host;

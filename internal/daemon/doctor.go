@@ -15,7 +15,8 @@ import (
 // process leads, beside the coordinator, and logs each finding that is not
 // OK at INFO, WARN or ERROR with its fix. Once per process, on the leader
 // only: the candidates that never lead read nothing for it. The event stream
-// is not probed: the coordinator follows it and says when it cannot.
+// is not probed (the coordinator follows it and says when it cannot), nor
+// whether a coordinator leads (this one does).
 type startupChecks struct {
 	cfg      *config.Compiled
 	clusters coordinator.ClusterAccess
@@ -48,7 +49,7 @@ func (s *startupChecks) run(ctx context.Context) {
 	if cl, ok := s.clusters.(*Clusters); ok {
 		src.Consul, src.Vault = cl.Consul, cl.Vault
 	}
-	in := doctor.Read(ctx, src, doctor.ReadOptions{Options: doctor.OptionsFor(s.cfg), SkipBroker: true}, time.Now)
+	in := doctor.Read(ctx, src, doctor.ReadOptions{Options: doctor.OptionsFor(s.cfg), SkipBroker: true, SkipCoordinator: true}, time.Now)
 	if ctx.Err() != nil {
 		return // the term ended while reading: what was read is not the cluster's
 	}

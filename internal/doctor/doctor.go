@@ -75,18 +75,19 @@ type Finding struct {
 
 // The checks' names.
 const (
-	CheckVersion   = "nomad-version"
-	CheckACL       = "acl"
-	CheckToken     = "token"
-	CheckRights    = "token-rights"
-	CheckPolicies  = "acl-policies"
-	CheckBroker    = "event-broker"
-	CheckDrivers   = "drivers"
-	CheckAgentJob  = "agent-job"
-	CheckAgents    = "agents"
-	CheckClusters  = "server-clusters"
-	CheckClock     = "clock"
-	CheckVariables = "variables"
+	CheckVersion     = "nomad-version"
+	CheckACL         = "acl"
+	CheckToken       = "token"
+	CheckRights      = "token-rights"
+	CheckPolicies    = "acl-policies"
+	CheckBroker      = "event-broker"
+	CheckDrivers     = "drivers"
+	CheckAgentJob    = "agent-job"
+	CheckAgents      = "agents"
+	CheckClusters    = "server-clusters"
+	CheckCoordinator = "coordinator"
+	CheckClock       = "clock"
+	CheckVariables   = "variables"
 )
 
 // Check runs every check on in and returns the findings, the most serious
@@ -101,6 +102,7 @@ func Check(in Inputs) []Finding {
 	out = append(out, checkVersion(in.Version, in.Servers)...)
 	out = append(out, checkACL(in.ACL, in.Options)...)
 	out = append(out, checkBroker(in.Broker)...)
+	out = append(out, checkCoordinator(in.Coordinator, in.Now)...)
 	out = append(out, checkDrivers(in)...)
 	out = append(out, checkAgents(in)...)
 	out = append(out, checkClusters(in.Clusters)...)

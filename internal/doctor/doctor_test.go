@@ -87,6 +87,8 @@ func healthy(t *testing.T) Inputs {
 		Clusters:  []ClusterInput{{Product: health.Consul, Hosts: []string{"server-1"}, Health: health.ClusterHealth{Product: health.Consul, Cluster: "dc1", Healthy: true, FailureTolerance: 1}}},
 		Clock:     ClockInput{Sent: now, Received: now.Add(10 * time.Millisecond), Date: now},
 		Variables: VariablesInput{Sizes: []VariableSize{{Path: "rollboot/policy", Bytes: 900}}},
+		Coordinator: CoordinatorInput{Policy: store.PolicyRecord{PolicyVersion: store.PolicyVersion{Version: 3}},
+			Enforcement: store.Enforcement{Leader: "coord-1", PolicyVersion: 3, Since: now.Add(-time.Hour), LockIndex: 7}, LockIndex: 7},
 	}
 }
 
@@ -105,7 +107,7 @@ func TestHealthyClusterHasNoProblems(t *testing.T) {
 	if p := problems(fs); len(p) > 0 {
 		t.Fatalf("problems in a healthy cluster: %+v", p)
 	}
-	for _, c := range []string{CheckVersion, CheckACL, CheckToken, CheckRights, CheckPolicies, CheckDrivers, CheckAgentJob, CheckAgents, CheckClusters, CheckClock, CheckVariables} {
+	for _, c := range []string{CheckVersion, CheckACL, CheckToken, CheckRights, CheckPolicies, CheckDrivers, CheckAgentJob, CheckAgents, CheckClusters, CheckClock, CheckVariables, CheckCoordinator} {
 		found := false
 		for _, f := range fs {
 			found = found || f.Check == c
@@ -210,6 +212,16 @@ func TestEachMisconfigurationIsReportedWithItsFix(t *testing.T) {
 			mutate: func(in *Inputs) { in.Agent = AgentJobInput{} }},
 		{name: "agent job stopped", check: CheckAgentJob, severity: Error, what: "is stopped", fix: "nomad job run",
 			mutate: func(in *Inputs) { in.Agent.Job.Stop = ptr(true) }},
+		{name: "no coordinator ever led", check: CheckCoordinator, severity: Error, what: "no coordinator has ever led here", fix: "rollboot-coordinator.nomad.hcl",
+			mutate: func(in *Inputs) {
+				in.Coordinator.Enforcement, in.Coordinator.EnforcementErr = store.Enforcement{}, store.ErrNotFound
+			}},
+		{name: "the leader is gone", check: CheckCoordinator, severity: Error, what: "no coordinator leads: coord-1, the last to lead", fix: "nomad job status rollboot-coordinator",
+			mutate: func(in *Inputs) { in.Coordinator.LockIndex = 9 }},
+		{name: "the stored policy cannot be used", check: CheckCoordinator, severity: Error, what: "the stored rollout policy (version 3) cannot be used: group \"a\": bad filter", fix: "rollboot policy apply FILE",
+			mutate: func(in *Inputs) { in.Coordinator.CompileErr = errors.New(`group "a": bad filter`) }},
+		{name: "no stored policy", check: CheckCoordinator, severity: Info, what: "no rollout policy is stored", fix: "rollboot policy apply FILE",
+			mutate: func(in *Inputs) { in.Coordinator.PolicyErr = store.ErrNotFound }},
 		{name: "Consul unreadable", check: CheckClusters, severity: Error, what: "cannot read the Consul cluster's health", fix: "operator:read",
 			mutate: func(in *Inputs) {
 				in.Clusters[0].Health = health.ClusterHealth{Product: health.Consul, Err: errors.New("Unexpected response code: 403 (Permission denied)")}
@@ -283,5 +295,19 @@ func TestPolicyComparedForTheConfiguredPlace(t *testing.T) {
 	}
 	if f, ok := comparePolicy("rollboot-operator", &api.ACLPolicy{Rules: string(src)}, o); ok || !strings.Contains(f.What, `namespace "ops"`) {
 		t.Fatalf("the default-place policy in a cluster configured for ops/rb: %+v, want it to differ", f)
+	}
+}
+
+// The clusters read are the Consul and Vault clusters the records name, each
+// once, with the hosts that serve it.
+func TestServerClusters(t *testing.T) {
+	got := serverClusters([]store.HostRecord{
+		{Host: "s1", Servers: []store.Server{{Product: "nomad", Cluster: "global"}, {Product: "consul", Cluster: "dc1", ID: "a"}, {Product: "vault", Cluster: "v", ID: "x"}}},
+		{Host: "s2", Servers: []store.Server{{Product: "consul", Cluster: "dc1", ID: "b"}}},
+		{Host: "c1"},
+	})
+	if len(got) != 2 || got[0].Product != health.Consul || got[0].Cluster != "dc1" || strings.Join(got[0].Hosts, ",") != "s1,s2" ||
+		got[1].Product != health.Vault || strings.Join(got[1].Hosts, ",") != "s1" {
+		t.Fatalf("clusters %+v", got)
 	}
 }

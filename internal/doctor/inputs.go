@@ -26,11 +26,12 @@ type Inputs struct {
 	Agent   AgentJobInput
 	Hosts   HostsInput
 	// Servers are the Nomad servers' Serf members (GET /v1/agent/members).
-	Servers    []*api.AgentMember
-	ServersErr error
-	Clusters   []ClusterInput
-	Clock      ClockInput
-	Variables  VariablesInput
+	Servers     []*api.AgentMember
+	ServersErr  error
+	Clusters    []ClusterInput
+	Clock       ClockInput
+	Variables   VariablesInput
+	Coordinator CoordinatorInput
 }
 
 // VersionInput is the Nomad agent's self (GET /v1/agent/self).
@@ -97,6 +98,9 @@ type HostsInput struct {
 // host record names a server of.
 type ClusterInput struct {
 	Product health.Product
+	// Cluster is its name in the records (the Consul datacenter, the Vault
+	// cluster's name).
+	Cluster string
 	// Hosts are the hosts whose records name a server of it.
 	Hosts  []string
 	Health health.ClusterHealth
@@ -141,9 +145,11 @@ type Source interface {
 	ServerMembers(ctx context.Context) ([]*api.AgentMember, error)
 	// ClusterHealth reads a Consul or Vault cluster's health; ok false when
 	// no client of it is configured.
-	ClusterHealth(ctx context.Context, p health.Product) (h health.ClusterHealth, ok bool)
+	ClusterHealth(ctx context.Context, p health.Product, cluster string) (h health.ClusterHealth, ok bool)
 	// Clock is the latest answer's Date header and the local times around it.
 	Clock() ClockInput
+	// Coordinator reads the stored policy and the leader's word.
+	Coordinator(ctx context.Context) CoordinatorInput
 	VariableSizes(ctx context.Context) ([]VariableSize, error)
 }
 
@@ -154,6 +160,9 @@ type ReadOptions struct {
 	// working (default DefaultBrokerWait); SkipBroker leaves the probe out.
 	BrokerWait time.Duration
 	SkipBroker bool
+	// SkipCoordinator leaves out whether a coordinator leads: the leader
+	// checking itself.
+	SkipCoordinator bool
 }
 
 // DefaultBrokerWait is how long the event stream must stay open: a broker
@@ -187,14 +196,16 @@ func Read(ctx context.Context, src Source, o ReadOptions, now func() time.Time) 
 		}
 	}
 	in.Hosts.Records, in.Hosts.Err = src.Hosts(ctx)
+	if o.SkipCoordinator {
+		in.Coordinator.Skipped = true
+	} else {
+		in.Coordinator = src.Coordinator(ctx)
+	}
 	in.Servers, in.ServersErr = src.ServerMembers(ctx)
-	for _, p := range []health.Product{health.Consul, health.Vault} {
-		hosts := serverHosts(in.Hosts.Records, p)
-		if len(hosts) == 0 {
-			continue
-		}
-		h, ok := src.ClusterHealth(ctx, p)
-		in.Clusters = append(in.Clusters, ClusterInput{Product: p, Hosts: hosts, Health: h, NoClient: !ok})
+	for _, sc := range serverClusters(in.Hosts.Records) {
+		h, ok := src.ClusterHealth(ctx, sc.Product, sc.Cluster)
+		sc.Health, sc.NoClient = h, !ok
+		in.Clusters = append(in.Clusters, sc)
 	}
 	in.Variables.Sizes, in.Variables.Err = src.VariableSizes(ctx)
 	in.Clock = src.Clock()
@@ -217,14 +228,26 @@ func readACL(ctx context.Context, src Source, o Options) ACLInput {
 	return a
 }
 
-// serverHosts are the hosts whose records name a server of p.
-func serverHosts(recs []store.HostRecord, p health.Product) []string {
-	var out []string
+// serverClusters are the Consul and Vault clusters the host records name a
+// server of, each with those hosts, in the order first named.
+func serverClusters(recs []store.HostRecord) []ClusterInput {
+	var out []ClusterInput
+	at := map[store.Server]int{}
 	for _, r := range recs {
 		for _, s := range r.Servers {
-			if s.Product == string(p) {
-				out = append(out, r.Host)
-				break
+			p := health.Product(s.Product)
+			if p != health.Consul && p != health.Vault {
+				continue
+			}
+			k := store.Server{Product: s.Product, Cluster: s.Cluster}
+			i, ok := at[k]
+			if !ok {
+				i = len(out)
+				at[k] = i
+				out = append(out, ClusterInput{Product: p, Cluster: s.Cluster})
+			}
+			if h := out[i].Hosts; len(h) == 0 || h[len(h)-1] != r.Host {
+				out[i].Hosts = append(out[i].Hosts, r.Host)
 			}
 		}
 	}

@@ -201,6 +201,11 @@ func (n Nomad) AgentAllocs(ctx context.Context, name, namespace string) ([]*api.
 	return allocs, err
 }
 
+// Coordinator reads the stored policy and the leader's word.
+func (n Nomad) Coordinator(ctx context.Context) CoordinatorInput {
+	return readCoordinator(ctx, n.Store)
+}
+
 // Hosts reads rollboot's host records.
 func (n Nomad) Hosts(ctx context.Context) ([]store.HostRecord, error) {
 	recs, _, err := n.Store.Hosts(ctx, 0, 0)
@@ -219,14 +224,14 @@ func (n Nomad) ServerMembers(ctx context.Context) ([]*api.AgentMember, error) {
 
 // ClusterHealth reads a Consul or Vault cluster's health as the quorum gates
 // read it (package health).
-func (n Nomad) ClusterHealth(ctx context.Context, p health.Product) (health.ClusterHealth, bool) {
+func (n Nomad) ClusterHealth(ctx context.Context, p health.Product, cluster string) (health.ClusterHealth, bool) {
 	switch {
 	case p == health.Consul && n.Consul != nil:
-		return health.ReadConsul(ctx, n.Consul.Operator(), ""), true
+		return health.ReadConsul(ctx, n.Consul.Operator(), cluster), true
 	case p == health.Vault && n.Vault != nil:
 		return health.ReadVault(ctx, n.Vault.Sys(), nil), true
 	}
-	return health.ClusterHealth{Product: p}, false
+	return health.ClusterHealth{Product: p, Cluster: cluster}, false
 }
 
 // variableReaders bounds the Variables read at once.

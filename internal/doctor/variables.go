@@ -3,12 +3,14 @@ package doctor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rollboot/rollboot/internal/store"
 )
 
 // MaxVariableBytes is Nomad's limit on a Variable: the sum of its keys' and
-// values' lengths (nomad/structs/variables.go maxVariableSize; a larger write
-// is refused with 400 "variables are limited to 64KiB in total size").
-const MaxVariableBytes = 65536
+// values' lengths (store.MaxVariableSize; a larger write is refused with 400
+// "variables are limited to 64KiB in total size").
+const MaxVariableBytes = store.MaxVariableSize
 
 // DefaultVariableWarnBytes is the size from which a Variable is reported as
 // near the limit: three quarters of it. From nine tenths it is an error: the

@@ -29,13 +29,14 @@ type doctorReport struct {
 	Blocking bool             `json:"blocking"`
 }
 
-// runDoctor runs `rollboot doctor -json` against sim with token.
-func runDoctor(t *testing.T, sim *nomadsim.Sim, token string) (doctorReport, int) {
+// runDoctor runs `rollboot doctor -json` against sim with token, and env
+// added to its environment.
+func runDoctor(t *testing.T, sim *nomadsim.Sim, token string, env ...string) (doctorReport, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, rollbootBin, "doctor", "-json", "-address", sim.Address())
-	cmd.Env = append(os.Environ(), "NOMAD_TOKEN="+token)
+	cmd.Env = append(append(os.Environ(), "NOMAD_TOKEN="+token), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -179,16 +180,23 @@ func TestDoctorReportsMissingRightsAndTheNewBrokerShape(t *testing.T) {
 }
 
 // A cluster set up as docs/deploy.md says: the shipped policies, the agents'
-// job on every client, every host's record: no warning, exit status 0.
+// job on every client, each agent's record (the server host's too, with its
+// Consul and Vault servers readable), a coordinator leading: no warning,
+// exit status 0. The coordinator logged its start-up checks once.
 func TestDoctorPassesAWellSetUpCluster(t *testing.T) {
 	t.Parallel()
-	sim, c := doctorCluster(t, nomadsim.Config{Servers: 1, Clients: 2}, "server-1", "client-1", "client-2")
+	c := newCluster(t, clusterOpts{clients: 2, servers: 1, autoUnseal: true, coordinators: 1, acl: true})
 	for _, name := range doctor.ShippedPolicyNames() {
-		if _, err := c.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: aclPolicyFile(t, name)}, nil); err != nil {
+		if _, err := c.client.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: aclPolicyFile(t, name)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r, code := runDoctor(t, sim, sim.ManagementToken())
+	c.start()
+	c.waitFor("agents to publish and a coordinator to lead", 30*time.Second, func() bool {
+		return len(c.status().Hosts) == 3 && c.leader() != "" && strings.Contains(c.logText("coordinator-1"), "start-up checks done")
+	})
+	r, code := runDoctor(t, c.sim, mgmtToken(c.sim), "CONSUL_HTTP_ADDR="+c.sim.ConsulAddress(), "CONSUL_HTTP_TOKEN="+consulToken,
+		"VAULT_ADDR="+c.sim.VaultAddress(), "VAULT_TOKEN="+vaultToken)
 	if code != 0 || r.Blocking {
 		t.Errorf("exit status %d, blocking %v: want 0", code, r.Blocking)
 	}
@@ -200,4 +208,10 @@ func TestDoctorPassesAWellSetUpCluster(t *testing.T) {
 	r.expect(t, doctor.CheckPolicies, doctor.OK, "5 of rollboot's 5 ACL policies are as shipped", "")
 	r.expect(t, doctor.CheckAgents, doctor.OK, "the agent runs on all 2 ready clients", "")
 	r.expect(t, doctor.CheckBroker, doctor.OK, "streams node events", "")
+	r.expect(t, doctor.CheckCoordinator, doctor.OK, "leads (since", "")
+	r.expect(t, doctor.CheckClusters, doctor.OK, "the Consul cluster dc1 is healthy", "")
+	r.expect(t, doctor.CheckClusters, doctor.OK, "the Vault cluster", "")
+	if n := strings.Count(c.logText("coordinator-1"), "start-up checks done"); n != 1 {
+		t.Errorf("the coordinator logged its start-up checks %d times, want once", n)
+	}
 }
