@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -20,7 +21,7 @@ func aclsOff(t *api.ACLToken) bool { return t != nil && t.AccessorID == "acls-di
 // checkACL: whether ACLs are on, who the token in use is, what it may read,
 // and with a management token whether rollboot's policies are the shipped
 // ones.
-func checkACL(in ACLInput, o Options) []Finding {
+func checkACL(in ACLInput, o Options, now time.Time) []Finding {
 	switch {
 	case in.SelfErr != nil:
 		return []Finding{tokenError(in.SelfErr)}
@@ -34,7 +35,8 @@ func checkACL(in ACLInput, o Options) []Finding {
 	out := []Finding{{Check: CheckACL, What: "ACLs are on"}, tokenFinding(in.Self)}
 	out = append(out, checkProbes(in.Self, in.Probes)...)
 	if in.Self.Type == "management" {
-		out = append(out, checkPolicies(in, o)...)
+		out = append(out, checkPolicies(in, o, now)...)
+		out = append(out, policyHolders(in))
 	}
 	return out
 }
@@ -99,7 +101,7 @@ func operatorPolicyFix(t *api.ACLToken) string {
 // checkPolicies: the rollboot policies the cluster has against the shipped
 // files (for the configured namespace and prefix), and tokens that combine the
 // agent's and the coordinator's policies.
-func checkPolicies(in ACLInput, o Options) []Finding {
+func checkPolicies(in ACLInput, o Options, now time.Time) []Finding {
 	if in.PoliciesErr != nil {
 		return []Finding{{Check: CheckPolicies, Severity: Warning,
 			What: fmt.Sprintf("cannot read rollboot's ACL policies: %v", in.PoliciesErr),
@@ -125,7 +127,8 @@ func checkPolicies(in ACLInput, o Options) []Finding {
 	if same > 0 {
 		out = append(out, Finding{Check: CheckPolicies, What: fmt.Sprintf("%d of rollboot's %d ACL policies are as shipped", same, len(ShippedPolicyNames()))})
 	}
-	return append(out, checkMixedTokens(in.Tokens)...)
+	out = append(out, checkMixedTokens(in.Tokens)...)
+	return append(out, checkTokenExpiry(in.Tokens, now)...)
 }
 
 // comparePolicy compares the cluster's policy name (nil: not there) with the
@@ -221,4 +224,72 @@ func statusOf(err error) int {
 		return sc.StatusCode()
 	}
 	return 0
+}
+
+// expirySoon is how long before a token's expiry checkTokenExpiry warns.
+const expirySoon = 7 * 24 * time.Hour
+
+// rollbootPolicies are the shipped policies among names.
+func rollbootPolicies(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, ok := shipped.Rules(n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkTokenExpiry: a token holding a rollboot policy that expired or expires
+// within expirySoon (Nomad refuses an expired token: nomad/auth/auth.go
+// resolveSecretToken, structs.ACLToken.IsExpired).
+func checkTokenExpiry(tokens []*api.ACLTokenListStub, now time.Time) []Finding {
+	var out []Finding
+	for _, t := range tokens {
+		pols := rollbootPolicies(t.Policies)
+		if len(pols) == 0 || t.ExpirationTime == nil || t.ExpirationTime.Sub(now) > expirySoon {
+			continue
+		}
+		f := Finding{Check: CheckPolicies, Severity: Warning, Subject: t.Name,
+			Fix: fmt.Sprintf("create its successor (`nomad acl token create -type client -policy %s -name %q`) and put its secret where the old one is used", strings.Join(pols, " -policy "), t.Name)}
+		when := t.ExpirationTime.UTC().Format(time.RFC3339)
+		if t.ExpirationTime.Before(now) {
+			f.What = fmt.Sprintf("token %q (%s) expired at %s: whoever holds it is refused", t.Name, strings.Join(pols, ", "), when)
+		} else {
+			f.What = fmt.Sprintf("token %q (%s) expires at %s: whoever holds it will be refused", t.Name, strings.Join(pols, ", "), when)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// policyHolders says which tokens hold each rollboot policy there is, and
+// which job it is attached to (workload identity).
+func policyHolders(in ACLInput) Finding {
+	holders := map[string][]string{}
+	for _, t := range in.Tokens {
+		for _, p := range rollbootPolicies(t.Policies) {
+			holders[p] = append(holders[p], fmt.Sprintf("token %q", t.Name))
+		}
+	}
+	var parts []string
+	for _, name := range ShippedPolicyNames() {
+		p := in.Policies[name]
+		if p == nil {
+			continue
+		}
+		h := holders[name]
+		if j := p.JobACL; j != nil {
+			h = append(h, "job "+j.Namespace+"/"+j.JobID)
+		}
+		if len(h) == 0 {
+			h = []string{"no token or job"}
+		}
+		parts = append(parts, name+": "+strings.Join(h, ", "))
+	}
+	f := Finding{Check: CheckPolicies, Severity: Info, What: "holders: " + strings.Join(parts, "; ")}
+	if len(parts) == 0 {
+		f.What = "no rollboot ACL policy, so no holder"
+	}
+	return f
 }

@@ -100,7 +100,7 @@ func Check(in Inputs) []Finding {
 	}
 	var out []Finding
 	out = append(out, checkVersion(in.Version, in.Servers)...)
-	out = append(out, checkACL(in.ACL, in.Options)...)
+	out = append(out, checkACL(in.ACL, in.Options, in.Now)...)
 	out = append(out, checkBroker(in.Broker)...)
 	out = append(out, checkCoordinator(in.Coordinator, in.Now)...)
 	out = append(out, checkDrivers(in)...)

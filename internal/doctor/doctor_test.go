@@ -191,6 +191,14 @@ func TestEachMisconfigurationIsReportedWithItsFix(t *testing.T) {
 			mutate: func(in *Inputs) {
 				in.ACL.Tokens = []*api.ACLTokenListStub{{AccessorID: "acc-2", Name: "both", Policies: []string{"rollboot-agent", "rollboot-coordinator"}}}
 			}},
+		{name: "agent token expires soon", check: CheckPolicies, severity: Warning, what: `token "agents" (rollboot-agent) expires at 2026-12-08T12:00:00Z`, fix: `nomad acl token create -type client -policy rollboot-agent -name "agents"`,
+			mutate: func(in *Inputs) {
+				in.ACL.Tokens = []*api.ACLTokenListStub{{AccessorID: "acc-3", Name: "agents", Policies: []string{"rollboot-agent"}, ExpirationTime: ptr(now.Add(48 * time.Hour))}}
+			}},
+		{name: "coordinator token expired", check: CheckPolicies, severity: Warning, what: `token "coord" (rollboot-coordinator) expired at`, fix: "-policy rollboot-coordinator",
+			mutate: func(in *Inputs) {
+				in.ACL.Tokens = []*api.ACLTokenListStub{{AccessorID: "acc-4", Name: "coord", Policies: []string{"rollboot-coordinator", "other"}, ExpirationTime: ptr(now.Add(-time.Minute))}}
+			}},
 		{name: "broker off, 500", check: CheckBroker, severity: Warning, what: "EventBroker not configured", fix: "enable_event_broker = true",
 			mutate: func(in *Inputs) { in.Broker.Err = statusErr{500, "EventBroker not configured"} }},
 		{name: "broker off, 200 then closed", check: CheckBroker, severity: Warning, what: "ends at once", fix: "enable_event_broker = true",
@@ -310,4 +318,29 @@ func TestServerClusters(t *testing.T) {
 		got[1].Product != health.Vault || strings.Join(got[1].Hosts, ",") != "s1" {
 		t.Fatalf("clusters %+v", got)
 	}
+}
+
+// The holders of each rollboot policy: tokens, and the job a policy is
+// attached to; a token expiring in a month is no warning.
+func TestPolicyHolders(t *testing.T) {
+	in := healthy(t)
+	in.ACL.Tokens = []*api.ACLTokenListStub{
+		{Name: "agents", Policies: []string{"rollboot-agent"}, ExpirationTime: ptr(now.Add(30 * 24 * time.Hour))},
+		{Name: "ops", Policies: []string{"rollboot-operator", "unrelated"}},
+	}
+	in.ACL.Policies["rollboot-coordinator"].JobACL = &api.JobACL{Namespace: "default", JobID: "rollboot-coordinator"}
+	fs := Check(in)
+	if p := problems(fs); len(p) > 0 {
+		t.Fatalf("problems: %s", dump(p))
+	}
+	want := `holders: rollboot-agent: token "agents"; rollboot-agent-candidate: no token or job; rollboot-agent-server: no token or job; rollboot-coordinator: job default/rollboot-coordinator; rollboot-operator: token "ops"`
+	for _, f := range fs {
+		if f.Check == CheckPolicies && f.Severity == Info {
+			if f.What != want {
+				t.Fatalf("holders: %q, want %q", f.What, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("no holders finding: %s", dump(fs))
 }
