@@ -36,7 +36,7 @@ func checkACL(in ACLInput, o Options, now time.Time) []Finding {
 	out = append(out, checkProbes(in.Self, in.Probes)...)
 	if in.Self.Type == "management" {
 		out = append(out, checkPolicies(in, o, now)...)
-		out = append(out, policyHolders(in))
+		out = append(out, policyHolders(in)...)
 	}
 	return out
 }
@@ -264,8 +264,8 @@ func checkTokenExpiry(tokens []*api.ACLTokenListStub, now time.Time) []Finding {
 }
 
 // policyHolders says which tokens hold each rollboot policy there is, and
-// which job it is attached to (workload identity).
-func policyHolders(in ACLInput) Finding {
+// which job it is attached to (workload identity); nothing when there is none.
+func policyHolders(in ACLInput) []Finding {
 	holders := map[string][]string{}
 	for _, t := range in.Tokens {
 		for _, p := range rollbootPolicies(t.Policies) {
@@ -287,9 +287,8 @@ func policyHolders(in ACLInput) Finding {
 		}
 		parts = append(parts, name+": "+strings.Join(h, ", "))
 	}
-	f := Finding{Check: CheckPolicies, Severity: Info, What: "holders: " + strings.Join(parts, "; ")}
-	if len(parts) == 0 {
-		f.What = "no rollboot ACL policy, so no holder"
+	if len(parts) == 0 || in.PoliciesErr != nil {
+		return nil
 	}
-	return f
+	return []Finding{{Check: CheckPolicies, Severity: Info, What: "holders: " + strings.Join(parts, "; ")}}
 }
