@@ -215,3 +215,19 @@ func TestDoctorPassesAWellSetUpCluster(t *testing.T) {
 		t.Errorf("the coordinator logged its start-up checks %d times, want once", n)
 	}
 }
+
+// Nomad that does not answer is one error pointing at the address, not one
+// per check.
+func TestDoctorNomadUnreachable(t *testing.T) {
+	t.Parallel()
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.Close() // its address now refuses connections
+	r, code := runDoctor(t, sim, "")
+	if code != 1 || len(r.Findings) != 1 {
+		t.Fatalf("exit status %d, findings:\n%s: want 1 and one finding", code, r.dump())
+	}
+	r.expect(t, doctor.CheckVersion, doctor.Error, "cannot reach Nomad", "NOMAD_ADDR")
+}
