@@ -18,12 +18,38 @@ func (s *Sim) registerJobRoutes(mux *http.ServeMux) {
 
 func (s *Sim) handleJobSpecific(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
+	if rest != "" && !strings.Contains(rest, "/") {
+		s.handleJobRead(w, r, rest)
+		return
+	}
 	id, ok := strings.CutSuffix(rest, "/allocations")
 	if !ok || id == "" || strings.Contains(id, "/") {
 		simhttp.WriteError(w, http.StatusNotFound, "Invalid URL")
 		return
 	}
 	s.handleJobAllocs(w, r, id)
+}
+
+// handleJobRead answers GET /v1/job/:id (nomad/job_endpoint.go Job.GetJob):
+// read-job in the request's namespace (403 otherwise), the job as registered
+// with its ModifyIndex as index; a job that does not exist is 404 "job not
+// found" (command/agent/job_endpoint.go jobQuery) at the jobs table's index.
+func (s *Sim) handleJobRead(w http.ResponseWriter, r *http.Request, id string) {
+	ns := requestNamespace(r)
+	if s.authorize(w, r, func(t *Token) bool { return t.AllowNamespace(ns, "read-job") }) == nil {
+		return
+	}
+	s.blockingRead(w, r, func() (any, uint64, error) {
+		j, ok := s.cluster.jobs[jobKey{ns, id}]
+		if !ok {
+			var index uint64
+			for _, j := range s.cluster.jobs {
+				index = max(index, *j.job.ModifyIndex)
+			}
+			return nil, 0, &indexedError{err: simhttp.Code(http.StatusNotFound, "job not found"), index: max(index, 1)}
+		}
+		return cloneAPI(j.job), *j.job.ModifyIndex, nil
+	})
 }
 
 // handleJobAllocs answers GET /v1/job/:id/allocations (nomad/job_endpoint.go

@@ -39,6 +39,10 @@ type JobSpec struct {
 	Update bool `json:"update,omitempty"`
 	// Constraints are the job's constraint blocks (constraints.go).
 	Constraints []ConstraintSpec `json:"constraints,omitempty"`
+	// Driver is the task driver of every group's task ("raw_exec", "docker");
+	// its allocations go only on nodes where it is detected and healthy
+	// (constraints.go). "": the task names none the emulator checks.
+	Driver string `json:"driver,omitempty"`
 }
 
 // GroupSpec is a task group.
@@ -281,6 +285,9 @@ func (s *Sim) AddJob(spec JobSpec) error {
 	}
 	for i, g := range spec.Groups {
 		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count), Constraints: groupCons[i]}
+		if spec.Driver != "" {
+			tg.Tasks = []*api.Task{{Name: g.Name, Driver: spec.Driver}}
+		}
 		if spec.DisconnectLostAfter > 0 {
 			tg.Disconnect = &api.DisconnectStrategy{LostAfter: pointerOf(spec.DisconnectLostAfter)}
 			tg.Disconnect.Canonicalize()

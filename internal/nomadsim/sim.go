@@ -51,6 +51,11 @@ type Config struct {
 	Clients int
 	// ClientPools, when set, assigns client i the node pool ClientPools[i%len].
 	ClientPools []string
+	// NoRawExec names client hosts ("client-2", or one AddHost adds later)
+	// whose Nomad client leaves the raw_exec driver disabled, Nomad's default: their nodes fingerprint it
+	// undetected, "disabled", with no driver.raw_exec attribute (nodes.go), so
+	// no allocation of a raw_exec job is placed there (constraints.go).
+	NoRawExec []string
 	// ClientResources, when set, gives the nodes of the named client hosts
 	// ("client-2") the resources their clients fingerprint and reserve
 	// (resources.go); the others get DefaultNodeCPU and DefaultNodeMemoryMB.
