@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -21,16 +22,17 @@ func TestHeld(t *testing.T) {
 		{Host: "idle"},
 	}
 	plans := map[string]store.Plan{
-		"queued":   {Host: "queued", Group: "web", Phase: store.PhasePending, RequestedAt: at},
-		"window":   {Host: "window", Group: "web", Phase: store.PhasePending, Waiting: "group web: outside its windows", RequestedAt: at},
+		"queued": {Host: "queued", Group: "web", Phase: store.PhasePending, RequestedAt: at},
+		"window": {Host: "window", Group: "web", Phase: store.PhasePending, Waiting: "group web: outside its windows",
+			WaitingKind: "group_budget", RequestedAt: at},
 		"draining": {Host: "draining", Group: "web", Phase: store.PhaseDraining},
 	}
 	v := Build(hosts, plans, store.Control{Cancels: map[string]time.Time{"canceled": at}})
-	got := map[string]bool{}
+	got := map[string]string{}
 	for _, h := range v.Hosts {
-		got[h.Host] = h.Held
+		got[h.Host] = fmt.Sprint(h.Held, " ", h.HoldKind)
 	}
-	want := map[string]bool{"queued": false, "window": true, "draining": false, "canceled": true, "idle": false}
+	want := map[string]string{"queued": "false ", "window": "true group_budget", "draining": "false ", "canceled": "true canceled_need", "idle": "false "}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("held: got %v, want %v", got, want)
 	}

@@ -45,6 +45,10 @@ type Host struct {
 	// turn in its group or the next step of its cycle. Its plan stores only
 	// such reasons (phase.WaitReason.Stored).
 	Held bool `json:"held,omitempty"`
+	// HoldKind is the kind of the hold (the reason label of
+	// rollboot_hosts_waiting, or "canceled_need"); "" when not known (a plan
+	// of an older rollboot).
+	HoldKind string `json:"hold_kind,omitempty"`
 	// Failure is the host's last failed reboot attempt, as its agent reported it.
 	Failure *Failure `json:"failure,omitempty"`
 	// AgentVersion is the version of rollboot the host's agent runs.
@@ -128,7 +132,7 @@ func canceledNeed(v *Host, h store.HostRecord, ctl store.Control) {
 	if !ok || !h.RebootRequired || h.RequestedAt.After(at) || v.Phase != store.PhaseIdle || v.ManualRequest {
 		return
 	}
-	v.Held = true
+	v.Held, v.HoldKind = true, "canceled_need"
 	v.Waiting = fmt.Sprintf("its need was canceled at %s (rollboot cancel): ignored until its agent finds a new one or `rollboot request %s`",
 		at.UTC().Format(time.RFC3339), h.Host)
 }
@@ -172,6 +176,9 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 func fillPlan(v *Host, p store.Plan) {
 	v.Group, v.Phase, v.Since, v.Waiting, v.LastError = p.Group, p.Phase, p.PhaseSince, p.Waiting, p.LastError
 	v.Held = p.Waiting != "" && p.Phase != store.PhaseIdle
+	if v.Held {
+		v.HoldKind = p.WaitingKind
+	}
 	if p.Phase != store.PhaseIdle && len(p.Timeline) > 0 {
 		v.Timeline = p.Timeline
 	}

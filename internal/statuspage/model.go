@@ -31,6 +31,9 @@ type Page struct {
 	// Rows each host's state and the group the page lists it in, by host name.
 	Counts map[string]int `json:"counts"`
 	Rows   map[string]Row `json:"rows"`
+	// HeldBy counts the held hosts by the kind of their hold (HoldOther
+	// where it is not known).
+	HeldBy map[string]int `json:"held_by"`
 	// Coordinator is the leading coordinator as it last said, and Policy which
 	// policy applies (status.Policy.Text).
 	Coordinator string `json:"coordinator"`
@@ -131,7 +134,7 @@ func Build(in Input) Page {
 		}
 		slots = pol.Slots
 	}
-	p.Rows, p.Counts = hostStates(in.View.Hosts)
+	p.Rows, p.Counts, p.HeldBy = hostStates(in.View.Hosts)
 	p.Rollout, p.Headline = rollout(in.View, p.Counts)
 	p.Groups = groups(in.View.Hosts, slots, p.Rows)
 	p.Timeline = timeline(in.View.Hosts, in.History)

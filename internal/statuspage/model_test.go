@@ -168,3 +168,21 @@ func TestRolloutHeadline(t *testing.T) {
 		})
 	}
 }
+
+// Held hosts are counted by the kind of their hold; a hold of unknown kind
+// (a plan of an older rollboot) counts as "other".
+func TestHeldBy(t *testing.T) {
+	view := status.View{Policy: &status.Policy{Leader: "c1"}, Hosts: []status.Host{
+		{Host: "a", Phase: store.PhasePending, Held: true, HoldKind: "alerts"},
+		{Host: "b", Phase: store.PhasePending, Held: true, HoldKind: "alerts"},
+		{Host: "c", Phase: store.PhasePending, Held: true},
+		{Host: "d", Phase: store.PhasePending},
+	}}
+	p := Build(Input{Now: t0, View: view})
+	if want := map[string]int{"alerts": 2, HoldOther: 1}; !reflect.DeepEqual(p.HeldBy, want) {
+		t.Errorf("held by %v, want %v", p.HeldBy, want)
+	}
+	if p.Rows["a"].Hold != "alerts" || p.Rows["d"].Hold != "" {
+		t.Errorf("rows %+v", p.Rows)
+	}
+}

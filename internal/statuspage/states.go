@@ -8,11 +8,17 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// Row is what the page says of one host beside its status row.
+// Row is what the page says of one host beside its status row: its state,
+// the group it is listed in, and the kind of its hold when it is held.
 type Row struct {
 	State string `json:"state"`
 	Group string `json:"group"`
+	Hold  string `json:"hold,omitempty"`
 }
+
+// HoldOther is the kind of a hold that is not known (a plan of an older
+// rollboot, a backoff without a stored reason).
+const HoldOther = "other"
 
 // The states of a host, as the page tells them apart: what, if anything, it
 // waits for.
@@ -52,16 +58,24 @@ func hostState(h status.Host) string {
 	return HostIdle
 }
 
-// hostStates is every host's state and how many hosts are in each.
-func hostStates(hosts []status.Host) (map[string]Row, map[string]int) {
-	rows := make(map[string]Row, len(hosts))
-	counts := map[string]int{}
+// hostStates is every host's state, how many hosts are in each, and how
+// many held hosts wait on each kind of hold.
+func hostStates(hosts []status.Host) (rows map[string]Row, counts, heldBy map[string]int) {
+	rows = make(map[string]Row, len(hosts))
+	counts, heldBy = map[string]int{}, map[string]int{}
 	for _, h := range hosts {
-		st := hostState(h)
-		rows[h.Host] = Row{State: st}
-		counts[st]++
+		r := Row{State: hostState(h)}
+		if r.State == HostHeld {
+			r.Hold = h.HoldKind
+			if r.Hold == "" {
+				r.Hold = HoldOther
+			}
+			heldBy[r.Hold]++
+		}
+		rows[h.Host] = r
+		counts[r.State]++
 	}
-	return rows, counts
+	return rows, counts, heldBy
 }
 
 // The rollout's states, as the page's headline says them.

@@ -107,6 +107,7 @@ const pageJS = `(() => {
   return {
     rollout: q("#headline").dataset.rollout || "", headline: q("#headline").textContent,
     counts: [...document.querySelectorAll("#counts .count")].map((e) => e.textContent).join(","),
+    heldBy: (q("#counts .heldby") || {}).textContent || "",
     header: q("header").textContent, groups: [...document.querySelectorAll("details.group")].map((g) => g.dataset.group + ": " + g.querySelector("summary").textContent),
     rows,
   };
@@ -118,6 +119,7 @@ type shownRow struct {
 
 type shown struct {
 	Rollout, Headline, Counts, Header string
+	HeldBy                            string
 	Groups                            []string
 	Rows                              map[string]shownRow
 }
@@ -131,13 +133,13 @@ type shown struct {
 func TestPageStatesInChromium(t *testing.T) {
 	exe := chromium(t)
 	now := time.Now()
-	pending := func(host, waiting string) store.Plan {
+	pending := func(host, waiting, kind string) store.Plan {
 		return store.Plan{Host: host, Group: "web", Phase: store.PhasePending, PhaseSince: now, RequestedAt: now,
-			Waiting: waiting, Timeline: map[string]time.Time{store.PhasePending: now}}
+			Waiting: waiting, WaitingKind: kind, Timeline: map[string]time.Time{store.PhasePending: now}}
 	}
 	sc := &scenario{index: 1, changed: make(chan struct{}), lock: 12, plans: map[string]store.Plan{
-		"web-1": pending("web-1", longReason),
-		"web-2": pending("web-2", "group web: outside its windows"),
+		"web-1": pending("web-1", longReason, "alerts"),
+		"web-2": pending("web-2", "group web: outside its windows", "group_budget"),
 		"db-1":  {Host: "db-1", Group: "olddb", Phase: store.PhaseIdle}, // its group was removed from the policy
 	}, enf: store.Enforcement{Leader: "coord-1 (pid 7)", PolicyVersion: 3, LockIndex: 12, Slots: map[string]int{"web": 1, "default": 1}}}
 	srv := statuspage.New(statuspage.Source{Status: status.Source{Store: sc, Nodes: noNodes{}}, Watch: sc.Watch, Process: "test"}, nil)
@@ -155,8 +157,9 @@ func TestPageStatesInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := waitShown(t, bctx, statuspage.RolloutHeld)
-	if s.Headline != "Held: every host that needs a reboot waits on a hold (2 hosts); see why on each" || s.Counts != "2 held,1 idle" {
-		t.Errorf("every host held: headline %q, counts %q", s.Headline, s.Counts)
+	if s.Headline != "Held: every host that needs a reboot waits on a hold (2 hosts); see why on each" || s.Counts != "2 held,1 idle" ||
+		s.HeldBy != "held by: alerts 1, group_budget 1" {
+		t.Errorf("every host held: headline %q, counts %q, %q", s.Headline, s.Counts, s.HeldBy)
 	}
 	if strings.Contains(s.Header, "leads this process leads") || strings.Contains(s.Header, "Rollout") {
 		t.Errorf("header %q", s.Header)
@@ -174,7 +177,7 @@ func TestPageStatesInChromium(t *testing.T) {
 	}
 	checkFullReason(t, bctx)
 
-	sc.change(func(s *scenario) { s.plans["web-2"] = pending("web-2", "") })
+	sc.change(func(s *scenario) { s.plans["web-2"] = pending("web-2", "", "") })
 	s = waitShown(t, bctx, statuspage.RolloutRunning)
 	held, queued := s.Rows["web-1"], s.Rows["web-2"]
 	if queued.Cls != "row s-queued" || queued.Badge != "queued" || queued.Bg == held.Bg {

@@ -97,7 +97,7 @@
     return r;
   }
 
-  function updateRow(r, h, cycles, st) {
+  function updateRow(r, h, cycles, st, hold) {
     const c = r.cells;
     const phase = h.phase, w = why(h);
     if (r.text.phase !== phase) { c.phase.textContent = phase; c.phase.className = "phase p-" + phase; r.el.dataset.phase = phase; r.text.phase = phase; }
@@ -106,6 +106,7 @@
       r.el.className = "row s-" + st; // the state's badge and colours follow it (style.css)
       setText(c.state, st === "idle" ? "" : stateText.get(st) || st);
     }
+    if (r.text.hold !== hold) { r.text.hold = hold; c.state.title = hold ? "held by: " + hold : ""; }
     const since = h.since ? clock(Date.parse(h.since)) : "-";
     setText(c.since, since);
     if (r.text.why !== w) { setText(c.whyLine, w || "-"); setText(c.whyFull, w); c.why.classList.toggle("empty", !w); r.text.why = w; }
@@ -127,7 +128,7 @@
         });
       }
     }
-    r.search = (h.host + " " + (r.group ? r.group.name : NOGROUP) + " " + phase + " " + (stateText.get(st) || "") + " " + w).toLowerCase();
+    r.search = (h.host + " " + (r.group ? r.group.name : NOGROUP) + " " + phase + " " + (stateText.get(st) || "") + " " + (hold || "") + " " + w).toLowerCase();
   }
 
   function matches(r) { return !filter || r.search.includes(filter); }
@@ -178,6 +179,12 @@
       e.dataset.state = k;
       return e;
     });
+    const held = Object.entries(d.held_by || {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    if (held.length) {
+      const e = el("span", "heldby", "held by: " + held.map(([k, n]) => k + " " + n).join(", "));
+      e.title = "the kinds of the holds: the reason label of rollboot_hosts_waiting (docs/metrics.md)";
+      parts.push(e);
+    }
     const sig = parts.map((e) => e.textContent).join("|");
     if (counts.dataset.sig !== sig) { counts.dataset.sig = sig; counts.replaceChildren(...parts); }
     const banner = $("banner");
@@ -228,7 +235,7 @@
         g.rows.set(h.host, r);
         r.group = g;
       }
-      updateRow(r, h, byHost.get(h.host), info.state || "idle");
+      updateRow(r, h, byHost.get(h.host), info.state || "idle", info.hold || "");
       r.el.hidden = !matches(r);
     }
     for (const [host, r] of rows) {
