@@ -47,7 +47,7 @@
 #   They belong here only, never in the agents' job.
 # - FleetLock (docs/fleetlock.md): to serve it from here, add a fleetlock block
 #   (with TLS) to the configuration below and a port to the group, e.g.
-#       network { port "fleetlock" { static = 7777 } }
+#       port "fleetlock" { static = 7777 }   (in the group's network block)
 #   and let only the CoreOS machines reach it.
 # - The Nomad leadership hand-over needs a management token (Nomad's
 #   Operator.TransferLeadershipToPeer accepts nothing less). Do not give the
@@ -123,6 +123,31 @@ job "rollboot-coordinator" {
       mode     = "delay"
     }
 
+    # The telemetry listener: /metrics and the status page, on a port Nomad
+    # picks. Every instance serves both, standby or leader: the page is read
+    # from the stored state (the same on every instance, saying which one
+    # leads), and the state metrics come from the leader only, so a scrape of
+    # every instance counts each host once (docs/metrics.md).
+    network {
+      port "http" {}
+    }
+
+    # Prometheus finds every instance with nomad_sd_configs
+    # (deploy/prometheus/prometheus.yml). Nomad's own check asks for the page.
+    service {
+      name     = "rollboot-coordinator"
+      provider = "nomad"
+      port     = "http"
+      tags     = ["metrics", "status-page"]
+
+      check {
+        type     = "http"
+        path     = "/"
+        interval = "30s"
+        timeout  = "5s"
+      }
+    }
+
     task "rollboot" {
       driver = "exec"
 
@@ -179,6 +204,13 @@ job "rollboot-coordinator" {
 
           state {
             prefix = "rollboot"
+          }
+
+          # /metrics and the status page (docs/status-page.md) on the group's
+          # port. Plain HTTP, and the page names hosts: let only Prometheus
+          # and your operators reach the port.
+          telemetry {
+            listen = "{{ env "NOMAD_ADDR_http" }}"
           }
         EOT
       }

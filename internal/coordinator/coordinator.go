@@ -400,6 +400,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	adm := c.admit(octx, s)
 	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)
+	c.publishSlots(octx, s.statuses)
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	var writes []pendingWrite // stored together, after the others (apply.go)

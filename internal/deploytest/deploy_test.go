@@ -499,6 +499,8 @@ var taskEnv = map[string]string{
 	"NOMAD_TASK_DIR":   "/local",
 	// The pack's FleetLock listener: the group's static port on the host.
 	"NOMAD_ADDR_fleetlock": "10.0.0.7:7777",
+	// The coordinator's telemetry listener: the group's dynamic port.
+	"NOMAD_ADDR_http": "10.0.0.9:27341",
 }
 
 // render executes a Nomad template with the functions rollboot's templates use,

@@ -88,6 +88,12 @@ func goValue(v cty.Value) any {
 // as `nomad-pack render packs/rollboot -var k=v` would.
 func renderPack(t *testing.T, overrides map[string]any) (string, error) {
 	t.Helper()
+	return renderPackFile(t, "rollboot.nomad.tpl", overrides)
+}
+
+// renderPackFile renders one of the pack's templates (templates/file).
+func renderPackFile(t *testing.T, file string, overrides map[string]any) (string, error) {
+	t.Helper()
 	vars := packDefaults(t)
 	for k, v := range overrides {
 		if _, ok := vars[k]; !ok {
@@ -109,7 +115,7 @@ func renderPack(t *testing.T, overrides map[string]any) (string, error) {
 		},
 		"fail": func(msg string) (string, error) { return "", errors.New(msg) },
 	}
-	path := packPath("templates", "rollboot.nomad.tpl")
+	path := packPath("templates", file)
 	tmpl, err := template.New(filepath.Base(path)).Delims("[[", "]]").Funcs(funcs).Option("missingkey=error").Parse(string(read(t, path)))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
@@ -138,6 +144,7 @@ func flattenJob(t *testing.T, name string, src []byte, vars map[string]cty.Value
 			"cpu":    cty.ObjectVal(map[string]cty.Value{"arch": cty.StringVal("${attr.cpu.arch}")}),
 		}),
 		"NOMAD_TASK_DIR": cty.StringVal("${NOMAD_TASK_DIR}"),
+		"meta":           cty.ObjectVal(map[string]cty.Value{"rollboot_coordinator": cty.StringVal("${meta.rollboot_coordinator}")}),
 	}}
 	out := map[string]string{}
 	var walk func(prefix string, b *hclsyntax.Body)
@@ -376,7 +383,7 @@ func TestPackRefuses(t *testing.T) {
 
 // The pack has what nomad-pack loads: metadata, variables, a README, templates.
 func TestPackLayout(t *testing.T) {
-	for _, f := range []string{"metadata.hcl", "variables.hcl", "README.md", filepath.Join("templates", "rollboot.nomad.tpl")} {
+	for _, f := range []string{"metadata.hcl", "variables.hcl", "README.md", filepath.Join("templates", "rollboot.nomad.tpl"), filepath.Join("templates", coordTemplate)} {
 		if _, err := os.Stat(packPath(f)); err != nil {
 			t.Error(err)
 		}

@@ -176,6 +176,7 @@ func TestCoordinatorJobFile(t *testing.T) {
 			t.Errorf("coordinator policy does not allow %s on %s/%s used by the coordinator job", c.capability, cfg.Nomad.Namespace, c.path)
 		}
 	}
+	checkCoordinatorTelemetry(t, group, cfg)
 	if cfg.Coordinator.LeaderTransferDenied != "continue" {
 		t.Errorf("leader_transfer_denied %q: without a management token (never given) \"continue\" keeps server reboots going", cfg.Coordinator.LeaderTransferDenied)
 	}

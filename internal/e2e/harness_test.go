@@ -95,6 +95,9 @@ type clusterOpts struct {
 	// resync is coordinator.resync_interval (default 200ms). Tests of how fast
 	// rollboot reacts use productionResync, so that no resync hides a missed wake-up.
 	resync time.Duration
+	// coordConfig, when set, gives HCL blocks added to one standalone
+	// coordinator's configuration, by its name (coordinator-1, ...).
+	coordConfig func(name string) string
 }
 
 // productionResync is the default coordinator.resync_interval.
@@ -410,7 +413,11 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 }
 
 func (c *cluster) startCoordinator(name string) {
-	path := c.writeConfig(name, c.configFor("", c.sim.Address()))
+	cfg := c.configFor("", c.sim.Address())
+	if c.opts.coordConfig != nil {
+		cfg += c.opts.coordConfig(name) + "\n"
+	}
+	path := c.writeConfig(name, cfg)
 	cmd := exec.Command(rollbootBin, "coordinator", "--config", path, "--log-level", "debug")
 	consul, vault := "http://127.0.0.1:1", "http://127.0.0.1:1"
 	if c.opts.servers > 0 {

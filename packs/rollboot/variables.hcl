@@ -75,3 +75,39 @@ variable "telemetry_port" {
   type        = number
   default     = 9464
 }
+
+variable "coordinator_enabled" {
+  description = "Render the coordinator's service job too (deploy/nomad/rollboot-coordinator.nomad.hcl): the one process that decides the rollout."
+  type        = bool
+  default     = true
+}
+
+variable "coordinator_job_name" {
+  description = "Name of the coordinator's job, and of its Nomad service; the Variable token source reads nomad/jobs/<coordinator_job_name> in coordinator_namespace."
+  type        = string
+  default     = "rollboot-coordinator"
+}
+
+variable "coordinator_namespace" {
+  description = "Nomad namespace of the coordinator's job: its own, apart from state_namespace, so that its token variable is apart from the agents'."
+  type        = string
+  default     = "rollboot"
+}
+
+variable "coordinator_count" {
+  description = "Coordinator instances, on distinct hosts (meta.rollboot_coordinator = \"true\"): one leads, the others take over at once."
+  type        = number
+  default     = 2
+}
+
+variable "coordinator_telemetry" {
+  description = "Serve the coordinator's /metrics and status page on a dynamic port of its group, registered as the Nomad service <coordinator_job_name> (provider nomad) for Prometheus's nomad_sd_configs."
+  type        = bool
+  default     = true
+}
+
+variable "coordinator_vault_secret_path" {
+  description = "token_source = \"vault\": the Nomad secrets engine path that issues rollboot-coordinator tokens."
+  type        = string
+  default     = "nomad/creds/rollboot-coordinator"
+}
