@@ -4,6 +4,7 @@
 # job, rollboot-coordinator.nomad.hcl, with its own token. See docs/deploy.md.
 #
 #   nomad job run -var 'version=v1.2.3' \
+#     -var 'release_url=https://releases.example.com/rollboot' \
 #     deploy/nomad/rollboot.nomad.hcl
 #
 # Why these choices:
@@ -55,10 +56,12 @@ variable "version" {
   description = "rollboot release to run, e.g. v1.2.3 (a tag of the release)"
 }
 
+# No default: nobody publishes rollboot's releases for you. Host the output of
+# scripts/release yourself (any static HTTP server or object store the clients
+# reach; docs/install.md) and name it here.
 variable "release_url" {
   type        = string
-  description = "Where the releases are: <release_url>/<version>/ holds the archives and SHA256SUMS (set it to your mirror)"
-  default     = "https://github.com/rollboot/rollboot/releases/download"
+  description = "Required. Base URL where you host scripts/release's output: <release_url>/<version>/rollboot_<version>_linux_<arch>.tar.gz and <release_url>/<version>/SHA256SUMS (docs/install.md)"
 }
 
 variable "datacenters" {

@@ -23,9 +23,9 @@ variable "version" {
 }
 
 variable "release_url" {
-  description = "raw_exec: where the releases are; <release_url>/<version>/ holds the archives and SHA256SUMS."
+  description = "raw_exec, required: base URL where you host scripts/release's output; <release_url>/<version>/ holds rollboot_<version>_linux_<arch>.tar.gz and SHA256SUMS (docs/install.md). Nobody publishes them for you."
   type        = string
-  default     = "https://github.com/rollboot/rollboot/releases/download"
+  default     = ""
 }
 
 variable "image" {
