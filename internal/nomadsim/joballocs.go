@@ -96,14 +96,14 @@ func (s *Sim) SetTaskRunning(host, job string, running bool) error {
 		}
 		sa.taskDead = !running
 		// The task's state as the client reports it (structs.TaskState): the
-		// emulator models one task per group, named after the group.
+		// emulator models one task per group (GroupSpec.Task).
 		if a.TaskStates == nil {
 			a.TaskStates = map[string]*api.TaskState{}
 		}
-		ts := a.TaskStates[a.TaskGroup]
+		ts := a.TaskStates[taskName(sa)]
 		if ts == nil {
 			ts = &api.TaskState{StartedAt: time.Unix(0, a.CreateTime)}
-			a.TaskStates[a.TaskGroup] = ts
+			a.TaskStates[taskName(sa)] = ts
 		}
 		now := time.Now()
 		if running {
