@@ -12,14 +12,25 @@ import (
 
 // registerJobRoutes serves the job endpoints the emulator models.
 func (s *Sim) registerJobRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("/v1/job/", methods(s.handleJobSpecific, http.MethodGet))
-	s.registerWorkloadRoutes(mux) // workloads_http.go
+	mux.HandleFunc("/v1/job/", methods(s.handleJobSpecific, http.MethodGet, http.MethodDelete))
+	s.registerWorkloadRoutes(mux)  // workloads_http.go
+	s.registerJobParseRoute(mux)   // jobparse.go
+	s.registerNamespaceRoutes(mux) // jobregister.go
 }
 
 func (s *Sim) handleJobSpecific(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
+	if rest != "" && !strings.Contains(rest, "/") {
+		// GET and DELETE /v1/job/:id (jobregister.go).
+		if r.Method == http.MethodDelete {
+			s.handleJobDeregister(w, r, rest)
+		} else {
+			s.handleJobGet(w, r, rest)
+		}
+		return
+	}
 	id, ok := strings.CutSuffix(rest, "/allocations")
-	if !ok || id == "" || strings.Contains(id, "/") {
+	if !ok || id == "" || strings.Contains(id, "/") || r.Method != http.MethodGet {
 		simhttp.WriteError(w, http.StatusNotFound, "Invalid URL")
 		return
 	}
