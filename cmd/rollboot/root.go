@@ -32,6 +32,7 @@ func newRootCmd() *cobra.Command {
 		newForgetCmd(cf),
 		newControlCmd(cf),
 		newPolicyCmd(cf),
+		newSetupCmd(cf),
 		newFleetLockIDCmd(),
 		newVersionCmd(),
 	)

@@ -247,9 +247,9 @@ func TestPackRendersTheJobFiles(t *testing.T) {
 	}{
 		{"raw_exec is rollboot.nomad.hcl", map[string]any{"version": packVersion, "release_url": packReleaseURL}, deployRaw, nil},
 		{"docker is rollboot-docker.nomad.hcl", map[string]any{"driver": "docker", "image": "registry.example.com/rollboot:" + packVersion}, deployDocker, nil},
-		{"vault token: the token template reads Vault", map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "vault", "vault_role": "rollboot-agent"},
-			deployRaw, []string{task + "/vault[0]/change_mode", task + "/vault[0]/role", tokenTmpl + "/data"}},
-		{"workload identity: no token template, an identity in the environment", map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "workload_identity"},
+		{"vault token: a token template that reads Vault instead of the identity", map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "vault", "vault_role": "rollboot-agent"},
+			deployRaw, append([]string{task + "/identity[0]/env", task + "/vault[0]/change_mode", task + "/vault[0]/role"}, tokenKeys...)},
+		{"variable token: a token template instead of the identity", map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "variable"},
 			deployRaw, append([]string{task + "/identity[0]/env"}, tokenKeys...)},
 		{"telemetry", map[string]any{"version": packVersion, "release_url": packReleaseURL, "telemetry_enabled": true},
 			deployRaw, []string{
@@ -289,7 +289,7 @@ func TestPackChoices(t *testing.T) {
 		t.Error("workload identity: no identity { env = true }")
 	}
 
-	named := flattenJob(t, "pack", []byte(mustRenderPack(t, map[string]any{"version": packVersion, "release_url": packReleaseURL, "job_name": "reboots", "datacenters": []any{"dc1", "dc2"}})), nil)
+	named := flattenJob(t, "pack", []byte(mustRenderPack(t, map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "variable", "job_name": "reboots", "datacenters": []any{"dc1", "dc2"}})), nil)
 	if named["job.reboots/datacenters"] != `["dc1","dc2"]` {
 		t.Errorf("datacenters %s", named["job.reboots/datacenters"])
 	}
