@@ -50,7 +50,9 @@ func TestPlan(t *testing.T) {
 		{"everything in place: nothing to do", func(*Observed) {}, map[string]Action{"job default/rollboot": Keep, "stored policy rollboot/policy": Keep}, 0},
 		{"an empty cluster: everything created", func(o *Observed) { *o = Observed{ACLs: true} },
 			map[string]Action{"namespace rollboot": Create, "acl policy rollboot-agent": Create, "stored policy rollboot/policy": Create, "job rollboot/rollboot-coordinator": Create, "job default/rollboot": Create}, 8},
-		{"a policy edited by hand is put back", func(o *Observed) { o.Policies["rollboot-agent"] = &api.ACLPolicy{Rules: "node { policy = \"write\" }", JobACL: d.Policies[0].JobACL} },
+		{"a policy edited by hand is put back", func(o *Observed) {
+			o.Policies["rollboot-agent"] = &api.ACLPolicy{Rules: "node { policy = \"write\" }", JobACL: d.Policies[0].JobACL}
+		},
 			map[string]Action{"acl policy rollboot-agent": Update}, 1},
 		{"a policy detached from its job is attached again", func(o *Observed) { o.Policies["rollboot-coordinator"] = &api.ACLPolicy{Rules: d.Policies[1].Rules} },
 			map[string]Action{"acl policy rollboot-coordinator": Update}, 1},
