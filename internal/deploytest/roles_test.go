@@ -199,9 +199,16 @@ func TestDeployDocNamesExistingFiles(t *testing.T) {
 			t.Errorf("docs/deploy.md names %s: %v", m, err)
 		}
 	}
+	// The jobs' policies are attached to the jobs (their identities are their
+	// tokens); only the server hosts, outside Nomad, get tokens.
+	attached := map[string]string{"agent": "-namespace default -job rollboot \\\n  rollboot-agent ",
+		"coordinator": "-namespace rollboot -job rollboot-coordinator \\\n  rollboot-coordinator "}
 	for _, role := range []string{"agent", "agent-server", "coordinator", "operator"} {
-		want := "nomad acl token create -type client -name " + policyName(role) + " -policy " + policyName(role)
-		if role != "operator" && !strings.Contains(doc, want) {
+		if a, ok := attached[role]; ok && !strings.Contains(doc, a) {
+			t.Errorf("docs/deploy.md: %s is not applied attached to its job (%q)", policyName(role), a)
+		}
+		want := "nomad acl token create -type client -name \"" + policyName(role) + " <host>\" -policy " + policyName(role)
+		if role == "agent-server" && !strings.Contains(doc, want) {
 			t.Errorf("docs/deploy.md: no %q", want)
 		}
 		if !strings.Contains(doc, policyName(role)+" deploy/acl/"+policyFiles[role]) {
