@@ -122,6 +122,11 @@ func runInstall(ctx context.Context, out io.Writer, c *api.Client, st *store.Sto
 	if !acls {
 		fmt.Fprintln(out, "ACLs are off: no policy is applied, and the jobs' identities need none.")
 	}
+	if w, err := install.CoordinatorNodeWarning(ctx, c); err != nil {
+		return err
+	} else if w != "" {
+		fmt.Fprintln(out, "warning: "+w)
+	}
 	switch {
 	case n == 0:
 		fmt.Fprintln(out, "Nothing to change.")

@@ -80,6 +80,22 @@ func nodesFor(nodes []*api.NodeListStub, driver string) int {
 	return n
 }
 
+// CoordinatorNodeWarning says, when fewer than three clients may run the
+// coordinator job (its constraint on the client metadata rollboot_coordinator),
+// why its instances would wait and what to set; "" otherwise.
+func CoordinatorNodeWarning(ctx context.Context, c *api.Client) (string, error) {
+	q := (&api.QueryOptions{Filter: `Meta.rollboot_coordinator == "true"`}).WithContext(ctx)
+	nodes, _, err := c.Nodes().List(q)
+	if err != nil {
+		return "", fmt.Errorf("list the clients that may run the coordinator: %w", err)
+	}
+	if len(nodes) >= 3 {
+		return "", nil
+	}
+	return fmt.Sprintf("%d clients have the metadata rollboot_coordinator = \"true\": the coordinator job's two instances run only there, on distinct hosts, "+
+		"and a third lets a drained one move; set client { meta { rollboot_coordinator = \"true\" } } (or nomad node meta apply rollboot_coordinator=true) on three clients you trust with it (docs/deploy.md)", len(nodes)), nil
+}
+
 func noDriverError(driver string, clients int) error {
 	if driver == "docker" {
 		return fmt.Errorf("none of the %d Nomad clients runs docker with privileged containers allowed: the agents' docker job runs privileged; set plugin \"docker\" { config { allow_privileged = true  volumes { enabled = true } } } on the clients and restart them, or use -driver raw_exec (docs/deploy.md)", clients)

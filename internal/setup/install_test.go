@@ -133,3 +133,30 @@ func TestServerHostToken(t *testing.T) {
 		t.Error("a host name with a space: no error")
 	}
 }
+
+// Fewer than three clients that may run the coordinator job: a warning with
+// the fix; three: none.
+func TestCoordinatorNodeWarning(t *testing.T) {
+	s, c, _ := installed(t)
+	w, err := CoordinatorNodeWarning(context.Background(), c)
+	if err != nil || !strings.Contains(w, "0 clients") || !strings.Contains(w, "nomad node meta apply rollboot_coordinator=true") {
+		t.Errorf("no client marked: %q, %v", w, err)
+	}
+	for _, h := range []string{"client-1", "client-2"} {
+		if err := s.SetNodeMeta(h, map[string]string{"rollboot_coordinator": "true"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w, _ := CoordinatorNodeWarning(context.Background(), c); !strings.Contains(w, "2 clients") {
+		t.Errorf("two marked: %q", w)
+	}
+	if _, err := s.AddHost("client-3", false, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetNodeMeta("client-3", map[string]string{"rollboot_coordinator": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := CoordinatorNodeWarning(context.Background(), c); w != "" || err != nil {
+		t.Errorf("three marked: %q, %v", w, err)
+	}
+}
