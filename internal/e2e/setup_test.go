@@ -34,15 +34,19 @@ func (c *cluster) identityOf(ns, job, host string) string {
 
 // runJobCoordinators runs one `rollboot coordinator` per live allocation of
 // the coordinator job, with that allocation's identity as NOMAD_TOKEN, as the
-// Nomad client runs the task: a new allocation starts one, and the process of
-// an allocation that stopped gets SIGTERM (the job's kill_signal).
+// Nomad client runs the task: a new allocation starts one, and once the
+// scheduler stops an allocation its process gets SIGTERM (the job's
+// kill_signal), while its identity still authenticates (until the allocation
+// is client-terminal, Config.MigrateTime later).
 func (c *cluster) runJobCoordinators(ctx context.Context) {
 	running := map[string]string{} // allocation ID → process name
 	for ctx.Err() == nil {
 		ids, _ := c.sim.TaskIdentities("rollboot", "rollboot-coordinator")
 		live := map[string]nomadsim.TaskIdentity{}
 		for _, id := range ids {
-			live[id.AllocID] = id
+			if id.DesiredStatus != api.AllocDesiredStatusStop {
+				live[id.AllocID] = id
+			}
 		}
 		for alloc, name := range running {
 			if _, ok := live[alloc]; !ok {
@@ -75,7 +79,10 @@ func (c *cluster) runJobCoordinators(ctx context.Context) {
 // -destroy leaves no rollboot policy, token, variable, namespace or job.
 func TestSetupFromEmptyCluster(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, clusterOpts{clients: 3, acl: true, fromSetup: true})
+	// migrateTime: a stopped coordinator allocation stays authenticated this
+	// long after its SIGTERM, time enough to release the election lock (Nomad
+	// gives it kill_timeout, 30s in the shipped job).
+	c := newCluster(t, clusterOpts{clients: 3, acl: true, fromSetup: true, migrateTime: time.Second})
 	mgmt := c.sim.ManagementToken()
 	c.opts.agentEnv = func(host string) []string {
 		return []string{"NOMAD_TOKEN=" + c.identityOf("default", agentJob, host)}
@@ -119,16 +126,20 @@ func TestSetupFromEmptyCluster(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); c.runJobCoordinators(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	start := time.Now()
 	c.needReboot(hosts...)
 	c.waitFor("every host rebooted", 120*time.Second, c.rebootedAll(hosts))
+	t.Logf("rollout of %d hosts: %s", len(hosts), time.Since(start).Round(time.Millisecond))
 	c.mustHold(invariants.Spec{Concurrency: map[string]int{"": 1}, EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 	if ex := c.unexpectedExits(); len(ex) > 0 {
 		t.Errorf("processes ended by themselves: %v", ex)
 	}
 
+	start = time.Now()
 	if out, err = c.cliAs(mgmt, "setup", "-destroy", "-timeout", "60s"); err != nil {
 		t.Fatalf("setup -destroy: %v\n%s", err, out)
 	}
+	t.Logf("setup -destroy: %s", time.Since(start).Round(time.Millisecond))
 	checkNothingLeft(t, c.client, mgmt)
 }
 

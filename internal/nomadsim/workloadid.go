@@ -207,6 +207,10 @@ type TaskIdentity struct {
 	Host    string `json:"host"`
 	Group   string `json:"group"`
 	Task    string `json:"task"`
+	// DesiredStatus is the allocation's: "stop" once the scheduler stopped
+	// it, when its client kills the task (kill_signal) while the identity
+	// still authenticates, until the allocation is client-terminal.
+	DesiredStatus string `json:"desired_status"`
 	// Token is the signed identity, as the Task API gives it to any task.
 	Token string `json:"token"`
 	// Env holds NOMAD_TOKEN when the task's identity block says env = true
@@ -237,7 +241,8 @@ func (s *Sim) TaskIdentities(namespace, job string) ([]TaskIdentity, error) {
 		if sa.identity == "" {
 			sa.identity = s.signIdentityLocked(sa, time.Now())
 		}
-		ti := TaskIdentity{AllocID: a.ID, Host: a.NodeName, Group: a.TaskGroup, Task: taskName(sa), Token: sa.identity, Env: map[string]string{}}
+		ti := TaskIdentity{AllocID: a.ID, Host: a.NodeName, Group: a.TaskGroup, Task: taskName(sa), DesiredStatus: a.DesiredStatus,
+			Token: sa.identity, Env: map[string]string{}}
 		if g := sa.job.group(a.TaskGroup); g != nil && g.IdentityEnv {
 			ti.Env["NOMAD_TOKEN"] = sa.identity
 		}
