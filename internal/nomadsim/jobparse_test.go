@@ -152,9 +152,11 @@ func TestRegisterAndPurgeJobs(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("allocations not running: %v", err)
 	}
+	// The shipped job's identity { env = true }, through parse and register.
 	ids := identities(t, s, "default", "rollboot")
-	if len(ids) != 3 || ids["client-1"].Task != "rollboot" || ids["client-1"].Env["NOMAD_TOKEN"] != "" {
-		t.Errorf("agent identities %+v: the shipped job has no identity block yet", ids)
+	if id := ids["client-1"]; len(ids) != 3 || id.Task != "rollboot" || id.Env["NOMAD_TOKEN"] != id.Token || id.Token == "" {
+		t.Errorf("%d agent identities; client-1's task %q, NOMAD_TOKEN set %v: want the task's identity in its environment",
+			len(ids), id.Task, id.Env["NOMAD_TOKEN"] != "")
 	}
 	got, _, err := c.Jobs().Info("rollboot-coordinator", &api.QueryOptions{Namespace: "rollboot"})
 	if err != nil || *got.Type != "service" {
