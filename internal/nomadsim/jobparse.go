@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ import (
 //     as attributes, a config's nested blocks as lists of objects
 //     (hclutil.BlocksAsAttrs); durations from strings such as "30s"; a
 //     constraint's operator "=" by default (hcl_conversions.go decodeConstraint).
+//   - Then normalized as parse_job.go normalizeJob does (normalizeJob below).
 //
 // Not modelled (400 "not modelled by the emulator"): locals, functions, dynamic
 // blocks, JSON jobspecs, and attributes or blocks the API types do not have.
@@ -124,7 +126,53 @@ func ParseJobHCL(src, varContent string) (*api.Job, error) {
 	if job.Name == nil {
 		job.Name = job.ID
 	}
+	normalizeJob(job)
 	return job, nil
+}
+
+// normalizeJob is the part of jobspec2/parse_job.go normalizeJob that applies
+// to the subset parsed: a port with a static value is reserved
+// (normalizeNetworkPorts); templates get their defaults (normalizeTemplates:
+// change_mode restart, perms 0644, splay 5s, error_on_missing_key false); and
+// the default identity (no name, or "default") moves from Identities to
+// Task.Identity.
+func normalizeJob(job *api.Job) {
+	for _, tg := range job.TaskGroups {
+		for _, n := range tg.Networks {
+			var dynamic, reserved []api.Port
+			for _, p := range n.DynamicPorts {
+				if p.Value > 0 {
+					reserved = append(reserved, p)
+				} else {
+					dynamic = append(dynamic, p)
+				}
+			}
+			n.DynamicPorts, n.ReservedPorts = dynamic, reserved
+		}
+		for _, t := range tg.Tasks {
+			for _, tm := range t.Templates {
+				if tm.ChangeMode == nil {
+					tm.ChangeMode = pointerOf("restart")
+				}
+				if tm.Perms == nil {
+					tm.Perms = pointerOf("0644")
+				}
+				if tm.Splay == nil {
+					tm.Splay = pointerOf(5 * time.Second)
+				}
+				if tm.ErrMissingKey == nil {
+					tm.ErrMissingKey = pointerOf(false)
+				}
+			}
+			for i, id := range t.Identities {
+				if id.Name == "" || id.Name == "default" {
+					t.Identity = id
+					t.Identities = slices.Delete(t.Identities, i, i+1)
+					break
+				}
+			}
+		}
+	}
 }
 
 // jobVariables evaluates the variable blocks with the given values

@@ -55,6 +55,9 @@ func TestParseShippedJobs(t *testing.T) {
 	if task.Env["NOMAD_ADDR"] != "http://127.0.0.1:4646" || *task.KillTimeout != 30*time.Second || task.KillSignal != "SIGTERM" {
 		t.Errorf("env %v kill %v %s", task.Env, task.KillTimeout, task.KillSignal)
 	}
+	if task.Identity == nil || !task.Identity.Env || len(task.Identities) != 0 {
+		t.Errorf("identity %+v, identities %v: want the default identity in Task.Identity (normalizeJob)", task.Identity, task.Identities)
+	}
 	if len(job.Constraints) != 1 || job.Constraints[0].LTarget != "${attr.kernel.name}" || job.Constraints[0].Operand != "=" {
 		t.Errorf("constraints %+v: want the kernel constraint with the default operator", job.Constraints)
 	}

@@ -83,10 +83,11 @@ func groupSpecFromAPI(tg *api.TaskGroup) (GroupSpec, error) {
 	if t.Resources != nil {
 		g.CPU, g.MemoryMB = int64(derefOr(t.Resources.CPU, 0)), int64(derefOr(t.Resources.MemoryMB, 0))
 	}
-	for _, id := range t.Identities {
-		// The default identity (no name) is the one NOMAD_TOKEN carries
-		// (structs.WorkloadIdentityDefaultName).
-		if (id.Name == "" || id.Name == "default") && id.Env {
+	// The default identity is the one NOMAD_TOKEN carries: Task.Identity as
+	// jobspec2 normalizeJob puts it, or unnamed among Identities
+	// (structs.WorkloadIdentityDefaultName).
+	for _, id := range append([]*api.WorkloadIdentity{t.Identity}, t.Identities...) {
+		if id != nil && (id.Name == "" || id.Name == "default") && id.Env {
 			g.IdentityEnv = true
 		}
 	}
