@@ -56,8 +56,11 @@ func Plan(d Desired, o Observed) []Change {
 		out = append(out, planPolicy(&d.Policies[i], o))
 	}
 	sp := Change{Kind: "stored policy", Name: "rollboot/policy", Action: Create, Detail: "deploy/policy.hcl, as `rollboot policy apply` stores it"}
-	if o.StoredPolicyVersion > 0 {
+	switch {
+	case o.StoredPolicyVersion > 0:
 		sp.Action, sp.Detail = Keep, fmt.Sprintf("version %d is stored; `rollboot policy apply` changes it", o.StoredPolicyVersion)
+	case o.StoredPolicyVersion < 0:
+		sp.Action, sp.Detail = Keep, "a variable is there that rollboot cannot read; left as it is (`rollboot policy show` says why)"
 	}
 	out = append(out, sp)
 	for i := range d.Jobs {
@@ -65,7 +68,11 @@ func Plan(d Desired, o Observed) []Change {
 		c := Change{Kind: "job", Name: j.Namespace + "/" + j.ID, Action: Create, Detail: "deploy/" + j.File, job: j}
 		if cur := o.Jobs[c.Name]; cur != nil {
 			c.Action = Keep
-			if cur.Meta[MetaKey] != j.Digest {
+			switch cur.Meta[MetaKey] {
+			case j.Digest:
+			case "":
+				c.Action, c.Detail = Update, "deploy/"+j.File+": the registered job was not registered by setup"
+			default:
 				c.Action, c.Detail = Update, "deploy/"+j.File+": another file or release than the registered one"
 			}
 		}

@@ -60,6 +60,10 @@ func TestPlan(t *testing.T) {
 			map[string]Action{"job default/rollboot": Update}, 1},
 		{"a stored policy is the operator's: kept", func(o *Observed) { o.StoredPolicyVersion = 7 },
 			map[string]Action{"stored policy rollboot/policy": Keep}, 0},
+		{"an unreadable stored policy is left alone", func(o *Observed) { o.StoredPolicyVersion = -1 },
+			map[string]Action{"stored policy rollboot/policy": Keep}, 0},
+		{"a job registered by hand is registered again", func(o *Observed) { o.Jobs["rollboot/rollboot-coordinator"].Meta = nil },
+			map[string]Action{"job rollboot/rollboot-coordinator": Update}, 1},
 		{"ACLs off: no policy", func(o *Observed) { o.ACLs = false },
 			map[string]Action{"acl policy rollboot-agent": Skip, "acl policy rollboot-operator": Skip}, 0},
 	} {
