@@ -105,7 +105,10 @@ func deleteState(ctx context.Context, c *api.Client, prefix, ns string, w io.Wri
 	}
 	for _, v := range vars {
 		if _, err := c.Variables().Delete(v.Path, (&api.WriteOptions{Namespace: ns}).WithContext(ctx)); err != nil {
-			return fmt.Errorf("delete variable %s: %w", v.Path, err)
+			// A held variable lock cannot be deleted (409): the election's
+			// until a stopping coordinator releases it or its TTL ends, a
+			// server reboot lock while a server host's agent holds it.
+			return fmt.Errorf("delete variable %s: %w (a lock is held: if it stays so, stop the agents on the server hosts, systemctl disable --now rollboot-agent, and run setup -destroy again)", v.Path, err)
 		}
 	}
 	if len(vars) > 0 {
