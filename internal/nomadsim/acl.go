@@ -32,8 +32,10 @@ type Token struct {
 	CreateIndex uint64
 	ModifyIndex uint64
 	// claims: a task's workload identity stands for this token
-	// (workloadid.go); nil for an ACL token.
-	claims *workloadClaims
+	// (workloadid.go); nil for an ACL token. attached names the policies
+	// attached to its job, which it may read (getPoliciesForIdentity).
+	claims   *workloadClaims
+	attached []string
 }
 
 // Policy is a Nomad ACL policy as written in HCL (acl/policy.go). Only the parts

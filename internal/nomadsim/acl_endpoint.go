@@ -3,6 +3,7 @@ package nomadsim
 import (
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -465,9 +466,10 @@ func (s *Sim) policyNamesLocked() []string {
 }
 
 // holdsPolicy: a management token may see every policy, another token the
-// policies linked to it by name (getPolicyAuthorizationFunc).
+// policies linked to it by name, a workload identity those attached to its job
+// (getPolicyAuthorizationFunc, getPoliciesForIdentity: ResolvePoliciesForClaims).
 func (t *Token) holdsPolicy(name string) bool {
-	if t.Management {
+	if t.Management || slices.Contains(t.attached, name) {
 		return true
 	}
 	for _, n := range t.PolicyNames {

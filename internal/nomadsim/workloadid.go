@@ -144,6 +144,7 @@ func (s *Sim) workloadTokenLocked(c *workloadClaims) *Token {
 		p := s.acl.policies[name]
 		if jobACLMatches(p.JobACL, c) {
 			t.Policies = append(t.Policies, p.parsed)
+			t.attached = append(t.attached, name)
 		}
 	}
 	return t

@@ -99,6 +99,18 @@ func TestWorkloadIdentityResolvesJobACL(t *testing.T) {
 			t.Errorf("write with a policy attached to %+v: %v", j, err)
 		}
 	}
+	// It reads the policies attached to its job; another job's identity not.
+	if _, err := mgmt.ACLPolicies().Upsert(&api.ACLPolicy{Name: "agent", Rules: agentVarsPolicy, JobACL: &api.JobACL{Namespace: "default", JobID: "rollboot"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := wi.ACLPolicies().Info("agent", nil); err != nil {
+		t.Errorf("the identity reads the policy attached to its job: %v", err)
+	}
+	if list, _, err := wi.ACLPolicies().List(nil); err != nil || len(list) != 1 || list[0].Name != "agent" {
+		t.Errorf("the identity lists %+v, %v; want its attached policy", list, err)
+	}
+	_, _, err := other.ACLPolicies().Info("agent", nil)
+	wantCode(t, "another job's identity reads the policy", err, "403")
 	// Recorded as the allocation; token self knows no token.
 	self, err := s.aclSelfStatus(id.Token)
 	if err != nil || self != http.StatusNotFound {
