@@ -33,6 +33,7 @@ func newRootCmd() *cobra.Command {
 		newControlCmd(cf),
 		newPolicyCmd(cf),
 		newDoctorCmd(cf),
+		newSetupCmd(cf),
 		newFleetLockIDCmd(),
 		newVersionCmd(),
 	)

@@ -15,7 +15,7 @@ const coordTemplate = "rollboot-coordinator.nomad.tpl"
 // listener) on by default; each choice changes exactly what it names.
 func TestPackRendersTheCoordinatorJob(t *testing.T) {
 	deploy := flattenJob(t, "rollboot-coordinator.nomad.hcl", read(t, deployPath("nomad", "rollboot-coordinator.nomad.hcl")), map[string]cty.Value{
-		"version": cty.StringVal(packVersion), "release_url": cty.StringVal("https://github.com/rollboot/rollboot/releases/download"),
+		"version": cty.StringVal(packVersion), "release_url": cty.StringVal(packReleaseURL),
 		"datacenters": cty.ListVal([]cty.Value{cty.StringVal("*")}),
 	})
 	const group = "job.rollboot-coordinator/group.coordinator"
@@ -25,13 +25,13 @@ func TestPackRendersTheCoordinatorJob(t *testing.T) {
 		overrides map[string]any
 		wantDiff  []string
 	}{
-		{"the defaults are the job file", map[string]any{"version": packVersion}, nil},
-		{"no telemetry: no port, no service, no listener", map[string]any{"version": packVersion, "coordinator_telemetry": false}, []string{
+		{"the defaults are the job file", map[string]any{"version": packVersion, "release_url": packReleaseURL}, nil},
+		{"no telemetry: no port, no service, no listener", map[string]any{"version": packVersion, "release_url": packReleaseURL, "coordinator_telemetry": false}, []string{
 			group + "/service[0]/name", group + "/service[0]/port", group + "/service[0]/provider",
 			group + "/service[0]/tags", group + "/service[0]/check[0]/interval", group + "/service[0]/check[0]/path",
 			group + "/service[0]/check[0]/timeout", group + "/service[0]/check[0]/type", task + "/template.local/rollboot.hcl/data",
 		}},
-		{"three instances", map[string]any{"version": packVersion, "coordinator_count": int64(3)}, []string{group + "/count"}},
+		{"three instances", map[string]any{"version": packVersion, "release_url": packReleaseURL, "coordinator_count": int64(3)}, []string{group + "/count"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := renderPackFile(t, coordTemplate, tt.overrides)
@@ -65,8 +65,8 @@ func TestPackCoordinatorChoices(t *testing.T) {
 		t.Error("docker: the coordinator needs no privileges")
 	}
 	for _, overrides := range []map[string]any{
-		{"version": packVersion},
-		{"version": packVersion, "token_source": "workload_identity"},
+		{"version": packVersion, "release_url": packReleaseURL},
+		{"version": packVersion, "release_url": packReleaseURL, "token_source": "variable"},
 		{"driver": "docker", "image": "registry.example.com/rollboot:" + packVersion, "token_source": "vault"},
 	} {
 		out, err := renderPackFile(t, coordTemplate, overrides)
@@ -85,8 +85,12 @@ func TestPackCoordinatorChoices(t *testing.T) {
 	if out, err := renderPackFile(t, coordTemplate, map[string]any{"coordinator_enabled": false}); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("coordinator_enabled = false renders %q (err %v), want nothing", out, err)
 	}
-	if _, err := renderPackFile(t, coordTemplate, map[string]any{"version": packVersion, "coordinator_namespace": "default"}); err == nil ||
+	if _, err := renderPackFile(t, coordTemplate, map[string]any{"version": packVersion, "release_url": packReleaseURL, "coordinator_namespace": "default"}); err == nil ||
 		!strings.Contains(err.Error(), "coordinator_namespace") {
 		t.Errorf("a coordinator in the state namespace: err %v, want a refusal", err)
+	}
+	if _, err := renderPackFile(t, coordTemplate, map[string]any{"version": packVersion}); err == nil ||
+		!strings.Contains(err.Error(), "needs release_url") {
+		t.Errorf("raw_exec without a release_url: err %v, want a refusal", err)
 	}
 }

@@ -92,6 +92,11 @@ type clusterOpts struct {
 	// server hosts (the rollboot-agent-server policy: autopilot health and
 	// the server reboot lock).
 	serverAgentToken string
+	// fromSetup: the cluster starts empty (no agents' job); `rollboot setup`
+	// registers the jobs, every process takes its allocation's workload
+	// identity as NOMAD_TOKEN (agentEnv and runJobCoordinators, setup_test.go),
+	// and the agents are no candidates.
+	fromSetup bool
 	// resync is coordinator.resync_interval (default 200ms). Tests of how fast
 	// rollboot reacts use productionResync, so that no resync hides a missed wake-up.
 	resync time.Duration
@@ -160,7 +165,9 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Cleanup(sim.Close)
 	// The agents are deployed as a Nomad system job, as in production: an agent
 	// runs only while its node has a running allocation of this job.
-	o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system", DisconnectLostAfter: o.agentLostAfter}}, o.jobs...)
+	if !o.fromSetup {
+		o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system", DisconnectLostAfter: o.agentLostAfter}}, o.jobs...)
+	}
 	for _, j := range o.jobs {
 		if err := sim.AddJob(j); err != nil {
 			t.Fatal(err)
@@ -286,9 +293,14 @@ func (c *cluster) configFor(host, address string) string {
 	fmt.Fprintf(&b, "nomad {\n  address = %q\n", address)
 	// A minted token (agentToken, coordToken) comes through NOMAD_TOKEN instead,
 	// and a token in the file would win over it.
-	minted := (host != "" && c.opts.agentToken != "") || (host == "" && c.opts.coordToken != "")
+	minted := (host != "" && c.opts.agentToken != "") || (host == "" && c.opts.coordToken != "") || c.opts.fromSetup
 	if tok := mgmtToken(c.sim); tok != "" && !minted {
 		fmt.Fprintf(&b, "  token = %q\n", tok)
+	}
+	if c.opts.fromSetup {
+		// As the shipped jobs' configuration: the state namespace, not the
+		// job's (NOMAD_NAMESPACE).
+		b.WriteString("  namespace = \"default\"\n")
 	}
 	b.WriteString("}\n")
 	// Agents stand for election unless standalone coordinators run; a
@@ -297,7 +309,7 @@ func (c *cluster) configFor(host, address string) string {
 	// whatever it says.
 	enabled := ""
 	if host != "" {
-		enabled = fmt.Sprintf("  enabled = %v\n", c.opts.coordinators == 0)
+		enabled = fmt.Sprintf("  enabled = %v\n", c.opts.coordinators == 0 && !c.opts.fromSetup)
 	}
 	resync := c.opts.resync
 	if resync == 0 {
@@ -412,7 +424,11 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 	}
 }
 
-func (c *cluster) startCoordinator(name string) {
+func (c *cluster) startCoordinator(name string) { c.startCoordinatorEnv(name, nil) }
+
+// startCoordinatorEnv starts a standalone coordinator with env added to its
+// environment.
+func (c *cluster) startCoordinatorEnv(name string, env []string) {
 	cfg := c.configFor("", c.sim.Address())
 	if c.opts.coordConfig != nil {
 		cfg += c.opts.coordConfig(name) + "\n"
@@ -428,6 +444,7 @@ func (c *cluster) startCoordinator(name string) {
 	if c.opts.coordToken != "" {
 		cmd.Env = append(cmd.Env, "NOMAD_TOKEN="+c.opts.coordToken)
 	}
+	cmd.Env = append(cmd.Env, env...)
 	w := lockedWriter{&c.mu, c.logFor(name)}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {

@@ -12,18 +12,25 @@ import (
 
 // registerJobRoutes serves the job endpoints the emulator models.
 func (s *Sim) registerJobRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("/v1/job/", methods(s.handleJobSpecific, http.MethodGet))
-	s.registerWorkloadRoutes(mux) // workloads_http.go
+	mux.HandleFunc("/v1/job/", methods(s.handleJobSpecific, http.MethodGet, http.MethodDelete))
+	s.registerWorkloadRoutes(mux)  // workloads_http.go
+	s.registerJobParseRoute(mux)   // jobparse.go
+	s.registerNamespaceRoutes(mux) // jobregister.go
 }
 
 func (s *Sim) handleJobSpecific(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
 	if rest != "" && !strings.Contains(rest, "/") {
-		s.handleJobRead(w, r, rest)
+		// GET /v1/job/:id here, DELETE in jobregister.go.
+		if r.Method == http.MethodDelete {
+			s.handleJobDeregister(w, r, rest)
+		} else {
+			s.handleJobRead(w, r, rest)
+		}
 		return
 	}
 	id, ok := strings.CutSuffix(rest, "/allocations")
-	if !ok || id == "" || strings.Contains(id, "/") {
+	if !ok || id == "" || strings.Contains(id, "/") || r.Method != http.MethodGet {
 		simhttp.WriteError(w, http.StatusNotFound, "Invalid URL")
 		return
 	}
@@ -122,14 +129,14 @@ func (s *Sim) SetTaskRunning(host, job string, running bool) error {
 		}
 		sa.taskDead = !running
 		// The task's state as the client reports it (structs.TaskState): the
-		// emulator models one task per group, named after the group.
+		// emulator models one task per group (GroupSpec.Task).
 		if a.TaskStates == nil {
 			a.TaskStates = map[string]*api.TaskState{}
 		}
-		ts := a.TaskStates[a.TaskGroup]
+		ts := a.TaskStates[taskName(sa)]
 		if ts == nil {
 			ts = &api.TaskState{StartedAt: time.Unix(0, a.CreateTime)}
-			a.TaskStates[a.TaskGroup] = ts
+			a.TaskStates[taskName(sa)] = ts
 		}
 		now := time.Now()
 		if running {

@@ -68,6 +68,12 @@ type GroupSpec struct {
 	MemoryMB int64 `json:"memory_mb,omitempty"`
 	// Constraints are the group's constraint blocks (constraints.go).
 	Constraints []ConstraintSpec `json:"constraints,omitempty"`
+	// Task is the name of the group's one task (default: the group's name);
+	// the task's workload identity names it (workloadid.go).
+	Task string `json:"task,omitempty"`
+	// IdentityEnv: the task's identity block says env = true, so the task
+	// finds its workload identity in NOMAD_TOKEN (TaskIdentities).
+	IdentityEnv bool `json:"identity_env,omitempty"`
 }
 
 // UnmarshalJSON accepts run_time as a Go duration string ("30s") or integer ns.
@@ -162,6 +168,7 @@ type simAlloc struct {
 	stopAt   time.Time // desired stop → complete
 	finishAt time.Time // batch: running → complete on its own (zero: never)
 	taskDead bool      // the task died and waits to be restarted (SetTaskRunning)
+	identity string    // its task's signed workload identity, once asked for (workloadid.go)
 
 	// Health (migrate.go): the client marks the allocation healthy at healthAt
 	// (running + min_healthy_time) or unhealthy at healthDeadline.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-version"
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim/consulsim"
 	"github.com/rollboot/rollboot/internal/nomadsim/vaultsim"
@@ -256,6 +257,11 @@ type Sim struct {
 	// ACL state (acl.go).
 	acl aclState
 
+	// namespaces other than "default", by name, and the index of their
+	// table (jobregister.go).
+	namespaces     map[string]*api.Namespace
+	namespaceIndex uint64
+
 	// Hosts and the Nomad cluster on them.
 	hosts     map[string]*Host // by name
 	hostOrder []string
@@ -365,6 +371,7 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.brokerOff.Store(cfg.EventBrokerDisabled)
 	s.acl.init(s, cfg.ACL)
+	s.namespaces = map[string]*api.Namespace{}
 	s.cluster.init()
 	s.cluster.wl.triggers.undrainUnblocks = versionAtLeast(cfg.NomadVersion, undrainUnblocksSince)
 	s.cluster.stream = newEventBroker(cfg.EventBufferSize, s.nodeEligibilityEventType())

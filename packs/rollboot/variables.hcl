@@ -23,9 +23,9 @@ variable "version" {
 }
 
 variable "release_url" {
-  description = "raw_exec: where the releases are; <release_url>/<version>/ holds the archives and SHA256SUMS."
+  description = "raw_exec, required: base URL where you host scripts/release's output; <release_url>/<version>/ holds rollboot_<version>_linux_<arch>.tar.gz and SHA256SUMS (docs/install.md). Nobody publishes them for you."
   type        = string
-  default     = "https://github.com/rollboot/rollboot/releases/download"
+  default     = ""
 }
 
 variable "image" {
@@ -35,9 +35,9 @@ variable "image" {
 }
 
 variable "token_source" {
-  description = "Where the agent's Nomad token comes from: \"variable\" (the Nomad Variable nomad/jobs/<job_name>, item token), \"vault\" (Vault's Nomad secrets engine) or \"workload_identity\" (the task's identity, with the agent policy attached to the job)."
+  description = "Where the agent's Nomad token comes from: \"workload_identity\" (the task's identity, with the agent policy attached to the job, as rollboot setup attaches it; the shipped jobs' way), \"variable\" (the Nomad Variable nomad/jobs/<job_name>, item token) or \"vault\" (Vault's Nomad secrets engine)."
   type        = string
-  default     = "variable"
+  default     = "workload_identity"
 }
 
 variable "vault_role" {

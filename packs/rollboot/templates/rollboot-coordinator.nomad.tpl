@@ -11,6 +11,7 @@
 [[- $job := var "coordinator_job_name" . -]]
 [[- if and (ne $driver "raw_exec") (ne $driver "docker") ]][[ fail (printf "driver %q: want \"raw_exec\" or \"docker\"" $driver) ]][[ end -]]
 [[- if and (eq $driver "raw_exec") (eq (var "version" .) "") ]][[ fail "driver raw_exec needs version, e.g. v1.2.3" ]][[ end -]]
+[[- if and (eq $driver "raw_exec") (eq (var "release_url" .) "") ]][[ fail "driver raw_exec needs release_url, the base URL where you host scripts/release's output (docs/install.md)" ]][[ end -]]
 [[- if and (eq $driver "docker") (eq (var "image" .) "") ]][[ fail "driver docker needs image, pinned by tag or digest" ]][[ end -]]
 [[- if and (ne $token "variable") (ne $token "vault") (ne $token "workload_identity") ]][[ fail (printf "token_source %q: want \"variable\", \"vault\" or \"workload_identity\"" $token) ]][[ end -]]
 [[- if eq (var "coordinator_namespace" .) (var "state_namespace" .) ]][[ fail (printf "coordinator_namespace %q is the state namespace: give the coordinator its own, so its token variable is apart from the agents'" (var "coordinator_namespace" .)) ]][[ end -]]
