@@ -78,7 +78,9 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 			doc: "Names of the `window` blocks in which the group's drains may start. Each must be defined. " +
 				"Empty means the default: all windows in the file, or always open if there are none. " +
 				"`policy validate` and `policy apply` warn of a group that inherits every window while another " +
-				"group names its own: windowing one group then closes the others outside those windows."},
+				"group names its own: windowing one group then closes the others outside those windows. " +
+				"`policy apply`'s diff shows each group's effective windows (`group \"x\".effective_windows`) " +
+				"and `plan` shows them under each group."},
 		{name: "settle", field: "Settle", check: value(nonNegative),
 			doc: "Least time between one host of the group coming back (the end of its cycle: rejoined, eligible " +
 				"again, its servers stable) and the next host of the group starting. While it runs, the group's " +
