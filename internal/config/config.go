@@ -147,7 +147,11 @@ type CoordinatorConfig struct {
 	LeaderTransferDenied string
 	RebootLoopBackoff    time.Duration
 	RebootLoopMaxBackoff time.Duration
-	HistorySize          int
+	// PurgedNodeGrace: how long the node of a host out of service may be gone
+	// from Nomad (purged, or replaced by another node) before its slot is
+	// released.
+	PurgedNodeGrace time.Duration
+	HistorySize     int
 	// AgentJob is the Nomad job the agents run as, in AgentJobNamespace ("" means
 	// nomad.namespace): a host whose node has no running allocation of it is
 	// reported "agent missing". "" turns the check off.

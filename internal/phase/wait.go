@@ -67,6 +67,7 @@ const (
 	WaitAllocsUnhealthy // Detail: package rejoin's detail, the allocations and why
 	WaitConsulChecks    // Detail: package rejoin's detail, the failing checks
 	WaitAllocsStarting  // Detail: package rejoin's detail, the allocations still starting
+	WaitNodeGone        // Detail: NodeGone's reason and when the slot is released
 
 	// A host whose plan a newer rollboot wrote (store.PhaseUnreadable).
 	WaitPlanUnreadable // Detail: the store's reason, the whole text
@@ -126,6 +127,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitAllocsUnhealthy:   {"allocs_unhealthy", "waiting for allocations to be healthy: %s"},
 	WaitConsulChecks:      {"consul_checks", "waiting for Consul checks to pass: %s"},
 	WaitAllocsStarting:    {"allocs_starting", "waiting for allocations to start and be healthy: %s"},
+	WaitNodeGone:          {"node_gone", "the node is gone: %s"},
 	WaitPlanUnreadable:    {"plan_unreadable", "%s"},
 }
 
