@@ -55,7 +55,8 @@ func NodeGone(host, planNodeID string, planNode *ListedNode, named []ListedNode)
 // decision that ends the cycle meanwhile (the host came back on its new node,
 // say) stands. A host that runs servers keeps its slot: their clusters, not its
 // node, say when it is back, and the slot guards their quorum. A node listed
-// again clears the mark.
+// again clears the mark. Meanwhile no drain is issued: the host's name may
+// belong to a new node, which its grant never recorded.
 func watchNodeGone(in Input, d, r Decision) Decision {
 	p := d.Plan
 	if !r.Plan.Active() || r.Plan.Phase == store.PhaseUnreadable {
@@ -77,6 +78,9 @@ func watchNodeGone(in Input, d, r Decision) Decision {
 	}
 	until := since.Add(in.Timing.NodeGoneGrace)
 	if in.Now.Before(until) {
+		// A drain re-issued now would go to the node the host's name
+		// belongs to now, one this grant never recorded.
+		r.StartDrain = false
 		r.Waiting = WaitFor(WaitNodeGone, fmt.Sprintf("%s; the slot is released at %s", in.NodeGone, until.UTC().Format(time.RFC3339)))
 		return r
 	}

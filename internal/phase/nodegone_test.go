@@ -73,6 +73,10 @@ func TestNodeGoneReleasesTheSlot(t *testing.T) {
 		{name: "draining, first seen gone: marked, the slot kept",
 			in:    Input{Plan: plan(store.PhaseDraining, nil), NodeGone: gone},
 			phase: store.PhaseDraining, wait: WaitNodeGone, since: t0, recheckAt: t0.Add(grace)},
+		{name: "draining, the host's name on a new node: no drain issued to it",
+			in: Input{Plan: plan(store.PhaseDraining, since(t0.Add(-time.Minute))), Host: host("b1", true),
+				Node: node(func(n *NodeView) { n.ID = "n2" }), NodeGone: "node n1 is down and the host's name now belongs to node n2"},
+			phase: store.PhaseDraining, wait: WaitNodeGone, since: t0.Add(-time.Minute), recheckAt: t0.Add(4 * time.Minute)},
 		{name: "rebooting, within the grace",
 			in:    Input{Plan: plan(store.PhaseRebooting, since(t0.Add(-time.Minute))), NodeGone: gone},
 			phase: store.PhaseRebooting, wait: WaitNodeGone, since: t0.Add(-time.Minute), recheckAt: t0.Add(4 * time.Minute)},
@@ -138,6 +142,9 @@ func TestNodeGoneReleasesTheSlot(t *testing.T) {
 			}
 			if !d.Plan.NodeGoneSince.Equal(tt.since) {
 				t.Errorf("node gone since %v, want %v", d.Plan.NodeGoneSince, tt.since)
+			}
+			if d.StartDrain {
+				t.Error("a drain issued while the node is gone")
 			}
 			if tt.wait == WaitNodeGone {
 				if !strings.Contains(d.Plan.Waiting, tt.in.NodeGone) || !strings.Contains(d.Plan.Waiting, tt.since.Add(grace).Format(time.RFC3339)) {
