@@ -244,6 +244,9 @@ type GroupConfig struct {
 	// this group (storage boxes, server-only hosts, FleetLock clients): the
 	// operator's backing for a host record that no Nomad node corroborates.
 	HostsWithoutNode []string
+	// Singletons is "hold" (a node running the only instance of a task group
+	// with count = 1 waits for `rollboot approve`) or "allow" (drained as any).
+	Singletons string
 	// Drain and Healthy are the group's drain and healthy blocks, each value
 	// the top-level one's unless the group sets it (healthy.go).
 	Drain   GroupDrainConfig

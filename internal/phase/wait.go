@@ -46,6 +46,7 @@ const (
 	WaitBlockedEvals    // Detail: workload.PoolHold's reason
 	WaitWorkloadUnknown // Detail: the read that failed
 	WaitCapacity        // Detail: package capacity's reason, or why it cannot tell
+	WaitSingleton       // Detail: workload.SingletonHold's reason, naming the job groups
 	WaitDrainStopsAgent // Detail: the agent's job
 
 	// A host out of service.
@@ -108,6 +109,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitBlockedEvals:      {"blocked_evals", "%s"},
 	WaitWorkloadUnknown:   {"workload_unknown", "cannot check the workload blockers: %s"},
 	WaitCapacity:          {"capacity", "capacity: %s"},
+	WaitSingleton:         {"singleton", "%s"},
 	WaitDrainStopsAgent:   {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},

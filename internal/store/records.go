@@ -198,6 +198,16 @@ type Plan struct {
 	ModifyIndex uint64
 }
 
+// Approval is an operator's leave for a host to drain though its node runs
+// singletons (a group's singletons = "hold"): given by By, valid until Until.
+type Approval struct {
+	Until time.Time
+	By    string
+}
+
+// Valid reports whether the approval stands at now.
+func (a Approval) Valid(now time.Time) bool { return now.Before(a.Until) }
+
 // Active reports whether the host holds a slot of its group (is out of service).
 func (p Plan) Active() bool {
 	switch p.Phase {
@@ -218,6 +228,9 @@ type Control struct {
 	Cancels map[string]time.Time
 	// Releases ask the coordinator to free a stuck host's slot, by host.
 	Releases map[string]time.Time
+	// Approvals let hosts drain though their node runs singletons (`rollboot
+	// approve`), by host, until they expire.
+	Approvals map[string]Approval
 	// Problems are the entries that could not be read (skipped), for status and logs.
 	Problems []string
 
