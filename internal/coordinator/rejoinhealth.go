@@ -36,6 +36,8 @@ import (
 type GroupOptions struct {
 	Drain   phase.DrainOptions
 	Healthy rejoin.Settings
+	// HoldSingletons: the group's singletons = "hold".
+	HoldSingletons bool
 }
 
 // AllocsAPI is the part of the Nomad allocations API the coordinator uses (for
