@@ -35,7 +35,7 @@ one document after another (errors on stderr).`,
 		}
 		st := n.store()
 		src := status.Source{Store: st, Nodes: n.client.Nodes(), Jobs: n.client.Jobs(),
-			AgentJob: n.cfg.Coordinator.AgentJob, AgentNamespace: ns}
+			AgentJob: n.cfg.Coordinator.AgentJob, AgentNamespace: ns, Silences: st}
 		frame := func(ctx context.Context, w io.Writer, now time.Time) error {
 			v, err := status.Read(ctx, src, now)
 			if err != nil {

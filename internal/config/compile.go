@@ -46,6 +46,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.sections()
 	v.windows()
 	v.groups()
+	v.silences()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {
 		return nil, err

@@ -45,6 +45,9 @@ type Config struct {
 	// Healthy is the top-level healthy block: when a rebooted host counts as
 	// back, for the groups that do not say otherwise (healthy.go).
 	Healthy HealthyConfig
+	// Silence is the top-level silence block: the Alertmanager silence of a
+	// host out for its reboot, for the groups that do not say otherwise.
+	Silence SilenceConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -251,6 +254,8 @@ type GroupConfig struct {
 	// the top-level one's unless the group sets it (healthy.go).
 	Drain   GroupDrainConfig
 	Healthy HealthyConfig
+	// Silence is the group's silence block (silence.go).
+	Silence SilenceConfig
 }
 
 // WindowConfig is one `window "name" {}` block.

@@ -168,6 +168,7 @@ func TestLoadFullExample(t *testing.T) {
 		Drain: DrainConfig{Deadline: time.Hour, OnTimeout: "abort", RetryBackoff: 5 * time.Minute, RetryMaxBackoff: time.Hour,
 			IgnoreSystemJobs: true},
 		Healthy: HealthyConfig{Deadline: 10 * time.Minute, OnDeadline: "hold"},
+		Silence: SilenceConfig{Duration: 30 * time.Minute, Tail: 5 * time.Minute},
 		FleetLock: FleetLockConfig{Enabled: true, Listen: "10.0.0.5:7777", PathPrefix: "/fleet_lock",
 			TLSCert: "/etc/rollboot/tls/fleetlock.pem", TLSKey: "/etc/rollboot/tls/fleetlock-key.pem", MaxBodyBytes: 64 << 10,
 			MaxNodelessSlots: 1, RequestTimeout: 20 * time.Second, RateLimit: 20, ClientCertID: "san_or_cn", RecordGrace: time.Hour},

@@ -120,6 +120,11 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 			doc: "The group's `deadline`, `on_deadline` and `consul_checks`, as in " +
 				"[`healthy`](#healthy-when-a-rebooted-host-is-back); what the block does not set comes from the " +
 				"top-level `healthy` block."},
+		child{t: silenceTable, field: "Silence", inherit: func(c *Config) any { return c.Silence },
+			defDoc: "the top-level `silence`",
+			doc: "The group's `matchers`, `duration` and `tail`, as in " +
+				"[`silence`](#silence-alertmanager-silences-while-a-host-is-out); what the block does not set " +
+				"comes from the top-level `silence` block. `matchers = []` turns silences off for the group."},
 	},
 }
 

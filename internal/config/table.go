@@ -69,6 +69,7 @@ var sections = []section{
 	{t: workloadsTable, field: "Workloads", policy: true},
 	{t: capacityTable, field: "Capacity", policy: true},
 	{t: healthyTable, field: "Healthy", policy: true},
+	{t: silenceTable, field: "Silence", policy: true},
 	{t: groupTable, field: "Groups", policy: true},
 	{t: windowTable, field: "Windows", policy: true},
 }

@@ -88,6 +88,9 @@ type Deps struct {
 	// NodeMeta publishes each host's state as dynamic node metadata while this
 	// coordinator leads (sideoutputs.go).
 	NodeMeta MetaPublisher
+	// Silencer keeps the Alertmanager silences of the hosts out for their
+	// reboot while this coordinator leads (sideoutputs.go).
+	Silencer Silencer
 	// AlertReader reads the alerts (nil: over HTTP, package alertread).
 	AlertReader AlertReader
 	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
@@ -264,6 +267,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet
 	c.startNotifier(ctx, &wg)
 	c.startNodeMeta(ctx, &wg)
+	c.startSilencer(ctx, &wg)
 	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
 	defer allocs.stop()
 	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // wake.go
@@ -451,6 +455,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.metrics.state.Waiting(waiting)
 	c.notifyPass(s.control)
 	c.publishMeta(s)
+	c.silencePass()
 	return errs
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
 )
@@ -38,6 +39,8 @@ type GroupOptions struct {
 	Healthy rejoin.Settings
 	// HoldSingletons: the group's singletons = "hold".
 	HoldSingletons bool
+	// Silence: the Alertmanager silences of its hosts (sideoutputs.go).
+	Silence silence.Rules
 }
 
 // AllocsAPI is the part of the Nomad allocations API the coordinator uses (for

@@ -10,6 +10,7 @@ import (
 	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/notify"
+	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -32,6 +33,22 @@ type sideOutputs struct {
 	// this term).
 	meta       map[string]nodemeta.Meta
 	metaHanded bool
+	// silenceGen and silenceVersion: the plans' generation and the policy
+	// version last handed to the silence keeper (silenced: at all, this
+	// term).
+	silenceGen     uint64
+	silenceVersion int
+	silenced       bool
+}
+
+// silenceDue reports whether the silence keeper has not been handed these
+// plans under this policy yet, and takes them as handed.
+func (h *sideOutputs) silenceDue(gen uint64, version int) bool {
+	if h.silenced && h.silenceGen == gen && h.silenceVersion == version {
+		return false
+	}
+	h.silenceGen, h.silenceVersion, h.silenced = gen, version, true
+	return true
 }
 
 // notifyDue reports whether the notifier has not been handed these plans and
@@ -161,6 +178,61 @@ func (c *Coordinator) publishMeta(s *snapshot) {
 	if c.sideOutputs.metaDue(want) {
 		c.opt.NodeMeta.Observe(want)
 	}
+}
+
+// Silencer keeps an Alertmanager silence for each host out for its reboot
+// (*silence.Keeper). It decides from the plans and the groups' silence rules
+// the coordinator hands it after every pass, and runs only while this
+// coordinator leads: a write is fenced by the leader's lease like a drain. Its
+// failures never hold the rollout.
+type Silencer interface {
+	Observe(silence.State)
+	Run(ctx context.Context, fence func(context.Context) error)
+}
+
+// startSilencer runs the silence keeper for this term; wg waits for it.
+func (c *Coordinator) startSilencer(ctx context.Context, wg *sync.WaitGroup) {
+	if c.opt.Silencer == nil {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.opt.Silencer.Run(ctx, election.CheckLease)
+	}()
+}
+
+// silencePass hands the silence keeper the plans as stored, each group's
+// silence rules and the Alertmanager to write to, after the pass. The same
+// plans under the same policy as last handed over are not handed over again
+// (sideoutputs.go): the keeper's own timer extends and ends the silences.
+func (c *Coordinator) silencePass() {
+	if c.opt.Silencer == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.plans == nil || !c.sideOutputs.silenceDue(c.plansGen, c.opt.Version) {
+		c.mu.Unlock()
+		return
+	}
+	plans := maps.Clone(c.plans)
+	c.mu.Unlock()
+	byGroup := map[string]silence.Rules{}
+	for _, g := range c.opt.Groups {
+		byGroup[g.Name] = g.Options.Silence
+	}
+	def := c.opt.DefaultOptions.Silence
+	c.opt.Silencer.Observe(silence.State{
+		Plans: plans,
+		Rules: func(group string) silence.Rules {
+			if r, ok := byGroup[group]; ok {
+				return r
+			}
+			return def
+		},
+		AlertmanagerURL: c.opt.Alerts.AlertmanagerURL,
+		Timeout:         c.opt.Alerts.Timeout,
+	})
 }
 
 // The state metrics (package statemetrics, docs/metrics.md) are set from what

@@ -23,6 +23,7 @@ import (
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
 	"github.com/rollboot/rollboot/internal/workloadread"
@@ -145,6 +146,8 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 	if cfg.Coordinator.NodeMeta {
 		opts.NodeMeta = NodeMeta(c, reg, log)
 	}
+	opts.Silencer = silence.New(silence.Options{Store: st, Registry: reg,
+		Log: log.With("component", "silence")})
 	co := coordinator.New(opts)
 	lock, err := LeaderLock(cfg, st)
 	if err != nil {

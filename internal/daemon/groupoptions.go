@@ -16,16 +16,19 @@ func withGroupOptions(specs []coordinator.GroupSpec, cfg *config.Compiled) []coo
 			g := cfg.Groups[i]
 			specs[i].Options = groupOptions(g.Drain, g.Healthy)
 			specs[i].Options.HoldSingletons = g.Singletons == workload.SingletonsHold
+			specs[i].Options.Silence = g.Silence.Rules()
 		}
 	}
 	return specs
 }
 
-// defaultGroupOptions are the default group's: the top-level drain and healthy
-// blocks.
+// defaultGroupOptions are the default group's: the top-level drain, healthy
+// and silence blocks.
 func defaultGroupOptions(cfg *config.Compiled) coordinator.GroupOptions {
-	return groupOptions(config.GroupDrainConfig{Deadline: cfg.Drain.Deadline, IgnoreSystemJobs: cfg.Drain.IgnoreSystemJobs,
+	o := groupOptions(config.GroupDrainConfig{Deadline: cfg.Drain.Deadline, IgnoreSystemJobs: cfg.Drain.IgnoreSystemJobs,
 		StopJobs: cfg.Drain.StopJobs}, cfg.Healthy)
+	o.Silence = cfg.Silence.Rules()
+	return o
 }
 
 func groupOptions(d config.GroupDrainConfig, h config.HealthyConfig) coordinator.GroupOptions {

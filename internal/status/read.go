@@ -35,6 +35,8 @@ type Source struct {
 	// checked), as the coordinator watches it.
 	AgentJob       string
 	AgentNamespace string
+	// Silences: where the silences kept are read (nil: not read).
+	Silences SilenceStore
 }
 
 // Read reads the status: the host records, plans and control state (an error
@@ -67,6 +69,9 @@ func Read(ctx context.Context, src Source, now time.Time) (View, error) {
 	v.Policy = &pol
 	waitForLeader(&v, pol)
 	addNomadChecks(ctx, &v, src, recs, bad, nodes, nodesErr, now)
+	if src.Silences != nil {
+		readSilences(ctx, &v, src.Silences)
+	}
 	return v, nil
 }
 

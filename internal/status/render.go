@@ -44,6 +44,9 @@ func WriteText(w io.Writer, v View, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeSilences(w, v, now); err != nil {
+		return err
+	}
 	writeProblems(w, v)
 	return nil
 }

@@ -90,6 +90,11 @@ type View struct {
 	// MixedVersions lists the agents' versions with how many hosts run each, when
 	// they do not all run the same one (during an upgrade), most hosts first.
 	MixedVersions []VersionCount `json:"mixed_versions,omitempty"`
+	// Silences are the Alertmanager silences the coordinator keeps for hosts
+	// out for their reboot (silences.go); SilenceProblem says why they could
+	// not all be read.
+	Silences       []Silence `json:"silences,omitempty"`
+	SilenceProblem string    `json:"silence_problem,omitempty"`
 }
 
 // VersionCount is how many hosts' agents run one version.

@@ -8,6 +8,7 @@
 //	<prefix>/history/<id>    written by the coordinator: finished reboots, bounded
 //	<prefix>/notify/<part>   written by the coordinator: the notifications sent, in
 //	                         shards by host and a part for the pause (notify.go)
+//	<prefix>/silences        written by the coordinator: the Alertmanager silences it keeps (silences.go)
 //	<prefix>/leader          the coordinator election lock
 //	<prefix>/standby/<i>     the election's standby slots, variable locks (election.go)
 //	<prefix>/election        written by the coordinator: the candidate census (election.go)
