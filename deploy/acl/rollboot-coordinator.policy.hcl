@@ -30,8 +30,9 @@ node {
 # namespace, as may the allocations the capacity gate counts (without read-job it
 # would see room that is taken). The workload blockers (policy block workloads)
 # read, with ?namespace=*: GET /v1/jobs?filter= (list-jobs), GET /v1/deployments
-# and GET /v1/evaluations?filter= (read-job). Nothing else: no job submission, no
-# logs.
+# and GET /v1/evaluations?filter= (read-job); a nomad_job health gate (policy
+# block gate) reads GET /v1/job/<job>/allocations (read-job). Nothing else: no
+# job submission, no logs.
 namespace "*" {
   capabilities = ["list-jobs", "read-job"]
 }
@@ -52,6 +53,8 @@ namespace "default" {
     #            enforces, for `rollboot status`),
     #            rollboot/notify/<part>?cas=N (the notifications sent, with
     #            notify {}: a shard of hosts, or the pause),
+    #            rollboot/silences?cas=N (the Alertmanager silences kept, with
+    #            the policy's silence {}),
     #            and PUT rollboot/leader?lock-acquire|lock-renew|lock-release
     #            (the election lock; every lock operation needs write), the
     #            same on rollboot/standby/<i> (the election's standby slots),

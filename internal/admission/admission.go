@@ -12,6 +12,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -31,8 +32,9 @@ import (
 //   - the host's agent, when it runs as a Nomad system job, runs on its node.
 //
 // Before any slot is offered, the alerts hold every host (fleet-wide), a group
-// settling after a host came back holds its hosts, and the workload blockers
-// hold the hosts of a busy node or pool.
+// settling after a host came back holds its hosts, a closed health gate holds
+// the hosts of the groups it guards, and the workload blockers hold the hosts
+// of a busy node or pool.
 
 // Rules are the configuration admission depends on.
 type Rules struct {
@@ -47,6 +49,8 @@ type Rules struct {
 	// Alerts, Workloads, Capacity: the gates that read something before they
 	// decide are on.
 	Alerts, Workloads, Capacity bool
+	// HealthGates are the policy's health gates, in the policy's order.
+	HealthGates []healthgate.Gate
 }
 
 // DrainDeadlineOf is the drain deadline of the group named name.
@@ -100,6 +104,8 @@ type Input struct {
 
 	// Alerts: what the alerts mean for new drains (nil: not read).
 	Alerts *alertgate.Verdict
+	// HealthGates: each health gate's verdict, by name (nil: not read).
+	HealthGates map[string]healthgate.Verdict
 	// WorkloadHolds: why the workload blockers hold a queued host (nil: not
 	// read; a host missing from a map read is not held).
 	WorkloadHolds map[string]phase.WaitReason
@@ -125,6 +131,8 @@ type Result struct {
 type Needs struct {
 	// Alerts: the alerts, for a queue that is not empty.
 	Alerts bool
+	// HealthGates: the health gates, for a queue that is not empty.
+	HealthGates bool
 	// Workloads: the queued hosts the workload blockers must read for.
 	Workloads []string
 	// Capacity: what the capacity gate lacks.
@@ -135,7 +143,7 @@ type Needs struct {
 
 // None reports whether nothing is needed: the result is final.
 func (n Needs) None() bool {
-	return !n.Alerts && len(n.Workloads) == 0 && n.Capacity.None() && len(n.Jobs) == 0
+	return !n.Alerts && !n.HealthGates && len(n.Workloads) == 0 && n.Capacity.None() && len(n.Jobs) == 0
 }
 
 // How long a hold by the capacity gate, a workload blocker or a server gate
@@ -201,6 +209,9 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 			return nil, Needs{}
 		}
 	}
+	if len(in.Rules.HealthGates) > 0 && in.HealthGates == nil {
+		return nil, Needs{HealthGates: true}
+	}
 	settling, until := settle(in)
 	var queue []policy.Request
 	var workloads []string
@@ -208,6 +219,11 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 		if why, ok := settling[p.Group]; ok {
 			out.Wait[p.Host] = why
 			out.RecheckAt = phase.Earliest(out.RecheckAt, until[p.Group])
+			continue
+		}
+		if why, at := HealthGateHold(in, p.Group); !why.IsZero() {
+			out.Wait[p.Host] = why
+			out.RecheckAt = phase.Earliest(out.RecheckAt, at)
 			continue
 		}
 		if in.Rules.Workloads && p.Pool != "" {
@@ -224,6 +240,26 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 		queue = append(queue, p.Request)
 	}
 	return queue, Needs{Workloads: workloads}
+}
+
+// HealthGateHold is why the health gates hold the drains of group (zero:
+// they do not), and when the gate that holds them is read again: the first
+// closed gate guarding the group, in the policy's order. A gate not read is
+// closed (fail closed).
+func HealthGateHold(in Input, group string) (phase.WaitReason, time.Time) {
+	for _, g := range in.Rules.HealthGates {
+		if !g.Guards(group) {
+			continue
+		}
+		v, ok := in.HealthGates[g.Name]
+		if !ok {
+			v = healthgate.Verdict{Reason: fmt.Sprintf("health gate %q: not read", g.Name)}
+		}
+		if !v.Open {
+			return phase.WaitFor(phase.WaitHealthGate, v.Reason), in.Now.Add(g.Recheck)
+		}
+	}
+	return phase.WaitReason{}, time.Time{}
 }
 
 // AlertHold is why the verdict holds every new start (zero: it does not).

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/policy"
 )
@@ -32,6 +33,8 @@ type Compiled struct {
 	NotifyMessages notify.Messages
 	// AlertGate is the alerts block, checked, its filter compiled.
 	AlertGate alertgate.Rules
+	// HealthGates are the gate blocks, checked, in the file's order.
+	HealthGates []healthgate.Gate
 }
 
 // Compile checks the configuration and compiles it: it reports every problem
@@ -47,6 +50,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.windows()
 	v.groups()
 	v.silences()
+	v.gates()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {
 		return nil, err
@@ -58,6 +62,7 @@ func Compile(c *Config) (*Compiled, error) {
 		HoldOnDeniedHandOver: c.Coordinator.LeaderTransferDenied == "hold",
 		NotifyMessages:       c.Notify.messages(),
 		AlertGate:            c.Alerts.alertRules(),
+		HealthGates:          c.healthGates(),
 	}
 	cc.problems, cc.bad = nil, nil
 	return cc, nil

@@ -48,6 +48,8 @@ type Config struct {
 	// Silence is the top-level silence block: the Alertmanager silence of a
 	// host out for its reboot, for the groups that do not say otherwise.
 	Silence SilenceConfig
+	// Gates are the health gates (gates.go).
+	Gates []GateConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the

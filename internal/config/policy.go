@@ -131,7 +131,7 @@ func (cc *Compiled) With(r *Rules) *Compiled {
 		}
 	}
 	out.Policy, out.ForceDrains, out.HoldOnDeniedHandOver = p.Policy, p.ForceDrains, p.HoldOnDeniedHandOver
-	out.AlertGate = p.AlertGate
+	out.AlertGate, out.HealthGates = p.AlertGate, p.HealthGates
 	return &out
 }
 

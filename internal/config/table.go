@@ -72,6 +72,7 @@ var sections = []section{
 	{t: silenceTable, field: "Silence", policy: true},
 	{t: groupTable, field: "Groups", policy: true},
 	{t: windowTable, field: "Windows", policy: true},
+	{t: gateTable, field: "Gates", policy: true},
 }
 
 // sectionOf returns the section of the top-level blocks of type typ, one of
@@ -280,6 +281,9 @@ type child struct {
 	// doc and defDoc make the block a row of the outer block's docs table
 	// (meaning, and the default as the docs say it); "": a table of its own.
 	doc, defDoc string
+	// renderIf, when set, is the field of the block that must be set for the
+	// block to be rendered (a gate's check: only the one it has).
+	renderIf string
 }
 
 func (ch child) header() hcl.BlockHeaderSchema { return ch.t.header() }
@@ -304,6 +308,9 @@ func (ch child) check(v *validator, s scope, outer reflect.Value) {
 }
 
 func (ch child) render(body *hclwrite.Body, outer reflect.Value) {
+	if ch.renderIf != "" && fieldOf(fieldOf(outer, ch.field), ch.renderIf).IsZero() {
+		return
+	}
 	renderBlock(body, ch.t, fieldOf(outer, ch.field), nil, all)
 }
 

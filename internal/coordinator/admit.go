@@ -30,7 +30,7 @@ func (c *Coordinator) admitRules() admission.Rules {
 	r := admission.Rules{Groups: []policy.Group{c.opt.DefaultGroup}, DrainDeadline: c.opt.Timing.DrainDeadline,
 		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
 		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
-		Capacity: c.opt.Capacity.Enabled}
+		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates}
 	for _, g := range c.opt.Groups {
 		r.Groups = append(r.Groups, g.Group)
 	}
@@ -57,6 +57,9 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 		if needs.Alerts {
 			c.readAlerts(ctx, s)
 		}
+		if needs.HealthGates {
+			c.readHealthGates(ctx, s)
+		}
 		if len(needs.Workloads) > 0 {
 			c.readWorkloads(ctx, s, needs.Workloads)
 		}
@@ -70,6 +73,7 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 // withReads is in with what the pass has read for admission so far.
 func withReads(in admission.Input, s *snapshot) admission.Input {
 	in.Alerts = s.alerts
+	in.HealthGates = s.healthGates
 	if s.workloads != nil {
 		in.WorkloadHolds = s.workloads.holds
 	}

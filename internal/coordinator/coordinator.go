@@ -93,6 +93,9 @@ type Deps struct {
 	Silencer Silencer
 	// AlertReader reads the alerts (nil: over HTTP, package alertread).
 	AlertReader AlertReader
+	// GateReader reads the health gates (nil: over HTTP alone, package
+	// gateread: consul_service and nomad_job gates stay closed).
+	GateReader HealthGateReader
 	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
 	WorkloadsAPI workloadread.API
 	// Allocs stops the allocations of drain.stop_jobs; ConsulHealth reads the
@@ -214,6 +217,8 @@ type Coordinator struct {
 	admitRecheck time.Time
 	// alerts: the alert gate's state (admitreads.go).
 	alerts alertState
+	// gates: the health gates' state (healthgates.go).
+	gates gateState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
@@ -240,6 +245,7 @@ func New(opt Options) *Coordinator {
 	}
 	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
 	c.alerts = alertState{reader: opt.AlertReader, metrics: newAlertMetrics(c.metrics.registry)}
+	c.gates = gateState{reader: opt.GateReader, metrics: newGateMetrics(c.metrics.registry)}
 	return c
 }
 

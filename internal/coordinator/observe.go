@@ -12,6 +12,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/rejoin"
@@ -50,6 +51,9 @@ type snapshot struct {
 	// alerts: what the alerts mean for new drains; nil when not read (the
 	// gate is off, or no host waits to start).
 	alerts *alertgate.Verdict
+	// healthGates: each health gate's verdict, by name; nil when not read
+	// (none is configured, or no host waits to start).
+	healthGates map[string]healthgate.Verdict
 	// workloads: what the workload blockers read (admitreads.go); nil when
 	// nothing was read.
 	workloads *workloadView

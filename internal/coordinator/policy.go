@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -59,6 +60,9 @@ type Rules struct {
 	// Alerts: no new drain starts while alerts fire (admitreads.go); off without
 	// a URL.
 	Alerts alertgate.Rules
+	// HealthGates: no drain of a group starts while a gate guarding it is
+	// closed (healthgates.go).
+	HealthGates []healthgate.Gate
 	// Workloads are the workload blockers' settings (admitreads.go).
 	Workloads WorkloadSettings
 	// Capacity configures the capacity gate (admitreads.go).

@@ -74,6 +74,7 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 			WorkloadsAPI: workloadread.Nomad{Client: c},
 			Allocs:       c.Allocations(),
 			ConsulHealth: consulHealth(clusters),
+			GateReader:   gateReader(c, clusters),
 		},
 		Rules: r,
 		Runtime: coordinator.Runtime{

@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/gateread"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/workload"
@@ -45,4 +48,15 @@ func consulHealth(clusters coordinator.ClusterAccess) coordinator.ConsulHealthAP
 		return cl.Consul.Health()
 	}
 	return nil
+}
+
+// gateReader reads the health gates: over HTTP, Nomad's jobs through c, and
+// Consul's services through the coordinator's Consul client (none without
+// one: consul_service gates then stay closed, saying so).
+func gateReader(c *api.Client, clusters coordinator.ClusterAccess) *gateread.Reader {
+	r := &gateread.Reader{Nomad: c.Jobs()}
+	if cl, ok := clusters.(*Clusters); ok && cl.Consul != nil {
+		r.Consul = cl.Consul.Health()
+	}
+	return r
 }

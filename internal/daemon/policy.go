@@ -112,6 +112,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		ServerStableFor:      cfg.Coordinator.ServerStableFor,
 		HoldOnDeniedHandOver: cfg.HoldOnDeniedHandOver,
 		Alerts:               cfg.AlertGate,
+		HealthGates:          cfg.HealthGates,
 		Workloads:            cfg.Workloads.Settings(),
 		Capacity:             coordinator.CapacityGate{Enabled: cfg.Capacity.Enabled, Headroom: float64(cfg.Capacity.HeadroomPercent()) / 100},
 		DefaultOptions:       defaultGroupOptions(cfg),

@@ -48,6 +48,7 @@ const (
 	WaitCapacity        // Detail: package capacity's reason, or why it cannot tell
 	WaitSingleton       // Detail: workload.SingletonHold's reason, naming the job groups
 	WaitDrainStopsAgent // Detail: the agent's job
+	WaitHealthGate      // Detail: healthgate.Verdict's reason (the gate, what it found)
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -111,6 +112,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitCapacity:          {"capacity", "capacity: %s"},
 	WaitSingleton:         {"singleton", "%s"},
 	WaitDrainStopsAgent:   {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
+	WaitHealthGate:        {"health_gate", "%s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},
