@@ -11,6 +11,7 @@ package healthgate
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -128,12 +129,22 @@ func Decide(g Gate, o Observation) Verdict {
 		}
 	case KindHTTP:
 		if o.Status != g.ExpectStatus {
-			return closed("GET %s answered %d, want %d", g.URL, o.Status, g.ExpectStatus)
+			return closed("GET %s answered %d, want %d", shownURL(g.URL), o.Status, g.ExpectStatus)
 		}
 	default:
 		return closed("unknown kind %q", g.Kind)
 	}
 	return Verdict{Open: true}
+}
+
+// shownURL is raw without its credentials and query, which may hold secrets.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 // sampleText shows a sample as PromQL does: {name="value", ...} value.

@@ -38,6 +38,8 @@ func TestDecide(t *testing.T) {
 		{name: "http expected opens", g: Gate{Name: "lb", Kind: KindHTTP, URL: "http://lb/healthz", ExpectStatus: 200}, o: Observation{Status: 200}, open: true},
 		{name: "http other closes", g: Gate{Name: "lb", Kind: KindHTTP, URL: "http://lb/healthz", ExpectStatus: 200}, o: Observation{Status: 503},
 			reason: "GET http://lb/healthz answered 503, want 200"},
+		{name: "http credentials never shown", g: Gate{Name: "lb", Kind: KindHTTP, URL: "https://u:secret@lb/healthz?token=t", ExpectStatus: 200},
+			o: Observation{Status: 401}, reason: `health gate "lb": GET https://lb/healthz answered 401, want 200`},
 		{name: "unknown kind closes", g: Gate{Name: "x", Kind: "ping"}, reason: `unknown kind "ping"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
