@@ -167,6 +167,7 @@ group "all" {
 		}
 	}
 	drained, back := cycle.Timeline[store.PhaseDraining], cycle.Finished
+	t.Logf("%s out from %s to %s", ok, drained.Format(time.StampMilli), back.Format(time.StampMilli))
 	for _, s := range rollbootSilences(am, ok) {
 		if s.StartsAt.Before(drained.Add(-time.Second)) {
 			t.Errorf("the silence starts at %v, before the drain at %v", s.StartsAt, drained)
