@@ -168,6 +168,10 @@ type keeperTerm struct {
 	loaded bool
 	kept   map[string]Kept
 	index  uint64
+	// dirty: kept holds writes to Alertmanager not stored yet (the store
+	// failed): they are stored at the next step, so that no silence's ID is
+	// lost while this term lasts.
+	dirty bool
 }
 
 // step loads the silences kept (once a term, and after a conflict), decides,
@@ -195,7 +199,7 @@ func (t *keeperTerm) step(ctx context.Context) (time.Time, bool) {
 		t.kept, t.index, t.loaded = kept, idx, true
 	}
 	d := Desired(Input{Plans: s.Plans, Rules: s.Rules, Kept: t.kept, Retry: k.opt.Retry, Now: now})
-	if len(d.Actions) == 0 {
+	if len(d.Actions) == 0 && !t.dirty {
 		return d.RecheckAt, true
 	}
 	if t.fence != nil {
@@ -216,10 +220,10 @@ func (t *keeperTerm) step(ctx context.Context) (time.Time, bool) {
 		return now, true
 	case err != nil:
 		k.log.Warn("store the silences kept", "err", err)
-		t.loaded = false
+		t.kept, t.dirty = after, true
 		return now.Add(k.opt.Retry), true
 	}
-	t.kept, t.index = after, idx
+	t.kept, t.index, t.dirty = after, idx, false
 	k.active.Set(float64(len(after)))
 	next := d.RecheckAt
 	if retry := now.Add(k.opt.Retry); failed && (next.IsZero() || retry.Before(next)) {
@@ -253,8 +257,7 @@ func (t *keeperTerm) apply(ctx context.Context, api API, a Action, kept map[stri
 		id, err = api.Extend(ctx, a.ID, a.EndsAt)
 		switch {
 		case errors.Is(err, errGone):
-			k, err = Kept{}, nil // created again while the host is out, else forgotten
-			delete(kept, a.Host)
+			delete(kept, a.Host) // created again while the host is out, else forgotten
 			return false
 		case err == nil:
 			k = Kept{ID: id, EndsAt: a.EndsAt}

@@ -62,10 +62,12 @@ func (f *fakeAM) End(_ context.Context, id string) error {
 	return nil
 }
 
-// memStore is the silences variable in memory, with check-and-set.
+// memStore is the silences variable in memory, with check-and-set; the next
+// failPut writes fail.
 type memStore struct {
-	items map[string]string
-	index uint64
+	items   map[string]string
+	index   uint64
+	failPut int
 }
 
 func (m *memStore) Silences(context.Context) (map[string]string, uint64, error) {
@@ -73,6 +75,10 @@ func (m *memStore) Silences(context.Context) (map[string]string, uint64, error) 
 }
 
 func (m *memStore) PutSilences(_ context.Context, items map[string]string, idx uint64) (uint64, error) {
+	if m.failPut > 0 {
+		m.failPut--
+		return 0, errors.New("Nomad unreachable")
+	}
 	if idx != m.index {
 		return 0, store.ErrConflict
 	}
@@ -141,5 +147,27 @@ func TestKeeperFailuresAndTakeOver(t *testing.T) {
 	}
 	if kept, _ := Decode(st.items); len(kept) != 0 {
 		t.Errorf("still kept: %+v", kept)
+	}
+}
+
+// A silence written to Alertmanager whose ID the store failed to keep is
+// stored at the next step, not created again.
+func TestKeeperStoreFailureKeepsIDs(t *testing.T) {
+	now := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	am := &fakeAM{ends: map[string]time.Time{}}
+	st := &memStore{failPut: 1}
+	k := New(Options{Store: st, NewAPI: func(string, time.Duration) API { return am }, Now: func() time.Time { return now }})
+	rules := mustRules(t, `instance="{{.Host}}"`)
+	k.Observe(State{Plans: map[string]store.Plan{"a": {Host: "a", Phase: store.PhaseDraining, PhaseSince: now}},
+		Rules: func(string) Rules { return rules }, Timeout: time.Second})
+	term := &keeperTerm{k: k}
+	term.step(context.Background())
+	if len(st.items) != 0 {
+		t.Fatalf("stored despite the failure: %v", st.items)
+	}
+	term.step(context.Background())
+	kept, _ := Decode(st.items)
+	if kept["a"].ID != "s1" || len(am.ends) != 1 {
+		t.Errorf("kept %+v, silences in Alertmanager %v (calls %v)", kept, am.ends, am.calls)
 	}
 }
