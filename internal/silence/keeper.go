@@ -197,6 +197,7 @@ func (t *keeperTerm) step(ctx context.Context) (time.Time, bool) {
 			k.log.Warn("silences kept left out", "err", err)
 		}
 		t.kept, t.index, t.loaded = kept, idx, true
+		k.active.Set(float64(len(kept)))
 	}
 	d := Desired(Input{Plans: s.Plans, Rules: s.Rules, Kept: t.kept, Retry: k.opt.Retry, Now: now})
 	if len(d.Actions) == 0 && !t.dirty {
