@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -179,4 +182,43 @@ group "all" {
 	if s := amAlertState(am, "NodeDown", ok+":9100"); s != "active" {
 		t.Errorf("the host's alert is %q after its silence ended, want active", s)
 	}
+}
+
+// A silence Alertmanager refuses never holds the rollout: the host reboots,
+// and `rollboot status` shows the failed write. Alertmanager sits behind a
+// proxy that refuses every silence and passes the rest (the alert gate's
+// reads) through.
+func TestSilenceFailureHoldsNothing(t *testing.T) {
+	t.Parallel()
+	am := startAlertmanager(t)
+	target, _ := url.Parse("http://" + am.addr)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/api/v2/silences" {
+			http.Error(w, "silences are read-only here", http.StatusInternalServerError)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, resync: productionResync,
+		policy: fmt.Sprintf(`alerts {
+  alertmanager_url = %q
+}
+silence {
+  matchers = ["instance=~\"{{.HostRegex}}(:[0-9]+)?\""]
+}
+`, front.URL)})
+	c.start()
+	hosts := c.clients()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
+	c.needReboot(hosts[0])
+	c.waitFor("the host rebooted despite the refused silence", 60*time.Second, c.rebootedAll(hosts[:1]))
+	if s := rollbootSilences(am, hosts[0]); len(s) != 0 {
+		t.Fatalf("silences exist behind the refusing proxy: %+v", s)
+	}
+	want := "create: POST " + front.URL + "/api/v2/silences: HTTP 500: silences are read-only here"
+	c.waitFor("status to show the failed silence write", 30*time.Second, func() bool {
+		return strings.Contains(c.cli("status"), want)
+	})
 }

@@ -87,7 +87,9 @@ func out(phase string) bool {
 // (after it left its last phase out of service), ended at once when it is
 // stuck (never extended then: a real failure must page), ended when its
 // group's silences are turned off, and forgotten once ended. A host whose
-// last write failed is written again no sooner than Retry after it.
+// last write failed is written again no sooner than Retry after it; a
+// failed creation is remembered (for status) until the tail after the host
+// is back.
 func Desired(in Input) Decision {
 	var d Decision
 	hosts := map[string]bool{}
@@ -142,6 +144,10 @@ func decideHost(h string, p store.Plan, hasPlan bool, r Rules, k Kept, now time.
 		}
 	case !active && k == (Kept{}):
 		return Action{}, time.Time{}
+	case !active && k.ID == "" && hasPlan && p.Phase != store.PhaseStuck && len(r.Matchers) > 0 && now.Before(p.PhaseSince.Add(r.Tail)):
+		// A silence that could not be written is shown (status) until the
+		// tail after its host is back, as the silence would have lasted.
+		return Action{}, p.PhaseSince.Add(r.Tail)
 	case !active:
 		return Action{Op: OpForget, Host: h}, time.Time{}
 	case hasPlan && p.Phase == store.PhaseStuck, len(r.Matchers) == 0:
