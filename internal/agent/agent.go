@@ -149,10 +149,9 @@ type Agent struct {
 }
 
 type detection struct {
-	required bool
-	reason   string
-	err      error
-	known    bool
+	need  Need
+	err   error
+	known bool
 }
 
 // New returns an agent.
@@ -371,7 +370,7 @@ func (a *Agent) setIdentity(ctx context.Context, nodeID string, roles []string, 
 	if a.rec.BootID != bootID {
 		a.rec.BootID = bootID
 		a.rec.RebootingGrant, a.rec.Failure = "", nil
-		a.rec.RebootRequired, a.rec.Reason, a.rec.RequestedAt = false, "", time.Time{}
+		a.rec.RebootRequired, a.rec.Reason, a.rec.RequestedAt, a.rec.Fingerprint = false, "", time.Time{}, ""
 	}
 }
 
@@ -743,10 +742,9 @@ func (a *Agent) publishSoon(ctx context.Context) {
 // answer stands, and the error is published for the operator.
 func (a *Agent) detect(ctx context.Context, slow bool) {
 	var errs []string
-	required, reasons := false, []string{}
 	for i, d := range a.opt.Detectors {
 		if slices.Contains(a.opt.SlowIndexes, i) == slow || slow {
-			req, why, err := d.RebootRequired(ctx)
+			need, err := d.RebootRequired(ctx)
 			if err != nil {
 				if !errors.Is(err, context.Canceled) {
 					if a.detected[i].err == nil || a.detected[i].err.Error() != err.Error() {
@@ -755,27 +753,43 @@ func (a *Agent) detect(ctx context.Context, slow bool) {
 					a.detected[i].err = err
 				}
 			} else {
-				a.detected[i] = detection{required: req, reason: why, known: true}
+				a.detected[i] = detection{need: need, known: true}
 			}
 		}
 		if a.detected[i].err != nil {
 			errs = append(errs, a.detected[i].err.Error())
 		}
-		if a.detected[i].known && a.detected[i].required {
-			required = true
-			reasons = append(reasons, a.detected[i].reason)
-		}
 	}
 	a.rec.DetectError = strings.Join(errs, "; ")
-	if required && !a.rec.RebootRequired {
+	need := combineNeeds(a.detected)
+	if need.Required && (!a.rec.RebootRequired || need.Fingerprint != a.rec.Fingerprint) {
+		// A need first seen, or one whose fingerprint changed (more was
+		// installed since): a new need, which the reboot-loop guard does not
+		// take for the one the last reboot did not clear.
 		a.rec.RequestedAt = a.now().UTC()
-		a.log.Info("reboot required", "reason", strings.Join(reasons, "; "))
+		a.log.Info("reboot required", "reason", need.Reason, "fingerprint", need.Fingerprint)
 	}
-	if !required {
+	if !need.Required {
 		a.rec.RequestedAt = time.Time{}
 	}
-	a.rec.RebootRequired = required
-	a.rec.Reason = strings.Join(reasons, "; ")
+	a.rec.RebootRequired, a.rec.Reason, a.rec.Fingerprint = need.Required, need.Reason, need.Fingerprint
+}
+
+// combineNeeds is the host's need from its detectors' last answers: required
+// when one says so, with their reasons and fingerprints joined in detector
+// order (a detector without a fingerprint adds none).
+func combineNeeds(ds []detection) Need {
+	var reasons, prints []string
+	for _, d := range ds {
+		if !d.known || !d.need.Required {
+			continue
+		}
+		reasons = append(reasons, d.need.Reason)
+		if d.need.Fingerprint != "" {
+			prints = append(prints, d.need.Fingerprint)
+		}
+	}
+	return Need{Required: len(reasons) > 0, Reason: strings.Join(reasons, "; "), Fingerprint: strings.Join(prints, ",")}
 }
 
 // publish writes the host record when it differs from what this agent last wrote,

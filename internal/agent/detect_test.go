@@ -18,22 +18,22 @@ func TestFileDetector(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "reboot-required")
 	d := FileDetector{Path: path}
-	req, _, err := d.RebootRequired(context.Background())
-	if err != nil || req {
-		t.Fatalf("absent file: required=%v err=%v", req, err)
+	need, err := d.RebootRequired(context.Background())
+	if err != nil || need.Required {
+		t.Fatalf("absent file: required=%v err=%v", need.Required, err)
 	}
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req, why, err := d.RebootRequired(context.Background())
-	if err != nil || !req || !strings.Contains(why, path) {
-		t.Fatalf("present file: required=%v why=%q err=%v", req, why, err)
+	need, err = d.RebootRequired(context.Background())
+	if err != nil || !need.Required || !strings.Contains(need.Reason, path) {
+		t.Fatalf("present file: %+v err=%v", need, err)
 	}
 	// A path that cannot be examined is an error, not a reboot.
 	blocked := FileDetector{Path: filepath.Join(path, "under-a-file")}
-	req, _, err = blocked.RebootRequired(context.Background())
-	if err == nil || req {
-		t.Fatalf("unreadable path: required=%v err=%v", req, err)
+	need, err = blocked.RebootRequired(context.Background())
+	if err == nil || need.Required {
+		t.Fatalf("unreadable path: required=%v err=%v", need.Required, err)
 	}
 }
 
@@ -58,9 +58,9 @@ func TestCommandDetector(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := CommandDetector{Argv: tc.argv, Timeout: tc.timeout}
-			req, _, err := d.RebootRequired(context.Background())
-			if req != tc.required {
-				t.Errorf("required = %v, want %v", req, tc.required)
+			need, err := d.RebootRequired(context.Background())
+			if need.Required != tc.required {
+				t.Errorf("required = %v, want %v", need.Required, tc.required)
 			}
 			if tc.wantErr == "" && err != nil {
 				t.Errorf("err = %v", err)
@@ -199,9 +199,9 @@ type countingDetector struct {
 	failChanges bool
 }
 
-func (d *countingDetector) RebootRequired(context.Context) (bool, string, error) {
+func (d *countingDetector) RebootRequired(context.Context) (Need, error) {
 	d.asked.Add(1)
-	return d.need.Load(), "test need", nil
+	return Need{Required: d.need.Load(), Reason: "test need"}, nil
 }
 
 type notifyingDetector struct{ *countingDetector }

@@ -94,7 +94,16 @@ type AgentConfig struct {
 	SentinelCommand         []string // argv; empty disables the command detector
 	SentinelCommandInterval time.Duration
 	SentinelCommandTimeout  time.Duration
-	Reboot                  RebootConfig
+	// Detectors are the reboot-need detectors of the distributions, by kind
+	// (DetectorKinds); "auto" stands for those /etc/os-release calls for.
+	Detectors []string
+	// DetectorRoot is the folder the detectors take for "/" (a fixture tree
+	// in tests); DetectorTimeout bounds one run of a detector's program;
+	// KernelOnly makes library updates no need (needrestart, rhel).
+	DetectorRoot    string
+	DetectorTimeout time.Duration
+	KernelOnly      bool
+	Reboot          RebootConfig
 	// PassEnv names secret-bearing environment variables (tokens, secrets,
 	// passwords: agent.IsSecretEnv) that hooks, the sentinel command and the reboot
 	// command still get; every other one is removed from their environment.
@@ -105,6 +114,10 @@ type AgentConfig struct {
 	ServerLockFile string
 	ServerLockTTL  time.Duration
 }
+
+// DetectorKinds are the values of agent.detectors (the agent package's Kind
+// constants).
+var DetectorKinds = []string{"auto", "debian", "rhel", "suse", "nixos", "rpm-ostree", "kernel", "needrestart"}
 
 // Reboot methods.
 const (

@@ -147,6 +147,10 @@ func TestLoadFullExample(t *testing.T) {
 			SentinelCommand:         []string{"/usr/local/bin/reboot-needed", "--kernel"},
 			SentinelCommandInterval: 10 * time.Minute,
 			SentinelCommandTimeout:  time.Minute,
+			Detectors:               []string{"auto", "kernel"},
+			DetectorRoot:            "/",
+			DetectorTimeout:         2 * time.Minute,
+			KernelOnly:              true,
 			ServerLockFile:          "/var/lib/rollboot/server-lock.json",
 			ServerLockTTL:           15 * time.Minute,
 			Reboot: RebootConfig{

@@ -293,6 +293,7 @@ func (c *cluster) agentSupervisor(base *config.Compiled, clusters *daemon.Cluste
 		cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
 		cfg.Agent.ServerLockFile = filepath.Join(h.Dir, "server-lock.json")
 		cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
+		cfg.Agent.DetectorRoot = h.Dir // the emulated host's files, not the machine's
 		local, err := hostLocal(h)
 		if err != nil {
 			log.Error("agent", "host", h.Name, "err", err)

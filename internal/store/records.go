@@ -51,6 +51,10 @@ type HostRecord struct {
 	RebootRequired bool
 	Reason         string    // why a reboot is needed ("sentinel file /var/run/reboot-required")
 	RequestedAt    time.Time // when the current need was first seen; stable while it lasts
+	// Fingerprint names what the reboot installs (the detectors' fingerprints:
+	// a hash of the packages waiting for it, the kernel version it boots);
+	// "" when no detector can tell. A changed fingerprint is a new need.
+	Fingerprint string
 
 	// RebootingGrant is the grant the agent is rebooting for: set right before the
 	// reboot, so the coordinator knows the reboot began.
@@ -260,6 +264,7 @@ var hostCodec = codec[HostRecord]{version: 1, fields: []field[HostRecord]{
 	flag("reboot_required", func(r *HostRecord) *bool { return &r.RebootRequired }, true),
 	text("reason", func(r *HostRecord) *string { return &r.Reason }),
 	instant("requested_at", func(r *HostRecord) *time.Time { return &r.RequestedAt }, false),
+	text("fingerprint", func(r *HostRecord) *string { return &r.Fingerprint }),
 	text("rebooting_grant", func(r *HostRecord) *string { return &r.RebootingGrant }),
 	text("rebooted_grant", func(r *HostRecord) *string { return &r.RebootedGrant }),
 	text("fleetlock_id", func(r *HostRecord) *string { return &r.FleetLockID }),
