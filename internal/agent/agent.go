@@ -40,12 +40,15 @@ type ServerProbe interface {
 
 // Options configure an agent.
 type Options struct {
-	Host        string // the host's name in rollboot (default: the hostname)
-	Candidate   bool   // a coordinator candidate runs beside the agent
-	Hostname    string
-	Store       *store.Store
-	BootIDFile  string
-	FleetLockID string
+	Host       string // the host's name in rollboot (default: the hostname)
+	Candidate  bool   // a coordinator candidate runs beside the agent
+	Hostname   string
+	Store      *store.Store
+	BootIDFile string
+	// BootTimeFile is the kernel's /proc/stat, whose btime line is the boot
+	// time published for max_uptime; "" publishes none.
+	BootTimeFile string
+	FleetLockID  string
 
 	// Local is the host's own Nomad agent, NodeList the cluster's nodes: who
 	// the host is in Nomad (Identity).
@@ -367,11 +370,27 @@ func (a *Agent) setIdentity(ctx context.Context, nodeID string, roles []string, 
 	a.rec.Servers = servers
 	a.checkVault(ctx)
 	a.rec.FleetLockID, a.rec.AgentVersion, a.rec.AgentJob = o.FleetLockID, version.String(), o.AgentJob
+	if a.rec.BootID != bootID || a.rec.BootedAt.IsZero() {
+		a.rec.BootedAt = a.bootTime()
+	}
 	if a.rec.BootID != bootID {
 		a.rec.BootID = bootID
 		a.rec.RebootingGrant, a.rec.Failure = "", nil
 		a.rec.RebootRequired, a.rec.Reason, a.rec.RequestedAt, a.rec.Fingerprint = false, "", time.Time{}, ""
 	}
+}
+
+// bootTime is the host's boot time, zero when it cannot be read (no uptime
+// need is then reckoned for it: logged, never a reason to reboot).
+func (a *Agent) bootTime() time.Time {
+	if a.opt.BootTimeFile == "" {
+		return time.Time{}
+	}
+	t, err := ReadBootTime(a.opt.BootTimeFile)
+	if err != nil {
+		a.log.Warn("no boot time: max_uptime cannot apply to this host", "err", err)
+	}
+	return t
 }
 
 // loop is the agent's event loop, the only code that touches the record once the

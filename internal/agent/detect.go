@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -120,4 +121,23 @@ func ReadBootID(path string) (string, error) {
 		return "", fmt.Errorf("boot ID: %s is empty", path)
 	}
 	return id, nil
+}
+
+// ReadBootTime reads when the host booted from the "btime" line of the
+// kernel's /proc/stat (seconds since the epoch; proc(5)).
+func ReadBootTime(path string) (time.Time, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("boot time: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || sec <= 0 {
+				return time.Time{}, fmt.Errorf("boot time: %s: btime %q is not a time", path, strings.TrimSpace(v))
+			}
+			return time.Unix(sec, 0).UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("boot time: %s has no btime line", path)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,5 +277,43 @@ func TestFastEvery(t *testing.T) {
 		if got := a.fastEvery(tc.allNotify); got != tc.want {
 			t.Errorf("all notify %t, Vault sealed %t: every %s, want %s", tc.allNotify, tc.sealed, got, tc.want)
 		}
+	}
+}
+
+// The boot time is the btime line of /proc/stat; anything else is an error,
+// and so no boot time (no uptime need), never a made-up one.
+func TestReadBootTime(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		content string
+		want    time.Time
+		wantErr string
+	}{
+		{name: "btime among the other lines", content: "cpu  1 2 3\nintr 5\nctxt 42\nbtime 1764000000\nprocesses 9\n", want: time.Unix(1764000000, 0).UTC()},
+		{name: "no btime line", content: "cpu  1 2 3\n", wantErr: "has no btime line"},
+		{name: "btime not a number", content: "btime soon\n", wantErr: `btime "soon" is not a time`},
+		{name: "btime zero", content: "btime 0\n", wantErr: "is not a time"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, fmt.Sprint(i))
+			if err := os.WriteFile(p, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadBootTime(p)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !got.IsZero() {
+					t.Fatalf("ReadBootTime = %s, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !got.Equal(tt.want) {
+				t.Fatalf("ReadBootTime = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := ReadBootTime(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing file: no error")
 	}
 }

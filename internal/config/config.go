@@ -84,6 +84,9 @@ type AgentConfig struct {
 	// Host is the host's name; "" means os.Hostname() at run time.
 	Host       string
 	BootIDFile string
+	// BootTimeFile is the kernel's /proc/stat (its btime line: when the host
+	// booted, for max_uptime); "" publishes no boot time.
+	BootTimeFile string
 	// MachineIDFile is the machine-id(5) file the agent derives the host's
 	// FleetLock (Zincati) id from; a missing file means no id, "" disables it.
 	MachineIDFile string
@@ -253,6 +256,9 @@ type GroupConfig struct {
 	// this group (storage boxes, server-only hosts, FleetLock clients): the
 	// operator's backing for a host record that no Nomad node corroborates.
 	HostsWithoutNode []string
+	// MaxUptime: a host of the group up longer than this (its jitter added)
+	// needs a reboot; 0: no limit.
+	MaxUptime time.Duration
 	// Drain and Healthy are the group's drain and healthy blocks, each value
 	// the top-level one's unless the group sets it (healthy.go).
 	Drain   GroupDrainConfig

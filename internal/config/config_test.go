@@ -142,6 +142,7 @@ func TestLoadFullExample(t *testing.T) {
 		State: StateConfig{Prefix: "rollboot/prod"},
 		Agent: AgentConfig{
 			BootIDFile:              "/proc/sys/kernel/random/boot_id",
+			BootTimeFile:            "/proc/stat",
 			MachineIDFile:           "/etc/machine-id",
 			SentinelFile:            "/var/run/reboot-required",
 			SentinelCommand:         []string{"/usr/local/bin/reboot-needed", "--kernel"},

@@ -60,6 +60,11 @@ var agentTable = &table{typ: "agent", of: reflect.TypeFor[AgentConfig](), settin
 	{name: "boot_id_file", field: "BootIDFile", def: "/proc/sys/kernel/random/boot_id", check: value(requiredPath("")),
 		doc: "File holding the kernel's boot ID, which tells the agent that a reboot happened. Absolute " +
 			"path, required."},
+	{name: "boot_time_file", field: "BootTimeFile", def: "/proc/stat", check: value(optionalPath("to publish no boot time")),
+		doc: "The kernel's `/proc/stat`, whose `btime` line (seconds since the epoch) is when the host booted: " +
+			"the agent publishes it in its host record for the groups' `max_uptime`. A file that cannot be " +
+			"read or has no `btime` line means no boot time (a warning is logged) and no uptime need for " +
+			"this host, never a reboot; `\"\"` publishes none. Absolute path."},
 	{name: "machine_id_file", field: "MachineIDFile", def: "/etc/machine-id", check: value(optionalPath("for no FleetLock id")),
 		doc: "The machine-id(5) file the agent derives this host's FleetLock id from (the id Zincati sends, " +
 			"see [FleetLock](fleetlock.md#identity)), published in its host record when " +
@@ -90,7 +95,9 @@ var agentTable = &table{typ: "agent", of: reflect.TypeFor[AgentConfig](), settin
 	{name: "detectors", field: "Detectors", def: []string{"auto"}, check: each(atElement, oneOf("detector kind", DetectorKinds...)),
 		doc: "The distributions' reboot-need detectors, beside `sentinel_file` and `sentinel_command`; " +
 			"a reboot is needed when any says so, and the host record shows each one's reason and a " +
-			"fingerprint of what the reboot installs. `\"debian\"`: `/var/run/reboot-required` exists " +
+			"fingerprint of what the reboot installs (`rollboot status -json`: `reason`, `fingerprint`). " +
+			"`debian` is watched as `sentinel_file` is; the others run when the agent starts and every " +
+			"`sentinel_command_interval`. `\"debian\"`: `/var/run/reboot-required` exists " +
 			"(the packages in `reboot-required.pkgs` are the fingerprint; it replaces `sentinel_file` when " +
 			"that names the same file). `\"rhel\"`: `needs-restarting -r` exits 1 (0: no reboot). " +
 			"`\"suse\"`: `/run/reboot-needed` exists, or `zypper needs-rebooting` exits 102 (0: no " +

@@ -18,12 +18,15 @@ import (
 
 // Host is one row of the status.
 type Host struct {
-	Host           string    `json:"host"`
-	Group          string    `json:"group,omitempty"`
-	NodeID         string    `json:"node_id,omitempty"`
-	Roles          []string  `json:"roles,omitempty"`
-	FleetLockID    string    `json:"fleetlock_id,omitempty"`
-	BootID         string    `json:"boot_id,omitempty"`
+	Host        string   `json:"host"`
+	Group       string   `json:"group,omitempty"`
+	NodeID      string   `json:"node_id,omitempty"`
+	Roles       []string `json:"roles,omitempty"`
+	FleetLockID string   `json:"fleetlock_id,omitempty"`
+	BootID      string   `json:"boot_id,omitempty"`
+	// BootedAt is when the host booted, as its agent reads it (its uptime, for
+	// the groups' max_uptime).
+	BootedAt       time.Time `json:"booted_at,omitzero"`
 	Phase          string    `json:"phase"`
 	Since          time.Time `json:"since,omitzero"`
 	RebootRequired bool      `json:"reboot_required"`
@@ -147,7 +150,7 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 	seen := map[string]bool{}
 	for _, h := range hosts {
 		seen[h.Host] = true
-		v := Host{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, FleetLockID: h.FleetLockID, BootID: h.BootID, Phase: store.PhaseIdle,
+		v := Host{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, FleetLockID: h.FleetLockID, BootID: h.BootID, BootedAt: h.BootedAt, Phase: store.PhaseIdle,
 			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, Fingerprint: h.Fingerprint, DetectError: h.DetectError,
 			DiscoverError: h.DiscoverError, AgentVersion: h.AgentVersion}
 		if p, ok := plans[h.Host]; ok {
