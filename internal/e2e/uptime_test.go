@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -82,4 +87,42 @@ group "all" {
 	if out := c.cli("history"); !strings.Contains(out, first[uptimeHost].Reason) {
 		t.Errorf("rollboot history does not show %q:\n%s", first[uptimeHost].Reason, out)
 	}
+}
+
+// Trust: a boot time is the host's own claim. Another holder of the agent
+// token who writes an old boot time into a host's record gets that host
+// granted for its "uptime", and the host's agent refuses the grant: the boot
+// time the plan was reckoned from is not the one it read for its own boot.
+func TestTrustForgedBootTimeRebootsNobody(t *testing.T) {
+	t.Parallel()
+	c, ag := trustCluster(t, clusterOpts{clients: 2, policy: `group "all" {
+  concurrency = 1
+  max_uptime  = "1h"
+}`})
+	hosts := c.clients()
+	victim := hosts[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	forged := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
+	forge(ctx, &wg, ag, victim, func(r *store.HostRecord) { r.BootedAt = forged })
+	c.waitFor("the grant refused by the victim's agent", 30*time.Second, func() bool {
+		for _, h := range c.history() {
+			if h.Host == victim && h.Outcome == "failed" && strings.Contains(h.Error, "does not see") &&
+				strings.HasPrefix(h.Reason, "uptime ") {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	wg.Wait()
+	c.waitFor(victim+" eligible and idle again", 30*time.Second, func() bool {
+		n, err := c.sim.Node(victim)
+		p := c.plans()[victim]
+		return err == nil && n.SchedulingEligibility == api.NodeSchedulingEligible && n.DrainStrategy == nil &&
+			(p.Phase == store.PhaseIdle || p.Phase == store.PhaseBackoff)
+	})
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{victim: 0, hosts[1]: 0}})
 }
