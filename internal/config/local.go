@@ -118,9 +118,10 @@ var agentTable = &table{typ: "agent", of: reflect.TypeFor[AgentConfig](), settin
 			"its reboot is held by the reboot-loop guard (`reboot_loop_backoff`); one whose fingerprint " +
 			"changed is a new need. Unknown kinds are an error."},
 	{name: "detector_root", field: "DetectorRoot", def: "/", check: value(requiredPath("")),
-		doc: "The folder the detectors take for `/`: their files and programs are looked for under it. `/` " +
-			"on a host; the host's root mounted into the container with the docker job (e.g. `/host`). " +
-			"Absolute path."},
+		doc: "The folder the detectors take for `/`: their files (os-release, `/boot`, `/proc/sys/kernel/osrelease`, " +
+			"...) and programs are looked for under it. `/` on a host; the emulator's host folder in tests and " +
+			"the demo. A program found there still runs as it is, with the agent's own libraries and " +
+			"namespaces: a container cannot run the host's tools this way (see the docker job). Absolute path."},
 	{name: "detector_timeout", field: "DetectorTimeout", def: time.Minute, check: value(positive),
 		doc: "How long one run of a detector's program (`needs-restarting`, `zypper`, `rpm-ostree`, " +
 			"`needrestart`) may take; past it the run is killed and is a detection error. > 0."},
