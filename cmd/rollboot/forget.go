@@ -61,6 +61,7 @@ func forget(ctx context.Context, out io.Writer, st *store.Store, nodes forgetNod
 		delete(c.Requests, host)
 		delete(c.Cancels, host)
 		delete(c.Releases, host)
+		delete(c.Approvals, host)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("delete the requests of %s: %w", host, err)

@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 		newPauseCmd(cf),
 		newResumeCmd(cf),
 		newReleaseCmd(cf),
+		newApproveCmd(cf),
 		newForgetCmd(cf),
 		newControlCmd(cf),
 		newPolicyCmd(cf),

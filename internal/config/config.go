@@ -163,7 +163,11 @@ type CoordinatorConfig struct {
 	LeaderTransferDenied string
 	RebootLoopBackoff    time.Duration
 	RebootLoopMaxBackoff time.Duration
-	HistorySize          int
+	// PurgedNodeGrace: how long the node of a host out of service may be gone
+	// from Nomad (purged, or replaced by another node) before its slot is
+	// released.
+	PurgedNodeGrace time.Duration
+	HistorySize     int
 	// AgentJob is the Nomad job the agents run as, in AgentJobNamespace ("" means
 	// nomad.namespace): a host whose node has no running allocation of it is
 	// reported "agent missing". "" turns the check off.
@@ -259,6 +263,9 @@ type GroupConfig struct {
 	// MaxUptime: a host of the group up longer than this (its jitter added)
 	// needs a reboot; 0: no limit.
 	MaxUptime time.Duration
+	// Singletons is "hold" (a node running the only instance of a task group
+	// with count = 1 waits for `rollboot approve`) or "allow" (drained as any).
+	Singletons string
 	// Drain and Healthy are the group's drain and healthy blocks, each value
 	// the top-level one's unless the group sets it (healthy.go).
 	Drain   GroupDrainConfig

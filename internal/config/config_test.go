@@ -167,7 +167,7 @@ func TestLoadFullExample(t *testing.T) {
 		Coordinator: CoordinatorConfig{
 			Enabled: true, LockTTL: 20 * time.Second, Standbys: 2, ResyncInterval: time.Minute,
 			RejoinTimeout: 30 * time.Minute, RebootLoopBackoff: time.Hour,
-			RebootLoopMaxBackoff: 24 * time.Hour, HistorySize: 200, ServerStableFor: 10 * time.Second,
+			RebootLoopMaxBackoff: 24 * time.Hour, PurgedNodeGrace: 5 * time.Minute, HistorySize: 200, ServerStableFor: 10 * time.Second,
 			LeaderTransferDenied: "continue", AgentJob: "rollboot", NodeMeta: true,
 		},
 		Drain: DrainConfig{Deadline: time.Hour, OnTimeout: "abort", RetryBackoff: 5 * time.Minute, RetryMaxBackoff: time.Hour,

@@ -255,6 +255,16 @@ var coordinatorTable = &table{typ: "coordinator", of: reflect.TypeFor[Coordinato
 			"> 0."},
 	{name: "reboot_loop_max_backoff", field: "RebootLoopMaxBackoff", policy: true, def: 24 * time.Hour, check: notBelow("reboot_loop_backoff"),
 		doc: "Upper bound of that wait. Not less than `reboot_loop_backoff`."},
+	{name: "purged_node_grace", field: "PurgedNodeGrace", policy: true, def: 5 * time.Minute, check: value(nonNegative),
+		doc: "A host out of service whose Nomad node is gone (purged with `nomad node purge`, garbage-collected, " +
+			"renamed, or down while a node registered after it carries the host's name: a replaced machine) " +
+			"keeps its slot this long, then the slot is released: history `node_gone` with the reason, the " +
+			"`node_gone` notification, nothing done to any node, and the host backs off as after a failed " +
+			"attempt. `rollboot status` shows the host waiting (`the node is gone: ...; the slot is released " +
+			"at ...`, `rollboot_hosts_waiting{reason=\"node_gone\"}`) meanwhile. Decided from Nomad's node " +
+			"list only: a node listed again (a live client registers again under its ID) clears it, and a " +
+			"host that runs servers keeps its slot (its clusters say when it is back). `rollboot forget " +
+			"HOST` then removes a host gone for good. >= 0; `0` releases at the first pass that sees it."},
 	{name: "history_size", field: "HistorySize", policy: true, def: 200, check: value(atLeast(1, "")),
 		doc: "Number of finished reboots kept in `<prefix>/history`. At least 1."},
 }}

@@ -78,7 +78,9 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 			doc: "Names of the `window` blocks in which the group's drains may start. Each must be defined. " +
 				"Empty means the default: all windows in the file, or always open if there are none. " +
 				"`policy validate` and `policy apply` warn of a group that inherits every window while another " +
-				"group names its own: windowing one group then closes the others outside those windows."},
+				"group names its own: windowing one group then closes the others outside those windows. " +
+				"`policy apply`'s diff shows each group's effective windows (`group \"x\".effective_windows`) " +
+				"and `plan` shows them under each group."},
 		{name: "settle", field: "Settle", check: value(nonNegative),
 			doc: "Least time between one host of the group coming back (the end of its cycle: rejoined, eligible " +
 				"again, its servers stable) and the next host of the group starting. While it runs, the group's " +
@@ -106,6 +108,18 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 				"host name rollboot can store (no `~` or `/`), listed in one group only. A listed host that " +
 				"goes down and does not come back within `rejoin_timeout` keeps no slot: its cycle is ended as " +
 				"`abandoned` and it backs off."},
+		{name: "singletons", field: "Singletons", def: "allow", check: value(oneOf("singletons", "", "allow", "hold")),
+			doc: "What to do with a node that runs the only instance of a task group whose count is 1 (a " +
+				"service or batch job; no other live, healthy allocation of that group elsewhere), which a " +
+				"Nomad drain stops before its replacement runs. `\"allow\"` (the default, as before this " +
+				"setting) drains it like any node. `\"hold\"` keeps the host pending, before it takes a slot, " +
+				"with the jobs named in `rollboot status` and `plan` (`runs the only instance of job group " +
+				"web.api (count = 1): a drain stops it; rollboot approve HOST lets it drain`, " +
+				"`rollboot_hosts_waiting{reason=\"singleton\"}`), until the singleton goes away or an operator " +
+				"runs `rollboot approve HOST` (valid for `-for`, 1h by default). A read that fails holds " +
+				"(`workload_unknown`). Each held host costs two reads a pass and again every 5s: its node's " +
+				"allocations and those of each singleton job. Hosts in no group (the default group) are " +
+				"`\"allow\"`: a group with `filter = \"\"` and `singletons = \"hold\"` holds them all."},
 	},
 	nested: []nested{
 		child{t: groupDrainTable, field: "Drain", inherit: func(c *Config) any { return c.groupDrain() },

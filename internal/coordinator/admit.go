@@ -29,7 +29,7 @@ const maxAdmitRounds = 64
 func (c *Coordinator) admitRules() admission.Rules {
 	r := admission.Rules{Groups: []policy.Group{c.opt.DefaultGroup}, DrainDeadline: c.opt.Timing.DrainDeadline,
 		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
-		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && c.opt.Workloads.Enabled(),
+		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
 		Capacity: c.opt.Capacity.Enabled}
 	for _, g := range c.opt.Groups {
 		r.Groups = append(r.Groups, g.Group)

@@ -152,10 +152,29 @@ func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot, names []st
 	hosts := make([]workloadread.Host, 0, len(names))
 	for _, name := range names {
 		hv := s.hosts[name]
-		hosts = append(hosts, workloadread.Host{Name: name, NodeID: hv.node.ID, Pool: hostPool(s, hv)})
+		h := workloadread.Host{Name: name, NodeID: hv.node.ID, Pool: hostPool(s, hv)}
+		if c.groupOptions(hv.group).HoldSingletons {
+			h.Singletons, h.ApprovedUntil = true, s.control.Approvals[name].Until
+		}
+		hosts = append(hosts, h)
 	}
-	r := workloadread.Reader{API: c.opt.WorkloadsAPI, Nodes: c.opt.Nodes, Settings: c.opt.Workloads}
+	r := workloadread.Reader{API: c.opt.WorkloadsAPI, Nodes: c.opt.Nodes, Settings: c.opt.Workloads,
+		Now: func() time.Time { return s.now }}
 	s.workloads = &workloadView{holds: r.Holds(ctx, hosts)}
+}
+
+// holdsSingletons reports whether some group holds its singletons
+// (singletons = "hold"): the workload blockers then read for it.
+func (c *Coordinator) holdsSingletons() bool {
+	if c.opt.DefaultOptions.HoldSingletons {
+		return true
+	}
+	for _, g := range c.opt.Groups {
+		if g.Options.HoldSingletons {
+			return true
+		}
+	}
+	return false
 }
 
 // The capacity gate: a host is admitted only if the allocations its drain would

@@ -465,6 +465,7 @@ func (c *Coordinator) input(s *snapshot, adm admission.Result, name string) phas
 		Now: s.now, Plan: p, Host: hv.rec, Node: hv.node, Group: hv.group, Paused: ctl.Paused,
 		CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
 		Admitted: adm.Admitted[name], NotAdmitted: adm.Wait[name], Timing: c.opt.Timing, Clusters: s.clusters,
+		NodeGone: s.nodeGone(p),
 	}
 	if _, ok := ctl.Requests[name]; ok {
 		r := ctl.Requests[name] // declared here: a variable whose address is taken is allocated, for every host

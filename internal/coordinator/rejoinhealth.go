@@ -39,6 +39,8 @@ type GroupOptions struct {
 	// MaxUptime: a host of the group up longer (its jitter added) needs a
 	// reboot; 0: no limit.
 	MaxUptime time.Duration
+	// HoldSingletons: the group's singletons = "hold".
+	HoldSingletons bool
 }
 
 // AllocsAPI is the part of the Nomad allocations API the coordinator uses (for

@@ -5,6 +5,7 @@ import (
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/workload"
 )
 
 // withGroupOptions gives each of the coordinator's groups its drain options and
@@ -15,6 +16,7 @@ func withGroupOptions(specs []coordinator.GroupSpec, cfg *config.Compiled) []coo
 			g := cfg.Groups[i]
 			specs[i].Options = groupOptions(g.Drain, g.Healthy)
 			specs[i].Options.MaxUptime = g.MaxUptime
+			specs[i].Options.HoldSingletons = g.Singletons == workload.SingletonsHold
 		}
 	}
 	return specs

@@ -106,6 +106,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 			RejoinTimeout:   cfg.Coordinator.RejoinTimeout,
 			LoopBackoff:     cfg.Coordinator.RebootLoopBackoff,
 			LoopMaxBackoff:  cfg.Coordinator.RebootLoopMaxBackoff,
+			NodeGoneGrace:   cfg.Coordinator.PurgedNodeGrace,
 		},
 		HistorySize:          cfg.Coordinator.HistorySize,
 		ServerStableFor:      cfg.Coordinator.ServerStableFor,

@@ -361,6 +361,10 @@ func (s *Sim) handleNodeSpecific(w http.ResponseWriter, r *http.Request) {
 		methods(func(w http.ResponseWriter, r *http.Request) {
 			s.handleNodeEligibility(w, r, strings.TrimSuffix(rest, "/eligibility"))
 		}, http.MethodPut, http.MethodPost)(w, r)
+	case strings.HasSuffix(rest, "/purge"):
+		methods(func(w http.ResponseWriter, r *http.Request) {
+			s.handleNodePurge(w, r, strings.TrimSuffix(rest, "/purge"))
+		}, http.MethodPut, http.MethodPost)(w, r)
 	case strings.HasSuffix(rest, "/allocations"):
 		methods(func(w http.ResponseWriter, r *http.Request) {
 			s.handleNodeAllocs(w, r, strings.TrimSuffix(rest, "/allocations"))
@@ -705,8 +709,9 @@ func validateNodeMeta(meta map[string]*string) error {
 }
 
 // sortedNodesLocked returns the nodes in host order. Hosts keep their order and
-// nodes are never removed, so the order is computed again only when a node
-// registered; callers must not modify the slice.
+// nodes are removed only by a purge (which clears byHost), so the order is
+// computed again only when a node registered or was purged; callers must not
+// modify the slice.
 func (c *clusterState) sortedNodesLocked(s *Sim) []*simNode {
 	if len(c.byHost) == len(c.nodes) {
 		return c.byHost

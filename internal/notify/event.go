@@ -34,12 +34,13 @@ const (
 	Stuck         Kind = "stuck"
 	DrainAborted  Kind = "drain_aborted"
 	RebootFailed  Kind = "reboot_failed"
+	NodeGone      Kind = "node_gone"
 	Paused        Kind = "paused"
 	Resumed       Kind = "resumed"
 )
 
 // Kinds are every kind of event, in the order of a host's cycle.
-var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, Paused, Resumed}
+var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed}
 
 // ValidKind reports whether k names an event.
 func ValidKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }
@@ -55,7 +56,8 @@ type Event struct {
 	Grant string
 	// Reason is why the host needs its reboot.
 	Reason string
-	// Error says what went wrong (stuck, drain_aborted, reboot_failed), or, in
+	// Error says what went wrong (stuck, drain_aborted, reboot_failed,
+	// node_gone), or, in
 	// back_in_service, what workloads were still unhealthy when the slot was
 	// freed at the healthy deadline (healthy.on_deadline = "release"; "" when
 	// healthy).
@@ -95,6 +97,7 @@ const notRebooted = "the host did not reboot: "
 //   - rebooting or rejoining: rebooting;
 //   - stuck: stuck;
 //   - backoff with a grant: reboot_failed when the host reported a failed attempt,
+//     node_gone when its slot was released because its node was gone,
 //     drain_aborted otherwise;
 //   - idle after a finished reboot (LastCompleted): back_in_service, once per
 //     LastCompleted, with the workloads still unhealthy (LastUnhealthy) as its
@@ -138,6 +141,8 @@ func implied(p store.Plan) []Event {
 			e.Error = p.LastError
 		case RebootFailed:
 			e.Error = strings.TrimPrefix(p.LastError, notRebooted)
+		case NodeGone:
+			e.Error = strings.TrimPrefix(p.LastError, store.NodeGonePrefix)
 		}
 		return e
 	}
@@ -168,9 +173,12 @@ func implied(p store.Plan) []Event {
 		if p.GrantID == "" {
 			return nil
 		}
-		if strings.HasPrefix(p.LastError, notRebooted) {
+		switch {
+		case strings.HasPrefix(p.LastError, notRebooted):
 			out = append(out, ev(RebootFailed, p.PhaseSince))
-		} else {
+		case strings.HasPrefix(p.LastError, store.NodeGonePrefix):
+			out = append(out, ev(NodeGone, p.PhaseSince))
+		default:
 			out = append(out, ev(DrainAborted, p.PhaseSince))
 		}
 	case store.PhaseIdle:

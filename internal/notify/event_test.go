@@ -56,6 +56,9 @@ func TestDerive(t *testing.T) {
 		{name: "reboot failed", plans: []store.Plan{plan(store.PhaseBackoff, "g1", func(p *store.Plan) {
 			p.LastError = notRebooted + "reboot command failed"
 		})}, ledger: sentDrain, want: []Kind{RebootFailed}},
+		{name: "node gone", plans: []store.Plan{plan(store.PhaseBackoff, "g1", func(p *store.Plan) {
+			p.LastError = store.NodeGonePrefix + "node n1 is no longer in Nomad's node list (purged) for 5m0s: the slot is released"
+		})}, ledger: sentDrain, want: []Kind{NodeGone}},
 		{name: "backoff without a grant (a reboot loop)", plans: []store.Plan{plan(store.PhaseBackoff, "", nil)}, want: []Kind{}},
 		{name: "back in service", plans: []store.Plan{plan(store.PhaseIdle, "", func(p *store.Plan) { p.LastCompleted = t0.Add(time.Hour) })},
 			ledger: sentDrain, want: []Kind{BackInService}},

@@ -17,6 +17,7 @@ var DefaultMessages = map[Kind]string{
 	Stuck:         `rollboot: {{.Host}} is stuck: {{.Error}} (rollboot release {{.Host}} frees its slot)`,
 	DrainAborted:  `rollboot: drain of {{.Host}} aborted, retrying after a backoff: {{.Error}}`,
 	RebootFailed:  `rollboot: reboot of {{.Host}} failed, retrying after a backoff: {{.Error}}`,
+	NodeGone:      `rollboot: {{.Host}}'s slot was released: {{.Error}} (rollboot forget {{.Host}} removes a host gone for good)`,
 	Paused:        `rollboot: rollout paused{{with .PauseReason}}: {{.}}{{end}}`,
 	Resumed:       `rollboot: rollout resumed`,
 }

@@ -26,6 +26,9 @@ type Timing struct {
 	RejoinTimeout   time.Duration
 	LoopBackoff     time.Duration
 	LoopMaxBackoff  time.Duration
+	// NodeGoneGrace: how long the node of a cycle may be gone (Input.NodeGone)
+	// before its slot is released (coordinator.purged_node_grace).
+	NodeGoneGrace time.Duration
 }
 
 // NodeView is what the coordinator observed of a host's Nomad node.
@@ -189,6 +192,10 @@ type Input struct {
 	Plan store.Plan // zero Phase means idle
 	Host *store.HostRecord
 	Node *NodeView // nil: the host runs no Nomad client, or its node is unknown
+	// NodeGone says why the node the cycle took out of service (Plan.NodeID)
+	// is no longer the host's, from Nomad's node list (NodeGone); "" while it
+	// is. Read for hosts out of service only.
+	NodeGone string
 
 	Paused    bool
 	Request   *store.Request // a manual request for this host
@@ -353,7 +360,16 @@ func step(in Input) Decision {
 	if r, ok := staleDrain(in, d); ok {
 		return r
 	}
+	r := stepPhase(in, d, n)
+	if p.Active() {
+		return watchNodeGone(in, d, r)
+	}
+	return r
+}
 
+// stepPhase decides for the host's phase.
+func stepPhase(in Input, d Decision, n needed) Decision {
+	p := d.Plan
 	switch p.Phase {
 	case store.PhaseIdle:
 		return stepIdle(in, d, n)
@@ -938,7 +954,7 @@ func finish(p store.Plan, now time.Time) store.Plan {
 	n := enter(p, store.PhaseIdle, now)
 	n.GrantID, n.Attempt, n.BootIDAtGrant, n.SystemJobs = "", 0, "", nil
 	n.NextTry, n.LastError, n.Forced, n.EligibleBefore, n.DrainedIndex = time.Time{}, "", false, false, 0
-	n.Held = false
+	n.Held, n.NodeGoneSince = false, time.Time{}
 	return n
 }
 

@@ -37,6 +37,9 @@ func recheckAt(in Input, p store.Plan) time.Time {
 			at = append(at, in.PostGateRecheck)
 		}
 	}
+	if p.Active() && !p.NodeGoneSince.IsZero() {
+		at = append(at, p.NodeGoneSince.Add(t.NodeGoneGrace))
+	}
 	return earliestAfter(in.Now, at)
 }
 

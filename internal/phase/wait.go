@@ -46,6 +46,7 @@ const (
 	WaitBlockedEvals    // Detail: workload.PoolHold's reason
 	WaitWorkloadUnknown // Detail: the read that failed
 	WaitCapacity        // Detail: package capacity's reason, or why it cannot tell
+	WaitSingleton       // Detail: workload.SingletonHold's reason, naming the job groups
 	WaitDrainStopsAgent // Detail: the agent's job
 
 	// A host out of service.
@@ -67,6 +68,7 @@ const (
 	WaitAllocsUnhealthy // Detail: package rejoin's detail, the allocations and why
 	WaitConsulChecks    // Detail: package rejoin's detail, the failing checks
 	WaitAllocsStarting  // Detail: package rejoin's detail, the allocations still starting
+	WaitNodeGone        // Detail: NodeGone's reason and when the slot is released
 
 	// A host whose plan a newer rollboot wrote (store.PhaseUnreadable).
 	WaitPlanUnreadable // Detail: the store's reason, the whole text
@@ -107,6 +109,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitBlockedEvals:      {"blocked_evals", "%s"},
 	WaitWorkloadUnknown:   {"workload_unknown", "cannot check the workload blockers: %s"},
 	WaitCapacity:          {"capacity", "capacity: %s"},
+	WaitSingleton:         {"singleton", "%s"},
 	WaitDrainStopsAgent:   {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
@@ -126,6 +129,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitAllocsUnhealthy:   {"allocs_unhealthy", "waiting for allocations to be healthy: %s"},
 	WaitConsulChecks:      {"consul_checks", "waiting for Consul checks to pass: %s"},
 	WaitAllocsStarting:    {"allocs_starting", "waiting for allocations to start and be healthy: %s"},
+	WaitNodeGone:          {"node_gone", "the node is gone: %s"},
 	WaitPlanUnreadable:    {"plan_unreadable", "%s"},
 }
 

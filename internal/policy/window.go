@@ -93,6 +93,20 @@ func wallClock(y int, m time.Month, d int, off time.Duration, loc *time.Location
 // Schedule is a union of windows. An empty schedule is always open.
 type Schedule []Window
 
+// String says in which windows drains may start: the windows' names, or that
+// they may start at any time (no window), as `policy apply`'s diff and `plan`
+// show a group's effective windows.
+func (s Schedule) String() string {
+	if len(s) == 0 {
+		return "any time (no window)"
+	}
+	names := make([]string, 0, len(s))
+	for _, w := range s {
+		names = append(names, strconv.Quote(w.Name))
+	}
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
 // Open reports whether any window of the schedule is open at now. An empty
 // schedule is always open.
 func (s Schedule) Open(now time.Time) bool {

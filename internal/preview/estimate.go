@@ -58,18 +58,21 @@ type Plan struct {
 
 // Group is one group's part of the rollout.
 type Group struct {
-	Name        string        `json:"name"`
-	Size        int           `json:"size"`
-	Concurrency int           `json:"concurrency"`
-	Slots       int           `json:"slots"`    // policy.Slots: concurrency, limited by max_unavailable
-	Capacity    int           `json:"capacity"` // hosts it may have out at once given its unavailable nodes
-	Active      int           `json:"active"`   // hosts out of service for rollboot now
-	Unavailable int           `json:"unavailable"`
-	Hold        string        `json:"hold,omitempty"` // why no host of the group may start now
-	Settle      time.Duration `json:"settle,omitempty"`
-	Durations   Durations     `json:"durations"`
-	Hosts       []Host        `json:"hosts"` // in progress first, then the queue in order
-	Finish      time.Time     `json:"finish,omitzero"`
+	Name        string `json:"name"`
+	Size        int    `json:"size"`
+	Concurrency int    `json:"concurrency"`
+	Slots       int    `json:"slots"`    // policy.Slots: concurrency, limited by max_unavailable
+	Capacity    int    `json:"capacity"` // hosts it may have out at once given its unavailable nodes
+	Active      int    `json:"active"`   // hosts out of service for rollboot now
+	Unavailable int    `json:"unavailable"`
+	Hold        string `json:"hold,omitempty"` // why no host of the group may start now
+	// Windows are the windows its drains may start in, named by the group
+	// or inherited from the file (policy.Schedule.String).
+	Windows   string        `json:"windows"`
+	Settle    time.Duration `json:"settle,omitempty"`
+	Durations Durations     `json:"durations"`
+	Hosts     []Host        `json:"hosts"` // in progress first, then the queue in order
+	Finish    time.Time     `json:"finish,omitzero"`
 }
 
 // Host is one host's part of the rollout.
@@ -225,7 +228,7 @@ func newGroup(og coordinator.PreviewGroup, settle time.Duration, d Durations) Gr
 	return Group{
 		Name: og.Group.Name, Size: og.Size, Concurrency: og.Group.Concurrency, Slots: og.Slots,
 		Capacity: max(capacity, 0), Active: og.Active, Unavailable: og.Unavailable, Hold: og.Hold,
-		Settle: settle, Durations: d,
+		Windows: og.Group.Schedule.String(), Settle: settle, Durations: d,
 	}
 }
 

@@ -97,6 +97,7 @@ func writeGroup(b *strings.Builder, g Group, now time.Time) {
 	if g.Hold != "" {
 		fmt.Fprintf(b, "  Held now: %s\n", g.Hold)
 	}
+	fmt.Fprintf(b, "  Windows: %s\n", g.Windows)
 	fmt.Fprintf(b, "  Cycle: %s\n", durationsText(g.Durations, g.Settle))
 	tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tHost\tPhase\tStart\tFinish\tStatus\tNeed")

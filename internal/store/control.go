@@ -34,17 +34,20 @@ func (s *Store) requestPath(host string) string { return s.requestsPrefix() + pa
 
 // HostControl is the control state of one host, in its own variable.
 type HostControl struct {
-	Host        string
-	Request     *Request
-	CancelAt    time.Time
-	ReleaseAt   time.Time
+	Host      string
+	Request   *Request
+	CancelAt  time.Time
+	ReleaseAt time.Time
+	// Approval lets the host drain though its node runs singletons
+	// (`rollboot approve`), until it expires; nil: none.
+	Approval    *Approval
 	ModifyIndex uint64
 
 	newer bool // the variable has a version this rollboot does not know
 }
 
 func (h HostControl) empty() bool {
-	return h.Request == nil && h.CancelAt.IsZero() && h.ReleaseAt.IsZero()
+	return h.Request == nil && h.CancelAt.IsZero() && h.ReleaseAt.IsZero() && h.Approval == nil
 }
 
 func (h HostControl) equal(o HostControl) bool {
@@ -52,6 +55,9 @@ func (h HostControl) equal(o HostControl) bool {
 		return false
 	}
 	if h.Request != nil && (!h.Request.At.Equal(o.Request.At) || h.Request.By != o.Request.By || h.Request.Reason != o.Request.Reason) {
+		return false
+	}
+	if (h.Approval == nil) != (o.Approval == nil) || h.Approval != nil && *h.Approval != *o.Approval {
 		return false
 	}
 	return h.CancelAt.Equal(o.CancelAt) && h.ReleaseAt.Equal(o.ReleaseAt)
@@ -69,6 +75,10 @@ var hostControlCodec = codec[HostControl]{version: 1, fields: []field[HostContro
 	}),
 	instant("cancel_at", func(h *HostControl) *time.Time { return &h.CancelAt }, false),
 	instant("release_at", func(h *HostControl) *time.Time { return &h.ReleaseAt }, false),
+	part("approved_until", false, func(h *HostControl) **Approval { return &h.Approval }, []field[Approval]{
+		instant("approved_until", func(a *Approval) *time.Time { return &a.Until }, true),
+		text("approved_by", func(a *Approval) *string { return &a.By }),
+	}),
 }}
 
 func (h HostControl) items() map[string]string { return hostControlCodec.encode(h) }
@@ -229,6 +239,12 @@ func HostControls(c Control) map[string]HostControl {
 		hc.ReleaseAt = t
 		out[h] = hc
 	}
+	for h, a := range c.Approvals {
+		hc := get(h)
+		a := a
+		hc.Approval = &a
+		out[h] = hc
+	}
 	return out
 }
 
@@ -252,6 +268,12 @@ func (c *Control) merge(h HostControl) {
 			c.Releases = map[string]time.Time{}
 		}
 		c.Releases[h.Host] = h.ReleaseAt
+	}
+	if h.Approval != nil {
+		if c.Approvals == nil {
+			c.Approvals = map[string]Approval{}
+		}
+		c.Approvals[h.Host] = *h.Approval
 	}
 }
 
@@ -315,6 +337,7 @@ func (s *Store) updateControl(ctx context.Context, fn func(*Control) error) (Con
 		before := HostControls(c)
 		paused, reason, at := c.Paused, c.PauseReason, c.PausedAt
 		c.Requests, c.Cancels, c.Releases = maps.Clone(c.Requests), maps.Clone(c.Cancels), maps.Clone(c.Releases)
+		c.Approvals = maps.Clone(c.Approvals)
 		if err := fn(&c); err != nil {
 			return Control{}, err
 		}

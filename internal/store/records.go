@@ -130,6 +130,14 @@ type Server struct {
 	ID      string `json:"id"`
 }
 
+// OutcomeNodeGone is the outcome of a cycle whose slot was released because
+// its node was gone from Nomad (purged, or replaced by another node).
+const OutcomeNodeGone = "node_gone"
+
+// NodeGonePrefix begins the last error of a plan backing off after its node
+// was gone: the node_gone notification is told from it.
+const NodeGonePrefix = "node gone: "
+
 // Plan is the coordinator's record of one host.
 type Plan struct {
 	Host       string
@@ -181,6 +189,12 @@ type Plan struct {
 	// taken); when the hold ends, the time to come back counts from then.
 	Held bool
 
+	// NodeGoneSince is when the coordinator first saw the node this cycle took
+	// out of service (NodeID) gone from Nomad: purged, or its name taken by
+	// another node. Zero while it is the host's node. The slot is released
+	// once it has been gone for coordinator.purged_node_grace.
+	NodeGoneSince time.Time
+
 	// The last finished reboot, for the reboot-loop guard.
 	LastAfterBootID string
 	LastCompleted   time.Time
@@ -196,6 +210,16 @@ type Plan struct {
 
 	ModifyIndex uint64
 }
+
+// Approval is an operator's leave for a host to drain though its node runs
+// singletons (a group's singletons = "hold"): given by By, valid until Until.
+type Approval struct {
+	Until time.Time
+	By    string
+}
+
+// Valid reports whether the approval stands at now.
+func (a Approval) Valid(now time.Time) bool { return now.Before(a.Until) }
 
 // Active reports whether the host holds a slot of its group (is out of service).
 func (p Plan) Active() bool {
@@ -217,6 +241,9 @@ type Control struct {
 	Cancels map[string]time.Time
 	// Releases ask the coordinator to free a stuck host's slot, by host.
 	Releases map[string]time.Time
+	// Approvals let hosts drain though their node runs singletons (`rollboot
+	// approve`), by host, until they expire.
+	Approvals map[string]Approval
 	// Problems are the entries that could not be read (skipped), for status and logs.
 	Problems []string
 
@@ -243,7 +270,7 @@ type HistoryRecord struct {
 	Host    string
 	Group   string
 	GrantID string
-	Outcome string // "rebooted", "released", "canceled", "failed", "abandoned", "interrupted", "held"
+	Outcome string // "rebooted", "released", "canceled", "failed", "abandoned", "interrupted", "held", "node_gone"
 	Reason  string
 	// RequestedBy is who asked for the reboot by hand (`rollboot request`, a
 	// FleetLock client): the request's By; "" when the host's agent found the
@@ -340,6 +367,7 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	instant("uptime_booted_at", func(p *Plan) *time.Time { return &p.UptimeBootedAt }, false),
 	text("gone_boot_id", func(p *Plan) *string { return &p.GoneBootID }),
 	flag("held", func(p *Plan) *bool { return &p.Held }, false),
+	instant("node_gone_since", func(p *Plan) *time.Time { return &p.NodeGoneSince }, false),
 	text("last_after_boot_id", func(p *Plan) *string { return &p.LastAfterBootID }),
 	instant("last_completed", func(p *Plan) *time.Time { return &p.LastCompleted }, false),
 	text("last_unhealthy", func(p *Plan) *string { return &p.LastUnhealthy }),

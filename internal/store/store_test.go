@@ -276,3 +276,37 @@ func TestCorruptRecordIsAClearError(t *testing.T) {
 		t.Errorf("err = %v, want it to name the variable and the item", err)
 	}
 }
+
+// An approval (rollboot approve) is stored in its host's control variable
+// beside a request, read back whole, and removed alone.
+func TestControlApprovals(t *testing.T) {
+	st, _, _ := newStore(t)
+	ctx := context.Background()
+	until := time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC)
+	if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
+		c.Approvals = map[string]store.Approval{"web.1": {Until: until, By: "alice"}}
+		c.Requests = map[string]store.Request{"web.1": {At: until.Add(-time.Hour)}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Control(ctx)
+	if err != nil || len(c.Problems) > 0 {
+		t.Fatal(err, c.Problems)
+	}
+	if a := c.Approvals["web.1"]; !a.Until.Equal(until) || a.By != "alice" || len(c.Requests) != 1 {
+		t.Fatalf("control = %+v", c)
+	}
+	if !c.Approvals["web.1"].Valid(until.Add(-time.Second)) || c.Approvals["web.1"].Valid(until) {
+		t.Error("an approval is valid before its expiry only")
+	}
+	if _, err := st.UpdateControl(ctx, func(c *store.Control) error {
+		delete(c.Approvals, "web.1")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ = st.Control(ctx); len(c.Approvals) != 0 || len(c.Requests) != 1 {
+		t.Errorf("after removing the approval: %+v", c)
+	}
+}

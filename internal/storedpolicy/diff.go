@@ -19,9 +19,15 @@ type SettingChange struct {
 
 // DiffSettings compares every setting of two policies, defaults included, in
 // the order the new policy renders them, then the settings it no longer has.
+//
+// Each group also has the key `group "NAME".effective_windows`: the windows
+// its drains start in, named or inherited from the file (a group that names
+// none inherits every window of the file), so that the diff shows a group
+// whose windows change through another's or the file's.
 func DiffSettings(old, new *config.Rules) []SettingChange {
 	oldKeys, oldVals := settings(old.String())
 	newKeys, newVals := settings(new.String())
+	oldKeys, newKeys = withEffectiveWindows(old, oldKeys, oldVals), withEffectiveWindows(new, newKeys, newVals)
 	var out []SettingChange
 	for _, k := range newKeys {
 		if o, n := oldVals[k], newVals[k]; o != n {
@@ -34,6 +40,17 @@ func DiffSettings(old, new *config.Rules) []SettingChange {
 		}
 	}
 	return out
+}
+
+// withEffectiveWindows adds each group's effective windows to keys and vals.
+func withEffectiveWindows(r *config.Rules, keys []string, vals map[string]string) []string {
+	p := r.Policy()
+	for _, g := range append(slices.Clone(p.Groups), p.Default) {
+		k := fmt.Sprintf("group %q.effective_windows", g.Name)
+		keys = append(keys, k)
+		vals[k] = g.Schedule.String()
+	}
+	return keys
 }
 
 // settings reads a rendering of config.Rules (blocks of `name = value` lines,

@@ -189,3 +189,42 @@ func TestDiffNestedSettings(t *testing.T) {
 		t.Errorf("changes %+v: want group \"web\".concurrency 1 → 2", got)
 	}
 }
+
+// Windowing one group changes the windows of a group that names none: it
+// inherits every window of the file. The diff shows each group's effective
+// windows, so that change is not silent.
+func TestDiffEffectiveWindows(t *testing.T) {
+	old, err := Check([]byte("group \"a\" {\n  filter = \"NodePool == \\\"a\\\"\"\n}\ngroup \"b\" {\n  concurrency = 1\n}\n"), "old.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := Check([]byte(`window "night" {
+  days  = ["mon"]
+  start = "22:00"
+  end   = "04:00"
+}
+group "a" {
+  filter  = "NodePool == \"a\""
+  windows = ["night"]
+}
+group "b" {
+  concurrency = 1
+}
+`), "new.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]SettingChange{}
+	for _, c := range DiffSettings(old, cur) {
+		got[c.Key] = c
+	}
+	for _, g := range []string{"a", "b"} {
+		k := `group "` + g + `".effective_windows`
+		if c, ok := got[k]; !ok || c.Old != "any time (no window)" || c.New != `["night"]` {
+			t.Errorf("%s: %+v, want any time (no window) → [\"night\"]", k, got[k])
+		}
+	}
+	if c := DiffSettings(cur, cur); len(c) != 0 {
+		t.Errorf("a policy compared with itself: %+v", c)
+	}
+}

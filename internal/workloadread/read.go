@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -71,6 +72,11 @@ type view struct {
 	// read for the pool failed.
 	pools   map[string]workload.PoolView
 	poolErr map[string]error
+	// singletons: the singletons on each host's node read for (singletons
+	// = "hold"); singletonErr: a read for it failed.
+	singletons   map[string][]workload.TaskGroup
+	singletonErr map[string]error
+	now          time.Time
 }
 
 // NodeAllocs reads a node's allocations; *api.Nodes implements it.
@@ -78,9 +84,13 @@ type NodeAllocs interface {
 	Allocations(nodeID string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error)
 }
 
-// Host is a host the blockers decide on: its node and the node's pool.
+// Host is a host the blockers decide on: its node and the node's pool;
+// Singletons: its group holds singletons (singletons = "hold"), unless an
+// approval stands until ApprovedUntil.
 type Host struct {
 	Name, NodeID, Pool string
+	Singletons         bool
+	ApprovedUntil      time.Time
 }
 
 // Reader reads what the workload blockers decide on.
@@ -88,6 +98,15 @@ type Reader struct {
 	API      API
 	Nodes    NodeAllocs
 	Settings workload.Settings
+	// Now is the pass's clock, for approvals (nil: time.Now).
+	Now func() time.Time
+}
+
+func (r Reader) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // Holds reads what the workload blockers need to decide on hosts, and says
@@ -95,7 +114,8 @@ type Reader struct {
 // cannot tell.
 func (r Reader) Holds(ctx context.Context, hosts []Host) map[string]phase.WaitReason {
 	v := &view{allocs: map[string][]workload.Alloc{}, allocErr: map[string]error{},
-		pools: map[string]workload.PoolView{}, poolErr: map[string]error{}}
+		pools: map[string]workload.PoolView{}, poolErr: map[string]error{},
+		singletons: map[string][]workload.TaskGroup{}, singletonErr: map[string]error{}, now: r.now()}
 	pools := map[string]bool{}
 	for _, h := range hosts {
 		pools[h.Pool] = true
@@ -106,6 +126,7 @@ func (r Reader) Holds(ctx context.Context, hosts []Host) map[string]phase.WaitRe
 	if r.Settings.Deployments || r.Settings.BlockedEvals {
 		r.readPools(ctx, v, slices.Sorted(maps.Keys(pools)))
 	}
+	r.readSingletons(ctx, v, hosts)
 	holds := make(map[string]phase.WaitReason, len(hosts))
 	for _, h := range hosts {
 		holds[h.Name] = v.hold(h)
@@ -322,6 +343,12 @@ func (v *view) hold(h Host) phase.WaitReason {
 	}
 	if err := v.allocErr[host]; err != nil {
 		return phase.WaitFor(phase.WaitWorkloadUnknown, err.Error())
+	}
+	if err := v.singletonErr[host]; err != nil {
+		return phase.WaitFor(phase.WaitWorkloadUnknown, err.Error())
+	}
+	if why := workload.SingletonHold(host, v.singletons[host], h.ApprovedUntil, v.now); why != "" {
+		return phase.WaitFor(phase.WaitSingleton, why)
 	}
 	if jobs := workload.BlockingJobs(v.allocs[host], v.blocking); len(jobs) > 0 {
 		names := make([]string, len(jobs))
