@@ -147,6 +147,9 @@ job "rollboot" {
             host          = "{{ env "node.unique.name" }}"
             boot_id_file  = "/proc/sys/kernel/random/boot_id"
             sentinel_file = "/host/run/reboot-required"
+            # the container sees neither the host's os-release nor its package tools:
+            # no distribution detector (a host tool goes in sentinel_command, through nsenter)
+            detectors     = []
 
             reboot {
               method  = "command"

@@ -40,12 +40,15 @@ type ServerProbe interface {
 
 // Options configure an agent.
 type Options struct {
-	Host        string // the host's name in rollboot (default: the hostname)
-	Candidate   bool   // a coordinator candidate runs beside the agent
-	Hostname    string
-	Store       *store.Store
-	BootIDFile  string
-	FleetLockID string
+	Host       string // the host's name in rollboot (default: the hostname)
+	Candidate  bool   // a coordinator candidate runs beside the agent
+	Hostname   string
+	Store      *store.Store
+	BootIDFile string
+	// BootTimeFile is the kernel's /proc/stat, whose btime line is the boot
+	// time published for max_uptime; "" publishes none.
+	BootTimeFile string
+	FleetLockID  string
 
 	// Local is the host's own Nomad agent, NodeList the cluster's nodes: who
 	// the host is in Nomad (Identity).
@@ -149,10 +152,9 @@ type Agent struct {
 }
 
 type detection struct {
-	required bool
-	reason   string
-	err      error
-	known    bool
+	need  Need
+	err   error
+	known bool
 }
 
 // New returns an agent.
@@ -368,11 +370,27 @@ func (a *Agent) setIdentity(ctx context.Context, nodeID string, roles []string, 
 	a.rec.Servers = servers
 	a.checkVault(ctx)
 	a.rec.FleetLockID, a.rec.AgentVersion, a.rec.AgentJob = o.FleetLockID, version.String(), o.AgentJob
+	if a.rec.BootID != bootID || a.rec.BootedAt.IsZero() {
+		a.rec.BootedAt = a.bootTime()
+	}
 	if a.rec.BootID != bootID {
 		a.rec.BootID = bootID
 		a.rec.RebootingGrant, a.rec.Failure = "", nil
-		a.rec.RebootRequired, a.rec.Reason, a.rec.RequestedAt = false, "", time.Time{}
+		a.rec.RebootRequired, a.rec.Reason, a.rec.RequestedAt, a.rec.Fingerprint = false, "", time.Time{}, ""
 	}
+}
+
+// bootTime is the host's boot time, zero when it cannot be read (no uptime
+// need is then reckoned for it: logged, never a reason to reboot).
+func (a *Agent) bootTime() time.Time {
+	if a.opt.BootTimeFile == "" {
+		return time.Time{}
+	}
+	t, err := ReadBootTime(a.opt.BootTimeFile)
+	if err != nil {
+		a.log.Warn("no boot time: max_uptime cannot apply to this host", "err", err)
+	}
+	return t
 }
 
 // loop is the agent's event loop, the only code that touches the record once the
@@ -743,10 +761,9 @@ func (a *Agent) publishSoon(ctx context.Context) {
 // answer stands, and the error is published for the operator.
 func (a *Agent) detect(ctx context.Context, slow bool) {
 	var errs []string
-	required, reasons := false, []string{}
 	for i, d := range a.opt.Detectors {
 		if slices.Contains(a.opt.SlowIndexes, i) == slow || slow {
-			req, why, err := d.RebootRequired(ctx)
+			need, err := d.RebootRequired(ctx)
 			if err != nil {
 				if !errors.Is(err, context.Canceled) {
 					if a.detected[i].err == nil || a.detected[i].err.Error() != err.Error() {
@@ -755,27 +772,43 @@ func (a *Agent) detect(ctx context.Context, slow bool) {
 					a.detected[i].err = err
 				}
 			} else {
-				a.detected[i] = detection{required: req, reason: why, known: true}
+				a.detected[i] = detection{need: need, known: true}
 			}
 		}
 		if a.detected[i].err != nil {
 			errs = append(errs, a.detected[i].err.Error())
 		}
-		if a.detected[i].known && a.detected[i].required {
-			required = true
-			reasons = append(reasons, a.detected[i].reason)
-		}
 	}
 	a.rec.DetectError = strings.Join(errs, "; ")
-	if required && !a.rec.RebootRequired {
+	need := combineNeeds(a.detected)
+	if need.Required && (!a.rec.RebootRequired || need.Fingerprint != a.rec.Fingerprint) {
+		// A need first seen, or one whose fingerprint changed (more was
+		// installed since): a new need, which the reboot-loop guard does not
+		// take for the one the last reboot did not clear.
 		a.rec.RequestedAt = a.now().UTC()
-		a.log.Info("reboot required", "reason", strings.Join(reasons, "; "))
+		a.log.Info("reboot required", "reason", need.Reason, "fingerprint", need.Fingerprint)
 	}
-	if !required {
+	if !need.Required {
 		a.rec.RequestedAt = time.Time{}
 	}
-	a.rec.RebootRequired = required
-	a.rec.Reason = strings.Join(reasons, "; ")
+	a.rec.RebootRequired, a.rec.Reason, a.rec.Fingerprint = need.Required, need.Reason, need.Fingerprint
+}
+
+// combineNeeds is the host's need from its detectors' last answers: required
+// when one says so, with their reasons and fingerprints joined in detector
+// order (a detector without a fingerprint adds none).
+func combineNeeds(ds []detection) Need {
+	var reasons, prints []string
+	for _, d := range ds {
+		if !d.known || !d.need.Required {
+			continue
+		}
+		reasons = append(reasons, d.need.Reason)
+		if d.need.Fingerprint != "" {
+			prints = append(prints, d.need.Fingerprint)
+		}
+	}
+	return Need{Required: len(reasons) > 0, Reason: strings.Join(reasons, "; "), Fingerprint: strings.Join(prints, ",")}
 }
 
 // publish writes the host record when it differs from what this agent last wrote,

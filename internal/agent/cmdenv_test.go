@@ -120,7 +120,7 @@ func TestCommandsRunWithoutSecrets(t *testing.T) {
 	checkScrubbed(t, "reboot command with pass_env", envOf(t, filepath.Join(dir, "reboot-pass")), "CONSUL_HTTP_TOKEN")
 
 	det := CommandDetector{Argv: []string{"/bin/sh", "-c", "env > " + filepath.Join(dir, "sentinel") + "; exit 1"}, Timeout: 5 * time.Second}
-	if _, _, err := det.RebootRequired(ctx); err != nil {
+	if _, err := det.RebootRequired(ctx); err != nil {
 		t.Fatal(err)
 	}
 	checkScrubbed(t, "sentinel command", envOf(t, filepath.Join(dir, "sentinel")))
@@ -153,6 +153,6 @@ func TestCommandOutputCappedAndRedacted(t *testing.T) {
 	}
 	check("hook", RunHooks(context.Background(), [][]string{loud}, 5*time.Second, "VAULT_TOKEN"))
 	check("reboot command", CommandRebooter{Argv: loud, PassEnv: []string{"VAULT_TOKEN"}}.Reboot(context.Background()))
-	_, _, err := CommandDetector{Argv: loud, Timeout: 5 * time.Second, PassEnv: []string{"VAULT_TOKEN"}}.RebootRequired(context.Background())
+	_, err := CommandDetector{Argv: loud, Timeout: 5 * time.Second, PassEnv: []string{"VAULT_TOKEN"}}.RebootRequired(context.Background())
 	check("sentinel command", err)
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +21,17 @@ import (
 // Detector tells whether the host needs a reboot. An error is never a reason to
 // reboot.
 type Detector interface {
-	RebootRequired(ctx context.Context) (required bool, reason string, err error)
+	RebootRequired(ctx context.Context) (Need, error)
+}
+
+// Need is a detector's answer: whether a reboot is needed, why in words
+// ("kernel 6.8.0-49-generic installed, 6.8.0-45-generic running"), and a
+// fingerprint of what the reboot installs ("" when the detector cannot tell):
+// the same need keeps its fingerprint, so a changed fingerprint is a new need.
+type Need struct {
+	Required    bool
+	Reason      string
+	Fingerprint string
 }
 
 // Notifier is a detector that can tell when its answer may have changed, so
@@ -43,15 +54,15 @@ func (f FileDetector) Changes(ctx context.Context) (<-chan struct{}, error) {
 }
 
 // RebootRequired stats the sentinel file.
-func (f FileDetector) RebootRequired(context.Context) (bool, string, error) {
+func (f FileDetector) RebootRequired(context.Context) (Need, error) {
 	_, err := os.Stat(f.Path)
 	switch {
 	case err == nil:
-		return true, "sentinel file " + f.Path + " exists", nil
+		return Need{Required: true, Reason: "sentinel file " + f.Path + " exists"}, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return false, "", nil
+		return Need{}, nil
 	default:
-		return false, "", fmt.Errorf("sentinel file %s: %w", f.Path, err)
+		return Need{}, fmt.Errorf("sentinel file %s: %w", f.Path, err)
 	}
 }
 
@@ -70,9 +81,9 @@ type CommandDetector struct {
 }
 
 // RebootRequired runs the command.
-func (c CommandDetector) RebootRequired(ctx context.Context) (bool, string, error) {
+func (c CommandDetector) RebootRequired(ctx context.Context) (Need, error) {
 	if len(c.Argv) == 0 {
-		return false, "", errors.New("sentinel command: empty")
+		return Need{}, errors.New("sentinel command: empty")
 	}
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -82,20 +93,20 @@ func (c CommandDetector) RebootRequired(ctx context.Context) (bool, string, erro
 	out, err := command(ctx, c.Argv, c.PassEnv).CombinedOutput()
 	name := strings.Join(c.Argv, " ")
 	if err == nil {
-		return true, "sentinel command `" + name + "` exited 0", nil
+		return Need{Required: true, Reason: "sentinel command `" + name + "` exited 0"}, nil
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 1 {
-		return false, "", nil
+		return Need{}, nil
 	}
 	if ctx.Err() != nil {
-		return false, "", fmt.Errorf("sentinel command `%s`: timed out after %s", name, c.Timeout)
+		return Need{}, fmt.Errorf("sentinel command `%s`: timed out after %s", name, c.Timeout)
 	}
 	msg := commandOutput(out)
 	if msg != "" {
-		return false, "", fmt.Errorf("sentinel command `%s`: %w (output: %s); only exit 0 (reboot) and 1 (no reboot) are answers", name, err, msg)
+		return Need{}, fmt.Errorf("sentinel command `%s`: %w (output: %s); only exit 0 (reboot) and 1 (no reboot) are answers", name, err, msg)
 	}
-	return false, "", fmt.Errorf("sentinel command `%s`: %w; only exit 0 (reboot) and 1 (no reboot) are answers", name, err)
+	return Need{}, fmt.Errorf("sentinel command `%s`: %w; only exit 0 (reboot) and 1 (no reboot) are answers", name, err)
 }
 
 // ReadBootID reads the kernel's boot ID (/proc/sys/kernel/random/boot_id), which
@@ -110,4 +121,23 @@ func ReadBootID(path string) (string, error) {
 		return "", fmt.Errorf("boot ID: %s is empty", path)
 	}
 	return id, nil
+}
+
+// ReadBootTime reads when the host booted from the "btime" line of the
+// kernel's /proc/stat (seconds since the epoch; proc(5)).
+func ReadBootTime(path string) (time.Time, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("boot time: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || sec <= 0 {
+				return time.Time{}, fmt.Errorf("boot time: %s: btime %q is not a time", path, strings.TrimSpace(v))
+			}
+			return time.Unix(sec, 0).UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("boot time: %s has no btime line", path)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,22 +19,22 @@ func TestFileDetector(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "reboot-required")
 	d := FileDetector{Path: path}
-	req, _, err := d.RebootRequired(context.Background())
-	if err != nil || req {
-		t.Fatalf("absent file: required=%v err=%v", req, err)
+	need, err := d.RebootRequired(context.Background())
+	if err != nil || need.Required {
+		t.Fatalf("absent file: required=%v err=%v", need.Required, err)
 	}
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req, why, err := d.RebootRequired(context.Background())
-	if err != nil || !req || !strings.Contains(why, path) {
-		t.Fatalf("present file: required=%v why=%q err=%v", req, why, err)
+	need, err = d.RebootRequired(context.Background())
+	if err != nil || !need.Required || !strings.Contains(need.Reason, path) {
+		t.Fatalf("present file: %+v err=%v", need, err)
 	}
 	// A path that cannot be examined is an error, not a reboot.
 	blocked := FileDetector{Path: filepath.Join(path, "under-a-file")}
-	req, _, err = blocked.RebootRequired(context.Background())
-	if err == nil || req {
-		t.Fatalf("unreadable path: required=%v err=%v", req, err)
+	need, err = blocked.RebootRequired(context.Background())
+	if err == nil || need.Required {
+		t.Fatalf("unreadable path: required=%v err=%v", need.Required, err)
 	}
 }
 
@@ -58,9 +59,9 @@ func TestCommandDetector(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := CommandDetector{Argv: tc.argv, Timeout: tc.timeout}
-			req, _, err := d.RebootRequired(context.Background())
-			if req != tc.required {
-				t.Errorf("required = %v, want %v", req, tc.required)
+			need, err := d.RebootRequired(context.Background())
+			if need.Required != tc.required {
+				t.Errorf("required = %v, want %v", need.Required, tc.required)
 			}
 			if tc.wantErr == "" && err != nil {
 				t.Errorf("err = %v", err)
@@ -199,9 +200,9 @@ type countingDetector struct {
 	failChanges bool
 }
 
-func (d *countingDetector) RebootRequired(context.Context) (bool, string, error) {
+func (d *countingDetector) RebootRequired(context.Context) (Need, error) {
 	d.asked.Add(1)
-	return d.need.Load(), "test need", nil
+	return Need{Required: d.need.Load(), Reason: "test need"}, nil
 }
 
 type notifyingDetector struct{ *countingDetector }
@@ -276,5 +277,43 @@ func TestFastEvery(t *testing.T) {
 		if got := a.fastEvery(tc.allNotify); got != tc.want {
 			t.Errorf("all notify %t, Vault sealed %t: every %s, want %s", tc.allNotify, tc.sealed, got, tc.want)
 		}
+	}
+}
+
+// The boot time is the btime line of /proc/stat; anything else is an error,
+// and so no boot time (no uptime need), never a made-up one.
+func TestReadBootTime(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		content string
+		want    time.Time
+		wantErr string
+	}{
+		{name: "btime among the other lines", content: "cpu  1 2 3\nintr 5\nctxt 42\nbtime 1764000000\nprocesses 9\n", want: time.Unix(1764000000, 0).UTC()},
+		{name: "no btime line", content: "cpu  1 2 3\n", wantErr: "has no btime line"},
+		{name: "btime not a number", content: "btime soon\n", wantErr: `btime "soon" is not a time`},
+		{name: "btime zero", content: "btime 0\n", wantErr: "is not a time"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, fmt.Sprint(i))
+			if err := os.WriteFile(p, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadBootTime(p)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !got.IsZero() {
+					t.Fatalf("ReadBootTime = %s, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !got.Equal(tt.want) {
+				t.Fatalf("ReadBootTime = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := ReadBootTime(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing file: no error")
 	}
 }

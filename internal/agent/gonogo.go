@@ -62,8 +62,15 @@ func notAboutSelf(p store.Plan, host, nodeID string) string {
 // holding the agent token can write this host's record with a need; the grant
 // such a record brought is refused here, so a host can ask for its own reboot
 // only.
+//
+// An uptime need (max_uptime) is this host's when the boot time it was
+// reckoned from is the one this agent read for its own boot: a record forged
+// with an old boot time brings a grant this host refuses.
 func notItsNeed(p store.Plan, rec store.HostRecord) string {
 	if p.ManualRequest || rec.RebootRequired || rec.DetectError != "" {
+		return ""
+	}
+	if !p.UptimeBootedAt.IsZero() && p.UptimeBootedAt.Equal(rec.BootedAt) {
 		return ""
 	}
 	return fmt.Sprintf("the grant answers a need this host does not see (%q, not a request): its detectors find no reboot needed", p.Reason)

@@ -182,6 +182,7 @@ func TestRecordRestoredDuringAHold(t *testing.T) {
 // wrote into this host's record (any agent token can) brings a grant that
 // this host's agent refuses, since its own detectors see none.
 func TestNotItsNeed(t *testing.T) {
+	booted := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tt := range []struct {
 		name string
 		plan store.Plan
@@ -192,6 +193,11 @@ func TestNotItsNeed(t *testing.T) {
 		{name: "a request, no need of its own", plan: store.Plan{Reason: "manual request", ManualRequest: true}},
 		{name: "its detectors failed: it cannot tell", plan: store.Plan{Reason: "kernel"}, rec: store.HostRecord{DetectError: "boom"}},
 		{name: "a need it does not see", plan: store.Plan{Reason: "forged"}, want: `a need this host does not see ("forged", not a request)`},
+		{name: "its own uptime", plan: store.Plan{Reason: "uptime 31d > 30d", UptimeBootedAt: booted}, rec: store.HostRecord{BootedAt: booted}},
+		{name: "an uptime of another boot (a forged boot time)", plan: store.Plan{Reason: "uptime 31d > 30d", UptimeBootedAt: booted.Add(-time.Hour)},
+			rec: store.HostRecord{BootedAt: booted}, want: `a need this host does not see ("uptime 31d > 30d", not a request)`},
+		{name: "an uptime need, its boot time unknown", plan: store.Plan{Reason: "uptime 31d > 30d", UptimeBootedAt: booted},
+			want: `a need this host does not see`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := notItsNeed(tt.plan, tt.rec)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
 // AgentProc is what one real agent process measured while idle.
@@ -40,8 +42,8 @@ func runAgentProcess(ctx context.Context, o *Options, exe string) (*AgentProc, e
 	}
 	defer c.stop()
 	h := c.hosts[0]
-	agent := fmt.Sprintf("agent {\n  host          = %q\n  boot_id_file  = %q\n  sentinel_file = %q\n",
-		h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"))
+	agent := fmt.Sprintf("agent {\n  host          = %q\n  boot_id_file  = %q\n  boot_time_file = %q\n  sentinel_file = %q\n  detector_root = %q\n",
+		h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, nomadsim.StatFile), filepath.Join(h.Dir, "reboot-required"), h.Dir)
 	hcl := fmt.Sprintf("nomad {\n  address = %q\n}\n%s", "http://"+h.Addr, strings.Replace(c.policy, "agent {\n", agent, 1))
 	p, err := startProcess(ctx, exe, "agent", hcl, o.Log, agentEnv...)
 	if err != nil {

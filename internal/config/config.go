@@ -89,6 +89,9 @@ type AgentConfig struct {
 	// Host is the host's name; "" means os.Hostname() at run time.
 	Host       string
 	BootIDFile string
+	// BootTimeFile is the kernel's /proc/stat (its btime line: when the host
+	// booted, for max_uptime); "" publishes no boot time.
+	BootTimeFile string
 	// MachineIDFile is the machine-id(5) file the agent derives the host's
 	// FleetLock (Zincati) id from; a missing file means no id, "" disables it.
 	MachineIDFile string
@@ -99,7 +102,16 @@ type AgentConfig struct {
 	SentinelCommand         []string // argv; empty disables the command detector
 	SentinelCommandInterval time.Duration
 	SentinelCommandTimeout  time.Duration
-	Reboot                  RebootConfig
+	// Detectors are the reboot-need detectors of the distributions, by kind
+	// (DetectorKinds); "auto" stands for those /etc/os-release calls for.
+	Detectors []string
+	// DetectorRoot is the folder the detectors take for "/" (a fixture tree
+	// in tests); DetectorTimeout bounds one run of a detector's program;
+	// KernelOnly makes library updates no need (needrestart, rhel).
+	DetectorRoot    string
+	DetectorTimeout time.Duration
+	KernelOnly      bool
+	Reboot          RebootConfig
 	// PassEnv names secret-bearing environment variables (tokens, secrets,
 	// passwords: agent.IsSecretEnv) that hooks, the sentinel command and the reboot
 	// command still get; every other one is removed from their environment.
@@ -110,6 +122,10 @@ type AgentConfig struct {
 	ServerLockFile string
 	ServerLockTTL  time.Duration
 }
+
+// DetectorKinds are the values of agent.detectors (the agent package's Kind
+// constants).
+var DetectorKinds = []string{"auto", "debian", "rhel", "suse", "nixos", "rpm-ostree", "kernel", "needrestart"}
 
 // Reboot methods.
 const (
@@ -249,6 +265,9 @@ type GroupConfig struct {
 	// this group (storage boxes, server-only hosts, FleetLock clients): the
 	// operator's backing for a host record that no Nomad node corroborates.
 	HostsWithoutNode []string
+	// MaxUptime: a host of the group up longer than this (its jitter added)
+	// needs a reboot; 0: no limit.
+	MaxUptime time.Duration
 	// Singletons is "hold" (a node running the only instance of a task group
 	// with count = 1 waits for `rollboot approve`) or "allow" (drained as any).
 	Singletons string

@@ -142,11 +142,16 @@ func TestLoadFullExample(t *testing.T) {
 		State: StateConfig{Prefix: "rollboot/prod"},
 		Agent: AgentConfig{
 			BootIDFile:              "/proc/sys/kernel/random/boot_id",
+			BootTimeFile:            "/proc/stat",
 			MachineIDFile:           "/etc/machine-id",
 			SentinelFile:            "/var/run/reboot-required",
 			SentinelCommand:         []string{"/usr/local/bin/reboot-needed", "--kernel"},
 			SentinelCommandInterval: 10 * time.Minute,
 			SentinelCommandTimeout:  time.Minute,
+			Detectors:               []string{"auto", "kernel"},
+			DetectorRoot:            "/",
+			DetectorTimeout:         2 * time.Minute,
+			KernelOnly:              true,
 			ServerLockFile:          "/var/lib/rollboot/server-lock.json",
 			ServerLockTTL:           15 * time.Minute,
 			Reboot: RebootConfig{

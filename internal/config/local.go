@@ -60,6 +60,11 @@ var agentTable = &table{typ: "agent", of: reflect.TypeFor[AgentConfig](), settin
 	{name: "boot_id_file", field: "BootIDFile", def: "/proc/sys/kernel/random/boot_id", check: value(requiredPath("")),
 		doc: "File holding the kernel's boot ID, which tells the agent that a reboot happened. Absolute " +
 			"path, required."},
+	{name: "boot_time_file", field: "BootTimeFile", def: "/proc/stat", check: value(optionalPath("to publish no boot time")),
+		doc: "The kernel's `/proc/stat`, whose `btime` line (seconds since the epoch) is when the host booted: " +
+			"the agent publishes it in its host record for the groups' `max_uptime`. A file that cannot be " +
+			"read or has no `btime` line means no boot time (a warning is logged) and no uptime need for " +
+			"this host, never a reboot; `\"\"` publishes none. Absolute path."},
 	{name: "machine_id_file", field: "MachineIDFile", def: "/etc/machine-id", check: value(optionalPath("for no FleetLock id")),
 		doc: "The machine-id(5) file the agent derives this host's FleetLock id from (the id Zincati sends, " +
 			"see [FleetLock](fleetlock.md#identity)), published in its host record when " +
@@ -83,9 +88,47 @@ var agentTable = &table{typ: "agent", of: reflect.TypeFor[AgentConfig](), settin
 			"Example: `[\"/usr/local/bin/reboot-needed\"]`. Empty disables the command detector. The " +
 			"program must not be `\"\"`."},
 	{name: "sentinel_command_interval", field: "SentinelCommandInterval", def: 5 * time.Minute, check: value(positive),
-		doc: "How often the sentinel command runs. > 0."},
+		doc: "How often the sentinel command and the detectors other than `debian` run (they also run when " +
+			"the agent starts). > 0."},
 	{name: "sentinel_command_timeout", field: "SentinelCommandTimeout", def: 30 * time.Second, check: value(positive),
 		doc: "How long one run of the sentinel command may take. > 0."},
+	{name: "detectors", field: "Detectors", def: []string{"auto"}, check: each(atElement, oneOf("detector kind", DetectorKinds...)),
+		doc: "The distributions' reboot-need detectors, beside `sentinel_file` and `sentinel_command`; " +
+			"a reboot is needed when any says so, and the host record shows each one's reason and a " +
+			"fingerprint of what the reboot installs (`rollboot status -json`: `reason`, `fingerprint`). " +
+			"`debian` is watched as `sentinel_file` is; the others run when the agent starts and every " +
+			"`sentinel_command_interval`. `\"debian\"`: `/var/run/reboot-required` exists " +
+			"(the packages in `reboot-required.pkgs` are the fingerprint; it replaces `sentinel_file` when " +
+			"that names the same file). `\"rhel\"`: `needs-restarting -r` exits 1 (0: no reboot). " +
+			"`\"suse\"`: `/run/reboot-needed` exists, or `zypper needs-rebooting` exits 102 (0: no " +
+			"reboot). `\"nixos\"`: the kernel, initrd or kernel-modules links of " +
+			"`/nix/var/nix/profiles/system` differ from `/run/booted-system`'s. `\"rpm-ostree\"`: " +
+			"`rpm-ostree status --json` shows a staged or pending deployment before the booted one. " +
+			"`\"kernel\"`: a kernel newer than the running one (`/proc/sys/kernel/osrelease`) is in " +
+			"`/boot` or `/lib/modules`, version-sorted. `\"needrestart\"`: `needrestart -b` prints " +
+			"`NEEDRESTART-KSTA: 2` or `3`, `NEEDRESTART-UCSTA: 2`, or services to restart (see " +
+			"`kernel_only`). `\"auto\"` chooses by `/etc/os-release` (else `/usr/lib/os-release`): " +
+			"`rpm-ostree` where `/run/ostree-booted` exists, else by `ID` then `ID_LIKE`: debian and ubuntu " +
+			"`debian`, rhel, fedora and centos `rhel`, suse, opensuse* and sle* `suse`, nixos `nixos`, " +
+			"any other `kernel`; no os-release file chooses none (logged). `[]` turns them all off. A " +
+			"program that is missing, exits with another status or runs past `detector_timeout` is a " +
+			"detection error shown in `rollboot status` (`detect_error`), never a reboot; the programs are " +
+			"looked for in `/usr/local/sbin`, `/usr/local/bin`, `/usr/sbin`, `/usr/bin`, `/sbin`, `/bin` " +
+			"and `/run/current-system/sw/bin` under `detector_root`. A need that is still there right after " +
+			"its reboot is held by the reboot-loop guard (`reboot_loop_backoff`); one whose fingerprint " +
+			"changed is a new need. Unknown kinds are an error."},
+	{name: "detector_root", field: "DetectorRoot", def: "/", check: value(requiredPath("")),
+		doc: "The folder the detectors take for `/`: their files (os-release, `/boot`, `/proc/sys/kernel/osrelease`, " +
+			"...) and programs are looked for under it. `/` on a host; the emulator's host folder in tests and " +
+			"the demo. A program found there still runs as it is, with the agent's own libraries and " +
+			"namespaces: a container cannot run the host's tools this way (see the docker job). Absolute path."},
+	{name: "detector_timeout", field: "DetectorTimeout", def: time.Minute, check: value(positive),
+		doc: "How long one run of a detector's program (`needs-restarting`, `zypper`, `rpm-ostree`, " +
+			"`needrestart`) may take; past it the run is killed and is a detection error. > 0."},
+	{name: "kernel_only", field: "KernelOnly",
+		doc: "Only a kernel (or firmware, microcode) update needs a reboot: `needrestart`'s services using " +
+			"outdated libraries are ignored, and an `rhel` need whose listed packages hold no `kernel*`, " +
+			"`linux-firmware*` or `microcode*` package is none. Off: those needs reboot the host too."},
 	{name: "pass_env", field: "PassEnv", check: each(atElementIndexed, envVarName),
 		doc: "Secret-bearing environment variables that the sentinel command, the hooks and the reboot " +
 			"command still get, by exact name, e.g. `[\"VAULT_TOKEN\"]`. Every other secret-bearing " +

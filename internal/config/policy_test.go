@@ -74,6 +74,9 @@ func TestPolicyExample(t *testing.T) {
 	if got := cc.Policy.Names(); strings.Join(got, ",") != "batch,gpu-r1,default" {
 		t.Errorf("groups = %v", got)
 	}
+	if cc.Groups[1].MaxUptime != 720*time.Hour || cc.Groups[0].MaxUptime != 0 {
+		t.Errorf("max_uptime: batch %s, gpu-r1 %s; want none and 720h", cc.Groups[0].MaxUptime, cc.Groups[1].MaxUptime)
+	}
 	if local.Policy.Names()[0] != "default" || local.Coordinator.HistorySize != 200 {
 		t.Error("With changed the local configuration")
 	}

@@ -86,6 +86,19 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 				"again, its servers stable) and the next host of the group starting. While it runs, the group's " +
 				"pending hosts wait with the reason \"settling\". With `concurrency` above 1 it still spaces " +
 				"the starts. >= 0."},
+		{name: "max_uptime", field: "MaxUptime", check: value(nonNegative),
+			doc: "A host of the group that has been up longer than this needs a reboot, even with no package " +
+				"need, e.g. `\"720h\"` (30 days) for a compliance rule or a kernel live-patch limit. Each " +
+				"host's limit is this plus a share of 10 % of it fixed by a hash of its name, so that a group " +
+				"booted together asks over that spread rather than at once. Its reason reads `uptime 31.4d > " +
+				"30d` in `rollboot status`, `plan` and `history`; it has the lowest priority: a package need or " +
+				"a request is the reason shown when there is one. The uptime is reckoned from the boot time " +
+				"the host's agent publishes (`agent.boot_time_file`): a host's claim, which can reboot only " +
+				"that host, since its agent refuses a grant for a boot time that is not its own. A host " +
+				"without a published boot time (an agent that cannot read it, a FleetLock client) has no " +
+				"uptime need. `rollboot cancel` suppresses it until the host's next boot. `0` (the default) " +
+				"means no limit. The default group has none: to limit every node, add a group whose " +
+				"`filter` is `\"\"`. >= 0."},
 		{name: "hosts_without_node", field: "HostsWithoutNode", check: each(atElement, checkStorableHost),
 			doc: "Hosts that run no Nomad client and belong to this group: storage boxes, hosts that run only " +
 				"servers outside Nomad's view, FleetLock clients whose group the operator fixes. A host record " +

@@ -423,7 +423,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			errs = errors.Join(errs, err)
 			continue
 		}
-		if nothingToDecide(s, hv, name, planUnderWay(s.plans[name])) {
+		if nothingToDecide(s, hv, name, planUnderWay(s.plans[name]), c.groupOptions(hv.group).MaxUptime) {
 			waiting[phase.NotWaiting]++ // phase.Step's decision for it (observe.go)
 			continue
 		}

@@ -37,7 +37,7 @@ func TestStateInput(t *testing.T) {
 		hosts: map[string]*hostView{
 			"a": {rec: &store.HostRecord{Host: "a", RebootRequired: true}, group: "web"},
 			"b": {rec: &store.HostRecord{Host: "b", RebootRequired: true}, group: "web"},
-			"c": {rec: &store.HostRecord{Host: "c"}, group: "db"},
+			"c": {rec: &store.HostRecord{Host: "c", DetectError: "kernel detector: no installed kernel found"}, group: "db"},
 			"d": {group: "db"}, // no record, no plan: idle
 			"e": {rec: &store.HostRecord{Host: "e"}, group: "db"},
 		},
@@ -57,6 +57,7 @@ func TestStateInput(t *testing.T) {
 		Groups:        groups,
 		Paused:        true,
 		AgentsMissing: 1,
+		DetectErrors:  1,
 	}
 	buf := make([]statemetrics.Host, 7)
 	got := stateInput(s, buf)

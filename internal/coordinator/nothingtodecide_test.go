@@ -22,6 +22,7 @@ func TestQuietSteps(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(rng *rand.Rand) time.Time { return now.Add(time.Duration(rng.IntN(7)-3) * time.Hour) }
 	c := &Coordinator{}
+	c.opt.DefaultOptions.MaxUptime = 2 * time.Hour // due for some hosts, not for others
 	quietN, stepped := 0, 0
 	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 14))
@@ -34,6 +35,9 @@ func TestQuietSteps(t *testing.T) {
 			if rng.IntN(4) > 0 {
 				hv.rec = &store.HostRecord{Host: name, BootID: fmt.Sprint("boot-", rng.IntN(2)),
 					RebootRequired: rng.IntN(3) == 0, RequestedAt: at(rng), Reason: "kernel"}
+				if rng.IntN(2) == 0 {
+					hv.rec.BootedAt = at(rng)
+				}
 			}
 			switch rng.IntN(4) {
 			case 0: // no plan
@@ -67,7 +71,7 @@ func TestQuietSteps(t *testing.T) {
 		for _, name := range s.names {
 			in := c.input(s, adm, name)
 			d := phase.Step(in)
-			if !nothingToDecide(s, s.hosts[name], name, hostPhase(s.plans[name]) != store.PhaseIdle) {
+			if !nothingToDecide(s, s.hosts[name], name, hostPhase(s.plans[name]) != store.PhaseIdle, c.opt.DefaultOptions.MaxUptime) {
 				stepped++
 				continue
 			}

@@ -386,9 +386,15 @@ func planUnderWay(p store.Plan) bool { return p.Phase != "" && p.Phase != store.
 // release at the top of step, staleDrain, stepIdle, and the cancel it clears);
 // TestQuietSteps holds them together.
 //
-// underWay: the host's plan is under way (any phase but idle).
-func nothingToDecide(s *snapshot, hv *hostView, name string, underWay bool) bool {
+// underWay: the host's plan is under way (any phase but idle). maxUptime: the
+// max_uptime of the host's group; a host whose uptime need has fallen due
+// (phase.UptimeNeed) is stepped. One not due yet is looked at again by the
+// next pass, at the latest the resync's.
+func nothingToDecide(s *snapshot, hv *hostView, name string, underWay bool, maxUptime time.Duration) bool {
 	if hv.rec != nil && hv.rec.RebootRequired {
+		return false
+	}
+	if due, ok := policy.UptimeDue(name, uptimeBoot(hv.rec), maxUptime); ok && !s.now.Before(due) {
 		return false
 	}
 	if underWay {
@@ -409,4 +415,12 @@ func nothingToDecide(s *snapshot, hv *hostView, name string, underWay bool) bool
 	}
 	_, ok := ctl.Releases[name]
 	return !ok
+}
+
+// uptimeBoot is the boot time a record gives (zero without a record).
+func uptimeBoot(rec *store.HostRecord) time.Time {
+	if rec == nil {
+		return time.Time{}
+	}
+	return rec.BootedAt
 }

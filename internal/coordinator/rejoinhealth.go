@@ -37,6 +37,9 @@ import (
 type GroupOptions struct {
 	Drain   phase.DrainOptions
 	Healthy rejoin.Settings
+	// MaxUptime: a host of the group up longer (its jitter added) needs a
+	// reboot; 0: no limit.
+	MaxUptime time.Duration
 	// HoldSingletons: the group's singletons = "hold".
 	HoldSingletons bool
 	// Silence: the Alertmanager silences of its hosts (sideoutputs.go).
@@ -91,7 +94,7 @@ func planGroup(p store.Plan, group string) string {
 // withGroupOptions puts the options of the host's group into its input.
 func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *phase.Input) {
 	o := c.groupOptions(planGroup(in.Plan, in.Group))
-	in.Drain, in.Healthy = o.Drain, o.Healthy
+	in.Drain, in.Healthy, in.MaxUptime = o.Drain, o.Healthy, o.MaxUptime
 	if o.Drain.Deadline > 0 {
 		in.Timing.DrainDeadline = o.Drain.Deadline
 	}

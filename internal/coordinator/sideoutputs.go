@@ -250,18 +250,23 @@ func (c *Coordinator) exportState(s *snapshot) {
 // (reused from pass to pass: Export keeps nothing of them).
 func stateInput(s *snapshot, buf []statemetrics.Host) statemetrics.State {
 	hosts := buf[:0]
+	detectErrors := 0
 	for _, name := range s.names {
 		hv := s.hosts[name]
 		h := statemetrics.Host{Name: name, Group: hv.group, Phase: store.PhaseIdle, HasRecord: hv.rec != nil}
 		if hv.rec != nil {
 			h.RebootRequired = hv.rec.RebootRequired
+			if hv.rec.DetectError != "" {
+				detectErrors++
+			}
 		}
 		if p := s.plans[name]; planUnderWay(p) {
 			h.Phase, h.RequestedAt = hostPhase(p), p.RequestedAt
 		}
 		hosts = append(hosts, h)
 	}
-	return statemetrics.State{Now: s.now, Hosts: hosts, Groups: s.statuses, Paused: s.control.Paused, AgentsMissing: len(s.missing)}
+	return statemetrics.State{Now: s.now, Hosts: hosts, Groups: s.statuses, Paused: s.control.Paused, AgentsMissing: len(s.missing),
+		DetectErrors: detectErrors}
 }
 
 // hostPhase is the phase of a host's plan, idle without one.

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/nomad/api"
@@ -284,24 +286,29 @@ func localAgents(given *discovery.Local, c *api.Client, host string, hostConfigu
 // agentOptions are the agent's options from the configuration, but for its
 // rebooter and its coordinator candidate.
 func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, local *discovery.Local, log *slog.Logger) agent.Options {
-	dets, slow := Detectors(cfg.Agent)
+	dets, slow, kinds, note := Detectors(cfg.Agent)
+	if note != "" {
+		log.Warn("reboot detectors", "note", note)
+	}
+	log.Info("reboot detectors", "kinds", strings.Join(kinds, ","), "root", cfg.Agent.DetectorRoot)
 	return agent.Options{
-		Servers:     ServerProbe{Local: *local},
-		Host:        host,
-		Hostname:    hostname,
-		Store:       Store(cfg, c),
-		BootIDFile:  cfg.Agent.BootIDFile,
-		FleetLockID: AgentFleetLockID(cfg.Agent, log),
-		Detectors:   dets,
-		SlowIndexes: slow,
-		SlowEvery:   cfg.Agent.SentinelCommandInterval,
-		Delay:       cfg.Agent.Reboot.Delay,
-		PreHooks:    cfg.Agent.Reboot.PreHooks,
-		PostHooks:   cfg.Agent.Reboot.PostHooks,
-		HookTimeout: cfg.Agent.Reboot.HookTimeout,
-		PassEnv:     cfg.Agent.PassEnv,
-		Candidate:   cfg.Coordinator.Enabled,
-		Log:         log.With("component", "agent"),
+		Servers:      ServerProbe{Local: *local},
+		Host:         host,
+		Hostname:     hostname,
+		Store:        Store(cfg, c),
+		BootIDFile:   cfg.Agent.BootIDFile,
+		BootTimeFile: cfg.Agent.BootTimeFile,
+		FleetLockID:  AgentFleetLockID(cfg.Agent, log),
+		Detectors:    dets,
+		SlowIndexes:  slow,
+		SlowEvery:    cfg.Agent.SentinelCommandInterval,
+		Delay:        cfg.Agent.Reboot.Delay,
+		PreHooks:     cfg.Agent.Reboot.PreHooks,
+		PostHooks:    cfg.Agent.Reboot.PostHooks,
+		HookTimeout:  cfg.Agent.Reboot.HookTimeout,
+		PassEnv:      cfg.Agent.PassEnv,
+		Candidate:    cfg.Coordinator.Enabled,
+		Log:          log.With("component", "agent"),
 		// Who the host is: what its local Nomad agent runs, and the node of its
 		// name (agent.Identity).
 		Local:    c.Agent(),
@@ -384,15 +391,32 @@ func (c *candidate) stop() error {
 
 // Detectors builds the configured detectors; slow lists the indexes of those that
 // run on the sentinel command interval rather than every half second.
-func Detectors(ac config.AgentConfig) (dets []agent.Detector, slow []int) {
-	if ac.SentinelFile != "" {
-		dets = append(dets, agent.FileDetector{Path: ac.SentinelFile})
+func Detectors(ac config.AgentConfig) (dets []agent.Detector, slow []int, kinds []string, note string) {
+	sys := agent.System{Root: ac.DetectorRoot, Timeout: ac.DetectorTimeout, PassEnv: ac.PassEnv, KernelOnly: ac.KernelOnly}
+	kinds, note = agent.ResolveKinds(ac.Detectors, sys)
+	sentinel := ac.SentinelFile
+	if slices.Contains(kinds, agent.KindDebian) && sentinel == sys.Path(agent.DebianSentinel) {
+		sentinel = "" // the debian detector watches it, and reads its packages
+	}
+	if sentinel != "" {
+		dets = append(dets, agent.FileDetector{Path: sentinel})
 	}
 	if len(ac.SentinelCommand) > 0 {
 		slow = append(slow, len(dets))
 		dets = append(dets, agent.CommandDetector{Argv: ac.SentinelCommand, Timeout: ac.SentinelCommandTimeout, PassEnv: ac.PassEnv})
 	}
-	return dets, slow
+	for _, k := range kinds {
+		d, err := agent.NewDetector(k, sys)
+		if err != nil { // the configuration's check knows every kind
+			note = strings.TrimPrefix(note+"; "+err.Error(), "; ")
+			continue
+		}
+		if k != agent.KindDebian { // a file watched (Notifier); the others run programs or list folders
+			slow = append(slow, len(dets))
+		}
+		dets = append(dets, d)
+	}
+	return dets, slow, kinds, note
 }
 
 // Rebooter builds the configured reboot method; a reboot command gets the

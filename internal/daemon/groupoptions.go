@@ -18,6 +18,7 @@ func withGroupOptions(specs []coordinator.GroupSpec, cfg *config.Compiled) []coo
 		if i < len(cfg.Groups) && cfg.Groups[i].Name == specs[i].Name {
 			g := cfg.Groups[i]
 			specs[i].Options = groupOptions(g.Drain, g.Healthy)
+			specs[i].Options.MaxUptime = g.MaxUptime
 			specs[i].Options.HoldSingletons = g.Singletons == workload.SingletonsHold
 			specs[i].Options.Silence = g.Silence.Rules()
 		}

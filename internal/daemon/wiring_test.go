@@ -3,6 +3,8 @@ package daemon
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -268,6 +270,7 @@ agent {
   boot_id_file = "/run/boot_id"
   sentinel_command = ["/bin/needs-reboot"]
   sentinel_command_interval = "2m"
+  detectors = [] # "auto" would depend on the machine running the test
   pass_env = ["VAULT_TOKEN"]
   reboot {
     delay = "3s"
@@ -328,16 +331,46 @@ func TestRebooter(t *testing.T) {
 
 func TestDetectors(t *testing.T) {
 	ac := config.Default().Agent
-	dets, slow := Detectors(ac)
-	if len(dets) != 1 || len(slow) != 0 {
-		t.Errorf("defaults: %v, slow %v; want the sentinel file only", dets, slow)
+	ac.DetectorRoot = t.TempDir() // no os-release: "auto" chooses none
+	dets, slow, kinds, note := Detectors(ac)
+	if len(dets) != 1 || len(slow) != 0 || len(kinds) != 0 || !strings.Contains(note, "no os-release") {
+		t.Errorf("defaults without os-release: %v, slow %v, kinds %v, note %q; want the sentinel file only", dets, slow, kinds, note)
 	}
 	ac.SentinelFile = ""
-	if dets, _ := Detectors(ac); len(dets) != 0 {
+	if dets, _, _, _ := Detectors(ac); len(dets) != 0 {
 		t.Errorf("no detector configured: %v", dets)
 	}
 	ac.SentinelCommand = []string{"/bin/check"}
-	if dets, slow := Detectors(ac); len(dets) != 1 || !slices.Equal(slow, []int{0}) {
+	if dets, slow, _, _ := Detectors(ac); len(dets) != 1 || !slices.Equal(slow, []int{0}) {
 		t.Errorf("command only: %v, slow %v", dets, slow)
+	}
+}
+
+// The debian detector takes over the sentinel file when both name the same
+// file; every detector that runs a program or lists folders is slow.
+func TestDetectorsChosen(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/os-release"), []byte("ID=ubuntu\nID_LIKE=debian\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ac := config.Default().Agent
+	ac.DetectorRoot = root
+	ac.SentinelFile = filepath.Join(root, "var/run/reboot-required")
+	ac.Detectors = []string{"auto", "kernel", "debian"}
+	dets, slow, kinds, note := Detectors(ac)
+	if note != "" || !slices.Equal(kinds, []string{"debian", "kernel"}) {
+		t.Fatalf("kinds %v, note %q; want debian (from os-release) and kernel once each", kinds, note)
+	}
+	want := []agent.Detector{agent.DebianDetector{Sys: agent.System{Root: root, Timeout: ac.DetectorTimeout}},
+		agent.KernelDetector{Sys: agent.System{Root: root, Timeout: ac.DetectorTimeout}}}
+	if !reflect.DeepEqual(dets, want) || !slices.Equal(slow, []int{1}) {
+		t.Errorf("detectors %#v, slow %v; want %#v, slow [1]", dets, slow, want)
+	}
+	ac.SentinelFile = "/elsewhere/reboot-required"
+	if dets, _, _, _ := Detectors(ac); len(dets) != 3 {
+		t.Errorf("a sentinel file of its own: %d detectors, want it beside debian and kernel", len(dets))
 	}
 }

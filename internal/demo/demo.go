@@ -291,8 +291,10 @@ func (c *cluster) agentSupervisor(base *config.Compiled, clusters *daemon.Cluste
 		cfg.Nomad.Address = "http://" + h.Addr
 		cfg.Agent.Host = h.Name
 		cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
+		cfg.Agent.BootTimeFile = filepath.Join(h.Dir, nomadsim.StatFile)
 		cfg.Agent.ServerLockFile = filepath.Join(h.Dir, "server-lock.json")
 		cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
+		cfg.Agent.DetectorRoot = h.Dir // the emulated host's files, not the machine's
 		local, err := hostLocal(h)
 		if err != nil {
 			log.Error("agent", "host", h.Name, "err", err)

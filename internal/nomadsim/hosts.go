@@ -18,7 +18,20 @@ import (
 const (
 	SentinelFile = "reboot-required" // like /var/run/reboot-required
 	BootIDFile   = "boot_id"         // like /proc/sys/kernel/random/boot_id
+	// StatFile is like the kernel's /proc/stat, reduced to its "btime" line
+	// (the boot time in seconds since the epoch, proc(5)): written at each
+	// boot, as the kernel sets it.
+	StatFile = "stat"
 )
+
+// writeBootFiles writes the files a boot changes: the boot ID and the boot
+// time.
+func writeBootFiles(dir, bootID string, at time.Time) error {
+	if err := os.WriteFile(filepath.Join(dir, BootIDFile), []byte(bootID+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, StatFile), []byte("btime "+strconv.FormatInt(at.Unix(), 10)+"\n"), 0o644)
+}
 
 // Reboot reboots host: it goes down at once (its agent address drops every
 // connection), its client stops heartbeating (its node is marked down or
@@ -63,7 +76,7 @@ func (s *Sim) Reboot(host string) error {
 // bootLocked brings h up with a new boot ID.
 func (s *Sim) bootLocked(h *Host) {
 	h.BootID = s.uuidLocked()
-	if err := os.WriteFile(filepath.Join(h.Dir, BootIDFile), []byte(h.BootID+"\n"), 0o644); err != nil {
+	if err := writeBootFiles(h.Dir, h.BootID, time.Now()); err != nil {
 		s.eventLocked(Event{Type: EventHostBoot, Host: h.Name, Details: map[string]string{"error": err.Error()}})
 	}
 	if !s.cfg.KeepSentinelOnReboot {

@@ -309,7 +309,7 @@ type Host struct {
 	Server *ServerInfo
 	// NodeID is the Nomad node ID of the host's client ("" when it runs no client).
 	NodeID string
-	// Dir holds the host's files: "reboot-required" and "boot_id".
+	// Dir holds the host's files: "reboot-required", "boot_id" and "stat".
 	Dir string
 
 	Boots int // number of completed boots since the emulator started
@@ -440,7 +440,7 @@ func (s *Sim) addHostLocked(name string, server, client bool, pool string) (*Hos
 		return nil, fmt.Errorf("host %s: %w", name, err)
 	}
 	h := &Host{Name: name, Dir: dir, Up: true, BootID: s.uuidLocked()}
-	if err := os.WriteFile(filepath.Join(dir, "boot_id"), []byte(h.BootID+"\n"), 0o644); err != nil {
+	if err := writeBootFiles(dir, h.BootID, time.Now()); err != nil {
 		return nil, fmt.Errorf("host %s: %w", name, err)
 	}
 	lis, err := s.listen("127.0.0.1:0", h)

@@ -234,6 +234,9 @@ type Input struct {
 	PostGateRecheck time.Time
 
 	Timing Timing
+	// MaxUptime is the max_uptime of the host's group (0: none): a host up
+	// longer (its jitter added) needs a reboot (uptime.go).
+	MaxUptime time.Duration
 
 	// Drain and Healthy are the options of the host's group; Health is what
 	// was observed of its workloads while it rejoins (nil: not read this pass).
@@ -327,6 +330,9 @@ type needed struct {
 	at     time.Time
 	reason string
 	ok     bool
+	// uptimeBoot: the need is the host's uptime (max_uptime) in the boot
+	// that began then; zero for any other need.
+	uptimeBoot time.Time
 }
 
 // step is the phase machine proper: one function per phase.
@@ -341,8 +347,7 @@ func step(in Input) Decision {
 		d.Waiting = WaitFor(WaitPlanUnreadable, p.Waiting)
 		return d
 	}
-	var n needed
-	n.at, n.reason, n.ok = Need(in)
+	n := needOf(in)
 
 	if !in.ReleaseAt.IsZero() {
 		// A release applies to the cycle under way when it was asked; an old one
@@ -369,7 +374,7 @@ func stepPhase(in Input, d Decision, n needed) Decision {
 	case store.PhaseIdle:
 		return stepIdle(in, d, n)
 	case store.PhasePending:
-		return stepPending(in, d, n)
+		return stepPending(in, renewNeed(d, n), n)
 	case store.PhaseDraining:
 		return stepDraining(in, d, n)
 	case store.PhaseDrained:
@@ -444,7 +449,7 @@ func stepIdle(in Input, d Decision, n needed) Decision {
 	}
 	d.Plan = enter(p, store.PhasePending, in.Now)
 	d.Plan.Timeline = map[string]time.Time{store.PhasePending: in.Now}
-	d.Plan.RequestedAt, d.Plan.Reason = n.at, n.reason
+	d.Plan.RequestedAt, d.Plan.Reason, d.Plan.UptimeBootedAt = n.at, n.reason, n.uptimeBoot
 	d.Plan.Attempt, d.Plan.GrantID, d.Plan.NextTry, d.Plan.LastError = 0, "", time.Time{}, ""
 	if isLoop(in, p) {
 		d.Plan.LoopCount = p.LoopCount + 1

@@ -100,7 +100,7 @@ func writeGroup(b *strings.Builder, g Group, now time.Time) {
 	fmt.Fprintf(b, "  Windows: %s\n", g.Windows)
 	fmt.Fprintf(b, "  Cycle: %s\n", durationsText(g.Durations, g.Settle))
 	tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tHost\tPhase\tStart\tFinish\tStatus")
+	fmt.Fprintln(tw, "  #\tHost\tPhase\tStart\tFinish\tStatus\tNeed")
 	for _, h := range g.Hosts {
 		pos := "-"
 		if h.Position > 0 {
@@ -110,7 +110,7 @@ func writeGroup(b *strings.Builder, g Group, now time.Time) {
 		if h.Starts {
 			start = "now"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", pos, h.Host, h.Phase, start, clock(h.Finish, now), statusText(h))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", pos, h.Host, h.Phase, start, clock(h.Finish, now), statusText(h), orDash(h.Need))
 	}
 	_ = tw.Flush()
 }
@@ -266,4 +266,12 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

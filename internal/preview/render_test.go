@@ -56,11 +56,14 @@ func sampleInput(candidate bool) Input {
 	}
 	w1 := active("web-1", "web", store.PhaseRebooting, -1*m)
 	w1.Waiting = phase.WaitReason{Kind: phase.WaitRebooting}
+	w1.Plan.Reason = "/var/run/reboot-required exists"
+	w2 := starts(pending("web-2", "web", -5*m))
+	w2.Plan.Reason = "uptime 31.4d > 30d"
 	return Input{
 		Now: now,
 		Observed: coordinator.PreviewResult{Now: now, Groups: []coordinator.PreviewGroup{web, batch},
 			Hosts: []coordinator.PreviewHost{w1,
-				starts(pending("web-2", "web", -5*m)), w3, pending("web-4", "web", -3*m), pending("web-5", "web", -2*m), b1, b2},
+				w2, w3, pending("web-4", "web", -3*m), pending("web-5", "web", -2*m), b1, b2},
 			Unreadable: map[string]string{"web-6": "list allocations: 500 Internal Server Error"}},
 		DrainDeadline: 30 * m,
 		Settle:        map[string]time.Duration{"batch": 5 * m},

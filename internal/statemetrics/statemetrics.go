@@ -28,6 +28,9 @@ type State struct {
 	Paused bool
 	// AgentsMissing: the hosts whose agent is known not to run.
 	AgentsMissing int
+	// DetectErrors: the hosts whose record reports a failed reboot-need
+	// detector (never a reason to reboot: a need it would find goes unseen).
+	DetectErrors int
 }
 
 // Host is what the metrics say of one host.
@@ -76,6 +79,7 @@ type Metrics struct {
 	stuck         prometheus.Gauge
 	paused        prometheus.Gauge
 	agentsMissing prometheus.Gauge
+	detectErrors  prometheus.Gauge
 	unbacked      prometheus.Gauge
 	reboots       *prometheus.CounterVec
 	durations     *prometheus.HistogramVec
@@ -119,6 +123,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		stuck:         gauge("rollboot_hosts_stuck", "Hosts in the stuck phase, holding their slot until released."),
 		paused:        gauge("rollboot_paused", "1 while the rollout is paused."),
 		agentsMissing: gauge("rollboot_agents_missing", "Hosts whose agent is known not to run."),
+		detectErrors:  gauge("rollboot_hosts_detect_error", "Hosts whose agent reports a failed reboot-need detector."),
 		unbacked: gauge("rollboot_unbacked_host_records",
 			"Host records left out: hosts without a Nomad node that no cluster membership, hosts_without_node entry or FleetLock allow-list backs."),
 		reboots: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollboot_reboots_total",
@@ -146,7 +151,7 @@ func (m *Metrics) Lead(leading bool) {
 	for _, v := range []*prometheus.GaugeVec{m.hostPhase, m.rebootReq, m.groupHosts, m.slotsUsed, m.slotsLimit, m.hostsWaiting} {
 		v.Reset()
 	}
-	for _, g := range []prometheus.Gauge{m.oldestPending, m.stuck, m.paused, m.agentsMissing, m.unbacked} {
+	for _, g := range []prometheus.Gauge{m.oldestPending, m.stuck, m.paused, m.agentsMissing, m.detectErrors, m.unbacked} {
 		g.Set(0)
 	}
 }
@@ -190,6 +195,7 @@ func (m *Metrics) Export(s State) {
 	m.stuck.Set(float64(stuck))
 	m.paused.Set(boolValue(s.Paused))
 	m.agentsMissing.Set(float64(s.AgentsMissing))
+	m.detectErrors.Set(float64(s.DetectErrors))
 }
 
 // exportHosts sets the series of the hosts that changed since the last pass,

@@ -33,7 +33,7 @@ func testState(now time.Time) State {
 			{Group: policy.Group{Name: "db", Concurrency: 1}, Size: 2, Active: 1},
 		},
 		Paused:        true,
-		AgentsMissing: 1,
+		AgentsMissing: 1, DetectErrors: 2,
 	}
 }
 
@@ -63,6 +63,7 @@ func TestExport(t *testing.T) {
 		{"stuck", m.stuck, 1},
 		{"paused", m.paused, 1},
 		{"agents missing", m.agentsMissing, 1},
+		{"detection errors", m.detectErrors, 2},
 	}
 	for _, c := range checks {
 		if got := testutil.ToFloat64(c.c); got != c.want {

@@ -18,22 +18,28 @@ import (
 
 // Host is one row of the status.
 type Host struct {
-	Host           string    `json:"host"`
-	Group          string    `json:"group,omitempty"`
-	NodeID         string    `json:"node_id,omitempty"`
-	Roles          []string  `json:"roles,omitempty"`
-	FleetLockID    string    `json:"fleetlock_id,omitempty"`
-	BootID         string    `json:"boot_id,omitempty"`
+	Host        string   `json:"host"`
+	Group       string   `json:"group,omitempty"`
+	NodeID      string   `json:"node_id,omitempty"`
+	Roles       []string `json:"roles,omitempty"`
+	FleetLockID string   `json:"fleetlock_id,omitempty"`
+	BootID      string   `json:"boot_id,omitempty"`
+	// BootedAt is when the host booted, as its agent reads it (its uptime, for
+	// the groups' max_uptime).
+	BootedAt       time.Time `json:"booted_at,omitzero"`
 	Phase          string    `json:"phase"`
 	Since          time.Time `json:"since,omitzero"`
 	RebootRequired bool      `json:"reboot_required"`
 	Reason         string    `json:"reason,omitempty"`
 	RequestedAt    time.Time `json:"requested_at,omitzero"`
-	Waiting        string    `json:"waiting,omitempty"`
-	LastError      string    `json:"last_error,omitempty"`
-	DetectError    string    `json:"detect_error,omitempty"`
-	DiscoverError  string    `json:"discover_error,omitempty"`
-	ManualRequest  bool      `json:"manual_request,omitempty"`
+	// Fingerprint names what the reboot installs, as the agent's detectors
+	// tell it.
+	Fingerprint   string `json:"fingerprint,omitempty"`
+	Waiting       string `json:"waiting,omitempty"`
+	LastError     string `json:"last_error,omitempty"`
+	DetectError   string `json:"detect_error,omitempty"`
+	DiscoverError string `json:"discover_error,omitempty"`
+	ManualRequest bool   `json:"manual_request,omitempty"`
 	// AgentMissing says why the host's agent is known not to run.
 	AgentMissing string `json:"agent_missing,omitempty"`
 	// RecordIgnored says why the coordinator does not use the host's record.
@@ -149,8 +155,8 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 	seen := map[string]bool{}
 	for _, h := range hosts {
 		seen[h.Host] = true
-		v := Host{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, FleetLockID: h.FleetLockID, BootID: h.BootID, Phase: store.PhaseIdle,
-			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, DetectError: h.DetectError,
+		v := Host{Host: h.Host, NodeID: h.NodeID, Roles: h.Roles, FleetLockID: h.FleetLockID, BootID: h.BootID, BootedAt: h.BootedAt, Phase: store.PhaseIdle,
+			RebootRequired: h.RebootRequired, Reason: h.Reason, RequestedAt: h.RequestedAt, Fingerprint: h.Fingerprint, DetectError: h.DetectError,
 			DiscoverError: h.DiscoverError, AgentVersion: h.AgentVersion}
 		if p, ok := plans[h.Host]; ok {
 			fillPlan(&v, p)

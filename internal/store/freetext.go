@@ -29,7 +29,7 @@ const unreadableText = "\uFFFD"
 // replaced, not changed, when it needs cleaning: a record being encoded is a
 // copy whose Failure is still its caller's.
 func (r *HostRecord) cleanText() {
-	for _, s := range []*string{&r.Reason, &r.DetectError, &r.DiscoverError, &r.HoldReason, &r.AgentVersion, &r.AgentJob} {
+	for _, s := range []*string{&r.Reason, &r.Fingerprint, &r.DetectError, &r.DiscoverError, &r.HoldReason, &r.AgentVersion, &r.AgentJob} {
 		*s = CleanText(*s)
 	}
 	if f := r.Failure; f != nil && (!isClean(f.Step) || !isClean(f.Message)) {

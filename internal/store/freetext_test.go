@@ -90,7 +90,7 @@ func TestCleanTextProperties(t *testing.T) {
 // written, or an identifier, kept as it is. A string field added later fails
 // this test until it is put in one list (and, if free text, in cleanText).
 func TestHostFreeTextFields(t *testing.T) {
-	freeText := map[string]bool{"Reason": true, "DetectError": true, "DiscoverError": true, "HoldReason": true,
+	freeText := map[string]bool{"Reason": true, "Fingerprint": true, "DetectError": true, "DiscoverError": true, "HoldReason": true,
 		"AgentVersion": true, "AgentJob": true, "Failure.Step": true, "Failure.Message": true}
 	identifiers := map[string]bool{"Host": true, "NodeID": true, "Hostname": true, "BootID": true, "RebootingGrant": true,
 		"RebootedGrant": true, "FleetLockID": true, "Group": true, "Failure.Grant": true}

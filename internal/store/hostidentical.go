@@ -12,8 +12,9 @@ import "slices"
 // compared (TestHostIdenticalComparesEveryField).
 func (r HostRecord) identical(o HostRecord) bool {
 	return r.Host == o.Host && r.NodeID == o.NodeID && r.Hostname == o.Hostname &&
-		sameSlice(r.Roles, o.Roles) && r.BootID == o.BootID &&
+		sameSlice(r.Roles, o.Roles) && r.BootID == o.BootID && r.BootedAt == o.BootedAt &&
 		r.RebootRequired == o.RebootRequired && r.Reason == o.Reason && r.RequestedAt == o.RequestedAt &&
+		r.Fingerprint == o.Fingerprint &&
 		r.RebootingGrant == o.RebootingGrant && r.RebootedGrant == o.RebootedGrant && r.FleetLockID == o.FleetLockID &&
 		sameSlice(r.Servers, o.Servers) && r.VaultSealed == o.VaultSealed && r.Group == o.Group &&
 		r.AgentVersion == o.AgentVersion && r.DetectError == o.DetectError && r.DiscoverError == o.DiscoverError &&

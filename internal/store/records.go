@@ -47,10 +47,18 @@ type HostRecord struct {
 	Hostname string
 	Roles    []string
 	BootID   string
+	// BootedAt is when the host booted (the kernel's boot time); zero when the
+	// agent cannot tell. A host's claim: it can make only its own uptime need
+	// (max_uptime), which its agent checks before it reboots.
+	BootedAt time.Time
 
 	RebootRequired bool
 	Reason         string    // why a reboot is needed ("sentinel file /var/run/reboot-required")
 	RequestedAt    time.Time // when the current need was first seen; stable while it lasts
+	// Fingerprint names what the reboot installs (the detectors' fingerprints:
+	// a hash of the packages waiting for it, the kernel version it boots);
+	// "" when no detector can tell. A changed fingerprint is a new need.
+	Fingerprint string
 
 	// RebootingGrant is the grant the agent is rebooting for: set right before the
 	// reboot, so the coordinator knows the reboot began.
@@ -166,6 +174,11 @@ type Plan struct {
 	// no need of its own refuses a grant that is not a request: the record
 	// that asked for it may be another host's forgery.
 	ManualRequest bool
+	// UptimeBootedAt: the need this grant answers is the host's uptime
+	// (max_uptime) in the boot that began at this time, as its record said;
+	// zero for any other need. The agent refuses the grant unless its own
+	// boot time is this one.
+	UptimeBootedAt time.Time
 
 	// GoneBootID is a boot the host is known to have left (its node re-registered)
 	// while its agent has not reported since: what its record says of that boot,
@@ -284,9 +297,11 @@ var hostCodec = codec[HostRecord]{version: 1, fields: []field[HostRecord]{
 	text("hostname", func(r *HostRecord) *string { return &r.Hostname }),
 	list("roles", func(r *HostRecord) *[]string { return &r.Roles }, true),
 	text("boot_id", func(r *HostRecord) *string { return &r.BootID }),
+	instant("booted_at", func(r *HostRecord) *time.Time { return &r.BootedAt }, false),
 	flag("reboot_required", func(r *HostRecord) *bool { return &r.RebootRequired }, true),
 	text("reason", func(r *HostRecord) *string { return &r.Reason }),
 	instant("requested_at", func(r *HostRecord) *time.Time { return &r.RequestedAt }, false),
+	text("fingerprint", func(r *HostRecord) *string { return &r.Fingerprint }),
 	text("rebooting_grant", func(r *HostRecord) *string { return &r.RebootingGrant }),
 	text("rebooted_grant", func(r *HostRecord) *string { return &r.RebootedGrant }),
 	text("fleetlock_id", func(r *HostRecord) *string { return &r.FleetLockID }),
@@ -349,6 +364,7 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	counter("drained_index", func(p *Plan) *uint64 { return &p.DrainedIndex }),
 	instant("servers_stable_since", func(p *Plan) *time.Time { return &p.ServersStableSince }, false),
 	flag("manual_request", func(p *Plan) *bool { return &p.ManualRequest }, false),
+	instant("uptime_booted_at", func(p *Plan) *time.Time { return &p.UptimeBootedAt }, false),
 	text("gone_boot_id", func(p *Plan) *string { return &p.GoneBootID }),
 	flag("held", func(p *Plan) *bool { return &p.Held }, false),
 	instant("node_gone_since", func(p *Plan) *time.Time { return &p.NodeGoneSince }, false),

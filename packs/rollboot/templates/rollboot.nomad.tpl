@@ -158,6 +158,9 @@ job [[ var "job_name" . | toJson ]] {
             boot_id_file  = "/proc/sys/kernel/random/boot_id"
 [[- if eq $driver "docker" ]]
             sentinel_file = "/host/run/reboot-required"
+            # the container sees neither the host's os-release nor its package tools:
+            # no distribution detector (a host tool goes in sentinel_command, through nsenter)
+            detectors     = []
 
             reboot {
               method  = "command"
