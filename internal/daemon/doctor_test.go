@@ -50,15 +50,15 @@ func TestLeaderLogsTheChecksOnce(t *testing.T) {
 		t.Errorf("%d terms ran, want 2", terms)
 	}
 	for _, want := range []string{
-		`level=ERROR msg="doctor: the agents' job default/rollboot is not registered`,
-		`level=WARN msg="doctor: node client-2 cannot run the rollboot agent: raw_exec not detected (disabled)" component=doctor check=drivers subject=client-2 fix=`,
+		`level=ERROR msg="start-up check" component=doctor finding="the agents' job default/rollboot is not registered`,
+		`level=WARN msg="start-up check" component=doctor finding="node client-2 cannot run the rollboot agent: raw_exec not detected (disabled)" check=drivers subject=client-2 fix=`,
 		`msg="start-up checks done (rollboot doctor shows them all)" component=doctor errors=1`,
 	} {
 		if n := strings.Count(out, want); n != 1 {
 			t.Errorf("%q logged %d times, want once:\n%s", want, n, out)
 		}
 	}
-	if strings.Contains(out, "level=INFO msg=\"doctor: Nomad") {
+	if strings.Contains(out, `level=INFO msg="start-up check" component=doctor finding="Nomad`) {
 		t.Errorf("an OK finding was logged:\n%s", out)
 	}
 }

@@ -143,14 +143,16 @@ func Log(log *slog.Logger, fs []Finding) {
 		default:
 			lvl = slog.LevelError
 		}
-		attrs := []any{"check", f.Check}
+		// The finding is an attribute: a message stays the same text
+		// whatever host or job it is about.
+		attrs := []any{"finding", f.What, "check", f.Check}
 		if f.Subject != "" {
 			attrs = append(attrs, "subject", f.Subject)
 		}
 		if f.Fix != "" {
 			attrs = append(attrs, "fix", f.Fix)
 		}
-		log.Log(context.Background(), lvl, "doctor: "+f.What, attrs...)
+		log.Log(context.Background(), lvl, "start-up check", attrs...)
 	}
 }
 

@@ -205,6 +205,8 @@ func TestEachMisconfigurationIsReportedWithItsFix(t *testing.T) {
 			mutate: func(in *Inputs) { in.Broker.Err = ErrStreamEnded }},
 		{name: "node without agent", check: CheckAgents, severity: Warning, what: "node client-3 runs no rollboot agent (no running allocation of default/rollboot)", fix: "nomad job status -namespace default rollboot",
 			mutate: func(in *Inputs) { in.Agent.Allocs[2].ClientStatus = api.AllocClientStatusFailed }},
+		{name: "agent starting", check: CheckAgents, severity: Info, what: "the agent on node client-3 is starting (its allocation of default/rollboot is pending)",
+			mutate: func(in *Inputs) { in.Agent.Allocs[2].ClientStatus = api.AllocClientStatusPending }},
 		{name: "node without agent for want of a driver", check: CheckAgents, severity: Warning, what: "node client-3 runs no rollboot agent", fix: `plugin "raw_exec"`,
 			mutate: func(in *Inputs) {
 				in.Agent.Allocs = in.Agent.Allocs[:2]

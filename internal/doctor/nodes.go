@@ -175,9 +175,14 @@ func checkAgents(in Inputs) []Finding {
 		return out
 	}
 	running := map[string]string{} // node ID → allocation ID
+	starting := map[string]bool{}   // placed, its task not started yet
 	for _, a := range in.Agent.Allocs {
-		if a.ClientStatus == api.AllocClientStatusRunning && a.DesiredStatus == api.AllocDesiredStatusRun {
+		switch {
+		case a.DesiredStatus != api.AllocDesiredStatusRun:
+		case a.ClientStatus == api.AllocClientStatusRunning:
 			running[a.NodeID] = a.ID
+		case a.ClientStatus == api.AllocClientStatusPending:
+			starting[a.NodeID] = true
 		}
 	}
 	records := map[string]bool{}
@@ -190,6 +195,9 @@ func checkAgents(in Inputs) []Finding {
 	for _, n := range cands {
 		alloc, runs := running[n.ID]
 		switch {
+		case !runs && starting[n.ID]:
+			out = append(out, Finding{Check: CheckAgents, Severity: Info, Subject: n.Name,
+				What: fmt.Sprintf("the agent on node %s is starting (its allocation of %s is pending)", n.Name, job)})
 		case !runs:
 			missing++
 			f := Finding{Check: CheckAgents, Severity: Warning, Subject: n.Name,
