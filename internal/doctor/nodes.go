@@ -175,7 +175,7 @@ func checkAgents(in Inputs) []Finding {
 		return out
 	}
 	running := map[string]string{} // node ID → allocation ID
-	starting := map[string]bool{}   // placed, its task not started yet
+	starting := map[string]bool{}  // placed, its task not started yet
 	for _, a := range in.Agent.Allocs {
 		switch {
 		case a.DesiredStatus != api.AllocDesiredStatusRun:
