@@ -35,6 +35,22 @@ func (s *Sim) Reboot(host string) error {
 	if !h.Up {
 		return fmt.Errorf("host %q is down (already rebooting)", host)
 	}
+	if h.shuttingDown {
+		return fmt.Errorf("host %q is shutting down (already rebooting)", host)
+	}
+	if h.DrainOnShutdown != nil && h.NodeID != "" {
+		// The client drains its node before it stops (selfdrain.go).
+		s.selfDrainLocked(h)
+		return nil
+	}
+	s.goDownLocked(h)
+	return nil
+}
+
+// goDownLocked takes h down for its reboot and boots it after BootTime.
+func (s *Sim) goDownLocked(h *Host) {
+	host := h.Name
+	h.shuttingDown = false
 	s.cluster.rebootGen[host]++
 	gen := s.cluster.rebootGen[host]
 	details := map[string]string{"boot_id": h.BootID}
@@ -57,7 +73,6 @@ func (s *Sim) Reboot(host string) error {
 		}
 		s.bootLocked(h)
 	})
-	return nil
 }
 
 // bootLocked brings h up with a new boot ID.
