@@ -25,6 +25,9 @@ const (
 // disconnected if the leader's heartbeat timer runs out before the host is back:
 // heartbeat.go), and after BootTime it boots with a new boot ID, its sentinel is
 // removed (unless Config.KeepSentinelOnReboot) and its node registers again.
+// A host whose client has drain_on_shutdown (SetDrainOnShutdown) goes down
+// only once its client drained its node (selfdrain.go); a second Reboot
+// meanwhile is refused.
 func (s *Sim) Reboot(host string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
