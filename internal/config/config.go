@@ -50,6 +50,9 @@ type Config struct {
 	Silence SilenceConfig
 	// Gates are the health gates (gates.go).
 	Gates []GateConfig
+	// NodeMeta is what the coordinator writes on the nodes' metadata beside
+	// its own keys (policy; nodemeta.go).
+	NodeMeta NodeMetaConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the

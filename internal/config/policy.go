@@ -15,7 +15,7 @@ import (
 // host and its connection: nomad, state, agent, telemetry, fleetlock, notify,
 // and the coordinator's election and deployment settings. The rollout policy
 // holds what every coordinator must decide alike: the group, window, drain,
-// alerts, workloads, capacity, healthy, silence and gate blocks and the
+// alerts, workloads, capacity, healthy, silence, gate and node_meta blocks and the
 // coordinator's rollout rules. The tables say which is which (section.policy, setting.policy). The
 // policy is stored in the cluster (`rollboot policy apply`), never read from a
 // local file.

@@ -70,6 +70,7 @@ var sections = []section{
 	{t: capacityTable, field: "Capacity", policy: true},
 	{t: healthyTable, field: "Healthy", policy: true},
 	{t: silenceTable, field: "Silence", policy: true},
+	{t: nodeMetaTable, field: "NodeMeta", policy: true},
 	{t: groupTable, field: "Groups", policy: true},
 	{t: windowTable, field: "Windows", policy: true},
 	{t: gateTable, field: "Gates", policy: true},
@@ -195,6 +196,8 @@ var kinds = map[reflect.Type]kind{
 		set: setList, get: func(src reflect.Value) cty.Value { return strList(src.Interface().([]string)) }},
 	reflect.TypeFor[[]Secret](): {doc: "list of strings", ty: cty.List(cty.String), want: "a list of strings",
 		set: setList, get: func(src reflect.Value) cty.Value { return secretList(src.Interface().([]Secret)) }},
+	reflect.TypeFor[map[string]string](): {doc: "map of strings", ty: cty.Map(cty.String), want: `a map of strings such as { maintenance = "true" }`,
+		set: setMap, get: func(src reflect.Value) cty.Value { return strMap(src.Interface().(map[string]string)) }},
 	reflect.TypeFor[[][]string](): {doc: "list of argv", ty: cty.List(cty.List(cty.String)),
 		want: `a list of argv lists such as [["/usr/local/bin/notify", "rebooting"]]`,
 		set:  setList, get: func(src reflect.Value) cty.Value { return argvList(src.Interface().([][]string)) }},
@@ -251,6 +254,32 @@ func setList(v cty.Value, dst reflect.Value) error {
 	}
 	dst.Set(out)
 	return nil
+}
+
+// setMap stores a map of strings: an empty map is nil.
+func setMap(v cty.Value, dst reflect.Value) error {
+	var out map[string]string
+	for it := v.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k.AsString()] = ev.AsString()
+	}
+	dst.Set(reflect.ValueOf(out))
+	return nil
+}
+
+// strMap is a map of strings as a value to render.
+func strMap(m map[string]string) cty.Value {
+	if len(m) == 0 {
+		return cty.MapValEmpty(cty.String)
+	}
+	vals := make(map[string]cty.Value, len(m))
+	for k, v := range m {
+		vals[k] = cty.StringVal(v)
+	}
+	return cty.MapVal(vals)
 }
 
 // nested is a kind of block inside another: agent's reboot, a group's drain

@@ -277,6 +277,7 @@ func nodeView(n *api.NodeListStub) *phase.NodeView {
 		v.DrainGrant = n.LastDrain.Meta[metaGrant]
 		v.DrainRestores = n.LastDrain.Meta[metaEligibleBefore] == "true"
 		v.DrainStartedAt = n.LastDrain.StartedAt
+		v.DrainBySelf = n.LastDrain.AccessorID == "client:"+n.ID // phase/selfdrain.go
 	}
 	return &v
 }

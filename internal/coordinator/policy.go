@@ -70,6 +70,18 @@ type Rules struct {
 	// DefaultOptions are the default group's drain options and healthy
 	// settings (zero: DefaultGroupOptions).
 	DefaultOptions GroupOptions
+	// MetaKeys is what the node metadata publisher writes beside rollboot's
+	// own keys (sideoutputs.go publishMeta).
+	MetaKeys NodeMetaRules
+}
+
+// NodeMetaRules are the policy's node_meta block: how many hosts of each
+// group are marked next in line (0: none, rollboot_next removed), and the
+// operator's keys written before a drain and after the host is back
+// (nodemeta.OperatorKeys).
+type NodeMetaRules struct {
+	NextInLine               int
+	BeforeDrain, AfterRejoin map[string]string
 }
 
 // InvalidPolicyError is a stored policy that cannot be used: unreadable,

@@ -10,6 +10,7 @@ import (
 	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/notify"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/store"
@@ -74,7 +75,8 @@ func (h *sideOutputs) metaDue(want map[string]nodemeta.Meta) bool {
 
 // sameMeta reports whether a and b say the same.
 func sameMeta(a, b nodemeta.Meta) bool {
-	return a.Phase == b.Phase && a.RebootRequired == b.RebootRequired && a.LastReboot.Equal(b.LastReboot)
+	return a.Phase == b.Phase && a.RebootRequired == b.RebootRequired && a.LastReboot.Equal(b.LastReboot) &&
+		a.Steering == b.Steering && a.Next == b.Next && a.Operator == b.Operator
 }
 
 // forget makes the next pass hand everything over (a new term: the notifier
@@ -149,13 +151,25 @@ func (c *Coordinator) startNodeMeta(ctx context.Context, wg *sync.WaitGroup) {
 
 // publishMeta hands the publisher the metadata wanted on every ready node of a
 // host with a record, after this pass: its phase as stored, its agent's word on
-// the need, and the end of its last reboot by rollboot. A node that is not ready
-// is left out (its client would not answer); it gets its metadata once it is.
-// The same metadata as last handed over is not handed over again
-// (sideoutputs.go).
+// the need, the end of its last reboot by rollboot, whether it is next in line
+// (the policy's node_meta.next_in_line, over the pending hosts admission would
+// consider: policy.NextInLine) and the operator's keys for its phase
+// (nodemeta.OperatorKeys). A node that is not ready is left out (its client
+// would not answer); it gets its metadata once it is. The same metadata as
+// last handed over is not handed over again (sideoutputs.go).
 func (c *Coordinator) publishMeta(s *snapshot) {
 	if c.opt.NodeMeta == nil {
 		return
+	}
+	rules := c.opt.Rules.MetaKeys
+	var next map[string]bool
+	if rules.NextInLine > 0 {
+		queue := admissionQueue(s)
+		reqs := make([]policy.Request, len(queue))
+		for i, q := range queue {
+			reqs[i] = q.Request
+		}
+		next = policy.NextInLine(reqs, rules.NextInLine)
 	}
 	want := map[string]nodemeta.Meta{}
 	c.mu.Lock()
@@ -172,7 +186,9 @@ func (c *Coordinator) publishMeta(s *snapshot) {
 		if phase == "" {
 			phase = store.PhaseIdle
 		}
-		want[hv.node.ID] = nodemeta.Meta{Phase: phase, RebootRequired: hv.rec.RebootRequired, LastReboot: p.LastCompleted}
+		want[hv.node.ID] = nodemeta.Meta{Phase: phase, RebootRequired: hv.rec.RebootRequired, LastReboot: p.LastCompleted,
+			Steering: rules.NextInLine > 0, Next: next[name] && phase == store.PhasePending, // granted this pass: not next
+			Operator: nodemeta.EncodeKeys(nodemeta.OperatorKeys(rules.BeforeDrain, rules.AfterRejoin, phase, !p.LastCompleted.IsZero()))}
 	}
 	c.mu.Unlock()
 	if c.sideOutputs.metaDue(want) {

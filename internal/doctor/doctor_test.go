@@ -148,6 +148,10 @@ func TestEachMisconfigurationIsReportedWithItsFix(t *testing.T) {
 				in.Version = VersionInput{Err: statusErr{403, "Permission denied"}}
 				in.Servers = nil
 			}},
+		{name: "a Nomad that does not record who drained", check: CheckVersion, severity: Info, what: "does not record who drained a node", fix: "1.7.7",
+			mutate: func(in *Inputs) {
+				in.Version.Self = &api.AgentSelf{Config: map[string]any{"Version": map[string]any{"Version": "1.7.6"}}}
+			}},
 		{name: "version unknown", check: CheckVersion, severity: Warning, what: "does not say its version", fix: "nomad version",
 			mutate: func(in *Inputs) { in.Version.Self = &api.AgentSelf{} }},
 		{name: "no raw_exec on one client", check: CheckDrivers, severity: Warning, what: "node client-2 cannot run the rollboot agent: raw_exec not detected (disabled)", fix: `plugin "raw_exec"`,

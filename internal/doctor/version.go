@@ -76,8 +76,31 @@ func checkVersion(in VersionInput, servers []*api.AgentMember) []Finding {
 		f.Fix = "check `nomad version` on the servers: rollboot needs Nomad " + MinNomadVersion + " or newer"
 	default:
 		f.What = fmt.Sprintf("Nomad %s (rollboot needs %s or newer)", v, MinNomadVersion)
+		if g := drainAuthorFinding(v); g != nil {
+			return []Finding{f, *g}
+		}
 	}
 	return []Finding{f}
+}
+
+// DrainAuthorVersion is the first Nomad that records who drained a node
+// (LastDrain.AccessorID from the request's identity, "client:<node ID>" for
+// a client's own drain on shutdown: nomad/node_endpoint.go UpdateDrain,
+// nomad#20317, in 1.7.7 and 1.8.0). rollboot tells a client's drain_on_shutdown
+// from an operator's drain by it (phase/selfdrain.go).
+const DrainAuthorVersion = "1.7.7"
+
+// drainAuthorFinding says, of a Nomad that rollboot supports but that does
+// not record who drained, what that means for clients with drain_on_shutdown;
+// nil for a newer one.
+func drainAuthorFinding(v string) *Finding {
+	have, err := version.NewVersion(v)
+	if err != nil || !have.Core().LessThan(version.Must(version.NewVersion(DrainAuthorVersion))) {
+		return nil
+	}
+	return &Finding{Check: CheckVersion, Severity: Info,
+		What: fmt.Sprintf("Nomad %s does not record who drained a node (%s does): the drain a client with drain_on_shutdown makes at each reboot reads as someone else's, and interrupts the host's cycle", v, DrainAuthorVersion),
+		Fix:  "upgrade the Nomad servers to " + DrainAuthorVersion + " or newer, or take drain_on_shutdown out of the clients' configuration (rollboot drains the node before the reboot anyway)"}
 }
 
 // oldestServer is the server member with the oldest build, as an agent's self

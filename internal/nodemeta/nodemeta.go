@@ -6,7 +6,9 @@
 //
 // Keys: rollboot_phase (the host's phase), rollboot_reboot_required ("true" or
 // "false") and rollboot_last_reboot (RFC 3339, UTC; absent until rollboot
-// finished a reboot of the host). The leading coordinator hands the publisher
+// finished a reboot of the host); with the policy's node_meta block,
+// rollboot_next ("true" on the nodes drained next, for jobs' affinities) and
+// the operator's keys (operator.go). The leading coordinator hands the publisher
 // the wanted metadata after every pass; the publisher writes a node's only when
 // it differs from what the node has (read once per term, then known from its
 // own writes), beside the reconcile loop, so a node whose
@@ -19,6 +21,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,24 +38,37 @@ const (
 	KeyPhase          = "rollboot_phase"
 	KeyRebootRequired = "rollboot_reboot_required"
 	KeyLastReboot     = "rollboot_last_reboot"
+	KeyNext           = "rollboot_next"
 )
 
-// Meta is what rollboot publishes about one node.
+// Meta is what rollboot publishes about one node. It is comparable: the
+// publisher tells what changed with ==.
 type Meta struct {
 	Phase          string
 	RebootRequired bool
 	LastReboot     time.Time // zero: none finished by rollboot
+	// Steering: node_meta.next_in_line is on, so rollboot_next is written
+	// ("true" when Next: the host is next in line); off, it is removed.
+	Steering, Next bool
+	// Operator are the operator's keys (OperatorKeys), encoded (EncodeKeys).
+	Operator string
 }
 
 // Items returns the metadata as Nomad applies it: a nil value removes a key.
 func (m Meta) Items() map[string]*string {
 	str := func(s string) *string { return &s }
-	items := map[string]*string{KeyPhase: str(m.Phase), KeyRebootRequired: str("false"), KeyLastReboot: nil}
+	items := map[string]*string{KeyPhase: str(m.Phase), KeyRebootRequired: str("false"), KeyLastReboot: nil, KeyNext: nil}
+	for k, v := range decodeKeys(m.Operator) {
+		items[k] = v
+	}
 	if m.RebootRequired {
 		items[KeyRebootRequired] = str("true")
 	}
 	if !m.LastReboot.IsZero() {
 		items[KeyLastReboot] = str(m.LastReboot.UTC().Format(time.RFC3339))
+	}
+	if m.Steering {
+		items[KeyNext] = str(strconv.FormatBool(m.Next))
 	}
 	return items
 }

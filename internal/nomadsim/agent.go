@@ -84,7 +84,15 @@ func (s *Sim) agentSelfLocked(h *Host) *api.AgentSelf {
 		return out
 	}
 	out.Config["NodeName"] = h.Name
-	out.Config["Client"] = map[string]any{"Enabled": h.NodeID != ""}
+	client := map[string]any{"Enabled": h.NodeID != ""}
+	if d := h.DrainOnShutdown; d != nil {
+		// The agent's configuration as loaded (ClientConfig.Drain: the HCL
+		// strings and bools as written); leave_on_terminate makes it run
+		// (selfdrain.go).
+		client["Drain"] = map[string]any{"Deadline": d.Deadline.String(), "IgnoreSystemJobs": d.IgnoreSystemJobs, "Force": false}
+		out.Config["LeaveOnTerm"] = true
+	}
+	out.Config["Client"] = client
 	out.Config["Server"] = map[string]any{"Enabled": h.Server != nil}
 	if h.NodeID != "" {
 		out.Stats["client"] = map[string]string{

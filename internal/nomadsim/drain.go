@@ -64,10 +64,17 @@ func (s *Sim) handleNodeDrain(w http.ResponseWriter, r *http.Request, id string)
 	writeUpdateResponse(w, resp)
 }
 
-// updateDrain applies a drain update (Node.UpdateDrain).
+// updateDrain applies a drain update (Node.UpdateDrain) by the holder of t.
 func (s *Sim) updateDrain(t *Token, id string, req *api.NodeUpdateDrainRequest) (nodeUpdateResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.updateDrainLocked(t.accessorIdentity(), id, req)
+}
+
+// updateDrainLocked applies a drain update by accessor, the identity Nomad
+// records as LastDrain.AccessorID (UpdateDrain: args.UpdatedBy from
+// AuthenticatedIdentity.String, "token:<accessor>" or "client:<node ID>").
+func (s *Sim) updateDrainLocked(accessor, id string, req *api.NodeUpdateDrainRequest) (nodeUpdateResponse, error) {
 	if id == "" {
 		return nodeUpdateResponse{}, errors.New("missing node ID for drain update")
 	}
@@ -116,7 +123,6 @@ func (s *Sim) updateDrain(t *Token, id string, req *api.NodeUpdateDrainRequest) 
 	// LastDrain (updateNodeDrainImpl): untouched when neither the old nor the new
 	// state is a drain. Times have a one-second resolution (UpdatedAt is unix s).
 	updateTime := time.Unix(now.Unix(), 0)
-	accessor := t.accessorIdentity()
 	if prev != nil || spec != nil {
 		switch {
 		case prev == nil || n.LastDrain == nil:

@@ -38,6 +38,9 @@ func writeBootFiles(dir, bootID string, at time.Time) error {
 // disconnected if the leader's heartbeat timer runs out before the host is back:
 // heartbeat.go), and after BootTime it boots with a new boot ID, its sentinel is
 // removed (unless Config.KeepSentinelOnReboot) and its node registers again.
+// A host whose client has drain_on_shutdown (SetDrainOnShutdown) goes down
+// only once its client drained its node (selfdrain.go); a second Reboot
+// meanwhile is refused.
 func (s *Sim) Reboot(host string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -48,6 +51,22 @@ func (s *Sim) Reboot(host string) error {
 	if !h.Up {
 		return fmt.Errorf("host %q is down (already rebooting)", host)
 	}
+	if h.shuttingDown {
+		return fmt.Errorf("host %q is shutting down (already rebooting)", host)
+	}
+	if h.DrainOnShutdown != nil && h.NodeID != "" {
+		// The client drains its node before it stops (selfdrain.go).
+		s.selfDrainLocked(h)
+		return nil
+	}
+	s.goDownLocked(h)
+	return nil
+}
+
+// goDownLocked takes h down for its reboot and boots it after BootTime.
+func (s *Sim) goDownLocked(h *Host) {
+	host := h.Name
+	h.shuttingDown = false
 	s.cluster.rebootGen[host]++
 	gen := s.cluster.rebootGen[host]
 	details := map[string]string{"boot_id": h.BootID}
@@ -70,7 +89,6 @@ func (s *Sim) Reboot(host string) error {
 		}
 		s.bootLocked(h)
 	})
-	return nil
 }
 
 // bootLocked brings h up with a new boot ID.

@@ -30,7 +30,7 @@ import (
 //     (nomad/state/state_store.go DeleteJobTxn), its allocations stopped.
 //
 // What the emulator keeps of a job (JobSpec): type, node pool, constraints,
-// meta, each group's name, count, migrate.max_parallel, its one task's name,
+// affinities, meta, each group's name, count, migrate.max_parallel, its one task's name,
 // CPU and memory, and whether its identity block has env = true. A group with
 // more than one task is refused. Datacenters, drivers, artifacts, templates and
 // the migrate and update durations are not modelled: allocations start after
@@ -54,6 +54,7 @@ func jobSpecFromAPI(job *api.Job, ns string) (JobSpec, error) {
 		spec.NodePool = ""
 	}
 	spec.Constraints = constraintSpecs(job.Constraints)
+	spec.Affinities = affinitySpecs(job.Affinities)
 	spec.Update = spec.Type == api.JobTypeService && job.Update != nil
 	for _, tg := range job.TaskGroups {
 		g, err := groupSpecFromAPI(tg)
@@ -77,6 +78,7 @@ func groupSpecFromAPI(tg *api.TaskGroup) (GroupSpec, error) {
 	t := tg.Tasks[0]
 	g.Task = t.Name
 	g.Constraints = append(g.Constraints, constraintSpecs(t.Constraints)...)
+	g.Affinities = append(affinitySpecs(tg.Affinities), affinitySpecs(t.Affinities)...)
 	if tg.Migrate != nil {
 		g.MigrateMaxParallel = derefOr(tg.Migrate.MaxParallel, 0)
 	}

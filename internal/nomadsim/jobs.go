@@ -39,6 +39,8 @@ type JobSpec struct {
 	Update bool `json:"update,omitempty"`
 	// Constraints are the job's constraint blocks (constraints.go).
 	Constraints []ConstraintSpec `json:"constraints,omitempty"`
+	// Affinities are the job's affinity blocks (affinity.go).
+	Affinities []AffinitySpec `json:"affinities,omitempty"`
 	// Driver is the task driver of every group's task ("raw_exec", "docker");
 	// its allocations go only on nodes where it is detected and healthy
 	// (constraints.go). "": the task names none the emulator checks.
@@ -68,6 +70,8 @@ type GroupSpec struct {
 	MemoryMB int64 `json:"memory_mb,omitempty"`
 	// Constraints are the group's constraint blocks (constraints.go).
 	Constraints []ConstraintSpec `json:"constraints,omitempty"`
+	// Affinities are the group's (and its task's) affinity blocks (affinity.go).
+	Affinities []AffinitySpec `json:"affinities,omitempty"`
 	// Task is the name of the group's one task (default: the group's name);
 	// the task's workload identity names it (workloadid.go).
 	Task string `json:"task,omitempty"`
@@ -143,6 +147,9 @@ type simJob struct {
 	constraints map[string]simfeasible.Set
 	// distinct: by group, its distinct_hosts constraints (constraints.go).
 	distinct map[string]distinctHosts
+	// affinities: by group, the affinities its allocations are placed by
+	// (affinity.go); a group without any is not in it.
+	affinities map[string][]*api.Affinity
 	// checksFailingOn: the nodes where its service checks fail in Consul
 	// (SetServiceCheckFailing, services.go).
 	checksFailingOn map[string]bool
@@ -254,9 +261,17 @@ func (s *Sim) AddJob(spec JobSpec) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %w", spec.ID, err)
 	}
+	jobAffs, err := apiAffinities(spec.Affinities)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", spec.ID, err)
+	}
 	groupCons := make([][]*api.Constraint, len(spec.Groups))
+	groupAffs := make([][]*api.Affinity, len(spec.Groups))
 	for i, g := range spec.Groups {
 		if groupCons[i], err = apiConstraints(g.Constraints); err != nil {
+			return fmt.Errorf("job %s: group %s: %w", spec.ID, g.Name, err)
+		}
+		if groupAffs[i], err = apiAffinities(g.Affinities); err != nil {
 			return fmt.Errorf("job %s: group %s: %w", spec.ID, g.Name, err)
 		}
 	}
@@ -289,9 +304,10 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		JobModifyIndex: pointerOf(idx),
 		Meta:           spec.Meta,
 		Constraints:    jobCons,
+		Affinities:     jobAffs,
 	}
 	for i, g := range spec.Groups {
-		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count), Constraints: groupCons[i]}
+		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count), Constraints: groupCons[i], Affinities: groupAffs[i]}
 		if spec.Driver != "" {
 			tg.Tasks = []*api.Task{{Name: g.Name, Driver: spec.Driver}}
 		}
@@ -310,7 +326,7 @@ func (s *Sim) AddJob(spec JobSpec) error {
 		}
 		job.TaskGroups = append(job.TaskGroups, tg)
 	}
-	sj := &simJob{spec: spec, job: job, constraints: groupConstraints(job), distinct: groupDistinct(job)}
+	sj := &simJob{spec: spec, job: job, constraints: groupConstraints(job), distinct: groupDistinct(job), affinities: groupAffinities(job)}
 	s.cluster.jobs[key] = sj
 	s.cluster.jobOrder = append(s.cluster.jobOrder, key)
 	s.cluster.wl.registeredLocked(s, sj, idx)
@@ -546,8 +562,10 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 			for _, sa := range append(slices.Clone(live), done...) {
 				used[sa.nameIndex()] = true
 			}
+			affs := j.affinities[g.Name]
 			for ; need > 0; need-- {
 				var best *simNode
+				var bestScore float64
 				for _, sn := range nodes {
 					if !nodeReady(sn.node) || !jobInPool(j, sn.node) || !j.feasible(g.Name, sn.node) || !room.fits(sn.node.ID, j, g.Name) {
 						continue
@@ -555,8 +573,13 @@ func (c *clusterState) scheduleLocked(s *Sim, now time.Time) {
 					if distinctOn[sn.node.ID] {
 						continue // distinct_hosts (constraints.go)
 					}
-					if best == nil || load[sn.node.ID] < load[best.node.ID] {
-						best = sn
+					// The affinity score first, then the load (affinity.go).
+					score := 0.0
+					if affs != nil {
+						score = affinityScore(affs, sn.node)
+					}
+					if best == nil || score > bestScore || score == bestScore && load[sn.node.ID] < load[best.node.ID] {
+						best, bestScore = sn, score
 					}
 				}
 				if best == nil {

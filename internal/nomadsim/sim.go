@@ -314,6 +314,13 @@ type Host struct {
 
 	Boots int // number of completed boots since the emulator started
 
+	// DrainOnShutdown is the host's client's drain_on_shutdown block (nil:
+	// none), set with SetDrainOnShutdown (selfdrain.go).
+	DrainOnShutdown *DrainOnShutdown
+	// shuttingDown: the host's client is draining itself before the host
+	// goes down for a reboot.
+	shuttingDown bool
+
 	lis *listener
 }
 

@@ -44,6 +44,13 @@ type NodeView struct {
 	DrainRestores bool
 	// DrainStartedAt is LastDrain.StartedAt (Nomad's clock).
 	DrainStartedAt time.Time
+	// DrainBySelf: the last drain is the node's own client's, the drain a
+	// client configured with drain_on_shutdown starts when its agent leaves
+	// (client/drain.go DrainSelf). The servers record who drained
+	// (LastDrain.AccessorID "client:<node ID>", from the request's
+	// authenticated identity: nomad/node_endpoint.go UpdateDrain, Nomad 1.7.7
+	// and later), so no host record and no operator's token can claim it.
+	DrainBySelf bool
 	// SystemRunning holds the system jobs with a running allocation on the node.
 	SystemRunning map[string]bool
 	// ModifyIndex is the node's ModifyIndex.
@@ -531,7 +538,7 @@ func NodeHold(n *NodeView) WaitReason {
 	case n.Draining && n.DrainGrant == "":
 		return WaitFor(WaitForeignDrain, "")
 	case !n.Eligible && n.DrainGrant == "" && n.DrainStatus != "":
-		return WaitFor(WaitForeignIneligible, n.DrainStatus)
+		return WaitFor(WaitForeignIneligible, foreignDrainDetail(n))
 	}
 	return WaitReason{}
 }

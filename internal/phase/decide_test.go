@@ -290,6 +290,17 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			name: "pending waits on a node its own client's drain on shutdown left ineligible, and says so",
+			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true, NewGrantID: "g9",
+				Node: node(func(n *NodeView) { n.Eligible, n.DrainStatus, n.DrainBySelf = false, "complete", true })},
+			phase: store.PhasePending,
+			check: func(t *testing.T, d Decision) {
+				if d.StartDrain || d.Waiting.Kind != WaitForeignIneligible || !strings.Contains(d.Waiting.String(), "drain_on_shutdown") {
+					t.Errorf("decision = %+v, want a hold for the operator's node, naming drain_on_shutdown", d)
+				}
+			},
+		},
+		{
 			name: "pending waits on a node kept ineligible after someone else canceled a drain",
 			in: Input{Plan: plan(store.PhasePending, nil), Host: host("b1", true), Admitted: true, NewGrantID: "g9",
 				Node: node(func(n *NodeView) { n.Eligible, n.DrainStatus = false, "canceled" })},

@@ -6,6 +6,12 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
+// selfDrained is a node whose last drain its own client made on shutdown.
+func selfDrained(n *NodeView) {
+	drainedNode(n)
+	n.DrainGrant, n.DrainBySelf, n.DrainStatus = "", true, "complete"
+}
+
 // Someone changed the node's eligibility after its drain completed: once it
 // is ineligible again, the drain of the grant is issued again, so that what
 // Nomad placed meanwhile moves and the agent's final go/no-go can pass.
@@ -37,6 +43,14 @@ func TestDrainAgainAfterAForeignEligibilityChange(t *testing.T) {
 			Input{Plan: plan(store.PhaseRebooting, nil), Host: held, Node: changed(func(n *NodeView) { n.DrainGrant = "other" })}, false},
 		{"no change after the drain",
 			Input{Plan: plan(store.PhaseRebooting, nil), Host: held, Node: node(drainedNode)}, false},
+		{"the client drained itself before the agent announced the reboot: drained again",
+			Input{Plan: plan(store.PhaseDrained, nil), Host: host("b1", true), Node: node(selfDrained)}, true},
+		{"the client drained itself at the announced reboot: the reboot goes on",
+			Input{Plan: plan(store.PhaseDrained, nil), Host: rebootingHost("g1"), Node: node(selfDrained)}, false},
+		{"rebooting: the client's drain is the reboot's",
+			Input{Plan: plan(store.PhaseRebooting, nil), Host: rebootingHost("g1"), Node: node(selfDrained)}, false},
+		{"the client's own drain still running",
+			Input{Plan: plan(store.PhaseDrained, nil), Host: host("b1", true), Node: node(func(n *NodeView) { selfDrained(n); n.Draining = true })}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.Now, tc.in.Timing = t0, timing

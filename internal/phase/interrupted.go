@@ -37,7 +37,10 @@ func takenBack(in Input, p store.Plan) string {
 	// A drain that names no grant of rollboot's is someone else's; begun
 	// since the grant (Nomad dates drains to the second, by its own clock), it
 	// is not one the grant found: NodeHold holds a host on such a node.
-	foreign := n.DrainGrant == "" && n.DrainStatus != ""
+	// The node's own drain on shutdown (drain_on_shutdown) is the reboot
+	// under way, not an operator's: it finds nothing to move, and the
+	// rejoin gives the node back as for rollboot's own drain (selfdrain.go).
+	foreign := n.DrainGrant == "" && n.DrainStatus != "" && !n.DrainBySelf
 	switch {
 	case foreign && n.Draining:
 		return "the node was drained by someone else during the cycle"

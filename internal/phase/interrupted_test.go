@@ -25,6 +25,9 @@ func TestOperatorTakesTheNodeBack(t *testing.T) {
 		}
 	}
 	inDraining := func(p *store.Plan) { p.Timeline[store.PhaseDraining] = grantedAt }
+	bySelf := func(draining bool) func(*NodeView) {
+		return func(n *NodeView) { foreign(draining, t0)(n); n.DrainBySelf = true }
+	}
 	eligibleAgain := func(n *NodeView) { drainedNode(n); n.Eligible = true }
 	tests := []struct {
 		name string
@@ -50,6 +53,12 @@ func TestOperatorTakesTheNodeBack(t *testing.T) {
 		{name: "draining, our drain did not land: issued again",
 			in:   Input{Plan: plan(store.PhaseDraining, inDraining), Host: host("b1", true), Node: node(foreign(false, grantedAt.Add(-time.Hour)))},
 			want: store.PhaseDraining},
+		{name: "drained, the client drains itself on shutdown (drain_on_shutdown): the reboot goes on",
+			in:   Input{Plan: plan(store.PhaseDrained, nil), Host: rebootingHost("g1"), Node: node(bySelf(true))},
+			want: store.PhaseRebooting},
+		{name: "rebooting, the client's own drain on shutdown completed: the reboot goes on",
+			in:   Input{Plan: plan(store.PhaseRebooting, nil), Host: host("b1", true), Node: node(bySelf(false))},
+			want: store.PhaseRebooting},
 		{name: "rebooting, the node is back from the reboot: the rejoin goes on",
 			in: Input{Plan: plan(store.PhaseRebooting, nil), Host: host("b2", false),
 				Node: restartedNode(eligibleAgain)},

@@ -177,5 +177,16 @@ func addNomadChecks(ctx context.Context, v *View, src Source, recs []store.HostR
 	}
 	for i := range v.Hosts {
 		v.Hosts[i].AgentMissing = missing[v.Hosts[i].Host]
+		v.Hosts[i].DrainedItself = drainedItself(nodes[v.Hosts[i].NodeID])
 	}
+}
+
+// drainedItself is when n's client last drained its node on shutdown: its last
+// drain, when Nomad recorded the node's own client as its author
+// (phase.NodeView.DrainBySelf).
+func drainedItself(n *api.NodeListStub) time.Time {
+	if n == nil || n.LastDrain == nil || n.LastDrain.AccessorID != "client:"+n.ID {
+		return time.Time{}
+	}
+	return n.LastDrain.StartedAt
 }

@@ -87,6 +87,9 @@ func why(h Host) string {
 	if h.Failure != nil && !strings.Contains(h.LastError, failureText(h.Failure)) {
 		parts = append(parts, "last failed attempt: "+failureText(h.Failure))
 	}
+	if !h.DrainedItself.IsZero() && inReboot(h.Phase) {
+		parts = append(parts, "the client drained its node itself on shutdown (drain_on_shutdown)")
+	}
 	if h.DetectError != "" {
 		parts = append(parts, "detection error: "+h.DetectError)
 	}
@@ -103,6 +106,12 @@ func why(h Host) string {
 		return "-"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// inReboot: the host is between its reboot's start and its return, when its
+// client's own drain on shutdown replaces rollboot's as the node's last.
+func inReboot(phase string) bool {
+	return phase == store.PhaseDrained || phase == store.PhaseRebooting || phase == store.PhaseRejoining
 }
 
 // failureText is the one-line form of a failure, as the store writes it.

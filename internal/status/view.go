@@ -62,6 +62,11 @@ type Host struct {
 	// Timeline is when the host's current cycle first entered each phase (none
 	// when idle: finished cycles are in the history).
 	Timeline map[string]time.Time `json:"timeline,omitempty"`
+	// DrainedItself is when the host's Nomad client last drained its own node
+	// on shutdown (drain_on_shutdown), as the node's last drain says (Nomad
+	// records the client as its author); zero when its last drain was
+	// anyone else's.
+	DrainedItself time.Time `json:"drained_itself_on_shutdown,omitzero"`
 }
 
 // Failure is a failed reboot attempt.
