@@ -159,8 +159,8 @@ func clientCommand(cf *configFlags, cmd *cobra.Command, run clientRun, untimed f
 
 // addressOf is the Nomad address the flags and environment name, before validation.
 func addressOf(cf configFlags) string {
-	if cf.address != "" {
-		return cf.address
+	if a, ok := cf.nomadFlags()["address"]; ok {
+		return a
 	}
 	cfg := config.Default()
 	if cf.path != "" {
