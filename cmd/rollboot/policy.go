@@ -73,6 +73,8 @@ then store it with check-and-set: refused if someone applied another version
 since it was read, or, with -check-index, if the stored policy's modify index is
 not the one given (0: only if none is stored).`,
 		Args: oneArg("policy apply", "FILE", "policy file", ""),
+		// The first apply, before any agent runs, finds no state.
+		Annotations: map[string]string{emptyStateOK: "yes"},
 	}
 	cmd.Flags().Uint64Var(&checkIndex, "check-index", 0, "store only if the stored policy's modify index is this one (0: only if none is stored)")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
