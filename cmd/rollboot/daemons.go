@@ -12,12 +12,13 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
+	"github.com/rollboot/rollboot/internal/denied"
 	"github.com/rollboot/rollboot/internal/startpages"
 )
 
 // setup loads the configuration and builds the logger of a long-running command.
 // The effective configuration is logged once, the token masked (config.Secret).
-func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Compiled, *slog.Logger, error) {
+func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags, role string) (*config.Compiled, *slog.Logger, error) {
 	cfg, err := cf.load()
 	if err != nil {
 		return nil, nil, err
@@ -26,6 +27,9 @@ func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Compiled,
 	if err != nil {
 		return nil, nil, err
 	}
+	// A token Nomad refuses is logged once per refusal, naming the policy
+	// the token needs, not at every retry.
+	log = slog.New(denied.New(log.Handler(), aclPolicyFile(cfg, role), nil))
 	log.Info("configuration", "config", cfg)
 	return cfg, log, nil
 }
@@ -45,7 +49,7 @@ a whole deployment.`,
 			// (logged once there is a logger).
 			released, releaseErr := startpages.Release()
 			procs := startAgentProcs()
-			cfg, log, err := setup(cmd, cf, lf)
+			cfg, log, err := setup(cmd, cf, lf, "agent")
 			if err != nil {
 				return err
 			}
@@ -94,7 +98,7 @@ func newCoordinatorCmd(cf *configFlags, lf *logFlags) *cobra.Command {
 lock and, while it leads, decides which hosts may reboot and drains them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := setup(cmd, cf, lf)
+			cfg, log, err := setup(cmd, cf, lf, "coordinator")
 			if err != nil {
 				return err
 			}
@@ -115,4 +119,16 @@ lock and, while it leads, decides which hosts may reboot and drains them.`,
 			})
 		},
 	}
+}
+
+// aclPolicyFile names the shipped ACL policy (deploy/acl) the token of a
+// daemon of role ("agent" or "coordinator") needs.
+func aclPolicyFile(cfg *config.Compiled, role string) string {
+	switch {
+	case role == "coordinator":
+		return "deploy/acl/rollboot-coordinator.policy.hcl"
+	case cfg.Coordinator.Enabled:
+		return "deploy/acl/rollboot-agent-candidate.policy.hcl"
+	}
+	return "deploy/acl/rollboot-agent.policy.hcl (deploy/acl/rollboot-agent-server.policy.hcl on a host running a Nomad, Consul or Vault server)"
 }

@@ -88,6 +88,10 @@ func TestPolicyValidate(t *testing.T) {
 
 func TestPolicyApplyShowHistory(t *testing.T) {
 	p := newPolicyCLI(t)
+	// An agent runs: there is state, and no policy.
+	if _, err := p.st.PutHost(context.Background(), store.HostRecord{Host: "client-1", BootID: "b"}); err != nil {
+		t.Fatal(err)
+	}
 	out := p.must("policy", "show")
 	if !strings.Contains(out, "No policy is stored at rollboot/policy: the coordinator enforces the safe default") {
 		t.Errorf("show with none stored: %q", out)
