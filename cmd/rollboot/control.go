@@ -99,6 +99,10 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 				c.Cancels = map[string]time.Time{}
 			}
 			c.Cancels[args[0]] = time.Now().UTC()
+			if c.CanceledBy == nil {
+				c.CanceledBy = map[string]string{}
+			}
+			c.CanceledBy[args[0]] = by()
 			what := "Manual reboot request of " + args[0] + " canceled"
 			if !requested {
 				what = "No manual request of " + args[0] + " was made: its agent's current need, if any, is canceled"
@@ -110,8 +114,8 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 func newPauseCmd(cf *configFlags) *cobra.Command {
 	var reason string
 	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", cobra.NoArgs, nil,
-		func(_ []string, c *store.Control, _ func() string) (string, error) {
-			c.Paused, c.PauseReason, c.PausedAt = true, reason, time.Now().UTC()
+		func(_ []string, c *store.Control, by func() string) (string, error) {
+			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = true, reason, time.Now().UTC(), by()
 			return "Rollout paused.", nil
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why (shown in status)")
@@ -121,7 +125,7 @@ func newPauseCmd(cf *configFlags) *cobra.Command {
 func newResumeCmd(cf *configFlags) *cobra.Command {
 	return controlCmd(cf, "resume", "Resume a paused rollout", cobra.NoArgs, nil,
 		func(_ []string, c *store.Control, _ func() string) (string, error) {
-			c.Paused, c.PauseReason, c.PausedAt = false, "", time.Time{}
+			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = false, "", time.Time{}, ""
 			return "Rollout resumed.", nil
 		})
 }
@@ -133,6 +137,10 @@ func newReleaseCmd(cf *configFlags) *cobra.Command {
 				c.Releases = map[string]time.Time{}
 			}
 			c.Releases[args[0]] = time.Now().UTC()
+			if c.ReleasedBy == nil {
+				c.ReleasedBy = map[string]string{}
+			}
+			c.ReleasedBy[args[0]] = by()
 			return "Release of " + args[0] + " asked; the coordinator carries it out.", nil
 		})
 }

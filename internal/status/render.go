@@ -25,7 +25,11 @@ func WriteText(w io.Writer, v View, now time.Time) error {
 		writePolicy(w, *v.Policy)
 	}
 	if v.Paused {
-		fmt.Fprintf(w, "Rollout paused: %s\n\n", orDash(v.PauseReason))
+		by := ""
+		if v.PausedBy != "" {
+			by = " (paused by " + v.PausedBy + ")"
+		}
+		fmt.Fprintf(w, "Rollout paused: %s%s\n\n", orDash(v.PauseReason), by)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Host\tGroup\tNode ID\tRoles\tPhase\tSince\tWhy")

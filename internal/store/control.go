@@ -37,7 +37,9 @@ type HostControl struct {
 	Host        string
 	Request     *Request
 	CancelAt    time.Time
+	CanceledBy  string
 	ReleaseAt   time.Time
+	ReleasedBy  string
 	ModifyIndex uint64
 
 	newer bool // the variable has a version this rollboot does not know
@@ -54,7 +56,7 @@ func (h HostControl) equal(o HostControl) bool {
 	if h.Request != nil && (!h.Request.At.Equal(o.Request.At) || h.Request.By != o.Request.By || h.Request.Reason != o.Request.Reason) {
 		return false
 	}
-	return h.CancelAt.Equal(o.CancelAt) && h.ReleaseAt.Equal(o.ReleaseAt)
+	return h.CancelAt.Equal(o.CancelAt) && h.ReleaseAt.Equal(o.ReleaseAt) && h.CanceledBy == o.CanceledBy && h.ReleasedBy == o.ReleasedBy
 }
 
 // hostControlCodec is the schema of a per-host control variable.
@@ -68,7 +70,9 @@ var hostControlCodec = codec[HostControl]{version: 1, fields: []field[HostContro
 		text("request_reason", func(r *Request) *string { return &r.Reason }),
 	}),
 	instant("cancel_at", func(h *HostControl) *time.Time { return &h.CancelAt }, false),
+	text("canceled_by", func(h *HostControl) *string { return &h.CanceledBy }),
 	instant("release_at", func(h *HostControl) *time.Time { return &h.ReleaseAt }, false),
+	text("released_by", func(h *HostControl) *string { return &h.ReleasedBy }),
 }}
 
 func (h HostControl) items() map[string]string { return hostControlCodec.encode(h) }
@@ -125,6 +129,7 @@ var controlCodec = codec[Control]{version: 1, fields: []field[Control]{
 	flag("paused", func(c *Control) *bool { return &c.Paused }, true),
 	text("pause_reason", func(c *Control) *string { return &c.PauseReason }),
 	instant("paused_at", func(c *Control) *time.Time { return &c.PausedAt }, false),
+	text("paused_by", func(c *Control) *string { return &c.PausedBy }),
 }}
 
 // decodeControlLenient reads the control variable, skipping (and reporting) what
@@ -221,12 +226,12 @@ func HostControls(c Control) map[string]HostControl {
 	}
 	for h, t := range c.Cancels {
 		hc := get(h)
-		hc.CancelAt = t
+		hc.CancelAt, hc.CanceledBy = t, c.CanceledBy[h]
 		out[h] = hc
 	}
 	for h, t := range c.Releases {
 		hc := get(h)
-		hc.ReleaseAt = t
+		hc.ReleaseAt, hc.ReleasedBy = t, c.ReleasedBy[h]
 		out[h] = hc
 	}
 	return out
@@ -246,13 +251,27 @@ func (c *Control) merge(h HostControl) {
 			c.Cancels = map[string]time.Time{}
 		}
 		c.Cancels[h.Host] = h.CancelAt
+		setBy(&c.CanceledBy, h.Host, h.CanceledBy)
 	}
 	if !h.ReleaseAt.IsZero() {
 		if c.Releases == nil {
 			c.Releases = map[string]time.Time{}
 		}
 		c.Releases[h.Host] = h.ReleaseAt
+		setBy(&c.ReleasedBy, h.Host, h.ReleasedBy)
 	}
+}
+
+// setBy notes who made host's entry in *m ("" removes a name an older entry left).
+func setBy(m *map[string]string, host, by string) {
+	if by == "" {
+		delete(*m, host)
+		return
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[host] = by
 }
 
 type cachedControl struct {
@@ -313,12 +332,13 @@ func (s *Store) updateControl(ctx context.Context, fn func(*Control) error) (Con
 			return Control{}, err
 		}
 		before := HostControls(c)
-		paused, reason, at := c.Paused, c.PauseReason, c.PausedAt
+		paused, reason, at, by := c.Paused, c.PauseReason, c.PausedAt, c.PausedBy
 		c.Requests, c.Cancels, c.Releases = maps.Clone(c.Requests), maps.Clone(c.Cancels), maps.Clone(c.Releases)
+		c.CanceledBy, c.ReleasedBy = maps.Clone(c.CanceledBy), maps.Clone(c.ReleasedBy)
 		if err := fn(&c); err != nil {
 			return Control{}, err
 		}
-		err = s.writeControl(ctx, &c, before, paused != c.Paused || reason != c.PauseReason || !at.Equal(c.PausedAt))
+		err = s.writeControl(ctx, &c, before, paused != c.Paused || reason != c.PauseReason || !at.Equal(c.PausedAt) || by != c.PausedBy)
 		if errors.Is(err, ErrConflict) && attempt < 20 {
 			continue
 		}

@@ -1,0 +1,78 @@
+//go:build !norollbootsim
+
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/simtest"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// Every control change records who made it as `policy apply` does: the ACL
+// token's name, for request, pause, cancel and release alike; status shows
+// who paused and who canceled a need.
+func TestControlChangesRecordTheTokenName(t *testing.T) {
+	sim, c := simtest.Start(t, nomadsim.Config{Clients: 2, ACL: true}, nil)
+	c.SetSecretID(sim.ManagementToken())
+	ctx := context.Background()
+	rules, err := os.ReadFile(filepath.Join("..", "..", "deploy", "acl", "rollboot-operator.policy.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ACLPolicies().Upsert(&api.ACLPolicy{Name: "rollboot-operator", Rules: string(rules)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := c.ACLTokens().Create(&api.ACLToken{Name: "ops-alice", Type: "client", Policies: []string{"rollboot-operator"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(c.Variables(), "rollboot", "")
+	for _, h := range []string{"client-1", "client-2"} {
+		if _, err := st.PutHost(ctx, store.HostRecord{Host: h, BootID: "b", RebootRequired: h == "client-1", RequestedAt: time.Now().Add(-time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.PutPlan(ctx, store.Plan{Host: "client-2", Phase: store.PhaseStuck, GrantID: "g1", PhaseSince: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, _, err := runRoot(t, append(args, "-address", sim.Address(), "-token", tok.SecretID)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	run("pause", "-reason", "freeze")
+	run("cancel", "client-1")
+	run("release", "client-2")
+	run("request", "client-2")
+	ctl, err := st.Control(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const by = "token ops-alice"
+	if ctl.PausedBy != by || ctl.CanceledBy["client-1"] != by || ctl.ReleasedBy["client-2"] != by || ctl.Requests["client-2"].By != by {
+		t.Errorf("recorded: paused by %q, canceled by %q, released by %q, requested by %q; want %q each",
+			ctl.PausedBy, ctl.CanceledBy["client-1"], ctl.ReleasedBy["client-2"], ctl.Requests["client-2"].By, by)
+	}
+	out := run("status")
+	for _, w := range []string{"Rollout paused: freeze (paused by token ops-alice)", "by token ops-alice (rollboot cancel)"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("status lacks %q:\n%s", w, out)
+		}
+	}
+	run("resume")
+	if ctl, err := st.Control(ctx); err != nil || ctl.Paused || ctl.PausedBy != "" {
+		t.Errorf("after resume: paused %v by %q (%v)", ctl.Paused, ctl.PausedBy, err)
+	}
+}
