@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 // oneHost takes the name of one host, and says what is missing otherwise
 // (cobra's "accepts 1 arg(s), received 0" names nothing).
 func oneHost(verb string) cobra.PositionalArgs {
-	return oneArg(verb, "HOST", "host", " (rollboot status lists the hosts)")
+	return oneArg(verb, "HOST", "host's name", " (rollboot status lists the hosts)")
 }
 
 // oneArg takes one argument, a what, shown as ARG in the usage of `rollboot
@@ -57,9 +58,31 @@ func oneArg(verb, arg, what, hint string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		switch {
 		case len(args) == 0:
-			return fmt.Errorf("which %s? rollboot %s %s%s", what, verb, arg, hint)
+			return fmt.Errorf("rollboot %s needs the %s: rollboot %s %s%s", verb, what, verb, arg, hint)
 		case len(args) > 1:
-			return fmt.Errorf("rollboot %s takes one %s, got %d: %q", verb, what, len(args), args)
+			return fmt.Errorf("rollboot %s takes one argument, the %s, got %d: %q (rollboot %s %s)", verb, what, len(args), args, verb, arg)
+		}
+		return nil
+	}
+}
+
+// maxOneArg takes at most one argument, shown as ARG in the usage of
+// `rollboot verb [ARG]`.
+func maxOneArg(verb, arg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return fmt.Errorf("rollboot %s takes at most one %s, got %d: %q (rollboot %s [%s])", verb, strings.ToLower(arg), len(args), args, verb, arg)
+		}
+		return nil
+	}
+}
+
+// noArgs refuses arguments, saying that the command takes none (cobra's
+// NoArgs says "unknown command").
+func noArgs(verb string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("rollboot %s takes no argument, got %q (flags start with -; rollboot %s -h lists them)", verb, args, verb)
 		}
 		return nil
 	}
@@ -113,7 +136,7 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 
 func newPauseCmd(cf *configFlags) *cobra.Command {
 	var reason string
-	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", cobra.NoArgs, nil,
+	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", noArgs("pause"), nil,
 		func(_ []string, c *store.Control, by func() string) (string, error) {
 			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = true, reason, time.Now().UTC(), by()
 			return "Rollout paused.", nil
@@ -123,7 +146,7 @@ func newPauseCmd(cf *configFlags) *cobra.Command {
 }
 
 func newResumeCmd(cf *configFlags) *cobra.Command {
-	return controlCmd(cf, "resume", "Resume a paused rollout", cobra.NoArgs, nil,
+	return controlCmd(cf, "resume", "Resume a paused rollout", noArgs("resume"), nil,
 		func(_ []string, c *store.Control, _ func() string) (string, error) {
 			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = false, "", time.Time{}, ""
 			return "Rollout resumed.", nil

@@ -65,11 +65,17 @@ func TestControlChangesRecordTheTokenName(t *testing.T) {
 		t.Errorf("recorded: paused by %q, canceled by %q, released by %q, requested by %q; want %q each",
 			ctl.PausedBy, ctl.CanceledBy["client-1"], ctl.ReleasedBy["client-2"], ctl.Requests["client-2"].By, by)
 	}
-	out := run("status")
-	for _, w := range []string{"Rollout paused: freeze (paused by token ops-alice)", "by token ops-alice (rollboot cancel)"} {
+	if out := run("status"); !strings.Contains(out, "Rollout paused: freeze (paused by token ops-alice)") {
+		t.Errorf("status does not say who paused:\n%s", out)
+	}
+	out := run("status", "client-1")
+	for _, w := range []string{"by token ops-alice (rollboot cancel)", "Canceled      at "} {
 		if !strings.Contains(out, w) {
-			t.Errorf("status lacks %q:\n%s", w, out)
+			t.Errorf("status client-1 lacks %q:\n%s", w, out)
 		}
+	}
+	if out := run("status", "client-2"); !strings.Contains(out, "Request       at ") || !strings.Contains(out, "by token ops-alice") {
+		t.Errorf("status client-2 does not say who asked:\n%s", out)
 	}
 	run("resume")
 	if ctl, err := st.Control(ctx); err != nil || ctl.Paused || ctl.PausedBy != "" {

@@ -43,7 +43,7 @@ Nomad Variables, waits for the coordinator's go-ahead (after the Nomad node is d
 reboots, and reports the new boot ID after boot. With coordinator.enabled = true (off by
 default) it also stands for election as the coordinator, so a Nomad system job of agents is
 a whole deployment.`,
-		Args: cobra.NoArgs,
+		Args: noArgs("agent"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// What initialising the linked packages touched, before anything else
 			// (logged once there is a logger).
@@ -96,7 +96,7 @@ func newCoordinatorCmd(cf *configFlags, lf *logFlags) *cobra.Command {
 		Short: "Run a standalone coordinator candidate",
 		Long: `Run a coordinator without an agent: it stands for election with the Nomad Variable
 lock and, while it leads, decides which hosts may reboot and drains them.`,
-		Args: cobra.NoArgs,
+		Args: noArgs("coordinator"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, log, err := setup(cmd, cf, lf, "coordinator")
 			if err != nil {

@@ -45,7 +45,7 @@ func newPolicyValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate FILE",
 		Short: "Check a policy file without storing it",
-		Args:  oneArg("policy validate", "FILE", "policy file", ""),
+		Args:  oneArg("policy validate", "FILE", "policy file's path", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := readPolicyFile(args[0])
 			if err != nil {
@@ -72,7 +72,7 @@ changes against the stored version (settings, and hosts whose group changes),
 then store it with check-and-set: refused if someone applied another version
 since it was read, or, with -check-index, if the stored policy's modify index is
 not the one given (0: only if none is stored).`,
-		Args: oneArg("policy apply", "FILE", "policy file", ""),
+		Args: oneArg("policy apply", "FILE", "policy file's path", ""),
 		// The first apply, before any agent runs, finds no state.
 		Annotations: map[string]string{emptyStateOK: "yes"},
 	}
@@ -140,7 +140,7 @@ func newPolicyShowCmd(cf *configFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Print the stored policy's source and version",
-		Args:  cobra.NoArgs,
+		Args:  noArgs("policy show"),
 	}
 	cmd.Flags().IntVar(&version, "version", 0, "print this previous version (default: the stored one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: the version, its source, who applied it and when, and whether it is the stored one with its modify index")
@@ -214,7 +214,7 @@ func newPolicyHistoryCmd(cf *configFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the stored policy's version and the previous versions kept",
-		Args:  cobra.NoArgs,
+		Args:  noArgs("policy history"),
 	}
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
 		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
