@@ -129,8 +129,17 @@ type cluster struct {
 	wg     sync.WaitGroup
 }
 
+// shortTests are the cluster tests `go test -short` runs: one whole rollout of
+// real agent processes against the emulator, so that the quick command still
+// reboots a cluster for real. Every other cluster test (and the fault seeds)
+// runs in the full suite, `go test -race ./...` (README).
+var shortTests = map[string]bool{"TestFullRollout": true}
+
 func newCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
+	if top, _, _ := strings.Cut(t.Name(), "/"); testing.Short() && !shortTests[top] {
+		t.Skip("-short: a cluster of real processes; the full suite (go test -race ./...) runs it")
+	}
 	if o.migrateTime == 0 {
 		o.migrateTime = 100 * time.Millisecond
 	}
