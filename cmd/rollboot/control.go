@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -24,6 +26,8 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 		Short: short,
 		Args:  args,
 	}
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: what was done, to which host, and by whom")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
 		st := n.store()
 		if check != nil {
@@ -41,9 +45,33 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 		if err != nil {
 			return err
 		}
+		if asJSON {
+			return writeControlJSON(cmd.OutOrStdout(), cmd.Name(), args, msg, by)
+		}
 		fmt.Fprintln(cmd.OutOrStdout(), msg)
 		return nil
 	}, nil)
+}
+
+// writeControlJSON writes what a control command did, as -json prints it:
+// the command, its host (if any), its message, and who made the change when
+// it records that.
+func writeControlJSON(w io.Writer, command string, args []string, msg string, by func() string) error {
+	out := struct {
+		Command string `json:"command"`
+		Host    string `json:"host,omitempty"`
+		Message string `json:"message"`
+		By      string `json:"by,omitempty"`
+	}{Command: command, Message: msg}
+	if len(args) > 0 {
+		out.Host = args[0]
+	}
+	if command != "resume" {
+		out.By = by()
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 // oneHost takes the name of one host, and says what is missing otherwise

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,11 @@ func TestControlChangesRecordTheTokenName(t *testing.T) {
 		return out
 	}
 	run("pause", "-reason", "freeze")
-	run("cancel", "client-1")
+	var done struct{ Command, Host, Message, By string }
+	if err := json.Unmarshal([]byte(run("cancel", "client-1", "-json")), &done); err != nil ||
+		done.Command != "cancel" || done.Host != "client-1" || done.By != "token ops-alice" || !strings.Contains(done.Message, "canceled") {
+		t.Errorf("cancel -json: %v %+v", err, done)
+	}
 	run("release", "client-2")
 	run("request", "client-2")
 	ctl, err := st.Control(ctx)

@@ -211,15 +211,22 @@ func writePolicyVersion(w io.Writer, v store.PolicyVersion, index uint64, curren
 }
 
 func newPolicyHistoryCmd(cf *configFlags) *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the stored policy's version and the previous versions kept",
 		Args:  noArgs("policy history"),
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: every version kept, newest first, with its source")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
 		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
 		if err != nil || rec == nil {
 			return err
+		}
+		if asJSON {
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(append([]store.PolicyVersion{rec.PolicyVersion}, rec.History...))
 		}
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "VERSION\tAPPLIED AT\tAPPLIED BY\tFILE")

@@ -152,6 +152,11 @@ func TestPolicyApplyShowHistory(t *testing.T) {
 		!strings.Contains(lines[2], "v1.hcl") {
 		t.Errorf("history:\n%s", out)
 	}
+	var versions []store.PolicyVersion
+	if err := json.Unmarshal([]byte(p.must("policy", "history", "-json")), &versions); err != nil ||
+		len(versions) != 2 || versions[0].Version != 2 || versions[1].Filename == "" || versions[1].Source == "" {
+		t.Errorf("history -json: %v %+v", err, versions)
+	}
 }
 
 // Applying the stored version again writes nothing: a new version would only
