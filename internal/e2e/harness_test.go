@@ -135,11 +135,19 @@ type cluster struct {
 // runs in the full suite, `go test -race ./...` (README).
 var shortTests = map[string]bool{"TestFullRollout": true}
 
-func newCluster(t *testing.T, o clusterOpts) *cluster {
+// skipInShort skips t under -short unless its test is one of shortTests. A
+// test that checks what its subtests' clusters did calls it itself, before
+// them; newCluster calls it for every other.
+func skipInShort(t *testing.T) {
 	t.Helper()
 	if top, _, _ := strings.Cut(t.Name(), "/"); testing.Short() && !shortTests[top] {
 		t.Skip("-short: a cluster of real processes; the full suite (go test -race ./...) runs it")
 	}
+}
+
+func newCluster(t *testing.T, o clusterOpts) *cluster {
+	t.Helper()
+	skipInShort(t)
 	if o.migrateTime == 0 {
 		o.migrateTime = 100 * time.Millisecond
 	}
