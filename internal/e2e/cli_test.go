@@ -42,6 +42,7 @@ const emptyState = "no rollboot state under prefix"
 func (c *cluster) runUntilState(args []string) (out, stderr string, err error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		idx := c.sim.Index()
 		var errb strings.Builder
 		cmd := exec.Command(rollbootBin, args...)
 		cmd.Stderr = &errb
@@ -52,7 +53,10 @@ func (c *cluster) runUntilState(args []string) (out, stderr string, err error) {
 		if err == nil || !strings.Contains(errb.String(), emptyState) || time.Now().After(deadline) {
 			return string(b), errb.String(), err
 		}
-		time.Sleep(50 * time.Millisecond)
+		// The state appears with a write: wait for the emulator's index to move.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c.sim.WaitIndex(ctx, idx)
+		cancel()
 	}
 }
 
