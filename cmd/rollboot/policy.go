@@ -145,7 +145,7 @@ func newPolicyShowCmd(cf *configFlags) *cobra.Command {
 	cmd.Flags().IntVar(&version, "version", 0, "print this previous version (default: the stored one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: the version, its source, who applied it and when, and whether it is the stored one with its modify index")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
-		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
+		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store(), asJSON, `{"stored": false}`)
 		if err != nil || rec == nil {
 			return err
 		}
@@ -185,12 +185,16 @@ func writePolicyJSON(w io.Writer, v store.PolicyVersion, index uint64, current b
 	return enc.Encode(out)
 }
 
-// storedPolicy reads the stored policy; nil (and a message) when none is stored.
-func storedPolicy(cmd *cobra.Command, prefix string, st *store.Store) (*store.PolicyRecord, error) {
+// storedPolicy reads the stored policy; nil when none is stored, after saying
+// so: in words, or, with -json, as the JSON none.
+func storedPolicy(cmd *cobra.Command, prefix string, st *store.Store, asJSON bool, none string) (*store.PolicyRecord, error) {
 	rec, err := st.Policy(cmd.Context())
 	switch {
 	case err == nil:
 		return &rec, nil
+	case errors.Is(err, store.ErrNotFound) && asJSON:
+		fmt.Fprintln(cmd.OutOrStdout(), none)
+		return nil, nil
 	case errors.Is(err, store.ErrNotFound):
 		fmt.Fprintf(cmd.OutOrStdout(), "No policy is stored at %s/policy: the coordinator enforces the safe default (one group \"default\", one host at a time, always open).\n", prefix)
 		return nil, nil
@@ -219,7 +223,7 @@ func newPolicyHistoryCmd(cf *configFlags) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: every version kept, newest first, with its source")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
-		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
+		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store(), asJSON, "[]")
 		if err != nil || rec == nil {
 			return err
 		}

@@ -96,6 +96,14 @@ func TestPolicyApplyShowHistory(t *testing.T) {
 	if !strings.Contains(out, "No policy is stored at rollboot/policy: the coordinator enforces the safe default") {
 		t.Errorf("show with none stored: %q", out)
 	}
+	// -json with none stored is JSON too.
+	var none struct{ Stored *bool }
+	if err := json.Unmarshal([]byte(p.must("policy", "show", "-json")), &none); err != nil || none.Stored == nil || *none.Stored {
+		t.Errorf("show -json with none stored: %v %+v", err, none)
+	}
+	if out := strings.TrimSpace(p.must("policy", "history", "-json")); out != "[]" {
+		t.Errorf("history -json with none stored: %q", out)
+	}
 	out = p.must("policy", "apply", p.file("v1.hcl", cliPolicy))
 	for _, want := range []string{"this file becomes version 1", `+ group "web".filter`, ": default => web", "Policy version 1 applied"} {
 		if !strings.Contains(out, want) {
