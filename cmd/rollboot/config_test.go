@@ -13,9 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/spf13/cobra"
 
 	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/daemon"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
@@ -194,6 +196,15 @@ func TestSetupLogsConfigurationWithoutToken(t *testing.T) {
 	if strings.Contains(log, token) || strings.Contains(log, "s3cr3t") {
 		t.Errorf("the log shows the token:\n%s", log)
 	}
+	// The version check, which every shipped policy refuses (no agent rule)
+	// and which goes on without it, stays a warning and names no policy.
+	out.Reset()
+	if err := daemon.CheckNomadVersion(refusedSelf{}, logger); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, versionUnchecked) || strings.Contains(got, "fix=") {
+		t.Errorf("the version check refused, logged as:\n%s", got)
+	}
 	if got := aclPolicyFile(cfg, "coordinator"); got != "deploy/acl/rollboot-coordinator.policy.hcl" {
 		t.Errorf("the coordinator's policy file: %q", got)
 	}
@@ -201,6 +212,13 @@ func TestSetupLogsConfigurationWithoutToken(t *testing.T) {
 	if got := aclPolicyFile(cfg, "agent"); got != "deploy/acl/rollboot-agent-candidate.policy.hcl" {
 		t.Errorf("a candidate agent's policy file: %q", got)
 	}
+}
+
+// refusedSelf is a Nomad agent that refuses the token /v1/agent/self.
+type refusedSelf struct{}
+
+func (refusedSelf) Self() (*api.AgentSelf, error) {
+	return nil, errors.New("failed querying self endpoint: Unexpected response code: 403 (Permission denied)")
 }
 
 // A command that talks to Nomad gets the configuration and client clientCommand

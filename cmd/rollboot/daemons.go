@@ -28,8 +28,9 @@ func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags, role string) (*con
 		return nil, nil, err
 	}
 	// A token Nomad refuses is logged once per refusal, naming the policy
-	// the token needs, not at every retry.
-	log = slog.New(denied.New(log.Handler(), aclPolicyFile(cfg, role), nil))
+	// the token needs, not at every retry. The Nomad version check is refused
+	// by every shipped policy (no agent rule) and goes on: it stays a warning.
+	log = slog.New(denied.New(log.Handler(), aclPolicyFile(cfg, role), nil, versionUnchecked))
 	log.Info("configuration", "config", cfg)
 	return cfg, log, nil
 }
@@ -120,6 +121,10 @@ lock and, while it leads, decides which hosts may reboot and drains them.`,
 		},
 	}
 }
+
+// versionUnchecked is the message of daemon.CheckNomadVersion when Nomad
+// refuses the token /v1/agent/self (config_test.go holds them together).
+const versionUnchecked = "cannot read the Nomad agent's version: going on without checking it"
 
 // aclPolicyFile names the shipped ACL policy (deploy/acl) the token of a
 // daemon of role ("agent" or "coordinator") needs.

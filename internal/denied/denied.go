@@ -9,11 +9,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/health"
 )
 
 // Remind is how long a refusal already logged stays quiet.
@@ -25,9 +28,13 @@ const maxKept = 64
 // Is reports whether err is Nomad refusing the token: a 403 from the Nomad
 // API, whose text is Nomad's "Permission denied", "ACL token not found" or
 // "ACL token expired" (nomad/structs/errors.go), also when wrapped as text.
-// Consul's and Vault's refusals are other tokens' and are not matched.
+// Consul's and Vault's refusals are other tokens' and are not matched, nor is
+// a refusal that says itself what it needs (a *health.DeniedError: a
+// leadership hand-over without a management token, which the shipped
+// policies do not grant on purpose).
 func Is(err error) bool {
-	if err == nil {
+	var said *health.DeniedError
+	if err == nil || errors.As(err, &said) {
 		return false
 	}
 	var ure api.UnexpectedResponseError
@@ -56,16 +63,21 @@ type state struct {
 	mu   sync.Mutex
 	now  func() time.Time
 	seen map[string]time.Time
+	// expected are the messages of records whose refusal is expected and
+	// said as it is (the Nomad version check without agent:read).
+	expected []string
 }
 
 // New wraps inner; policy names the ACL policy file the token needs (such as
 // "deploy/acl/rollboot-coordinator.policy.hcl"); now is the clock (nil:
-// time.Now).
-func New(inner slog.Handler, policy string, now func() time.Time) *Handler {
+// time.Now). A record whose message is one of expected passes as it is, its
+// refusal included: a check that goes on without a right the shipped
+// policies do not grant.
+func New(inner slog.Handler, policy string, now func() time.Time, expected ...string) *Handler {
 	if now == nil {
 		now = time.Now
 	}
-	return &Handler{inner: inner, policy: policy, state: &state{now: now, seen: map[string]time.Time{}}}
+	return &Handler{inner: inner, policy: policy, state: &state{now: now, seen: map[string]time.Time{}, expected: expected}}
 }
 
 // Enabled: a refusal is raised to error level, so a record is wanted when the
@@ -77,7 +89,7 @@ func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool {
 // Handle logs r, or, when it reports a refusal, logs it once as described.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	err := refusal(r)
-	if err == nil {
+	if err == nil || slices.Contains(h.state.expected, r.Message) {
 		if !h.inner.Enabled(ctx, r.Level) {
 			return nil
 		}

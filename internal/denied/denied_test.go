@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/health"
 )
 
 func TestIs(t *testing.T) {
@@ -21,6 +23,8 @@ func TestIs(t *testing.T) {
 		{"expired", errors.New("Unexpected response code: 403 (ACL token expired)"), true},
 		{"consul's", errors.New("Unexpected response code: 403 (Permission denied: token with AccessorID 'x' lacks permission 'operator:read')"), false},
 		{"a 500", errors.New("Unexpected response code: 500 (No cluster leader)"), false},
+		{"a refusal that names its need", &health.DeniedError{Product: health.Nomad, Op: "transfer leadership", Need: "a management token",
+			Err: errors.New("Unexpected response code: 403 (Permission denied)")}, false},
 		{"none", nil, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
