@@ -77,8 +77,11 @@ func TestConfigCompiledInOnePlace(t *testing.T) {
 		t.Errorf("configuration compiled at %q, want only %q", calls, want)
 	}
 	// One load per command: clientCommand's for the commands that talk to Nomad
-	// (it hands their run what it loaded), setup's for the agent and the coordinator.
-	if want := []string{"cmd/rollboot/cli.go: load()", "cmd/rollboot/daemons.go: load()"}; !slices.Equal(loads, want) {
+	// (it hands their run what it loaded), setup's for the agent and the
+	// coordinator, doctor's, which reports what clientCommand refuses (no
+	// state at the prefix, Nomad not answering) as findings, and `rollboot
+	// setup`'s, which runs before rollboot has any state.
+	if want := []string{"cmd/rollboot/cli.go: load()", "cmd/rollboot/daemons.go: load()", "cmd/rollboot/doctor.go: load()", "cmd/rollboot/setup.go: load()"}; !slices.Equal(loads, want) {
 		t.Errorf("configuration loaded at %q, want only %q", loads, want)
 	}
 }

@@ -16,7 +16,7 @@ func TestInstallDocStatesMinimumNomad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "**Nomad " + strings.TrimSuffix(daemon.MinNomadVersion, ".0") + " or newer**"
+	want := "(" + strings.TrimSuffix(daemon.MinNomadVersion, ".0") + " or newer)"
 	if !strings.Contains(string(b), want) {
 		t.Errorf("docs/install.md does not say %q", want)
 	}

@@ -32,6 +32,8 @@ func newRootCmd() *cobra.Command {
 		newForgetCmd(cf),
 		newControlCmd(cf),
 		newPolicyCmd(cf),
+		newDoctorCmd(cf),
+		newSetupCmd(cf),
 		newFleetLockIDCmd(),
 		newVersionCmd(),
 	)

@@ -28,6 +28,7 @@ type simFlags struct {
 	acl           bool
 	stateDir      string
 	pools         string
+	noRawExec     string
 	bootTime      time.Duration
 	heartbeatTTL  time.Duration
 	hbGrace       time.Duration
@@ -48,6 +49,7 @@ func (f *simFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.acl, "acl", false, "enforce ACLs (the management token is printed)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "folder for the per-host files (default: a temporary folder removed on exit)")
 	fs.StringVar(&f.pools, "pools", "", "comma-separated node pools, assigned to clients in turn (default: \"default\")")
+	fs.StringVar(&f.noRawExec, "no-raw-exec", "", "comma-separated client hosts (client-2) whose Nomad client leaves the raw_exec driver disabled")
 	fs.DurationVar(&f.bootTime, "boot-time", 2*time.Second, "how long a rebooting host stays down")
 	fs.DurationVar(&f.heartbeatTTL, "heartbeat-ttl", time.Second, "minimum heartbeat TTL: each heartbeat gets it plus up to as much again")
 	fs.DurationVar(&f.hbGrace, "heartbeat-grace", 0, "grace added to every heartbeat TTL before a silent node is marked (Nomad: as long as the minimum TTL)")
@@ -94,6 +96,16 @@ func (f *simFlags) config() (nomadsim.Config, error) {
 		EventBrokerDisabled:  f.noEventBroker,
 		EventBufferSize:      f.eventBuffer,
 		Seed:                 f.seed,
+	}
+	for _, h := range strings.Split(f.noRawExec, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		var i int
+		if _, err := fmt.Sscanf(h, "client-%d", &i); err != nil || h != fmt.Sprintf("client-%d", i) || i < 1 || i > f.clients {
+			return nomadsim.Config{}, fmt.Errorf("--no-raw-exec %q: %q is not a client host (client-1 to client-%d)", f.noRawExec, h, f.clients)
+		}
+		cfg.NoRawExec = append(cfg.NoRawExec, h)
 	}
 	if f.pools != "" {
 		for _, p := range strings.Split(f.pools, ",") {

@@ -118,6 +118,8 @@ func TestSimCommandBadFlags(t *testing.T) {
 		{"-clients", "0", "-servers", "0"},
 		{"-boot-time", "0s"},
 		{"-pools", "a,,b"},
+		{"-clients", "2", "-no-raw-exec", "client-3"},
+		{"-no-raw-exec", "server-1"},
 		{"-nope"},
 		{"extra"},
 	} {
@@ -162,5 +164,17 @@ func TestSimCtlCommand(t *testing.T) {
 	err = run("reboot", "nope")
 	if err == nil || !strings.Contains(err.Error(), "POST /sim/v1/hosts/nope/reboot: 404 Not Found") {
 		t.Fatalf("unknown host: %v", err)
+	}
+}
+
+// -no-raw-exec names client hosts whose raw_exec driver is disabled.
+func TestSimNoRawExecFlag(t *testing.T) {
+	f := simFlags{servers: 1, clients: 3, bootTime: time.Second, heartbeatTTL: time.Second, migrateTime: time.Second, noRawExec: "client-1, client-3"}
+	cfg, err := f.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.NoRawExec, []string{"client-1", "client-3"}) {
+		t.Fatalf("NoRawExec = %q, want client-1 and client-3", cfg.NoRawExec)
 	}
 }

@@ -5,8 +5,14 @@
 # deployment: see docs/deploy.md. `rollboot coordinator` stands for election
 # whatever coordinator.enabled says.
 #
+#   rollboot setup -version v1.2.3 -release-url https://releases.example.com/rollboot
+#
+# registers it with the rest (docs/install.md); by hand, after the namespace
+# and the policy:
+#
 #   nomad namespace apply -description "rollboot coordinator" rollboot
 #   nomad job run -var 'version=v1.2.3' \
+#     -var 'release_url=https://releases.example.com/rollboot' \
 #     deploy/nomad/rollboot-coordinator.nomad.hcl
 #
 # Why these choices:
@@ -17,13 +23,17 @@
 #   Vault step-down tokens used to hand leadership over. The agents' token can
 #   only publish host records and read plans, so a compromised client host cannot
 #   drain, reboot or pause another host.
-# - Its own namespace ("rollboot"): the token lives in the Nomad Variable
-#   nomad/jobs/rollboot-coordinator of that namespace (item "token"), which only
-#   this job's workload identity may read implicitly. Policies that grant
-#   variables in the namespace of your ordinary jobs do not reach it. rollboot's
-#   STATE stays in nomad.namespace below ("default"), where the agents write.
+# - Its token is the task's workload identity (identity { env = true }, Nomad
+#   1.7 or newer), with the rights of the rollboot-coordinator policy attached to
+#   this job (`rollboot setup` attaches it, as `nomad acl policy apply -namespace
+#   rollboot -job rollboot-coordinator rollboot-coordinator ...` does): no secret
+#   is stored or pasted, and an identity is worthless once its allocation stops.
+# - Its own namespace ("rollboot"): what only this job may read (the Consul and
+#   Vault tokens below, in nomad/jobs/rollboot-coordinator) stays apart from the
+#   namespace of your ordinary jobs. rollboot's STATE stays in nomad.namespace
+#   below ("default"), where the agents write.
 # - Placement: whoever is root on the host running the coordinator can read its
-#   token from the allocation's secrets directory. Constrain the job to nodes you
+#   identity from the task's environment while the allocation runs. Constrain the job to nodes you
 #   trust as much as the token (a node pool of your own, or the constraint below
 #   on a node metadata key), never to every client.
 # - Two instances on distinct hosts, one at a time migrated: when rollboot drains
@@ -39,15 +49,23 @@
 #   must reach the clusters' servers.
 # - Consul and Vault tokens for leadership hand-over (Consul operator:write, Vault
 #   sys/step-down with update and sudo) and the quorum gates (Consul
-#   operator:read, Vault read on sys/storage/raft/autopilot/state): add them to
-#   the same variable as items consul_token and vault_token, and these lines to
-#   the env template:
-#       CONSUL_HTTP_TOKEN={{ .consul_token }}
-#       VAULT_TOKEN={{ .vault_token }}
+#   operator:read, Vault read on sys/storage/raft/autopilot/state): put them in
+#   the Nomad Variable nomad/jobs/rollboot-coordinator of namespace rollboot
+#   (items consul_token and vault_token), which this job's identity reads
+#   without any policy, and add this template to the task:
+#       template {
+#         destination = "secrets/servers.env"
+#         env         = true
+#         perms       = "0400"
+#         data        = <<-EOT
+#           {{ with nomadVar "nomad/jobs/rollboot-coordinator" }}CONSUL_HTTP_TOKEN={{ .consul_token }}
+#           VAULT_TOKEN={{ .vault_token }}{{ end }}
+#         EOT
+#       }
 #   They belong here only, never in the agents' job.
 # - FleetLock (docs/fleetlock.md): to serve it from here, add a fleetlock block
 #   (with TLS) to the configuration below and a port to the group, e.g.
-#       network { port "fleetlock" { static = 7777 } }
+#       port "fleetlock" { static = 7777 }   (in the group's network block)
 #   and let only the CoreOS machines reach it.
 # - The Nomad leadership hand-over needs a management token (Nomad's
 #   Operator.TransferLeadershipToPeer accepts nothing less). Do not give the
@@ -60,10 +78,12 @@ variable "version" {
   description = "rollboot release to run, e.g. v1.2.3 (a tag of the release)"
 }
 
+# No default: nobody publishes rollboot's releases for you. Host the output of
+# scripts/release yourself (any static HTTP server or object store the clients
+# reach; docs/install.md) and name it here.
 variable "release_url" {
   type        = string
-  description = "Where the releases are: <release_url>/<version>/ holds the archives and SHA256SUMS (set it to your mirror)"
-  default     = "https://github.com/rollboot/rollboot/releases/download"
+  description = "Required. Base URL where you host scripts/release's output: <release_url>/<version>/rollboot_<version>_linux_<arch>.tar.gz and <release_url>/<version>/SHA256SUMS (docs/install.md)"
 }
 
 variable "datacenters" {
@@ -123,6 +143,31 @@ job "rollboot-coordinator" {
       mode     = "delay"
     }
 
+    # The telemetry listener: /metrics and the status page, on a port Nomad
+    # picks. Every instance serves both, standby or leader: the page is read
+    # from the stored state (the same on every instance, saying which one
+    # leads), and the state metrics come from the leader only, so a scrape of
+    # every instance counts each host once (docs/metrics.md).
+    network {
+      port "http" {}
+    }
+
+    # Prometheus finds every instance with nomad_sd_configs
+    # (deploy/prometheus/prometheus.yml). Nomad's own check asks for the page.
+    service {
+      name     = "rollboot-coordinator"
+      provider = "nomad"
+      port     = "http"
+      tags     = ["metrics", "status-page"]
+
+      check {
+        type     = "http"
+        path     = "/"
+        interval = "30s"
+        timeout  = "5s"
+      }
+    }
+
     task "rollboot" {
       driver = "exec"
 
@@ -149,18 +194,10 @@ job "rollboot-coordinator" {
         NOMAD_ADDR = "http://127.0.0.1:4646"
       }
 
-      # The coordinator token, from nomad/jobs/rollboot-coordinator in this job's
-      # namespace (implicit read for this job's workload identity), readable by
-      # the task's user only.
-      template {
-        destination = "secrets/rollboot.env"
-        env         = true
-        perms       = "0400"
-        change_mode = "restart"
-        splay       = "1m"
-        data        = <<-EOT
-          {{ with nomadVar "nomad/jobs/rollboot-coordinator" }}NOMAD_TOKEN={{ .token }}{{ end }}
-        EOT
+      # NOMAD_TOKEN: the task's workload identity, with the rights of the
+      # policies attached to this job (rollboot-coordinator; see the header).
+      identity {
+        env = true
       }
 
       # The local configuration of the coordinator. The rollout policy (groups,
@@ -179,6 +216,13 @@ job "rollboot-coordinator" {
 
           state {
             prefix = "rollboot"
+          }
+
+          # /metrics and the status page (docs/status-page.md) on the group's
+          # port. Plain HTTP, and the page names hosts: let only Prometheus
+          # and your operators reach the port.
+          telemetry {
+            listen = "{{ env "NOMAD_ADDR_http" }}"
           }
         EOT
       }

@@ -1,6 +1,7 @@
 # rollboot as a Nomad system job with the docker driver: for clusters where
-# raw_exec may not be enabled. Same job name as rollboot.nomad.hcl (so the token
-# variable nomad/jobs/rollboot is the same): run one of the two, not both.
+# raw_exec may not be enabled. Same job name as rollboot.nomad.hcl (so the
+# rollboot-agent policy attached to the job is the same): run one of the two,
+# not both. `rollboot setup -driver docker -image ...` registers this one.
 #
 #   nomad job run -var 'image=<registry>/rollboot:v1.2.3' deploy/nomad/rollboot-docker.nomad.hcl
 #
@@ -10,7 +11,7 @@
 # unprivileged user by default; this task runs it as root (user = "root"),
 # which the privileged reboot below needs.
 #
-# Why these choices (the rest, the agent token and the coordinator job among
+# Why these choices (the rest, the agent's identity and the coordinator job among
 # them, is as in rollboot.nomad.hcl: read its header):
 #
 # - Rebooting from a container: pid_mode = "host" makes PID 1 the host's systemd,
@@ -120,15 +121,10 @@ job "rollboot" {
         GOMAXPROCS = "1"
       }
 
-      template {
-        destination = "secrets/rollboot.env"
-        env         = true
-        perms       = "0400"
-        change_mode = "restart"
-        splay       = "1m"
-        data        = <<-EOT
-          {{ with nomadVar "nomad/jobs/rollboot" }}NOMAD_TOKEN={{ .token }}{{ end }}
-        EOT
+      # NOMAD_TOKEN: the task's workload identity, with the rights of the
+      # policies attached to this job (rollboot-agent, as in rollboot.nomad.hcl).
+      identity {
+        env = true
       }
 
       # Host-local settings only: the agents are not coordinator candidates

@@ -3,7 +3,12 @@
 # (coordinator.enabled = false, the default): the coordinator runs as its own
 # job, rollboot-coordinator.nomad.hcl, with its own token. See docs/deploy.md.
 #
+#   rollboot setup -version v1.2.3 -release-url https://releases.example.com/rollboot
+#
+# registers it with the rest (docs/install.md); by hand, after the policy:
+#
 #   nomad job run -var 'version=v1.2.3' \
+#     -var 'release_url=https://releases.example.com/rollboot' \
 #     deploy/nomad/rollboot.nomad.hcl
 #
 # Why these choices:
@@ -26,11 +31,13 @@
 #   reports it. After a longer one Nomad marks the node down and the allocation
 #   lost, and places it again only once the coordinator (which saw the node miss
 #   its heartbeats and come back) has made the node eligible again.
-# - The token: a client token with the rollboot-agent policy (deploy/acl/), stored
-#   in the Nomad Variable nomad/jobs/rollboot (item "token") in the job's
-#   namespace. The job's workload identity may read exactly that path without any
-#   policy, and the template turns it into NOMAD_TOKEN, readable by root only
-#   (perms 0400). That token can publish host records and read plans: it cannot
+# - The token: the task's own workload identity, which identity { env = true }
+#   puts in NOMAD_TOKEN (Nomad 1.7 or newer). Its rights are those of the
+#   rollboot-agent policy (deploy/acl/) attached to this job: `rollboot setup`
+#   attaches it, as `nomad acl policy apply -namespace default -job rollboot
+#   rollboot-agent deploy/acl/rollboot-agent.policy.hcl` does. No secret is
+#   stored or pasted, and the identity is worthless once its allocation stops.
+#   It can publish host records and read plans: it cannot
 #   drain, write plans, control or history, or take the election lock or a
 #   server reboot lock. Never give these agents the coordinator's token, nor the
 #   rollboot-agent-server one (the same token on every client would let any
@@ -55,10 +62,12 @@ variable "version" {
   description = "rollboot release to run, e.g. v1.2.3 (a tag of the release)"
 }
 
+# No default: nobody publishes rollboot's releases for you. Host the output of
+# scripts/release yourself (any static HTTP server or object store the clients
+# reach; docs/install.md) and name it here.
 variable "release_url" {
   type        = string
-  description = "Where the releases are: <release_url>/<version>/ holds the archives and SHA256SUMS (set it to your mirror)"
-  default     = "https://github.com/rollboot/rollboot/releases/download"
+  description = "Required. Base URL where you host scripts/release's output: <release_url>/<version>/rollboot_<version>_linux_<arch>.tar.gz and <release_url>/<version>/SHA256SUMS (docs/install.md)"
 }
 
 variable "datacenters" {
@@ -135,19 +144,10 @@ job "rollboot" {
         GOMAXPROCS = "1"
       }
 
-      # The ACL token, from the Nomad Variable nomad/jobs/rollboot. The workload
-      # identity has implicit read on nomad/jobs/<job> in its own namespace. The
-      # task does not start until the variable exists. A new token restarts the
-      # agents, spread over a minute.
-      template {
-        destination = "secrets/rollboot.env"
-        env         = true
-        perms       = "0400"
-        change_mode = "restart"
-        splay       = "1m"
-        data        = <<-EOT
-          {{ with nomadVar "nomad/jobs/rollboot" }}NOMAD_TOKEN={{ .token }}{{ end }}
-        EOT
+      # NOMAD_TOKEN: the task's workload identity, with the rights of the
+      # policies attached to this job (rollboot-agent; see the header).
+      identity {
+        env = true
       }
 
       # The rollboot configuration (docs/configuration.md): host-local settings

@@ -177,7 +177,7 @@ var coordinatorTable = &table{typ: "coordinator", of: reflect.TypeFor[Coordinato
 			"`healthy.consul_checks`) triggers a pass at once; a pass that changed something is followed by " +
 			"another at once (up to 20 in a row when nothing else changes meanwhile: " +
 			"`rollboot_coordinator_pass_spins_total`); a backoff, drain deadline or rejoin timeout gets a " +
-			"pass when it runs out; a failed pass is retried after 1s, doubling up to this interval. A pass " +
+			"pass when it runs out; a failed pass is retried after 1s, doubling up to this interval (a change seen meanwhile waits for that retry). A pass " +
 			"that takes longer than this is logged as a warning and counted " +
 			"(`rollboot_coordinator_pass_overruns_total`). > 0."},
 	{name: "agent_job", field: "AgentJob", def: "rollboot", check: value(jobID),
@@ -197,7 +197,9 @@ var coordinatorTable = &table{typ: "coordinator", of: reflect.TypeFor[Coordinato
 			"same value."},
 	{name: "rejoin_timeout", field: "RejoinTimeout", policy: true, def: 30 * time.Minute, check: value(positive),
 		doc: "A host that does not come back with a new boot ID and a `ready` node within this time after " +
-			"its reboot is marked `stuck`: its slot stays taken and an alert is raised. > 0."},
+			"its reboot is marked `stuck`: its slot stays taken and an alert is raised. An agent that " +
+			"holds its reboot this long ends the attempt instead (history `held`; the node is given back " +
+			"and the host backs off). > 0."},
 	{name: "server_stable_for", field: "ServerStableFor", policy: true, def: 10 * time.Second, check: value(nonNegative),
 		doc: "After a reboot, each Nomad, Consul and Vault server on the host must have been stable this " +
 			"long (autopilot's `StableSince`), besides healthy, back in its Raft configuration and a voter " +

@@ -300,7 +300,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if c.nodeFollower != nil {
 			c.nodeFollower.Watch(cycleNodes(plans)) // followed one by one without the stream (nodes.go)
 		}
-		again, spinning := afterPass(changed, chained, len(kick) > 0)
+		// A failed pass is not chained: the next would fail the same way
+		// (waitForPass backs off).
+		again, spinning := afterPass(changed && err == nil, chained, len(kick) > 0)
 		if again {
 			chained++
 			continue
@@ -398,6 +400,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	adm := c.admit(octx, s)
 	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)
+	c.publishSlots(octx, s.statuses)
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	var writes []pendingWrite // stored together, after the others (apply.go)

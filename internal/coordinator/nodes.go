@@ -123,10 +123,15 @@ func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListSt
 		if err != nil {
 			return nil, nil, fmt.Errorf("list nodes: %w", err)
 		}
-		// Not kept for the next pass: only the watch knows when it changes.
+		// Not kept for the next pass: only the watch knows when it
+		// changes. Without the stream, the follower takes it if its own
+		// read failed (nodestream.Follower.Adopt).
 		list = l
 		if meta != nil {
 			raiseTo(&c.nodesAtLeast, meta.LastIndex)
+			if c.nodeFollower != nil {
+				c.nodeFollower.Adopt(l, meta.LastIndex)
+			}
 		}
 	}
 	nodes := make(map[string]*api.NodeListStub, len(list))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,7 +92,10 @@ type policyState struct {
 	// published is what was last written to the enforcement record (and its
 	// index); zero: nothing yet this term.
 	published store.Enforcement
-	metrics   *policyMetrics
+	// slots: each group's slot limit as the last pass computed it, written
+	// with the enforcement record (publishSlots).
+	slots   map[string]int
+	metrics *policyMetrics
 	// read: that the source answered (the rules, or why they cannot be
 	// used), kept while the policy watch sees no change.
 	read keptRead[struct{}]
@@ -159,7 +163,7 @@ func (c *Coordinator) policyEnforced(ctx context.Context) error {
 func (c *Coordinator) publishEnforcement(ctx context.Context) error {
 	ps := &c.policy
 	e := store.Enforcement{Leader: c.opt.Identity, PolicyVersion: ps.version, PolicyProblem: ps.problem,
-		NodeWatch: nodeWatchText(c.seen.nodeWatch)}
+		NodeWatch: nodeWatchText(c.seen.nodeWatch), Slots: ps.slots}
 	if ps.published.ModifyIndex != 0 && ps.published.Equal(e) {
 		return nil
 	}
@@ -179,6 +183,30 @@ func (c *Coordinator) publishEnforcement(ctx context.Context) error {
 	e.ModifyIndex = idx
 	ps.published = e
 	return nil
+}
+
+// publishSlots records each group's slot limit, as admission saw the groups
+// in this pass, in the enforcement record when it changed: every
+// coordinator's status page shows it from there, not only the leader's. A
+// group's limit changes with its size and the policy, rarely: so does the
+// record. A coordinator without a stored policy (c.opt.Policy nil) keeps no
+// enforcement record.
+func (c *Coordinator) publishSlots(ctx context.Context, groups []policy.GroupStatus) {
+	if c.opt.Policy == nil {
+		return
+	}
+	slots := make(map[string]int, len(groups))
+	for _, g := range groups {
+		slots[g.Group.Name] = policy.Slots(g.Group, g.Size)
+	}
+	if maps.Equal(slots, c.policy.slots) {
+		return
+	}
+	c.policy.slots = slots
+	if err := c.publishEnforcement(ctx); err != nil {
+		c.policy.slots = nil // written again at the next pass
+		c.log.Warn("cannot record the groups' slot limits for the status page", "err", err)
+	}
 }
 
 // termLockIndex is the election lock's index in this term, read at its first

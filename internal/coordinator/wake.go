@@ -166,8 +166,9 @@ func (c *Coordinator) observePass(took time.Duration, end time.Time) {
 }
 
 // waitForPass waits for a reason to run the next pass: a change seen by a watch
-// (kick), the resync tick, a decision's timer, or the retry of a failed pass
-// (failed passes in a row, with backoff). It returns false when ctx ends.
+// (kick), the resync tick, a decision's timer, or, after failed passes in a
+// row, only the retry with backoff (or the resync). It returns false when ctx
+// ends.
 func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, resync <-chan time.Time, failed int) bool {
 	now := c.now()
 	c.mu.Lock()
@@ -180,10 +181,12 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 		next = t // a rollout held by alerts asks again (admitreads.go)
 	}
 	if failed > 0 {
-		retry := now.Add(policy.Backoff(time.Second, c.opt.Resync, failed))
-		if next.IsZero() || retry.Before(next) {
-			next = retry
-		}
+		// After failed passes in a row the next waits for its backoff, and
+		// no sooner: a change a watch saw (a kick, kept for that pass) or a
+		// decision's timer would run a pass that fails the same way now
+		// (Nomad refusing or unreachable), each costing Nomad the requests
+		// it made before failing.
+		next, kick = now.Add(policy.Backoff(time.Second, c.opt.Resync, failed)), nil
 	}
 	var timer <-chan time.Time
 	if !next.IsZero() {

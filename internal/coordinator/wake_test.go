@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"testing"
+	"time"
 )
 
 func TestAfterPass(t *testing.T) {
@@ -26,5 +27,30 @@ func TestAfterPass(t *testing.T) {
 					tc.changed, tc.chained, tc.poked, again, spinning, tc.again, tc.spinning)
 			}
 		})
+	}
+}
+
+// After a failed pass the next waits for its backoff (1 s after one failure):
+// a change a watch saw meanwhile does not run it sooner (it would fail the
+// same way, costing Nomad its requests again), and is kept for that pass.
+// Without a failure, a kick runs the next pass at once.
+func TestFailedPassWaitsForItsBackoff(t *testing.T) {
+	c := New(Options{Runtime: Runtime{Resync: time.Hour}})
+	kick := make(chan struct{}, 1)
+	kick <- struct{}{}
+	start := time.Now()
+	if !c.waitForPass(t.Context(), kick, nil, 1) {
+		t.Fatal("waitForPass ended")
+	}
+	if took := time.Since(start); took < 900*time.Millisecond {
+		t.Errorf("a kick ran the pass after a failed one %s later, before its 1 s backoff", took)
+	}
+	if len(kick) != 1 {
+		t.Errorf("the kick was taken: the change it stands for must wait for the next pass")
+	}
+	start = time.Now()
+	c.waitForPass(t.Context(), kick, nil, 0)
+	if took := time.Since(start); took > 5*time.Second || len(kick) != 0 {
+		t.Errorf("a kick after a good pass: waited %s, kick left %d", took, len(kick))
 	}
 }

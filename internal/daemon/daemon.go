@@ -165,7 +165,9 @@ func RunCoordinator(ctx context.Context, cfg *config.Compiled, c *api.Client, lo
 			g.Set(v)
 		}
 	}
-	return election.RunStandby(ctx, lock, st.WatchLeader, sb, log.With("component", "election"), co.Run)
+	checks := startupChecks{cfg: cfg, clusters: clusters, log: log}
+	defer checks.wait()
+	return election.RunStandby(ctx, lock, st.WatchLeader, sb, log.With("component", "election"), checks.lead(co.Run))
 }
 
 // AgentOptions are what the configuration file does not say about an agent.

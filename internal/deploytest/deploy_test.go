@@ -499,6 +499,8 @@ var taskEnv = map[string]string{
 	"NOMAD_TASK_DIR":   "/local",
 	// The pack's FleetLock listener: the group's static port on the host.
 	"NOMAD_ADDR_fleetlock": "10.0.0.7:7777",
+	// The coordinator's telemetry listener: the group's dynamic port.
+	"NOMAD_ADDR_http": "10.0.0.9:27341",
 }
 
 // render executes a Nomad template with the functions rollboot's templates use,
@@ -653,38 +655,16 @@ func TestJobFiles(t *testing.T) {
 			}
 			block(t, task, "resources")
 
-			var cfgTmpl, tokTmpl *jobTemplate
+			var cfgTmpl *jobTemplate
 			for i := range tmpls {
-				switch {
-				case strings.HasSuffix(tmpls[i].destination, ".hcl"):
+				if strings.HasSuffix(tmpls[i].destination, ".hcl") {
 					cfgTmpl = &tmpls[i]
-				case tmpls[i].env:
-					tokTmpl = &tmpls[i]
 				}
 			}
-			if cfgTmpl == nil || tokTmpl == nil {
-				t.Fatalf("want a config template (*.hcl) and an env template for the token; got %d templates", len(tmpls))
+			if cfgTmpl == nil {
+				t.Fatalf("want a config template (*.hcl); got %d templates", len(tmpls))
 			}
-
-			// The token: from nomad/jobs/<job>, which the workload identity may read.
-			jobLabel := ""
-			for _, b := range body.Blocks {
-				if b.Type == "job" {
-					jobLabel = b.Labels[0]
-				}
-			}
-			env := render(t, name+":token", tokTmpl.data, map[string]map[string]string{
-				"nomad/jobs/" + jobLabel: {"token": "00000000-1111-2222-3333-444444444444"},
-			})
-			if strings.TrimSpace(env) != "NOMAD_TOKEN=00000000-1111-2222-3333-444444444444" {
-				t.Errorf("token template renders %q", env)
-			}
-			if !strings.HasPrefix(tokTmpl.destination, "secrets/") {
-				t.Errorf("token template destination %q: want it under secrets/", tokTmpl.destination)
-			}
-			if tokTmpl.perms != "0400" {
-				t.Errorf("token template perms %q, want \"0400\" (readable by the task's user only)", tokTmpl.perms)
-			}
+			checkIdentityToken(t, task, tmpls)
 			checkNoCoordinatorSecrets(t, path)
 
 			// The configuration: the task must be started with it.

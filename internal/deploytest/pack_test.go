@@ -88,6 +88,12 @@ func goValue(v cty.Value) any {
 // as `nomad-pack render packs/rollboot -var k=v` would.
 func renderPack(t *testing.T, overrides map[string]any) (string, error) {
 	t.Helper()
+	return renderPackFile(t, "rollboot.nomad.tpl", overrides)
+}
+
+// renderPackFile renders one of the pack's templates (templates/file).
+func renderPackFile(t *testing.T, file string, overrides map[string]any) (string, error) {
+	t.Helper()
 	vars := packDefaults(t)
 	for k, v := range overrides {
 		if _, ok := vars[k]; !ok {
@@ -109,7 +115,7 @@ func renderPack(t *testing.T, overrides map[string]any) (string, error) {
 		},
 		"fail": func(msg string) (string, error) { return "", errors.New(msg) },
 	}
-	path := packPath("templates", "rollboot.nomad.tpl")
+	path := packPath("templates", file)
 	tmpl, err := template.New(filepath.Base(path)).Delims("[[", "]]").Funcs(funcs).Option("missingkey=error").Parse(string(read(t, path)))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
@@ -138,6 +144,7 @@ func flattenJob(t *testing.T, name string, src []byte, vars map[string]cty.Value
 			"cpu":    cty.ObjectVal(map[string]cty.Value{"arch": cty.StringVal("${attr.cpu.arch}")}),
 		}),
 		"NOMAD_TASK_DIR": cty.StringVal("${NOMAD_TASK_DIR}"),
+		"meta":           cty.ObjectVal(map[string]cty.Value{"rollboot_coordinator": cty.StringVal("${meta.rollboot_coordinator}")}),
 	}}
 	out := map[string]string{}
 	var walk func(prefix string, b *hclsyntax.Body)
@@ -216,7 +223,12 @@ func mustRenderPack(t *testing.T, overrides map[string]any) string {
 	return out
 }
 
-const packVersion = "v1.2.3"
+// packVersion and packReleaseURL stand for the operator's release and the
+// place where they host it: the pack has defaults for neither.
+const (
+	packVersion    = "v1.2.3"
+	packReleaseURL = "https://releases.example.com/rollboot"
+)
 
 // The pack's two drivers render the two job files of deploy/nomad, attribute
 // for attribute, and each operator choice changes exactly what it should.
@@ -224,7 +236,7 @@ func TestPackRendersTheJobFiles(t *testing.T) {
 	// The job files' variables, set as the pack's defaults set them.
 	dcs := cty.ListVal([]cty.Value{cty.StringVal("*")})
 	deployRaw := flattenJob(t, "rollboot.nomad.hcl", read(t, deployPath("nomad", "rollboot.nomad.hcl")), map[string]cty.Value{
-		"version": cty.StringVal(packVersion), "release_url": cty.StringVal("https://github.com/rollboot/rollboot/releases/download"), "datacenters": dcs,
+		"version": cty.StringVal(packVersion), "release_url": cty.StringVal(packReleaseURL), "datacenters": dcs,
 	})
 	deployDocker := flattenJob(t, "rollboot-docker.nomad.hcl", read(t, deployPath("nomad", "rollboot-docker.nomad.hcl")), map[string]cty.Value{
 		"image": cty.StringVal("registry.example.com/rollboot:" + packVersion), "datacenters": dcs,
@@ -240,19 +252,19 @@ func TestPackRendersTheJobFiles(t *testing.T) {
 		against   map[string]string
 		wantDiff  []string // keys that differ from the job file
 	}{
-		{"raw_exec is rollboot.nomad.hcl", map[string]any{"version": packVersion}, deployRaw, nil},
+		{"raw_exec is rollboot.nomad.hcl", map[string]any{"version": packVersion, "release_url": packReleaseURL}, deployRaw, nil},
 		{"docker is rollboot-docker.nomad.hcl", map[string]any{"driver": "docker", "image": "registry.example.com/rollboot:" + packVersion}, deployDocker, nil},
-		{"vault token: the token template reads Vault", map[string]any{"version": packVersion, "token_source": "vault", "vault_role": "rollboot-agent"},
-			deployRaw, []string{task + "/vault[0]/change_mode", task + "/vault[0]/role", tokenTmpl + "/data"}},
-		{"workload identity: no token template, an identity in the environment", map[string]any{"version": packVersion, "token_source": "workload_identity"},
+		{"vault token: a token template that reads Vault instead of the identity", map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "vault", "vault_role": "rollboot-agent"},
+			deployRaw, append([]string{task + "/identity[0]/env", task + "/vault[0]/change_mode", task + "/vault[0]/role"}, tokenKeys...)},
+		{"variable token: a token template instead of the identity", map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "variable"},
 			deployRaw, append([]string{task + "/identity[0]/env"}, tokenKeys...)},
-		{"telemetry", map[string]any{"version": packVersion, "telemetry_enabled": true},
+		{"telemetry", map[string]any{"version": packVersion, "release_url": packReleaseURL, "telemetry_enabled": true},
 			deployRaw, []string{
 				job + "/group.agent/network[0]/port.metrics/static",
 				job + "/group.agent/service[0]/name", job + "/group.agent/service[0]/port", job + "/group.agent/service[0]/provider", job + "/group.agent/service[0]/tags",
 				task + "/template.local/rollboot.hcl/data",
 			}},
-		{"job name and datacenters", map[string]any{"version": packVersion, "job_name": "reboots", "datacenters": []any{"dc1", "dc2"}}, nil, nil},
+		{"job name and datacenters", map[string]any{"version": packVersion, "release_url": packReleaseURL, "job_name": "reboots", "datacenters": []any{"dc1", "dc2"}}, nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := mustRenderPack(t, tt.overrides)
@@ -270,7 +282,7 @@ func TestPackRendersTheJobFiles(t *testing.T) {
 
 // What the choices render to, beyond "differs from the job file".
 func TestPackChoices(t *testing.T) {
-	vault := flattenJob(t, "pack", []byte(mustRenderPack(t, map[string]any{"version": packVersion, "token_source": "vault"})), nil)
+	vault := flattenJob(t, "pack", []byte(mustRenderPack(t, map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "vault"})), nil)
 	data := vault["job.rollboot/group.agent/task.rollboot/template.secrets/rollboot.env/data"]
 	if !strings.Contains(data, `with secret \"nomad/creds/rollboot-agent\"`) || !strings.Contains(data, "NOMAD_TOKEN={{ .Data.secret_id }}") || strings.Contains(data, "nomadVar") {
 		t.Errorf("vault token template: %s", data)
@@ -279,12 +291,12 @@ func TestPackChoices(t *testing.T) {
 		t.Error("vault_role empty, yet the vault block names a role")
 	}
 
-	wi := flattenJob(t, "pack", []byte(mustRenderPack(t, map[string]any{"version": packVersion, "token_source": "workload_identity"})), nil)
+	wi := flattenJob(t, "pack", []byte(mustRenderPack(t, map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "workload_identity"})), nil)
 	if wi["job.rollboot/group.agent/task.rollboot/identity[0]/env"] != "true" {
 		t.Error("workload identity: no identity { env = true }")
 	}
 
-	named := flattenJob(t, "pack", []byte(mustRenderPack(t, map[string]any{"version": packVersion, "job_name": "reboots", "datacenters": []any{"dc1", "dc2"}})), nil)
+	named := flattenJob(t, "pack", []byte(mustRenderPack(t, map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "variable", "job_name": "reboots", "datacenters": []any{"dc1", "dc2"}})), nil)
 	if named["job.reboots/datacenters"] != `["dc1","dc2"]` {
 		t.Errorf("datacenters %s", named["job.reboots/datacenters"])
 	}
@@ -292,7 +304,7 @@ func TestPackChoices(t *testing.T) {
 		t.Errorf("the token variable must follow the job name (the workload identity reads nomad/jobs/<job>): %s", d)
 	}
 
-	tm := mustRenderPack(t, map[string]any{"version": packVersion, "telemetry_enabled": true, "telemetry_port": int64(9500)})
+	tm := mustRenderPack(t, map[string]any{"version": packVersion, "release_url": packReleaseURL, "telemetry_enabled": true, "telemetry_port": int64(9500)})
 	flat := flattenJob(t, "pack", []byte(tm), nil)
 	if flat["job.rollboot/group.agent/network[0]/port.metrics/static"] != "9500" {
 		t.Errorf("metrics port: %s", flat["job.rollboot/group.agent/network[0]/port.metrics/static"])
@@ -340,10 +352,10 @@ func TestPackServesNoFleetLock(t *testing.T) {
 		}
 	}
 	for _, overrides := range []map[string]any{
-		{"version": packVersion},
-		{"version": packVersion, "telemetry_enabled": true},
+		{"version": packVersion, "release_url": packReleaseURL},
+		{"version": packVersion, "release_url": packReleaseURL, "telemetry_enabled": true},
 		{"driver": "docker", "image": "registry.example.com/rollboot:" + packVersion, "token_source": "vault"},
-		{"version": packVersion, "token_source": "workload_identity"},
+		{"version": packVersion, "release_url": packReleaseURL, "token_source": "workload_identity"},
 	} {
 		for _, cfg := range packConfigs(t, mustRenderPack(t, overrides)) {
 			if cfg.FleetLock.Enabled {
@@ -360,10 +372,11 @@ func TestPackRefuses(t *testing.T) {
 		overrides map[string]any
 		want      string
 	}{
-		{"raw_exec without a version", nil, "needs version"},
+		{"raw_exec without a version", map[string]any{"release_url": packReleaseURL}, "needs version"},
+		{"raw_exec without a release_url", map[string]any{"version": packVersion}, "needs release_url"},
 		{"docker without an image", map[string]any{"driver": "docker"}, "needs image"},
-		{"unknown driver", map[string]any{"driver": "exec", "version": packVersion}, `driver "exec"`},
-		{"unknown token source", map[string]any{"version": packVersion, "token_source": "file"}, `token_source "file"`},
+		{"unknown driver", map[string]any{"driver": "exec", "version": packVersion, "release_url": packReleaseURL}, `driver "exec"`},
+		{"unknown token source", map[string]any{"version": packVersion, "release_url": packReleaseURL, "token_source": "file"}, `token_source "file"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := renderPack(t, tt.overrides)
@@ -376,7 +389,7 @@ func TestPackRefuses(t *testing.T) {
 
 // The pack has what nomad-pack loads: metadata, variables, a README, templates.
 func TestPackLayout(t *testing.T) {
-	for _, f := range []string{"metadata.hcl", "variables.hcl", "README.md", filepath.Join("templates", "rollboot.nomad.tpl")} {
+	for _, f := range []string{"metadata.hcl", "variables.hcl", "README.md", filepath.Join("templates", "rollboot.nomad.tpl"), filepath.Join("templates", coordTemplate)} {
 		if _, err := os.Stat(packPath(f)); err != nil {
 			t.Error(err)
 		}

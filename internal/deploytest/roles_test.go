@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/config"
@@ -133,27 +134,16 @@ func TestCoordinatorJobFile(t *testing.T) {
 		t.Errorf("driver %q: the coordinator needs no host access", got)
 	}
 
-	var cfgTmpl, tokTmpl *jobTemplate
+	var cfgTmpl *jobTemplate
 	for i := range tmpls {
-		switch {
-		case strings.HasSuffix(tmpls[i].destination, ".hcl"):
+		if strings.HasSuffix(tmpls[i].destination, ".hcl") {
 			cfgTmpl = &tmpls[i]
-		case tmpls[i].env:
-			tokTmpl = &tmpls[i]
 		}
 	}
-	if cfgTmpl == nil || tokTmpl == nil {
-		t.Fatalf("want a config template and an env template; got %d templates", len(tmpls))
+	if cfgTmpl == nil {
+		t.Fatalf("want a config template; got %d templates", len(tmpls))
 	}
-	env := render(t, "coordinator:token", tokTmpl.data, map[string]map[string]string{
-		"nomad/jobs/rollboot-coordinator": {"token": "00000000-1111-2222-3333-444444444444"},
-	})
-	if strings.TrimSpace(env) != "NOMAD_TOKEN=00000000-1111-2222-3333-444444444444" {
-		t.Errorf("token template renders %q", env)
-	}
-	if !strings.HasPrefix(tokTmpl.destination, "secrets/") || tokTmpl.perms != "0400" {
-		t.Errorf("token template: destination %q perms %q, want under secrets/ with 0400", tokTmpl.destination, tokTmpl.perms)
-	}
+	checkIdentityToken(t, task, tmpls)
 
 	cfg, err := config.LoadBytes([]byte(render(t, "coordinator:config", cfgTmpl.data, nil)), path)
 	if err != nil {
@@ -176,6 +166,7 @@ func TestCoordinatorJobFile(t *testing.T) {
 			t.Errorf("coordinator policy does not allow %s on %s/%s used by the coordinator job", c.capability, cfg.Nomad.Namespace, c.path)
 		}
 	}
+	checkCoordinatorTelemetry(t, group, cfg)
 	if cfg.Coordinator.LeaderTransferDenied != "continue" {
 		t.Errorf("leader_transfer_denied %q: without a management token (never given) \"continue\" keeps server reboots going", cfg.Coordinator.LeaderTransferDenied)
 	}
@@ -209,13 +200,41 @@ func TestDeployDocNamesExistingFiles(t *testing.T) {
 			t.Errorf("docs/deploy.md names %s: %v", m, err)
 		}
 	}
+	// The jobs' policies are attached to the jobs (their identities are their
+	// tokens); only the server hosts, outside Nomad, get tokens.
+	attached := map[string]string{"agent": "-namespace default -job rollboot \\\n  rollboot-agent ",
+		"coordinator": "-namespace rollboot -job rollboot-coordinator \\\n  rollboot-coordinator "}
 	for _, role := range []string{"agent", "agent-server", "coordinator", "operator"} {
-		want := "nomad acl token create -type client -name " + policyName(role) + " -policy " + policyName(role)
-		if role != "operator" && !strings.Contains(doc, want) {
+		if a, ok := attached[role]; ok && !strings.Contains(doc, a) {
+			t.Errorf("docs/deploy.md: %s is not applied attached to its job (%q)", policyName(role), a)
+		}
+		want := "nomad acl token create -type client -name \"" + policyName(role) + " <host>\" -policy " + policyName(role)
+		if role == "agent-server" && !strings.Contains(doc, want) {
 			t.Errorf("docs/deploy.md: no %q", want)
 		}
 		if !strings.Contains(doc, policyName(role)+" deploy/acl/"+policyFiles[role]) {
 			t.Errorf("docs/deploy.md does not apply %s as %s", policyFiles[role], policyName(role))
+		}
+	}
+}
+
+// checkIdentityToken: the task's Nomad token is its own workload identity
+// (identity { env = true }, the default identity), with the rights of the
+// policy setup attaches to the job; no template pastes a stored token.
+func checkIdentityToken(t *testing.T, task *hclsyntax.Body, tmpls []jobTemplate) {
+	t.Helper()
+	id := block(t, task, "identity")
+	if a, ok := id.Attributes["env"]; !ok {
+		t.Error("identity without env: want env = true (NOMAD_TOKEN is the task's identity)")
+	} else if v, diags := a.Expr.Value(nil); diags.HasErrors() || !v.True() {
+		t.Errorf("%s: identity.env: want true (NOMAD_TOKEN is the task's identity)", a.SrcRange)
+	}
+	if _, named := id.Attributes["name"]; named {
+		t.Error("identity has a name: NOMAD_TOKEN carries only the default identity")
+	}
+	for _, tm := range tmpls {
+		if strings.Contains(tm.data, "NOMAD_TOKEN") || strings.Contains(tm.data, ".token") {
+			t.Errorf("%s: template %s writes a stored token; the task's identity is its token", tm.pos, tm.destination)
 		}
 	}
 }

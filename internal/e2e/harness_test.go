@@ -92,9 +92,17 @@ type clusterOpts struct {
 	// server hosts (the rollboot-agent-server policy: autopilot health and
 	// the server reboot lock).
 	serverAgentToken string
+	// fromSetup: the cluster starts empty (no agents' job); `rollboot setup`
+	// registers the jobs, every process takes its allocation's workload
+	// identity as NOMAD_TOKEN (agentEnv and runJobCoordinators, setup_test.go),
+	// and the agents are no candidates.
+	fromSetup bool
 	// resync is coordinator.resync_interval (default 200ms). Tests of how fast
 	// rollboot reacts use productionResync, so that no resync hides a missed wake-up.
 	resync time.Duration
+	// coordConfig, when set, gives HCL blocks added to one standalone
+	// coordinator's configuration, by its name (coordinator-1, ...).
+	coordConfig func(name string) string
 }
 
 // productionResync is the default coordinator.resync_interval.
@@ -174,7 +182,9 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Cleanup(sim.Close)
 	// The agents are deployed as a Nomad system job, as in production: an agent
 	// runs only while its node has a running allocation of this job.
-	o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system", DisconnectLostAfter: o.agentLostAfter}}, o.jobs...)
+	if !o.fromSetup {
+		o.jobs = append([]nomadsim.JobSpec{{ID: agentJob, Type: "system", DisconnectLostAfter: o.agentLostAfter}}, o.jobs...)
+	}
 	for _, j := range o.jobs {
 		if err := sim.AddJob(j); err != nil {
 			t.Fatal(err)
@@ -300,9 +310,14 @@ func (c *cluster) configFor(host, address string) string {
 	fmt.Fprintf(&b, "nomad {\n  address = %q\n", address)
 	// A minted token (agentToken, coordToken) comes through NOMAD_TOKEN instead,
 	// and a token in the file would win over it.
-	minted := (host != "" && c.opts.agentToken != "") || (host == "" && c.opts.coordToken != "")
+	minted := (host != "" && c.opts.agentToken != "") || (host == "" && c.opts.coordToken != "") || c.opts.fromSetup
 	if tok := mgmtToken(c.sim); tok != "" && !minted {
 		fmt.Fprintf(&b, "  token = %q\n", tok)
+	}
+	if c.opts.fromSetup {
+		// As the shipped jobs' configuration: the state namespace, not the
+		// job's (NOMAD_NAMESPACE).
+		b.WriteString("  namespace = \"default\"\n")
 	}
 	b.WriteString("}\n")
 	// Agents stand for election unless standalone coordinators run; a
@@ -311,7 +326,7 @@ func (c *cluster) configFor(host, address string) string {
 	// whatever it says.
 	enabled := ""
 	if host != "" {
-		enabled = fmt.Sprintf("  enabled = %v\n", c.opts.coordinators == 0)
+		enabled = fmt.Sprintf("  enabled = %v\n", c.opts.coordinators == 0 && !c.opts.fromSetup)
 	}
 	resync := c.opts.resync
 	if resync == 0 {
@@ -426,8 +441,16 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 	}
 }
 
-func (c *cluster) startCoordinator(name string) {
-	path := c.writeConfig(name, c.configFor("", c.sim.Address()))
+func (c *cluster) startCoordinator(name string) { c.startCoordinatorEnv(name, nil) }
+
+// startCoordinatorEnv starts a standalone coordinator with env added to its
+// environment.
+func (c *cluster) startCoordinatorEnv(name string, env []string) {
+	cfg := c.configFor("", c.sim.Address())
+	if c.opts.coordConfig != nil {
+		cfg += c.opts.coordConfig(name) + "\n"
+	}
+	path := c.writeConfig(name, cfg)
 	cmd := exec.Command(rollbootBin, "coordinator", "--config", path, "--log-level", "debug")
 	consul, vault := "http://127.0.0.1:1", "http://127.0.0.1:1"
 	if c.opts.servers > 0 {
@@ -438,6 +461,7 @@ func (c *cluster) startCoordinator(name string) {
 	if c.opts.coordToken != "" {
 		cmd.Env = append(cmd.Env, "NOMAD_TOKEN="+c.opts.coordToken)
 	}
+	cmd.Env = append(cmd.Env, env...)
 	w := lockedWriter{&c.mu, c.logFor(name)}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {

@@ -146,7 +146,9 @@ func TestOperatorDrainWithoutEventStream(t *testing.T) {
 // The stream fails in each way Nomad's can during a rollout at the production
 // resync: a subscriber cut off for reading too slowly ("event dropped from
 // buffer"), every subscription ended by a snapshot restore, and a stream that
-// stays open and silent (served by a follower cut off from the leader). The
+// stays open and silent (served by a follower cut off from the leader), and a
+// subscription closed when an ACL policy change takes its token's node:read
+// away for a moment (with ACLs on and the shipped policies' tokens). The
 // rollout completes with the invariants held, the coordinator follows the nodes
 // without the stream meanwhile (one whole node list per resync interval), and
 // says so once. A silent stream is given up 2 s after it failed to show the
@@ -156,10 +158,15 @@ func TestOperatorDrainWithoutEventStream(t *testing.T) {
 func TestRolloutThroughStreamFailures(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name   string
-		cfg    func(*nomadsim.Config)
-		during func(t *testing.T, c *cluster)
-		log    string // what the coordinator's one line says
+		name string
+		cfg  func(*nomadsim.Config)
+		acl  bool // ACLs on, each process with its shipped policy's token
+		// refused: whole node lists Nomad may refuse while the coordinator
+		// lacks the right (the follower's and a pass's, each tried again
+		// after 1 s, then 2 s), on top of one per resync interval.
+		refused uint64
+		during  func(t *testing.T, c *cluster)
+		log     string // what the coordinator's one line says
 	}{
 		{name: "dropped", cfg: func(cfg *nomadsim.Config) { cfg.EventBufferSize = 4 },
 			during: func(t *testing.T, c *cluster) {
@@ -172,11 +179,19 @@ func TestRolloutThroughStreamFailures(t *testing.T) {
 			c.sim.RestoreSnapshot()
 		}, log: "node event stream"},
 		{name: "silent", during: func(t *testing.T, c *cluster) { c.sim.SetEventStreamSilent(true) }, log: "the node event stream is silent"},
+		{name: "acl change", acl: true, refused: 4, during: func(t *testing.T, c *cluster) {
+			c.waitFor("a drain", 30*time.Second, func() bool { return c.drainStarted(c.clients()[0]) || c.drainStarted(c.clients()[1]) })
+			withoutNodeRead(t, c, time.Second)
+		}, log: "node event stream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := newCluster(t, clusterOpts{clients: 4, coordinators: 1, resync: productionResync, simConfig: tc.cfg,
+			c := newCluster(t, clusterOpts{clients: 4, coordinators: 1, resync: productionResync, simConfig: tc.cfg, acl: tc.acl,
 				policy: "group \"all\" {\n  concurrency = 2\n}"})
+			if tc.acl {
+				tokens := mintTokens(t, c.client)
+				c.opts.agentToken, c.opts.coordToken = tokens["rollboot-agent"], tokens["rollboot-coordinator"]
+			}
 			c.start()
 			hosts := c.clients()
 			c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
@@ -192,7 +207,7 @@ func TestRolloutThroughStreamFailures(t *testing.T) {
 			}
 			t.Logf("%s: makespan %s, whole node lists %d, single-node reads %d", tc.name, took.Round(10*time.Millisecond),
 				reqs["GET /v1/nodes"], reqs["GET /v1/node/:id"])
-			if limit := uint64(3 + 2*int(took/productionResync)); reqs["GET /v1/nodes"] > limit {
+			if limit := 3 + 2*uint64(took/productionResync) + tc.refused; reqs["GET /v1/nodes"] > limit {
 				t.Errorf("%d whole node lists in %s, want at most %d (one per resync interval)", reqs["GET /v1/nodes"], took, limit)
 			}
 			var said []string
@@ -209,6 +224,30 @@ func TestRolloutThroughStreamFailures(t *testing.T) {
 			c.mustHold(invariants.Spec{Group: allIn(hosts, "all"), Concurrency: map[string]int{"all": 2},
 				EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
 		})
+	}
+}
+
+// withoutNodeRead takes node rights away from the rollboot-coordinator ACL
+// policy for d, as an operator's mistaken `nomad acl policy apply` and its
+// correction would: Nomad closes the coordinator's node event subscription at
+// the first write (nomad/stream/event_broker.go
+// checkSubscriptionsAgainstACLChange), and refuses its node reads and drains
+// until the second.
+func withoutNodeRead(t *testing.T, c *cluster, d time.Duration) {
+	t.Helper()
+	const name = "rollboot-coordinator"
+	rules := aclPolicyFile(t, name)
+	denied := strings.Replace(rules, "node {\n  policy = \"write\"\n}", "node {\n  policy = \"deny\"\n}", 1)
+	if denied == rules {
+		t.Fatalf("the %s policy has no node write rule to take away", name)
+	}
+	for i, r := range []string{denied, rules} {
+		if i > 0 {
+			time.Sleep(d)
+		}
+		if _, err := c.client.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: r}, nil); err != nil {
+			t.Fatalf("apply %s: %v", name, err)
+		}
 	}
 }
 

@@ -177,3 +177,55 @@ func TestServerRolloutStoppedAndResumed(t *testing.T) {
 	c.mustHold(invariants.Spec{Reboots: map[string]int{servers[0]: 1, servers[1]: 1, servers[2]: 0}})
 	checkServerReboots(t, c, 2)
 }
+
+// An agent that holds its server host's reboot at the final go/no-go (a Consul
+// server elsewhere went unhealthy after the grant) does not keep the slot for
+// good: rejoin_timeout after the reboot phase began, the attempt ends as
+// "held", with what the agent waited for, and the host backs off. Once the
+// server is healthy again the host is granted anew and reboots.
+func TestAgentHoldEndsAfterRejoinTimeout(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{servers: 3, coordinators: 1, autoUnseal: true,
+		policy: quorumPolicy + "drain {\n  retry_backoff = \"1s\"\n}\n",
+		// Longer than the agent takes to see a withdrawn grant (its 5 s
+		// recheck) and to wait after it (10 s) plus its delay: otherwise
+		// the next grant is stuck before the agent looks at it.
+		coordExtra:  "  server_stable_for = \"200ms\"\n  rejoin_timeout = \"20s\"",
+		rebootExtra: `    delay = "2s"`})
+	servers := c.serverHosts()
+	c.start()
+	c.waitFor("the agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(servers) })
+	c.needReboot(servers[0])
+	c.waitFor("the grant", 30*time.Second, func() bool { return c.plans()[servers[0]].GrantID != "" })
+	if err := c.sim.SetConsulServerHealthy(servers[2], false); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the agent's hold", 30*time.Second, func() bool {
+		p := c.plans()[servers[0]]
+		return p.Held && strings.Contains(c.waitingOf(servers[0]), "quorum gate")
+	})
+	var held store.HistoryRecord
+	c.waitFor("the attempt ended as held", 30*time.Second, func() bool {
+		for _, r := range c.history() {
+			if r.Host == servers[0] && r.Outcome == "held" {
+				held = r
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(held.Error, "held the reboot for 20s: quorum gate") {
+		t.Errorf("history says %q, want the hold and its reason", held.Error)
+	}
+	// The history record is written before the plan that ends the attempt.
+	c.waitFor("the slot freed", 10*time.Second, func() bool { return !c.plans()[servers[0]].Active() })
+	if p := c.plans()[servers[0]]; !strings.Contains(p.LastError, "quorum gate") {
+		t.Errorf("after the hold ended: %s, last error %q", p.Phase, p.LastError)
+	}
+	if err := c.sim.SetConsulServerHealthy(servers[2], true); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(servers[0]+" rebooted", 120*time.Second, c.rebootedAll(servers[:1]))
+	c.mustHold(invariants.Spec{Reboots: map[string]int{servers[0]: 1, servers[1]: 0, servers[2]: 0}})
+	checkServerReboots(t, c, 1)
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,88 @@ func pageShowsCycles(p statuspage.Page, hosts []string) bool {
 		}
 	}
 	return len(hosts) > 0
+}
+
+// Two standalone coordinators, each with its telemetry listener: the leader
+// and the standby serve the same page, read from the stored state (the same
+// hosts, phases, leader and slot limits), each saying whether it leads, so
+// the page does not move with the leader.
+func TestStatusPageOnEveryCoordinator(t *testing.T) {
+	t.Parallel()
+	addrs := map[string]string{"coordinator-1": freeAddr(t), "coordinator-2": freeAddr(t)}
+	c := newCluster(t, clusterOpts{clients: 3, coordinators: 2, coordConfig: func(name string) string {
+		return "telemetry {\n  listen = \"" + addrs[name] + "\"\n}\n"
+	}})
+	c.start()
+	hosts := c.clients()
+	c.needReboot(hosts...)
+	c.waitFor("every host rebooted", 90*time.Second, c.rebootedAll(hosts))
+	leader := c.leader()
+	if leader == "" {
+		t.Fatal("no coordinator leads")
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	read := func(name string) (statuspage.Page, bool) {
+		resp, err := hc.Get("http://" + addrs[name] + statuspage.PathJSON)
+		if err != nil {
+			return statuspage.Page{}, false
+		}
+		defer resp.Body.Close()
+		var p statuspage.Page
+		return p, resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&p) == nil
+	}
+	var pages map[string]statuspage.Page
+	same := func() bool {
+		pages = map[string]statuspage.Page{}
+		for name := range addrs {
+			p, ok := read(name)
+			if !ok || !pageShowsCycles(p, hosts) {
+				return false
+			}
+			pages[name] = p
+		}
+		a, b := pages["coordinator-1"], pages["coordinator-2"]
+		return pageHosts(a) == pageHosts(b) && a.Coordinator == b.Coordinator && groupsText(a) == groupsText(b) && a.Rollout == b.Rollout
+	}
+	c.waitFor("both coordinators' pages show the same rollout", 60*time.Second, same)
+	for name, p := range pages {
+		want := statuspage.LeaderOther
+		if name == leader {
+			want = statuspage.LeaderThis
+		}
+		if p.Leader != want || p.Error != "" {
+			t.Errorf("%s's page: leader %q, error %q; want %q", name, p.Leader, p.Error, want)
+		}
+		if !strings.Contains(p.Coordinator, leader) && !strings.Contains(p.Coordinator, "pid") {
+			t.Errorf("%s's page does not name the leader: %q", name, p.Coordinator)
+		}
+		for _, g := range p.Groups {
+			if g.Name == "default" && (g.SlotsLimit == nil || *g.SlotsLimit < 1) {
+				t.Errorf("%s's page: group default has no slot limit (%v): a standby must show the leader's", name, g.SlotsLimit)
+			}
+		}
+	}
+	t.Logf("leader %s; page: %s; groups %s", leader, pageHosts(pages[leader]), groupsText(pages[leader]))
+}
+
+// pageHosts is every host of a page with its phase and state.
+func pageHosts(p statuspage.Page) string {
+	var b strings.Builder
+	for _, h := range p.Status.Hosts {
+		b.WriteString(h.Host + "=" + h.Phase + "/" + p.Rows[h.Host].State + " ")
+	}
+	return b.String()
+}
+
+// groupsText is every group of a page with its slots.
+func groupsText(p statuspage.Page) string {
+	var b strings.Builder
+	for _, g := range p.Groups {
+		lim := "?"
+		if g.SlotsLimit != nil {
+			lim = strconv.Itoa(*g.SlotsLimit)
+		}
+		b.WriteString(g.Name + ":" + strconv.Itoa(g.SlotsUsed) + "/" + lim + " ")
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/watch"
 )
 
@@ -59,8 +60,38 @@ func (f *Follower) Watch(ids []string) {
 	}
 }
 
+// Adopt offers the follower a whole node list, at index, that a pass read
+// itself because the follower had none to give (its own read failed: Nomad
+// refused it or could not be reached). Without the stream the follower keeps
+// it as if its own relist had read it, so that the passes that follow do not
+// each read every node again until its retry comes. Otherwise it is ignored:
+// the stream applies its items from its own list's index on. Safe from any
+// goroutine; only the newest offer waiting is kept.
+func (f *Follower) Adopt(list []*api.NodeListStub, index uint64) {
+	f.init()
+	a := adopted{list, index}
+	for {
+		select {
+		case f.adopt <- a:
+			return
+		default:
+		}
+		select {
+		case <-f.adopt: // an older offer not taken yet
+		default:
+		}
+	}
+}
+
+type adopted struct {
+	list  []*api.NodeListStub
+	index uint64
+}
+
 func (f *Follower) init() {
-	f.once.Do(func() { f.kick, f.suspect = make(chan struct{}, 1), make(chan struct{}, 1) })
+	f.once.Do(func() {
+		f.kick, f.suspect, f.adopt = make(chan struct{}, 1), make(chan struct{}, 1), make(chan adopted, 1)
+	})
 }
 
 // watchedIDs returns the nodes to follow one by one, sorted.
@@ -92,6 +123,10 @@ func (f *Follower) block(parent context.Context, d time.Duration) {
 	relist := time.NewTimer(0)
 	defer relist.Stop()
 	fails := 0
+	select {
+	case <-f.adopt: // offered while the stream ran: older than the list read now
+	default:
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -105,7 +140,11 @@ func (f *Follower) block(parent context.Context, d time.Duration) {
 				f.Sink.SetNodes(nil, 0) // not known to be current: passes read it
 				list, index = nil, 0
 				fails++
-				relist.Reset(watch.DefaultRetry(err, fails))
+				// A refusal (an ACL change) or an unreachable leader tends
+				// to last: tried again from 1 s, doubling to the relist
+				// interval. A pass that reads the list meanwhile hands it
+				// over (Adopt).
+				relist.Reset(policy.Backoff(time.Second, every, fails))
 				f.Log.Debug("cannot list the nodes: the passes read the node list until it answers", "err", err, "failures", fails)
 				continue
 			}
@@ -116,6 +155,14 @@ func (f *Follower) block(parent context.Context, d time.Duration) {
 			if changed {
 				f.Poke()
 			}
+			relist.Reset(every)
+			nodes.set(list, f.watchedIDs())
+		case a := <-f.adopt:
+			if list != nil {
+				continue // its own list, kept current by the relist and the node answers
+			}
+			list, index, fails = a.list, a.index, 0
+			f.Sink.SetNodes(list, index)
 			relist.Reset(every)
 			nodes.set(list, f.watchedIDs())
 		case <-f.kick:

@@ -2,6 +2,7 @@ package nodestream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -128,6 +129,7 @@ type Follower struct {
 	watched map[string]bool // the nodes followed one by one without the stream (Watch)
 	kick    chan struct{}   // Watch changed watched
 	suspect chan struct{}   // Suspect: check the stream now
+	adopt   chan adopted    // Adopt: a list a pass read itself
 	once    sync.Once
 }
 
@@ -297,7 +299,7 @@ func take(evs *api.Events, ok bool, events <-chan *api.Events, listed, index uin
 			return nil, nil, index, errors.New("the node event stream ended")
 		}
 		if evs.Err != nil {
-			return nil, nil, index, fmt.Errorf("node event stream: %w", evs.Err)
+			return nil, nil, index, streamErr(evs.Err)
 		}
 		if evs.Index > listed {
 			ch, gn, err := Changes(evs)
@@ -339,4 +341,19 @@ func (f *Follower) setState(s State) {
 	if f.OnState != nil {
 		f.OnState(s)
 	}
+}
+
+// streamErr says why the stream ended. Up to Nomad 1.11.1 a subscription the
+// server ends (a slow subscriber dropped, a snapshot restore, an ACL change)
+// gets its reason written as plain text after the last JSON item
+// (nomad/event_endpoint.go Event.stream via command/agent/event_endpoint.go),
+// which the API client fails to decode: said so rather than as a bare JSON
+// syntax error.
+func streamErr(err error) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return fmt.Errorf("node event stream: the server ended it with a text the client cannot decode "+
+			"(a subscriber dropped, a snapshot restored or an ACL change, as Nomad up to 1.11.1 says it): %w", err)
+	}
+	return fmt.Errorf("node event stream: %w", err)
 }

@@ -3,6 +3,9 @@ package nodestream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -282,4 +285,89 @@ func TestFollowerChecksASuspectedStream(t *testing.T) {
 	}
 	f.Suspect()
 	waitUntil(t, "the suspected stream given up", func() bool { return f.State().Mode == Blocking })
+}
+
+// A reason Nomad (up to 1.11.1) writes as text after the stream reaches the
+// client as a JSON syntax error: said as the server's end of the stream.
+func TestStreamErr(t *testing.T) {
+	var v any
+	syntax := json.Unmarshal([]byte("subscription closed by server, client should resubscribe"), &v)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{syntax, "node event stream: the server ended it with a text the client cannot decode"},
+		{fmt.Errorf("wrapped: %w", syntax), "the server ended it"},
+		{errors.New("Unexpected response code: 500 (EventBroker not configured)"), "node event stream: Unexpected response code: 500"},
+	} {
+		if got := streamErr(tc.err).Error(); !strings.Contains(got, tc.want) {
+			t.Errorf("streamErr(%v) = %q, want it to say %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// refusingNodes refuses node lists until allowed, counting them; nodes are
+// never changed (Info blocks until its context ends).
+type refusingNodes struct {
+	mu      sync.Mutex
+	allowed bool
+	lists   int
+}
+
+func (r *refusingNodes) List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lists++
+	if !r.allowed {
+		return nil, nil, errors.New("Unexpected response code: 403 (Permission denied)")
+	}
+	return []*api.NodeListStub{{ID: "n1", ModifyIndex: 3}}, &api.QueryMeta{LastIndex: 3}, nil
+}
+
+func (r *refusingNodes) Info(id string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	<-q.Context().Done()
+	return nil, nil, q.Context().Err()
+}
+
+func (r *refusingNodes) listed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lists
+}
+
+type noStream struct{}
+
+func (noStream) NodeEvents(context.Context, uint64) (<-chan *api.Events, error) {
+	return nil, errors.New("Unexpected response code: 500 (EventBroker not configured)")
+}
+
+// Without the stream, a follower whose own node list was refused takes the
+// list a pass read itself, and reads none again before its relist interval;
+// once it has a list of its own, an offer is ignored.
+func TestFollowerAdoptsAPassList(t *testing.T) {
+	nodes := &refusingNodes{}
+	out := &sink{}
+	f := &Follower{Events: noStream{}, Nodes: nodes, Sink: out, Poke: func() {},
+		Log: slog.New(slog.DiscardHandler), Relist: time.Hour}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitUntil(t, "the follower's list refused", func() bool { return nodes.listed() == 1 })
+	offered := []*api.NodeListStub{{ID: "n1", ModifyIndex: 5}}
+	f.Adopt(offered, 5)
+	waitUntil(t, "the pass's list kept", func() bool { return out.NodesAt(5) })
+	// Its retry after the refusal (1 s) is called off: the next read of every
+	// node is the relist's, an hour on.
+	time.Sleep(1500 * time.Millisecond)
+	if n := nodes.listed(); n != 1 {
+		t.Fatalf("the follower listed the nodes %d times, want once (the refused read)", n)
+	}
+	// A list of its own is not replaced by an offer.
+	f.Adopt([]*api.NodeListStub{{ID: "n1", ModifyIndex: 9}}, 9)
+	time.Sleep(100 * time.Millisecond)
+	if !out.NodesAt(5) {
+		t.Errorf("an offer replaced the list the follower kept")
+	}
 }

@@ -31,6 +31,11 @@ type Token struct {
 	CreateTime  time.Time
 	CreateIndex uint64
 	ModifyIndex uint64
+	// claims: a task's workload identity stands for this token
+	// (workloadid.go); nil for an ACL token. attached names the policies
+	// attached to its job, which it may read (getPoliciesForIdentity).
+	claims   *workloadClaims
+	attached []string
 }
 
 // Policy is a Nomad ACL policy as written in HCL (acl/policy.go). Only the parts
@@ -97,6 +102,10 @@ type aclState struct {
 	policies    map[string]*storedPolicy
 	policyIndex uint64
 	tokenIndex  uint64
+	// identityKey signs the tasks' workload identities; keyID names it in
+	// their header (workloadid.go).
+	identityKey []byte
+	keyID       string
 }
 
 func (a *aclState) init(s *Sim, enabled bool) {
@@ -104,6 +113,7 @@ func (a *aclState) init(s *Sim, enabled bool) {
 	a.tokens = map[string]*Token{}
 	a.policies = map[string]*storedPolicy{}
 	a.mgmt = &Token{Name: "bootstrap", AccessorID: s.uuidLocked(), SecretID: s.uuidLocked(), Management: true}
+	a.identityKey, a.keyID = newIdentityKey(), s.uuidLocked()
 	a.tokens[a.mgmt.SecretID] = a.mgmt
 }
 
@@ -167,6 +177,14 @@ func (s *Sim) tokenForSecretLocked(secret string) (*Token, error) {
 		// structs.AnonymousACLToken: Policies ["anonymous"].
 		return s.resolvedLocked(&Token{Name: "anonymous", PolicyNames: []string{"anonymous"}}), nil
 	}
+	if !validUUID.MatchString(secret) {
+		// ErrTokenInvalid: verified as a workload identity (workloadid.go).
+		c, err := s.verifyIdentityLocked(secret)
+		if err != nil {
+			return nil, errPermissionDenied
+		}
+		return s.workloadTokenLocked(c), nil
+	}
 	t, ok := s.acl.tokens[secret]
 	if !ok {
 		return nil, errPermissionDenied
@@ -196,6 +214,9 @@ func (s *Sim) agentTokenLocked(r *http.Request) (*Token, error) {
 
 // accessorIdentity is how Nomad records who made a change (AuthenticatedIdentity.String).
 func (t *Token) accessorIdentity() string {
+	if t.claims != nil {
+		return "alloc:" + t.claims.AllocationID
+	}
 	if t.AccessorID == "" {
 		return "anonymous"
 	}
@@ -329,6 +350,7 @@ func (t *Token) variableCaps(ns, p string) map[string]bool {
 	}
 	best := -1
 	var bestCaps []string
+	exact := false
 	for _, np := range t.namespacePolicies(ns) {
 		rules := []*VariablePathRule{}
 		switch np.Policy {
@@ -344,6 +366,7 @@ func (t *Token) variableCaps(ns, p string) map[string]bool {
 			if !globMatch(rule.Path, p) {
 				continue
 			}
+			exact = exact || rule.Path == p
 			score := len(strings.TrimSuffix(rule.Path, "*"))
 			if score > best {
 				best, bestCaps = score, append([]string(nil), rule.Capabilities...)
@@ -351,6 +374,11 @@ func (t *Token) variableCaps(ns, p string) map[string]bool {
 				bestCaps = append(bestCaps, rule.Capabilities...)
 			}
 		}
+	}
+	if !exact && t.claims.implicitWorkloadRead(ns, p) {
+		// A workload's implicit read and list of its own nomad/jobs paths
+		// comes before any glob rule (workloadid.go).
+		bestCaps = []string{"read", "list"}
 	}
 	for _, c := range bestCaps {
 		if c == "deny" {

@@ -3,6 +3,7 @@ package nomadsim
 import (
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,8 +16,8 @@ import (
 // and nomad/acl_endpoint.go decides them, so that tests apply the shipped policy
 // files and mint tokens exactly as an operator does (`nomad acl policy apply`,
 // `nomad acl token create`). Not modelled: roles, auth methods, binding rules,
-// one-time tokens, bootstrap, expiry and workload-associated policies (JobACL is
-// stored and returned but grants nothing here).
+// one-time tokens, bootstrap and expiry. Policies attached to jobs (JobACL) grant
+// their rules to the jobs' workload identities (workloadid.go).
 
 // storedPolicy is a policy stored by name, with its parsed rules.
 type storedPolicy struct {
@@ -156,6 +157,7 @@ func (s *Sim) aclPolicyUpdate(w http.ResponseWriter, r *http.Request, name strin
 	if len(in.Description) > maxPolicyDescriptionLength {
 		problems = append(problems, "description longer than 256")
 	}
+	problems = append(problems, validateJobACL(in.JobACL)...)
 	if len(problems) > 0 {
 		simhttp.WriteError(w, http.StatusBadRequest, "policy 0 invalid: "+strings.Join(problems, "; "))
 		return
@@ -272,16 +274,13 @@ func (s *Sim) aclTokenSelf(w http.ResponseWriter, r *http.Request) {
 	case !s.acl.enabled:
 		at = &api.ACLToken{AccessorID: "acls-disabled", Name: "ACLs disabled token", Type: "client"}
 	case err != nil && !validUUID.MatchString(secret):
-		msg := "failed to parse signed token: go-jose/go-jose: compact JWS format must have three parts"
-		if strings.Count(secret, ".") == 2 {
-			// A JWT-shaped secret is verified further (key ID, signature):
-			// workload identities are not modelled, so it is refused here.
-			msg = "failed to parse signed token: workload identities are not modelled by the emulator"
-		}
-		simhttp.WriteError(w, http.StatusInternalServerError, msg)
+		writeIdentityRefused(w, secret, false)
 		return
 	case err != nil:
 		simhttp.WriteErr(w, err)
+		return
+	case t.claims != nil:
+		writeIdentityRefused(w, secret, true)
 		return
 	case t.AccessorID == "":
 		at = &api.ACLToken{AccessorID: "anonymous", Name: "Anonymous Token", Type: "client", Policies: []string{"anonymous"}}
@@ -467,9 +466,10 @@ func (s *Sim) policyNamesLocked() []string {
 }
 
 // holdsPolicy: a management token may see every policy, another token the
-// policies linked to it by name (getPolicyAuthorizationFunc).
+// policies linked to it by name, a workload identity those attached to its job
+// (getPolicyAuthorizationFunc, getPoliciesForIdentity: ResolvePoliciesForClaims).
 func (t *Token) holdsPolicy(name string) bool {
-	if t.Management {
+	if t.Management || slices.Contains(t.attached, name) {
 		return true
 	}
 	for _, n := range t.PolicyNames {

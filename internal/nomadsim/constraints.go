@@ -3,6 +3,7 @@ package nomadsim
 import (
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -112,12 +113,27 @@ func (j *simJob) distinctOn(group string, d distinctHosts, byGroup map[groupKey]
 // feasible reports whether group's allocations may be placed on n by its
 // constraints.
 func (j *simJob) feasible(group string, n *api.Node) bool {
+	if j.spec.Driver != "" && !hasDriver(n, j.spec.Driver) {
+		return false
+	}
 	cs, ok := j.constraints[group]
 	if !ok || cs.Len() == 0 {
 		return true
 	}
 	_, ok = cs.Feasible(n)
 	return ok
+}
+
+// hasDriver is the scheduler's DriverChecker (scheduler/feasible/feasible.go
+// hasDrivers), checked before the constraints: a node that reports the driver
+// runs it if it is detected and healthy; one that does not report it, if its
+// attribute driver.<name> parses as true.
+func hasDriver(n *api.Node, driver string) bool {
+	if d, ok := n.Drivers[driver]; ok {
+		return d != nil && d.Detected && d.Healthy
+	}
+	v, err := strconv.ParseBool(n.Attributes["driver."+driver])
+	return err == nil && v
 }
 
 // SetNodeAttributes sets attributes of host's node, as its client's

@@ -163,6 +163,7 @@ func (s *Sim) controlRoutes() []controlRoute {
 		{"/events", ctlGet, s.ctlEvents},
 		{"/jobs", ctlGet, s.ctlJobs},
 		{"/jobs", ctlWrite, s.ctlAddJob},
+		{"/identities", ctlGet, s.ctlIdentities},
 	}
 }
 

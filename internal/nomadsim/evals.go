@@ -221,7 +221,19 @@ type evalTriggers struct {
 	nodeEvalAll uint64
 	// seen is each node's status and eligibility at its last write.
 	seen map[string]nodeSeen
+	// undrainUnblocks: a drain update that marks an ineligible node eligible
+	// (a drain cancelled with MarkEligible, or a drain's end) also unblocks,
+	// as nomad/fsm.go applyDrainUpdate does from Nomad 1.11.2 and 2.0.0
+	// (PR #27488, backported in #27489). Before, only applyBatchDrainUpdate
+	// and applyNodeEligibilityUpdate did, so an undrain left a system job's
+	// blocked evaluation about the node waiting for the node's next other
+	// change. Set from Config.NomadVersion (undrainUnblocksSince).
+	undrainUnblocks bool
 }
+
+// undrainUnblocksSince is the first Nomad version whose applyDrainUpdate
+// unblocks evaluations when it marks a node eligible.
+const undrainUnblocksSince = "1.11.2"
 
 type nodeSeen struct {
 	status   string
@@ -256,7 +268,10 @@ func (t *evalTriggers) nodeWrittenLocked(n *api.Node, typ string) {
 	case eventNodeEligibility:
 		unblock, nodeEval = becameEligible, becameEligible
 	case eventNodeDrain:
-		nodeEval = becameEligible // applyDrainUpdate does not unblock
+		// applyDrainUpdate: an eligible node's drain update unblocks only
+		// from undrainUnblocksSince; the evaluation of the node update
+		// (node_endpoint.go UpdateDrain) comes in every version.
+		unblock, nodeEval = becameEligible && t.undrainUnblocks, becameEligible
 	}
 	if unblock {
 		t.unblock++

@@ -12,18 +12,51 @@ import (
 
 // registerJobRoutes serves the job endpoints the emulator models.
 func (s *Sim) registerJobRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("/v1/job/", methods(s.handleJobSpecific, http.MethodGet))
-	s.registerWorkloadRoutes(mux) // workloads_http.go
+	mux.HandleFunc("/v1/job/", methods(s.handleJobSpecific, http.MethodGet, http.MethodDelete))
+	s.registerWorkloadRoutes(mux)  // workloads_http.go
+	s.registerJobParseRoute(mux)   // jobparse.go
+	s.registerNamespaceRoutes(mux) // jobregister.go
 }
 
 func (s *Sim) handleJobSpecific(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
+	if rest != "" && !strings.Contains(rest, "/") {
+		// GET /v1/job/:id here, DELETE in jobregister.go.
+		if r.Method == http.MethodDelete {
+			s.handleJobDeregister(w, r, rest)
+		} else {
+			s.handleJobRead(w, r, rest)
+		}
+		return
+	}
 	id, ok := strings.CutSuffix(rest, "/allocations")
-	if !ok || id == "" || strings.Contains(id, "/") {
+	if !ok || id == "" || strings.Contains(id, "/") || r.Method != http.MethodGet {
 		simhttp.WriteError(w, http.StatusNotFound, "Invalid URL")
 		return
 	}
 	s.handleJobAllocs(w, r, id)
+}
+
+// handleJobRead answers GET /v1/job/:id (nomad/job_endpoint.go Job.GetJob):
+// read-job in the request's namespace (403 otherwise), the job as registered
+// with its ModifyIndex as index; a job that does not exist is 404 "job not
+// found" (command/agent/job_endpoint.go jobQuery) at the jobs table's index.
+func (s *Sim) handleJobRead(w http.ResponseWriter, r *http.Request, id string) {
+	ns := requestNamespace(r)
+	if s.authorize(w, r, func(t *Token) bool { return t.AllowNamespace(ns, "read-job") }) == nil {
+		return
+	}
+	s.blockingRead(w, r, func() (any, uint64, error) {
+		j, ok := s.cluster.jobs[jobKey{ns, id}]
+		if !ok {
+			var index uint64
+			for _, j := range s.cluster.jobs {
+				index = max(index, *j.job.ModifyIndex)
+			}
+			return nil, 0, &indexedError{err: simhttp.Code(http.StatusNotFound, "job not found"), index: max(index, 1)}
+		}
+		return cloneAPI(j.job), *j.job.ModifyIndex, nil
+	})
 }
 
 // handleJobAllocs answers GET /v1/job/:id/allocations (nomad/job_endpoint.go
@@ -96,14 +129,14 @@ func (s *Sim) SetTaskRunning(host, job string, running bool) error {
 		}
 		sa.taskDead = !running
 		// The task's state as the client reports it (structs.TaskState): the
-		// emulator models one task per group, named after the group.
+		// emulator models one task per group (GroupSpec.Task).
 		if a.TaskStates == nil {
 			a.TaskStates = map[string]*api.TaskState{}
 		}
-		ts := a.TaskStates[a.TaskGroup]
+		ts := a.TaskStates[taskName(sa)]
 		if ts == nil {
 			ts = &api.TaskState{StartedAt: time.Unix(0, a.CreateTime)}
-			a.TaskStates[a.TaskGroup] = ts
+			a.TaskStates[taskName(sa)] = ts
 		}
 		now := time.Now()
 		if running {

@@ -39,6 +39,10 @@ type JobSpec struct {
 	Update bool `json:"update,omitempty"`
 	// Constraints are the job's constraint blocks (constraints.go).
 	Constraints []ConstraintSpec `json:"constraints,omitempty"`
+	// Driver is the task driver of every group's task ("raw_exec", "docker");
+	// its allocations go only on nodes where it is detected and healthy
+	// (constraints.go). "": the task names none the emulator checks.
+	Driver string `json:"driver,omitempty"`
 }
 
 // GroupSpec is a task group.
@@ -64,6 +68,12 @@ type GroupSpec struct {
 	MemoryMB int64 `json:"memory_mb,omitempty"`
 	// Constraints are the group's constraint blocks (constraints.go).
 	Constraints []ConstraintSpec `json:"constraints,omitempty"`
+	// Task is the name of the group's one task (default: the group's name);
+	// the task's workload identity names it (workloadid.go).
+	Task string `json:"task,omitempty"`
+	// IdentityEnv: the task's identity block says env = true, so the task
+	// finds its workload identity in NOMAD_TOKEN (TaskIdentities).
+	IdentityEnv bool `json:"identity_env,omitempty"`
 }
 
 // UnmarshalJSON accepts run_time as a Go duration string ("30s") or integer ns.
@@ -158,6 +168,7 @@ type simAlloc struct {
 	stopAt   time.Time // desired stop → complete
 	finishAt time.Time // batch: running → complete on its own (zero: never)
 	taskDead bool      // the task died and waits to be restarted (SetTaskRunning)
+	identity string    // its task's signed workload identity, once asked for (workloadid.go)
 
 	// Health (migrate.go): the client marks the allocation healthy at healthAt
 	// (running + min_healthy_time) or unhealthy at healthDeadline.
@@ -281,6 +292,9 @@ func (s *Sim) AddJob(spec JobSpec) error {
 	}
 	for i, g := range spec.Groups {
 		tg := &api.TaskGroup{Name: pointerOf(g.Name), Count: pointerOf(g.Count), Constraints: groupCons[i]}
+		if spec.Driver != "" {
+			tg.Tasks = []*api.Task{{Name: g.Name, Driver: spec.Driver}}
+		}
 		if spec.DisconnectLostAfter > 0 {
 			tg.Disconnect = &api.DisconnectStrategy{LostAfter: pointerOf(spec.DisconnectLostAfter)}
 			tg.Disconnect.Canonicalize()

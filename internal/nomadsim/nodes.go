@@ -161,6 +161,16 @@ func (c *clusterState) registerNodeLocked(s *Sim, h *Host, pool string) string {
 		CreateIndex: idx,
 		ModifyIndex: idx,
 	}
+	if slices.Contains(s.cfg.NoRawExec, h.Name) {
+		// raw_exec is off unless the client's plugin block enables it: its
+		// fingerprint is then HealthStateUndetected, "disabled", with no
+		// attribute (drivers/rawexec/driver.go buildFingerprint), which the
+		// client records as a driver not detected and not healthy
+		// (client/pluginmanager/drivermanager/instance.go; client/node_updater.go
+		// updateNodeFromDriver).
+		n.Drivers["raw_exec"] = &api.DriverInfo{HealthDescription: "disabled", UpdateTime: now, Attributes: map[string]string{}}
+		delete(n.Attributes, "driver.raw_exec")
+	}
 	n.NodeResources, n.ReservedResources = nodeResources(s.cfg.clientResources(h.Name))
 	addNodeEvent(n, "Cluster", "Node registered", nil, idx)
 	sn := &simNode{node: n, host: h, staticMeta: map[string]string{}, dynamicMeta: map[string]*string{}}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-version"
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim/consulsim"
 	"github.com/rollboot/rollboot/internal/nomadsim/vaultsim"
@@ -51,6 +52,11 @@ type Config struct {
 	Clients int
 	// ClientPools, when set, assigns client i the node pool ClientPools[i%len].
 	ClientPools []string
+	// NoRawExec names client hosts ("client-2", or one AddHost adds later)
+	// whose Nomad client leaves the raw_exec driver disabled, Nomad's default: their nodes fingerprint it
+	// undetected, "disabled", with no driver.raw_exec attribute (nodes.go), so
+	// no allocation of a raw_exec job is placed there (constraints.go).
+	NoRawExec []string
 	// ClientResources, when set, gives the nodes of the named client hosts
 	// ("client-2") the resources their clients fingerprint and reserve
 	// (resources.go); the others get DefaultNodeCPU and DefaultNodeMemoryMB.
@@ -251,6 +257,11 @@ type Sim struct {
 	// ACL state (acl.go).
 	acl aclState
 
+	// namespaces other than "default", by name, and the index of their
+	// table (jobregister.go).
+	namespaces     map[string]*api.Namespace
+	namespaceIndex uint64
+
 	// Hosts and the Nomad cluster on them.
 	hosts     map[string]*Host // by name
 	hostOrder []string
@@ -360,7 +371,9 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.brokerOff.Store(cfg.EventBrokerDisabled)
 	s.acl.init(s, cfg.ACL)
+	s.namespaces = map[string]*api.Namespace{}
 	s.cluster.init()
+	s.cluster.wl.triggers.undrainUnblocks = versionAtLeast(cfg.NomadVersion, undrainUnblocksSince)
 	s.cluster.stream = newEventBroker(cfg.EventBufferSize, s.nodeEligibilityEventType())
 	s.vars.init()
 	s.cluster.topics, s.vars.topics = &s.topics, &s.topics

@@ -298,3 +298,43 @@ func TestBlockedEvalsAndStoppedJobs(t *testing.T) {
 		t.Error("stopping a job that does not exist passed")
 	}
 }
+
+// A drain cancelled with MarkEligible runs the node's blocked evaluation as
+// the Nomad version the emulator follows does (nomad/fsm.go
+// applyDrainUpdate): before 1.11.2 the drain update only evaluates the node's
+// jobs, which cancels the blocked evaluation as a duplicate; from 1.11.2 and
+// in 2.0 it also unblocks it, so it runs and completes with its failure.
+func TestUndrainUnblocksByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version, status string
+	}{
+		{"1.10.5", evalCancelled},
+		{"1.11.0", evalCancelled},
+		{"1.11.2", "complete"},
+		{"2.0.0", "complete"},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			s, c := newTestSim(t, Config{Clients: 2, MigrateTime: 20 * time.Millisecond, NomadVersion: tc.version,
+				ClientResources: map[string]NodeResources{"client-2": {CPU: 8000, MemoryMB: 1000}}})
+			small := nodeIDOf(t, s, "client-2")
+			if err := s.AddJob(JobSpec{ID: "daemon", Type: api.JobTypeSystem, Groups: []GroupSpec{{Name: "agent", MemoryMB: 2000}}}); err != nil {
+				t.Fatal(err)
+			}
+			first := blockedOf(t, c, "daemon")
+			if len(first) != 1 || first[0].NodeID != small {
+				t.Fatalf("blocked evaluations = %+v, want one about client-2", first)
+			}
+			if _, err := c.Nodes().UpdateDrain(small, &api.DrainSpec{Deadline: time.Minute}, false, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Nodes().UpdateDrain(small, nil, true, nil); err != nil {
+				t.Fatal(err)
+			}
+			ev := waitEvals(t, c, "daemon", "the evaluation run again", func(ev []*api.Evaluation) bool { return len(ev) == 2 })
+			if ev[0].ID != first[0].ID || ev[0].Status != tc.status || ev[1].Status != "blocked" || ev[1].NodeID != small {
+				t.Errorf("after the undrain: %s %q, then %s about %s; want %s, then blocked about client-2",
+					ev[0].Status, ev[0].StatusDescription, ev[1].Status, ev[1].NodeID, tc.status)
+			}
+		})
+	}
+}

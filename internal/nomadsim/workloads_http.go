@@ -21,7 +21,7 @@ import (
 // Paginator.next), so a job filter sees the whole job (Meta, NodePool, ...).
 
 func (s *Sim) registerWorkloadRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("/v1/jobs", methods(s.handleJobList, http.MethodGet))
+	s.registerJobWriteRoutes(mux) // GET /v1/jobs lists, PUT and POST register (jobregister.go)
 	mux.HandleFunc("/v1/deployments", methods(s.handleDeploymentList, http.MethodGet))
 	mux.HandleFunc("/v1/evaluations", methods(s.handleEvalList, http.MethodGet))
 }

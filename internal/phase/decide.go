@@ -305,6 +305,10 @@ func Step(in Input) Decision {
 		// Keep a hold's reason in the plan for `rollboot status`; it changes
 		// rarely, so this adds few writes (wait.go, progress).
 		d.Plan.Waiting, d.Write = w, true
+		d.Plan.WaitingKind = ""
+		if w != "" {
+			d.Plan.WaitingKind = d.Waiting.Kind.Name() // the status page counts the holds by kind
+		}
 	}
 	d.ClearCancel = cancelDone(in, d.Plan)
 	d.RecheckAt = recheckAt(in, d.Plan)

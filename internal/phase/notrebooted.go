@@ -1,6 +1,7 @@
 package phase
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/rollboot/rollboot/internal/policy"
@@ -22,7 +23,11 @@ func agentReport(in Input, d Decision) (Decision, bool) {
 	case up && h.HoldReason != "" && h.RebootingGrant == p.GrantID && p.Phase == store.PhaseRebooting:
 		// The agent is alive and holds the reboot (a quorum gate closed, the
 		// node not as drained as it should be): the slot stays taken, and the
-		// host is not stuck while it says why it waits.
+		// host is not stuck while it says why it waits, up to the time a
+		// reboot is given to come back.
+		if p.Held && in.Timing.RejoinTimeout > 0 && in.Now.Sub(p.PhaseSince) >= in.Timing.RejoinTimeout {
+			return heldTooLong(in, d, h.HoldReason), true
+		}
 		if !p.Held {
 			d.Plan.Held, d.Write, d.Event = true, true, "the agent holds the reboot" // why: in Waiting
 		}
@@ -46,14 +51,7 @@ func agentReport(in Input, d Decision) (Decision, bool) {
 // the host retries after a backoff with a new grant.
 func notRebooted(in Input, d Decision, f store.RebootFailure) Decision {
 	p := d.Plan
-	if in.Node != nil {
-		switch {
-		case in.Node.Draining:
-			d.CancelDrain, d.MarkEligible = true, p.EligibleBefore
-		case p.EligibleBefore && !in.Node.Eligible:
-			d.SetEligible = true
-		}
-	}
+	d = giveNodeBack(in, d)
 	h := history(p, in, "failed")
 	h.Error = f.String()
 	d.History = h
@@ -62,6 +60,47 @@ func notRebooted(in Input, d Decision, f store.RebootFailure) Decision {
 	d.Plan.LastError = "the host did not reboot: " + f.String()
 	d.Plan.Held = false
 	d.Write, d.Event = true, "reboot failed on the host" // how: in LastError
+	return d
+}
+
+// giveNodeBack undoes the drain of a host that did not reboot: the drain
+// cancelled, or eligibility restored, as the node was before the grant.
+func giveNodeBack(in Input, d Decision) Decision {
+	if in.Node == nil {
+		return d
+	}
+	switch {
+	case in.Node.Draining:
+		d.CancelDrain, d.MarkEligible = true, d.Plan.EligibleBefore
+	case d.Plan.EligibleBefore && !in.Node.Eligible:
+		d.SetEligible = true
+	}
+	return d
+}
+
+// heldTooLong ends the attempt of a host whose agent has held its reboot at
+// the final go/no-go for rejoin_timeout, the time a reboot is given to come
+// back. Some holds never clear by themselves (the node's events trimmed, so
+// the agent cannot tell the node stayed drained; a quorum gate that waits for
+// a server an operator must mend): waiting on would keep the node out of
+// service and the group's slot taken for good. So, as for a failed reboot, the
+// node is given back, a history record "held" says what the agent waited for,
+// the drain_aborted notification carries it, the slot is freed, and the host
+// backs off (the backoff growing with the attempts) before it is queued again,
+// with a new grant and a new drain. The agent sees its grant withdrawn and
+// stops holding; its final go/no-go refuses a node that is eligible again, so
+// a reboot cannot slip in after the node was given back.
+func heldTooLong(in Input, d Decision, hold string) Decision {
+	p := d.Plan
+	d = giveNodeBack(in, d)
+	h := history(p, in, "held")
+	h.Error = fmt.Sprintf("the agent held the reboot for %s: %s", in.Timing.RejoinTimeout, hold)
+	d.History = h
+	d.Plan = enter(p, store.PhaseBackoff, in.Now)
+	d.Plan.NextTry = in.Now.Add(policy.Backoff(in.Timing.RetryBackoff, in.Timing.RetryMaxBackoff, p.Attempt))
+	d.Plan.LastError = "attempt ended: " + h.Error
+	d.Plan.Held = false
+	d.Write, d.Event = true, "the agent held the reboot too long" // why: in LastError
 	return d
 }
 

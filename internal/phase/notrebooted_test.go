@@ -26,7 +26,8 @@ func drainedNode(n *NodeView) {
 }
 
 // The agent's word about a grant whose host did not go down: a failure undoes the
-// attempt and retries later; a hold keeps the slot and is never "stuck".
+// attempt and retries later; a hold keeps the slot and is never "stuck", up to
+// rejoin_timeout, when the attempt ends as "held" and retries later.
 func TestStepAgentReport(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -193,11 +194,35 @@ func TestStepAgentReport(t *testing.T) {
 			},
 		},
 		{
-			name: "a long hold is never stuck while the agent says why",
-			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.Held = true; p.PhaseSince = t0.Add(-2 * time.Hour) }),
+			name: "a hold shorter than rejoin_timeout is not stuck while the agent says why",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.Held = true; p.PhaseSince = t0.Add(-29 * time.Minute) }),
 				Host: holdingHost("quorum gate: nomad: no leader"), Node: node(drainedNode)},
 			phase: store.PhaseRebooting,
+			check: func(t *testing.T, d Decision) {
+				if !d.RecheckAt.Equal(t0.Add(time.Minute)) {
+					t.Errorf("recheck at %s, want when rejoin_timeout runs out (%s)", d.RecheckAt, t0.Add(time.Minute))
+				}
+			},
 		},
+		{
+			name: "a hold of rejoin_timeout ends the attempt: node given back, history, slot freed, backoff",
+			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.Held = true; p.PhaseSince = t0.Add(-30 * time.Minute) }),
+				Host: holdingHost("quorum gate: nomad: no leader"), Node: node(drainedNode)},
+			phase: store.PhaseBackoff, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !d.SetEligible || d.CancelDrain {
+					t.Errorf("set eligible %v, cancel drain %v: want eligibility restored only", d.SetEligible, d.CancelDrain)
+				}
+				if d.History == nil || d.History.Outcome != "held" || !strings.Contains(d.History.Error, "held the reboot for 30m0s: quorum gate: nomad: no leader") {
+					t.Errorf("history = %+v", d.History)
+				}
+				if d.Plan.Active() || d.Plan.Held || !d.Plan.NextTry.Equal(t0.Add(time.Minute)) ||
+					!strings.Contains(d.Plan.LastError, "no leader") {
+					t.Errorf("plan = %+v: want backing off, the slot freed, the hold in its last error", d.Plan)
+				}
+			},
+		},
+
 		{
 			name: "when the hold ends the time to come back counts from then",
 			in: Input{Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.Held = true; p.PhaseSince = t0.Add(-2 * time.Hour) }),

@@ -122,6 +122,12 @@ func TestStepTakesAdmission(t *testing.T) {
 			if d.Write != tc.write {
 				t.Errorf("write = %v, want %v", d.Write, tc.write)
 			}
+			// The stored reason's kind goes with it (the status page counts
+			// the holds by kind); a host on its way stores neither.
+			if d.Write && d.Plan.Waiting != "" && d.Plan.WaitingKind != tc.wait.Kind.Name() ||
+				d.Plan.Waiting == "" && d.Plan.WaitingKind != "" {
+				t.Errorf("plan's waiting kind %q for %q, want %q", d.Plan.WaitingKind, d.Plan.Waiting, tc.wait.Kind.Name())
+			}
 		})
 	}
 }

@@ -31,6 +31,9 @@ type Policy struct {
 	// NodeWatch, when set, says that the leader follows the nodes with
 	// blocking queries because Nomad's node event stream cannot be had.
 	NodeWatch string `json:"node_watch,omitempty"`
+	// Slots is each group's slot limit as the leader last computed it: every
+	// group of the policy it enforces (none: not said yet).
+	Slots map[string]int `json:"group_slots,omitempty"`
 	// ReadError says why the coordinator's word cannot be read.
 	ReadError string `json:"read_error,omitempty"`
 }
@@ -59,7 +62,7 @@ func readPolicy(ctx context.Context, st PolicyStore) Policy {
 	switch {
 	case err == nil:
 		p.Leader, p.LeaderSince, p.Enforced, p.Problem = e.Leader, e.Since, e.PolicyVersion, e.PolicyProblem
-		p.NodeWatch = e.NodeWatch
+		p.NodeWatch, p.Slots = e.NodeWatch, e.Slots
 		p.LeaderGone, p.LockError = leaderGone(ctx, st, e)
 	case errors.Is(err, store.ErrNotFound):
 	default:

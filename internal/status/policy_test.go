@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -97,11 +98,11 @@ func TestReadPolicy(t *testing.T) {
 	since := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	p := readPolicy(context.Background(), policyStore{rec: store.PolicyRecord{PolicyVersion: store.PolicyVersion{Version: 2}},
 		e: store.Enforcement{Leader: "h1 (pid 9)", PolicyVersion: 2, Since: since}})
-	if p != (Policy{Stored: 2, Leader: "h1 (pid 9)", LeaderSince: since, Enforced: 2}) {
+	if !reflect.DeepEqual(p, Policy{Stored: 2, Leader: "h1 (pid 9)", LeaderSince: since, Enforced: 2}) {
 		t.Errorf("read %+v", p)
 	}
 	p = readPolicy(context.Background(), policyStore{recErr: store.ErrNotFound, eErr: errors.New("403 coordinator")})
-	if p != (Policy{ReadError: "403 coordinator"}) {
+	if !reflect.DeepEqual(p, Policy{ReadError: "403 coordinator"}) {
 		t.Errorf("read %+v", p)
 	}
 	var b bytes.Buffer

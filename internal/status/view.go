@@ -40,6 +40,15 @@ type Host struct {
 	RecordIgnored string `json:"record_ignored,omitempty"`
 	// HoldReason: the agent holds the reboot at its final go/no-go, and why.
 	HoldReason string `json:"hold_reason,omitempty"`
+	// Held: the host waits on a hold that an operator may have to act on (a
+	// window, a gate, an alert, a backoff, a canceled need...), not on its
+	// turn in its group or the next step of its cycle. Its plan stores only
+	// such reasons (phase.WaitReason.Stored).
+	Held bool `json:"held,omitempty"`
+	// HoldKind is the kind of the hold (the reason label of
+	// rollboot_hosts_waiting, or "canceled_need"); "" when not known (a plan
+	// of an older rollboot).
+	HoldKind string `json:"hold_kind,omitempty"`
 	// Failure is the host's last failed reboot attempt, as its agent reported it.
 	Failure *Failure `json:"failure,omitempty"`
 	// AgentVersion is the version of rollboot the host's agent runs.
@@ -129,6 +138,7 @@ func canceledNeed(v *Host, h store.HostRecord, ctl store.Control) {
 	if name := ctl.CanceledBy[h.Host]; name != "" {
 		by = " by " + name
 	}
+	v.Held, v.HoldKind = true, "canceled_need"
 	v.Waiting = fmt.Sprintf("its need was canceled at %s%s (rollboot cancel): ignored until its agent finds a new one or `rollboot request %s`",
 		at.UTC().Format(time.RFC3339), by, h.Host)
 }
@@ -171,6 +181,10 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 
 func fillPlan(v *Host, p store.Plan) {
 	v.Group, v.Phase, v.Since, v.Waiting, v.LastError = p.Group, p.Phase, p.PhaseSince, p.Waiting, p.LastError
+	v.Held = p.Waiting != "" && p.Phase != store.PhaseIdle
+	if v.Held {
+		v.HoldKind = p.WaitingKind
+	}
 	if p.Phase != store.PhaseIdle && len(p.Timeline) > 0 {
 		v.Timeline = p.Timeline
 	}

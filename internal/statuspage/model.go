@@ -19,9 +19,21 @@ type Page struct {
 	// Now is the server's time, in Unix milliseconds: the page draws the open
 	// bars up to it and corrects for its own clock.
 	Now int64 `json:"now"`
-	// Process says which process serves the page; Leader whether it leads.
+	// Process says which process serves the page; Leader whether it leads
+	// (LeaderThis, LeaderOther, LeaderUnknown).
 	Process string `json:"process,omitempty"`
 	Leader  string `json:"leader"`
+	// Rollout is whether anything moves (one of the Rollout* values) and
+	// Headline says it in words, with why not: the page's title line.
+	Rollout  string `json:"rollout"`
+	Headline string `json:"headline"`
+	// Counts is how many hosts are in each state (the Host* values), and
+	// Rows each host's state and the group the page lists it in, by host name.
+	Counts map[string]int `json:"counts"`
+	Rows   map[string]Row `json:"rows"`
+	// HeldBy counts the held hosts by the kind of their hold (HoldOther
+	// where it is not known).
+	HeldBy map[string]int `json:"held_by"`
 	// Coordinator is the leading coordinator as it last said, and Policy which
 	// policy applies (status.Policy.Text).
 	Coordinator string `json:"coordinator"`
@@ -39,9 +51,11 @@ type Group struct {
 	Name   string         `json:"name"`
 	Hosts  int            `json:"hosts"`
 	Phases map[string]int `json:"phases"`
+	// States counts the group's hosts in each state (the Host* values).
+	States map[string]int `json:"states"`
 	// SlotsUsed are the group's hosts out of service (draining to rejoining,
 	// and stuck); SlotsLimit how many may be, as the leader last computed it
-	// (absent where the process does not lead).
+	// and recorded (absent until it has: store.Enforcement.Slots).
 	SlotsUsed  int  `json:"slots_used"`
 	SlotsLimit *int `json:"slots_limit,omitempty"`
 }
@@ -101,45 +115,57 @@ type Input struct {
 	Leader  string
 	View    status.View
 	History []store.HistoryRecord
-	// SlotsLimit is each group's slot limit, where known (the leader's).
-	SlotsLimit map[string]int
 }
 
-// NoGroup names the hosts that no plan placed in a group yet (never requested).
+// NoGroup names the hosts that are in no group of the policy as far as the
+// page knows: never placed in one by a plan (never requested), or last placed
+// in a group the policy no longer has.
 const NoGroup = "(not placed yet)"
 
 // Build is the page of the view and the history at now.
 func Build(in Input) Page {
 	p := Page{Now: in.Now.UnixMilli(), Process: in.Process, Leader: in.Leader, Status: in.View,
 		Coordinator: "none has said yet", Policy: "unknown"}
+	var slots map[string]int
 	if pol := in.View.Policy; pol != nil {
 		p.Policy = pol.Text()
 		if pol.Leader != "" {
 			p.Coordinator = pol.Coordinator()
 		}
+		slots = pol.Slots
 	}
-	p.Groups = groups(in.View.Hosts, in.SlotsLimit)
+	p.Rows, p.Counts, p.HeldBy = hostStates(in.View.Hosts)
+	p.Rollout, p.Headline = rollout(in.View, p.Counts)
+	p.Groups = groups(in.View.Hosts, slots, p.Rows)
 	p.Timeline = timeline(in.View.Hosts, in.History)
 	return p
 }
 
-func groups(hosts []status.Host, limits map[string]int) []Group {
+// groups are the groups of the hosts and of the leader's slot limits (every
+// group of the policy it enforces, once it said so). A host idle in a group
+// that is not among them (a group since removed from the policy) is listed
+// under NoGroup: the removed group is gone from the page.
+func groups(hosts []status.Host, limits map[string]int, rows map[string]Row) []Group {
 	byName := map[string]*Group{}
 	for name, n := range limits {
-		byName[name] = &Group{Name: name, Phases: map[string]int{}, SlotsLimit: &n}
+		byName[name] = &Group{Name: name, Phases: map[string]int{}, States: map[string]int{}, SlotsLimit: &n}
 	}
 	for _, h := range hosts {
 		name := h.Group
-		if name == "" {
+		if _, known := limits[name]; name == "" || limits != nil && !known && h.Phase == store.PhaseIdle {
 			name = NoGroup
 		}
 		g := byName[name]
 		if g == nil {
-			g = &Group{Name: name, Phases: map[string]int{}}
+			g = &Group{Name: name, Phases: map[string]int{}, States: map[string]int{}}
 			byName[name] = g
 		}
 		g.Hosts++
 		g.Phases[h.Phase]++
+		r := rows[h.Host]
+		r.Group = name
+		rows[h.Host] = r
+		g.States[r.State]++
 		if (store.Plan{Phase: h.Phase}).Active() {
 			g.SlotsUsed++
 		}

@@ -80,7 +80,8 @@ func TestBuild(t *testing.T) {
 		{Host: "c", Group: "web", Phase: store.PhasePending, Timeline: map[string]time.Time{store.PhasePending: at(7)}},
 		{Host: "d", Phase: store.PhaseIdle},
 		{Host: "e", Group: "batch", Phase: store.PhaseStuck, Timeline: map[string]time.Time{store.PhasePending: at(1), store.PhaseStuck: at(9)}},
-	}}
+		{Host: "f", Group: "removed", Phase: store.PhaseIdle}, // last placed in a group the policy no longer has
+	}, Policy: &status.Policy{Leader: "c1", Slots: map[string]int{"web": 2, "empty": 1}}}
 	done := map[string]time.Time{}
 	for k, v := range cycle {
 		done[k] = v
@@ -90,15 +91,15 @@ func TestBuild(t *testing.T) {
 		{Host: "a", Group: "web", Outcome: "rebooted", Timeline: done, Finished: at(4)},
 		{Host: "a", Group: "web", Outcome: "released", Timeline: map[string]time.Time{store.PhasePending: at(-9)}, Finished: at(-8)},
 	}
-	p := Build(Input{Now: at(10), Process: "host-1", Leader: LeaderThis, View: view, History: hist, SlotsLimit: map[string]int{"web": 2, "empty": 1}})
+	p := Build(Input{Now: at(10), Process: "host-1", Leader: LeaderThis, View: view, History: hist})
 
 	two, one := 2, 1
 	wantGroups := []Group{
-		{Name: NoGroup, Hosts: 1, Phases: map[string]int{store.PhaseIdle: 1}},
-		{Name: "batch", Hosts: 1, Phases: map[string]int{store.PhaseStuck: 1}, SlotsUsed: 1},
-		{Name: "empty", Phases: map[string]int{}, SlotsLimit: &one},
+		{Name: NoGroup, Hosts: 2, Phases: map[string]int{store.PhaseIdle: 2}, States: map[string]int{HostIdle: 2}},
+		{Name: "batch", Hosts: 1, Phases: map[string]int{store.PhaseStuck: 1}, States: map[string]int{HostStuck: 1}, SlotsUsed: 1},
+		{Name: "empty", Phases: map[string]int{}, States: map[string]int{}, SlotsLimit: &one},
 		{Name: "web", Hosts: 3, Phases: map[string]int{store.PhaseRejoining: 1, store.PhaseDraining: 1, store.PhasePending: 1},
-			SlotsUsed: 2, SlotsLimit: &two},
+			States: map[string]int{HostOut: 2, HostQueued: 1}, SlotsUsed: 2, SlotsLimit: &two},
 	}
 	if !reflect.DeepEqual(p.Groups, wantGroups) {
 		t.Errorf("groups:\n got %+v\nwant %+v", p.Groups, wantGroups)
@@ -114,7 +115,74 @@ func TestBuild(t *testing.T) {
 	if empty := Build(Input{View: status.View{Hosts: []status.Host{}}}); empty.Groups == nil || empty.Timeline == nil {
 		t.Errorf("an empty page has nil lists (null in JSON, which the page cannot iterate): %+v", empty)
 	}
+	if r := p.Rows["f"]; r != (Row{State: HostIdle, Group: NoGroup}) {
+		t.Errorf("row of f, idle in a removed group: %+v", r)
+	}
 	if p.Now != at(10).UnixMilli() || p.Leader != LeaderThis || p.Process != "host-1" {
 		t.Errorf("page header = %d %q %q", p.Now, p.Leader, p.Process)
+	}
+}
+
+// The headline says why nothing moves, and counts the hosts of each state.
+func TestRolloutHeadline(t *testing.T) {
+	leads := &status.Policy{Leader: "c1 (pid 7)"}
+	held := status.Host{Host: "h", Group: "web", Phase: store.PhasePending, Held: true, Waiting: "group web: outside its windows"}
+	queued := status.Host{Host: "q", Group: "web", Phase: store.PhasePending}
+	out := status.Host{Host: "o", Group: "web", Phase: store.PhaseDraining}
+	stuck := status.Host{Host: "s", Group: "web", Phase: store.PhaseStuck}
+	needs := status.Host{Host: "n", Phase: store.PhaseIdle, RebootRequired: true}
+	idle := status.Host{Host: "i", Phase: store.PhaseIdle}
+	tests := []struct {
+		name      string
+		view      status.View
+		state     string
+		headline  string
+		wantCount map[string]int
+	}{
+		{"every host held", status.View{Policy: leads, Hosts: []status.Host{held, idle}}, RolloutHeld,
+			"Held: every host that needs a reboot waits on a hold (1 host); see why on each", map[string]int{HostHeld: 1, HostIdle: 1}},
+		{"moving", status.View{Policy: leads, Hosts: []status.Host{held, queued, out}}, RolloutRunning,
+			"Rolling: 1 out of service, 1 queued, 1 held", map[string]int{HostHeld: 1, HostQueued: 1, HostOut: 1}},
+		{"paused", status.View{Policy: leads, Paused: true, PauseReason: "lunch", Hosts: []status.Host{queued, needs}}, RolloutPaused,
+			"Paused (lunch): no new reboot starts (2 hosts waiting); rollboot resume lifts it", map[string]int{HostQueued: 1, HostNeeds: 1}},
+		{"frozen", status.View{Policy: &status.Policy{Leader: "c1", Problem: "bad"}, Hosts: []status.Host{queued}}, RolloutFrozen,
+			"Frozen: the stored policy cannot be used, no new reboot starts (1 host waiting)", map[string]int{HostQueued: 1}},
+		{"no coordinator has led", status.View{Policy: &status.Policy{}, Hosts: []status.Host{needs}}, RolloutNoLeader,
+			"No coordinator leads: nothing moves (1 host waiting)", map[string]int{HostNeeds: 1}},
+		{"the leader is gone", status.View{Policy: &status.Policy{Leader: "c1", LeaderGone: true}, Hosts: []status.Host{needs, queued}},
+			RolloutNoLeader, "No coordinator leads: c1 no longer holds the election lock; nothing moves (2 hosts waiting)",
+			map[string]int{HostNeeds: 1, HostQueued: 1}},
+		{"only stuck", status.View{Policy: leads, Hosts: []status.Host{stuck, held}}, RolloutStuck,
+			"Stuck: 1 host, holding their slots (rollboot release HOST frees one)", map[string]int{HostStuck: 1, HostHeld: 1}},
+		{"idle", status.View{Policy: leads, Hosts: []status.Host{idle}}, RolloutIdle, "Idle: no host needs a reboot", map[string]int{HostIdle: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Build(Input{Now: t0, View: tt.view})
+			if p.Rollout != tt.state || p.Headline != tt.headline {
+				t.Errorf("rollout %q %q\nwant %q %q", p.Rollout, p.Headline, tt.state, tt.headline)
+			}
+			if !reflect.DeepEqual(p.Counts, tt.wantCount) {
+				t.Errorf("counts %v, want %v", p.Counts, tt.wantCount)
+			}
+		})
+	}
+}
+
+// Held hosts are counted by the kind of their hold; a hold of unknown kind
+// (a plan of an older rollboot) counts as "other".
+func TestHeldBy(t *testing.T) {
+	view := status.View{Policy: &status.Policy{Leader: "c1"}, Hosts: []status.Host{
+		{Host: "a", Phase: store.PhasePending, Held: true, HoldKind: "alerts"},
+		{Host: "b", Phase: store.PhasePending, Held: true, HoldKind: "alerts"},
+		{Host: "c", Phase: store.PhasePending, Held: true},
+		{Host: "d", Phase: store.PhasePending},
+	}}
+	p := Build(Input{Now: t0, View: view})
+	if want := map[string]int{"alerts": 2, HoldOther: 1}; !reflect.DeepEqual(p.HeldBy, want) {
+		t.Errorf("held by %v, want %v", p.HeldBy, want)
+	}
+	if p.Rows["a"].Hold != "alerts" || p.Rows["d"].Hold != "" {
+		t.Errorf("rows %+v", p.Rows)
 	}
 }

@@ -23,22 +23,23 @@ type Source struct {
 	// Process names the process that serves the page (its host).
 	Process string
 	// Metrics is the process's registry: whether this process leads
-	// (rollboot_leader) and, while it does, the slot limits of its last pass
-	// (rollboot_group_slots_limit). nil: neither is known.
+	// (rollboot_leader). nil: not known.
 	Metrics prometheus.Gatherer
 	// Resync is how often the page is read again without a change seen (the
 	// agents' allocations and nodes are not watched); default 10s.
 	Resync time.Duration
 }
 
-// Leader texts.
+// Leader texts: whether the process that serves the page leads.
 const (
-	LeaderThis    = "this process leads"
-	LeaderOther   = "this process is a candidate and does not lead"
-	LeaderUnknown = "not known to this process"
+	LeaderThis    = "leads"
+	LeaderOther   = "standby: another coordinator leads or none does"
+	LeaderUnknown = "not known"
 )
 
-// Read reads the page at now.
+// Read reads the page at now. Every coordinator reads the same stored state,
+// so every coordinator serves the same page whichever leads; only whether
+// this process leads is its own.
 func (s Source) Read(ctx context.Context, now time.Time) (Page, error) {
 	v, err := status.Read(ctx, s.Status, now)
 	if err != nil {
@@ -50,45 +51,30 @@ func (s Source) Read(ctx context.Context, now time.Time) (Page, error) {
 			return Page{}, fmt.Errorf("read history: %w", err)
 		}
 	}
-	leader, limits := fromMetrics(s.Metrics)
-	return Build(Input{Now: now, Process: s.Process, Leader: leader, View: v, History: hist, SlotsLimit: limits}), nil
+	return Build(Input{Now: now, Process: s.Process, Leader: leads(s.Metrics), View: v, History: hist}), nil
 }
 
-// fromMetrics reads whether this process leads and, if it does, the slot
-// limits of its last pass, from its own registry.
-func fromMetrics(g prometheus.Gatherer) (leader string, limits map[string]int) {
+// leads tells whether this process leads, from its own registry.
+func leads(g prometheus.Gatherer) string {
 	if g == nil {
-		return LeaderUnknown, nil
+		return LeaderUnknown
 	}
 	mfs, err := g.Gather()
 	if err != nil {
-		return LeaderUnknown, nil
+		return LeaderUnknown
 	}
-	leader = LeaderUnknown
-	limits = map[string]int{}
 	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "rollboot_leader":
-			leader = LeaderOther
-			for _, m := range mf.GetMetric() {
-				if m.GetGauge().GetValue() == 1 {
-					leader = LeaderThis
-				}
-			}
-		case "rollboot_group_slots_limit":
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "group" {
-						limits[l.GetValue()] = int(m.GetGauge().GetValue())
-					}
-				}
+		if mf.GetName() != "rollboot_leader" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetGauge().GetValue() == 1 {
+				return LeaderThis
 			}
 		}
+		return LeaderOther
 	}
-	if leader != LeaderThis {
-		return leader, nil // a candidate that does not lead has cleared them
-	}
-	return leader, limits
+	return LeaderUnknown
 }
 
 // MinResync is the shortest Resync a process's page takes (a coordinator's

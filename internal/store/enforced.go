@@ -2,13 +2,14 @@ package store
 
 import (
 	"context"
+	"maps"
 	"time"
 )
 
 // Enforcement is what the leading coordinator enforces, <prefix>/coordinator:
 // who leads and which version of the stored policy it decides with. The
 // coordinator writes it when it starts to lead and when that changes, never
-// on every pass; `rollboot status` reads it.
+// on every pass; `rollboot status` and the status page read it.
 type Enforcement struct {
 	// Leader is the leading coordinator's identity (host name and process).
 	Leader string
@@ -29,7 +30,13 @@ type Enforcement struct {
 	// NodeWatch, when set, says that the leader follows the nodes with
 	// blocking queries because Nomad's node event stream cannot be had, and
 	// why; "" while the stream works (or was never configured).
-	NodeWatch   string
+	NodeWatch string
+	// Slots is each group's slot limit (policy.Slots of its size) as the
+	// leader's last pass computed it, by group name: every group of the
+	// enforced policy and no other. Every coordinator's status page shows it,
+	// not only the leader's (docs/status-page.md). Empty until the leader's
+	// first pass, or from a rollboot that did not write it.
+	Slots       map[string]int
 	ModifyIndex uint64
 }
 
@@ -41,6 +48,7 @@ var enforcementCodec = codec[Enforcement]{version: 1, fields: []field[Enforcemen
 	instant("since", func(e *Enforcement) *time.Time { return &e.Since }, false),
 	counter("lock_index", func(e *Enforcement) *uint64 { return &e.LockIndex }),
 	text("node_watch", func(e *Enforcement) *string { return &e.NodeWatch }),
+	object("slots", func(e *Enforcement) *map[string]int { return &e.Slots }, noEntries[string, int]),
 }}
 
 // LeaderLockIndex is the ModifyIndex of the election lock's variable, which
@@ -79,5 +87,5 @@ func (s *Store) PutEnforcement(ctx context.Context, e Enforcement, checkIndex ui
 // Equal reports whether e and o say the same, but for when and the index.
 func (e Enforcement) Equal(o Enforcement) bool {
 	return e.Leader == o.Leader && e.PolicyVersion == o.PolicyVersion && e.PolicyProblem == o.PolicyProblem &&
-		e.NodeWatch == o.NodeWatch
+		e.NodeWatch == o.NodeWatch && maps.Equal(e.Slots, o.Slots)
 }

@@ -141,6 +141,7 @@ type Plan struct {
 	NextTry        time.Time
 	LastError      string
 	Waiting        string               // why the host is not moving, as the coordinator last saw it
+	WaitingKind    string               // its kind (phase.WaitKind.Name), written with it
 	Timeline       map[string]time.Time // first time each phase was entered for this grant
 	Forced         bool                 // the drain hit its deadline and was forced
 	// DrainedIndex is the node's ModifyIndex when its drain completed: a "Node
@@ -235,7 +236,7 @@ type HistoryRecord struct {
 	Host    string
 	Group   string
 	GrantID string
-	Outcome string // "rebooted", "released", "canceled", "failed", "abandoned", "interrupted"
+	Outcome string // "rebooted", "released", "canceled", "failed", "abandoned", "interrupted", "held"
 	Reason  string
 	// RequestedBy is who asked for the reboot by hand (`rollboot request`, a
 	// FleetLock client): the request's By; "" when the host's agent found the
@@ -322,6 +323,7 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	instant("next_try", func(p *Plan) *time.Time { return &p.NextTry }, false),
 	text("last_error", func(p *Plan) *string { return &p.LastError }),
 	text("waiting", func(p *Plan) *string { return &p.Waiting }),
+	text("waiting_kind", func(p *Plan) *string { return &p.WaitingKind }),
 	flag("forced", func(p *Plan) *bool { return &p.Forced }, false),
 	counter("drained_index", func(p *Plan) *uint64 { return &p.DrainedIndex }),
 	instant("servers_stable_since", func(p *Plan) *time.Time { return &p.ServersStableSince }, false),

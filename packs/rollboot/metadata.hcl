@@ -4,6 +4,6 @@ app {
 
 pack {
   name        = "rollboot"
-  description = "rollboot agents as a Nomad system job: safe, automatic, rolling reboots of every client"
+  description = "rollboot coordinator and agents as Nomad jobs: safe, automatic, rolling reboots of every client"
   version     = "0.1.0"
 }

@@ -23,9 +23,9 @@ variable "version" {
 }
 
 variable "release_url" {
-  description = "raw_exec: where the releases are; <release_url>/<version>/ holds the archives and SHA256SUMS."
+  description = "raw_exec, required: base URL where you host scripts/release's output; <release_url>/<version>/ holds rollboot_<version>_linux_<arch>.tar.gz and SHA256SUMS (docs/install.md). Nobody publishes them for you."
   type        = string
-  default     = "https://github.com/rollboot/rollboot/releases/download"
+  default     = ""
 }
 
 variable "image" {
@@ -35,9 +35,9 @@ variable "image" {
 }
 
 variable "token_source" {
-  description = "Where the agent's Nomad token comes from: \"variable\" (the Nomad Variable nomad/jobs/<job_name>, item token), \"vault\" (Vault's Nomad secrets engine) or \"workload_identity\" (the task's identity, with the agent policy attached to the job)."
+  description = "Where the agent's Nomad token comes from: \"workload_identity\" (the task's identity, with the agent policy attached to the job, as rollboot setup attaches it; the shipped jobs' way), \"variable\" (the Nomad Variable nomad/jobs/<job_name>, item token) or \"vault\" (Vault's Nomad secrets engine)."
   type        = string
-  default     = "variable"
+  default     = "workload_identity"
 }
 
 variable "vault_role" {
@@ -74,4 +74,40 @@ variable "telemetry_port" {
   description = "Static host port of the agents' metrics listener, with telemetry_enabled. Let only Prometheus reach it: the metrics name hosts."
   type        = number
   default     = 9464
+}
+
+variable "coordinator_enabled" {
+  description = "Render the coordinator's service job too (deploy/nomad/rollboot-coordinator.nomad.hcl): the one process that decides the rollout."
+  type        = bool
+  default     = true
+}
+
+variable "coordinator_job_name" {
+  description = "Name of the coordinator's job, and of its Nomad service; the Variable token source reads nomad/jobs/<coordinator_job_name> in coordinator_namespace."
+  type        = string
+  default     = "rollboot-coordinator"
+}
+
+variable "coordinator_namespace" {
+  description = "Nomad namespace of the coordinator's job: its own, apart from state_namespace, so that its token variable is apart from the agents'."
+  type        = string
+  default     = "rollboot"
+}
+
+variable "coordinator_count" {
+  description = "Coordinator instances, on distinct hosts (meta.rollboot_coordinator = \"true\"): one leads, the others take over at once."
+  type        = number
+  default     = 2
+}
+
+variable "coordinator_telemetry" {
+  description = "Serve the coordinator's /metrics and status page on a dynamic port of its group, registered as the Nomad service <coordinator_job_name> (provider nomad) for Prometheus's nomad_sd_configs."
+  type        = bool
+  default     = true
+}
+
+variable "coordinator_vault_secret_path" {
+  description = "token_source = \"vault\": the Nomad secrets engine path that issues rollboot-coordinator tokens."
+  type        = string
+  default     = "nomad/creds/rollboot-coordinator"
 }

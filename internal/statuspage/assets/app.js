@@ -53,13 +53,14 @@
     const title = el("span", "name", name);
     const slots = el("span", "slots");
     const counts = el("span", "counts");
-    s.append(title, slots, counts);
+    const states = el("span", "states");
+    s.append(title, slots, counts, states);
     const body = el("div", "body");
     const axis = el("div", "axis");
     axis.append(el("span", "", "host"), el("span", "", "phase"), el("span", "", "since"), el("div", "ticks"), el("span", "", "why it waits"));
     body.append(axis);
     d.append(s, body);
-    g = { el: d, slots, counts, body, ticks: axis.children[3], rows: new Map(), order: "" };
+    g = { el: d, name, slots, counts, states, body, ticks: axis.children[3], rows: new Map(), order: "" };
     groups.set(name, g);
     // Insert in name order.
     const after = [...groups.keys()].sort().find((n) => n > name && groups.get(n).el.isConnected);
@@ -67,26 +68,48 @@
     return g;
   }
 
+  // STATES are the hosts' states the page tells apart, in the order counted.
+  const STATES = [["out_of_service", "out of service"], ["queued", "queued"], ["needs_reboot", "needs a reboot"],
+    ["held", "held"], ["stuck", "stuck"], ["idle", "idle"]];
+  const stateText = new Map(STATES);
+  const plural = (n, one, many) => n + " " + (n === 1 ? one : many);
+
   function row(host) {
     let r = rows.get(host);
     if (r) return r;
     const e = el("div", "row");
     e.dataset.host = host;
-    const cells = { host: el("span", "host", host), phase: el("span", "phase"), since: el("span", "since"), tl: el("div", "tl"), why: el("span", "why") };
+    // The reason: one line, the whole of it on demand (a click on it).
+    const why = el("details", "why");
+    const whyLine = el("summary");
+    const whyFull = el("div", "full");
+    why.append(whyLine, whyFull);
+    whyFull.addEventListener("click", () => { why.open = false; });
+    const state = el("span", "state");
+    const phaseCell = el("span", "phasecell");
+    const phase = el("span", "phase");
+    phaseCell.append(phase, state);
+    const cells = { host: el("span", "host", host), phase, state, phaseCell, since: el("span", "since"), tl: el("div", "tl"), why, whyLine, whyFull };
     cells.host.title = host;
-    e.append(cells.host, cells.phase, cells.since, cells.tl, cells.why);
+    e.append(cells.host, phaseCell, cells.since, cells.tl, why);
     r = { el: e, group: null, cells, text: {}, sig: "", search: "" };
     rows.set(host, r);
     return r;
   }
 
-  function updateRow(r, h, cycles) {
+  function updateRow(r, h, cycles, st, hold) {
     const c = r.cells;
     const phase = h.phase, w = why(h);
     if (r.text.phase !== phase) { c.phase.textContent = phase; c.phase.className = "phase p-" + phase; r.el.dataset.phase = phase; r.text.phase = phase; }
+    if (r.text.state !== st) {
+      r.text.state = st;
+      r.el.className = "row s-" + st; // the state's badge and colours follow it (style.css)
+      setText(c.state, st === "idle" ? "" : stateText.get(st) || st);
+    }
+    if (r.text.hold !== hold) { r.text.hold = hold; c.state.title = hold ? "held by: " + hold : ""; }
     const since = h.since ? clock(Date.parse(h.since)) : "-";
     setText(c.since, since);
-    if (r.text.why !== w) { c.why.textContent = w || "-"; c.why.title = w; r.text.why = w; }
+    if (r.text.why !== w) { setText(c.whyLine, w || "-"); setText(c.whyFull, w); c.why.classList.toggle("empty", !w); r.text.why = w; }
     const sig = JSON.stringify(cycles || []);
     if (sig !== r.sig) {
       r.sig = sig;
@@ -105,7 +128,7 @@
         });
       }
     }
-    r.search = (h.host + " " + (h.group || NOGROUP) + " " + phase + " " + w).toLowerCase();
+    r.search = (h.host + " " + (r.group ? r.group.name : NOGROUP) + " " + phase + " " + (stateText.get(st) || "") + " " + (hold || "") + " " + w).toLowerCase();
   }
 
   function matches(r) { return !filter || r.search.includes(filter); }
@@ -115,33 +138,55 @@
     for (const g of groups.values()) countGroup(g);
   }
 
+  // stateCounts says how many hosts are in each state but idle, e.g. "2 held, 1 queued".
+  function stateCounts(counts) {
+    return STATES.filter(([k]) => k !== "idle" && counts[k]).map(([k, t]) => counts[k] + " " + t).join(", ");
+  }
+
   function countGroup(g) {
     if (!g.data) return;
     let shown = 0;
     for (const r of g.rows.values()) if (!r.el.hidden) shown++;
     const phases = Object.entries(g.data.phases).sort().map(([p, n]) => n + " " + p).join(", ");
+    const states = stateCounts(g.data.states || {});
     const f = filter ? " — " + shown + " of " + g.data.hosts + " match" : "";
-    setText(g.counts, g.data.hosts + " hosts: " + phases + f);
+    setText(g.counts, plural(g.data.hosts, "host", "hosts") + (phases ? ": " + phases : "") + f);
+    setText(g.states, states);
+    if (g.states.hidden !== !states) g.states.hidden = !states;
   }
 
   function summary(d) {
     const v = d.status;
-    const active = v.hosts.filter((h) => ["draining", "drained", "rebooting", "rejoining", "stuck"].includes(h.phase)).length;
     const fields = [
-      ["Coordinator", d.coordinator],
-      ["Policy", d.policy],
-      ["This process leads", d.leader],
+      ["Leader", d.coordinator],
+      ["This process", d.leader],
       ["Served by", d.process || "-"],
-      ["Rollout", v.paused ? "paused" : "running"],
+      ["Policy", d.policy],
       ["Hosts", String(v.hosts.length)],
-      ["Out of service", String(active)],
-      ["Need a reboot", String(v.hosts.filter((h) => h.reboot_required || h.phase !== "idle").length)],
     ];
     const dl = $("summary");
     if (dl.children.length !== fields.length) {
       dl.replaceChildren(...fields.map(() => { const w = el("div"); w.append(el("dt"), el("dd")); return w; }));
     }
     fields.forEach(([k, val], i) => { setText(dl.children[i].children[0], k); setText(dl.children[i].children[1], val); });
+    const head = $("headline");
+    head.className = "headline r-" + d.rollout;
+    head.dataset.rollout = d.rollout;
+    setText(head, d.headline);
+    const counts = $("counts");
+    const parts = STATES.filter(([k]) => d.counts[k]).map(([k, t]) => {
+      const e = el("span", "count s-" + k, d.counts[k] + " " + t);
+      e.dataset.state = k;
+      return e;
+    });
+    const held = Object.entries(d.held_by || {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    if (held.length) {
+      const e = el("span", "heldby", "held by: " + held.map(([k, n]) => k + " " + n).join(", "));
+      e.title = "the kinds of the holds: the reason label of rollboot_hosts_waiting (docs/metrics.md)";
+      parts.push(e);
+    }
+    const sig = parts.map((e) => e.textContent).join("|");
+    if (counts.dataset.sig !== sig) { counts.dataset.sig = sig; counts.replaceChildren(...parts); }
     const banner = $("banner");
     if (d.error) { banner.className = "banner"; setText(banner, "Cannot read the rollout's state (showing the last known): " + d.error); banner.hidden = false; }
     else if (v.paused) { banner.className = "banner paused"; setText(banner, "Rollout paused: " + (v.pause_reason || "-")); banner.hidden = false; }
@@ -176,20 +221,21 @@
       const lim = gd.slots_limit === undefined ? "?" : String(gd.slots_limit);
       setText(g.slots, "slots " + gd.slots_used + " / " + lim);
       g.slots.classList.toggle("full", gd.slots_limit !== undefined && gd.slots_used >= gd.slots_limit);
-      g.slots.title = gd.slots_limit === undefined ? "slots in use; the limit is known to the leading coordinator's page" : "slots in use / limit";
+      g.slots.title = gd.slots_limit === undefined ? "slots in use; the limit is not recorded yet (the leader records it after its first pass)" : "slots in use / limit";
     }
     const seen = new Set();
     for (const h of d.status.hosts) {
       seen.add(h.host);
       const r = row(h.host);
-      const gname = h.group || NOGROUP;
+      const info = (d.rows || {})[h.host] || {};
+      const gname = info.group || h.group || NOGROUP;
       const g = group(gname);
       if (r.group !== g) {
         if (r.group) r.group.rows.delete(h.host);
         g.rows.set(h.host, r);
         r.group = g;
       }
-      updateRow(r, h, byHost.get(h.host));
+      updateRow(r, h, byHost.get(h.host), info.state || "idle", info.hold || "");
       r.el.hidden = !matches(r);
     }
     for (const [host, r] of rows) {

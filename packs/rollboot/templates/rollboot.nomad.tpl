@@ -10,6 +10,7 @@
 [[- $token := var "token_source" . -]]
 [[- if and (ne $driver "raw_exec") (ne $driver "docker") ]][[ fail (printf "driver %q: want \"raw_exec\" or \"docker\"" $driver) ]][[ end -]]
 [[- if and (eq $driver "raw_exec") (eq (var "version" .) "") ]][[ fail "driver raw_exec needs version, e.g. v1.2.3" ]][[ end -]]
+[[- if and (eq $driver "raw_exec") (eq (var "release_url" .) "") ]][[ fail "driver raw_exec needs release_url, the base URL where you host scripts/release's output (docs/install.md)" ]][[ end -]]
 [[- if and (eq $driver "docker") (eq (var "image" .) "") ]][[ fail "driver docker needs image, pinned by tag or digest" ]][[ end -]]
 [[- if and (ne $token "variable") (ne $token "vault") (ne $token "workload_identity") ]][[ fail (printf "token_source %q: want \"variable\", \"vault\" or \"workload_identity\"" $token) ]][[ end -]]
 job [[ var "job_name" . | toJson ]] {
