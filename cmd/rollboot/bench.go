@@ -36,7 +36,7 @@ count's rollouts and first passes run once per Nomad request latency. With -roll
 rollout runs N times, the makespan goal judged on their mean: a rollout's figures vary from run
 to run. Not a test: the exit status is 1 when a goal was missed, figures depend on the machine
 (docs/performance.md).`,
-		Args: cobra.NoArgs,
+		Args: noArgs("bench"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd, lf)
 		},

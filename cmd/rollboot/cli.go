@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -61,6 +61,17 @@ type connInfo struct {
 	Address, Namespace, Prefix string
 	TokenSet                   bool
 	Timeout                    time.Duration
+	// token asks Nomad who the token is (whoseToken), once, when a hint
+	// needs it; nil: not asked.
+	token func() tokenInfo
+}
+
+// whose is what Nomad says of the token (tokenUnchecked when not asked).
+func (c connInfo) whose() tokenInfo {
+	if c.token == nil {
+		return tokenInfo{}
+	}
+	return c.token()
 }
 
 func connInfoOf(cfg *config.Compiled, timeout time.Duration) connInfo {
@@ -82,12 +93,7 @@ func explain(err error, c connInfo) error {
 		return fmt.Errorf("%w\nhint: no answer from Nomad at %s within %s: is this the Nomad HTTP API address, and is the server up? (-timeout waits longer)",
 			err, c.Address, c.Timeout)
 	case errors.As(err, &ure) && ure.StatusCode() == 403:
-		token := "the token in NOMAD_TOKEN or nomad.token"
-		if !c.TokenSet {
-			token = "no token is set (NOMAD_TOKEN or nomad.token), and anonymous access"
-		}
-		return fmt.Errorf("%w\nhint: permission denied at %s: %s lacks a policy allowing variables read on %q (and write on %q and %q to change it, on %q to apply a policy) in namespace %q; see deploy/acl/rollboot-operator.policy.hcl",
-			err, c.Address, token, c.Prefix+"/*", c.Prefix+"/control", c.Prefix+"/requests/*", c.Prefix+"/policy", c.Namespace)
+		return fmt.Errorf("%w\nhint: permission denied at %s: %s", err, c.Address, deniedHint(c, c.whose()))
 	case errors.As(err, &oe) && oe.Op == "dial":
 		return fmt.Errorf("%w\nhint: cannot reach Nomad at %s: is the address right and the server up?", err, c.Address)
 	case errors.As(err, &ure) && ure.StatusCode() == 404:
@@ -120,7 +126,8 @@ type clientRun func(cmd *cobra.Command, args []string, n nomadConn) error
 
 // clientCommand makes cmd a command that talks to Nomad: it takes -timeout
 // (every request of the command ends by then), loads the configuration cf names,
-// warns when there is no rollboot state at the namespace and prefix it looks at,
+// refuses when there is no rollboot state at the namespace and prefix it looks at
+// (unless cmd is annotated emptyStateOK),
 // runs run with what it loaded, and explains Nomad's errors. untimed, when not
 // nil, says whether this run goes on until interrupted (status -watch): the
 // command's context then has no deadline, and each of its reads takes -timeout
@@ -145,6 +152,7 @@ func clientCommand(cf *configFlags, cmd *cobra.Command, run clientRun, untimed f
 			return err
 		}
 		n := nomadConn{cfg: cfg, client: client, timeout: timeout}
+		c.token = sync.OnceValue(func() tokenInfo { return whoseToken(ctx, client.ACLTokens()) })
 		if err := checkState(ctx, cmd, n.store(), c); err != nil {
 			return explain(err, c)
 		}
@@ -159,8 +167,8 @@ func clientCommand(cf *configFlags, cmd *cobra.Command, run clientRun, untimed f
 
 // addressOf is the Nomad address the flags and environment name, before validation.
 func addressOf(cf configFlags) string {
-	if cf.address != "" {
-		return cf.address
+	if a, ok := cf.nomadFlags()["address"]; ok {
+		return a
 	}
 	cfg := config.Default()
 	if cf.path != "" {
@@ -172,36 +180,37 @@ func addressOf(cf configFlags) string {
 	return cfg.Nomad.Address
 }
 
-// checkState warns on stderr when the namespace and prefix hold no rollboot
-// state at all: most often a wrong -prefix or NOMAD_NAMESPACE.
+// emptyStateOK is the annotation of a command that may run where the
+// namespace and prefix hold no rollboot state yet: the first `policy apply`.
+const emptyStateOK = "rollboot/empty-state-ok"
+
+// checkState refuses to go on when the namespace and prefix hold no rollboot
+// state at all (most often a wrong -prefix or -namespace): an empty table, or
+// a pause nobody reads, would look like success.
 func checkState(ctx context.Context, cmd *cobra.Command, st *store.Store, c connInfo) error {
-	empty, err := stateEmpty(ctx, st)
-	if err != nil || !empty {
+	if cmd.Annotations[emptyStateOK] != "" {
+		return nil
+	}
+	ok, err := st.HasState(ctx)
+	if err != nil || ok {
 		return err
 	}
-	warnEmpty(cmd.ErrOrStderr(), c)
-	return nil
+	return emptyStateError(c)
 }
 
-func stateEmpty(ctx context.Context, st *store.Store) (bool, error) {
-	hosts, _, err := st.Hosts(ctx, 0, 0)
-	if err != nil || len(hosts) > 0 {
-		return false, err
+func emptyStateError(c connInfo) error {
+	where := fmt.Sprintf("under prefix %q in namespace %q at %s", c.Prefix, c.Namespace, c.Address)
+	switch t := c.whose(); t.kind {
+	case tokenInvalid, tokenAnonymous:
+		// Nomad lists nothing to a token it does not know or to anonymous
+		// requests: the token, not the prefix, is what to fix.
+		return fmt.Errorf("no rollboot state visible %s: %s", where, deniedHint(c, t))
+	case tokenKnown:
+		return fmt.Errorf("no rollboot state %s (no variable at all): check -prefix or state.prefix, -namespace, NOMAD_NAMESPACE or nomad.namespace, and that token %q may read them (Nomad lists only the variables a token may read; %s grants it); on a new cluster, state appears once an agent runs or `rollboot policy apply` stores a policy",
+			where, t.name, operatorPolicy)
 	}
-	plans, err := st.Plans(ctx)
-	if err != nil || len(plans) > 0 {
-		return false, err
-	}
-	return true, nil
-}
-
-func warnEmpty(w io.Writer, c connInfo) {
-	token := "the token may read them"
-	if !c.TokenSet {
-		token = "no token is set (NOMAD_TOKEN or nomad.token)"
-	}
-	fmt.Fprintf(w, "Warning: no rollboot state found under prefix %q in namespace %q at %s (no host records, no plans): check -prefix or state.prefix, NOMAD_NAMESPACE or nomad.namespace, and that %s: Nomad lists only the variables a token may read.\n",
-		c.Prefix, c.Namespace, c.Address, token)
+	return fmt.Errorf("no rollboot state %s (no variable at all): check -prefix or state.prefix, -namespace, NOMAD_NAMESPACE or nomad.namespace; on a new cluster, state appears once an agent runs or `rollboot policy apply` stores a policy",
+		where)
 }
 
 // hostCheck checks the host a command names before anything is stored.

@@ -39,6 +39,11 @@ func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
+func withTokenOf(c connInfo, t tokenInfo) connInfo {
+	c.token = func() tokenInfo { return t }
+	return c
+}
+
 func TestExplain(t *testing.T) {
 	c := connInfo{Address: "http://nomad:4646", Namespace: "ops", Prefix: "rollboot/prod", Timeout: 30 * time.Second}
 	withToken := c
@@ -56,7 +61,11 @@ func TestExplain(t *testing.T) {
 		{"net timeout", fmt.Errorf("read: %w", timeoutErr{}), c, []string{"no answer from Nomad"}},
 		{"403 without a token", nomadError(t, 403), c,
 			[]string{"permission denied at http://nomad:4646", "no token is set", `"rollboot/prod/*"`, `"rollboot/prod/control"`, `"rollboot/prod/requests/*"`, `"rollboot/prod/policy"`, `namespace "ops"`, "rollboot-operator.policy.hcl"}},
-		{"403 with a token", nomadError(t, 403), withToken, []string{"the token in NOMAD_TOKEN or nomad.token lacks a policy"}},
+		{"403 with a token", nomadError(t, 403), withToken, []string{"the token lacks variables read on", "rollboot-operator.policy.hcl"}},
+		{"403 with an unknown token", nomadError(t, 403), withTokenOf(withToken, tokenInfo{kind: tokenInvalid}),
+			[]string{"does not know the token given", "another region"}},
+		{"403 with a known token", nomadError(t, 403), withTokenOf(withToken, tokenInfo{kind: tokenKnown, name: "ci", policies: []string{"ro"}}),
+			[]string{`token "ci" (policies: ro) lacks variables read on "rollboot/prod/*"`}},
 		{"404", nomadError(t, 404), c, []string{"not found at http://nomad:4646", "Nomad HTTP API address"}},
 		{"refused", fmt.Errorf("list: %w", dial), c, []string{"cannot reach Nomad at http://nomad:4646"}},
 		{"500 as is", nomadError(t, 500), c, nil},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,9 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/spf13/cobra"
 
 	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/daemon"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
@@ -174,9 +177,13 @@ func TestSetupLogsConfigurationWithoutToken(t *testing.T) {
 	var out bytes.Buffer
 	cmd := &cobra.Command{Use: "agent"}
 	cmd.SetErr(&out)
-	cfg, _, err := setup(cmd, cf, &logFlags{level: "info"})
+	cfg, logger, err := setup(cmd, cf, &logFlags{level: "info"}, "agent")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A refused token is logged once, naming the agent's policy file.
+	for range 3 {
+		logger.Warn("watch plan failed", "err", errors.New("Unexpected response code: 403 (Permission denied)"))
 	}
 	if cfg.Nomad.Token.Reveal() != token {
 		t.Fatal("the token was not loaded")
@@ -186,9 +193,35 @@ func TestSetupLogsConfigurationWithoutToken(t *testing.T) {
 		!strings.Contains(log, "config.state_prefix=web") {
 		t.Errorf("log:\n%s", log)
 	}
+	if strings.Count(log, "403") != 1 || !strings.Contains(log, "deploy/acl/rollboot-agent.policy.hcl") {
+		t.Errorf("a refusal repeated three times, logged as:\n%s", log)
+	}
 	if strings.Contains(log, token) || strings.Contains(log, "s3cr3t") {
 		t.Errorf("the log shows the token:\n%s", log)
 	}
+	// The version check, which every shipped policy refuses (no agent rule)
+	// and which goes on without it, stays a warning and names no policy.
+	out.Reset()
+	if err := daemon.CheckNomadVersion(refusedSelf{}, logger); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, versionUnchecked) || strings.Contains(got, "fix=") {
+		t.Errorf("the version check refused, logged as:\n%s", got)
+	}
+	if got := aclPolicyFile(cfg, "coordinator"); got != "deploy/acl/rollboot-coordinator.policy.hcl" {
+		t.Errorf("the coordinator's policy file: %q", got)
+	}
+	cfg.Coordinator.Enabled = true
+	if got := aclPolicyFile(cfg, "agent"); got != "deploy/acl/rollboot-agent-candidate.policy.hcl" {
+		t.Errorf("a candidate agent's policy file: %q", got)
+	}
+}
+
+// refusedSelf is a Nomad agent that refuses the token /v1/agent/self.
+type refusedSelf struct{}
+
+func (refusedSelf) Self() (*api.AgentSelf, error) {
+	return nil, errors.New("failed querying self endpoint: Unexpected response code: 403 (Permission denied)")
 }
 
 // A command that talks to Nomad gets the configuration and client clientCommand
@@ -201,7 +234,7 @@ func TestClientCommandHandsOverItsConfiguration(t *testing.T) {
 	defer sim.Close()
 	var got *config.Compiled
 	var cf configFlags
-	cmd := clientCommand(&cf, &cobra.Command{Use: "probe"}, func(_ *cobra.Command, _ []string, n nomadConn) error {
+	cmd := clientCommand(&cf, &cobra.Command{Use: "probe", Annotations: map[string]string{emptyStateOK: "yes"}}, func(_ *cobra.Command, _ []string, n nomadConn) error {
 		if n.client == nil {
 			t.Error("no client")
 		}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +26,8 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 		Short: short,
 		Args:  args,
 	}
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: what was done, to which host, and by whom")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
 		st := n.store()
 		if check != nil {
@@ -40,15 +45,39 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 		if err != nil {
 			return err
 		}
+		if asJSON {
+			return writeControlJSON(cmd.OutOrStdout(), cmd.Name(), args, msg, by)
+		}
 		fmt.Fprintln(cmd.OutOrStdout(), msg)
 		return nil
 	}, nil)
 }
 
+// writeControlJSON writes what a control command did, as -json prints it:
+// the command, its host (if any), its message, and who made the change when
+// it records that.
+func writeControlJSON(w io.Writer, command string, args []string, msg string, by func() string) error {
+	out := struct {
+		Command string `json:"command"`
+		Host    string `json:"host,omitempty"`
+		Message string `json:"message"`
+		By      string `json:"by,omitempty"`
+	}{Command: command, Message: msg}
+	if len(args) > 0 {
+		out.Host = args[0]
+	}
+	if command != "resume" {
+		out.By = by()
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
 // oneHost takes the name of one host, and says what is missing otherwise
 // (cobra's "accepts 1 arg(s), received 0" names nothing).
 func oneHost(verb string) cobra.PositionalArgs {
-	return oneArg(verb, "HOST", "host", " (rollboot status lists the hosts)")
+	return oneArg(verb, "HOST", "host's name", " (rollboot status lists the hosts)")
 }
 
 // oneArg takes one argument, a what, shown as ARG in the usage of `rollboot
@@ -57,9 +86,31 @@ func oneArg(verb, arg, what, hint string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		switch {
 		case len(args) == 0:
-			return fmt.Errorf("which %s? rollboot %s %s%s", what, verb, arg, hint)
+			return fmt.Errorf("rollboot %s needs the %s: rollboot %s %s%s", verb, what, verb, arg, hint)
 		case len(args) > 1:
-			return fmt.Errorf("rollboot %s takes one %s, got %d: %q", verb, what, len(args), args)
+			return fmt.Errorf("rollboot %s takes one argument, the %s, got %d: %q (rollboot %s %s)", verb, what, len(args), args, verb, arg)
+		}
+		return nil
+	}
+}
+
+// maxOneArg takes at most one argument, shown as ARG in the usage of
+// `rollboot verb [ARG]`.
+func maxOneArg(verb, arg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return fmt.Errorf("rollboot %s takes at most one %s, got %d: %q (rollboot %s [%s])", verb, strings.ToLower(arg), len(args), args, verb, arg)
+		}
+		return nil
+	}
+}
+
+// noArgs refuses arguments, saying that the command takes none (cobra's
+// NoArgs says "unknown command").
+func noArgs(verb string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("rollboot %s takes no argument, got %q (flags start with -; rollboot %s -h lists them)", verb, args, verb)
 		}
 		return nil
 	}
@@ -99,6 +150,10 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 				c.Cancels = map[string]time.Time{}
 			}
 			c.Cancels[args[0]] = time.Now().UTC()
+			if c.CanceledBy == nil {
+				c.CanceledBy = map[string]string{}
+			}
+			c.CanceledBy[args[0]] = by()
 			what := "Manual reboot request of " + args[0] + " canceled"
 			if !requested {
 				what = "No manual request of " + args[0] + " was made: its agent's current need, if any, is canceled"
@@ -109,9 +164,9 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 
 func newPauseCmd(cf *configFlags) *cobra.Command {
 	var reason string
-	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", cobra.NoArgs, nil,
-		func(_ []string, c *store.Control, _ func() string) (string, error) {
-			c.Paused, c.PauseReason, c.PausedAt = true, reason, time.Now().UTC()
+	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", noArgs("pause"), nil,
+		func(_ []string, c *store.Control, by func() string) (string, error) {
+			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = true, reason, time.Now().UTC(), by()
 			return "Rollout paused.", nil
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why (shown in status)")
@@ -119,9 +174,9 @@ func newPauseCmd(cf *configFlags) *cobra.Command {
 }
 
 func newResumeCmd(cf *configFlags) *cobra.Command {
-	return controlCmd(cf, "resume", "Resume a paused rollout", cobra.NoArgs, nil,
+	return controlCmd(cf, "resume", "Resume a paused rollout", noArgs("resume"), nil,
 		func(_ []string, c *store.Control, _ func() string) (string, error) {
-			c.Paused, c.PauseReason, c.PausedAt = false, "", time.Time{}
+			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = false, "", time.Time{}, ""
 			return "Rollout resumed.", nil
 		})
 }
@@ -133,6 +188,10 @@ func newReleaseCmd(cf *configFlags) *cobra.Command {
 				c.Releases = map[string]time.Time{}
 			}
 			c.Releases[args[0]] = time.Now().UTC()
+			if c.ReleasedBy == nil {
+				c.ReleasedBy = map[string]string{}
+			}
+			c.ReleasedBy[args[0]] = by()
 			return "Release of " + args[0] + " asked; the coordinator carries it out.", nil
 		})
 }

@@ -25,7 +25,7 @@ Every readable request, cancel and release left in the control variable moves to
 its host's own variable (<prefix>/requests/<host>); entries that cannot be read
 are dropped and listed; the control variable keeps only the pause flag. A pause
 flag that cannot be read becomes "paused": check the state, then rollboot resume.`,
-		Args: cobra.NoArgs,
+		Args: noArgs("control reset"),
 	}
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
 		rep, err := n.store().ResetControl(cmd.Context())

@@ -12,12 +12,13 @@ import (
 
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/daemon"
+	"github.com/rollboot/rollboot/internal/denied"
 	"github.com/rollboot/rollboot/internal/startpages"
 )
 
 // setup loads the configuration and builds the logger of a long-running command.
 // The effective configuration is logged once, the token masked (config.Secret).
-func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Compiled, *slog.Logger, error) {
+func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags, role string) (*config.Compiled, *slog.Logger, error) {
 	cfg, err := cf.load()
 	if err != nil {
 		return nil, nil, err
@@ -26,6 +27,10 @@ func setup(cmd *cobra.Command, cf *configFlags, lf *logFlags) (*config.Compiled,
 	if err != nil {
 		return nil, nil, err
 	}
+	// A token Nomad refuses is logged once per refusal, naming the policy
+	// the token needs, not at every retry. The Nomad version check is refused
+	// by every shipped policy (no agent rule) and goes on: it stays a warning.
+	log = slog.New(denied.New(log.Handler(), aclPolicyFile(cfg, role), nil, versionUnchecked))
 	log.Info("configuration", "config", cfg)
 	return cfg, log, nil
 }
@@ -39,13 +44,13 @@ Nomad Variables, waits for the coordinator's go-ahead (after the Nomad node is d
 reboots, and reports the new boot ID after boot. With coordinator.enabled = true (off by
 default) it also stands for election as the coordinator, so a Nomad system job of agents is
 a whole deployment.`,
-		Args: cobra.NoArgs,
+		Args: noArgs("agent"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// What initialising the linked packages touched, before anything else
 			// (logged once there is a logger).
 			released, releaseErr := startpages.Release()
 			procs := startAgentProcs()
-			cfg, log, err := setup(cmd, cf, lf)
+			cfg, log, err := setup(cmd, cf, lf, "agent")
 			if err != nil {
 				return err
 			}
@@ -92,9 +97,9 @@ func newCoordinatorCmd(cf *configFlags, lf *logFlags) *cobra.Command {
 		Short: "Run a standalone coordinator candidate",
 		Long: `Run a coordinator without an agent: it stands for election with the Nomad Variable
 lock and, while it leads, decides which hosts may reboot and drains them.`,
-		Args: cobra.NoArgs,
+		Args: noArgs("coordinator"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := setup(cmd, cf, lf)
+			cfg, log, err := setup(cmd, cf, lf, "coordinator")
 			if err != nil {
 				return err
 			}
@@ -115,4 +120,20 @@ lock and, while it leads, decides which hosts may reboot and drains them.`,
 			})
 		},
 	}
+}
+
+// versionUnchecked is the message of daemon.CheckNomadVersion when Nomad
+// refuses the token /v1/agent/self (config_test.go holds them together).
+const versionUnchecked = "cannot read the Nomad agent's version: going on without checking it"
+
+// aclPolicyFile names the shipped ACL policy (deploy/acl) the token of a
+// daemon of role ("agent" or "coordinator") needs.
+func aclPolicyFile(cfg *config.Compiled, role string) string {
+	switch {
+	case role == "coordinator":
+		return "deploy/acl/rollboot-coordinator.policy.hcl"
+	case cfg.Coordinator.Enabled:
+		return "deploy/acl/rollboot-agent-candidate.policy.hcl"
+	}
+	return "deploy/acl/rollboot-agent.policy.hcl (deploy/acl/rollboot-agent-server.policy.hcl on a host running a Nomad, Consul or Vault server)"
 }

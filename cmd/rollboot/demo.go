@@ -37,7 +37,7 @@ With -ui it serves the status page (the rollout timeline live) and prints its UR
 -keep the emulated cluster and its agents keep running after the rollout, until Ctrl-C:
 it prints the NOMAD_ADDR to export so that status, request, pause and sim-ctl can be tried
 against it (docs/walkthrough.md).`,
-		Args: cobra.NoArgs,
+		Args: noArgs("demo"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if printCfg {
 				out := cmd.OutOrStdout()

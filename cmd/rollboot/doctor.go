@@ -44,7 +44,7 @@ error blocks rollouts, 0 with warnings only. The coordinator logs the same findi
 once at start.`,
 		Example: `  rollboot doctor
   rollboot doctor -json | jq '.findings[] | select(.severity != "ok")'`,
-		Args: cobra.NoArgs,
+		Args: noArgs("doctor"),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	cmd.Flags().DurationVar(&timeout, "timeout", DefaultCLITimeout, "give up on Nomad after this long")

@@ -52,7 +52,7 @@ Zincati's app ID, as Zincati computes it (the same as
 systemd-id128 machine-id -a ` + fleetlock.ZincatiAppID + `).
 Set it as the Nomad node meta ` + fleetlock.NodeMetaKey + ` of a node that runs no rollboot agent,
 so that its FleetLock requests drain that node.`,
-		Args: cobra.NoArgs,
+		Args: noArgs("fleetlock-id"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			id, err := fleetlock.MachineFleetLockID(path)
 			if err != nil {

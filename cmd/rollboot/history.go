@@ -14,7 +14,7 @@ func newHistoryCmd(cf *configFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "Show finished reboot cycles: outcome, who and why, and how long each phase took",
-		Args:  cobra.NoArgs,
+		Args:  noArgs("history"),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	cmd.Flags().StringVar(&opt.Host, "host", "", "only this host's cycles")

@@ -30,7 +30,7 @@ would start now, what holds the others, and when each is estimated to start and
 finish (from the durations recorded in history and the group's windows). Nothing
 is written. With -policy FILE, preview a candidate policy and show how it changes
 the plan.`,
-		Args: cobra.NoArgs,
+		Args: noArgs("plan"),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	cmd.Flags().StringVar(&candidate, "policy", "", "preview this candidate policy file and show how it changes the plan")

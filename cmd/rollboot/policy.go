@@ -45,7 +45,7 @@ func newPolicyValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate FILE",
 		Short: "Check a policy file without storing it",
-		Args:  oneArg("policy validate", "FILE", "policy file", ""),
+		Args:  oneArg("policy validate", "FILE", "policy file's path", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := readPolicyFile(args[0])
 			if err != nil {
@@ -72,7 +72,9 @@ changes against the stored version (settings, and hosts whose group changes),
 then store it with check-and-set: refused if someone applied another version
 since it was read, or, with -check-index, if the stored policy's modify index is
 not the one given (0: only if none is stored).`,
-		Args: oneArg("policy apply", "FILE", "policy file", ""),
+		Args: oneArg("policy apply", "FILE", "policy file's path", ""),
+		// The first apply, before any agent runs, finds no state.
+		Annotations: map[string]string{emptyStateOK: "yes"},
 	}
 	cmd.Flags().Uint64Var(&checkIndex, "check-index", 0, "store only if the stored policy's modify index is this one (0: only if none is stored)")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
@@ -138,12 +140,12 @@ func newPolicyShowCmd(cf *configFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Print the stored policy's source and version",
-		Args:  cobra.NoArgs,
+		Args:  noArgs("policy show"),
 	}
 	cmd.Flags().IntVar(&version, "version", 0, "print this previous version (default: the stored one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: the version, its source, who applied it and when, and whether it is the stored one with its modify index")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
-		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
+		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store(), asJSON, `{"stored": false}`)
 		if err != nil || rec == nil {
 			return err
 		}
@@ -183,12 +185,16 @@ func writePolicyJSON(w io.Writer, v store.PolicyVersion, index uint64, current b
 	return enc.Encode(out)
 }
 
-// storedPolicy reads the stored policy; nil (and a message) when none is stored.
-func storedPolicy(cmd *cobra.Command, prefix string, st *store.Store) (*store.PolicyRecord, error) {
+// storedPolicy reads the stored policy; nil when none is stored, after saying
+// so: in words, or, with -json, as the JSON none.
+func storedPolicy(cmd *cobra.Command, prefix string, st *store.Store, asJSON bool, none string) (*store.PolicyRecord, error) {
 	rec, err := st.Policy(cmd.Context())
 	switch {
 	case err == nil:
 		return &rec, nil
+	case errors.Is(err, store.ErrNotFound) && asJSON:
+		fmt.Fprintln(cmd.OutOrStdout(), none)
+		return nil, nil
 	case errors.Is(err, store.ErrNotFound):
 		fmt.Fprintf(cmd.OutOrStdout(), "No policy is stored at %s/policy: the coordinator enforces the safe default (one group \"default\", one host at a time, always open).\n", prefix)
 		return nil, nil
@@ -209,15 +215,22 @@ func writePolicyVersion(w io.Writer, v store.PolicyVersion, index uint64, curren
 }
 
 func newPolicyHistoryCmd(cf *configFlags) *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the stored policy's version and the previous versions kept",
-		Args:  cobra.NoArgs,
+		Args:  noArgs("policy history"),
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: every version kept, newest first, with its source")
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
-		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store())
+		rec, err := storedPolicy(cmd, n.cfg.State.Prefix, n.store(), asJSON, "[]")
 		if err != nil || rec == nil {
 			return err
+		}
+		if asJSON {
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(append([]store.PolicyVersion{rec.PolicyVersion}, rec.History...))
 		}
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "VERSION\tAPPLIED AT\tAPPLIED BY\tFILE")

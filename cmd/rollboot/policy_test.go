@@ -88,9 +88,21 @@ func TestPolicyValidate(t *testing.T) {
 
 func TestPolicyApplyShowHistory(t *testing.T) {
 	p := newPolicyCLI(t)
+	// An agent runs: there is state, and no policy.
+	if _, err := p.st.PutHost(context.Background(), store.HostRecord{Host: "client-1", BootID: "b"}); err != nil {
+		t.Fatal(err)
+	}
 	out := p.must("policy", "show")
 	if !strings.Contains(out, "No policy is stored at rollboot/policy: the coordinator enforces the safe default") {
 		t.Errorf("show with none stored: %q", out)
+	}
+	// -json with none stored is JSON too.
+	var none struct{ Stored *bool }
+	if err := json.Unmarshal([]byte(p.must("policy", "show", "-json")), &none); err != nil || none.Stored == nil || *none.Stored {
+		t.Errorf("show -json with none stored: %v %+v", err, none)
+	}
+	if out := strings.TrimSpace(p.must("policy", "history", "-json")); out != "[]" {
+		t.Errorf("history -json with none stored: %q", out)
 	}
 	out = p.must("policy", "apply", p.file("v1.hcl", cliPolicy))
 	for _, want := range []string{"this file becomes version 1", `+ group "web".filter`, ": default => web", "Policy version 1 applied"} {
@@ -147,6 +159,11 @@ func TestPolicyApplyShowHistory(t *testing.T) {
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "VERSION") || !strings.HasPrefix(lines[1], "2 ") || !strings.HasPrefix(lines[2], "1 ") ||
 		!strings.Contains(lines[2], "v1.hcl") {
 		t.Errorf("history:\n%s", out)
+	}
+	var versions []store.PolicyVersion
+	if err := json.Unmarshal([]byte(p.must("policy", "history", "-json")), &versions); err != nil ||
+		len(versions) != 2 || versions[0].Version != 2 || versions[1].Filename == "" || versions[1].Source == "" {
+		t.Errorf("history -json: %v %+v", err, versions)
 	}
 }
 

@@ -50,7 +50,7 @@ one client that can run the agents' driver. -check shows the changes and exits
 1 if there are any. -server-host-token HOST mints (once) and prints the token
 and systemd steps of a server-only host, which runs rollboot outside Nomad.
 -destroy removes everything setup installed, once no host holds a slot.`,
-		Args: cobra.NoArgs,
+		Args: noArgs("setup"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSetup(cmd, cf, f) },
 	}
 	fs := cmd.Flags()

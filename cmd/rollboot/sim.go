@@ -141,7 +141,7 @@ reboot hosts, set reboot-required sentinels, inject faults and add jobs
 				return cmd.Help()
 			}
 			if rest := cmd.Flags().Args(); len(rest) > 0 {
-				return fmt.Errorf("unexpected arguments: %q", rest)
+				return fmt.Errorf("rollboot sim takes no argument, got %q (flags start with -; rollboot sim -h lists them)", rest)
 			}
 			cfg, err := f.config()
 			if err != nil {

@@ -33,7 +33,7 @@ against the emulator uses "sim-ctl reboot" as its reboot command (docs/emulator.
 	cmd.AddCommand(&cobra.Command{
 		Use:   "reboot HOST",
 		Short: "Reboot a simulated host",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("sim-ctl reboot", "HOST", "simulated host's name", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := client().Reboot(cmd.Context(), args[0])
 			return err
@@ -41,7 +41,7 @@ against the emulator uses "sim-ctl reboot" as its reboot command (docs/emulator.
 	}, &cobra.Command{
 		Use:   "need-reboot HOST",
 		Short: "Create a simulated host's reboot-required sentinel",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("sim-ctl need-reboot", "HOST", "simulated host's name", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := client().SetRebootRequired(cmd.Context(), args[0], "")
 			return err

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/status"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -125,6 +127,31 @@ func TestStatusGolden(t *testing.T) {
 		}
 		return text
 	}
+	if err := st.AppendHistory(ctx, store.HistoryRecord{Host: "client-2", Group: "all", GrantID: "g0", Outcome: "rebooted",
+		Reason: "sentinel file /var/run/reboot-required", BootIDBefore: "boot-0", BootIDAfter: "boot-2",
+		Timeline: map[string]time.Time{store.PhasePending: at.Add(-time.Hour), store.PhaseDraining: at.Add(-50 * time.Minute),
+			store.PhaseRebooting: at.Add(-45 * time.Minute), store.PhaseRejoining: at.Add(-44 * time.Minute)},
+		Finished: at.Add(-40 * time.Minute)}, 10); err != nil {
+		t.Fatal(err)
+	}
 	golden(t, "status.json", run("--json"))
-	golden(t, "status.txt", run())
+	table := run()
+	golden(t, "status.txt", table)
+	for i, l := range strings.Split(table, "\n") {
+		if n := utf8.RuneCountInString(l); n > status.TableWidth {
+			t.Errorf("status.txt line %d has %d columns, more than %d", i+1, n, status.TableWidth)
+		}
+	}
+	golden(t, "status-verbose.txt", run("--verbose"))
+	// One host in full: its reason whole, its request with who made it, its
+	// last cycle.
+	golden(t, "status-host.txt", run("client-2"))
+	golden(t, "status-host.json", run("client-2", "--json"))
+	golden(t, "status-host-lonely.txt", run("lonely"))
+	cmd := newRootCmd()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetArgs([]string{"status", "client-9", "--address", s.Address()})
+	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), `unknown host "client-9"`) || !strings.Contains(err.Error(), `"client-1"`) {
+		t.Errorf("status of an unknown host: %v", err)
+	}
 }

@@ -107,10 +107,14 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// renderStatus renders the view as text or JSON.
-func renderStatus(w io.Writer, v status.View, now time.Time, asJSON bool) error {
-	if asJSON {
+// renderStatus renders the view as JSON, as a table of 100 columns, or,
+// verbose, as a table as wide as its lines.
+func renderStatus(w io.Writer, v status.View, now time.Time, asJSON, verbose bool) error {
+	switch {
+	case asJSON:
 		return status.WriteJSON(w, v)
+	case verbose:
+		return status.WriteWide(w, v, now)
 	}
 	return status.WriteText(w, v, now)
 }

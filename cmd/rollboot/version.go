@@ -16,7 +16,7 @@ func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the rollboot version, commit, build date and Go version",
-		Args:  cobra.NoArgs,
+		Args:  noArgs("version"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return printVersion(cmd.OutOrStdout(), version.Get(), asJSON)
 		},

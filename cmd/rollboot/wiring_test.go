@@ -69,9 +69,9 @@ func TestHostChecks(t *testing.T) {
 		{"release of a host not stuck", []string{"release", host.Name}, `host "` + host.Name + `" is idle, not stuck`},
 		{"pause", []string{"pause"}, ""},
 		{"history of an unknown host", []string{"history", "--host", "nohost"}, `unknown host "nohost"`},
-		{"request without a host", []string{"request"}, "which host? rollboot request HOST (rollboot status lists the hosts)"},
-		{"cancel of two hosts", []string{"cancel", "a", "b"}, `rollboot cancel takes one host, got 2: ["a" "b"]`},
-		{"policy apply without a file", []string{"policy", "apply"}, "which policy file? rollboot policy apply FILE"},
+		{"request without a host", []string{"request"}, "rollboot request needs the host's name: rollboot request HOST (rollboot status lists the hosts)"},
+		{"cancel of two hosts", []string{"cancel", "a", "b"}, `rollboot cancel takes one argument, the host's name, got 2: ["a" "b"] (rollboot cancel HOST)`},
+		{"policy apply without a file", []string{"policy", "apply"}, "rollboot policy apply needs the policy file's path: rollboot policy apply FILE"},
 		{"history of a host never rebooted", []string{"history", "--host", host.Name}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -151,9 +151,10 @@ job "rollboot" {
       }
 
       # The rollboot configuration (docs/configuration.md): host-local settings
-      # only. The policy parts (drain, coordinator, group, window) live in the
-      # coordinator's job. Changing it here is a job update, rolled out like an
-      # upgrade.
+      # only. The rollout policy (groups, windows, drain, rollout rules) is in no
+      # job: it is stored once in the cluster (`rollboot policy apply
+      # deploy/policy.hcl`), and a policy block here stops the agent at start.
+      # Changing this file is a job update, rolled out like an upgrade.
       template {
         destination = "local/rollboot.hcl"
         change_mode = "restart"

@@ -76,6 +76,7 @@ type NomadConfig struct {
 	Region        string
 	Namespace     string // namespace of rollboot's Variables
 	CACert        string
+	CAPath        string
 	ClientCert    string
 	ClientKey     string
 	TLSServerName string

@@ -55,7 +55,7 @@ func setFromEnv(dst reflect.Value, v string) error {
 // fromFile reports whether the value at key was written in a file.
 func (c *Config) fromFile(key string) bool {
 	r, ok := c.pos[key]
-	return ok && r.Filename != "" && !strings.HasPrefix(r.Filename, "$")
+	return ok && r.Filename != "" && !strings.HasPrefix(r.Filename, "$") && !strings.HasPrefix(r.Filename, "-")
 }
 
 // APIConfig returns the configuration of a nomad/api client for this
@@ -69,6 +69,7 @@ func (n *NomadConfig) APIConfig() *api.Config {
 		Namespace: n.Namespace,
 		TLSConfig: &api.TLSConfig{
 			CACert:        n.CACert,
+			CAPath:        n.CAPath,
 			ClientCert:    n.ClientCert,
 			ClientKey:     n.ClientKey,
 			TLSServerName: n.TLSServerName,

@@ -29,6 +29,9 @@ var nomadTable = &table{typ: "nomad", of: reflect.TypeFor[NomadConfig](), settin
 			"nodes rollboot manages."},
 	{name: "ca_cert", field: "CACert", env: "NOMAD_CACERT",
 		doc: "Path to the PEM CA certificate that signed the Nomad servers' certificates."},
+	{name: "ca_path", field: "CAPath", env: "NOMAD_CAPATH",
+		doc: "Path to a directory of PEM CA certificates, one of which signed the Nomad servers' " +
+			"certificates (`ca_cert` wins when both are set, as in the Nomad CLI)."},
 	{name: "client_cert", field: "ClientCert", env: "NOMAD_CLIENT_CERT", check: pairedWith("client_key"),
 		doc: "Path to the PEM client certificate for mutual TLS. Set with `client_key`, both or neither."},
 	{name: "client_key", field: "ClientKey", env: "NOMAD_CLIENT_KEY", check: pairedWith("client_cert"),

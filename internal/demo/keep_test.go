@@ -18,6 +18,9 @@ import (
 // NOMAD_ADDR takes a manual request, which its agents carry out; with UI the
 // status page answers meanwhile. Ctrl-C (ctx) then ends the demo cleanly.
 func TestDemoKeepAndUI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestDemo runs the demo; the full suite (go test -race ./...) runs it again with -keep and -ui")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

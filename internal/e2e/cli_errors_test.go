@@ -176,8 +176,8 @@ func TestCLIHints(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"403 without a token", []string{"status", "-address", acl.Address()},
-			[]string{"permission denied at " + acl.Address(), "no token is set", `"rollboot/*"`, `namespace "default"`}},
+		{"ACLs on without a token", []string{"status", "-address", acl.Address()},
+			[]string{"no rollboot state visible", "no token is set", "ACLs are on at " + acl.Address(), `"rollboot/*"`, `namespace "default"`}},
 		{"404 from something else", []string{"status", "-address", notNomad.URL},
 			[]string{"not found at " + notNomad.URL, "Nomad HTTP API address"}},
 		{"no scheme", []string{"status", "-address", strings.TrimPrefix(sim.Address(), "http://")},
@@ -197,7 +197,7 @@ func TestCLIHints(t *testing.T) {
 	}
 }
 
-// Nomad-style single-dash flags on every command; an empty prefix is a warning
+// Nomad-style single-dash flags on every command; an empty prefix is an error
 // naming the namespace and the prefix.
 func TestCLISingleDashAndEmptyState(t *testing.T) {
 	t.Parallel()
@@ -214,16 +214,13 @@ func TestCLISingleDashAndEmptyState(t *testing.T) {
 		t.Errorf("warnings with state present: %s", r.stderr)
 	}
 	r = runCLI(t, "status", "--json", "--address", sim.Address(), "-prefix", "nothing-here")
-	if r.code != 0 {
-		t.Fatalf("status of an empty prefix: exit %d\n%s", r.code, r.stderr)
+	if r.code != 1 || r.stdout != "" {
+		t.Fatalf("status of an empty prefix: exit %d, want 1 and nothing on stdout\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, w := range []string{"Warning: no rollboot state", `prefix "nothing-here"`, `namespace "default"`} {
+	for _, w := range []string{emptyState, `prefix "nothing-here"`, `namespace "default"`} {
 		if !strings.Contains(r.stderr, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
 		}
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-		t.Errorf("stdout is not JSON with the warning on stderr: %v\n%s", err, r.stdout)
 	}
 	// pause takes single-dash flags too.
 	if r := runCLI(t, "pause", "-reason", "freeze", "-address", sim.Address()); r.code != 0 || !strings.Contains(r.stdout, "paused") {

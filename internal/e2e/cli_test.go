@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +19,45 @@ import (
 // cli runs the rollboot binary against the emulator's cluster address.
 func (c *cluster) cli(args ...string) string {
 	c.t.Helper()
+	if len(args) > 0 && args[0] == "status" && !slices.Contains(args, "--json") {
+		// One line per host: the tests look for a reason in it whole, which
+		// the 100-column table may wrap.
+		args = append(args, "--verbose")
+	}
 	args = append(args, "--address", c.sim.Address())
-	// Only stdout: warnings (such as no state yet) go to stderr.
-	var stderr strings.Builder
-	cmd := exec.Command(rollbootBin, args...)
-	cmd.Stderr = &stderr
-	if tok := mgmtToken(c.sim); tok != "" {
-		cmd.Env = append(os.Environ(), "NOMAD_TOKEN="+tok)
-	}
-	out, err := cmd.Output()
+	out, stderr, err := c.runUntilState(args)
 	if err != nil {
-		c.t.Fatalf("rollboot %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+		c.t.Fatalf("rollboot %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
 	}
-	return string(out)
+	return out
+}
+
+// emptyState is how the CLI refuses a prefix that holds no rollboot state.
+const emptyState = "no rollboot state under prefix"
+
+// runUntilState runs the CLI with the management token (when ACLs are on); a
+// command run before any process stored anything is refused (emptyState): it
+// is run again until the state appears (an agent publishes, a coordinator
+// takes the lock), for up to 30 s. Only stdout is returned as out.
+func (c *cluster) runUntilState(args []string) (out, stderr string, err error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		idx := c.sim.Index()
+		var errb strings.Builder
+		cmd := exec.Command(rollbootBin, args...)
+		cmd.Stderr = &errb
+		if tok := mgmtToken(c.sim); tok != "" {
+			cmd.Env = append(os.Environ(), "NOMAD_TOKEN="+tok)
+		}
+		b, err := cmd.Output()
+		if err == nil || !strings.Contains(errb.String(), emptyState) || time.Now().After(deadline) {
+			return string(b), errb.String(), err
+		}
+		// The state appears with a write: wait for the emulator's index to move.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c.sim.WaitIndex(ctx, idx)
+		cancel()
+	}
 }
 
 type statusJSON struct {
@@ -74,15 +101,11 @@ func (c *cluster) status() statusJSON {
 // tryStatus runs `rollboot status -json`; it may be called from any goroutine.
 func (c *cluster) tryStatus() (statusJSON, error) {
 	var s statusJSON
-	cmd := exec.Command(rollbootBin, "status", "--json", "--address", c.sim.Address())
-	if tok := mgmtToken(c.sim); tok != "" {
-		cmd.Env = append(os.Environ(), "NOMAD_TOKEN="+tok)
-	}
-	out, err := cmd.Output()
+	out, stderr, err := c.runUntilState([]string{"status", "--json", "--address", c.sim.Address()})
 	if err != nil {
-		return s, fmt.Errorf("status --json: %v\n%s", err, out)
+		return s, fmt.Errorf("status --json: %v\n%s%s", err, out, stderr)
 	}
-	if err := json.Unmarshal(out, &s); err != nil {
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		return s, fmt.Errorf("status --json: %v\n%s", err, out)
 	}
 	return s, nil

@@ -137,8 +137,25 @@ type cluster struct {
 	wg     sync.WaitGroup
 }
 
+// shortTests are the cluster tests `go test -short` runs: one whole rollout of
+// real agent processes against the emulator, so that the quick command still
+// reboots a cluster for real. Every other cluster test (and the fault seeds)
+// runs in the full suite, `go test -race ./...` (README).
+var shortTests = map[string]bool{"TestFullRollout": true}
+
+// skipInShort skips t under -short unless its test is one of shortTests. A
+// test that checks what its subtests' clusters did calls it itself, before
+// them; newCluster calls it for every other.
+func skipInShort(t *testing.T) {
+	t.Helper()
+	if top, _, _ := strings.Cut(t.Name(), "/"); testing.Short() && !shortTests[top] {
+		t.Skip("-short: a cluster of real processes; the full suite (go test -race ./...) runs it")
+	}
+}
+
 func newCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
+	skipInShort(t)
 	if o.migrateTime == 0 {
 		o.migrateTime = 100 * time.Millisecond
 	}

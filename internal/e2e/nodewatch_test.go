@@ -24,6 +24,7 @@ import (
 // Run: go test -count=1 -v -run TestRolloutWithoutEventStream ./internal/e2e/
 // (-nodewatch-hosts=50: the 50 hosts, 2 groups of 5 at a time).
 func TestRolloutWithoutEventStream(t *testing.T) {
+	skipInShort(t)
 	type run struct {
 		name     string
 		version  string

@@ -25,6 +25,7 @@ import (
 // then every host must finish exactly one reboot, and the invariants must have held
 // throughout. ROLLBOOT_FAULT_SEED=<n> replays one run.
 func TestRandomFaults(t *testing.T) {
+	skipInShort(t)
 	seeds := []uint64{1, 2, 3, 4}
 	if s := os.Getenv("ROLLBOOT_FAULT_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/store"
@@ -90,15 +89,16 @@ func leaderGone(ctx context.Context, st PolicyStore, e store.Enforcement) (gone 
 	return idx != e.LockIndex, ""
 }
 
-// writePolicy writes the policy lines of the text status.
-func writePolicy(w io.Writer, p Policy) {
+// policy writes the policy lines of the text status.
+func (t text) policy(p Policy) {
 	switch {
 	case p.ReadError != "":
-		fmt.Fprintf(w, "Coordinator: cannot tell which policy it enforces: %s\n", p.ReadError)
+		t.para("Coordinator: ", "cannot tell which policy it enforces: "+p.ReadError)
 	default:
-		fmt.Fprintf(w, "Coordinator: %s\n", p.Coordinator())
+		t.para("Coordinator: ", p.Coordinator())
 	}
-	fmt.Fprintf(w, "Policy: %s\n\n", p.Text())
+	t.para("Policy: ", p.Text())
+	fmt.Fprintln(t.w)
 }
 
 // Leads reports whether a coordinator leads as far as the status can tell:

@@ -86,7 +86,7 @@ func TestLeaderGone(t *testing.T) {
 				t.Errorf("Coordinator() = %q\nwant %q", got, tt.text)
 			}
 			var out bytes.Buffer
-			writePolicy(&out, p)
+			text{w: &out, wide: true}.policy(p)
 			if !bytes.HasPrefix(out.Bytes(), []byte("Coordinator: "+tt.text+"\n")) {
 				t.Errorf("status text:\n%s", out.String())
 			}
@@ -106,7 +106,7 @@ func TestReadPolicy(t *testing.T) {
 		t.Errorf("read %+v", p)
 	}
 	var b bytes.Buffer
-	writePolicy(&b, p)
+	text{w: &b}.policy(p)
 	if want := "Coordinator: cannot tell which policy it enforces: 403 coordinator\nPolicy: none stored\n\n"; b.String() != want {
 		t.Errorf("text %q, want %q", b.String(), want)
 	}

@@ -18,37 +18,96 @@ func WriteJSON(w io.Writer, v View) error {
 	return enc.Encode(v)
 }
 
-// WriteText writes the view as an aligned table, like the nomad CLI, with the
-// time since each phase began at now, followed by what was skipped.
+// WriteText writes the view as an aligned table of TableWidth columns, like
+// the nomad CLI, with the time since each phase began at now, followed by
+// what was skipped; long lines are wrapped, and a host's reason is cut after
+// three lines. A host's node, roles and every detail are in WriteHost.
 func WriteText(w io.Writer, v View, now time.Time) error {
+	return writeView(w, v, now, false)
+}
+
+// WriteWide writes the view as WriteText does, but as wide as it is: one line
+// per host, with its full node ID and roles, nothing wrapped or cut
+// (`status -verbose`, for wide terminals and grep).
+func WriteWide(w io.Writer, v View, now time.Time) error {
+	return writeView(w, v, now, true)
+}
+
+func writeView(w io.Writer, v View, now time.Time, wide bool) error {
+	t := text{w: w, wide: wide}
 	if v.Policy != nil {
-		writePolicy(w, *v.Policy)
+		t.policy(*v.Policy)
 	}
 	if v.Paused {
-		fmt.Fprintf(w, "Rollout paused: %s\n\n", orDash(v.PauseReason))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Host\tGroup\tNode ID\tRoles\tPhase\tSince\tWhy")
-	for _, h := range v.Hosts {
-		since := "-"
-		if !h.Since.IsZero() {
-			since = now.Sub(h.Since).Round(time.Second).String() + " ago"
+		by := ""
+		if v.PausedBy != "" {
+			by = " (paused by " + v.PausedBy + ")"
 		}
-		node := h.NodeID
-		if len(node) > 8 {
-			node = node[:8]
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, orDash(h.Group), orDash(node),
-			orDash(rolesText(h)), h.Phase, since, why(h))
+		t.para("Rollout paused: ", orDash(v.PauseReason)+by)
+		fmt.Fprintln(w)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if wide {
+		if err := writeWideTable(w, v.Hosts, now); err != nil {
+			return err
+		}
+	} else if writeTable(w, v.Hosts, now) {
+		fmt.Fprintln(w, "\n(Cut to fit: rollboot status HOST shows a host in full; -verbose or -json every host.)")
 	}
 	if err := writeSilences(w, v, now); err != nil {
 		return err
 	}
-	writeProblems(w, v)
+	t.problems(v)
 	return nil
+}
+
+// writeWideTable is the table of WriteWide.
+func writeWideTable(w io.Writer, hosts []Host, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Host\tGroup\tNode ID\tRoles\tPhase\tSince\tWhy")
+	for _, h := range hosts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, orDash(h.Group), orDash(h.NodeID),
+			orDash(rolesText(h)), h.Phase, since(h.Since, now), why(h))
+	}
+	return tw.Flush()
+}
+
+// text writes the lines around the table: wrapped within TableWidth, or, wide,
+// each on one line.
+type text struct {
+	w    io.Writer
+	wide bool
+}
+
+// para writes prefix and s, the lines after the first indented as wide as
+// prefix.
+func (t text) para(prefix, s string) {
+	if t.wide {
+		fmt.Fprintln(t.w, prefix+s)
+		return
+	}
+	lines, _ := wrap(s, max(TableWidth-len(prefix), minWhy), 1<<30)
+	for i, l := range lines {
+		if i > 0 {
+			prefix = strings.Repeat(" ", len(prefix))
+		}
+		fmt.Fprintln(t.w, prefix+l)
+	}
+}
+
+// item writes one entry of a list below the table.
+func (t text) item(s string) {
+	if t.wide {
+		fmt.Fprintln(t.w, "  "+s)
+		return
+	}
+	lines, _ := wrap(s, TableWidth-4, 1<<30)
+	for i, l := range lines {
+		indent := "  "
+		if i > 0 {
+			indent = "    "
+		}
+		fmt.Fprintln(t.w, indent+l)
+	}
 }
 
 // rolesText shows the roles, the FleetLock role with the client's id
@@ -126,38 +185,45 @@ func orDash(s string) string {
 	return s
 }
 
-// writeProblems lists what was skipped, below the table.
-func writeProblems(w io.Writer, v View) {
+// problems lists what was skipped, below the table.
+func (t text) problems(v View) {
+	w := t.w
 	if len(v.Ignored) > 0 {
-		fmt.Fprintln(w, "\nIgnored host records:")
+		fmt.Fprintln(w)
+		t.para("", "Ignored host records:")
 		for _, b := range v.Ignored {
-			fmt.Fprintf(w, "  %s: %s\n", b.Host, b.Err)
+			t.item(b.Host + ": " + b.Err)
 		}
 	}
 	if n := len(v.Unbacked); n > 0 {
 		// A count, not the names: anyone holding the agent token can write
 		// any number of them, and the coordinator logs each new one once.
-		fmt.Fprintf(w, "\n%d host record(s) left out: no Nomad node, and no server, FleetLock id or hosts_without_node entry backs them (rollboot forget HOST removes one).\n", n)
+		fmt.Fprintln(w)
+		t.para("", fmt.Sprintf("%d host record(s) left out: no Nomad node, and no server, FleetLock id or hosts_without_node entry backs them (rollboot forget HOST removes one).", n))
 	}
 	if len(v.ControlProblems) > 0 {
-		fmt.Fprintln(w, "\nUnreadable control entries (skipped; rollboot control reset repairs them):")
+		fmt.Fprintln(w)
+		t.para("", "Unreadable control entries (skipped; rollboot control reset repairs them):")
 		for _, p := range v.ControlProblems {
-			fmt.Fprintf(w, "  %s\n", p)
+			t.item(p)
 		}
 	}
 	if len(v.PlanProblems) > 0 {
-		fmt.Fprintln(w, "\nPartly unreadable plans (used with what could be read; the coordinator's next write repairs them):")
+		fmt.Fprintln(w)
+		t.para("", "Partly unreadable plans (used with what could be read; the coordinator's next write repairs them):")
 		for _, b := range v.PlanProblems {
-			fmt.Fprintf(w, "  %s: %s\n", b.Host, b.Err)
+			t.item(b.Host + ": " + b.Err)
 		}
 	}
 	if v.AgentCheck != "" {
-		fmt.Fprintf(w, "\nAgents: %s\n", v.AgentCheck)
+		fmt.Fprintln(w)
+		t.para("Agents: ", v.AgentCheck)
 	}
 	if len(v.MixedVersions) > 0 {
-		fmt.Fprintln(w, "\nAgents run different versions (an upgrade under way?):")
+		fmt.Fprintln(w)
+		t.para("", "Agents run different versions (an upgrade under way?):")
 		for _, c := range v.MixedVersions {
-			fmt.Fprintf(w, "  %s: %d %s\n", c.Version, c.Hosts, plural(c.Hosts, "host", "hosts"))
+			t.item(fmt.Sprintf("%s: %d %s", c.Version, c.Hosts, plural(c.Hosts, "host", "hosts")))
 		}
 	}
 }

@@ -85,7 +85,9 @@ type View struct {
 	Policy      *Policy `json:"policy,omitempty"`
 	Paused      bool    `json:"paused"`
 	PauseReason string  `json:"pause_reason,omitempty"`
-	Hosts       []Host  `json:"hosts"`
+	// PausedBy is who paused (the ACL token's name, else user@host).
+	PausedBy string `json:"paused_by,omitempty"`
+	Hosts    []Host `json:"hosts"`
 	// Unbacked: hosts without a Nomad node whose records nothing backs (no
 	// plan, no server or FleetLock role, not in a group's hosts_without_node),
 	// left out of Hosts as the coordinator leaves them out (sorted).
@@ -148,15 +150,19 @@ func canceledNeed(v *Host, h store.HostRecord, ctl store.Control) {
 	if !ok || !h.RebootRequired || h.RequestedAt.After(at) || v.Phase != store.PhaseIdle || v.ManualRequest {
 		return
 	}
+	by := ""
+	if name := ctl.CanceledBy[h.Host]; name != "" {
+		by = " by " + name
+	}
 	v.Held, v.HoldKind = true, "canceled_need"
-	v.Waiting = fmt.Sprintf("its need was canceled at %s (rollboot cancel): ignored until its agent finds a new one or `rollboot request %s`",
-		at.UTC().Format(time.RFC3339), h.Host)
+	v.Waiting = fmt.Sprintf("its need was canceled at %s%s (rollboot cancel): ignored until its agent finds a new one or `rollboot request %s`",
+		at.UTC().Format(time.RFC3339), by, h.Host)
 }
 
 // Build is the view of the host records, plans and control state: a row for
 // every host with a record, a plan or a manual request, in name order.
 func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Control) View {
-	out := View{Paused: ctl.Paused, PauseReason: ctl.PauseReason, Hosts: []Host{}}
+	out := View{Paused: ctl.Paused, PauseReason: ctl.PauseReason, PausedBy: ctl.PausedBy, Hosts: []Host{}}
 	seen := map[string]bool{}
 	for _, h := range hosts {
 		seen[h.Host] = true

@@ -27,6 +27,9 @@ import (
 // ROLLBOOT_REQUIRE_CHROMIUM is set (as CI does), when it fails.
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no browser; the full suite (go test -race ./...) loads the page in chromium")
+	}
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

@@ -34,10 +34,12 @@ func (s *Store) requestPath(host string) string { return s.requestsPrefix() + pa
 
 // HostControl is the control state of one host, in its own variable.
 type HostControl struct {
-	Host      string
-	Request   *Request
-	CancelAt  time.Time
-	ReleaseAt time.Time
+	Host       string
+	Request    *Request
+	CancelAt   time.Time
+	CanceledBy string
+	ReleaseAt  time.Time
+	ReleasedBy string
 	// Approval lets the host drain though its node runs singletons
 	// (`rollboot approve`), until it expires; nil: none.
 	Approval    *Approval
@@ -60,7 +62,7 @@ func (h HostControl) equal(o HostControl) bool {
 	if (h.Approval == nil) != (o.Approval == nil) || h.Approval != nil && *h.Approval != *o.Approval {
 		return false
 	}
-	return h.CancelAt.Equal(o.CancelAt) && h.ReleaseAt.Equal(o.ReleaseAt)
+	return h.CancelAt.Equal(o.CancelAt) && h.ReleaseAt.Equal(o.ReleaseAt) && h.CanceledBy == o.CanceledBy && h.ReleasedBy == o.ReleasedBy
 }
 
 // hostControlCodec is the schema of a per-host control variable.
@@ -74,7 +76,9 @@ var hostControlCodec = codec[HostControl]{version: 1, fields: []field[HostContro
 		text("request_reason", func(r *Request) *string { return &r.Reason }),
 	}),
 	instant("cancel_at", func(h *HostControl) *time.Time { return &h.CancelAt }, false),
+	text("canceled_by", func(h *HostControl) *string { return &h.CanceledBy }),
 	instant("release_at", func(h *HostControl) *time.Time { return &h.ReleaseAt }, false),
+	text("released_by", func(h *HostControl) *string { return &h.ReleasedBy }),
 	part("approved_until", false, func(h *HostControl) **Approval { return &h.Approval }, []field[Approval]{
 		instant("approved_until", func(a *Approval) *time.Time { return &a.Until }, true),
 		text("approved_by", func(a *Approval) *string { return &a.By }),
@@ -135,6 +139,7 @@ var controlCodec = codec[Control]{version: 1, fields: []field[Control]{
 	flag("paused", func(c *Control) *bool { return &c.Paused }, true),
 	text("pause_reason", func(c *Control) *string { return &c.PauseReason }),
 	instant("paused_at", func(c *Control) *time.Time { return &c.PausedAt }, false),
+	text("paused_by", func(c *Control) *string { return &c.PausedBy }),
 }}
 
 // decodeControlLenient reads the control variable, skipping (and reporting) what
@@ -231,12 +236,12 @@ func HostControls(c Control) map[string]HostControl {
 	}
 	for h, t := range c.Cancels {
 		hc := get(h)
-		hc.CancelAt = t
+		hc.CancelAt, hc.CanceledBy = t, c.CanceledBy[h]
 		out[h] = hc
 	}
 	for h, t := range c.Releases {
 		hc := get(h)
-		hc.ReleaseAt = t
+		hc.ReleaseAt, hc.ReleasedBy = t, c.ReleasedBy[h]
 		out[h] = hc
 	}
 	for h, a := range c.Approvals {
@@ -262,12 +267,14 @@ func (c *Control) merge(h HostControl) {
 			c.Cancels = map[string]time.Time{}
 		}
 		c.Cancels[h.Host] = h.CancelAt
+		setBy(&c.CanceledBy, h.Host, h.CanceledBy)
 	}
 	if !h.ReleaseAt.IsZero() {
 		if c.Releases == nil {
 			c.Releases = map[string]time.Time{}
 		}
 		c.Releases[h.Host] = h.ReleaseAt
+		setBy(&c.ReleasedBy, h.Host, h.ReleasedBy)
 	}
 	if h.Approval != nil {
 		if c.Approvals == nil {
@@ -275,6 +282,18 @@ func (c *Control) merge(h HostControl) {
 		}
 		c.Approvals[h.Host] = *h.Approval
 	}
+}
+
+// setBy notes who made host's entry in *m ("" removes a name an older entry left).
+func setBy(m *map[string]string, host, by string) {
+	if by == "" {
+		delete(*m, host)
+		return
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[host] = by
 }
 
 type cachedControl struct {
@@ -335,13 +354,14 @@ func (s *Store) updateControl(ctx context.Context, fn func(*Control) error) (Con
 			return Control{}, err
 		}
 		before := HostControls(c)
-		paused, reason, at := c.Paused, c.PauseReason, c.PausedAt
+		paused, reason, at, by := c.Paused, c.PauseReason, c.PausedAt, c.PausedBy
 		c.Requests, c.Cancels, c.Releases = maps.Clone(c.Requests), maps.Clone(c.Cancels), maps.Clone(c.Releases)
+		c.CanceledBy, c.ReleasedBy = maps.Clone(c.CanceledBy), maps.Clone(c.ReleasedBy)
 		c.Approvals = maps.Clone(c.Approvals)
 		if err := fn(&c); err != nil {
 			return Control{}, err
 		}
-		err = s.writeControl(ctx, &c, before, paused != c.Paused || reason != c.PauseReason || !at.Equal(c.PausedAt))
+		err = s.writeControl(ctx, &c, before, paused != c.Paused || reason != c.PauseReason || !at.Equal(c.PausedAt) || by != c.PausedBy)
 		if errors.Is(err, ErrConflict) && attempt < 20 {
 			continue
 		}

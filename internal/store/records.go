@@ -235,12 +235,18 @@ type Control struct {
 	Paused      bool
 	PauseReason string
 	PausedAt    time.Time
+	// PausedBy is who paused (`rollboot pause`: the ACL token's name).
+	PausedBy string
 	// Requests are manual reboot requests (`rollboot request`), by host.
 	Requests map[string]Request
 	// Cancels suppress a host's requests made at or before the given time.
 	Cancels map[string]time.Time
+	// CanceledBy is who canceled, by host (`rollboot cancel`); "" when unknown.
+	CanceledBy map[string]string
 	// Releases ask the coordinator to free a stuck host's slot, by host.
 	Releases map[string]time.Time
+	// ReleasedBy is who asked for a release, by host (`rollboot release`).
+	ReleasedBy map[string]string
 	// Approvals let hosts drain though their node runs singletons (`rollboot
 	// approve`), by host, until they expire.
 	Approvals map[string]Approval

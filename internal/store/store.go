@@ -154,6 +154,20 @@ func (s *Store) list(ctx context.Context, prefix string, index uint64, wait time
 	return l, meta.LastIndex, nil
 }
 
+// HasState reports whether any variable lies under the prefix: rollboot's
+// state at all (a host record, a plan, the policy, the control state, the
+// leader lock, the history). Nomad lists only the variables the token may
+// read, so a token without read rights sees none either.
+func (s *Store) HasState(ctx context.Context) (bool, error) {
+	q := s.q(ctx, 0, 0)
+	q.PerPage = 1
+	l, _, err := s.vars.PrefixList(s.prefix+"/", q)
+	if err != nil {
+		return false, fmt.Errorf("list %s/: %w", s.prefix, err)
+	}
+	return len(l) > 0, nil
+}
+
 // WatchLeader blocks until the election lock variable changes past index (with
 // index > 0) or wait passes, and returns its index (LeaderLockIndex says what
 // changes it); a variable not yet created answers with the index of the
