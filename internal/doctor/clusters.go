@@ -37,8 +37,43 @@ func checkClusters(cs []ClusterInput) []Finding {
 			f.What = fmt.Sprintf("the %s cluster %s is healthy (failure tolerance %d)", name, h.Cluster, h.FailureTolerance)
 		}
 		out = append(out, f)
+		if !c.NoClient {
+			out = append(out, handOverFinding(c))
+		}
 	}
 	return out
+}
+
+// handOverFinding: the token may hand the cluster's leadership over, as the
+// coordinator does before it reboots a host whose server leads; without the
+// right, such a host is held or reboots as leader
+// (coordinator.leader_transfer_denied).
+func handOverFinding(c ClusterInput) Finding {
+	name, env := productName(c.Product)
+	r := c.HandOver
+	f := Finding{Check: CheckClusters, Subject: string(c.Product) + " hand-over", Fix: "give the token " + handOverRight(c.Product) + " (" + env + ")"}
+	switch {
+	case r.Err != nil:
+		f.Severity = Warning
+		f.What = fmt.Sprintf("cannot tell whether the %s token may hand leadership over: %v", name, r.Err)
+	case !r.Known:
+		f.Severity = Info
+		f.What = fmt.Sprintf("cannot tell whether the %s token may hand leadership over (%s)", name, r.Detail)
+	case !r.Allowed:
+		f.Severity = Warning
+		f.What = fmt.Sprintf("the %s token may not hand leadership over (%s): a host whose %s server leads is held, or reboots as leader, as coordinator.leader_transfer_denied says",
+			name, r.Detail, name)
+	default:
+		f.What, f.Fix = fmt.Sprintf("the %s token may hand leadership over (%s)", name, r.Detail), ""
+	}
+	return f
+}
+
+func handOverRight(p health.Product) string {
+	if p == health.Vault {
+		return `update and sudo on sys/step-down (path "sys/step-down" { capabilities = ["update", "sudo"] })`
+	}
+	return `operator:write (operator = "write")`
 }
 
 func productName(p health.Product) (name, env string) {

@@ -106,6 +106,19 @@ type ClusterInput struct {
 	Health health.ClusterHealth
 	// NoClient: no client of it is configured (its address unset).
 	NoClient bool
+	// HandOver is whether the token in use may hand the cluster's
+	// leadership over, as the coordinator does before a leader's reboot.
+	HandOver RightInput
+}
+
+// RightInput is whether the token in use may hand a cluster's leadership over
+// (Consul: operator:write, for POST /v1/operator/raft/transfer-leader; Vault:
+// update and sudo on sys/step-down). Known is false when it cannot be told
+// (the token's policies cannot be read); Detail says what was read.
+type RightInput struct {
+	Known, Allowed bool
+	Detail         string
+	Err            error
 }
 
 // ClockInput is one answer of Nomad's and the local clock around it.
@@ -146,6 +159,9 @@ type Source interface {
 	// ClusterHealth reads a Consul or Vault cluster's health; ok false when
 	// no client of it is configured.
 	ClusterHealth(ctx context.Context, p health.Product, cluster string) (h health.ClusterHealth, ok bool)
+	// HandOverRight reads whether the token in use may hand a Consul or
+	// Vault cluster's leadership over (a client of it is configured).
+	HandOverRight(ctx context.Context, p health.Product) RightInput
 	// Clock is the latest answer's Date header and the local times around it.
 	Clock() ClockInput
 	// Coordinator reads the stored policy and the leader's word.
@@ -205,6 +221,9 @@ func Read(ctx context.Context, src Source, o ReadOptions, now func() time.Time) 
 	for _, sc := range serverClusters(in.Hosts.Records) {
 		h, ok := src.ClusterHealth(ctx, sc.Product, sc.Cluster)
 		sc.Health, sc.NoClient = h, !ok
+		if ok {
+			sc.HandOver = src.HandOverRight(ctx, sc.Product)
+		}
 		in.Clusters = append(in.Clusters, sc)
 	}
 	in.Variables.Sizes, in.Variables.Err = src.VariableSizes(ctx)

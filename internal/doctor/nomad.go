@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -232,6 +235,70 @@ func (n Nomad) ClusterHealth(ctx context.Context, p health.Product, cluster stri
 		return health.ReadVault(ctx, n.Vault.Sys(), nil), true
 	}
 	return health.ClusterHealth{Product: p, Cluster: cluster}, false
+}
+
+// HandOverRight reads whether the token in use may hand leadership over:
+// Vault answers for itself (sys/capabilities-self on sys/step-down); Consul
+// has no such endpoint, so the token's own policies are read
+// (acl/token/self, then each policy, which needs acl:read) and searched for
+// operator = "write", or the built-in global-management policy.
+func (n Nomad) HandOverRight(ctx context.Context, p health.Product) RightInput {
+	switch {
+	case p == health.Vault && n.Vault != nil:
+		caps, err := n.Vault.Sys().CapabilitiesSelfWithContext(ctx, "sys/step-down")
+		if err != nil {
+			return RightInput{Err: err}
+		}
+		return VaultStepDownRight(caps)
+	case p == health.Consul && n.Consul != nil:
+		return consulHandOverRight(n.Consul.ACL(), (&consulapi.QueryOptions{}).WithContext(ctx))
+	}
+	return RightInput{Detail: "no client configured"}
+}
+
+// VaultStepDownRight: Vault's step-down needs update and sudo on
+// sys/step-down (vault/logical_system_paths.go marks the path sudo).
+func VaultStepDownRight(caps []string) RightInput {
+	has := func(c string) bool { return slices.Contains(caps, c) }
+	return RightInput{Known: true, Allowed: has("root") || (has("update") && has("sudo")),
+		Detail: "capabilities on sys/step-down: " + strings.Join(caps, ", ")}
+}
+
+// consulACL is the part of Consul's ACL API the hand-over check reads.
+type consulACL interface {
+	TokenReadSelf(q *consulapi.QueryOptions) (*consulapi.ACLToken, *consulapi.QueryMeta, error)
+	PolicyRead(id string, q *consulapi.QueryOptions) (*consulapi.ACLPolicy, *consulapi.QueryMeta, error)
+}
+
+// operatorWrite matches an operator rule that grants write.
+var operatorWrite = regexp.MustCompile(`(?m)^\s*operator\s*=\s*"write"`)
+
+func consulHandOverRight(acl consulACL, q *consulapi.QueryOptions) RightInput {
+	tok, _, err := acl.TokenReadSelf(q)
+	if err != nil {
+		if strings.Contains(err.Error(), "ACL support disabled") {
+			return RightInput{Known: true, Allowed: true, Detail: "Consul's ACLs are off"}
+		}
+		return RightInput{Err: err}
+	}
+	var names []string
+	for _, l := range tok.Policies {
+		if l.Name == "global-management" {
+			return RightInput{Known: true, Allowed: true, Detail: "policy global-management"}
+		}
+		pol, _, err := acl.PolicyRead(l.ID, q)
+		if err != nil || pol == nil {
+			return RightInput{Detail: fmt.Sprintf("policy %s cannot be read (acl:read)", l.Name)}
+		}
+		if operatorWrite.MatchString(pol.Rules) {
+			return RightInput{Known: true, Allowed: true, Detail: "policy " + l.Name + " has operator = \"write\""}
+		}
+		names = append(names, l.Name)
+	}
+	if len(tok.Roles) > 0 || len(tok.ServiceIdentities) > 0 || len(tok.NodeIdentities) > 0 {
+		return RightInput{Detail: "the token's roles and identities are not read"}
+	}
+	return RightInput{Known: true, Detail: "policies: " + strings.Join(names, ", ")}
 }
 
 // variableReaders bounds the Variables read at once.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,5 +356,15 @@ func TestConsulMaintenanceSurvivesReboot(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("%d consul.maintenance events, want 2", n)
+	}
+}
+
+// The emulated Consul's ACLs are off: its ACL endpoints answer 401 "ACL
+// support disabled", as Consul's do then.
+func TestConsulACLDisabled(t *testing.T) {
+	s := vtSim(t, Config{Servers: 3, ConsulServers: true})
+	_, _, err := ccClient(t, s.ConsulAddress()).ACL().TokenReadSelf(nil)
+	if err == nil || !strings.Contains(err.Error(), "401 (ACL support disabled)") {
+		t.Fatalf("token self: %v, want 401 ACL support disabled", err)
 	}
 }

@@ -310,3 +310,17 @@ func TestVaultAutoUnseal(t *testing.T) {
 		t.Fatalf("%+v %v", hr, err)
 	}
 }
+
+// sys/capabilities-self: the emulated Vault has no policies, so a token has
+// root on every path; without a token it is refused.
+func TestVaultCapabilitiesSelf(t *testing.T) {
+	s := vtSim(t, Config{Servers: 3, VaultServers: true})
+	caps, err := vlClient(t, vlAddr(t, s, s.VaultActive()), "root").Sys().CapabilitiesSelf("sys/step-down")
+	if err != nil || len(caps) != 1 || caps[0] != "root" {
+		t.Fatalf("capabilities on sys/step-down: %v, %v; want [root]", caps, err)
+	}
+	if _, err := vlClient(t, vlAddr(t, s, s.VaultActive()), "").Sys().CapabilitiesSelf("sys/step-down"); err == nil ||
+		!strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("without a token: %v, want permission denied", err)
+	}
+}

@@ -38,6 +38,7 @@ var routes = map[string]route{
 	"/v1/agent/self":                    {http.MethodGet, (*Cluster).agentSelf},
 	"/v1/agent/checks":                  {http.MethodGet, (*Cluster).agentChecksHTTP},
 	"/v1/agent/maintenance":             {http.MethodPut, (*Cluster).maintenance},
+	"/v1/acl/token/self":                {http.MethodGet, (*Cluster).aclDisabled},
 	healthNodePrefix:                    {http.MethodGet, (*Cluster).healthNode},
 }
 
@@ -228,6 +229,13 @@ func (c *Cluster) statusLeader(w http.ResponseWriter, r *http.Request, _ string)
 	}
 	c.env.Unlock()
 	simhttp.WriteJSON(w, http.StatusOK, out)
+}
+
+// aclDisabled answers the ACL endpoints as an agent whose ACLs are off, as the
+// emulated cluster's are (every token may do everything): 401 "ACL support
+// disabled" (agent/acl_endpoint.go aclDisabled, checkACLDisabled).
+func (c *Cluster) aclDisabled(w http.ResponseWriter, _ *http.Request, _ string) {
+	simhttp.WriteError(w, http.StatusUnauthorized, "ACL support disabled")
 }
 
 // statusPeers: Status.Peers, the Raft addresses of the configuration.

@@ -1,6 +1,7 @@
 package vaultsim
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -27,6 +28,7 @@ var routes = map[string]route{
 	"/v1/sys/seal-status":                  {[]string{http.MethodGet}, (*Cluster).sealStatus},
 	"/v1/sys/leader":                       {[]string{http.MethodGet}, (*Cluster).leader},
 	"/v1/sys/step-down":                    {[]string{http.MethodPut, http.MethodPost}, (*Cluster).stepDown},
+	"/v1/sys/capabilities-self":            {[]string{http.MethodPut, http.MethodPost}, (*Cluster).capabilitiesSelf},
 	"/v1/sys/storage/raft/autopilot/state": {[]string{http.MethodGet}, (*Cluster).autopilotState},
 }
 
@@ -240,6 +242,47 @@ func (c *Cluster) stepDown(w http.ResponseWriter, r *http.Request, host string) 
 	c.raft.StepDown(c.cfg.StepDownTime)
 	c.env.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// capabilitiesSelf answers sys/capabilities-self (vault/logical_system.go
+// handleCapabilities): the token's capabilities on each path asked ("path"
+// or "paths"), by path and, for all of them together, as "capabilities". The
+// emulated Vault has no policies: any token may do everything, as Vault's
+// root token, so each path answers ["root"].
+func (c *Cluster) capabilitiesSelf(w http.ResponseWriter, r *http.Request, host string) {
+	c.env.Lock()
+	active, code, msg := c.active(r, host)
+	reqID := ""
+	if active != nil {
+		reqID = c.env.UUID()
+	}
+	c.env.Unlock()
+	if active == nil {
+		writeError(w, code, msg)
+		return
+	}
+	var body struct {
+		Path  string   `json:"path"`
+		Paths []string `json:"paths"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "failed to parse JSON input: "+err.Error())
+		return
+	}
+	paths := body.Paths
+	if body.Path != "" {
+		paths = append(paths, body.Path)
+	}
+	if len(paths) == 0 {
+		writeError(w, http.StatusBadRequest, "missing paths")
+		return
+	}
+	data := map[string]any{"capabilities": []string{"root"}}
+	for _, p := range paths {
+		data[p] = []string{"root"}
+	}
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"request_id": reqID, "lease_id": "", "renewable": false,
+		"lease_duration": 0, "data": data, "wrap_info": nil, "warnings": nil, "auth": nil})
 }
 
 func (c *Cluster) autopilotState(w http.ResponseWriter, r *http.Request, host string) {
