@@ -89,24 +89,33 @@ func alertFilter(f string) error {
 	return nil
 }
 
-// alertURL checks the URL of an alert source ("" is none). Messages never
-// show its credentials.
+// alertURL checks the URL of an alert source ("" is none): an http URL that
+// is a server's base, with no query or fragment. Messages never show its
+// credentials.
 func alertURL(raw string) error {
+	u, err := httpURL(raw)
+	if err == nil && u != nil && (u.RawQuery != "" || u.Fragment != "") {
+		return fmt.Errorf("%q must have no query or fragment: give the server's base URL", u.Redacted())
+	}
+	return err
+}
+
+// httpURL parses an http or https URL with a host ("" is none: nil, nil).
+// Messages never show its credentials.
+func httpURL(raw string) (*url.URL, error) {
 	if raw == "" {
-		return nil
+		return nil, nil
 	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return fmt.Errorf("invalid URL: %v", unwrapURLError(err))
+		return nil, fmt.Errorf("invalid URL: %v", unwrapURLError(err))
 	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%q must start with http:// or https://", u.Redacted())
+		return nil, fmt.Errorf("%q must start with http:// or https://", u.Redacted())
 	case u.Host == "":
-		return fmt.Errorf("%q has no host", u.Redacted())
-	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Errorf("%q must have no query or fragment: give the server's base URL", u.Redacted())
+		return nil, fmt.Errorf("%q has no host", u.Redacted())
 	}
-	return nil
+	return u, nil
 }
 
 // redactedURL is raw with its password masked (url.URL.Redacted).
