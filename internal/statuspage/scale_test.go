@@ -78,21 +78,7 @@ func (b *bigState) LeaderLockIndex(context.Context) (uint64, error) { return 0, 
 func (b *bigState) History(context.Context) ([]store.HistoryRecord, error) { return b.hist, nil }
 
 func (b *bigState) Watch(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
-	b.mu.Lock()
-	idx, ch := b.index, b.changed
-	b.mu.Unlock()
-	if index == 0 || idx > index {
-		return idx, nil
-	}
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return index, ctx.Err()
-	case <-time.After(wait):
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.index, nil
+	return statuspage.WatchIndex(ctx, &b.mu, &b.index, &b.changed, index, wait)
 }
 
 type noNodes struct{}

@@ -75,21 +75,7 @@ func (f *fakeState) Enforcement(context.Context) (store.Enforcement, error) {
 func (f *fakeState) LeaderLockIndex(context.Context) (uint64, error) { return 12, nil }
 
 func (f *fakeState) watch(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
-	f.mu.Lock()
-	idx, ch := f.index, f.changed
-	f.mu.Unlock()
-	if index == 0 || idx > index {
-		return idx, nil
-	}
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return index, ctx.Err()
-	case <-time.After(wait):
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.index, nil
+	return WatchIndex(ctx, &f.mu, &f.index, &f.changed, index, wait)
 }
 
 type noNodes struct{}
@@ -307,4 +293,26 @@ func TestJSONReadsShared(t *testing.T) {
 	if limit := 2 + int(time.Since(start)/minGap); reads > limit {
 		t.Errorf("%d requests read the page %d times, want at most %d", n, reads, limit)
 	}
+}
+
+// WatchIndex is a fake state's blocking query on the index cur that mu
+// guards: at once when cur has moved past index (or index is 0), else after
+// the next change (changed is closed), ctx's end or wait. Exported to the
+// package's external tests (their fakes share it).
+func WatchIndex(ctx context.Context, mu *sync.Mutex, cur *uint64, changed *chan struct{}, index uint64, wait time.Duration) (uint64, error) {
+	mu.Lock()
+	idx, ch := *cur, *changed
+	mu.Unlock()
+	if index == 0 || idx > index {
+		return idx, nil
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return index, ctx.Err()
+	case <-time.After(wait):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return *cur, nil
 }

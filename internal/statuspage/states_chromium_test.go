@@ -74,21 +74,7 @@ func (s *scenario) LeaderLockIndex(context.Context) (uint64, error) {
 }
 
 func (s *scenario) Watch(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
-	s.mu.Lock()
-	idx, ch := s.index, s.changed
-	s.mu.Unlock()
-	if index == 0 || idx > index {
-		return idx, nil
-	}
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return index, ctx.Err()
-	case <-time.After(wait):
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.index, nil
+	return statuspage.WatchIndex(ctx, &s.mu, &s.index, &s.changed, index, wait)
 }
 
 // longReason is a hold whose text is far longer than its cell.
