@@ -25,6 +25,7 @@ import (
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
+	"github.com/rollboot/rollboot/internal/membership"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -183,9 +184,10 @@ type Coordinator struct {
 	// with the refusal (a hand-over runs only in the decisions a pass carries
 	// out one after the other).
 	noHandOver map[string]string
-	// membership: the server clusters' memberships and what the records
-	// corroborated with them made (records.go).
-	membership membership
+	// members: the server clusters' memberships the records are
+	// corroborated with; corroborated: what was logged of it (records.go).
+	members      membership.Reader
+	corroborated membership.Reporter
 	// reported: what checkRecords last logged.
 	reported string
 	// hostsAtLeast and agentJobAtLeast: the index of the last list of the
@@ -240,6 +242,8 @@ func New(opt Options) *Coordinator {
 		c.opt.Resync = 30 * time.Second
 	}
 	c.metrics = newPassMetrics(c.opt.Registry)
+	c.members = membership.Reader{Clusters: opt.Clusters, MaxAge: min(membership.MaxAge, c.opt.Resync), Now: c.now}
+	c.corroborated = membership.Reporter{Log: c.log}
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}

@@ -234,11 +234,8 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 	if c.opt.Clusters == nil {
 		return
 	}
-	s.clusters = map[string]health.ClusterHealth{}
-	for k := range c.membership.fresh {
-		// Read by this pass to corroborate the records: as current.
-		s.clusters[k] = c.membership.good[k]
-	}
+	// The clusters read by this pass to corroborate the records: as current.
+	s.clusters = c.members.Fresh()
 	for _, name := range busyNames(s) {
 		hv := s.hosts[name]
 		switch s.plans[name].Phase {

@@ -78,7 +78,7 @@ type Clusters struct {
 const knownRetry = 5 * time.Minute
 
 // KnownClusters names the server clusters these clients reach, whatever any
-// host record says (coordinator.ClusterLister): the Nomad region, the Consul
+// host record says (membership.Lister): the Nomad region, the Consul
 // datacenter and the Vault cluster (named by its own health reads). A name
 // that cannot be learnt is asked for again after knownRetry.
 func (c *Clusters) KnownClusters(ctx context.Context) []store.Server {
