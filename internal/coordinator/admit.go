@@ -50,7 +50,7 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 		res, needs := admission.Admit(withReads(in, s))
 		if needs.None() || ctx.Err() != nil || round > maxAdmitRounds {
 			if s.alerts == nil {
-				c.noAlertsRead() // not asked for: nothing waits to start, or the gate is off
+				c.alerts.NotRead() // not asked for: nothing waits to start, or the gate is off
 			}
 			return res
 		}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -151,14 +149,14 @@ func TestReadAlerts(t *testing.T) {
 			if holds := s.alerts != nil && s.alerts.Holds(); holds != tt.holds {
 				t.Errorf("holds = %v, want %v", holds, tt.holds)
 			}
-			if got := testutil.ToFloat64(c.alerts.metrics.blocking); got != tt.blocking {
+			if got := metricValue(t, c, "rollboot_alerts_blocking"); got != tt.blocking {
 				t.Errorf("rollboot_alerts_blocking = %v, want %v", got, tt.blocking)
 			}
-			if got := testutil.ToFloat64(c.alerts.metrics.errors.WithLabelValues("prometheus")); got != tt.errCount {
+			if got := metricValue(t, c, "rollboot_alerts_query_errors_total", "source", "prometheus"); got != tt.errCount {
 				t.Errorf("query errors = %v, want %v", got, tt.errCount)
 			}
-			if want := t0.Add(30 * time.Second); tt.wantRetry != (c.alerts.next.Equal(want)) {
-				t.Errorf("next check %v, want one at %v: %v", c.alerts.next, want, tt.wantRetry)
+			if want := t0.Add(30 * time.Second); tt.wantRetry != (c.alerts.Next().Equal(want)) {
+				t.Errorf("next check %v, want one at %v: %v", c.alerts.Next(), want, tt.wantRetry)
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/capacity"
+	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/membership"
@@ -93,10 +94,10 @@ type Deps struct {
 	// reboot while this coordinator leads (sideoutputs.go).
 	Silencer Silencer
 	// AlertReader reads the alerts (nil: over HTTP, package alertread).
-	AlertReader AlertReader
+	AlertReader gatepoll.AlertReader
 	// GateReader reads the health gates (nil: over HTTP alone, package
 	// gateread: consul_service and nomad_job gates stay closed).
-	GateReader HealthGateReader
+	GateReader gatepoll.HealthGateReader
 	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
 	WorkloadsAPI workloadread.API
 	// Allocs stops the allocations of drain.stop_jobs; ConsulHealth reads the
@@ -217,10 +218,9 @@ type Coordinator struct {
 	// changing (a group done settling, a capacity or workload hold to look at
 	// again: admission.Result.RecheckAt); wake.go runs a pass then.
 	admitRecheck time.Time
-	// alerts: the alert gate's state (admitreads.go).
-	alerts alertState
-	// gates: the health gates' state (healthgates.go).
-	gates gateState
+	// alerts and gates: the alert gate's and the health gates' state (package gatepoll).
+	alerts *gatepoll.Alerts
+	gates  *gatepoll.Gates
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
@@ -248,8 +248,8 @@ func New(opt Options) *Coordinator {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
 	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
-	c.alerts = alertState{reader: opt.AlertReader, metrics: newAlertMetrics(c.metrics.registry)}
-	c.gates = gateState{reader: opt.GateReader, metrics: newGateMetrics(c.metrics.registry)}
+	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.registry, c.log)
+	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.registry, c.log)
 	return c
 }
 

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
@@ -61,13 +59,13 @@ func TestReadHealthGates(t *testing.T) {
 	if !adm.RecheckAt.Equal(t0.Add(20 * time.Second)) {
 		t.Errorf("recheck at %v, want the closed gate's", adm.RecheckAt)
 	}
-	if got := testutil.ToFloat64(c.gates.metrics.open.WithLabelValues("http")); got != 1 {
+	if got := metricValue(t, c, "rollboot_health_gate_open", "gate", "http"); got != 1 {
 		t.Errorf("http gate open = %v", got)
 	}
-	if got := testutil.ToFloat64(c.gates.metrics.open.WithLabelValues("prom")); got != 0 {
+	if got := metricValue(t, c, "rollboot_health_gate_open", "gate", "prom"); got != 0 {
 		t.Errorf("prom gate open = %v", got)
 	}
-	if got := testutil.ToFloat64(c.gates.metrics.errors.WithLabelValues("prom")); got != 1 {
+	if got := metricValue(t, c, "rollboot_health_gate_read_errors_total", "gate", "prom"); got != 1 {
 		t.Errorf("prom read errors = %v", got)
 	}
 

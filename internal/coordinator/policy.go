@@ -272,9 +272,8 @@ func (c *Coordinator) endTerm() {
 	c.policy.loaded = false
 	c.policy.read.forget() // read again in the next term
 	c.policy.metrics.set(0, false)
-	c.alerts.metrics.blocking.Set(0)
 	c.metrics.nodeBlocking.Set(0)
-	c.alerts.next, c.alerts.logged = time.Time{}, ""
+	c.alerts.Forget()
 	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
 }
 

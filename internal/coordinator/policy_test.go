@@ -27,16 +27,39 @@ func (p *scriptedPolicy) Watch(ctx context.Context, idx uint64, _ time.Duration)
 
 func gaugeValue(t *testing.T, co *Coordinator, name string) float64 {
 	t.Helper()
+	return metricValue(t, co, name)
+}
+
+// metricValue is the value of the gauge or counter name in co's registry
+// whose labels include the pairs of labels ("gate", "prom", ...).
+func metricValue(t *testing.T, co *Coordinator, name string, labels ...string) float64 {
+	t.Helper()
 	mfs, err := co.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue metrics
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
 	}
-	t.Fatalf("no metric %s", name)
+	t.Fatalf("no metric %s %v", name, labels)
 	return 0
 }
 

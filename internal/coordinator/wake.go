@@ -177,7 +177,7 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 	if t := c.admitRecheck; t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // admission may decide otherwise: a settle time ends, a hold is looked at again
 	}
-	if t := c.alerts.next; t.After(now) && (next.IsZero() || t.Before(next)) {
+	if t := c.alerts.Next(); t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // a rollout held by alerts asks again (admitreads.go)
 	}
 	if failed > 0 {
