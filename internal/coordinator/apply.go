@@ -98,7 +98,7 @@ func (c *Coordinator) closeCycle(ctx context.Context, d phase.Decision) error {
 		if err := c.opt.Store.AppendHistory(ctx, *d.History, c.opt.HistorySize); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
-		c.metrics.state.Finished(*d.History)
+		c.metrics.State.Finished(*d.History)
 		c.slotFreed(d.History.Group, d.History.Finished)
 	}
 	return nil
@@ -285,7 +285,7 @@ var errStepTimeout = errors.New("step of the reconcile pass timed out: a request
 // it.
 func (c *Coordinator) stepFailed(step, parent context.Context, err error) error {
 	if step.Err() != nil && parent.Err() == nil {
-		c.metrics.stepTimeouts.Inc()
+		c.metrics.StepTimeouts.Inc()
 		return fmt.Errorf("%w after %s: %w", errStepTimeout, c.stepTimeout(), err)
 	}
 	return err

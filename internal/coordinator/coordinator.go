@@ -26,10 +26,12 @@ import (
 	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
+	"github.com/rollboot/rollboot/internal/loopmetrics"
 	"github.com/rollboot/rollboot/internal/membership"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
 	"github.com/rollboot/rollboot/internal/workloadread"
@@ -211,7 +213,10 @@ type Coordinator struct {
 	// publisher (sideoutputs.go).
 	sideOutputs sideOutputs
 
-	metrics *passMetrics
+	metrics *loopmetrics.Metrics
+	// stateHosts: the array of the last state handed to the state metrics
+	// (sideoutputs.go), reused by the next.
+	stateHosts []statemetrics.Host
 	// policy: the stored policy as the last pass read it (policy.go).
 	policy policyState
 	// admitRecheck: when admission may decide otherwise with nothing else
@@ -241,15 +246,14 @@ func New(opt Options) *Coordinator {
 	if c.opt.Resync <= 0 {
 		c.opt.Resync = 30 * time.Second
 	}
-	c.metrics = newPassMetrics(c.opt.Registry)
+	c.metrics = loopmetrics.New(c.opt.Registry)
 	c.members = membership.Reader{Clusters: opt.Clusters, MaxAge: min(membership.MaxAge, c.opt.Resync), Now: c.now}
 	c.corroborated = membership.Reporter{Log: c.log}
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
-	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
-	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.registry, c.log)
-	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.registry, c.log)
+	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
+	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	return c
 }
 
@@ -257,8 +261,8 @@ func New(opt Options) *Coordinator {
 // nodes change, again at once after a pass that changed something, when a timer
 // of a decision runs out, and at least every Resync, until ctx ends (wake.go).
 func (c *Coordinator) Run(ctx context.Context) error {
-	c.metrics.state.Lead(true)
-	defer c.metrics.state.Lead(false)
+	c.metrics.State.Lead(true)
+	defer c.metrics.State.Lead(false)
 	defer c.endTerm()
 	kick := make(chan struct{}, 1)
 	poke := func() {
@@ -275,9 +279,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.nodesAtLeast.Store(0)
 	c.hostsAtLeast, c.agentJobAtLeast = 0, 0
 	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet
-	c.startNotifier(ctx, &wg)
-	c.startNodeMeta(ctx, &wg)
-	c.startSilencer(ctx, &wg)
+	c.startBeside(ctx, &wg)
 	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
 	defer allocs.stop()
 	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // wake.go
@@ -322,7 +324,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			continue
 		}
 		if spinning {
-			c.metrics.spins.Inc()
+			c.metrics.Spins.Inc()
 			c.log.Warn("decisions kept changing with nothing else changing: waiting for a change, a timer or the resync before the next pass",
 				"passes", chained+1)
 		}
@@ -462,7 +464,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		granted, errs = c.regrantFreed(ctx, s, adm, freed, pended, heads) // the slots freed, at once (regrant.go)
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
-	c.metrics.state.Waiting(waiting)
+	c.metrics.State.Waiting(waiting)
 	c.notifyPass(s.control)
 	c.publishMeta(s)
 	c.silencePass()

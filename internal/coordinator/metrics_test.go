@@ -73,9 +73,9 @@ func TestStateInput(t *testing.T) {
 // again after a failed reboot) shares the metrics of the one before.
 func TestMetricsSurviveANewCoordinator(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	New(Options{Runtime: Runtime{Registry: reg}}).metrics.state.Finished(store.HistoryRecord{Outcome: "rebooted"})
+	New(Options{Runtime: Runtime{Registry: reg}}).metrics.State.Finished(store.HistoryRecord{Outcome: "rebooted"})
 	b := New(Options{Runtime: Runtime{Registry: reg}})
-	b.metrics.state.Finished(store.HistoryRecord{Outcome: "rebooted"})
+	b.metrics.State.Finished(store.HistoryRecord{Outcome: "rebooted"})
 	want := `
 # HELP rollboot_reboots_total Finished reboot cycles, by outcome.
 # TYPE rollboot_reboots_total counter

@@ -292,7 +292,7 @@ func (c *Coordinator) membersOf(ctx context.Context, list []*api.NodeListStub, o
 func (c *Coordinator) newNodeFollower(poke func()) *nodestream.Follower {
 	return &nodestream.Follower{Events: c.opt.NodeEvents, Nodes: c.opt.Nodes, Sink: nodeSink{&c.mail},
 		Poke: poke, Log: c.log, Relist: c.opt.Resync, OnState: func(s nodestream.State) {
-			c.metrics.nodeWatch(s)
+			c.metrics.NodeWatch(s)
 			c.mail.update(func(a *answers) { a.nodeWatch = s })
 			poke() // status says how the nodes are followed (policy.go publishEnforcement)
 		}}

@@ -7,14 +7,11 @@ import (
 	"maps"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
-	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // The stored policy. With Options.Policy set, the coordinator decides only with
@@ -110,8 +107,7 @@ type policyState struct {
 	published store.Enforcement
 	// slots: each group's slot limit as the last pass computed it, written
 	// with the enforcement record (publishSlots).
-	slots   map[string]int
-	metrics *policyMetrics
+	slots map[string]int
 	// read: that the source answered (the rules, or why they cannot be
 	// used), kept while the policy watch sees no change.
 	read keptRead[struct{}]
@@ -166,7 +162,7 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 func (c *Coordinator) policyEnforced(ctx context.Context) error {
 	ps := &c.policy
 	ps.loaded = true
-	ps.metrics.set(ps.version, ps.problem != "")
+	c.metrics.Policy(ps.version, ps.problem != "")
 	if err := c.publishEnforcement(ctx); err != nil {
 		// Only what status shows is late: the next pass writes it again.
 		c.log.Warn("cannot record the enforced policy for rollboot status", "err", err)
@@ -271,28 +267,8 @@ func (c *Coordinator) endTerm() {
 	c.policy.published = store.Enforcement{}
 	c.policy.loaded = false
 	c.policy.read.forget() // read again in the next term
-	c.policy.metrics.set(0, false)
-	c.metrics.nodeBlocking.Set(0)
+	c.metrics.Policy(0, false)
+	c.metrics.NodeBlocking.Set(0)
 	c.alerts.Forget()
 	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
-}
-
-// policyMetrics are the stored policy's series, set by the leader only.
-type policyMetrics struct {
-	version prometheus.Gauge
-	invalid prometheus.Gauge
-}
-
-func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
-	return &policyMetrics{
-		version: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_policy_version",
-			Help: "Version of the stored policy the leading coordinator enforces (0: none stored, the safe default)."})),
-		invalid: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollboot_policy_invalid",
-			Help: "1 while the stored policy cannot be used: no new reboot starts."})),
-	}
-}
-
-func (m *policyMetrics) set(version int, invalid bool) {
-	m.version.Set(float64(version))
-	m.invalid.Set(boolValue(invalid))
 }

@@ -131,7 +131,7 @@ func sortedKeys[T any](m map[string]T) []string {
 func (c *Coordinator) corroborate(ctx context.Context, recs []store.HostRecord, nodes map[string]*api.NodeListStub) []store.HostRecord {
 	members, unread := c.members.Read(ctx, recs)
 	out := hostcheck.Corroborate(recs, nodes, c.backing(members, unread))
-	c.metrics.state.Unbacked(len(out.Unbacked))
+	c.metrics.State.Unbacked(len(out.Unbacked))
 	c.corroborated.Unbacked(out.Unbacked)
 	c.corroborated.Disputes(out.Disputes)
 	return out.Records

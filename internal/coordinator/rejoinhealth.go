@@ -8,14 +8,12 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/store"
-	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // Healthy after the reboot, and the drain options of a group.
@@ -222,10 +220,7 @@ func (c *Coordinator) alertUnhealthy(in phase.Input, d phase.Decision, log *slog
 	}
 	log.Error("slot freed with unhealthy workloads: the healthy deadline passed (healthy.on_deadline = \"release\")",
 		"deadline", in.Healthy.Deadline, "unhealthy", d.Unhealthy)
-	telemetry.Register(c.metrics.registry, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "rollboot_unhealthy_released_total",
-		Help: "Rebooted hosts whose slot was freed at healthy.deadline with their workloads still unhealthy (healthy.on_deadline = \"release\"), by group.",
-	}, []string{"group"})).WithLabelValues(d.Plan.Group).Inc()
+	c.metrics.UnhealthyReleased.WithLabelValues(d.Plan.Group).Inc()
 }
 
 // groupDrainDeadlines are the drain deadlines the groups set for themselves

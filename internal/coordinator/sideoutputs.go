@@ -83,6 +83,23 @@ func sameMeta(a, b nodemeta.Meta) bool {
 // and the publisher start afresh).
 func (h *sideOutputs) forget() { *h = sideOutputs{} }
 
+// besideTheLoop is a side output's writer: it runs while this coordinator
+// leads, each of its writes fenced by the leader's lease like a drain.
+type besideTheLoop interface {
+	Run(ctx context.Context, fence func(context.Context) error)
+}
+
+// startBeside runs the side outputs configured for this term; wg waits for
+// them.
+func (c *Coordinator) startBeside(ctx context.Context, wg *sync.WaitGroup) {
+	for _, r := range []besideTheLoop{c.opt.Notifier, c.opt.NodeMeta, c.opt.Silencer} {
+		if r == nil {
+			continue
+		}
+		wg.Go(func() { r.Run(ctx, election.CheckLease) })
+	}
+}
+
 // Notifier sends the notifications of the rollout (*notify.Notifier). It derives
 // the events from the stored state the coordinator hands it after every pass, and
 // runs only while this coordinator leads: a send is fenced by the leader's lease
@@ -90,18 +107,6 @@ func (h *sideOutputs) forget() { *h = sideOutputs{} }
 type Notifier interface {
 	Observe(notify.State)
 	Run(ctx context.Context, fence func(context.Context) error)
-}
-
-// startNotifier runs the notifier for this term; wg waits for it.
-func (c *Coordinator) startNotifier(ctx context.Context, wg *sync.WaitGroup) {
-	if c.opt.Notifier == nil {
-		return
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.opt.Notifier.Run(ctx, election.CheckLease)
-	}()
 }
 
 // notifyPass hands the notifier the plans as stored (the cache holds only plans
@@ -135,18 +140,6 @@ func (c *Coordinator) notifyPass(ctl store.Control) {
 type MetaPublisher interface {
 	Observe(map[string]nodemeta.Meta)
 	Run(ctx context.Context, fence func(context.Context) error)
-}
-
-// startNodeMeta runs the publisher for this term; wg waits for it.
-func (c *Coordinator) startNodeMeta(ctx context.Context, wg *sync.WaitGroup) {
-	if c.opt.NodeMeta == nil {
-		return
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.opt.NodeMeta.Run(ctx, election.CheckLease)
-	}()
 }
 
 // publishMeta hands the publisher the metadata wanted on every ready node of a
@@ -206,18 +199,6 @@ type Silencer interface {
 	Run(ctx context.Context, fence func(context.Context) error)
 }
 
-// startSilencer runs the silence keeper for this term; wg waits for it.
-func (c *Coordinator) startSilencer(ctx context.Context, wg *sync.WaitGroup) {
-	if c.opt.Silencer == nil {
-		return
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.opt.Silencer.Run(ctx, election.CheckLease)
-	}()
-}
-
 // silencePass hands the silence keeper the plans as stored, each group's
 // silence rules and the Alertmanager to write to, after the pass. The same
 // plans under the same policy as last handed over are not handed over again
@@ -257,9 +238,9 @@ func (c *Coordinator) silencePass() {
 
 // exportState hands the state metrics what the pass that observed s saw.
 func (c *Coordinator) exportState(s *snapshot) {
-	in := stateInput(s, c.metrics.stateHosts)
-	c.metrics.stateHosts = in.Hosts
-	c.metrics.state.Export(in)
+	in := stateInput(s, c.stateHosts)
+	c.stateHosts = in.Hosts
+	c.metrics.State.Export(in)
 }
 
 // stateInput is what the state metrics say of s, its hosts in buf's array
@@ -318,13 +299,6 @@ func (c *Coordinator) drainStarted(group string, requested, now time.Time) {
 	delete(c.freed, group)
 	c.mu.Unlock()
 	if ok {
-		c.metrics.state.HandOff(freed, requested, now)
+		c.metrics.State.HandOff(freed, requested, now)
 	}
-}
-
-func boolValue(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

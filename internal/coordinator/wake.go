@@ -11,12 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
-	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/store"
-	"github.com/rollboot/rollboot/internal/telemetry"
 	"github.com/rollboot/rollboot/internal/watch"
 )
 
@@ -62,76 +59,8 @@ func afterPass(changed bool, chained int, poked bool) (again, spinning bool) {
 	return false, !poked
 }
 
-// passMetrics are the coordinator's metrics, on the registry of its process
-// (one of its own without one).
-type passMetrics struct {
-	registry *prometheus.Registry
-	duration prometheus.Histogram
-	overruns prometheus.Counter
-	// spins: chains of passes cut at maxChainedPasses with only the
-	// coordinator's own writes changing (afterPass).
-	spins prometheus.Counter
-	// stepTimeouts: steps of a pass that ran out of time (apply.go).
-	stepTimeouts prometheus.Counter
-	// nodeBlocking: 1 while blocking queries follow the nodes because the
-	// event stream cannot be had; streamFailures: the stream's failures
-	// (nodes.go followNodes).
-	nodeBlocking   prometheus.Gauge
-	streamFailures prometheus.Counter
-	state          *statemetrics.Metrics
-	// stateHosts: the array of the last state handed to state (sideoutputs.go),
-	// reused by the next.
-	stateHosts []statemetrics.Host
-}
-
-func newPassMetrics(reg *prometheus.Registry) *passMetrics {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	return &passMetrics{
-		registry: reg,
-		duration: telemetry.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "rollboot_coordinator_pass_duration_seconds",
-			Help:    "How long one reconcile pass took.",
-			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		})),
-		overruns: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "rollboot_coordinator_pass_overruns_total",
-			Help: "Reconcile passes that took longer than the resync interval.",
-		})),
-		spins: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "rollboot_coordinator_pass_spins_total",
-			Help: "Chains of reconcile passes cut after 20 passes in a row changed something with nothing else changing: a decision that does not settle.",
-		})),
-		stepTimeouts: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "rollboot_coordinator_step_timeouts_total",
-			Help: "Steps of a reconcile pass (reading the state, or one host's decision) abandoned because a request was not answered in time.",
-		})),
-		nodeBlocking: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "rollboot_coordinator_node_watch_blocking",
-			Help: "1 while the leader follows the nodes with blocking queries because Nomad's node event stream cannot be had.",
-		})),
-		streamFailures: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "rollboot_coordinator_node_stream_failures_total",
-			Help: "Subscriptions to Nomad's node event stream that failed or ended early (refused, broker disabled, dropped, closed).",
-		})),
-		state: statemetrics.New(reg),
-	}
-}
-
-// nodeWatch records how the nodes are followed: s is told at every change and
-// at every failed try of the stream.
-func (m *passMetrics) nodeWatch(s nodestream.State) {
-	if s.Mode == nodestream.Blocking {
-		m.nodeBlocking.Set(1)
-		m.streamFailures.Inc()
-		return
-	}
-	m.nodeBlocking.Set(0)
-}
-
 // Registry is the Prometheus registry of the coordinator's metrics.
-func (c *Coordinator) Registry() *prometheus.Registry { return c.metrics.registry }
+func (c *Coordinator) Registry() *prometheus.Registry { return c.metrics.Registry }
 
 // Overrun is a reconcile pass that took longer than the resync interval.
 type Overrun struct {
@@ -151,11 +80,11 @@ func (c *Coordinator) Overruns() Overrun {
 // overrun: logged and counted, since decisions waited for it (every request has a
 // deadline, so a pass cannot hang for ever, but a slow server still slows it).
 func (c *Coordinator) observePass(took time.Duration, end time.Time) {
-	c.metrics.duration.Observe(took.Seconds())
+	c.metrics.Duration.Observe(took.Seconds())
 	if took <= c.opt.Resync {
 		return
 	}
-	c.metrics.overruns.Inc()
+	c.metrics.Overruns.Inc()
 	c.mu.Lock()
 	c.overrun.Count++
 	c.overrun.Last, c.overrun.Took = end, took
