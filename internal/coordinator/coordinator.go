@@ -28,6 +28,7 @@ import (
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/loopmetrics"
 	"github.com/rollboot/rollboot/internal/membership"
+	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -199,7 +200,7 @@ type Coordinator struct {
 	// pass) is not used (caches.go, records.go).
 	hostsAtLeast, agentJobAtLeast uint64
 	// groups: the nodes' groups as last asked of Nomad (nodes.go).
-	groups groupsAsked
+	groups nodegroups.Asker
 	// capacityCache: each node's capacity, for the capacity gate
 	// (admitreads.go).
 	capacityCache perIndex[capacity.Node]
@@ -275,7 +276,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.groups = groupsAsked{} // another coordinator may have written since we last led
+	c.groups = nodegroups.Asker{} // another coordinator may have written since we last led
 	c.nodesAtLeast.Store(0)
 	c.hostsAtLeast, c.agentJobAtLeast = 0, 0
 	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet

@@ -3,16 +3,13 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
-	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -21,31 +18,9 @@ import (
 // again (or reads it itself when the watch has no answer, as outside Run), unless it is older than the coordinator's own last node write (a drain,
 // an eligibility change: the next pass must see it, or it would issue the drain
 // again). And a group's members are the nodes its filter matches as Nomad
-// evaluates it, on the full node (Meta, Attributes), which only Nomad can say:
-// they are asked again only for the nodes whose ModifyIndex changed (every
-// change to a node, its meta included, bumps it; heartbeats do not), with
-// `ID == ...` added to each group's filter; everything again when many changed.
-// So a pass over an idle cluster reads no node at all, and one during a rollout
+// evaluates it, asked again only for the nodes that changed (package
+// nodegroups). So a pass over an idle cluster reads no node at all, and one during a rollout
 // reads a few nodes per group instead of every node once plus once per group.
-
-// maxTargetedNodes is how many changed nodes are asked for by ID; beyond it
-// each group's whole list is read again (a new leader, a cluster that changed
-// all at once).
-const maxTargetedNodes = 32
-
-// groupsAsked is the nodes' groups as last asked of Nomad (the pass
-// goroutine's).
-type groupsAsked struct {
-	// groupOf: each node's group; groups: the groups (names and filters, in
-	// match order) they were asked of. A policy that changes the groups makes
-	// every node's group unknown.
-	groupOf map[string]string
-	groups  string
-	// seen: the nodes groupOf stands for, by ID, as the list showed them: a
-	// node whose ModifyIndex moved since is asked again, unless only its state
-	// changed (onIdentity).
-	seen map[string]*api.NodeListStub
-}
 
 // writeIndexNodes records the index of every node write, so that the next pass
 // does not take a node list older than it (nodeList).
@@ -138,150 +113,21 @@ func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListSt
 	for _, n := range list {
 		nodes[n.ID] = n
 	}
-	groupOf, err := c.nodeGroups(ctx, list, nodes)
+	groupOf, err := c.groups.Groups(ctx, c.opt.Nodes, c.groupNames(), list, nodes)
 	if err != nil {
 		return nil, nil, err
 	}
 	return nodes, groupOf, nil
 }
 
-// nodeGroups returns the group of every node, asking Nomad only about the nodes
-// that changed since it last asked.
-func (c *Coordinator) nodeGroups(ctx context.Context, list []*api.NodeListStub, nodes map[string]*api.NodeListStub) (map[string]string, error) {
-	g := &c.groups
-	key := groupsKey(c.opt.Groups)
-	prev, seen := g.groupOf, g.seen
-	if g.groups != key {
-		prev, seen = nil, nil
+// groupNames are the configured groups, in match order, as package
+// nodegroups asks Nomad about them.
+func (c *Coordinator) groupNames() []nodegroups.Group {
+	out := make([]nodegroups.Group, len(c.opt.Groups))
+	for i, g := range c.opt.Groups {
+		out[i] = nodegroups.Group{Name: g.Name, Filter: g.Filter}
 	}
-	identity := onIdentity(c.opt.Groups)
-	var changed []string
-	for _, n := range list {
-		if m, ok := seen[n.ID]; !ok || m.ModifyIndex != n.ModifyIndex {
-			if identity && prev != nil && sameIdentity(m, n) {
-				// Its drain, status or eligibility changed (most changes
-				// in a rollout), not what the groups select on.
-				continue
-			}
-			changed = append(changed, n.ID)
-		}
-	}
-	gone := false
-	for id := range seen {
-		if nodes[id] == nil {
-			gone = true
-			break
-		}
-	}
-	if prev != nil && len(changed) == 0 && !gone {
-		g.seen = nodes
-		return prev, nil
-	}
-	var only []string // nil: every node
-	if prev != nil && len(changed) <= maxTargetedNodes {
-		only = append([]string{}, changed...) // none (nodes only went): ask nothing
-	}
-	found, err := c.membersOf(ctx, list, only)
-	if err != nil {
-		return nil, err
-	}
-	groupOf := make(map[string]string, len(nodes))
-	asked := map[string]bool{}
-	for _, id := range only {
-		asked[id] = true
-	}
-	for _, n := range list {
-		switch g, ok := found[n.ID]; {
-		case only == nil || asked[n.ID]:
-			if ok {
-				groupOf[n.ID] = g
-			}
-		default:
-			if g, ok := prev[n.ID]; ok {
-				groupOf[n.ID] = g
-			}
-		}
-	}
-	*g = groupsAsked{groupOf: groupOf, groups: key, seen: nodes}
-	return groupOf, nil
-}
-
-// onIdentity reports whether every group's filter selects only on a node's
-// identity (policy.FilterOnIdentity): then a node whose identity the list
-// shows unchanged keeps its group without asking Nomad.
-func onIdentity(groups []GroupSpec) bool {
-	for _, g := range groups {
-		if g.Filter != "" && !policy.FilterOnIdentity(g.Filter) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameIdentity reports whether the node list shows b with a's identity (a
-// nil: not seen before).
-func sameIdentity(a, b *api.NodeListStub) bool {
-	return a != nil && a.ID == b.ID && a.Name == b.Name && a.NodePool == b.NodePool &&
-		a.Datacenter == b.Datacenter && a.NodeClass == b.NodeClass
-}
-
-// groupsKey identifies what group membership depends on: the groups' names and
-// filters in match order.
-func groupsKey(groups []GroupSpec) string {
-	var b strings.Builder
-	for _, g := range groups {
-		b.WriteString(g.Name)
-		b.WriteByte(0)
-		b.WriteString(g.Filter)
-		b.WriteByte(0)
-	}
-	return b.String()
-}
-
-// membersOf asks Nomad which nodes each group's filter matches, first match
-// wins: of every node (only nil), or of the nodes only names.
-func (c *Coordinator) membersOf(ctx context.Context, list []*api.NodeListStub, only []string) (map[string]string, error) {
-	groupOf := map[string]string{}
-	idFilter := ""
-	if only != nil {
-		if len(only) == 0 {
-			return groupOf, nil
-		}
-		ids := make([]string, len(only))
-		for i, id := range only {
-			ids[i] = "ID == " + strconv.Quote(id)
-		}
-		idFilter = strings.Join(ids, " or ")
-	}
-	for _, g := range c.opt.Groups {
-		var members []*api.NodeListStub
-		switch {
-		case g.Filter == "" && only == nil:
-			members = list
-		case g.Filter == "":
-			for _, n := range list {
-				if slices.Contains(only, n.ID) {
-					members = append(members, n)
-				}
-			}
-		default:
-			filter := g.Filter
-			if idFilter != "" {
-				filter = "(" + g.Filter + ") and (" + idFilter + ")"
-			}
-			var err error
-			members, _, err = c.opt.Nodes.List((&api.QueryOptions{Filter: filter}).WithContext(ctx))
-			if err != nil {
-				return nil, fmt.Errorf("list nodes of group %s: %w", g.Name, err)
-			}
-		}
-		for _, n := range members {
-			if _, ok := groupOf[n.ID]; !ok {
-				groupOf[n.ID] = g.Name
-			}
-		}
-	}
-	return groupOf, nil
+	return out
 }
 
 // newNodeFollower is the node list's follower of a term, which keeps the
