@@ -149,6 +149,10 @@ type Agent struct {
 	// maintenance: the Consul node was put in maintenance for the attempt under
 	// way; a failed attempt takes it out again.
 	maintenance bool
+	// withdrawn: the last grant whose attempt ended because the stored plan
+	// no longer granted it; the loop does not try it again (its plan may
+	// still be the newest the watch gave).
+	withdrawn string
 }
 
 type detection struct {
@@ -435,7 +439,7 @@ func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan
 			lastPlan = p
 		default:
 		}
-		if !rebooting && a.mayReboot(lastPlan, bootID) && !a.failedFor(lastPlan.GrantID) {
+		if !rebooting && a.mayReboot(lastPlan, bootID) && !a.failedFor(lastPlan.GrantID) && lastPlan.GrantID != a.withdrawn {
 			rebooting = a.attemptReboot(ctx, lastPlan, bootID)
 			if ctx.Err() != nil {
 				return // the machine is going down (or the agent stops)
@@ -500,9 +504,12 @@ func (a *Agent) notifications(ctx context.Context) (<-chan struct{}, bool) {
 // attemptReboot reboots the host for the grant in p. When the host did not go
 // down it says so in the record, so that the coordinator undoes the drain and
 // retries later with a new grant; when the attempt was interrupted (the grant
-// withdrawn, the store unreachable) it waits RetryAfter and lets the loop try
-// again on the next plan or tick. It reports whether the attempt is still on,
-// so that the loop does not start another.
+// withdrawn, the store unreachable) it lets the loop try again on the next
+// plan or tick: at once for a grant withdrawn (that grant is never tried
+// again, and a new one may be waiting already: the coordinator gives its
+// slot a rejoin deadline from the grant), after RetryAfter otherwise. It
+// reports whether the attempt is still on, so that the loop does not start
+// another.
 func (a *Agent) attemptReboot(ctx context.Context, p store.Plan, bootID string) (rebooting bool) {
 	err := a.reboot(ctx, p, bootID)
 	if ctx.Err() != nil {
@@ -513,11 +520,16 @@ func (a *Agent) attemptReboot(ctx context.Context, p store.Plan, bootID string) 
 		a.reportFailure(ctx, rf.f)
 		return false
 	}
-	a.log.Error("reboot attempt interrupted; will retry", "err", err, "grant", p.GrantID)
 	a.rec.HoldReason = ""
 	if a.opt.RebootFailed != nil {
 		a.opt.RebootFailed()
 	}
+	if errors.As(err, new(errWithdrawn)) {
+		a.log.Warn("reboot attempt ended: its grant was withdrawn", "err", err, "grant", p.GrantID)
+		a.withdrawn = p.GrantID
+		return false
+	}
+	a.log.Error("reboot attempt interrupted; will retry", "err", err, "grant", p.GrantID)
 	return !watch.Sleep(ctx, a.opt.RetryAfter)
 }
 
@@ -583,7 +595,7 @@ func (a *Agent) currentPlan(ctx context.Context, p store.Plan) (store.Plan, erro
 		return cur, fmt.Errorf("read the plan before rebooting: %w", err)
 	}
 	if cur.GrantID != p.GrantID || !a.mayReboot(cur, p.BootIDAtGrant) {
-		return cur, fmt.Errorf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)
+		return cur, errWithdrawn{fmt.Sprintf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)}
 	}
 	return cur, nil
 }

@@ -105,3 +105,56 @@ func TestStartedAfterTheRecord(t *testing.T) {
 	case <-time.After(300 * time.Millisecond): // fifteen polls
 	}
 }
+
+// A grant withdrawn while its attempt runs (the coordinator granted the slot
+// again: a new grant ID) ends the attempt at once, and the new grant is
+// carried out without waiting RetryAfter: the coordinator counts its rejoin
+// deadline from the new grant. The withdrawn grant is not tried again.
+func TestWithdrawnGrantNoRetryWait(t *testing.T) {
+	_, h, client := simHost(t, 1)
+	st := store.New(client.Variables(), "rollboot", "")
+	bootID, err := ReadBootID(filepath.Join(h.Dir, "boot_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(t.TempDir(), "hook-started")
+	reb := &flakyRebooter{ch: make(chan struct{}, 4)}
+	a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+		Detectors: []Detector{FileDetector{Path: filepath.Join(h.Dir, "reboot-required")}},
+		// The first attempt's hook runs long enough for the grant to change.
+		PreHooks: [][]string{{"sh", "-c", `test -e ` + started + ` && exit 0; touch ` + started + `; sleep 1`}},
+		Rebooter: reb, RetryAfter: time.Hour, PollEvery: 20 * time.Millisecond})
+	stop, _ := run(t, a)
+	defer stop()
+
+	ctx := context.Background()
+	idx, err := st.PutPlan(ctx, store.Plan{Host: h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1", BootIDAtGrant: bootID, NodeID: h.NodeID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first attempt's hook did not run")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := st.PutPlan(ctx, store.Plan{Host: h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g2", BootIDAtGrant: bootID,
+		NodeID: h.NodeID, ModifyIndex: idx}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reb.ch:
+	case <-time.After(15 * time.Second): // far below RetryAfter
+		t.Fatal("the new grant was not carried out: the agent waited after the withdrawn one")
+	}
+	reb.mu.Lock()
+	calls := reb.calls
+	reb.mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("%d reboot calls, want 1 (the withdrawn grant must not reach the reboot)", calls)
+	}
+}
