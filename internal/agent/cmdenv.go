@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The commands the agent runs (hooks, the sentinel command, the reboot command)
@@ -52,10 +53,14 @@ func CommandEnv(environ, pass []string) []string {
 	return out
 }
 
-// command builds an exec.Cmd for argv with the scrubbed environment.
+// command builds an exec.Cmd for argv with the scrubbed environment. Once ctx
+// ends (a timeout) or the command exits, its output is waited for at most a
+// second: a child it left in the background holding the output open does not
+// outlast the timeout.
 func command(ctx context.Context, argv, pass []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = CommandEnv(os.Environ(), pass)
+	cmd.WaitDelay = time.Second
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -315,5 +316,32 @@ func TestReadBootTime(t *testing.T) {
 	}
 	if _, err := ReadBootTime(filepath.Join(dir, "missing")); err == nil {
 		t.Error("a missing file: no error")
+	}
+}
+
+// A sentinel command that leaves a child holding its output open ends at its
+// timeout with an error, not when the child ends (an hour later here).
+func TestCommandDetectorChildHoldsOutput(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child")
+	d := CommandDetector{Argv: []string{"sh", "-c", "sleep 3600 & echo $! > " + pidFile + "; exec sleep 3600"}, Timeout: 200 * time.Millisecond}
+	t.Cleanup(func() { // the child outlives the command: end it
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.RebootRequired(context.Background())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "timed out") {
+			t.Fatalf("err = %v, want a timeout", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the detector waited for the command's child")
 	}
 }

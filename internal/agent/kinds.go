@@ -93,7 +93,6 @@ func (s System) run(ctx context.Context, argv ...string) (ran, error) {
 	cmd := command(ctx, append([]string{prog}, argv[1:]...), s.PassEnv)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = time.Second // a child that keeps the output open does not outlast the timeout
 	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {
