@@ -96,6 +96,9 @@ type Deps struct {
 	// GateReader reads the health gates (nil: over HTTP alone, package
 	// gateread: consul_service and nomad_job gates stay closed).
 	GateReader HealthGateReader
+	// ApprovalAsker asks the approval webhook (nil: over HTTP, package
+	// approvalhook, as the policy's approval block says).
+	ApprovalAsker ApprovalAsker
 	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
 	WorkloadsAPI workloadread.API
 	// Allocs stops the allocations of drain.stop_jobs; ConsulHealth reads the
@@ -219,6 +222,8 @@ type Coordinator struct {
 	alerts alertState
 	// gates: the health gates' state (healthgates.go).
 	gates gateState
+	// approvals: the approval webhook's answers (approval.go).
+	approvals approvalState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
@@ -246,6 +251,7 @@ func New(opt Options) *Coordinator {
 	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
 	c.alerts = alertState{reader: opt.AlertReader, metrics: newAlertMetrics(c.metrics.registry)}
 	c.gates = gateState{reader: opt.GateReader, metrics: newGateMetrics(c.metrics.registry)}
+	c.approvals = approvalState{asker: opt.ApprovalAsker, given: opt.ApprovalAsker != nil, metrics: newApprovalMetrics(c.metrics.registry)}
 	return c
 }
 
@@ -407,6 +413,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
+	c.forgetAnswers(s) // approval.go
 	adm := c.admit(octx, s)
 	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)
@@ -498,6 +505,8 @@ func (c *Coordinator) input(s *snapshot, adm admission.Result, name string) phas
 	if in.Admitted {
 		in.NewGrantID = newGrantID()
 		in.SystemJobs = hv.jobs
+		a := adm.Approved[name]
+		in.ApprovedBy, in.ApprovalUntil = a.By, a.Until
 	}
 	return in
 }

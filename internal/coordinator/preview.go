@@ -64,6 +64,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	if err != nil {
 		return PreviewResult{}, err
 	}
+	s.preview, s.previewAnswers = true, map[string]admission.WebhookAnswer{} // the webhook is not asked (approval.go)
 	// A host whose need the coordinator has not turned into a pending plan yet
 	// (it is not running, or has not had its pass) would be pending after the
 	// next pass: preview from there.
