@@ -17,18 +17,20 @@ import (
 
 // Cycle is one finished reboot cycle.
 type Cycle struct {
-	Host        string               `json:"host"`
-	Group       string               `json:"group"`
-	Grant       string               `json:"grant_id"`
-	Outcome     string               `json:"outcome"`
-	Reason      string               `json:"reason"`
-	RequestedBy string               `json:"requested_by,omitempty"` // "" : the host's agent
-	Error       string               `json:"error,omitempty"`
-	Forced      bool                 `json:"forced,omitempty"`
-	BootBefore  string               `json:"boot_id_before,omitempty"`
-	BootAfter   string               `json:"boot_id_after,omitempty"`
-	Finished    time.Time            `json:"finished"`
-	Timeline    map[string]time.Time `json:"timeline"`
+	Host        string `json:"host"`
+	Group       string `json:"group"`
+	Grant       string `json:"grant_id"`
+	Outcome     string `json:"outcome"`
+	Reason      string `json:"reason"`
+	RequestedBy string `json:"requested_by,omitempty"` // "" : the host's agent
+	// ApprovedBy: who approved the cycle in a group that needs an approval.
+	ApprovedBy string               `json:"approved_by,omitempty"`
+	Error      string               `json:"error,omitempty"`
+	Forced     bool                 `json:"forced,omitempty"`
+	BootBefore string               `json:"boot_id_before,omitempty"`
+	BootAfter  string               `json:"boot_id_after,omitempty"`
+	Finished   time.Time            `json:"finished"`
+	Timeline   map[string]time.Time `json:"timeline"`
 	// Durations of the phases the cycle went through, in seconds: wait (pending
 	// to draining), drain (draining to drained), reboot (rebooting to
 	// rejoining), rejoin (rejoining to the end) and cycle (draining to the end).
@@ -71,7 +73,7 @@ func sortByEnd(cs []Cycle) {
 
 func cycle(r store.HistoryRecord) Cycle {
 	c := Cycle{Host: r.Host, Group: r.Group, Grant: r.GrantID, Outcome: r.Outcome, Reason: r.Reason,
-		RequestedBy: r.RequestedBy, Error: r.Error, Forced: r.Forced, BootBefore: r.BootIDBefore,
+		RequestedBy: r.RequestedBy, ApprovedBy: r.ApprovedBy, Error: r.Error, Forced: r.Forced, BootBefore: r.BootIDBefore,
 		BootAfter: r.BootIDAfter, Finished: r.Finished, Timeline: r.Timeline, Durations: map[string]float64{}}
 	if c.Timeline == nil {
 		c.Timeline = map[string]time.Time{}
@@ -139,7 +141,18 @@ func WriteText(w io.Writer, cs []Cycle) error {
 		}
 	}
 	if len(failed) > 0 {
-		_, err := fmt.Fprintf(w, "\nErrors:\n%s\n", strings.Join(failed, "\n"))
+		if _, err := fmt.Fprintf(w, "\nErrors:\n%s\n", strings.Join(failed, "\n")); err != nil {
+			return err
+		}
+	}
+	var approved []string
+	for _, c := range cs {
+		if c.ApprovedBy != "" {
+			approved = append(approved, fmt.Sprintf("  %s %s: %s", c.Finished.UTC().Format(time.RFC3339), c.Host, c.ApprovedBy))
+		}
+	}
+	if len(approved) > 0 {
+		_, err := fmt.Fprintf(w, "\nApproved by:\n%s\n", strings.Join(approved, "\n"))
 		return err
 	}
 	return nil

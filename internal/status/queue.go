@@ -38,6 +38,7 @@ func explainProgress(v *View, plans map[string]store.Plan) {
 		}
 	}
 	why := map[string]string{}
+	awaiting := awaitingAhead(plans) // approval.go
 	for group, q := range queues {
 		sort.Slice(q, func(i, j int) bool {
 			if c := q[i].RequestedAt.Compare(q[j].RequestedAt); c != 0 {
@@ -51,7 +52,7 @@ func explainProgress(v *View, plans map[string]store.Plan) {
 			if i > 0 {
 				place = fmt.Sprintf("number %d in line, after %s", i+1, q[i-1].Host)
 			}
-			why[p.Host] = fmt.Sprintf("waiting for a slot in group %q (%s%s)", group, place, outOfService(out[group]))
+			why[p.Host] = fmt.Sprintf("waiting for a slot in group %q (%s%s%s)", group, place, outOfService(out[group]), awaitingText(awaiting[group]))
 		}
 	}
 	for i := range v.Hosts {
