@@ -121,6 +121,6 @@ func approvedMessage(hosts []string, group string, until time.Time) string {
 		return fmt.Sprintf("%d host(s) of group %q approved until %s: %s. Each goes when its turn comes, once; a host pending later awaits its own approval.",
 			len(hosts), group, at, strings.Join(hosts, ", "))
 	}
-	return fmt.Sprintf("%s is approved until %s: it drains when its turn comes (approval = \"manual\" or \"webhook\": consumed by that reboot) and may drain though its node runs singletons (singletons = \"hold\").",
+	return fmt.Sprintf("%s may drain, approved until %s: when its turn comes (approval = \"manual\" or \"webhook\": consumed by that reboot), and though its node runs singletons (singletons = \"hold\").",
 		hosts[0], at)
 }
