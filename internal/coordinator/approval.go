@@ -88,13 +88,17 @@ func (c *Coordinator) askWebhook(ctx context.Context, s *snapshot, hosts []strin
 	})
 	for i, h := range hosts {
 		a := answers[i]
+		before, asked := c.approvals.answers[h]
 		c.approvals.answers[h] = webhookAnswer{requestedAt: s.plans[h].RequestedAt, ans: a}
 		result := "refused"
 		if a.Approved {
 			result = "approved"
 		}
 		c.approvals.metrics.requests.WithLabelValues(result).Inc()
-		c.log.Info("approval webhook answered", "host", h, "group", s.hosts[h].group, "approved", a.Approved, "answer", a.Answer)
+		if !asked || before.ans.Answer != a.Answer || before.ans.Approved != a.Approved {
+			// Logged when it changes, not at every recheck.
+			c.log.Info("approval webhook answered", "host", h, "group", s.hosts[h].group, "approved", a.Approved, "answer", a.Answer)
+		}
 	}
 }
 
