@@ -42,8 +42,9 @@ const (
 	AwaitingApproval Kind = "awaiting_approval"
 )
 
-// Kinds are every kind of event, in the order of a host's cycle.
-var Kinds = []Kind{AwaitingApproval, DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed}
+// Kinds are every kind of event, in the order of a host's cycle (the
+// approval, added later, last).
+var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed, AwaitingApproval}
 
 // ValidKind reports whether k names an event.
 func ValidKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }

@@ -21,7 +21,7 @@ func TestApprovalInPlan(t *testing.T) {
 		{name: "begins to await: since now, stored", in: Input{Now: t0, Plan: plan(store.PhasePending, nil), Host: host("b1", true),
 			Node: node(nil), NotAdmitted: awaitingReason},
 			check: func(t *testing.T, d Decision) {
-				if !d.Write || !d.Plan.AwaitingSince.Equal(t0) || d.Plan.WaitingKind != "awaiting_approval" {
+				if !d.Write || !d.Plan.AwaitingSince.Equal(t0) || d.Plan.WaitingKind != "awaiting_approval" || d.Event != "awaiting approval" {
 					t.Errorf("write %v, plan %+v", d.Write, d.Plan)
 				}
 			}},

@@ -351,6 +351,9 @@ func approvalKept(in Input, d *Decision) {
 	switch {
 	case awaiting && d.Plan.AwaitingSince.IsZero():
 		d.Plan.AwaitingSince, d.Write = in.Now, true
+		if d.Event == "" {
+			d.Event = "awaiting approval" // what approves it: in Waiting
+		}
 	case !awaiting && !d.Plan.AwaitingSince.IsZero():
 		d.Plan.AwaitingSince, d.Write = time.Time{}, true
 	}
