@@ -8,18 +8,24 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 func TestAsk(t *testing.T) {
 	const secret = "Bearer s3cr3t-token"
+	var mu sync.Mutex // the handler of one case may still run when the next begins
 	var got Request
 	var gotAuth string
 	answer := func(w http.ResponseWriter) {}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth = r.Header.Get("X-Approval")
-		_ = json.NewDecoder(r.Body).Decode(&got)
+		var body Request
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		got, gotAuth = body, r.Header.Get("X-Approval")
+		answer := answer
+		mu.Unlock()
 		answer(w)
 	}))
 	defer srv.Close()
@@ -46,7 +52,7 @@ func TestAsk(t *testing.T) {
 			w.Header().Set("Location", "/elsewhere")
 			w.WriteHeader(302)
 		}, hook: hook, want: "HTTP 302"},
-		{name: "no answer in time holds", answer: func(w http.ResponseWriter) { time.Sleep(time.Second) }, hook: hook,
+		{name: "no answer in time holds", answer: func(w http.ResponseWriter) { time.Sleep(400 * time.Millisecond) }, hook: hook,
 			want: "no answer within 200ms"},
 		{name: "the secret's variable not set holds, without asking", answer: func(w http.ResponseWriter) { t.Error("asked") },
 			hook: func() *Hook { h := hook(); h.Env = "APPROVAL_UNSET"; return h },
@@ -57,11 +63,15 @@ func TestAsk(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
 			answer, got, gotAuth = tc.answer, Request{}, ""
 			if answer == nil {
 				answer = func(http.ResponseWriter) {}
 			}
+			mu.Unlock()
 			a := tc.hook().Ask(context.Background(), req, now)
+			mu.Lock()
+			defer mu.Unlock()
 			if a.Approved != tc.approved || !strings.Contains(a.Answer, tc.want) || !a.At.Equal(now) {
 				t.Errorf("answer %+v, want approved %v, %q", a, tc.approved, tc.want)
 			}
