@@ -34,8 +34,11 @@ func newApproveCmd(cf *configFlags) *cobra.Command {
 		Use:   "approve HOST | -group GROUP",
 		Short: "Approve the reboot of a host, or of every host of a group pending now (approval = \"manual\", singletons = \"hold\")",
 		Args: func(c *cobra.Command, args []string) error {
+			if group != "" && len(args) > 0 {
+				return fmt.Errorf("rollboot approve takes a host or -group, not both: got %q with -group %s (rollboot approve HOST, or rollboot approve -group GROUP)", args, group)
+			}
 			if group != "" {
-				return noArgs("approve -group GROUP")(c, args)
+				return nil
 			}
 			return oneHost("approve")(c, args)
 		},
