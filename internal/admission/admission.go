@@ -136,8 +136,10 @@ type Result struct {
 	// zero: never).
 	RecheckAt time.Time
 	// Approved: the approval of each host admitted in a group that needs
-	// one (approval.go).
-	Approved map[string]Approved
+	// one (approval.go); HoldsSlot: the hosts awaiting approval that keep
+	// their group's slot (ApprovalVerdict.KeepsSlot).
+	Approved  map[string]Approved
+	HoldsSlot map[string]bool
 }
 
 // Needs is what admission still needs read before it can decide.

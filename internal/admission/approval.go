@@ -143,5 +143,11 @@ func (a *admitter) approval(p Pending) (takes, admitted bool) {
 	}
 	a.out.Wait[p.Host] = v.Wait
 	a.out.RecheckAt = phase.Earliest(a.out.RecheckAt, v.RecheckAt)
+	if v.KeepsSlot {
+		if a.out.HoldsSlot == nil {
+			a.out.HoldsSlot = map[string]bool{}
+		}
+		a.out.HoldsSlot[p.Host] = true
+	}
 	return v.KeepsSlot, false
 }

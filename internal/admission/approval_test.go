@@ -37,6 +37,7 @@ func TestAdmitApproval(t *testing.T) {
 		needs     Needs
 		recheck   time.Time
 		detail    map[string]string // a part of each reason
+		holds     []string          // the hosts awaiting that keep their slot
 	}{
 		{name: "no approval needed: admitted as before", in: func() Input {
 			return approvalInput(ApprovalNone, 1, pending("a", 0))
@@ -44,7 +45,7 @@ func TestAdmitApproval(t *testing.T) {
 		{name: "manual: the first in line awaits and keeps the slot", in: func() Input {
 			return approvalInput(ApprovalManual, 1, pending("a", 0), pending("b", time.Minute))
 		}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitAwaitingApproval, "b": phase.WaitQueued},
-			detail: map[string]string{"a": "rollboot approve a"}, recheck: time.Time{}},
+			detail: map[string]string{"a": "rollboot approve a"}, recheck: time.Time{}, holds: []string{"a"}},
 		{name: "manual: awaiting since a while: the recheck is when it gives up its slot", in: func() Input {
 			return approvalInput(ApprovalManual, 1, awaiting(pending("a", 0), 10*time.Minute), pending("b", time.Minute))
 		}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitAwaitingApproval, "b": phase.WaitQueued},
@@ -52,7 +53,7 @@ func TestAdmitApproval(t *testing.T) {
 		{name: "manual: past hold_slot it steps aside, the next awaits in its place", in: func() Input {
 			return approvalInput(ApprovalManual, 1, awaiting(pending("a", 0), 2*time.Hour), pending("b", time.Minute), pending("c", 2*time.Minute))
 		}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitAwaitingApproval, "b": phase.WaitAwaitingApproval, "c": phase.WaitQueued},
-			detail: map[string]string{"a": "let the next host in line"}},
+			detail: map[string]string{"a": "let the next host in line"}, holds: []string{"b"}},
 		{name: "manual: an approved host behind one past hold_slot goes", in: func() Input {
 			in := approvalInput(ApprovalManual, 1, awaiting(pending("a", 0), 2*time.Hour), pending("b", time.Minute))
 			in.Approvals = map[string]store.Approval{"b": valid}
@@ -142,6 +143,14 @@ func TestAdmitApproval(t *testing.T) {
 				if res.Approved[h] != a {
 					t.Errorf("%s approved %+v, want %+v", h, res.Approved[h], a)
 				}
+			}
+			var holds []string
+			for h := range res.HoldsSlot {
+				holds = append(holds, h)
+			}
+			slices.Sort(holds)
+			if tc.holds != nil && !slices.Equal(holds, tc.holds) {
+				t.Errorf("hold their slot: %v, want %v", holds, tc.holds)
 			}
 			if !slices.Equal(needs.Webhook, tc.needs.Webhook) || !slices.Equal(needs.Jobs, tc.needs.Jobs) {
 				t.Errorf("needs %+v, want %+v", needs, tc.needs)
