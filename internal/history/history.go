@@ -17,20 +17,19 @@ import (
 
 // Cycle is one finished reboot cycle.
 type Cycle struct {
-	Host        string `json:"host"`
-	Group       string `json:"group"`
-	Grant       string `json:"grant_id"`
-	Outcome     string `json:"outcome"`
-	Reason      string `json:"reason"`
-	RequestedBy string `json:"requested_by,omitempty"` // "" : the host's agent
-	// ApprovedBy: who approved the cycle in a group that needs an approval.
-	ApprovedBy string               `json:"approved_by,omitempty"`
-	Error      string               `json:"error,omitempty"`
-	Forced     bool                 `json:"forced,omitempty"`
-	BootBefore string               `json:"boot_id_before,omitempty"`
-	BootAfter  string               `json:"boot_id_after,omitempty"`
-	Finished   time.Time            `json:"finished"`
-	Timeline   map[string]time.Time `json:"timeline"`
+	Host        string               `json:"host"`
+	Group       string               `json:"group"`
+	Grant       string               `json:"grant_id"`
+	Outcome     string               `json:"outcome"`
+	Reason      string               `json:"reason"`
+	RequestedBy string               `json:"requested_by,omitempty"` // "" : the host's agent
+	ApprovedBy  string               `json:"approved_by,omitempty"`  // who approved it (a group's approval); "": none needed
+	Error       string               `json:"error,omitempty"`
+	Forced      bool                 `json:"forced,omitempty"`
+	BootBefore  string               `json:"boot_id_before,omitempty"`
+	BootAfter   string               `json:"boot_id_after,omitempty"`
+	Finished    time.Time            `json:"finished"`
+	Timeline    map[string]time.Time `json:"timeline"`
 	// Durations of the phases the cycle went through, in seconds: wait (pending
 	// to draining), drain (draining to drained), reboot (rebooting to
 	// rejoining), rejoin (rejoining to the end) and cycle (draining to the end).

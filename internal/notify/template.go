@@ -11,15 +11,17 @@ import (
 // configuration gives no template for. They are text/template templates
 // executed with an Event.
 var DefaultMessages = map[Kind]string{
-	DrainStarted:     `rollboot: draining {{.Host}} (group {{.Group}}) to reboot it: {{.Reason}}`,
-	Rebooting:        `rollboot: {{.Host}} is rebooting`,
-	BackInService:    `rollboot: {{.Host}} rebooted and is back in service{{if .Duration}} after {{.Duration}}{{end}}{{with .Error}}, but its workloads were still unhealthy at its healthy deadline: {{.}}{{end}}`,
-	Stuck:            `rollboot: {{.Host}} is stuck: {{.Error}} (rollboot release {{.Host}} frees its slot)`,
-	DrainAborted:     `rollboot: drain of {{.Host}} aborted, retrying after a backoff: {{.Error}}`,
-	RebootFailed:     `rollboot: reboot of {{.Host}} failed, retrying after a backoff: {{.Error}}`,
-	NodeGone:         `rollboot: {{.Host}}'s slot was released: {{.Error}} (rollboot forget {{.Host}} removes a host gone for good)`,
-	Paused:           `rollboot: rollout paused{{with .PauseReason}}: {{.}}{{end}}`,
-	Resumed:          `rollboot: rollout resumed`,
+	DrainStarted:  `rollboot: draining {{.Host}} (group {{.Group}}) to reboot it: {{.Reason}}`,
+	Rebooting:     `rollboot: {{.Host}} is rebooting`,
+	BackInService: `rollboot: {{.Host}} rebooted and is back in service{{if .Duration}} after {{.Duration}}{{end}}{{with .Error}}, but its workloads were still unhealthy at its healthy deadline: {{.}}{{end}}`,
+	Stuck:         `rollboot: {{.Host}} is stuck: {{.Error}} (rollboot release {{.Host}} frees its slot)`,
+	DrainAborted:  `rollboot: drain of {{.Host}} aborted, retrying after a backoff: {{.Error}}`,
+	RebootFailed:  `rollboot: reboot of {{.Host}} failed, retrying after a backoff: {{.Error}}`,
+	NodeGone:      `rollboot: {{.Host}}'s slot was released: {{.Error}} (rollboot forget {{.Host}} removes a host gone for good)`,
+	Paused:        `rollboot: rollout paused{{with .PauseReason}}: {{.}}{{end}}`,
+	Resumed:       `rollboot: rollout resumed`,
+
+	// A group's approval (package admission, approval.go).
 	AwaitingApproval: `rollboot: {{.Host}} (group {{.Group}}) awaits approval to reboot ({{.Reason}}): {{.Error}}`,
 }
 

@@ -301,12 +301,13 @@ type HistoryRecord struct {
 	// failure; or, for a host rebooted whose slot was freed at its healthy
 	// deadline with workloads still unhealthy (healthy.on_deadline =
 	// "release"), what was unhealthy.
-	Error string
+	Error    string
+	Timeline map[string]time.Time
+	Finished time.Time
+
 	// ApprovedBy: who approved the cycle (Plan.ApprovedBy); "" when its group
 	// needs no approval.
 	ApprovedBy string
-	Timeline   map[string]time.Time
-	Finished   time.Time
 }
 
 // ---- codecs: one per record type (codec.go) --------------------------------------
