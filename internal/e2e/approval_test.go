@@ -74,7 +74,7 @@ func TestApprovalManual(t *testing.T) {
 		return n == len(hosts)
 	})
 	out := c.cli("status")
-	for _, want := range []string{first + " ", "awaiting_approval", "rollboot approve " + first, "awaiting approval ahead: " + first} {
+	for _, want := range []string{first + " ", "awaiting_approval", "rollboot approve " + first, "awaiting approval: " + first, "after " + first} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status does not show %q:\n%s", want, out)
 		}

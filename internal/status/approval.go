@@ -22,8 +22,9 @@ func (h Host) State() string {
 	return h.Phase
 }
 
-// awaitingAhead names, by group, the hosts awaiting approval: the hosts in
-// line behind them wait for them too.
+// awaitingAhead names, by group, the hosts awaiting approval: they are in
+// their group's line (first come, first served), and the hosts behind them
+// wait for them too.
 func awaitingAhead(plans map[string]store.Plan) map[string][]string {
 	out := map[string][]string{}
 	for _, p := range plans {
@@ -43,5 +44,5 @@ func awaitingText(hosts []string) string {
 	if len(hosts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; awaiting approval ahead: %s", strings.Join(hosts, ", "))
+	return fmt.Sprintf("; awaiting approval: %s", strings.Join(hosts, ", "))
 }

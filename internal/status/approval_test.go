@@ -30,7 +30,7 @@ func TestAwaitingApprovalShown(t *testing.T) {
 	for _, want := range []string{
 		"db-1   db     awaiting_approval",
 		"rollboot approve db-1",
-		`waiting for a slot in group "db" (first in line; awaiting approval ahead: db-1)`,
+		`waiting for a slot in group "db" (number 2 in line, after db-1; awaiting approval: db-1)`,
 		"web-1  web    pending",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {

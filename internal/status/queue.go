@@ -31,8 +31,8 @@ func explainProgress(v *View, plans map[string]store.Plan) {
 	out := map[string][]string{}
 	for _, p := range plans {
 		switch {
-		case p.Phase == store.PhasePending && p.Waiting == "":
-			queues[p.Group] = append(queues[p.Group], p)
+		case p.Phase == store.PhasePending && (p.Waiting == "" || p.WaitingKind == stateAwaitingApproval):
+			queues[p.Group] = append(queues[p.Group], p) // a host awaiting approval is in line (approval.go)
 		case p.Active():
 			out[p.Group] = append(out[p.Group], p.Host)
 		}
@@ -52,7 +52,9 @@ func explainProgress(v *View, plans map[string]store.Plan) {
 			if i > 0 {
 				place = fmt.Sprintf("number %d in line, after %s", i+1, q[i-1].Host)
 			}
-			why[p.Host] = fmt.Sprintf("waiting for a slot in group %q (%s%s%s)", group, place, outOfService(out[group]), awaitingText(awaiting[group]))
+			if p.Waiting == "" {
+				why[p.Host] = fmt.Sprintf("waiting for a slot in group %q (%s%s%s)", group, place, outOfService(out[group]), awaitingText(awaiting[group]))
+			}
 		}
 	}
 	for i := range v.Hosts {
