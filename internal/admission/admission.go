@@ -198,6 +198,10 @@ func Admit(in Input) (Result, Needs) {
 	}
 	adm := policy.AdmitWith(Statuses(in), policy.InQueueOrder(queue), a.accept)
 	for _, w := range adm.Waiting {
+		if why := a.stillAwaiting(w); !why.IsZero() {
+			out.Wait[w.Host] = why // approval.go
+			continue
+		}
 		if w.ForSlot {
 			out.Wait[w.Host] = phase.WaitFor(phase.WaitQueued, strconv.Quote(w.Group))
 			continue

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -150,4 +151,33 @@ func (a *admitter) approval(p Pending) (takes, admitted bool) {
 		a.out.HoldsSlot[p.Host] = true
 	}
 	return v.KeepsSlot, false
+}
+
+// stillAwaiting keeps the reason of a host that awaited its approval and now
+// waits only for a slot of its group (it stepped aside, and another host's
+// cycle fills the group): it still needs its approval, which is what an
+// operator must see. Zero for any other host. The webhook is not asked for
+// it: its turn has not come.
+func (a *admitter) stillAwaiting(w policy.Waiting) phase.WaitReason {
+	if !w.ForSlot {
+		return phase.WaitReason{}
+	}
+	i, ok := a.index[w.Host]
+	if !ok || a.in.Queue[i].AwaitingSince.IsZero() {
+		return phase.WaitReason{}
+	}
+	p := a.in.Queue[i]
+	var op *store.Approval
+	if ap, ok := a.in.Approvals[p.Host]; ok {
+		op = &ap
+	}
+	var ans *WebhookAnswer
+	if x, ok := a.in.Webhook[p.Host]; ok {
+		ans = &x
+	}
+	v := ApprovalOf(a.in.Rules.Approval, p, op, ans, a.in.Now)
+	if v.Approved {
+		return phase.WaitReason{}
+	}
+	return v.Wait
 }

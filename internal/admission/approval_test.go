@@ -54,6 +54,12 @@ func TestAdmitApproval(t *testing.T) {
 			return approvalInput(ApprovalManual, 1, awaiting(pending("a", 0), 2*time.Hour), pending("b", time.Minute), pending("c", 2*time.Minute))
 		}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitAwaitingApproval, "b": phase.WaitAwaitingApproval, "c": phase.WaitQueued},
 			detail: map[string]string{"a": "let the next host in line"}, holds: []string{"b"}},
+		{name: "manual: one that stepped aside, its group full with another's cycle, still awaits", in: func() Input {
+			in := approvalInput(ApprovalManual, 1, awaiting(pending("a", 0), 2*time.Hour), pending("c", 2*time.Minute))
+			in.Groups = map[string]GroupCount{policy.DefaultGroupName: {Size: 10, Active: 1}}
+			return in
+		}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitAwaitingApproval, "c": phase.WaitQueued},
+			detail: map[string]string{"a": "let the next host in line"}},
 		{name: "manual: an approved host behind one past hold_slot goes", in: func() Input {
 			in := approvalInput(ApprovalManual, 1, awaiting(pending("a", 0), 2*time.Hour), pending("b", time.Minute))
 			in.Approvals = map[string]store.Approval{"b": valid}

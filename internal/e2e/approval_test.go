@@ -232,3 +232,42 @@ approval {
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1),
 		Group: groupOf(hosts, "all"), Concurrency: map[string]int{"all": 1}})
 }
+
+// A host nobody approves keeps its group's slot only for approval.hold_slot:
+// then it steps aside, still awaiting, and the next host in line has the turn;
+// approved, that one reboots while the first still waits.
+func TestApprovalHoldSlotEnds(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2, coordinators: 1, resync: productionResync, policy: `group "all" {
+  approval = "manual"
+}
+approval {
+  hold_slot = "2s"
+}`})
+	hosts := c.clients()
+	c.start()
+	c.needReboot(hosts...)
+	var first string
+	c.waitFor("a host to await approval", 30*time.Second, func() bool { first, _ = c.awaitingHost(); return first != "" })
+	second := hosts[0]
+	if second == first {
+		second = hosts[1]
+	}
+	start := time.Now()
+	c.within(second+" awaiting too once "+first+" stepped aside", start, func() bool {
+		p := c.plans()[second]
+		return p.WaitingKind == "awaiting_approval"
+	})
+	// The pass stores both plans side by side: either may show first.
+	c.waitFor(first+" saying it stepped aside", 10*time.Second, func() bool {
+		return strings.Contains(c.plans()[first].Waiting, "let the next host in line have its group's slot")
+	})
+	c.cli("approve", second)
+	c.waitFor(second+" rebooted", 60*time.Second, c.rebootedAll([]string{second}))
+	c.noneDrained([]string{first}, "though nobody approved it")
+	if p := c.plans()[first]; p.Phase != store.PhasePending || p.WaitingKind != "awaiting_approval" {
+		t.Errorf("%s after the other's reboot: %s, %q", first, p.Phase, p.Waiting)
+	}
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: map[string]int{first: 0, second: 1},
+		Group: groupOf(hosts, "all"), Concurrency: map[string]int{"all": 1}})
+}
