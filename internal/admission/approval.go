@@ -99,7 +99,9 @@ func ApprovalOf(r ApprovalRules, p Pending, op *store.Approval, ans *WebhookAnsw
 	if mode == ApprovalWebhook {
 		switch {
 		case ans == nil:
-			v.Ask, detail = true, "asking the approval webhook; or "+run
+			// Asked in this pass when its turn came: the answer's text is the
+			// one stored; this one is seen only while it waits for a slot.
+			v.Ask, detail = true, "the approval webhook is asked when its turn comes; or "+run
 		case ans.Approved:
 			return ApprovalVerdict{Approved: true, By: Approved{By: "approval webhook: " + ans.Answer}}
 		case !now.Before(ans.At.Add(r.Recheck)):
