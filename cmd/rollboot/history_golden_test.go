@@ -17,7 +17,8 @@ import (
 
 // `rollboot history`, with -json, -host and -n, against the emulator holding a
 // clean cycle, a forced one asked for by hand, a failed attempt, a released
-// stuck host and a record that does not decode (skipped). Pinned byte for byte.
+// stuck host approved by an operator (approval = "manual") and a record
+// that does not decode (skipped). Pinned byte for byte.
 func TestHistoryGolden(t *testing.T) {
 	s, err := nomadsim.New(nomadsim.Config{Clients: 1, Seed: 1})
 	if err != nil {
@@ -53,7 +54,7 @@ func TestHistoryGolden(t *testing.T) {
 			Timeline: tl(store.PhasePending, 25*time.Minute, store.PhaseDraining, 26*time.Minute, store.PhaseDrained, 27*time.Minute,
 				store.PhaseRebooting, 28*time.Minute, store.PhaseIdle, 30*time.Minute)},
 		{Host: "db-1", Group: "db", GrantID: "g4", Outcome: "released", Reason: "manual request", RequestedBy: "fleetlock:zincati-7",
-			BootIDBefore: "b5", Finished: at.Add(90 * time.Minute),
+			ApprovedBy: "alice", BootIDBefore: "b5", Finished: at.Add(90 * time.Minute),
 			Timeline: tl(store.PhasePending, 40*time.Minute, store.PhaseDraining, 41*time.Minute, store.PhaseDrained, 42*time.Minute,
 				store.PhaseStuck, 72*time.Minute, store.PhaseIdle, 90*time.Minute)},
 	} {

@@ -58,6 +58,13 @@ func (a *admitter) accept(req policy.Request) bool {
 		a.out.Wait[req.Host] = why
 		return false
 	}
+	if _, jobsRead := a.in.Jobs[req.Host]; p.Node == nil || jobsRead {
+		// The approval is the last check: asked only of a host every other
+		// check lets go (the node's system jobs read).
+		if takes, admitted := a.approval(p); !admitted {
+			return takes
+		}
+	}
 	if candidate {
 		a.spare--
 	}

@@ -51,6 +51,8 @@ type Rules struct {
 	Alerts, Workloads, Capacity bool
 	// HealthGates are the policy's health gates, in the policy's order.
 	HealthGates []healthgate.Gate
+	// Approval: the groups whose hosts need an approval (approval.go).
+	Approval ApprovalRules
 }
 
 // DrainDeadlineOf is the drain deadline of the group named name.
@@ -70,6 +72,9 @@ type Pending struct {
 	Node *phase.NodeView // nil: the host has no Nomad node
 	// Pool is its node's pool ("" without a node).
 	Pool string
+	// AwaitingSince: since when it awaits its approval (its plan's; zero:
+	// it does not).
+	AwaitingSince time.Time
 }
 
 // GroupCount is what admission counts of one group.
@@ -114,6 +119,11 @@ type Input struct {
 	// Jobs: the system jobs running on the node of each host admitted, read
 	// once it is (a host missing has not been read).
 	Jobs map[string][]string
+	// Approvals: the operators' approvals valid now, by host (`rollboot
+	// approve`); Webhook: the approval webhook's answers to the hosts'
+	// current requests, by host (a host missing was not asked).
+	Approvals map[string]store.Approval
+	Webhook   map[string]WebhookAnswer
 }
 
 // Result is what admission decided.
@@ -125,6 +135,11 @@ type Result struct {
 	// changing (a group done settling, a capacity or workload hold read again;
 	// zero: never).
 	RecheckAt time.Time
+	// Approved: the approval of each host admitted in a group that needs
+	// one (approval.go); HoldsSlot: the hosts awaiting approval that keep
+	// their group's slot (ApprovalVerdict.KeepsSlot).
+	Approved  map[string]Approved
+	HoldsSlot map[string]bool
 }
 
 // Needs is what admission still needs read before it can decide.
@@ -139,11 +154,14 @@ type Needs struct {
 	Capacity CapacityNeeds
 	// Jobs: the hosts admitted whose node's system jobs are not read yet.
 	Jobs []string
+	// Webhook: the hosts awaiting approval the approval webhook must be
+	// asked about.
+	Webhook []string
 }
 
 // None reports whether nothing is needed: the result is final.
 func (n Needs) None() bool {
-	return !n.Alerts && !n.HealthGates && len(n.Workloads) == 0 && n.Capacity.None() && len(n.Jobs) == 0
+	return !n.Alerts && !n.HealthGates && len(n.Workloads) == 0 && n.Capacity.None() && len(n.Jobs) == 0 && len(n.Webhook) == 0
 }
 
 // How long a hold by the capacity gate, a workload blocker or a server gate
@@ -180,6 +198,10 @@ func Admit(in Input) (Result, Needs) {
 	}
 	adm := policy.AdmitWith(Statuses(in), policy.InQueueOrder(queue), a.accept)
 	for _, w := range adm.Waiting {
+		if why := a.stillAwaiting(w); !why.IsZero() {
+			out.Wait[w.Host] = why // approval.go
+			continue
+		}
 		if w.ForSlot {
 			out.Wait[w.Host] = phase.WaitFor(phase.WaitQueued, strconv.Quote(w.Group))
 			continue

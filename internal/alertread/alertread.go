@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/httpcall"
 )
 
 // HTTP asks Prometheus (its v1 HTTP API) and Alertmanager (its v2 API)
@@ -79,7 +80,7 @@ func (h *HTTP) prometheus(ctx context.Context, r alertgate.Rules) ([]alertgate.A
 		// their type and text: web/api/v1/api.go respondError.
 		return nil, fmt.Errorf("HTTP %d: %s: %s", status, a.ErrorType, a.Error)
 	case status/100 != 2:
-		return nil, fmt.Errorf("HTTP %d: %s", status, firstLine(body))
+		return nil, fmt.Errorf("HTTP %d: %s", status, httpcall.FirstLine(body))
 	case jsonErr != nil:
 		return nil, fmt.Errorf("decode the alerts: %w", jsonErr)
 	case a.Status != "success":
@@ -143,7 +144,7 @@ func (h *HTTP) alertmanager(ctx context.Context, r alertgate.Rules) ([]alertgate
 		return nil, err
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %d: %s", status, firstLine(body))
+		return nil, fmt.Errorf("HTTP %d: %s", status, httpcall.FirstLine(body))
 	}
 	var alerts []amAlert
 	if err := json.Unmarshal(body, &alerts); err != nil {
@@ -156,14 +157,6 @@ func (h *HTTP) alertmanager(ctx context.Context, r alertgate.Rules) ([]alertgate
 	return out, nil
 }
 
-func firstLine(b []byte) string {
-	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
-}
-
 // scrubURL returns err without the request URL net/http puts in it (*url.Error),
 // and with any credentials of rawURL masked: the reason shows the URL itself,
 // without them (alertgate.RedactURL).
@@ -172,9 +165,8 @@ func scrubURL(err error, rawURL string) error {
 		return nil
 	}
 	unreachable := false
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err, unreachable = ue.Err, true // the request got no answer
+	if inner := httpcall.Unwrapped(err); inner != err {
+		err, unreachable = inner, true // the request got no answer
 	}
 	msg := err.Error()
 	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {

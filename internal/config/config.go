@@ -53,6 +53,9 @@ type Config struct {
 	// NodeMeta is what the coordinator writes on the nodes' metadata beside
 	// its own keys (policy; nodemeta.go).
 	NodeMeta NodeMetaConfig
+	// Approval is what the groups that need an approval wait for
+	// (approval.go).
+	Approval ApprovalConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -275,6 +278,9 @@ type GroupConfig struct {
 	// Singletons is "hold" (a node running the only instance of a task group
 	// with count = 1 waits for `rollboot approve`) or "allow" (drained as any).
 	Singletons string
+	// Approval is "none", "manual" (a host whose turn comes awaits `rollboot
+	// approve`) or "webhook" (or the approval webhook's 2xx).
+	Approval string
 	// Drain and Healthy are the group's drain and healthy blocks, each value
 	// the top-level one's unless the group sets it (healthy.go).
 	Drain   GroupDrainConfig

@@ -184,6 +184,7 @@ func TestLoadFullExample(t *testing.T) {
 		Alerts:    defaultAlerts(),
 		Workloads: defaultWorkloads(),
 		Capacity:  CapacityConfig{Enabled: true, Headroom: "0%"},
+		Approval:  ApprovalConfig{Timeout: 10 * time.Second, Recheck: time.Minute, HoldSlot: time.Hour, AuthHeader: "Authorization"},
 	}
 	got := c.Config
 	got.pos = nil

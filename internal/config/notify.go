@@ -39,7 +39,7 @@ var notifyTable = &table{typ: "notify", of: reflect.TypeFor[NotifyConfig](), set
 			"nothing is sent. Secrets: printed as `<redacted>`, never quoted in an error."},
 	{name: "events", field: "Events", defDoc: "every event", check: each(atElementIndexed, eventKind),
 		doc: "The events sent: `drain_started`, `rebooting`, `back_in_service`, `stuck`, `drain_aborted`, " +
-			"`reboot_failed`, `node_gone`, `paused`, `resumed`."},
+			"`reboot_failed`, `node_gone`, `paused`, `resumed`, `awaiting_approval`."},
 	{name: "timeout", field: "Timeout", def: 10 * time.Second, check: value(positive),
 		doc: "Bound of one send to one URL. > 0."},
 	{name: "queue", field: "Queue", def: 100, check: value(atLeast(1, "")),

@@ -120,6 +120,19 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 				"(`workload_unknown`). Each held host costs two reads a pass and again every 5s: its node's " +
 				"allocations and those of each singleton job. Hosts in no group (the default group) are " +
 				"`\"allow\"`: a group with `filter = \"\"` and `singletons = \"hold\"` holds them all."},
+		{name: "approval", field: "Approval", def: "none", check: value(oneOf("approval", "", "none", "manual", "webhook")),
+			doc: "`\"none\"` (the default): a host goes when its turn comes. `\"manual\"`: a host whose turn comes " +
+				"(every budget, window and gate lets it go) does not drain but awaits approval, shown as " +
+				"`awaiting_approval` by `rollboot status` (with the command to run), `awaiting approval` by " +
+				"`rollboot plan`, on the status page, in `rollboot_hosts_waiting{reason=\"awaiting_approval\"}` " +
+				"and by the notification `awaiting_approval`, until an operator runs `rollboot approve HOST` or " +
+				"`rollboot approve -group G` (recorded with the token's name in the plan and the history " +
+				"record). It keeps its group's slot while it awaits, for `approval.hold_slot`. `\"webhook\"`: " +
+				"the same, and the coordinator asks the approval webhook (`approval.webhook`), whose 2xx " +
+				"approves; an operator's approval also does. An approval is consumed by the cycle it let " +
+				"start: it ends with that cycle (or at its `-for`), and the host's next reboot awaits a new " +
+				"one. An approval that cannot be read holds (fail closed). Hosts in no group (the default " +
+				"group) need none."},
 	},
 	nested: []nested{
 		child{t: groupDrainTable, field: "Drain", inherit: func(c *Config) any { return c.groupDrain() },

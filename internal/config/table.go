@@ -71,6 +71,7 @@ var sections = []section{
 	{t: healthyTable, field: "Healthy", policy: true},
 	{t: silenceTable, field: "Silence", policy: true},
 	{t: nodeMetaTable, field: "NodeMeta", policy: true},
+	{t: approvalTable, field: "Approval", policy: true},
 	{t: groupTable, field: "Groups", policy: true},
 	{t: windowTable, field: "Windows", policy: true},
 	{t: gateTable, field: "Gates", policy: true},

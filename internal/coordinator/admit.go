@@ -30,7 +30,7 @@ func (c *Coordinator) admitRules() admission.Rules {
 	r := admission.Rules{Groups: []policy.Group{c.opt.DefaultGroup}, DrainDeadline: c.opt.Timing.DrainDeadline,
 		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
 		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
-		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates}
+		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates, Approval: c.opt.Approval}
 	for _, g := range c.opt.Groups {
 		r.Groups = append(r.Groups, g.Group)
 	}
@@ -47,7 +47,7 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 		if round == maxAdmitRounds && s.capacity != nil {
 			s.capacity.gate.Err = fmt.Errorf("the nodes to read did not settle in %d rounds", maxAdmitRounds)
 		}
-		res, needs := admission.Admit(withReads(in, s))
+		res, needs := admission.Admit(c.withReads(in, s))
 		if needs.None() || ctx.Err() != nil || round > maxAdmitRounds {
 			if s.alerts == nil {
 				c.alerts.NotRead() // not asked for: nothing waits to start, or the gate is off
@@ -67,11 +67,19 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 			c.readCapacity(ctx, s, needs.Capacity)
 		}
 		c.readGrantJobs(ctx, s, needs.Jobs)
+		if len(needs.Webhook) > 0 {
+			c.askWebhook(ctx, s, needs.Webhook)
+		}
 	}
 }
 
 // withReads is in with what the pass has read for admission so far.
-func withReads(in admission.Input, s *snapshot) admission.Input {
+func (c *Coordinator) withReads(in admission.Input, s *snapshot) admission.Input {
+	in.Approvals = validApprovals(s.control, s.now)
+	in.Webhook = c.webhookAnswers(s)
+	for h, a := range s.previewAnswers {
+		in.Webhook[h] = a
+	}
 	in.Alerts = s.alerts
 	in.HealthGates = s.healthGates
 	if s.workloads != nil {
@@ -156,7 +164,7 @@ func admissionQueue(s *snapshot) []admission.Pending {
 			continue // nobody would reboot it after its drain: held, and why is shown
 		}
 		queue = append(queue, admission.Pending{Request: policy.Request{Host: name, Group: hv.group, RequestedAt: p.RequestedAt},
-			Rec: hv.rec, Node: hv.node, Pool: hostPool(s, hv)})
+			Rec: hv.rec, Node: hv.node, Pool: hostPool(s, hv), AwaitingSince: p.AwaitingSince})
 	}
 	return queue
 }

@@ -379,6 +379,6 @@ func TestAdmit(t *testing.T) {
 // admitSnap runs admission over s with what s holds read, reading nothing
 // more: the tables build the snapshot whole.
 func admitSnap(r admission.Rules, s *snapshot) admission.Result {
-	res, _ := admission.Admit(withReads(admissionInput(r, s), s))
+	res, _ := admission.Admit((&Coordinator{}).withReads(admissionInput(r, s), s))
 	return res
 }

@@ -92,6 +92,13 @@ func (c *Coordinator) closeCycle(ctx context.Context, d phase.Decision) error {
 			return err
 		}
 	}
+	if !d.ClearApproval.IsZero() {
+		// Before the plan forgets the cycle, as the request: the approval is
+		// consumed by the cycle it let start.
+		if err := c.consumeApproval(ctx, d.Plan.Host, d.ClearApproval); err != nil {
+			return err
+		}
+	}
 	if d.History != nil {
 		// The record's path is fixed by the cycle, so writing it again after a
 		// crash or an error is harmless.

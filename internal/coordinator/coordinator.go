@@ -101,6 +101,9 @@ type Deps struct {
 	// GateReader reads the health gates (nil: over HTTP alone, package
 	// gateread: consul_service and nomad_job gates stay closed).
 	GateReader gatepoll.HealthGateReader
+	// ApprovalAsker asks the approval webhook (nil: over HTTP, package
+	// approvalhook, as the policy's approval block says).
+	ApprovalAsker ApprovalAsker
 	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
 	WorkloadsAPI workloadread.API
 	// Allocs stops the allocations of drain.stop_jobs; ConsulHealth reads the
@@ -227,6 +230,8 @@ type Coordinator struct {
 	// alerts and gates: the alert gate's and the health gates' state (package gatepoll).
 	alerts *gatepoll.Alerts
 	gates  *gatepoll.Gates
+	// approvals: the approval webhook's answers (approval.go).
+	approvals approvalState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
@@ -255,6 +260,7 @@ func New(opt Options) *Coordinator {
 	}
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
+	c.approvals = approvalState{asker: opt.ApprovalAsker, given: opt.ApprovalAsker != nil, metrics: newApprovalMetrics(c.metrics.Registry)}
 	return c
 }
 
@@ -414,6 +420,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
+	c.forgetAnswers(s) // approval.go
 	adm := c.admit(octx, s)
 	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)
@@ -505,6 +512,8 @@ func (c *Coordinator) input(s *snapshot, adm admission.Result, name string) phas
 	if in.Admitted {
 		in.NewGrantID = newGrantID()
 		in.SystemJobs = hv.jobs
+		a := adm.Approved[name]
+		in.ApprovedBy, in.ApprovalUntil = a.By, a.Until
 	}
 	return in
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/healthgate"
@@ -65,6 +66,10 @@ type snapshot struct {
 	// health: the workloads of the hosts that wait for them to be healthy
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoin.Observed
+	// preview: the snapshot of `rollboot plan`, which asks the approval
+	// webhook nothing; previewAnswers stand in for its answers (approval.go).
+	preview        bool
+	previewAnswers map[string]admission.WebhookAnswer
 }
 
 // hostView is what a pass knows of one host; built by each pass, its own.

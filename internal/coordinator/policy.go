@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -70,6 +71,19 @@ type Rules struct {
 	// MetaKeys is what the node metadata publisher writes beside rollboot's
 	// own keys (sideoutputs.go publishMeta).
 	MetaKeys NodeMetaRules
+	// Approval: the groups whose hosts await an approval (approval.go), and
+	// ApprovalHook the webhook asked for those with approval = "webhook".
+	Approval     admission.ApprovalRules
+	ApprovalHook ApprovalHook
+}
+
+// ApprovalHook is the policy's approval webhook: its URL, the bound of one
+// request, and the header its secret is sent in, read from the environment
+// variable Env or the file File of the coordinator.
+type ApprovalHook struct {
+	URL               string
+	Timeout           time.Duration
+	Header, Env, File string
 }
 
 // NodeMetaRules are the policy's node_meta block: how many hosts of each

@@ -43,6 +43,9 @@ type PreviewHost struct {
 	// ("product/cluster"): admission takes out at most one host of each at
 	// once, across groups (serverGate).
 	Clusters []string
+	// HoldsSlot: the host awaits its approval and keeps its group's slot
+	// meanwhile (admission.Result.HoldsSlot).
+	HoldsSlot bool
 }
 
 // PreviewResult is a whole preview.
@@ -64,6 +67,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	if err != nil {
 		return PreviewResult{}, err
 	}
+	s.preview, s.previewAnswers = true, map[string]admission.WebhookAnswer{} // the webhook is not asked (approval.go)
 	// A host whose need the coordinator has not turned into a pending plan yet
 	// (it is not running, or has not had its pass) would be pending after the
 	// next pass: preview from there.
@@ -100,7 +104,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 			continue
 		}
 		d := phase.Step(in)
-		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting}
+		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, HoldsSlot: adm.HoldsSlot[name]}
 		if rec := s.hosts[name].rec; rec != nil {
 			for _, srv := range rec.Servers {
 				h.Clusters = append(h.Clusters, phase.ClusterKey(srv))

@@ -118,6 +118,9 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		DefaultOptions:       defaultGroupOptions(cfg),
 		MetaKeys: coordinator.NodeMetaRules{NextInLine: cfg.NodeMeta.NextInLine,
 			BeforeDrain: cfg.NodeMeta.BeforeDrain, AfterRejoin: cfg.NodeMeta.AfterRejoin},
+		Approval: cfg.ApprovalRules(),
+		ApprovalHook: coordinator.ApprovalHook{URL: cfg.Approval.Webhook, Timeout: cfg.Approval.Timeout,
+			Header: cfg.Approval.AuthHeader, Env: cfg.Approval.AuthEnv, File: cfg.Approval.AuthFile},
 	}
 }
 

@@ -12,12 +12,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/healthgate"
+	"github.com/rollboot/rollboot/internal/httpcall"
 )
 
 // ConsulServices is the part of Consul's health API a consul_service gate
@@ -46,8 +46,7 @@ const maxBody = 4 << 20
 // Read reads what gate g decides on, within its timeout.
 func (r *Reader) Read(ctx context.Context, g healthgate.Gate) healthgate.Observation {
 	if r.hc == nil {
-		r.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(),
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		r.hc = httpcall.NoRedirects()
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.Timeout)
 	defer cancel()
@@ -101,7 +100,7 @@ func (r *Reader) promql(ctx context.Context, g healthgate.Gate) ([]healthgate.Sa
 	case a.Status == "error":
 		return nil, fmt.Errorf("Prometheus: HTTP %d: %s: %s", status, a.ErrorType, a.Error)
 	case status != http.StatusOK:
-		return nil, fmt.Errorf("Prometheus: HTTP %d: %s", status, firstLine(body))
+		return nil, fmt.Errorf("Prometheus: HTTP %d: %s", status, httpcall.FirstLine(body))
 	case jsonErr != nil:
 		return nil, fmt.Errorf("Prometheus: decode the answer: %v", jsonErr)
 	}
@@ -170,7 +169,7 @@ func (r *Reader) alerts(ctx context.Context, g healthgate.Gate) ([]string, error
 		return nil, err
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("Alertmanager: HTTP %d: %s", status, firstLine(body))
+		return nil, fmt.Errorf("Alertmanager: HTTP %d: %s", status, httpcall.FirstLine(body))
 	}
 	var alerts []struct {
 		Labels map[string]string `json:"labels"`
@@ -238,37 +237,12 @@ func (r *Reader) get(ctx context.Context, u string) ([]byte, int, error) {
 	req.Header.Set("Accept", "application/json")
 	resp, err := r.hc.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, 0, fmt.Errorf("%s: unreachable: %v", redacted(u), err)
+		return nil, 0, fmt.Errorf("%s: unreachable: %v", httpcall.Redacted(u), httpcall.Unwrapped(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: read the answer: %v", redacted(u), err)
+		return nil, 0, fmt.Errorf("%s: read the answer: %v", httpcall.Redacted(u), err)
 	}
 	return body, resp.StatusCode, nil
-}
-
-// redacted is u without its query and credentials.
-func redacted(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User, u.RawQuery = nil, ""
-	return u.String()
-}
-
-func firstLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
 }

@@ -23,6 +23,7 @@ type Cycle struct {
 	Outcome     string               `json:"outcome"`
 	Reason      string               `json:"reason"`
 	RequestedBy string               `json:"requested_by,omitempty"` // "" : the host's agent
+	ApprovedBy  string               `json:"approved_by,omitempty"`  // who approved it (a group's approval); "": none needed
 	Error       string               `json:"error,omitempty"`
 	Forced      bool                 `json:"forced,omitempty"`
 	BootBefore  string               `json:"boot_id_before,omitempty"`
@@ -71,7 +72,7 @@ func sortByEnd(cs []Cycle) {
 
 func cycle(r store.HistoryRecord) Cycle {
 	c := Cycle{Host: r.Host, Group: r.Group, Grant: r.GrantID, Outcome: r.Outcome, Reason: r.Reason,
-		RequestedBy: r.RequestedBy, Error: r.Error, Forced: r.Forced, BootBefore: r.BootIDBefore,
+		RequestedBy: r.RequestedBy, ApprovedBy: r.ApprovedBy, Error: r.Error, Forced: r.Forced, BootBefore: r.BootIDBefore,
 		BootAfter: r.BootIDAfter, Finished: r.Finished, Timeline: r.Timeline, Durations: map[string]float64{}}
 	if c.Timeline == nil {
 		c.Timeline = map[string]time.Time{}
@@ -139,7 +140,18 @@ func WriteText(w io.Writer, cs []Cycle) error {
 		}
 	}
 	if len(failed) > 0 {
-		_, err := fmt.Fprintf(w, "\nErrors:\n%s\n", strings.Join(failed, "\n"))
+		if _, err := fmt.Fprintf(w, "\nErrors:\n%s\n", strings.Join(failed, "\n")); err != nil {
+			return err
+		}
+	}
+	var approved []string
+	for _, c := range cs {
+		if c.ApprovedBy != "" {
+			approved = append(approved, fmt.Sprintf("  %s %s: %s", c.Finished.UTC().Format(time.RFC3339), c.Host, c.ApprovedBy))
+		}
+	}
+	if len(approved) > 0 {
+		_, err := fmt.Fprintf(w, "\nApproved by:\n%s\n", strings.Join(approved, "\n"))
 		return err
 	}
 	return nil

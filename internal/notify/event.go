@@ -37,10 +37,14 @@ const (
 	NodeGone      Kind = "node_gone"
 	Paused        Kind = "paused"
 	Resumed       Kind = "resumed"
+	// AwaitingApproval: a host's turn came in a group that needs an
+	// approval, and it awaits one (package admission, approval.go).
+	AwaitingApproval Kind = "awaiting_approval"
 )
 
-// Kinds are every kind of event, in the order of a host's cycle.
-var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed}
+// Kinds are every kind of event, in the order of a host's cycle (the
+// approval, added later, last).
+var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed, AwaitingApproval}
 
 // ValidKind reports whether k names an event.
 func ValidKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }
@@ -99,6 +103,8 @@ const notRebooted = "the host did not reboot: "
 //   - backoff with a grant: reboot_failed when the host reported a failed attempt,
 //     node_gone when its slot was released because its node was gone,
 //     drain_aborted otherwise;
+//   - pending and awaiting approval (AwaitingSince): awaiting_approval, once
+//     per AwaitingSince, with what approves it as its Error;
 //   - idle after a finished reboot (LastCompleted): back_in_service, once per
 //     LastCompleted, with the workloads still unhealthy (LastUnhealthy) as its
 //     Error.
@@ -180,6 +186,12 @@ func implied(p store.Plan) []Event {
 			out = append(out, ev(NodeGone, p.PhaseSince))
 		default:
 			out = append(out, ev(DrainAborted, p.PhaseSince))
+		}
+	case store.PhasePending:
+		if !p.AwaitingSince.IsZero() {
+			e := ev(AwaitingApproval, p.AwaitingSince)
+			e.Grant, e.Error = "", strings.TrimPrefix(p.Waiting, "awaiting approval: ")
+			out = append(out, e)
 		}
 	case store.PhaseIdle:
 		if p.LastCompleted.IsZero() {

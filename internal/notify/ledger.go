@@ -47,7 +47,16 @@ func (l Ledger) Sent(e Event) bool {
 		return ok && !e.At.After(h.Back)
 	}
 	h, ok := l.Hosts[e.Host]
-	return ok && h.Grant == e.Grant && slices.Contains(h.Kinds, e.Kind)
+	return ok && h.Grant == e.ledgerGrant() && slices.Contains(h.Kinds, e.Kind)
+}
+
+// ledgerGrant is what the ledger keys e by: its grant, or for
+// awaiting_approval (which has none yet) the time the host began to await.
+func (e Event) ledgerGrant() string {
+	if e.Kind == AwaitingApproval && !e.At.IsZero() {
+		return "approval@" + nanos(e.At)
+	}
+	return e.Grant
 }
 
 // Mark records e as sent.
@@ -71,8 +80,8 @@ func (l *Ledger) Mark(e Event) {
 		l.Hosts[e.Host] = h
 		return
 	}
-	if h.Grant != e.Grant {
-		h.Grant, h.Kinds = e.Grant, nil
+	if g := e.ledgerGrant(); h.Grant != g {
+		h.Grant, h.Kinds = g, nil
 	}
 	if !slices.Contains(h.Kinds, e.Kind) {
 		h.Kinds = append(h.Kinds, e.Kind)

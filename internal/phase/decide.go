@@ -251,6 +251,12 @@ type Input struct {
 	Drain   DrainOptions
 	Healthy rejoin.Settings
 	Health  *rejoin.Observed
+
+	// ApprovedBy: who approved the host admission admits now, in a group
+	// that needs an approval (package admission, approval.go); ApprovalUntil:
+	// the end of the operator's approval it used (zero: the webhook's).
+	ApprovedBy    string
+	ApprovalUntil time.Time
 }
 
 // Decision is what to do for one host.
@@ -289,6 +295,10 @@ type Decision struct {
 	// Unhealthy: the cycle ends past the healthy deadline with these workloads
 	// still unhealthy (healthy.on_deadline = "release"): alerted.
 	Unhealthy string
+	// ClearApproval: the cycle ended, and with it the operator's approval
+	// that let it start, valid until this time: it is removed from the
+	// control state (zero: none to remove).
+	ClearApproval time.Time
 }
 
 // Need is the host's current reboot request, if any: the earliest of the agent's
@@ -329,7 +339,28 @@ func Step(in Input) Decision {
 	}
 	d.ClearCancel = cancelDone(in, d.Plan)
 	d.RecheckAt = recheckAt(in, d.Plan)
+	approvalKept(in, &d)
 	return d
+}
+
+// approvalKept keeps the plan's approval fields: since when the host awaits
+// approval (set when it begins, cleared when it stops), and the approval of
+// a cycle, forgotten (and the operator's consumed) when the cycle ends.
+func approvalKept(in Input, d *Decision) {
+	awaiting := d.Waiting.Kind == WaitAwaitingApproval
+	switch {
+	case awaiting && d.Plan.AwaitingSince.IsZero():
+		d.Plan.AwaitingSince, d.Write = in.Now, true
+		if d.Event == "" {
+			d.Event = "awaiting approval" // what approves it: in Waiting
+		}
+	case !awaiting && !d.Plan.AwaitingSince.IsZero():
+		d.Plan.AwaitingSince, d.Write = time.Time{}, true
+	}
+	if d.Plan.Phase == store.PhaseIdle && (d.Plan.ApprovedBy != "" || !d.Plan.ApprovalUntil.IsZero()) {
+		d.ClearApproval = d.Plan.ApprovalUntil
+		d.Plan.ApprovedBy, d.Plan.ApprovalUntil, d.Write = "", time.Time{}, true
+	}
 }
 
 // needed is the host's current need (Need).
@@ -555,6 +586,7 @@ func grant(in Input, d Decision) Decision {
 	d.Plan.ManualRequest = in.Request != nil && in.Request.At.Equal(p.RequestedAt)
 	d.Plan.LastError = ""
 	d.Plan.Forced = false
+	d.Plan.ApprovedBy, d.Plan.ApprovalUntil = in.ApprovedBy, in.ApprovalUntil
 	d.Write = true
 	if in.Node == nil {
 		// A host without a Nomad client has nothing to drain.
@@ -940,7 +972,7 @@ func release(in Input, d Decision) Decision {
 func history(p store.Plan, in Input, outcome string) *store.HistoryRecord {
 	h := &store.HistoryRecord{
 		Host: p.Host, Group: p.Group, GrantID: p.GrantID, Outcome: outcome, Reason: p.Reason,
-		BootIDBefore: p.BootIDAtGrant, Forced: p.Forced, Finished: in.Now,
+		BootIDBefore: p.BootIDAtGrant, Forced: p.Forced, Finished: in.Now, ApprovedBy: p.ApprovedBy,
 		Timeline: map[string]time.Time{},
 	}
 	for k, v := range p.Timeline {

@@ -49,6 +49,9 @@ const (
 	WaitSingleton       // Detail: workload.SingletonHold's reason, naming the job groups
 	WaitDrainStopsAgent // Detail: the agent's job
 	WaitHealthGate      // Detail: healthgate.Verdict's reason (the gate, what it found)
+	// WaitAwaitingApproval: its turn came in a group with approval = "manual"
+	// or "webhook" (package admission, approval.go). Detail: what approves it.
+	WaitAwaitingApproval
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -113,6 +116,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitSingleton:         {"singleton", "%s"},
 	WaitDrainStopsAgent:   {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitHealthGate:        {"health_gate", "%s"},
+	WaitAwaitingApproval:  {"awaiting_approval", "awaiting approval: %s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},

@@ -287,6 +287,12 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 			outs = append(outs, h.Finish)
 			out.add(ph.Clusters, time.Time{}, h.Finish)
 			gp.active = append(gp.active, h)
+		case ph.HoldsSlot:
+			// Awaiting approval, it keeps a slot until it is approved, which
+			// nothing foresees: a host out whose return is not known.
+			h.Blocked, h.NoEstimate = true, "awaits approval, keeping its group's slot"
+			outs = append(outs, time.Time{})
+			gp.held = append(gp.held, h)
 		case ph.Starts || timed(ph.Waiting.Kind):
 			queue = append(queue, ph)
 		default:

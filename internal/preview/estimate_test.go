@@ -42,6 +42,13 @@ func pending(name, group string, asked time.Duration) coordinator.PreviewHost {
 		Waiting: phase.WaitReason{Kind: phase.WaitGroupBudget, Detail: "group is full"}}
 }
 
+// awaitingApproval makes h a host awaiting approval that keeps its slot.
+func awaitingApproval(h coordinator.PreviewHost) coordinator.PreviewHost {
+	h.Waiting = phase.WaitFor(phase.WaitAwaitingApproval, "run `rollboot approve "+h.Host+"`")
+	h.HoldsSlot = true
+	return h
+}
+
 func starts(h coordinator.PreviewHost) coordinator.PreviewHost {
 	h.Starts, h.Waiting = true, phase.WaitReason{}
 	return h
@@ -212,6 +219,19 @@ func TestBuildEstimates(t *testing.T) {
 		hosts:  []coordinator.PreviewHost{active("x", "web", store.PhaseStuck, -30*m), pending("a", "web", -3*m)},
 		want:   "x -30/-, a -/-",
 		unest:  2,
+	}, {
+		name:   "a host awaiting approval keeps the only slot: no estimate behind it",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{awaitingApproval(pending("a", "web", -3*m)), pending("b", "web", -2*m)},
+		want:   "b -/-, a -/-",
+		unest:  2,
+	}, {
+		name:   "a host awaiting approval takes one of two slots: the line goes on in the other",
+		groups: []coordinator.PreviewGroup{group("web", 2, 3, always)},
+		hosts:  []coordinator.PreviewHost{awaitingApproval(pending("a", "web", -3*m)), starts(pending("b", "web", -2*m)), pending("c", "web", -1*m)},
+		want:   "b 0/6, c 6/12, a -/-",
+		finish: 12 * m,
+		unest:  1,
 	}, {
 		name:   "a backoff that ends before the next start goes first",
 		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},

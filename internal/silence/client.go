@@ -9,8 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/httpcall"
 )
 
 // errGone is a silence Alertmanager no longer has, or has expired.
@@ -144,19 +145,15 @@ func (h *HTTP) do(ctx context.Context, method, u string, body []byte, out any) (
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	what := method + " " + redacted(u)
+	what := method + " " + httpcall.Redacted(u)
 	resp, err := h.hc.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, fmt.Errorf("%s: %v", what, err)
+		return 0, fmt.Errorf("%s: %v", what, httpcall.Unwrapped(err))
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, fmt.Errorf("%s: HTTP %d: %s", what, resp.StatusCode, firstLine(b))
+		return resp.StatusCode, fmt.Errorf("%s: HTTP %d: %s", what, resp.StatusCode, httpcall.FirstLine(b))
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
@@ -164,24 +161,4 @@ func (h *HTTP) do(ctx context.Context, method, u string, body []byte, out any) (
 		}
 	}
 	return resp.StatusCode, nil
-}
-
-func redacted(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User = nil
-	return u.String()
-}
-
-func firstLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
 }

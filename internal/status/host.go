@@ -79,7 +79,7 @@ func WriteHost(w io.Writer, d HostDetail, now time.Time) error {
 	h := d.Host
 	field("Host", h.Host)
 	field("Group", orDash(h.Group))
-	phase := h.Phase
+	phase := h.State()
 	if !h.Since.IsZero() {
 		phase += fmt.Sprintf(", since %s (%s ago)", stamp(h.Since), since(h.Since, now))
 	}

@@ -31,13 +31,14 @@ func explainProgress(v *View, plans map[string]store.Plan) {
 	out := map[string][]string{}
 	for _, p := range plans {
 		switch {
-		case p.Phase == store.PhasePending && p.Waiting == "":
-			queues[p.Group] = append(queues[p.Group], p)
+		case p.Phase == store.PhasePending && (p.Waiting == "" || p.WaitingKind == stateAwaitingApproval):
+			queues[p.Group] = append(queues[p.Group], p) // a host awaiting approval is in line (approval.go)
 		case p.Active():
 			out[p.Group] = append(out[p.Group], p.Host)
 		}
 	}
 	why := map[string]string{}
+	awaiting := awaitingAhead(plans) // approval.go
 	for group, q := range queues {
 		sort.Slice(q, func(i, j int) bool {
 			if c := q[i].RequestedAt.Compare(q[j].RequestedAt); c != 0 {
@@ -51,7 +52,9 @@ func explainProgress(v *View, plans map[string]store.Plan) {
 			if i > 0 {
 				place = fmt.Sprintf("number %d in line, after %s", i+1, q[i-1].Host)
 			}
-			why[p.Host] = fmt.Sprintf("waiting for a slot in group %q (%s%s)", group, place, outOfService(out[group]))
+			if p.Waiting == "" {
+				why[p.Host] = fmt.Sprintf("waiting for a slot in group %q (%s%s%s)", group, place, outOfService(out[group]), awaitingText(awaiting[group]))
+			}
 		}
 	}
 	for i := range v.Hosts {

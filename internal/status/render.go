@@ -66,7 +66,7 @@ func writeWideTable(w io.Writer, hosts []Host, now time.Time) error {
 	fmt.Fprintln(tw, "Host\tGroup\tNode ID\tRoles\tPhase\tSince\tWhy")
 	for _, h := range hosts {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, orDash(h.Group), orDash(h.NodeID),
-			orDash(rolesText(h)), h.Phase, since(h.Since, now), why(h))
+			orDash(rolesText(h)), h.State(), since(h.Since, now), why(h))
 	}
 	return tw.Flush()
 }

@@ -38,10 +38,10 @@ func writeTable(w io.Writer, hosts []Host, now time.Time) (cut bool) {
 	phaseW, sinceW := len("Phase"), len("Since")
 	rows := make([][4]string, len(hosts))
 	for i, h := range hosts {
-		rows[i] = [4]string{h.Host, orDash(h.Group), h.Phase, since(h.Since, now)}
+		rows[i] = [4]string{h.Host, orDash(h.Group), h.State(), since(h.Since, now)}
 		hostW = max(hostW, utf8.RuneCountInString(h.Host))
 		groupW = max(groupW, utf8.RuneCountInString(rows[i][1]))
-		phaseW = max(phaseW, utf8.RuneCountInString(h.Phase))
+		phaseW = max(phaseW, utf8.RuneCountInString(rows[i][2]))
 		sinceW = max(sinceW, utf8.RuneCountInString(rows[i][3]))
 	}
 	hostW, groupW = min(hostW, maxHostWidth), min(groupW, maxGroupWidth)

@@ -87,7 +87,7 @@ const pageJS = `(() => {
   const q = (s) => document.querySelector(s);
   const rows = {};
   for (const r of document.querySelectorAll(".row")) {
-    rows[r.dataset.host] = {cls: r.className, badge: r.querySelector(".state").textContent,
+    rows[r.dataset.host] = {cls: r.className, badge: r.querySelector(".state").textContent, phase: r.querySelector(".phase").textContent,
       group: r.closest("details.group").dataset.group, bg: getComputedStyle(r).backgroundColor};
   }
   return {
@@ -100,7 +100,7 @@ const pageJS = `(() => {
 })()`
 
 type shownRow struct {
-	Cls, Badge, Group, Bg string
+	Cls, Badge, Phase, Group, Bg string
 }
 
 type shown struct {
@@ -171,6 +171,19 @@ func TestPageStatesInChromium(t *testing.T) {
 	}
 	if s.Headline != "Rolling: 1 queued, 1 held" || s.Counts != "1 queued,1 held,1 idle" {
 		t.Errorf("rolling: headline %q, counts %q", s.Headline, s.Counts)
+	}
+
+	// A host awaiting approval (a group's approval = "manual") is held, and
+	// its phase says so, as `rollboot status` does.
+	sc.change(func(s *scenario) {
+		s.plans["web-2"] = pending("web-2", "awaiting approval: run `rollboot approve web-2`", "awaiting_approval")
+	})
+	s = waitShown(t, bctx, statuspage.RolloutHeld)
+	if r := s.Rows["web-2"]; r.Cls != "row s-held" || r.Phase != "awaiting_approval" || !strings.Contains(s.HeldBy, "awaiting_approval 1") {
+		t.Errorf("web-2 awaiting approval: %+v, %q", r, s.HeldBy)
+	}
+	if r := s.Rows["web-1"]; r.Phase != "pending" {
+		t.Errorf("web-1 held by alerts shows phase %q", r.Phase)
 	}
 
 	sc.change(func(s *scenario) { s.ctl = store.Control{Paused: true, PauseReason: "change freeze"} })

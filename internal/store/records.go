@@ -208,6 +208,18 @@ type Plan struct {
 	// not a later one, makes a reboot loop.
 	LastNeedAt time.Time
 
+	// ApprovedBy: who approved this cycle in a group with an approval (the
+	// operator's token name, or the approval webhook's answer), recorded at
+	// grant; ApprovalUntil is the end of the operator's approval it used
+	// (zero for the webhook's), removed from the control state when the
+	// cycle ends (the approval is consumed by the cycle it approved).
+	ApprovedBy    string
+	ApprovalUntil time.Time
+	// AwaitingSince: since when the host awaits its approval at the head of
+	// its group's line (zero: it does not); it keeps its slot for
+	// approval.hold_slot from then.
+	AwaitingSince time.Time
+
 	ModifyIndex uint64
 }
 
@@ -292,6 +304,10 @@ type HistoryRecord struct {
 	Error    string
 	Timeline map[string]time.Time
 	Finished time.Time
+
+	// ApprovedBy: who approved the cycle (Plan.ApprovedBy); "" when its group
+	// needs no approval.
+	ApprovedBy string
 }
 
 // ---- codecs: one per record type (codec.go) --------------------------------------
@@ -379,6 +395,9 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	text("last_unhealthy", func(p *Plan) *string { return &p.LastUnhealthy }),
 	number("loop_count", func(p *Plan) *int { return &p.LoopCount }, false),
 	instant("last_need_at", func(p *Plan) *time.Time { return &p.LastNeedAt }, false),
+	text("approved_by", func(p *Plan) *string { return &p.ApprovedBy }),
+	instant("approval_until", func(p *Plan) *time.Time { return &p.ApprovalUntil }, false),
+	instant("awaiting_since", func(p *Plan) *time.Time { return &p.AwaitingSince }, false),
 	object("timeline", func(p *Plan) *map[string]time.Time { return &p.Timeline }, noEntries[string, time.Time]),
 }}
 
@@ -411,6 +430,7 @@ var historyCodec = codec[HistoryRecord]{version: 1, fields: []field[HistoryRecor
 	text("boot_id_after", func(h *HistoryRecord) *string { return &h.BootIDAfter }),
 	flag("forced", func(h *HistoryRecord) *bool { return &h.Forced }, false),
 	text("error", func(h *HistoryRecord) *string { return &h.Error }),
+	text("approved_by", func(h *HistoryRecord) *string { return &h.ApprovedBy }),
 	instant("finished", func(h *HistoryRecord) *time.Time { return &h.Finished }, false),
 	object("timeline", func(h *HistoryRecord) *map[string]time.Time { return &h.Timeline }, noEntries[string, time.Time]),
 }}

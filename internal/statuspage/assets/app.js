@@ -99,7 +99,8 @@
 
   function updateRow(r, h, cycles, st, hold) {
     const c = r.cells;
-    const phase = h.phase, w = why(h);
+    // A pending host awaiting approval shows that state, as `rollboot status` does.
+    const phase = h.phase === "pending" && h.hold_kind === "awaiting_approval" ? "awaiting_approval" : h.phase, w = why(h);
     if (r.text.phase !== phase) { c.phase.textContent = phase; c.phase.className = "phase p-" + phase; r.el.dataset.phase = phase; r.text.phase = phase; }
     if (r.text.state !== st) {
       r.text.state = st;
