@@ -51,6 +51,9 @@ type Rules struct {
 	Alerts, Workloads, Capacity bool
 	// HealthGates are the policy's health gates, in the policy's order.
 	HealthGates []healthgate.Gate
+	// CordonNext: how many hosts at the head of each group's line have
+	// their node cordoned before their drain (cordon.go; 0: none).
+	CordonNext int
 }
 
 // DrainDeadlineOf is the drain deadline of the group named name.
@@ -125,6 +128,11 @@ type Result struct {
 	// changing (a group done settling, a capacity or workload hold read again;
 	// zero: never).
 	RecheckAt time.Time
+	// Cordon: the hosts next in line whose node is to be ineligible before
+	// their drain; NoCordon: why each other host next in line is not
+	// (cordon.go).
+	Cordon   map[string]bool
+	NoCordon map[string]string
 }
 
 // Needs is what admission still needs read before it can decide.
@@ -160,7 +168,7 @@ const (
 // Admit decides which pending hosts get a slot now, or says what it needs read
 // first.
 func Admit(in Input) (Result, Needs) {
-	out := Result{Admitted: map[string]bool{}, Wait: map[string]phase.WaitReason{}}
+	out := Result{Admitted: map[string]bool{}, Wait: map[string]phase.WaitReason{}, Cordon: map[string]bool{}, NoCordon: map[string]string{}}
 	if !in.Rules.Hold.IsZero() {
 		for _, p := range in.Queue {
 			out.Wait[p.Host] = in.Rules.Hold
@@ -189,6 +197,7 @@ func Admit(in Input) (Result, Needs) {
 	for name, why := range in.Missing {
 		out.Wait[name] = phase.WaitFor(phase.WaitAgentMissing, why)
 	}
+	a.cordons()
 	return out, a.needs
 }
 

@@ -73,6 +73,8 @@ type passMetrics struct {
 	spins prometheus.Counter
 	// stepTimeouts: steps of a pass that ran out of time (apply.go).
 	stepTimeouts prometheus.Counter
+	// cordons: nodes of hosts next in line marked ineligible (apply.go).
+	cordons prometheus.Counter
 	// nodeBlocking: 1 while blocking queries follow the nodes because the
 	// event stream cannot be had; streamFailures: the stream's failures
 	// (nodes.go followNodes).
@@ -106,6 +108,10 @@ func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 		stepTimeouts: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_coordinator_step_timeouts_total",
 			Help: "Steps of a reconcile pass (reading the state, or one host's decision) abandoned because a request was not answered in time.",
+		})),
+		cordons: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollboot_coordinator_cordons_total",
+			Help: "Nodes of hosts next in line marked ineligible before their drain (node_meta.cordon_next).",
 		})),
 		nodeBlocking: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rollboot_coordinator_node_watch_blocking",
