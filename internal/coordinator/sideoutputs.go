@@ -76,7 +76,7 @@ func (h *sideOutputs) metaDue(want map[string]nodemeta.Meta) bool {
 // sameMeta reports whether a and b say the same.
 func sameMeta(a, b nodemeta.Meta) bool {
 	return a.Phase == b.Phase && a.RebootRequired == b.RebootRequired && a.LastReboot.Equal(b.LastReboot) &&
-		a.Steering == b.Steering && a.Next == b.Next && a.Operator == b.Operator
+		a.Steering == b.Steering && a.Next == b.Next && a.Cordoning == b.Cordoning && a.Cordoned == b.Cordoned && a.Operator == b.Operator
 }
 
 // forget makes the next pass hand everything over (a new term: the notifier
