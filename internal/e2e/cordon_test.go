@@ -96,6 +96,10 @@ node_meta {
 	if out := c.cli("status"); !strings.Contains(out, "cordoned: node ineligible until its drain") {
 		t.Errorf("rollboot status does not say %s is cordoned:\n%s", next, out)
 	}
+	cfg := c.writeConfig("plan", c.configFor("", c.sim.Address()))
+	if out := c.cli("plan", "--config", cfg); !strings.Contains(out, "; cordoned") {
+		t.Errorf("rollboot plan does not say %s is cordoned:\n%s", next, out)
+	}
 	if d := node(next).LastDrain; d != nil {
 		t.Errorf("%s's node was drained (%+v): a cordon is no drain", next, d)
 	}
