@@ -51,6 +51,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.groups()
 	v.silences()
 	v.gates()
+	v.cordons()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {
 		return nil, err

@@ -46,7 +46,8 @@ var nodeMetaTable = &table{typ: "node_meta", of: reflect.TypeFor[NodeMetaConfig]
 			"nodes out and the hosts granted now move without that node; otherwise no cordon, and " +
 			"`status` says why. The node is given back (eligible) when its host leaves the line " +
 			"without a drain; at its grant the cordon becomes part of the drain " +
-			"([below](#cordon-the-next-nodes)). `0`: no cordon. At least 0."},
+			"([below](#cordon-the-next-nodes)). `0`: no cordon. At least 0; refused with " +
+			"`capacity { enabled = false }`."},
 	{name: "before_drain", field: "BeforeDrain", defDoc: "none",
 		check: value(metaItems),
 		doc: "Keys written on a host's node when its drain is granted, kept until its cycle ends (back " +
@@ -91,4 +92,16 @@ func metaItems(m map[string]string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cordons checks node_meta.cordon_next against the capacity gate: a node is
+// cordoned only while the gate says the other nodes can spare it, so without
+// the gate nothing would ever be.
+func (v *validator) cordons() {
+	key := scope{"node_meta.cordon_next", "node_meta.cordon_next"}
+	if v.c.NodeMeta.CordonNext == 0 || v.c.Capacity.Enabled || !v.written(key) || !v.good(key) {
+		return
+	}
+	v.errorf(key, "a node is cordoned only while the capacity gate says the other nodes can spare it, and capacity.enabled is false: "+
+		"enable the capacity gate, or set cordon_next = 0")
 }
