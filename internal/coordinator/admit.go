@@ -52,6 +52,7 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 			if s.alerts == nil {
 				c.noAlertsRead() // not asked for: nothing waits to start, or the gate is off
 			}
+			c.metrics.notCordoned.Set(float64(len(res.NoCordon)))
 			return res
 		}
 		if needs.Alerts {

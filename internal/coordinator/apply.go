@@ -144,7 +144,10 @@ func (c *Coordinator) hostLog(d phase.Decision) *slog.Logger {
 
 // logEvent logs what carrying d out did, if it says (phase.Decision.Event).
 func logEvent(log *slog.Logger, d phase.Decision) {
-	if d.Event != "" {
+	switch {
+	case d.Event != "" && d.Plan.NoCordon != "":
+		log.Info(d.Event, "reason", d.Plan.Reason, "last_error", d.Plan.LastError, "waiting", d.Plan.Waiting, "no_cordon", d.Plan.NoCordon)
+	case d.Event != "":
 		log.Info(d.Event, "reason", d.Plan.Reason, "last_error", d.Plan.LastError, "waiting", d.Plan.Waiting)
 	}
 }

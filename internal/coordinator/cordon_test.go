@@ -2,10 +2,14 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -91,5 +95,50 @@ func TestHandOutCordonsTheNextHostBeforeTheDrain(t *testing.T) {
 	}
 	if p := plans["h02"]; p.Phase != store.PhasePending || p.CordonNode != "n-h02" {
 		t.Errorf("h02: %s, cordon of %q; want pending, cordoned", p.Phase, p.CordonNode)
+	}
+}
+
+// A host next in line left without a cordon says why in its plan and is
+// counted: here the capacity gate is off (a policy refuses that; the
+// coordinator still holds the cordon, failing closed), so nothing tells that
+// the other nodes can spare its node.
+func TestNotCordonedIsCountedAndSaid(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	st := store.New(newMemVars(log), "rollboot", "")
+	stubs := putHosts(t, st, 3, func(i int, r *store.HostRecord) {
+		r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour+time.Duration(i)*time.Minute)
+	})
+	for i := range 3 {
+		name := fmt.Sprintf("h%02d", i)
+		p := store.Plan{Host: name, Phase: store.PhasePending, Group: "default", PhaseSince: t0.Add(-time.Hour),
+			RequestedAt: t0.Add(-time.Hour + time.Duration(i)*time.Minute), Reason: "kernel",
+			Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
+		if i == 0 {
+			p.Phase, p.GrantID, p.NodeID = store.PhaseDraining, "g0", "n-h00"
+		}
+		if _, err := st.PutPlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing, MetaKeys: NodeMetaRules{CordonNext: 1}}, // the capacity gate off
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, nodeWrites := plansAndNodeCalls(t, st, log)
+	for _, w := range nodeWrites {
+		if strings.HasPrefix(w, "ineligible") {
+			t.Errorf("node write %q: no node may be cordoned without the capacity gate", w)
+		}
+	}
+	if p := plans["h01"]; !strings.Contains(p.NoCordon, "the capacity gate is off") || !p.CordonedAt.IsZero() {
+		t.Errorf("h01: no cordon %q, cordoned at %v; want why it has none", p.NoCordon, p.CordonedAt)
+	}
+	if got := testutil.ToFloat64(c.metrics.notCordoned); got != 1 {
+		t.Errorf("rollboot_coordinator_next_not_cordoned = %v, want 1", got)
 	}
 }

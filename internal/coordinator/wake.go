@@ -73,8 +73,11 @@ type passMetrics struct {
 	spins prometheus.Counter
 	// stepTimeouts: steps of a pass that ran out of time (apply.go).
 	stepTimeouts prometheus.Counter
-	// cordons: nodes of hosts next in line marked ineligible (apply.go).
-	cordons prometheus.Counter
+	// cordons: nodes of hosts next in line marked ineligible (apply.go);
+	// notCordoned: hosts next in line the last admission left without a
+	// cordon (admit.go).
+	cordons     prometheus.Counter
+	notCordoned prometheus.Gauge
 	// nodeBlocking: 1 while blocking queries follow the nodes because the
 	// event stream cannot be had; streamFailures: the stream's failures
 	// (nodes.go followNodes).
@@ -112,6 +115,10 @@ func newPassMetrics(reg *prometheus.Registry) *passMetrics {
 		cordons: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollboot_coordinator_cordons_total",
 			Help: "Nodes of hosts next in line marked ineligible before their drain (node_meta.cordon_next).",
+		})),
+		notCordoned: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rollboot_coordinator_next_not_cordoned",
+			Help: "Hosts next in line whose node the last admission did not cordon (node_meta.cordon_next): the capacity gate cannot spare it, or cannot tell; rollboot status says why.",
 		})),
 		nodeBlocking: telemetry.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rollboot_coordinator_node_watch_blocking",

@@ -55,6 +55,9 @@ func cordon(in Input, d Decision) Decision {
 	}
 	if d.Plan.NoCordon != in.Plan.NoCordon {
 		d.Write = true
+		if d.Event == "" && d.Plan.NoCordon != "" {
+			d.Event = "next in line, not cordoned" // why: in NoCordon
+		}
 	}
 	held := !in.Plan.CordonedAt.IsZero() && !d.StartDrain
 	n := in.Node
