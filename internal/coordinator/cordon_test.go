@@ -58,11 +58,11 @@ func TestCordonsFirst(t *testing.T) {
 	}
 }
 
-// A pass whose cycle closes hands the slot to the host next in line and
-// cordons the host after it, before that drain starts; the host granted had
-// been cordoned by the same pass, as next in line then, and its cordon
-// becomes part of its drain.
-func TestHandOutCordonsTheNextHostBeforeTheDrain(t *testing.T) {
+// handOutWithCordons runs one pass over h00 rejoining and back (its cycle
+// closes), h01 and h02 pending after it, with cordon_next = n, and returns
+// the plans after the pass and its node writes.
+func handOutWithCordons(t *testing.T, n int) (map[string]store.Plan, []string) {
+	t.Helper()
 	ctx := context.Background()
 	log := &callLog{}
 	st := store.New(newMemVars(log), "rollboot", "")
@@ -79,22 +79,36 @@ func TestHandOutCordonsTheNextHostBeforeTheDrain(t *testing.T) {
 	c := New(Options{
 		Deps: Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
 		Rules: Rules{Timing: timing, Capacity: CapacityGate{Enabled: true},
-			MetaKeys: NodeMetaRules{CordonNext: 1}},
+			MetaKeys: NodeMetaRules{CordonNext: n}},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
 	if err := c.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	plans, nodeWrites := plansAndNodeCalls(t, st, log)
-	if want := []string{"ineligible n-h01", "ineligible n-h02", "drain n-h01"}; !slices.Equal(nodeWrites, want) {
-		t.Errorf("node writes %q, want %q", nodeWrites, want)
-	}
-	if p := plans["h01"]; p.Phase != store.PhaseDraining || !p.EligibleBefore || !p.CordonedAt.IsZero() {
-		t.Errorf("h01: %s, eligible before %t, cordoned at %v; want draining, eligible before, no cordon", p.Phase, p.EligibleBefore, p.CordonedAt)
-	}
-	if p := plans["h02"]; p.Phase != store.PhasePending || p.CordonNode != "n-h02" {
-		t.Errorf("h02: %s, cordon of %q; want pending, cordoned", p.Phase, p.CordonNode)
+	return plansAndNodeCalls(t, st, log)
+}
+
+// A pass whose cycle closes hands the slot to the host next in line and
+// cordons the host after it, before that drain starts; the host granted had
+// been cordoned by the same pass, as next in line then, and its cordon
+// becomes part of its drain. A host the pass cordoned already is not
+// cordoned again by the hand-out, though its node as the pass read it is
+// still eligible.
+func TestHandOutCordonsTheNextHostBeforeTheDrain(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("cordon_next=%d", n), func(t *testing.T) {
+			plans, nodeWrites := handOutWithCordons(t, n)
+			if want := []string{"ineligible n-h01", "ineligible n-h02", "drain n-h01"}; !slices.Equal(nodeWrites, want) {
+				t.Errorf("node writes %q, want %q", nodeWrites, want)
+			}
+			if p := plans["h01"]; p.Phase != store.PhaseDraining || !p.EligibleBefore || !p.CordonedAt.IsZero() {
+				t.Errorf("h01: %s, eligible before %t, cordoned at %v; want draining, eligible before, no cordon", p.Phase, p.EligibleBefore, p.CordonedAt)
+			}
+			if p := plans["h02"]; p.Phase != store.PhasePending || p.CordonNode != "n-h02" {
+				t.Errorf("h02: %s, cordon of %q; want pending, cordoned", p.Phase, p.CordonNode)
+			}
+		})
 	}
 }
 

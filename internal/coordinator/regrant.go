@@ -160,10 +160,11 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 // cordonNow is the cordon of a host that the hand-out makes next in line
 // (stored pending before the pass, not admitted), carried out before the
 // hand-out's drains so that what they move does not land on its node; ok is
-// false for any other host or decision.
+// false for any other host or decision. A host cordoned already (its node as
+// the pass read it may not show it yet) is left to the next pass.
 func (c *Coordinator) cordonNow(s *snapshot, adm admission.Result, name string, isNew bool) (pendingWrite, bool) {
-	hv := s.hosts[name]
-	if !adm.Cordon[name] || adm.Admitted[name] || isNew || hv.err != nil || s.plans[name].Phase != store.PhasePending {
+	hv, p := s.hosts[name], s.plans[name]
+	if !adm.Cordon[name] || adm.Admitted[name] || isNew || hv.err != nil || p.Phase != store.PhasePending || !p.CordonedAt.IsZero() {
 		return pendingWrite{}, false
 	}
 	in := c.input(s, adm, name)
