@@ -53,6 +53,9 @@ type Rules struct {
 	HealthGates []healthgate.Gate
 	// Approval: the groups whose hosts need an approval (approval.go).
 	Approval ApprovalRules
+	// CordonNext: how many hosts at the head of each group's line have
+	// their node cordoned before their drain (cordon.go; 0: none).
+	CordonNext int
 }
 
 // DrainDeadlineOf is the drain deadline of the group named name.
@@ -140,6 +143,11 @@ type Result struct {
 	// their group's slot (ApprovalVerdict.KeepsSlot).
 	Approved  map[string]Approved
 	HoldsSlot map[string]bool
+	// Cordon: the hosts next in line whose node is to be ineligible before
+	// their drain; NoCordon: why each other host next in line is not
+	// (cordon.go).
+	Cordon   map[string]bool
+	NoCordon map[string]string
 }
 
 // Needs is what admission still needs read before it can decide.
@@ -178,7 +186,7 @@ const (
 // Admit decides which pending hosts get a slot now, or says what it needs read
 // first.
 func Admit(in Input) (Result, Needs) {
-	out := Result{Admitted: map[string]bool{}, Wait: map[string]phase.WaitReason{}}
+	out := Result{Admitted: map[string]bool{}, Wait: map[string]phase.WaitReason{}, Cordon: map[string]bool{}, NoCordon: map[string]string{}}
 	if !in.Rules.Hold.IsZero() {
 		for _, p := range in.Queue {
 			out.Wait[p.Host] = in.Rules.Hold
@@ -211,6 +219,7 @@ func Admit(in Input) (Result, Needs) {
 	for name, why := range in.Missing {
 		out.Wait[name] = phase.WaitFor(phase.WaitAgentMissing, why)
 	}
+	a.cordons()
 	return out, a.needs
 }
 

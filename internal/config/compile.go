@@ -52,6 +52,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.silences()
 	v.gates()
 	v.approvals()
+	v.cordons()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)
 	if err := errs.orNil(); err != nil {
 		return nil, err

@@ -19,6 +19,10 @@ type NodeMetaConfig struct {
 	// they will be granted, get rollboot_next = "true" (0: the key is
 	// removed).
 	NextInLine int
+	// CordonNext is how many of each group's hosts next in line get their
+	// node marked ineligible before their drain, capacity permitting (0:
+	// none).
+	CordonNext int
 	// BeforeDrain and AfterRejoin are the operator's keys: set from a host's
 	// grant until its cycle ends, and from the end of a reboot rollboot
 	// finished until the next grant. An empty value removes the key.
@@ -33,6 +37,17 @@ var nodeMetaTable = &table{typ: "node_meta", of: reflect.TypeFor[NodeMetaConfig]
 			"`\"false\"`: a job's `affinity` can then keep the allocations a drain moves off the nodes " +
 			"drained next ([deploy](deploy.md#steering-work-away-from-the-next-reboots)). `0`: no node is " +
 			"marked, and the key is removed from those that have it. At least 0."},
+	{name: "cordon_next", field: "CordonNext", check: value(atLeast(0, "")),
+		doc: "How many hosts at the head of each group's line, waiting only for a slot (not paused, " +
+			"not outside their window, not held), have their node marked ineligible before their " +
+			"drain, so that the allocations the drains before them move do not land there and move " +
+			"twice (Kured's `--prefer-no-schedule-taint`, as a hard rule): only while the " +
+			"capacity gate (`capacity { enabled = true }`) says the nodes left can take what the " +
+			"nodes out and the hosts granted now move without that node; otherwise no cordon, and " +
+			"`status` says why. The node is given back (eligible) when its host leaves the line " +
+			"without a drain; at its grant the cordon becomes part of the drain " +
+			"([below](#cordon-the-next-nodes)). `0`: no cordon. At least 0; refused with " +
+			"`capacity { enabled = false }`."},
 	{name: "before_drain", field: "BeforeDrain", defDoc: "none",
 		check: value(metaItems),
 		doc: "Keys written on a host's node when its drain is granted, kept until its cycle ends (back " +
@@ -77,4 +92,16 @@ func metaItems(m map[string]string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cordons checks node_meta.cordon_next against the capacity gate: a node is
+// cordoned only while the gate says the other nodes can spare it, so without
+// the gate nothing would ever be.
+func (v *validator) cordons() {
+	key := scope{"node_meta.cordon_next", "node_meta.cordon_next"}
+	if v.c.NodeMeta.CordonNext == 0 || v.c.Capacity.Enabled || !v.written(key) || !v.good(key) {
+		return
+	}
+	v.errorf(key, "a node is cordoned only while the capacity gate says the other nodes can spare it, and capacity.enabled is false: "+
+		"enable the capacity gate, or set cordon_next = 0")
 }

@@ -21,6 +21,11 @@ func TestNodeMeta(t *testing.T) {
 			err: `p.hcl:2:18: node_meta.before_drain: key "a b" is not a node metadata key`},
 		{name: "rollboot's own key", src: "node_meta {\n  after_rejoin = { rollboot_phase = \"x\" }\n}\n",
 			err: `p.hcl:2:18: node_meta.after_rejoin: key "rollboot_phase": rollboot_* keys are rollboot's own`},
+		{name: "cordon", src: "node_meta {\n  cordon_next = 1\n}\n", want: NodeMetaConfig{CordonNext: 1}},
+		{name: "cordon without the capacity gate", src: "capacity {\n  enabled = false\n}\nnode_meta {\n  cordon_next = 1\n}\n",
+			err: "p.hcl:5:17: node_meta.cordon_next: a node is cordoned only while the capacity gate says the other nodes can spare it"},
+		{name: "cordon off without the capacity gate", src: "capacity {\n  enabled = false\n}\nnode_meta {\n  cordon_next = 0\n}\n"},
+		{name: "negative cordon", src: "node_meta {\n  cordon_next = -2\n}\n", err: "p.hcl:2:17: node_meta.cordon_next: must be at least 0, got -2"},
 		{name: "not a map", src: "node_meta {\n  before_drain = [\"x\"]\n}\n", err: "p.hcl:2:18: node_meta.before_drain: must be a map of strings"},
 	}
 	for _, tt := range tests {

@@ -30,7 +30,8 @@ func (c *Coordinator) admitRules() admission.Rules {
 	r := admission.Rules{Groups: []policy.Group{c.opt.DefaultGroup}, DrainDeadline: c.opt.Timing.DrainDeadline,
 		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
 		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
-		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates, Approval: c.opt.Approval}
+		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates, Approval: c.opt.Approval,
+		CordonNext: c.opt.MetaKeys.CordonNext}
 	for _, g := range c.opt.Groups {
 		r.Groups = append(r.Groups, g.Group)
 	}
@@ -52,6 +53,7 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 			if s.alerts == nil {
 				c.alerts.NotRead() // not asked for: nothing waits to start, or the gate is off
 			}
+			c.metrics.NotCordoned.Set(float64(len(res.NoCordon)))
 			return res
 		}
 		if needs.Alerts {
@@ -157,7 +159,7 @@ func admissionQueue(s *snapshot) []admission.Pending {
 		if p.Phase != store.PhasePending || s.now.Before(p.NextTry) || hv.rec == nil || hv.err != nil {
 			continue
 		}
-		if !phase.NodeHold(hv.node).IsZero() {
+		if !phase.NodeHoldOf(hv.node, p).IsZero() {
 			continue // held by its node: phase.Step says why
 		}
 		if s.missing[name] != "" {
@@ -170,7 +172,7 @@ func admissionQueue(s *snapshot) []admission.Pending {
 }
 
 // groupCounts counts each group's nodes, the nodes out of service that no
-// cycle holds, the hosts out for rollboot and the host that came back last.
+// cycle or cordon holds, the hosts out for rollboot and the host that came back last.
 func groupCounts(r admission.Rules, s *snapshot) map[string]admission.GroupCount {
 	counts := map[string]admission.GroupCount{}
 	activeNode := map[string]bool{}
@@ -185,6 +187,9 @@ func groupCounts(r admission.Rules, s *snapshot) map[string]admission.GroupCount
 			if p.NodeID != "" {
 				activeNode[p.NodeID] = true
 			}
+		}
+		if p.CordonNode != "" {
+			activeNode[p.CordonNode] = true // its host's cordon: in service, its work runs on
 		}
 		if p.LastCompleted.After(c.LastBackAt) {
 			c.LastBack, c.LastBackAt = name, p.LastCompleted

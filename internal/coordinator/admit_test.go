@@ -167,6 +167,18 @@ func TestAdmit(t *testing.T) {
 			waitHas:  map[string]string{"a": `waiting for a slot in group "default"`},
 		},
 		{
+			name:   "a node its host's cordon made ineligible is not unavailable: its own drain may start",
+			groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 1, MaxUnavailablePct: 50}},
+			hosts: []testHost{{name: "a", phase: store.PhasePending, node: func(n *phase.NodeView) { n.Eligible = false }},
+				{name: "b"}},
+			mod: func(s *snapshot) {
+				p := s.plans["a"]
+				p.CordonedAt, p.CordonNode = t0.Add(-time.Minute), "node-a"
+				s.plans["a"] = p
+			},
+			admitted: []string{"a"},
+		},
+		{
 			name:   "a host out of service takes a slot",
 			groups: def(1),
 			hosts:  []testHost{{name: "a", phase: store.PhaseDraining}, {name: "b", phase: store.PhasePending}},

@@ -25,7 +25,8 @@ import (
 //  1. give the node back: cancel the drain, restore eligibility;
 //  2. close the cycle: clear the manual request, write the history record;
 //  3. store the plan;
-//  4. take the node out: hand the leadership over, start the drain;
+//  4. take the node out: cordon it (phase/cordon.go), hand the leadership
+//     over, start the drain;
 //  5. forget a release that was carried out.
 //
 // Each step runs only if the ones before it succeeded.
@@ -150,7 +151,10 @@ func (c *Coordinator) hostLog(d phase.Decision) *slog.Logger {
 
 // logEvent logs what carrying d out did, if it says (phase.Decision.Event).
 func logEvent(log *slog.Logger, d phase.Decision) {
-	if d.Event != "" {
+	switch {
+	case d.Event != "" && d.Plan.NoCordon != "":
+		log.Info(d.Event, "reason", d.Plan.Reason, "last_error", d.Plan.LastError, "waiting", d.Plan.Waiting, "no_cordon", d.Plan.NoCordon)
+	case d.Event != "":
 		log.Info(d.Event, "reason", d.Plan.Reason, "last_error", d.Plan.LastError, "waiting", d.Plan.Waiting)
 	}
 }
@@ -159,6 +163,9 @@ func logEvent(log *slog.Logger, d phase.Decision) {
 // records the grant is stored: a crash in between leaves a plan that says
 // draining, whose drain the next pass issues again.
 func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decision, log *slog.Logger) error {
+	if err := c.cordon(ctx, in, d, log); err != nil {
+		return err
+	}
 	for _, product := range d.HandOver {
 		if err := election.CheckLease(ctx); err != nil {
 			return fmt.Errorf("hand over the %s leadership: %w", product, err)
@@ -192,6 +199,24 @@ func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decis
 	if in.Plan.Phase == store.PhasePending { // the grant of this pass, not a drain issued again
 		c.drainStarted(in.Group, in.Plan.RequestedAt, in.Now)
 	}
+	return nil
+}
+
+// cordon marks the node of a host next in line ineligible, after the plan
+// that records the cordon is stored: a crash in between leaves a plan whose
+// cordon the next pass carries out or gives back (phase/cordon.go).
+func (c *Coordinator) cordon(ctx context.Context, in phase.Input, d phase.Decision, log *slog.Logger) error {
+	if !d.Cordon || in.Node == nil {
+		return nil
+	}
+	if err := election.CheckLease(ctx); err != nil {
+		return fmt.Errorf("cordon node %s: %w", in.Node.ID, err)
+	}
+	if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, false, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("cordon node %s: %w", in.Node.ID, err)
+	}
+	c.metrics.Cordons.Inc()
+	log.Info("node cordoned: next in line", "node_id", in.Node.ID)
 	return nil
 }
 
@@ -333,7 +358,7 @@ const PlanWriteParallelism = 16
 // cleared, nothing to alert. Such decisions of different hosts touch different
 // variables and nothing else, so they may be stored in any order and at once.
 func planOnly(in phase.Input, d phase.Decision) bool {
-	return d.Write && !d.StartDrain && !d.CancelDrain && !d.SetEligible && !d.ClearRequest && !d.ClearRelease &&
+	return d.Write && !d.StartDrain && !d.CancelDrain && !d.SetEligible && !d.Cordon && !d.ClearRequest && !d.ClearRelease &&
 		d.History == nil && len(d.HandOver) == 0 && d.Unhealthy == "" && !d.ClearCancel
 }
 
@@ -346,7 +371,7 @@ func planOnly(in phase.Input, d phase.Decision) bool {
 // a few writes, the slots they free reached the next hosts only after all of
 // them. Each host's own writes keep their crash-safe order (apply).
 func givesBackOnly(in phase.Input, d phase.Decision) bool {
-	return !d.StartDrain && len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !d.ClearCancel
+	return !d.StartDrain && !d.Cordon && len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !d.ClearCancel
 }
 
 // storedTogether reports whether d may be carried out side by side with the

@@ -31,7 +31,21 @@ func applyCases() []applyCase {
 	// A hold stored before: the plan is written to forget it, in order with the
 	// other writes (a host on its way stores no reason, wait.go).
 	held := func(p *store.Plan) { p.Waiting = "paused" }
+	queued := phase.WaitFor(phase.WaitQueued, `"web"`)
+	cordoned := func(p *store.Plan) { p.GrantID, p.CordonedAt, p.CordonNode = "", t0.Add(-time.Minute), "n1" }
 	return []applyCase{
+		{
+			name: "cordon of the host next in line: the plan records it before the node is made ineligible",
+			in: phase.Input{Plan: plan(store.PhasePending, func(p *store.Plan) { p.GrantID = "" }), Host: host("b1", true),
+				Node: node(nil), Cordon: true, NotAdmitted: queued},
+			want: []string{"put plan/h1", "ineligible n1"},
+		},
+		{
+			name: "cordon no longer wanted: the node is given back before the plan forgets it",
+			in: phase.Input{Plan: plan(store.PhasePending, cordoned), Host: host("b1", true),
+				Node: node(func(n *phase.NodeView) { n.Eligible = false }), NotAdmitted: queued},
+			want: []string{"eligible n1", "put plan/h1"},
+		},
 		{
 			name: "grant: the plan is stored before the drain",
 			in: phase.Input{Plan: plan(store.PhasePending, func(p *store.Plan) { p.GrantID = "" }), Host: host("b1", true),
@@ -164,7 +178,8 @@ func TestApplyOrder(t *testing.T) {
 // anything is taken out of service, and forgets the cached plans so that the
 // next pass reads them again.
 func TestApplyPlanConflict(t *testing.T) {
-	tc := applyCases()[0]
+	cases := applyCases()
+	tc := cases[slices.IndexFunc(cases, func(c applyCase) bool { return c.name == "grant: the plan is stored before the drain" })]
 	c, log, _, in := applyFixture(t, tc)
 	in.Plan.ModifyIndex-- // another coordinator wrote since
 	log.reset(0)

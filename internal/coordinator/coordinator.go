@@ -428,6 +428,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
 	var writes []pendingWrite // stored together, after the others (apply.go)
+	var apart []pendingWrite  // carried out one after the other, first (cordonsFirst)
 	var freed []string        // hosts whose decision frees their slot (regrant.go)
 	var pended []string       // hosts whose decision makes them pending (regrant.go)
 	waiting := map[phase.WaitKind]int{}
@@ -463,7 +464,10 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			writes = append(writes, w)
 			continue
 		}
-		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
+		apart = append(apart, pendingWrite{in: in, d: d})
+	}
+	for _, w := range cordonsFirst(apart) {
+		errs = errors.Join(errs, c.carryOutBounded(ctx, w.in, w.d))
 	}
 	first, rest, heads := headsFirst(s, writes) // regrant.go
 	errs = errors.Join(errs, c.storePlans(ctx, first))
@@ -479,6 +483,25 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	return errs
 }
 
+// cordonsFirst orders the decisions a pass carries out one after the other:
+// the cordons of the hosts next in line first, then the rest (drains among
+// them) in host order. A drain's allocations are placed as soon as it starts,
+// so a cordon carried out after it could come too late for them.
+func cordonsFirst(ws []pendingWrite) []pendingWrite {
+	out := make([]pendingWrite, 0, len(ws))
+	for _, w := range ws {
+		if w.d.Cordon {
+			out = append(out, w)
+		}
+	}
+	for _, w := range ws {
+		if !w.d.Cordon {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // input is what the phase machine sees of one host in this pass.
 func (c *Coordinator) input(s *snapshot, adm admission.Result, name string) phase.Input {
 	hv, ctl := s.hosts[name], s.control
@@ -490,7 +513,7 @@ func (c *Coordinator) input(s *snapshot, adm admission.Result, name string) phas
 		Now: s.now, Plan: p, Host: hv.rec, Node: hv.node, Group: hv.group, Paused: ctl.Paused,
 		CancelAt: ctl.Cancels[name], ReleaseAt: ctl.Releases[name],
 		Admitted: adm.Admitted[name], NotAdmitted: adm.Wait[name], Timing: c.opt.Timing, Clusters: s.clusters,
-		NodeGone: s.nodeGone(p),
+		NodeGone: s.nodeGone(p), Cordon: adm.Cordon[name], NoCordon: adm.NoCordon[name],
 	}
 	if _, ok := ctl.Requests[name]; ok {
 		r := ctl.Requests[name] // declared here: a variable whose address is taken is allocated, for every host

@@ -202,10 +202,11 @@ func (n recNodes) UpdateDrainOpts(id string, opts *api.DrainOptions, _ *api.Writ
 }
 
 func (n recNodes) ToggleEligibility(id string, eligible bool, _ *api.WriteOptions) (*api.NodeEligibilityUpdateResponse, error) {
+	op := "eligible "
 	if !eligible {
-		return nil, errors.New("rollboot never makes a node ineligible by itself")
+		op = "ineligible " // a cordon of a host next in line (phase/cordon.go)
 	}
-	if err := n.log.do("eligible " + id); err != nil {
+	if err := n.log.do(op + id); err != nil {
 		return nil, err
 	}
 	return &api.NodeEligibilityUpdateResponse{}, nil

@@ -91,7 +91,10 @@ type ApprovalHook struct {
 // operator's keys written before a drain and after the host is back
 // (nodemeta.OperatorKeys).
 type NodeMetaRules struct {
-	NextInLine               int
+	NextInLine int
+	// CordonNext: how many hosts at the head of each group's line have their
+	// node marked ineligible before their drain (admission.Cordons).
+	CordonNext               int
 	BeforeDrain, AfterRejoin map[string]string
 }
 

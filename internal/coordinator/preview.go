@@ -39,6 +39,10 @@ type PreviewHost struct {
 	Starts bool
 	// Waiting is why the host would not move (zero when it starts or is idle).
 	Waiting phase.WaitReason
+	// Cordon: "cordoned" when the pass would keep or make the host's node
+	// ineligible as next in line (node_meta.cordon_next), "no cordon: ..."
+	// when it is next in line without one, and why; "" otherwise.
+	Cordon string
 	// Clusters are the server clusters the host runs a server of
 	// ("product/cluster"): admission takes out at most one host of each at
 	// once, across groups (serverGate).
@@ -104,7 +108,8 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 			continue
 		}
 		d := phase.Step(in)
-		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, HoldsSlot: adm.HoldsSlot[name]}
+		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, HoldsSlot: adm.HoldsSlot[name],
+			Cordon: cordonText(d.Plan)}
 		if rec := s.hosts[name].rec; rec != nil {
 			for _, srv := range rec.Servers {
 				h.Clusters = append(h.Clusters, phase.ClusterKey(srv))
@@ -119,4 +124,17 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		res.Hosts = append(res.Hosts, h)
 	}
 	return res, nil
+}
+
+// cordonText says what the preview shows of a plan's cordon (PreviewHost.Cordon).
+func cordonText(p store.Plan) string {
+	switch {
+	case p.Phase != store.PhasePending:
+		return ""
+	case !p.CordonedAt.IsZero():
+		return "cordoned"
+	case p.NoCordon != "":
+		return "no cordon: " + p.NoCordon
+	}
+	return ""
 }

@@ -121,11 +121,15 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 	if err := octx.Err(); err != nil {
 		return nil, c.stepFailed(octx, ctx, err)
 	}
-	var writes []pendingWrite
+	var writes, cordons []pendingWrite
 	granted := map[string]bool{}
 	for _, name := range busyNames(&s2) { // the hosts admitted are pending
 		hv := s2.hosts[name]
 		head, isNew := newcomers[name]
+		if w, ok := c.cordonNow(&s2, adm, name, isNew); ok {
+			cordons = append(cordons, w)
+			continue
+		}
 		if !adm.Admitted[name] || first.Wait[name].Kind != phase.WaitQueued && !isNew || hv.err != nil {
 			continue
 		}
@@ -147,7 +151,29 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 	if len(writes) > 0 {
 		c.log.Debug("slots freed in this pass handed out", "hosts", len(writes))
 	}
+	if err := c.storePlans(ctx, cordons); err != nil {
+		return granted, err // no drain without the cordons before it
+	}
 	return granted, c.storePlans(ctx, writes)
+}
+
+// cordonNow is the cordon of a host that the hand-out makes next in line
+// (stored pending before the pass, not admitted), carried out before the
+// hand-out's drains so that what they move does not land on its node; ok is
+// false for any other host or decision. A host cordoned already (its node as
+// the pass read it may not show it yet) is left to the next pass.
+func (c *Coordinator) cordonNow(s *snapshot, adm admission.Result, name string, isNew bool) (pendingWrite, bool) {
+	hv, p := s.hosts[name], s.plans[name]
+	if !adm.Cordon[name] || adm.Admitted[name] || isNew || hv.err != nil || p.Phase != store.PhasePending || !p.CordonedAt.IsZero() {
+		return pendingWrite{}, false
+	}
+	in := c.input(s, adm, name)
+	d := phase.Step(in)
+	if !d.Cordon || d.StartDrain || d.Plan.Phase != store.PhasePending || !storedApart(in, d) {
+		return pendingWrite{}, false
+	}
+	c.noteRecheck(d)
+	return pendingWrite{in: in, d: d}, true
 }
 
 // notGranted returns the heads whose grant the hand-out did not carry out:

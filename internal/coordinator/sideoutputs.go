@@ -76,7 +76,7 @@ func (h *sideOutputs) metaDue(want map[string]nodemeta.Meta) bool {
 // sameMeta reports whether a and b say the same.
 func sameMeta(a, b nodemeta.Meta) bool {
 	return a.Phase == b.Phase && a.RebootRequired == b.RebootRequired && a.LastReboot.Equal(b.LastReboot) &&
-		a.Steering == b.Steering && a.Next == b.Next && a.Operator == b.Operator
+		a.Steering == b.Steering && a.Next == b.Next && a.Cordoning == b.Cordoning && a.Cordoned == b.Cordoned && a.Operator == b.Operator
 }
 
 // forget makes the next pass hand everything over (a new term: the notifier
@@ -147,7 +147,8 @@ type MetaPublisher interface {
 // the need, the end of its last reboot by rollboot, whether it is next in line
 // (the policy's node_meta.next_in_line, over the pending hosts admission would
 // consider: policy.NextInLine) and the operator's keys for its phase
-// (nodemeta.OperatorKeys). A node that is not ready is left out (its client
+// (nodemeta.OperatorKeys), and whether its host's plan holds a cordon (the
+// policy's node_meta.cordon_next). A node that is not ready is left out (its client
 // would not answer); it gets its metadata once it is. The same metadata as
 // last handed over is not handed over again (sideoutputs.go).
 func (c *Coordinator) publishMeta(s *snapshot) {
@@ -181,6 +182,7 @@ func (c *Coordinator) publishMeta(s *snapshot) {
 		}
 		want[hv.node.ID] = nodemeta.Meta{Phase: phase, RebootRequired: hv.rec.RebootRequired, LastReboot: p.LastCompleted,
 			Steering: rules.NextInLine > 0, Next: next[name] && phase == store.PhasePending, // granted this pass: not next
+			Cordoning: rules.CordonNext > 0, Cordoned: p.CordonNode == hv.node.ID,
 			Operator: nodemeta.EncodeKeys(nodemeta.OperatorKeys(rules.BeforeDrain, rules.AfterRejoin, phase, !p.LastCompleted.IsZero()))}
 	}
 	c.mu.Unlock()

@@ -116,7 +116,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		Workloads:            cfg.Workloads.Settings(),
 		Capacity:             coordinator.CapacityGate{Enabled: cfg.Capacity.Enabled, Headroom: float64(cfg.Capacity.HeadroomPercent()) / 100},
 		DefaultOptions:       defaultGroupOptions(cfg),
-		MetaKeys: coordinator.NodeMetaRules{NextInLine: cfg.NodeMeta.NextInLine,
+		MetaKeys: coordinator.NodeMetaRules{NextInLine: cfg.NodeMeta.NextInLine, CordonNext: cfg.NodeMeta.CordonNext,
 			BeforeDrain: cfg.NodeMeta.BeforeDrain, AfterRejoin: cfg.NodeMeta.AfterRejoin},
 		Approval: cfg.ApprovalRules(),
 		ApprovalHook: coordinator.ApprovalHook{URL: cfg.Approval.Webhook, Timeout: cfg.Approval.Timeout,

@@ -90,6 +90,12 @@ type hostState struct {
 	inCycle       bool // out of service because of a drain or a reboot
 	reboots       int
 	eligibleStart bool
+	// cordoned: made ineligible while in service, with no drain (rollboot's
+	// cordon of a host next in line, node_meta.cordon_next), and neither
+	// drained nor made eligible since. A cordon is not out of service (the
+	// node's work runs on), so it counts against no group; one left at the
+	// end breaks invariant 3.
+	cordoned bool
 }
 
 // Result is what a replay found.
@@ -114,7 +120,11 @@ func Check(events []nomadsim.Event, final map[string]Final, spec Spec) Result {
 		r.event(e)
 	}
 	out := r.out
-	out = append(out, checkFinal(final, spec.EligibleBefore)...)
+	cordoned := map[string]bool{}
+	for name, h := range r.hosts {
+		cordoned[name] = h.cordoned
+	}
+	out = append(out, checkFinal(final, spec.EligibleBefore, cordoned)...)
 	reboots := map[string]int{}
 	for name, h := range r.hosts {
 		reboots[name] = h.reboots
@@ -194,6 +204,7 @@ func (r *replay) apply(name string, h *hostState, e nomadsim.Event) {
 		// host is down rebooting already.
 		rollboots := e.Details[DrainGrantDetail] != ""
 		h.draining, h.drainDone, h.drainForced, h.eligible = true, false, false, false
+		h.cordoned = false // rollboot's cordon becomes part of its drain; someone else's drain takes the node over
 		h.inCycle = rollboots || h.inCycle && !h.up
 	case nomadsim.EventDrainUpdate:
 		// A drain updated with someone else's meta is theirs from now on.
@@ -210,6 +221,7 @@ func (r *replay) apply(name string, h *hostState, e nomadsim.Event) {
 		h.drainForced = e.Details["deadline_reached"] == "true"
 	case nomadsim.EventEligibility:
 		h.eligible = e.Details["eligibility"] == "eligible"
+		h.cordoned = !h.eligible && !h.draining && !h.inCycle && !h.awaitReboot && h.up
 		if h.eligible && !h.draining {
 			// Back in service without a reboot (a failed attempt given back,
 			// or an operator's doing): no longer out for a reboot.
@@ -305,9 +317,11 @@ func (r *replay) checkGroup(name string, seq int) {
 	r.over[g] = ok && n > limit
 }
 
-// checkFinal checks invariant 3 at the end: no node left draining, and every
-// node as eligible as it was before (eligibleBefore) the rollout.
-func checkFinal(final map[string]Final, eligibleBefore map[string]bool) []Violation {
+// checkFinal checks invariant 3 at the end: no node left draining, every
+// node as eligible as it was before (eligibleBefore) the rollout, and none
+// left cordoned (made ineligible with no drain, neither drained nor given
+// back since), whether or not the test knows its eligibility before.
+func checkFinal(final map[string]Final, eligibleBefore map[string]bool, cordoned map[string]bool) []Violation {
 	var out []Violation
 	names := make([]string, 0, len(final))
 	for n := range final {
@@ -322,6 +336,10 @@ func checkFinal(final map[string]Final, eligibleBefore map[string]bool) []Violat
 		before, known := eligibleBefore[name]
 		if f.Draining {
 			out = append(out, Violation{3, name, 0, "node left draining"})
+		}
+		if cordoned[name] && !f.Eligible && !f.Draining {
+			out = append(out, Violation{3, name, 0, "node made ineligible with no drain (a cordon) and neither drained nor given back"})
+			continue
 		}
 		if known && before && !f.Eligible {
 			out = append(out, Violation{3, name, 0, "node left ineligible though it was eligible before"})

@@ -24,6 +24,10 @@ type Metrics struct {
 	Spins prometheus.Counter
 	// StepTimeouts: steps of a pass that ran out of time.
 	StepTimeouts prometheus.Counter
+	// Cordons: nodes of hosts next in line marked ineligible; NotCordoned:
+	// hosts next in line the last admission left without a cordon.
+	Cordons     prometheus.Counter
+	NotCordoned prometheus.Gauge
 	// NodeBlocking: 1 while blocking queries follow the nodes because the
 	// event stream cannot be had; StreamFailures: the stream's failures.
 	NodeBlocking   prometheus.Gauge
@@ -60,6 +64,10 @@ func New(reg *prometheus.Registry) *Metrics {
 			"Chains of reconcile passes cut after 20 passes in a row changed something with nothing else changing: a decision that does not settle."),
 		StepTimeouts: counter("rollboot_coordinator_step_timeouts_total",
 			"Steps of a reconcile pass (reading the state, or one host's decision) abandoned because a request was not answered in time."),
+		Cordons: counter("rollboot_coordinator_cordons_total",
+			"Nodes of hosts next in line marked ineligible before their drain (node_meta.cordon_next)."),
+		NotCordoned: gauge("rollboot_coordinator_next_not_cordoned",
+			"Hosts next in line whose node the last admission did not cordon (node_meta.cordon_next): the capacity gate cannot spare it, or cannot tell; rollboot status says why."),
 		NodeBlocking: gauge("rollboot_coordinator_node_watch_blocking",
 			"1 while the leader follows the nodes with blocking queries because Nomad's node event stream cannot be had."),
 		StreamFailures: counter("rollboot_coordinator_node_stream_failures_total",

@@ -7,7 +7,9 @@
 // Keys: rollboot_phase (the host's phase), rollboot_reboot_required ("true" or
 // "false") and rollboot_last_reboot (RFC 3339, UTC; absent until rollboot
 // finished a reboot of the host); with the policy's node_meta block,
-// rollboot_next ("true" on the nodes drained next, for jobs' affinities) and
+// rollboot_next ("true" on the nodes drained next, for jobs' affinities),
+// rollboot_cordoned ("true" on the nodes rollboot made ineligible before their
+// host's drain: node_meta.cordon_next) and
 // the operator's keys (operator.go). The leading coordinator hands the publisher
 // the wanted metadata after every pass; the publisher writes a node's only when
 // it differs from what the node has (read once per term, then known from its
@@ -39,6 +41,7 @@ const (
 	KeyRebootRequired = "rollboot_reboot_required"
 	KeyLastReboot     = "rollboot_last_reboot"
 	KeyNext           = "rollboot_next"
+	KeyCordoned       = "rollboot_cordoned"
 )
 
 // Meta is what rollboot publishes about one node. It is comparable: the
@@ -50,6 +53,10 @@ type Meta struct {
 	// Steering: node_meta.next_in_line is on, so rollboot_next is written
 	// ("true" when Next: the host is next in line); off, it is removed.
 	Steering, Next bool
+	// Cordoning: node_meta.cordon_next is on, so rollboot_cordoned is
+	// written ("true" when Cordoned: the plan of the node's host holds a
+	// cordon of rollboot's); off, it is removed.
+	Cordoning, Cordoned bool
 	// Operator are the operator's keys (OperatorKeys), encoded (EncodeKeys).
 	Operator string
 }
@@ -57,7 +64,7 @@ type Meta struct {
 // Items returns the metadata as Nomad applies it: a nil value removes a key.
 func (m Meta) Items() map[string]*string {
 	str := func(s string) *string { return &s }
-	items := map[string]*string{KeyPhase: str(m.Phase), KeyRebootRequired: str("false"), KeyLastReboot: nil, KeyNext: nil}
+	items := map[string]*string{KeyPhase: str(m.Phase), KeyRebootRequired: str("false"), KeyLastReboot: nil, KeyNext: nil, KeyCordoned: nil}
 	for k, v := range decodeKeys(m.Operator) {
 		items[k] = v
 	}
@@ -69,6 +76,9 @@ func (m Meta) Items() map[string]*string {
 	}
 	if m.Steering {
 		items[KeyNext] = str(strconv.FormatBool(m.Next))
+	}
+	if m.Cordoning {
+		items[KeyCordoned] = str(strconv.FormatBool(m.Cordoned))
 	}
 	return items
 }

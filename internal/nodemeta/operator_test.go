@@ -52,7 +52,7 @@ func TestOperatorKeys(t *testing.T) {
 
 func TestItemsSteeringAndOperatorKeys(t *testing.T) {
 	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
-	base := map[string]*string{KeyPhase: str("pending"), KeyRebootRequired: str("true"), KeyLastReboot: str("2026-12-06T10:00:00Z"), KeyNext: nil}
+	base := map[string]*string{KeyPhase: str("pending"), KeyRebootRequired: str("true"), KeyLastReboot: str("2026-12-06T10:00:00Z"), KeyNext: nil, KeyCordoned: nil}
 	with := func(extra map[string]*string) map[string]*string {
 		out := maps.Clone(base)
 		maps.Copy(out, extra)
@@ -68,6 +68,10 @@ func TestItemsSteeringAndOperatorKeys(t *testing.T) {
 			want: with(map[string]*string{KeyNext: str("true")})},
 		{name: "not next", m: Meta{Phase: "pending", RebootRequired: true, LastReboot: at, Steering: true},
 			want: with(map[string]*string{KeyNext: str("false")})},
+		{name: "cordoned", m: Meta{Phase: "pending", RebootRequired: true, LastReboot: at, Cordoning: true, Cordoned: true},
+			want: with(map[string]*string{KeyCordoned: str("true")})},
+		{name: "not cordoned", m: Meta{Phase: "pending", RebootRequired: true, LastReboot: at, Cordoning: true},
+			want: with(map[string]*string{KeyCordoned: str("false")})},
 		{name: "operator keys", m: Meta{Phase: "pending", RebootRequired: true, LastReboot: at,
 			Operator: EncodeKeys(map[string]*string{"patched": str("yes"), "maintenance": nil})},
 			want: with(map[string]*string{"patched": str("yes"), "maintenance": nil})},

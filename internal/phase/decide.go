@@ -225,6 +225,11 @@ type Input struct {
 	// the caller (Admitted already includes the pre-reboot gates). Without it a
 	// server host is never granted.
 	ServerGates bool
+	// Cordon: admission wants the node of this pending host, next in line,
+	// ineligible before its drain; NoCordon: why a host next in line is not
+	// cordoned (cordon.go).
+	Cordon   bool
+	NoCordon string
 	// Leads are the products whose leader (the active node, for Vault) runs on
 	// this host: leadership is handed over before the host may reboot.
 	Leads []string
@@ -268,6 +273,9 @@ type Decision struct {
 	CancelDrain  bool // cancel the drain
 	MarkEligible bool // with CancelDrain: mark the node eligible (it was before)
 	SetEligible  bool // mark the node eligible (it was before rollboot touched it)
+	// Cordon: mark the node ineligible, after the plan that records the
+	// cordon is stored (cordon.go).
+	Cordon bool
 	// HandOver: hand over the leadership of these products before the reboot.
 	HandOver []string
 
@@ -398,7 +406,7 @@ func step(in Input) Decision {
 	if r, ok := staleDrain(in, d); ok {
 		return r
 	}
-	r := stepPhase(in, d, n)
+	r := cordon(in, stepPhase(in, d, n))
 	if p.Active() {
 		return watchNodeGone(in, d, r)
 	}
@@ -531,7 +539,7 @@ func stepPending(in Input, d Decision, n needed) Decision {
 		d.Waiting = WaitFor(WaitServerNoGates, role)
 		return d
 	}
-	if why := NodeHold(in.Node); !why.IsZero() {
+	if why := NodeHoldOf(in.Node, p); !why.IsZero() {
 		d.Waiting = why
 		return d
 	}
@@ -600,7 +608,11 @@ func grant(in Input, d Decision) Decision {
 		return d
 	}
 	d.Plan.NodeID = in.Node.ID
-	d.Plan.EligibleBefore = in.Node.Eligible // not draining: staleDrain cancels any drain of ours first
+	// Not draining: staleDrain cancels any drain of ours first. A node
+	// ineligible by the host's own cordon was eligible before it (cordon.go):
+	// the cordon becomes part of the drain.
+	d.Plan.EligibleBefore = in.Node.Eligible || CordonHolds(in.Node, p)
+	d.Plan.CordonedAt, d.Plan.CordonNode, d.Plan.NoCordon = time.Time{}, "", ""
 	d.Plan.SystemJobs = in.SystemJobs
 	d.StartDrain = true
 	d.Event = "granted: draining"
@@ -1055,6 +1067,6 @@ func ClusterKey(srv store.Server) string { return srv.Product + "/" + srv.Cluste
 
 // Changes reports whether applying d writes anything.
 func (d Decision) Changes() bool {
-	return d.Write || d.StartDrain || d.CancelDrain || d.SetEligible || d.ClearRequest ||
+	return d.Write || d.StartDrain || d.CancelDrain || d.SetEligible || d.Cordon || d.ClearRequest ||
 		d.ClearRelease || d.History != nil || len(d.HandOver) > 0 || d.DeletePlan
 }

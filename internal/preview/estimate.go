@@ -98,6 +98,9 @@ type Host struct {
 	Finish  time.Time `json:"finish,omitzero"`
 	// NoEstimate says why Start and Finish are unknown.
 	NoEstimate string `json:"no_estimate,omitempty"`
+	// Cordon: "cordoned" while the host's node is kept ineligible as next in
+	// line (node_meta.cordon_next), or "no cordon: " and why it is not.
+	Cordon string `json:"cordon,omitempty"`
 }
 
 // timed reports whether what holds a waiting host ends with time alone (a
@@ -269,7 +272,7 @@ type groupPart struct {
 // hostOf is the part of ph's Host that the observation gives.
 func hostOf(ph coordinator.PreviewHost, group string) Host {
 	return Host{Host: ph.Host, Group: group, Phase: ph.Plan.Phase, Starts: ph.Starts,
-		WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String(), Need: ph.Plan.Reason}
+		WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String(), Need: ph.Plan.Reason, Cordon: ph.Cordon}
 }
 
 // prepareGroup estimates the group's hosts in progress (they end one cycle

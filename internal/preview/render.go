@@ -143,6 +143,15 @@ func durationsText(d Durations, settle time.Duration) string {
 }
 
 func statusText(h Host) string {
+	s := waitText(h)
+	if h.Cordon != "" {
+		s += "; " + h.Cordon
+	}
+	return s
+}
+
+// waitText says whether the host starts now, and what it waits for.
+func waitText(h Host) string {
 	switch {
 	case h.Starts:
 		return "starts now"

@@ -108,3 +108,20 @@ func TestRenderNothingToDo(t *testing.T) {
 	}
 	golden(t, "nothing.txt", txt.String())
 }
+
+// A host next in line shows its cordon, or why it has none, after what it
+// waits for.
+func TestStatusTextCordon(t *testing.T) {
+	for _, tc := range []struct {
+		h    Host
+		want string
+	}{
+		{Host{Position: 1, Reason: `waiting for a slot in group "all"`, Cordon: "cordoned"}, `waits: waiting for a slot in group "all"; cordoned`},
+		{Host{Position: 1, Reason: "r", Cordon: "no cordon: the capacity gate holds c1"}, "waits: r; no cordon: the capacity gate holds c1"},
+		{Host{Position: 1, Reason: "r"}, "waits: r"},
+	} {
+		if got := statusText(tc.h); got != tc.want {
+			t.Errorf("statusText = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -133,6 +133,12 @@ func why(h Host) string {
 	case h.Waiting != "":
 		parts = append(parts, h.Waiting)
 	}
+	switch {
+	case h.Cordoned:
+		parts = append(parts, "cordoned: node ineligible until its drain (next in line)")
+	case h.NoCordon != "":
+		parts = append(parts, "no cordon: "+h.NoCordon)
+	}
 	if h.Phase != store.PhaseIdle || h.RebootRequired || h.ManualRequest {
 		if h.Reason != "" {
 			parts = append(parts, "reboot: "+h.Reason)

@@ -43,6 +43,16 @@ func TestStatusShowsHoldAndFailure(t *testing.T) {
 				LastError: "the host did not reboot: reboot command failed (exit status 1): systemctl reboot: denied"},
 			want: []string{"the host did not reboot: reboot command failed (exit status 1)"},
 		},
+		{
+			name: "cordoned next in line",
+			plan: store.Plan{Host: "c2", Phase: store.PhasePending, CordonedAt: at, CordonNode: "n2"},
+			want: []string{"cordoned: node ineligible until its drain"},
+		},
+		{
+			name: "next in line, no cordon",
+			plan: store.Plan{Host: "c3", Phase: store.PhasePending, NoCordon: "the capacity gate holds c1"},
+			want: []string{"no cordon: the capacity gate holds c1"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

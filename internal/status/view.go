@@ -55,6 +55,11 @@ type Host struct {
 	// rollboot_hosts_waiting, or "canceled_need"); "" when not known (a plan
 	// of an older rollboot).
 	HoldKind string `json:"hold_kind,omitempty"`
+	// Cordoned: rollboot made the host's node ineligible because it is next in
+	// line (node_meta.cordon_next); NoCordon: why a host next in line is not
+	// cordoned.
+	Cordoned bool   `json:"cordoned,omitempty"`
+	NoCordon string `json:"no_cordon,omitempty"`
 	// Failure is the host's last failed reboot attempt, as its agent reported it.
 	Failure *Failure `json:"failure,omitempty"`
 	// AgentVersion is the version of rollboot the host's agent runs.
@@ -204,6 +209,7 @@ func fillPlan(v *Host, p store.Plan) {
 	if p.Phase != store.PhaseIdle && len(p.Timeline) > 0 {
 		v.Timeline = p.Timeline
 	}
+	v.Cordoned, v.NoCordon = !p.CordonedAt.IsZero(), p.NoCordon
 	if v.NodeID == "" {
 		v.NodeID = p.NodeID
 	}

@@ -163,8 +163,16 @@ func TestPageStatesInChromium(t *testing.T) {
 	}
 	checkFullReason(t, bctx)
 
-	sc.change(func(s *scenario) { s.plans["web-2"] = pending("web-2", "", "") })
+	sc.change(func(s *scenario) {
+		p := pending("web-2", "", "")
+		p.CordonedAt, p.CordonNode = now, "node-web-2" // next in line (node_meta.cordon_next)
+		s.plans["web-2"] = p
+	})
 	s = waitShown(t, bctx, statuspage.RolloutRunning)
+	cordoned, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector('.row[data-host="web-2"] .why').textContent`))
+	if err != nil || !strings.Contains(cordoned, "cordoned: node ineligible until its drain") {
+		t.Errorf("web-2's reason %q (%v): want it to say its node is cordoned", cordoned, err)
+	}
 	held, queued := s.Rows["web-1"], s.Rows["web-2"]
 	if queued.Cls != "row s-queued" || queued.Badge != "queued" || queued.Bg == held.Bg {
 		t.Errorf("a queued row looks like a held one: queued %+v, held %+v", queued, held)

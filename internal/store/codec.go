@@ -41,6 +41,10 @@ type field[R any] struct {
 type codec[R any] struct {
 	version int
 	fields  []field[R]
+	// writeVersion, when set, is the version a record is written as (at
+	// most version): a record that uses nothing added since an older
+	// version is written as that one, so that older readers still read it.
+	writeVersion func(*R) int
 }
 
 // itemError is an item that cannot be read.
@@ -62,7 +66,11 @@ func clean[R any](r *R) {
 }
 
 func (c codec[R]) encode(r R) map[string]string {
-	items := map[string]string{versionKey: strconv.Itoa(c.version)}
+	v := c.version
+	if c.writeVersion != nil {
+		v = c.writeVersion(&r)
+	}
+	items := map[string]string{versionKey: strconv.Itoa(v)}
 	clean(&r)
 	c.put(&r, items)
 	return items

@@ -195,6 +195,18 @@ type Plan struct {
 	// once it has been gone for coordinator.purged_node_grace.
 	NodeGoneSince time.Time
 
+	// CordonedAt is when the coordinator marked the pending host's node
+	// (CordonNode) ineligible because its turn is near (node_meta.cordon_next),
+	// before it did: the node was eligible then, and is made eligible again
+	// when the host leaves the line without a drain. Zero: no cordon of
+	// rollboot's. At the grant the cordon becomes part of the drain
+	// (EligibleBefore), and these are cleared.
+	CordonedAt time.Time
+	CordonNode string
+	// NoCordon says why the host next in line has no cordon (the capacity
+	// gate cannot spare its node); "" otherwise.
+	NoCordon string
+
 	// The last finished reboot, for the reboot-loop guard.
 	LastAfterBootID string
 	LastCompleted   time.Time
@@ -365,7 +377,17 @@ func decodeHost(v *api.Variable) (HostRecord, error) {
 }
 
 // planCodec is the schema of a plan.
-var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
+//
+// Version 2 adds the cordon (cordoned_at, cordon_node): a reader that did
+// not know it would take the cordoned node for an operator's and never give
+// it back, so a plan that holds a cordon is written as version 2, and any
+// other as version 1, which every reader reads (writeVersion).
+var planCodec = codec[Plan]{version: 2, writeVersion: func(p *Plan) int {
+	if !p.CordonedAt.IsZero() {
+		return 2
+	}
+	return 1
+}, fields: []field[Plan]{
 	text("host", func(p *Plan) *string { return &p.Host }),
 	text("phase", func(p *Plan) *string { return &p.Phase }),
 	instant("phase_since", func(p *Plan) *time.Time { return &p.PhaseSince }, false),
@@ -390,6 +412,9 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	text("gone_boot_id", func(p *Plan) *string { return &p.GoneBootID }),
 	flag("held", func(p *Plan) *bool { return &p.Held }, false),
 	instant("node_gone_since", func(p *Plan) *time.Time { return &p.NodeGoneSince }, false),
+	instant("cordoned_at", func(p *Plan) *time.Time { return &p.CordonedAt }, false),
+	text("cordon_node", func(p *Plan) *string { return &p.CordonNode }),
+	text("no_cordon", func(p *Plan) *string { return &p.NoCordon }),
 	text("last_after_boot_id", func(p *Plan) *string { return &p.LastAfterBootID }),
 	instant("last_completed", func(p *Plan) *time.Time { return &p.LastCompleted }, false),
 	text("last_unhealthy", func(p *Plan) *string { return &p.LastUnhealthy }),

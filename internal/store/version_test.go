@@ -64,7 +64,8 @@ func TestPlanVersions(t *testing.T) {
 	}{
 		{name: "no version: version 1"},
 		{name: "version 1", version: "1"},
-		{name: "newer version", version: "2", held: true},
+		{name: "version 2", version: "2"},
+		{name: "newer version", version: "3", held: true},
 		{name: "unreadable version", version: "x", held: true},
 	}
 	for _, tt := range tests {
@@ -104,6 +105,43 @@ func TestPlanVersions(t *testing.T) {
 			}
 			if _, err := st.Plan(ctx, "web-1"); !errors.Is(err, store.ErrUnknownVersion) {
 				t.Errorf("Plan: err = %v, want ErrUnknownVersion", err)
+			}
+		})
+	}
+}
+
+// A plan that holds a cordon is written as version 2, which a reader that
+// does not know cordons refuses (it would take the node for an operator's);
+// any other plan stays version 1, and reads back the same.
+func TestPlanWriteVersion(t *testing.T) {
+	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		plan store.Plan
+		want string
+	}{
+		{name: "no cordon", plan: store.Plan{Host: "web-1", Phase: store.PhasePending, NoCordon: "capacity"}, want: "1"},
+		{name: "cordon", plan: store.Plan{Host: "web-1", Phase: store.PhasePending, CordonedAt: at, CordonNode: "n1"}, want: "2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, _, c := newStore(t)
+			ctx := context.Background()
+			if _, err := st.PutPlan(ctx, tt.plan); err != nil {
+				t.Fatal(err)
+			}
+			v, _, err := c.Variables().Read("rollboot/plan/web-1", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Items["version"] != tt.want {
+				t.Errorf("version = %q, want %q", v.Items["version"], tt.want)
+			}
+			p, err := st.Plan(ctx, "web-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.CordonedAt.Equal(tt.plan.CordonedAt) || p.CordonNode != tt.plan.CordonNode || p.NoCordon != tt.plan.NoCordon {
+				t.Errorf("read back %+v, want %+v", p, tt.plan)
 			}
 		})
 	}

@@ -31,6 +31,8 @@
     const p = [];
     if (h.last_error && h.phase !== "idle") p.push(h.last_error);
     else if (h.waiting) p.push(h.waiting);
+    if (h.cordoned) p.push("cordoned: node ineligible until its drain (next in line)");
+    else if (h.no_cordon) p.push("no cordon: " + h.no_cordon);
     if (h.phase !== "idle" || h.reboot_required || h.manual_request) {
       if (h.reason) p.push("reboot: " + h.reason);
       else if (h.manual_request) p.push("reboot: manual request");
