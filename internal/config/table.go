@@ -73,6 +73,7 @@ var sections = []section{
 	{t: nodeMetaTable, field: "NodeMeta", policy: true},
 	{t: groupTable, field: "Groups", policy: true},
 	{t: windowTable, field: "Windows", policy: true},
+	{t: freezeTable, field: "Freezes", policy: true},
 	{t: gateTable, field: "Gates", policy: true},
 }
 
