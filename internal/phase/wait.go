@@ -49,6 +49,8 @@ const (
 	WaitSingleton       // Detail: workload.SingletonHold's reason, naming the job groups
 	WaitDrainStopsAgent // Detail: the agent's job
 	WaitHealthGate      // Detail: healthgate.Verdict's reason (the gate, what it found)
+	WaitHostPaused      // Detail: store.Pause.Describe of the host's pause
+	WaitNodeOptOut      // Detail: the node meta rollboot_pause's value
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -113,6 +115,8 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitSingleton:         {"singleton", "%s"},
 	WaitDrainStopsAgent:   {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitHealthGate:        {"health_gate", "%s"},
+	WaitHostPaused:        {"host_paused", "%s"},
+	WaitNodeOptOut:        {"node_opt_out", "its node opted out (node meta rollboot_pause): %s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},
