@@ -43,7 +43,10 @@ func writeView(w io.Writer, v View, now time.Time, wide bool) error {
 		if v.PausedBy != "" {
 			by = " (paused by " + v.PausedBy + ")"
 		}
-		t.para("Rollout paused: ", orDash(v.PauseReason)+by)
+		t.para("Rollout paused"+pauseEnds(v.PausedUntil, now)+": ", orDash(v.PauseReason)+by)
+		fmt.Fprintln(w)
+	}
+	if writeScopedPauses(&t, v, now) {
 		fmt.Fprintln(w)
 	}
 	if wide {
