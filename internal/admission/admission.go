@@ -220,7 +220,7 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 	}
 	if in.Alerts != nil {
 		if why := AlertHold(*in.Alerts); !why.IsZero() {
-			for _, p := range hostHolds(in, in.Queue, out) {
+			for _, p := range in.Queue {
 				out.Wait[p.Host] = why
 			}
 			return nil, Needs{}
@@ -232,7 +232,7 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 	settling, until := settle(in)
 	var queue []policy.Request
 	var workloads []string
-	for _, p := range in.Queue {
+	for _, p := range hostHolds(in, in.Queue, out) {
 		if why, ok := settling[p.Group]; ok {
 			out.Wait[p.Host] = why
 			out.RecheckAt = phase.Earliest(out.RecheckAt, until[p.Group])
