@@ -24,10 +24,11 @@ var freezeTable = &table{typ: "freeze", of: reflect.TypeFor[FreezeConfig](), lab
 	settings: []setting{
 		{name: "from", field: "From", required: `"12-20"`, check: value(freezeDate),
 			doc: "First day of the freeze, from midnight in `time_zone`: `\"MM-DD\"` for a freeze every year or " +
-				"`\"YYYY-MM-DD\"` for one year. `\"02-29\"` is refused in a yearly freeze (most years do not have it)."},
+				"`\"YYYY-MM-DD\"` for one year, or `\"YYYY-MM-DDTHH:MM\"` (or `:SS`) to start at that time of the day. " +
+				"`\"02-29\"` is refused in a yearly freeze (most years do not have it)."},
 		{name: "to", field: "To", required: `"01-05"`, check: freezeTo,
 			doc: "Last day of the freeze, included (it ends at the following midnight), in the same form as " +
-				"`from`. A yearly freeze whose `to` comes before its `from` runs into the next year (`\"12-20\"` " +
+				"`from`; `\"YYYY-MM-DDTHH:MM\"` ends the freeze at that time instead. A yearly freeze whose `to` comes before its `from` runs into the next year (`\"12-20\"` " +
 				"to `\"01-05\"`); a one-off freeze must not end before it starts."},
 		{name: "time_zone", field: "TimeZone", def: "UTC", check: value(timeZone),
 			doc: "IANA time zone name of the dates, as for a window."},

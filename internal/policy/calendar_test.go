@@ -153,6 +153,9 @@ func TestFreezes(t *testing.T) {
 		{name: "one-off across a dst change", fs: Freezes{oneOff}, now: "2026-03-28T12:00:00Z", frozen: "launch", until: "2026-03-29T22:00:00Z"},
 		{name: "one-off over", fs: Freezes{oneOff}, now: "2026-04-01T00:00:00Z"},
 		{name: "one-off in another year", fs: Freezes{oneOff}, now: "2027-03-28T12:00:00Z"},
+		{name: "one-off with times", fs: Freezes{mustFreeze(t, "release", "2026-12-18T18:00", "2026-12-21T06:30", berlin)}, now: "2026-12-18T17:00:00Z",
+			frozen: "release", until: "2026-12-21T05:30:00Z"},
+		{name: "one-off with times: before its start", fs: Freezes{mustFreeze(t, "release", "2026-12-18T18:00", "2026-12-21T06:30", berlin)}, now: "2026-12-18T16:59:59Z"},
 		{name: "touching freezes count as one", fs: Freezes{oneOff, touching}, now: "2026-03-29T12:00:00Z", frozen: "launch", until: "2026-03-31T22:00:00Z"},
 	}
 	for _, tc := range tests {
@@ -230,6 +233,9 @@ func TestParseFreezeDate(t *testing.T) {
 		{in: "2026-02-29", err: "not a day of the calendar"},
 		{in: "13-01", err: "not a day of the calendar"},
 		{in: "12/20", err: `use "MM-DD"`},
+		{in: "2026-12-18T18:00"},
+		{in: "12-18T18:00", err: "only a one-off date may have a time"},
+		{in: "2026-12-18T24:00", err: "the time must be"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

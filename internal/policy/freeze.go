@@ -27,14 +27,21 @@ type Freeze struct {
 	Location *time.Location
 }
 
-// Date is a civil date; Year 0 in a yearly freeze.
+// Date is a civil date; Year 0 in a yearly freeze. A one-off freeze's date
+// may have a wall-clock time (HasClock): the freeze then starts, or ends, at
+// that time rather than at the day's start, or end.
 type Date struct {
-	Year  int
-	Month time.Month
-	Day   int
+	Year     int
+	Month    time.Month
+	Day      int
+	Clock    time.Duration
+	HasClock bool
 }
 
 func (d Date) String() string {
+	if d.HasClock {
+		return fmt.Sprintf("%04d-%02d-%02dT%s", d.Year, int(d.Month), d.Day, FormatClock(d.Clock))
+	}
 	if d.Year == 0 {
 		return fmt.Sprintf("%02d-%02d", int(d.Month), d.Day)
 	}
@@ -57,10 +64,11 @@ func (f Freeze) location() *time.Location {
 func (f Freeze) spans(t time.Time) []interval {
 	loc := f.location()
 	span := func(fromYear, toYear int) interval {
-		return interval{
-			start: time.Date(fromYear, f.From.Month, f.From.Day, 0, 0, 0, 0, loc),
-			end:   time.Date(toYear, f.To.Month, f.To.Day+1, 0, 0, 0, 0, loc),
+		end := wallClock(toYear, f.To.Month, f.To.Day+1, 0, loc)
+		if f.To.HasClock {
+			end = wallClock(toYear, f.To.Month, f.To.Day, f.To.Clock, loc)
 		}
+		return interval{start: wallClock(fromYear, f.From.Month, f.From.Day, f.From.Clock, loc), end: end}
 	}
 	if !f.Yearly() {
 		return []interval{span(f.From.Year, f.To.Year)}
@@ -193,10 +201,10 @@ func (c Calendar) nextChance(now time.Time) time.Time {
 	return c.NextOpen(t)
 }
 
-var dateRE = regexp.MustCompile(`^(?:([0-9]{4})-)?([0-9]{2})-([0-9]{2})$`)
+var dateRE = regexp.MustCompile(`^(?:([0-9]{4})-)?([0-9]{2})-([0-9]{2})(?:T(.+))?$`)
 
 // dateForms is what ParseFreezeDate's errors show of the right forms.
-const dateForms = `use "MM-DD" for a freeze every year ("12-20") or "YYYY-MM-DD" for one year ("2026-12-20")`
+const dateForms = `use "MM-DD" for a freeze every year ("12-20"), "YYYY-MM-DD" for one year ("2026-12-20"), or "YYYY-MM-DDTHH:MM" from or to a time of that day ("2026-12-18T18:00")`
 
 // ParseFreezeDate parses a freeze's from or to: "MM-DD" (Year 0: every year)
 // or "YYYY-MM-DD". February 29 is refused in a yearly freeze: most years do
@@ -209,6 +217,16 @@ func ParseFreezeDate(s string) (Date, error) {
 	var d Date
 	if m[1] != "" {
 		d.Year, _ = strconv.Atoi(m[1])
+	}
+	if m[4] != "" {
+		if d.Year == 0 {
+			return Date{}, fmt.Errorf("%q: only a one-off date may have a time: %s", s, dateForms)
+		}
+		c, err := ParseClock(m[4])
+		if err != nil || c >= 24*time.Hour {
+			return Date{}, fmt.Errorf("%q: the time must be HH:MM or HH:MM:SS, 00:00 to 23:59:59: %s", s, dateForms)
+		}
+		d.Clock, d.HasClock = c, true
 	}
 	mo, _ := strconv.Atoi(m[2])
 	d.Month = time.Month(mo)
@@ -234,6 +252,8 @@ func CheckFreezeRange(from, to Date) error {
 		return fmt.Errorf(`from %q and to %q must both be "MM-DD" (every year) or both "YYYY-MM-DD" (once)`, from, to)
 	case from.Year != 0 && slices.Compare([]int{to.Year, int(to.Month), to.Day}, []int{from.Year, int(from.Month), from.Day}) < 0:
 		return fmt.Errorf("to %s is before from %s: a one-off freeze ends on or after the day it starts", to, from)
+	case to.HasClock && slices.Compare([]int{to.Year, int(to.Month), to.Day, int(to.Clock)}, []int{from.Year, int(from.Month), from.Day, int(from.Clock)}) <= 0:
+		return fmt.Errorf("to %s is not after from %s: the freeze would be empty", to, from)
 	}
 	return nil
 }
