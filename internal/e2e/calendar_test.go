@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/invariants"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// A one-off freeze holds the rollout with its reason, and its end releases
+// it without waiting for the production resync; a host whose node opted out
+// with `nomad node meta apply rollboot_pause=...` stays held, with its
+// reason, while the others reboot, and goes once the key is removed.
+func TestFreezeAndNodeOptOut(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC()
+	end := now.Add(12 * time.Second).Truncate(time.Second)
+	c := newCluster(t, clusterOpts{clients: 3, resync: productionResync, policy: fmt.Sprintf(`group "all" {
+  concurrency = 3
+}
+freeze "e2e" {
+  from = %q
+  to   = %q
+}`, now.Add(-time.Minute).Format("2006-01-02T15:04:05"), end.Format("2006-01-02T15:04:05"))})
+	hosts := c.clients()
+	optedOut := hosts[2]
+	setOptOut := func(v *string) {
+		t.Helper()
+		h, _ := c.sim.Host(optedOut)
+		if _, err := c.client.Nodes().Meta().Apply(&api.NodeMetaApplyRequest{NodeID: h.NodeID, Meta: map[string]*string{"rollboot_pause": v}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reason := "benchmark running"
+	setOptOut(&reason)
+	c.start()
+	c.needReboot(hosts...)
+	frozen := "frozen until " + end.Format(time.RFC3339) + " (e2e)"
+	c.waitFor("the hosts held by the freeze", 20*time.Second, func() bool {
+		p := c.plans()[hosts[0]]
+		return p.Phase == store.PhasePending && strings.Contains(p.Waiting, frozen)
+	})
+	if n := len(c.history()); n != 0 && time.Now().Before(end) {
+		t.Fatalf("%d reboots during the freeze", n)
+	}
+	// The freeze's end wakes the coordinator: well within the 30 s resync.
+	c.waitFor("the others rebooted after the freeze", 20*time.Second, c.rebootedAll(hosts[:2]))
+	p := c.plans()[optedOut]
+	if p.Phase != store.PhasePending || !strings.Contains(p.Waiting, "its node opted out (node meta rollboot_pause): "+reason) {
+		t.Fatalf("%s: phase %s, waiting %q: want pending, held by its node's opt-out", optedOut, p.Phase, p.Waiting)
+	}
+	if out := c.cli("status"); !strings.Contains(out, reason) {
+		t.Errorf("status does not show the opt-out's reason:\n%s", out)
+	}
+	setOptOut(nil)
+	c.waitFor(optedOut+" rebooted once its node no longer opts out", 25*time.Second, c.rebootedAll(hosts))
+	c.mustHold(invariants.Spec{Group: map[string]string{hosts[0]: "all", hosts[1]: "all", hosts[2]: "all"},
+		Concurrency: map[string]int{"all": 3}, EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 1, hosts[2]: 1}})
+}
+
+// `rollboot pause -for` ends by itself: the hosts wait while it lasts, status
+// says until when, and they reboot once it ends, without a resume and
+// without waiting for the production resync.
+func TestPauseForExpires(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 2, resync: productionResync, policy: `group "all" {
+  concurrency = 2
+}`})
+	hosts := c.clients()
+	c.start()
+	out := c.cli("pause", "-for", "8s", "-reason", "e2e window")
+	if !strings.Contains(out, "it ends by itself") {
+		t.Fatalf("pause -for says %q", out)
+	}
+	paused := time.Now()
+	c.needReboot(hosts...)
+	c.waitFor("the hosts pending while paused", 20*time.Second, func() bool { return c.plans()[hosts[0]].Phase == store.PhasePending })
+	if st := c.cli("status"); !strings.Contains(st, "Rollout paused until") {
+		t.Errorf("status does not say until when the pause lasts:\n%s", st)
+	}
+	if time.Since(paused) < 8*time.Second && len(c.history()) != 0 {
+		t.Fatal("a host rebooted during the pause")
+	}
+	c.waitFor("the hosts rebooted after the pause", 20*time.Second, c.rebootedAll(hosts))
+	c.mustHold(invariants.Spec{Group: map[string]string{hosts[0]: "all", hosts[1]: "all"},
+		Concurrency: map[string]int{"all": 2}, EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 1}})
+}
