@@ -133,7 +133,7 @@ func Build(in Input) Plan {
 			continue
 		}
 		g := newGroup(og, in.Settle[og.Group.Name], durationsFor(measured, og.Group.Name))
-		parts = append(parts, prepareGroup(in, g, hosts, og.Group.Schedule, lastBack[og.Group.Name], out))
+		parts = append(parts, prepareGroup(in, g, hosts, og.Group.Calendar(), lastBack[og.Group.Name], out))
 	}
 	serve(parts, out)
 	for _, gp := range parts {
@@ -275,7 +275,7 @@ func hostOf(ph coordinator.PreviewHost, group string) Host {
 // prepareGroup estimates the group's hosts in progress (they end one cycle
 // after they started, and count out of their server clusters in out) and
 // sets the queue up for serve.
-func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched policy.Schedule, lastBack time.Time, out serversOut) *groupPart {
+func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched policy.Calendar, lastBack time.Time, out serversOut) *groupPart {
 	gp := &groupPart{group: g}
 	var outs []time.Time // when each host out of service comes back (zero: never known)
 	var queue []coordinator.PreviewHost

@@ -35,6 +35,12 @@ func group(name string, concurrency, size int, sched policy.Schedule) coordinato
 		Slots: policy.Slots(g, size), Limit: -1}
 }
 
+// frozen adds freezes to an observed group.
+func frozen(g coordinator.PreviewGroup, fs ...policy.Freeze) coordinator.PreviewGroup {
+	g.Group.Freezes = fs
+	return g
+}
+
 // pending is a host that asked at now+asked and waits for its slot.
 func pending(name, group string, asked time.Duration) coordinator.PreviewHost {
 	return coordinator.PreviewHost{Host: name, Group: group,
@@ -157,6 +163,14 @@ func TestBuildEstimates(t *testing.T) {
 		deadline: 30 * m,
 		want:     "a 600/606, b 606/612",
 		finish:   612 * m,
+	}, {
+		name: "frozen: the first host starts when the freeze ends at 14:00",
+		groups: []coordinator.PreviewGroup{frozen(group("web", 1, 3, always), policy.Freeze{Name: "release",
+			From: policy.Date{Year: 2026, Month: 11, Day: 30, Clock: 10 * time.Hour, HasClock: true},
+			To:   policy.Date{Year: 2026, Month: 11, Day: 30, Clock: 14 * time.Hour, HasClock: true}})},
+		hosts:  []coordinator.PreviewHost{pending("a", "web", -3*m), pending("b", "web", -2*m)},
+		want:   "a 120/126, b 126/132",
+		finish: 132 * m,
 	}, {
 		name:     "a window that closes before the drain deadline: the next opening",
 		groups:   []coordinator.PreviewGroup{group("web", 1, 3, daily(11*time.Hour+50*m, 12*time.Hour+20*m))},

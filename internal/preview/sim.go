@@ -16,7 +16,8 @@ import (
 //     back one cycle (median drain + reboot + rejoin) after it started;
 //   - no start within the group's settle time after a host came back;
 //   - a drain starts only when the group's window is open and stays open for
-//     the drain deadline (policy.Schedule.CanStartDrain, the rule admission
+//     the drain deadline and no freeze is in force or begins before it
+//     (policy.Calendar.CanStartDrain, the rule admission
 //     applies); otherwise the host waits for the next opening that leaves that
 //     much time. The reboot and rejoin may run past the window's end, as they
 //     do in the coordinator;
@@ -34,7 +35,7 @@ type sim struct {
 	cycle    time.Duration
 	capacity int
 	settle   time.Duration
-	sched    policy.Schedule
+	sched    policy.Calendar
 	deadline time.Duration
 	outs     []time.Time // when each host out comes back; zero: not known (stuck)
 	lastBack time.Time   // when a host of the group last came back, from history
@@ -172,7 +173,7 @@ func (s *sim) start(t time.Time) (time.Time, string) {
 			t = back.Add(s.settle)
 			continue
 		}
-		if ok, _ := s.sched.CanStartDrain(t, s.deadline); ok {
+		if ok, _, _ := s.sched.CanStartDrain(t, s.deadline); ok {
 			return t, ""
 		}
 		next, ok := s.nextChance(t)
