@@ -96,7 +96,9 @@ func (c *Coordinator) askOptOut(ctx context.Context, s *snapshot, ids []string) 
 	}
 	has := map[string]bool{}
 	for _, n := range with {
-		has[n.ID] = true
+		if slices.Contains(ids, n.ID) {
+			has[n.ID] = true
+		}
 	}
 	for _, id := range ids {
 		if !has[id] {
@@ -108,11 +110,17 @@ func (c *Coordinator) askOptOut(ctx context.Context, s *snapshot, ids []string) 
 		if err != nil {
 			return fmt.Errorf("read node %s: %w", id, err)
 		}
-		why := n.Meta[admission.OptOutMetaKey]
-		if why == "" {
-			why = "(no reason given)"
+		// The node as read decides: its key may have gone since the list.
+		why, ok := n.Meta[admission.OptOutMetaKey]
+		a.index[id] = n.ModifyIndex
+		switch {
+		case !ok:
+			delete(a.reason, id)
+		case why == "":
+			a.reason[id] = "(no reason given)"
+		default:
+			a.reason[id] = why
 		}
-		a.index[id], a.reason[id] = n.ModifyIndex, why
 	}
 	return nil
 }
