@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/invariants"
+	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -89,4 +91,59 @@ func TestPauseForExpires(t *testing.T) {
 	c.waitFor("the hosts rebooted after the pause", 20*time.Second, c.rebootedAll(hosts))
 	c.mustHold(invariants.Spec{Group: map[string]string{hosts[0]: "all", hosts[1]: "all"},
 		Concurrency: map[string]int{"all": 2}, EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 1}})
+}
+
+// `rollboot request -urgent` skips a closed maintenance window, but not a
+// quorum gate: the urgent server host waits while a Consul server is
+// unhealthy and reboots once it is healthy, while a host asking without
+// -urgent stays held by the window.
+func TestUrgentRequestSkipsWindowNotQuorum(t *testing.T) {
+	t.Parallel()
+	closedAt := (time.Now().UTC().Hour() + 12) % 24
+	c := newCluster(t, clusterOpts{servers: 3, coordinators: 1, autoUnseal: true, resync: productionResync,
+		policy: quorumPolicy + fmt.Sprintf(`
+window "later" {
+  start = "%02d:00"
+  end   = "%02d:30"
+}`, closedAt, closedAt), coordExtra: `  server_stable_for = "200ms"`})
+	c.start()
+	servers := c.serverHosts()
+	c.waitFor("the agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(servers) })
+	if err := c.sim.SetConsulServerHealthy(servers[2], false); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("Consul to report the unhealthy server", 30*time.Second, func() bool {
+		resp, err := http.Get(c.sim.ConsulAddress() + "/v1/operator/autopilot/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusTooManyRequests
+	})
+	c.needReboot(servers[1])
+	out := c.cli("request", servers[0], "-urgent", "-reason", "CVE fix")
+	for _, want := range []string{"skips its group's maintenance windows and freezes", "nor any safety gate", "server quorum"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("request -urgent says %q, want it to say %q", out, want)
+		}
+	}
+	c.waitFor("the urgent host held by the quorum gate, the other by the window", 30*time.Second, func() bool {
+		plans := c.plans()
+		return plans[servers[0]].Phase == store.PhasePending && strings.Contains(plans[servers[0]].Waiting, "quorum gate") &&
+			plans[servers[1]].Phase == store.PhasePending && strings.Contains(plans[servers[1]].Waiting, "outside the maintenance windows")
+	})
+	for _, e := range c.sim.Events(0) {
+		if e.Type == nomadsim.EventHostRebootStart {
+			t.Fatalf("a server rebooted while a Consul server was unhealthy: %+v", e)
+		}
+	}
+	if err := c.sim.SetConsulServerHealthy(servers[2], true); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the urgent host rebooted", 60*time.Second, c.rebootedAll(servers[:1]))
+	if p := c.plans()[servers[1]]; p.Phase != store.PhasePending || !strings.Contains(p.Waiting, "outside the maintenance windows") {
+		t.Errorf("%s without -urgent: phase %s, waiting %q: want pending outside the window", servers[1], p.Phase, p.Waiting)
+	}
+	c.mustHold(invariants.Spec{Reboots: map[string]int{servers[0]: 1, servers[1]: 0, servers[2]: 0}})
+	checkServerReboots(t, c, 1)
 }
