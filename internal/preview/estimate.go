@@ -45,6 +45,8 @@ type Plan struct {
 	Now         time.Time `json:"now"`
 	Paused      bool      `json:"paused"`
 	PauseReason string    `json:"pause_reason,omitempty"`
+	// PausedUntil: when the pause ends by itself; the estimates start then.
+	PausedUntil time.Time `json:"paused_until,omitzero"`
 	Groups      []Group   `json:"groups"` // groups with a host to reboot or in progress
 	// Finish is the estimated end of the whole rollout: the latest host's
 	// finish (zero when there is nothing to do or nothing could be estimated).
@@ -116,7 +118,7 @@ func timed(k phase.WaitKind) bool {
 // Build estimates the rollout.
 func Build(in Input) Plan {
 	measured := Measure(in.History)
-	p := Plan{Now: in.Now, Paused: in.Observed.Paused, PauseReason: in.Observed.PauseReason}
+	p := Plan{Now: in.Now, Paused: in.Observed.Paused, PauseReason: in.Observed.PauseReason, PausedUntil: in.Observed.PausedUntil}
 	if len(in.Observed.Unreadable) > 0 {
 		p.Unreadable = in.Observed.Unreadable
 	}
@@ -298,6 +300,9 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	slices.SortFunc(queue, fifo)
 	gp.sim = &sim{now: in.Now, cycle: g.Durations.Cycle(), capacity: g.Capacity, settle: g.Settle,
 		sched: sched, deadline: in.DrainDeadline, outs: outs, lastBack: lastBack}
+	if in.Observed.Paused {
+		gp.sim.notBefore = in.Observed.PausedUntil // a pause with an end: no start before it
+	}
 	if d, ok := in.GroupDrainDeadlines[g.Name]; ok {
 		gp.sim.deadline = d
 	}

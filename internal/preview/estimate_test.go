@@ -414,3 +414,23 @@ func TestServersNeverOverlap(t *testing.T) {
 		}
 	})
 }
+
+// A pause that ends by itself: no estimate starts before its end, and the
+// text says until when.
+func TestPausedUntilEstimates(t *testing.T) {
+	paused := func(h coordinator.PreviewHost) coordinator.PreviewHost {
+		h.Waiting = phase.WaitReason{Kind: phase.WaitPaused}
+		return h
+	}
+	obs := coordinator.PreviewResult{Now: now, Paused: true, PauseReason: "incident", PausedUntil: now.Add(90 * m),
+		Groups: []coordinator.PreviewGroup{group("web", 1, 3, nil)},
+		Hosts:  []coordinator.PreviewHost{paused(pending("a", "web", -3*m)), paused(pending("b", "web", -2*m))}}
+	p := Build(Input{Now: now, Observed: obs})
+	if got := est(p); got != "a 90/96, b 96/102" {
+		t.Errorf("estimates %s, want a 90/96, b 96/102", got)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, Report{Plan: p}); err != nil || !strings.Contains(b.String(), "Paused (incident) until "+now.Add(90*m).Format(time.RFC3339)) {
+		t.Errorf("the plan does not say until when it is paused (%v):\n%s", err, b.String())
+	}
+}

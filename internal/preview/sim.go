@@ -39,6 +39,8 @@ type sim struct {
 	deadline time.Duration
 	outs     []time.Time // when each host out comes back; zero: not known (stuck)
 	lastBack time.Time   // when a host of the group last came back, from history
+	// notBefore: no host starts before it (a pause that ends by itself).
+	notBefore time.Time
 
 	// The queue being served (begin), in FIFO order, and the estimates of its
 	// hosts, in the same order.
@@ -53,7 +55,7 @@ type sim struct {
 // begin sets the queue of group to serve (FIFO order), and its hosts to
 // estimate (the same order).
 func (s *sim) begin(queue []coordinator.PreviewHost, group string) {
-	s.queue, s.t, s.left = queue, s.now, len(queue)
+	s.queue, s.t, s.left = queue, later(s.now, s.notBefore), len(queue)
 	s.hosts = make([]Host, len(queue))
 	s.ready, s.done = make([]time.Time, len(queue)), make([]bool, len(queue))
 	for i, ph := range queue {
