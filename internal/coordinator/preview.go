@@ -53,6 +53,8 @@ type PreviewResult struct {
 	// PausedUntil: when the rollout-wide pause ends by itself (zero: when
 	// resumed).
 	PausedUntil time.Time
+	// GroupPauses: the pauses in force of a group, by its name.
+	GroupPauses map[string]store.Pause
 	Groups      []PreviewGroup // the default group first, then the configured ones
 	Hosts       []PreviewHost  // sorted by name; idle hosts without a need left out
 	// Unreadable are hosts skipped because a read their decision needs failed.
@@ -85,7 +87,8 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	}
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason, PausedUntil: s.control.PausedUntil,
-		Unreadable: map[string]string{}}
+		GroupPauses: s.control.GroupPauses,
+		Unreadable:  map[string]string{}}
 	for _, gs := range s.statuses {
 		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
 		if !ok {

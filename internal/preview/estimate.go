@@ -303,6 +303,9 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	if in.Observed.Paused {
 		gp.sim.notBefore = in.Observed.PausedUntil // a pause with an end: no start before it
 	}
+	if p, ok := in.Observed.GroupPauses[g.Name]; ok {
+		gp.sim.notBefore = later(gp.sim.notBefore, p.Until)
+	}
 	if d, ok := in.GroupDrainDeadlines[g.Name]; ok {
 		gp.sim.deadline = d
 	}

@@ -434,3 +434,15 @@ func TestPausedUntilEstimates(t *testing.T) {
 		t.Errorf("the plan does not say until when it is paused (%v):\n%s", err, b.String())
 	}
 }
+
+// A group paused with an end starts no estimate before that end; the other
+// groups are not held by it.
+func TestGroupPausedUntilEstimates(t *testing.T) {
+	obs := coordinator.PreviewResult{Now: now,
+		GroupPauses: map[string]store.Pause{"web": {Until: now.Add(60 * m), Reason: "deploy"}},
+		Groups:      []coordinator.PreviewGroup{group("web", 1, 3, nil), group("db", 1, 3, nil)},
+		Hosts:       []coordinator.PreviewHost{pending("a", "web", -3*m), pending("b", "db", -2*m)}}
+	if got := est(Build(Input{Now: now, Observed: obs})); got != "b 0/6, a 60/66" && got != "a 60/66, b 0/6" {
+		t.Errorf("estimates %s, want a 60/66 and b 0/6", got)
+	}
+}

@@ -79,10 +79,6 @@ type Metrics struct {
 	groupHosts    *prometheus.GaugeVec
 	slotsUsed     *prometheus.GaugeVec
 	slotsLimit    *prometheus.GaugeVec
-	// groupFrozen and groupPaused: the calendar's holds of each group (a
-	// freeze in force, an operator's pause); hostsPaused: hosts paused one by one.
-	groupFrozen, groupPaused *prometheus.GaugeVec
-	hostsPaused              prometheus.Gauge
 	oldestPending prometheus.Gauge
 	stuck         prometheus.Gauge
 	paused        prometheus.Gauge
@@ -93,6 +89,11 @@ type Metrics struct {
 	durations     *prometheus.HistogramVec
 	hostsWaiting  *prometheus.GaugeVec
 	handOff       prometheus.Histogram
+
+	// groupFrozen and groupPaused: the calendar's holds of each group (a
+	// freeze in force, an operator's pause); hostsPaused: hosts paused one by one.
+	groupFrozen, groupPaused *prometheus.GaugeVec
+	hostsPaused              prometheus.Gauge
 
 	// exported: each host's series as last set (nil: none yet this term), so
 	// that a pass sets only those of the hosts that changed, and deletes
@@ -127,9 +128,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		groupHosts:    gaugeVec("rollboot_group_hosts", "Hosts of the group in each phase.", "group", "phase"),
 		slotsUsed:     gaugeVec("rollboot_group_slots_used", "Hosts of the group rollboot has out of service.", "group"),
 		slotsLimit:    gaugeVec("rollboot_group_slots_limit", "Hosts of the group rollboot may have out of service at once.", "group"),
-		groupFrozen: gaugeVec("rollboot_group_frozen", "1 while a freeze holds the group's drains (policy block freeze), else 0.", "group"),
-		groupPaused: gaugeVec("rollboot_group_paused", "1 while an operator's pause of the group (rollboot pause -group) holds it, else 0.", "group"),
-		hostsPaused: gauge("rollboot_hosts_paused", "Hosts an operator's pause of the host (rollboot pause HOST) holds."),
+		groupFrozen:   gaugeVec("rollboot_group_frozen", "1 while a freeze holds the group's drains (policy block freeze), else 0.", "group"),
+		groupPaused:   gaugeVec("rollboot_group_paused", "1 while an operator's pause of the group (rollboot pause -group) holds it, else 0.", "group"),
+		hostsPaused:   gauge("rollboot_hosts_paused", "Hosts an operator's pause of the host (rollboot pause HOST) holds."),
 		oldestPending: gauge("rollboot_oldest_pending_age_seconds", "Age of the oldest reboot request still pending (0: none)."),
 		stuck:         gauge("rollboot_hosts_stuck", "Hosts in the stuck phase, holding their slot until released."),
 		paused:        gauge("rollboot_paused", "1 while the rollout is paused."),
