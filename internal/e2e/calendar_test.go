@@ -143,6 +143,12 @@ window "later" {
 			t.Fatalf("a server rebooted while a Consul server was unhealthy: %+v", e)
 		}
 	}
+	if st := c.cli("status"); !strings.Contains(st, "urgent: skips windows and freezes") {
+		t.Errorf("status does not say the request is urgent:\n%s", st)
+	}
+	if st := c.cli("status", servers[0]); !strings.Contains(st, "urgent, at ") {
+		t.Errorf("status %s does not say the request is urgent:\n%s", servers[0], st)
+	}
 	if err := c.sim.SetConsulServerHealthy(servers[2], true); err != nil {
 		t.Fatal(err)
 	}

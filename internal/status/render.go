@@ -143,6 +143,9 @@ func why(h Host) string {
 			parts = append(parts, "reboot: manual request")
 		}
 	}
+	if h.UrgentRequest && h.Phase != store.PhaseIdle {
+		parts = append(parts, "urgent: skips windows and freezes, not pauses or safety gates")
+	}
 	if h.HoldReason != "" && h.Phase != store.PhaseIdle && !strings.Contains(h.Waiting, h.HoldReason) {
 		parts = append(parts, "agent holds the reboot: "+h.HoldReason)
 	}

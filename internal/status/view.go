@@ -40,6 +40,9 @@ type Host struct {
 	DetectError   string `json:"detect_error,omitempty"`
 	DiscoverError string `json:"discover_error,omitempty"`
 	ManualRequest bool   `json:"manual_request,omitempty"`
+	// UrgentRequest: the manual request skips windows and freezes
+	// (`rollboot request -urgent`).
+	UrgentRequest bool `json:"urgent_request,omitempty"`
 	// AgentMissing says why the host's agent is known not to run.
 	AgentMissing string `json:"agent_missing,omitempty"`
 	// RecordIgnored says why the coordinator does not use the host's record.
@@ -180,6 +183,7 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 			fillPlan(&v, p)
 		}
 		_, v.ManualRequest = ctl.Requests[h.Host]
+		v.UrgentRequest = ctl.Requests[h.Host].Urgent
 		fillAgentReport(&v, h)
 		canceledNeed(&v, h, ctl)
 		out.Hosts = append(out.Hosts, v)
