@@ -19,10 +19,13 @@ import (
 // only. The node list does not carry meta, so the pass asks Nomad which of the
 // pending hosts' nodes have the key (a filter on the full node, as the groups'
 // members are asked), and reads the value of those that have it. Every change
-// to a node's meta raises its ModifyIndex (Nomad's Node.Register, through
-// which the client sends its meta, writes the node), so a node is asked
+// to a node's meta raises its ModifyIndex: the client applies it
+// (client/meta_endpoint.go NodeMeta.Apply) and sends the node to the servers
+// (its updateNode, then Node.Register), whose state store writes the node at
+// the new index (nomad/state/state_store.go upsertNodeTxn). So a node is asked
 // about again only when its ModifyIndex moved, and the node event stream,
-// which carries that write, wakes a pass for it.
+// which carries that write, wakes a pass for it. The emulator models the same
+// (nomadsim applyNodeMetaLocked, syncMetaLocked).
 
 // optOutAsked is the pending nodes' opt-outs as last asked of Nomad (the pass
 // goroutine's): the ModifyIndex each was asked at, and the value of the key
