@@ -1,16 +1,22 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -31,7 +37,11 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
 		st := n.store()
 		if check != nil {
-			if err := check(cmd.Context(), st, args[0]); err != nil {
+			host := "" // a command whose host is optional (pause) checks what it names itself
+			if len(args) > 0 {
+				host = args[0]
+			}
+			if err := check(cmd.Context(), st, host); err != nil {
 				return err
 			}
 		}
@@ -218,7 +228,7 @@ func newPauseCmd(cf *configFlags) *cobra.Command {
 	var reason, until string
 	var dur time.Duration
 	var scope pauseScope
-	cmd := controlCmd(cf, "pause [HOST]", "Pause the rollout, a group or a host: no new drain starts there; reboots under way finish", maxOneArg("pause", "HOST"), nil,
+	cmd := controlCmd(cf, "pause [HOST]", "Pause the rollout, a group or a host: no new drain starts there; reboots under way finish", maxOneArg("pause", "HOST"), scope.check,
 		func(args []string, c *store.Control, by func() string) (string, error) {
 			if err := scope.resolve("pause", args); err != nil {
 				return "", err
@@ -300,4 +310,41 @@ func newReleaseCmd(cf *configFlags) *cobra.Command {
 			c.ReleasedBy[args[0]] = by()
 			return "Release of " + args[0] + " asked; the coordinator carries it out.", nil
 		})
+}
+
+// check refuses a pause of a host rollboot does not know, or of a group the
+// stored policy does not have: a pause that holds nothing because of a typo
+// would let the operator believe it holds. A stored policy that cannot be read
+// does not refuse the pause (pausing is the safe direction).
+func (p *pauseScope) check(ctx context.Context, st *store.Store, arg string) error {
+	host := cmp.Or(arg, p.host)
+	switch {
+	case host != "":
+		return knownHostCheck(ctx, st, host)
+	case p.group == "":
+		return nil
+	}
+	groups := []string{policy.DefaultGroupName}
+	rec, err := st.Policy(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil
+	default:
+		f, err := config.ParsePolicy([]byte(rec.Source), rec.Filename)
+		if err != nil {
+			return nil
+		}
+		r, err := config.CompilePolicy(f)
+		if err != nil {
+			return nil
+		}
+		for _, g := range r.Policy().Groups {
+			groups = append(groups, g.Name)
+		}
+	}
+	if !slices.Contains(groups, p.group) {
+		return fmt.Errorf("rollboot pause -group %s: the stored policy has no group %q: its groups are %s", p.group, p.group, strings.Join(groups, ", "))
+	}
+	return nil
 }

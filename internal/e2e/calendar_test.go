@@ -81,6 +81,11 @@ func TestPauseForExpires(t *testing.T) {
 }`})
 	hosts := c.clients()
 	c.start()
+	// A pause of a group the policy does not have holds nothing: refused.
+	if _, stderr, err := c.runUntilState([]string{"pause", "-group", "nosuch", "-for", "1h", "--address", c.sim.Address()}); err == nil ||
+		!strings.Contains(stderr, `the stored policy has no group "nosuch": its groups are default, all`) {
+		t.Errorf("pause -group nosuch: %v, %s", err, stderr)
+	}
 	out := c.cli("pause", "-for", "8s", "-reason", "e2e window")
 	if !strings.Contains(out, "it ends by itself") {
 		t.Fatalf("pause -for says %q", out)
