@@ -142,10 +142,15 @@ func newRequestCmd(cf *configFlags) *cobra.Command {
 			if c.Requests == nil {
 				c.Requests = map[string]store.Request{}
 			}
-			if r, ok := c.Requests[args[0]]; ok && (r.Urgent || !urgent) {
+			r, ok := c.Requests[args[0]]
+			if ok && (r.Urgent || !urgent) {
 				return "A reboot of " + args[0] + " was already requested.", nil
 			}
-			c.Requests[args[0]] = store.Request{At: time.Now().UTC(), By: by(), Reason: reason, Urgent: urgent}
+			if !ok {
+				r.At = time.Now().UTC()
+			} // else made urgent: it keeps its place in line
+			r.By, r.Reason, r.Urgent = by(), cmp.Or(reason, r.Reason), urgent
+			c.Requests[args[0]] = r
 			if urgent {
 				return "Urgent reboot of " + args[0] + " requested: it skips its group's maintenance windows and freezes, " +
 					"but not a pause (rollboot pause), its node's opt-out (node meta rollboot_pause) nor any safety gate " +
