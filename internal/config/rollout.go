@@ -146,13 +146,15 @@ var windowTable = &table{typ: "window", of: reflect.TypeFor[WindowConfig](), lab
 	settings: []setting{
 		{name: "days", field: "Days", def: allDayNames, defDoc: "all seven days", check: value(weekdays),
 			doc: "Days on which the window **opens**, in `time_zone`: `mon`, `tue`, `wed`, `thu`, `fri`, `sat`, " +
-				"`sun` or the full English names, any case. At least one. Not with `monthly`."},
-		{name: "monthly", field: "Monthly", check: monthlyDays,
-			doc: "Instead of `days`: the days of each month on which the window opens, in `time_zone`: " +
+				"`sun` or the full English names, any case. At least one. With `monthly`, the window opens on " +
+				"the days both name: `monthly = [\"1\"]` with the weekdays is the 1st of the month when it is a " +
+				"weekday."},
+		{name: "monthly", field: "Monthly", check: value(monthlyDays),
+			doc: "The days of each month on which the window opens (of those `days` names), in `time_zone`: " +
 				"`\"WEEKDAY#N\"` the Nth weekday of the month (`\"mon#2\"` the second Monday, `#1` to `#5`, or " +
 				"`#last`; AWS SSM's `TUE#3`, AKS `relativeMonthly`), `\"N\"` day N of the month (`\"1\"` to `\"31\"`) " +
 				"or `\"last\"` the month's last day. A month without the day named (a fifth Monday, a 31st) has no " +
-				"opening. `[]` (the default): the window opens on `days`."},
+				"opening. `[]` (the default): every one of `days`."},
 		{name: "offset_days", field: "OffsetDays", check: offsetDays,
 			doc: "With `monthly`: moves each day it names by this many days, into the next or previous month " +
 				"if need be (SSM's `ScheduleOffset`). Patch Tuesday, the Tuesday after the second Monday, is " +
@@ -260,13 +262,8 @@ func timeZone(tz string) error {
 	return err
 }
 
-// monthlyDays checks a window's monthly rules: each one a day of the month,
-// and not together with days.
-func monthlyDays(val any, in siblings) error {
-	rules := val.([]string)
-	if len(rules) > 0 && in.v.written(in.s.sub("days")) {
-		return fmt.Errorf(`a window opens on days or on monthly, not both: remove days, or write monthly = [] (for example monthly = ["mon#2"] opens on the second Monday of each month)`)
-	}
+// monthlyDays checks a window's monthly rules: each one a day of the month.
+func monthlyDays(rules []string) error {
 	var errs []error
 	for i, r := range rules {
 		if _, err := policy.ParseMonthDay(r); err != nil {

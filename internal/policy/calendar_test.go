@@ -22,10 +22,14 @@ func mustMonthDays(t *testing.T, specs ...string) []MonthDay {
 func TestMonthlyWindow(t *testing.T) {
 	berlin := mustLoc(t, "Europe/Berlin")
 	night := func(offset int, loc *time.Location, specs ...string) Window {
-		return Window{Name: "m", Monthly: mustMonthDays(t, specs...), OffsetDays: offset, Start: hm(22, 0), End: hm(4, 0), Location: loc}
+		return Window{Name: "m", Days: allDays, Monthly: mustMonthDays(t, specs...), OffsetDays: offset, Start: hm(22, 0), End: hm(4, 0), Location: loc}
 	}
 	day := func(offset int, specs ...string) Window {
-		return Window{Name: "m", Monthly: mustMonthDays(t, specs...), OffsetDays: offset, Start: 0, End: 24 * time.Hour}
+		return Window{Name: "m", Days: allDays, Monthly: mustMonthDays(t, specs...), OffsetDays: offset, Start: 0, End: 24 * time.Hour}
+	}
+	weekdaysOnly := func(w Window) Window {
+		w.Days = []time.Weekday{time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday}
+		return w
 	}
 	// 2026: March 1 is a Sunday; the second Mondays are Jan 12, Feb 9, Mar 9,
 	// Apr 13; Patch Tuesdays (Tuesday after the second Monday) Jan 13, Feb 10,
@@ -43,6 +47,9 @@ func TestMonthlyWindow(t *testing.T) {
 		{name: "second wednesday", w: day(0, "wed#2"), now: "2026-03-01T00:00:00Z", nextOpn: "2026-03-11T00:00:00Z"},
 		{name: "first wednesday is not second", w: day(0, "wed#2"), now: "2026-03-04T12:00:00Z", nextOpn: "2026-03-11T00:00:00Z"},
 		{name: "day 1 of the month", w: day(0, "1"), now: "2026-03-15T00:00:00Z", nextOpn: "2026-04-01T00:00:00Z"},
+		// Days narrows monthly: the 1st when it is a weekday. March 1 2026 is
+		// a Sunday, April 1 a Wednesday.
+		{name: "the 1st on a weekday only", w: weekdaysOnly(day(0, "1")), now: "2026-02-28T00:00:00Z", nextOpn: "2026-04-01T00:00:00Z"},
 		{name: "day 31 skips april", w: day(0, "31"), now: "2026-04-01T00:00:00Z", nextOpn: "2026-05-31T00:00:00Z"},
 		{name: "last day of february", w: day(0, "last"), now: "2026-02-27T12:00:00Z", nextOpn: "2026-02-28T00:00:00Z"},
 		{name: "last day in a leap year", w: day(0, "last"), now: "2028-02-28T12:00:00Z", nextOpn: "2028-02-29T00:00:00Z"},
@@ -211,7 +218,7 @@ func TestCalendarNextOpen(t *testing.T) {
 	berlin := mustLoc(t, "Europe/Berlin")
 	yearEnd := mustFreeze(t, "year-end", "12-20", "01-05", berlin)
 	// Patch Tuesday, 22:00 to 04:00 Berlin time: January 2027's is the 12th.
-	patch := Schedule{{Name: "patch", Monthly: mustMonthDays(t, "mon#2"), OffsetDays: 1, Start: hm(22, 0), End: hm(4, 0), Location: berlin}}
+	patch := Schedule{{Name: "patch", Days: allDays, Monthly: mustMonthDays(t, "mon#2"), OffsetDays: 1, Start: hm(22, 0), End: hm(4, 0), Location: berlin}}
 	cal := Calendar{Schedule: patch, Freezes: Freezes{yearEnd}}
 	// December 2026's Patch Tuesday (the 15th) is before the freeze.
 	if got, want := cal.NextOpen(at(t, "2026-12-01T00:00:00Z")), at(t, "2026-12-15T21:00:00Z"); !got.Equal(want) {

@@ -39,8 +39,9 @@ type Window struct {
 	End time.Duration
 	// Location is the window's time zone; nil means UTC.
 	Location *time.Location
-	// Monthly, when not empty, replaces Days: the window opens on the days
-	// of each month these rules name (monthly.go), moved by OffsetDays.
+	// Monthly, when not empty, narrows Days to the days of each month these
+	// rules name (monthly.go), moved by OffsetDays: the window opens on a
+	// day both name.
 	Monthly []MonthDay
 	// OffsetDays moves each day Monthly names by this many days (AWS SSM's
 	// ScheduleOffset): "the Tuesday after the second Monday" is mon#2 with
@@ -51,9 +52,12 @@ type Window struct {
 // opensOn reports whether the window opens on the civil date y-m-d (d may
 // be out of the month's range: time.Date normalises it).
 func (w Window) opensOn(y int, m time.Month, d int) bool {
+	// The weekday of a civil date does not depend on the zone.
+	if !slices.Contains(w.Days, time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Weekday()) {
+		return false
+	}
 	if len(w.Monthly) == 0 {
-		// The weekday of a civil date does not depend on the zone.
-		return slices.Contains(w.Days, time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Weekday())
+		return true
 	}
 	base := time.Date(y, m, d-w.OffsetDays, 12, 0, 0, 0, time.UTC)
 	return slices.ContainsFunc(w.Monthly, func(md MonthDay) bool { return md.matches(base) })
