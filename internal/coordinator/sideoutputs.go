@@ -281,8 +281,11 @@ func stateInput(s *snapshot, buf []statemetrics.Host) statemetrics.State {
 		}
 		hosts = append(hosts, h)
 	}
-	paused := map[string]bool{}
+	var paused map[string]bool
 	for g := range s.control.GroupPauses { // in force: observe took them so
+		if paused == nil {
+			paused = map[string]bool{}
+		}
 		paused[g] = true
 	}
 	return statemetrics.State{Now: s.now, Hosts: hosts, Groups: s.statuses, Paused: s.control.Paused, AgentsMissing: len(s.missing),
