@@ -60,11 +60,10 @@ func (c *Coordinator) readOptOut(ctx context.Context, s *snapshot) {
 		}
 	}
 	slices.Sort(changed)
-	for start := 0; start < len(changed); start += maxTargetedNodes {
-		batch := changed[start:min(start+maxTargetedNodes, len(changed))]
-		if err := c.askOptOut(ctx, s, batch); err != nil {
+	if len(changed) > 0 {
+		if err := c.askOptOut(ctx, s, changed); err != nil {
 			c.log.Warn("node meta opt-out cannot be read: holding the hosts asked about", "err", err)
-			for _, id := range batch {
+			for _, id := range changed {
 				delete(a.index, id)
 				a.reason[id] = "cannot read the node's meta: " + err.Error()
 			}
@@ -85,21 +84,31 @@ func (c *Coordinator) readOptOut(ctx context.Context, s *snapshot) {
 }
 
 // askOptOut asks Nomad which of the nodes ids have the opt-out key, and reads
-// the value on those that have it.
+// the value on those that have it: in one node list, of those nodes when they
+// are few (maxTargetedNodes), else of every node that has the key (a new
+// leader's first pass, with every host pending: one request, not one per
+// batch of nodes).
 func (c *Coordinator) askOptOut(ctx context.Context, s *snapshot, ids []string) error {
 	a := &c.optOut
-	terms := make([]string, len(ids))
-	for i, id := range ids {
-		terms[i] = "ID == " + strconv.Quote(id)
+	filter := optOutFilter
+	if len(ids) <= maxTargetedNodes {
+		terms := make([]string, len(ids))
+		for i, id := range ids {
+			terms[i] = "ID == " + strconv.Quote(id)
+		}
+		filter += " and (" + strings.Join(terms, " or ") + ")"
 	}
-	filter := optOutFilter + " and (" + strings.Join(terms, " or ") + ")"
 	with, _, err := c.opt.Nodes.List((&api.QueryOptions{Filter: filter}).WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("list nodes with meta %s: %w", admission.OptOutMetaKey, err)
 	}
+	asked := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		asked[id] = true
+	}
 	has := map[string]bool{}
 	for _, n := range with {
-		if slices.Contains(ids, n.ID) {
+		if asked[n.ID] {
 			has[n.ID] = true
 		}
 	}

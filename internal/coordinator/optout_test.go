@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -28,7 +29,8 @@ func (n *metaNodes) List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMe
 	}
 	var out []*api.NodeListStub
 	for id, node := range n.nodes {
-		if _, ok := node.Meta["rollboot_pause"]; ok && strings.Contains(q.Filter, `"`+id+`"`) {
+		byID := strings.Contains(q.Filter, "ID == ")
+		if _, ok := node.Meta["rollboot_pause"]; ok && (!byID || strings.Contains(q.Filter, `"`+id+`"`)) {
 			out = append(out, &api.NodeListStub{ID: id, ModifyIndex: node.ModifyIndex})
 		}
 	}
@@ -97,5 +99,26 @@ func TestReadOptOut(t *testing.T) {
 	}
 	if s.optOut["b"] != "(no reason given)" {
 		t.Errorf("b, not asked again, lost its opt-out: %v", s.optOut)
+	}
+}
+
+// A new leader's first pass, with more pending hosts than are asked about by
+// ID, asks for every node that has the key in one list, not one per batch.
+func TestReadOptOutManyPending(t *testing.T) {
+	n := &metaNodes{nodes: map[string]*api.Node{}}
+	s := &snapshot{hosts: map[string]*hostView{}, nodes: map[string]*api.NodeListStub{}, plans: map[string]store.Plan{}}
+	for i := range 3 * maxTargetedNodes {
+		h, id := fmt.Sprintf("h%03d", i), fmt.Sprintf("n%03d", i)
+		n.nodes[id] = &api.Node{ID: id, ModifyIndex: 5, Meta: map[string]string{}}
+		s.names = append(s.names, h)
+		s.hosts[h] = &hostView{node: &phase.NodeView{ID: id}}
+		s.nodes[id] = &api.NodeListStub{ID: id, ModifyIndex: 5}
+		s.plans[h] = store.Plan{Phase: store.PhasePending}
+	}
+	n.nodes["n007"].Meta["rollboot_pause"] = "kept for a demo"
+	c := New(Options{Deps: Deps{Nodes: n}})
+	c.readOptOut(t.Context(), s)
+	if n.lists != 1 || n.info != 1 || len(s.optOut) != 1 || s.optOut["h007"] != "kept for a demo" {
+		t.Errorf("%d lists, %d node reads, opt-outs %v: want 1, 1 and h007's", n.lists, n.info, s.optOut)
 	}
 }
