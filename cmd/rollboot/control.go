@@ -1,16 +1,22 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rollboot/rollboot/internal/config"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -31,7 +37,11 @@ func controlCmd(cf *configFlags, use, short string, args cobra.PositionalArgs, c
 	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
 		st := n.store()
 		if check != nil {
-			if err := check(cmd.Context(), st, args[0]); err != nil {
+			host := "" // a command whose host is optional (pause) checks what it names itself
+			if len(args) > 0 {
+				host = args[0]
+			}
+			if err := check(cmd.Context(), st, host); err != nil {
 				return err
 			}
 		}
@@ -126,18 +136,30 @@ func whoAmI() string {
 
 func newRequestCmd(cf *configFlags) *cobra.Command {
 	var reason string
+	var urgent bool
 	cmd := controlCmd(cf, "request HOST", "Ask for a reboot of a host", oneHost("request"), knownHostCheck,
 		func(args []string, c *store.Control, by func() string) (string, error) {
 			if c.Requests == nil {
 				c.Requests = map[string]store.Request{}
 			}
-			if _, ok := c.Requests[args[0]]; ok {
+			r, ok := c.Requests[args[0]]
+			if ok && (r.Urgent || !urgent) {
 				return "A reboot of " + args[0] + " was already requested.", nil
 			}
-			c.Requests[args[0]] = store.Request{At: time.Now().UTC(), By: by(), Reason: reason}
+			if !ok {
+				r.At = time.Now().UTC()
+			} // else made urgent: it keeps its place in line
+			r.By, r.Reason, r.Urgent = by(), cmp.Or(reason, r.Reason), urgent
+			c.Requests[args[0]] = r
+			if urgent {
+				return "Urgent reboot of " + args[0] + " requested: it skips its group's maintenance windows and freezes, " +
+					"but not a pause (rollboot pause), its node's opt-out (node meta rollboot_pause) nor any safety gate " +
+					"(server quorum, capacity, alerts, health gates, workload blockers, its group's slots): those still hold it.", nil
+			}
 			return "Reboot of " + args[0] + " requested.", nil
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the host must reboot (shown in status)")
+	cmd.Flags().BoolVar(&urgent, "urgent", false, "skip the group's maintenance windows and freezes (never a pause or a safety gate)")
 	return cmd
 }
 
@@ -162,23 +184,122 @@ func newCancelCmd(cf *configFlags) *cobra.Command {
 		})
 }
 
+// pauseScope is the scope a pause or resume names: a host (argument or
+// -host), a group (-group), or the rollout.
+type pauseScope struct{ host, group string }
+
+func (p *pauseScope) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&p.host, "host", "", "only this host (or give it as the argument)")
+	cmd.Flags().StringVar(&p.group, "group", "", "only this group's hosts")
+}
+
+// resolve takes the host argument, and checks that one scope at most is named.
+func (p *pauseScope) resolve(verb string, args []string) error {
+	if len(args) == 1 {
+		if p.host != "" && p.host != args[0] {
+			return fmt.Errorf("rollboot %s: the host is given twice (%q and -host %q): give it once", verb, args[0], p.host)
+		}
+		p.host = args[0]
+	}
+	if p.host != "" && p.group != "" {
+		return fmt.Errorf("rollboot %s: name a host or a group (-group), not both", verb)
+	}
+	return nil
+}
+
+// pauseEnd is when a pause given -until or -for ends (zero: neither given).
+func pauseEnd(until string, dur time.Duration, now time.Time) (time.Time, error) {
+	switch {
+	case until != "" && dur != 0:
+		return time.Time{}, fmt.Errorf("rollboot pause: give -until or -for, not both")
+	case dur < 0:
+		return time.Time{}, fmt.Errorf("rollboot pause -for %s: must be positive, for example -for 2h", dur)
+	case dur > 0:
+		return now.Add(dur), nil
+	case until == "":
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, until)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("rollboot pause -until %q: use RFC 3339, for example -until 2027-01-06T08:00:00Z or -until 2027-01-06T08:00:00+01:00", until)
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("rollboot pause -until %s: that time has passed", until)
+	}
+	return t.UTC(), nil
+}
+
 func newPauseCmd(cf *configFlags) *cobra.Command {
-	var reason string
-	cmd := controlCmd(cf, "pause", "Pause the rollout: no new drain starts; reboots under way finish", noArgs("pause"), nil,
-		func(_ []string, c *store.Control, by func() string) (string, error) {
-			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = true, reason, time.Now().UTC(), by()
-			return "Rollout paused.", nil
+	var reason, until string
+	var dur time.Duration
+	var scope pauseScope
+	cmd := controlCmd(cf, "pause [HOST]", "Pause the rollout, a group or a host: no new drain starts there; reboots under way finish", maxOneArg("pause", "HOST"), scope.check,
+		func(args []string, c *store.Control, by func() string) (string, error) {
+			if err := scope.resolve("pause", args); err != nil {
+				return "", err
+			}
+			now := time.Now().UTC()
+			end, err := pauseEnd(until, dur, now)
+			if err != nil {
+				return "", err
+			}
+			p := store.Pause{At: now, Until: end, Reason: reason, By: by()}
+			ends := "until rollboot resume"
+			if !end.IsZero() {
+				ends = "until " + end.Format(time.RFC3339) + " (it ends by itself; rollboot resume ends it sooner)"
+			}
+			switch {
+			case scope.host != "":
+				c.HostPauses = withPause(c.HostPauses, scope.host, p)
+				return "Host " + scope.host + " paused " + ends + ".", nil
+			case scope.group != "":
+				c.GroupPauses = withPause(c.GroupPauses, scope.group, p)
+				return "Group " + scope.group + " paused " + ends + ".", nil
+			}
+			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy, c.PausedUntil = true, reason, now, p.By, end
+			return "Rollout paused " + ends + ".", nil
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why (shown in status)")
+	cmd.Flags().StringVar(&until, "until", "", "end the pause by itself at this time (RFC 3339)")
+	cmd.Flags().DurationVar(&dur, "for", 0, "end the pause by itself after this long (e.g. 2h)")
+	scope.flags(cmd)
 	return cmd
 }
 
+func withPause(m map[string]store.Pause, name string, p store.Pause) map[string]store.Pause {
+	if m == nil {
+		m = map[string]store.Pause{}
+	}
+	m[name] = p
+	return m
+}
+
 func newResumeCmd(cf *configFlags) *cobra.Command {
-	return controlCmd(cf, "resume", "Resume a paused rollout", noArgs("resume"), nil,
-		func(_ []string, c *store.Control, _ func() string) (string, error) {
-			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = false, "", time.Time{}, ""
+	var scope pauseScope
+	cmd := controlCmd(cf, "resume [HOST]", "Resume a paused rollout, group (-group) or host", maxOneArg("resume", "HOST"), nil,
+		func(args []string, c *store.Control, _ func() string) (string, error) {
+			if err := scope.resolve("resume", args); err != nil {
+				return "", err
+			}
+			switch {
+			case scope.host != "":
+				if _, ok := c.HostPauses[scope.host]; !ok {
+					return "Host " + scope.host + " was not paused.", nil
+				}
+				delete(c.HostPauses, scope.host)
+				return "Host " + scope.host + " resumed.", nil
+			case scope.group != "":
+				if _, ok := c.GroupPauses[scope.group]; !ok {
+					return "Group " + scope.group + " was not paused.", nil
+				}
+				delete(c.GroupPauses, scope.group)
+				return "Group " + scope.group + " resumed.", nil
+			}
+			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy, c.PausedUntil = false, "", time.Time{}, "", time.Time{}
 			return "Rollout resumed.", nil
 		})
+	scope.flags(cmd)
+	return cmd
 }
 
 func newReleaseCmd(cf *configFlags) *cobra.Command {
@@ -194,4 +315,41 @@ func newReleaseCmd(cf *configFlags) *cobra.Command {
 			c.ReleasedBy[args[0]] = by()
 			return "Release of " + args[0] + " asked; the coordinator carries it out.", nil
 		})
+}
+
+// check refuses a pause of a host rollboot does not know, or of a group the
+// stored policy does not have: a pause that holds nothing because of a typo
+// would let the operator believe it holds. A stored policy that cannot be read
+// does not refuse the pause (pausing is the safe direction).
+func (p *pauseScope) check(ctx context.Context, st *store.Store, arg string) error {
+	host := cmp.Or(arg, p.host)
+	switch {
+	case host != "":
+		return knownHostCheck(ctx, st, host)
+	case p.group == "":
+		return nil
+	}
+	groups := []string{policy.DefaultGroupName}
+	rec, err := st.Policy(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil
+	default:
+		f, err := config.ParsePolicy([]byte(rec.Source), rec.Filename)
+		if err != nil {
+			return nil
+		}
+		r, err := config.CompilePolicy(f)
+		if err != nil {
+			return nil
+		}
+		for _, g := range r.Policy().Groups {
+			groups = append(groups, g.Name)
+		}
+	}
+	if !slices.Contains(groups, p.group) {
+		return fmt.Errorf("rollboot pause -group %s: the stored policy has no group %q: its groups are %s", p.group, p.group, strings.Join(groups, ", "))
+	}
+	return nil
 }

@@ -127,6 +127,16 @@ type Input struct {
 	// current requests, by host (a host missing was not asked).
 	Approvals map[string]store.Approval
 	Webhook   map[string]WebhookAnswer
+
+	// The calendar (calendar.go). PauseUntil: when the rollout-wide pause
+	// ends (zero: when resumed). GroupPauses and HostPauses: the operator's
+	// pauses of one group or host, by name. OptOut: the hosts whose node's
+	// meta rollboot_pause holds them, with its value. Urgent: the hosts whose
+	// request skips their group's windows and freezes.
+	PauseUntil              time.Time
+	GroupPauses, HostPauses map[string]store.Pause
+	OptOut                  map[string]string
+	Urgent                  map[string]bool
 }
 
 // Result is what admission decided.
@@ -204,7 +214,14 @@ func Admit(in Input) (Result, Needs) {
 	for i, p := range in.Queue {
 		a.index[p.Host] = i
 	}
-	adm := policy.AdmitWith(Statuses(in), policy.InQueueOrder(queue), a.accept)
+	statuses := Statuses(in)
+	rest, urgent := splitUrgent(in, statuses, queue)
+	adm := policy.AdmitWith(statuses, policy.InQueueOrder(rest), a.accept)
+	if len(urgent) > 0 {
+		u := urgentRound(in, statuses, urgent, adm, a.accept)
+		adm.Admitted, adm.Waiting = append(adm.Admitted, u.Admitted...), append(adm.Waiting, u.Waiting...)
+	}
+	out.RecheckAt = phase.Earliest(out.RecheckAt, calendarRecheck(in, statuses, queue))
 	for _, w := range adm.Waiting {
 		if why := a.stillAwaiting(w); !why.IsZero() {
 			out.Wait[w.Host] = why // approval.go
@@ -246,7 +263,7 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 	settling, until := settle(in)
 	var queue []policy.Request
 	var workloads []string
-	for _, p := range in.Queue {
+	for _, p := range hostHolds(in, in.Queue, out) {
 		if why, ok := settling[p.Group]; ok {
 			out.Wait[p.Host] = why
 			out.RecheckAt = phase.Earliest(out.RecheckAt, until[p.Group])
@@ -322,21 +339,15 @@ func settle(in Input) (map[string]phase.WaitReason, map[string]time.Time) {
 }
 
 // Statuses are the groups as the budgets see them: each one's size, active
-// hosts and otherwise-unavailable nodes, and a hold when it is paused or its
-// window does not allow a drain to start now.
+// hosts and otherwise-unavailable nodes, and a hold when it is paused (the
+// rollout or the group) or its calendar (windows, freezes) does not allow a
+// drain to start now.
 func Statuses(in Input) []policy.GroupStatus {
 	out := make([]policy.GroupStatus, 0, len(in.Rules.Groups))
 	for _, g := range in.Rules.Groups {
 		c := in.Groups[g.Name]
 		gs := policy.GroupStatus{Group: g, Size: c.Size, Active: c.Active, Unavailable: c.Unavailable}
-		if in.Paused {
-			gs.Hold = "paused"
-			if in.PauseReason != "" {
-				gs.Hold += ": " + in.PauseReason
-			}
-		} else if ok, why := g.Schedule.CanStartDrain(in.Now, in.Rules.DrainDeadlineOf(g.Name)); !ok {
-			gs.Hold = why
-		}
+		gs.Hold = groupHold(in, g)
 		out = append(out, gs)
 	}
 	return out

@@ -48,6 +48,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v := &validator{c: c}
 	v.sections()
 	v.windows()
+	v.freezes()
 	v.groups()
 	v.silences()
 	v.gates()
@@ -87,11 +88,14 @@ func (c *Config) policy() policy.Policy {
 	}
 	groups := make([]policy.Group, 0, len(c.Groups))
 	for _, gc := range c.Groups {
-		groups = append(groups, gc.compile(byName, all))
+		g := gc.compile(byName, all)
+		g.Freezes = c.compileFreezes(gc.Name)
+		groups = append(groups, g)
 	}
 	return policy.Policy{
-		Groups:  groups,
-		Default: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1, Schedule: all},
+		Groups: groups,
+		Default: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1, Schedule: all,
+			Freezes: c.compileFreezes(policy.DefaultGroupName)},
 	}
 }
 
@@ -105,6 +109,11 @@ func (wc WindowConfig) compile() policy.Window {
 	w.Start, _ = policy.ParseClock(wc.Start)
 	w.End, _ = policy.ParseClock(wc.End)
 	w.Location, _ = policy.ParseTimeZone(wc.TimeZone)
+	for _, r := range wc.Monthly {
+		md, _ := policy.ParseMonthDay(r)
+		w.Monthly = append(w.Monthly, md)
+	}
+	w.OffsetDays = wc.OffsetDays
 	return w
 }
 

@@ -36,6 +36,8 @@ type Config struct {
 	Groups []GroupConfig
 	// Windows are the maintenance windows, referred to by name from groups.
 	Windows []WindowConfig
+	// Freezes are the date ranges in which no drain starts (freeze.go).
+	Freezes []FreezeConfig
 	// Alerts: no new drain starts while alerts fire (policy).
 	Alerts AlertsConfig
 	// Workloads are the workload blockers (policy block workloads).
@@ -296,6 +298,10 @@ type WindowConfig struct {
 	Start    string   // "HH:MM" or "HH:MM:SS"
 	End      string   // "HH:MM", "HH:MM:SS" or "24:00"; earlier than Start crosses midnight
 	TimeZone string   // IANA name
+	// Monthly, instead of Days: the days of each month it opens on ("mon#2",
+	// "1", "last"), moved by OffsetDays.
+	Monthly    []string
+	OffsetDays int
 }
 
 // Default returns the default configuration: every setting's default, from

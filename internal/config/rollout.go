@@ -159,7 +159,19 @@ var windowTable = &table{typ: "window", of: reflect.TypeFor[WindowConfig](), lab
 	settings: []setting{
 		{name: "days", field: "Days", def: allDayNames, defDoc: "all seven days", check: value(weekdays),
 			doc: "Days on which the window **opens**, in `time_zone`: `mon`, `tue`, `wed`, `thu`, `fri`, `sat`, " +
-				"`sun` or the full English names, any case. At least one."},
+				"`sun` or the full English names, any case. At least one. With `monthly`, the window opens on " +
+				"the days both name: `monthly = [\"1\"]` with the weekdays is the 1st of the month when it is a " +
+				"weekday."},
+		{name: "monthly", field: "Monthly", check: value(monthlyDays),
+			doc: "The days of each month on which the window opens (of those `days` names), in `time_zone`: " +
+				"`\"WEEKDAY#N\"` the Nth weekday of the month (`\"mon#2\"` the second Monday, `#1` to `#5`, or " +
+				"`#last`; AWS SSM's `TUE#3`, AKS `relativeMonthly`), `\"N\"` day N of the month (`\"1\"` to `\"31\"`) " +
+				"or `\"last\"` the month's last day. A month without the day named (a fifth Monday, a 31st) has no " +
+				"opening. `[]` (the default): every one of `days`."},
+		{name: "offset_days", field: "OffsetDays", check: offsetDays,
+			doc: "With `monthly`: moves each day it names by this many days, into the next or previous month " +
+				"if need be (SSM's `ScheduleOffset`). Patch Tuesday, the Tuesday after the second Monday, is " +
+				"`monthly = [\"mon#2\"]` with `offset_days = 1`. -27 to 27."},
 		{name: "start", field: "Start", required: `"22:00"`, check: value(windowStart),
 			doc: "Opening time, `\"HH:MM\"` or `\"HH:MM:SS\"`, 24-hour clock, `00:00` to `23:59:59`."},
 		{name: "end", field: "End", required: `"04:00"`, check: windowEnd,
@@ -261,4 +273,28 @@ func windowEnd(val any, in siblings) error {
 func timeZone(tz string) error {
 	_, err := policy.ParseTimeZone(tz)
 	return err
+}
+
+// monthlyDays checks a window's monthly rules: each one a day of the month.
+func monthlyDays(rules []string) error {
+	var errs []error
+	for i, r := range rules {
+		if _, err := policy.ParseMonthDay(r); err != nil {
+			errs = append(errs, elem(i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// offsetDays checks a monthly window's offset: within bounds, and only with
+// monthly.
+func offsetDays(val any, in siblings) error {
+	n := val.(int)
+	if n < -policy.MaxOffsetDays || n > policy.MaxOffsetDays {
+		return fmt.Errorf("must be -%d to %d days, got %d", policy.MaxOffsetDays, policy.MaxOffsetDays, n)
+	}
+	if m, ok := in.get("monthly"); n != 0 && ok && len(m.([]string)) == 0 {
+		return fmt.Errorf(`moves the days of monthly, which is empty: for example monthly = ["mon#2"] with offset_days = 1 opens on the Tuesday after the second Monday`)
+	}
+	return nil
 }

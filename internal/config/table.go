@@ -74,6 +74,7 @@ var sections = []section{
 	{t: approvalTable, field: "Approval", policy: true},
 	{t: groupTable, field: "Groups", policy: true},
 	{t: windowTable, field: "Windows", policy: true},
+	{t: freezeTable, field: "Freezes", policy: true},
 	{t: gateTable, field: "Gates", policy: true},
 }
 

@@ -146,6 +146,8 @@ func admissionInput(r admission.Rules, s *snapshot) admission.Input {
 	in := admission.Input{Now: s.now, Rules: r, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Queue: admissionQueue(s), Groups: groupCounts(r, s), Missing: s.missing, Clusters: s.clusters}
 	in.Spare, in.ServersOut, in.Sealed = hostTallies(s)
+	in.PauseUntil, in.GroupPauses, in.HostPauses = s.control.PausedUntil, s.control.GroupPauses, s.control.HostPauses
+	in.OptOut, in.Urgent = s.optOut, urgentRequests(s.control)
 	return in
 }
 
@@ -287,4 +289,18 @@ func postGate(clusters map[string]health.ClusterHealth, rec *store.HostRecord, n
 		}
 	}
 	return phase.WaitReason{}, time.Time{}
+}
+
+// urgentRequests are the hosts whose manual request is urgent.
+func urgentRequests(c store.Control) map[string]bool {
+	var out map[string]bool
+	for h, r := range c.Requests {
+		if r.Urgent {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[h] = true
+		}
+	}
+	return out
 }

@@ -204,6 +204,8 @@ type Coordinator struct {
 	hostsAtLeast, agentJobAtLeast uint64
 	// groups: the nodes' groups as last asked of Nomad (nodes.go).
 	groups nodegroups.Asker
+	// optOut: the pending nodes' node meta opt-outs as last asked (optout.go).
+	optOut optOutAsked
 	// capacityCache: each node's capacity, for the capacity gate
 	// (admitreads.go).
 	capacityCache perIndex[capacity.Node]

@@ -33,7 +33,8 @@ func TestStateInput(t *testing.T) {
 			"e": {Host: "e", Phase: store.PhaseIdle, RequestedAt: now.Add(-time.Hour)}, // idle: its request time unused
 			"f": {Host: "f", Phase: store.PhaseDraining},                               // no host: not listed
 		},
-		control: store.Control{Paused: true},
+		control: store.Control{Paused: true, GroupPauses: map[string]store.Pause{"web": {Reason: "deploy"}},
+			HostPauses: map[string]store.Pause{"c": {}, "e": {}}},
 		hosts: map[string]*hostView{
 			"a": {rec: &store.HostRecord{Host: "a", RebootRequired: true}, group: "web"},
 			"b": {rec: &store.HostRecord{Host: "b", RebootRequired: true}, group: "web"},
@@ -58,6 +59,8 @@ func TestStateInput(t *testing.T) {
 		Paused:        true,
 		AgentsMissing: 1,
 		DetectErrors:  1,
+		PausedGroups:  map[string]bool{"web": true},
+		PausedHosts:   2,
 	}
 	buf := make([]statemetrics.Host, 7)
 	got := stateInput(s, buf)

@@ -55,6 +55,9 @@ type snapshot struct {
 	// healthGates: each health gate's verdict, by name; nil when not read
 	// (none is configured, or no host waits to start).
 	healthGates map[string]healthgate.Verdict
+	// optOut: the pending hosts whose node's meta rollboot_pause holds them,
+	// with its value (optout.go).
+	optOut map[string]string
 	// workloads: what the workload blockers read (admitreads.go); nil when
 	// nothing was read.
 	workloads *workloadView
@@ -115,8 +118,11 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	recs, missing := c.checkRecords(ctx, recs, badRecs, nodes, ctl)
-	s := &snapshot{now: c.now(), plans: plans, control: ctl, nodes: nodes, groupOf: groupOf, missing: missing}
+	now := c.now()
+	// An expired pause is ignored (store.Control.InForce).
+	s := &snapshot{now: now, plans: plans, control: ctl.InForce(now), nodes: nodes, groupOf: groupOf, missing: missing}
 	c.hostViews(s, recs)
+	c.readOptOut(ctx, s)
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
 	c.readRejoinHealth(ctx, s)

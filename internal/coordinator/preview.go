@@ -57,6 +57,11 @@ type PreviewResult struct {
 	Now         time.Time
 	Paused      bool
 	PauseReason string
+	// PausedUntil: when the rollout-wide pause ends by itself (zero: when
+	// resumed).
+	PausedUntil time.Time
+	// GroupPauses: the pauses in force of a group, by its name.
+	GroupPauses map[string]store.Pause
 	Groups      []PreviewGroup // the default group first, then the configured ones
 	Hosts       []PreviewHost  // sorted by name; idle hosts without a need left out
 	// Unreadable are hosts skipped because a read their decision needs failed.
@@ -89,8 +94,9 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 	}
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
-	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
-		Unreadable: map[string]string{}}
+	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason, PausedUntil: s.control.PausedUntil,
+		GroupPauses: s.control.GroupPauses,
+		Unreadable:  map[string]string{}}
 	for _, gs := range s.statuses {
 		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
 		if !ok {

@@ -264,8 +264,15 @@ func stateInput(s *snapshot, buf []statemetrics.Host) statemetrics.State {
 		}
 		hosts = append(hosts, h)
 	}
+	var paused map[string]bool
+	for g := range s.control.GroupPauses { // in force: observe took them so
+		if paused == nil {
+			paused = map[string]bool{}
+		}
+		paused[g] = true
+	}
 	return statemetrics.State{Now: s.now, Hosts: hosts, Groups: s.statuses, Paused: s.control.Paused, AgentsMissing: len(s.missing),
-		DetectErrors: detectErrors}
+		DetectErrors: detectErrors, PausedGroups: paused, PausedHosts: len(s.control.HostPauses)}
 }
 
 // hostPhase is the phase of a host's plan, idle without one.

@@ -31,10 +31,10 @@ type Lister interface {
 	List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error)
 }
 
-// maxTargetedNodes is how many changed nodes are asked for by ID; beyond it
+// MaxTargeted is how many changed nodes are asked for by ID; beyond it
 // each group's whole list is read again (a new leader, a cluster that changed
 // all at once).
-const maxTargetedNodes = 32
+const MaxTargeted = 32
 
 // Asker is the nodes' groups as last asked of Nomad. It is used by one
 // goroutine (the coordinator's pass); its zero value knows nothing.
@@ -84,7 +84,7 @@ func (g *Asker) Groups(ctx context.Context, nodesAPI Lister, groups []Group, lis
 		return prev, nil
 	}
 	var only []string // nil: every node
-	if prev != nil && len(changed) <= maxTargetedNodes {
+	if prev != nil && len(changed) <= MaxTargeted {
 		only = append([]string{}, changed...) // none (nodes only went): ask nothing
 	}
 	found, err := membersOf(ctx, nodesAPI, groups, list, only)

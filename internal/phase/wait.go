@@ -52,6 +52,8 @@ const (
 	// WaitAwaitingApproval: its turn came in a group with approval = "manual"
 	// or "webhook" (package admission, approval.go). Detail: what approves it.
 	WaitAwaitingApproval
+	WaitHostPaused      // Detail: store.Pause.Describe of the host's pause
+	WaitNodeOptOut      // Detail: the node meta rollboot_pause's value
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -117,6 +119,8 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitDrainStopsAgent:   {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitHealthGate:        {"health_gate", "%s"},
 	WaitAwaitingApproval:  {"awaiting_approval", "awaiting approval: %s"},
+	WaitHostPaused:        {"host_paused", "%s"},
+	WaitNodeOptOut:        {"node_opt_out", "its node opted out (node meta rollboot_pause): %s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},

@@ -35,6 +35,9 @@ type Group struct {
 	// Schedule holds the maintenance windows in which the group's drains
 	// may start. An empty schedule is always open.
 	Schedule Schedule
+	// Freezes are the date ranges in which none of the group's drains start:
+	// its own and the rollout-wide ones.
+	Freezes Freezes
 	// Settle is the least time between one of the group's hosts coming back
 	// (its cycle ending) and the next one starting; 0: none.
 	Settle time.Duration
@@ -42,6 +45,9 @@ type Group struct {
 	// put in this group (a group's nodes are otherwise chosen by Filter).
 	HostsWithoutNode []string
 }
+
+// Calendar is when the group's drains may start: its windows less its freezes.
+func (g Group) Calendar() Calendar { return Calendar{Schedule: g.Schedule, Freezes: g.Freezes} }
 
 // FilterExpression returns the expression of the group's filter, as written in
 // the configuration; "" when the group has no filter and matches every node.

@@ -39,6 +39,39 @@ type Window struct {
 	End time.Duration
 	// Location is the window's time zone; nil means UTC.
 	Location *time.Location
+	// Monthly, when not empty, narrows Days to the days of each month these
+	// rules name (monthly.go), moved by OffsetDays: the window opens on a
+	// day both name.
+	Monthly []MonthDay
+	// OffsetDays moves each day Monthly names by this many days (AWS SSM's
+	// ScheduleOffset): "the Tuesday after the second Monday" is mon#2 with
+	// an offset of 1. The day moved to may be in the next or previous month.
+	OffsetDays int
+}
+
+// opensOn reports whether the window opens on the civil date y-m-d (d may
+// be out of the month's range: time.Date normalises it).
+func (w Window) opensOn(y int, m time.Month, d int) bool {
+	// The weekday of a civil date does not depend on the zone.
+	if !slices.Contains(w.Days, time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Weekday()) {
+		return false
+	}
+	if len(w.Monthly) == 0 {
+		return true
+	}
+	base := time.Date(y, m, d-w.OffsetDays, 12, 0, 0, 0, time.UTC)
+	return slices.ContainsFunc(w.Monthly, func(md MonthDay) bool { return md.matches(base) })
+}
+
+// scanDays is how many days NextOpen looks ahead for the window's next
+// opening: two weeks meet every listed weekday, even if a DST gap swallows
+// one occurrence; a monthly rule may not match for months (a fifth weekday,
+// day 31), but every rule matches within a year and a bit.
+func (w Window) scanDays() int {
+	if len(w.Monthly) == 0 {
+		return 15
+	}
+	return 400 + max(w.OffsetDays, -w.OffsetDays)
 }
 
 // interval is one occurrence of a window: open in [start, end).
@@ -62,9 +95,7 @@ func (w Window) occurrences(t time.Time, fromDay, toDay int) []interval {
 	y, m, d := lt.Date()
 	var out []interval
 	for k := fromDay; k <= toDay; k++ {
-		// The weekday of a civil date does not depend on the zone.
-		wd := time.Date(y, m, d+k, 12, 0, 0, 0, time.UTC).Weekday()
-		if !slices.Contains(w.Days, wd) {
+		if !w.opensOn(y, m, d+k) {
 			continue
 		}
 		start := wallClock(y, m, d+k, w.Start, loc)
@@ -165,9 +196,7 @@ func (s Schedule) NextOpen(now time.Time) time.Time {
 	}
 	var next time.Time
 	for _, w := range s {
-		// Two weeks is more than enough to meet every listed weekday, even
-		// if a DST gap swallows one occurrence.
-		for _, iv := range w.occurrences(now, 0, 15) {
+		for _, iv := range w.occurrences(now, 0, w.scanDays()) {
 			if iv.start.After(now) && (next.IsZero() || iv.start.Before(next)) {
 				next = iv.start
 			}

@@ -45,6 +45,8 @@ type Plan struct {
 	Now         time.Time `json:"now"`
 	Paused      bool      `json:"paused"`
 	PauseReason string    `json:"pause_reason,omitempty"`
+	// PausedUntil: when the pause ends by itself; the estimates start then.
+	PausedUntil time.Time `json:"paused_until,omitzero"`
 	Groups      []Group   `json:"groups"` // groups with a host to reboot or in progress
 	// Finish is the estimated end of the whole rollout: the latest host's
 	// finish (zero when there is nothing to do or nothing could be estimated).
@@ -119,7 +121,7 @@ func timed(k phase.WaitKind) bool {
 // Build estimates the rollout.
 func Build(in Input) Plan {
 	measured := Measure(in.History)
-	p := Plan{Now: in.Now, Paused: in.Observed.Paused, PauseReason: in.Observed.PauseReason}
+	p := Plan{Now: in.Now, Paused: in.Observed.Paused, PauseReason: in.Observed.PauseReason, PausedUntil: in.Observed.PausedUntil}
 	if len(in.Observed.Unreadable) > 0 {
 		p.Unreadable = in.Observed.Unreadable
 	}
@@ -136,7 +138,7 @@ func Build(in Input) Plan {
 			continue
 		}
 		g := newGroup(og, in.Settle[og.Group.Name], durationsFor(measured, og.Group.Name))
-		parts = append(parts, prepareGroup(in, g, hosts, og.Group.Schedule, lastBack[og.Group.Name], out))
+		parts = append(parts, prepareGroup(in, g, hosts, og.Group.Calendar(), lastBack[og.Group.Name], out))
 	}
 	serve(parts, out)
 	for _, gp := range parts {
@@ -278,7 +280,7 @@ func hostOf(ph coordinator.PreviewHost, group string) Host {
 // prepareGroup estimates the group's hosts in progress (they end one cycle
 // after they started, and count out of their server clusters in out) and
 // sets the queue up for serve.
-func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched policy.Schedule, lastBack time.Time, out serversOut) *groupPart {
+func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched policy.Calendar, lastBack time.Time, out serversOut) *groupPart {
 	gp := &groupPart{group: g}
 	var outs []time.Time // when each host out of service comes back (zero: never known)
 	var queue []coordinator.PreviewHost
@@ -307,6 +309,12 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	slices.SortFunc(queue, fifo)
 	gp.sim = &sim{now: in.Now, cycle: g.Durations.Cycle(), capacity: g.Capacity, settle: g.Settle,
 		sched: sched, deadline: in.DrainDeadline, outs: outs, lastBack: lastBack}
+	if in.Observed.Paused {
+		gp.sim.notBefore = in.Observed.PausedUntil // a pause with an end: no start before it
+	}
+	if p, ok := in.Observed.GroupPauses[g.Name]; ok {
+		gp.sim.notBefore = later(gp.sim.notBefore, p.Until)
+	}
 	if d, ok := in.GroupDrainDeadlines[g.Name]; ok {
 		gp.sim.deadline = d
 	}

@@ -35,6 +35,12 @@ func group(name string, concurrency, size int, sched policy.Schedule) coordinato
 		Slots: policy.Slots(g, size), Limit: -1}
 }
 
+// frozen adds freezes to an observed group.
+func frozen(g coordinator.PreviewGroup, fs ...policy.Freeze) coordinator.PreviewGroup {
+	g.Group.Freezes = fs
+	return g
+}
+
 // pending is a host that asked at now+asked and waits for its slot.
 func pending(name, group string, asked time.Duration) coordinator.PreviewHost {
 	return coordinator.PreviewHost{Host: name, Group: group,
@@ -164,6 +170,14 @@ func TestBuildEstimates(t *testing.T) {
 		deadline: 30 * m,
 		want:     "a 600/606, b 606/612",
 		finish:   612 * m,
+	}, {
+		name: "frozen: the first host starts when the freeze ends at 14:00",
+		groups: []coordinator.PreviewGroup{frozen(group("web", 1, 3, always), policy.Freeze{Name: "release",
+			From: policy.Date{Year: 2026, Month: 11, Day: 30, Clock: 10 * time.Hour, HasClock: true},
+			To:   policy.Date{Year: 2026, Month: 11, Day: 30, Clock: 14 * time.Hour, HasClock: true}})},
+		hosts:  []coordinator.PreviewHost{pending("a", "web", -3*m), pending("b", "web", -2*m)},
+		want:   "a 120/126, b 126/132",
+		finish: 132 * m,
 	}, {
 		name:     "a window that closes before the drain deadline: the next opening",
 		groups:   []coordinator.PreviewGroup{group("web", 1, 3, daily(11*time.Hour+50*m, 12*time.Hour+20*m))},
@@ -419,4 +433,36 @@ func TestServersNeverOverlap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A pause that ends by itself: no estimate starts before its end, and the
+// text says until when.
+func TestPausedUntilEstimates(t *testing.T) {
+	paused := func(h coordinator.PreviewHost) coordinator.PreviewHost {
+		h.Waiting = phase.WaitReason{Kind: phase.WaitPaused}
+		return h
+	}
+	obs := coordinator.PreviewResult{Now: now, Paused: true, PauseReason: "incident", PausedUntil: now.Add(90 * m),
+		Groups: []coordinator.PreviewGroup{group("web", 1, 3, nil)},
+		Hosts:  []coordinator.PreviewHost{paused(pending("a", "web", -3*m)), paused(pending("b", "web", -2*m))}}
+	p := Build(Input{Now: now, Observed: obs})
+	if got := est(p); got != "a 90/96, b 96/102" {
+		t.Errorf("estimates %s, want a 90/96, b 96/102", got)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, Report{Plan: p}); err != nil || !strings.Contains(b.String(), "Paused (incident) until "+now.Add(90*m).Format(time.RFC3339)) {
+		t.Errorf("the plan does not say until when it is paused (%v):\n%s", err, b.String())
+	}
+}
+
+// A group paused with an end starts no estimate before that end; the other
+// groups are not held by it.
+func TestGroupPausedUntilEstimates(t *testing.T) {
+	obs := coordinator.PreviewResult{Now: now,
+		GroupPauses: map[string]store.Pause{"web": {Until: now.Add(60 * m), Reason: "deploy"}},
+		Groups:      []coordinator.PreviewGroup{group("web", 1, 3, nil), group("db", 1, 3, nil)},
+		Hosts:       []coordinator.PreviewHost{pending("a", "web", -3*m), pending("b", "db", -2*m)}}
+	if got := est(Build(Input{Now: now, Observed: obs})); got != "b 0/6, a 60/66" && got != "a 60/66, b 0/6" {
+		t.Errorf("estimates %s, want a 60/66 and b 0/6", got)
+	}
 }

@@ -74,7 +74,11 @@ func writePlan(b *strings.Builder, p Plan) {
 		if p.PauseReason != "" {
 			why = " (" + p.PauseReason + ")"
 		}
-		fmt.Fprintf(b, "Paused%s: no host starts until `rollboot resume`; the estimates assume it resumes now.\n", why)
+		if p.PausedUntil.IsZero() {
+			fmt.Fprintf(b, "Paused%s: no host starts until `rollboot resume`; the estimates assume it resumes now.\n", why)
+		} else {
+			fmt.Fprintf(b, "Paused%s until %s: no host starts before; the estimates start then.\n", why, p.PausedUntil.UTC().Format(time.RFC3339))
+		}
 	}
 	if len(p.Groups) == 0 {
 		b.WriteString("\nNothing to reboot.\n")

@@ -16,7 +16,8 @@ import (
 //     back one cycle (median drain + reboot + rejoin) after it started;
 //   - no start within the group's settle time after a host came back;
 //   - a drain starts only when the group's window is open and stays open for
-//     the drain deadline (policy.Schedule.CanStartDrain, the rule admission
+//     the drain deadline and no freeze is in force or begins before it
+//     (policy.Calendar.CanStartDrain, the rule admission
 //     applies); otherwise the host waits for the next opening that leaves that
 //     much time. The reboot and rejoin may run past the window's end, as they
 //     do in the coordinator;
@@ -34,10 +35,12 @@ type sim struct {
 	cycle    time.Duration
 	capacity int
 	settle   time.Duration
-	sched    policy.Schedule
+	sched    policy.Calendar
 	deadline time.Duration
 	outs     []time.Time // when each host out comes back; zero: not known (stuck)
 	lastBack time.Time   // when a host of the group last came back, from history
+	// notBefore: no host starts before it (a pause that ends by itself).
+	notBefore time.Time
 
 	// The queue being served (begin), in FIFO order, and the estimates of its
 	// hosts, in the same order.
@@ -52,7 +55,7 @@ type sim struct {
 // begin sets the queue of group to serve (FIFO order), and its hosts to
 // estimate (the same order).
 func (s *sim) begin(queue []coordinator.PreviewHost, group string) {
-	s.queue, s.t, s.left = queue, s.now, len(queue)
+	s.queue, s.t, s.left = queue, later(s.now, s.notBefore), len(queue)
 	s.hosts = make([]Host, len(queue))
 	s.ready, s.done = make([]time.Time, len(queue)), make([]bool, len(queue))
 	for i, ph := range queue {
@@ -172,7 +175,7 @@ func (s *sim) start(t time.Time) (time.Time, string) {
 			t = back.Add(s.settle)
 			continue
 		}
-		if ok, _ := s.sched.CanStartDrain(t, s.deadline); ok {
+		if ok, _, _ := s.sched.CanStartDrain(t, s.deadline); ok {
 			return t, ""
 		}
 		next, ok := s.nextChance(t)

@@ -31,6 +31,10 @@ type State struct {
 	// DetectErrors: the hosts whose record reports a failed reboot-need
 	// detector (never a reason to reboot: a need it would find goes unseen).
 	DetectErrors int
+	// PausedGroups: the groups an operator's pause in force holds
+	// (`rollboot pause -group G`); PausedHosts: how many hosts one holds.
+	PausedGroups map[string]bool
+	PausedHosts  int
 }
 
 // Host is what the metrics say of one host.
@@ -86,6 +90,11 @@ type Metrics struct {
 	hostsWaiting  *prometheus.GaugeVec
 	handOff       prometheus.Histogram
 
+	// groupFrozen and groupPaused: the calendar's holds of each group (a
+	// freeze in force, an operator's pause); hostsPaused: hosts paused one by one.
+	groupFrozen, groupPaused *prometheus.GaugeVec
+	hostsPaused              prometheus.Gauge
+
 	// exported: each host's series as last set (nil: none yet this term), so
 	// that a pass sets only those of the hosts that changed, and deletes
 	// those of the hosts gone. groupsSet: the groups whose phase series are
@@ -119,6 +128,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		groupHosts:    gaugeVec("rollboot_group_hosts", "Hosts of the group in each phase.", "group", "phase"),
 		slotsUsed:     gaugeVec("rollboot_group_slots_used", "Hosts of the group rollboot has out of service.", "group"),
 		slotsLimit:    gaugeVec("rollboot_group_slots_limit", "Hosts of the group rollboot may have out of service at once.", "group"),
+		groupFrozen:   gaugeVec("rollboot_group_frozen", "1 while a freeze holds the group's drains (policy block freeze), else 0.", "group"),
+		groupPaused:   gaugeVec("rollboot_group_paused", "1 while an operator's pause of the group (rollboot pause -group) holds it, else 0.", "group"),
+		hostsPaused:   gauge("rollboot_hosts_paused", "Hosts an operator's pause of the host (rollboot pause HOST) holds."),
 		oldestPending: gauge("rollboot_oldest_pending_age_seconds", "Age of the oldest reboot request still pending (0: none)."),
 		stuck:         gauge("rollboot_hosts_stuck", "Hosts in the stuck phase, holding their slot until released."),
 		paused:        gauge("rollboot_paused", "1 while the rollout is paused."),
@@ -148,10 +160,10 @@ func (m *Metrics) Lead(leading bool) {
 		return
 	}
 	m.leader.Set(0)
-	for _, v := range []*prometheus.GaugeVec{m.hostPhase, m.rebootReq, m.groupHosts, m.slotsUsed, m.slotsLimit, m.hostsWaiting} {
+	for _, v := range []*prometheus.GaugeVec{m.hostPhase, m.rebootReq, m.groupHosts, m.slotsUsed, m.slotsLimit, m.hostsWaiting, m.groupFrozen, m.groupPaused} {
 		v.Reset()
 	}
-	for _, g := range []prometheus.Gauge{m.oldestPending, m.stuck, m.paused, m.agentsMissing, m.detectErrors, m.unbacked} {
+	for _, g := range []prometheus.Gauge{m.oldestPending, m.stuck, m.paused, m.agentsMissing, m.detectErrors, m.unbacked, m.hostsPaused} {
 		g.Set(0)
 	}
 }
@@ -171,7 +183,11 @@ func (m *Metrics) Export(s State) {
 		byGroup[g.Group.Name] = &[len(phases)]int{}
 		m.slotsUsed.WithLabelValues(g.Group.Name).Set(float64(g.Active))
 		m.slotsLimit.WithLabelValues(g.Group.Name).Set(float64(policy.Slots(g.Group, g.Size)))
+		_, _, frozen := g.Group.Freezes.At(s.Now)
+		m.groupFrozen.WithLabelValues(g.Group.Name).Set(boolValue(frozen))
+		m.groupPaused.WithLabelValues(g.Group.Name).Set(boolValue(s.PausedGroups[g.Group.Name]))
 	}
+	m.hostsPaused.Set(float64(s.PausedHosts))
 	oldest, stuck := m.exportHosts(s.Hosts, byGroup)
 	m.dropGone(s.Hosts)
 	// The groups' series are set again each pass (a phase with no host reads

@@ -30,10 +30,12 @@ func testState(now time.Time) State {
 		},
 		Groups: []policy.GroupStatus{
 			{Group: policy.Group{Name: "web", Concurrency: 2}, Size: 5, Active: 1},
-			{Group: policy.Group{Name: "db", Concurrency: 1}, Size: 2, Active: 1},
+			{Group: policy.Group{Name: "db", Concurrency: 1, Freezes: policy.Freezes{{Name: "year-end",
+				From: policy.Date{Month: 12, Day: 20}, To: policy.Date{Month: 1, Day: 5}}}}, Size: 2, Active: 1},
 		},
 		Paused:        true,
 		AgentsMissing: 1, DetectErrors: 2,
+		PausedGroups: map[string]bool{"web": true}, PausedHosts: 3,
 	}
 }
 
@@ -64,6 +66,11 @@ func TestExport(t *testing.T) {
 		{"paused", m.paused, 1},
 		{"agents missing", m.agentsMissing, 1},
 		{"detection errors", m.detectErrors, 2},
+		{"db frozen", m.groupFrozen.WithLabelValues("db"), 1},
+		{"web not frozen", m.groupFrozen.WithLabelValues("web"), 0},
+		{"web paused", m.groupPaused.WithLabelValues("web"), 1},
+		{"db not paused", m.groupPaused.WithLabelValues("db"), 0},
+		{"hosts paused", m.hostsPaused, 3},
 	}
 	for _, c := range checks {
 		if got := testutil.ToFloat64(c.c); got != c.want {

@@ -123,6 +123,9 @@ func requestText(r *store.Request) string {
 		return "none"
 	}
 	s := "at " + stamp(r.At)
+	if r.Urgent {
+		s = "urgent, " + s
+	}
 	if r.By != "" {
 		s += " by " + r.By
 	}

@@ -43,7 +43,10 @@ func writeView(w io.Writer, v View, now time.Time, wide bool) error {
 		if v.PausedBy != "" {
 			by = " (paused by " + v.PausedBy + ")"
 		}
-		t.para("Rollout paused: ", orDash(v.PauseReason)+by)
+		t.para("Rollout paused"+pauseEnds(v.PausedUntil, now)+": ", orDash(v.PauseReason)+by)
+		fmt.Fprintln(w)
+	}
+	if writeScopedPauses(&t, v, now) {
 		fmt.Fprintln(w)
 	}
 	if wide {
@@ -145,6 +148,9 @@ func why(h Host) string {
 		} else if h.ManualRequest {
 			parts = append(parts, "reboot: manual request")
 		}
+	}
+	if h.UrgentRequest && h.Phase != store.PhaseIdle {
+		parts = append(parts, "urgent: skips windows and freezes, not pauses or safety gates")
 	}
 	if h.HoldReason != "" && h.Phase != store.PhaseIdle && !strings.Contains(h.Waiting, h.HoldReason) {
 		parts = append(parts, "agent holds the reboot: "+h.HoldReason)

@@ -40,6 +40,9 @@ type Host struct {
 	DetectError   string `json:"detect_error,omitempty"`
 	DiscoverError string `json:"discover_error,omitempty"`
 	ManualRequest bool   `json:"manual_request,omitempty"`
+	// UrgentRequest: the manual request skips windows and freezes
+	// (`rollboot request -urgent`).
+	UrgentRequest bool `json:"urgent_request,omitempty"`
 	// AgentMissing says why the host's agent is known not to run.
 	AgentMissing string `json:"agent_missing,omitempty"`
 	// RecordIgnored says why the coordinator does not use the host's record.
@@ -92,7 +95,13 @@ type View struct {
 	PauseReason string  `json:"pause_reason,omitempty"`
 	// PausedBy is who paused (the ACL token's name, else user@host).
 	PausedBy string `json:"paused_by,omitempty"`
-	Hosts    []Host `json:"hosts"`
+	// PausedUntil: when the rollout-wide pause ends by itself (zero: when
+	// resumed). GroupPauses and HostPauses: the pauses of a group or a host
+	// (`rollboot pause -group G`, `rollboot pause HOST`), expired ones too.
+	PausedUntil time.Time              `json:"paused_until,omitzero"`
+	GroupPauses map[string]store.Pause `json:"group_pauses,omitempty"`
+	HostPauses  map[string]store.Pause `json:"host_pauses,omitempty"`
+	Hosts       []Host                 `json:"hosts"`
 	// Unbacked: hosts without a Nomad node whose records nothing backs (no
 	// plan, no server or FleetLock role, not in a group's hosts_without_node),
 	// left out of Hosts as the coordinator leaves them out (sorted).
@@ -167,7 +176,8 @@ func canceledNeed(v *Host, h store.HostRecord, ctl store.Control) {
 // Build is the view of the host records, plans and control state: a row for
 // every host with a record, a plan or a manual request, in name order.
 func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Control) View {
-	out := View{Paused: ctl.Paused, PauseReason: ctl.PauseReason, PausedBy: ctl.PausedBy, Hosts: []Host{}}
+	out := View{Paused: ctl.Paused, PauseReason: ctl.PauseReason, PausedBy: ctl.PausedBy, Hosts: []Host{},
+		PausedUntil: ctl.PausedUntil, GroupPauses: ctl.GroupPauses, HostPauses: ctl.HostPauses}
 	seen := map[string]bool{}
 	for _, h := range hosts {
 		seen[h.Host] = true
@@ -178,6 +188,7 @@ func Build(hosts []store.HostRecord, plans map[string]store.Plan, ctl store.Cont
 			fillPlan(&v, p)
 		}
 		_, v.ManualRequest = ctl.Requests[h.Host]
+		v.UrgentRequest = ctl.Requests[h.Host].Urgent
 		fillAgentReport(&v, h)
 		canceledNeed(&v, h, ctl)
 		out.Hosts = append(out.Hosts, v)

@@ -135,7 +135,7 @@ func Build(in Input) Page {
 		slots = pol.Slots
 	}
 	p.Rows, p.Counts, p.HeldBy = hostStates(in.View.Hosts)
-	p.Rollout, p.Headline = rollout(in.View, p.Counts)
+	p.Rollout, p.Headline = rollout(pauseInForce(in.View, in.Now), p.Counts)
 	p.Groups = groups(in.View.Hosts, slots, p.Rows)
 	p.Timeline = timeline(in.View.Hosts, in.History)
 	return p
@@ -251,4 +251,13 @@ func bars(tl map[string]time.Time, end time.Time) []Bar {
 		out = append(out, b)
 	}
 	return out
+}
+
+// pauseInForce is v without its rollout-wide pause once that has ended by
+// itself: the coordinator ignores it.
+func pauseInForce(v status.View, now time.Time) status.View {
+	if v.Paused && !v.PausedUntil.IsZero() && !now.Before(v.PausedUntil) {
+		v.Paused = false
+	}
+	return v
 }

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rollboot/rollboot/internal/status"
 	"github.com/rollboot/rollboot/internal/store"
@@ -110,7 +111,11 @@ func rollout(v status.View, n map[string]int) (state, headline string) {
 		if v.PauseReason != "" {
 			why = " (" + v.PauseReason + ")"
 		}
-		return RolloutPaused, "Paused" + why + ": no new reboot starts" + needing(waiting) + "; rollboot resume lifts it"
+		lifts := "rollboot resume lifts it"
+		if !v.PausedUntil.IsZero() {
+			lifts = "it ends by itself at " + v.PausedUntil.UTC().Format(time.RFC3339) + ", or rollboot resume lifts it"
+		}
+		return RolloutPaused, "Paused" + why + ": no new reboot starts" + needing(waiting) + "; " + lifts
 	case pol.Problem != "":
 		return RolloutFrozen, "Frozen: the stored policy cannot be used, no new reboot starts" + needing(waiting)
 	case n[HostOut] == 0 && n[HostStuck] > 0:

@@ -56,7 +56,7 @@ func (h HostControl) equal(o HostControl) bool {
 	if (h.Request == nil) != (o.Request == nil) {
 		return false
 	}
-	if h.Request != nil && (!h.Request.At.Equal(o.Request.At) || h.Request.By != o.Request.By || h.Request.Reason != o.Request.Reason) {
+	if h.Request != nil && (!h.Request.At.Equal(o.Request.At) || h.Request.By != o.Request.By || h.Request.Reason != o.Request.Reason || h.Request.Urgent != o.Request.Urgent) {
 		return false
 	}
 	if (h.Approval == nil) != (o.Approval == nil) || h.Approval != nil && *h.Approval != *o.Approval {
@@ -74,6 +74,7 @@ var hostControlCodec = codec[HostControl]{version: 1, fields: []field[HostContro
 		instant("requested_at", func(r *Request) *time.Time { return &r.At }, true),
 		text("requested_by", func(r *Request) *string { return &r.By }),
 		text("request_reason", func(r *Request) *string { return &r.Reason }),
+		flag("request_urgent", func(r *Request) *bool { return &r.Urgent }, false),
 	}),
 	instant("cancel_at", func(h *HostControl) *time.Time { return &h.CancelAt }, false),
 	text("canceled_by", func(h *HostControl) *string { return &h.CanceledBy }),
@@ -140,7 +141,16 @@ var controlCodec = codec[Control]{version: 1, fields: []field[Control]{
 	text("pause_reason", func(c *Control) *string { return &c.PauseReason }),
 	instant("paused_at", func(c *Control) *time.Time { return &c.PausedAt }, false),
 	text("paused_by", func(c *Control) *string { return &c.PausedBy }),
+	instant("paused_until", func(c *Control) *time.Time { return &c.PausedUntil }, false),
+	object("group_pauses", func(c *Control) *map[string]Pause { return &c.GroupPauses }, noEntries),
+	object("host_pauses", func(c *Control) *map[string]Pause { return &c.HostPauses }, noEntries),
 }}
+
+// unreadablePause is why the rollout holds when an item of the pauses cannot be
+// read: rollboot cannot tell what is paused, nor until when.
+func unreadablePause(key, raw string) string {
+	return "the pause item " + key + " cannot be read (" + strconv.Quote(raw) + "): holding everything; rollboot control reset repairs it"
+}
 
 // decodeControlLenient reads the control variable, skipping (and reporting) what
 // cannot be read. A pause flag that cannot be read counts as paused: when rollboot
@@ -159,6 +169,13 @@ func decodeControlLenient(v *api.Variable) Control {
 		if b.key == "paused" {
 			c.Paused = true
 			c.PauseReason = "the pause flag cannot be read (" + strconv.Quote(v.Items["paused"]) + "): holding; rollboot control reset repairs it"
+			c.Problems = append(c.Problems, fmt.Sprintf("variable %s: item %q: %v: counted as paused", v.Path, b.key, b.err))
+			continue
+		}
+		if b.key == "paused_until" || b.key == "group_pauses" || b.key == "host_pauses" {
+			// Fail closed: a pause that cannot be read holds everything,
+			// with no end.
+			c.Paused, c.PausedUntil, c.PauseReason = true, time.Time{}, unreadablePause(b.key, v.Items[b.key])
 			c.Problems = append(c.Problems, fmt.Sprintf("variable %s: item %q: %v: counted as paused", v.Path, b.key, b.err))
 			continue
 		}
@@ -355,13 +372,17 @@ func (s *Store) updateControl(ctx context.Context, fn func(*Control) error) (Con
 		}
 		before := HostControls(c)
 		paused, reason, at, by := c.Paused, c.PauseReason, c.PausedAt, c.PausedBy
+		until, groups, hosts := c.PausedUntil, maps.Clone(c.GroupPauses), maps.Clone(c.HostPauses)
+		c.GroupPauses, c.HostPauses = maps.Clone(c.GroupPauses), maps.Clone(c.HostPauses)
 		c.Requests, c.Cancels, c.Releases = maps.Clone(c.Requests), maps.Clone(c.Cancels), maps.Clone(c.Releases)
 		c.CanceledBy, c.ReleasedBy = maps.Clone(c.CanceledBy), maps.Clone(c.ReleasedBy)
 		c.Approvals = maps.Clone(c.Approvals)
 		if err := fn(&c); err != nil {
 			return Control{}, err
 		}
-		err = s.writeControl(ctx, &c, before, paused != c.Paused || reason != c.PauseReason || !at.Equal(c.PausedAt) || by != c.PausedBy)
+		pauseChanged := paused != c.Paused || reason != c.PauseReason || !at.Equal(c.PausedAt) || by != c.PausedBy ||
+			!until.Equal(c.PausedUntil) || !maps.Equal(groups, c.GroupPauses) || !maps.Equal(hosts, c.HostPauses)
+		err = s.writeControl(ctx, &c, before, pauseChanged)
 		if errors.Is(err, ErrConflict) && attempt < 20 {
 			continue
 		}

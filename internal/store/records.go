@@ -261,6 +261,13 @@ type Control struct {
 	PausedAt    time.Time
 	// PausedBy is who paused (`rollboot pause`: the ACL token's name).
 	PausedBy string
+	// PausedUntil is when the rollout-wide pause ends by itself (`rollboot
+	// pause -until/-for`); zero: when someone resumes.
+	PausedUntil time.Time
+	// GroupPauses and HostPauses are the pauses of one group or one host, by
+	// its name (`rollboot pause -group G`, `rollboot pause HOST`).
+	GroupPauses map[string]Pause
+	HostPauses  map[string]Pause
 	// Requests are manual reboot requests (`rollboot request`), by host.
 	Requests map[string]Request
 	// Cancels suppress a host's requests made at or before the given time.
@@ -293,6 +300,67 @@ type Request struct {
 	At     time.Time `json:"at"`
 	By     string    `json:"by,omitempty"`
 	Reason string    `json:"reason,omitempty"`
+	// Urgent: the host skips its group's windows and freezes (`rollboot
+	// request -urgent`), never a safety gate nor an operator's pause.
+	Urgent bool `json:"urgent,omitempty"`
+}
+
+// Pause is an operator's pause of a group or a host: no new drain starts
+// there until Until (zero: until resumed).
+type Pause struct {
+	At     time.Time `json:"at"`
+	Until  time.Time `json:"until,omitzero"`
+	Reason string    `json:"reason,omitempty"`
+	By     string    `json:"by,omitempty"`
+}
+
+// InForce reports whether the pause holds at now: it has not expired.
+func (p Pause) InForce(now time.Time) bool { return p.Until.IsZero() || now.Before(p.Until) }
+
+// InForce returns the control state as it holds at now: a rollout-wide pause
+// past its end is no pause, and the group and host pauses past theirs are left
+// out. The stored state is not changed (an expired pause stays stored until
+// someone resumes or pauses again): the coordinator ignores it.
+func (c Control) InForce(now time.Time) Control {
+	if c.Paused && !c.PausedUntil.IsZero() && !now.Before(c.PausedUntil) {
+		c.Paused, c.PauseReason, c.PausedAt, c.PausedBy, c.PausedUntil = false, "", time.Time{}, "", time.Time{}
+	}
+	c.GroupPauses, c.HostPauses = pausesInForce(c.GroupPauses, now), pausesInForce(c.HostPauses, now)
+	return c
+}
+
+func pausesInForce(m map[string]Pause, now time.Time) map[string]Pause {
+	var out map[string]Pause
+	for k, p := range m {
+		if p.InForce(now) {
+			if out == nil {
+				out = map[string]Pause{}
+			}
+			out[k] = p
+		}
+	}
+	return out
+}
+
+// Describe is a pause in words: "paused until T by WHO: REASON".
+func (p Pause) Describe() string {
+	s := "paused"
+	if !p.Until.IsZero() {
+		s += " until " + p.Until.UTC().Format(time.RFC3339)
+	}
+	if p.By != "" {
+		s += " by " + p.By
+	}
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	return s
+}
+
+// GlobalPause is the rollout-wide pause as a Pause, and whether there is one
+// (expired or not).
+func (c Control) GlobalPause() (Pause, bool) {
+	return Pause{At: c.PausedAt, Until: c.PausedUntil, Reason: c.PauseReason, By: c.PausedBy}, c.Paused
 }
 
 // HistoryRecord is one finished reboot cycle.
