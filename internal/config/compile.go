@@ -49,6 +49,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.sections()
 	v.windows()
 	v.groups()
+	v.groupsAfter()
 	v.silences()
 	v.gates()
 	errs := append(append(Errors(nil), c.problems...), v.errs...)

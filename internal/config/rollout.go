@@ -52,7 +52,7 @@ var groupDrainTable = drainTable.only(reflect.TypeFor[GroupDrainConfig](), "dead
 
 var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label: "Name",
 	labelDoc: "The group's name. Required, unique, not `default`.",
-	settings: []setting{
+	settings: append([]setting{
 		{name: "filter", field: "Filter", check: value(nodeFilter),
 			doc: "A [go-bexpr](https://github.com/hashicorp/go-bexpr) expression over the Nomad node, the syntax " +
 				"of `nomad node status -filter`. Selectors are the node's fields as the API returns them: " +
@@ -120,8 +120,9 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 				"(`workload_unknown`). Each held host costs two reads a pass and again every 5s: its node's " +
 				"allocations and those of each singleton job. Hosts in no group (the default group) are " +
 				"`\"allow\"`: a group with `filter = \"\"` and `singletons = \"hold\"` holds them all."},
-	},
+	}, afterSettings...),
 	nested: []nested{
+		child{t: canaryTable, field: "Canary"}, // its own table: docs/configuration.md, "Waves"
 		child{t: groupDrainTable, field: "Drain", inherit: func(c *Config) any { return c.groupDrain() },
 			defDoc: "the top-level `drain`",
 			doc: "The group's `deadline` (also what its windows must leave room for), `ignore_system_jobs` and " +

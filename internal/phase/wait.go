@@ -49,6 +49,12 @@ const (
 	WaitSingleton       // Detail: workload.SingletonHold's reason, naming the job groups
 	WaitDrainStopsAgent // Detail: the agent's job
 	WaitHealthGate      // Detail: healthgate.Verdict's reason (the gate, what it found)
+	// Waves (package wave): the canaries of the host's wave and the groups its
+	// group follows.
+	WaitCanary       // Detail: the canaries waited for, and the wave
+	WaitCanarySoak   // Detail: until when, and the wave
+	WaitCanaryFailed // Detail: which canary failed and how, and the wave
+	WaitAfterGroup   // Detail: the group followed, and what it waits for
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -113,6 +119,10 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitSingleton:         {"singleton", "%s"},
 	WaitDrainStopsAgent:   {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitHealthGate:        {"health_gate", "%s"},
+	WaitCanary:            {"canary", "waiting for canary %s"},
+	WaitCanarySoak:        {"canary_soak", "canary soak until %s"},
+	WaitCanaryFailed:      {"canary_failed", "canary failed: %s"},
+	WaitAfterGroup:        {"after_group", "after %s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},
