@@ -114,6 +114,11 @@ type Input struct {
 	// Jobs: the system jobs running on the node of each host admitted, read
 	// once it is (a host missing has not been read).
 	Jobs map[string][]string
+
+	// WaveHolds: why package wave holds a queued host (its canaries, the
+	// groups its group follows), and WaveRecheck when a soak ends.
+	WaveHolds   map[string]phase.WaitReason
+	WaveRecheck time.Time
 }
 
 // Result is what admission decided.
@@ -224,6 +229,11 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 		if why, at := HealthGateHold(in, p.Group); !why.IsZero() {
 			out.Wait[p.Host] = why
 			out.RecheckAt = phase.Earliest(out.RecheckAt, at)
+			continue
+		}
+		if why := in.WaveHolds[p.Host]; !why.IsZero() {
+			out.Wait[p.Host] = why
+			out.RecheckAt = phase.Earliest(out.RecheckAt, in.WaveRecheck)
 			continue
 		}
 		if in.Rules.Workloads && p.Pool != "" {

@@ -62,8 +62,8 @@ var afterSettings = []setting{
 			"… soak until T`). >= 0."},
 }
 
-// waveRules is a group's wave settings, checked.
-func (gc GroupConfig) waveRules() wave.GroupRules {
+// WaveRules is a group's wave settings, checked.
+func (gc GroupConfig) WaveRules() wave.GroupRules {
 	return wave.GroupRules{Canaries: gc.Canary.Hosts, Soak: gc.Canary.Soak, After: slices.Clone(gc.After), AfterSoak: gc.AfterSoak}
 }
 
@@ -71,7 +71,7 @@ func (gc GroupConfig) waveRules() wave.GroupRules {
 func (c *Config) WaveRules() wave.Rules {
 	r := wave.Rules{}
 	for _, g := range c.Groups {
-		if gr := g.waveRules(); gr.Canaries > 0 || len(gr.After) > 0 {
+		if gr := g.WaveRules(); gr.Canaries > 0 || len(gr.After) > 0 {
 			r[g.Name] = gr
 		}
 	}

@@ -136,6 +136,7 @@ func admissionInput(r admission.Rules, s *snapshot) admission.Input {
 	in := admission.Input{Now: s.now, Rules: r, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Queue: admissionQueue(s), Groups: groupCounts(r, s), Missing: s.missing, Clusters: s.clusters}
 	in.Spare, in.ServersOut, in.Sealed = hostTallies(s)
+	in.WaveHolds, in.WaveRecheck = waveHolds(s, in.Queue) // waves.go
 	return in
 }
 

@@ -105,6 +105,9 @@ type Deps struct {
 	// NodeEvents keeps the node list current from Nomad's event stream instead
 	// of a blocking query of the whole list (nodes.go).
 	NodeEvents nodestream.NodeEventsAPI
+	// Halter halts the group of a canary that failed (waves.go); nil: the
+	// failed canary's wave is held by the wave state alone.
+	Halter GroupHalter
 }
 
 // Runtime is how a coordinator's loop runs and names itself.
@@ -222,6 +225,8 @@ type Coordinator struct {
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
+	// waves: <prefix>/waves as this term read and wrote it (waves.go).
+	waves waveState
 }
 
 // New returns a coordinator.
@@ -246,6 +251,7 @@ func New(opt Options) *Coordinator {
 	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
 	c.alerts = alertState{reader: opt.AlertReader, metrics: newAlertMetrics(c.metrics.registry)}
 	c.gates = gateState{reader: opt.GateReader, metrics: newGateMetrics(c.metrics.registry)}
+	c.waves.failures = newWaveFailures(c.metrics.registry)
 	return c
 }
 
@@ -407,7 +413,8 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	adm := c.admit(octx, s)
+	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
+	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)
 	c.publishSlots(octx, s.statuses)

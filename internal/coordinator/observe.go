@@ -65,6 +65,8 @@ type snapshot struct {
 	// health: the workloads of the hosts that wait for them to be healthy
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoin.Observed
+	// waves: the waves as this pass judged them (waves.go).
+	waves waveView
 }
 
 // hostView is what a pass knows of one host; built by each pass, its own.
@@ -115,6 +117,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
 	c.readRejoinHealth(ctx, s)
+	c.observeWaves(ctx, s)
 	s.noHandOver = maps.Clone(c.noHandOver)
 	return s, nil
 }

@@ -55,6 +55,7 @@ const (
 	WaitCanarySoak   // Detail: until when, and the wave
 	WaitCanaryFailed // Detail: which canary failed and how, and the wave
 	WaitAfterGroup   // Detail: the group followed, and what it waits for
+	WaitWaveUnknown  // Detail: why the waves cannot be read or stored
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -123,6 +124,7 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitCanarySoak:        {"canary_soak", "canary soak until %s"},
 	WaitCanaryFailed:      {"canary_failed", "canary failed: %s"},
 	WaitAfterGroup:        {"after_group", "after %s"},
+	WaitWaveUnknown:       {"wave_unknown", "cannot tell the order of its wave: %s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},

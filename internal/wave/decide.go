@@ -24,7 +24,7 @@ import (
 func Observe(st State, r Rules, hosts []Host, now time.Time) (State, []Failure) {
 	st = st.clone()
 	for _, h := range hosts {
-		if h.pendingIn() && r.tracked(h.Group) && st.find(h.Group, h.Fingerprint) < 0 {
+		if h.pendingIn() && r.Tracked(h.Group) && st.find(h.Group, h.Fingerprint) < 0 {
 			st.Waves = append(st.Waves, Wave{Group: h.Group, Fingerprint: h.Fingerprint, Seen: now})
 		}
 	}
@@ -157,7 +157,7 @@ func Holds(st State, r Rules, queue []Host, now time.Time) (map[string]phase.Wai
 	var recheck time.Time
 	offered := map[int]int{} // wave index -> hosts offered to be its canaries in this pass
 	for _, h := range queue {
-		if !h.pendingIn() || !r.tracked(h.Group) {
+		if !h.pendingIn() || !r.Tracked(h.Group) {
 			continue
 		}
 		gr := r[h.Group]
@@ -260,7 +260,7 @@ func Grant(st State, r Rules, admitted []Host, now time.Time) (State, bool) {
 	st = st.clone()
 	changed := false
 	for _, h := range admitted {
-		if h.Fingerprint == "" || !r.tracked(h.Group) {
+		if h.Fingerprint == "" || !r.Tracked(h.Group) {
 			continue
 		}
 		i := st.find(h.Group, h.Fingerprint)

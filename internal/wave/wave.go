@@ -31,9 +31,9 @@ type GroupRules struct {
 // Rules are the groups' wave settings, by group name; a group missing has none.
 type Rules map[string]GroupRules
 
-// tracked reports whether the waves of group are tracked: it has canaries,
+// Tracked reports whether the waves of group are tracked: it has canaries,
 // follows a group, or is followed.
-func (r Rules) tracked(group string) bool {
+func (r Rules) Tracked(group string) bool {
 	if g := r[group]; g.Canaries > 0 || len(g.After) > 0 {
 		return true
 	}
