@@ -43,6 +43,8 @@ type PreviewHost struct {
 	// ("product/cluster"): admission takes out at most one host of each at
 	// once, across groups (serverGate).
 	Clusters []string
+	// NotBefore: the soak its wave waits for ends then (waves.go; zero: none).
+	NotBefore time.Time
 }
 
 // PreviewResult is a whole preview.
@@ -81,6 +83,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 	}
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
+	_, soaks := waveHoldsUntil(s, admissionQueue(s))
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Unreadable: map[string]string{}}
 	for _, gs := range s.statuses {
@@ -100,7 +103,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 			continue
 		}
 		d := phase.Step(in)
-		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting}
+		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, NotBefore: soaks[name]}
 		if rec := s.hosts[name].rec; rec != nil {
 			for _, srv := range rec.Servers {
 				h.Clusters = append(h.Clusters, phase.ClusterKey(srv))

@@ -157,11 +157,22 @@ func (c *Coordinator) putWaves(ctx context.Context, st wave.State) error {
 	return nil
 }
 
-// waveHolds says why each queued host waits for its wave, and when a soak
-// ends.
+// waveHolds says why each queued host waits for its wave, and when the
+// first soak ends.
 func waveHolds(s *snapshot, queue []admission.Pending) (map[string]phase.WaitReason, time.Time) {
+	out, until := waveHoldsUntil(s, queue)
+	var recheck time.Time
+	for _, t := range until {
+		recheck = phase.Earliest(recheck, t)
+	}
+	return out, recheck
+}
+
+// waveHoldsUntil says why each queued host waits for its wave, and until when
+// for those a soak holds.
+func waveHoldsUntil(s *snapshot, queue []admission.Pending) (map[string]phase.WaitReason, map[string]time.Time) {
 	if !s.waves.rules.Enabled() || len(queue) == 0 {
-		return nil, time.Time{}
+		return nil, nil
 	}
 	hosts := make([]wave.Host, 0, len(queue))
 	for _, p := range queue {
@@ -184,9 +195,9 @@ func waveHolds(s *snapshot, queue []admission.Pending) (map[string]phase.WaitRea
 				out[h.Name] = phase.WaitFor(phase.WaitWaveUnknown, err.Error())
 			}
 		}
-		return out, time.Time{}
+		return out, nil
 	}
-	return wave.Holds(s.waves.st, s.waves.rules, hosts, s.now)
+	return wave.HoldsUntil(s.waves.st, s.waves.rules, hosts, s.now)
 }
 
 func compareStrings(a, b string) int {

@@ -38,6 +38,9 @@ type Input struct {
 	Settle map[string]time.Duration
 	// History is the stored history, for the step durations.
 	History []store.HistoryRecord
+	// CanarySoak is, by group, how long the rest of a wave waits after its
+	// canaries are back (a group's canary block; none when absent).
+	CanarySoak map[string]time.Duration
 }
 
 // Plan is the previewed rollout.
@@ -287,7 +290,7 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 			outs = append(outs, h.Finish)
 			out.add(ph.Clusters, time.Time{}, h.Finish)
 			gp.active = append(gp.active, h)
-		case ph.Starts || timed(ph.Waiting.Kind):
+		case ph.Starts || timed(ph.Waiting.Kind) || !ph.NotBefore.IsZero() || ph.Waiting.Kind == phase.WaitCanary:
 			queue = append(queue, ph)
 		default:
 			h.Blocked, h.NoEstimate = true, "held by something that does not end with time"
@@ -296,6 +299,7 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	}
 	slices.SortFunc(gp.active, func(a, b Host) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Host, b.Host)) })
 	slices.SortFunc(queue, fifo)
+	afterCanaries(queue, outs, in.CanarySoak[g.Name])
 	gp.sim = &sim{now: in.Now, cycle: g.Durations.Cycle(), capacity: g.Capacity, settle: g.Settle,
 		sched: sched, deadline: in.DrainDeadline, outs: outs, lastBack: lastBack}
 	if d, ok := in.GroupDrainDeadlines[g.Name]; ok {
@@ -303,6 +307,26 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	}
 	gp.sim.begin(queue, g.Name)
 	return gp
+}
+
+// afterCanaries sets when the hosts that wait for their wave's canaries may
+// start: once the last host out of the group (the canaries) is back and the
+// soak has passed. A canary that never comes back on its own (stuck) leaves
+// them without an estimate.
+func afterCanaries(queue []coordinator.PreviewHost, outs []time.Time, soak time.Duration) {
+	var back time.Time
+	for _, t := range outs {
+		if t.IsZero() {
+			back = time.Time{}
+			break
+		}
+		back = later(back, t)
+	}
+	for i, ph := range queue {
+		if ph.Waiting.Kind == phase.WaitCanary && !back.IsZero() {
+			queue[i].NotBefore = back.Add(soak)
+		}
+	}
 }
 
 // hosts returns the group's hosts once served: in progress first, then the

@@ -153,8 +153,18 @@ func prune(st State) State {
 // (absent: it may), and when a hold ends by itself (a soak; zero: none). The
 // queue is in the order hosts are served (first come, first served).
 func Holds(st State, r Rules, queue []Host, now time.Time) (map[string]phase.WaitReason, time.Time) {
-	out := map[string]phase.WaitReason{}
+	out, until := HoldsUntil(st, r, queue, now)
 	var recheck time.Time
+	for _, t := range until {
+		recheck = phase.Earliest(recheck, t)
+	}
+	return out, recheck
+}
+
+// HoldsUntil is Holds with, for each host held by a soak, when it ends (the
+// estimates of `rollboot plan`).
+func HoldsUntil(st State, r Rules, queue []Host, now time.Time) (map[string]phase.WaitReason, map[string]time.Time) {
+	out, until := map[string]phase.WaitReason{}, map[string]time.Time{}
 	offered := map[int]int{} // wave index -> hosts offered to be its canaries in this pass
 	for _, h := range queue {
 		if !h.pendingIn() || !r.Tracked(h.Group) {
@@ -163,7 +173,7 @@ func Holds(st State, r Rules, queue []Host, now time.Time) (map[string]phase.Wai
 		gr := r[h.Group]
 		if why, at := after(st, r, h, now); !why.IsZero() {
 			out[h.Name] = why
-			recheck = phase.Earliest(recheck, at)
+			setUntil(until, h.Name, at)
 			continue
 		}
 		if gr.Canaries == 0 {
@@ -176,12 +186,18 @@ func Holds(st State, r Rules, queue []Host, now time.Time) (map[string]phase.Wai
 		}
 		if why, at := canary(st.Waves[i], gr, h, offered[i], now); !why.IsZero() {
 			out[h.Name] = why
-			recheck = phase.Earliest(recheck, at)
+			setUntil(until, h.Name, at)
 		} else if !isCanary(st.Waves[i], h.Name) {
 			offered[i]++
 		}
 	}
-	return out, recheck
+	return out, until
+}
+
+func setUntil(until map[string]time.Time, host string, at time.Time) {
+	if !at.IsZero() {
+		until[host] = at
+	}
 }
 
 func isCanary(w Wave, host string) bool {

@@ -1,0 +1,46 @@
+package preview
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/coordinator"
+	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/policy"
+)
+
+// The estimates count a wave's soak: the hosts waiting for their canary start
+// once it is back (one cycle, 6 minutes without history) and the soak has
+// passed; those a soak holds already start when it ends.
+func TestBuildCountsCanarySoak(t *testing.T) {
+	always := policy.Schedule(nil)
+	waitCanary := func(h coordinator.PreviewHost) coordinator.PreviewHost {
+		h.Waiting = phase.WaitFor(phase.WaitCanary, "a (wave k1 of group \"web\")")
+		return h
+	}
+	soaking := func(h coordinator.PreviewHost, until time.Duration) coordinator.PreviewHost {
+		h.Waiting, h.NotBefore = phase.WaitFor(phase.WaitCanarySoak, at(until).Format(time.RFC3339)), at(until)
+		return h
+	}
+	tests := []struct {
+		name  string
+		hosts []coordinator.PreviewHost
+		want  string
+	}{
+		{name: "canary out: its cycle, then the soak",
+			hosts: []coordinator.PreviewHost{active("a", "web", "draining", 0), waitCanary(pending("b", "web", -2*m)), waitCanary(pending("c", "web", -m))},
+			want:  "a 0/6, b 36/42, c 36/42"},
+		{name: "soaking: from the soak's end",
+			hosts: []coordinator.PreviewHost{soaking(pending("b", "web", -2*m), 20*m), soaking(pending("c", "web", -m), 20*m)},
+			want:  "b 20/26, c 20/26"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: []coordinator.PreviewGroup{group("web", 3, 3, always)}, Hosts: tt.hosts},
+				CanarySoak: map[string]time.Duration{"web": 30 * m}})
+			if got := est(p); got != tt.want {
+				t.Errorf("estimates %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
