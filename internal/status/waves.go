@@ -29,8 +29,9 @@ type Wave struct {
 	Failed string `json:"failed,omitempty"`
 }
 
-// readWaves adds the waves not finished to v; a state that cannot be read is
-// said in WaveProblem (the coordinator then holds every wave).
+// readWaves adds to v the waves not finished, but a held wave no host needs
+// any more (its hosts moved on to another fingerprint); a state that cannot be
+// read is said in WaveProblem (the coordinator then holds every wave).
 func readWaves(ctx context.Context, v *View, st WaveStore) {
 	items, _, err := st.Waves(ctx)
 	var s wave.State
@@ -42,7 +43,7 @@ func readWaves(ctx context.Context, v *View, st WaveStore) {
 		return
 	}
 	for _, w := range s.Waves {
-		if !w.Finished.IsZero() && w.Failed == "" {
+		if !w.Finished.IsZero() && w.Failed == "" || w.Failed != "" && !needed(*v, w) {
 			continue
 		}
 		out := Wave{Group: w.Group, Fingerprint: w.Fingerprint, Completed: w.Completed, Failed: w.Failed}
@@ -58,6 +59,16 @@ func readWaves(ctx context.Context, v *View, st WaveStore) {
 		}
 		v.Waves = append(v.Waves, out)
 	}
+}
+
+// needed reports whether a host of v needs a reboot in wave w.
+func needed(v View, w wave.Wave) bool {
+	for _, h := range v.Hosts {
+		if h.RebootRequired && h.Fingerprint == w.Fingerprint && (h.Group == "" || h.Group == w.Group) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeWaves writes the waves under way, a held one first with why.
