@@ -45,6 +45,8 @@ type PreviewHost struct {
 	Clusters []string
 	// NotBefore: the soak its wave waits for ends then (waves.go; zero: none).
 	NotBefore time.Time
+	// Canary: the host is, or starting now would be, a canary of its wave.
+	Canary bool
 }
 
 // PreviewResult is a whole preview.
@@ -84,6 +86,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	}
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
 	_, soaks := waveHoldsUntil(s, admissionQueue(s))
+	canaries := waveCanaries(s, adm.Admitted)
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Unreadable: map[string]string{}}
 	for _, gs := range s.statuses {
@@ -103,7 +106,8 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 			continue
 		}
 		d := phase.Step(in)
-		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, NotBefore: soaks[name]}
+		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, NotBefore: soaks[name],
+			Canary: canaries[name]}
 		if rec := s.hosts[name].rec; rec != nil {
 			for _, srv := range rec.Servers {
 				h.Clusters = append(h.Clusters, phase.ClusterKey(srv))

@@ -244,3 +244,28 @@ func (c *Coordinator) grantWaves(ctx context.Context, s *snapshot, adm admission
 	}
 	return adm
 }
+
+// waveCanaries are the hosts that are the canaries of their wave and not back
+// yet, with those the grants of admitted would make canaries (for `rollboot
+// plan`).
+func waveCanaries(s *snapshot, admitted map[string]bool) map[string]bool {
+	if !s.waves.rules.Enabled() || s.waves.err != nil {
+		return nil
+	}
+	var hosts []wave.Host
+	for _, h := range waveHosts(s, s.plans) {
+		if admitted[h.Name] && h.Fingerprint != "" && s.waves.rules.Tracked(h.Group) {
+			hosts = append(hosts, h)
+		}
+	}
+	st, _ := wave.Grant(s.waves.st, s.waves.rules, hosts, s.now)
+	out := map[string]bool{}
+	for _, w := range st.Waves {
+		for _, m := range w.Members {
+			if m.Canary && m.Done.IsZero() && w.Failed == "" {
+				out[m.Host] = true
+			}
+		}
+	}
+	return out
+}

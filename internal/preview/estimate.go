@@ -94,6 +94,8 @@ type Host struct {
 	// Need is why the host reboots (its plan's reason: a package need, a
 	// request, "uptime 31.4d > 30d").
 	Need string `json:"need,omitempty"`
+	// Canary: it is, or starting now would be, a canary of its wave.
+	Canary bool `json:"canary,omitempty"`
 	// Blocked: what holds it does not end with time (a gate, a missing agent,
 	// a node not ready, a stuck host in the way): it has no estimate.
 	Blocked bool      `json:"blocked"`
@@ -272,7 +274,7 @@ type groupPart struct {
 // hostOf is the part of ph's Host that the observation gives.
 func hostOf(ph coordinator.PreviewHost, group string) Host {
 	return Host{Host: ph.Host, Group: group, Phase: ph.Plan.Phase, Starts: ph.Starts,
-		WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String(), Need: ph.Plan.Reason}
+		WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String(), Need: ph.Plan.Reason, Canary: ph.Canary}
 }
 
 // prepareGroup estimates the group's hosts in progress (they end one cycle

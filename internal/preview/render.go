@@ -143,11 +143,15 @@ func durationsText(d Durations, settle time.Duration) string {
 }
 
 func statusText(h Host) string {
+	canary := ""
+	if h.Canary {
+		canary = " (canary)"
+	}
 	switch {
 	case h.Starts:
-		return "starts now"
+		return "starts now" + canary
 	case h.Position == 0 && !h.Blocked:
-		s := "in progress"
+		s := "in progress" + canary
 		if h.Reason != "" {
 			s += ": " + h.Reason
 		}

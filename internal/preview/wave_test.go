@@ -44,3 +44,16 @@ func TestBuildCountsCanarySoak(t *testing.T) {
 		})
 	}
 }
+
+// The plan names a wave's canary, starting or out.
+func TestStatusTextCanary(t *testing.T) {
+	if got := statusText(Host{Starts: true, Canary: true}); got != "starts now (canary)" {
+		t.Errorf("starting canary: %q", got)
+	}
+	if got := statusText(Host{Phase: "rebooting", Canary: true, Reason: "rebooting"}); got != "in progress (canary): rebooting" {
+		t.Errorf("canary out: %q", got)
+	}
+	if got := statusText(Host{Starts: true}); got != "starts now" {
+		t.Errorf("no canary: %q", got)
+	}
+}
