@@ -47,6 +47,9 @@ type PreviewHost struct {
 	NotBefore time.Time
 	// Canary: the host is, or starting now would be, a canary of its wave.
 	Canary bool
+	// After: the groups its group follows, while it waits for them to finish
+	// its wave (the estimates chain it after them).
+	After []string
 }
 
 // PreviewResult is a whole preview.
@@ -118,6 +121,9 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 		if h.Group == "" {
 			h.Group = in.Plan.Group
+		}
+		if d.Waiting.Kind == phase.WaitAfterGroup && h.NotBefore.IsZero() {
+			h.After = s.waves.rules[h.Group].After
 		}
 		res.Hosts = append(res.Hosts, h)
 	}

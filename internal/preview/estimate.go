@@ -41,6 +41,9 @@ type Input struct {
 	// CanarySoak is, by group, how long the rest of a wave waits after its
 	// canaries are back (a group's canary block; none when absent).
 	CanarySoak map[string]time.Duration
+	// AfterSoak is, by group, how long after the groups it follows finished a
+	// wave it starts it (a group's after_soak).
+	AfterSoak map[string]time.Duration
 }
 
 // Plan is the previewed rollout.
@@ -118,8 +121,54 @@ func timed(k phase.WaitKind) bool {
 	return false
 }
 
-// Build estimates the rollout.
+// Build estimates the rollout. A host that waits for the groups its group
+// follows to finish its wave starts no sooner than their estimated finish and
+// its group's after_soak: the groups are estimated again with that, as often
+// as such an order can be chained.
 func Build(in Input) Plan {
+	p := build(in)
+	for range in.Observed.Groups {
+		hosts, chained := chainAfter(in, p)
+		if !chained {
+			break
+		}
+		in.Observed.Hosts = hosts
+		p = build(in)
+	}
+	return p
+}
+
+// chainAfter returns the observed hosts with NotBefore set on those that wait
+// for groups whose finish p estimates, and whether it set any.
+func chainAfter(in Input, p Plan) ([]coordinator.PreviewHost, bool) {
+	finish, unestimated := map[string]time.Time{}, map[string]bool{}
+	for _, g := range p.Groups {
+		finish[g.Name] = g.Finish
+		for _, h := range g.Hosts {
+			unestimated[g.Name] = unestimated[g.Name] || h.Finish.IsZero()
+		}
+	}
+	hosts := slices.Clone(in.Observed.Hosts)
+	chained := false
+	for i, h := range hosts {
+		if len(h.After) == 0 || !h.NotBefore.IsZero() {
+			continue
+		}
+		var at time.Time
+		known := true
+		for _, a := range h.After {
+			known = known && !unestimated[a] && !finish[a].IsZero()
+			at = later(at, finish[a])
+		}
+		if known {
+			hosts[i].NotBefore, chained = at.Add(in.AfterSoak[h.Group]), true
+		}
+	}
+	return hosts, chained
+}
+
+// build estimates the rollout once.
+func build(in Input) Plan {
 	measured := Measure(in.History)
 	p := Plan{Now: in.Now, Paused: in.Observed.Paused, PauseReason: in.Observed.PauseReason}
 	if len(in.Observed.Unreadable) > 0 {

@@ -57,3 +57,25 @@ func TestStatusTextCanary(t *testing.T) {
 		t.Errorf("no canary: %q", got)
 	}
 }
+
+// A group that follows another starts its wave, in the estimates, once the
+// other is estimated done and after_soak has passed.
+func TestBuildChainsAfter(t *testing.T) {
+	always := policy.Schedule(nil)
+	after := func(h coordinator.PreviewHost) coordinator.PreviewHost {
+		h.Waiting = phase.WaitFor(phase.WaitAfterGroup, `"staging": waiting for it to finish wave k1 of group "staging"`)
+		h.After = []string{"staging"}
+		return h
+	}
+	groups := []coordinator.PreviewGroup{group("staging", 1, 2, always), group("prod", 2, 2, always)}
+	hosts := []coordinator.PreviewHost{starts(pending("s1", "staging", -3*m)), pending("s2", "staging", -2*m),
+		after(pending("p1", "prod", -3*m)), after(pending("p2", "prod", -2*m))}
+	p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: groups, Hosts: hosts},
+		AfterSoak: map[string]time.Duration{"prod": 60 * m}})
+	if got, want := est(p), "s1 0/6, s2 6/12, p1 72/78, p2 72/78"; got != want {
+		t.Errorf("estimates %s, want %s", got, want)
+	}
+	if !hosts[2].NotBefore.IsZero() {
+		t.Error("Build changed its input")
+	}
+}
