@@ -1,10 +1,14 @@
 package coordinator
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -33,4 +37,67 @@ func TestWaveHoldsFailClosed(t *testing.T) {
 	if holds, _ := waveHolds(s, queue); len(holds) != 0 {
 		t.Fatalf("with the waves read: holds %v, want none (a goes as the canary)", holds)
 	}
+}
+
+// A new leader reads <prefix>/waves once and keeps what the last one recorded:
+// the canary it granted, still out, holds the rest of its wave; once the
+// canary's cycle fails, the failure is stored before anything is admitted, and
+// handed to the group's halt once.
+func TestWavesKeptAcrossLeaders(t *testing.T) {
+	_, _, st := simStore(t, nomadsim.Config{Servers: 1})
+	ctx := context.Background()
+	rules := wave.Rules{"web": {Canaries: 1}}
+	before := wave.State{Waves: []wave.Wave{{Group: "web", Fingerprint: "k1", Seen: t0,
+		Members: []wave.Member{{Host: "a", At: t0, Canary: true}}}}}
+	if _, err := st.PutWaves(ctx, wave.Items(before), 0); err != nil {
+		t.Fatal(err)
+	}
+	halter := &recHalter{}
+	c := New(Options{Deps: Deps{Store: st, Halter: halter},
+		Rules: Rules{Groups: []GroupSpec{{Group: policy.Group{Name: "web", Concurrency: 3}, Options: GroupOptions{Wave: rules["web"]}}}}})
+	snap := func(aPhase string) *snapshot {
+		s := &snapshot{now: t0.Add(time.Minute), plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
+		for _, h := range []string{"a", "b"} {
+			s.names = append(s.names, h)
+			s.hosts[h] = &hostView{group: "web", rec: &store.HostRecord{Host: h, RebootRequired: true, Fingerprint: "k1"}}
+			s.plans[h] = store.Plan{Host: h, Phase: store.PhasePending, Group: "web", PhaseSince: t0.Add(-time.Minute)}
+		}
+		s.plans["a"] = store.Plan{Host: "a", Phase: aPhase, Group: "web", PhaseSince: t0.Add(30 * time.Second), LastError: "the host did not come back within 20s"}
+		return s
+	}
+	queue := []admission.Pending{{Request: policy.Request{Host: "b", Group: "web"}, Rec: &store.HostRecord{Host: "b", RebootRequired: true, Fingerprint: "k1"}}}
+
+	s := snap(store.PhaseRebooting)
+	c.observeWaves(ctx, s)
+	c.storeWaves(ctx, s)
+	if holds, _ := waveHolds(s, queue); holds["b"].Kind != phase.WaitCanary || !strings.Contains(holds["b"].Detail, "a (") {
+		t.Fatalf("b: %v, want it to wait for the canary the last leader granted", holds)
+	}
+	s = snap(store.PhaseStuck)
+	c.observeWaves(ctx, s)
+	c.storeWaves(ctx, s)
+	if holds, _ := waveHolds(s, queue); holds["b"].Kind != phase.WaitCanaryFailed {
+		t.Fatalf("b: %v, want the canary's failure to hold it", holds)
+	}
+	items, _, err := st.Waves(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := wave.FromItems(items)
+	if w, _ := stored.Wave("web", "k1"); !strings.Contains(w.Failed, "stuck") {
+		t.Fatalf("stored wave %+v: the failure is not stored", w)
+	}
+	s = snap(store.PhaseStuck)
+	c.observeWaves(ctx, s)
+	c.storeWaves(ctx, s)
+	if len(halter.calls) != 1 || !strings.HasPrefix(halter.calls[0], "web: canary a of wave k1 failed: stuck") {
+		t.Fatalf("halts %q, want the group halted once", halter.calls)
+	}
+}
+
+type recHalter struct{ calls []string }
+
+func (h *recHalter) HaltGroup(_ context.Context, group, reason string, _ []string) error {
+	h.calls = append(h.calls, group+": "+reason)
+	return nil
 }
