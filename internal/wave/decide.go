@@ -18,13 +18,14 @@ import (
 // claim, decides only which wave that host itself is in.
 
 // Observe returns the state with what the pass saw: a wave first seen for each
-// tracked group and fingerprint a pending host claims, each member's cycle
+// tracked group and fingerprint a host claims that is not out (pending, or
+// about to be: its need seen in this pass), each member's cycle
 // judged from its plan, the waves finished, and the canaries that failed in
 // this pass (each wave holds on its first failure).
 func Observe(st State, r Rules, hosts []Host, now time.Time) (State, []Failure) {
 	st = st.clone()
 	for _, h := range hosts {
-		if h.pendingIn() && r.Tracked(h.Group) && st.find(h.Group, h.Fingerprint) < 0 {
+		if h.Fingerprint != "" && !h.Plan.Active() && r.Tracked(h.Group) && st.find(h.Group, h.Fingerprint) < 0 {
 			st.Waves = append(st.Waves, Wave{Group: h.Group, Fingerprint: h.Fingerprint, Seen: now})
 		}
 	}
@@ -258,7 +259,10 @@ func after(st State, r Rules, h Host, now time.Time) (phase.WaitReason, time.Tim
 			}
 		default:
 			own, _ := st.Wave(h.Group, h.Fingerprint)
-			if until := own.Seen.Add(gr.AfterSoak); own.Seen.IsZero() || now.Before(until) {
+			if own.Seen.IsZero() {
+				return reason(phase.WaitAfterGroup, "%q: wave %s not recorded yet", a, Short(h.Fingerprint)), time.Time{}
+			}
+			if until := own.Seen.Add(gr.AfterSoak); now.Before(until) {
 				return reason(phase.WaitAfterGroup, "%q: no host of it needs wave %s; starting at %s unless one does",
 					a, Short(h.Fingerprint), until.UTC().Format(time.RFC3339)), until
 			}

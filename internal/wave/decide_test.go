@@ -274,3 +274,17 @@ func TestItemsRoundTrip(t *testing.T) {
 		t.Fatal("an unreadable item was read")
 	}
 }
+
+// A need first seen in a pass (the host not pending yet) starts its wave in
+// that pass, so its grant can follow at once; a host out starts none.
+func TestObserveStartsWaveOfNewNeed(t *testing.T) {
+	idle := Host{Name: "a", Group: "web", Fingerprint: "k1", Plan: store.Plan{Host: "a", Phase: store.PhaseIdle}}
+	out := Host{Name: "b", Group: "web", Fingerprint: "k2", Plan: store.Plan{Host: "b", Phase: store.PhaseRebooting}}
+	st, _ := Observe(State{}, canaryRules, []Host{idle, out}, at(0))
+	if _, ok := st.Wave("web", "k1"); !ok {
+		t.Error("no wave for a need first seen")
+	}
+	if _, ok := st.Wave("web", "k2"); ok {
+		t.Error("a wave for a host out")
+	}
+}
