@@ -119,6 +119,11 @@ func TestCanaryWaveSoaksThenHoldsOnFailure(t *testing.T) {
 	canary := first.Members[0].Host
 	back := c.cycles(canary)[0].Finished
 	for _, h := range hosts {
+		if fp := c.cycles(h)[0].Fingerprint; fp != first.Fingerprint {
+			t.Errorf("%s's history record has fingerprint %q, want its wave's %q", h, fp, first.Fingerprint)
+		}
+	}
+	for _, h := range hosts {
 		if h == canary {
 			continue
 		}
