@@ -22,7 +22,7 @@ type Cycle struct {
 	Grant       string               `json:"grant_id"`
 	Outcome     string               `json:"outcome"`
 	Reason      string               `json:"reason"`
-	Fingerprint string               `json:"fingerprint,omitempty"` // what the reboot installed, as the host said: its wave
+	Fingerprint string               `json:"fingerprint,omitempty"`  // what the reboot installed, as the host said: its wave
 	RequestedBy string               `json:"requested_by,omitempty"` // "" : the host's agent
 	Error       string               `json:"error,omitempty"`
 	Forced      bool                 `json:"forced,omitempty"`
