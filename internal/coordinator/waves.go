@@ -34,10 +34,15 @@ import (
 // tracked group that is in a wave is held, saying why (fail closed).
 
 // GroupHalter halts a group's new drains: the failure budget's halt, lifted
-// only by the operator. The coordinator calls it once for each canary that
-// fails (its wave is held meanwhile by the wave state itself).
+// only by the operator. The coordinator calls HaltGroup once for each canary
+// that fails (its wave is held by the wave state itself too), and asks
+// ResumedAt in every pass: a canary failure of the group seen before the
+// group's last resume is forgotten, and its wave picks its canaries again.
 type GroupHalter interface {
 	HaltGroup(ctx context.Context, group, reason string, hosts []string) error
+	// ResumedAt is when the operator last lifted the group's halt (zero:
+	// never), as the pass read it.
+	ResumedAt(group string) time.Time
 }
 
 // waveState is the coordinator's copy of <prefix>/waves, its own writes,
@@ -97,7 +102,15 @@ func (c *Coordinator) observeWaves(ctx context.Context, s *snapshot) {
 		}
 		c.waves.st, c.waves.index, c.waves.loaded = st, idx, true
 	}
-	s.waves.st, s.waves.failed = wave.Observe(c.waves.st, s.waves.rules, waveHosts(s, s.plans), s.now)
+	st := c.waves.st
+	if c.opt.Halter != nil {
+		for group := range s.waves.rules {
+			if at := c.opt.Halter.ResumedAt(group); !at.IsZero() {
+				st = wave.Resume(st, group, at)
+			}
+		}
+	}
+	s.waves.st, s.waves.failed = wave.Observe(st, s.waves.rules, waveHosts(s, s.plans), s.now)
 }
 
 // waveHosts is what package wave sees of the hosts.

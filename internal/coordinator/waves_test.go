@@ -93,9 +93,30 @@ func TestWavesKeptAcrossLeaders(t *testing.T) {
 	if len(halter.calls) != 1 || !strings.HasPrefix(halter.calls[0], "web: canary a of wave k1 failed: stuck") {
 		t.Fatalf("halts %q, want the group halted once", halter.calls)
 	}
+	// The operator resumes the group: the failure is forgotten and stored so,
+	// and b goes as the wave's new canary (a, released, needs it no more).
+	halter.resumed = t0.Add(2 * time.Minute)
+	s = snap(store.PhaseIdle)
+	s.now = t0.Add(3 * time.Minute)
+	s.hosts["a"].rec.RebootRequired = false
+	c.observeWaves(ctx, s)
+	c.storeWaves(ctx, s)
+	if holds, _ := waveHolds(s, queue); len(holds) != 0 {
+		t.Fatalf("after the resume: %v, want b to go", holds)
+	}
+	items, _, _ = st.Waves(ctx)
+	stored, _ = wave.FromItems(items)
+	if w, _ := stored.Wave("web", "k1"); w.Failed != "" {
+		t.Fatalf("stored wave %+v: the failure outlived the resume", w)
+	}
 }
 
-type recHalter struct{ calls []string }
+type recHalter struct {
+	calls   []string
+	resumed time.Time
+}
+
+func (h *recHalter) ResumedAt(string) time.Time { return h.resumed }
 
 func (h *recHalter) HaltGroup(_ context.Context, group, reason string, _ []string) error {
 	h.calls = append(h.calls, group+": "+reason)

@@ -303,14 +303,14 @@ func Grant(st State, r Rules, admitted []Host, now time.Time) (State, bool) {
 	return prune(st), changed
 }
 
-// Resume returns the state with the canary failures of group's waves
-// forgotten and their failed canaries with them (the operator resumed the
-// group): each such wave picks its canaries again.
-func Resume(st State, group string) State {
+// Resume returns the state with the canary failures of group's waves seen
+// before at forgotten, and their failed canaries with them (the operator
+// resumed the group at at): each such wave picks its canaries again.
+func Resume(st State, group string, at time.Time) State {
 	st = st.clone()
 	for i := range st.Waves {
 		w := &st.Waves[i]
-		if w.Group != group || w.Failed == "" {
+		if w.Group != group || w.Failed == "" || !w.FailedAt.Before(at) {
 			continue
 		}
 		w.Failed, w.FailedAt = "", time.Time{}

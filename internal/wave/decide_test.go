@@ -246,7 +246,10 @@ func TestGrantRecordsCanariesThenMembers(t *testing.T) {
 func TestResumeForgetsFailure(t *testing.T) {
 	st := State{Waves: []Wave{{Group: "web", Fingerprint: "k1", Failed: "a: stuck", FailedAt: at(1),
 		Members: []Member{{Host: "a", At: at(0), Canary: true}}}}}
-	st = Resume(st, "web")
+	if kept := Resume(st, "web", at(1)); kept.Waves[0].Failed == "" {
+		t.Fatal("a resume no later than the failure forgot it")
+	}
+	st = Resume(st, "web", at(2))
 	got, _ := Holds(st, canaryRules, []Host{pending("b", "web", "k1")}, at(2))
 	if len(got) != 0 {
 		t.Fatalf("after resume: %v, want b to go as the new canary", got)
