@@ -53,6 +53,8 @@ type waveState struct {
 	index  uint64
 	// failures counts the canaries that failed, by group.
 	failures *prometheus.CounterVec
+	// logged: the error last logged, so that a pass chain logs it once.
+	logged string
 }
 
 // waveView is what a pass knows of the waves.
@@ -134,10 +136,15 @@ func waveHosts(s *snapshot, plans map[string]store.Plan) []wave.Host {
 // storeWaves stores what observeWaves changed, and hands the canaries that
 // failed to the group's halt once stored.
 func (c *Coordinator) storeWaves(ctx context.Context, s *snapshot) {
-	if s.waves.err != nil || !s.waves.rules.Enabled() {
-		if s.waves.err != nil {
-			c.log.Warn("waves held", "err", s.waves.err)
+	defer func() {
+		if msg := errText(s.waves.err); msg != c.waves.logged {
+			c.waves.logged = msg
+			if msg != "" {
+				c.log.Warn("the waves cannot be read or stored: their hosts are held", "err", msg)
+			}
 		}
+	}()
+	if s.waves.err != nil || !s.waves.rules.Enabled() {
 		return
 	}
 	if err := c.putWaves(ctx, s.waves.st); err != nil {
@@ -281,4 +288,11 @@ func waveCanaries(s *snapshot, admitted map[string]bool) map[string]bool {
 		}
 	}
 	return out
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
