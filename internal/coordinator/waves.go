@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -206,7 +207,7 @@ func waveHoldsUntil(s *snapshot, queue []admission.Pending) (map[string]phase.Wa
 		if c := a.Plan.RequestedAt.Compare(b.Plan.RequestedAt); c != 0 {
 			return c
 		}
-		return compareStrings(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	if err := s.waves.err; err != nil {
 		out := map[string]phase.WaitReason{}
@@ -218,16 +219,6 @@ func waveHoldsUntil(s *snapshot, queue []admission.Pending) (map[string]phase.Wa
 		return out, nil
 	}
 	return wave.HoldsUntil(s.waves.st, s.waves.rules, hosts, s.now)
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // grantWaves records the hosts admitted in their waves and stores the record

@@ -9,7 +9,6 @@ package wave
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/phase"
@@ -178,15 +177,6 @@ func byName(hosts []Host) map[string]Host {
 		out[h.Name] = h
 	}
 	return out
-}
-
-// quoted joins names, each quoted.
-func quoted(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }
 
 // reason builds a wait reason.
