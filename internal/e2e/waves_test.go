@@ -61,8 +61,7 @@ func (c *cluster) waveOf(group string, not ...string) wave.Wave {
 	return w
 }
 
-// firstDrain is when the history's cycle of host for which cond holds began
-// its drain.
+// cycles are the host's finished cycles in the history.
 func (c *cluster) cycles(host string) []store.HistoryRecord {
 	var out []store.HistoryRecord
 	for _, r := range c.history() {
@@ -220,11 +219,12 @@ group "prod" {
 	}
 
 	// An update only a prod host needs: held for after_soak from when prod had it.
+	shared := c.waveOf("prod")
 	c.needPackages("libprod\n", prod[0])
 	var w wave.Wave
 	c.waitFor("prod's own wave to go", 30*time.Second, func() bool {
 		for _, x := range c.waves().Waves {
-			if x.Group == "prod" && !x.Finished.IsZero() && len(c.cycles(prod[0])) == 2 {
+			if x.Group == "prod" && x.Fingerprint != shared.Fingerprint && !x.Finished.IsZero() && len(c.cycles(prod[0])) == 2 {
 				w = x
 				return true
 			}
