@@ -137,6 +137,11 @@ type Input struct {
 	GroupPauses, HostPauses map[string]store.Pause
 	OptOut                  map[string]string
 	Urgent                  map[string]bool
+
+	// WaveHolds: why package wave holds a queued host (its canaries, the
+	// groups its group follows), and WaveRecheck when a soak ends.
+	WaveHolds   map[string]phase.WaitReason
+	WaveRecheck time.Time
 }
 
 // Result is what admission decided.
@@ -272,6 +277,11 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 		if why, at := HealthGateHold(in, p.Group); !why.IsZero() {
 			out.Wait[p.Host] = why
 			out.RecheckAt = phase.Earliest(out.RecheckAt, at)
+			continue
+		}
+		if why := in.WaveHolds[p.Host]; !why.IsZero() {
+			out.Wait[p.Host] = why
+			out.RecheckAt = phase.Earliest(out.RecheckAt, in.WaveRecheck)
 			continue
 		}
 		if in.Rules.Workloads && p.Pool != "" {

@@ -50,6 +50,7 @@ func Compile(c *Config) (*Compiled, error) {
 	v.windows()
 	v.freezes()
 	v.groups()
+	v.groupsAfter()
 	v.silences()
 	v.gates()
 	v.approvals()

@@ -289,6 +289,11 @@ type GroupConfig struct {
 	Healthy HealthyConfig
 	// Silence is the group's silence block (silence.go).
 	Silence SilenceConfig
+	// Canary is the group's canary block; After the groups that must have
+	// finished a wave, AfterSoak how long before (wave.go).
+	Canary    CanaryConfig
+	After     []string
+	AfterSoak time.Duration
 }
 
 // WindowConfig is one `window "name" {}` block.

@@ -52,7 +52,7 @@ var groupDrainTable = drainTable.only(reflect.TypeFor[GroupDrainConfig](), "dead
 
 var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label: "Name",
 	labelDoc: "The group's name. Required, unique, not `default`.",
-	settings: []setting{
+	settings: append([]setting{
 		{name: "filter", field: "Filter", check: value(nodeFilter),
 			doc: "A [go-bexpr](https://github.com/hashicorp/go-bexpr) expression over the Nomad node, the syntax " +
 				"of `nomad node status -filter`. Selectors are the node's fields as the API returns them: " +
@@ -133,8 +133,9 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 				"start: it ends with that cycle (or at its `-for`), and the host's next reboot awaits a new " +
 				"one. An approval that cannot be read holds (fail closed). Hosts in no group (the default " +
 				"group) need none."},
-	},
+	}, afterSettings...),
 	nested: []nested{
+		child{t: canaryTable, field: "Canary"}, // its own table: docs/configuration.md, "Waves"
 		child{t: groupDrainTable, field: "Drain", inherit: func(c *Config) any { return c.groupDrain() },
 			defDoc: "the top-level `drain`",
 			doc: "The group's `deadline` (also what its windows must leave room for), `ignore_system_jobs` and " +

@@ -148,6 +148,7 @@ func admissionInput(r admission.Rules, s *snapshot) admission.Input {
 	in.Spare, in.ServersOut, in.Sealed = hostTallies(s)
 	in.PauseUntil, in.GroupPauses, in.HostPauses = s.control.PausedUntil, s.control.GroupPauses, s.control.HostPauses
 	in.OptOut, in.Urgent = s.optOut, urgentRequests(s.control)
+	in.WaveHolds, in.WaveRecheck = waveHolds(s, in.Queue) // waves.go
 	return in
 }
 

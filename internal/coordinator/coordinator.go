@@ -113,6 +113,9 @@ type Deps struct {
 	// NodeEvents keeps the node list current from Nomad's event stream instead
 	// of a blocking query of the whole list (nodes.go).
 	NodeEvents nodestream.NodeEventsAPI
+	// Halter halts the group of a canary that failed (waves.go); nil: the
+	// failed canary's wave is held by the wave state alone.
+	Halter GroupHalter
 }
 
 // Runtime is how a coordinator's loop runs and names itself.
@@ -237,6 +240,8 @@ type Coordinator struct {
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
+	// waves: <prefix>/waves as this term read and wrote it (waves.go).
+	waves waveState
 }
 
 // New returns a coordinator.
@@ -263,6 +268,7 @@ func New(opt Options) *Coordinator {
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalState{asker: opt.ApprovalAsker, given: opt.ApprovalAsker != nil, metrics: newApprovalMetrics(c.metrics.Registry)}
+	c.waves.failures = newWaveFailures(c.metrics.Registry)
 	return c
 }
 
@@ -423,7 +429,8 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		return c.stepFailed(octx, ctx, err)
 	}
 	c.forgetAnswers(s) // approval.go
-	adm := c.admit(octx, s)
+	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
+	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)
 	c.publishSlots(octx, s.statuses)

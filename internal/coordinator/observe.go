@@ -73,6 +73,8 @@ type snapshot struct {
 	// webhook nothing; previewAnswers stand in for its answers (approval.go).
 	preview        bool
 	previewAnswers map[string]admission.WebhookAnswer
+	// waves: the waves as this pass judged them (waves.go).
+	waves waveView
 }
 
 // hostView is what a pass knows of one host; built by each pass, its own.
@@ -126,6 +128,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
 	c.readRejoinHealth(ctx, s)
+	c.observeWaves(ctx, s)
 	s.noHandOver = maps.Clone(c.noHandOver)
 	return s, nil
 }

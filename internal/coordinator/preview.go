@@ -50,6 +50,13 @@ type PreviewHost struct {
 	// HoldsSlot: the host awaits its approval and keeps its group's slot
 	// meanwhile (admission.Result.HoldsSlot).
 	HoldsSlot bool
+	// NotBefore: the soak its wave waits for ends then (waves.go; zero: none).
+	NotBefore time.Time
+	// Canary: the host is, or starting now would be, a canary of its wave.
+	Canary bool
+	// After: the groups its group follows, while it waits for them to finish
+	// its wave (the estimates chain it after them).
+	After []string
 }
 
 // PreviewResult is a whole preview.
@@ -94,6 +101,8 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 	}
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
+	_, soaks := waveHoldsUntil(s, admissionQueue(s))
+	canaries := waveCanaries(s, adm.Admitted)
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason, PausedUntil: s.control.PausedUntil,
 		GroupPauses: s.control.GroupPauses,
 		Unreadable:  map[string]string{}}
@@ -115,7 +124,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 		d := phase.Step(in)
 		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, HoldsSlot: adm.HoldsSlot[name],
-			Cordon: cordonText(d.Plan)}
+			Cordon: cordonText(d.Plan), NotBefore: soaks[name], Canary: canaries[name]}
 		if rec := s.hosts[name].rec; rec != nil {
 			for _, srv := range rec.Servers {
 				h.Clusters = append(h.Clusters, phase.ClusterKey(srv))
@@ -126,6 +135,9 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 		if h.Group == "" {
 			h.Group = in.Plan.Group
+		}
+		if d.Waiting.Kind == phase.WaitAfterGroup && h.NotBefore.IsZero() {
+			h.After = s.waves.rules[h.Group].After
 		}
 		res.Hosts = append(res.Hosts, h)
 	}

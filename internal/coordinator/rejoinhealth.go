@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"github.com/rollboot/rollboot/internal/wave"
 	"log/slog"
 	"time"
 
@@ -42,6 +43,8 @@ type GroupOptions struct {
 	HoldSingletons bool
 	// Silence: the Alertmanager silences of its hosts (sideoutputs.go).
 	Silence silence.Rules
+	// Wave: its canaries and the groups it follows (waves.go).
+	Wave wave.GroupRules
 }
 
 // AllocsAPI is the part of the Nomad allocations API the coordinator uses (for

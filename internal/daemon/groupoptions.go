@@ -21,6 +21,7 @@ func withGroupOptions(specs []coordinator.GroupSpec, cfg *config.Compiled) []coo
 			specs[i].Options.MaxUptime = g.MaxUptime
 			specs[i].Options.HoldSingletons = g.Singletons == workload.SingletonsHold
 			specs[i].Options.Silence = g.Silence.Rules()
+			specs[i].Options.Wave = g.WaveRules()
 		}
 	}
 	return specs

@@ -31,10 +31,14 @@ func Preview(ctx context.Context, cfg *config.Compiled, c *api.Client, clusters 
 	for _, g := range cfg.Policy.Groups {
 		settle[g.Name] = g.Settle
 	}
+	soak, afterSoak := map[string]time.Duration{}, map[string]time.Duration{}
+	for _, g := range cfg.Groups {
+		soak[g.Name], afterSoak[g.Name] = g.Canary.Soak, g.AfterSoak
+	}
 	deadlines := map[string]time.Duration{}
 	for _, g := range cfg.Groups {
 		deadlines[g.Name] = g.Drain.Deadline // the top-level one unless the group sets its own
 	}
 	return preview.Build(preview.Input{Now: now, Observed: res, DrainDeadline: cfg.Drain.Deadline,
-		GroupDrainDeadlines: deadlines, History: history, Settle: settle}), nil
+		GroupDrainDeadlines: deadlines, History: history, Settle: settle, CanarySoak: soak, AfterSoak: afterSoak}), nil
 }

@@ -295,6 +295,9 @@ func (c *cluster) agentSupervisor(base *config.Compiled, clusters *daemon.Cluste
 		cfg.Agent.ServerLockFile = filepath.Join(h.Dir, "server-lock.json")
 		cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
 		cfg.Agent.DetectorRoot = h.Dir // the emulated host's files, not the machine's
+		// Debian's files too, under the host's folder, so that `sim-ctl
+		// need-reboot -packages` gives a need its fingerprint (its wave).
+		cfg.Agent.Detectors = []string{"debian"}
 		local, err := hostLocal(h)
 		if err != nil {
 			log.Error("agent", "host", h.Name, "err", err)

@@ -22,6 +22,7 @@ type Cycle struct {
 	Grant       string               `json:"grant_id"`
 	Outcome     string               `json:"outcome"`
 	Reason      string               `json:"reason"`
+	Fingerprint string               `json:"fingerprint,omitempty"`  // what the reboot installed, as the host said: its wave
 	RequestedBy string               `json:"requested_by,omitempty"` // "" : the host's agent
 	ApprovedBy  string               `json:"approved_by,omitempty"`  // who approved it (a group's approval); "": none needed
 	Error       string               `json:"error,omitempty"`
@@ -71,7 +72,7 @@ func sortByEnd(cs []Cycle) {
 }
 
 func cycle(r store.HistoryRecord) Cycle {
-	c := Cycle{Host: r.Host, Group: r.Group, Grant: r.GrantID, Outcome: r.Outcome, Reason: r.Reason,
+	c := Cycle{Host: r.Host, Group: r.Group, Grant: r.GrantID, Outcome: r.Outcome, Reason: r.Reason, Fingerprint: r.Fingerprint,
 		RequestedBy: r.RequestedBy, ApprovedBy: r.ApprovedBy, Error: r.Error, Forced: r.Forced, BootBefore: r.BootIDBefore,
 		BootAfter: r.BootIDAfter, Finished: r.Finished, Timeline: r.Timeline, Durations: map[string]float64{}}
 	if c.Timeline == nil {

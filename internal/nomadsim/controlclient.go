@@ -65,6 +65,27 @@ func (c ControlClient) ClearRebootRequired(ctx context.Context, host string) (Ho
 	return st, err
 }
 
+// SetPackagesNeeded makes a simulated host need a reboot for packages, as
+// Debian does (PUT /sim/v1/hosts/<host>/packages).
+func (c ControlClient) SetPackagesNeeded(ctx context.Context, host string, packages []string) (HostStatus, error) {
+	var st HostStatus
+	err := c.call(ctx, http.MethodPut, hostPath(host, "packages"), map[string][]string{"packages": packages}, &st)
+	return st, err
+}
+
+// SetBootBlocked makes a simulated host fail to boot (true: a reboot takes it
+// down for good) or boot again (false), with PUT or DELETE
+// /sim/v1/hosts/<host>/boot-block.
+func (c ControlClient) SetBootBlocked(ctx context.Context, host string, blocked bool) (HostStatus, error) {
+	method := http.MethodPut
+	if !blocked {
+		method = http.MethodDelete
+	}
+	var st HostStatus
+	err := c.call(ctx, method, hostPath(host, "boot-block"), nil, &st)
+	return st, err
+}
+
 // Hosts lists every simulated host (GET /sim/v1/hosts).
 func (c ControlClient) Hosts(ctx context.Context) ([]HostStatus, error) {
 	var out []HostStatus

@@ -24,6 +24,10 @@ const (
 	StatFile = "stat"
 )
 
+// debianRunFiles are /var/run/reboot-required and its packages' list, as an
+// agent whose detector_root is the host's folder reads them.
+var debianRunFiles = []string{"var/run/reboot-required", "var/run/reboot-required.pkgs"}
+
 // writeBootFiles writes the files a boot changes: the boot ID and the boot
 // time.
 func writeBootFiles(dir, bootID string, at time.Time) error {
@@ -99,6 +103,11 @@ func (s *Sim) bootLocked(h *Host) {
 	}
 	if !s.cfg.KeepSentinelOnReboot {
 		_ = os.Remove(filepath.Join(h.Dir, SentinelFile))
+		// The Debian detector's files under the agent's detector_root: /run
+		// (/var/run) is a tmpfs, empty after a boot (file-hierarchy(7)).
+		for _, f := range debianRunFiles {
+			_ = os.Remove(filepath.Join(h.Dir, f))
+		}
 	}
 	h.Up = true
 	h.Boots++

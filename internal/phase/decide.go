@@ -336,6 +336,9 @@ func Step(in Input) Decision {
 	if in.Group != "" && (d.Plan.Phase == store.PhasePending || d.StartDrain) {
 		d.Plan.Group = in.Group
 	}
+	if in.Plan.Phase == store.PhasePending && d.Plan.Active() {
+		d.Plan.Fingerprint = grantFingerprint(in) // for the history record: the cycle's wave
+	}
 	if w := d.Waiting.Stored(); d.Plan.Waiting != w && (d.Write || in.Plan.Phase != store.PhaseIdle) {
 		// Keep a hold's reason in the plan for `rollboot status`; it changes
 		// rarely, so this adds few writes (wait.go, progress).
@@ -984,7 +987,7 @@ func release(in Input, d Decision) Decision {
 func history(p store.Plan, in Input, outcome string) *store.HistoryRecord {
 	h := &store.HistoryRecord{
 		Host: p.Host, Group: p.Group, GrantID: p.GrantID, Outcome: outcome, Reason: p.Reason,
-		BootIDBefore: p.BootIDAtGrant, Forced: p.Forced, Finished: in.Now, ApprovedBy: p.ApprovedBy,
+		BootIDBefore: p.BootIDAtGrant, Forced: p.Forced, Finished: in.Now, ApprovedBy: p.ApprovedBy, Fingerprint: p.Fingerprint,
 		Timeline: map[string]time.Time{},
 	}
 	for k, v := range p.Timeline {
@@ -1005,8 +1008,17 @@ func finish(p store.Plan, now time.Time) store.Plan {
 	n := enter(p, store.PhaseIdle, now)
 	n.GrantID, n.Attempt, n.BootIDAtGrant, n.SystemJobs = "", 0, "", nil
 	n.NextTry, n.LastError, n.Forced, n.EligibleBefore, n.DrainedIndex = time.Time{}, "", false, false, 0
-	n.Held, n.NodeGoneSince = false, time.Time{}
+	n.Held, n.NodeGoneSince, n.Fingerprint = false, time.Time{}, ""
 	return n
+}
+
+// grantFingerprint is the fingerprint of the need a grant answers, as the
+// host's record claims it ("" when the record claims no need).
+func grantFingerprint(in Input) string {
+	if in.Host == nil || !in.Host.RebootRequired {
+		return ""
+	}
+	return in.Host.Fingerprint
 }
 
 // enter moves p to phase at now and records the first entry in the timeline.

@@ -54,6 +54,13 @@ const (
 	WaitAwaitingApproval
 	WaitHostPaused      // Detail: store.Pause.Describe of the host's pause
 	WaitNodeOptOut      // Detail: the node meta rollboot_pause's value
+	// Waves (package wave): the canaries of the host's wave and the groups its
+	// group follows.
+	WaitCanary       // Detail: the canaries waited for, and the wave
+	WaitCanarySoak   // Detail: until when, and the wave
+	WaitCanaryFailed // Detail: which canary failed and how, and the wave
+	WaitAfterGroup   // Detail: the group followed, and what it waits for
+	WaitWaveUnknown  // Detail: why the waves cannot be read or stored
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -121,6 +128,11 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitAwaitingApproval:  {"awaiting_approval", "awaiting approval: %s"},
 	WaitHostPaused:        {"host_paused", "%s"},
 	WaitNodeOptOut:        {"node_opt_out", "its node opted out (node meta rollboot_pause): %s"},
+	WaitCanary:            {"canary", "waiting for canary %s"},
+	WaitCanarySoak:        {"canary_soak", "canary soak until %s"},
+	WaitCanaryFailed:      {"canary_failed", "canary failed: %s"},
+	WaitAfterGroup:        {"after_group", "after %s"},
+	WaitWaveUnknown:       {"wave_unknown", "cannot tell the order of its wave: %s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},

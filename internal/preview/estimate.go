@@ -38,6 +38,12 @@ type Input struct {
 	Settle map[string]time.Duration
 	// History is the stored history, for the step durations.
 	History []store.HistoryRecord
+	// CanarySoak is, by group, how long the rest of a wave waits after its
+	// canaries are back (a group's canary block; none when absent).
+	CanarySoak map[string]time.Duration
+	// AfterSoak is, by group, how long after the groups it follows finished a
+	// wave it starts it (a group's after_soak).
+	AfterSoak map[string]time.Duration
 }
 
 // Plan is the previewed rollout.
@@ -93,6 +99,8 @@ type Host struct {
 	// Need is why the host reboots (its plan's reason: a package need, a
 	// request, "uptime 31.4d > 30d").
 	Need string `json:"need,omitempty"`
+	// Canary: it is, or starting now would be, a canary of its wave.
+	Canary bool `json:"canary,omitempty"`
 	// Blocked: what holds it does not end with time (a gate, a missing agent,
 	// a node not ready, a stuck host in the way): it has no estimate.
 	Blocked bool      `json:"blocked"`
@@ -118,8 +126,54 @@ func timed(k phase.WaitKind) bool {
 	return false
 }
 
-// Build estimates the rollout.
+// Build estimates the rollout. A host that waits for the groups its group
+// follows to finish its wave starts no sooner than their estimated finish and
+// its group's after_soak: the groups are estimated again with that, as often
+// as such an order can be chained.
 func Build(in Input) Plan {
+	p := build(in)
+	for range in.Observed.Groups {
+		hosts, chained := chainAfter(in, p)
+		if !chained {
+			break
+		}
+		in.Observed.Hosts = hosts
+		p = build(in)
+	}
+	return p
+}
+
+// chainAfter returns the observed hosts with NotBefore set on those that wait
+// for groups whose finish p estimates, and whether it set any.
+func chainAfter(in Input, p Plan) ([]coordinator.PreviewHost, bool) {
+	finish, unestimated := map[string]time.Time{}, map[string]bool{}
+	for _, g := range p.Groups {
+		finish[g.Name] = g.Finish
+		for _, h := range g.Hosts {
+			unestimated[g.Name] = unestimated[g.Name] || h.Finish.IsZero()
+		}
+	}
+	hosts := slices.Clone(in.Observed.Hosts)
+	chained := false
+	for i, h := range hosts {
+		if len(h.After) == 0 || !h.NotBefore.IsZero() {
+			continue
+		}
+		var at time.Time
+		known := true
+		for _, a := range h.After {
+			known = known && !unestimated[a] && !finish[a].IsZero()
+			at = later(at, finish[a])
+		}
+		if known {
+			hosts[i].NotBefore, chained = at.Add(in.AfterSoak[h.Group]), true
+		}
+	}
+	return hosts, chained
+}
+
+// build estimates the rollout once.
+func build(in Input) Plan {
 	measured := Measure(in.History)
 	p := Plan{Now: in.Now, Paused: in.Observed.Paused, PauseReason: in.Observed.PauseReason, PausedUntil: in.Observed.PausedUntil}
 	if len(in.Observed.Unreadable) > 0 {
@@ -274,7 +328,7 @@ type groupPart struct {
 // hostOf is the part of ph's Host that the observation gives.
 func hostOf(ph coordinator.PreviewHost, group string) Host {
 	return Host{Host: ph.Host, Group: group, Phase: ph.Plan.Phase, Starts: ph.Starts,
-		WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String(), Need: ph.Plan.Reason, Cordon: ph.Cordon}
+		WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String(), Need: ph.Plan.Reason, Cordon: ph.Cordon, Canary: ph.Canary}
 }
 
 // prepareGroup estimates the group's hosts in progress (they end one cycle
@@ -298,7 +352,7 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 			h.Blocked, h.NoEstimate = true, "awaits approval, keeping its group's slot"
 			outs = append(outs, time.Time{})
 			gp.held = append(gp.held, h)
-		case ph.Starts || timed(ph.Waiting.Kind):
+		case ph.Starts || timed(ph.Waiting.Kind) || !ph.NotBefore.IsZero() || ph.Waiting.Kind == phase.WaitCanary:
 			queue = append(queue, ph)
 		default:
 			h.Blocked, h.NoEstimate = true, "held by something that does not end with time"
@@ -307,6 +361,7 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	}
 	slices.SortFunc(gp.active, func(a, b Host) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Host, b.Host)) })
 	slices.SortFunc(queue, fifo)
+	afterCanaries(queue, outs, in.CanarySoak[g.Name])
 	gp.sim = &sim{now: in.Now, cycle: g.Durations.Cycle(), capacity: g.Capacity, settle: g.Settle,
 		sched: sched, deadline: in.DrainDeadline, outs: outs, lastBack: lastBack}
 	if in.Observed.Paused {
@@ -320,6 +375,26 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	}
 	gp.sim.begin(queue, g.Name)
 	return gp
+}
+
+// afterCanaries sets when the hosts that wait for their wave's canaries may
+// start: once the last host out of the group (the canaries) is back and the
+// soak has passed. A canary that never comes back on its own (stuck) leaves
+// them without an estimate.
+func afterCanaries(queue []coordinator.PreviewHost, outs []time.Time, soak time.Duration) {
+	var back time.Time
+	for _, t := range outs {
+		if t.IsZero() {
+			back = time.Time{}
+			break
+		}
+		back = later(back, t)
+	}
+	for i, ph := range queue {
+		if ph.Waiting.Kind == phase.WaitCanary && !back.IsZero() {
+			queue[i].NotBefore = back.Add(soak)
+		}
+	}
 }
 
 // hosts returns the group's hosts once served: in progress first, then the

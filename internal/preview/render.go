@@ -156,11 +156,15 @@ func statusText(h Host) string {
 
 // waitText says whether the host starts now, and what it waits for.
 func waitText(h Host) string {
+	canary := ""
+	if h.Canary {
+		canary = " (canary)"
+	}
 	switch {
 	case h.Starts:
-		return "starts now"
+		return "starts now" + canary
 	case h.Position == 0 && !h.Blocked:
-		s := "in progress"
+		s := "in progress" + canary
 		if h.Reason != "" {
 			s += ": " + h.Reason
 		}

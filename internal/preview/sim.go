@@ -64,6 +64,7 @@ func (s *sim) begin(queue []coordinator.PreviewHost, group string) {
 		if ph.Plan.NextTry.After(s.now) {
 			s.ready[i] = ph.Plan.NextTry
 		}
+		s.ready[i] = later(s.ready[i], ph.NotBefore) // a wave's soak (coordinator.PreviewHost)
 	}
 }
 

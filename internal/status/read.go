@@ -37,6 +37,8 @@ type Source struct {
 	AgentNamespace string
 	// Silences: where the silences kept are read (nil: not read).
 	Silences SilenceStore
+	// Waves: where the waves are read (nil: not read; waves.go).
+	Waves WaveStore
 }
 
 // Read reads the status: the host records, plans and control state (an error
@@ -71,6 +73,9 @@ func Read(ctx context.Context, src Source, now time.Time) (View, error) {
 	addNomadChecks(ctx, &v, src, recs, bad, nodes, nodesErr, now)
 	if src.Silences != nil {
 		readSilences(ctx, &v, src.Silences)
+	}
+	if src.Waves != nil {
+		readWaves(ctx, &v, src.Waves)
 	}
 	return v, nil
 }

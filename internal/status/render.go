@@ -59,6 +59,9 @@ func writeView(w io.Writer, v View, now time.Time, wide bool) error {
 	if err := writeSilences(w, v, now); err != nil {
 		return err
 	}
+	if err := writeWaves(w, v); err != nil {
+		return err
+	}
 	t.problems(v)
 	return nil
 }

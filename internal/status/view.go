@@ -122,6 +122,10 @@ type View struct {
 	// not all be read.
 	Silences       []Silence `json:"silences,omitempty"`
 	SilenceProblem string    `json:"silence_problem,omitempty"`
+	// Waves are the waves under way or held (waves.go); WaveProblem says why
+	// they could not be read.
+	Waves       []Wave `json:"waves,omitempty"`
+	WaveProblem string `json:"wave_problem,omitempty"`
 }
 
 // VersionCount is how many hosts' agents run one version.

@@ -174,6 +174,9 @@ type Plan struct {
 	// no need of its own refuses a grant that is not a request: the record
 	// that asked for it may be another host's forgery.
 	ManualRequest bool
+	// Fingerprint is what its record said the reboot installs when the cycle
+	// was granted (the host's claim: its wave), for the history record.
+	Fingerprint string
 	// UptimeBootedAt: the need this grant answers is the host's uptime
 	// (max_uptime) in the boot that began at this time, as its record said;
 	// zero for any other need. The agent refuses the grant unless its own
@@ -388,6 +391,9 @@ type HistoryRecord struct {
 	// ApprovedBy: who approved the cycle (Plan.ApprovedBy); "" when its group
 	// needs no approval.
 	ApprovedBy string
+	// Fingerprint is what the host's record said the reboot installs when the
+	// cycle was granted (its wave); "" when it said nothing.
+	Fingerprint string
 }
 
 // ---- codecs: one per record type (codec.go) --------------------------------------
@@ -477,6 +483,7 @@ var planCodec = codec[Plan]{version: 2, writeVersion: func(p *Plan) int {
 	instant("servers_stable_since", func(p *Plan) *time.Time { return &p.ServersStableSince }, false),
 	flag("manual_request", func(p *Plan) *bool { return &p.ManualRequest }, false),
 	instant("uptime_booted_at", func(p *Plan) *time.Time { return &p.UptimeBootedAt }, false),
+	text("fingerprint", func(p *Plan) *string { return &p.Fingerprint }),
 	text("gone_boot_id", func(p *Plan) *string { return &p.GoneBootID }),
 	flag("held", func(p *Plan) *bool { return &p.Held }, false),
 	instant("node_gone_since", func(p *Plan) *time.Time { return &p.NodeGoneSince }, false),
@@ -526,6 +533,7 @@ var historyCodec = codec[HistoryRecord]{version: 1, fields: []field[HistoryRecor
 	text("approved_by", func(h *HistoryRecord) *string { return &h.ApprovedBy }),
 	instant("finished", func(h *HistoryRecord) *time.Time { return &h.Finished }, false),
 	object("timeline", func(h *HistoryRecord) *map[string]time.Time { return &h.Timeline }, noEntries[string, time.Time]),
+	text("fingerprint", func(h *HistoryRecord) *string { return &h.Fingerprint }),
 }}
 
 func (h HistoryRecord) items() map[string]string { return historyCodec.encode(h) }

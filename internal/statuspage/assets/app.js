@@ -199,6 +199,8 @@
     for (const p of v.control_problems || []) probs.push("Unreadable control entry: " + p);
     for (const b of v.plan_problems || []) probs.push("Partly unreadable plan " + b.host + ": " + b.err);
     if (v.agent_check) probs.push("Agents: " + v.agent_check);
+    for (const w of v.waves || []) if (w.failed) probs.push("Wave held: group " + w.group + ", wave " + w.fingerprint.slice(0, 16) + ": canary " + w.failed);
+    if (v.wave_problem) probs.push("Waves: " + v.wave_problem);
     if (v.mixed_versions) probs.push("Agents run different versions: " + v.mixed_versions.map((c) => c.version + " (" + c.hosts + ")").join(", "));
     const pe = $("problems");
     setText(pe, probs.join("\n"));

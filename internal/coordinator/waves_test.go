@@ -1,0 +1,124 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/wave"
+)
+
+// When <prefix>/waves cannot be read or stored, every queued host of a wave
+// in a group with canaries or an order waits, saying why (fail closed); a host
+// in no wave (no fingerprint) and a group without either go as before.
+func TestWaveHoldsFailClosed(t *testing.T) {
+	rec := func(name, fp string) *store.HostRecord {
+		return &store.HostRecord{Host: name, RebootRequired: true, Fingerprint: fp}
+	}
+	s := &snapshot{now: t0, plans: map[string]store.Plan{}, waves: waveView{
+		rules: wave.Rules{"web": {Canaries: 1}}, err: errors.New("read the waves: unexpected EOF")}}
+	var queue []admission.Pending
+	for _, q := range []struct{ host, group, fp string }{{"a", "web", "k1"}, {"b", "web", ""}, {"c", "db", "k1"}} {
+		s.plans[q.host] = store.Plan{Host: q.host, Phase: store.PhasePending}
+		queue = append(queue, admission.Pending{Request: policy.Request{Host: q.host, Group: q.group}, Rec: rec(q.host, q.fp)})
+	}
+	holds, _ := waveHolds(s, queue)
+	if len(holds) != 1 || holds["a"].Kind != phase.WaitWaveUnknown {
+		t.Fatalf("holds %v, want a alone held with wave_unknown", holds)
+	}
+	s.waves.err, s.waves.st = nil, wave.State{Waves: []wave.Wave{{Group: "web", Fingerprint: "k1", Seen: t0}}}
+	if holds, _ := waveHolds(s, queue); len(holds) != 0 {
+		t.Fatalf("with the waves read: holds %v, want none (a goes as the canary)", holds)
+	}
+}
+
+// A new leader reads <prefix>/waves once and keeps what the last one recorded:
+// the canary it granted, still out, holds the rest of its wave; once the
+// canary's cycle fails, the failure is stored before anything is admitted, and
+// handed to the group's halt once.
+func TestWavesKeptAcrossLeaders(t *testing.T) {
+	_, _, st := simStore(t, nomadsim.Config{Servers: 1})
+	ctx := context.Background()
+	rules := wave.Rules{"web": {Canaries: 1}}
+	before := wave.State{Waves: []wave.Wave{{Group: "web", Fingerprint: "k1", Seen: t0,
+		Members: []wave.Member{{Host: "a", At: t0, Canary: true}}}}}
+	if _, err := st.PutWaves(ctx, wave.Items(before), 0); err != nil {
+		t.Fatal(err)
+	}
+	halter := &recHalter{}
+	c := New(Options{Deps: Deps{Store: st, Halter: halter},
+		Rules: Rules{Groups: []GroupSpec{{Group: policy.Group{Name: "web", Concurrency: 3}, Options: GroupOptions{Wave: rules["web"]}}}}})
+	snap := func(aPhase string) *snapshot {
+		s := &snapshot{now: t0.Add(time.Minute), plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
+		for _, h := range []string{"a", "b"} {
+			s.names = append(s.names, h)
+			s.hosts[h] = &hostView{group: "web", rec: &store.HostRecord{Host: h, RebootRequired: true, Fingerprint: "k1"}}
+			s.plans[h] = store.Plan{Host: h, Phase: store.PhasePending, Group: "web", PhaseSince: t0.Add(-time.Minute)}
+		}
+		s.plans["a"] = store.Plan{Host: "a", Phase: aPhase, Group: "web", PhaseSince: t0.Add(30 * time.Second), LastError: "the host did not come back within 20s"}
+		return s
+	}
+	queue := []admission.Pending{{Request: policy.Request{Host: "b", Group: "web"}, Rec: &store.HostRecord{Host: "b", RebootRequired: true, Fingerprint: "k1"}}}
+
+	s := snap(store.PhaseRebooting)
+	c.observeWaves(ctx, s)
+	c.storeWaves(ctx, s)
+	if holds, _ := waveHolds(s, queue); holds["b"].Kind != phase.WaitCanary || !strings.Contains(holds["b"].Detail, "a (") {
+		t.Fatalf("b: %v, want it to wait for the canary the last leader granted", holds)
+	}
+	s = snap(store.PhaseStuck)
+	c.observeWaves(ctx, s)
+	c.storeWaves(ctx, s)
+	if holds, _ := waveHolds(s, queue); holds["b"].Kind != phase.WaitCanaryFailed {
+		t.Fatalf("b: %v, want the canary's failure to hold it", holds)
+	}
+	items, _, err := st.Waves(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := wave.FromItems(items)
+	if w, _ := stored.Wave("web", "k1"); !strings.Contains(w.Failed, "stuck") {
+		t.Fatalf("stored wave %+v: the failure is not stored", w)
+	}
+	s = snap(store.PhaseStuck)
+	c.observeWaves(ctx, s)
+	c.storeWaves(ctx, s)
+	if len(halter.calls) != 1 || !strings.HasPrefix(halter.calls[0], "web: canary a of wave k1 failed: stuck") {
+		t.Fatalf("halts %q, want the group halted once", halter.calls)
+	}
+	// The operator resumes the group: the failure is forgotten and stored so,
+	// and b goes as the wave's new canary (a, released, needs it no more).
+	halter.resumed = t0.Add(2 * time.Minute)
+	s = snap(store.PhaseIdle)
+	s.now = t0.Add(3 * time.Minute)
+	s.hosts["a"].rec.RebootRequired = false
+	c.observeWaves(ctx, s)
+	c.storeWaves(ctx, s)
+	if holds, _ := waveHolds(s, queue); len(holds) != 0 {
+		t.Fatalf("after the resume: %v, want b to go", holds)
+	}
+	items, _, _ = st.Waves(ctx)
+	stored, _ = wave.FromItems(items)
+	if w, _ := stored.Wave("web", "k1"); w.Failed != "" {
+		t.Fatalf("stored wave %+v: the failure outlived the resume", w)
+	}
+}
+
+type recHalter struct {
+	calls   []string
+	resumed time.Time
+}
+
+func (h *recHalter) ResumedAt(string) time.Time { return h.resumed }
+
+func (h *recHalter) HaltGroup(_ context.Context, group, reason string, _ []string) error {
+	h.calls = append(h.calls, group+": "+reason)
+	return nil
+}
