@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/approvalhook"
-	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/store"
-	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
 // Approvals (a group's approval = "manual" or "webhook", decided by package
@@ -27,51 +23,22 @@ import (
 // used is recorded in its plan; the operator's is removed from the control
 // state when the cycle ends (closeCycle).
 
-// ApprovalAsker asks the approval webhook (*approvalhook.Hook).
-type ApprovalAsker interface {
-	Ask(ctx context.Context, r approvalhook.Request, now time.Time) admission.WebhookAnswer
-}
-
-// approvalState is the approvals' state across passes.
-type approvalState struct {
-	asker ApprovalAsker
-	// hook: the webhook asker was made for (a policy that changes it gets a
-	// new one); given: the asker came with the options, whatever the policy.
-	hook    ApprovalHook
-	given   bool
-	metrics *approvalMetrics
-	// answers: the webhook's answers standing, by host.
-	answers map[string]webhookAnswer
-}
-
-// webhookAnswer is the webhook's answer to one request of a host.
-type webhookAnswer struct {
-	requestedAt time.Time
-	ans         admission.WebhookAnswer
-}
-
-// maxWebhookAsks bounds the webhook requests in flight at once.
-const maxWebhookAsks = 8
-
 // webhookAnswers are the answers standing for the hosts of s's queue, by
 // host: those to the host's current request (a new request is asked anew).
 func (c *Coordinator) webhookAnswers(s *snapshot) map[string]admission.WebhookAnswer {
-	out := map[string]admission.WebhookAnswer{}
-	for host, a := range c.approvals.answers {
-		if p, ok := s.plans[host]; ok && p.Phase == store.PhasePending && p.RequestedAt.Equal(a.requestedAt) {
-			out[host] = a.ans
+	requested := map[string]time.Time{}
+	for host, p := range s.plans {
+		if p.Phase == store.PhasePending {
+			requested[host] = p.RequestedAt
 		}
 	}
-	return out
+	return c.approvals.Standing(requested)
 }
 
 // askWebhook asks the approval webhook about each of hosts, side by side,
 // and keeps the answers. A preview (rollboot plan) asks nothing: the hosts
 // are shown awaiting approval.
 func (c *Coordinator) askWebhook(ctx context.Context, s *snapshot, hosts []string) {
-	if c.approvals.answers == nil {
-		c.approvals.answers = map[string]webhookAnswer{}
-	}
 	if s.preview {
 		for _, h := range hosts {
 			s.previewAnswers[h] = admission.WebhookAnswer{At: s.now,
@@ -79,27 +46,11 @@ func (c *Coordinator) askWebhook(ctx context.Context, s *snapshot, hosts []strin
 		}
 		return
 	}
-	if h := c.opt.ApprovalHook; !c.approvals.given && (c.approvals.asker == nil || c.approvals.hook != h) {
-		c.approvals.asker, c.approvals.hook = &approvalhook.Hook{URL: h.URL, Timeout: h.Timeout, Header: h.Header, Env: h.Env, File: h.File}, h
-	}
-	answers := make([]admission.WebhookAnswer, len(hosts))
-	parallel.Each(len(hosts), maxWebhookAsks, nil, func(i int) {
-		answers[i] = c.approvals.asker.Ask(ctx, webhookRequest(s, hosts[i]), s.now)
-	})
+	asked := make([]approvalhook.Asked, len(hosts))
 	for i, h := range hosts {
-		a := answers[i]
-		before, asked := c.approvals.answers[h]
-		c.approvals.answers[h] = webhookAnswer{requestedAt: s.plans[h].RequestedAt, ans: a}
-		result := "refused"
-		if a.Approved {
-			result = "approved"
-		}
-		c.approvals.metrics.requests.WithLabelValues(result).Inc()
-		if !asked || before.ans.Answer != a.Answer || before.ans.Approved != a.Approved {
-			// Logged when it changes, not at every recheck.
-			c.log.Info("approval webhook answered", "host", h, "group", s.hosts[h].group, "approved", a.Approved, "answer", a.Answer)
-		}
+		asked[i] = approvalhook.Asked{Request: webhookRequest(s, h), RequestedAt: s.plans[h].RequestedAt}
 	}
+	c.approvals.Ask(ctx, c.opt.ApprovalHook, asked, s.now)
 }
 
 // webhookRequest is what the webhook is sent about host.
@@ -115,14 +66,10 @@ func webhookRequest(s *snapshot, host string) approvalhook.Request {
 // forgetAnswers drops the answers no longer standing: the host granted (its
 // plan no longer pending on that request), or gone.
 func (c *Coordinator) forgetAnswers(s *snapshot) {
-	for host, a := range c.approvals.answers {
+	c.approvals.Forget(func(host string, requestedAt time.Time, approved bool) bool {
 		p, ok := s.plans[host]
-		keep := ok && p.RequestedAt.Equal(a.requestedAt) &&
-			(p.Phase == store.PhasePending || p.Phase == store.PhaseBackoff && a.ans.Approved)
-		if !keep {
-			delete(c.approvals.answers, host)
-		}
-	}
+		return ok && p.RequestedAt.Equal(requestedAt) && (p.Phase == store.PhasePending || p.Phase == store.PhaseBackoff && approved)
+	})
 }
 
 // validApprovals are the operators' approvals valid at now, by host.
@@ -153,19 +100,4 @@ func (c *Coordinator) consumeApproval(ctx context.Context, host string, until ti
 		return fmt.Errorf("remove the approval of %s: %w", host, err)
 	}
 	return nil
-}
-
-// approvalMetrics are the approvals' series.
-type approvalMetrics struct {
-	requests *prometheus.CounterVec
-}
-
-func newApprovalMetrics(reg prometheus.Registerer) *approvalMetrics {
-	m := &approvalMetrics{
-		requests: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollboot_approval_webhook_requests_total",
-			Help: "Requests to the approval webhook, by result: approved (2xx) or refused (any other answer, none in time, unreachable)."}, []string{"result"})),
-	}
-	m.requests.WithLabelValues("approved")
-	m.requests.WithLabelValues("refused")
-	return m
 }

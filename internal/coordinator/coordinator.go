@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/approvalhook"
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/health"
@@ -103,7 +104,7 @@ type Deps struct {
 	GateReader gatepoll.HealthGateReader
 	// ApprovalAsker asks the approval webhook (nil: over HTTP, package
 	// approvalhook, as the policy's approval block says).
-	ApprovalAsker ApprovalAsker
+	ApprovalAsker approvalhook.Asker
 	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
 	WorkloadsAPI workloadread.API
 	// Allocs stops the allocations of drain.stop_jobs; ConsulHealth reads the
@@ -236,7 +237,7 @@ type Coordinator struct {
 	alerts *gatepoll.Alerts
 	gates  *gatepoll.Gates
 	// approvals: the approval webhook's answers (approval.go).
-	approvals approvalState
+	approvals *approvalhook.Keeper
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
@@ -267,7 +268,7 @@ func New(opt Options) *Coordinator {
 	}
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
-	c.approvals = approvalState{asker: opt.ApprovalAsker, given: opt.ApprovalAsker != nil, metrics: newApprovalMetrics(c.metrics.Registry)}
+	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)
 	c.waves.failures = newWaveFailures(c.metrics.Registry)
 	return c
 }
@@ -428,7 +429,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	c.forgetAnswers(s) // approval.go
+	c.forgetAnswers(s)    // approval.go
 	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt

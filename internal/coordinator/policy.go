@@ -9,6 +9,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
+	"github.com/rollboot/rollboot/internal/approvalhook"
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -74,16 +75,7 @@ type Rules struct {
 	// Approval: the groups whose hosts await an approval (approval.go), and
 	// ApprovalHook the webhook asked for those with approval = "webhook".
 	Approval     admission.ApprovalRules
-	ApprovalHook ApprovalHook
-}
-
-// ApprovalHook is the policy's approval webhook: its URL, the bound of one
-// request, and the header its secret is sent in, read from the environment
-// variable Env or the file File of the coordinator.
-type ApprovalHook struct {
-	URL               string
-	Timeout           time.Duration
-	Header, Env, File string
+	ApprovalHook approvalhook.Settings
 }
 
 // NodeMetaRules are the policy's node_meta block: how many hosts of each

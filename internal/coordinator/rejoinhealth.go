@@ -3,9 +3,10 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"github.com/rollboot/rollboot/internal/wave"
 	"log/slog"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/wave"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/nomad/api"

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/approvalhook"
 	"github.com/rollboot/rollboot/internal/config"
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -119,7 +120,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		MetaKeys: coordinator.NodeMetaRules{NextInLine: cfg.NodeMeta.NextInLine, CordonNext: cfg.NodeMeta.CordonNext,
 			BeforeDrain: cfg.NodeMeta.BeforeDrain, AfterRejoin: cfg.NodeMeta.AfterRejoin},
 		Approval: cfg.ApprovalRules(),
-		ApprovalHook: coordinator.ApprovalHook{URL: cfg.Approval.Webhook, Timeout: cfg.Approval.Timeout,
+		ApprovalHook: approvalhook.Settings{URL: cfg.Approval.Webhook, Timeout: cfg.Approval.Timeout,
 			Header: cfg.Approval.AuthHeader, Env: cfg.Approval.AuthEnv, File: cfg.Approval.AuthFile},
 	}
 }
