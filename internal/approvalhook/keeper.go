@@ -66,8 +66,12 @@ func NewKeeper(asker Asker, reg prometheus.Registerer, log *slog.Logger) *Keeper
 
 // Standing returns the answers to the hosts' current requests (requested:
 // when each pending host's request was made): a new request is asked anew.
+// A nil keeper has none.
 func (k *Keeper) Standing(requested map[string]time.Time) map[string]admission.WebhookAnswer {
 	out := map[string]admission.WebhookAnswer{}
+	if k == nil {
+		return out
+	}
 	for host, a := range k.answers {
 		if at, ok := requested[host]; ok && at.Equal(a.requestedAt) {
 			out[host] = a.ans
@@ -104,7 +108,11 @@ func (k *Keeper) Ask(ctx context.Context, s Settings, hosts []Asked, now time.Ti
 
 // Forget drops the answers that no longer stand: keep says whether the answer
 // to the host's request made at requestedAt, approving or not, still does.
+// A nil keeper has none.
 func (k *Keeper) Forget(keep func(host string, requestedAt time.Time, approved bool) bool) {
+	if k == nil {
+		return
+	}
 	for host, a := range k.answers {
 		if !keep(host, a.requestedAt, a.ans.Approved) {
 			delete(k.answers, host)
