@@ -173,14 +173,6 @@ func newPauseCmd(cf *configFlags) *cobra.Command {
 	return cmd
 }
 
-func newResumeCmd(cf *configFlags) *cobra.Command {
-	return controlCmd(cf, "resume", "Resume a paused rollout", noArgs("resume"), nil,
-		func(_ []string, c *store.Control, _ func() string) (string, error) {
-			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = false, "", time.Time{}, ""
-			return "Rollout resumed.", nil
-		})
-}
-
 func newReleaseCmd(cf *configFlags) *cobra.Command {
 	return controlCmd(cf, "release HOST", "Free the slot of a host that is stuck, undoing its drain and restoring eligibility", oneHost("release"), releasable,
 		func(args []string, c *store.Control, by func() string) (string, error) {

@@ -7,6 +7,7 @@ package admission
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -51,6 +52,10 @@ type Rules struct {
 	Alerts, Workloads, Capacity bool
 	// HealthGates are the policy's health gates, in the policy's order.
 	HealthGates []healthgate.Gate
+	// FailureBudgets: a halted scope starts no drain (HaltHold); Rollout caps
+	// the hosts out and the drains started per hour of all groups together.
+	FailureBudgets policy.FailureBudgets
+	Rollout        policy.RolloutBudget
 }
 
 // DrainDeadlineOf is the drain deadline of the group named name.
@@ -114,6 +119,14 @@ type Input struct {
 	// Jobs: the system jobs running on the node of each host admitted, read
 	// once it is (a host missing has not been read).
 	Jobs map[string][]string
+
+	// Halts: the scopes halted by their failure budget (policy.HaltState);
+	// HaltsUnknown: why the halt state cannot be read ("" when it can).
+	Halts        map[string]policy.Halt
+	HaltsUnknown string
+	// DrainStarts: when the drains of the last hour started, every group's
+	// (the plans' DrainStarts), for Rules.Rollout.
+	DrainStarts []time.Time
 }
 
 // Result is what admission decided.
@@ -171,7 +184,8 @@ func Admit(in Input) (Result, Needs) {
 	if !needs.None() {
 		return out, needs
 	}
-	a := admitter{in: in, out: &out, spare: in.Spare, serversOut: maps.Clone(in.ServersOut), index: map[string]int{}}
+	a := admitter{in: in, out: &out, spare: in.Spare, serversOut: maps.Clone(in.ServersOut), index: map[string]int{},
+		rolloutOut: hostsOut(in), starts: slices.Clone(in.DrainStarts)}
 	if a.serversOut == nil {
 		a.serversOut = map[string]string{}
 	}
@@ -216,6 +230,10 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 	var queue []policy.Request
 	var workloads []string
 	for _, p := range in.Queue {
+		if why := HaltHold(in, p.Group); !why.IsZero() {
+			out.Wait[p.Host] = why
+			continue
+		}
 		if why, ok := settling[p.Group]; ok {
 			out.Wait[p.Host] = why
 			out.RecheckAt = phase.Earliest(out.RecheckAt, until[p.Group])
@@ -260,6 +278,29 @@ func HealthGateHold(in Input, group string) (phase.WaitReason, time.Time) {
 		}
 	}
 	return phase.WaitReason{}, time.Time{}
+}
+
+// HaltHold is why the failure budgets hold the drains of group (zero: they
+// do not): the rollout or the group is halted until an operator resumes it,
+// or the halt state cannot be read while a budget is set (fail closed).
+func HaltHold(in Input, group string) phase.WaitReason {
+	bs := in.Rules.FailureBudgets
+	if in.HaltsUnknown != "" && (bs.Rollout.On() || bs.Of(group).On()) {
+		return phase.WaitFor(phase.WaitHaltUnknown, in.HaltsUnknown)
+	}
+	if h, ok := policy.HaltOf(bs, in.Halts, group); ok {
+		return phase.WaitFor(phase.WaitHalted, h.Text())
+	}
+	return phase.WaitReason{}
+}
+
+// hostsOut counts the hosts out for rollboot, every group's.
+func hostsOut(in Input) int {
+	n := 0
+	for _, c := range in.Groups {
+		n += c.Active
+	}
+	return n
 }
 
 // AlertHold is why the verdict holds every new start (zero: it does not).

@@ -53,6 +53,10 @@ type Config struct {
 	// NodeMeta is what the coordinator writes on the nodes' metadata beside
 	// its own keys (policy; nodemeta.go).
 	NodeMeta NodeMetaConfig
+	// FailureBudget is the rollout's failure budget, and Rollout its caps on
+	// all groups together (policy; budgets.go).
+	FailureBudget FailureBudgetConfig
+	Rollout       RolloutConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -281,6 +285,8 @@ type GroupConfig struct {
 	Healthy HealthyConfig
 	// Silence is the group's silence block (silence.go).
 	Silence SilenceConfig
+	// FailureBudget is the group's failure budget (budgets.go).
+	FailureBudget FailureBudgetConfig
 }
 
 // WindowConfig is one `window "name" {}` block.

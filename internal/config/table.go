@@ -71,6 +71,8 @@ var sections = []section{
 	{t: healthyTable, field: "Healthy", policy: true},
 	{t: silenceTable, field: "Silence", policy: true},
 	{t: nodeMetaTable, field: "NodeMeta", policy: true},
+	{t: failureBudgetTable, field: "FailureBudget", policy: true},
+	{t: rolloutTable, field: "Rollout", policy: true},
 	{t: groupTable, field: "Groups", policy: true},
 	{t: windowTable, field: "Windows", policy: true},
 	{t: gateTable, field: "Gates", policy: true},

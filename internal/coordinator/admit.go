@@ -30,7 +30,8 @@ func (c *Coordinator) admitRules() admission.Rules {
 	r := admission.Rules{Groups: []policy.Group{c.opt.DefaultGroup}, DrainDeadline: c.opt.Timing.DrainDeadline,
 		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
 		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
-		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates}
+		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates,
+		FailureBudgets: c.opt.FailureBudgets, Rollout: c.opt.RolloutBudget}
 	for _, g := range c.opt.Groups {
 		r.Groups = append(r.Groups, g.Group)
 	}
@@ -136,7 +137,25 @@ func admissionInput(r admission.Rules, s *snapshot) admission.Input {
 	in := admission.Input{Now: s.now, Rules: r, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Queue: admissionQueue(s), Groups: groupCounts(r, s), Missing: s.missing, Clusters: s.clusters}
 	in.Spare, in.ServersOut, in.Sealed = hostTallies(s)
+	in.Halts, in.HaltsUnknown = s.halts.Halts, s.haltsErr
+	if r.Rollout.MaxDrainsPerHour > 0 {
+		in.DrainStarts = drainStarts(s)
+	}
 	return in
+}
+
+// drainStarts are the drains started in the last hour, by every plan's
+// record of its grants (phase: Plan.DrainStarts).
+func drainStarts(s *snapshot) []time.Time {
+	var out []time.Time
+	for _, p := range s.plans {
+		for _, at := range p.DrainStarts {
+			if s.now.Sub(at) < policy.DrainRateWindow {
+				out = append(out, at)
+			}
+		}
+	}
+	return out
 }
 
 // admissionQueue returns the pending hosts that may compete for a slot: past

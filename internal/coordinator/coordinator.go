@@ -219,6 +219,8 @@ type Coordinator struct {
 	alerts alertState
 	// gates: the health gates' state (healthgates.go).
 	gates gateState
+	// halts: the failure budgets' state (halts.go).
+	halts haltState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
@@ -246,6 +248,7 @@ func New(opt Options) *Coordinator {
 	c.policy.metrics = newPolicyMetrics(c.metrics.registry)
 	c.alerts = alertState{reader: opt.AlertReader, metrics: newAlertMetrics(c.metrics.registry)}
 	c.gates = gateState{reader: opt.GateReader, metrics: newGateMetrics(c.metrics.registry)}
+	c.halts = haltState{metrics: newHaltMetrics(c.metrics.registry)}
 	return c
 }
 
@@ -354,6 +357,7 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 	if c.opt.Policy != nil {
 		queries = append(queries, c.watchPolicy)
 	}
+	queries = append(queries, c.watchHalts) // halts.go
 	for _, q := range queries {
 		wg.Add(1)
 		go func() {
@@ -407,15 +411,18 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
+	if c.haltsUsed() {
+		c.readHalts(octx, s) // halts.go
+		c.logHalts(s)
+	}
 	adm := c.admit(octx, s)
 	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)
 	c.publishSlots(octx, s.statuses)
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
-	var writes []pendingWrite // stored together, after the others (apply.go)
-	var freed []string        // hosts whose decision frees their slot (regrant.go)
-	var pended []string       // hosts whose decision makes them pending (regrant.go)
+	var r routed
+	var failing []pendingWrite // decisions that fail a cycle, carried out once recorded (halts.go)
 	waiting := map[phase.WaitKind]int{}
 	for _, name := range s.names {
 		hv := s.hosts[name]
@@ -434,28 +441,22 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		if !acts(in, d) {
 			continue // nothing to carry out (apply.go)
 		}
-		if freesSlot(in, d) {
-			freed = append(freed, name)
-		}
-		if becomesPending(in, d) {
-			pended = append(pended, name)
-		}
-		if storedTogether(in, d) {
-			w := pendingWrite{in: in, d: d}
-			if phase.EligibleAgain(in, d) {
-				w.rejoin = s                // the cycle may close in this pass (apply.go)
-				freed = append(freed, name) // regrantFreed counts it once its close is stored
-			}
-			writes = append(writes, w)
+		if d.Failure != "" {
+			failing = append(failing, pendingWrite{in: in, d: d})
 			continue
 		}
-		errs = errors.Join(errs, c.carryOutBounded(ctx, in, d))
+		errs = errors.Join(errs, c.route(ctx, s, in, d, &r))
 	}
-	first, rest, heads := headsFirst(s, writes) // regrant.go
+	recorded, err := c.recordFailures(ctx, s, failing) // before their plans: halts.go
+	errs = errors.Join(errs, err)
+	for _, w := range recorded {
+		errs = errors.Join(errs, c.route(ctx, s, w.in, w.d, &r))
+	}
+	first, rest, heads := headsFirst(s, r.writes) // regrant.go
 	errs = errors.Join(errs, c.storePlans(ctx, first))
 	var granted map[string]bool
 	if errs == nil {
-		granted, errs = c.regrantFreed(ctx, s, adm, freed, pended, heads) // the slots freed, at once (regrant.go)
+		granted, errs = c.regrantFreed(ctx, s, adm, r.freed, r.pended, heads) // the slots freed, at once (regrant.go)
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
 	c.metrics.state.Waiting(waiting)
@@ -463,6 +464,36 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.publishMeta(s)
 	c.silencePass()
 	return errs
+}
+
+// routed is where a pass's decisions go: stored together after the others
+// (apply.go), and the hosts whose decision frees their slot or makes them
+// pending (regrant.go).
+type routed struct {
+	writes        []pendingWrite
+	freed, pended []string
+}
+
+// route carries out d, one host's decision, or keeps it in r to be stored with
+// the others; it notes in r the slot it frees or the host it makes pending.
+func (c *Coordinator) route(ctx context.Context, s *snapshot, in phase.Input, d phase.Decision, r *routed) error {
+	name := in.Plan.Host
+	if freesSlot(in, d) {
+		r.freed = append(r.freed, name)
+	}
+	if becomesPending(in, d) {
+		r.pended = append(r.pended, name)
+	}
+	if storedTogether(in, d) {
+		w := pendingWrite{in: in, d: d}
+		if phase.EligibleAgain(in, d) {
+			w.rejoin = s                    // the cycle may close in this pass (apply.go)
+			r.freed = append(r.freed, name) // regrantFreed counts it once its close is stored
+		}
+		r.writes = append(r.writes, w)
+		return nil
+	}
+	return c.carryOutBounded(ctx, in, d)
 }
 
 // input is what the phase machine sees of one host in this pass.

@@ -65,6 +65,12 @@ type snapshot struct {
 	// health: the workloads of the hosts that wait for them to be healthy
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoin.Observed
+	// halts: the failure budgets' halt state and its variable's index
+	// (halts.go); haltsErr: why it cannot be read ("" when it can, or when no
+	// budget needs it).
+	halts      policy.HaltState
+	haltsIndex uint64
+	haltsErr   string
 }
 
 // hostView is what a pass knows of one host; built by each pass, its own.

@@ -73,6 +73,11 @@ type Rules struct {
 	// MetaKeys is what the node metadata publisher writes beside rollboot's
 	// own keys (sideoutputs.go publishMeta).
 	MetaKeys NodeMetaRules
+	// FailureBudgets halt a group, or the rollout, after too many failed
+	// cycles (halts.go); RolloutBudget caps the hosts out and the drains
+	// started per hour of all groups together (admission).
+	FailureBudgets policy.FailureBudgets
+	RolloutBudget  policy.RolloutBudget
 }
 
 // NodeMetaRules are the policy's node_meta block: how many hosts of each
@@ -271,6 +276,9 @@ func (c *Coordinator) endTerm() {
 	c.policy.published = store.Enforcement{}
 	c.policy.loaded = false
 	c.policy.read.forget() // read again in the next term
+	c.halts.read.forget()
+	c.halts.metrics.halted.Reset()
+	c.halts.logged = nil
 	c.policy.metrics.set(0, false)
 	c.alerts.metrics.blocking.Set(0)
 	c.metrics.nodeBlocking.Set(0)

@@ -118,6 +118,8 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		DefaultOptions:       defaultGroupOptions(cfg),
 		MetaKeys: coordinator.NodeMetaRules{NextInLine: cfg.NodeMeta.NextInLine,
 			BeforeDrain: cfg.NodeMeta.BeforeDrain, AfterRejoin: cfg.NodeMeta.AfterRejoin},
+		FailureBudgets: cfg.FailureBudgets,
+		RolloutBudget:  cfg.RolloutBudget,
 	}
 }
 

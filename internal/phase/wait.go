@@ -49,6 +49,9 @@ const (
 	WaitSingleton       // Detail: workload.SingletonHold's reason, naming the job groups
 	WaitDrainStopsAgent // Detail: the agent's job
 	WaitHealthGate      // Detail: healthgate.Verdict's reason (the gate, what it found)
+	WaitHalted          // Detail: policy.Halt.Text (the scope, its failures, the resume to run)
+	WaitHaltUnknown     // Detail: why the halt state cannot be read
+	WaitRolloutBudget   // Detail: policy.RolloutRoom.Why (max_out or max_drains_per_hour)
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -113,6 +116,9 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitSingleton:         {"singleton", "%s"},
 	WaitDrainStopsAgent:   {"drain_stops_agent", "drain.ignore_system_jobs = false would stop rollboot's agent (system job %s) on the node: nobody would reboot it"},
 	WaitHealthGate:        {"health_gate", "%s"},
+	WaitHalted:            {"halted", "halted: %s"},
+	WaitHaltUnknown:       {"halt_unknown", "no new drain starts: the failure budgets' halt state cannot be read: %s"},
+	WaitRolloutBudget:     {"rollout_budget", "%s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},

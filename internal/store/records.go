@@ -195,6 +195,11 @@ type Plan struct {
 	// once it has been gone for coordinator.purged_node_grace.
 	NodeGoneSince time.Time
 
+	// DrainStarts are when the host's drains of the last hour began (its grants),
+	// kept at each grant: the rollout's max_drains_per_hour counts them over
+	// every plan.
+	DrainStarts []time.Time
+
 	// The last finished reboot, for the reboot-loop guard.
 	LastAfterBootID string
 	LastCompleted   time.Time
@@ -380,6 +385,7 @@ var planCodec = codec[Plan]{version: 1, fields: []field[Plan]{
 	number("loop_count", func(p *Plan) *int { return &p.LoopCount }, false),
 	instant("last_need_at", func(p *Plan) *time.Time { return &p.LastNeedAt }, false),
 	object("timeline", func(p *Plan) *map[string]time.Time { return &p.Timeline }, noEntries[string, time.Time]),
+	object("drain_starts", func(p *Plan) *[]time.Time { return &p.DrainStarts }, noElements[time.Time]),
 }}
 
 func (p Plan) items() map[string]string { return planCodec.encode(p) }
