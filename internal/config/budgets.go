@@ -127,3 +127,6 @@ func (c *Config) failureBudgets() policy.FailureBudgets {
 func (rc RolloutConfig) rolloutBudget() policy.RolloutBudget {
 	return policy.RolloutBudget{MaxOut: rc.MaxOut, MaxDrainsPerHour: rc.MaxDrainsPerHour}
 }
+
+// FailureBudgets are the rules' failure budgets, compiled.
+func (r *Rules) FailureBudgets() policy.FailureBudgets { return r.cc.FailureBudgets }

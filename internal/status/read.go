@@ -37,6 +37,8 @@ type Source struct {
 	AgentNamespace string
 	// Silences: where the silences kept are read (nil: not read).
 	Silences SilenceStore
+	// Halts: where the failure budgets' halt state is read (nil: not read).
+	Halts HaltStore
 }
 
 // Read reads the status: the host records, plans and control state (an error
@@ -71,6 +73,9 @@ func Read(ctx context.Context, src Source, now time.Time) (View, error) {
 	addNomadChecks(ctx, &v, src, recs, bad, nodes, nodesErr, now)
 	if src.Silences != nil {
 		readSilences(ctx, &v, src.Silences)
+	}
+	if src.Halts != nil {
+		readHalts(ctx, &v, src.Halts)
 	}
 	return v, nil
 }

@@ -108,6 +108,10 @@ type View struct {
 	// not all be read.
 	Silences       []Silence `json:"silences,omitempty"`
 	SilenceProblem string    `json:"silence_problem,omitempty"`
+	// Halts are the scopes the failure budgets halted (halts.go); HaltProblem
+	// says why the halt state cannot be read.
+	Halts       []Halt `json:"halts,omitempty"`
+	HaltProblem string `json:"halt_problem,omitempty"`
 }
 
 // VersionCount is how many hosts' agents run one version.
