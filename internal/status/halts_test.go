@@ -20,7 +20,7 @@ type haltStore struct {
 }
 
 func (s haltStore) Halts(context.Context) (policy.HaltState, uint64, error) { return s.hs, 1, s.err }
-func (s haltStore) Policy(context.Context) (store.PolicyRecord, error)     { return s.policy, s.polErr }
+func (s haltStore) Policy(context.Context) (store.PolicyRecord, error)      { return s.policy, s.polErr }
 
 // A halted scope is shown at the top of the status, with its failures and the
 // resume that lifts it, when the stored policy holds it; a halt whose budget
