@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -43,6 +44,8 @@ type haltState struct {
 	metrics *haltMetrics
 	// logged: the scopes last logged as halted.
 	logged map[string]bool
+	// notified: the halts in force, for the notifier (sideoutputs.go).
+	notified []notify.Halt
 }
 
 // haltMetrics are the failure budgets' series.
@@ -171,11 +174,13 @@ func (c *Coordinator) logHalts(s *snapshot) {
 	}
 	sort.Strings(scopes)
 	c.halts.metrics.halted.Reset()
+	c.halts.notified = nil
 	for _, scope := range scopes {
 		h := s.halts.Halts[scope]
 		if !policy.InForce(c.opt.FailureBudgets, h) {
 			continue
 		}
+		c.halts.notified = append(c.halts.notified, notify.Halt{Scope: scope, Since: h.Since, Text: h.Text()})
 		c.halts.metrics.halted.WithLabelValues(scopeLabel(scope)).Set(1)
 		if !c.halts.logged[scope] {
 			c.log.Warn("halted: no new drain starts until rollboot resume", "scope", policy.ScopeName(scope), "reason", h.Text())

@@ -20,6 +20,7 @@ var DefaultMessages = map[Kind]string{
 	NodeGone:      `rollboot: {{.Host}}'s slot was released: {{.Error}} (rollboot forget {{.Host}} removes a host gone for good)`,
 	Paused:        `rollboot: rollout paused{{with .PauseReason}}: {{.}}{{end}}`,
 	Resumed:       `rollboot: rollout resumed`,
+	Halted:        `rollboot: {{.Error}}`,
 }
 
 // Messages are the compiled message template of every event kind.
