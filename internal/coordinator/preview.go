@@ -58,8 +58,10 @@ type PreviewResult struct {
 	// halt.go); HaltsUnknown: why the halt state cannot be read.
 	Halts        []policy.Halt
 	HaltsUnknown string
-	// Rollout is the rollout-wide budget (max_out, max_drains_per_hour).
-	Rollout policy.RolloutBudget
+	// Rollout is the rollout-wide budget (max_out, max_drains_per_hour), and
+	// DrainStarts the drains started in the last hour, every plan's.
+	Rollout     policy.RolloutBudget
+	DrainStarts []time.Time
 }
 
 // Preview observes the cluster as a pass does and returns what the pass would
@@ -92,7 +94,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
 		Unreadable: map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltsInForce(c.opt.FailureBudgets, s.halts),
-		Rollout: c.opt.RolloutBudget}
+		Rollout: c.opt.RolloutBudget, DrainStarts: drainStarts(s)}
 	for _, gs := range s.statuses {
 		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
 		if !ok {
