@@ -56,6 +56,13 @@ group "db" {
 	if out := r.String(); !strings.Contains(out, "max_drains_per_hour = 10") || !strings.Contains(out, `count        = ["stuck", "unhealthy"]`) {
 		t.Errorf("rendering lacks the budgets:\n%s", out)
 	}
+	local, err := Compile(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with := local.With(r); with.FailureBudgets.Groups["web"].MaxFailures != 2 || with.RolloutBudget.MaxOut != 4 {
+		t.Errorf("the local configuration with the rules lacks their budgets: %+v %+v", with.FailureBudgets, with.RolloutBudget)
+	}
 	if d := DefaultRules(); d.cc.FailureBudgets.On() || d.cc.RolloutBudget.On() {
 		t.Errorf("budgets on by default: %+v %+v", d.cc.FailureBudgets, d.cc.RolloutBudget)
 	}
