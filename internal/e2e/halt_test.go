@@ -93,6 +93,9 @@ drain {
 	if _, ok := hs.Halts["web"]; ok || hs.Resumes["web"].By == "" || len(hs.Log) != 2 || hs.Log[1].Event != "resumed" {
 		t.Errorf("halt state after the resume: %+v", hs)
 	}
+	if out := c.cli("history"); !strings.Contains(out, `group "web"  halted`) || !strings.Contains(out, `group "web"  resumed`) {
+		t.Errorf("history does not show the halt and the resume:\n%s", out)
+	}
 	reboots := map[string]int{}
 	for _, h := range hosts {
 		reboots[h] = 0

@@ -1,0 +1,114 @@
+package coordinator
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// failurePass stores h00 rebooting, its agent reporting that the reboot
+// failed (a failed cycle), and h01 pending next in line, under a rollout
+// failure budget of one failure; then runs two passes with the writes to
+// failPrefix failing, after prepare. It returns the halt state and plans
+// after them, the node calls, and the first pass's error.
+func failurePass(t *testing.T, failPrefix string, prepare func(*failingVars)) (policy.HaltState, error, map[string]store.Plan, []string, error) {
+	t.Helper()
+	ctx := context.Background()
+	log := &callLog{}
+	vars := &failingVars{memVars: newMemVars(log)}
+	st := store.New(vars, "rollboot", "")
+	stubs := putHosts(t, st, 2, backAndNextRecords(func(r *store.HostRecord) {
+		r.BootID, r.RebootingGrant, r.RebootRequired, r.RequestedAt = "b1", "g1", true, t0.Add(-2*time.Hour)
+		r.Failure = &store.RebootFailure{Grant: "g1", Step: store.StepReboot, ExitStatus: 1, Message: "reboot: denied", At: t0}
+	}))
+	putBackAndNext(t, st, store.PhaseRebooting)
+	if prepare != nil {
+		prepare(vars)
+	}
+	vars.failPrefix = failPrefix
+	budget := policy.FailureBudget{MaxFailures: 1, Window: time.Hour, Count: policy.FailureKinds}
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing, FailureBudgets: policy.FailureBudgets{Rollout: budget}},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
+	log.reset(0)
+	passErr := c.ReconcileOnce(ctx)
+	_ = c.ReconcileOnce(ctx) // the next pass: stores why h01 waits
+	vars.failPrefix = ""
+	plans, nodeCalls := plansAndNodeCalls(t, st, log)
+	hs, _, err := st.Halts(ctx)
+	return hs, err, plans, nodeCalls, passErr
+}
+
+// A failed cycle is stored with the halt it causes before the decision that
+// ends the cycle is carried out, so the slot it frees is not handed out: the
+// next host waits with the halt as its reason.
+func TestFailureHaltsBeforeTheSlotIsHandedOut(t *testing.T) {
+	hs, err, plans, nodeCalls, passErr := failurePass(t, "", nil)
+	if err != nil || passErr != nil {
+		t.Fatal(err, passErr)
+	}
+	if len(hs.Failures) != 1 || hs.Failures[0].Host != "h00" || hs.Failures[0].Kind != policy.FailRebootFailed || hs.Failures[0].Grant != "g1" {
+		t.Errorf("failures %+v", hs.Failures)
+	}
+	if _, ok := hs.Halts[policy.RolloutScope]; !ok {
+		t.Fatalf("the rollout not halted: %+v", hs)
+	}
+	if got := plans["h00"].Phase; got != store.PhaseBackoff {
+		t.Errorf("h00 is %s, want backoff (its failed reboot carried out)", got)
+	}
+	if p := plans["h01"]; p.Phase != store.PhasePending || !strings.HasPrefix(p.Waiting, "halted: the rollout halted at ") || p.WaitingKind != "halted" {
+		t.Errorf("h01: %s waiting %q (%s)", p.Phase, p.Waiting, p.WaitingKind)
+	}
+	if slices.Contains(nodeCalls, "drain n-h01") {
+		t.Errorf("h01 drained after the halt: %q", nodeCalls)
+	}
+}
+
+// A halt state that cannot be written leaves the failing decision for the
+// next pass: the cycle is not ended behind a failure nobody recorded, and its
+// slot stays taken.
+func TestFailureNotRecordedIsNotCarriedOut(t *testing.T) {
+	_, _, plans, nodeCalls, passErr := failurePass(t, "rollboot/halts", nil)
+	if passErr == nil {
+		t.Error("the pass reported no error")
+	}
+	if got := plans["h00"].Phase; got != store.PhaseRebooting {
+		t.Errorf("h00 is %s, want rebooting still (its failure not recorded)", got)
+	}
+	if len(nodeCalls) != 0 {
+		t.Errorf("node calls %q, want none", nodeCalls)
+	}
+}
+
+// A halt state that cannot be read holds every scope with a budget (fail
+// closed); the hosts out still finish their cycle.
+func TestUnreadableHaltsHold(t *testing.T) {
+	newer := func(v *failingVars) {
+		if _, _, err := v.CheckedCreate(&api.Variable{Path: "rollboot/halts", Items: api.VariableItems{"version": "9"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err, plans, nodeCalls, _ := failurePass(t, "", newer)
+	if err == nil {
+		t.Error("the halt state read back")
+	}
+	if got := plans["h00"].Phase; got != store.PhaseBackoff {
+		t.Errorf("h00 is %s, want backoff", got)
+	}
+	if p := plans["h01"]; p.Phase != store.PhasePending || p.WaitingKind != "halt_unknown" ||
+		!strings.Contains(p.Waiting, "halt state cannot be read") {
+		t.Errorf("h01: %s waiting %q (%s)", p.Phase, p.Waiting, p.WaitingKind)
+	}
+	if slices.Contains(nodeCalls, "drain n-h01") {
+		t.Errorf("h01 drained: %q", nodeCalls)
+	}
+}
