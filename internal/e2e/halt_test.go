@@ -111,3 +111,42 @@ drain {
 	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: reboots,
 		Group: map[string]string{hosts[0]: "web", hosts[1]: "web", hosts[2]: "web", hosts[3]: "web"}, Concurrency: map[string]int{"web": 1}})
 }
+
+// The rollout's max_out holds all groups together, on top of each group's
+// concurrency: two groups whose own budgets would let three hosts out at
+// once reboot one host at a time (the invariant checker counts them as one
+// group of concurrency 1), and the hosts held say which budget holds them.
+func TestRolloutMaxOutAcrossGroups(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, clusterOpts{clients: 3, coordinators: 1, resync: productionResync,
+		policy: `group "a" {
+  filter      = "Name matches \"client-[12]$\""
+  concurrency = 2
+}
+group "b" {
+  filter      = ""
+  concurrency = 1
+}
+rollout {
+  max_out = 1
+}
+`})
+	c.start()
+	hosts := c.clients()
+	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
+	c.needReboot(hosts...)
+	c.waitFor("a host held by the rollout's max_out", 60*time.Second, func() bool {
+		for _, h := range hosts {
+			if c.pendingWith(h, "rollout max_out: 1 of 1 hosts out")() {
+				return true
+			}
+		}
+		return false
+	})
+	c.waitFor("every host rebooted", 120*time.Second, c.rebootedAll(hosts))
+	all := map[string]string{}
+	for _, h := range hosts {
+		all[h] = "rollout"
+	}
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1), Group: all, Concurrency: map[string]int{"rollout": 1}})
+}
