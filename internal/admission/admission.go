@@ -52,10 +52,9 @@ type Rules struct {
 	Alerts, Workloads, Capacity bool
 	// HealthGates are the policy's health gates, in the policy's order.
 	HealthGates []healthgate.Gate
-	// FailureBudgets: a halted scope starts no drain (HaltHold); Rollout caps
-	// the hosts out and the drains started per hour of all groups together.
-	FailureBudgets policy.FailureBudgets
-	Rollout        policy.RolloutBudget
+	// Rollout caps the hosts out and the drains started per hour of all
+	// groups together.
+	Rollout policy.RolloutBudget
 }
 
 // DrainDeadlineOf is the drain deadline of the group named name.
@@ -282,13 +281,12 @@ func HealthGateHold(in Input, group string) (phase.WaitReason, time.Time) {
 
 // HaltHold is why the failure budgets hold the drains of group (zero: they
 // do not): the rollout or the group is halted until an operator resumes it,
-// or the halt state cannot be read while a budget is set (fail closed).
+// or the halt state cannot be read (fail closed: any scope may be halted).
 func HaltHold(in Input, group string) phase.WaitReason {
-	bs := in.Rules.FailureBudgets
-	if in.HaltsUnknown != "" && (bs.Rollout.On() || bs.Of(group).On()) {
+	if in.HaltsUnknown != "" {
 		return phase.WaitFor(phase.WaitHaltUnknown, in.HaltsUnknown)
 	}
-	if h, ok := policy.HaltOf(bs, in.Halts, group); ok {
+	if h, ok := policy.HaltOf(in.Halts, group); ok {
 		return phase.WaitFor(phase.WaitHalted, h.Text())
 	}
 	return phase.WaitReason{}

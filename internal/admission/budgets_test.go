@@ -14,7 +14,6 @@ import (
 // max_out and max_drains_per_hour cap all groups together, first come first
 // served, on top of each group's slots.
 func TestAdmitBudgets(t *testing.T) {
-	budget := policy.FailureBudget{MaxFailures: 2, Window: time.Hour, Count: policy.FailureKinds}
 	web := func(p Pending) Pending { p.Group = "web"; return p }
 	two := func(queue ...Pending) Input {
 		in := input(5, queue...)
@@ -34,35 +33,25 @@ func TestAdmitBudgets(t *testing.T) {
 		{name: "a halted group holds its hosts, another group goes on",
 			in: func() Input {
 				in := two(web(pending("a", 0)), pending("b", time.Minute))
-				in.Rules.FailureBudgets = policy.FailureBudgets{Groups: map[string]policy.FailureBudget{"web": budget}}
 				in.Halts = map[string]policy.Halt{"web": halt}
 				return in
 			}(),
 			admitted: []string{"b"}, wait: map[string]phase.WaitKind{"a": phase.WaitHalted},
 			detail: map[string]string{"a": "w1 stuck, w2 reboot_failed); rollboot resume -group web lifts it"}},
-		{name: "a halt whose budget was removed holds no more",
-			in: func() Input {
-				in := two(web(pending("a", 0)))
-				in.Halts = map[string]policy.Halt{"web": halt}
-				return in
-			}(),
-			admitted: []string{"a"}},
 		{name: "the rollout halted holds every group",
 			in: func() Input {
 				in := two(web(pending("a", 0)), pending("b", time.Minute))
-				in.Rules.FailureBudgets = policy.FailureBudgets{Rollout: budget}
 				in.Halts = map[string]policy.Halt{policy.RolloutScope: {Since: now}}
 				return in
 			}(),
 			wait: map[string]phase.WaitKind{"a": phase.WaitHalted, "b": phase.WaitHalted}},
-		{name: "halt state unreadable: the scopes with a budget hold",
+		{name: "halt state unreadable: every group holds (any may be halted)",
 			in: func() Input {
 				in := two(web(pending("a", 0)), pending("b", time.Minute))
-				in.Rules.FailureBudgets = policy.FailureBudgets{Groups: map[string]policy.FailureBudget{"web": budget}}
 				in.HaltsUnknown = "read rollboot/halts: 500"
 				return in
 			}(),
-			admitted: []string{"b"}, wait: map[string]phase.WaitKind{"a": phase.WaitHaltUnknown},
+			wait:   map[string]phase.WaitKind{"a": phase.WaitHaltUnknown, "b": phase.WaitHaltUnknown},
 			detail: map[string]string{"a": "read rollboot/halts: 500"}},
 		{name: "max_out across groups: first come, first served",
 			in: func() Input {

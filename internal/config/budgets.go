@@ -41,8 +41,8 @@ var failureBudgetTable = &table{typ: "failure_budget", of: reflect.TypeFor[Failu
 			"Only `rollboot resume` (the whole rollout) or `rollboot resume -group G` (a group) lifts it, recorded " +
 			"with the token's name; the failures before it no longer count. A failure is the coordinator's own " +
 			"verdict on a cycle it ran, never a host's claim. The halt is stored (`<prefix>/halts`), so a new " +
-			"leader keeps it; while that state cannot be read, no drain starts in a scope with a budget " +
-			"(`halt_unknown`). A budget removed from the policy no longer holds its scope. `0` (the default): no " +
+			"leader keeps it; while that state cannot be read, no drain starts at all (`halt_unknown`). A halt " +
+			"stays until resumed, also when its budget is removed from the policy. `0` (the default): no " +
 			"budget. At least 0."},
 	{name: "window", field: "Window", def: 24 * time.Hour, check: value(positive),
 		doc: "The time within which failures count: a failure older than this no longer counts, but a halt, once " +
@@ -127,6 +127,3 @@ func (c *Config) failureBudgets() policy.FailureBudgets {
 func (rc RolloutConfig) rolloutBudget() policy.RolloutBudget {
 	return policy.RolloutBudget{MaxOut: rc.MaxOut, MaxDrainsPerHour: rc.MaxDrainsPerHour}
 }
-
-// FailureBudgets are the rules' failure budgets, compiled.
-func (r *Rules) FailureBudgets() policy.FailureBudgets { return r.cc.FailureBudgets }

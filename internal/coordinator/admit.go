@@ -31,7 +31,7 @@ func (c *Coordinator) admitRules() admission.Rules {
 		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
 		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
 		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates,
-		FailureBudgets: c.opt.FailureBudgets, Rollout: c.opt.RolloutBudget}
+		Rollout: c.opt.RolloutBudget}
 	for _, g := range c.opt.Groups {
 		r.Groups = append(r.Groups, g.Group)
 	}

@@ -411,10 +411,8 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	if c.haltsUsed() {
-		c.readHalts(octx, s) // halts.go
-		c.logHalts(s)
-	}
+	c.readHalts(octx, s) // halts.go
+	c.logHalts(s)
 	adm := c.admit(octx, s)
 	c.admitRecheck = adm.RecheckAt
 	c.exportState(s)

@@ -30,7 +30,9 @@ import (
 // The halt state is read when its watch saw it change (a resume written by
 // `rollboot resume`, the coordinator's own write), at the start of each term,
 // and at every pass while the last read failed. While it cannot be read, no
-// drain starts in a scope with a budget (admission.HaltHold).
+// drain starts (admission.HaltHold): any scope may be halted. A halt holds
+// until it is resumed, whatever the policy says since (a budget removed from
+// it lifts nothing).
 
 // haltsRead is the halt state as a pass read it.
 type haltsRead struct {
@@ -85,13 +87,9 @@ func (c *Coordinator) watchHalts(ctx context.Context, idx uint64) (uint64, error
 	return n, err
 }
 
-// haltsUsed reports whether the passes need the halt state: a failure
-// budget is set.
-func (c *Coordinator) haltsUsed() bool { return c.opt.FailureBudgets.On() }
-
 // readHalts puts the halt state in s: as kept while its watch saw no change,
-// else read. A read that fails leaves s.haltsErr set: admission holds the
-// scopes with a budget.
+// else read. A read that fails leaves s.haltsErr set: admission holds every
+// host.
 func (c *Coordinator) readHalts(ctx context.Context, s *snapshot) {
 	w := c.seen.halts
 	if r, ok := c.halts.read.get(w.gen, w.live); ok {
@@ -126,8 +124,8 @@ func (c *Coordinator) recordFailures(ctx context.Context, s *snapshot, failing [
 		return failing, nil
 	}
 	if s.haltsErr != "" {
-		// Admission holds every scope with a budget meanwhile; the hosts out
-		// finish their cycles.
+		// Admission holds every host meanwhile; the hosts out finish their
+		// cycles.
 		c.log.Warn("failed cycles not counted: the halt state cannot be read", "failures", len(fs), "err", s.haltsErr)
 		return failing, nil
 	}
@@ -177,9 +175,6 @@ func (c *Coordinator) logHalts(s *snapshot) {
 	c.halts.notified = nil
 	for _, scope := range scopes {
 		h := s.halts.Halts[scope]
-		if !policy.InForce(c.opt.FailureBudgets, h) {
-			continue
-		}
 		c.halts.notified = append(c.halts.notified, notify.Halt{Scope: scope, Since: h.Since, Text: h.Text()})
 		c.halts.metrics.halted.WithLabelValues(scopeLabel(scope)).Set(1)
 		if !c.halts.logged[scope] {
@@ -197,14 +192,11 @@ func (c *Coordinator) logHalts(s *snapshot) {
 	}
 }
 
-// haltsInForce are the halts of st that hold, the rollout's first, then by
-// group.
-func haltsInForce(bs policy.FailureBudgets, st policy.HaltState) []policy.Halt {
+// haltList are the halts of st, the rollout's first, then by group.
+func haltList(st policy.HaltState) []policy.Halt {
 	var out []policy.Halt
 	for _, h := range st.Halts {
-		if policy.InForce(bs, h) {
-			out = append(out, h)
-		}
+		out = append(out, h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Scope < out[j].Scope })
 	return out

@@ -54,8 +54,8 @@ type PreviewResult struct {
 	Hosts       []PreviewHost  // sorted by name; idle hosts without a need left out
 	// Unreadable are hosts skipped because a read their decision needs failed.
 	Unreadable map[string]string
-	// Halts are the scopes halted by their failure budget, in force (policy
-	// halt.go); HaltsUnknown: why the halt state cannot be read.
+	// Halts are the scopes halted by their failure budget (policy halt.go);
+	// HaltsUnknown: why the halt state cannot be read.
 	Halts        []policy.Halt
 	HaltsUnknown string
 	// Rollout is the rollout-wide budget (max_out, max_drains_per_hour), and
@@ -72,9 +72,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	if err != nil {
 		return PreviewResult{}, err
 	}
-	if c.haltsUsed() {
-		c.readHalts(ctx, s)
-	}
+	c.readHalts(ctx, s)
 	// A host whose need the coordinator has not turned into a pending plan yet
 	// (it is not running, or has not had its pass) would be pending after the
 	// next pass: preview from there.
@@ -93,7 +91,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	}
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason,
-		Unreadable: map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltsInForce(c.opt.FailureBudgets, s.halts),
+		Unreadable: map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltList(s.halts),
 		Rollout: c.opt.RolloutBudget, DrainStarts: drainStarts(s)}
 	for _, gs := range s.statuses {
 		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)

@@ -293,22 +293,16 @@ func Exhausted(bs FailureBudgets, st HaltState, now time.Time) []Halt {
 }
 
 // HaltOf returns the halt that holds the drains of group: the rollout's, else
-// the group's; ok is false when neither is halted. Only scopes whose budget is
-// set hold (a budget removed from the policy holds no more), except a halt
-// with a reason of its own (HaltGroup), which holds until resumed.
-func HaltOf(bs FailureBudgets, halts map[string]Halt, group string) (Halt, bool) {
+// the group's; ok is false when neither is halted. A halt holds until it is
+// resumed (Lift), whatever the policy says since: only an operator lifts it.
+func HaltOf(halts map[string]Halt, group string) (Halt, bool) {
 	for _, scope := range []string{RolloutScope, group} {
-		h, ok := halts[scope]
-		if ok && InForce(bs, h) {
+		if h, ok := halts[scope]; ok {
 			return h, true
 		}
 	}
 	return Halt{}, false
 }
-
-// InForce reports whether halt h holds: its scope's budget is set, or it has
-// a reason of its own (HaltGroup).
-func InForce(bs FailureBudgets, h Halt) bool { return bs.Of(h.Scope).On() || h.Reason != "" }
 
 // HaltGroup returns st with group halted for reason (a canary's failure, say),
 // naming the hosts whose cycles made it; a group already halted stays as it

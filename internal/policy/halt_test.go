@@ -100,13 +100,14 @@ func TestHaltOfAndLift(t *testing.T) {
 		{name: "another group goes on", bs: bs, halts: halts, group: "db"},
 		{name: "the rollout halted holds every group", bs: bs, halts: map[string]Halt{RolloutScope: {Since: t0, Failures: []Failure{{Host: "c", Kind: FailUnhealthy}}}},
 			group: "db", halted: true, text: `the rollout halted at 2026-12-06T10:00:00Z: 1 failed cycles (c unhealthy); rollboot resume lifts it`},
-		{name: "a budget removed from the policy holds no more", halts: halts, group: "web"},
-		{name: "a halt with a reason of its own holds without a budget", halts: map[string]Halt{"web": {Scope: "web", Since: t0, Reason: "canary web-1 failed"}},
+		{name: "a halt holds with its budget removed from the policy: only a resume lifts it", halts: halts, group: "web", halted: true,
+			text: `group "web" halted at 2026-12-06T10:00:00Z: 2 failed cycles (a stuck, b reboot_failed); rollboot resume -group web lifts it`},
+		{name: "a halt with a reason of its own", halts: map[string]Halt{"web": {Scope: "web", Since: t0, Reason: "canary web-1 failed"}},
 			group: "web", halted: true, text: `group "web" halted at 2026-12-06T10:00:00Z: canary web-1 failed; rollboot resume -group web lifts it`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, ok := HaltOf(tt.bs, tt.halts, tt.group)
+			h, ok := HaltOf(tt.halts, tt.group)
 			if ok != tt.halted || (ok && h.Text() != tt.text) {
 				t.Errorf("HaltOf = %q, %v; want %q, %v", h.Text(), ok, tt.text, tt.halted)
 			}
