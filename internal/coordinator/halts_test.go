@@ -112,3 +112,37 @@ func TestUnreadableHaltsHold(t *testing.T) {
 		t.Errorf("h01 drained: %q", nodeCalls)
 	}
 }
+
+// Halt, the entry that halts a group for a reason of its own (a canary that
+// failed), stores the halt with the hosts that made it, once; admission then
+// holds the group's hosts until it is resumed.
+func TestHaltGroupForAReason(t *testing.T) {
+	ctx := context.Background()
+	vars := &failingVars{memVars: newMemVars(&callLog{})}
+	st := store.New(vars, "rollboot", "")
+	c := New(Options{Deps: Deps{Store: st}, Runtime: Runtime{Now: func() time.Time { return t0 }}})
+	s := &snapshot{now: t0}
+	c.readHalts(ctx, s)
+	canary := []policy.Failure{{Host: "web-1", Group: "web", Grant: "g1", Kind: policy.FailUnhealthy, At: t0}}
+	if err := c.Halt(ctx, s, "web", "canary web-1 failed", canary); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Halt(ctx, s, "web", "canary web-2 failed", nil); err != nil {
+		t.Fatal(err)
+	}
+	hs, _, err := st.Halts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := policy.HaltOf(hs.Halts, "web")
+	if !ok || h.Reason != "canary web-1 failed" || len(h.Failures) != 1 || len(hs.Log) != 1 {
+		t.Fatalf("halt state %+v", hs)
+	}
+	if !strings.HasPrefix(h.Text(), `group "web" halted at `) || !strings.Contains(h.Text(), "canary web-1 failed; 1 failed cycles (web-1 unhealthy); rollboot resume -group web lifts it") {
+		t.Errorf("text %q", h.Text())
+	}
+	vars.failPrefix = "rollboot/halts"
+	if err := c.Halt(ctx, &snapshot{now: t0, halts: policy.HaltState{}, haltsIndex: 1}, "db", "canary db-1 failed", nil); err == nil {
+		t.Error("a halt that could not be written reported no error")
+	}
+}
