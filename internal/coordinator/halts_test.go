@@ -138,7 +138,7 @@ func TestHaltGroupForAReason(t *testing.T) {
 	if !ok || h.Reason != "canary web-1 failed" || len(h.Failures) != 1 || len(hs.Log) != 1 {
 		t.Fatalf("halt state %+v", hs)
 	}
-	if !strings.HasPrefix(h.Text(), `group "web" halted at `) || !strings.Contains(h.Text(), "canary web-1 failed; 1 failed cycles (web-1 unhealthy); rollboot resume -group web lifts it") {
+	if !strings.HasPrefix(h.Text(), `group "web" halted at `) || !strings.Contains(h.Text(), "canary web-1 failed; 1 failed cycle (web-1 unhealthy); rollboot resume -group web lifts it") {
 		t.Errorf("text %q", h.Text())
 	}
 	vars.failPrefix = "rollboot/halts"

@@ -168,7 +168,11 @@ func (h Halt) Text() string {
 		for i, f := range h.Failures {
 			names[i] = f.String()
 		}
-		fails := fmt.Sprintf("%d failed cycles (%s)", len(h.Failures), strings.Join(names, ", "))
+		cycles := "cycles"
+		if len(h.Failures) == 1 {
+			cycles = "cycle"
+		}
+		fails := fmt.Sprintf("%d failed %s (%s)", len(h.Failures), cycles, strings.Join(names, ", "))
 		if why == "" {
 			why = fails
 		} else {

@@ -99,7 +99,7 @@ func TestHaltOfAndLift(t *testing.T) {
 			text: `group "web" halted at 2026-12-06T10:00:00Z: 2 failed cycles (a stuck, b reboot_failed); rollboot resume -group web lifts it`},
 		{name: "another group goes on", bs: bs, halts: halts, group: "db"},
 		{name: "the rollout halted holds every group", bs: bs, halts: map[string]Halt{RolloutScope: {Since: t0, Failures: []Failure{{Host: "c", Kind: FailUnhealthy}}}},
-			group: "db", halted: true, text: `the rollout halted at 2026-12-06T10:00:00Z: 1 failed cycles (c unhealthy); rollboot resume lifts it`},
+			group: "db", halted: true, text: `the rollout halted at 2026-12-06T10:00:00Z: 1 failed cycle (c unhealthy); rollboot resume lifts it`},
 		{name: "a halt holds with its budget removed from the policy: only a resume lifts it", halts: halts, group: "web", halted: true,
 			text: `group "web" halted at 2026-12-06T10:00:00Z: 2 failed cycles (a stuck, b reboot_failed); rollboot resume -group web lifts it`},
 		{name: "a halt with a reason of its own", halts: map[string]Halt{"web": {Scope: "web", Since: t0, Reason: "canary web-1 failed"}},

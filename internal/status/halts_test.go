@@ -33,7 +33,7 @@ func TestReadHalts(t *testing.T) {
 		banner string
 	}{
 		{name: "two groups halted, by name", st: haltStore{hs: hs}, scopes: []string{"db", "web"},
-			banner: `HALTED: group "db" halted at 2026-12-06T10:00:00Z: 1 failed cycles (db-1 stuck); rollboot resume -group db lifts it`},
+			banner: `HALTED: group "db" halted at 2026-12-06T10:00:00Z: 1 failed cycle (db-1 stuck); rollboot resume -group db lifts it`},
 		{name: "nothing halted", st: haltStore{}},
 		{name: "the halt state cannot be read", st: haltStore{err: errors.New("500")},
 			banner: "HALT STATE UNKNOWN: cannot read the failure budgets' halt state"},
