@@ -46,8 +46,11 @@ type haltState struct {
 	metrics *haltMetrics
 	// logged: the scopes last logged as halted.
 	logged map[string]bool
-	// notified: the halts in force, for the notifier (sideoutputs.go).
+	// notified: the halts stored, for the notifier (sideoutputs.go).
 	notified []notify.Halt
+	// readErr: why the halt state could not be read when last logged ("":
+	// it could).
+	readErr string
 }
 
 // haltMetrics are the failure budgets' series.
@@ -99,9 +102,13 @@ func (c *Coordinator) readHalts(ctx context.Context, s *snapshot) {
 	st, idx, err := c.opt.Store.Halts(ctx)
 	if err != nil {
 		s.haltsErr = err.Error()
-		c.log.Warn("halt state cannot be read: no new drain starts where a failure budget is set", "err", err)
+		if c.halts.readErr != s.haltsErr {
+			c.log.Warn("halt state cannot be read: no new drain starts until it can", "err", err)
+		}
+		c.halts.readErr = s.haltsErr
 		return
 	}
+	c.halts.readErr = ""
 	s.halts, s.haltsIndex = st, idx
 	c.halts.read.keep(w.gen, haltsRead{st: st, index: idx})
 }
@@ -161,8 +168,12 @@ func failureOf(in phase.Input, d phase.Decision) policy.Failure {
 }
 
 // logHalts logs each scope that turned halted or was resumed since the last
-// log, and sets the halted metric.
+// log, and sets the halted metric; a halt state that could not be read
+// changes neither.
 func (c *Coordinator) logHalts(s *snapshot) {
+	if s.haltsErr != "" {
+		return
+	}
 	if c.halts.logged == nil {
 		c.halts.logged = map[string]bool{}
 	}

@@ -278,7 +278,7 @@ func (c *Coordinator) endTerm() {
 	c.policy.read.forget() // read again in the next term
 	c.halts.read.forget()
 	c.halts.metrics.halted.Reset()
-	c.halts.logged, c.halts.notified = nil, nil
+	c.halts.logged, c.halts.notified, c.halts.readErr = nil, nil, ""
 	c.policy.metrics.set(0, false)
 	c.alerts.metrics.blocking.Set(0)
 	c.metrics.nodeBlocking.Set(0)
