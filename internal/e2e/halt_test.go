@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,23 +12,28 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/invariants"
+	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // A group whose reboots start failing halts itself after its failure
 // budget's max_failures: its other hosts stay pending with the halt's reason
-// (status's banner, plan), nothing moves, until `rollboot resume -group`
-// lifts it; then the group goes on. Production resync: the halt and the
-// resume act through the watches.
+// (status's banner, plan), the halted notification is sent once, nothing
+// moves, until `rollboot resume -group` lifts it; then the group goes on.
+// Production resync: the halt and the resume act through the watches.
 func TestFailureBudgetHaltsGroup(t *testing.T) {
 	t.Parallel()
 	fail := filepath.Join(t.TempDir(), "reboots-fail")
 	if err := os.WriteFile(fail, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	hook := &webhook{inflight: map[*http.Request]time.Time{}}
+	srv := httptest.NewServer(hook)
+	t.Cleanup(srv.Close)
 	script := fmt.Sprintf(`if [ -e %q ]; then echo "reboot: injected failure" >&2; exit 1; fi; exec {{bin}} sim-ctl reboot --address {{sim}} {{host}}`, fail)
 	c := newCluster(t, clusterOpts{clients: 4, coordinators: 1, resync: productionResync,
 		rebootCommand: []string{"sh", "-c", script},
+		coordOnly:     notifyBlock("generic://" + strings.TrimPrefix(srv.URL, "http://") + "/hook?disabletls=yes"),
 		policy: `group "web" {
   filter      = ""
   concurrency = 1
@@ -43,6 +51,10 @@ drain {
 	c.start()
 	hosts := c.clients()
 	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(hosts) })
+	c.waitFor("the notification ledger's baseline", 30*time.Second, func() bool {
+		_, _, err := notify.ReadLedger(context.Background(), c.st)
+		return err == nil
+	})
 	c.needReboot(hosts...)
 
 	// The first two hosts granted fail their reboot, one after the other; the
@@ -82,6 +94,15 @@ drain {
 		}
 	}
 
+	halts := func() (n int) {
+		for _, m := range hook.messages() {
+			if strings.HasPrefix(m, "halted|") {
+				n++
+			}
+		}
+		return n
+	}
+	c.waitFor("the halted notification", 30*time.Second, func() bool { return halts() > 0 })
 	if out := c.cli("resume", "-group", "web"); !strings.Contains(out, `The halt of group "web" is lifted`) {
 		t.Errorf("resume said %q", out)
 	}
@@ -95,6 +116,9 @@ drain {
 	}
 	if out := c.cli("history"); !strings.Contains(out, `group "web"  halted`) || !strings.Contains(out, `group "web"  resumed`) {
 		t.Errorf("history does not show the halt and the resume:\n%s", out)
+	}
+	if n := halts(); n != 1 {
+		t.Errorf("%d halted notifications, want 1: %q", n, hook.messages())
 	}
 	reboots := map[string]int{}
 	for _, h := range hosts {
