@@ -173,6 +173,45 @@ func newPauseCmd(cf *configFlags) *cobra.Command {
 	return cmd
 }
 
+// newResumeCmd lifts the pause of the rollout and the halt of its failure
+// budget, or with -group the halt of one group's failure budget. A lifted
+// halt is recorded with who lifted it; the failures before it no longer count.
+func newResumeCmd(cf *configFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resume",
+		Short: "Resume a paused rollout, and lift a halt of the failure budget (-group: of one group)",
+		Args:  noArgs("resume"),
+	}
+	var group string
+	var asJSON bool
+	cmd.Flags().StringVar(&group, "group", "", "lift the halt of this group's failure budget (rollboot status names halted groups); the pause is left as it is")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: what was done, and by whom")
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, _ []string, n nomadConn) error {
+		st := n.store()
+		by := sync.OnceValue(func() string { return appliedBy(n.client) })
+		msg := ""
+		if group == "" {
+			if _, err := st.UpdateControl(cmd.Context(), func(c *store.Control) error {
+				c.Paused, c.PauseReason, c.PausedAt, c.PausedBy = false, "", time.Time{}, ""
+				return nil
+			}); err != nil {
+				return err
+			}
+			msg = "Rollout resumed."
+		}
+		lifted, err := liftHalt(cmd, st, group, by)
+		if err != nil {
+			return err
+		}
+		msg = joinMsg(msg, lifted)
+		if asJSON {
+			return writeControlJSON(cmd.OutOrStdout(), cmd.Name(), nil, msg, by)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), msg)
+		return nil
+	}, nil)
+}
+
 func newReleaseCmd(cf *configFlags) *cobra.Command {
 	return controlCmd(cf, "release HOST", "Free the slot of a host that is stuck, undoing its drain and restoring eligibility", oneHost("release"), releasable,
 		func(args []string, c *store.Control, by func() string) (string, error) {
