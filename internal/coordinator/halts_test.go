@@ -8,17 +8,29 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
+// failureRun is what failurePass found: the halt state (and why it could not
+// be read back), the plans and the node calls after the passes, the first
+// pass's error, and the coordinator.
+type failureRun struct {
+	halts     policy.HaltState
+	haltsErr  error
+	plans     map[string]store.Plan
+	nodeCalls []string
+	passErr   error
+	c         *Coordinator
+}
+
 // failurePass stores h00 rebooting, its agent reporting that the reboot
 // failed (a failed cycle), and h01 pending next in line, under a rollout
 // failure budget of one failure; then runs two passes with the writes to
-// failPrefix failing, after prepare. It returns the halt state and plans
-// after them, the node calls, and the first pass's error.
-func failurePass(t *testing.T, failPrefix string, prepare func(*failingVars)) (policy.HaltState, error, map[string]store.Plan, []string, error) {
+// failPrefix failing, after prepare.
+func failurePass(t *testing.T, failPrefix string, prepare func(*failingVars)) failureRun {
 	t.Helper()
 	ctx := context.Background()
 	log := &callLog{}
@@ -40,21 +52,23 @@ func failurePass(t *testing.T, failPrefix string, prepare func(*failingVars)) (p
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
-	passErr := c.ReconcileOnce(ctx)
+	r := failureRun{c: c}
+	r.passErr = c.ReconcileOnce(ctx)
 	_ = c.ReconcileOnce(ctx) // the next pass: stores why h01 waits
 	vars.failPrefix = ""
-	plans, nodeCalls := plansAndNodeCalls(t, st, log)
-	hs, _, err := st.Halts(ctx)
-	return hs, err, plans, nodeCalls, passErr
+	r.plans, r.nodeCalls = plansAndNodeCalls(t, st, log)
+	r.halts, _, r.haltsErr = st.Halts(ctx)
+	return r
 }
 
 // A failed cycle is stored with the halt it causes before the decision that
 // ends the cycle is carried out, so the slot it frees is not handed out: the
 // next host waits with the halt as its reason.
 func TestFailureHaltsBeforeTheSlotIsHandedOut(t *testing.T) {
-	hs, err, plans, nodeCalls, passErr := failurePass(t, "", nil)
-	if err != nil || passErr != nil {
-		t.Fatal(err, passErr)
+	r := failurePass(t, "", nil)
+	hs, plans, nodeCalls, c := r.halts, r.plans, r.nodeCalls, r.c
+	if r.haltsErr != nil || r.passErr != nil {
+		t.Fatal(r.haltsErr, r.passErr)
 	}
 	if len(hs.Failures) != 1 || hs.Failures[0].Host != "h00" || hs.Failures[0].Kind != policy.FailRebootFailed || hs.Failures[0].Grant != "g1" {
 		t.Errorf("failures %+v", hs.Failures)
@@ -71,14 +85,21 @@ func TestFailureHaltsBeforeTheSlotIsHandedOut(t *testing.T) {
 	if slices.Contains(nodeCalls, "drain n-h01") {
 		t.Errorf("h01 drained after the halt: %q", nodeCalls)
 	}
+	if got := testutil.ToFloat64(c.halts.metrics.halted.WithLabelValues("rollout")); got != 1 {
+		t.Errorf("rollboot_halted{scope=rollout} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(c.halts.metrics.failures.WithLabelValues("default", "reboot_failed")); got != 1 {
+		t.Errorf("rollboot_cycle_failures_total = %v, want 1", got)
+	}
 }
 
 // A halt state that cannot be written leaves the failing decision for the
 // next pass: the cycle is not ended behind a failure nobody recorded, and its
 // slot stays taken.
 func TestFailureNotRecordedIsNotCarriedOut(t *testing.T) {
-	_, _, plans, nodeCalls, passErr := failurePass(t, "rollboot/halts", nil)
-	if passErr == nil {
+	r := failurePass(t, "rollboot/halts", nil)
+	plans, nodeCalls := r.plans, r.nodeCalls
+	if r.passErr == nil {
 		t.Error("the pass reported no error")
 	}
 	if got := plans["h00"].Phase; got != store.PhaseRebooting {
@@ -97,8 +118,9 @@ func TestUnreadableHaltsHold(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err, plans, nodeCalls, _ := failurePass(t, "", newer)
-	if err == nil {
+	r := failurePass(t, "", newer)
+	plans, nodeCalls := r.plans, r.nodeCalls
+	if r.haltsErr == nil {
 		t.Error("the halt state read back")
 	}
 	if got := plans["h00"].Phase; got != store.PhaseBackoff {
