@@ -47,3 +47,16 @@ group "all" {
 #   end       = "05:00"
 #   time_zone = "Europe/Berlin"
 # }
+#
+# Halt the rollout after failed cycles, until `rollboot resume` (a group may
+# have a failure_budget block of its own), and cap all groups together:
+#
+# failure_budget {
+#   max_failures = 2
+#   window       = "24h"
+# }
+#
+# rollout {
+#   max_out             = 4
+#   max_drains_per_hour = 10
+# }

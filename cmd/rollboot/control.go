@@ -274,32 +274,66 @@ func withPause(m map[string]store.Pause, name string, p store.Pause) map[string]
 	return m
 }
 
+// newResumeCmd lifts a pause: of the rollout, of a group (-group) or of a
+// host. Without a host it also lifts the halt of the failure budget of the
+// same scope (the rollout's, or the group's), recorded with who lifted it;
+// the failures before it no longer count.
 func newResumeCmd(cf *configFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resume [HOST]",
+		Short: "Resume a paused rollout, group (-group) or host, and lift the halt of the rollout's or the group's failure budget",
+		Args:  maxOneArg("resume", "HOST"),
+	}
 	var scope pauseScope
-	cmd := controlCmd(cf, "resume [HOST]", "Resume a paused rollout, group (-group) or host", maxOneArg("resume", "HOST"), nil,
-		func(args []string, c *store.Control, _ func() string) (string, error) {
-			if err := scope.resolve("resume", args); err != nil {
-				return "", err
-			}
-			switch {
-			case scope.host != "":
-				if _, ok := c.HostPauses[scope.host]; !ok {
-					return "Host " + scope.host + " was not paused.", nil
-				}
-				delete(c.HostPauses, scope.host)
-				return "Host " + scope.host + " resumed.", nil
-			case scope.group != "":
-				if _, ok := c.GroupPauses[scope.group]; !ok {
-					return "Group " + scope.group + " was not paused.", nil
-				}
-				delete(c.GroupPauses, scope.group)
-				return "Group " + scope.group + " resumed.", nil
-			}
-			c.Paused, c.PauseReason, c.PausedAt, c.PausedBy, c.PausedUntil = false, "", time.Time{}, "", time.Time{}
-			return "Rollout resumed.", nil
-		})
+	var asJSON bool
 	scope.flags(cmd)
-	return cmd
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts: what was done, and by whom")
+	return clientCommand(cf, cmd, func(cmd *cobra.Command, args []string, n nomadConn) error {
+		if err := scope.resolve("resume", args); err != nil {
+			return err
+		}
+		st := n.store()
+		by := sync.OnceValue(func() string { return appliedBy(n.client) })
+		var msg string
+		if _, err := st.UpdateControl(cmd.Context(), func(c *store.Control) error {
+			msg = resumePause(c, scope)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if scope.host == "" {
+			lifted, err := liftHalt(cmd, st, scope.group, by)
+			if err != nil {
+				return err
+			}
+			msg = joinMsg(msg, lifted)
+		}
+		if asJSON {
+			return writeControlJSON(cmd.OutOrStdout(), cmd.Name(), args, msg, by)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), msg)
+		return nil
+	}, nil)
+}
+
+// resumePause lifts the pause of the scope in c, and says what it did.
+func resumePause(c *store.Control, scope pauseScope) string {
+	switch {
+	case scope.host != "":
+		if _, ok := c.HostPauses[scope.host]; !ok {
+			return "Host " + scope.host + " was not paused."
+		}
+		delete(c.HostPauses, scope.host)
+		return "Host " + scope.host + " resumed."
+	case scope.group != "":
+		if _, ok := c.GroupPauses[scope.group]; !ok {
+			return "Group " + scope.group + " was not paused."
+		}
+		delete(c.GroupPauses, scope.group)
+		return "Group " + scope.group + " resumed."
+	}
+	c.Paused, c.PauseReason, c.PausedAt, c.PausedBy, c.PausedUntil = false, "", time.Time{}, "", time.Time{}
+	return "Rollout resumed."
 }
 
 func newReleaseCmd(cf *configFlags) *cobra.Command {

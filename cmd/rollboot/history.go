@@ -8,6 +8,17 @@ import (
 	"github.com/rollboot/rollboot/internal/history"
 )
 
+// writeHaltLog writes the failure budgets' last halts and resumes after the
+// cycles; a halt state that cannot be read is said, not an error.
+func writeHaltLog(cmd *cobra.Command, n nomadConn) error {
+	hs, _, err := n.store().Halts(cmd.Context())
+	if err != nil {
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "\nHalts and resumes: cannot be read: %v\n", err)
+		return err
+	}
+	return history.WriteHalts(cmd.OutOrStdout(), hs.Log)
+}
+
 func newHistoryCmd(cf *configFlags) *cobra.Command {
 	var asJSON bool
 	var opt history.Options
@@ -38,6 +49,9 @@ func newHistoryCmd(cf *configFlags) *cobra.Command {
 		if asJSON {
 			return history.WriteJSON(cmd.OutOrStdout(), cs)
 		}
-		return history.WriteText(cmd.OutOrStdout(), cs)
+		if err := history.WriteText(cmd.OutOrStdout(), cs); err != nil || opt.Host != "" {
+			return err
+		}
+		return writeHaltLog(cmd, n)
 	}, nil)
 }

@@ -43,7 +43,7 @@ separator line otherwise; with -json, one document after another (errors on stde
 		}
 		st := n.store()
 		src := status.Source{Store: st, Nodes: n.client.Nodes(), Jobs: n.client.Jobs(),
-			AgentJob: n.cfg.Coordinator.AgentJob, AgentNamespace: ns, Silences: st, Waves: st}
+			AgentJob: n.cfg.Coordinator.AgentJob, AgentNamespace: ns, Silences: st, Waves: st, Halts: st}
 		if last < 0 {
 			return fmt.Errorf("-n: must be 0 (every cycle) or more, got %d", last)
 		}

@@ -70,6 +70,12 @@ namespace "default" {
       capabilities = ["read", "list", "destroy"]
     }
 
+    # resume: GET rollboot/halts, then PUT rollboot/halts?cas=N to lift a
+    # halt of the failure budgets (the coordinator writes the rest of it).
+    path "rollboot/halts" {
+      capabilities = ["read", "write"]
+    }
+
     # policy show, history: GET rollboot/policy; policy apply: GET, then
     # PUT rollboot/policy?cas=N (cas=0 for the first version).
     path "rollboot/policy" {

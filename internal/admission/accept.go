@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -26,6 +27,10 @@ type admitter struct {
 	needs    Needs
 	// index: the position of each queued host in the input's queue.
 	index map[string]int
+	// out: the hosts out for rollboot, every group's; starts: the drains of
+	// the last hour; each with the hosts admitted so far (the rollout budget).
+	rolloutOut int
+	starts     []time.Time
 }
 
 // accept reports whether the host the budgets offer a slot to takes it.
@@ -35,6 +40,10 @@ func (a *admitter) accept(req policy.Request) bool {
 	candidate := isCandidate(rec)
 	why := phase.WaitReason{}
 	switch {
+	case a.rolloutHold() != "":
+		// The rollout's max_out or max_drains_per_hour, on top of the group's
+		// own budget.
+		why = phase.WaitFor(phase.WaitRolloutBudget, a.rolloutHold())
 	case candidate && a.spare <= 1:
 		// After its reboot a drained node stays ineligible until the
 		// coordinator restores it, and an agent deployed as a system job gets
@@ -68,6 +77,8 @@ func (a *admitter) accept(req policy.Request) bool {
 	if candidate {
 		a.spare--
 	}
+	a.rolloutOut++
+	a.starts = append(a.starts, a.in.Now)
 	for _, srv := range rec.Servers {
 		a.serversOut[phase.ClusterKey(srv)] = req.Host
 	}
@@ -76,6 +87,16 @@ func (a *admitter) accept(req policy.Request) bool {
 	}
 	a.out.Admitted[req.Host] = true
 	return true
+}
+
+// rolloutHold is why the rollout budget holds the next host ("": it does
+// not); a drain rate used up looks again when it lets one more start.
+func (a *admitter) rolloutHold() string {
+	why, until := a.in.Rules.Rollout.Hold(a.rolloutOut, a.starts, a.in.Now)
+	if !until.IsZero() {
+		a.out.RecheckAt = phase.Earliest(a.out.RecheckAt, until)
+	}
+	return why
 }
 
 // pending is the queued host named host.

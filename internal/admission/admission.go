@@ -7,6 +7,7 @@ package admission
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,6 +57,9 @@ type Rules struct {
 	// CordonNext: how many hosts at the head of each group's line have
 	// their node cordoned before their drain (cordon.go; 0: none).
 	CordonNext int
+	// Rollout caps the hosts out and the drains started per hour of all
+	// groups together.
+	Rollout policy.RolloutBudget
 }
 
 // DrainDeadlineOf is the drain deadline of the group named name.
@@ -142,6 +146,14 @@ type Input struct {
 	// groups its group follows), and WaveRecheck when a soak ends.
 	WaveHolds   map[string]phase.WaitReason
 	WaveRecheck time.Time
+
+	// Halts: the scopes halted by their failure budget (policy.HaltState);
+	// HaltsUnknown: why the halt state cannot be read ("" when it can).
+	Halts        map[string]policy.Halt
+	HaltsUnknown string
+	// DrainStarts: when the drains of the last hour started, every group's
+	// (the plans' DrainStarts), for Rules.Rollout.
+	DrainStarts []time.Time
 }
 
 // Result is what admission decided.
@@ -212,7 +224,8 @@ func Admit(in Input) (Result, Needs) {
 	if !needs.None() {
 		return out, needs
 	}
-	a := admitter{in: in, out: &out, spare: in.Spare, serversOut: maps.Clone(in.ServersOut), index: map[string]int{}}
+	a := admitter{in: in, out: &out, spare: in.Spare, serversOut: maps.Clone(in.ServersOut), index: map[string]int{},
+		rolloutOut: hostsOut(in), starts: slices.Clone(in.DrainStarts)}
 	if a.serversOut == nil {
 		a.serversOut = map[string]string{}
 	}
@@ -269,6 +282,10 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 	var queue []policy.Request
 	var workloads []string
 	for _, p := range hostHolds(in, in.Queue, out) {
+		if why := HaltHold(in, p.Group); !why.IsZero() {
+			out.Wait[p.Host] = why
+			continue
+		}
 		if why, ok := settling[p.Group]; ok {
 			out.Wait[p.Host] = why
 			out.RecheckAt = phase.Earliest(out.RecheckAt, until[p.Group])
@@ -318,6 +335,28 @@ func HealthGateHold(in Input, group string) (phase.WaitReason, time.Time) {
 		}
 	}
 	return phase.WaitReason{}, time.Time{}
+}
+
+// HaltHold is why the failure budgets hold the drains of group (zero: they
+// do not): the rollout or the group is halted until an operator resumes it,
+// or the halt state cannot be read (fail closed: any scope may be halted).
+func HaltHold(in Input, group string) phase.WaitReason {
+	if in.HaltsUnknown != "" {
+		return phase.WaitFor(phase.WaitHaltUnknown, in.HaltsUnknown)
+	}
+	if h, ok := policy.HaltOf(in.Halts, group); ok {
+		return phase.WaitFor(phase.WaitHalted, h.Text())
+	}
+	return phase.WaitReason{}
+}
+
+// hostsOut counts the hosts out for rollboot, every group's.
+func hostsOut(in Input) int {
+	n := 0
+	for _, c := range in.Groups {
+		n += c.Active
+	}
+	return n
 }
 
 // AlertHold is why the verdict holds every new start (zero: it does not).

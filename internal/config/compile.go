@@ -35,6 +35,10 @@ type Compiled struct {
 	AlertGate alertgate.Rules
 	// HealthGates are the gate blocks, checked, in the file's order.
 	HealthGates []healthgate.Gate
+	// FailureBudgets are the failure_budget blocks (the rollout's, each
+	// group's); RolloutBudget the rollout block.
+	FailureBudgets policy.FailureBudgets
+	RolloutBudget  policy.RolloutBudget
 }
 
 // Compile checks the configuration and compiles it: it reports every problem
@@ -67,6 +71,8 @@ func Compile(c *Config) (*Compiled, error) {
 		NotifyMessages:       c.Notify.messages(),
 		AlertGate:            c.Alerts.alertRules(),
 		HealthGates:          c.healthGates(),
+		FailureBudgets:       c.failureBudgets(),
+		RolloutBudget:        c.Rollout.rolloutBudget(),
 	}
 	cc.problems, cc.bad = nil, nil
 	return cc, nil

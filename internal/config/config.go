@@ -58,6 +58,10 @@ type Config struct {
 	// Approval is what the groups that need an approval wait for
 	// (approval.go).
 	Approval ApprovalConfig
+	// FailureBudget is the rollout's failure budget, and Rollout its caps on
+	// all groups together (policy; budgets.go).
+	FailureBudget FailureBudgetConfig
+	Rollout       RolloutConfig
 
 	// pos records where each value came from (a file range, or an
 	// environment variable as the file name with no line), keyed by the
@@ -294,6 +298,8 @@ type GroupConfig struct {
 	Canary    CanaryConfig
 	After     []string
 	AfterSoak time.Duration
+	// FailureBudget is the group's failure budget (budgets.go).
+	FailureBudget FailureBudgetConfig
 }
 
 // WindowConfig is one `window "name" {}` block.

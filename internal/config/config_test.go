@@ -181,10 +181,11 @@ func TestLoadFullExample(t *testing.T) {
 			Events:  []string{"drain_started", "back_in_service", "stuck", "drain_aborted", "reboot_failed", "paused", "resumed"},
 			Timeout: 10 * time.Second, Queue: 100,
 			Messages: map[string]string{"stuck": "{{.Host}} did not come back: {{.Error}}. When it is safe: rollboot release {{.Host}}"}},
-		Alerts:    defaultAlerts(),
-		Workloads: defaultWorkloads(),
-		Capacity:  CapacityConfig{Enabled: true, Headroom: "0%"},
-		Approval:  ApprovalConfig{Timeout: 10 * time.Second, Recheck: time.Minute, HoldSlot: time.Hour, AuthHeader: "Authorization"},
+		Alerts:        defaultAlerts(),
+		Workloads:     defaultWorkloads(),
+		Capacity:      CapacityConfig{Enabled: true, Headroom: "0%"},
+		Approval:      ApprovalConfig{Timeout: 10 * time.Second, Recheck: time.Minute, HoldSlot: time.Hour, AuthHeader: "Authorization"},
+		FailureBudget: FailureBudgetConfig{Window: 24 * time.Hour, Count: failureKindNames},
 	}
 	got := c.Config
 	got.pos = nil

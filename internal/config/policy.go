@@ -132,6 +132,7 @@ func (cc *Compiled) With(r *Rules) *Compiled {
 	}
 	out.Policy, out.ForceDrains, out.HoldOnDeniedHandOver = p.Policy, p.ForceDrains, p.HoldOnDeniedHandOver
 	out.AlertGate, out.HealthGates = p.AlertGate, p.HealthGates
+	out.FailureBudgets, out.RolloutBudget = p.FailureBudgets, p.RolloutBudget
 	return &out
 }
 

@@ -152,6 +152,11 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 			doc: "The group's `matchers`, `duration` and `tail`, as in " +
 				"[`silence`](#silence-alertmanager-silences-while-a-host-is-out); what the block does not set " +
 				"comes from the top-level `silence` block. `matchers = []` turns silences off for the group."},
+		child{t: failureBudgetTable, field: "FailureBudget", defDoc: "none", inherit: defaultFailureBudget,
+			doc: "The group's own failure budget: `max_failures`, `window` and `count` as in " +
+				"[`failure_budget`](#failure_budget-halt-after-failed-cycles), counting only the group's cycles; " +
+				"it halts only the group (`rollboot resume -group NAME` lifts it). Nothing is inherited from the " +
+				"top-level block, which counts every group's failures for the whole rollout."},
 	},
 }
 

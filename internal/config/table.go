@@ -72,6 +72,8 @@ var sections = []section{
 	{t: silenceTable, field: "Silence", policy: true},
 	{t: nodeMetaTable, field: "NodeMeta", policy: true},
 	{t: approvalTable, field: "Approval", policy: true},
+	{t: failureBudgetTable, field: "FailureBudget", policy: true},
+	{t: rolloutTable, field: "Rollout", policy: true},
 	{t: groupTable, field: "Groups", policy: true},
 	{t: windowTable, field: "Windows", policy: true},
 	{t: freezeTable, field: "Freezes", policy: true},

@@ -31,8 +31,10 @@ var canaryTable = &table{typ: "canary", of: reflect.TypeFor[CanaryConfig](), set
 			"is back and healthy, then for `soak` (`canary soak until T`). A canary whose cycle fails (it " +
 			"ends `stuck`, its reboot fails on the host, its drain is aborted, its node is gone, or it is " +
 			"back with its workloads unhealthy at the healthy deadline) holds the rest of its wave " +
-			"(`canary failed: …`, `rollboot_hosts_waiting{reason=\"canary_failed\"}`) until a new " +
-			"fingerprint starts a new wave. A host whose need has no fingerprint (a manual request, " +
+			"(`canary failed: …`, `rollboot_hosts_waiting{reason=\"canary_failed\"}`) and halts its " +
+			"group, as an exhausted failure budget does (`halted: …`, `rollboot_halted`), until " +
+			"`rollboot resume -group G`: the resume forgets the failure, and the wave picks new canaries. " +
+			"A new fingerprint starts a new wave, which the halt holds too. A host whose need has no fingerprint (a manual request, " +
 			"`max_uptime`, a detector that cannot tell) is in no wave and goes as before. The verdict " +
 			"comes from the cycle rollboot ran, never from a record; the fingerprint is the host's claim, " +
 			"and decides only which wave that host is in. If `<prefix>/waves` cannot be read or written, " +

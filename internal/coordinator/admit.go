@@ -31,7 +31,7 @@ func (c *Coordinator) admitRules() admission.Rules {
 		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
 		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
 		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates, Approval: c.opt.Approval,
-		CordonNext: c.opt.MetaKeys.CordonNext}
+		CordonNext: c.opt.MetaKeys.CordonNext, Rollout: c.opt.RolloutBudget}
 	for _, g := range c.opt.Groups {
 		r.Groups = append(r.Groups, g.Group)
 	}
@@ -149,7 +149,25 @@ func admissionInput(r admission.Rules, s *snapshot) admission.Input {
 	in.PauseUntil, in.GroupPauses, in.HostPauses = s.control.PausedUntil, s.control.GroupPauses, s.control.HostPauses
 	in.OptOut, in.Urgent = s.optOut, urgentRequests(s.control)
 	in.WaveHolds, in.WaveRecheck = waveHolds(s, in.Queue) // waves.go
+	in.Halts, in.HaltsUnknown = s.halts.Halts, s.haltsErr
+	if r.Rollout.MaxDrainsPerHour > 0 {
+		in.DrainStarts = drainStarts(s)
+	}
 	return in
+}
+
+// drainStarts are the drains started in the last hour, by every plan's
+// record of its grants (phase: Plan.DrainStarts).
+func drainStarts(s *snapshot) []time.Time {
+	var out []time.Time
+	for _, p := range s.plans {
+		for _, at := range p.DrainStarts {
+			if s.now.Sub(at) < policy.DrainRateWindow {
+				out = append(out, at)
+			}
+		}
+	}
+	return out
 }
 
 // admissionQueue returns the pending hosts that may compete for a slot: past

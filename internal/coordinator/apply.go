@@ -460,7 +460,9 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input
 	cancel()
 	d2 := phase.Step(in)
 	c.noteRecheck(d2)
-	if !freesSlot(in, d2) || !givesBackOnly(in, d2) {
+	if !freesSlot(in, d2) || !givesBackOnly(in, d2) || d2.Failure != "" {
+		// A failed cycle is recorded before it is closed (halts.go): the
+		// next pass does both.
 		return nil
 	}
 	return c.carryOutBounded(ctx, in, d2)

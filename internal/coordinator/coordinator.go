@@ -114,9 +114,6 @@ type Deps struct {
 	// NodeEvents keeps the node list current from Nomad's event stream instead
 	// of a blocking query of the whole list (nodes.go).
 	NodeEvents nodestream.NodeEventsAPI
-	// Halter halts the group of a canary that failed (waves.go); nil: the
-	// failed canary's wave is held by the wave state alone.
-	Halter GroupHalter
 }
 
 // Runtime is how a coordinator's loop runs and names itself.
@@ -238,6 +235,8 @@ type Coordinator struct {
 	gates  *gatepoll.Gates
 	// approvals: the approval webhook's answers (approval.go).
 	approvals *approvalhook.Keeper
+	// halts: the failure budgets' state (halts.go).
+	halts haltState
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
@@ -270,6 +269,7 @@ func New(opt Options) *Coordinator {
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)
 	c.waves.failures = newWaveFailures(c.metrics.Registry)
+	c.halts = haltState{metrics: newHaltMetrics(c.metrics.Registry)}
 	return c
 }
 
@@ -376,6 +376,7 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 	if c.opt.Policy != nil {
 		queries = append(queries, c.watchPolicy)
 	}
+	queries = append(queries, c.watchHalts) // halts.go
 	for _, q := range queries {
 		wg.Add(1)
 		go func() {
@@ -429,7 +430,8 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	c.forgetAnswers(s)    // approval.go
+	c.forgetAnswers(s)   // approval.go
+	c.logHalts(s)
 	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt
@@ -437,10 +439,8 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.publishSlots(octx, s.statuses)
 	c.notifyPass(s.control) // the plans as read: another leader may have stored them
 	var errs error
-	var writes []pendingWrite // stored together, after the others (apply.go)
-	var apart []pendingWrite  // carried out one after the other, first (cordonsFirst)
-	var freed []string        // hosts whose decision frees their slot (regrant.go)
-	var pended []string       // hosts whose decision makes them pending (regrant.go)
+	var r routed
+	var failing []pendingWrite // decisions that fail a cycle, carried out once recorded (halts.go)
 	waiting := map[phase.WaitKind]int{}
 	for _, name := range s.names {
 		hv := s.hosts[name]
@@ -459,31 +459,25 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		if !acts(in, d) {
 			continue // nothing to carry out (apply.go)
 		}
-		if freesSlot(in, d) {
-			freed = append(freed, name)
-		}
-		if becomesPending(in, d) {
-			pended = append(pended, name)
-		}
-		if storedTogether(in, d) {
-			w := pendingWrite{in: in, d: d}
-			if phase.EligibleAgain(in, d) {
-				w.rejoin = s                // the cycle may close in this pass (apply.go)
-				freed = append(freed, name) // regrantFreed counts it once its close is stored
-			}
-			writes = append(writes, w)
+		if d.Failure != "" {
+			failing = append(failing, pendingWrite{in: in, d: d})
 			continue
 		}
-		apart = append(apart, pendingWrite{in: in, d: d})
+		r.route(s, in, d)
 	}
-	for _, w := range cordonsFirst(apart) {
+	recorded, err := c.recordFailures(ctx, s, failing) // before their plans: halts.go
+	errs = errors.Join(errs, err)
+	for _, w := range recorded {
+		r.route(s, w.in, w.d)
+	}
+	for _, w := range cordonsFirst(r.apart) {
 		errs = errors.Join(errs, c.carryOutBounded(ctx, w.in, w.d))
 	}
-	first, rest, heads := headsFirst(s, writes) // regrant.go
+	first, rest, heads := headsFirst(s, r.writes) // regrant.go
 	errs = errors.Join(errs, c.storePlans(ctx, first))
 	var granted map[string]bool
 	if errs == nil {
-		granted, errs = c.regrantFreed(ctx, s, adm, freed, pended, heads) // the slots freed, at once (regrant.go)
+		granted, errs = c.regrantFreed(ctx, s, adm, r.freed, r.pended, heads) // the slots freed, at once (regrant.go)
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
 	c.metrics.State.Waiting(waiting)
@@ -510,6 +504,36 @@ func cordonsFirst(ws []pendingWrite) []pendingWrite {
 		}
 	}
 	return out
+}
+
+// routed is where a pass's decisions go: carried out one after the other,
+// first (cordonsFirst); stored together after them (apply.go); and the hosts
+// whose decision frees their slot or makes them pending (regrant.go).
+type routed struct {
+	apart, writes []pendingWrite
+	freed, pended []string
+}
+
+// route keeps d, one host's decision, in r: to be carried out apart or stored
+// with the others; it notes the slot it frees or the host it makes pending.
+func (r *routed) route(s *snapshot, in phase.Input, d phase.Decision) {
+	name := in.Plan.Host
+	if freesSlot(in, d) {
+		r.freed = append(r.freed, name)
+	}
+	if becomesPending(in, d) {
+		r.pended = append(r.pended, name)
+	}
+	if !storedTogether(in, d) {
+		r.apart = append(r.apart, pendingWrite{in: in, d: d})
+		return
+	}
+	w := pendingWrite{in: in, d: d}
+	if phase.EligibleAgain(in, d) {
+		w.rejoin = s                    // the cycle may close in this pass (apply.go)
+		r.freed = append(r.freed, name) // regrantFreed counts it once its close is stored
+	}
+	r.writes = append(r.writes, w)
 }
 
 // input is what the phase machine sees of one host in this pass.

@@ -92,6 +92,7 @@ type answers struct {
 	control  watched[struct{}] // the control variable
 	requests watched[struct{}] // the per-host control variables
 	policy   watched[struct{}]
+	halts    watched[struct{}] // the failure budgets' halt state (halts.go)
 	agentJob watched[hostcheck.AgentAllocs]
 	// nodes: the node list (nil while not live), from the node watch or the
 	// event stream's follower (nodes.go).
@@ -129,6 +130,7 @@ func (m *mailbox) start(term context.Context) {
 	a.control.failed()
 	a.requests.failed()
 	a.policy.failed()
+	a.halts.failed()
 	a.agentJob.failed()
 	a.nodes.failed()
 	a.allocs = nil
@@ -147,7 +149,7 @@ func (m *mailbox) take() answers {
 	a.allocs = maps.Clone(m.a.allocs)
 	if m.term != nil && m.term.Err() != nil {
 		// The term ended: its watches stopped answering.
-		for _, w := range []*watched[struct{}]{&a.control, &a.requests, &a.policy} {
+		for _, w := range []*watched[struct{}]{&a.control, &a.requests, &a.policy, &a.halts} {
 			w.live = false
 		}
 		a.hosts.live, a.agentJob.live, a.nodes.live = false, false, false

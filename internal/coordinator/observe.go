@@ -75,6 +75,12 @@ type snapshot struct {
 	previewAnswers map[string]admission.WebhookAnswer
 	// waves: the waves as this pass judged them (waves.go).
 	waves waveView
+	// halts: the failure budgets' halt state and its variable's index
+	// (halts.go); haltsErr: why it cannot be read ("" when it can, or when no
+	// budget needs it).
+	halts      policy.HaltState
+	haltsIndex uint64
+	haltsErr   string
 }
 
 // hostView is what a pass knows of one host; built by each pass, its own.
@@ -128,6 +134,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
 	c.readRejoinHealth(ctx, s)
+	c.readHalts(ctx, s) // before the waves, which forget what a resume lifted (halts.go)
 	c.observeWaves(ctx, s)
 	s.noHandOver = maps.Clone(c.noHandOver)
 	return s, nil

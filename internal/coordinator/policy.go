@@ -76,6 +76,11 @@ type Rules struct {
 	// ApprovalHook the webhook asked for those with approval = "webhook".
 	Approval     admission.ApprovalRules
 	ApprovalHook approvalhook.Settings
+	// FailureBudgets halt a group, or the rollout, after too many failed
+	// cycles (halts.go); RolloutBudget caps the hosts out and the drains
+	// started per hour of all groups together (admission).
+	FailureBudgets policy.FailureBudgets
+	RolloutBudget  policy.RolloutBudget
 }
 
 // NodeMetaRules are the policy's node_meta block: how many hosts of each
@@ -280,5 +285,8 @@ func (c *Coordinator) endTerm() {
 	c.metrics.Policy(0, false)
 	c.metrics.NodeBlocking.Set(0)
 	c.alerts.Forget()
+	c.halts.read.forget()
+	c.halts.metrics.halted.Reset()
+	c.halts.logged, c.halts.notified, c.halts.readErr = nil, nil, ""
 	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
 }

@@ -73,6 +73,14 @@ type PreviewResult struct {
 	Hosts       []PreviewHost  // sorted by name; idle hosts without a need left out
 	// Unreadable are hosts skipped because a read their decision needs failed.
 	Unreadable map[string]string
+	// Halts are the scopes halted by their failure budget (policy halt.go);
+	// HaltsUnknown: why the halt state cannot be read.
+	Halts        []policy.Halt
+	HaltsUnknown string
+	// Rollout is the rollout-wide budget (max_out, max_drains_per_hour), and
+	// DrainStarts the drains started in the last hour, every plan's.
+	Rollout     policy.RolloutBudget
+	DrainStarts []time.Time
 }
 
 // Preview observes the cluster as a pass does and returns what the pass would
@@ -105,7 +113,8 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	canaries := waveCanaries(s, adm.Admitted)
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason, PausedUntil: s.control.PausedUntil,
 		GroupPauses: s.control.GroupPauses,
-		Unreadable:  map[string]string{}}
+		Unreadable:  map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltList(s.halts),
+		Rollout: c.opt.RolloutBudget, DrainStarts: drainStarts(s)}
 	for _, gs := range s.statuses {
 		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
 		if !ok {

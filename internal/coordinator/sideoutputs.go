@@ -2,8 +2,10 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +32,8 @@ type sideOutputs struct {
 	notifyGen   uint64
 	notifyPause notify.Pause
 	notified    bool
+	// notifyHalts: the halts last handed to the notifier, as a key.
+	notifyHalts string
 	// meta: the metadata last handed to the publisher (metaHanded: at all,
 	// this term).
 	meta       map[string]nodemeta.Meta
@@ -60,6 +64,20 @@ func (h *sideOutputs) notifyDue(gen uint64, pause notify.Pause) bool {
 		return false
 	}
 	h.notifyGen, h.notifyPause, h.notified = gen, pause, true
+	return true
+}
+
+// haltsDue reports whether the notifier has not been handed these halts yet,
+// and takes them as handed.
+func (h *sideOutputs) haltsDue(halts []notify.Halt) bool {
+	var b strings.Builder
+	for _, x := range halts {
+		fmt.Fprintf(&b, "%s@%d;", x.Scope, x.Since.UnixNano())
+	}
+	if b.String() == h.notifyHalts {
+		return false
+	}
+	h.notifyHalts = b.String()
 	return true
 }
 
@@ -120,8 +138,10 @@ func (c *Coordinator) notifyPass(ctl store.Control) {
 		return
 	}
 	pause := notify.Pause{Paused: ctl.Paused, At: ctl.PausedAt, Reason: ctl.PauseReason}
+	halts := c.halts.notified
 	c.mu.Lock()
-	if c.plans == nil || !c.sideOutputs.notifyDue(c.plansGen, pause) {
+	due := c.plans != nil && c.sideOutputs.notifyDue(c.plansGen, pause)
+	if c.plans == nil || !c.sideOutputs.haltsDue(halts) && !due {
 		c.mu.Unlock()
 		return
 	}
@@ -131,7 +151,7 @@ func (c *Coordinator) notifyPass(ctl store.Control) {
 	}
 	c.mu.Unlock()
 	sort.Slice(plans, func(i, j int) bool { return plans[i].Host < plans[j].Host })
-	c.opt.Notifier.Observe(notify.State{Plans: plans, Pause: pause})
+	c.opt.Notifier.Observe(notify.State{Plans: plans, Pause: pause, Halts: halts})
 }
 
 // MetaPublisher publishes each host's phase, need and last reboot as Nomad

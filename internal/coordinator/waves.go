@@ -25,7 +25,9 @@ import (
 //     pure wave.Observe, also run by Preview);
 //   - a pass stores what changed before it admits (storeWaves): a canary's
 //     failure is stored before any later host of its wave could be granted,
-//     and handed to the group's halt (Deps.Halter);
+//     and halts its group (Halt, halts.go) until `rollboot resume -group G`,
+//     after which the group's failures before the resume are forgotten and the
+//     wave picks its canaries again;
 //   - admission holds the hosts their wave holds (admissionInput);
 //   - the hosts admitted in a tracked group are recorded in their wave, and
 //     the record stored, before their grants are carried out (grantWaves): a
@@ -33,18 +35,6 @@ import (
 //
 // When the variable cannot be read or written, every pending host of a
 // tracked group that is in a wave is held, saying why (fail closed).
-
-// GroupHalter halts a group's new drains: the failure budget's halt, lifted
-// only by the operator. The coordinator calls HaltGroup once for each canary
-// that fails (its wave is held by the wave state itself too), and asks
-// ResumedAt in every pass: a canary failure of the group seen before the
-// group's last resume is forgotten, and its wave picks its canaries again.
-type GroupHalter interface {
-	HaltGroup(ctx context.Context, group, reason string, hosts []string) error
-	// ResumedAt is when the operator last lifted the group's halt (zero:
-	// never), as the pass read it.
-	ResumedAt(group string) time.Time
-}
 
 // waveState is the coordinator's copy of <prefix>/waves, its own writes,
 // read once per term.
@@ -106,11 +96,9 @@ func (c *Coordinator) observeWaves(ctx context.Context, s *snapshot) {
 		c.waves.st, c.waves.index, c.waves.loaded = st, idx, true
 	}
 	st := c.waves.st
-	if c.opt.Halter != nil {
-		for group := range s.waves.rules {
-			if at := c.opt.Halter.ResumedAt(group); !at.IsZero() {
-				st = wave.Resume(st, group, at)
-			}
+	for group := range s.waves.rules {
+		if r, ok := s.halts.Resumes[group]; ok && s.haltsErr == "" {
+			st = wave.Resume(st, group, r.At) // readHalts ran first (observe)
 		}
 	}
 	s.waves.st, s.waves.failed = wave.Observe(st, s.waves.rules, waveHosts(s, s.plans), s.now)
@@ -155,10 +143,7 @@ func (c *Coordinator) storeWaves(ctx context.Context, s *snapshot) {
 	for _, f := range s.waves.failed {
 		c.waves.failures.WithLabelValues(f.Group).Inc()
 		c.log.Warn("canary failed: its wave is held", "group", f.Group, "host", f.Host, "fingerprint", f.Fingerprint, "reason", f.Reason)
-		if c.opt.Halter == nil {
-			continue
-		}
-		if err := c.opt.Halter.HaltGroup(ctx, f.Group, f.String(), []string{f.Host}); err != nil {
+		if err := c.Halt(ctx, s, f.Group, f.String(), nil); err != nil {
 			c.log.Warn("halting the group of a failed canary", "group", f.Group, "err", err)
 		}
 	}

@@ -42,7 +42,7 @@ func TestWaveHoldsFailClosed(t *testing.T) {
 // A new leader reads <prefix>/waves once and keeps what the last one recorded:
 // the canary it granted, still out, holds the rest of its wave; once the
 // canary's cycle fails, the failure is stored before anything is admitted, and
-// handed to the group's halt once.
+// halts the group once, until the operator's resume.
 func TestWavesKeptAcrossLeaders(t *testing.T) {
 	_, _, st := simStore(t, nomadsim.Config{Servers: 1})
 	ctx := context.Background()
@@ -52,8 +52,7 @@ func TestWavesKeptAcrossLeaders(t *testing.T) {
 	if _, err := st.PutWaves(ctx, wave.Items(before), 0); err != nil {
 		t.Fatal(err)
 	}
-	halter := &recHalter{}
-	c := New(Options{Deps: Deps{Store: st, Halter: halter},
+	c := New(Options{Deps: Deps{Store: st},
 		Rules: Rules{Groups: []GroupSpec{{Group: policy.Group{Name: "web", Concurrency: 3}, Options: GroupOptions{Wave: rules["web"]}}}}})
 	snap := func(aPhase string) *snapshot {
 		s := &snapshot{now: t0.Add(time.Minute), plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
@@ -68,12 +67,14 @@ func TestWavesKeptAcrossLeaders(t *testing.T) {
 	queue := []admission.Pending{{Request: policy.Request{Host: "b", Group: "web"}, Rec: &store.HostRecord{Host: "b", RebootRequired: true, Fingerprint: "k1"}}}
 
 	s := snap(store.PhaseRebooting)
+	c.readHalts(ctx, s)
 	c.observeWaves(ctx, s)
 	c.storeWaves(ctx, s)
 	if holds, _ := waveHolds(s, queue); holds["b"].Kind != phase.WaitCanary || !strings.Contains(holds["b"].Detail, "a (") {
 		t.Fatalf("b: %v, want it to wait for the canary the last leader granted", holds)
 	}
 	s = snap(store.PhaseStuck)
+	c.readHalts(ctx, s)
 	c.observeWaves(ctx, s)
 	c.storeWaves(ctx, s)
 	if holds, _ := waveHolds(s, queue); holds["b"].Kind != phase.WaitCanaryFailed {
@@ -88,17 +89,27 @@ func TestWavesKeptAcrossLeaders(t *testing.T) {
 		t.Fatalf("stored wave %+v: the failure is not stored", w)
 	}
 	s = snap(store.PhaseStuck)
+	c.readHalts(ctx, s)
 	c.observeWaves(ctx, s)
 	c.storeWaves(ctx, s)
-	if len(halter.calls) != 1 || !strings.HasPrefix(halter.calls[0], "web: canary a of wave k1 failed: stuck") {
-		t.Fatalf("halts %q, want the group halted once", halter.calls)
+	hs, _, err := st.Halts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := hs.Halts["web"]; !ok || !strings.HasPrefix(h.Reason, "canary a of wave k1 failed: stuck") || len(hs.Log) != 1 {
+		t.Fatalf("halts %+v, want the group halted once by its canary", hs)
 	}
 	// The operator resumes the group: the failure is forgotten and stored so,
 	// and b goes as the wave's new canary (a, released, needs it no more).
-	halter.resumed = t0.Add(2 * time.Minute)
+	if _, err := st.UpdateHalts(ctx, func(hs policy.HaltState) (policy.HaltState, bool) {
+		return must(policy.Lift(hs, "web", policy.Resume{At: t0.Add(2 * time.Minute), By: "operator"}))
+	}); err != nil {
+		t.Fatal(err)
+	}
 	s = snap(store.PhaseIdle)
 	s.now = t0.Add(3 * time.Minute)
 	s.hosts["a"].rec.RebootRequired = false
+	c.readHalts(ctx, s)
 	c.observeWaves(ctx, s)
 	c.storeWaves(ctx, s)
 	if holds, _ := waveHolds(s, queue); len(holds) != 0 {
@@ -111,14 +122,5 @@ func TestWavesKeptAcrossLeaders(t *testing.T) {
 	}
 }
 
-type recHalter struct {
-	calls   []string
-	resumed time.Time
-}
-
-func (h *recHalter) ResumedAt(string) time.Time { return h.resumed }
-
-func (h *recHalter) HaltGroup(_ context.Context, group, reason string, _ []string) error {
-	h.calls = append(h.calls, group+": "+reason)
-	return nil
-}
+// must is st as Lift returned it, changed.
+func must(st policy.HaltState, _ bool) (policy.HaltState, bool) { return st, true }

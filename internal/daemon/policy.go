@@ -122,6 +122,8 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		Approval: cfg.ApprovalRules(),
 		ApprovalHook: approvalhook.Settings{URL: cfg.Approval.Webhook, Timeout: cfg.Approval.Timeout,
 			Header: cfg.Approval.AuthHeader, Env: cfg.Approval.AuthEnv, File: cfg.Approval.AuthFile},
+		FailureBudgets: cfg.FailureBudgets,
+		RolloutBudget:  cfg.RolloutBudget,
 	}
 }
 

@@ -27,7 +27,7 @@ func StatusPage(cfg *config.Compiled, reg prometheus.Gatherer, log *slog.Logger)
 	}
 	src := statuspage.Source{
 		Status: status.Source{Store: st, Nodes: c.Nodes(), Jobs: c.Jobs(),
-			AgentJob: cfg.Coordinator.AgentJob, AgentNamespace: agentJobNamespace(cfg), Waves: st},
+			AgentJob: cfg.Coordinator.AgentJob, AgentNamespace: agentJobNamespace(cfg), Waves: st, Halts: st},
 		History: st.History,
 		Watch:   st.WatchState,
 		Process: process,

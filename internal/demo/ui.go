@@ -28,7 +28,7 @@ func serveUI(ctx context.Context, addr string, client *api.Client, st *store.Sto
 	}
 	page := statuspage.New(statuspage.Source{
 		Status: status.Source{Store: st, Nodes: client.Nodes(), Jobs: client.Jobs(),
-			AgentJob: "rollboot", AgentNamespace: "default", Waves: st},
+			AgentJob: "rollboot", AgentNamespace: "default", Waves: st, Halts: st},
 		History: st.History,
 		Watch:   st.WatchState,
 		Process: "rollboot demo (every agent of the emulated cluster)",

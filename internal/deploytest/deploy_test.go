@@ -177,6 +177,11 @@ var checks = []check{
 	{"destroy rollboot/policy", v("rollboot/policy", "destroy"), ""},
 	{"read rollboot/coordinator", v("rollboot/coordinator", "read"), "coordinator,candidate,operator"},
 	{"write rollboot/coordinator", v("rollboot/coordinator", "write"), "coordinator,candidate"},
+	// The failure budgets' halt state: written by the coordinator (failures,
+	// halts) and the operator (rollboot resume lifts a halt).
+	{"read rollboot/halts", v("rollboot/halts", "read"), "coordinator,candidate,operator"},
+	{"write rollboot/halts", v("rollboot/halts", "write"), "coordinator,candidate,operator"},
+	{"destroy rollboot/halts", v("rollboot/halts", "destroy"), "coordinator,candidate"},
 	// The notification ledger: its parts written by the coordinator; the
 	// single variable of version 1 deleted once moved to them.
 	{"read rollboot/notify/7", v("rollboot/notify/7", "read"), "coordinator,candidate,operator"},

@@ -383,6 +383,7 @@ var probes = map[string]probe{
 	"GET rollboot/control":                                     readVar(ns, "rollboot/control"),
 	"PUT rollboot/control":                                     updateVar("rollboot/control"),
 	"PUT rollboot/requests/<host>":                             createVar(ns, "rollboot/requests/web-1"),
+	"PUT rollboot/halts":                                       createVar(ns, "rollboot/halts"),
 	"GET /v1/vars?prefix=rollboot/history/":                    historyListProbe,
 	"PUT rollboot/history/<id>":                                createVar(ns, "rollboot/history/probe"),
 	"PUT rollboot/leader?lock-acquire":                         lockVar("rollboot/leader"),

@@ -40,11 +40,14 @@ const (
 	// AwaitingApproval: a host's turn came in a group that needs an
 	// approval, and it awaits one (package admission, approval.go).
 	AwaitingApproval Kind = "awaiting_approval"
+	// Halted: a failure budget halted a group, or the whole rollout (Group
+	// is ""); Error says which hosts failed and how, and what lifts it.
+	Halted Kind = "halted"
 )
 
 // Kinds are every kind of event, in the order of a host's cycle (the
-// approval, added later, last).
-var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed, AwaitingApproval}
+// approval and the halt, added later, last).
+var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed, AwaitingApproval, Halted}
 
 // ValidKind reports whether k names an event.
 func ValidKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }
@@ -76,6 +79,23 @@ type Event struct {
 	// Duration is the whole cycle, from the grant to back in service (0 when
 	// unknown).
 	Duration time.Duration
+}
+
+// Halt is a scope the failure budgets halted, as the halt state shows it:
+// notified once per scope and time (halted).
+type Halt struct {
+	Scope string // a group's name, "" for the whole rollout
+	Since time.Time
+	Text  string
+}
+
+// haltEvents are the halted events of the halts.
+func haltEvents(halts []Halt) []Event {
+	out := make([]Event, 0, len(halts))
+	for _, h := range halts {
+		out = append(out, Event{Kind: Halted, Group: h.Scope, Error: h.Text, At: h.Since})
+	}
+	return out
 }
 
 // Pause is the pause flag as the control state shows it.

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -19,6 +20,9 @@ import (
 type Ledger struct {
 	Hosts map[string]HostSent
 	Pause PauseSent
+	// Halts: the time of the last halt notified, by scope (kept in the pause
+	// part, item "halts").
+	Halts map[string]time.Time
 }
 
 // HostSent is what was sent of one host's events.
@@ -42,6 +46,9 @@ func (l Ledger) Sent(e Event) bool {
 		return l.Pause.Paused && l.Pause.At.Equal(e.At)
 	case Resumed:
 		return l.Pause.Resumed && l.Pause.At.Equal(e.At)
+	case Halted:
+		at, ok := l.Halts[e.Group]
+		return ok && !e.At.After(at)
 	case BackInService:
 		h, ok := l.Hosts[e.Host]
 		return ok && !e.At.After(h.Back)
@@ -67,6 +74,12 @@ func (l *Ledger) Mark(e Event) {
 		return
 	case Resumed:
 		l.Pause = PauseSent{At: e.At, Paused: true, Resumed: true}
+		return
+	case Halted:
+		if l.Halts == nil {
+			l.Halts = map[string]time.Time{}
+		}
+		l.Halts[e.Group] = e.At
 		return
 	}
 	if l.Hosts == nil {
@@ -165,6 +178,14 @@ func (l Ledger) Parts() map[string]map[string]string {
 		}
 		head["pause"] = nanos(l.Pause.At) + "," + flags
 	}
+	if len(l.Halts) > 0 {
+		halts := map[string]int64{}
+		for scope, at := range l.Halts {
+			halts[scope] = at.UnixNano()
+		}
+		b, _ := json.Marshal(halts) // a map of strings to numbers always encodes
+		head["halts"] = string(b)
+	}
 	parts := map[string]map[string]string{PausePart: head}
 	for host, h := range l.Hosts {
 		kinds := make([]string, len(h.Kinds))
@@ -222,6 +243,18 @@ func decodeEntries(items map[string]string, l *Ledger) (problems []string) {
 			problems = append(problems, "pause: malformed")
 		} else {
 			l.Pause = PauseSent{At: t, Paused: strings.Contains(flags, "p"), Resumed: strings.Contains(flags, "r")}
+		}
+	}
+	if s, ok := items["halts"]; ok {
+		var halts map[string]int64
+		if err := json.Unmarshal([]byte(s), &halts); err != nil {
+			problems = append(problems, "halts: malformed")
+		}
+		for scope, n := range halts {
+			if l.Halts == nil {
+				l.Halts = map[string]time.Time{}
+			}
+			l.Halts[scope] = time.Unix(0, n).UTC()
 		}
 	}
 	for k, v := range items {

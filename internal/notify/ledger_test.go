@@ -166,3 +166,33 @@ func legacyItems(l Ledger) map[string]string {
 	items["version"] = "1"
 	return items
 }
+
+// A halt is sent once per scope and time: the ledger keeps each scope's last
+// halt notified in its pause part, across a new leader's read.
+func TestLedgerHalts(t *testing.T) {
+	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	web := Event{Kind: Halted, Group: "web", Error: "group web halted", At: at}
+	rollout := Event{Kind: Halted, Error: "the rollout halted", At: at}
+	var l Ledger
+	if l.Sent(web) {
+		t.Fatal("a halt sent before it was marked")
+	}
+	l.Mark(web)
+	decoded, problems, err := DecodeLedger(l.Parts())
+	if err != nil || len(problems) > 0 {
+		t.Fatal(err, problems)
+	}
+	if !decoded.Sent(web) || decoded.Sent(rollout) {
+		t.Errorf("after a read: web sent %v, rollout sent %v", decoded.Sent(web), decoded.Sent(rollout))
+	}
+	if later := (Event{Kind: Halted, Group: "web", At: at.Add(time.Hour)}); decoded.Sent(later) {
+		t.Error("a later halt of the same group counts as sent")
+	}
+	evs := Derive(nil, Pause{}, Ledger{})
+	if len(evs) != 0 {
+		t.Errorf("events without halts: %v", evs)
+	}
+	if got := haltEvents([]Halt{{Scope: "web", Since: at, Text: "x"}}); len(got) != 1 || got[0] != (Event{Kind: Halted, Group: "web", Error: "x", At: at}) {
+		t.Errorf("haltEvents = %+v", got)
+	}
+}

@@ -58,6 +58,8 @@ type Notifier struct {
 type State struct {
 	Plans []store.Plan
 	Pause Pause
+	// Halts are the scopes the failure budgets halted.
+	Halts []Halt
 }
 
 // New returns a notifier.
@@ -81,7 +83,7 @@ func New(opt Options) *Notifier {
 // Observe hands the notifier a state the coordinator read or stored. It never
 // blocks and does no I/O: it notes the events the state implies.
 func (n *Notifier) Observe(s State) {
-	evs := Implied(s.Plans, s.Pause)
+	evs := append(Implied(s.Plans, s.Pause), haltEvents(s.Halts)...)
 	n.mu.Lock()
 	if n.seen == nil {
 		n.seen = map[string]bool{}
@@ -386,6 +388,8 @@ func key(e Event) string {
 	switch e.Kind {
 	case BackInService, Paused, Resumed:
 		return string(e.Kind) + "/" + e.Host + "/" + e.At.UTC().Format(time.RFC3339Nano)
+	case Halted:
+		return string(e.Kind) + "/" + e.Group + "/" + e.At.UTC().Format(time.RFC3339Nano)
 	}
 	return string(e.Kind) + "/" + e.Host + "/" + e.Grant
 }

@@ -23,6 +23,9 @@ var DefaultMessages = map[Kind]string{
 
 	// A group's approval (package admission, approval.go).
 	AwaitingApproval: `rollboot: {{.Host}} (group {{.Group}}) awaits approval to reboot ({{.Reason}}): {{.Error}}`,
+
+	// A failure budget's halt (package policy, halt.go).
+	Halted: `rollboot: {{.Error}}`,
 }
 
 // Messages are the compiled message template of every event kind.

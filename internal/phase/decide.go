@@ -80,11 +80,14 @@ type NodeView struct {
 // host with neither a Nomad node nor a server keeps no slot (abandon).
 func toStuck(in Input, d Decision, p store.Plan, why string) Decision {
 	if holdsNoSlotStuck(in) {
-		return abandon(in, d, p, why)
+		d = abandon(in, d, p, why)
+		d.Failure = policy.FailStuck
+		return d
 	}
 	d.Plan = enter(p, store.PhaseStuck, in.Now)
 	d.Plan.LastError = why
 	d.Write, d.Event = true, "stuck" // why: in LastError
+	d.Failure = policy.FailStuck
 	return d
 }
 
@@ -307,6 +310,11 @@ type Decision struct {
 	// that let it start, valid until this time: it is removed from the
 	// control state (zero: none to remove).
 	ClearApproval time.Time
+	// Failure: the decision fails the host's cycle this way, for the failure
+	// budgets (policy.Record); "" when it does not. Set where the cycle turns
+	// stuck, its reboot failed, it ends with its workloads unhealthy, or its
+	// drain is aborted at its deadline.
+	Failure policy.FailureKind
 }
 
 // Need is the host's current reboot request, if any: the earliest of the agent's
@@ -592,6 +600,7 @@ func grant(in Input, d Decision) Decision {
 	d.Plan = enter(p, store.PhaseDraining, in.Now)
 	d.Plan.GrantID = in.NewGrantID
 	d.Plan.Attempt = p.Attempt + 1
+	d.Plan.DrainStarts = policy.RecentStarts(p.DrainStarts, in.Now) // the rollout's max_drains_per_hour
 	d.Plan.BootIDAtGrant = in.Host.BootID
 	d.Plan.ServersStableSince = serversStableSince(in)
 	d.Plan.ManualRequest = in.Request != nil && in.Request.At.Equal(p.RequestedAt)
@@ -940,6 +949,7 @@ func backInService(in Input, d Decision, p store.Plan) Decision {
 	d.Plan.LastCompleted = in.Now
 	if d.Unhealthy != "" {
 		d.History.Error = unhealthyReleased + d.Unhealthy
+		d.Failure = policy.FailUnhealthy
 	}
 	d.Plan.LastUnhealthy = d.Unhealthy
 	d.Plan.LastNeedAt, d.Plan.LoopCount = loopAfterCycle(in, p)
@@ -963,6 +973,9 @@ func abort(in Input, d Decision, why string, cancel bool) Decision {
 		d.SetEligible = true
 	}
 	d.Write, d.Event = true, "drain aborted" // why: in LastError
+	if cancel {
+		d.Failure = policy.FailDrainAborted // its deadline; a drain canceled by someone else is no failure of the host
+	}
 	return d
 }
 

@@ -60,6 +60,7 @@ func notRebooted(in Input, d Decision, f store.RebootFailure) Decision {
 	d.Plan.LastError = "the host did not reboot: " + f.String()
 	d.Plan.Held = false
 	d.Write, d.Event = true, "reboot failed on the host" // how: in LastError
+	d.Failure = policy.FailRebootFailed
 	return d
 }
 

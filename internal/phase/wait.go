@@ -61,6 +61,9 @@ const (
 	WaitCanaryFailed // Detail: which canary failed and how, and the wave
 	WaitAfterGroup   // Detail: the group followed, and what it waits for
 	WaitWaveUnknown  // Detail: why the waves cannot be read or stored
+	WaitHalted          // Detail: policy.Halt.Text (the scope, its failures, the resume to run)
+	WaitHaltUnknown     // Detail: why the halt state cannot be read
+	WaitRolloutBudget   // Detail: policy.RolloutRoom.Why (max_out or max_drains_per_hour)
 
 	// A host out of service.
 	WaitNodeNotFound
@@ -133,6 +136,9 @@ var waitKinds = [...]struct{ name, text string }{
 	WaitCanaryFailed:      {"canary_failed", "canary failed: %s"},
 	WaitAfterGroup:        {"after_group", "after %s"},
 	WaitWaveUnknown:       {"wave_unknown", "cannot tell the order of its wave: %s"},
+	WaitHalted:            {"halted", "halted: %s"},
+	WaitHaltUnknown:       {"halt_unknown", "no new drain starts: the failure budgets' halt state cannot be read: %s"},
+	WaitRolloutBudget:     {"rollout_budget", "%s"},
 	WaitNodeNotFound:      {"node_not_found", "node not found"},
 	WaitDrainStarting:     {"drain_starting", "starting the drain"},
 	WaitDraining:          {"draining", "draining"},

@@ -62,6 +62,9 @@ type Plan struct {
 	Unestimated int `json:"unestimated"`
 	// Unreadable are hosts left out because a read their decision needs failed.
 	Unreadable map[string]string `json:"unreadable,omitempty"`
+	// Halts say which scopes the failure budgets halted: their hosts have no
+	// estimate, the rollout does not finish until they are resumed.
+	Halts []string `json:"halts,omitempty"`
 }
 
 // Group is one group's part of the rollout.
@@ -176,6 +179,12 @@ func chainAfter(in Input, p Plan) ([]coordinator.PreviewHost, bool) {
 func build(in Input) Plan {
 	measured := Measure(in.History)
 	p := Plan{Now: in.Now, Paused: in.Observed.Paused, PauseReason: in.Observed.PauseReason, PausedUntil: in.Observed.PausedUntil}
+	for _, h := range in.Observed.Halts {
+		p.Halts = append(p.Halts, h.Text())
+	}
+	if in.Observed.HaltsUnknown != "" {
+		p.Halts = append(p.Halts, "the halt state cannot be read: "+in.Observed.HaltsUnknown)
+	}
 	if len(in.Observed.Unreadable) > 0 {
 		p.Unreadable = in.Observed.Unreadable
 	}
@@ -194,7 +203,7 @@ func build(in Input) Plan {
 		g := newGroup(og, in.Settle[og.Group.Name], durationsFor(measured, og.Group.Name))
 		parts = append(parts, prepareGroup(in, g, hosts, og.Group.Calendar(), lastBack[og.Group.Name], out))
 	}
-	serve(parts, out)
+	serve(parts, out, newRolloutCap(in.Observed.Rollout, in.Now, parts, in.Observed.DrainStarts))
 	for _, gp := range parts {
 		g := gp.group
 		g.Hosts = gp.hosts()
@@ -215,7 +224,11 @@ func build(in Input) Plan {
 // one that starts soonest starts first (first come, first served among equal
 // starts), so that a start that takes a server cluster's host out is known
 // before another group's host of that cluster is estimated.
-func serve(parts []*groupPart, out serversOut) {
+//
+// The rollout budget (rc, nil: none) holds the start chosen until it lets one
+// more host start; the group then looks again from that time (its window may
+// have closed meanwhile).
+func serve(parts []*groupPart, out serversOut, rc *rolloutCap) {
 	type next struct {
 		i     int
 		start time.Time
@@ -250,8 +263,24 @@ func serve(parts []*groupPart, out serversOut) {
 		if best < 0 {
 			return
 		}
+		if rc != nil {
+			at, ok := rc.earliest(cand[best].start)
+			if !ok {
+				parts[best].sim.fail("the rollout's max_out holds it, and no host out is known to come back")
+				known[best] = false
+				continue
+			}
+			if at.After(cand[best].start) {
+				parts[best].sim.t, known[best] = at, false // no host of the group starts before
+				continue
+			}
+		}
 		taken := parts[best].sim.queue[cand[best].i].Clusters
 		parts[best].sim.take(cand[best].i, cand[best].start, out)
+		if rc != nil {
+			h := parts[best].sim.hosts[cand[best].i]
+			rc.take(h.Start, h.Finish)
+		}
 		known[best] = false
 		for g, gp := range parts { // their next host may wait for the one taken now
 			if known[g] && sharesCluster(gp.sim.queue[cand[g].i].Clusters, taken) {
@@ -354,6 +383,9 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 			gp.held = append(gp.held, h)
 		case ph.Starts || timed(ph.Waiting.Kind) || !ph.NotBefore.IsZero() || ph.Waiting.Kind == phase.WaitCanary:
 			queue = append(queue, ph)
+		case ph.Waiting.Kind == phase.WaitHalted:
+			h.Blocked, h.NoEstimate = true, "halted: it will not start until the halt is lifted (rollboot resume)"
+			gp.held = append(gp.held, h)
 		default:
 			h.Blocked, h.NoEstimate = true, "held by something that does not end with time"
 			gp.held = append(gp.held, h)

@@ -80,6 +80,9 @@ func writePlan(b *strings.Builder, p Plan) {
 			fmt.Fprintf(b, "Paused%s until %s: no host starts before; the estimates start then.\n", why, p.PausedUntil.UTC().Format(time.RFC3339))
 		}
 	}
+	for _, h := range p.Halts {
+		fmt.Fprintf(b, "HALTED: %s. The rollout will not finish until it is lifted: its hosts have no estimate.\n", h)
+	}
 	if len(p.Groups) == 0 {
 		b.WriteString("\nNothing to reboot.\n")
 	}
@@ -199,6 +202,9 @@ func summary(p Plan) string {
 	}
 	if p.Unestimated > 0 {
 		s += fmt.Sprintf("; %d %s no estimate", p.Unestimated, plural(p.Unestimated, "host has", "hosts have"))
+	}
+	if len(p.Halts) > 0 {
+		s += "; halted: it will not finish until `rollboot resume`"
 	}
 	return s + "."
 }

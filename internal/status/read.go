@@ -39,6 +39,8 @@ type Source struct {
 	Silences SilenceStore
 	// Waves: where the waves are read (nil: not read; waves.go).
 	Waves WaveStore
+	// Halts: where the failure budgets' halt state is read (nil: not read).
+	Halts HaltStore
 }
 
 // Read reads the status: the host records, plans and control state (an error
@@ -76,6 +78,9 @@ func Read(ctx context.Context, src Source, now time.Time) (View, error) {
 	}
 	if src.Waves != nil {
 		readWaves(ctx, &v, src.Waves)
+	}
+	if src.Halts != nil {
+		readHalts(ctx, &v, src.Halts)
 	}
 	return v, nil
 }

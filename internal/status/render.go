@@ -35,6 +35,7 @@ func WriteWide(w io.Writer, v View, now time.Time) error {
 
 func writeView(w io.Writer, v View, now time.Time, wide bool) error {
 	t := text{w: w, wide: wide}
+	writeHalts(w, v) // first: nothing in the rollout moves there
 	if v.Policy != nil {
 		t.policy(*v.Policy)
 	}

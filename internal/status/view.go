@@ -126,6 +126,10 @@ type View struct {
 	// they could not be read.
 	Waves       []Wave `json:"waves,omitempty"`
 	WaveProblem string `json:"wave_problem,omitempty"`
+	// Halts are the scopes the failure budgets halted (halts.go); HaltProblem
+	// says why the halt state cannot be read.
+	Halts       []Halt `json:"halts,omitempty"`
+	HaltProblem string `json:"halt_problem,omitempty"`
 }
 
 // VersionCount is how many hosts' agents run one version.

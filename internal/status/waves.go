@@ -78,8 +78,8 @@ func writeWaves(w io.Writer, v View) error {
 	}
 	for _, x := range v.Waves {
 		if x.Failed != "" {
-			fmt.Fprintf(w, "\nWAVE HELD: group %q, wave %s: canary %s (a new fingerprint starts a new wave)\n",
-				x.Group, wave.Short(x.Fingerprint), x.Failed)
+			fmt.Fprintf(w, "\nWAVE HELD: group %q, wave %s: canary %s (the group is halted: rollboot resume -group %s lifts it and picks new canaries)\n",
+				x.Group, wave.Short(x.Fingerprint), x.Failed, x.Group)
 		}
 	}
 	if len(v.Waves) == 0 {

@@ -87,6 +87,7 @@ const (
 	RolloutStuck    = "stuck"
 	RolloutPaused   = "paused"
 	RolloutFrozen   = "frozen"
+	RolloutHalted   = "halted"
 	RolloutNoLeader = "no_leader"
 	RolloutUnknown  = "unknown"
 )
@@ -118,6 +119,8 @@ func rollout(v status.View, n map[string]int) (state, headline string) {
 		return RolloutPaused, "Paused" + why + ": no new reboot starts" + needing(waiting) + "; " + lifts
 	case pol.Problem != "":
 		return RolloutFrozen, "Frozen: the stored policy cannot be used, no new reboot starts" + needing(waiting)
+	case len(v.Halts) > 0 || v.HaltProblem != "":
+		return RolloutHalted, haltedHeadline(v) + needing(waiting)
 	case n[HostOut] == 0 && n[HostStuck] > 0:
 		return RolloutStuck, fmt.Sprintf("Stuck: %s, holding their slots (rollboot release HOST frees one)", hostsText(n[HostStuck]))
 	case n[HostOut] == 0 && n[HostQueued]+n[HostNeeds] == 0 && n[HostHeld] > 0:
@@ -135,6 +138,19 @@ func rollout(v status.View, n map[string]int) (state, headline string) {
 		return RolloutRunning, "Rolling: " + strings.Join(parts, ", ")
 	}
 	return RolloutIdle, "Idle: no host needs a reboot"
+}
+
+// haltedHeadline says which scopes the failure budgets halted, each with its
+// failed hosts and the resume that lifts it, or why that cannot be read.
+func haltedHeadline(v status.View) string {
+	var texts []string
+	for _, h := range v.Halts {
+		texts = append(texts, h.Text)
+	}
+	if v.HaltProblem != "" {
+		texts = append(texts, v.HaltProblem)
+	}
+	return "Halted: " + strings.Join(texts, "; ")
 }
 
 // needing says how many hosts wait, after a headline that says why nothing moves.

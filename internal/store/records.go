@@ -209,6 +209,10 @@ type Plan struct {
 	// NoCordon says why the host next in line has no cordon (the capacity
 	// gate cannot spare its node); "" otherwise.
 	NoCordon string
+	// DrainStarts are when the host's drains of the last hour began (its grants),
+	// kept at each grant: the rollout's max_drains_per_hour counts them over
+	// every plan.
+	DrainStarts []time.Time
 
 	// The last finished reboot, for the reboot-loop guard.
 	LastAfterBootID string
@@ -499,6 +503,7 @@ var planCodec = codec[Plan]{version: 2, writeVersion: func(p *Plan) int {
 	instant("approval_until", func(p *Plan) *time.Time { return &p.ApprovalUntil }, false),
 	instant("awaiting_since", func(p *Plan) *time.Time { return &p.AwaitingSince }, false),
 	object("timeline", func(p *Plan) *map[string]time.Time { return &p.Timeline }, noEntries[string, time.Time]),
+	object("drain_starts", func(p *Plan) *[]time.Time { return &p.DrainStarts }, noElements[time.Time]),
 }}
 
 func (p Plan) items() map[string]string { return planCodec.encode(p) }
