@@ -12,6 +12,19 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
+// removeHostFile removes a file (path under the host's folder) from an
+// emulated host's folder.
+func (c *cluster) removeHostFile(host, path string) {
+	c.t.Helper()
+	h, ok := c.sim.Host(host)
+	if !ok {
+		c.t.Fatalf("no host %s", host)
+	}
+	if err := os.Remove(filepath.Join(h.Dir, path)); err != nil && !os.IsNotExist(err) {
+		c.t.Fatal(err)
+	}
+}
+
 // writeHostFiles writes files (path under the host's folder: content) into
 // an emulated host's folder, the root its agent's detectors look at.
 func (c *cluster) writeHostFiles(host string, files map[string]string) {

@@ -131,17 +131,18 @@ func TestCanaryWaveSoaksThenHoldsOnFailure(t *testing.T) {
 		}
 	}
 
-	// A second update, whose canary fails to reboot.
+	// A second update, whose canary fails to reboot: its failure halts the
+	// group, and the rest of the wave waits for the operator.
 	for _, h := range hosts {
 		c.writeHostFiles(h, map[string]string{"fail-reboot": ""})
 	}
 	c.needPackages("linux-image-6.8.0-51-generic\n", hosts...)
 	second := c.waveOf("web", first.Fingerprint)
-	c.waitFor("the canary's failure to hold the rest of its wave", 30*time.Second, func() bool {
+	c.waitFor("the canary's failure to halt its group", 30*time.Second, func() bool {
 		w, _ := c.waves().Wave("web", second.Fingerprint)
 		held := 0
 		for _, p := range c.plans() {
-			if strings.Contains(p.Waiting, "canary failed") {
+			if strings.Contains(p.Waiting, "halted") && strings.Contains(p.Waiting, "canary") {
 				held++
 			}
 		}
@@ -160,10 +161,39 @@ func TestCanaryWaveSoaksThenHoldsOnFailure(t *testing.T) {
 	if cs := c.cycles(failed); len(cs) != 2 || cs[1].Outcome != "failed" {
 		t.Errorf("the failed canary %s's cycles: %+v", failed, cs)
 	}
-	if out := c.cli("status"); !strings.Contains(out, "canary failed") {
-		t.Errorf("rollboot status does not show the held wave:\n%s", out)
+	if out := c.cli("status"); !strings.Contains(out, "canary") || !strings.Contains(out, "HALTED") {
+		t.Errorf("rollboot status does not show the halted group and its wave:\n%s", out)
 	}
-	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: each(hosts, 1)})
+
+	// The operator fixes the update and resumes the group: the failure is
+	// forgotten, the wave picks a canary again, and the hosts it held reboot
+	// (the failed canary waits for its retry's backoff).
+	for _, h := range hosts {
+		c.removeHostFile(h, "fail-reboot")
+	}
+	if out := c.cli("resume", "-group", "web"); !strings.Contains(out, "lifted") {
+		t.Errorf("rollboot resume -group web: %s", out)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Log(c.cli("status"))
+		}
+	}()
+	c.waitFor("the hosts the halt held to reboot for the second wave", 30*time.Second, func() bool {
+		for _, h := range hosts {
+			if h == failed {
+				continue
+			}
+			cs := c.cycles(h)
+			if cs[len(cs)-1].Outcome != "rebooted" || cs[len(cs)-1].Fingerprint != second.Fingerprint {
+				return false
+			}
+		}
+		return true
+	})
+	reboots := each(hosts, 2)
+	delete(reboots, failed) // its second cycle failed on the host; its retry waits for its backoff
+	c.mustHold(invariants.Spec{EligibleBefore: allTrue(hosts), Reboots: reboots})
 }
 
 // Group prod follows group staging: prod starts a wave only when staging has
