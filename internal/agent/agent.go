@@ -29,8 +29,10 @@ type HealthAPI interface {
 // ServerProbe asks the host's local Consul and Vault (and Nomad) agents which
 // servers run here, and acts on the local Consul agent.
 type ServerProbe interface {
-	// Discover returns the host's roles and its servers.
-	Discover(ctx context.Context) (roles []string, servers []store.Server, err error)
+	// Discover returns the host's roles and its servers. self is what the
+	// host's local Nomad agent runs, as the agent asked it (Identity) just
+	// before: not asked again.
+	Discover(ctx context.Context, self discovery.NomadSelf) (roles []string, servers []store.Server, err error)
 	// VaultSealed reports whether the local Vault server is sealed.
 	VaultSealed(ctx context.Context) (bool, error)
 	// ConsulMaintenance puts the local Consul node in maintenance mode, or takes
@@ -247,7 +249,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Go(func() { a.watchPlan(ctx, plans) })
 	changes := make(chan recordChange, 1)
 	a.changes = changes
-	wg.Go(func() { a.watchRecord(ctx, changes) })
+	from := uint64(0)
+	if a.published {
+		from = a.rec.ModifyIndex // start's own read or write: nothing to read back
+	}
+	wg.Go(func() { a.watchRecord(ctx, changes, from) })
 	if lf, ok := a.lockFileAtStart(); ok {
 		a.startRelease(ctx, lf) // the locks of the reboot that led here, or of an attempt cut short
 	}
@@ -552,9 +558,15 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 	if err := a.retry(ctx, "report the reboot", func() error { return a.publish(ctx) }); err != nil {
 		return fmt.Errorf("report the reboot: %w", err)
 	}
-	// The node and quorum gates before anything runs: no hook runs while they hold.
+	// The node and quorum gates before anything runs: no hook runs while they
+	// hold. Its first check takes the plan just read (currentPlan) instead of
+	// reading it again a few milliseconds later; every later one reads it, as
+	// the final go/no-go does.
+	read := &cur
 	if err := a.holdUntilGo(ctx, p, "before the pre-reboot hooks", func(ctx context.Context) (string, error) {
-		return a.goNoGo(ctx, p, bootID)
+		plan := read
+		read = nil
+		return a.goNoGoOn(ctx, p, bootID, plan)
 	}); err != nil {
 		return err
 	}
@@ -851,7 +863,8 @@ func (a *Agent) discover(ctx context.Context, nodeID string, roles []string, boo
 	var found []string
 	var servers []store.Server
 	ok := keepTrying(ctx, time.Second, 30*time.Second, func() (err error) {
-		found, servers, err = a.opt.Servers.Discover(ctx)
+		found, servers, err = a.opt.Servers.Discover(ctx, discovery.NomadSelf{
+			Client: nodeID != "", Server: hasRole(roles, store.RoleNomadServer), NodeID: nodeID})
 		if err == nil || ctx.Err() != nil {
 			return err
 		}

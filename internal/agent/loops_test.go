@@ -244,7 +244,7 @@ func TestWatchRecordDeniedIsLoggedAndRetried(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.watchRecord(ctx, make(chan recordChange, 1))
+		a.watchRecord(ctx, make(chan recordChange, 1), 0)
 	}()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)
