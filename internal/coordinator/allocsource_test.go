@@ -66,7 +66,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	var pokes atomic.Int32
 	w := &allocWatchers{watchSet: watchSet{ctx: t.Context()}, poke: func() { pokes.Add(1) }, c: c}
 	defer w.stop()
-	w.set(map[string]store.Plan{"h1": {Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1", SystemJobs: []string{"default/agent"}}})
+	w.set(map[string]store.Plan{"h1": {Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1", SystemJobs: []string{"default/agent"}}}, nil)
 	select {
 	case <-n.blocked:
 	case <-time.After(30 * time.Second):

@@ -222,6 +222,11 @@ type Coordinator struct {
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
+	// awaitingReport: the hosts under way whose agent had not reported their
+	// reboot as the last pass read their records (phase.AwaitsReport): their
+	// node's allocations are not read (observe.go, rejoinhealth.go) nor
+	// watched (wake.go allocWatchNodes) before it.
+	awaitingReport map[string]bool
 }
 
 // New returns a coordinator.
@@ -305,7 +310,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Lock()
 		changed, plans := c.changed, plansUnderWay(c.plans) // observe.go
 		c.mu.Unlock()
-		allocs.set(plans)
+		allocs.set(plans, c.awaitingReport)
 		checks.set()
 		if c.nodeFollower != nil {
 			c.nodeFollower.Watch(cycleNodes(plans)) // followed one by one without the stream (nodes.go)
