@@ -201,6 +201,9 @@ type Coordinator struct {
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
 	// rebooting (caches.go).
 	heartbeats perIndex[heartbeatIndexes]
+	// streamed: the heartbeat indexes of every node the node follower saw in
+	// full this term, by ModifyIndex (mailbox.go nodeEvents; caches.go).
+	streamed perIndex[heartbeatIndexes]
 	// controlRead: the control state as the last pass read it, while its
 	// watches see no change (caches.go).
 	controlRead keptRead[store.Control]
