@@ -341,7 +341,7 @@ func (s nodeSink) NodesWritten(nodes []*api.Node) {
 		}
 	})
 }
-func (s nodeSink) NodesAt(index uint64) bool                       { return s.m.nodesAt(index) }
+func (s nodeSink) NodesAt(index uint64) bool { return s.m.nodesAt(index) }
 
 // catchUpWait is how long a pass waits for the node events of its own last
 // node write before it reads the whole list itself (nodeList). The event
