@@ -155,7 +155,8 @@ func (c *Coordinator) startNodeMeta(ctx context.Context, wg *sync.WaitGroup) {
 // (the policy's node_meta.next_in_line, over the pending hosts admission would
 // consider: policy.NextInLine) and the operator's keys for its phase
 // (nodemeta.OperatorKeys). A node that is not ready is left out (its client
-// would not answer); it gets its metadata once it is. The same metadata as
+// would not answer); it gets its metadata once it is. So is a rebooting
+// host's node, which is about to go down. The same metadata as
 // last handed over is not handed over again (sideoutputs.go).
 func (c *Coordinator) publishMeta(s *snapshot) {
 	if c.opt.NodeMeta == nil {
@@ -185,6 +186,13 @@ func (c *Coordinator) publishMeta(s *snapshot) {
 		phase := p.Phase
 		if phase == "" {
 			phase = store.PhaseIdle
+		}
+		if phase == store.PhaseRebooting {
+			// Its agent announced the reboot: the client is going down, and
+			// a write forwarded to it would fail or be lost with it. The
+			// node keeps drained (the operator's keys are the same) until
+			// it is back, rejoining.
+			continue
 		}
 		want[hv.node.ID] = nodemeta.Meta{Phase: phase, RebootRequired: hv.rec.RebootRequired, LastReboot: p.LastCompleted,
 			Steering: rules.NextInLine > 0, Next: next[name] && phase == store.PhasePending, // granted this pass: not next
