@@ -151,6 +151,9 @@ type Agent struct {
 	// maintenance: the Consul node was put in maintenance for the attempt under
 	// way; a failed attempt takes it out again.
 	maintenance bool
+	// planResume: the loop is done with a plan that grants this boot's reboot
+	// (watchPlan holds its next query until then).
+	planResume chan struct{}
 }
 
 type detection struct {
@@ -194,6 +197,7 @@ func New(opt Options) *Agent {
 		a.opt.ServerLockTTL = 15 * time.Minute
 	}
 	a.detected = make([]detection, len(opt.Detectors))
+	a.planResume = make(chan struct{}, 1)
 	return a
 }
 
@@ -246,7 +250,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.bg.Wait()
 	defer cancel()
 	plans := make(chan store.Plan, 1)
-	wg.Go(func() { a.watchPlan(ctx, plans) })
+	wg.Go(func() { a.watchPlan(ctx, plans, bootID) })
 	changes := make(chan recordChange, 1)
 	a.changes = changes
 	from := uint64(0)
@@ -446,6 +450,9 @@ func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan
 			if ctx.Err() != nil {
 				return // the machine is going down (or the agent stops)
 			}
+		}
+		if a.mayReboot(lastPlan, bootID) && !rebooting {
+			a.resumePlanWatch() // done with the grant: no reboot (yet)
 		}
 	}
 }
@@ -910,11 +917,26 @@ func hasRole(roles []string, role string) bool { return slices.Contains(roles, r
 // watchPlan follows this host's plan with blocking queries and offers each new
 // one to the loop. A refused token is retried slowly and logged as an error; a
 // plan not written yet is looked for again every PollEvery.
-func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
+//
+// Once it offered a plan that grants this boot's reboot, it asks no more
+// until the loop is done with it (resumePlanWatch): the attempt reads the
+// plan itself where it must (the grant's check, the final go/no-go), and
+// the host goes down at its end. Meanwhile the coordinator's next write (it
+// records the agent's announcement) would only wake a query for nothing, and
+// the query after it would be cut by the reboot: two requests per reboot.
+func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan, bootID string) {
 	var plan store.Plan
-	var found bool
+	var found, hold bool
 	watch.Loop{
 		Query: func(ctx context.Context, idx uint64) (uint64, error) {
+			if hold {
+				select {
+				case <-a.planResume:
+				case <-ctx.Done():
+					return idx, ctx.Err()
+				}
+				hold = false
+			}
 			p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, idx, 5*time.Minute)
 			missing := errors.Is(err, store.ErrNotFound)
 			switch {
@@ -928,6 +950,7 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
 				return idx, nil // the wait ran out with no change
 			}
 			plan, found = p, !missing
+			hold = found && a.mayReboot(p, bootID)
 			return n, nil
 		},
 		OnChange: func(uint64) {
@@ -938,6 +961,16 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
 		Retry:   watchRetry,
 		OnError: a.watchFailed("watch plan"),
 	}.Run(ctx)
+}
+
+// resumePlanWatch lets the plan's watch ask again after a plan that granted
+// the reboot (watchPlan); a resume it does not wait for is kept for its next
+// hold, which then asks at once.
+func (a *Agent) resumePlanWatch() {
+	select {
+	case a.planResume <- struct{}{}:
+	default:
+	}
 }
 
 // watchFailed logs a failed watch: a refused token as an error (it will not heal

@@ -160,7 +160,7 @@ func watchPlanFor(t *testing.T, a *Agent) <-chan store.Plan {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.watchPlan(ctx, plans)
+		a.watchPlan(ctx, plans, "")
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return plans

@@ -43,9 +43,9 @@ func (s *sentRequests) matching(suffix string, blocking bool) []*http.Request {
 
 // An agent's requests for one granted reboot. The watch of its own record
 // never starts by reading back what the agent's start just wrote: its first
-// query waits past that write. And the reboot reads the plan, outside its
-// watch, twice: the check that the grant is still current, whose read the
-// first go/no-go takes, and the final go/no-go.
+// query waits past that write. The reboot reads the plan, outside its watch,
+// twice: the check that the grant is still current, whose read the first
+// go/no-go takes, and the final go/no-go; the watch itself waits meanwhile.
 func TestRequestsOfOneReboot(t *testing.T) {
 	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
 	sent := &sentRequests{}
@@ -65,6 +65,12 @@ func TestRequestsOfOneReboot(t *testing.T) {
 	stop, _ := run(t, New(o))
 	defer stop()
 	waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+	for deadline := time.Now().Add(20 * time.Second); len(sent.matching("/plan/"+e.h.Name, true)) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the plan's watch did not answer its first query")
+		}
+		time.Sleep(time.Millisecond) // the agent's own queries: nothing to block on
+	}
 	if _, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
 		BootIDAtGrant: e.bootID, NodeID: e.h.NodeID, ModifyIndex: idle}); err != nil {
 		t.Fatal(err)
@@ -88,5 +94,10 @@ func TestRequestsOfOneReboot(t *testing.T) {
 	}
 	if n := len(sent.matching("/plan/"+e.h.Name, false)); n != 2 {
 		t.Errorf("%d reads of the plan outside its watch, want 2 (the grant's check, the final go/no-go)", n)
+	}
+	// The plan's watch asks nothing more once it offered the grant, until
+	// the attempt is over: its first query, and the one the grant answered.
+	if n := len(sent.matching("/plan/"+e.h.Name, true)); n != 2 {
+		t.Errorf("%d queries of the plan's watch by the reboot, want 2", n)
 	}
 }
