@@ -198,6 +198,9 @@ type Coordinator struct {
 	// capacityCache: each node's capacity, for the capacity gate
 	// (admitreads.go).
 	capacityCache perIndex[capacity.Node]
+	// moverCache: the movers of each draining node, by its ModifyIndex
+	// (movercache.go).
+	moverCache perIndex[[]capacity.Alloc]
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
 	// rebooting (caches.go).
 	heartbeats perIndex[heartbeatIndexes]
