@@ -29,8 +29,10 @@ type HealthAPI interface {
 // ServerProbe asks the host's local Consul and Vault (and Nomad) agents which
 // servers run here, and acts on the local Consul agent.
 type ServerProbe interface {
-	// Discover returns the host's roles and its servers.
-	Discover(ctx context.Context) (roles []string, servers []store.Server, err error)
+	// Discover returns the host's roles and its servers. self is what the
+	// host's local Nomad agent runs, as the agent asked it (Identity) just
+	// before: not asked again.
+	Discover(ctx context.Context, self discovery.NomadSelf) (roles []string, servers []store.Server, err error)
 	// VaultSealed reports whether the local Vault server is sealed.
 	VaultSealed(ctx context.Context) (bool, error)
 	// ConsulMaintenance puts the local Consul node in maintenance mode, or takes
@@ -153,6 +155,9 @@ type Agent struct {
 	// no longer granted it; the loop does not try it again (its plan may
 	// still be the newest the watch gave).
 	withdrawn string
+	// planResume: the loop is done with a plan that grants this boot's reboot
+	// (watchPlan holds its next query until then).
+	planResume chan struct{}
 }
 
 type detection struct {
@@ -196,6 +201,7 @@ func New(opt Options) *Agent {
 		a.opt.ServerLockTTL = 15 * time.Minute
 	}
 	a.detected = make([]detection, len(opt.Detectors))
+	a.planResume = make(chan struct{}, 1)
 	return a
 }
 
@@ -248,10 +254,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.bg.Wait()
 	defer cancel()
 	plans := make(chan store.Plan, 1)
-	wg.Go(func() { a.watchPlan(ctx, plans) })
+	wg.Go(func() { a.watchPlan(ctx, plans, bootID) })
 	changes := make(chan recordChange, 1)
 	a.changes = changes
-	wg.Go(func() { a.watchRecord(ctx, changes) })
+	from := uint64(0)
+	if a.published {
+		from = a.rec.ModifyIndex // start's own read or write: nothing to read back
+	}
+	wg.Go(func() { a.watchRecord(ctx, changes, from) })
 	if lf, ok := a.lockFileAtStart(); ok {
 		a.startRelease(ctx, lf) // the locks of the reboot that led here, or of an attempt cut short
 	}
@@ -445,6 +455,9 @@ func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan
 				return // the machine is going down (or the agent stops)
 			}
 		}
+		if a.mayReboot(lastPlan, bootID) && !rebooting {
+			a.resumePlanWatch() // done with the grant: no reboot (yet)
+		}
 	}
 }
 
@@ -564,9 +577,15 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 	if err := a.retry(ctx, "report the reboot", func() error { return a.publish(ctx) }); err != nil {
 		return fmt.Errorf("report the reboot: %w", err)
 	}
-	// The node and quorum gates before anything runs: no hook runs while they hold.
+	// The node and quorum gates before anything runs: no hook runs while they
+	// hold. Its first check takes the plan just read (currentPlan) instead of
+	// reading it again a few milliseconds later; every later one reads it, as
+	// the final go/no-go does.
+	read := &cur
 	if err := a.holdUntilGo(ctx, p, "before the pre-reboot hooks", func(ctx context.Context) (string, error) {
-		return a.goNoGo(ctx, p, bootID)
+		plan := read
+		read = nil
+		return a.goNoGoOn(ctx, p, bootID, plan)
 	}); err != nil {
 		return err
 	}
@@ -863,7 +882,8 @@ func (a *Agent) discover(ctx context.Context, nodeID string, roles []string, boo
 	var found []string
 	var servers []store.Server
 	ok := keepTrying(ctx, time.Second, 30*time.Second, func() (err error) {
-		found, servers, err = a.opt.Servers.Discover(ctx)
+		found, servers, err = a.opt.Servers.Discover(ctx, discovery.NomadSelf{
+			Client: nodeID != "", Server: hasRole(roles, store.RoleNomadServer), NodeID: nodeID})
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -909,11 +929,26 @@ func hasRole(roles []string, role string) bool { return slices.Contains(roles, r
 // watchPlan follows this host's plan with blocking queries and offers each new
 // one to the loop. A refused token is retried slowly and logged as an error; a
 // plan not written yet is looked for again every PollEvery.
-func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
+//
+// Once it offered a plan that grants this boot's reboot, it asks no more
+// until the loop is done with it (resumePlanWatch): the attempt reads the
+// plan itself where it must (the grant's check, the final go/no-go), and
+// the host goes down at its end. Meanwhile the coordinator's next write (it
+// records the agent's announcement) would only wake a query for nothing, and
+// the query after it would be cut by the reboot: two requests per reboot.
+func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan, bootID string) {
 	var plan store.Plan
-	var found bool
+	var found, hold bool
 	watch.Loop{
 		Query: func(ctx context.Context, idx uint64) (uint64, error) {
+			if hold {
+				select {
+				case <-a.planResume:
+				case <-ctx.Done():
+					return idx, ctx.Err()
+				}
+				hold = false
+			}
 			p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, idx, 5*time.Minute)
 			missing := errors.Is(err, store.ErrNotFound)
 			switch {
@@ -927,6 +962,7 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
 				return idx, nil // the wait ran out with no change
 			}
 			plan, found = p, !missing
+			hold = found && a.mayReboot(p, bootID)
 			return n, nil
 		},
 		OnChange: func(uint64) {
@@ -937,6 +973,16 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan) {
 		Retry:   watchRetry,
 		OnError: a.watchFailed("watch plan"),
 	}.Run(ctx)
+}
+
+// resumePlanWatch lets the plan's watch ask again after a plan that granted
+// the reboot (watchPlan); a resume it does not wait for is kept for its next
+// hold, which then asks at once.
+func (a *Agent) resumePlanWatch() {
+	select {
+	case a.planResume <- struct{}{}:
+	default:
+	}
 }
 
 // watchFailed logs a failed watch: a refused token as an error (it will not heal

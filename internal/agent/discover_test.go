@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // failingProbe fails discovery (as a DNS error would) until ok is set.
 type failingProbe struct{ ok atomic.Bool }
 
-func (p *failingProbe) Discover(context.Context) ([]string, []store.Server, error) {
+func (p *failingProbe) Discover(context.Context, discovery.NomadSelf) ([]string, []store.Server, error) {
 	if !p.ok.Load() {
 		return nil, nil, errors.New("discover consul: is consul.service.example:8500 this host: look up consul.service.example: server misbehaving")
 	}

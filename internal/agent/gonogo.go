@@ -98,10 +98,20 @@ func refusal(grant, why string, now time.Time) *rebootFailed {
 //   - on a server host, every cluster's pre-reboot gate passes: a cluster that
 //     just lost its leader or a server must not lose this one too.
 func (a *Agent) goNoGo(ctx context.Context, p store.Plan, bootID string) (string, error) {
-	cur, err := a.opt.Store.Plan(ctx, a.opt.Host)
-	if err != nil {
-		return "cannot read the plan: " + err.Error(), nil
+	return a.goNoGoOn(ctx, p, bootID, nil)
+}
+
+// goNoGoOn is goNoGo on the stored plan as read just before (read), or read
+// now when read is nil.
+func (a *Agent) goNoGoOn(ctx context.Context, p store.Plan, bootID string, read *store.Plan) (string, error) {
+	if read == nil {
+		cur, err := a.opt.Store.Plan(ctx, a.opt.Host)
+		if err != nil {
+			return "cannot read the plan: " + err.Error(), nil
+		}
+		read = &cur
 	}
+	cur := *read
 	if cur.GrantID != p.GrantID || !a.mayReboot(cur, bootID) {
 		return "", errWithdrawn{fmt.Sprintf("the grant %s is no longer current (plan %s, grant %q)", p.GrantID, cur.Phase, cur.GrantID)}
 	}

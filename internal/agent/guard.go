@@ -22,10 +22,14 @@ type recordChange struct {
 
 // watchRecord follows this host's record with blocking queries and offers every
 // version it sees to the loop, a deleted or garbled one included. A missing record
-// with nothing to block on is looked for again every PollEvery.
-func (a *Agent) watchRecord(ctx context.Context, out chan recordChange) {
+// with nothing to block on is looked for again every PollEvery. from is the
+// index of the record as the agent last read or wrote it (0: none): the watch
+// starts past it, since reading the agent's own write back tells it nothing
+// (two requests per start: the first read, and the answer to the start's write).
+func (a *Agent) watchRecord(ctx context.Context, out chan recordChange, from uint64) {
 	var seen recordChange
 	watch.Loop{
+		Index: from,
 		Query: func(ctx context.Context, idx uint64) (uint64, error) {
 			rec, n, err := a.opt.Store.WatchHost(ctx, a.opt.Host, idx, 5*time.Minute)
 			gone := errors.Is(err, store.ErrNotFound)

@@ -160,7 +160,7 @@ func watchPlanFor(t *testing.T, a *Agent) <-chan store.Plan {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.watchPlan(ctx, plans)
+		a.watchPlan(ctx, plans, "")
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return plans
@@ -244,7 +244,7 @@ func TestWatchRecordDeniedIsLoggedAndRetried(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.watchRecord(ctx, make(chan recordChange, 1))
+		a.watchRecord(ctx, make(chan recordChange, 1), 0)
 	}()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simhost"
@@ -55,7 +56,7 @@ func TestLockClustersInPathOrder(t *testing.T) {
 // nomadProbe is a host's discovery of its Nomad server.
 type nomadProbe struct{ srv store.Server }
 
-func (p nomadProbe) Discover(context.Context) ([]string, []store.Server, error) {
+func (p nomadProbe) Discover(context.Context, discovery.NomadSelf) ([]string, []store.Server, error) {
 	return []string{store.RoleNomadServer}, []store.Server{p.srv}, nil
 }
 func (nomadProbe) VaultSealed(context.Context) (bool, error)             { return false, nil }

@@ -88,8 +88,20 @@ func requestRows(r *Rollout) []Row {
 		return []Row{rolloutRow("Nomad requests per rebooted host", r, "none rebooted", goal, "FAIL")}
 	}
 	per := requestsPerHost(r)
-	return []Row{rolloutRow("Nomad requests per rebooted host", r, fmt.Sprintf("%.1f (%d requests, %d hosts rebooted; by route below)", per, r.Requests, r.Rebooted()),
+	agents := float64(localRequests(r.Emulator.Routes)) / float64(r.Rebooted())
+	return []Row{rolloutRow("Nomad requests per rebooted host", r, fmt.Sprintf("%.1f: coordinator %.1f, agents %.1f (%d requests, %d hosts rebooted; by route below)",
+		per, per-agents, agents, r.Requests, r.Rebooted()),
 		goal, verdict(per <= requestsGoal))}
+}
+
+// localRequests are the requests of routes the agents sent, through their
+// hosts' own listeners.
+func localRequests(routes []nomadsim.RouteStats) uint64 {
+	var n uint64
+	for _, rs := range routes {
+		n += rs.Local
+	}
+	return n
 }
 
 // routeShare is one route's requests in a rollout, and per rebooted host.
@@ -98,6 +110,10 @@ type routeShare struct {
 	Requests uint64
 	PerHost  float64
 	Busy     time.Duration
+	// Agents are the requests of Requests the agents sent (through their
+	// hosts' own listeners), per rebooted host; the rest are the
+	// coordinator's.
+	Agents float64
 }
 
 // routeShares are a rollout's requests by route, most requests first (the
@@ -114,13 +130,15 @@ func routeShares(routes []nomadsim.RouteStats, rebooted, top int) (shares []rout
 	per := func(n uint64) float64 { return float64(n) / float64(max(1, rebooted)) }
 	for i, rs := range sorted {
 		if i < top {
-			shares = append(shares, routeShare{rs.Route, rs.Requests, per(rs.Requests), rs.Busy})
+			shares = append(shares, routeShare{rs.Route, rs.Requests, per(rs.Requests), rs.Busy, per(rs.Local)})
 			continue
 		}
 		other.Requests += rs.Requests
 		other.Busy += rs.Busy
+		other.Agents += float64(rs.Local)
 	}
 	other.PerHost = per(other.Requests)
+	other.Agents /= float64(max(1, rebooted))
 	if n := len(sorted) - len(shares); n > 0 {
 		other.Route = fmt.Sprintf("%d other routes", n)
 	}

@@ -387,13 +387,34 @@ func printRoutes(out io.Writer, r *Rollout) {
 	fmt.Fprintf(out, "\nNomad requests by route, rollout of %s (%.1f per rebooted host; the %d routes with the most requests):\n",
 		r.Label(), requestsPerHost(r), len(shares))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tREQUESTS\tPER REBOOTED HOST\tBUSY\tSHARE OF BUSY")
+	fmt.Fprintln(tw, "ROUTE\tREQUESTS\tPER REBOOTED HOST\tCOORDINATOR\tAGENTS\tBUSY\tSHARE OF BUSY")
 	if other.Route != "" {
 		shares = append(shares, other)
 	}
 	for _, rs := range shares {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%.0f%%\n", rs.Route, rs.Requests, rs.PerHost, dur(rs.Busy),
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%.0f%%\n", rs.Route, rs.Requests, rs.PerHost, rs.PerHost-rs.Agents, rs.Agents, dur(rs.Busy),
 			100*rs.Busy.Seconds()/max(r.Emulator.Busy.Seconds(), 1e-9))
+	}
+	tw.Flush()
+	printVariables(out, r)
+}
+
+// printVariables shows a rollout's variable requests by method and folder,
+// each per rebooted host, by process.
+func printVariables(out io.Writer, r *Rollout) {
+	vars := r.Emulator.Variables
+	if len(vars) == 0 {
+		return
+	}
+	shares, other := routeShares(vars, r.Rebooted(), topRoutes)
+	fmt.Fprintf(out, "\nVariable requests by folder, rollout of %s (LIST: a list of the prefix):\n", r.Label())
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLES\tREQUESTS\tPER REBOOTED HOST\tCOORDINATOR\tAGENTS")
+	if other.Route != "" {
+		shares = append(shares, other)
+	}
+	for _, rs := range shares {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\n", rs.Route, rs.Requests, rs.PerHost, rs.PerHost-rs.Agents, rs.Agents)
 	}
 	tw.Flush()
 }

@@ -166,7 +166,10 @@ func TestRequestRows(t *testing.T) {
 		verdict  string
 		contains string
 	}{
-		{"under", Rollout{Hosts: 100, Requests: 2000, Cycles: cycles(100)}, 20, "pass", "20.0 (2000 requests, 100 hosts rebooted"},
+		{"under", Rollout{Hosts: 100, Requests: 2000, Cycles: cycles(100)}, 20, "pass", "20.0: coordinator 20.0, agents 0.0 (2000 requests, 100 hosts rebooted"},
+		{"by process", Rollout{Hosts: 100, Requests: 2000, Cycles: cycles(100), Emulator: nomadsim.RequestStats{Routes: []nomadsim.RouteStats{
+			{Route: "GET /v1/var/...", Requests: 1500, Local: 600}, {Route: "GET /v1/nodes", Requests: 500, Local: 100}}}},
+			20, "pass", "20.0: coordinator 13.0, agents 7.0"},
 		{"at the goal", Rollout{Hosts: 1000, Requests: 25000, Cycles: cycles(1000)}, 25, "pass", "25.0"},
 		{"over, at a latency", Rollout{Hosts: 5000, Latency: 50 * time.Millisecond, Requests: 130000, Cycles: cycles(5000)}, 26, "FAIL", "26.0"},
 		{"per rebooted host, not per host", Rollout{Hosts: 100, Requests: 1000, Cycles: cycles(50)}, 20, "pass", "50 hosts rebooted"},
@@ -189,7 +192,7 @@ func TestRequestRows(t *testing.T) {
 func TestRouteShares(t *testing.T) {
 	routes := []nomadsim.RouteStats{ // as the emulator sorts them: busiest first
 		{Route: "GET /v1/vars", Requests: 300, Busy: 3 * time.Second},
-		{Route: "GET /v1/var/...", Requests: 1000, Busy: time.Second},
+		{Route: "GET /v1/var/...", Requests: 1000, Local: 400, Busy: time.Second},
 		{Route: "PUT /v1/var/...", Requests: 1000, Busy: time.Second},
 		{Route: "GET /v1/node/:id/allocations", Requests: 50, Busy: 100 * time.Millisecond},
 		{Route: "GET /v1/nodes", Requests: 10, Busy: 10 * time.Millisecond},
@@ -197,9 +200,9 @@ func TestRouteShares(t *testing.T) {
 	shares, other := routeShares(routes, 100, 3)
 	var got []string
 	for _, s := range shares {
-		got = append(got, fmt.Sprintf("%s %d %.1f", s.Route, s.Requests, s.PerHost))
+		got = append(got, fmt.Sprintf("%s %d %.1f %.1f", s.Route, s.Requests, s.PerHost, s.Agents))
 	}
-	want := []string{"GET /v1/var/... 1000 10.0", "PUT /v1/var/... 1000 10.0", "GET /v1/vars 300 3.0"}
+	want := []string{"GET /v1/var/... 1000 10.0 4.0", "PUT /v1/var/... 1000 10.0 0.0", "GET /v1/vars 300 3.0 0.0"}
 	if !slices.Equal(got, want) {
 		t.Errorf("shares %q, want %q", got, want)
 	}

@@ -63,6 +63,9 @@ type Group struct{ Namespace, Job, Group string }
 
 // Alloc is an allocation that must move.
 type Alloc struct {
+	// ID is the allocation's ID: a migration's replacement names it as its
+	// PreviousAllocation.
+	ID   string
 	Name string // "job.group[2]", for messages
 	// Pool is its job's node pool; "" or "all": any.
 	Pool string

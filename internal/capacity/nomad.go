@@ -88,7 +88,7 @@ func Movers(allocs []*api.Allocation) []Alloc {
 		if !moves(a) {
 			continue
 		}
-		m := Alloc{Name: a.Name, Job: a.JobID, Namespace: a.Namespace, Group: a.TaskGroup, Ask: ask(a),
+		m := Alloc{ID: a.ID, Name: a.Name, Job: a.JobID, Namespace: a.Namespace, Group: a.TaskGroup, Ask: ask(a),
 			Constraints: constraint.OfGroup(a.Job, a.TaskGroup), Distinct: constraint.DistinctOf(a.Job, a.TaskGroup)}
 		if a.Job != nil {
 			if a.Job.NodePool != nil {

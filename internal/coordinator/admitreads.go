@@ -126,6 +126,9 @@ type CapacityGate struct {
 type capacityView struct {
 	gate   admission.Capacity
 	allocs map[string][]*api.Allocation
+	// kept: the movers of draining nodes taken as kept (movercache.go), not
+	// read in this pass.
+	kept map[string][]capacity.Alloc
 }
 
 // readCapacity reads what the capacity gate lacks (needs), into the pass's
@@ -136,6 +139,7 @@ func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot, needs admis
 		v = newCapacityView(s, c.opt.Capacity.Headroom)
 		s.capacity = v
 		c.capacityCache.prune(s.nodes)
+		c.moverCache.retain(func(id string) bool { return keepsMovers(s.nodes[id]) })
 	}
 	if v.gate.Err == nil {
 		v.gate.Err = c.capacityRound(ctx, s, v, needs)
@@ -190,7 +194,7 @@ func (c *Coordinator) capacityRound(ctx context.Context, s *snapshot, v *capacit
 		allocErr, nodErr error
 		wg               sync.WaitGroup
 	)
-	wg.Go(func() { allocErr = c.readAllocsOf(ctx, v, append(slices.Clone(needs.Allocs), todo...)) }) // admitreads.go
+	wg.Go(func() { allocErr = c.readAllocsOf(ctx, s, v, append(slices.Clone(needs.Allocs), todo...)) }) // admitreads.go
 	wg.Go(func() { nodes, nodErr = c.capacityNodes(ctx, s, todo) })
 	wg.Wait()
 	if err := cmp.Or(allocErr, nodErr); err != nil {
@@ -277,13 +281,25 @@ const CapacityReadParallelism = 8
 
 // readAllocsOf reads, side by side, the allocations of the nodes ids whose
 // allocations this pass has not read yet, into v (capacityAllocs, at once;
-// an ID given twice is read once).
-func (c *Coordinator) readAllocsOf(ctx context.Context, v *capacityView, ids []string) error {
+// an ID given twice is read once). A draining node's movers kept since an
+// earlier pass are taken instead (movercache.go).
+func (c *Coordinator) readAllocsOf(ctx context.Context, s *snapshot, v *capacityView, ids []string) error {
 	var todo []string
 	for _, id := range ids {
-		if _, ok := v.allocs[id]; !ok && !slices.Contains(todo, id) {
-			todo = append(todo, id)
+		if _, ok := v.allocs[id]; ok || slices.Contains(todo, id) {
+			continue
 		}
+		if _, ok := v.kept[id]; ok {
+			continue
+		}
+		if movers, ok := c.keptMovers(s.nodes, id); ok {
+			if v.kept == nil {
+				v.kept = map[string][]capacity.Alloc{}
+			}
+			v.kept[id] = movers
+			continue
+		}
+		todo = append(todo, id)
 	}
 	// After a failure no more is read: the pass holds every queued host with it.
 	got, err := parallel.Map(len(todo), CapacityReadParallelism, func(i int) ([]*api.Allocation, error) {
@@ -300,6 +316,10 @@ func (c *Coordinator) readAllocsOf(ctx context.Context, v *capacityView, ids []s
 	for i, id := range todo {
 		v.allocs[id] = got[i]
 		v.gate.Movers[id] = capacity.Movers(got[i])
+		c.keepMovers(s.nodes, id, v.gate.Movers[id])
+	}
+	for id, movers := range v.kept { // again at each round: it may have read replacements
+		v.gate.Movers[id] = withoutReplaced(movers, v.allocs)
 	}
 	return nil
 }

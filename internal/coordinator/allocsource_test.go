@@ -53,7 +53,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	if _, err := c.systemJobs(t.Context(), "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.readAllocsOf(t.Context(), &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}, []string{"n2"}); err != nil {
+	if err := c.readAllocsOf(t.Context(), &snapshot{}, &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}, []string{"n2"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := c.allocsOnNode(t.Context(), "n2"); err != nil || len(got) != 1 || got[0].Name != "web.web[0]" {
@@ -66,7 +66,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	var pokes atomic.Int32
 	w := &allocWatchers{watchSet: watchSet{ctx: t.Context()}, poke: func() { pokes.Add(1) }, c: c}
 	defer w.stop()
-	w.set(map[string]store.Plan{"h1": {Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1", SystemJobs: []string{"default/agent"}}})
+	w.set(map[string]store.Plan{"h1": {Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1", SystemJobs: []string{"default/agent"}}}, nil)
 	select {
 	case <-n.blocked:
 	case <-time.After(30 * time.Second):
@@ -89,7 +89,7 @@ func TestCapacityReadsAreKept(t *testing.T) {
 	c := New(Options{Deps: Deps{Nodes: n}})
 	c.takeMail()
 	v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}
-	if err := c.readAllocsOf(t.Context(), v, []string{"n1", "n2", "n1"}); err != nil {
+	if err := c.readAllocsOf(t.Context(), &snapshot{}, v, []string{"n1", "n2", "n1"}); err != nil {
 		t.Fatal(err)
 	}
 	if q := n.queries(); len(q) != 2 {
@@ -159,7 +159,7 @@ func TestAllocSourceEqualsFreshReads(t *testing.T) {
 				if rng.IntN(3) == 0 { // the capacity gate reads it
 					if _, done := first[id]; !done {
 						v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}
-						if err := c.readAllocsOf(t.Context(), v, []string{id}); err != nil {
+						if err := c.readAllocsOf(t.Context(), &snapshot{}, v, []string{id}); err != nil {
 							t.Fatal(err)
 						}
 						first[id] = v.allocs[id]

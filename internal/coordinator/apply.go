@@ -455,6 +455,9 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input
 	node := *in.Node // phase.EligibleAgain: the decision wrote to it
 	node.Eligible, node.Draining = true, false
 	in.Node, in.Plan, in.Now = &node, p, c.now()
+	if phase.AwaitsReport(in.Host, p, true) {
+		return nil // nothing read before the agent's report (stepRejoining)
+	}
 	rctx, cancel := c.stepContext(ctx)
 	in.Health = c.healthNow(rctx, s, p, planGroup(p, in.Group), node.ID) // a read that failed holds the host
 	cancel()

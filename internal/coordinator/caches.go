@@ -208,21 +208,27 @@ func heartbeatIndexesOf(n *api.Node) heartbeatIndexes {
 
 // readHeartbeats puts the heartbeat indexes of each node of nodes (those of
 // the hosts that should be rebooting) into it: as kept at the node's
-// ModifyIndex, else read, side by side (NodeReadParallelism). It returns the
+// ModifyIndex, or as the node follower saw the node at that ModifyIndex in
+// full (streamed: the node event stream carries the whole node, its events
+// included), else read, side by side (NodeReadParallelism). It returns the
 // error of each read that failed, by the position of its node. What is kept
 // then is what this pass found, and nothing else.
 func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeView) []error {
 	found := make([]heartbeatIndexes, len(nodes))
 	errs := make([]error, len(nodes))
+	index := make([]*uint64, len(nodes)) // the ModifyIndex of each node read
 	var todo []int
 	for i, v := range nodes {
 		if e, ok := c.heartbeats.get(v.ID, v.ModifyIndex); ok {
 			found[i] = e
 			continue
 		}
+		if e, ok := c.streamed.get(v.ID, v.ModifyIndex); ok {
+			found[i], index[i] = e, &nodes[i].ModifyIndex // kept below, as if read
+			continue
+		}
 		todo = append(todo, i)
 	}
-	index := make([]*uint64, len(nodes)) // the ModifyIndex of each node read
 	parallel.Each(len(todo), NodeReadParallelism, nil, func(k int) {
 		i := todo[k]
 		n, _, err := c.opt.Nodes.Info(nodes[i].ID, (&api.QueryOptions{}).WithContext(ctx))

@@ -210,9 +210,15 @@ type Coordinator struct {
 	// capacityCache: each node's capacity, for the capacity gate
 	// (admitreads.go).
 	capacityCache perIndex[capacity.Node]
+	// moverCache: the movers of each draining node, by its ModifyIndex
+	// (movercache.go).
+	moverCache perIndex[[]capacity.Alloc]
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
 	// rebooting (caches.go).
 	heartbeats perIndex[heartbeatIndexes]
+	// streamed: the heartbeat indexes of every node the node follower saw in
+	// full this term, by ModifyIndex (mailbox.go nodeEvents; caches.go).
+	streamed perIndex[heartbeatIndexes]
 	// controlRead: the control state as the last pass read it, while its
 	// watches see no change (caches.go).
 	controlRead keptRead[store.Control]
@@ -242,6 +248,11 @@ type Coordinator struct {
 	checkNodes map[string]bool
 	// waves: <prefix>/waves as this term read and wrote it (waves.go).
 	waves waveState
+	// awaitingReport: the hosts under way whose agent had not reported their
+	// reboot as the last pass read their records (phase.AwaitsReport): their
+	// node's allocations are not read (observe.go, rejoinhealth.go) nor
+	// watched (wake.go allocWatchNodes) before it.
+	awaitingReport map[string]bool
 }
 
 // New returns a coordinator.
@@ -327,7 +338,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Lock()
 		changed, plans := c.changed, plansUnderWay(c.plans) // observe.go
 		c.mu.Unlock()
-		allocs.set(plans)
+		allocs.set(plans, c.awaitingReport)
 		checks.set()
 		if c.nodeFollower != nil {
 			c.nodeFollower.Watch(cycleNodes(plans)) // followed one by one without the stream (nodes.go)

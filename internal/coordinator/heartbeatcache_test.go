@@ -204,3 +204,30 @@ func TestNodeEventsReadSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// A node the node follower saw in full (the event stream's payload is the
+// whole node) gives a pass its heartbeat indexes at that ModifyIndex without a
+// read; at another ModifyIndex the node is read.
+func TestHeartbeatIndexesFromTheFollower(t *testing.T) {
+	n := &infoNodes{node: &api.Node{ID: "n1", ModifyIndex: 12, Events: []*api.NodeEvent{
+		{Message: eventHeartbeatMissed, CreateIndex: 12}}}}
+	c := New(Options{Deps: Deps{Nodes: n}})
+	nodeSink{&c.mail}.NodesWritten([]*api.Node{{ID: "n1", ModifyIndex: 10, Events: []*api.NodeEvent{
+		{Message: eventHeartbeatMissed, CreateIndex: 8}, {Message: eventReregisteredByHeartbeat, CreateIndex: 10}}}})
+	c.takeMail() // a pass
+	v := &phase.NodeView{ID: "n1", ModifyIndex: 10}
+	if err := c.readHeartbeats(t.Context(), []*phase.NodeView{v})[0]; err != nil {
+		t.Fatal(err)
+	}
+	if n.reads != 0 || v.MissedHeartbeatIndex != 8 || v.ReregisteredIndex != 10 {
+		t.Fatalf("seen in full at its ModifyIndex: %d reads, want none; %+v", n.reads, v)
+	}
+	c.takeMail()
+	v = &phase.NodeView{ID: "n1", ModifyIndex: 12}
+	if err := c.readHeartbeats(t.Context(), []*phase.NodeView{v})[0]; err != nil {
+		t.Fatal(err)
+	}
+	if n.reads != 1 || v.MissedHeartbeatIndex != 12 {
+		t.Fatalf("not seen at its ModifyIndex: %d reads, want 1; %+v", n.reads, v)
+	}
+}

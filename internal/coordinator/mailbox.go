@@ -102,6 +102,11 @@ type answers struct {
 	// allocs: the allocations of each node whose allocation watch answered
 	// (wake.go allocWatchers), until it ends.
 	allocs map[string][]*api.Allocation
+	// nodeEvents: the heartbeat indexes of the nodes the node follower saw in
+	// full since the last pass took them (nodes.go nodeSink.NodesWritten),
+	// each at the node's ModifyIndex; the pass keeps them (caches.go
+	// streamed), and the mailbox starts afresh.
+	nodeEvents map[string]indexed[heartbeatIndexes]
 }
 
 // mailbox is where the watches leave their newest answers for the pass.
@@ -133,7 +138,7 @@ func (m *mailbox) start(term context.Context) {
 	a.halts.failed()
 	a.agentJob.failed()
 	a.nodes.failed()
-	a.allocs = nil
+	a.allocs, a.nodeEvents = nil, nil
 	m.takeHostsLocked()
 	m.nodesKeptLocked()
 }
@@ -147,6 +152,7 @@ func (m *mailbox) take() answers {
 	a := m.a
 	// A copy, even of an empty map: the watches go on writing to theirs.
 	a.allocs = maps.Clone(m.a.allocs)
+	m.a.nodeEvents = nil // the pass's now: the follower starts a new one
 	if m.term != nil && m.term.Err() != nil {
 		// The term ended: its watches stopped answering.
 		for _, w := range []*watched[struct{}]{&a.control, &a.requests, &a.policy, &a.halts} {
@@ -287,4 +293,7 @@ func (m *mailbox) setAllocs(nodeID string, allocs []*api.Allocation) {
 func (c *Coordinator) takeMail() {
 	c.seen = c.mail.take()
 	c.newAllocPass(c.seen.allocs)
+	for id, e := range c.seen.nodeEvents {
+		c.streamed.put(id, e.index, e.val)
+	}
 }

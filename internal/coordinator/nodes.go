@@ -172,7 +172,22 @@ func nodeWatchText(s nodestream.State) string {
 type nodeSink struct{ m *mailbox }
 
 func (s nodeSink) SetNodes(list []*api.NodeListStub, index uint64) { s.m.setNodes(list, index) }
-func (s nodeSink) NodesAt(index uint64) bool                       { return s.m.nodesAt(index) }
+
+// NodesWritten keeps the heartbeat indexes of nodes the follower saw in full
+// (the event stream's payload, or a node's own blocking query): a pass that
+// needs a node's events at the ModifyIndex its list shows takes them instead
+// of reading the node (caches.go readHeartbeats).
+func (s nodeSink) NodesWritten(nodes []*api.Node) {
+	s.m.update(func(a *answers) {
+		if a.nodeEvents == nil {
+			a.nodeEvents = map[string]indexed[heartbeatIndexes]{}
+		}
+		for _, n := range nodes {
+			a.nodeEvents[n.ID] = indexed[heartbeatIndexes]{index: n.ModifyIndex, val: heartbeatIndexesOf(n)}
+		}
+	})
+}
+func (s nodeSink) NodesAt(index uint64) bool { return s.m.nodesAt(index) }
 
 // catchUpWait is how long a pass waits for the node events of its own last
 // node write before it reads the whole list itself (nodeList). The event

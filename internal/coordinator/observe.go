@@ -215,10 +215,17 @@ const NodeReadParallelism = 8
 // come back?), side by side, then its system jobs while it rejoins.
 func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 	var events, jobs []*hostView
+	awaiting := map[string]bool{}
+	defer func() { c.awaitingReport = awaiting }()
 	for _, name := range busyNames(s) {
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil {
 			continue
+		}
+		if phase.AwaitsReport(hv.rec, p, true) {
+			// Also of a host this pass may move to rejoining: its node's
+			// allocations are not watched before the report (wake.go).
+			awaiting[name] = true
 		}
 		// A stuck host that had come back keeps meeting the rejoin checks.
 		rejoins := p.Phase == store.PhaseRejoining || (p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero())
@@ -228,10 +235,11 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 		if p.Phase == store.PhaseDrained || p.Phase == store.PhaseRebooting || p.Phase == store.PhaseStuck {
 			events = append(events, hv)
 		}
-		if rejoins && p.EligibleBefore && hv.node.Eligible {
-			jobs = append(jobs, hv)
+		if rejoins && p.EligibleBefore && hv.node.Eligible && !phase.AwaitsReport(hv.rec, p, true) {
+			jobs = append(jobs, hv) // read once the agent reported (stepRejoining)
 		}
 	}
+	c.streamed.prune(s.nodes)
 	nodes := make([]*phase.NodeView, len(events))
 	for i, hv := range events {
 		nodes[i] = hv.node

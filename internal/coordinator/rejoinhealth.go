@@ -114,6 +114,9 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 		if hv.node == nil || !phase.WaitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
 			continue
 		}
+		if phase.AwaitsReport(hv.rec, p, true) {
+			continue // read once the agent reported (stepRejoining)
+		}
 		o := &rejoin.Observed{}
 		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, hv.node.ID)
 		if nodeName := c.readChecks(ctx, s, o, planGroup(p, hv.group), hv.node.ID); nodeName != "" {

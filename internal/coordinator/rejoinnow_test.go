@@ -118,6 +118,10 @@ func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
 			r.Servers = []store.Server{{Product: store.RoleNomadServer, Cluster: "global"}}
 		}, nil, false, []string{"eligible n-h00"}, store.PhasePending},
 		{"roles unknown", "", nil, rolesUnknown, nil, false, []string{"eligible n-h00", "allocs n-h00"}, store.PhasePending},
+		// The node is back on its own word: its allocations are read once
+		// the agent reports the new boot, not before.
+		{"agent not back yet", "", []*api.Allocation{healthyAlloc(&yes)}, func(r *store.HostRecord) { r.BootID = "b1" }, nil, false,
+			[]string{"eligible n-h00"}, store.PhasePending},
 		{"reboot seen as rebooting", store.PhaseRebooting, nil, nil, nil, true, []string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},
 		{"reboot seen as drained", store.PhaseDrained, []*api.Allocation{healthyAlloc(&yes)}, nil, nil, true,
 			[]string{"eligible n-h00", "allocs n-h00"}, store.PhaseDraining},

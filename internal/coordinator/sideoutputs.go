@@ -169,7 +169,8 @@ type MetaPublisher interface {
 // consider: policy.NextInLine) and the operator's keys for its phase
 // (nodemeta.OperatorKeys), and whether its host's plan holds a cordon (the
 // policy's node_meta.cordon_next). A node that is not ready is left out (its client
-// would not answer); it gets its metadata once it is. The same metadata as
+// would not answer); it gets its metadata once it is. So is a rebooting
+// host's node, which is about to go down. The same metadata as
 // last handed over is not handed over again (sideoutputs.go).
 func (c *Coordinator) publishMeta(s *snapshot) {
 	if c.opt.NodeMeta == nil {
@@ -199,6 +200,13 @@ func (c *Coordinator) publishMeta(s *snapshot) {
 		phase := p.Phase
 		if phase == "" {
 			phase = store.PhaseIdle
+		}
+		if phase == store.PhaseRebooting {
+			// Its agent announced the reboot: the client is going down, and
+			// a write forwarded to it would fail or be lost with it. The
+			// node keeps drained (the operator's keys are the same) until
+			// it is back, rejoining.
+			continue
 		}
 		want[hv.node.ID] = nodemeta.Meta{Phase: phase, RebootRequired: hv.rec.RebootRequired, LastReboot: p.LastCompleted,
 			Steering: rules.NextInLine > 0, Next: next[name] && phase == store.PhasePending, // granted this pass: not next

@@ -108,3 +108,42 @@ func planOf(plans []store.Plan, host string) store.Plan {
 	}
 	return store.Plan{}
 }
+
+// A rebooting host's node is left out of the metadata handed on: its client is
+// going down, and the node keeps what it had (drained) until it is back.
+func TestRebootingNodeMetaLeftOut(t *testing.T) {
+	cl := newBenchCluster(t, 2)
+	h := &handedOn{}
+	co := New(Options{
+		Deps: Deps{Nodes: cl.client.Nodes(), Store: cl.store, Notifier: h, NodeMeta: metaHanded{h}},
+		Rules: Rules{
+			Groups: cl.groups,
+			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
+		},
+	})
+	ctx := t.Context()
+	rec, err := cl.store.Host(ctx, "client-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old, _ := cl.store.Plan(ctx, "client-2") // none, or the bench cluster's idle one
+	if _, err := cl.store.PutPlan(ctx, store.Plan{Host: "client-2", Phase: store.PhaseRebooting, PhaseSince: now, GrantID: "g1",
+		BootIDAtGrant: rec.BootID, NodeID: rec.NodeID, Timeline: map[string]time.Time{store.PhaseRebooting: now},
+		ModifyIndex: old.ModifyIndex}); err != nil {
+		t.Fatal(err)
+	}
+	if err := co.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.metas) == 0 {
+		t.Fatal("no metadata handed on")
+	}
+	m := h.metas[len(h.metas)-1]
+	if got, ok := m[rec.NodeID]; ok {
+		t.Errorf("metadata of the rebooting host's node handed on: %+v", got)
+	}
+	if len(m) != 1 {
+		t.Errorf("metadata of %d nodes handed on, want the other node's", len(m))
+	}
+}

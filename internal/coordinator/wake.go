@@ -144,10 +144,18 @@ type allocWatchers struct {
 
 // allocWatchNodes are the nodes whose allocations the loop watches for plans:
 // those of hosts rejoining that wait for their system jobs, or for their
-// workloads to be healthy.
-func allocWatchNodes(plans map[string]store.Plan) map[string]bool {
+// workloads to be healthy, but the hosts awaiting their agent's report
+// (phase.AwaitsReport, as the last pass found them): their node's allocations
+// are read once the report comes (the host watch wakes a pass for it), not
+// watched through every change before it, which at a reboot are many (the
+// agent's own allocation and the other system jobs placed again, the
+// workloads the scheduler brings back).
+func allocWatchNodes(plans map[string]store.Plan, awaiting map[string]bool) map[string]bool {
 	want := map[string]bool{}
-	for _, p := range plans {
+	for name, p := range plans {
+		if awaiting[name] {
+			continue
+		}
 		if (p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0) || phase.WaitsForHealth(p) {
 			want[p.NodeID] = true
 		}
@@ -156,8 +164,8 @@ func allocWatchNodes(plans map[string]store.Plan) map[string]bool {
 }
 
 // set watches exactly the nodes allocWatchNodes names for plans.
-func (w *allocWatchers) set(plans map[string]store.Plan) {
-	want := allocWatchNodes(plans)
+func (w *allocWatchers) set(plans map[string]store.Plan, awaiting map[string]bool) {
+	want := allocWatchNodes(plans, awaiting)
 	// A new watch starts from what the last pass read of its node
 	// (caches.go): kept as the watch's first answer, and asked past its index.
 	reads := w.c.takeAllocReads()

@@ -20,9 +20,10 @@ import (
 // ServerProbe implements agent.ServerProbe over the host's local agents.
 type ServerProbe struct{ Local discovery.Local }
 
-// Discover asks the local agents which servers run on the host.
-func (p ServerProbe) Discover(ctx context.Context) ([]string, []store.Server, error) {
-	r, err := discovery.Discover(ctx, p.Local)
+// Discover asks the local agents which servers run on the host; what the
+// local Nomad agent runs is self, as the agent just asked it.
+func (p ServerProbe) Discover(ctx context.Context, self discovery.NomadSelf) ([]string, []store.Server, error) {
+	r, err := discovery.DiscoverKnowing(ctx, p.Local, &self)
 	if err != nil {
 		return nil, nil, err
 	}

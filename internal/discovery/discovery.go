@@ -145,9 +145,29 @@ func (r Roles) Names() []string {
 // address — is returned as an error, since "not a server" would open the quorum
 // gates wrongly.
 func Discover(ctx context.Context, l Local) (Roles, error) {
+	return DiscoverKnowing(ctx, l, nil)
+}
+
+// NomadSelf is what a host's local Nomad agent runs and, with a client, the
+// host's node (HostNode): the first two questions of discoverNomad, when the
+// caller asked them itself (agent.Identity, at the agent's start).
+type NomadSelf struct {
+	Client, Server bool
+	NodeID         string
+}
+
+// DiscoverKnowing is Discover, with what the local Nomad agent runs already
+// known (self; nil: asked here). It saves the agent two requests per start
+// (GET /v1/agent/health and the node list by name) that it has just made.
+func DiscoverKnowing(ctx context.Context, l Local, self *NomadSelf) (Roles, error) {
 	var r Roles
 	var err error
-	if l.Nomad != nil {
+	switch {
+	case l.Nomad != nil && self != nil:
+		if r.Nomad, r.NomadNodeID, err = knownNomad(ctx, l.Nomad, *self); err != nil {
+			return Roles{}, err
+		}
+	case l.Nomad != nil:
 		if r.Nomad, r.NomadNodeID, err = discoverNomad(ctx, l.Nomad, l.Host); err != nil {
 			return Roles{}, err
 		}
@@ -213,6 +233,22 @@ func discoverNomad(ctx context.Context, c *nomadapi.Client, host string) (*Serve
 		return nil, "", fmt.Errorf("discover nomad: %w", err)
 	}
 	return role, nodeID, nil
+}
+
+// knownNomad is discoverNomad for a local agent whose health and node the
+// caller already read (self): only a server's own Serf member is left to ask.
+func knownNomad(ctx context.Context, c *nomadapi.Client, self NomadSelf) (*ServerRole, string, error) {
+	if self.Client && self.NodeID == "" {
+		return nil, "", errors.New("discover nomad: the local agent runs a client, but its node is not known")
+	}
+	if !self.Server {
+		return nil, self.NodeID, nil
+	}
+	role, err := localNomadServer(ctx, c)
+	if err != nil {
+		return nil, "", fmt.Errorf("discover nomad: %w", err)
+	}
+	return role, self.NodeID, nil
 }
 
 // localNomadHealth reads GET /v1/agent/health (command/agent/agent_endpoint.go

@@ -142,3 +142,43 @@ func TestPickHostNode(t *testing.T) {
 		})
 	}
 }
+
+// With what the local Nomad agent runs already known (the agent's Identity at
+// its start), discovery does not ask its health or the node list again: a
+// client host asks nothing of Nomad, a server host only its own Serf member,
+// and the roles are those Discover finds.
+func TestDiscoverKnowingAsksNomadLess(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Servers: 1, Clients: 1, ACL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	if _, err := sim.AddHost("both-1", true, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	tok := agentServerToken(t, sim)
+	for _, h := range sim.Hosts() {
+		local := Local{Host: h.Name, Nomad: healthtest.NomadClient(t, "http://"+h.Addr, tok)}
+		want, err := Discover(healthtest.Ctx(t), local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		self := NomadSelf{Client: h.NodeID != "", Server: h.Server != nil, NodeID: h.NodeID}
+		sim.ResetRequestStats()
+		got, err := DiscoverKnowing(healthtest.Ctx(t), local, &self)
+		if err != nil {
+			t.Fatalf("%s: %v", h.Name, err)
+		}
+		if !slices.Equal(got.Names(), want.Names()) || got.NomadNodeID != want.NomadNodeID ||
+			(want.Nomad == nil) != (got.Nomad == nil) || (want.Nomad != nil && *got.Nomad != *want.Nomad) {
+			t.Errorf("%s: roles %+v, want %+v", h.Name, got, want)
+		}
+		wantReqs := uint64(0)
+		if h.Server != nil {
+			wantReqs = 1 // GET /v1/agent/members
+		}
+		if n := sim.RequestStats().Requests; n != wantReqs {
+			t.Errorf("%s: %d requests to Nomad, want %d (%+v)", h.Name, n, wantReqs, sim.RequestStats().Routes)
+		}
+	}
+}

@@ -13,7 +13,7 @@
 // the operator's keys (operator.go). The leading coordinator hands the publisher
 // the wanted metadata after every pass; the publisher writes a node's only when
 // it differs from what the node has (read once per term, then known from its
-// own writes), beside the reconcile loop, so a node whose
+// own writes; after a failed write, written again without a read), beside the reconcile loop, so a node whose
 // client does not answer (it is rebooting) never slows a pass. A failed write is
 // logged, counted and tried again: as an error, or, while the host may be down
 // in its reboot, as deferred (every reboot defers one or two).
@@ -176,6 +176,13 @@ func (p *Publisher) Observe(want map[string]Meta) {
 func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) {
 	have := map[string]Meta{}    // what each node was read or written to say, this term
 	next := map[string]failure{} // a node whose read or write failed: not before, unless its metadata changed
+	// blind: the nodes whose last write failed. What they say is not known
+	// (the write may have landed), but they need no read before the next
+	// write, which sets every key rollboot owns whatever is there: a read
+	// would only spare a write the failed one already made, and the nodes
+	// whose writes fail are those of hosts down in their reboot, each a
+	// request the servers forward to a client that is not there.
+	blind := map[string]bool{}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -208,13 +215,18 @@ func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) 
 				continue
 			}
 			_, known := have[id]
-			if err := p.sync(ctx, fence, id, want[id], known); err != nil {
+			wrote, err := p.sync(ctx, fence, id, want[id], known || blind[id])
+			if err != nil {
 				next[id] = failure{retry: time.Now().Add(p.opt.Retry), want: want[id]}
 				wait = minPositive(wait, p.opt.Retry)
 				delete(have, id)
+				if wrote {
+					blind[id] = true
+				}
 				continue
 			}
 			delete(next, id)
+			delete(blind, id)
 			have[id] = want[id]
 		}
 		if wait > 0 {
@@ -239,40 +251,41 @@ func minPositive(a, b time.Duration) time.Duration {
 	return a
 }
 
-// sync writes m to the node's metadata. Unless known (this term read or wrote
-// what the node says, and it is not m), it reads the node's metadata first and
-// writes only if it differs: a new leader finds the nodes as earlier terms
-// left them, and rewrites none of them. A node this term knows is written
-// without a read: a write sets every key rollboot owns, whatever was there, and
-// each read is a request the servers forward to the node's client, one per
-// phase a host goes through.
-func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error, nodeID string, m Meta, known bool) error {
+// sync writes m to the node's metadata. Unless noRead (this term read or wrote
+// what the node says, and it is not m; or its last write failed), it reads the
+// node's metadata first and writes only if it differs: a new leader finds the
+// nodes as earlier terms left them, and rewrites none of them. A node this
+// term knows is written without a read: a write sets every key rollboot owns,
+// whatever was there, and each read is a request the servers forward to the
+// node's client, one per phase a host goes through. wrote: the error is the
+// write's.
+func (p *Publisher) sync(ctx context.Context, fence func(context.Context) error, nodeID string, m Meta, noRead bool) (wrote bool, err error) {
 	rctx, cancel := context.WithTimeout(ctx, p.opt.Timeout)
 	defer cancel()
-	if !known {
+	if !noRead {
 		cur, err := p.opt.API.Read(nodeID, (&api.QueryOptions{}).WithContext(rctx))
 		if err != nil {
 			// A rebooting host's client does not answer (Nomad: "No path
 			// to node"): expected, so not a warning at every reboot.
-			return p.failed(ctx, nodeID, "read", err)
+			return false, p.failed(ctx, nodeID, "read", err)
 		}
 		if m.matches(cur.Meta) {
 			p.ok(nodeID)
-			return nil
+			return false, nil
 		}
 	}
 	if fence != nil {
 		if err := fence(ctx); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if _, err := p.opt.API.Apply(&api.NodeMetaApplyRequest{NodeID: nodeID, Meta: m.Items()}, (&api.QueryOptions{}).WithContext(rctx)); err != nil {
-		return p.failed(ctx, nodeID, "write", err)
+		return true, p.failed(ctx, nodeID, "write", err)
 	}
 	p.writes.Inc()
 	p.ok(nodeID)
 	p.log.Debug("node metadata written", "node_id", nodeID, "phase", m.Phase, "reboot_required", m.RebootRequired)
-	return nil
+	return true, nil
 }
 
 // mayBeDown reports whether a node whose newest wanted metadata (Observe) is

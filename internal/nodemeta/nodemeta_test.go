@@ -231,7 +231,9 @@ func TestRetryWhenWantChanges(t *testing.T) {
 
 // A node is read once per term: after that, what this term wrote is what it
 // says, and a change of the metadata wanted of it is written without reading
-// it first. A node whose write failed is read again.
+// it first. A node whose write failed is written again without a read (the
+// write sets every key, whatever the failed one left); one whose read failed
+// is read again.
 func TestReadOncePerTerm(t *testing.T) {
 	f := &failing{bad: map[string]bool{}, calls: map[string]int{}, meta: map[string]map[string]string{
 		"n1": {KeyPhase: "idle", KeyRebootRequired: "false"}}}
@@ -259,8 +261,8 @@ func TestReadOncePerTerm(t *testing.T) {
 	if n := testutil.ToFloat64(p.writes); n != 3 {
 		t.Errorf("%v writes, want 3", n)
 	}
-	// The host goes down: the write fails, and the node is read again before
-	// the next one.
+	// The host goes down: the write fails, and the next one is sent without
+	// a read.
 	f.mu.Lock()
 	f.bad["n1"] = true
 	f.mu.Unlock()
@@ -274,7 +276,54 @@ func TestReadOncePerTerm(t *testing.T) {
 	f.mu.Unlock()
 	p.Observe(map[string]Meta{"n1": {Phase: "rejoining", RebootRequired: true}})
 	waitFor(t, "the node rejoining", func() bool { return phase("n1") == "rejoining" })
-	if n := reads("n1"); n < 2 {
-		t.Errorf("the node was read %d times, want again after the failure", n)
+	if n := reads("n1"); n != 1 {
+		t.Errorf("the node was read %d times, want once: a failed write needs no read before the next", n)
 	}
+	// A failed read, in turn, leaves the node unknown: read before the next
+	// write. The written value wanted back is written, not taken as known.
+	f.mu.Lock()
+	f.bad["n2"] = true
+	f.meta["n2"] = map[string]string{KeyPhase: "idle", KeyRebootRequired: "false"}
+	f.mu.Unlock()
+	p.Observe(map[string]Meta{"n1": {Phase: "rejoining", RebootRequired: true}, "n2": {Phase: "pending"}})
+	waitFor(t, "the failed read of n2", func() bool { return reads("n2") >= 1 })
+	f.mu.Lock()
+	f.bad["n2"] = false
+	f.mu.Unlock()
+	p.Observe(map[string]Meta{"n1": {Phase: "rejoining", RebootRequired: true}, "n2": {Phase: "draining"}})
+	waitFor(t, "n2 draining", func() bool { return phase("n2") == "draining" })
+	if n := reads("n2"); n < 2 {
+		t.Errorf("n2 was read %d times, want again after its failed read", n)
+	}
+}
+
+// A node whose write failed is written again when the metadata wanted of it
+// comes back to what it said before the failure: the failed write may have
+// landed, so what it said is not known.
+func TestWriteAgainAfterFailedWrite(t *testing.T) {
+	f := &failing{bad: map[string]bool{}, calls: map[string]int{}, meta: map[string]map[string]string{
+		"n1": {KeyPhase: "idle", KeyRebootRequired: "false"}}}
+	p := New(Options{API: f, Retry: 10 * time.Millisecond})
+	run(t, p)
+	p.Observe(map[string]Meta{"n1": {Phase: "idle"}})
+	waitFor(t, "the first read", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.calls["n1"] == 1
+	})
+	f.mu.Lock()
+	f.bad["n1"] = true
+	f.mu.Unlock()
+	p.Observe(map[string]Meta{"n1": {Phase: "pending", RebootRequired: true}})
+	waitFor(t, "the failed write", func() bool { return testutil.ToFloat64(p.errs.WithLabelValues("write")) >= 1 })
+	f.mu.Lock()
+	f.bad["n1"] = false
+	f.meta["n1"] = map[string]string{KeyPhase: "pending", KeyRebootRequired: "true"} // it landed after all
+	f.mu.Unlock()
+	p.Observe(map[string]Meta{"n1": {Phase: "idle"}})
+	waitFor(t, "idle written again", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.meta["n1"][KeyPhase] == "idle"
+	})
 }

@@ -33,6 +33,7 @@ const DefaultRelist = 30 * time.Second
 // nodeAnswer is a blocking query's answer for one node.
 type nodeAnswer struct {
 	stub  *api.NodeListStub
+	node  *api.Node // in full (NodeSink)
 	index uint64
 }
 
@@ -175,6 +176,7 @@ func (f *Follower) block(parent context.Context, d time.Duration) {
 			}
 			list = Apply(list, []*api.NodeListStub{a.stub}, nil)
 			index = max(index, a.index)
+			f.written([]*api.Node{a.node})
 			f.Sink.SetNodes(list, index)
 			f.Poke()
 		}
@@ -251,7 +253,7 @@ func (w *nodeWatches) follow(ctx context.Context, id string, index uint64) {
 		}
 		if meta.LastIndex != idx {
 			select {
-			case w.out <- nodeAnswer{stub: listStub(n), index: meta.LastIndex}:
+			case w.out <- nodeAnswer{stub: listStub(n), node: n, index: meta.LastIndex}:
 			case <-ctx.Done():
 			}
 		}

@@ -70,6 +70,23 @@ type Sink interface {
 	NodesAt(index uint64) bool
 }
 
+// NodeSink is a Sink that also takes the nodes the follower saw in full: the
+// stream's payload is the whole node after the write, its events included
+// (nomad/state/events.go eventFromChange, table nodes), as GET /v1/node/:id
+// answers it. NodesWritten is called before the SetNodes that brings the list
+// to them, so that what a reader takes with the list is there with it.
+type NodeSink interface {
+	Sink
+	NodesWritten(nodes []*api.Node)
+}
+
+// written hands nodes to the sink when it takes them (NodeSink).
+func (f *Follower) written(nodes []*api.Node) {
+	if s, ok := f.Sink.(NodeSink); ok && len(nodes) > 0 {
+		s.NodesWritten(nodes)
+	}
+}
+
 // Mode is how the follower follows the nodes.
 type Mode int
 
@@ -226,6 +243,7 @@ func (f *Follower) stream(parent context.Context, period time.Duration) error {
 	var behind uint64 // the leader's index at the last check, when the stream had not reached it
 	for {
 		var changed []*api.NodeListStub
+		var full []*api.Node
 		var gone []string
 		var err error
 		select {
@@ -249,7 +267,7 @@ func (f *Follower) stream(parent context.Context, period time.Duration) error {
 			}
 			continue
 		case evs, ok := <-events:
-			changed, gone, index, err = take(evs, ok, events, listed, index)
+			changed, full, gone, index, err = take(evs, ok, events, listed, index)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -263,6 +281,7 @@ func (f *Follower) stream(parent context.Context, period time.Duration) error {
 			continue
 		}
 		list = Apply(list, changed, gone)
+		f.written(full)
 		f.Sink.SetNodes(list, index)
 		f.Poke()
 	}
@@ -289,24 +308,27 @@ func (f *Follower) checkIndex(ctx context.Context, index, behind uint64) (uint64
 }
 
 // take returns the node writes of evs and of every batch already received
-// after it (one list and one poke for all), and the index they bring the list
-// to. An error ends the stream: the stream's own, or its end.
-func take(evs *api.Events, ok bool, events <-chan *api.Events, listed, index uint64) ([]*api.NodeListStub, []string, uint64, error) {
+// after it (one list and one poke for all), as stubs and in full, and the
+// index they bring the list to. An error ends the stream: the stream's own,
+// or its end.
+func take(evs *api.Events, ok bool, events <-chan *api.Events, listed, index uint64) ([]*api.NodeListStub, []*api.Node, []string, uint64, error) {
 	var changed []*api.NodeListStub
+	var full []*api.Node
 	var gone []string
 	for {
 		if !ok {
-			return nil, nil, index, errors.New("the node event stream ended")
+			return nil, nil, nil, index, errors.New("the node event stream ended")
 		}
 		if evs.Err != nil {
-			return nil, nil, index, streamErr(evs.Err)
+			return nil, nil, nil, index, streamErr(evs.Err)
 		}
 		if evs.Index > listed {
 			ch, gn, err := Changes(evs)
 			if err != nil {
-				return nil, nil, index, err
+				return nil, nil, nil, index, err
 			}
 			changed, gone = append(changed, ch...), append(gone, gn...)
+			full = append(full, written(evs)...)
 			index = max(index, evs.Index)
 		}
 		select {
@@ -314,7 +336,7 @@ func take(evs *api.Events, ok bool, events <-chan *api.Events, listed, index uin
 			continue
 		default:
 		}
-		return changed, gone, index, nil
+		return changed, full, gone, index, nil
 	}
 }
 

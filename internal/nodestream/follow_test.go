@@ -371,3 +371,87 @@ func TestFollowerAdoptsAPassList(t *testing.T) {
 		t.Errorf("an offer replaced the list the follower kept")
 	}
 }
+
+// nodeSink is a sink that also keeps the nodes the follower saw in full, and
+// checks each came before the list that shows it.
+type nodeSink struct {
+	sink
+	full map[string]*api.Node
+	bad  []string
+}
+
+func (s *nodeSink) NodesWritten(nodes []*api.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.full == nil {
+		s.full = map[string]*api.Node{}
+	}
+	for _, n := range nodes {
+		s.full[n.ID] = n
+	}
+}
+
+func (s *nodeSink) SetNodes(list []*api.NodeListStub, index uint64) {
+	s.mu.Lock()
+	for _, st := range list {
+		if n, ok := s.full[st.ID]; ok && n.ModifyIndex < st.ModifyIndex && st.SchedulingEligibility == api.NodeSchedulingIneligible {
+			s.bad = append(s.bad, fmt.Sprintf("%s listed at %d, seen in full at %d", st.ID, st.ModifyIndex, n.ModifyIndex))
+		}
+	}
+	s.mu.Unlock()
+	s.sink.SetNodes(list, index)
+}
+
+// fullAt returns the node seen in full, if at index.
+func (s *nodeSink) fullAt(id string, index uint64) *api.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.full[id]; n != nil && n.ModifyIndex == index {
+		return n
+	}
+	return nil
+}
+
+// A sink that takes nodes in full (NodeSink) gets each node the stream
+// carries, or a node's own blocking query answers, with its events, before
+// the list that shows that write.
+func TestFollowerHandsNodesInFull(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		disabled bool
+	}{{"stream", false}, {"blocking queries", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim, client := simtest.Start(t, nomadsim.Config{Clients: 2, EventBrokerDisabled: tc.disabled}, nil)
+			out := &nodeSink{}
+			f := &Follower{Events: NomadNodeEvents{Client: client}, Nodes: client.Nodes(), Sink: out, Poke: func() {},
+				Log: slog.New(slog.DiscardHandler), Relist: time.Hour, RetryAfter: func(int) time.Duration { return time.Hour }}
+			n1, _ := sim.Node("client-1")
+			f.Watch([]string{n1.ID})
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { defer close(done); f.Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+			waitUntil(t, "the first list", func() bool { return out.eligibility(n1.ID) == api.NodeSchedulingEligible })
+			if _, err := client.Nodes().ToggleEligibility(n1.ID, false, nil); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the change listed", func() bool { return out.eligibility(n1.ID) == api.NodeSchedulingIneligible })
+			out.mu.Lock()
+			var index uint64
+			for _, st := range out.list {
+				if st.ID == n1.ID {
+					index = st.ModifyIndex
+				}
+			}
+			bad := out.bad
+			out.mu.Unlock()
+			n := out.fullAt(n1.ID, index)
+			if n == nil || len(n.Events) == 0 || n.SchedulingEligibility != api.NodeSchedulingIneligible {
+				t.Fatalf("node in full at the listed index %d: %+v", index, n)
+			}
+			if len(bad) > 0 {
+				t.Errorf("listed before it was seen in full: %v", bad)
+			}
+		})
+	}
+}

@@ -48,6 +48,22 @@ func Changes(evs *api.Events) (changed []*api.NodeListStub, gone []string, err e
 	return changed, gone, nil
 }
 
+// written returns the nodes an item of the stream wrote, in full (Changes
+// checked that each has one).
+func written(evs *api.Events) []*api.Node {
+	var out []*api.Node
+	for i := range evs.Events {
+		ev := &evs.Events[i]
+		if ev.Topic != api.TopicNode || ev.Type == "NodeDeregistration" {
+			continue
+		}
+		if n, err := ev.Node(); err == nil && n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // listStub is the node as the node list shows it without os or resources
 // (nomad/structs/structs.go Node.Stub).
 // Stub returns the node as the node list shows it.

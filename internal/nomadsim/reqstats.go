@@ -36,13 +36,24 @@ type RequestStats struct {
 	// Routes are the requests and busy time by route (the pattern that served
 	// them, such as "GET /v1/nodes"), most busy first.
 	Routes []RouteStats
+	// Variables are the variable requests (GET and PUT /v1/var/..., GET
+	// /v1/vars, DELETE) again, by method and variable folder: the path with
+	// its last part replaced by "*" ("GET rollboot/plan/*"), or the listed
+	// prefix ("LIST rollboot/hosts/"). Most requests first.
+	Variables []RouteStats
 }
 
 // RouteStats are one route's share of the request figures.
 type RouteStats struct {
 	Route    string
 	Requests uint64
-	Busy     time.Duration
+	// Local are the requests of Requests that came through a host's own
+	// listener (its local Nomad agent, Host.Addr) rather than the cluster
+	// address: in the demo and the bench, the agents' requests, since each
+	// agent talks to its own host's Nomad agent and the coordinator to the
+	// cluster.
+	Local uint64
+	Busy  time.Duration
 }
 
 // maxReqSamples bounds the per-request samples kept for the percentiles; past
@@ -57,6 +68,7 @@ type reqStats struct {
 	backgroundT time.Duration
 	latencyT    time.Duration
 	routes      map[string]*RouteStats
+	vars        map[string]*RouteStats
 }
 
 func (r *reqStats) latency(d time.Duration) {
@@ -74,19 +86,30 @@ func (r *reqStats) background(d time.Duration) {
 	r.backgroundT += d
 }
 
-func (r *reqStats) record(route string, d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.routes == nil {
-		r.routes = make(map[string]*RouteStats)
+// count adds one request to key's entry of m, creating both as needed.
+func count(m *map[string]*RouteStats, key string, local bool, d time.Duration) {
+	if *m == nil {
+		*m = make(map[string]*RouteStats)
 	}
-	rs := r.routes[route]
+	rs := (*m)[key]
 	if rs == nil {
-		rs = &RouteStats{Route: route}
-		r.routes[route] = rs
+		rs = &RouteStats{Route: key}
+		(*m)[key] = rs
 	}
 	rs.Requests++
 	rs.Busy += d
+	if local {
+		rs.Local++
+	}
+}
+
+func (r *reqStats) record(route, variable string, local bool, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	count(&r.routes, route, local, d)
+	if variable != "" {
+		count(&r.vars, variable, local, d)
+	}
 	if len(r.samples) < maxReqSamples {
 		r.samples = append(r.samples, d)
 	} else {
@@ -114,7 +137,8 @@ func (s *Sim) timed(next http.Handler) http.Handler {
 		// The mux records the pattern it matched in the request it is given.
 		req := r.WithContext(context.WithValue(r.Context(), ctxTimer, rt))
 		next.ServeHTTP(w, req)
-		s.reqs.record(routeOf(req), time.Since(start)-rt.waited)
+		h, _ := r.Context().Value(ctxHost).(*Host)
+		s.reqs.record(routeOf(req), variableOf(req), h != nil, time.Since(start)-rt.waited)
 	})
 }
 
@@ -139,6 +163,15 @@ func (s *Sim) RequestStats() RequestStats {
 		}
 		return strings.Compare(a.Route, b.Route)
 	})
+	for _, rs := range s.reqs.vars {
+		out.Variables = append(out.Variables, *rs)
+	}
+	slices.SortFunc(out.Variables, func(a, b RouteStats) int {
+		if a.Requests != b.Requests {
+			return cmp.Compare(b.Requests, a.Requests)
+		}
+		return strings.Compare(a.Route, b.Route)
+	})
 	return out
 }
 
@@ -147,6 +180,7 @@ func (s *Sim) ResetRequestStats() {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
 	s.reqs.n, s.reqs.busy, s.reqs.samples, s.reqs.backgroundT, s.reqs.routes = 0, 0, nil, 0, nil
+	s.reqs.vars = nil
 	s.reqs.latencyT = 0
 }
 
@@ -169,4 +203,22 @@ func routeOf(r *http.Request) string {
 		p += "?filter" // a list of some nodes, apart from the whole list
 	}
 	return r.Method + " " + p
+}
+
+// variableOf names a variable request's folder for the statistics: its method
+// and the variable's path with its last part replaced by "*", or LIST and the
+// prefix listed; "" for any other request. The folders are few (rollboot's
+// kinds of variables), whatever the number of hosts.
+func variableOf(r *http.Request) string {
+	switch r.Pattern {
+	case "/v1/vars":
+		return "LIST " + r.URL.Query().Get("prefix")
+	case "/v1/var/":
+		p := strings.TrimPrefix(r.URL.Path, "/v1/var/")
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			p = p[:i+1] + "*"
+		}
+		return r.Method + " " + p
+	}
+	return ""
 }

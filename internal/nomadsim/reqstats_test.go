@@ -1,6 +1,7 @@
 package nomadsim
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
@@ -29,5 +30,48 @@ func TestRequestStatsByRoute(t *testing.T) {
 		if got[want] != 1 {
 			t.Errorf("route %q: %d requests, want 1 (all: %v)", want, got[want], got)
 		}
+	}
+}
+
+// The requests a host's own listener served are counted apart in each route
+// (Local: the agents' share in the demo and the bench), and the variable
+// requests again by folder, never by a variable's own name.
+func TestRequestStatsLocalAndVariables(t *testing.T) {
+	s, c := newTestSim(t, Config{Clients: 1})
+	h, ok := s.Host("client-1")
+	if !ok {
+		t.Fatal("no host client-1")
+	}
+	local := newClient(t, "http://"+h.Addr, "")
+	s.ResetRequestStats()
+	for _, p := range []string{"rollboot/plan/a", "rollboot/plan/b"} {
+		if _, _, err := c.Variables().Create(&api.Variable{Path: p, Items: api.VariableItems{"k": "v"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := local.Variables().Read("rollboot/plan/a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Variables().PrefixList("rollboot/plan/", nil); err != nil {
+		t.Fatal(err)
+	}
+	st := s.RequestStats()
+	routes := map[string]RouteStats{}
+	for _, r := range st.Routes {
+		routes[r.Route] = r
+	}
+	if r := routes["GET /v1/var/..."]; r.Requests != 1 || r.Local != 1 {
+		t.Errorf("GET /v1/var/...: %+v, want 1 request, 1 local", r)
+	}
+	if r := routes["PUT /v1/var/..."]; r.Requests != 2 || r.Local != 0 {
+		t.Errorf("PUT /v1/var/...: %+v, want 2 requests, none local", r)
+	}
+	vars := map[string]uint64{}
+	for _, v := range st.Variables {
+		vars[v.Route] = v.Requests
+	}
+	want := map[string]uint64{"PUT rollboot/plan/*": 2, "GET rollboot/plan/*": 1, "LIST rollboot/plan/": 1}
+	if !maps.Equal(vars, want) {
+		t.Errorf("variables %v, want %v", vars, want)
 	}
 }

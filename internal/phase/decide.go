@@ -868,6 +868,13 @@ func stepRejoining(in Input, d Decision) Decision {
 		if r, ok := restoreEligibility(in, d); ok {
 			return r
 		}
+		if AwaitsReport(in.Host, p, true) {
+			// The agent's report is needed anyway (below), and comes once its
+			// own system allocation runs: the node's allocations (its system
+			// jobs, its workloads' health) are read only after it, one read
+			// instead of a watch answering every change of them meanwhile.
+			return awaitReport(in, d, timedOut, stuck)
+		}
 		if p.EligibleBefore {
 			// System allocations are placed only on eligible nodes (Nomad's
 			// Node.Ready()), so they are checked after eligibility is back.
@@ -894,19 +901,32 @@ func stepRejoining(in Input, d Decision) Decision {
 		d.Waiting = in.PostGate
 		return d
 	}
-	if in.Host != nil && reportedBack(in.Host, p) == "" && (p.EligibleBefore || in.Node == nil) {
-		// The node came back, but the agent has not reported a new boot ID yet
-		// (it starts once its system allocation is placed again, and runs its
-		// post-reboot hooks first). The reboot is done when the host says so.
-		// On a node that stays ineligible Nomad places no allocation, so an agent
-		// deployed as a system job cannot come back there: its node's word counts.
-		if timedOut {
-			return stuck(fmt.Sprintf("the agent did not report a new boot ID within %s", in.Timing.RejoinTimeout))
-		}
-		d.Waiting = WaitFor(WaitNewBootID, "")
-		return d
+	if AwaitsReport(in.Host, p, in.Node != nil) {
+		return awaitReport(in, d, timedOut, stuck)
 	}
 	return backInService(in, d, p)
+}
+
+// AwaitsReport says whether a rejoining host waits for its agent to report the
+// reboot (a new boot ID) before its slot is freed: the node came back, but the
+// agent has not reported yet (it starts once its system allocation is placed
+// again, and runs its post-reboot hooks first). The reboot is done when the
+// host says so. On a node that stays ineligible Nomad places no allocation, so
+// an agent deployed as a system job cannot come back there: its node's word
+// counts. hasNode: the host has a Nomad node. The coordinator reads a
+// rejoining node's allocations only once this is over (stepRejoining).
+func AwaitsReport(h *store.HostRecord, p store.Plan, hasNode bool) bool {
+	return h != nil && reportedBack(h, p) == "" && (p.EligibleBefore || !hasNode)
+}
+
+// awaitReport holds a rejoining host for its agent's report (AwaitsReport),
+// stuck past its rejoin timeout.
+func awaitReport(in Input, d Decision, timedOut bool, stuck func(string) Decision) Decision {
+	if timedOut {
+		return stuck(fmt.Sprintf("the agent did not report a new boot ID within %s", in.Timing.RejoinTimeout))
+	}
+	d.Waiting = WaitFor(WaitNewBootID, "")
+	return d
 }
 
 // restoreEligibility gives a rejoining host's node its eligibility back when

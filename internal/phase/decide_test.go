@@ -656,6 +656,36 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			// The node's allocations are read only once the agent reported:
+			// its system jobs and workloads' health are not known before, and
+			// the host waits for the report, stuck past the rejoin timeout.
+			name: "rejoining waits for the agent's report before the system jobs",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+				Plan: plan(store.PhaseRejoining, func(p *store.Plan) { p.SystemJobs = []string{"default/exporter"} }),
+				Node: node(func(n *NodeView) { n.SystemRunning = map[string]bool{} })},
+			phase: store.PhaseRejoining,
+			check: func(t *testing.T, d Decision) {
+				if d.Waiting.Kind != WaitNewBootID {
+					t.Errorf("waiting = %q, want the agent's new boot ID", d.Waiting)
+				}
+			},
+		},
+		{
+			name: "rejoining past its timeout without the agent's report: stuck for the report",
+			in: Input{Now: t0, Timing: timing, Host: host("b1", true),
+				Plan: plan(store.PhaseRejoining, func(p *store.Plan) {
+					p.SystemJobs = []string{"default/exporter"}
+					p.Timeline[store.PhaseRejoining] = t0.Add(-31 * time.Minute)
+				}),
+				Node: node(func(n *NodeView) { n.SystemRunning = map[string]bool{} })},
+			phase: store.PhaseStuck, write: true,
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Plan.LastError, "did not report a new boot ID") {
+					t.Errorf("last error = %q", d.Plan.LastError)
+				}
+			},
+		},
+		{
 			name: "rejoining done: idle, history, loop guard armed",
 			in: Input{Now: t0, Timing: timing, Host: host("b2", false),
 				Plan: plan(store.PhaseRejoining, func(p *store.Plan) { p.SystemJobs = []string{"default/exporter"} }),

@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+)
+
+// sentRequests records the requests an agent sends, as it sends them.
+type sentRequests struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func (s *sentRequests) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, r)
+	s.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// matching returns the requests sent so far to paths ending in suffix, as
+// blocking queries (a wait) or not.
+func (s *sentRequests) matching(suffix string, blocking bool) []*http.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*http.Request
+	for _, r := range s.reqs {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, suffix) && r.URL.Query().Has("wait") == blocking {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// An agent's requests for one granted reboot. The watch of its own record
+// never starts by reading back what the agent's start just wrote: its first
+// query waits past that write. The reboot reads the plan, outside its watch,
+// twice: the check that the grant is still current, whose read the first
+// go/no-go takes, and the final go/no-go; the watch itself waits meanwhile.
+func TestRequestsOfOneReboot(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	sent := &sentRequests{}
+	c, err := api.NewClient(&api.Config{Address: "http://" + e.h.Addr, SecretID: tokenOf(e.sim), HttpClient: &http.Client{Transport: sent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	idle, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseIdle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drainFor(t, "g1")
+	reb := &countingRebooter{ch: make(chan struct{}, 4)}
+	o := e.options(reb, nil)
+	o.Store, o.Local, o.NodeList, o.Nodes = store.New(c.Variables(), "rollboot", ""), c.Agent(), c.Nodes(), c.Nodes()
+	stop, _ := run(t, New(o))
+	defer stop()
+	waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+	for deadline := time.Now().Add(20 * time.Second); len(sent.matching("/plan/"+e.h.Name, true)) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the plan's watch did not answer its first query")
+		}
+		time.Sleep(time.Millisecond) // the agent's own queries: nothing to block on
+	}
+	if _, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
+		BootIDAtGrant: e.bootID, NodeID: e.h.NodeID, ModifyIndex: idle}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reb.ch:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reboot")
+	}
+	watches := sent.matching("/hosts/"+e.h.Name, true)
+	if len(watches) == 0 {
+		t.Fatal("the record is not watched")
+	}
+	for _, r := range watches {
+		if i := r.URL.Query().Get("index"); i == "" || i == "0" {
+			t.Errorf("a watch of the record from index %q, want past the agent's own write: %s", i, r.URL)
+		}
+	}
+	if n := len(sent.matching("/hosts/"+e.h.Name, false)); n != 1 {
+		t.Errorf("%d reads of the record outside its watch, want 1 (the start's)", n)
+	}
+	if n := len(sent.matching("/plan/"+e.h.Name, false)); n != 2 {
+		t.Errorf("%d reads of the plan outside its watch, want 2 (the grant's check, the final go/no-go)", n)
+	}
+	// The plan's watch asks nothing more once it offered the grant, until
+	// the attempt is over: its first query, and the one the grant answered.
+	if n := len(sent.matching("/plan/"+e.h.Name, true)); n != 2 {
+		t.Errorf("%d queries of the plan's watch by the reboot, want 2", n)
+	}
+}
