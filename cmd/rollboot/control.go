@@ -295,8 +295,9 @@ func newResumeCmd(cf *configFlags) *cobra.Command {
 		st := n.store()
 		by := sync.OnceValue(func() string { return appliedBy(n.client) })
 		var msg string
+		paused := false
 		if _, err := st.UpdateControl(cmd.Context(), func(c *store.Control) error {
-			msg = resumePause(c, scope)
+			msg, paused = resumePause(c, scope)
 			return nil
 		}); err != nil {
 			return err
@@ -306,7 +307,14 @@ func newResumeCmd(cf *configFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			msg = joinMsg(msg, lifted)
+			switch {
+			case scope.group == "" || paused:
+				msg = joinMsg(msg, lifted)
+			case strings.HasSuffix(lifted, "is not halted."):
+				msg = "Group " + scope.group + " was neither paused nor halted."
+			default:
+				msg = lifted // a halt lifted: that the group was not paused says nothing
+			}
 		}
 		if asJSON {
 			return writeControlJSON(cmd.OutOrStdout(), cmd.Name(), args, msg, by)
@@ -316,24 +324,26 @@ func newResumeCmd(cf *configFlags) *cobra.Command {
 	}, nil)
 }
 
-// resumePause lifts the pause of the scope in c, and says what it did.
-func resumePause(c *store.Control, scope pauseScope) string {
+// resumePause lifts the pause of the scope in c, says what it did, and
+// whether there was one.
+func resumePause(c *store.Control, scope pauseScope) (string, bool) {
 	switch {
 	case scope.host != "":
 		if _, ok := c.HostPauses[scope.host]; !ok {
-			return "Host " + scope.host + " was not paused."
+			return "Host " + scope.host + " was not paused.", false
 		}
 		delete(c.HostPauses, scope.host)
-		return "Host " + scope.host + " resumed."
+		return "Host " + scope.host + " resumed.", true
 	case scope.group != "":
 		if _, ok := c.GroupPauses[scope.group]; !ok {
-			return "Group " + scope.group + " was not paused."
+			return "Group " + scope.group + " was not paused.", false
 		}
 		delete(c.GroupPauses, scope.group)
-		return "Group " + scope.group + " resumed."
+		return "Group " + scope.group + " resumed.", true
 	}
+	paused := c.Paused
 	c.Paused, c.PauseReason, c.PausedAt, c.PausedBy, c.PausedUntil = false, "", time.Time{}, "", time.Time{}
-	return "Rollout resumed."
+	return "Rollout resumed.", paused
 }
 
 func newReleaseCmd(cf *configFlags) *cobra.Command {

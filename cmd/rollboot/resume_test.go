@@ -57,7 +57,7 @@ func TestResumeLiftsHalts(t *testing.T) {
 		return out
 	}
 	run("pause", "-reason", "freeze")
-	if out := run("resume", "-group", "db"); !strings.Contains(out, `Group "db" is not halted.`) {
+	if out := run("resume", "-group", "db"); !strings.Contains(out, "Group db was neither paused nor halted.") {
 		t.Errorf("resume -group db said %q", out)
 	}
 	if out := run("resume", "-group", "web"); !strings.Contains(out, `The halt of group "web" is lifted`) {

@@ -569,6 +569,11 @@ func stepPending(in Input, d Decision, n needed) Decision {
 		d.Waiting = why
 		return d
 	}
+	// The need may have changed while the host waited (a newer update, a
+	// package need overtaking max_uptime): the grant says what this reboot
+	// is for now, as its history record and its wave will; its place in
+	// line (RequestedAt) stays.
+	d.Plan.Reason, d.Plan.UptimeBootedAt = n.reason, n.uptimeBoot
 	return grant(in, d)
 }
 

@@ -31,3 +31,15 @@ func TestGrantRecordsFingerprint(t *testing.T) {
 		t.Errorf("a grant for a request: phase %s, fingerprint %q", d.Plan.Phase, d.Plan.Fingerprint)
 	}
 }
+
+// A need that changed while the host waited (a newer update) is the one its
+// grant records, for its history record; its place in line stays.
+func TestGrantRecordsTheCurrentNeed(t *testing.T) {
+	rec := host("b1", true)
+	rec.Reason, rec.Fingerprint = "kernel 6.8.0-53 installed", "k53"
+	p := plan(store.PhasePending, func(p *store.Plan) { p.GrantID, p.Reason = "", "kernel 6.8.0-52 installed" })
+	d := Step(Input{Now: t0, Timing: timing, Plan: p, Admitted: true, NewGrantID: "g9", Node: node(nil), Host: rec})
+	if !d.Plan.Active() || d.Plan.Reason != "kernel 6.8.0-53 installed" || !d.Plan.RequestedAt.Equal(p.RequestedAt) {
+		t.Fatalf("grant: phase %s, reason %q, requested at %s (was %s)", d.Plan.Phase, d.Plan.Reason, d.Plan.RequestedAt, p.RequestedAt)
+	}
+}
