@@ -441,7 +441,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	c.forgetAnswers(s)   // approval.go
+	c.forgetAnswers(s) // approval.go
 	c.logHalts(s)
 	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))

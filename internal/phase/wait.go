@@ -52,18 +52,18 @@ const (
 	// WaitAwaitingApproval: its turn came in a group with approval = "manual"
 	// or "webhook" (package admission, approval.go). Detail: what approves it.
 	WaitAwaitingApproval
-	WaitHostPaused      // Detail: store.Pause.Describe of the host's pause
-	WaitNodeOptOut      // Detail: the node meta rollboot_pause's value
+	WaitHostPaused // Detail: store.Pause.Describe of the host's pause
+	WaitNodeOptOut // Detail: the node meta rollboot_pause's value
 	// Waves (package wave): the canaries of the host's wave and the groups its
 	// group follows.
-	WaitCanary       // Detail: the canaries waited for, and the wave
-	WaitCanarySoak   // Detail: until when, and the wave
-	WaitCanaryFailed // Detail: which canary failed and how, and the wave
-	WaitAfterGroup   // Detail: the group followed, and what it waits for
-	WaitWaveUnknown  // Detail: why the waves cannot be read or stored
-	WaitHalted          // Detail: policy.Halt.Text (the scope, its failures, the resume to run)
-	WaitHaltUnknown     // Detail: why the halt state cannot be read
-	WaitRolloutBudget   // Detail: policy.RolloutRoom.Why (max_out or max_drains_per_hour)
+	WaitCanary        // Detail: the canaries waited for, and the wave
+	WaitCanarySoak    // Detail: until when, and the wave
+	WaitCanaryFailed  // Detail: which canary failed and how, and the wave
+	WaitAfterGroup    // Detail: the group followed, and what it waits for
+	WaitWaveUnknown   // Detail: why the waves cannot be read or stored
+	WaitHalted        // Detail: policy.Halt.Text (the scope, its failures, the resume to run)
+	WaitHaltUnknown   // Detail: why the halt state cannot be read
+	WaitRolloutBudget // Detail: policy.RolloutRoom.Why (max_out or max_drains_per_hour)
 
 	// A host out of service.
 	WaitNodeNotFound
