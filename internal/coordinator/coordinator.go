@@ -31,6 +31,7 @@ import (
 	"github.com/rollboot/rollboot/internal/membership"
 	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
+	"github.com/rollboot/rollboot/internal/optout"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/statemetrics"
@@ -205,8 +206,8 @@ type Coordinator struct {
 	hostsAtLeast, agentJobAtLeast uint64
 	// groups: the nodes' groups as last asked of Nomad (nodes.go).
 	groups nodegroups.Asker
-	// optOut: the pending nodes' node meta opt-outs as last asked (optout.go).
-	optOut optOutAsked
+	// optOut: the pending nodes' node meta opt-outs as last asked (nodes.go).
+	optOut optout.Asker
 	// capacityCache: each node's capacity, for the capacity gate
 	// (admitreads.go).
 	capacityCache perIndex[capacity.Node]
@@ -441,7 +442,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	c.forgetAnswers(s)   // approval.go
+	c.forgetAnswers(s) // approval.go
 	c.logHalts(s)
 	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))
