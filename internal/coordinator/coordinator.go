@@ -23,7 +23,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/approvalhook"
-	"github.com/rollboot/rollboot/internal/capacity"
+	"github.com/rollboot/rollboot/internal/capacityread"
 	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
@@ -151,7 +151,7 @@ type Coordinator struct {
 	now func() time.Time
 
 	// mu guards what the steps of a pass that run side by side write (the
-	// plan writes, apply.go; the capacity gate's reads, admitreads.go)
+	// plan writes, apply.go; the capacity gate's reads, noteAllocRead)
 	// and what callers read while Run runs: the fields below up to ignored.
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
@@ -208,12 +208,9 @@ type Coordinator struct {
 	groups nodegroups.Asker
 	// optOut: the pending nodes' node meta opt-outs as last asked (nodes.go).
 	optOut optout.Asker
-	// capacityCache: each node's capacity, for the capacity gate
-	// (admitreads.go).
-	capacityCache perIndex[capacity.Node]
-	// moverCache: the movers of each draining node, by its ModifyIndex
-	// (movercache.go).
-	moverCache perIndex[[]capacity.Alloc]
+	// capacity: the capacity gate's reads, which keep each node's capacity
+	// and a draining node's movers by its ModifyIndex (admitreads.go).
+	capacity capacityread.Reader
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
 	// rebooting (caches.go).
 	heartbeats perIndex[heartbeatIndexes]
@@ -277,6 +274,7 @@ func New(opt Options) *Coordinator {
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
+	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.noteAllocRead}
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)
