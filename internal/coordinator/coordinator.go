@@ -35,6 +35,7 @@ import (
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/statemetrics"
+	"github.com/rollboot/rollboot/internal/stopjobs"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
 	"github.com/rollboot/rollboot/internal/workloadread"
@@ -108,9 +109,9 @@ type Deps struct {
 	ApprovalAsker approvalhook.Asker
 	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
 	WorkloadsAPI workloadread.API
-	// Allocs stops the allocations of drain.stop_jobs; ConsulHealth reads the
-	// checks of healthy.consul_checks (rejoinhealth.go).
-	Allocs       AllocsAPI
+	// Allocs stops the allocations of drain.stop_jobs (package stopjobs);
+	// ConsulHealth reads the checks of healthy.consul_checks (rejoinhealth.go).
+	Allocs       stopjobs.Allocs
 	ConsulHealth ConsulHealthAPI
 	// NodeEvents keeps the node list current from Nomad's event stream instead
 	// of a blocking query of the whole list (nodes.go).
