@@ -17,7 +17,8 @@
 // twice as many each round, so a check usually reads the host's node and one
 // or two others. Each node's resources are kept from pass to pass while its
 // ModifyIndex stays the same; its allocations are read again in each pass that
-// needs them, but a draining node's movers (movers.go).
+// needs them, except a draining node's movers, kept by its ModifyIndex too
+// (movers.go).
 package capacityread
 
 import (
