@@ -1,7 +1,7 @@
 // Package capacity decides whether the allocations a drain would move have
 // somewhere to go: the capacity gate of admission (docs/configuration.md,
 // "capacity"). It is pure: the coordinator reads the nodes and allocations
-// (coordinator/admitreads.go) and hands them over as plain values, which
+// (package capacityread) and hands them over as plain values, which
 // nomad.go takes from Nomad's API types.
 //
 // The estimate follows how Nomad's scheduler counts a node's room (nomad/structs

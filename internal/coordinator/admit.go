@@ -46,7 +46,7 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 	s.statuses = admission.Statuses(in)
 	for round := 0; ; round++ {
 		if round == maxAdmitRounds && s.capacity != nil {
-			s.capacity.gate.Err = fmt.Errorf("the nodes to read did not settle in %d rounds", maxAdmitRounds)
+			s.capacity.Gate.Err = fmt.Errorf("the nodes to read did not settle in %d rounds", maxAdmitRounds)
 		}
 		res, needs := admission.Admit(c.withReads(in, s))
 		if needs.None() || ctx.Err() != nil || round > maxAdmitRounds {
@@ -88,7 +88,7 @@ func (c *Coordinator) withReads(in admission.Input, s *snapshot) admission.Input
 		in.WorkloadHolds = s.workloads.holds
 	}
 	if s.capacity != nil {
-		in.Capacity = &s.capacity.gate
+		in.Capacity = &s.capacity.Gate
 	}
 	in.Jobs = map[string][]string{}
 	queue := in.Queue[:0:0]

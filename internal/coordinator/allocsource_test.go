@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/admission"
-	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -53,7 +53,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	if _, err := c.systemJobs(t.Context(), "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.readAllocsOf(t.Context(), &snapshot{}, &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}, []string{"n2"}); err != nil {
+	if err := capacityReads(c, "n2"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := c.allocsOnNode(t.Context(), "n2"); err != nil || len(got) != 1 || got[0].Name != "web.web[0]" {
@@ -88,8 +88,7 @@ func TestCapacityReadsAreKept(t *testing.T) {
 	n := &blockingNodes{blocked: make(chan struct{}, 1)}
 	c := New(Options{Deps: Deps{Nodes: n}})
 	c.takeMail()
-	v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}
-	if err := c.readAllocsOf(t.Context(), &snapshot{}, v, []string{"n1", "n2", "n1"}); err != nil {
+	if err := capacityReads(c, "n1", "n2", "n1"); err != nil {
 		t.Fatal(err)
 	}
 	if q := n.queries(); len(q) != 2 {
@@ -97,10 +96,18 @@ func TestCapacityReadsAreKept(t *testing.T) {
 	}
 	kept := c.takeAllocReads()
 	for _, id := range []string{"n1", "n2"} {
-		if r, ok := kept[id]; !ok || r.index != 7 || len(r.allocs) != 1 || len(v.allocs[id]) != 1 {
-			t.Errorf("node %s: kept %+v (%v), in the view %+v", id, r, ok, v.allocs[id])
+		if r, ok := kept[id]; !ok || r.index != 7 || len(r.allocs) != 1 {
+			t.Errorf("node %s: kept %+v (%v)", id, r, ok)
 		}
 	}
+}
+
+// capacityReads has the capacity gate of c read the allocations of the nodes
+// ids, as a pass that asks for them does (readCapacity), with no node listed.
+func capacityReads(c *Coordinator, ids ...string) error {
+	p := c.capacity.NewPass(nil, nil, 0, nil)
+	c.capacity.Read(context.Background(), p, admission.CapacityNeeds{Allocs: ids})
+	return p.Gate.Err
 }
 
 // allocWorld is a cluster whose nodes' allocations change; reads of them are
@@ -158,11 +165,10 @@ func TestAllocSourceEqualsFreshReads(t *testing.T) {
 				id := ids[rng.IntN(len(ids))]
 				if rng.IntN(3) == 0 { // the capacity gate reads it
 					if _, done := first[id]; !done {
-						v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}
-						if err := c.readAllocsOf(t.Context(), &snapshot{}, v, []string{id}); err != nil {
+						if err := capacityReads(c, id); err != nil {
 							t.Fatal(err)
 						}
-						first[id] = v.allocs[id]
+						first[id] = w.allocs(id) // what it read
 					}
 					continue
 				}

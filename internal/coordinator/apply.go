@@ -14,6 +14,7 @@ import (
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/stopjobs"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -186,7 +187,7 @@ func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decis
 		metaMessage:        "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
 	}}
 	w := (&api.WriteOptions{}).WithContext(ctx)
-	if err := c.stopJobs(ctx, in, log); err != nil {
+	if err := stopjobs.Stop(ctx, c.opt.Nodes, c.opt.Allocs, in.Node.ID, in.Drain.StopJobs, log); err != nil {
 		return err
 	}
 	if err := election.CheckLease(ctx); err != nil {

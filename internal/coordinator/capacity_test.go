@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/capacityread"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -244,91 +244,6 @@ func TestCapacityGateIdle(t *testing.T) {
 	}
 }
 
-// capWorld is a cluster whose nodes change (their memory, with their
-// ModifyIndex), come and go; reads are counted by node.
-type capWorld struct {
-	NodesAPI
-	mu     sync.Mutex // the reads run side by side
-	memory map[string]int64
-	reads  map[string]int
-}
-
-func (w *capWorld) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.reads[id]++
-	return &api.Node{ID: id, Name: id, NodePool: "default", Datacenter: "dc1",
-		NodeResources: &api.NodeResources{Memory: api.NodeMemoryResources{MemoryMB: w.memory[id]}}}, &api.QueryMeta{}, nil
-}
-
-// The capacity of the nodes a pass asks for is, over a randomly changing
-// world, what a read of each says now; a node is read only when no pass read
-// it at the ModifyIndex the list shows now; and the nodes gone are forgotten.
-// The world: nodes resized (a write: a new ModifyIndex), written without a
-// change that matters, added and removed; passes asking for some of them.
-func TestCapacityNodesEqualFreshReads(t *testing.T) {
-	for seed := range uint64(200) {
-		rng := rand.New(rand.NewPCG(seed, 47))
-		w := &capWorld{memory: map[string]int64{}, reads: map[string]int{}}
-		nodes := map[string]*api.NodeListStub{}
-		index := uint64(1)
-		for i := range 5 {
-			id := fmt.Sprintf("n%d", i)
-			w.memory[id], nodes[id] = 1024, &api.NodeListStub{ID: id, ModifyIndex: index}
-		}
-		c := &Coordinator{opt: Options{Deps: Deps{Nodes: w}}}
-		read := map[string]uint64{} // the ModifyIndex each node was last read at
-		for pass := range 40 {
-			for range rng.IntN(4) {
-				id := fmt.Sprintf("n%d", rng.IntN(7))
-				index++
-				switch n := nodes[id]; {
-				case n == nil:
-					w.memory[id], nodes[id] = int64(rng.IntN(4)+1)*1024, &api.NodeListStub{ID: id, ModifyIndex: index}
-				case rng.IntN(4) == 0:
-					delete(nodes, id)
-				default:
-					if rng.IntN(2) == 0 {
-						w.memory[id] = int64(rng.IntN(4)+1) * 1024
-					}
-					nodes[id] = &api.NodeListStub{ID: id, ModifyIndex: index}
-				}
-			}
-			s := &snapshot{nodes: nodes}
-			var ids []string
-			for _, id := range sortedKeys(nodes) {
-				if rng.IntN(2) == 0 {
-					ids = append(ids, id)
-				}
-			}
-			clear(w.reads)
-			c.capacityCache.prune(nodes) // as readCapacity does
-			got, err := c.capacityNodes(t.Context(), s, ids)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for id := range read {
-				if nodes[id] == nil {
-					delete(read, id)
-				}
-			}
-			for i, id := range ids {
-				if got[i].Capacity.MemoryMB != w.memory[id] || got[i].Name != id {
-					t.Fatalf("seed %d pass %d: node %s: %+v, want %d MB", seed, pass, id, got[i], w.memory[id])
-				}
-				at, ok := read[id]
-				if wantRead := !ok || at != nodes[id].ModifyIndex; (w.reads[id] > 0) != wantRead {
-					t.Fatalf("seed %d pass %d: node %s read %d times, want a read: %v", seed, pass, id, w.reads[id], wantRead)
-				}
-				read[id] = nodes[id].ModifyIndex
-			}
-			if len(c.capacityCache.m) != len(read) {
-				t.Fatalf("seed %d pass %d: %d nodes kept, want %d", seed, pass, len(c.capacityCache.m), len(read))
-			}
-		}
-	}
-}
-
 // On a large cluster with room, a check reads the host's node and a couple of
 // others, not the pool: the candidates are read lazily, twice as many each
 // round, only until the allocations fit.
@@ -487,8 +402,8 @@ func TestCapacityGateReadsTheQueueLazily(t *testing.T) {
 			nodes := &capNodes{allocs: allocs}
 			c := capacityCoordinator(nodes, 1)
 			c.admit(context.Background(), s)
-			if s.capacity.gate.Err != nil {
-				t.Fatal(s.capacity.gate.Err)
+			if s.capacity.Gate.Err != nil {
+				t.Fatal(s.capacity.Gate.Err)
 			}
 			adm := admitSnap(c.admitRules(), s)
 			if !adm.Admitted[tt.wantAdmit] || len(adm.Admitted) != 1 {
@@ -548,8 +463,8 @@ func TestCapacityGateSkipsNodesEmptiedByTheirDrain(t *testing.T) {
 			}}
 			c := capacityCoordinator(nodes, 2)
 			c.admit(context.Background(), s)
-			if s.capacity.gate.Err != nil {
-				t.Fatal(s.capacity.gate.Err)
+			if s.capacity.Gate.Err != nil {
+				t.Fatal(s.capacity.Gate.Err)
 			}
 			adm := admitSnap(c.admitRules(), s)
 			if got := slices.Contains(nodes.reads, "allocs node-out"); got != tt.wantRead {
@@ -577,8 +492,8 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 		infoTakes: 5 * time.Millisecond}
 	c := capacityCoordinator(nodes, 1)
 	c.admit(context.Background(), s)
-	if s.capacity.gate.Err != nil {
-		t.Fatal(s.capacity.gate.Err)
+	if s.capacity.Gate.Err != nil {
+		t.Fatal(s.capacity.Gate.Err)
 	}
 	infos := 0
 	for _, r := range nodes.reads {
@@ -586,8 +501,8 @@ func TestCapacityGateReadsCandidatesSideBySide(t *testing.T) {
 			infos++
 		}
 	}
-	if infos != 17 || nodes.mostInInfo < 2 || nodes.mostInInfo > CapacityReadParallelism {
-		t.Errorf("%d node reads, at most %d at once; want 17 (q's own node is one), 2 to %d at once", infos, nodes.mostInInfo, CapacityReadParallelism)
+	if infos != 17 || nodes.mostInInfo < 2 || nodes.mostInInfo > capacityread.Parallelism {
+		t.Errorf("%d node reads, at most %d at once; want 17 (q's own node is one), 2 to %d at once", infos, nodes.mostInInfo, capacityread.Parallelism)
 	}
 	if adm := admitSnap(c.admitRules(), s); adm.Admitted["q"] || adm.Wait["q"].Kind != phase.WaitCapacity {
 		t.Errorf("q admitted %t, waits %v; want held for capacity", adm.Admitted["q"], adm.Wait["q"])

@@ -23,7 +23,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/approvalhook"
-	"github.com/rollboot/rollboot/internal/capacity"
+	"github.com/rollboot/rollboot/internal/capacityread"
 	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
@@ -31,9 +31,11 @@ import (
 	"github.com/rollboot/rollboot/internal/membership"
 	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
+	"github.com/rollboot/rollboot/internal/optout"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/statemetrics"
+	"github.com/rollboot/rollboot/internal/stopjobs"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
 	"github.com/rollboot/rollboot/internal/workloadread"
@@ -107,9 +109,9 @@ type Deps struct {
 	ApprovalAsker approvalhook.Asker
 	// WorkloadsAPI is what the workload blockers read (nil: none is checked).
 	WorkloadsAPI workloadread.API
-	// Allocs stops the allocations of drain.stop_jobs; ConsulHealth reads the
-	// checks of healthy.consul_checks (rejoinhealth.go).
-	Allocs       AllocsAPI
+	// Allocs stops the allocations of drain.stop_jobs (package stopjobs);
+	// ConsulHealth reads the checks of healthy.consul_checks (rejoinhealth.go).
+	Allocs       stopjobs.Allocs
 	ConsulHealth ConsulHealthAPI
 	// NodeEvents keeps the node list current from Nomad's event stream instead
 	// of a blocking query of the whole list (nodes.go).
@@ -150,7 +152,7 @@ type Coordinator struct {
 	now func() time.Time
 
 	// mu guards what the steps of a pass that run side by side write (the
-	// plan writes, apply.go; the capacity gate's reads, admitreads.go)
+	// plan writes, apply.go; the capacity gate's reads, noteAllocRead)
 	// and what callers read while Run runs: the fields below up to ignored.
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
@@ -205,14 +207,11 @@ type Coordinator struct {
 	hostsAtLeast, agentJobAtLeast uint64
 	// groups: the nodes' groups as last asked of Nomad (nodes.go).
 	groups nodegroups.Asker
-	// optOut: the pending nodes' node meta opt-outs as last asked (optout.go).
-	optOut optOutAsked
-	// capacityCache: each node's capacity, for the capacity gate
-	// (admitreads.go).
-	capacityCache perIndex[capacity.Node]
-	// moverCache: the movers of each draining node, by its ModifyIndex
-	// (movercache.go).
-	moverCache perIndex[[]capacity.Alloc]
+	// optOut: the pending nodes' node meta opt-outs as last asked (nodes.go).
+	optOut optout.Asker
+	// capacity: the capacity gate's reads, which keep each node's capacity
+	// and a draining node's movers by its ModifyIndex (admitreads.go).
+	capacity capacityread.Reader
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
 	// rebooting (caches.go).
 	heartbeats perIndex[heartbeatIndexes]
@@ -276,6 +275,7 @@ func New(opt Options) *Coordinator {
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
+	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.noteAllocRead}
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)

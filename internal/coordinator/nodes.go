@@ -130,6 +130,30 @@ func (c *Coordinator) groupNames() []nodegroups.Group {
 	return out
 }
 
+// readOptOut puts in s.optOut the pending hosts whose node's owner holds it
+// out of the rollout (node meta rollboot_pause), with the reason, as package
+// optout asks Nomad. A node that cannot be asked about holds its host (fail
+// closed), with the error as its reason.
+func (c *Coordinator) readOptOut(ctx context.Context, s *snapshot) {
+	hostOf := map[string]string{}  // node ID -> host
+	pending := map[string]uint64{} // node ID -> ModifyIndex
+	for _, name := range s.names {
+		hv := s.hosts[name]
+		if s.plans[name].Phase != store.PhasePending || hv.node == nil || s.nodes[hv.node.ID] == nil {
+			continue
+		}
+		hostOf[hv.node.ID], pending[hv.node.ID] = name, s.nodes[hv.node.ID].ModifyIndex
+	}
+	reasons, err := c.optOut.Reasons(ctx, c.opt.Nodes, pending)
+	if err != nil {
+		c.log.Warn("node meta opt-out cannot be read: holding the hosts asked about", "err", err)
+	}
+	s.optOut = make(map[string]string, len(reasons))
+	for id, why := range reasons {
+		s.optOut[hostOf[id]] = why
+	}
+}
+
 // newNodeFollower is the node list's follower of a term, which keeps the
 // mailbox's list current from Nomad's event stream, and from blocking queries
 // while the stream cannot be had (package nodestream); the loop tells it

@@ -2,13 +2,11 @@ package coordinator
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -56,9 +54,9 @@ func optOutSnapshot(n *metaNodes) *snapshot {
 	return s
 }
 
-// A pending host whose node carries rollboot_pause is held with its value;
-// a node is asked about again only when its ModifyIndex moved (a meta change
-// raises it), and one that cannot be asked about holds its host.
+// A pending host whose node carries rollboot_pause is held with its value
+// (package optout asks); only pending hosts' nodes are asked about, and one
+// that cannot be asked about holds its host.
 func TestReadOptOut(t *testing.T) {
 	n := &metaNodes{nodes: map[string]*api.Node{
 		"na": {ID: "na", ModifyIndex: 5, Meta: map[string]string{"rollboot_pause": "benchmark"}},
@@ -75,51 +73,11 @@ func TestReadOptOut(t *testing.T) {
 		t.Errorf("%d lists and %d node reads, want 1 and 1 (the node that has the key)", n.lists, n.info)
 	}
 
-	// Nothing changed: nothing asked, the same answer.
-	s = optOutSnapshot(n)
-	c.readOptOut(t.Context(), s)
-	if n.lists != 1 || n.info != 1 || s.optOut["a"] != "benchmark" {
-		t.Errorf("unchanged nodes asked again (%d lists, %d reads) or answer lost: %v", n.lists, n.info, s.optOut)
-	}
-
-	// a's owner removes the key, b's sets it: their ModifyIndex moves.
-	n.nodes["na"] = &api.Node{ID: "na", ModifyIndex: 6, Meta: map[string]string{}}
-	n.nodes["nb"] = &api.Node{ID: "nb", ModifyIndex: 6, Meta: map[string]string{"rollboot_pause": ""}}
-	s = optOutSnapshot(n)
-	c.readOptOut(t.Context(), s)
-	if len(s.optOut) != 1 || s.optOut["b"] != "(no reason given)" {
-		t.Fatalf("after the meta changes: %v, want b's alone", s.optOut)
-	}
-
 	// Fail closed: a node Nomad cannot say about holds its host.
 	n.nodes["na"].ModifyIndex, n.fail = 7, errors.New("permission denied")
 	s = optOutSnapshot(n)
 	c.readOptOut(t.Context(), s)
 	if why := s.optOut["a"]; !strings.Contains(why, "cannot read the node's meta") || !strings.Contains(why, "permission denied") {
 		t.Errorf("a after a failed read: %q, want held with the error", why)
-	}
-	if s.optOut["b"] != "(no reason given)" {
-		t.Errorf("b, not asked again, lost its opt-out: %v", s.optOut)
-	}
-}
-
-// A new leader's first pass, with more pending hosts than are asked about by
-// ID, asks for every node that has the key in one list, not one per batch.
-func TestReadOptOutManyPending(t *testing.T) {
-	n := &metaNodes{nodes: map[string]*api.Node{}}
-	s := &snapshot{hosts: map[string]*hostView{}, nodes: map[string]*api.NodeListStub{}, plans: map[string]store.Plan{}}
-	for i := range 3 * nodegroups.MaxTargeted {
-		h, id := fmt.Sprintf("h%03d", i), fmt.Sprintf("n%03d", i)
-		n.nodes[id] = &api.Node{ID: id, ModifyIndex: 5, Meta: map[string]string{}}
-		s.names = append(s.names, h)
-		s.hosts[h] = &hostView{node: &phase.NodeView{ID: id}}
-		s.nodes[id] = &api.NodeListStub{ID: id, ModifyIndex: 5}
-		s.plans[h] = store.Plan{Phase: store.PhasePending}
-	}
-	n.nodes["n007"].Meta["rollboot_pause"] = "kept for a demo"
-	c := New(Options{Deps: Deps{Nodes: n}})
-	c.readOptOut(t.Context(), s)
-	if n.lists != 1 || n.info != 1 || len(s.optOut) != 1 || s.optOut["h007"] != "kept for a demo" {
-		t.Errorf("%d lists, %d node reads, opt-outs %v: want 1, 1 and h007's", n.lists, n.info, s.optOut)
 	}
 }

@@ -9,9 +9,7 @@ import (
 	"github.com/rollboot/rollboot/internal/wave"
 
 	consulapi "github.com/hashicorp/consul/api"
-	"github.com/hashicorp/nomad/api"
 
-	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/silence"
@@ -31,7 +29,7 @@ import (
 //
 // A group's drain block gives the drain deadline, whether the drain leaves the
 // system jobs running, and the jobs whose allocations are stopped (Nomad's alloc
-// stop) when the drain starts rather than migrated by it.
+// stop, package stopjobs) when the drain starts rather than migrated by it.
 
 // GroupOptions are a group's drain options and healthy settings.
 type GroupOptions struct {
@@ -46,12 +44,6 @@ type GroupOptions struct {
 	Silence silence.Rules
 	// Wave: its canaries and the groups it follows (waves.go).
 	Wave wave.GroupRules
-}
-
-// AllocsAPI is the part of the Nomad allocations API the coordinator uses (for
-// drain.stop_jobs); *api.Allocations implements it.
-type AllocsAPI interface {
-	Stop(alloc *api.Allocation, q *api.QueryOptions) (*api.AllocStopResponse, error)
 }
 
 // ConsulHealthAPI reads a node's Consul checks (healthy.consul_checks);
@@ -168,55 +160,6 @@ func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoin.C
 		return nil, fmt.Errorf("cannot read the Consul checks of node %s: %w", node, err)
 	}
 	return rejoin.ConsulChecks(checks), nil
-}
-
-// stopJobs stops the allocations of the group's stop_jobs on the node, just
-// before its drain starts: the node is first made ineligible (the plan stored at
-// grant says it was eligible, and the rejoin restores it), so that Nomad places
-// their replacements on other nodes, and the drainer, which would otherwise mark
-// them for migration first, finds them already stopping. Nomad's alloc stop
-// (nomad/alloc_endpoint.go Alloc.Stop) marks the allocation for migration with
-// an evaluation of its own: the scheduler stops it at once, without the migrate
-// block the drainer follows. An allocation left running (the stop failed, or
-// the coordinator stopped in between) is migrated by the drain as any other.
-func (c *Coordinator) stopJobs(ctx context.Context, in phase.Input, log *slog.Logger) error {
-	if len(in.Drain.StopJobs) == 0 || in.Node == nil {
-		return nil
-	}
-	if c.opt.Allocs == nil {
-		return fmt.Errorf("drain.stop_jobs: no allocations API configured")
-	}
-	allocs, _, err := c.opt.Nodes.Allocations(in.Node.ID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return fmt.Errorf("drain.stop_jobs: allocations of node %s: %w", in.Node.ID, err)
-	}
-	var stop []*api.Allocation
-	for _, a := range allocs {
-		if a.DesiredStatus == api.AllocDesiredStatusRun && phase.StopsJob(in.Drain.StopJobs, a.Namespace, a.JobID) &&
-			a.ClientStatus != api.AllocClientStatusComplete && a.ClientStatus != api.AllocClientStatusFailed &&
-			a.ClientStatus != api.AllocClientStatusLost && (a.DesiredTransition.Migrate == nil || !*a.DesiredTransition.Migrate) {
-			stop = append(stop, a)
-		}
-	}
-	if len(stop) == 0 {
-		return nil
-	}
-	if err := election.CheckLease(ctx); err != nil {
-		return fmt.Errorf("drain.stop_jobs: mark node %s ineligible: %w", in.Node.ID, err)
-	}
-	if _, err := c.opt.Nodes.ToggleEligibility(in.Node.ID, false, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("drain.stop_jobs: mark node %s ineligible: %w", in.Node.ID, err)
-	}
-	for _, a := range stop {
-		if err := election.CheckLease(ctx); err != nil {
-			return fmt.Errorf("stop allocation %s: %w", a.ID, err)
-		}
-		if _, err := c.opt.Allocs.Stop(a, (&api.QueryOptions{Namespace: a.Namespace}).WithContext(ctx)); err != nil {
-			return fmt.Errorf("drain.stop_jobs: stop allocation %s (%s) on node %s: %w", a.ID, a.Name, in.Node.ID, err)
-		}
-		log.Info("allocation stopped (drain.stop_jobs)", "node_id", in.Node.ID, "alloc_id", a.ID, "alloc", a.Name)
-	}
-	return nil
 }
 
 // alertUnhealthy reports a host whose slot was freed past its healthy deadline

@@ -1,4 +1,4 @@
-package coordinator
+package capacityread
 
 import (
 	"sync"
@@ -13,7 +13,7 @@ import (
 // allocNodes answers each node's allocations from allocs and counts the reads
 // by node.
 type allocNodes struct {
-	NodesAPI
+	Nodes
 	mu     sync.Mutex
 	allocs map[string][]*api.Allocation
 	reads  map[string]int
@@ -40,17 +40,17 @@ func TestMoversKeptWhileDraining(t *testing.T) {
 		"out": {serviceAlloc("a1", ""), serviceAlloc("a2", "")},
 		"up":  {serviceAlloc("a3", "")},
 	}}
-	c := New(Options{Deps: Deps{Nodes: n}})
+	r := &Reader{Nodes: n}
 	draining := &api.NodeListStub{ID: "out", ModifyIndex: 5, Drain: true, SchedulingEligibility: api.NodeSchedulingIneligible}
-	s := &snapshot{nodes: map[string]*api.NodeListStub{"out": draining,
-		"up": {ID: "up", ModifyIndex: 5, SchedulingEligibility: api.NodeSchedulingEligible}}}
-	pass := func(ids ...string) *capacityView {
+	nodes := map[string]*api.NodeListStub{"out": draining,
+		"up": {ID: "up", ModifyIndex: 5, SchedulingEligibility: api.NodeSchedulingEligible}}
+	pass := func(ids ...string) *Pass {
 		t.Helper()
-		v := &capacityView{allocs: map[string][]*api.Allocation{}, gate: admission.Capacity{Movers: map[string][]capacity.Alloc{}}}
-		if err := c.readAllocsOf(t.Context(), s, v, ids); err != nil {
-			t.Fatal(err)
+		p := r.NewPass(nodes, nil, 0, nil)
+		if r.Read(t.Context(), p, admission.CapacityNeeds{Allocs: ids}); p.Gate.Err != nil {
+			t.Fatal(p.Gate.Err)
 		}
-		return v
+		return p
 	}
 	ids := func(ms []capacity.Alloc) []string {
 		var out []string
@@ -64,17 +64,17 @@ func TestMoversKeptWhileDraining(t *testing.T) {
 	if n.reads["out"] != 1 || n.reads["up"] != 2 {
 		t.Fatalf("reads %v, want the draining node once, the other at each pass", n.reads)
 	}
-	if got := ids(v.gate.Movers["out"]); len(got) != 2 {
+	if got := ids(v.Gate.Movers["out"]); len(got) != 2 {
 		t.Fatalf("kept movers %v, want a1 and a2", got)
 	}
 	// a1 migrated to the node read: its replacement names it.
 	n.allocs["up"] = append(n.allocs["up"], serviceAlloc("a1-new", "a1"))
 	v = pass("out", "up")
-	if got := ids(v.gate.Movers["out"]); len(got) != 1 || got[0] != "a2" || n.reads["out"] != 1 {
+	if got := ids(v.Gate.Movers["out"]); len(got) != 1 || got[0] != "a2" || n.reads["out"] != 1 {
 		t.Fatalf("movers %v after a1's replacement was read (reads %v), want a2 alone, still kept", got, n.reads)
 	}
 	// The drain completed: a new ModifyIndex, read again.
-	s.nodes["out"] = &api.NodeListStub{ID: "out", ModifyIndex: 9, SchedulingEligibility: api.NodeSchedulingIneligible}
+	nodes["out"] = &api.NodeListStub{ID: "out", ModifyIndex: 9, SchedulingEligibility: api.NodeSchedulingIneligible}
 	pass("out")
 	pass("out")
 	if n.reads["out"] != 3 {

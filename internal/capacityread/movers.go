@@ -1,4 +1,4 @@
-package coordinator
+package capacityread
 
 import (
 	"slices"
@@ -8,10 +8,10 @@ import (
 	"github.com/rollboot/rollboot/internal/capacity"
 )
 
-// The allocations a draining node still has to move (the capacity gate's
-// movers), kept by the node's ModifyIndex while its drain runs. The gate
-// checks a queued host against them at every pass that considers it, and a
-// pass runs at every change of the rollout: a host the gate holds re-read the
+// The allocations a draining node still has to move (the gate's movers),
+// kept by the node's ModifyIndex while its drain runs. The gate checks a
+// queued host against them at every pass that considers it, and a pass runs
+// at every change of the rollout: a host the gate holds re-read the
 // allocations of every node draining in its pool each time, dozens of times
 // per drain. On a node that is draining and ineligible nothing is placed but
 // system jobs, which do not move (capacity.Movers), and every change of its
@@ -32,18 +32,18 @@ func keepsMovers(n *api.NodeListStub) bool {
 }
 
 // keptMovers returns the movers kept of node id at its ModifyIndex in nodes.
-func (c *Coordinator) keptMovers(nodes map[string]*api.NodeListStub, id string) ([]capacity.Alloc, bool) {
+func (r *Reader) keptMovers(nodes map[string]*api.NodeListStub, id string) ([]capacity.Alloc, bool) {
 	n := nodes[id]
 	if !keepsMovers(n) {
 		return nil, false
 	}
-	return c.moverCache.get(id, n.ModifyIndex)
+	return r.movers.Get(id, n.ModifyIndex)
 }
 
 // keepMovers keeps the movers read of node id, when they hold (keepsMovers).
-func (c *Coordinator) keepMovers(nodes map[string]*api.NodeListStub, id string, movers []capacity.Alloc) {
+func (r *Reader) keepMovers(nodes map[string]*api.NodeListStub, id string, movers []capacity.Alloc) {
 	if n := nodes[id]; keepsMovers(n) {
-		c.moverCache.put(id, n.ModifyIndex, movers)
+		r.movers.Put(id, n.ModifyIndex, movers)
 	}
 }
 
