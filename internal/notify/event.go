@@ -1,10 +1,12 @@
 // Package notify sends notifications of a rollout's events (a drain started, a
 // host rebooting, back in service, stuck, a drain aborted, a failed reboot, the
-// rollout paused or resumed) through shoutrrr URLs, from the leading coordinator
-// only, once per event even across a change of leader.
+// rollout paused or resumed, a scope halted, a freeze in force or ended) through
+// shoutrrr URLs, from the leading coordinator only, once per event even across
+// a change of leader.
 //
 // Events are not taken from the coordinator's decisions as they are made but
-// derived from what it stored (Derive: the plans and the pause flag), and the
+// derived from what it stored (Derive: the plans and the pause flag; the halt
+// state; the stored policy's freezes in force at the pass's time), and the
 // events sent are recorded in a ledger (Ledger), kept in variables
 // <prefix>/notify/<part>: 64 shards of hosts and the pause. So a
 // new leader sends what its predecessor stored but did not get to send, and

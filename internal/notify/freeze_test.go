@@ -141,3 +141,31 @@ func TestLedgerFreezes(t *testing.T) {
 		t.Errorf("a malformed freezes item: %v, %v", problems, err)
 	}
 }
+
+// A conflict's merge keeps this coordinator's marks of freezes and halts on
+// the ledger read again, and never takes a mark back.
+func TestMergeFreezesAndHalts(t *testing.T) {
+	from := time.Date(2026, 12, 20, 0, 0, 0, 0, time.UTC)
+	frozen := Event{Kind: Frozen, Freeze: "year-end", Group: "web", At: from, Until: from.Add(48 * time.Hour)}
+	ended := Event{Kind: FreezeEnded, Freeze: "year-end", At: frozen.Until, Until: frozen.Until}
+	launch := Event{Kind: Frozen, Freeze: "launch", Group: "db", At: from, Until: from.Add(time.Hour)}
+	halted := Event{Kind: Halted, Group: "web", At: from}
+	earlier := Event{Kind: Halted, Group: "web", At: from.Add(-time.Hour)}
+
+	var mine, theirs Ledger
+	for _, e := range []Event{frozen, ended, halted} {
+		mine.Mark(e)
+	}
+	for _, e := range []Event{launch, earlier} {
+		theirs.Mark(e)
+	}
+	merge(&theirs, mine)
+	for _, e := range []Event{frozen, ended, launch, halted, earlier} {
+		if !theirs.Sent(e) {
+			t.Errorf("after the merge %s of %q at %s is not sent", e.Kind, e.Freeze+e.Group, e.At)
+		}
+	}
+	if got := theirs.Halts["web"]; !got.Equal(from) {
+		t.Errorf("the halt of web notified at %s, want the later %s", got, from)
+	}
+}

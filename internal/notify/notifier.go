@@ -315,6 +315,11 @@ func merge(l *Ledger, mine Ledger) {
 			l.Mark(Event{Kind: BackInService, Host: host, At: h.Back})
 		}
 	}
+	for scope, at := range mine.Halts {
+		if !l.Sent(Event{Kind: Halted, Group: scope, At: at}) {
+			l.Mark(Event{Kind: Halted, Group: scope, At: at})
+		}
+	}
 	for name, f := range mine.Freezes {
 		l.Mark(Event{Kind: Frozen, Freeze: name, Group: f.Groups, At: f.Start, Until: f.Until})
 		if f.Ended {
