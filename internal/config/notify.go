@@ -141,7 +141,7 @@ func (messageBlocks) render(body *hclwrite.Body, outer reflect.Value) {
 func (messageBlocks) docRow() []string {
 	return []string{"`message \"<event>\" { text = \"...\" }`", "the defaults",
 		"The message of an event: a Go `text/template` over the event's fields (`.Kind`, `.Host`, `.Group`, " +
-			"`.Grant`, `.Reason`, `.Error`, `.Attempt`, `.PauseReason`, `.At`, `.Duration`). Checked when the " +
+			"`.Grant`, `.Reason`, `.Error`, `.Attempt`, `.PauseReason`, `.At`, `.Duration`, `.Freeze`, `.Until`). Checked when the " +
 			"configuration is loaded."}
 }
 
