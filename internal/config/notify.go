@@ -38,8 +38,7 @@ var notifyTable = &table{typ: "notify", of: reflect.TypeFor[NotifyConfig](), set
 		doc: "shoutrrr URLs (`slack://`, `teams://`, `matrix://`, `smtp://`, `generic://`, ...). None: " +
 			"nothing is sent. Secrets: printed as `<redacted>`, never quoted in an error."},
 	{name: "events", field: "Events", defDoc: "every event", check: each(atElementIndexed, eventKind),
-		doc: "The events sent: `drain_started`, `rebooting`, `back_in_service`, `stuck`, `drain_aborted`, " +
-			"`reboot_failed`, `node_gone`, `paused`, `resumed`, `awaiting_approval`."},
+		doc: "The events sent: " + eventKindsDoc() + " ([notifications](notifications.md#events))."},
 	{name: "timeout", field: "Timeout", def: 10 * time.Second, check: value(positive),
 		doc: "Bound of one send to one URL. > 0."},
 	{name: "queue", field: "Queue", def: 100, check: value(atLeast(1, "")),
@@ -61,6 +60,15 @@ func eventKinds() string {
 	kinds := make([]string, len(notify.Kinds))
 	for i, k := range notify.Kinds {
 		kinds[i] = string(k)
+	}
+	return strings.Join(kinds, ", ")
+}
+
+// eventKindsDoc lists every event kind for the docs, each in backquotes.
+func eventKindsDoc() string {
+	kinds := make([]string, len(notify.Kinds))
+	for i, k := range notify.Kinds {
+		kinds[i] = "`" + string(k) + "`"
 	}
 	return strings.Join(kinds, ", ")
 }
@@ -133,7 +141,7 @@ func (messageBlocks) render(body *hclwrite.Body, outer reflect.Value) {
 func (messageBlocks) docRow() []string {
 	return []string{"`message \"<event>\" { text = \"...\" }`", "the defaults",
 		"The message of an event: a Go `text/template` over the event's fields (`.Kind`, `.Host`, `.Group`, " +
-			"`.Grant`, `.Reason`, `.Error`, `.Attempt`, `.PauseReason`, `.At`, `.Duration`). Checked when the " +
+			"`.Grant`, `.Reason`, `.Error`, `.Attempt`, `.PauseReason`, `.At`, `.Duration`, `.Freeze`, `.Until`). Checked when the " +
 			"configuration is loaded."}
 }
 

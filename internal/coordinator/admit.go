@@ -27,15 +27,23 @@ const maxAdmitRounds = 64
 
 // admitRules returns the coordinator's admission configuration.
 func (c *Coordinator) admitRules() admission.Rules {
-	r := admission.Rules{Groups: []policy.Group{c.opt.DefaultGroup}, DrainDeadline: c.opt.Timing.DrainDeadline,
+	r := admission.Rules{Groups: c.allGroups(), DrainDeadline: c.opt.Timing.DrainDeadline,
 		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
 		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
 		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates, Approval: c.opt.Approval,
 		CordonNext: c.opt.MetaKeys.CordonNext, Rollout: c.opt.RolloutBudget}
-	for _, g := range c.opt.Groups {
-		r.Groups = append(r.Groups, g.Group)
-	}
 	return r
+}
+
+// allGroups returns the policy's groups: the default group, then the
+// configured ones in match order.
+func (c *Coordinator) allGroups() []policy.Group {
+	gs := make([]policy.Group, 0, len(c.opt.Groups)+1)
+	gs = append(gs, c.opt.DefaultGroup)
+	for _, g := range c.opt.Groups {
+		gs = append(gs, g.Group)
+	}
+	return gs
 }
 
 // admit runs admission over s, reading what it asks for between rounds, and

@@ -235,6 +235,10 @@ type Coordinator struct {
 	// changing (a group done settling, a capacity or workload hold to look at
 	// again: admission.Result.RecheckAt); wake.go runs a pass then.
 	admitRecheck time.Time
+	// freezeRecheck: when a freeze of the policy next starts or ends
+	// (policy.NextFreezeChange): a pass runs then, so that the notifier is
+	// handed the freezes in force at once, also with no host queued.
+	freezeRecheck time.Time
 	// alerts and gates: the alert gate's and the health gates' state (package gatepoll).
 	alerts *gatepoll.Alerts
 	gates  *gatepoll.Gates
@@ -446,9 +450,10 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt
+	c.freezeRecheck = policy.NextFreezeChange(c.allGroups(), s.now)
 	c.exportState(s)
 	c.publishSlots(octx, s.statuses)
-	c.notifyPass(s.control) // the plans as read: another leader may have stored them
+	c.notifyPass(s.control, s.now) // the plans as read: another leader may have stored them
 	var errs error
 	var r routed
 	var failing []pendingWrite // decisions that fail a cycle, carried out once recorded (halts.go)
@@ -492,7 +497,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
 	c.metrics.State.Waiting(waiting)
-	c.notifyPass(s.control)
+	c.notifyPass(s.control, s.now)
 	c.publishMeta(s)
 	c.silencePass()
 	return errs

@@ -57,6 +57,9 @@ type PreviewHost struct {
 	// After: the groups its group follows, while it waits for them to finish
 	// its wave (the estimates chain it after them).
 	After []string
+	// Urgent: its manual request is urgent (`rollboot request -urgent`): it
+	// skips its group's windows and freezes, nothing else.
+	Urgent bool
 }
 
 // PreviewResult is a whole preview.
@@ -67,8 +70,10 @@ type PreviewResult struct {
 	// PausedUntil: when the rollout-wide pause ends by itself (zero: when
 	// resumed).
 	PausedUntil time.Time
-	// GroupPauses: the pauses in force of a group, by its name.
+	// GroupPauses and HostPauses: the pauses in force of a group, by its
+	// name, and of a host, by its name.
 	GroupPauses map[string]store.Pause
+	HostPauses  map[string]store.Pause
 	Groups      []PreviewGroup // the default group first, then the configured ones
 	Hosts       []PreviewHost  // sorted by name; idle hosts without a need left out
 	// Unreadable are hosts skipped because a read their decision needs failed.
@@ -111,9 +116,10 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
 	_, soaks := waveHoldsUntil(s, admissionQueue(s))
 	canaries := waveCanaries(s, adm.Admitted)
+	urgent := urgentRequests(s.control)
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason, PausedUntil: s.control.PausedUntil,
-		GroupPauses: s.control.GroupPauses,
-		Unreadable:  map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltList(s.halts),
+		GroupPauses: s.control.GroupPauses, HostPauses: s.control.HostPauses,
+		Unreadable: map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltList(s.halts),
 		Rollout: c.opt.RolloutBudget, DrainStarts: drainStarts(s)}
 	for _, gs := range s.statuses {
 		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
@@ -133,7 +139,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 		d := phase.Step(in)
 		h := PreviewHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, HoldsSlot: adm.HoldsSlot[name],
-			Cordon: cordonText(d.Plan), NotBefore: soaks[name], Canary: canaries[name]}
+			Cordon: cordonText(d.Plan), NotBefore: soaks[name], Canary: canaries[name], Urgent: urgent[name]}
 		if rec := s.hosts[name].rec; rec != nil {
 			for _, srv := range rec.Servers {
 				h.Clusters = append(h.Clusters, phase.ClusterKey(srv))

@@ -34,6 +34,9 @@ type sideOutputs struct {
 	notified    bool
 	// notifyHalts: the halts last handed to the notifier, as a key.
 	notifyHalts string
+	// notifyFreezes: the freezes in force last handed to the notifier, as a
+	// key.
+	notifyFreezes string
 	// meta: the metadata last handed to the publisher (metaHanded: at all,
 	// this term).
 	meta       map[string]nodemeta.Meta
@@ -78,6 +81,20 @@ func (h *sideOutputs) haltsDue(halts []notify.Halt) bool {
 		return false
 	}
 	h.notifyHalts = b.String()
+	return true
+}
+
+// freezesDue reports whether the notifier has not been handed these freezes
+// in force yet, and takes them as handed.
+func (h *sideOutputs) freezesDue(fs []notify.Freeze) bool {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "%s@%d-%d:%s;", f.Name, f.Start.UnixNano(), f.End.UnixNano(), strings.Join(f.Groups, ","))
+	}
+	if b.String() == h.notifyFreezes {
+		return false
+	}
+	h.notifyFreezes = b.String()
 	return true
 }
 
@@ -128,20 +145,29 @@ type Notifier interface {
 }
 
 // notifyPass hands the notifier the plans as stored (the cache holds only plans
-// read or written) and the pause flag as read: before the pass's decisions (the
-// plans another leader stored may be about to move on) and after them. After a
-// conflict the cache is dropped: the next pass reads the plans again and hands
-// them over then. The same plans and pause flag as last handed over are not
-// handed over again (sideoutputs.go).
-func (c *Coordinator) notifyPass(ctl store.Control) {
+// read or written), the pause flag as read, the halts and the freezes in
+// force at the pass's time now: before the pass's decisions (the plans another
+// leader stored may be about to move on) and after them. After a conflict the
+// cache is dropped: the next pass reads the plans again and hands them over
+// then. The same plans, pause flag, halts and freezes as last handed over are
+// not handed over again (sideoutputs.go); a freeze starting or ending changes
+// the freezes, and a pass runs then (wake.go).
+func (c *Coordinator) notifyPass(ctl store.Control, now time.Time) {
 	if c.opt.Notifier == nil {
 		return
 	}
 	pause := notify.Pause{Paused: ctl.Paused, At: ctl.PausedAt, Reason: ctl.PauseReason}
 	halts := c.halts.notified
+	freezes := c.freezesInForce(now)
 	c.mu.Lock()
-	due := c.plans != nil && c.sideOutputs.notifyDue(c.plansGen, pause)
-	if c.plans == nil || !c.sideOutputs.haltsDue(halts) && !due {
+	if c.plans == nil {
+		c.mu.Unlock()
+		return
+	}
+	due := c.sideOutputs.notifyDue(c.plansGen, pause)
+	due = c.sideOutputs.haltsDue(halts) || due
+	due = c.sideOutputs.freezesDue(freezes) || due
+	if !due {
 		c.mu.Unlock()
 		return
 	}
@@ -151,7 +177,17 @@ func (c *Coordinator) notifyPass(ctl store.Control) {
 	}
 	c.mu.Unlock()
 	sort.Slice(plans, func(i, j int) bool { return plans[i].Host < plans[j].Host })
-	c.opt.Notifier.Observe(notify.State{Plans: plans, Pause: pause, Halts: halts})
+	c.opt.Notifier.Observe(notify.State{Plans: plans, Pause: pause, Halts: halts, Freezes: freezes, At: now})
+}
+
+// freezesInForce returns the policy's freezes in force at now, as the
+// notifier takes them.
+func (c *Coordinator) freezesInForce(now time.Time) []notify.Freeze {
+	var out []notify.Freeze
+	for _, f := range policy.InForce(c.allGroups(), now) {
+		out = append(out, notify.Freeze{Name: f.Name, Groups: f.Groups, Start: f.Start, End: f.End})
+	}
+	return out
 }
 
 // MetaPublisher publishes each host's phase, need and last reboot as Nomad

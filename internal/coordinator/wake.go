@@ -29,7 +29,7 @@ import (
 //     idle in successive passes);
 //   - a pass that failed is retried after a short backoff;
 //   - a decision that waits for a time to pass (a backoff, a drain or rejoin
-//     timeout) gets a pass at that time;
+//     timeout) gets a pass at that time, and so does a freeze's start or end;
 //   - a host that waits for its node's system jobs to run again after its reboot,
 //     or for its workloads to be healthy, has its node's allocations watched (the
 //     node list does not change when an allocation starts), and its node's Consul
@@ -105,6 +105,9 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 	c.mu.Unlock()
 	if t := c.admitRecheck; t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // admission may decide otherwise: a settle time ends, a hold is looked at again
+	}
+	if t := c.freezeRecheck; t.After(now) && (next.IsZero() || t.Before(next)) {
+		next = t // a freeze starts or ends: notified and shown at once (sideoutputs.go)
 	}
 	if t := c.alerts.Next(); t.After(now) && (next.IsZero() || t.Before(next)) {
 		next = t // a rollout held by alerts asks again (admitreads.go)

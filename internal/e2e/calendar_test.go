@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/invariants"
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -69,6 +72,58 @@ freeze "e2e" {
 	c.waitFor(optedOut+" rebooted once its node no longer opts out", 20*time.Second, c.rebootedAll(hosts))
 	c.mustHold(invariants.Spec{Group: map[string]string{hosts[0]: "all", hosts[1]: "all", hosts[2]: "all"},
 		Concurrency: map[string]int{"all": 3}, EligibleBefore: allTrue(hosts), Reboots: map[string]int{hosts[0]: 1, hosts[1]: 1, hosts[2]: 1}})
+}
+
+// A freeze is notified when it starts and when it ends, once each, also with
+// no host queued: the coordinator runs a pass at each of its bounds, well
+// within the production resync.
+func TestFreezeNotified(t *testing.T) {
+	t.Parallel()
+	hook := &webhook{inflight: map[*http.Request]time.Time{}}
+	srv := httptest.NewServer(hook)
+	t.Cleanup(srv.Close)
+	const group = `group "all" {
+  concurrency = 1
+}
+`
+	c := newCluster(t, clusterOpts{clients: 1, coordinators: 1, resync: productionResync, policy: group,
+		coordOnly: notifyBlock("generic://" + strings.TrimPrefix(srv.URL, "http://") + "/hook?disabletls=yes")})
+	c.start()
+	c.waitFor("the notification ledger's baseline", 30*time.Second, func() bool {
+		_, _, err := notify.ReadLedger(context.Background(), c.st)
+		return err == nil
+	})
+	start := time.Now().UTC().Truncate(time.Second).Add(3 * time.Second)
+	end := start.Add(2 * time.Second)
+	c.applyPolicy(group + fmt.Sprintf(`freeze "e2e" {
+  from = %q
+  to   = %q
+}`, start.Format("2006-01-02T15:04:05"), end.Format("2006-01-02T15:04:05")))
+
+	count := func(kind notify.Kind) (n int) {
+		for _, m := range hook.messages() {
+			if strings.HasPrefix(m, string(kind)+"|") {
+				n++
+			}
+		}
+		return n
+	}
+	// The resync is 30 s: only the passes at the freeze's bounds notify it
+	// this soon.
+	c.waitFor("frozen notified", 15*time.Second, func() bool { return count(notify.Frozen) > 0 })
+	c.waitFor("freeze_ended notified", 15*time.Second, func() bool { return count(notify.FreezeEnded) > 0 })
+	if time.Now().After(end.Add(productionResync)) {
+		t.Errorf("the freeze's end was notified only after a resync")
+	}
+	want := []string{fmt.Sprintf("frozen|||%d", start.UnixNano()), fmt.Sprintf("freeze_ended|||%d", end.UnixNano())}
+	if got := hook.messages(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("messages %q, want %q", got, want)
+	}
+	c.waitFor("the ledger to forget the ended freeze", 15*time.Second, func() bool {
+		l, _, err := notify.ReadLedger(context.Background(), c.st)
+		_, kept := l.Freezes["e2e"]
+		return err == nil && !kept
+	})
 }
 
 // `rollboot pause -for` ends by itself: the hosts wait while it lasts, status

@@ -1,10 +1,12 @@
 // Package notify sends notifications of a rollout's events (a drain started, a
 // host rebooting, back in service, stuck, a drain aborted, a failed reboot, the
-// rollout paused or resumed) through shoutrrr URLs, from the leading coordinator
-// only, once per event even across a change of leader.
+// rollout paused or resumed, a scope halted, a freeze in force or ended) through
+// shoutrrr URLs, from the leading coordinator only, once per event even across
+// a change of leader.
 //
 // Events are not taken from the coordinator's decisions as they are made but
-// derived from what it stored (Derive: the plans and the pause flag), and the
+// derived from what it stored (Derive: the plans and the pause flag; the halt
+// state; the stored policy's freezes in force at the pass's time), and the
 // events sent are recorded in a ledger (Ledger), kept in variables
 // <prefix>/notify/<part>: 64 shards of hosts and the pause. So a
 // new leader sends what its predecessor stored but did not get to send, and
@@ -43,19 +45,25 @@ const (
 	// Halted: a failure budget halted a group, or the whole rollout (Group
 	// is ""); Error says which hosts failed and how, and what lifts it.
 	Halted Kind = "halted"
+	// Frozen: a freeze of the policy started to be in force (Freeze, the
+	// groups it holds in Group, its end in Until); FreezeEnded: it ended.
+	Frozen      Kind = "frozen"
+	FreezeEnded Kind = "freeze_ended"
 )
 
 // Kinds are every kind of event, in the order of a host's cycle (the
-// approval and the halt, added later, last).
-var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed, AwaitingApproval, Halted}
+// approval, the halt and the freezes, added later, last).
+var Kinds = []Kind{DrainStarted, Rebooting, BackInService, Stuck, DrainAborted, RebootFailed, NodeGone, Paused, Resumed, AwaitingApproval, Halted, Frozen, FreezeEnded}
 
 // ValidKind reports whether k names an event.
 func ValidKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }
 
 // Event is one event, as message templates see it.
 type Event struct {
-	Kind  Kind
-	Host  string // "" for paused and resumed
+	Kind Kind
+	Host string // "" for paused, resumed, halted, frozen and freeze_ended
+	// Group is the host's group, the group halted, or for frozen and
+	// freeze_ended the groups the freeze holds, separated by ", ".
 	Group string
 	// Grant is the ID of the host's grant (its slot for this reboot); "" for
 	// back_in_service (the plan forgets the grant when the cycle ends), paused
@@ -79,6 +87,11 @@ type Event struct {
 	// Duration is the whole cycle, from the grant to back in service (0 when
 	// unknown).
 	Duration time.Duration
+	// Freeze is the freeze's name (frozen, freeze_ended).
+	Freeze string
+	// Until is when the freeze ends (frozen), or was to end (freeze_ended:
+	// At is when it did, earlier when the policy lost it).
+	Until time.Time
 }
 
 // Halt is a scope the failure budgets halted, as the halt state shows it:
@@ -94,6 +107,52 @@ func haltEvents(halts []Halt) []Event {
 	out := make([]Event, 0, len(halts))
 	for _, h := range halts {
 		out = append(out, Event{Kind: Halted, Group: h.Scope, Error: h.Text, At: h.Since})
+	}
+	return out
+}
+
+// Freeze is an occurrence of a freeze in force, as the coordinator computed it
+// from the policy at the pass's time (policy.InForce): notified once per
+// occurrence when it starts (frozen) and when it ends (freeze_ended).
+type Freeze struct {
+	Name       string
+	Groups     []string
+	Start, End time.Time
+}
+
+// freezeEvents are the frozen events of the freezes in force.
+func freezeEvents(fs []Freeze) []Event {
+	out := make([]Event, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, Event{Kind: Frozen, Freeze: f.Name, Group: strings.Join(f.Groups, ", "), At: f.Start, Until: f.End})
+	}
+	return out
+}
+
+// freezesEnded returns the freeze_ended events of the freezes that the ledger
+// records as notified frozen, not ended, and that are no longer in force at
+// the state's time (freezes computed at at): at their end, or at at when the
+// policy lost them before it.
+func freezesEnded(fs []Freeze, at time.Time, l Ledger) []Event {
+	if at.IsZero() {
+		return nil // the freezes in force are not known
+	}
+	var out []Event
+	names := make([]string, 0, len(l.Freezes))
+	for name := range l.Freezes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		f := l.Freezes[name]
+		if f.Ended || slices.ContainsFunc(fs, func(x Freeze) bool { return x.Name == name && x.Start.Equal(f.Start) }) {
+			continue
+		}
+		end := f.Until
+		if at.Before(end) {
+			end = at
+		}
+		out = append(out, Event{Kind: FreezeEnded, Freeze: name, Group: f.Groups, At: end, Until: f.Until})
 	}
 	return out
 }

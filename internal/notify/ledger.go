@@ -23,6 +23,18 @@ type Ledger struct {
 	// Halts: the time of the last halt notified, by scope (kept in the pause
 	// part, item "halts").
 	Halts map[string]time.Time
+	// Freezes: the last occurrence of each freeze notified, by name (kept in
+	// the pause part, item "freezes"); an ended one is forgotten once the
+	// state no longer holds it (Prune).
+	Freezes map[string]FreezeSent
+}
+
+// FreezeSent is what was sent of a freeze's last occurrence.
+type FreezeSent struct {
+	Start  time.Time // the occurrence's start: frozen was sent for it
+	Until  time.Time // its end, as frozen said it
+	Groups string    // the groups it held, as frozen said them
+	Ended  bool      // freeze_ended was sent for it
 }
 
 // HostSent is what was sent of one host's events.
@@ -49,6 +61,12 @@ func (l Ledger) Sent(e Event) bool {
 	case Halted:
 		at, ok := l.Halts[e.Group]
 		return ok && !e.At.After(at)
+	case Frozen:
+		f, ok := l.Freezes[e.Freeze]
+		return ok && !e.At.After(f.Start)
+	case FreezeEnded:
+		f, ok := l.Freezes[e.Freeze]
+		return ok && f.Ended && f.Until.Equal(e.Until)
 	case BackInService:
 		h, ok := l.Hosts[e.Host]
 		return ok && !e.At.After(h.Back)
@@ -81,6 +99,9 @@ func (l *Ledger) Mark(e Event) {
 		}
 		l.Halts[e.Group] = e.At
 		return
+	case Frozen, FreezeEnded:
+		l.markFreeze(e)
+		return
 	}
 	if l.Hosts == nil {
 		l.Hosts = map[string]HostSent{}
@@ -100,6 +121,33 @@ func (l *Ledger) Mark(e Event) {
 		h.Kinds = append(h.Kinds, e.Kind)
 	}
 	l.Hosts[e.Host] = h
+}
+
+// markFreeze records a frozen or freeze_ended as sent. frozen of an earlier
+// occurrence than the one recorded changes nothing.
+func (l *Ledger) markFreeze(e Event) {
+	if l.Freezes == nil {
+		l.Freezes = map[string]FreezeSent{}
+	}
+	f, ok := l.Freezes[e.Freeze]
+	switch {
+	case e.Kind == Frozen && (!ok || e.At.After(f.Start)):
+		l.Freezes[e.Freeze] = FreezeSent{Start: e.At, Until: e.Until, Groups: e.Group}
+	case e.Kind == FreezeEnded && ok && f.Until.Equal(e.Until):
+		f.Ended = true
+		l.Freezes[e.Freeze] = f
+	}
+}
+
+// PruneFreezes forgets the freezes whose end was notified and that are not in
+// force in fs: the ledger holds no more freezes than those in force and
+// those still to be notified ended.
+func (l *Ledger) PruneFreezes(fs []Freeze) {
+	for name, f := range l.Freezes {
+		if f.Ended && !slices.ContainsFunc(fs, func(x Freeze) bool { return x.Name == name }) {
+			delete(l.Freezes, name)
+		}
+	}
 }
 
 // Prune forgets the hosts that have no plan any more.
@@ -162,7 +210,8 @@ func ShardOf(host string) string {
 
 // Parts encodes the ledger as the items of its variables, by part name: the
 // pause part always ("version", and "pause": unix nanoseconds, then "p"
-// paused sent and "r" resumed sent), and each shard that holds a host
+// paused sent and "r" resumed sent; "halts", and "freezes": JSON objects by
+// scope and by freeze name), and each shard that holds a host
 // ("version", and one item "host/<host>" per host: grant, the kinds sent
 // joined by "+", and the end of the last cycle notified in unix nanoseconds,
 // separated by ","). A shard left out holds no host.
@@ -185,6 +234,14 @@ func (l Ledger) Parts() map[string]map[string]string {
 		}
 		b, _ := json.Marshal(halts) // a map of strings to numbers always encodes
 		head["halts"] = string(b)
+	}
+	if len(l.Freezes) > 0 {
+		freezes := map[string]freezeItem{}
+		for name, f := range l.Freezes {
+			freezes[name] = freezeItem{Start: f.Start.UnixNano(), Until: f.Until.UnixNano(), Groups: f.Groups, Ended: f.Ended}
+		}
+		b, _ := json.Marshal(freezes) // strings, numbers and booleans always encode
+		head["freezes"] = string(b)
 	}
 	parts := map[string]map[string]string{PausePart: head}
 	for host, h := range l.Hosts {
@@ -257,6 +314,9 @@ func decodeEntries(items map[string]string, l *Ledger) (problems []string) {
 			l.Halts[scope] = time.Unix(0, n).UTC()
 		}
 	}
+	if s, ok := items["freezes"]; ok {
+		problems = append(problems, decodeFreezes(s, l)...)
+	}
 	for k, v := range items {
 		host, ok := strings.CutPrefix(k, "host/")
 		if !ok {
@@ -285,6 +345,31 @@ func decodeEntries(items map[string]string, l *Ledger) (problems []string) {
 		l.Hosts[host] = h
 	}
 	return problems
+}
+
+// freezeItem is a freeze's entry in the pause part's item "freezes" (a JSON
+// object by freeze name): the times in unix nanoseconds.
+type freezeItem struct {
+	Start  int64  `json:"start"`
+	Until  int64  `json:"until"`
+	Groups string `json:"groups,omitempty"`
+	Ended  bool   `json:"ended,omitempty"`
+}
+
+// decodeFreezes puts the freezes of the item "freezes" on l. A ledger written
+// before freezes were notified has no such item: nothing was sent of them.
+func decodeFreezes(s string, l *Ledger) (problems []string) {
+	var items map[string]freezeItem
+	if err := json.Unmarshal([]byte(s), &items); err != nil {
+		return []string{"freezes: malformed"}
+	}
+	for name, f := range items {
+		if l.Freezes == nil {
+			l.Freezes = map[string]FreezeSent{}
+		}
+		l.Freezes[name] = FreezeSent{Start: time.Unix(0, f.Start).UTC(), Until: time.Unix(0, f.Until).UTC(), Groups: f.Groups, Ended: f.Ended}
+	}
+	return nil
 }
 
 func nanos(t time.Time) string {

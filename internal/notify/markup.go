@@ -39,7 +39,7 @@ const zeroWidthSpace = '\u200b'
 // inert returns a copy of e whose text values (Host, Group, Grant, Reason,
 // Error, PauseReason) are inert in chat markup; Kind is the event's own.
 func (e Event) inert() Event {
-	for _, s := range []*string{&e.Host, &e.Group, &e.Grant, &e.Reason, &e.Error, &e.PauseReason} {
+	for _, s := range []*string{&e.Host, &e.Group, &e.Grant, &e.Reason, &e.Error, &e.PauseReason, &e.Freeze} {
 		*s = inertText(*s)
 	}
 	return e

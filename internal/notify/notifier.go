@@ -60,6 +60,10 @@ type State struct {
 	Pause Pause
 	// Halts are the scopes the failure budgets halted.
 	Halts []Halt
+	// Freezes are the freezes in force at At (the pass's time). A state
+	// with At zero says nothing of the freezes: none is taken as ended.
+	Freezes []Freeze
+	At      time.Time
 }
 
 // New returns a notifier.
@@ -84,6 +88,7 @@ func New(opt Options) *Notifier {
 // blocks and does no I/O: it notes the events the state implies.
 func (n *Notifier) Observe(s State) {
 	evs := append(Implied(s.Plans, s.Pause), haltEvents(s.Halts)...)
+	evs = append(evs, freezeEvents(s.Freezes)...)
 	n.mu.Lock()
 	if n.seen == nil {
 		n.seen = map[string]bool{}
@@ -214,6 +219,7 @@ func (t *term) step(ctx context.Context) bool {
 		if r, ok := resumed(t.state.Pause, t.ledger); ok {
 			t.add([]Event{r})
 		}
+		t.add(freezesEnded(t.state.Freezes, t.state.At, t.ledger))
 	}
 	var left []Event
 	for _, e := range t.waiting {
@@ -275,6 +281,9 @@ func (t *term) store(ctx context.Context) bool {
 	}
 	if t.state != nil {
 		t.ledger.Prune(t.state.Plans)
+		if !t.state.At.IsZero() {
+			t.ledger.PruneFreezes(t.state.Freezes)
+		}
 	}
 	_, err := writeParts(ctx, t.n.opt.Store, t.ledger, &t.stored)
 	if errors.Is(err, store.ErrConflict) {
@@ -304,6 +313,17 @@ func merge(l *Ledger, mine Ledger) {
 		}
 		if !h.Back.IsZero() {
 			l.Mark(Event{Kind: BackInService, Host: host, At: h.Back})
+		}
+	}
+	for scope, at := range mine.Halts {
+		if !l.Sent(Event{Kind: Halted, Group: scope, At: at}) {
+			l.Mark(Event{Kind: Halted, Group: scope, At: at})
+		}
+	}
+	for name, f := range mine.Freezes {
+		l.Mark(Event{Kind: Frozen, Freeze: name, Group: f.Groups, At: f.Start, Until: f.Until})
+		if f.Ended {
+			l.Mark(Event{Kind: FreezeEnded, Freeze: name, Until: f.Until})
 		}
 	}
 	if mine.Pause.Resumed {
@@ -390,6 +410,10 @@ func key(e Event) string {
 		return string(e.Kind) + "/" + e.Host + "/" + e.At.UTC().Format(time.RFC3339Nano)
 	case Halted:
 		return string(e.Kind) + "/" + e.Group + "/" + e.At.UTC().Format(time.RFC3339Nano)
+	case Frozen:
+		return string(e.Kind) + "/" + e.Freeze + "/" + e.At.UTC().Format(time.RFC3339Nano)
+	case FreezeEnded:
+		return string(e.Kind) + "/" + e.Freeze + "/" + e.Until.UTC().Format(time.RFC3339Nano)
 	}
 	return string(e.Kind) + "/" + e.Host + "/" + e.Grant
 }

@@ -26,6 +26,10 @@ var DefaultMessages = map[Kind]string{
 
 	// A failure budget's halt (package policy, halt.go).
 	Halted: `rollboot: {{.Error}}`,
+
+	// A freeze of the policy (package policy, freeze.go).
+	Frozen:      `rollboot: freeze {{.Freeze}} in force until {{.Until.UTC.Format "2006-01-02 15:04 MST"}}: no drain starts in it (groups: {{.Group}})`,
+	FreezeEnded: `rollboot: freeze {{.Freeze}} ended: drains may start again in its groups ({{.Group}})`,
 }
 
 // Messages are the compiled message template of every event kind.
@@ -34,7 +38,8 @@ type Messages map[Kind]*template.Template
 // sample is an event with every field set, executed by Compile to find
 // templates that name a field that does not exist.
 var sample = Event{Kind: Stuck, Host: "host", Group: "group", Grant: "grant", Reason: "reason",
-	Error: "error", Attempt: 1, PauseReason: "pause reason", At: time.Unix(0, 0).UTC(), Duration: time.Minute}
+	Error: "error", Attempt: 1, PauseReason: "pause reason", At: time.Unix(0, 0).UTC(), Duration: time.Minute,
+	Freeze: "freeze", Until: time.Unix(0, 0).UTC()}
 
 // CompileMessage parses one message template and runs it once on a sample
 // event, so that a syntax error or a field that Event does not have is found

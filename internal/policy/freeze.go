@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -256,4 +257,66 @@ func CheckFreezeRange(from, to Date) error {
 		return fmt.Errorf("to %s is not after from %s: the freeze would be empty", to, from)
 	}
 	return nil
+}
+
+// FreezeInForce is one occurrence of a freeze in force: its own span (not
+// merged with freezes that overlap it) and the groups it holds.
+type FreezeInForce struct {
+	Name string
+	// Groups are the groups the freeze holds, in the order given.
+	Groups     []string
+	Start, End time.Time
+}
+
+// occurrence returns the occurrence of f in force at now.
+func (f Freeze) occurrence(now time.Time) (interval, bool) {
+	for _, iv := range f.spans(now) {
+		if !now.Before(iv.start) && now.Before(iv.end) {
+			return iv, true
+		}
+	}
+	return interval{}, false
+}
+
+// InForce returns the freezes of groups in force at now, each once with every
+// group it holds, sorted by name (freeze names are unique in a policy).
+func InForce(groups []Group, now time.Time) []FreezeInForce {
+	byName := map[string]int{}
+	var out []FreezeInForce
+	for _, g := range groups {
+		for _, f := range g.Freezes {
+			iv, ok := f.occurrence(now)
+			if !ok {
+				continue
+			}
+			i, seen := byName[f.Name]
+			if !seen {
+				i = len(out)
+				byName[f.Name] = i
+				out = append(out, FreezeInForce{Name: f.Name, Start: iv.start, End: iv.end})
+			}
+			out[i].Groups = append(out[i].Groups, g.Name)
+		}
+	}
+	slices.SortFunc(out, func(a, b FreezeInForce) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// NextFreezeChange returns the first time after now at which a freeze of
+// groups starts or ends, or the zero time if none does: what InForce says
+// changes only then.
+func NextFreezeChange(groups []Group, now time.Time) time.Time {
+	var next time.Time
+	for _, g := range groups {
+		for _, f := range g.Freezes {
+			for _, iv := range f.spans(now) {
+				for _, t := range []time.Time{iv.start, iv.end} {
+					if t.After(now) && (next.IsZero() || t.Before(next)) {
+						next = t
+					}
+				}
+			}
+		}
+	}
+	return next
 }

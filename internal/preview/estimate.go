@@ -369,6 +369,11 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 	var queue []coordinator.PreviewHost
 	for _, ph := range hosts {
 		h := hostOf(ph, g.Name)
+		if ph.Waiting.Kind == phase.WaitHostPaused {
+			// A host pause with an end holds the host until then (zero: until
+			// it is resumed, which nothing foresees).
+			ph.NotBefore = later(ph.NotBefore, in.Observed.HostPauses[ph.Host].Until)
+		}
 		switch {
 		case ph.Plan.Active():
 			h.Start, h.Finish, h.NoEstimate = inProgress(ph.Plan, g.Durations, in.Now)

@@ -55,6 +55,19 @@ func awaitingApproval(h coordinator.PreviewHost) coordinator.PreviewHost {
 	return h
 }
 
+// urgent makes h an urgent request (`rollboot request -urgent`).
+func urgent(h coordinator.PreviewHost) coordinator.PreviewHost {
+	h.Urgent = true
+	return h
+}
+
+// hostPaused makes h a host that an operator paused by itself (the pause
+// itself goes in the case's pauses).
+func hostPaused(h coordinator.PreviewHost) coordinator.PreviewHost {
+	h.Waiting = phase.WaitFor(phase.WaitHostPaused, "paused by carol: debugging")
+	return h
+}
+
 func starts(h coordinator.PreviewHost) coordinator.PreviewHost {
 	h.Starts, h.Waiting = true, phase.WaitReason{}
 	return h
@@ -134,7 +147,8 @@ func TestBuildEstimates(t *testing.T) {
 		settle    map[string]time.Duration
 		deadline  time.Duration
 		deadlines map[string]time.Duration
-		want      string // est(plan)
+		pauses    map[string]store.Pause // the hosts' own pauses
+		want      string                 // est(plan)
 		finish    time.Duration
 		unest     int
 	}{{
@@ -178,6 +192,50 @@ func TestBuildEstimates(t *testing.T) {
 		hosts:  []coordinator.PreviewHost{pending("a", "web", -3*m), pending("b", "web", -2*m)},
 		want:   "a 120/126, b 126/132",
 		finish: 132 * m,
+	}, {
+		name: "frozen, an urgent request: it skips the freeze, ahead of the line",
+		groups: []coordinator.PreviewGroup{frozen(group("web", 1, 3, always), policy.Freeze{Name: "release",
+			From: policy.Date{Year: 2026, Month: 11, Day: 30, Clock: 10 * time.Hour, HasClock: true},
+			To:   policy.Date{Year: 2026, Month: 11, Day: 30, Clock: 14 * time.Hour, HasClock: true}})},
+		hosts:  []coordinator.PreviewHost{pending("a", "web", -3*m), urgent(pending("b", "web", -2*m)), urgent(pending("c", "web", -1*m))},
+		want:   "b 0/6, c 6/12, a 120/126",
+		finish: 126 * m,
+	}, {
+		name:     "window closed, an urgent request: it starts now; the others at 22:00",
+		groups:   []coordinator.PreviewGroup{group("web", 1, 3, daily(22*time.Hour, 23*time.Hour))},
+		hosts:    []coordinator.PreviewHost{pending("a", "web", -3*m), urgent(pending("b", "web", -2*m))},
+		deadline: 30 * m,
+		want:     "b 0/6, a 600/606",
+		finish:   606 * m,
+	}, {
+		name:   "window open, an urgent request: in its turn, first come first served",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{starts(pending("a", "web", -3*m)), urgent(pending("b", "web", -2*m))},
+		want:   "a 0/6, b 6/12",
+		finish: 12 * m,
+	}, {
+		name:     "an urgent request still waits for its slot and the settle time",
+		groups:   []coordinator.PreviewGroup{group("web", 1, 3, daily(22*time.Hour, 23*time.Hour))},
+		hosts:    []coordinator.PreviewHost{active("x", "web", store.PhaseDraining, -2*m), urgent(pending("b", "web", -2*m))},
+		settle:   map[string]time.Duration{"web": 10 * m},
+		deadline: 30 * m,
+		want:     "x -2/4, b 14/20",
+		finish:   20 * m,
+	}, {
+		name:   "a host paused until 13:00: it starts then, the next in line first",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{hostPaused(pending("a", "web", -3*m)), starts(pending("b", "web", -2*m))},
+		pauses: map[string]store.Pause{"a": {Until: at(60 * m), Reason: "debugging"}},
+		want:   "b 0/6, a 60/66",
+		finish: 66 * m,
+	}, {
+		name:   "a host paused with no end: no estimate",
+		groups: []coordinator.PreviewGroup{group("web", 1, 3, always)},
+		hosts:  []coordinator.PreviewHost{hostPaused(pending("a", "web", -3*m)), starts(pending("b", "web", -2*m))},
+		pauses: map[string]store.Pause{"a": {Reason: "debugging"}},
+		want:   "b 0/6, a -/-",
+		finish: 6 * m,
+		unest:  1,
 	}, {
 		name:     "a window that closes before the drain deadline: the next opening",
 		groups:   []coordinator.PreviewGroup{group("web", 1, 3, daily(11*time.Hour+50*m, 12*time.Hour+20*m))},
@@ -331,7 +389,7 @@ func TestBuildEstimates(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: tc.groups, Hosts: tc.hosts},
+			p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: tc.groups, Hosts: tc.hosts, HostPauses: tc.pauses},
 				DrainDeadline: tc.deadline, GroupDrainDeadlines: tc.deadlines, Settle: tc.settle, History: tc.history})
 			if got := est(p); got != tc.want {
 				t.Errorf("estimates: got %q, want %q", got, tc.want)

@@ -21,6 +21,10 @@ import (
 //     applies); otherwise the host waits for the next opening that leaves that
 //     much time. The reboot and rejoin may run past the window's end, as they
 //     do in the coordinator;
+//   - an urgent request (`rollboot request -urgent`) skips the window and the
+//     freezes: it starts as soon as a slot and the settle time allow, ahead
+//     of the hosts that wait for the window, and in its turn when the window
+//     is open;
 //   - a host that runs a server goes out only while no other host of its
 //     server clusters is out, in any group (the coordinator's server gate);
 //     while it waits for that, the next host in line takes the slot, as
@@ -70,8 +74,55 @@ func (s *sim) begin(queue []coordinator.PreviewHost, group string) {
 
 // candidate returns the host the group starts next and when, with the server
 // clusters out as out says; i < 0, with why, when none of the hosts left can
-// start. It only moves the time no host starts before.
+// start. It only moves the time no host starts before. An urgent host that may
+// start before the line's next, its calendar skipped, goes first.
 func (s *sim) candidate(out serversOut) (i int, start time.Time, why string) {
+	j, urgentStart := s.urgent(out)
+	i, start, why = s.inLine(out)
+	if j >= 0 && (i < 0 || urgentStart.Before(start)) {
+		return j, urgentStart, ""
+	}
+	return i, start, why
+}
+
+// urgent returns the first urgent host in FIFO order that may start soonest
+// from s.t with its group's calendar skipped, and when; -1 when none may.
+func (s *sim) urgent(out serversOut) (int, time.Time) {
+	t := s.t
+	for range 1000 {
+		var at time.Time
+		found := false
+		for j := range s.queue {
+			if s.done[j] || !s.queue[j].Urgent {
+				continue
+			}
+			if r, ok := s.readyAt(j, t, out); ok && (!found || r.Before(at)) {
+				at, found = r, true
+			}
+		}
+		if !found {
+			return -1, time.Time{}
+		}
+		start, why := s.startFrom(at, false)
+		if why != "" {
+			return -1, time.Time{}
+		}
+		for j := range s.queue {
+			if s.done[j] || !s.queue[j].Urgent {
+				continue
+			}
+			if r, ok := s.readyAt(j, start, out); ok && r.Equal(start) {
+				return j, start
+			}
+		}
+		t = start // its cluster busy by then: look from there
+	}
+	return -1, time.Time{}
+}
+
+// inLine returns the host the group's line starts next and when, under its
+// calendar (candidate).
+func (s *sim) inLine(out serversOut) (i int, start time.Time, why string) {
 	for s.left > 0 {
 		at, ok := s.next(out)
 		if !ok {
@@ -156,7 +207,11 @@ func (s *sim) first(start time.Time, out serversOut) int {
 
 // start returns the earliest time from t at which a host may start, or why
 // none can within Reach.
-func (s *sim) start(t time.Time) (time.Time, string) {
+func (s *sim) start(t time.Time) (time.Time, string) { return s.startFrom(t, true) }
+
+// startFrom is start, under the group's calendar or (calendar false, for an
+// urgent request) not.
+func (s *sim) startFrom(t time.Time, calendar bool) (time.Time, string) {
 	if s.capacity <= 0 {
 		return time.Time{}, "its group has no slot it may use (concurrency or max_unavailable)"
 	}
@@ -175,6 +230,9 @@ func (s *sim) start(t time.Time) (time.Time, string) {
 		if back := s.backBy(t); s.settle > 0 && back.Add(s.settle).After(t) {
 			t = back.Add(s.settle)
 			continue
+		}
+		if !calendar {
+			return t, ""
 		}
 		if ok, _, _ := s.sched.CanStartDrain(t, s.deadline); ok {
 			return t, ""
