@@ -87,17 +87,7 @@ func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) 
 		gone[id] = true
 	}
 	in := capacity.Input{Headroom: v.Headroom}
-	for _, id := range leaving {
-		if v.Emptied[id] && !gone[id] {
-			continue // nothing on it moves
-		}
-		movers, ok := v.Movers[id]
-		if !ok {
-			needs.Allocs = append(needs.Allocs, id)
-			continue
-		}
-		in.Movers = append(in.Movers, movers...)
-	}
+	in.Movers, needs.Allocs = v.moversOf(leaving, gone)
 	if len(needs.Allocs) > 0 {
 		lacking[v.GroupOf[node]]++
 		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet"), needs
@@ -145,4 +135,22 @@ func (v *Capacity) askedEnough(node string, lacking map[string]int) bool {
 		}
 	}
 	return lacking[group] >= max(1, read)
+}
+
+// moversOf returns the allocations that the drains of the nodes ids move (none
+// for a node its drain emptied, unless gone says it leaves now), and the
+// nodes whose allocations are not read yet.
+func (v *Capacity) moversOf(ids []string, gone map[string]bool) (movers []capacity.Alloc, unread []string) {
+	for _, id := range ids {
+		if v.Emptied[id] && !gone[id] {
+			continue // nothing on it moves
+		}
+		m, ok := v.Movers[id]
+		if !ok {
+			unread = append(unread, id)
+			continue
+		}
+		movers = append(movers, m...)
+	}
+	return movers, unread
 }

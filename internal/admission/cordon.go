@@ -107,17 +107,11 @@ func (v *Capacity) spare(node string, admitted, cordoned []string) (string, Capa
 		gone[id] = true
 	}
 	in := capacity.Input{Headroom: v.Headroom}
-	for _, id := range append(slices.Clone(v.Out), admitted...) {
-		if v.Emptied[id] && !slices.Contains(admitted, id) {
-			continue // nothing on it moves
-		}
-		movers, ok := v.Movers[id]
-		if !ok {
-			needs.Allocs = append(needs.Allocs, id)
-			continue
-		}
-		in.Movers = append(in.Movers, movers...)
+	leavesNow := map[string]bool{}
+	for _, id := range admitted {
+		leavesNow[id] = true
 	}
+	in.Movers, needs.Allocs = v.moversOf(append(slices.Clone(v.Out), admitted...), leavesNow)
 	if len(needs.Allocs) > 0 {
 		return "the allocations of the nodes out are not read yet", needs
 	}

@@ -72,16 +72,7 @@ func (v *validator) freezes() {
 	}
 	for i, fc := range v.c.Freezes {
 		s := labelScope("freeze", i, fc.Name)
-		name := scope{s.key + ".name", s.name}
-		j, dup := first[fc.Name]
-		switch {
-		case fc.Name == "":
-			v.errorf(name, "a freeze needs a name")
-		case dup:
-			v.errorf(name, "duplicate freeze name, first defined at %s", v.posString(labelScope("freeze", j, fc.Name).key))
-		default:
-			first[fc.Name] = i
-		}
+		v.uniqueLabel("freeze", i, fc.Name, first)
 		for k, g := range fc.Groups {
 			if !defined[g] && v.good(s.sub("groups")) {
 				v.report(s.sub("groups"), elem(k, fmt.Errorf("unknown group %q: defined groups are %s", g, quotedKeys(defined))))

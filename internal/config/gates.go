@@ -162,15 +162,7 @@ func (v *validator) gates() {
 	first := map[string]int{}
 	for i, gc := range v.c.Gates {
 		s := labelScope("gate", i, gc.Name)
-		name := scope{s.key + ".name", s.name}
-		switch j, dup := first[gc.Name]; {
-		case gc.Name == "":
-			v.errorf(name, "a gate needs a name")
-		case dup:
-			v.errorf(name, "duplicate gate name, first defined at %s", v.posString(labelScope("gate", j, gc.Name).key))
-		default:
-			first[gc.Name] = i
-		}
+		v.uniqueLabel("gate", i, gc.Name, first)
 		switch k := gc.kinds(); {
 		case len(k) == 0:
 			v.errorAt(s.key, s.name, "has no check: give it one of promql { query }, alerts { matchers }, consul_service { name }, nomad_job { job } or http { url }")

@@ -127,21 +127,27 @@ func (b siblings) get(attr string) (any, bool) {
 // name is the name of the setting attr of the block, for messages.
 func (b siblings) name(attr string) string { return b.s.sub(attr).name }
 
+// uniqueLabel checks the label (name) of the i-th block of type kind: it has
+// one, its own among those seen so far (first, which it adds to).
+func (v *validator) uniqueLabel(kind string, i int, label string, first map[string]int) {
+	s := labelScope(kind, i, label)
+	name := scope{s.key + ".name", s.name}
+	j, dup := first[label]
+	switch {
+	case label == "":
+		v.errorf(name, "a %s needs a name", kind)
+	case dup:
+		v.errorf(name, "duplicate %s name, first defined at %s", kind, v.posString(labelScope(kind, j, label).key))
+	default:
+		first[label] = i
+	}
+}
+
 // windows checks the windows' names: each window has one, its own.
 func (v *validator) windows() {
 	first := map[string]int{}
 	for i, wc := range v.c.Windows {
-		s := labelScope("window", i, wc.Name)
-		name := scope{s.key + ".name", s.name}
-		j, dup := first[wc.Name]
-		switch {
-		case wc.Name == "":
-			v.errorf(name, "a window needs a name")
-		case dup:
-			v.errorf(name, "duplicate window name, first defined at %s", v.posString(labelScope("window", j, wc.Name).key))
-		default:
-			first[wc.Name] = i
-		}
+		v.uniqueLabel("window", i, wc.Name, first)
 	}
 }
 
