@@ -222,6 +222,9 @@ type Coordinator struct {
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
+	// copiesKick: wakes the term's writer of the copies (copies.go); nil
+	// outside Run.
+	copiesKick chan<- struct{}
 }
 
 // New returns a coordinator.
@@ -238,6 +241,9 @@ func New(opt Options) *Coordinator {
 	}
 	if c.opt.Resync <= 0 {
 		c.opt.Resync = 30 * time.Second
+	}
+	if c.opt.Store != nil {
+		c.opt.Store.KeepCopies() // copies.go
 	}
 	c.metrics = newPassMetrics(c.opt.Registry)
 	if c.opt.Nodes != nil {
@@ -274,6 +280,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.startNotifier(ctx, &wg)
 	c.startNodeMeta(ctx, &wg)
 	c.startSilencer(ctx, &wg)
+	c.startCopies(ctx, &wg)
+	defer func() { c.copiesKick = nil }()
 	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
 	defer allocs.stop()
 	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // wake.go
@@ -462,6 +470,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control)
 	c.publishMeta(s)
 	c.silencePass()
+	c.keepCopies(ctx)
 	return errs
 }
 

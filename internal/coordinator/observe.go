@@ -92,6 +92,9 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 		plansErr error
 		loaded   sync.WaitGroup
 	)
+	if c.firstRead() {
+		c.loadCopies(ctx) // most plans and records from their copies (copies.go)
+	}
 	loaded.Go(func() { plans, plansErr = c.loadPlans(ctx) })
 	recs, badRecs, err := c.hostRecords(ctx)
 	loaded.Wait()
