@@ -50,19 +50,19 @@ import (
 // nomad/structs/variables.go maxVariableSize), compressed. A shard is written
 // again only when copiesStale of its entries are out of date, so a rollout
 // costs a shard write per few rebooted hosts and an idle cluster none; what
-// a new leader still reads one by one is at most copiesStale per shard.
+// a new leader still reads one by one is at most copiesStale per shard, and
+// the hosts under way.
 
 func (s *Store) copiesPrefix() string      { return s.prefix + "/copies/" }
 func (s *Store) copyPath(shard int) string { return s.copiesPrefix() + strconv.Itoa(shard) }
 
 const (
 	// copiesStale: a shard is written again once this many of its entries
-	// are out of date (changed, new, or gone).
+	// of hosts at rest (atRest) are out of date (changed, new, or gone).
 	copiesStale = 16
-	// copiesPerShard: the entries a shard is laid out for at first (a plan
-	// and a record, compressed, take about 100 bytes together); a shard
+	// copiesPerShard: the entries a shard is laid out for at first; a shard
 	// that does not fit copiesMaxBytes doubles the shards.
-	copiesPerShard = 256
+	copiesPerShard = 512
 	// copiesMaxBytes: a shard's items at most (Nomad refuses a variable
 	// over 65,536 bytes of keys and values).
 	copiesMaxBytes = 60000
@@ -305,7 +305,7 @@ func (s *Store) dueShards() []dueShard {
 	for i, st := range b.shards {
 		stale := 0
 		for _, rel := range members[i] {
-			if st.held[rel] != b.cur[rel].index {
+			if st.held[rel] != b.cur[rel].index && b.atRest(rel) {
 				stale++
 			}
 		}
@@ -329,6 +329,25 @@ func (s *Store) dueShards() []dueShard {
 		b.checked = b.gen
 	}
 	return due
+}
+
+// atRest reports whether the host of the entry at rel is at rest: its plan
+// (as the book has it) is idle, pending or backing off, or it has none. A
+// host under way changes its plan and record every few seconds; copying
+// each change would cost a shard write per change, and a new leader reads
+// the few hosts under way (the groups' budgets bound them) one by one. Their
+// entries are copied with the rest when a shard is written.
+func (b *copyBook) atRest(rel string) bool {
+	host := rel[strings.IndexByte(rel, '/')+1:]
+	p := b.cur["plan/"+host].plan
+	if p == nil {
+		return true
+	}
+	switch p.Phase {
+	case PhaseIdle, PhasePending, PhaseBackoff:
+		return true
+	}
+	return false
 }
 
 // shardOf is the shard of the entry at rel among n.

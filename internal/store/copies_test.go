@@ -155,3 +155,38 @@ func TestCopiesOnlyWhenKept(t *testing.T) {
 		t.Errorf("WriteCopies without KeepCopies = %d, %v: want nothing written", n, err)
 	}
 }
+
+// Hosts under way change their plans every few seconds: their changes alone
+// write no shard; hosts coming to rest (a cycle ended) do.
+func TestCopiesWrittenForHostsAtRest(t *testing.T) {
+	_, _, c := newStore(t)
+	ctx := context.Background()
+	copiesCluster(t, c, 40, func(int) string { return "kernel update" })
+	leader := store.New(c.Variables(), "rollboot", "")
+	leader.KeepCopies()
+	plans, _ := readBoth(t, leader)
+	if n, err := leader.WriteCopies(ctx); err != nil || n == 0 {
+		t.Fatalf("WriteCopies = %d, %v: want the shards written", n, err)
+	}
+	move := func(phase string) {
+		t.Helper()
+		for i := range 20 {
+			p := plans[fmt.Sprintf("host-%03d", i)]
+			p.Phase = phase
+			idx, err := leader.PutPlan(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.ModifyIndex = idx
+			plans[p.Host] = p
+		}
+	}
+	move(store.PhaseDraining)
+	if n, err := leader.WriteCopies(ctx); err != nil || n != 0 {
+		t.Errorf("after 20 hosts went under way, WriteCopies = %d, %v: want none written", n, err)
+	}
+	move(store.PhaseIdle)
+	if n, err := leader.WriteCopies(ctx); err != nil || n == 0 {
+		t.Errorf("after 20 hosts came to rest, WriteCopies = %d, %v: want the shards written", n, err)
+	}
+}
