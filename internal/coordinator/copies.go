@@ -28,6 +28,13 @@ func (c *Coordinator) loadCopies(ctx context.Context) {
 	}
 }
 
+// copiesUsed logs how many of the plans and records this first read took
+// from their copies.
+func (c *Coordinator) copiesUsed() {
+	used, listed := c.opt.Store.CopiesUsed()
+	c.log.Info("plans and host records read", "from_copies", used, "read_one_by_one", listed-used)
+}
+
 // startCopies starts the writer of the copies of this term, which WriteCopies
 // after each pass that kicks it, until ctx ends (wg waits for it).
 func (c *Coordinator) startCopies(ctx context.Context, wg *sync.WaitGroup) {

@@ -94,18 +94,22 @@ func (c *pathCache[T]) noted(path string, e *cachedVar[T]) {
 }
 
 // seed puts into the cache each variable of metas that vars gives (a copy
-// of it at the listed index, copies.go) and the cache lacks at that index.
-func (c *pathCache[T]) seed(metas []*api.VariableMetadata, vars func(*api.VariableMetadata) *api.Variable, decode func(*api.Variable) T) {
+// of it at the listed index, copies.go) and the cache lacks at that index,
+// and returns how many of metas it then holds at their listed index.
+func (c *pathCache[T]) seed(metas []*api.VariableMetadata, vars func(*api.VariableMetadata) *api.Variable, decode func(*api.Variable) T) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	held := 0
 	for _, m := range metas {
 		if e := c.m[m.Path]; e != nil && e.modify == m.ModifyIndex {
+			held++
 			continue
 		}
 		v := vars(m)
 		if v == nil {
 			continue
 		}
+		held++
 		if c.m == nil {
 			c.m = make(map[string]*cachedVar[T], len(metas))
 		}
@@ -113,4 +117,5 @@ func (c *pathCache[T]) seed(metas []*api.VariableMetadata, vars func(*api.Variab
 		c.m[m.Path] = e
 		c.noted(m.Path, e)
 	}
+	return held
 }

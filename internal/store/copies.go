@@ -84,8 +84,13 @@ type copyBook struct {
 	gen, checked uint64
 	shards       []shardState // len: the shards' count (0: not laid out yet)
 	// loaded: the entries of the copies last read (LoadCopies), by path,
-	// until the plans and the records they serve have been read.
-	loaded map[string]copyEntry
+	// until the plans and the records they serve have been read; waiting:
+	// the folders ("plan/", "hosts/") whose read has not taken them yet.
+	loaded  map[string]copyEntry
+	waiting map[string]bool
+	// used and listed: since LoadCopies, the plans and records listed, and
+	// those of them that needed no read (CopiesUsed).
+	used, listed int
 }
 
 type bookEntry struct {
@@ -213,6 +218,8 @@ func (s *Store) LoadCopies(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.loaded = loaded
+	b.waiting = map[string]bool{"plan/": true, "hosts/": true}
+	b.used, b.listed = 0, 0
 	if len(b.shards) < len(shards) {
 		b.shards = append(b.shards, make([]shardState, len(shards)-len(b.shards))...)
 	}
@@ -226,22 +233,43 @@ func (s *Store) LoadCopies(ctx context.Context) error {
 }
 
 // takeLoaded returns the loaded entries under dir ("plan/", "hosts/"), by
-// path relative to the prefix, and forgets them.
+// path relative to the prefix, and forgets them; nil when no LoadCopies
+// waits for this read.
 func (s *Store) takeLoaded(dir string) map[string]copyEntry {
 	b := &s.copies
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out map[string]copyEntry
+	if !b.waiting[dir] {
+		return nil
+	}
+	delete(b.waiting, dir)
+	out := map[string]copyEntry{}
 	for rel, e := range b.loaded {
 		if strings.HasPrefix(rel, dir) {
-			if out == nil {
-				out = map[string]copyEntry{}
-			}
 			out[rel] = e
 			delete(b.loaded, rel)
 		}
 	}
 	return out
+}
+
+// countUse adds to the plans and records listed since LoadCopies, and to
+// those that needed no read.
+func (s *Store) countUse(used, listed int) {
+	b := &s.copies
+	b.mu.Lock()
+	b.used += used
+	b.listed += listed
+	b.mu.Unlock()
+}
+
+// CopiesUsed returns how many plans and records were listed since LoadCopies,
+// and how many of them needed no read thanks to the copies.
+func (s *Store) CopiesUsed() (used, listed int) {
+	b := &s.copies
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.listed
 }
 
 // copied returns the variable at path as the entry of loaded shows it, when

@@ -52,7 +52,8 @@ func (s *Store) HostList(ctx context.Context, index uint64, wait time.Duration) 
 // HostsIn returns the host records l names, as HostsChecked does.
 func (s *Store) HostsIn(ctx context.Context, l HostList) ([]HostRecord, []BadRecord, error) {
 	if loaded := s.takeLoaded("hosts/"); loaded != nil {
-		s.hosts.seed(l.metas, func(m *api.VariableMetadata) *api.Variable { return s.copied(loaded, m) }, s.decodeHostAt)
+		held := s.hosts.seed(l.metas, func(m *api.VariableMetadata) *api.Variable { return s.copied(loaded, m) }, s.decodeHostAt)
+		s.countUse(held, len(l.metas))
 	}
 	out := make([]HostRecord, 0, len(l.metas))
 	var bad []BadRecord
@@ -178,6 +179,9 @@ func (s *Store) readPlans(ctx context.Context, metas []*api.VariableMetadata) ([
 		}
 		todo = append(todo, i)
 		paths = append(paths, m.Path)
+	}
+	if loaded != nil {
+		s.countUse(len(metas)-len(todo), len(metas))
 	}
 	read, err := s.readEach(ctx, paths)
 	if err != nil {
