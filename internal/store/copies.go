@@ -301,11 +301,22 @@ func (s *Store) WriteCopies(ctx context.Context) (int, error) {
 }
 
 // dueShard is a shard to write: its number, the variable's index as known
-// (CAS), and its entries.
+// (CAS), and its entries' paths and values (encoded outside the book's lock:
+// the values are never changed, only replaced).
 type dueShard struct {
-	n       int
-	index   uint64
-	entries []copyEntry
+	n     int
+	index uint64
+	paths []string
+	vals  []bookEntry
+}
+
+// entries encodes the shard's entries.
+func (d dueShard) entries() []copyEntry {
+	out := make([]copyEntry, len(d.paths))
+	for i, rel := range d.paths {
+		out[i] = copyEntry{Path: rel, Index: d.vals[i].index, Items: d.vals[i].items()}
+	}
+	return out
 }
 
 // dueShards lays the shards out (at first, or doubled when one does not fit)
@@ -346,10 +357,9 @@ func (s *Store) dueShards() []dueShard {
 			continue
 		}
 		slices.Sort(members[i])
-		d := dueShard{n: i, index: st.index}
-		for _, rel := range members[i] {
-			e := b.cur[rel]
-			d.entries = append(d.entries, copyEntry{Path: rel, Index: e.index, Items: e.items()})
+		d := dueShard{n: i, index: st.index, paths: members[i], vals: make([]bookEntry, len(members[i]))}
+		for k, rel := range members[i] {
+			d.vals[k] = b.cur[rel]
 		}
 		due = append(due, d)
 	}
@@ -389,7 +399,8 @@ func shardOf(rel string, n int) int {
 // too large doubles the shards instead (the next WriteCopies writes the new
 // layout).
 func (s *Store) writeShard(ctx context.Context, d dueShard) (bool, error) {
-	items, err := encodeCopies(d.entries)
+	entries := d.entries()
+	items, err := encodeCopies(entries)
 	if err != nil {
 		return false, err
 	}
@@ -429,7 +440,7 @@ func (s *Store) writeShard(ctx context.Context, d dueShard) (bool, error) {
 			}
 		}
 	} else {
-		for _, e := range d.entries {
+		for _, e := range entries {
 			st.held[e.Path] = e.Index
 		}
 	}
