@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -504,16 +503,4 @@ func decodeCopies(items map[string]string) ([]copyEntry, error) {
 		return nil, fmt.Errorf("decode copies: %w", err)
 	}
 	return entries, nil
-}
-
-// copiesHeld is what the shards hold, by path (for tests).
-func (s *Store) copiesHeld() map[string]uint64 {
-	b := &s.copies
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := map[string]uint64{}
-	for _, st := range b.shards {
-		maps.Copy(out, st.held)
-	}
-	return out
 }
