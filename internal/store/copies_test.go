@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"pgregory.net/rapid"
 
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -19,8 +21,14 @@ import (
 // (as a coordinator would), each with reason text of its own.
 func copiesCluster(t *testing.T, c *api.Client, n int, reason func(i int) string) {
 	t.Helper()
+	copiesClusterAt(t, c, "rollboot", n, reason)
+}
+
+// copiesClusterAt is copiesCluster under prefix.
+func copiesClusterAt(t *testing.T, c *api.Client, prefix string, n int, reason func(i int) string) {
+	t.Helper()
 	ctx := context.Background()
-	agents := store.New(c.Variables(), "rollboot", "")
+	agents := store.New(c.Variables(), prefix, "")
 	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	for i := range n {
 		h := fmt.Sprintf("host-%03d", i)
@@ -189,4 +197,84 @@ func TestCopiesWrittenForHostsAtRest(t *testing.T) {
 	if n, err := leader.WriteCopies(ctx); err != nil || n == 0 {
 		t.Errorf("after 20 hosts came to rest, WriteCopies = %d, %v: want the shards written", n, err)
 	}
+}
+
+// The copies against a from-scratch reference over a randomly changing world:
+// plans written and deleted by the leader, records by their agents, the
+// copies written now and then by the leader and by a stale leader that lost
+// its term, and leaders replaced at any point. Every new leader that loads the
+// copies finds the plans and records that reading each one finds.
+func TestCopiesMatchReadsOverRandomChanges(t *testing.T) {
+	_, _, c := newStore(t)
+	run := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		run++
+		prefix := fmt.Sprintf("run%d", run) // a world of its own in the one emulator
+		ctx := context.Background()
+		hosts := rapid.IntRange(1, 24).Draw(rt, "hosts")
+		copiesClusterAt(t, c, prefix, hosts, func(int) string { return "kernel update" })
+		agents := store.New(c.Variables(), prefix, "")
+		newLeader := func() (*store.Store, map[string]store.Plan) {
+			st := store.New(c.Variables(), prefix, "")
+			st.KeepCopies()
+			if err := st.LoadCopies(ctx); err != nil {
+				rt.Fatal(err)
+			}
+			plans, recs := readBoth(t, st)
+			wantPlans, wantRecs := readBoth(t, store.New(c.Variables(), prefix, ""))
+			if !reflect.DeepEqual(plans, wantPlans) || !reflect.DeepEqual(recs, wantRecs) {
+				rt.Fatalf("a new leader through the copies found other plans or records than reading each one")
+			}
+			return st, plans
+		}
+		leader, plans := newLeader()
+		var stale *store.Store
+		host := func() string { return fmt.Sprintf("host-%03d", rapid.IntRange(0, hosts-1).Draw(rt, "host")) }
+		for range rapid.IntRange(1, 40).Draw(rt, "steps") {
+			switch rapid.IntRange(0, 5).Draw(rt, "op") {
+			case 0: // the leader writes a plan
+				h := host()
+				p, ok := plans[h]
+				if !ok {
+					p = store.Plan{Host: h}
+				}
+				p.Phase = rapid.SampledFrom([]string{store.PhaseIdle, store.PhasePending, store.PhaseDraining}).Draw(rt, "phase")
+				idx, err := leader.PutPlan(ctx, p)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				p.ModifyIndex = idx
+				plans[h] = p
+			case 1: // the leader deletes a plan
+				if p, ok := plans[host()]; ok {
+					if err := leader.DeletePlan(ctx, p); err != nil {
+						rt.Fatal(err)
+					}
+					delete(plans, p.Host)
+				}
+			case 2: // an agent changes its record
+				rec, err := agents.Host(ctx, host())
+				if err != nil {
+					rt.Fatal(err)
+				}
+				rec.Reason = fmt.Sprintf("need %d", rapid.IntRange(0, 9).Draw(rt, "need"))
+				if _, err := agents.PutHost(ctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
+					rt.Fatal(err)
+				}
+			case 3: // the leader reads the records and writes its copies
+				plans, _ = readBoth(t, leader)
+				if _, err := leader.WriteCopies(ctx); err != nil {
+					rt.Fatal(err)
+				}
+			case 4: // a stale leader writes its copies late
+				if stale != nil {
+					_, _ = stale.WriteCopies(ctx)
+				}
+			case 5: // the leader is replaced
+				stale = leader
+				leader, plans = newLeader()
+			}
+		}
+		newLeader()
+	})
 }
