@@ -48,20 +48,22 @@ import (
 // under Nomad's limit on a variable (64 KiB of keys and values:
 // nomad/structs/variables.go maxVariableSize), compressed. A shard is written
 // again only when copiesStale of its entries are out of date, so a rollout
-// costs a shard write per few rebooted hosts and an idle cluster none; what
-// a new leader still reads one by one is at most copiesStale per shard, and
-// the hosts under way.
+// costs a shard write per several rebooted hosts and an idle cluster none;
+// what a new leader still reads one by one is at most copiesStale per shard,
+// and the hosts under way.
 
 func (s *Store) copiesPrefix() string      { return s.prefix + "/copies/" }
 func (s *Store) copyPath(shard int) string { return s.copiesPrefix() + strconv.Itoa(shard) }
 
 const (
 	// copiesStale: a shard is written again once this many of its entries
-	// of hosts at rest (atRest) are out of date (changed, new, or gone).
-	copiesStale = 16
-	// copiesPerShard: the entries a shard is laid out for at first; a shard
-	// that does not fit copiesMaxBytes doubles the shards.
-	copiesPerShard = 512
+	// of hosts at rest (atRest) are out of date (changed, new, or gone), or a
+	// quarter of its entries in a small cluster (at least 4).
+	copiesStale = 32
+	// copiesPerShard: the entries a shard is laid out for at first (about 60
+	// bytes each once compressed); a shard that does not fit copiesMaxBytes
+	// doubles the shards.
+	copiesPerShard = 768
 	// copiesMaxBytes: a shard's items at most (Nomad refuses a variable
 	// over 65,536 bytes of keys and values).
 	copiesMaxBytes = 60000
@@ -352,7 +354,7 @@ func (s *Store) dueShards() []dueShard {
 				stale++
 			}
 		}
-		if stale < copiesStale {
+		if stale < min(copiesStale, max(4, len(members[i])/4)) {
 			continue
 		}
 		slices.Sort(members[i])
