@@ -68,7 +68,9 @@ const (
 	// over 65,536 bytes of keys and values).
 	copiesMaxBytes = 60000
 	copiesVersion  = 1
-	copiesItem     = "copies"
+	// copiesMaxShards bounds the shards (LoadCopies reads no more).
+	copiesMaxShards = 1 << 16
+	copiesItem      = "copies"
 )
 
 // copyBook is what the coordinator knows of the plans and records it read or
@@ -187,7 +189,7 @@ func (s *Store) LoadCopies(ctx context.Context) error {
 	count := 0
 	for _, m := range metas {
 		n, err := strconv.Atoi(strings.TrimPrefix(m.Path, s.copiesPrefix()))
-		if err != nil || n < 0 || n > 1<<16 {
+		if err != nil || n < 0 || n >= copiesMaxShards {
 			continue // not one of ours
 		}
 		paths = append(paths, m.Path)
@@ -297,18 +299,30 @@ func (s *Store) WriteCopies(ctx context.Context) (int, error) {
 			written++
 		}
 		errs = errors.Join(errs, err)
+		if s.relaidOut(d.shards) {
+			break // laid out anew: the next WriteCopies writes the new layout
+		}
 	}
 	return written, errs
 }
 
 // dueShard is a shard to write: its number, the variable's index as known
 // (CAS), and its entries' paths and values (encoded outside the book's lock:
-// the values are never changed, only replaced).
+// the values are never changed, only replaced); shards: the count of the
+// shards it is one of.
 type dueShard struct {
-	n     int
-	index uint64
-	paths []string
-	vals  []bookEntry
+	n      int
+	index  uint64
+	paths  []string
+	vals   []bookEntry
+	shards int
+}
+
+// relaidOut reports whether the shards are no longer n.
+func (s *Store) relaidOut(n int) bool {
+	s.copies.mu.Lock()
+	defer s.copies.mu.Unlock()
+	return len(s.copies.shards) != n
 }
 
 // entries encodes the shard's entries.
@@ -329,12 +343,14 @@ func (s *Store) dueShards() []dueShard {
 	if !b.on || b.gen == b.checked {
 		return nil
 	}
-	if len(b.shards) == 0 {
-		n := 1
-		for n*copiesPerShard < len(b.cur) {
-			n *= 2
-		}
-		b.shards = make([]shardState, n)
+	// As many shards as copiesPerShard entries each need, doubled as the
+	// cluster grows (and when one does not fit: writeShard).
+	n := max(1, len(b.shards))
+	for n*copiesPerShard < len(b.cur) && n < copiesMaxShards {
+		n *= 2
+	}
+	if n > len(b.shards) {
+		b.shards = append(b.shards, make([]shardState, n-len(b.shards))...)
 	}
 	members := make([][]string, len(b.shards))
 	for rel := range b.cur {
@@ -358,7 +374,7 @@ func (s *Store) dueShards() []dueShard {
 			continue
 		}
 		slices.Sort(members[i])
-		d := dueShard{n: i, index: st.index, paths: members[i], vals: make([]bookEntry, len(members[i]))}
+		d := dueShard{n: i, index: st.index, paths: members[i], vals: make([]bookEntry, len(members[i])), shards: len(b.shards)}
 		for k, rel := range members[i] {
 			d.vals[k] = b.cur[rel]
 		}
@@ -408,7 +424,7 @@ func (s *Store) writeShard(ctx context.Context, d dueShard) (bool, error) {
 	b := &s.copies
 	if len(items[copiesItem])+len(copiesItem)+len(versionKey)+1 > copiesMaxBytes {
 		b.mu.Lock()
-		if len(b.shards) < 1<<16 {
+		if len(b.shards) == d.shards && len(b.shards) < copiesMaxShards {
 			b.shards = append(b.shards, make([]shardState, len(b.shards))...)
 			b.gen++
 		}
