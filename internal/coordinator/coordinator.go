@@ -256,6 +256,9 @@ type Coordinator struct {
 	// node's allocations are not read (observe.go, rejoinhealth.go) nor
 	// watched (wake.go allocWatchNodes) before it.
 	awaitingReport map[string]bool
+	// copiesKick: wakes the term's writer of the copies (copies.go); nil
+	// outside Run.
+	copiesKick chan<- struct{}
 }
 
 // New returns a coordinator.
@@ -272,6 +275,9 @@ func New(opt Options) *Coordinator {
 	}
 	if c.opt.Resync <= 0 {
 		c.opt.Resync = 30 * time.Second
+	}
+	if c.opt.Store != nil {
+		c.opt.Store.KeepCopies() // copies.go
 	}
 	c.metrics = loopmetrics.New(c.opt.Registry)
 	c.members = membership.Reader{Clusters: opt.Clusters, MaxAge: min(membership.MaxAge, c.opt.Resync), Now: c.now}
@@ -311,6 +317,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.hostsAtLeast, c.agentJobAtLeast = 0, 0
 	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet
 	c.startBeside(ctx, &wg)
+	c.startCopies(ctx, &wg)
+	defer func() { c.copiesKick = nil }()
 	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
 	defer allocs.stop()
 	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // wake.go
@@ -500,6 +508,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control, s.now)
 	c.publishMeta(s)
 	c.silencePass()
+	c.keepCopies(ctx)
 	return errs
 }
 

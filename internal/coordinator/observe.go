@@ -108,9 +108,16 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 		plansErr error
 		loaded   sync.WaitGroup
 	)
+	first := c.firstRead()
+	if first {
+		c.loadCopies(ctx) // most plans and records from their copies (copies.go)
+	}
 	loaded.Go(func() { plans, plansErr = c.loadPlans(ctx) })
 	recs, badRecs, err := c.hostRecords(ctx)
 	loaded.Wait()
+	if first {
+		c.copiesUsed()
+	}
 	if plansErr != nil {
 		return nil, plansErr
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -37,7 +38,15 @@ import (
 //
 // Its requests are measured (telemetry.NomadTransport).
 func Client(cfg *config.Compiled) (*api.Client, error) {
+	return clientOver(cfg, nil)
+}
+
+// clientOver is Client, over rt when it is not nil.
+func clientOver(cfg *config.Compiled, rt http.RoundTripper) (*api.Client, error) {
 	ac := cfg.Nomad.APIConfig()
+	if rt != nil {
+		ac.HttpClient = &http.Client{Transport: deadline.Wrap(rt)}
+	}
 	c, err := deadline.NomadClient(ac)
 	if err != nil {
 		return nil, fmt.Errorf("nomad client for %s: %w", cfg.Nomad.Address, err)
@@ -190,6 +199,11 @@ type AgentOptions struct {
 	Registry *prometheus.Registry
 	// Started runs once the agent has started (agent.Options.Started).
 	Started func()
+	// NomadTransport replaces the transport of the agent's Nomad client (nil:
+	// the configuration's); every request still gets its deadline. The bench
+	// gives its in-process agents one that speaks HTTP/2 (docs/performance.md,
+	// "At 5,000 hosts").
+	NomadTransport http.RoundTripper
 }
 
 // RunAgent runs the agent for the configuration and, when coordinator.enabled, a
@@ -200,7 +214,7 @@ func RunAgent(ctx context.Context, cfg *config.Compiled, opt AgentOptions) error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c, err := Client(cfg)
+	c, err := clientOver(cfg, opt.NomadTransport)
 	if err != nil {
 		return err
 	}

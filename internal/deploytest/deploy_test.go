@@ -170,6 +170,9 @@ var checks = []check{
 	{"list rollboot/history/x", v("rollboot/history/x", "list"), "coordinator,candidate,operator"},
 	{"write rollboot/history/x", v("rollboot/history/x", "write"), "coordinator,candidate"},
 	{"destroy rollboot/history/x", v("rollboot/history/x", "destroy"), "coordinator,candidate"},
+	// The copies of the plans and records: written by the coordinator only,
+	// never by a host (store/copies.go).
+	{"write rollboot/copies/x", v("rollboot/copies/x", "write"), "coordinator,candidate"},
 	// The stored policy: written by the operator only (policy apply), read by
 	// the coordinator; the enforcement record written by the coordinator.
 	{"read rollboot/policy", v("rollboot/policy", "read"), "coordinator,candidate,operator"},

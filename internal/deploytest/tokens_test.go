@@ -386,6 +386,7 @@ var probes = map[string]probe{
 	"PUT rollboot/halts":                                       createVar(ns, "rollboot/halts"),
 	"GET /v1/vars?prefix=rollboot/history/":                    historyListProbe,
 	"PUT rollboot/history/<id>":                                createVar(ns, "rollboot/history/probe"),
+	"PUT rollboot/copies/<n>":                                  createVar(ns, "rollboot/copies/0"),
 	"PUT rollboot/leader?lock-acquire":                         lockVar("rollboot/leader"),
 	"GET rollboot/serverlock/<product>-<cluster>":              readVar(ns, "rollboot/serverlock/nomad-global"),
 	"PUT rollboot/serverlock/<product>-<cluster>?lock-acquire": lockVar("rollboot/serverlock/consul-dc1"),

@@ -24,6 +24,8 @@ import (
 const maxCachedFilters = 256
 
 type nodeFilter struct {
+	// name: the filter is `Name == "<name>"` (byName); nil otherwise.
+	name    *string
 	eval    *bexpr.Evaluator
 	results map[string]filterResult // by node ID
 	// of and ids: the filter is `(F) and (ID == "a" or ID == "b" ...)`, F's
@@ -39,6 +41,13 @@ type nodeFilter struct {
 // as bexpr does, left to right: F (kept, so evaluated again only for the nodes
 // that changed), then the IDs.
 var byIDs = regexp.MustCompile(`^ID == "[^"\\]*"( or ID == "[^"\\]*")*$`)
+
+// An agent asks for its own node by name as it starts (`Name == "<host>"`):
+// when thousands start together (a bench's cluster) that is thousands of
+// filters, each evaluated over every node and each used once. Such a filter
+// is answered by comparing the name, which is what bexpr's == on a string
+// field does (go-bexpr evaluate.go, doMatchEqual), without its reflection.
+var byName = regexp.MustCompile(`^Name == "([^"\\]*)"$`)
 
 // splitByIDs returns F and the IDs of a filter (F) and (ID == ...), if f is one.
 func splitByIDs(f string) (string, map[string]bool, bool) {
@@ -80,6 +89,9 @@ type nodeCache struct {
 
 // filterLocked returns the compiled filter f (bexpr.CreateEvaluator's error as is).
 func (c *nodeCache) filterLocked(f string) (*nodeFilter, error) {
+	if m := byName.FindStringSubmatch(f); m != nil {
+		return &nodeFilter{name: &m[1]}, nil
+	}
 	if nf, ok := c.filters[f]; ok {
 		return nf, nil
 	}
@@ -105,6 +117,9 @@ func (c *nodeCache) filterLocked(f string) (*nodeFilter, error) {
 // node changed since it was last evaluated.
 func (nf *nodeFilter) matchLocked(sn *simNode) (bool, error) {
 	n := sn.node
+	if nf.name != nil {
+		return n.Name == *nf.name, nil
+	}
 	if nf.of != nil {
 		ok, err := nf.of.matchLocked(sn)
 		if err != nil || !ok {

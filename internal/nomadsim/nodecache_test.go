@@ -10,8 +10,8 @@ import (
 )
 
 // A group's filter narrowed to some node IDs, as the coordinator asks it,
-// answers what bexpr answers on the whole expression, before and after the
-// nodes change.
+// and an agent's filter by its node's name answer what bexpr answers on the
+// whole expression, before and after the nodes change.
 func TestNodeFilterByIDs(t *testing.T) {
 	s, c := newTestSim(t, Config{Clients: 4})
 	if err := s.SetNodeMeta("client-1", map[string]string{"tier": "db"}); err != nil {
@@ -27,6 +27,9 @@ func TestNodeFilterByIDs(t *testing.T) {
 		`(Meta.tier != "db") and (ID == ` + id("client-2") + ` or ID == ` + id("client-3") + ` or ID == ` + id("client-4") + `)`,
 		`(NodePool == "default") and (ID == "no-such-node")`,
 		`(Meta.tier == "db") or (Meta.tier == "web") and (ID == ` + id("client-2") + `)`,
+		`Name == "client-2"`,
+		`Name == "client"`,
+		`Name == "client-2" or Name == "client-3"`,
 	}
 	check := func(when string) {
 		t.Helper()

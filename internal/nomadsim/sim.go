@@ -160,6 +160,17 @@ type Config struct {
 	// Listen is the address of the cluster API. Empty: 127.0.0.1:0.
 	Listen string
 
+	// UnencryptedHTTP2 makes every listener also accept HTTP/2 without TLS
+	// (prior knowledge), beside HTTP/1.1. Nomad does not (command/agent/http.go
+	// NewHTTPServers serves net/http's default protocols: HTTP/2 only over
+	// TLS); it is there for one process that runs thousands of simulated
+	// hosts' agents (rollboot bench), whose agents then each hold one
+	// connection to their host's listener instead of one per request in
+	// flight (a plan watch and a record watch block at all times), which at
+	// 5,000 hosts is the difference between fitting the open-file limit and
+	// not (docs/performance.md, "At 5,000 hosts"). Off by default.
+	UnencryptedHTTP2 bool
+
 	// RequestLatency makes every Nomad, Consul and Vault API request wait this
 	// long before it is served, as a remote or loaded leader answers (1–50 ms in
 	// real clusters); the control API does not wait. The wait is request
@@ -709,6 +720,11 @@ func (s *Sim) listenHandler(addr string, h *Host, handler http.Handler) (*listen
 	}
 	l := &listener{addr: ln.Addr().String(), host: h}
 	l.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	if s.cfg.UnencryptedHTTP2 {
+		l.srv.Protocols = new(http.Protocols)
+		l.srv.Protocols.SetHTTP1(true)
+		l.srv.Protocols.SetUnencryptedHTTP2(true)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -14,6 +14,9 @@ import (
 type pathCache[T any] struct {
 	mu sync.Mutex
 	m  map[string]*cachedVar[T]
+	// note, when set, is told of every entry read (e) or forgotten (nil),
+	// with the cache locked (the host records: the copies' book, copies.go).
+	note func(path string, e *cachedVar[T])
 }
 
 type cachedVar[T any] struct {
@@ -58,10 +61,12 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 			next++
 			if v == nil {
 				delete(c.m, m.Path) // deleted since the list
+				c.noted(m.Path, nil)
 				continue
 			}
 			e = &cachedVar[T]{modify: v.ModifyIndex, val: decode(v)}
 			c.m[m.Path] = e
+			c.noted(m.Path, e)
 		}
 		each(e.val)
 		n++
@@ -75,8 +80,42 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 		for p := range c.m {
 			if !listed[p] {
 				delete(c.m, p)
+				c.noted(p, nil)
 			}
 		}
 	}
 	return nil
+}
+
+func (c *pathCache[T]) noted(path string, e *cachedVar[T]) {
+	if c.note != nil {
+		c.note(path, e)
+	}
+}
+
+// seed puts into the cache each variable of metas that vars gives (a copy
+// of it at the listed index, copies.go) and the cache lacks at that index,
+// and returns how many of metas it then holds at their listed index.
+func (c *pathCache[T]) seed(metas []*api.VariableMetadata, vars func(*api.VariableMetadata) *api.Variable, decode func(*api.Variable) T) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := 0
+	for _, m := range metas {
+		if e := c.m[m.Path]; e != nil && e.modify == m.ModifyIndex {
+			held++
+			continue
+		}
+		v := vars(m)
+		if v == nil {
+			continue
+		}
+		held++
+		if c.m == nil {
+			c.m = make(map[string]*cachedVar[T], len(metas))
+		}
+		e := &cachedVar[T]{modify: v.ModifyIndex, val: decode(v)}
+		c.m[m.Path] = e
+		c.noted(m.Path, e)
+	}
+	return held
 }

@@ -51,6 +51,10 @@ func (s *Store) HostList(ctx context.Context, index uint64, wait time.Duration) 
 
 // HostsIn returns the host records l names, as HostsChecked does.
 func (s *Store) HostsIn(ctx context.Context, l HostList) ([]HostRecord, []BadRecord, error) {
+	if loaded := s.takeLoaded("hosts/"); loaded != nil {
+		held := s.hosts.seed(l.metas, func(m *api.VariableMetadata) *api.Variable { return s.copied(loaded, m) }, s.decodeHostAt)
+		s.countUse(held, len(l.metas))
+	}
 	out := make([]HostRecord, 0, len(l.metas))
 	var bad []BadRecord
 	err := refresh(ctx, s, &s.hosts, l.metas, s.decodeHostAt, func(c cachedHost) {
@@ -125,16 +129,13 @@ func (s *Store) PlansChecked(ctx context.Context) (map[string]Plan, []BadRecord,
 		return nil, nil, err
 	}
 	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
-	out := make(map[string]Plan, len(metas))
-	var bad []BadRecord
-	paths := make([]string, len(metas))
-	for i, m := range metas {
-		paths[i] = m.Path
-	}
-	vars, err := s.readEach(ctx, paths)
+	vars, err := s.readPlans(ctx, metas)
 	if err != nil {
 		return nil, nil, err
 	}
+	out := make(map[string]Plan, len(metas))
+	var bad []BadRecord
+	copied := make(map[string]bool, len(metas))
 	for _, v := range vars {
 		if v == nil {
 			continue // deleted since the list
@@ -152,8 +153,53 @@ func (s *Store) PlansChecked(ctx context.Context) (map[string]Plan, []BadRecord,
 		}
 		p.ModifyIndex = v.ModifyIndex
 		out[p.Host] = p
+		if err == nil {
+			s.noteCopy(v.Path, v.ModifyIndex, &p, nil)
+			copied[s.relative(v.Path)] = true
+		}
 	}
+	// Plans gone, and those that cannot be read (read one by one after a
+	// fail-over), are not copied.
+	s.forgetCopies("plan/", func(rel string) bool { return copied[rel] })
 	return out, bad, nil
+}
+
+// readPlans returns the plan variables metas lists, in their order (nil: one
+// deleted since the list): from the copies loaded (LoadCopies) where they
+// hold the variable at the listed index, else read, side by side.
+func (s *Store) readPlans(ctx context.Context, metas []*api.VariableMetadata) ([]*api.Variable, error) {
+	loaded := s.takeLoaded("plan/")
+	vars := make([]*api.Variable, len(metas))
+	var todo []int
+	var paths []string
+	for i, m := range metas {
+		if v := s.copied(loaded, m); v != nil {
+			vars[i] = v
+			continue
+		}
+		todo = append(todo, i)
+		paths = append(paths, m.Path)
+	}
+	if loaded != nil {
+		s.countUse(len(metas)-len(todo), len(metas))
+	}
+	read, err := s.readEach(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range todo {
+		vars[i] = read[k]
+	}
+	return vars, nil
+}
+
+// noteHost tells the copies' book of a host record read (e) or forgotten.
+func (s *Store) noteHost(path string, e *cachedVar[cachedHost]) {
+	if e == nil || e.val.bad != nil {
+		s.noteCopy(path, 0, nil, nil)
+		return
+	}
+	s.noteCopy(path, e.modify, nil, &e.val.rec)
 }
 
 // unreadablePlan stands for a plan that a newer rollboot wrote: the host is held

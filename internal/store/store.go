@@ -56,6 +56,7 @@ type Store struct {
 	hosts    pathCache[cachedHost]    // host records (bad ones too)
 	controls pathCache[cachedControl] // per-host control variables
 	history  historyKnown             // the history records, to prune (historyprune.go)
+	copies   copyBook                 // the coordinator's copies of plans and records (copies.go)
 }
 
 type cachedHost struct {
@@ -65,7 +66,9 @@ type cachedHost struct {
 
 // New returns a store over vars under prefix in namespace ("" = the client's default).
 func New(vars Variables, prefix, namespace string) *Store {
-	return &Store{vars: vars, prefix: strings.Trim(prefix, "/"), namespace: namespace}
+	s := &Store{vars: vars, prefix: strings.Trim(prefix, "/"), namespace: namespace}
+	s.hosts.note = s.noteHost
+	return s
 }
 
 // Prefix is the variables path prefix.
@@ -209,7 +212,10 @@ func (s *Store) DeleteHost(ctx context.Context, rec HostRecord) error {
 // DeletePlan removes the plan of a host that is gone, with CAS on its
 // ModifyIndex.
 func (s *Store) DeletePlan(ctx context.Context, p Plan) error {
-	return s.remove(ctx, s.planPath(pathName(p.Host)), p.ModifyIndex)
+	path := s.planPath(pathName(p.Host))
+	err := s.remove(ctx, path, p.ModifyIndex)
+	s.noteCopy(path, 0, nil, nil) // gone, or not known any more
+	return err
 }
 
 // Hosts returns every host record that can be used, sorted by host name, and the
@@ -279,7 +285,15 @@ func (s *Store) PutPlan(ctx context.Context, p Plan) (uint64, error) {
 	if p.Phase == PhaseUnreadable {
 		return 0, fmt.Errorf("plan of %s: %w: not overwritten", p.Host, ErrUnknownVersion)
 	}
-	return s.write(ctx, s.planPath(pathName(p.Host)), p.items(), p.ModifyIndex)
+	path := s.planPath(pathName(p.Host))
+	idx, err := s.write(ctx, path, p.items(), p.ModifyIndex)
+	if err != nil {
+		s.noteCopy(path, 0, nil, nil) // not known any more
+		return 0, err
+	}
+	p.ModifyIndex = idx
+	s.noteCopy(path, idx, &p, nil)
+	return idx, nil
 }
 
 // ---- control ---------------------------------------------------------------------
