@@ -176,8 +176,11 @@ coordinator {
 		host := path[strings.LastIndex(path, "/")+1:]
 		switch {
 		// The leader lock and the coordinator's enforcement record are written once
-		// per leadership term (and on a policy change), not per host.
-		case path == "rollboot/leader" || path == "rollboot/coordinator" || inFlight[host]:
+		// per leadership term (and on a policy change), not per host; a shard of
+		// the copies for a new leader once its stale entries add up, which the
+		// burst of every host's need here does at once: in a rollout it comes to
+		// 0.1 per rebooted host (docs/performance.md, the copies).
+		case path == "rollboot/leader" || path == "rollboot/coordinator" || strings.HasPrefix(path, "rollboot/copies/") || inFlight[host]:
 		case !out[host] && (strings.HasPrefix(path, "rollboot/hosts/") || strings.HasPrefix(path, "rollboot/plan/")):
 			total += max(0, k-1) // its need, or its pending plan: its own
 		default:

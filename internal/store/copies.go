@@ -58,8 +58,12 @@ func (s *Store) copyPath(shard int) string { return s.copiesPrefix() + strconv.I
 const (
 	// copiesStale: a shard is written again once this many of its entries
 	// of hosts at rest (atRest) are out of date (changed, new, or gone), or a
-	// quarter of its entries in a small cluster (at least 4).
-	copiesStale = 32
+	// quarter of its entries in a small cluster (at least copiesStaleMin: a
+	// new leader of a cluster that small reads what is stale in a round trip
+	// or two, and rewriting a shard for every few changes would cost the
+	// cluster's writes more than it saves).
+	copiesStale    = 32
+	copiesStaleMin = 8
 	// copiesPerShard: the entries a shard is laid out for at first (about 60
 	// bytes each once compressed); a shard that does not fit copiesMaxBytes
 	// doubles the shards.
@@ -370,7 +374,7 @@ func (s *Store) dueShards() []dueShard {
 				stale++
 			}
 		}
-		if stale < min(copiesStale, max(4, len(members[i])/4)) {
+		if stale < min(copiesStale, max(copiesStaleMin, len(members[i])/4)) {
 			continue
 		}
 		slices.Sort(members[i])
