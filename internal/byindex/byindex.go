@@ -40,6 +40,14 @@ func (c *Cache[T]) Put(id string, index uint64, v T) {
 	c.m[id] = indexed[T]{index: index, val: v}
 }
 
+// PutAll keeps every value o keeps, at its index, in place of what c kept of
+// the same node.
+func (c *Cache[T]) PutAll(o Cache[T]) {
+	for id, e := range o.m {
+		c.Put(id, e.index, e.val)
+	}
+}
+
 // Retain forgets the nodes keep does not want.
 func (c *Cache[T]) Retain(keep func(id string) bool) {
 	for id := range c.m {

@@ -44,3 +44,26 @@ func TestCache(t *testing.T) {
 		t.Errorf("%d kept, a kept: %t; want a alone (b not retained, c pruned)", c.Len(), ok)
 	}
 }
+
+// PutAll takes every value of the other cache at its index, replacing what
+// was kept of the same node, and keeps the rest.
+func TestPutAll(t *testing.T) {
+	var c, o Cache[string]
+	c.Put("a", 1, "a1")
+	c.Put("b", 1, "b1")
+	o.Put("b", 2, "b2")
+	o.Put("c", 3, "c3")
+	c.PutAll(o)
+	for _, tc := range []struct {
+		id    string
+		index uint64
+		want  string
+	}{{"a", 1, "a1"}, {"b", 2, "b2"}, {"c", 3, "c3"}} {
+		if got, ok := c.Get(tc.id, tc.index); !ok || got != tc.want {
+			t.Errorf("Get(%s, %d) = %q, %v; want %q", tc.id, tc.index, got, ok, tc.want)
+		}
+	}
+	if _, ok := c.Get("b", 1); ok || c.Len() != 3 {
+		t.Errorf("b at 1 still kept, or %d nodes kept, want 3", c.Len())
+	}
+}

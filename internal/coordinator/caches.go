@@ -11,54 +11,6 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// perIndex keeps, by node ID, what a pass derived from a read of a node (its
-// heartbeat events, its capacity), with the node's ModifyIndex at that read.
-// Every change to a node moves its ModifyIndex (heartbeats do not), so while
-// the node list shows the same index what was derived holds and the node is
-// not read again: keyed by content, as the store keeps the variables it read
-// (store/cache.go). Owned by the pass goroutine; a pass reads the nodes it
-// lacks side by side and puts what it read once they are all back.
-type perIndex[T any] struct {
-	m map[string]indexed[T]
-}
-
-type indexed[T any] struct {
-	index uint64
-	val   T
-}
-
-// get returns what was kept of node id at index.
-func (p *perIndex[T]) get(id string, index uint64) (T, bool) {
-	e, ok := p.m[id]
-	if !ok || e.index != index {
-		var zero T
-		return zero, false
-	}
-	return e.val, true
-}
-
-// put keeps v, derived from node id read at index.
-func (p *perIndex[T]) put(id string, index uint64, v T) {
-	if p.m == nil {
-		p.m = map[string]indexed[T]{}
-	}
-	p.m[id] = indexed[T]{index: index, val: v}
-}
-
-// retain forgets the nodes keep does not want.
-func (p *perIndex[T]) retain(keep func(id string) bool) {
-	for id := range p.m {
-		if !keep(id) {
-			delete(p.m, id)
-		}
-	}
-}
-
-// prune forgets the nodes gone from nodes.
-func (p *perIndex[T]) prune(nodes map[string]*api.NodeListStub) {
-	p.retain(func(id string) bool { return nodes[id] != nil })
-}
-
 // The host records, from the host watch's list. The watch is a blocking query
 // on the records' prefix, which lists them all (paths and ModifyIndex) at
 // every change: a pass takes the watch's last list instead of listing them
@@ -175,11 +127,11 @@ func (c *Coordinator) controlAnswered(which func(*answers) *watched[struct{}], i
 // ModifyIndex (nomad/state/state_store.go upsertNodeEvents and
 // updateNodeStatusTxn set it with the events they add), so what a read found
 // holds while the node list shows the same ModifyIndex: the node is read again
-// only when it changed (perIndex). What is kept is that of the nodes the last
+// only when it changed (byindex.Cache). What is kept is that of the nodes the last
 // pass asked for, and no other.
 
 // heartbeatIndexes is what a read of a node's events found (kept in
-// Coordinator.heartbeats, a perIndex, for the nodes the last pass asked for).
+// Coordinator.heartbeats, a byindex.Cache, for the nodes the last pass asked for).
 type heartbeatIndexes struct {
 	reregistered, missed uint64
 	// eligibility and drainDone: the indexes of the node's last eligibility
@@ -219,11 +171,11 @@ func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeVie
 	index := make([]*uint64, len(nodes)) // the ModifyIndex of each node read
 	var todo []int
 	for i, v := range nodes {
-		if e, ok := c.heartbeats.get(v.ID, v.ModifyIndex); ok {
+		if e, ok := c.heartbeats.Get(v.ID, v.ModifyIndex); ok {
 			found[i] = e
 			continue
 		}
-		if e, ok := c.streamed.get(v.ID, v.ModifyIndex); ok {
+		if e, ok := c.streamed.Get(v.ID, v.ModifyIndex); ok {
 			found[i], index[i] = e, &nodes[i].ModifyIndex // kept below, as if read
 			continue
 		}
@@ -244,7 +196,7 @@ func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeVie
 			continue
 		}
 		if index[i] != nil {
-			c.heartbeats.put(v.ID, *index[i], found[i])
+			c.heartbeats.Put(v.ID, *index[i], found[i])
 		}
 		used[v.ID] = true
 		e := found[i]
@@ -253,7 +205,7 @@ func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeVie
 		v.EligibilityIndex = max(v.EligibilityIndex, e.eligibility)
 		v.DrainDoneIndex = max(v.DrainDoneIndex, e.drainDone)
 	}
-	c.heartbeats.retain(func(id string) bool { return used[id] })
+	c.heartbeats.Retain(func(id string) bool { return used[id] })
 	return errs
 }
 

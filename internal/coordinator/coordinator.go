@@ -23,6 +23,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/approvalhook"
+	"github.com/rollboot/rollboot/internal/byindex"
 	"github.com/rollboot/rollboot/internal/capacityread"
 	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/health"
@@ -214,10 +215,10 @@ type Coordinator struct {
 	capacity capacityread.Reader
 	// heartbeats: the heartbeat indexes of the nodes of hosts that should be
 	// rebooting (caches.go).
-	heartbeats perIndex[heartbeatIndexes]
+	heartbeats byindex.Cache[heartbeatIndexes]
 	// streamed: the heartbeat indexes of every node the node follower saw in
 	// full this term, by ModifyIndex (mailbox.go nodeEvents; caches.go).
-	streamed perIndex[heartbeatIndexes]
+	streamed byindex.Cache[heartbeatIndexes]
 	// controlRead: the control state as the last pass read it, while its
 	// watches see no change (caches.go).
 	controlRead keptRead[store.Control]

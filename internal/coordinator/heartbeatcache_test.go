@@ -139,8 +139,8 @@ func TestHeartbeatIndexesEqualFreshReads(t *testing.T) {
 				kept[v.ID] = v.ModifyIndex
 			}
 			found = kept
-			if len(c.heartbeats.m) != len(found) {
-				t.Fatalf("seed %d pass %d: %d nodes kept, want those found: %v", seed, pass, len(c.heartbeats.m), found)
+			if c.heartbeats.Len() != len(found) {
+				t.Fatalf("seed %d pass %d: %d nodes kept, want those found: %v", seed, pass, c.heartbeats.Len(), found)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/byindex"
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/store"
@@ -106,7 +107,7 @@ type answers struct {
 	// full since the last pass took them (nodes.go nodeSink.NodesWritten),
 	// each at the node's ModifyIndex; the pass keeps them (caches.go
 	// streamed), and the mailbox starts afresh.
-	nodeEvents map[string]indexed[heartbeatIndexes]
+	nodeEvents byindex.Cache[heartbeatIndexes]
 }
 
 // mailbox is where the watches leave their newest answers for the pass.
@@ -138,7 +139,7 @@ func (m *mailbox) start(term context.Context) {
 	a.halts.failed()
 	a.agentJob.failed()
 	a.nodes.failed()
-	a.allocs, a.nodeEvents = nil, nil
+	a.allocs, a.nodeEvents = nil, byindex.Cache[heartbeatIndexes]{}
 	m.takeHostsLocked()
 	m.nodesKeptLocked()
 }
@@ -152,7 +153,7 @@ func (m *mailbox) take() answers {
 	a := m.a
 	// A copy, even of an empty map: the watches go on writing to theirs.
 	a.allocs = maps.Clone(m.a.allocs)
-	m.a.nodeEvents = nil // the pass's now: the follower starts a new one
+	m.a.nodeEvents = byindex.Cache[heartbeatIndexes]{} // the pass's now: the follower starts a new one
 	if m.term != nil && m.term.Err() != nil {
 		// The term ended: its watches stopped answering.
 		for _, w := range []*watched[struct{}]{&a.control, &a.requests, &a.policy, &a.halts} {
@@ -293,7 +294,5 @@ func (m *mailbox) setAllocs(nodeID string, allocs []*api.Allocation) {
 func (c *Coordinator) takeMail() {
 	c.seen = c.mail.take()
 	c.newAllocPass(c.seen.allocs)
-	for id, e := range c.seen.nodeEvents {
-		c.streamed.put(id, e.index, e.val)
-	}
+	c.streamed.PutAll(c.seen.nodeEvents)
 }

@@ -203,11 +203,8 @@ func (s nodeSink) SetNodes(list []*api.NodeListStub, index uint64) { s.m.setNode
 // of reading the node (caches.go readHeartbeats).
 func (s nodeSink) NodesWritten(nodes []*api.Node) {
 	s.m.update(func(a *answers) {
-		if a.nodeEvents == nil {
-			a.nodeEvents = map[string]indexed[heartbeatIndexes]{}
-		}
 		for _, n := range nodes {
-			a.nodeEvents[n.ID] = indexed[heartbeatIndexes]{index: n.ModifyIndex, val: heartbeatIndexesOf(n)}
+			a.nodeEvents.Put(n.ID, n.ModifyIndex, heartbeatIndexesOf(n))
 		}
 	})
 }

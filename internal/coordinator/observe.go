@@ -246,7 +246,7 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 			jobs = append(jobs, hv) // read once the agent reported (stepRejoining)
 		}
 	}
-	c.streamed.prune(s.nodes)
+	c.streamed.Prune(s.nodes)
 	nodes := make([]*phase.NodeView, len(events))
 	for i, hv := range events {
 		nodes[i] = hv.node
