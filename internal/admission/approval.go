@@ -123,15 +123,7 @@ func ApprovalOf(r ApprovalRules, p Pending, op *store.Approval, ans *WebhookAnsw
 // takes the slot offered (it may while it awaits approval, KeepsSlot) and
 // whether it is admitted.
 func (a *admitter) approval(p Pending) (takes, admitted bool) {
-	var op *store.Approval
-	if ap, ok := a.in.Approvals[p.Host]; ok {
-		op = &ap
-	}
-	var ans *WebhookAnswer
-	if w, ok := a.in.Webhook[p.Host]; ok {
-		ans = &w
-	}
-	v := ApprovalOf(a.in.Rules.Approval, p, op, ans, a.in.Now)
+	v := a.approvalOf(p)
 	if v.Approved {
 		if v.By.By != "" {
 			if a.out.Approved == nil {
@@ -168,18 +160,23 @@ func (a *admitter) stillAwaiting(w policy.Waiting) phase.WaitReason {
 	if !ok || a.in.Queue[i].AwaitingSince.IsZero() {
 		return phase.WaitReason{}
 	}
-	p := a.in.Queue[i]
+	v := a.approvalOf(a.in.Queue[i])
+	if v.Approved {
+		return phase.WaitReason{}
+	}
+	return v.Wait
+}
+
+// approvalOf is ApprovalOf for p, with the operator's approval and the
+// webhook's answer the input holds for it.
+func (a *admitter) approvalOf(p Pending) ApprovalVerdict {
 	var op *store.Approval
 	if ap, ok := a.in.Approvals[p.Host]; ok {
 		op = &ap
 	}
 	var ans *WebhookAnswer
-	if x, ok := a.in.Webhook[p.Host]; ok {
-		ans = &x
+	if w, ok := a.in.Webhook[p.Host]; ok {
+		ans = &w
 	}
-	v := ApprovalOf(a.in.Rules.Approval, p, op, ans, a.in.Now)
-	if v.Approved {
-		return phase.WaitReason{}
-	}
-	return v.Wait
+	return ApprovalOf(a.in.Rules.Approval, p, op, ans, a.in.Now)
 }

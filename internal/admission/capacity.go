@@ -102,15 +102,7 @@ func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) 
 	if why == "" {
 		return phase.WaitReason{}, needs
 	}
-	for _, m := range in.Movers {
-		p := m.Pool
-		if p == "" {
-			p = "all"
-		}
-		if v.Read[p] < len(v.Candidates[p]) && !slices.Contains(needs.Pools, p) {
-			needs.Pools = append(needs.Pools, p)
-		}
-	}
+	needs.Pools = v.poolsToRead(in.Movers)
 	if len(needs.Pools) > 0 {
 		lacking[v.GroupOf[node]]++
 		return phase.WaitFor(phase.WaitCapacity, "more nodes to read"), needs
@@ -153,4 +145,20 @@ func (v *Capacity) moversOf(ids []string, gone map[string]bool) (movers []capaci
 		movers = append(movers, m...)
 	}
 	return movers, unread
+}
+
+// poolsToRead are the pools of movers that have candidates not read yet: a
+// check that finds no room reads more of them before it says so.
+func (v *Capacity) poolsToRead(movers []capacity.Alloc) []string {
+	var pools []string
+	for _, m := range movers {
+		p := m.Pool
+		if p == "" {
+			p = "all"
+		}
+		if v.Read[p] < len(v.Candidates[p]) && !slices.Contains(pools, p) {
+			pools = append(pools, p)
+		}
+	}
+	return pools
 }

@@ -124,15 +124,7 @@ func (v *Capacity) spare(node string, admitted, cordoned []string) (string, Capa
 	if why == "" {
 		return "", needs
 	}
-	for _, m := range in.Movers {
-		pool := m.Pool
-		if pool == "" {
-			pool = "all"
-		}
-		if v.Read[pool] < len(v.Candidates[pool]) && !slices.Contains(needs.Pools, pool) {
-			needs.Pools = append(needs.Pools, pool)
-		}
-	}
+	needs.Pools = v.poolsToRead(in.Movers)
 	if len(needs.Pools) > 0 {
 		return "more nodes to read", needs
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,7 +83,7 @@ func (r *Reader) wanted(ctx context.Context, recs []store.HostRecord) map[string
 // the same clusters, is younger than MaxAge.
 func (r *Reader) Read(ctx context.Context, recs []store.HostRecord) (map[string]health.ClusterHealth, map[string]string) {
 	want := r.wanted(ctx, recs)
-	names := sortedKeys(want)
+	names := slices.Sorted(maps.Keys(want))
 	keys := strings.Join(names, "\n")
 	r.fresh = nil
 	if r.good != nil && keys == r.keys && r.Now().Sub(r.at) < r.MaxAge {
@@ -144,7 +145,7 @@ func (r *Reporter) Disputes(disputes map[string]string) {
 	if r.disputes == nil {
 		r.disputes = map[string]string{}
 	}
-	for _, h := range sortedKeys(disputes) {
+	for _, h := range slices.Sorted(maps.Keys(disputes)) {
 		if r.disputes[h] != disputes[h] {
 			r.Log.Warn("host record disputed by its clusters", "host", h, "why", disputes[h])
 			r.disputes[h] = disputes[h]
@@ -180,13 +181,4 @@ func (r *Reporter) Unbacked(hosts []string) {
 		r.Log.Warn("host record left out: the host has no Nomad node, and no server cluster, hosts_without_node entry or FleetLock allow-list backs it",
 			"host", h)
 	}
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -31,13 +31,8 @@ type HTTP struct {
 // a silence is updated with its own matchers and start, or Alertmanager ends
 // it and creates another (silence/silence.go canUpdate).
 type gettable struct {
-	ID        string    `json:"id"`
-	Matchers  []Matcher `json:"matchers"`
-	StartsAt  time.Time `json:"startsAt"`
-	EndsAt    time.Time `json:"endsAt"`
-	CreatedBy string    `json:"createdBy"`
-	Comment   string    `json:"comment"`
-	Status    struct {
+	postable
+	Status struct {
 		State string `json:"state"` // "active", "pending" or "expired"
 	} `json:"status"`
 }
