@@ -431,6 +431,9 @@ func stepPhase(in Input, d Decision, n needed) Decision {
 	case store.PhaseIdle:
 		return stepIdle(in, d, n)
 	case store.PhasePending:
+		if r, ok := rebootedAnyway(in, d); ok {
+			return r
+		}
 		return stepPending(in, renewNeed(d, n), n)
 	case store.PhaseDraining:
 		return stepDraining(in, d, n)
@@ -443,6 +446,9 @@ func stepPhase(in Input, d Decision, n needed) Decision {
 	case store.PhaseStuck:
 		return stepStuck(in, d)
 	case store.PhaseBackoff:
+		if r, ok := rebootedAnyway(in, d); ok {
+			return r
+		}
 		return stepBackoff(in, d, n)
 	}
 	d.Waiting = WaitFor(WaitUnknownPhase, p.Phase)

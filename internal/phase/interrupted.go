@@ -1,6 +1,7 @@
 package phase
 
 import (
+	"strings"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/policy"
@@ -62,8 +63,32 @@ func interrupted(in Input, d Decision, why string) Decision {
 	d.History = h
 	d.Plan = enter(p, store.PhaseBackoff, in.Now)
 	d.Plan.NextTry = in.Now.Add(policy.Backoff(in.Timing.RetryBackoff, in.Timing.RetryMaxBackoff, p.Attempt))
-	d.Plan.LastError = "attempt interrupted: " + why
+	d.Plan.LastError = interruptedPrefix + why
 	d.Plan.Held = false
 	d.Write, d.Event = true, "attempt interrupted by an operator" // why: in LastError
 	return d
+}
+
+// interruptedPrefix begins the LastError of an attempt that interrupted ended.
+const interruptedPrefix = "attempt interrupted: "
+
+// rebootedAnyway records the reboot of a host whose attempt was interrupted
+// after its agent had begun the reboot, and which rebooted all the same: the
+// operator's eligibility change can land between the agent's final go/no-go
+// and the reboot itself, too late to stop it. The plan still names the
+// interrupted grant (backing off, or pending again) and the host is back with
+// a boot other than the one granted. The reboot happened, so its cycle ends
+// "rebooted", saying how the attempt had ended; left as the interruption, the
+// host would go idle (its need cleared by the reboot) with no rebooted cycle
+// in its history. Nothing is done to the node: the operator set it.
+func rebootedAnyway(in Input, d Decision) (Decision, bool) {
+	p := d.Plan
+	if p.GrantID == "" || p.BootIDAtGrant == "" || p.Timeline[store.PhaseRebooting].IsZero() ||
+		!strings.HasPrefix(p.LastError, interruptedPrefix) || in.Host == nil || in.Host.BootID == p.BootIDAtGrant {
+		return d, false
+	}
+	d = backInService(in, d, p)
+	d.History.Error = "the reboot went ahead after the " + p.LastError
+	d.Event = "host rebooted after its attempt was interrupted"
+	return d, true
 }

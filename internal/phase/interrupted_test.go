@@ -87,3 +87,49 @@ func TestOperatorTakesTheNodeBack(t *testing.T) {
 		})
 	}
 }
+
+// An eligibility change can land between the agent's final go/no-go and the
+// reboot: the attempt is interrupted, and the host reboots all the same. Once
+// it is back with a new boot, backing off or pending again, its cycle ends
+// "rebooted" saying how the attempt had ended; an attempt interrupted before
+// the agent began the reboot, or a host not rebooted, goes on backing off.
+func TestRebootedAfterTheInterruption(t *testing.T) {
+	interruptedIn := func(phase string, began bool) store.Plan {
+		return plan(phase, func(p *store.Plan) {
+			p.LastError = interruptedPrefix + "the node was made eligible again during the cycle"
+			p.NextTry = t0.Add(time.Minute)
+			if began {
+				p.Timeline[store.PhaseRebooting] = t0.Add(-2 * time.Minute)
+			}
+		})
+	}
+	failedIn := plan(store.PhaseBackoff, func(p *store.Plan) {
+		p.LastError = "pre-reboot hook failed"
+		p.NextTry = t0.Add(time.Minute)
+		p.Timeline[store.PhaseRebooting] = t0.Add(-2 * time.Minute)
+	})
+	tests := []struct {
+		name     string
+		plan     store.Plan
+		host     *store.HostRecord
+		rebooted bool
+	}{
+		{"backing off, back with a new boot", interruptedIn(store.PhaseBackoff, true), host("b2", false), true},
+		{"pending again, back with a new boot", interruptedIn(store.PhasePending, true), host("b2", true), true},
+		{"backing off, same boot", interruptedIn(store.PhaseBackoff, true), host("b1", true), false},
+		{"interrupted before the agent began", interruptedIn(store.PhaseBackoff, false), host("b2", false), false},
+		{"a failed attempt, rebooted later", failedIn, host("b2", false), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Step(Input{Plan: tt.plan, Host: tt.host, Node: node(nil), Now: t0, Timing: timing})
+			got := d.History != nil && d.History.Outcome == "rebooted"
+			if got != tt.rebooted {
+				t.Fatalf("history %+v, phase %s: want rebooted %v", d.History, d.Plan.Phase, tt.rebooted)
+			}
+			if got && (d.Plan.Phase != store.PhaseIdle || !strings.Contains(d.History.Error, "made eligible again") || d.Plan.GrantID != "") {
+				t.Fatalf("plan %+v, history %+v: want the cycle ended idle, saying how the attempt had ended", d.Plan, d.History)
+			}
+		})
+	}
+}

@@ -387,7 +387,8 @@ type HistoryRecord struct {
 	// Error is why the cycle failed (outcome "failed"): the agent's reported
 	// failure; or, for a host rebooted whose slot was freed at its healthy
 	// deadline with workloads still unhealthy (healthy.on_deadline =
-	// "release"), what was unhealthy.
+	// "release"), what was unhealthy; or, for a host that rebooted after
+	// an operator interrupted its attempt, how the attempt had ended.
 	Error    string
 	Timeline map[string]time.Time
 	Finished time.Time
