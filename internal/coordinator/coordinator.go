@@ -35,6 +35,7 @@ import (
 	"github.com/rollboot/rollboot/internal/optout"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/stopjobs"
 	"github.com/rollboot/rollboot/internal/store"
@@ -93,13 +94,13 @@ type Deps struct {
 	Policy PolicySource
 	// Notifier sends the rollout's notifications while this coordinator leads
 	// (sideoutputs.go).
-	Notifier Notifier
+	Notifier sideoutput.Notifier
 	// NodeMeta publishes each host's state as dynamic node metadata while this
 	// coordinator leads (sideoutputs.go).
-	NodeMeta MetaPublisher
+	NodeMeta sideoutput.MetaPublisher
 	// Silencer keeps the Alertmanager silences of the hosts out for their
 	// reboot while this coordinator leads (sideoutputs.go).
-	Silencer Silencer
+	Silencer sideoutput.Silencer
 	// AlertReader reads the alerts (nil: over HTTP, package alertread).
 	AlertReader gatepoll.AlertReader
 	// GateReader reads the health gates (nil: over HTTP alone, package
@@ -222,9 +223,9 @@ type Coordinator struct {
 	// controlRead: the control state as the last pass read it, while its
 	// watches see no change (caches.go).
 	controlRead keptRead[store.Control]
-	// sideOutputs: what was last handed to the notifier and the node metadata
-	// publisher (sideoutputs.go).
-	sideOutputs sideOutputs
+	// side: the notifier, the node metadata publisher and the silence keeper,
+	// with what each was last handed (package sideoutput).
+	side sideoutput.Outputs
 
 	metrics *loopmetrics.Metrics
 	// stateHosts: the array of the last state handed to the state metrics
@@ -286,6 +287,7 @@ func New(opt Options) *Coordinator {
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
+	c.side = sideoutput.Outputs{Notifier: opt.Notifier, NodeMeta: opt.NodeMeta, Silencer: opt.Silencer}
 	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.noteAllocRead}
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
@@ -317,7 +319,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.nodesAtLeast.Store(0)
 	c.hostsAtLeast, c.agentJobAtLeast = 0, 0
 	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet
-	c.startBeside(ctx, &wg)
+	c.side.Start(ctx, &wg)
 	c.startCopies(ctx, &wg)
 	defer func() { c.copiesKick = nil }()
 	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}

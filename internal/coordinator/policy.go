@@ -13,6 +13,7 @@ import (
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -71,7 +72,7 @@ type Rules struct {
 	DefaultOptions GroupOptions
 	// MetaKeys is what the node metadata publisher writes beside rollboot's
 	// own keys (sideoutputs.go publishMeta).
-	MetaKeys NodeMetaRules
+	MetaKeys sideoutput.MetaRules
 	// Approval: the groups whose hosts await an approval (approval.go), and
 	// ApprovalHook the webhook asked for those with approval = "webhook".
 	Approval     admission.ApprovalRules
@@ -81,18 +82,6 @@ type Rules struct {
 	// started per hour of all groups together (admission).
 	FailureBudgets policy.FailureBudgets
 	RolloutBudget  policy.RolloutBudget
-}
-
-// NodeMetaRules are the policy's node_meta block: how many hosts of each
-// group are marked next in line (0: none, rollboot_next removed), and the
-// operator's keys written before a drain and after the host is back
-// (nodemeta.OperatorKeys).
-type NodeMetaRules struct {
-	NextInLine int
-	// CordonNext: how many hosts at the head of each group's line have their
-	// node marked ineligible before their drain (admission.Cordons).
-	CordonNext               int
-	BeforeDrain, AfterRejoin map[string]string
 }
 
 // InvalidPolicyError is a stored policy that cannot be used: unreadable,
@@ -288,5 +277,5 @@ func (c *Coordinator) endTerm() {
 	c.halts.read.forget()
 	c.halts.metrics.halted.Reset()
 	c.halts.logged, c.halts.notified, c.halts.readErr = nil, nil, ""
-	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
+	c.side.Forget() // the next term's notifier and publisher start afresh
 }
