@@ -9,6 +9,7 @@ import (
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // The host records, from the host watch's list. The watch is a blocking query
@@ -37,8 +38,8 @@ import (
 // may lack records that pass saw (a host with a plan and no record is one whose
 // need went away), so the pass lists them itself until the watch catches up.
 func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []store.BadRecord, error) {
-	if w := c.seen.hosts; w.live && w.index >= c.hostsAtLeast {
-		return c.opt.Store.HostsIn(ctx, w.val)
+	if w := c.seen.hosts; w.Live && w.Index >= c.hostsAtLeast {
+		return c.opt.Store.HostsIn(ctx, w.Val)
 	}
 	recs, bad, index, err := c.opt.Store.HostsChecked(ctx, 0, 0)
 	if err != nil {
@@ -66,21 +67,21 @@ func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []st
 // and whether both watches are live.
 func (c *Coordinator) controlGen() (uint64, bool) {
 	ctl, req := c.seen.control, c.seen.requests
-	return ctl.gen + req.gen, ctl.live && req.live
+	return ctl.Gen + req.Gen, ctl.Live && req.Live
 }
 
 // control returns the control state: as the last pass read it while nothing
 // changed since, else read now.
 func (c *Coordinator) control(ctx context.Context) (store.Control, error) {
 	gen, live := c.controlGen()
-	if ctl, ok := c.controlRead.get(gen, live); ok {
+	if ctl, ok := c.controlRead.Get(gen, live); ok {
 		return ctl, nil
 	}
 	ctl, err := c.opt.Store.Control(ctx)
 	if err != nil {
 		return store.Control{}, err
 	}
-	c.controlRead.keep(gen, ctl)
+	c.controlRead.Keep(gen, ctl)
 	return ctl, nil
 }
 
@@ -90,13 +91,13 @@ func (c *Coordinator) control(ctx context.Context) (store.Control, error) {
 // (apply.go: storedTogether leaves them out).
 func (c *Coordinator) updateControl(ctx context.Context, fn func(*store.Control) error) error {
 	_, err := c.opt.Store.UpdateControl(ctx, fn)
-	c.controlRead.forget()
+	c.controlRead.Forget()
 	return err
 }
 
 func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
 	n, err := c.opt.Store.WatchControl(ctx, idx, 5*time.Minute)
-	c.controlAnswered(func(a *answers) *watched[struct{}] { return &a.control }, idx, n, err)
+	c.controlAnswered(func(a *answers) *watched.Value[struct{}] { return &a.control }, idx, n, err)
 	return n, err
 }
 
@@ -104,19 +105,19 @@ func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, err
 // variable (<prefix>/requests/<host>) changes.
 func (c *Coordinator) watchRequests(ctx context.Context, idx uint64) (uint64, error) {
 	n, err := c.opt.Store.WatchRequests(ctx, idx, 5*time.Minute)
-	c.controlAnswered(func(a *answers) *watched[struct{}] { return &a.requests }, idx, n, err)
+	c.controlAnswered(func(a *answers) *watched.Value[struct{}] { return &a.requests }, idx, n, err)
 	return n, err
 }
 
 // controlAnswered leaves the answer of one of the two watches (which: its
 // place in the answers) in the mailbox.
-func (c *Coordinator) controlAnswered(which func(*answers) *watched[struct{}], idx, n uint64, err error) {
+func (c *Coordinator) controlAnswered(which func(*answers) *watched.Value[struct{}], idx, n uint64, err error) {
 	c.mail.update(func(a *answers) {
 		if err != nil {
-			which(a).failed()
+			which(a).Failed()
 			return
 		}
-		which(a).answered(n, struct{}{}, n != idx)
+		which(a).Answered(n, struct{}{}, n != idx)
 	})
 }
 
@@ -243,10 +244,10 @@ type allocRead struct {
 
 // newAllocPass starts a pass from the allocation watches' answers: the last pass's
 // reads are forgotten (the loop took them: takeAllocReads).
-func (c *Coordinator) newAllocPass(watched map[string][]*api.Allocation) {
+func (c *Coordinator) newAllocPass(answered map[string][]*api.Allocation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.allocs.watched, c.allocs.read = watched, nil
+	c.allocs.watched, c.allocs.read = answered, nil
 }
 
 // noteAllocRead keeps a read of the allocations of nodeID by the current pass.

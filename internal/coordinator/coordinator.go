@@ -40,6 +40,7 @@ import (
 	"github.com/rollboot/rollboot/internal/stopjobs"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
+	"github.com/rollboot/rollboot/internal/watched"
 	"github.com/rollboot/rollboot/internal/workloadread"
 )
 
@@ -222,7 +223,7 @@ type Coordinator struct {
 	streamed byindex.Cache[heartbeatIndexes]
 	// controlRead: the control state as the last pass read it, while its
 	// watches see no change (caches.go).
-	controlRead keptRead[store.Control]
+	controlRead watched.Kept[store.Control]
 	// side: the notifier, the node metadata publisher and the silence keeper,
 	// with what each was last handed (package sideoutput).
 	side sideoutput.Outputs
@@ -709,8 +710,8 @@ func (c *Coordinator) CountCandidates(ctx context.Context) (int, error) {
 		recs []store.HostRecord
 		err  error
 	)
-	if w.live {
-		recs, _, err = c.opt.Store.HostsIn(ctx, w.val)
+	if w.Live {
+		recs, _, err = c.opt.Store.HostsIn(ctx, w.Val)
 	} else {
 		recs, _, _, err = c.opt.Store.HostsChecked(ctx, 0, 0)
 	}
@@ -757,7 +758,7 @@ func (c *Coordinator) following() bool {
 	m := &c.mail
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.a.hosts.live && m.a.nodes.val != nil && (c.opt.Policy == nil || m.a.policy.live)
+	return m.a.hosts.Live && m.a.nodes.Val != nil && (c.opt.Policy == nil || m.a.policy.Live)
 }
 
 // WatchedHosts returns the index the host record watch last answered at: a
@@ -766,7 +767,7 @@ func (c *Coordinator) WatchedHosts() uint64 {
 	m := &c.mail
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.a.hosts.index
+	return m.a.hosts.Index
 }
 
 // WatchedNodes returns the index of the node list the node watch last kept (0:
@@ -775,8 +776,8 @@ func (c *Coordinator) WatchedNodes() uint64 {
 	m := &c.mail
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.a.nodes.val == nil {
+	if m.a.nodes.Val == nil {
 		return 0
 	}
-	return m.a.nodes.index
+	return m.a.nodes.Index
 }

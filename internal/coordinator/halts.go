@@ -14,6 +14,7 @@ import (
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // The failure budgets (package policy, halt.go). The failures are the pass's
@@ -42,7 +43,7 @@ type haltsRead struct {
 
 // haltState is the failure budgets' state across passes.
 type haltState struct {
-	read    keptRead[haltsRead]
+	read    watched.Kept[haltsRead]
 	metrics *haltMetrics
 	// logged: the scopes last logged as halted.
 	logged map[string]bool
@@ -82,10 +83,10 @@ func (c *Coordinator) watchHalts(ctx context.Context, idx uint64) (uint64, error
 	n, err := c.opt.Store.WatchHalts(ctx, idx, 5*time.Minute)
 	c.mail.update(func(a *answers) {
 		if err != nil {
-			a.halts.failed() // passes read it themselves
+			a.halts.Failed() // passes read it themselves
 			return
 		}
-		a.halts.answered(n, struct{}{}, n != idx)
+		a.halts.Answered(n, struct{}{}, n != idx)
 	})
 	return n, err
 }
@@ -95,7 +96,7 @@ func (c *Coordinator) watchHalts(ctx context.Context, idx uint64) (uint64, error
 // host.
 func (c *Coordinator) readHalts(ctx context.Context, s *snapshot) {
 	w := c.seen.halts
-	if r, ok := c.halts.read.get(w.gen, w.live); ok {
+	if r, ok := c.halts.read.Get(w.Gen, w.Live); ok {
 		s.halts, s.haltsIndex = r.st, r.index
 		return
 	}
@@ -110,7 +111,7 @@ func (c *Coordinator) readHalts(ctx context.Context, s *snapshot) {
 	}
 	c.halts.readErr = ""
 	s.halts, s.haltsIndex = st, idx
-	c.halts.read.keep(w.gen, haltsRead{st: st, index: idx})
+	c.halts.read.Keep(w.Gen, haltsRead{st: st, index: idx})
 }
 
 // recordFailures stores the failures of the decisions in failing, with the
@@ -144,11 +145,11 @@ func (c *Coordinator) recordFailures(ctx context.Context, s *snapshot, failing [
 	defer cancel()
 	idx, err := c.opt.Store.PutHalts(wctx, next, s.haltsIndex)
 	if err != nil {
-		c.halts.read.forget() // read again: a resume may have been written
+		c.halts.read.Forget() // read again: a resume may have been written
 		return nil, fmt.Errorf("record %d failed cycles: %w", len(fs), err)
 	}
 	s.halts, s.haltsIndex = next, idx
-	c.halts.read.keep(c.seen.halts.gen, haltsRead{st: next, index: idx})
+	c.halts.read.Keep(c.seen.halts.Gen, haltsRead{st: next, index: idx})
 	c.logHalts(s)
 	return failing, nil
 }
@@ -227,11 +228,11 @@ func (c *Coordinator) Halt(ctx context.Context, s *snapshot, group, reason strin
 	}
 	idx, err := c.opt.Store.PutHalts(ctx, next, s.haltsIndex)
 	if err != nil {
-		c.halts.read.forget()
+		c.halts.read.Forget()
 		return fmt.Errorf("halt group %q: %w", group, err)
 	}
 	s.halts, s.haltsIndex = next, idx
-	c.halts.read.keep(c.seen.halts.gen, haltsRead{st: next, index: idx})
+	c.halts.read.Keep(c.seen.halts.Gen, haltsRead{st: next, index: idx})
 	c.logHalts(s)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // Who owns what. The pass goroutine (Run's loop, or whoever calls
@@ -32,72 +33,17 @@ import (
 // capacity gate's, side by side: admitreads.go), the slots freed (metrics);
 // and what callers read while Run runs (Overruns, Ignored).
 
-// watched is the newest answer of one blocking-query watch: the value it read
-// and the index it answered at, whether it is live (it answered since its last
-// failure, in this term) and its generation, which counts its answers that saw
-// a change, its failures and the terms. What a pass read of what the watch
-// follows holds while the watch is live and its generation has not moved
-// (keptRead).
-type watched[T any] struct {
-	val   T
-	index uint64
-	gen   uint64
-	live  bool
-}
-
-// answered records an answer at index with v; changed: its index moved.
-func (w *watched[T]) answered(index uint64, v T, changed bool) {
-	w.live = true
-	if changed {
-		w.gen++
-	}
-	w.val, w.index = v, index
-}
-
-// failed records a failure of the watch, or the start of a term: the value is
-// forgotten, and nothing read before counts any more.
-func (w *watched[T]) failed() {
-	var zero T
-	w.live, w.val = false, zero
-	w.gen++
-}
-
-// keptRead is what a pass read of what a watch follows, kept with the watch's
-// generation as the pass took it: it holds for a later pass while the watch is
-// live and its generation has not moved. A change during the read moves it
-// (the watch answers after the write), so the next pass reads again.
-type keptRead[T any] struct {
-	val T
-	gen uint64
-	ok  bool
-}
-
-// get returns the kept value if it holds at the watch's generation gen.
-func (k *keptRead[T]) get(gen uint64, live bool) (T, bool) {
-	if !live || !k.ok || k.gen != gen {
-		var zero T
-		return zero, false
-	}
-	return k.val, true
-}
-
-// keep keeps v, read at the watch's generation gen.
-func (k *keptRead[T]) keep(gen uint64, v T) { k.val, k.gen, k.ok = v, gen, true }
-
-// forget drops the kept value: the next pass reads again.
-func (k *keptRead[T]) forget() { *k = keptRead[T]{} }
-
 // answers are the newest answers of the watches.
 type answers struct {
-	hosts    watched[store.HostList]
-	control  watched[struct{}] // the control variable
-	requests watched[struct{}] // the per-host control variables
-	policy   watched[struct{}]
-	halts    watched[struct{}] // the failure budgets' halt state (halts.go)
-	agentJob watched[hostcheck.AgentAllocs]
+	hosts    watched.Value[store.HostList]
+	control  watched.Value[struct{}] // the control variable
+	requests watched.Value[struct{}] // the per-host control variables
+	policy   watched.Value[struct{}]
+	halts    watched.Value[struct{}] // the failure budgets' halt state (halts.go)
+	agentJob watched.Value[hostcheck.AgentAllocs]
 	// nodes: the node list (nil while not live), from the node watch or the
 	// event stream's follower (nodes.go).
-	nodes watched[[]*api.NodeListStub]
+	nodes watched.Value[[]*api.NodeListStub]
 	// nodeWatch: how the nodes are followed (nodes.go followNodes).
 	nodeWatch nodestream.State
 	// allocs: the allocations of each node whose allocation watch answered
@@ -132,13 +78,13 @@ func (m *mailbox) start(term context.Context) {
 	defer m.mu.Unlock()
 	m.term = term
 	a := &m.a
-	a.hosts.failed()
-	a.control.failed()
-	a.requests.failed()
-	a.policy.failed()
-	a.halts.failed()
-	a.agentJob.failed()
-	a.nodes.failed()
+	a.hosts.Failed()
+	a.control.Failed()
+	a.requests.Failed()
+	a.policy.Failed()
+	a.halts.Failed()
+	a.agentJob.Failed()
+	a.nodes.Failed()
 	a.allocs, a.nodeEvents = nil, byindex.Cache[heartbeatIndexes]{}
 	m.takeHostsLocked()
 	m.nodesKeptLocked()
@@ -156,11 +102,11 @@ func (m *mailbox) take() answers {
 	m.a.nodeEvents = byindex.Cache[heartbeatIndexes]{} // the pass's now: the follower starts a new one
 	if m.term != nil && m.term.Err() != nil {
 		// The term ended: its watches stopped answering.
-		for _, w := range []*watched[struct{}]{&a.control, &a.requests, &a.policy, &a.halts} {
-			w.live = false
+		for _, w := range []*watched.Value[struct{}]{&a.control, &a.requests, &a.policy, &a.halts} {
+			w.Live = false
 		}
-		a.hosts.live, a.agentJob.live, a.nodes.live = false, false, false
-		a.nodes.val, a.allocs = nil, nil
+		a.hosts.Live, a.agentJob.Live, a.nodes.Live = false, false, false
+		a.nodes.Val, a.allocs = nil, nil
 	}
 	return a
 }
@@ -186,7 +132,7 @@ func (m *mailbox) takeHostsLocked() {
 func (m *mailbox) hostsAnswered(index uint64, list store.HostList, changed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.a.hosts.answered(index, list, changed)
+	m.a.hosts.Answered(index, list, changed)
 	if changed && m.hostsTaken == nil {
 		m.hostsTaken = make(chan struct{})
 	}
@@ -197,7 +143,7 @@ func (m *mailbox) hostsAnswered(index uint64, list store.HostList, changed bool)
 func (m *mailbox) hostsFailed() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.a.hosts.failed()
+	m.a.hosts.Failed()
 	m.takeHostsLocked()
 }
 
@@ -218,11 +164,11 @@ func (m *mailbox) setNodes(list []*api.NodeListStub, index uint64) {
 	n := &m.a.nodes
 	switch {
 	case list == nil:
-		n.failed()
-	case n.val != nil && index < n.index:
+		n.Failed()
+	case n.Val != nil && index < n.Index:
 		return
 	default:
-		n.answered(index, list, true)
+		n.Answered(index, list, true)
 	}
 	m.nodesKeptLocked()
 }
@@ -231,7 +177,7 @@ func (m *mailbox) setNodes(list []*api.NodeListStub, index uint64) {
 func (m *mailbox) nodesAt(index uint64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.a.nodes.val != nil && m.a.nodes.index == index
+	return m.a.nodes.Val != nil && m.a.nodes.Index == index
 }
 
 // nodesKeptLocked wakes the passes waiting for a node list (m.mu held).
@@ -245,17 +191,17 @@ func (m *mailbox) nodesKeptLocked() {
 // caughtUp returns the node list once one at index wrote or later is kept,
 // waiting up to wait; false when there is no list to wait for (or its term
 // ended), or it did not catch up in time.
-func (m *mailbox) caughtUp(ctx context.Context, wrote uint64, wait time.Duration) (watched[[]*api.NodeListStub], bool) {
+func (m *mailbox) caughtUp(ctx context.Context, wrote uint64, wait time.Duration) (watched.Value[[]*api.NodeListStub], bool) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		m.mu.Lock()
 		n := m.a.nodes
-		if n.val == nil || m.term != nil && m.term.Err() != nil {
+		if n.Val == nil || m.term != nil && m.term.Err() != nil {
 			m.mu.Unlock()
-			return watched[[]*api.NodeListStub]{}, false
+			return watched.Value[[]*api.NodeListStub]{}, false
 		}
-		if n.index >= wrote {
+		if n.Index >= wrote {
 			m.mu.Unlock()
 			return n, true
 		}
@@ -267,9 +213,9 @@ func (m *mailbox) caughtUp(ctx context.Context, wrote uint64, wait time.Duration
 		select {
 		case <-kept:
 		case <-t.C:
-			return watched[[]*api.NodeListStub]{}, false
+			return watched.Value[[]*api.NodeListStub]{}, false
 		case <-ctx.Done():
-			return watched[[]*api.NodeListStub]{}, false
+			return watched.Value[[]*api.NodeListStub]{}, false
 		}
 	}
 }

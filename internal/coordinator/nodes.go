@@ -65,8 +65,8 @@ func (w writeIndexNodes) ToggleEligibility(nodeID string, eligible bool, q *api.
 // catches up, waiting up to catchUpWait (nodes.go); nil when it does not.
 func (c *Coordinator) nodeList(ctx context.Context) []*api.NodeListStub {
 	least := c.nodesAtLeast.Load()
-	if w := c.seen.nodes; w.live && w.index >= least {
-		return w.val
+	if w := c.seen.nodes; w.Live && w.Index >= least {
+		return w.Val
 	}
 	wait := catchUpWait
 	if !c.suspected.IsZero() && c.now().Sub(c.suspected) < nodestream.CatchUp {
@@ -77,7 +77,7 @@ func (c *Coordinator) nodeList(ctx context.Context) []*api.NodeListStub {
 	}
 	if w, ok := c.mail.caughtUp(ctx, least, wait); ok {
 		c.seen.nodes, c.suspected = w, time.Time{}
-		return w.val
+		return w.Val
 	}
 	if c.nodeFollower != nil && least > 0 {
 		// The stream did not show a write of ours: it may be silent.

@@ -15,6 +15,7 @@ import (
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // The stored policy. With Options.Policy set, the coordinator decides only with
@@ -113,7 +114,7 @@ type policyState struct {
 	slots map[string]int
 	// read: that the source answered (the rules, or why they cannot be
 	// used), kept while the policy watch sees no change.
-	read keptRead[struct{}]
+	read watched.Kept[struct{}]
 }
 
 // setRules puts the stored policy's rules r in place of the rules in force.
@@ -133,7 +134,7 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 	}
 	ps := &c.policy
 	w := c.seen.policy
-	if _, ok := ps.read.get(w.gen, w.live); ok {
+	if _, ok := ps.read.Get(w.Gen, w.Live); ok {
 		// Not changed since it was read (its watch says): keep what it said.
 		return c.policyEnforced(ctx)
 	}
@@ -156,7 +157,7 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 		ps.version = r.Version
 		c.setRules(r)
 	}
-	ps.read.keep(w.gen, struct{}{})
+	ps.read.Keep(w.Gen, struct{}{})
 	return c.policyEnforced(ctx)
 }
 
@@ -256,10 +257,10 @@ func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, erro
 	n, err := c.opt.Policy.Watch(ctx, idx, 5*time.Minute)
 	c.mail.update(func(a *answers) {
 		if err != nil {
-			a.policy.failed() // passes read it themselves
+			a.policy.Failed() // passes read it themselves
 			return
 		}
-		a.policy.answered(n, struct{}{}, n != idx) // a pass reads it again after a change
+		a.policy.Answered(n, struct{}{}, n != idx) // a pass reads it again after a change
 	})
 	return n, err
 }
@@ -270,11 +271,11 @@ func (c *Coordinator) endTerm() {
 	c.policy.published = store.Enforcement{}
 	c.policy.loaded = false
 	c.waves.loaded = false // read again in the next term (waves.go)
-	c.policy.read.forget() // read again in the next term
+	c.policy.read.Forget() // read again in the next term
 	c.metrics.Policy(0, false)
 	c.metrics.NodeBlocking.Set(0)
 	c.alerts.Forget()
-	c.halts.read.forget()
+	c.halts.read.Forget()
 	c.halts.metrics.halted.Reset()
 	c.halts.logged, c.halts.notified, c.halts.readErr = nil, nil, ""
 	c.side.Forget() // the next term's notifier and publisher start afresh

@@ -33,10 +33,10 @@ func (c *Coordinator) watchAgentJob(ctx context.Context, idx uint64) (uint64, er
 	allocs, n, err := hostcheck.ReadAgentAllocs(ctx, c.opt.Jobs, c.agentJob(), c.opt.AgentJobNamespace, idx, 5*time.Minute)
 	c.mail.update(func(a *answers) {
 		if err != nil {
-			a.agentJob.failed() // not known to be current: passes read them
+			a.agentJob.Failed() // not known to be current: passes read them
 			return
 		}
-		a.agentJob.answered(n, allocs, n != idx)
+		a.agentJob.Answered(n, allocs, n != idx)
 	})
 	return n, err
 }
@@ -46,8 +46,8 @@ func (c *Coordinator) watchAgentJob(ctx context.Context, idx uint64) (uint64, er
 // is older than what a pass read itself (as for the host records:
 // caches.go).
 func (c *Coordinator) readAgentAllocs(ctx context.Context, job string) (hostcheck.AgentAllocs, error) {
-	if w := c.seen.agentJob; w.live && w.index >= c.agentJobAtLeast {
-		return w.val, nil
+	if w := c.seen.agentJob; w.Live && w.Index >= c.agentJobAtLeast {
+		return w.Val, nil
 	}
 	allocs, index, err := hostcheck.ReadAgentAllocs(ctx, c.opt.Jobs, job, c.opt.AgentJobNamespace, 0, 0)
 	if err == nil {
