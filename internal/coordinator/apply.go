@@ -11,8 +11,10 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/election"
+	"github.com/rollboot/rollboot/internal/haltkeep"
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/stopjobs"
 	"github.com/rollboot/rollboot/internal/store"
@@ -465,7 +467,7 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input
 	d2 := phase.Step(in)
 	c.noteRecheck(d2)
 	if !freesSlot(in, d2) || !givesBackOnly(in, d2) || d2.Failure != "" {
-		// A failed cycle is recorded before it is closed (halts.go): the
+		// A failed cycle is recorded before it is closed (recordFailures): the
 		// next pass does both.
 		return nil
 	}
@@ -488,4 +490,39 @@ func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, 
 	}
 	c.readChecks(ctx, s, o, group, nodeID)
 	return o
+}
+
+// recordFailures stores the failures of the decisions in failing, with the
+// halts they cause (package haltkeep), and returns the decisions that may be
+// carried out now: all of them once the write succeeded, none when it failed
+// (the next pass decides them again). s's halt state is the one written.
+func (c *Coordinator) recordFailures(ctx context.Context, s *snapshot, failing []pendingWrite) ([]pendingWrite, error) {
+	if len(failing) == 0 {
+		return nil, nil
+	}
+	fs := make([]policy.Failure, 0, len(failing))
+	for _, w := range failing {
+		fs = append(fs, haltkeep.FailureOf(w.in, w.d, planGroup(w.in.Plan, w.in.Group)))
+	}
+	wctx, cancel := c.stepContext(ctx)
+	defer cancel()
+	var ok bool
+	err := withHalts(s, func(p *haltkeep.Pass) (err error) {
+		ok, err = c.halts.Record(wctx, c.seen.halts.Gen, p, c.opt.FailureBudgets, fs, s.now)
+		return err
+	})
+	if !ok {
+		return nil, err
+	}
+	return failing, nil
+}
+
+// Halt halts group for reason, naming the hosts whose cycles made it (a
+// canary that failed, say), as the failure budget does: no new drain of the
+// group starts until `rollboot resume -group G`. A group already halted stays
+// as it is. Called from the pass's goroutine, with the pass's snapshot.
+func (c *Coordinator) Halt(ctx context.Context, s *snapshot, group, reason string, hosts []policy.Failure) error {
+	return withHalts(s, func(p *haltkeep.Pass) error {
+		return c.halts.Halt(ctx, c.seen.halts.Gen, p, group, reason, hosts, s.now)
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/haltkeep"
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
@@ -303,4 +304,43 @@ func (c *Coordinator) allocsReadInPass(ctx context.Context, nodeID string) ([]*a
 	}
 	c.noteAllocRead(nodeID, meta, allocs)
 	return allocs, nil
+}
+
+// The failure budgets' halt state (package haltkeep) is read when its watch
+// saw it change, at the start of each term, and at every pass while the last
+// read failed.
+
+// watchHalts follows the halt state for the passes: a change (a resume, the
+// coordinator's own write) makes the next pass read it again.
+func (c *Coordinator) watchHalts(ctx context.Context, idx uint64) (uint64, error) {
+	n, err := c.opt.Store.WatchHalts(ctx, idx, 5*time.Minute)
+	c.mail.update(func(a *answers) {
+		if err != nil {
+			a.halts.Failed() // passes read it themselves
+			return
+		}
+		a.halts.Answered(n, struct{}{}, n != idx)
+	})
+	return n, err
+}
+
+// readHalts puts the halt state in s: as kept while its watch saw no change,
+// else read. A read that fails leaves s.haltsErr set: admission holds every
+// host.
+func (c *Coordinator) readHalts(ctx context.Context, s *snapshot) {
+	p := c.halts.Read(ctx, c.seen.halts.Gen, c.seen.halts.Live)
+	if p.Err != "" {
+		s.haltsErr = p.Err
+		return
+	}
+	s.halts, s.haltsIndex = p.State, p.Index
+}
+
+// withHalts runs fn on s's halt state, as package haltkeep takes it, and
+// keeps what fn leaves in s.
+func withHalts(s *snapshot, fn func(p *haltkeep.Pass) error) error {
+	p := haltkeep.Pass{State: s.halts, Index: s.haltsIndex, Err: s.haltsErr}
+	err := fn(&p)
+	s.halts, s.haltsIndex = p.State, p.Index
+	return err
 }

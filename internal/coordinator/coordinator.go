@@ -26,6 +26,7 @@ import (
 	"github.com/rollboot/rollboot/internal/byindex"
 	"github.com/rollboot/rollboot/internal/capacityread"
 	"github.com/rollboot/rollboot/internal/gatepoll"
+	"github.com/rollboot/rollboot/internal/haltkeep"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/loopmetrics"
@@ -247,8 +248,8 @@ type Coordinator struct {
 	gates  *gatepoll.Gates
 	// approvals: the approval webhook's answers (approval.go).
 	approvals *approvalhook.Keeper
-	// halts: the failure budgets' state (halts.go).
-	halts haltState
+	// halts: the failure budgets' halt state across passes (package haltkeep).
+	halts *haltkeep.Keeper
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
@@ -294,7 +295,7 @@ func New(opt Options) *Coordinator {
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)
 	c.waves.failures = newWaveFailures(c.metrics.Registry)
-	c.halts = haltState{metrics: newHaltMetrics(c.metrics.Registry)}
+	c.halts = haltkeep.New(c.opt.Store, c.metrics.Registry, c.log)
 	return c
 }
 
@@ -403,7 +404,7 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 	if c.opt.Policy != nil {
 		queries = append(queries, c.watchPolicy)
 	}
-	queries = append(queries, c.watchHalts) // halts.go
+	queries = append(queries, c.watchHalts) // caches.go
 	for _, q := range queries {
 		wg.Add(1)
 		go func() {
@@ -458,7 +459,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		return c.stepFailed(octx, ctx, err)
 	}
 	c.forgetAnswers(s) // approval.go
-	c.logHalts(s)
+	c.halts.Log(haltkeep.Pass{State: s.halts, Index: s.haltsIndex, Err: s.haltsErr})
 	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt
@@ -468,7 +469,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control, s.now) // the plans as read: another leader may have stored them
 	var errs error
 	var r routed
-	var failing []pendingWrite // decisions that fail a cycle, carried out once recorded (halts.go)
+	var failing []pendingWrite // decisions that fail a cycle, carried out once recorded (apply.go recordFailures)
 	waiting := map[phase.WaitKind]int{}
 	for _, name := range s.names {
 		hv := s.hosts[name]
@@ -493,7 +494,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		r.route(s, in, d)
 	}
-	recorded, err := c.recordFailures(ctx, s, failing) // before their plans: halts.go
+	recorded, err := c.recordFailures(ctx, s, failing) // before their plans (apply.go)
 	errs = errors.Join(errs, err)
 	for _, w := range recorded {
 		r.route(s, w.in, w.d)

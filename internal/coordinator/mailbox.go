@@ -39,7 +39,7 @@ type answers struct {
 	control  watched.Value[struct{}] // the control variable
 	requests watched.Value[struct{}] // the per-host control variables
 	policy   watched.Value[struct{}]
-	halts    watched.Value[struct{}] // the failure budgets' halt state (halts.go)
+	halts    watched.Value[struct{}] // the failure budgets' halt state (caches.go readHalts)
 	agentJob watched.Value[hostcheck.AgentAllocs]
 	// nodes: the node list (nil while not live), from the node watch or the
 	// event stream's follower (nodes.go).

@@ -76,7 +76,7 @@ type snapshot struct {
 	// waves: the waves as this pass judged them (waves.go).
 	waves waveView
 	// halts: the failure budgets' halt state and its variable's index
-	// (halts.go); haltsErr: why it cannot be read ("" when it can, or when no
+	// (package haltkeep); haltsErr: why it cannot be read ("" when it can, or when no
 	// budget needs it).
 	halts      policy.HaltState
 	haltsIndex uint64
@@ -141,7 +141,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
 	c.readRejoinHealth(ctx, s)
-	c.readHalts(ctx, s) // before the waves, which forget what a resume lifted (halts.go)
+	c.readHalts(ctx, s) // before the waves, which forget what a resume lifted (package haltkeep)
 	c.observeWaves(ctx, s)
 	s.noHandOver = maps.Clone(c.noHandOver)
 	return s, nil

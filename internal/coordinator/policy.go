@@ -79,7 +79,7 @@ type Rules struct {
 	Approval     admission.ApprovalRules
 	ApprovalHook approvalhook.Settings
 	// FailureBudgets halt a group, or the rollout, after too many failed
-	// cycles (halts.go); RolloutBudget caps the hosts out and the drains
+	// cycles (package haltkeep); RolloutBudget caps the hosts out and the drains
 	// started per hour of all groups together (admission).
 	FailureBudgets policy.FailureBudgets
 	RolloutBudget  policy.RolloutBudget
@@ -275,8 +275,6 @@ func (c *Coordinator) endTerm() {
 	c.metrics.Policy(0, false)
 	c.metrics.NodeBlocking.Set(0)
 	c.alerts.Forget()
-	c.halts.read.Forget()
-	c.halts.metrics.halted.Reset()
-	c.halts.logged, c.halts.notified, c.halts.readErr = nil, nil, ""
+	c.halts.EndTerm()
 	c.side.Forget() // the next term's notifier and publisher start afresh
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/haltkeep"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -119,7 +120,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 	urgent := urgentRequests(s.control)
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason, PausedUntil: s.control.PausedUntil,
 		GroupPauses: s.control.GroupPauses, HostPauses: s.control.HostPauses,
-		Unreadable: map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltList(s.halts),
+		Unreadable: map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltkeep.List(s.halts),
 		Rollout: c.opt.RolloutBudget, DrainStarts: drainStarts(s)}
 	for _, gs := range s.statuses {
 		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)

@@ -32,7 +32,7 @@ func (p storedPlans) With(fn func(plans map[string]store.Plan, gen uint64)) {
 // plans another leader stored may be about to move on) and after them (a
 // freeze's start or end runs a pass: wake.go).
 func (c *Coordinator) notifyPass(ctl store.Control, now time.Time) {
-	c.side.Notify(storedPlans{c}, ctl, c.halts.notified, c.allGroups, now)
+	c.side.Notify(storedPlans{c}, ctl, c.halts.Notified(), c.allGroups, now)
 }
 
 // publishMeta hands the node metadata publisher what each host's node says

@@ -25,7 +25,7 @@ import (
 //     pure wave.Observe, also run by Preview);
 //   - a pass stores what changed before it admits (storeWaves): a canary's
 //     failure is stored before any later host of its wave could be granted,
-//     and halts its group (Halt, halts.go) until `rollboot resume -group G`,
+//     and halts its group (Halt, apply.go) until `rollboot resume -group G`,
 //     after which the group's failures before the resume are forgotten and the
 //     wave picks its canaries again;
 //   - admission holds the hosts their wave holds (admissionInput);
