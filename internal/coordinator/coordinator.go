@@ -42,6 +42,7 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
 	"github.com/rollboot/rollboot/internal/watched"
+	"github.com/rollboot/rollboot/internal/wavekeep"
 	"github.com/rollboot/rollboot/internal/workloadread"
 )
 
@@ -253,8 +254,9 @@ type Coordinator struct {
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
-	// waves: <prefix>/waves as this term read and wrote it (waves.go).
-	waves waveState
+	// waves: <prefix>/waves as this term read and wrote it (package
+	// wavekeep).
+	waves *wavekeep.Keeper
 	// awaitingReport: the hosts under way whose agent had not reported their
 	// reboot as the last pass read their records (phase.AwaitsReport): their
 	// node's allocations are not read (observe.go, rejoinhealth.go) nor
@@ -294,7 +296,7 @@ func New(opt Options) *Coordinator {
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)
-	c.waves.failures = newWaveFailures(c.metrics.Registry)
+	c.waves = wavekeep.New(c.opt.Store, c.metrics.Registry, c.log)
 	c.halts = haltkeep.New(c.opt.Store, c.metrics.Registry, c.log)
 	return c
 }

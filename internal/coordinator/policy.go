@@ -270,7 +270,7 @@ func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, erro
 func (c *Coordinator) endTerm() {
 	c.policy.published = store.Enforcement{}
 	c.policy.loaded = false
-	c.waves.loaded = false // read again in the next term (waves.go)
+	c.waves.EndTerm()      // read again in the next term
 	c.policy.read.Forget() // read again in the next term
 	c.metrics.Policy(0, false)
 	c.metrics.NodeBlocking.Set(0)

@@ -10,6 +10,7 @@ import (
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/wavekeep"
 )
 
 // Preview is what a reconcile pass would decide now, carried out nowhere: the
@@ -115,8 +116,8 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 		}
 	}
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
-	_, soaks := waveHoldsUntil(s, admissionQueue(s))
-	canaries := waveCanaries(s, adm.Admitted)
+	_, soaks := wavekeep.HoldsUntil(s.waves, s.plans, admissionQueue(s), s.now)
+	canaries := wavekeep.Canaries(s.waves, waveHosts(s, s.plans), adm.Admitted, s.now)
 	urgent := urgentRequests(s.control)
 	res := PreviewResult{Now: s.now, Paused: s.control.Paused, PauseReason: s.control.PauseReason, PausedUntil: s.control.PausedUntil,
 		GroupPauses: s.control.GroupPauses, HostPauses: s.control.HostPauses,
@@ -153,7 +154,7 @@ func (c *Coordinator) Preview(ctx context.Context) (PreviewResult, error) {
 			h.Group = in.Plan.Group
 		}
 		if d.Waiting.Kind == phase.WaitAfterGroup && h.NotBefore.IsZero() {
-			h.After = s.waves.rules[h.Group].After
+			h.After = s.waves.Rules[h.Group].After
 		}
 		res.Hosts = append(res.Hosts, h)
 	}
