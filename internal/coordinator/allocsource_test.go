@@ -75,10 +75,10 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	if q := n.queries(); len(q) != 3 || q[2] != 7 {
 		t.Errorf("queries %v, want the pass's reads and then the watch's from index 7", q)
 	}
-	c.takeMail() // the next pass
-	kept := c.allocs.watched["n1"]
-	if len(kept) != 1 || kept[0].Name != "web.web[0]" || pokes.Load() != 0 {
-		t.Errorf("the watch kept %+v and poked %d passes, want the pass's read and none", kept, pokes.Load())
+	c.takeMail()                                   // the next pass
+	kept, err := c.allocsOnNode(t.Context(), "n1") // the watch's answer: no read
+	if err != nil || len(kept) != 1 || kept[0].Name != "web.web[0]" || pokes.Load() != 0 || len(n.queries()) != 3 {
+		t.Errorf("the watch kept %+v (%v) and poked %d passes, queries %v; want the pass's read, none and no new query", kept, err, pokes.Load(), n.queries())
 	}
 }
 
@@ -94,9 +94,9 @@ func TestCapacityReadsAreKept(t *testing.T) {
 	if q := n.queries(); len(q) != 2 {
 		t.Errorf("queries %v, want one per node", q)
 	}
-	kept := c.takeAllocReads()
+	kept := c.allocs.TakeReads()
 	for _, id := range []string{"n1", "n2"} {
-		if r, ok := kept[id]; !ok || r.index != 7 || len(r.allocs) != 1 {
+		if r, ok := kept[id]; !ok || r.Index != 7 || len(r.Allocs) != 1 {
 			t.Errorf("node %s: kept %+v (%v)", id, r, ok)
 		}
 	}
@@ -198,7 +198,7 @@ func TestAllocSourceEqualsFreshReads(t *testing.T) {
 					w.version[id]++ // a change during the pass: seen by the next one
 				}
 			}
-			reads := c.takeAllocReads()
+			reads := c.allocs.TakeReads()
 			for id := range w.reads {
 				if _, ok := reads[id]; !ok {
 					t.Fatalf("seed %d pass %d: the read of node %s is not kept for its watch", seed, pass, id)

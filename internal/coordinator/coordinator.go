@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/allocsource"
 	"github.com/rollboot/rollboot/internal/approvalhook"
 	"github.com/rollboot/rollboot/internal/byindex"
 	"github.com/rollboot/rollboot/internal/capacityread"
@@ -157,7 +158,7 @@ type Coordinator struct {
 	now func() time.Time
 
 	// mu guards what the steps of a pass that run side by side write (the
-	// plan writes, apply.go; the capacity gate's reads, noteAllocRead)
+	// plan writes, apply.go)
 	// and what callers read while Run runs: the fields below up to ignored.
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
@@ -169,8 +170,6 @@ type Coordinator struct {
 	// recheck: the earliest RecheckAt of the pass's decisions (wake.go runs
 	// the next pass then; zero: none).
 	recheck time.Time
-	// allocs: where the pass finds the allocations of nodes (caches.go).
-	allocs allocSource
 	// freed: when a cycle of each group last ended (its slot freed), until
 	// the group's next drain starts (sideoutputs.go, drainStarted).
 	freed   map[string]time.Time
@@ -194,6 +193,11 @@ type Coordinator struct {
 	nodesAtLeast atomic.Uint64
 
 	// Everything below is the pass goroutine's.
+
+	// allocs: where the pass finds the allocations of nodes (package
+	// allocsource: the capacity gate's reads side by side under its own
+	// lock).
+	allocs allocsource.Source
 
 	// noHandOver: hand-overs refused for lack of permission, by host/product,
 	// with the refusal (a hand-over runs only in the decisions a pass carries
@@ -292,7 +296,8 @@ func New(opt Options) *Coordinator {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
 	c.side = sideoutput.Outputs{Notifier: opt.Notifier, NodeMeta: opt.NodeMeta, Silencer: opt.Silencer}
-	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.noteAllocRead}
+	c.allocs.Nodes = c.opt.Nodes
+	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.allocs.Noted}
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)

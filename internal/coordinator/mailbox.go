@@ -29,9 +29,10 @@ import (
 // Two locks are left. The mailbox's, between the watches and the pass. And
 // Coordinator.mu, for what the steps of a pass that run side by side write:
 // the plans (the parallel plan writes, apply.go), whether the pass
-// changed something and when to look again, the allocation reads (the
-// capacity gate's, side by side: admitreads.go), the slots freed (metrics);
-// and what callers read while Run runs (Overruns, Ignored).
+// changed something and when to look again, the slots freed (metrics); and
+// what callers read while Run runs (Overruns, Ignored). The capacity gate's
+// allocation reads, side by side, are kept under package allocsource's own
+// lock.
 
 // answers are the newest answers of the watches.
 type answers struct {
@@ -239,6 +240,6 @@ func (m *mailbox) setAllocs(nodeID string, allocs []*api.Allocation) {
 // the pass's allocation source from those of the allocation watches.
 func (c *Coordinator) takeMail() {
 	c.seen = c.mail.take()
-	c.newAllocPass(c.seen.allocs)
+	c.allocs.NewPass(c.seen.allocs)
 	c.streamed.PutAll(c.seen.nodeEvents)
 }

@@ -171,15 +171,15 @@ func (w *allocWatchers) set(plans map[string]store.Plan, awaiting map[string]boo
 	want := allocWatchNodes(plans, awaiting)
 	// A new watch starts from what the last pass read of its node
 	// (caches.go): kept as the watch's first answer, and asked past its index.
-	reads := w.c.takeAllocReads()
+	reads := w.c.allocs.TakeReads()
 	mail := &w.c.mail
 	w.watchSet.set(want, func(ctx context.Context, id string) {
 		defer mail.setAllocs(id, nil)
 		from := reads[id]
-		if from.index > 0 {
-			mail.setAllocs(id, from.allocs)
+		if from.Index > 0 {
+			mail.setAllocs(id, from.Allocs)
 		}
-		watch.Loop{Index: from.index, Query: func(ctx context.Context, idx uint64) (uint64, error) {
+		watch.Loop{Index: from.Index, Query: func(ctx context.Context, idx uint64) (uint64, error) {
 			q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
 			allocs, meta, err := w.c.opt.Nodes.Allocations(id, q)
 			if err != nil {
