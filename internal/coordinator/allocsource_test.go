@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/rejoinwatch"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -64,9 +65,10 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	}
 
 	var pokes atomic.Int32
-	w := &allocWatchers{watchSet: watchSet{ctx: t.Context()}, poke: func() { pokes.Add(1) }, c: c}
-	defer w.stop()
-	w.set(map[string]store.Plan{"h1": {Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1", SystemJobs: []string{"default/agent"}}}, nil)
+	w := rejoinwatch.NewAllocs(t.Context(), c.opt.Nodes, &c.mail, func() { pokes.Add(1) })
+	defer w.Stop()
+	plans := map[string]store.Plan{"h1": {Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1", SystemJobs: []string{"default/agent"}}}
+	w.Set(rejoinwatch.AllocNodes(plans, nil), c.allocs.TakeReads())
 	select {
 	case <-n.blocked:
 	case <-time.After(30 * time.Second):
@@ -152,10 +154,10 @@ func TestAllocSourceEqualsFreshReads(t *testing.T) {
 					w.version[id]++
 				case 1: // the watch answers
 					watched[id] = w.allocs(id)
-					c.mail.setAllocs(id, watched[id])
+					c.mail.SetAllocs(id, watched[id])
 				case 2: // the watch fails or ends
 					delete(watched, id)
-					c.mail.setAllocs(id, nil)
+					c.mail.SetAllocs(id, nil)
 				}
 			}
 			c.takeMail()

@@ -213,7 +213,7 @@ func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeVie
 
 // The allocations a pass sees of a node (package allocsource): its watch's
 // newest answer as the pass took it, else the pass's own read, kept for the
-// watches the loop starts after it (wake.go allocWatchers).
+// watches the loop starts after it (package rejoinwatch).
 
 // allocsOnNode returns the allocations on a node as this pass sees them.
 func (c *Coordinator) allocsOnNode(ctx context.Context, nodeID string) ([]*api.Allocation, error) {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,7 @@ import (
 	"github.com/rollboot/rollboot/internal/optout"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rejoinwatch"
 	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/stopjobs"
@@ -264,7 +266,7 @@ type Coordinator struct {
 	// awaitingReport: the hosts under way whose agent had not reported their
 	// reboot as the last pass read their records (phase.AwaitsReport): their
 	// node's allocations are not read (observe.go, rejoinhealth.go) nor
-	// watched (wake.go allocWatchNodes) before it.
+	// watched (rejoinwatch.AllocNodes) before it.
 	awaitingReport map[string]bool
 	// copiesKick: wakes the term's writer of the copies (copies.go); nil
 	// outside Run.
@@ -331,10 +333,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.side.Start(ctx, &wg)
 	c.startCopies(ctx, &wg)
 	defer func() { c.copiesKick = nil }()
-	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
-	defer allocs.stop()
-	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // wake.go
-	defer checks.stop()
+	allocs := rejoinwatch.NewAllocs(ctx, c.opt.Nodes, &c.mail, poke) // what rejoining hosts wait on
+	defer allocs.Stop()
+	checks := rejoinwatch.NewChecks(ctx, c.opt.ConsulHealth, poke)
+	defer checks.Stop()
 
 	c.mu.Lock()
 	c.plans = nil // reload: another coordinator may have written since we last led
@@ -362,8 +364,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Lock()
 		changed, plans := c.changed, plansUnderWay(c.plans) // observe.go
 		c.mu.Unlock()
-		allocs.set(plans, c.awaitingReport)
-		checks.set()
+		allocs.Set(rejoinwatch.AllocNodes(plans, c.awaitingReport), c.allocs.TakeReads())
+		checks.Set(maps.Clone(c.checkNodes))
 		if c.nodeFollower != nil {
 			c.nodeFollower.Watch(cycleNodes(plans)) // followed one by one without the stream (nodes.go)
 		}

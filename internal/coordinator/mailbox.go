@@ -48,7 +48,7 @@ type answers struct {
 	// nodeWatch: how the nodes are followed (nodes.go followNodes).
 	nodeWatch nodestream.State
 	// allocs: the allocations of each node whose allocation watch answered
-	// (wake.go allocWatchers), until it ends.
+	// (package rejoinwatch), until it ends.
 	allocs map[string][]*api.Allocation
 	// nodeEvents: the heartbeat indexes of the nodes the node follower saw in
 	// full since the last pass took them (nodes.go nodeSink.NodesWritten),
@@ -221,9 +221,9 @@ func (m *mailbox) caughtUp(ctx context.Context, wrote uint64, wait time.Duration
 	}
 }
 
-// setAllocs keeps the allocations the watch of nodeID read (nil: forget
+// SetAllocs keeps the allocations the watch of nodeID read (nil: forget
 // them, the watch failed or ended).
-func (m *mailbox) setAllocs(nodeID string, allocs []*api.Allocation) {
+func (m *mailbox) SetAllocs(nodeID string, allocs []*api.Allocation) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if allocs == nil {

@@ -231,7 +231,7 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 		}
 		if phase.AwaitsReport(hv.rec, p, true) {
 			// Also of a host this pass may move to rejoining: its node's
-			// allocations are not watched before the report (wake.go).
+			// allocations are not watched before the report (package rejoinwatch).
 			awaiting[name] = true
 		}
 		// A stuck host that had come back keeps meeting the rejoin checks.

@@ -22,8 +22,8 @@ import (
 // must be running and healthy and, with healthy.consul_checks, the node's Consul
 // checks must pass (package rejoin decides). The observer reads them only for
 // the hosts that wait for it (rejoining, or stuck after they came back); the
-// node's allocations are watched meanwhile (wake.go allocWatchers: the pass
-// takes them from the watch), and its Consul checks (wake.go), so a
+// node's allocations are watched meanwhile (package rejoinwatch: the pass
+// takes them from the watch), and its Consul checks, so a
 // change wakes a pass. Past healthy.deadline the host is stuck (on_deadline =
 // "hold") or its slot is freed with an alert ("release").
 //
