@@ -27,6 +27,7 @@ import (
 	"github.com/rollboot/rollboot/internal/approvalhook"
 	"github.com/rollboot/rollboot/internal/byindex"
 	"github.com/rollboot/rollboot/internal/capacityread"
+	"github.com/rollboot/rollboot/internal/enforcement"
 	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/haltkeep"
 	"github.com/rollboot/rollboot/internal/health"
@@ -297,6 +298,7 @@ func New(opt Options) *Coordinator {
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
+	c.policy.record = enforcement.Publisher{Store: c.opt.Store, Leader: opt.Identity, Now: c.now, Log: c.log}
 	c.side = sideoutput.Outputs{Notifier: opt.Notifier, NodeMeta: opt.NodeMeta, Silencer: opt.Silencer}
 	c.allocs.Nodes = c.opt.Nodes
 	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.allocs.Noted}

@@ -164,7 +164,7 @@ func (c *Coordinator) newNodeFollower(poke func()) *nodestream.Follower {
 		Poke: poke, Log: c.log, Relist: c.opt.Resync, OnState: func(s nodestream.State) {
 			c.metrics.NodeWatch(s)
 			c.mail.update(func(a *answers) { a.nodeWatch = s })
-			poke() // status says how the nodes are followed (policy.go publishEnforcement)
+			poke() // status says how the nodes are followed (package enforcement)
 		}}
 }
 
@@ -181,15 +181,6 @@ func cycleNodes(plans map[string]store.Plan) []string {
 		}
 	}
 	return ids
-}
-
-// nodeWatchText is what `rollboot status` says of how the nodes are followed:
-// nothing while the event stream works.
-func nodeWatchText(s nodestream.State) string {
-	if s.Mode != nodestream.Blocking {
-		return ""
-	}
-	return "blocking queries: the node event stream cannot be had (" + s.Reason + "); it is tried again now and then"
 }
 
 // nodeSink is the mailbox as the node follower's sink.

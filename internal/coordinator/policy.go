@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/approvalhook"
+	"github.com/rollboot/rollboot/internal/enforcement"
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/sideoutput"
-	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watched"
 )
 
@@ -106,12 +105,9 @@ type policyState struct {
 	version int    // of the rules in c.opt
 	problem string // why the stored policy cannot be used; "" when it can
 	loaded  bool   // the source answered at least once this term
-	// published is what was last written to the enforcement record (and its
-	// index); zero: nothing yet this term.
-	published store.Enforcement
-	// slots: each group's slot limit as the last pass computed it, written
-	// with the enforcement record (publishSlots).
-	slots map[string]int
+	// record: the enforcement record of this coordinator (package
+	// enforcement).
+	record enforcement.Publisher
 	// read: that the source answered (the rules, or why they cannot be
 	// used), kept while the policy watch sees no change.
 	read watched.Kept[struct{}]
@@ -174,74 +170,25 @@ func (c *Coordinator) policyEnforced(ctx context.Context) error {
 	return nil
 }
 
+// enforced is what the enforcement record says this coordinator enforces.
+func (c *Coordinator) enforced() enforcement.Enforced {
+	return enforcement.Enforced{PolicyVersion: c.policy.version, PolicyProblem: c.policy.problem, Nodes: c.seen.nodeWatch}
+}
+
 // publishEnforcement writes who leads and what it enforces when that changed
 // since it last wrote it in this term.
 func (c *Coordinator) publishEnforcement(ctx context.Context) error {
-	ps := &c.policy
-	e := store.Enforcement{Leader: c.opt.Identity, PolicyVersion: ps.version, PolicyProblem: ps.problem,
-		NodeWatch: nodeWatchText(c.seen.nodeWatch), Slots: ps.slots}
-	if ps.published.ModifyIndex != 0 && ps.published.Equal(e) {
-		return nil
-	}
-	cur, err := c.opt.Store.Enforcement(ctx)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		// Unreadable (a newer rollboot wrote it): overwrite it all the same.
-		c.log.Warn("the enforcement record cannot be read: writing it again", "err", err)
-	}
-	e.Since = c.now()
-	if e.LockIndex, err = c.termLockIndex(ctx); err != nil {
-		return fmt.Errorf("publish the enforced policy: %w", err)
-	}
-	idx, err := c.opt.Store.PutEnforcement(ctx, e, cur.ModifyIndex)
-	if err != nil {
-		return fmt.Errorf("publish the enforced policy: %w", err)
-	}
-	e.ModifyIndex = idx
-	ps.published = e
-	return nil
+	return c.policy.record.Publish(ctx, c.enforced())
 }
 
 // publishSlots records each group's slot limit, as admission saw the groups
-// in this pass, in the enforcement record when it changed: every
-// coordinator's status page shows it from there, not only the leader's. A
-// group's limit changes with its size and the policy, rarely: so does the
-// record. A coordinator without a stored policy (c.opt.Policy nil) keeps no
-// enforcement record.
+// in this pass, in the enforcement record when it changed. A coordinator
+// without a stored policy (c.opt.Policy nil) keeps no enforcement record.
 func (c *Coordinator) publishSlots(ctx context.Context, groups []policy.GroupStatus) {
 	if c.opt.Policy == nil {
 		return
 	}
-	slots := make(map[string]int, len(groups))
-	for _, g := range groups {
-		slots[g.Group.Name] = policy.Slots(g.Group, g.Size)
-	}
-	if maps.Equal(slots, c.policy.slots) {
-		return
-	}
-	c.policy.slots = slots
-	if err := c.publishEnforcement(ctx); err != nil {
-		c.policy.slots = nil // written again at the next pass
-		c.log.Warn("cannot record the groups' slot limits for the status page", "err", err)
-	}
-}
-
-// termLockIndex is the election lock's index in this term, read at its first
-// publication: `rollboot status` compares it with the lock's index to tell
-// whether this coordinator still leads. 0 without a lock (a coordinator run
-// without an election).
-func (c *Coordinator) termLockIndex(ctx context.Context) (uint64, error) {
-	ps := &c.policy
-	if ps.published.ModifyIndex != 0 {
-		return ps.published.LockIndex, nil // read in this term already
-	}
-	idx, err := c.opt.Store.LeaderLockIndex(ctx)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read the election lock's index: %w", err)
-	}
-	return idx, nil
+	c.policy.record.Slots(ctx, groups, c.enforced())
 }
 
 // policyHold is why every new start is held: the stored policy cannot be used.
@@ -268,7 +215,7 @@ func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, erro
 // endTerm forgets what this term published and read: the next term writes the
 // enforcement record again (another coordinator may have led in between).
 func (c *Coordinator) endTerm() {
-	c.policy.published = store.Enforcement{}
+	c.policy.record.EndTerm()
 	c.policy.loaded = false
 	c.waves.EndTerm()      // read again in the next term
 	c.policy.read.Forget() // read again in the next term
