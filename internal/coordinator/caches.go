@@ -50,6 +50,24 @@ func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []st
 	return recs, bad, nil
 }
 
+// The copies of the plans and host records (package copykeep) spare a new
+// leader's first pass a read of every plan and every record.
+
+// firstRead reports whether this pass reads every plan: the first of a term,
+// or the first after a write lost to another coordinator.
+func (c *Coordinator) firstRead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.plans == nil
+}
+
+// loadCopies loads the copies for the plans and records this pass reads.
+func (c *Coordinator) loadCopies(ctx context.Context) { c.copies.Load(ctx) }
+
+// copiesUsed logs how many of the plans and records this first read took
+// from their copies.
+func (c *Coordinator) copiesUsed() { c.copies.Used() }
+
 // The control state (the pause, and each host's request, cancel and release)
 // as the last pass read it, kept while the watches of the control variable and
 // of the requests have seen no change since: a pass over a cluster whose

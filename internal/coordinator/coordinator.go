@@ -27,6 +27,7 @@ import (
 	"github.com/rollboot/rollboot/internal/approvalhook"
 	"github.com/rollboot/rollboot/internal/byindex"
 	"github.com/rollboot/rollboot/internal/capacityread"
+	"github.com/rollboot/rollboot/internal/copykeep"
 	"github.com/rollboot/rollboot/internal/enforcement"
 	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/haltkeep"
@@ -269,9 +270,9 @@ type Coordinator struct {
 	// node's allocations are not read (observe.go, rejoinhealth.go) nor
 	// watched (rejoinwatch.AllocNodes) before it.
 	awaitingReport map[string]bool
-	// copiesKick: wakes the term's writer of the copies (copies.go); nil
-	// outside Run.
-	copiesKick chan<- struct{}
+	// copies: the copies of the plans and host records, loaded by a term's
+	// first pass and written after passes (package copykeep).
+	copies copykeep.Keeper
 }
 
 // New returns a coordinator.
@@ -290,7 +291,7 @@ func New(opt Options) *Coordinator {
 		c.opt.Resync = 30 * time.Second
 	}
 	if c.opt.Store != nil {
-		c.opt.Store.KeepCopies() // copies.go
+		c.opt.Store.KeepCopies() // package copykeep
 	}
 	c.metrics = loopmetrics.New(c.opt.Registry)
 	c.members = membership.Reader{Clusters: opt.Clusters, MaxAge: min(membership.MaxAge, c.opt.Resync), Now: c.now}
@@ -298,6 +299,7 @@ func New(opt Options) *Coordinator {
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
+	c.copies = copykeep.Keeper{Store: c.opt.Store, Log: c.log}
 	c.policy.record = enforcement.Publisher{Store: c.opt.Store, Leader: opt.Identity, Now: c.now, Log: c.log}
 	c.side = sideoutput.Outputs{Notifier: opt.Notifier, NodeMeta: opt.NodeMeta, Silencer: opt.Silencer}
 	c.allocs.Nodes = c.opt.Nodes
@@ -333,8 +335,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.hostsAtLeast, c.agentJobAtLeast = 0, 0
 	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet
 	c.side.Start(ctx, &wg)
-	c.startCopies(ctx, &wg)
-	defer func() { c.copiesKick = nil }()
+	defer c.copies.Start(ctx, &wg)()
 	allocs := rejoinwatch.NewAllocs(ctx, c.opt.Nodes, &c.mail, poke) // what rejoining hosts wait on
 	defer allocs.Stop()
 	checks := rejoinwatch.NewChecks(ctx, c.opt.ConsulHealth, poke)
@@ -524,7 +525,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control, s.now)
 	c.publishMeta(s)
 	c.silencePass()
-	c.keepCopies(ctx)
+	c.copies.After(ctx)
 	return errs
 }
 

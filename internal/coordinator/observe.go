@@ -110,7 +110,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	)
 	first := c.firstRead()
 	if first {
-		c.loadCopies(ctx) // most plans and records from their copies (copies.go)
+		c.loadCopies(ctx) // most plans and records from their copies (package copykeep)
 	}
 	loaded.Go(func() { plans, plansErr = c.loadPlans(ctx) })
 	recs, badRecs, err := c.hostRecords(ctx)
