@@ -40,6 +40,7 @@ import (
 	"github.com/rollboot/rollboot/internal/optout"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/recordcheck"
 	"github.com/rollboot/rollboot/internal/rejoinwatch"
 	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/statemetrics"
@@ -208,16 +209,13 @@ type Coordinator struct {
 	// out one after the other).
 	noHandOver map[string]string
 	// members: the server clusters' memberships the records are
-	// corroborated with; corroborated: what was logged of it (records.go).
-	members      membership.Reader
-	corroborated membership.Reporter
-	// reported: what checkRecords last logged.
-	reported string
-	// hostsAtLeast and agentJobAtLeast: the index of the last list of the
-	// host records, and of the agent job's allocations, that a pass read
-	// itself: a watch's answer older than it (its first, racing with such a
-	// pass) is not used (caches.go, records.go).
-	hostsAtLeast, agentJobAtLeast uint64
+	// corroborated with; records: their checks (package recordcheck).
+	members membership.Reader
+	records recordcheck.Checker
+	// hostsAtLeast: the index of the last list of the host records that a
+	// pass read itself: a watch's answer older than it (its first, racing
+	// with such a pass) is not used (caches.go).
+	hostsAtLeast uint64
 	// groups: the nodes' groups as last asked of Nomad (nodes.go).
 	groups nodegroups.Asker
 	// optOut: the pending nodes' node meta opt-outs as last asked (nodes.go).
@@ -295,7 +293,8 @@ func New(opt Options) *Coordinator {
 	}
 	c.metrics = loopmetrics.New(c.opt.Registry)
 	c.members = membership.Reader{Clusters: opt.Clusters, MaxAge: min(membership.MaxAge, c.opt.Resync), Now: c.now}
-	c.corroborated = membership.Reporter{Log: c.log}
+	c.records = recordcheck.Checker{Members: &c.members, Reporter: membership.Reporter{Log: c.log}, Jobs: c.opt.Jobs,
+		AgentJob: c.agentJob(), Namespace: c.opt.AgentJobNamespace, Unbacked: c.metrics.State.Unbacked, Log: c.log, Now: c.now}
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
@@ -332,7 +331,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer cancel()
 	c.groups = nodegroups.Asker{} // another coordinator may have written since we last led
 	c.nodesAtLeast.Store(0)
-	c.hostsAtLeast, c.agentJobAtLeast = 0, 0
+	c.hostsAtLeast = 0
+	c.records.NewTerm()
 	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet
 	c.side.Start(ctx, &wg)
 	defer c.copies.Start(ctx, &wg)()
