@@ -110,7 +110,7 @@ func (c *Coordinator) closeCycle(ctx context.Context, d phase.Decision) error {
 			return fmt.Errorf("history: %w", err)
 		}
 		c.metrics.State.Finished(*d.History)
-		c.slotFreed(d.History.Group, d.History.Finished)
+		c.handOffs.SlotFreed(d.History.Group, d.History.Finished)
 	}
 	return nil
 }
@@ -200,7 +200,7 @@ func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decis
 	}
 	log.Info("drain started", "node_id", in.Node.ID, "grant", p.GrantID)
 	if in.Plan.Phase == store.PhasePending { // the grant of this pass, not a drain issued again
-		c.drainStarted(in.Group, in.Plan.RequestedAt, in.Now)
+		c.handOffs.DrainStarted(in.Group, in.Plan.RequestedAt, in.Now)
 	}
 	return nil
 }

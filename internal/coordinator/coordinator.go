@@ -175,9 +175,6 @@ type Coordinator struct {
 	// recheck: the earliest RecheckAt of the pass's decisions (wake.go runs
 	// the next pass then; zero: none).
 	recheck time.Time
-	// freed: when a cycle of each group last ended (its slot freed), until
-	// the group's next drain starts (sideoutputs.go, drainStarted).
-	freed   map[string]time.Time
 	overrun Overrun
 	ignored []store.BadRecord // the records the last pass dropped
 
@@ -237,6 +234,10 @@ type Coordinator struct {
 	side sideoutput.Outputs
 
 	metrics *loopmetrics.Metrics
+	// handOffs: the slots freed, until their group's next drain starts
+	// (the slot hand-off metric; its own lock: the plan writes run side by
+	// side).
+	handOffs *statemetrics.HandOffs
 	// stateHosts: the array of the last state handed to the state metrics
 	// (sideoutputs.go), reused by the next.
 	stateHosts []statemetrics.Host
@@ -292,6 +293,7 @@ func New(opt Options) *Coordinator {
 		c.opt.Store.KeepCopies() // package copykeep
 	}
 	c.metrics = loopmetrics.New(c.opt.Registry)
+	c.handOffs = statemetrics.NewHandOffs(c.metrics.State)
 	c.members = membership.Reader{Clusters: opt.Clusters, MaxAge: min(membership.MaxAge, c.opt.Resync), Now: c.now}
 	c.records = recordcheck.Checker{Members: &c.members, Reporter: membership.Reporter{Log: c.log}, Jobs: c.opt.Jobs,
 		AgentJob: c.agentJob(), Namespace: c.opt.AgentJobNamespace, Unbacked: c.metrics.State.Unbacked, Log: c.log, Now: c.now}
@@ -343,8 +345,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	c.mu.Lock()
 	c.plans = nil // reload: another coordinator may have written since we last led
-	clear(c.freed)
 	c.mu.Unlock()
+	c.handOffs.Forget()
 	t := time.NewTicker(c.opt.Resync)
 	defer t.Stop()
 	chained, failed := 0, 0

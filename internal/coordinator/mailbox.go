@@ -29,8 +29,8 @@ import (
 // Two locks are left. The mailbox's, between the watches and the pass. And
 // Coordinator.mu, for what the steps of a pass that run side by side write:
 // the plans (the parallel plan writes, apply.go), whether the pass
-// changed something and when to look again, the slots freed (metrics); and
-// what callers read while Run runs (Overruns, Ignored). The capacity gate's
+// changed something and when to look again; and what callers read while Run
+// runs (Overruns, Ignored). The capacity gate's
 // allocation reads, side by side, are kept under package allocsource's own
 // lock.
 

@@ -117,32 +117,3 @@ func hostPhase(p store.Plan) string {
 	}
 	return p.Phase
 }
-
-// slotFreed notes that a cycle of group ended at at, freeing a slot of the
-// group (apply, from the plan writes side by side: under c.mu).
-func (c *Coordinator) slotFreed(group string, at time.Time) {
-	if at.IsZero() {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.freed == nil {
-		c.freed = map[string]time.Time{}
-	}
-	c.freed[group] = at
-}
-
-// drainStarted observes the slot hand-off of a drain granted now to a host of
-// group that asked at requested: from the later of its asking and the last
-// freeing of a slot of the group (slotFreed). The first drain of a group after
-// the coordinator starts leading is not observed (it did not see the slot
-// free).
-func (c *Coordinator) drainStarted(group string, requested, now time.Time) {
-	c.mu.Lock()
-	freed, ok := c.freed[group]
-	delete(c.freed, group)
-	c.mu.Unlock()
-	if ok {
-		c.metrics.State.HandOff(freed, requested, now)
-	}
-}
