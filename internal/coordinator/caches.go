@@ -2,12 +2,11 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/rollboot/rollboot/internal/haltkeep"
-	"github.com/rollboot/rollboot/internal/parallel"
+	"github.com/rollboot/rollboot/internal/heartbeatread"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watched"
@@ -142,22 +141,13 @@ func (c *Coordinator) controlAnswered(which func(*answers) *watched.Value[struct
 
 // The heartbeat indexes of a node (its last missed heartbeat and last
 // re-registration, from its events) are read while its host should be
-// rebooting: at every pass, for every host drained, rebooting or stuck. A
-// node's events change only with a write to the node, which gives it a new
-// ModifyIndex (nomad/state/state_store.go upsertNodeEvents and
-// updateNodeStatusTxn set it with the events they add), so what a read found
-// holds while the node list shows the same ModifyIndex: the node is read again
-// only when it changed (byindex.Cache). What is kept is that of the nodes the last
-// pass asked for, and no other.
+// rebooting: at every pass, for every host drained, rebooting or stuck, and
+// kept while the node's ModifyIndex stays the same (package heartbeatread).
+// What is kept is that of the nodes the last pass asked for, and no other.
 
 // heartbeatIndexes is what a read of a node's events found (kept in
-// Coordinator.heartbeats, a byindex.Cache, for the nodes the last pass asked for).
-type heartbeatIndexes struct {
-	reregistered, missed uint64
-	// eligibility and drainDone: the indexes of the node's last eligibility
-	// event (either way) and last "Node drain complete" event.
-	eligibility, drainDone uint64
-}
+// Coordinator.heartbeats for the nodes the last pass asked for).
+type heartbeatIndexes = heartbeatread.Indexes
 
 // heartbeatIndexesOf returns the node's last re-registration and missed
 // heartbeat indexes from its events.
@@ -166,67 +156,25 @@ func heartbeatIndexesOf(n *api.Node) heartbeatIndexes {
 	for _, ev := range n.Events {
 		switch ev.Message {
 		case eventReregistered, eventReregisteredByHeartbeat:
-			e.reregistered = max(e.reregistered, ev.CreateIndex)
+			e.Reregistered = max(e.Reregistered, ev.CreateIndex)
 		case eventHeartbeatMissed:
-			e.missed = max(e.missed, ev.CreateIndex)
+			e.Missed = max(e.Missed, ev.CreateIndex)
 		case eventMarkedEligible, eventMarkedIneligible:
-			e.eligibility = max(e.eligibility, ev.CreateIndex)
+			e.Eligibility = max(e.Eligibility, ev.CreateIndex)
 		case eventDrainComplete:
-			e.drainDone = max(e.drainDone, ev.CreateIndex)
+			e.DrainDone = max(e.DrainDone, ev.CreateIndex)
 		}
 	}
 	return e
 }
 
 // readHeartbeats puts the heartbeat indexes of each node of nodes (those of
-// the hosts that should be rebooting) into it: as kept at the node's
-// ModifyIndex, or as the node follower saw the node at that ModifyIndex in
-// full (streamed: the node event stream carries the whole node, its events
-// included), else read, side by side (NodeReadParallelism). It returns the
-// error of each read that failed, by the position of its node. What is kept
-// then is what this pass found, and nothing else.
+// the hosts that should be rebooting) into it, side by side
+// (NodeReadParallelism), from what was kept or streamed at the node's
+// ModifyIndex, else read. It returns the error of each read that failed, by
+// the position of its node.
 func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeView) []error {
-	found := make([]heartbeatIndexes, len(nodes))
-	errs := make([]error, len(nodes))
-	index := make([]*uint64, len(nodes)) // the ModifyIndex of each node read
-	var todo []int
-	for i, v := range nodes {
-		if e, ok := c.heartbeats.Get(v.ID, v.ModifyIndex); ok {
-			found[i] = e
-			continue
-		}
-		if e, ok := c.streamed.Get(v.ID, v.ModifyIndex); ok {
-			found[i], index[i] = e, &nodes[i].ModifyIndex // kept below, as if read
-			continue
-		}
-		todo = append(todo, i)
-	}
-	parallel.Each(len(todo), NodeReadParallelism, nil, func(k int) {
-		i := todo[k]
-		n, _, err := c.opt.Nodes.Info(nodes[i].ID, (&api.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			errs[i] = fmt.Errorf("read node %s: %w", nodes[i].ID, err)
-			return
-		}
-		found[i], index[i] = heartbeatIndexesOf(n), &n.ModifyIndex
-	})
-	used := make(map[string]bool, len(nodes))
-	for i, v := range nodes {
-		if errs[i] != nil {
-			continue
-		}
-		if index[i] != nil {
-			c.heartbeats.Put(v.ID, *index[i], found[i])
-		}
-		used[v.ID] = true
-		e := found[i]
-		v.ReregisteredIndex = max(v.ReregisteredIndex, e.reregistered)
-		v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.missed)
-		v.EligibilityIndex = max(v.EligibilityIndex, e.eligibility)
-		v.DrainDoneIndex = max(v.DrainDoneIndex, e.drainDone)
-	}
-	c.heartbeats.Retain(func(id string) bool { return used[id] })
-	return errs
+	return heartbeatread.Read(ctx, c.opt.Nodes, nodes, &c.heartbeats, &c.streamed, heartbeatIndexesOf, NodeReadParallelism)
 }
 
 // The allocations a pass sees of a node (package allocsource): its watch's
