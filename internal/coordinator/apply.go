@@ -284,6 +284,25 @@ func (c *Coordinator) clearCancel(ctx context.Context, host string, at time.Time
 	return nil
 }
 
+// consumeApproval removes the operator's approval of host that the cycle
+// ending used (valid until until), if it is still that one: a new approval
+// given since stays.
+func (c *Coordinator) consumeApproval(ctx context.Context, host string, until time.Time) error {
+	err := c.updateControl(ctx, func(ctl *store.Control) error {
+		if a, ok := ctl.Approvals[host]; ok && a.Until.Equal(until) {
+			delete(ctl.Approvals, host)
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrUnknownVersion) {
+		return nil // a newer rollboot's entries stay as they are (clearCancel)
+	}
+	if err != nil {
+		return fmt.Errorf("remove the approval of %s: %w", host, err)
+	}
+	return nil
+}
+
 // No pass waits for ever. Every request to Nomad has a deadline of its own when
 // the client is built by package deadline, but the coordinator does not rely on
 // its client for that: each step of a pass runs under a context that ends after

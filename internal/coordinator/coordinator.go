@@ -254,7 +254,7 @@ type Coordinator struct {
 	// alerts and gates: the alert gate's and the health gates' state (package gatepoll).
 	alerts *gatepoll.Alerts
 	gates  *gatepoll.Gates
-	// approvals: the approval webhook's answers (approval.go).
+	// approvals: the approval webhook's answers (holds.go).
 	approvals *approvalhook.Keeper
 	// halts: the failure budgets' halt state across passes (package haltkeep).
 	halts *haltkeep.Keeper
@@ -472,9 +472,9 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	c.forgetAnswers(s) // approval.go
+	c.approvals.ForgetSettled(s.plans) // holds.go
 	c.halts.Log(haltkeep.Pass{State: s.halts, Index: s.haltsIndex, Err: s.haltsErr})
-	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
+	c.storeWaves(octx, s) // a canary's failure, before any grant (holds.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt
 	c.freezeRecheck = policy.NextFreezeChange(c.allGroups(), s.now)

@@ -70,10 +70,10 @@ type snapshot struct {
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoin.Observed
 	// preview: the snapshot of `rollboot plan`, which asks the approval
-	// webhook nothing; previewAnswers stand in for its answers (approval.go).
+	// webhook nothing; previewAnswers stand in for its answers (holds.go).
 	preview        bool
 	previewAnswers map[string]admission.WebhookAnswer
-	// waves: the waves as this pass judged them (waves.go).
+	// waves: the waves as this pass judged them (holds.go).
 	waves waveView
 	// halts: the failure budgets' halt state and its variable's index
 	// (package haltkeep); haltsErr: why it cannot be read ("" when it can, or when no

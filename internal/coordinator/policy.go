@@ -73,7 +73,7 @@ type Rules struct {
 	// MetaKeys is what the node metadata publisher writes beside rollboot's
 	// own keys (sideoutputs.go publishMeta).
 	MetaKeys sideoutput.MetaRules
-	// Approval: the groups whose hosts await an approval (approval.go), and
+	// Approval: the groups whose hosts await an approval (holds.go), and
 	// ApprovalHook the webhook asked for those with approval = "webhook".
 	Approval     admission.ApprovalRules
 	ApprovalHook approvalhook.Settings

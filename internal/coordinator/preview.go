@@ -26,7 +26,7 @@ func (c *Coordinator) Preview(ctx context.Context) (preview.Observed, error) {
 	if err != nil {
 		return preview.Observed{}, err
 	}
-	s.preview, s.previewAnswers = true, map[string]admission.WebhookAnswer{} // the webhook is not asked (approval.go)
+	s.preview, s.previewAnswers = true, map[string]admission.WebhookAnswer{} // the webhook is not asked (holds.go)
 	// A host whose need the coordinator has not turned into a pending plan yet
 	// (it is not running, or has not had its pass) would be pending after the
 	// next pass: preview from there.

@@ -42,7 +42,7 @@ type GroupOptions struct {
 	HoldSingletons bool
 	// Silence: the Alertmanager silences of its hosts (sideoutputs.go).
 	Silence silence.Rules
-	// Wave: its canaries and the groups it follows (waves.go).
+	// Wave: its canaries and the groups it follows (holds.go).
 	Wave wave.GroupRules
 }
 
