@@ -31,6 +31,7 @@ import (
 	"github.com/rollboot/rollboot/internal/enforcement"
 	"github.com/rollboot/rollboot/internal/gatepoll"
 	"github.com/rollboot/rollboot/internal/haltkeep"
+	"github.com/rollboot/rollboot/internal/handover"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/loopmetrics"
@@ -666,40 +667,18 @@ const (
 	metaBy             = "drained_by"
 )
 
-// handOver hands the leadership of product over from the host's server. Without
-// the permission to (Nomad's needs a management token) it says so once and lets
-// the host go: the cluster elects a new leader when the host goes down.
+// handOver hands the leadership of product over from the host's server
+// (package handover). A refusal for lack of permission lets the host go, or
+// holds it (HoldOnDeniedHandOver), and is kept for the next passes.
 func (c *Coordinator) handOver(ctx context.Context, rec *store.HostRecord, product string) error {
-	if rec == nil {
-		return nil
+	denied, err := handover.FromHost(ctx, c.opt.Clusters, rec, product, c.opt.HoldOnDeniedHandOver, c.log)
+	if denied != "" {
+		if c.noHandOver == nil {
+			c.noHandOver = map[string]string{}
+		}
+		c.noHandOver[rec.Host+"/"+product] = denied
 	}
-	for _, srv := range rec.Servers {
-		if srv.Product != product {
-			continue
-		}
-		hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := c.opt.Clusters.HandOver(hctx, product, srv.ID)
-		cancel()
-		if errors.Is(err, health.ErrDenied) {
-			if c.opt.HoldOnDeniedHandOver {
-				c.log.Error("leadership hand-over refused; holding the host (policy: hold)",
-					"host", rec.Host, "product", product, "err", err)
-			} else {
-				c.log.Error("leadership hand-over refused; the host reboots as leader and the cluster elects another (policy: continue)",
-					"host", rec.Host, "product", product, "err", err)
-			}
-			if c.noHandOver == nil {
-				c.noHandOver = map[string]string{}
-			}
-			c.noHandOver[rec.Host+"/"+product] = err.Error()
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("hand over %s leadership from %s: %w", product, rec.Host, err)
-		}
-		c.log.Info("leadership handed over", "host", rec.Host, "product", product)
-	}
-	return nil
+	return err
 }
 
 func newGrantID() string {
