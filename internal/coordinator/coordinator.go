@@ -302,6 +302,7 @@ func New(opt Options) *Coordinator {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
 	c.copies = copykeep.Keeper{Store: c.opt.Store, Log: c.log}
+	c.policy.keep.Log = c.log
 	c.policy.record = enforcement.Publisher{Store: c.opt.Store, Leader: opt.Identity, Now: c.now, Log: c.log}
 	c.side = sideoutput.Outputs{Notifier: opt.Notifier, NodeMeta: opt.NodeMeta, Silencer: opt.Silencer}
 	c.allocs.Nodes = c.opt.Nodes

@@ -2,8 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/admission"
@@ -13,8 +11,8 @@ import (
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/policykeep"
 	"github.com/rollboot/rollboot/internal/sideoutput"
-	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // The stored policy. With Options.Policy set, the coordinator decides only with
@@ -84,33 +82,18 @@ type Rules struct {
 	RolloutBudget  policy.RolloutBudget
 }
 
-// InvalidPolicyError is a stored policy that cannot be used: unreadable,
-// written by a newer rollboot, or failing validation (written by hand).
-type InvalidPolicyError struct {
-	Version int // the stored version, 0 when it cannot be read
-	Err     error
-}
-
-func (e *InvalidPolicyError) Error() string {
-	if e.Version > 0 {
-		return fmt.Sprintf("the stored policy (version %d) is invalid: %v", e.Version, e.Err)
-	}
-	return fmt.Sprintf("the stored policy cannot be read: %v", e.Err)
-}
-
-func (e *InvalidPolicyError) Unwrap() error { return e.Err }
+// InvalidPolicyError is a stored policy that cannot be used (package
+// policykeep).
+type InvalidPolicyError = policykeep.InvalidError
 
 // policyState is the coordinator's view of the stored policy.
 type policyState struct {
-	version int    // of the rules in c.opt
-	problem string // why the stored policy cannot be used; "" when it can
-	loaded  bool   // the source answered at least once this term
+	// keep: the version of the rules in c.opt, or why the stored policy
+	// cannot be used (package policykeep).
+	keep policykeep.Keeper
 	// record: the enforcement record of this coordinator (package
 	// enforcement).
 	record enforcement.Publisher
-	// read: that the source answered (the rules, or why they cannot be
-	// used), kept while the policy watch sees no change.
-	read watched.Kept[struct{}]
 }
 
 // setRules puts the stored policy's rules r in place of the rules in force.
@@ -128,41 +111,21 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 	if c.opt.Policy == nil {
 		return nil
 	}
-	ps := &c.policy
 	w := c.seen.policy
-	if _, ok := ps.read.Get(w.Gen, w.Live); ok {
-		// Not changed since it was read (its watch says): keep what it said.
-		return c.policyEnforced(ctx)
+	r, take, err := policykeep.Refresh(ctx, &c.policy.keep, w.Gen, w.Live, c.opt.Policy.Rules, func(r Rules) int { return r.Version })
+	if err != nil {
+		return err
 	}
-	r, err := c.opt.Policy.Rules(ctx)
-	var bad *InvalidPolicyError
-	switch {
-	case errors.As(err, &bad):
-		if ps.problem != bad.Error() {
-			c.log.Error("the stored policy cannot be used: no new reboot starts until a valid one is applied (rollboot policy apply); hosts in a cycle finish it with the last good rules",
-				"err", bad, "enforced_version", ps.version)
-		}
-		ps.problem = bad.Error()
-	case err != nil:
-		return fmt.Errorf("read the stored policy: %w", err)
-	default:
-		if !ps.loaded || ps.problem != "" || r.Version != ps.version {
-			c.log.Info("enforcing the stored policy", "version", r.Version, "default", r.Version == 0)
-		}
-		ps.problem = ""
-		ps.version = r.Version
+	if take {
 		c.setRules(r)
 	}
-	ps.read.Keep(w.Gen, struct{}{})
 	return c.policyEnforced(ctx)
 }
 
 // policyEnforced records that the policy as last read is enforced: in the
 // metrics, and in the enforcement record.
 func (c *Coordinator) policyEnforced(ctx context.Context) error {
-	ps := &c.policy
-	ps.loaded = true
-	c.metrics.Policy(ps.version, ps.problem != "")
+	c.metrics.Policy(c.policy.keep.Version, c.policy.keep.Problem != "")
 	if err := c.publishEnforcement(ctx); err != nil {
 		// Only what status shows is late: the next pass writes it again.
 		c.log.Warn("cannot record the enforced policy for rollboot status", "err", err)
@@ -172,7 +135,7 @@ func (c *Coordinator) policyEnforced(ctx context.Context) error {
 
 // enforced is what the enforcement record says this coordinator enforces.
 func (c *Coordinator) enforced() enforcement.Enforced {
-	return enforcement.Enforced{PolicyVersion: c.policy.version, PolicyProblem: c.policy.problem, Nodes: c.seen.nodeWatch}
+	return enforcement.Enforced{PolicyVersion: c.policy.keep.Version, PolicyProblem: c.policy.keep.Problem, Nodes: c.seen.nodeWatch}
 }
 
 // publishEnforcement writes who leads and what it enforces when that changed
@@ -193,10 +156,10 @@ func (c *Coordinator) publishSlots(ctx context.Context, groups []policy.GroupSta
 
 // policyHold is why every new start is held: the stored policy cannot be used.
 func (c *Coordinator) policyHold() phase.WaitReason {
-	if c.policy.problem == "" {
+	if c.policy.keep.Problem == "" {
 		return phase.WaitReason{}
 	}
-	return phase.WaitFor(phase.WaitPolicyInvalid, c.policy.problem)
+	return phase.WaitFor(phase.WaitPolicyInvalid, c.policy.keep.Problem)
 }
 
 // watchPolicy wakes the reconcile loop when the stored policy changes.
@@ -216,9 +179,8 @@ func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, erro
 // enforcement record again (another coordinator may have led in between).
 func (c *Coordinator) endTerm() {
 	c.policy.record.EndTerm()
-	c.policy.loaded = false
-	c.waves.EndTerm()      // read again in the next term
-	c.policy.read.Forget() // read again in the next term
+	c.waves.EndTerm()       // read again in the next term
+	c.policy.keep.EndTerm() // read again in the next term
 	c.metrics.Policy(0, false)
 	c.metrics.NodeBlocking.Set(0)
 	c.alerts.Forget()
