@@ -7,7 +7,6 @@ import (
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/haltkeep"
 	"github.com/rollboot/rollboot/internal/phase"
-	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/preview"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/wavekeep"
@@ -51,13 +50,7 @@ func (c *Coordinator) Preview(ctx context.Context) (preview.Observed, error) {
 		GroupPauses: s.control.GroupPauses, HostPauses: s.control.HostPauses,
 		Unreadable: map[string]string{}, HaltsUnknown: s.haltsErr, Halts: haltkeep.List(s.halts),
 		Rollout: c.opt.RolloutBudget, DrainStarts: drainStarts(s)}
-	for _, gs := range s.statuses {
-		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
-		if !ok {
-			limit = -1
-		}
-		res.Groups = append(res.Groups, preview.ObservedGroup{GroupStatus: gs, Slots: policy.Slots(gs.Group, gs.Size), Limit: limit})
-	}
+	res.Groups = preview.ObservedGroups(s.statuses)
 	for _, name := range s.names {
 		if err := s.hosts[name].err; err != nil {
 			res.Unreadable[name] = err.Error()
@@ -68,36 +61,13 @@ func (c *Coordinator) Preview(ctx context.Context) (preview.Observed, error) {
 			continue
 		}
 		d := phase.Step(in)
-		h := preview.ObservedHost{Host: name, Group: s.hosts[name].group, Plan: in.Plan, Waiting: d.Waiting, HoldsSlot: adm.HoldsSlot[name],
-			Cordon: cordonText(d.Plan), NotBefore: soaks[name], Canary: canaries[name], Urgent: urgent[name]}
-		if rec := s.hosts[name].rec; rec != nil {
-			for _, srv := range rec.Servers {
-				h.Clusters = append(h.Clusters, phase.ClusterKey(srv))
-			}
-		}
-		if in.Plan.Phase == store.PhasePending && d.Plan.Phase != store.PhasePending && d.Plan.Active() {
-			h.Starts, h.Waiting = true, phase.WaitReason{}
-		}
-		if h.Group == "" {
-			h.Group = in.Plan.Group
-		}
+		h := preview.ObservedHost{Host: name, Group: s.hosts[name].group, HoldsSlot: adm.HoldsSlot[name],
+			NotBefore: soaks[name], Canary: canaries[name], Urgent: urgent[name]}
+		h.Decided(in.Plan, d, s.hosts[name].rec)
 		if d.Waiting.Kind == phase.WaitAfterGroup && h.NotBefore.IsZero() {
 			h.After = s.waves.Rules[h.Group].After
 		}
 		res.Hosts = append(res.Hosts, h)
 	}
 	return res, nil
-}
-
-// cordonText says what the preview shows of a plan's cordon (preview.ObservedHost.Cordon).
-func cordonText(p store.Plan) string {
-	switch {
-	case p.Phase != store.PhasePending:
-		return ""
-	case !p.CordonedAt.IsZero():
-		return "cordoned"
-	case p.NoCordon != "":
-		return "no cordon: " + p.NoCordon
-	}
-	return ""
 }

@@ -80,3 +80,46 @@ type Observed struct {
 	Rollout     policy.RolloutBudget
 	DrainStarts []time.Time
 }
+
+// ObservedGroups are the groups of statuses, with their slots and limits.
+func ObservedGroups(statuses []policy.GroupStatus) []ObservedGroup {
+	var out []ObservedGroup
+	for _, gs := range statuses {
+		limit, ok := policy.MaxUnavailable(gs.Group, gs.Size)
+		if !ok {
+			limit = -1
+		}
+		out = append(out, ObservedGroup{GroupStatus: gs, Slots: policy.Slots(gs.Group, gs.Size), Limit: limit})
+	}
+	return out
+}
+
+// Decided fills in h what follows from the pass's decision d for the host,
+// whose plan the pass starts from is plan and whose record is rec (nil: none).
+func (h *ObservedHost) Decided(plan store.Plan, d phase.Decision, rec *store.HostRecord) {
+	h.Plan, h.Waiting, h.Cordon = plan, d.Waiting, cordonText(d.Plan)
+	if rec != nil {
+		for _, srv := range rec.Servers {
+			h.Clusters = append(h.Clusters, phase.ClusterKey(srv))
+		}
+	}
+	if plan.Phase == store.PhasePending && d.Plan.Phase != store.PhasePending && d.Plan.Active() {
+		h.Starts, h.Waiting = true, phase.WaitReason{}
+	}
+	if h.Group == "" {
+		h.Group = plan.Group
+	}
+}
+
+// cordonText says what the preview shows of a plan's cordon (Cordon).
+func cordonText(p store.Plan) string {
+	switch {
+	case p.Phase != store.PhasePending:
+		return ""
+	case !p.CordonedAt.IsZero():
+		return "cordoned"
+	case p.NoCordon != "":
+		return "no cordon: " + p.NoCordon
+	}
+	return ""
+}
