@@ -431,14 +431,10 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
-	if taken := c.mail.untakenHosts(); taken != nil {
+	if !c.mail.hostsTaken(ctx) {
 		// List again once a pass took the last list (caches.go); the
 		// change that made it was told (poked) when it was answered.
-		select {
-		case <-taken:
-		case <-ctx.Done():
-			return idx, ctx.Err()
-		}
+		return idx, ctx.Err()
 	}
 	list, n, err := c.opt.Store.HostList(ctx, idx, 5*time.Minute)
 	if err != nil {
@@ -698,9 +694,8 @@ func newGrantID() string {
 // leads): it peeks at the host watch's newest list in the mailbox and touches
 // none of the pass's state.
 func (c *Coordinator) CountCandidates(ctx context.Context) (int, error) {
-	c.mail.mu.Lock()
-	w := c.mail.a.hosts
-	c.mail.mu.Unlock()
+	var w watched.Value[store.HostList]
+	c.mail.Read(func(a *answers, _ bool) { w = a.hosts })
 	var (
 		recs []store.HostRecord
 		err  error
@@ -750,29 +745,29 @@ func (c *Coordinator) Follow(ctx context.Context) (stop func(), err error) {
 
 // following reports whether the watches a pass takes its reads from answered.
 func (c *Coordinator) following() bool {
-	m := &c.mail
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.a.hosts.Live && m.a.nodes.Val != nil && (c.opt.Policy == nil || m.a.policy.Live)
+	var ok bool
+	c.mail.Read(func(a *answers, _ bool) {
+		ok = a.hosts.Live && a.nodes.Val != nil && (c.opt.Policy == nil || a.policy.Live)
+	})
+	return ok
 }
 
 // WatchedHosts returns the index the host record watch last answered at: a
 // record written at or before it is read by the next pass.
 func (c *Coordinator) WatchedHosts() uint64 {
-	m := &c.mail
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.a.hosts.Index
+	var idx uint64
+	c.mail.Read(func(a *answers, _ bool) { idx = a.hosts.Index })
+	return idx
 }
 
 // WatchedNodes returns the index of the node list the node watch last kept (0:
 // none, or it failed), for a benchmark that waits until a change is seen.
 func (c *Coordinator) WatchedNodes() uint64 {
-	m := &c.mail
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.a.nodes.Val == nil {
-		return 0
-	}
-	return m.a.nodes.Index
+	var idx uint64
+	c.mail.Read(func(a *answers, _ bool) {
+		if a.nodes.Val != nil {
+			idx = a.nodes.Index
+		}
+	})
+	return idx
 }

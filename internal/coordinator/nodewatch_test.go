@@ -14,6 +14,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // The follower keeps, from one list and the event stream, the node list a
@@ -117,9 +118,9 @@ func TestNodeListFromEvents(t *testing.T) {
 
 // mailedNodes returns the node list in co's mailbox, and its index.
 func mailedNodes(co *Coordinator) ([]*api.NodeListStub, uint64) {
-	co.mail.mu.Lock()
-	defer co.mail.mu.Unlock()
-	return co.mail.a.nodes.Val, co.mail.a.nodes.Index
+	var n watched.Value[[]*api.NodeListStub]
+	co.mail.Read(func(a *answers, _ bool) { n = a.nodes })
+	return n.Val, n.Index
 }
 
 // A pass after a node write of its own waits for the watch to show it, and
