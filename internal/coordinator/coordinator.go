@@ -97,7 +97,7 @@ type Deps struct {
 	// Without it, hosts that run servers are never granted.
 	Clusters ClusterAccess
 	// Jobs tells which hosts lost their agent from the allocations of
-	// Runtime.AgentJob (records.go).
+	// Runtime.AgentJob (caches.go).
 	Jobs hostcheck.JobsAPI
 	// Policy is the stored policy: its rules replace Options.Rules, which hold
 	// the safe default until it is read (policy.go).

@@ -37,11 +37,11 @@ type snapshot struct {
 	nodes   map[string]*api.NodeListStub // every Nomad node, by ID
 	groupOf map[string]string            // node ID -> the first group whose filter matches it
 	// nodesByName: the nodes by name, indexed when a cycle's node is not
-	// listed as its host's (nodegone.go); nil until then.
+	// listed as its host's (nodes.go); nil until then.
 	nodesByName map[string][]phase.ListedNode
 	hosts       map[string]*hostView // every host with a usable record or a plan
 	names       []string             // the keys of hosts, sorted
-	// missing: hosts whose agent is known not to run, and why (records.go).
+	// missing: hosts whose agent is known not to run, and why (caches.go).
 	missing map[string]string
 	// clusters holds the health of each server cluster (by product/cluster) of a
 	// host that is pending, draining or rejoining; nil without quorum gates.
