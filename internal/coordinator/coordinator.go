@@ -164,8 +164,8 @@ type Coordinator struct {
 	now func() time.Time
 
 	// mu guards what the steps of a pass that run side by side write (the
-	// plan writes, apply.go)
-	// and what callers read while Run runs: the fields below up to ignored.
+	// plan writes, apply.go) and what callers read while Run runs: the
+	// fields below up to ignored.
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
 	// plansGen counts the changes of plans (a write, a load): what was handed
@@ -176,7 +176,6 @@ type Coordinator struct {
 	// recheck: the earliest RecheckAt of the pass's decisions (wake.go runs
 	// the next pass then; zero: none).
 	recheck time.Time
-	overrun Overrun
 	ignored []store.BadRecord // the records the last pass dropped
 
 	// mail: the watches' newest answers (mailbox.go); seen: as the pass took
@@ -235,6 +234,9 @@ type Coordinator struct {
 	side sideoutput.Outputs
 
 	metrics *loopmetrics.Metrics
+	// passes: the passes' durations and overruns (what callers read while
+	// Run runs: Overruns).
+	passes *loopmetrics.Passes
 	// handOffs: the slots freed, until their group's next drain starts
 	// (the slot hand-off metric; its own lock: the plan writes run side by
 	// side).
@@ -295,6 +297,7 @@ func New(opt Options) *Coordinator {
 	}
 	c.metrics = loopmetrics.New(c.opt.Registry)
 	c.handOffs = statemetrics.NewHandOffs(c.metrics.State)
+	c.passes = loopmetrics.NewPasses(c.metrics)
 	c.members = membership.Reader{Clusters: opt.Clusters, MaxAge: min(membership.MaxAge, c.opt.Resync), Now: c.now}
 	c.records = recordcheck.Checker{Members: &c.members, Reporter: membership.Reporter{Log: c.log}, Jobs: c.opt.Jobs,
 		AgentJob: c.agentJob(), Namespace: c.opt.AgentJobNamespace, Unbacked: c.metrics.State.Unbacked, Log: c.log, Now: c.now}

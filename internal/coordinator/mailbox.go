@@ -29,7 +29,7 @@ import (
 // Coordinator.mu, for what the steps of a pass that run side by side write:
 // the plans (the parallel plan writes, apply.go), whether the pass
 // changed something and when to look again; and what callers read while Run
-// runs (Overruns, Ignored). The capacity gate's
+// runs (Ignored; the overruns are loopmetrics.Passes'). The capacity gate's
 // allocation reads, side by side, are kept under package allocsource's own
 // lock.
 

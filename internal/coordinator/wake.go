@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/loopmetrics"
 	"github.com/rollboot/rollboot/internal/policy"
 )
 
@@ -55,35 +56,19 @@ func afterPass(changed bool, chained int, poked bool) (again, spinning bool) {
 func (c *Coordinator) Registry() *prometheus.Registry { return c.metrics.Registry }
 
 // Overrun is a reconcile pass that took longer than the resync interval.
-type Overrun struct {
-	Count int           // overruns since the coordinator started
-	Last  time.Time     // when the last one ended
-	Took  time.Duration // how long it took
-}
+type Overrun = loopmetrics.Overrun
 
 // Overruns returns the passes that overran so far.
-func (c *Coordinator) Overruns() Overrun {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.overrun
-}
+func (c *Coordinator) Overruns() Overrun { return c.passes.Overruns() }
 
 // observePass records a pass's duration; one longer than the resync interval is an
 // overrun: logged and counted, since decisions waited for it (every request has a
 // deadline, so a pass cannot hang for ever, but a slow server still slows it).
 func (c *Coordinator) observePass(took time.Duration, end time.Time) {
-	c.metrics.Duration.Observe(took.Seconds())
-	if took <= c.opt.Resync {
-		return
+	if n := c.passes.Observe(took, c.opt.Resync, end); n > 0 {
+		c.log.Warn("reconcile pass overran the resync interval", "took", took.Round(time.Millisecond),
+			"resync_interval", c.opt.Resync, "overruns", n)
 	}
-	c.metrics.Overruns.Inc()
-	c.mu.Lock()
-	c.overrun.Count++
-	c.overrun.Last, c.overrun.Took = end, took
-	n := c.overrun.Count
-	c.mu.Unlock()
-	c.log.Warn("reconcile pass overran the resync interval", "took", took.Round(time.Millisecond),
-		"resync_interval", c.opt.Resync, "overruns", n)
 }
 
 // waitForPass waits for a reason to run the next pass: a change seen by a watch

@@ -2,10 +2,12 @@
 // their node's allocations and their Consul checks, with one blocking query
 // per node, and pokes the coordinator's loop when it changes: an allocation
 // starting or a check turning passing changes nothing the node list shows.
+// It also reads a node's Consul checks once, for the pass (ReadChecks).
 package rejoinwatch
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/allocsource"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
 )
@@ -28,6 +31,22 @@ type Allocations interface {
 // *consulapi.Health implements it.
 type ConsulHealth interface {
 	Node(node string, q *consulapi.QueryOptions) (consulapi.HealthChecks, *consulapi.QueryMeta, error)
+}
+
+// ReadChecks reads the Consul checks of node (its name) once, as package rejoin
+// takes them; consul nil: no Consul client is configured.
+func ReadChecks(ctx context.Context, consul ConsulHealth, node string) ([]rejoin.Check, error) {
+	if consul == nil {
+		return nil, fmt.Errorf("healthy.consul_checks is set but no Consul client is configured (CONSUL_HTTP_ADDR)")
+	}
+	if node == "" {
+		return nil, fmt.Errorf("cannot read Consul checks: the node's name is unknown")
+	}
+	checks, _, err := consul.Node(node, (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the Consul checks of node %s: %w", node, err)
+	}
+	return rejoin.ConsulChecks(checks), nil
 }
 
 // Sink keeps the newest allocations an allocation watch read, for the next
