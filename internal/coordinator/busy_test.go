@@ -92,3 +92,11 @@ func TestPlansUnderWayAnswerAsAll(t *testing.T) {
 		}
 	}
 }
+
+// hostPhase is the phase of a host's plan, idle without one.
+func hostPhase(p store.Plan) string {
+	if p.Phase == "" {
+		return store.PhaseIdle
+	}
+	return p.Phase
+}

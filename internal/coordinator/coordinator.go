@@ -735,24 +735,14 @@ func (c *Coordinator) Follow(ctx context.Context) (stop func(), err error) {
 		cancel()
 		wg.Wait()
 	}
-	for !c.following() {
-		select {
-		case <-ctx.Done():
-			stop()
-			return nil, fmt.Errorf("the watches did not answer: %w", ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
+	answered := func(a *answers, _ bool) bool { // the watches a pass takes its reads from
+		return a.hosts.Live && a.nodes.Val != nil && (c.opt.Policy == nil || a.policy.Live)
+	}
+	if !c.mail.Wait(ctx, answered, 0) {
+		stop()
+		return nil, fmt.Errorf("the watches did not answer: %w", ctx.Err())
 	}
 	return stop, nil
-}
-
-// following reports whether the watches a pass takes its reads from answered.
-func (c *Coordinator) following() bool {
-	var ok bool
-	c.mail.Read(func(a *answers, _ bool) {
-		ok = a.hosts.Live && a.nodes.Val != nil && (c.opt.Policy == nil || a.policy.Live)
-	})
-	return ok
 }
 
 // WatchedHosts returns the index the host record watch last answered at: a

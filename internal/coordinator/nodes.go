@@ -10,6 +10,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
+	"github.com/rollboot/rollboot/internal/optout"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -136,22 +137,15 @@ func (c *Coordinator) groupNames() []nodegroups.Group {
 // optout asks Nomad. A node that cannot be asked about holds its host (fail
 // closed), with the error as its reason.
 func (c *Coordinator) readOptOut(ctx context.Context, s *snapshot) {
-	hostOf := map[string]string{}  // node ID -> host
-	pending := map[string]uint64{} // node ID -> ModifyIndex
+	pending := map[string]optout.Pending{}
 	for _, name := range s.names {
-		hv := s.hosts[name]
-		if s.plans[name].Phase != store.PhasePending || hv.node == nil || s.nodes[hv.node.ID] == nil {
-			continue
+		if hv := s.hosts[name]; s.plans[name].Phase == store.PhasePending && hv.node != nil && s.nodes[hv.node.ID] != nil {
+			pending[name] = optout.Pending{NodeID: hv.node.ID, ModifyIndex: s.nodes[hv.node.ID].ModifyIndex}
 		}
-		hostOf[hv.node.ID], pending[hv.node.ID] = name, s.nodes[hv.node.ID].ModifyIndex
 	}
-	reasons, err := c.optOut.Reasons(ctx, c.opt.Nodes, pending)
-	if err != nil {
+	var err error
+	if s.optOut, err = c.optOut.HostReasons(ctx, c.opt.Nodes, pending); err != nil {
 		c.log.Warn("node meta opt-out cannot be read: holding the hosts asked about", "err", err)
-	}
-	s.optOut = make(map[string]string, len(reasons))
-	for id, why := range reasons {
-		s.optOut[hostOf[id]] = why
 	}
 }
 

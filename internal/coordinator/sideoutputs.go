@@ -3,7 +3,7 @@ package coordinator
 import (
 	"time"
 
-	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/statemetrics"
@@ -45,15 +45,7 @@ func (c *Coordinator) publishMeta(s *snapshot) {
 			}
 		}
 	}
-	queue := func() []policy.Request {
-		q := admissionQueue(s)
-		reqs := make([]policy.Request, len(q))
-		for i, p := range q {
-			reqs[i] = p.Request
-		}
-		return reqs
-	}
-	c.side.PublishMeta(storedPlans{c}, c.opt.MetaKeys, hosts, queue)
+	c.side.PublishMeta(storedPlans{c}, c.opt.MetaKeys, hosts, func() []admission.Pending { return admissionQueue(s) })
 }
 
 // silencePass hands the silence keeper the plans as stored and the groups'
@@ -95,7 +87,7 @@ func stateInput(s *snapshot, buf []statemetrics.Host) statemetrics.State {
 			}
 		}
 		if p := s.plans[name]; planUnderWay(p) {
-			h.Phase, h.RequestedAt = hostPhase(p), p.RequestedAt
+			h.Phase, h.RequestedAt = p.Phase, p.RequestedAt
 		}
 		hosts = append(hosts, h)
 	}
@@ -108,12 +100,4 @@ func stateInput(s *snapshot, buf []statemetrics.Host) statemetrics.State {
 	}
 	return statemetrics.State{Now: s.now, Hosts: hosts, Groups: s.statuses, Paused: s.control.Paused, AgentsMissing: len(s.missing),
 		DetectErrors: detectErrors, PausedGroups: paused, PausedHosts: len(s.control.HostPauses)}
-}
-
-// hostPhase is the phase of a host's plan, idle without one.
-func hostPhase(p store.Plan) string {
-	if p.Phase == "" {
-		return store.PhaseIdle
-	}
-	return p.Phase
 }

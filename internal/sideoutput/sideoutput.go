@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/notify"
@@ -172,13 +173,18 @@ type MetaHost struct {
 // not answer); it gets its metadata once it is. So is a rebooting host's
 // node, which is about to go down. The same metadata as last handed over is
 // not handed over again.
-func (o *Outputs) PublishMeta(plans Plans, rules MetaRules, hosts iter.Seq[MetaHost], queue func() []policy.Request) {
+func (o *Outputs) PublishMeta(plans Plans, rules MetaRules, hosts iter.Seq[MetaHost], queue func() []admission.Pending) {
 	if o.NodeMeta == nil {
 		return
 	}
 	var next map[string]bool
 	if rules.NextInLine > 0 {
-		next = policy.NextInLine(queue(), rules.NextInLine)
+		q := queue()
+		reqs := make([]policy.Request, len(q))
+		for i, p := range q {
+			reqs[i] = p.Request
+		}
+		next = policy.NextInLine(reqs, rules.NextInLine)
 	}
 	want := map[string]nodemeta.Meta{}
 	plans.With(func(stored map[string]store.Plan, _ uint64) {
