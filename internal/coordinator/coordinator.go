@@ -2,9 +2,10 @@
 // whose every pass observes (observe.go: the hosts' records, the Nomad nodes, its own
 // plans, the server clusters' health, into a snapshot), admits (admit.go: the group
 // budgets of package policy and rollboot's own rules, pure), decides with the pure
-// phase machine (decide.go) and applies idempotent steps to Nomad in a crash-safe
-// order (apply.go). A coordinator killed at any instant and replaced by another
-// continues from what is stored.
+// phase machine (package phase) and applies idempotent steps to Nomad in a
+// crash-safe order (apply.go). A coordinator killed at any instant and
+// replaced by another continues from what is stored. It holds the loop only:
+// what is not the loop is in the packages it calls (docs/architecture.md).
 package coordinator
 
 import (

@@ -1,8 +1,7 @@
 // Package rejoinwatch watches what the hosts back from their reboot wait on,
-// their node's allocations and their Consul checks, with one blocking query
-// per node, and pokes the coordinator's loop when it changes: an allocation
-// starting or a check turning passing changes nothing the node list shows.
-// It also reads a node's Consul checks once, for the pass (ReadChecks).
+// their node's allocations and their Consul checks (which it also reads once
+// for a pass: ReadChecks), with one blocking query per node, and pokes the
+// coordinator's loop when it changes.
 package rejoinwatch
 
 import (
@@ -20,6 +19,9 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
 )
+
+// An allocation starting or a check turning passing changes nothing the node
+// list shows: without these watches, a host would wait for the resync.
 
 // Allocations reads a node's allocations, also with a blocking query;
 // *api.Nodes implements it.
