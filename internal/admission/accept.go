@@ -105,24 +105,49 @@ func (a *admitter) pending(host string) Pending {
 }
 
 // capacity is the capacity gate's word on p, given the hosts admitted before
-// it; what the gate lacks is noted in the needs.
+// it; what the gate lacks is noted in the needs. A hold kept from an earlier
+// pass (Input.CapacityHolds) stands without a read while the layout of the
+// nodes it depends on is the same and its recheck is not due; the pass's
+// layout is asked for first (no read).
 func (a *admitter) capacity(p Pending) phase.WaitReason {
 	if !a.in.Rules.Capacity || p.Node == nil {
 		return phase.WaitReason{}
 	}
 	v := a.in.Capacity
+	kept, isKept := a.in.CapacityHolds[p.Host]
+	isKept = isKept && a.in.Now.Before(kept.Until)
+	if isKept && v == nil {
+		a.needs.Capacity.add(CapacityNeeds{Layout: true})
+		return phase.WaitFor(phase.WaitCapacity, "the nodes are not listed yet")
+	}
 	if v == nil {
 		v = &Capacity{}
+	}
+	if isKept && v.Err == nil && v.layout(kept.Pools) == kept.Layout {
+		a.keepCapacityHold(p.Host, kept)
+		return kept.Why
 	}
 	if a.lacking == nil {
 		a.lacking = map[string]int{}
 	}
-	why, lacks := v.gate(p.Node.ID, a.admitted, a.lacking)
+	why, lacks, settled := v.gate(p.Node.ID, a.admitted, a.lacking)
 	a.needs.Capacity.add(lacks)
-	if !why.IsZero() {
+	if settled != nil {
+		a.keepCapacityHold(p.Host, CapacityHold{Why: why, Pools: settled, Layout: v.layout(settled), Until: a.in.Now.Add(CapacityRecheck)})
+	} else if !why.IsZero() {
 		a.out.RecheckAt = phase.Earliest(a.out.RecheckAt, a.in.Now.Add(CapacityRecheck))
 	}
 	return why
+}
+
+// keepCapacityHold notes h as p's capacity hold for the next pass, and looks
+// again when it is due.
+func (a *admitter) keepCapacityHold(host string, h CapacityHold) {
+	if a.out.CapacityHolds == nil {
+		a.out.CapacityHolds = map[string]CapacityHold{}
+	}
+	a.out.CapacityHolds[host] = h
+	a.out.RecheckAt = phase.Earliest(a.out.RecheckAt, h.Until)
 }
 
 // agentLost holds a host whose agent runs as a Nomad system job that does not

@@ -123,6 +123,9 @@ type Input struct {
 	WorkloadHolds map[string]phase.WaitReason
 	// Capacity: what the capacity gate read (nil: nothing yet).
 	Capacity *Capacity
+	// CapacityHolds: the capacity gate's holds kept from the last pass
+	// (Result.CapacityHolds), by host.
+	CapacityHolds map[string]CapacityHold
 	// Jobs: the system jobs running on the node of each host admitted, read
 	// once it is (a host missing has not been read).
 	Jobs map[string][]string
@@ -175,6 +178,10 @@ type Result struct {
 	// (cordon.go).
 	Cordon   map[string]bool
 	NoCordon map[string]string
+	// CapacityHolds: the capacity gate's holds to keep for the next pass
+	// (Input.CapacityHolds): those it settled in this one after reading all
+	// it could, and the kept ones that still stood.
+	CapacityHolds map[string]CapacityHold
 }
 
 // Needs is what admission still needs read before it can decide.

@@ -1,8 +1,11 @@
 package admission
 
 import (
+	"cmp"
+	"hash/fnv"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -42,10 +45,13 @@ type CapacityNeeds struct {
 	Allocs []string
 	// Pools: the pools whose next candidates are to be read (NextRead).
 	Pools []string
+	// Layout: the pass's layout of the nodes (Capacity without any read:
+	// its candidates and the nodes out), to check a kept hold against.
+	Layout bool
 }
 
 // None reports whether the gate lacks nothing.
-func (n CapacityNeeds) None() bool { return len(n.Allocs) == 0 && len(n.Pools) == 0 }
+func (n CapacityNeeds) None() bool { return len(n.Allocs) == 0 && len(n.Pools) == 0 && !n.Layout }
 
 func (n *CapacityNeeds) add(m CapacityNeeds) {
 	for _, id := range m.Allocs {
@@ -60,6 +66,60 @@ func (n *CapacityNeeds) add(m CapacityNeeds) {
 	}
 	slices.Sort(n.Allocs)
 	slices.Sort(n.Pools)
+	n.Layout = n.Layout || m.Layout
+}
+
+// CapacityHold is a hold of the capacity gate kept from an earlier pass: the
+// host found no room (Why) for its drain's allocations, whose pools are Pools,
+// with the nodes laid out as Layout says (Capacity.layout). Until Until, and
+// while the layout stays the same, it stands without a read: room comes from a
+// node joining the candidates or leaving the nodes out, which changes the
+// layout, or from allocations ending elsewhere, which nothing in Nomad's node
+// list shows and the recheck (CapacityRecheck) finds. Only a hold is kept, never
+// a grant: the gate's reads decide every drain.
+type CapacityHold struct {
+	Why    phase.WaitReason
+	Pools  []string
+	Layout uint64
+	Until  time.Time
+}
+
+// layout digests what a kept hold's verdict depends on in Nomad's node list:
+// the candidates of the pools its movers go to, in order, and the nodes out,
+// with those a drain emptied.
+func (v *Capacity) layout(pools []string) uint64 {
+	h := fnv.New64a()
+	word := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	for _, p := range pools {
+		word("pool " + p)
+		for _, id := range v.Candidates[p] {
+			word(id)
+		}
+	}
+	word("out")
+	for _, id := range v.Out {
+		word(id)
+		if v.Emptied[id] {
+			word("emptied")
+		}
+	}
+	return h.Sum64()
+}
+
+// moverPools are the pools movers go to ("all" for those without one).
+func moverPools(movers []capacity.Alloc) []string {
+	var pools []string
+	for _, m := range movers {
+		p := cmp.Or(m.Pool, "all")
+		if !slices.Contains(pools, p) {
+			pools = append(pools, p)
+		}
+	}
+	slices.Sort(pools)
+	return pools
 }
 
 // NextRead is how many candidates of pool are read once the next read of the
@@ -70,15 +130,16 @@ func (v *Capacity) NextRead(pool string) int {
 
 // gate says why the host on node may not be drained now for lack of room (zero
 // when it may), with the nodes of the hosts admitted before it leaving too;
-// and what it lacks to tell. lacking counts, by group, the hosts held so far
-// in this admission for what the gate lacks.
-func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) (phase.WaitReason, CapacityNeeds) {
-	var needs CapacityNeeds
+// what it lacks to tell; and, when it read all it could and found no room,
+// the pools the drain's allocations go to (settled: a hold to keep). lacking
+// counts, by group, the hosts held so far in this admission for what the gate
+// lacks.
+func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) (why phase.WaitReason, needs CapacityNeeds, settled []string) {
 	if v.Err != nil {
-		return phase.WaitFor(phase.WaitCapacity, "cannot tell: "+v.Err.Error()), needs
+		return phase.WaitFor(phase.WaitCapacity, "cannot tell: "+v.Err.Error()), needs, nil
 	}
 	if _, ok := v.Movers[node]; !ok && v.askedEnough(node, lacking) {
-		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet"), needs
+		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet"), needs, nil
 	}
 	leaving := append(slices.Clone(v.Out), admitted...)
 	leaving = append(leaving, node)
@@ -90,7 +151,7 @@ func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) 
 	in.Movers, needs.Allocs = v.moversOf(leaving, gone)
 	if len(needs.Allocs) > 0 {
 		lacking[v.GroupOf[node]]++
-		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet"), needs
+		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet"), needs, nil
 	}
 	// The candidates read, in the order of all of them (by ID).
 	for _, id := range slices.Sorted(maps.Keys(v.Nodes)) {
@@ -98,16 +159,16 @@ func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) 
 			in.Candidates = append(in.Candidates, v.Nodes[id])
 		}
 	}
-	why := capacity.Check(in)
-	if why == "" {
-		return phase.WaitReason{}, needs
+	short := capacity.Check(in)
+	if short == "" {
+		return phase.WaitReason{}, needs, nil
 	}
 	needs.Pools = v.poolsToRead(in.Movers)
 	if len(needs.Pools) > 0 {
 		lacking[v.GroupOf[node]]++
-		return phase.WaitFor(phase.WaitCapacity, "more nodes to read"), needs
+		return phase.WaitFor(phase.WaitCapacity, "more nodes to read"), needs, nil
 	}
-	return phase.WaitFor(phase.WaitCapacity, why), needs
+	return phase.WaitFor(phase.WaitCapacity, short), needs, moverPools(in.Movers)
 }
 
 // askedEnough reports whether this admission already holds as many hosts of
@@ -152,10 +213,7 @@ func (v *Capacity) moversOf(ids []string, gone map[string]bool) (movers []capaci
 func (v *Capacity) poolsToRead(movers []capacity.Alloc) []string {
 	var pools []string
 	for _, m := range movers {
-		p := m.Pool
-		if p == "" {
-			p = "all"
-		}
+		p := cmp.Or(m.Pool, "all")
 		if v.Read[p] < len(v.Candidates[p]) && !slices.Contains(pools, p) {
 			pools = append(pools, p)
 		}

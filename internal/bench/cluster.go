@@ -44,6 +44,18 @@ const (
 	// first heartbeat (client/client.go initialHeartbeatStagger, 10s).
 	initialStagger = 10 * time.Second / timeScale
 	migrateTime    = 50 * time.Millisecond // one allocation stopping and its replacement starting (2.5s)
+	// eventBufferSize: Nomad's event buffer holds event_buffer_size items
+	// (100), a count; how long a subscriber may lag before it is cut off is
+	// that count over the rate of writes, which the scale makes timeScale
+	// times higher. The subscriber's own delays (a pass holding the node
+	// list, the CPU) are not scaled, so with 100 items the coordinator's
+	// stream was cut off in every 1,000-host rollout, after a lag 50 times
+	// shorter than a real cluster allows it, and it followed the nodes one
+	// by one for 30 s each time. The buffer is scaled with the writes. The
+	// emulator's buffer holds node events alone, Nomad's every topic's
+	// (nomadsim/eventstream.go), so a real cluster's margin is smaller than
+	// either figure says: the bench reports each cut-off (Rollout.StreamDropped).
+	eventBufferSize = 100 * timeScale
 )
 
 // heartbeatTTL is the TTL Nomad's servers hand out to the clients of a
@@ -172,6 +184,7 @@ func startCluster(ctx context.Context, spec clusterSpec) (*cluster, error) {
 		InitialHeartbeatStagger: initialStagger,
 		BootTime:                bootTime,
 		MigrateTime:             migrateTime,
+		EventBufferSize:         eventBufferSize,
 		Seed:                    13,
 		UnencryptedHTTP2:        true, // agentTransport
 	})

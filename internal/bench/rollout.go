@@ -42,6 +42,10 @@ type Rollout struct {
 	LockWrites int            // the election's writes: its locks (acquire, renew, release) and census
 
 	Requests uint64                // requests rollboot sent to the emulator, coordinator and agents
+	// StreamDropped: the node event stream's subscriptions the emulator cut
+	// off as too slow during the rollout; the coordinator followed the nodes
+	// with blocking queries after each, for RetryAfter.
+	StreamDropped int64
 	Emulator nomadsim.RequestStats // the emulator's own time
 	Wall     time.Duration         // wall time of the measured part
 
@@ -93,6 +97,7 @@ func runRollout(ctx context.Context, o *Options, hosts int, latency time.Duratio
 	c.sim.ResetRequestStats()
 	ownBefore := c.own.n.Load()
 	firstEvent := len(c.sim.Events(0))
+	droppedBefore := c.sim.EventStream().Dropped
 	prof, profErr := startCPUProfile()
 	defer prof.close() // when it returns early
 	start := time.Now()
@@ -114,6 +119,7 @@ func runRollout(ctx context.Context, o *Options, hosts int, latency time.Duratio
 	r.Wall = time.Since(start)
 	r.Emulator = c.sim.RequestStats()
 	r.Requests = r.Emulator.Requests - (c.own.n.Load() - ownBefore)
+	r.StreamDropped = c.sim.EventStream().Dropped - droppedBefore
 	r.measureCPU(prof, profErr)
 	if err := c.sim.SetRequestLatency(0); err != nil { // the bench's reads that follow are not measured
 		return nil, err

@@ -89,8 +89,12 @@ func requestRows(r *Rollout) []Row {
 	}
 	per := requestsPerHost(r)
 	agents := float64(localRequests(r.Emulator.Routes)) / float64(r.Rebooted())
-	return []Row{rolloutRow("Nomad requests per rebooted host", r, fmt.Sprintf("%.1f: coordinator %.1f, agents %.1f (%d requests, %d hosts rebooted; by route below)",
-		per, per-agents, agents, r.Requests, r.Rebooted()),
+	stream := "the node event stream kept"
+	if r.StreamDropped > 0 {
+		stream = fmt.Sprintf("the node event stream cut off %d times as slow", r.StreamDropped)
+	}
+	return []Row{rolloutRow("Nomad requests per rebooted host", r, fmt.Sprintf("%.1f: coordinator %.1f, agents %.1f (%d requests, %d hosts rebooted; %s; by route below)",
+		per, per-agents, agents, r.Requests, r.Rebooted(), stream),
 		goal, verdict(per <= requestsGoal))}
 }
 

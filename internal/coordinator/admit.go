@@ -51,6 +51,7 @@ func (c *Coordinator) allGroups() []policy.Group {
 // hand-out).
 func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 	in := admissionInput(c.admitRules(), s)
+	in.CapacityHolds = c.capacityHolds
 	s.statuses = admission.Statuses(in)
 	for round := 0; ; round++ {
 		if round == maxAdmitRounds && s.capacity != nil {
@@ -62,6 +63,7 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 				c.alerts.NotRead() // not asked for: nothing waits to start, or the gate is off
 			}
 			c.metrics.NotCordoned.Set(float64(len(res.NoCordon)))
+			c.capacityHolds = res.CapacityHolds
 			return res
 		}
 		if needs.Alerts {

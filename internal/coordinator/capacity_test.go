@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/capacityread"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -526,4 +527,54 @@ func capacityCoordinator(nodes NodesAPI, concurrency int) *Coordinator {
 			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: concurrency},
 		},
 	})
+}
+
+// A host the gate held for room, after reading all it could, keeps its hold
+// from pass to pass without a read while the nodes it depends on are laid out
+// the same; the gate reads again when its recheck is due, or when a node
+// joins or leaves the candidates.
+func TestCapacityHoldKeptWithoutReads(t *testing.T) {
+	hosts := []testHost{{name: "a", phase: store.PhasePending}}
+	allocs := map[string][]*api.Allocation{"node-a": {capAlloc("web.web[0]", "service", 4096)}}
+	for _, n := range []string{"c", "d", "e"} {
+		hosts = append(hosts, testHost{name: n})
+		allocs["node-"+n] = []*api.Allocation{capAlloc("x."+n+"[0]", "service", 5120)}
+	}
+	nodes := &capNodes{allocs: allocs}
+	c := capacityCoordinator(nodes, 1)
+	pass := func(after time.Duration, mod func(*snapshot)) (string, int) {
+		t.Helper()
+		s := admitSnapshot(hosts, func(s *snapshot) {
+			inDefaultPool(s)
+			if mod != nil {
+				mod(s)
+			}
+		})
+		s.now = t0.Add(after)
+		nodes.mu.Lock()
+		nodes.reads = nil
+		nodes.mu.Unlock()
+		adm := c.admit(context.Background(), s)
+		if adm.Admitted["a"] {
+			t.Fatalf("a admitted at +%s: no room was made", after)
+		}
+		return adm.Wait["a"].String(), len(nodes.reads)
+	}
+	first, reads := pass(0, nil)
+	if reads == 0 || !strings.Contains(first, "no node has that much free") {
+		t.Fatalf("first pass: %q after %d reads, want a hold for room after reading", first, reads)
+	}
+	if why, reads := pass(time.Second, nil); reads != 0 || why != first {
+		t.Errorf("the next pass, nothing changed: %q after %d reads, want %q and none", why, reads, first)
+	}
+	ineligible := func(s *snapshot) { s.nodes["node-e"].SchedulingEligibility = "ineligible" }
+	if why, reads := pass(2*time.Second, ineligible); reads == 0 || why == "" {
+		t.Errorf("a candidate left: %q after %d reads, want the gate to read again", why, reads)
+	}
+	if _, reads := pass(3*time.Second, ineligible); reads != 0 {
+		t.Errorf("the hold decided on the new layout: %d reads, want none", reads)
+	}
+	if _, reads := pass(3*time.Second+admission.CapacityRecheck, ineligible); reads == 0 {
+		t.Error("the recheck is due: no read, want the gate to read again")
+	}
 }

@@ -251,6 +251,10 @@ type Coordinator struct {
 	// changing (a group done settling, a capacity or workload hold to look at
 	// again: admission.Result.RecheckAt); wake.go runs a pass then.
 	admitRecheck time.Time
+	// capacityHolds: the capacity gate's holds the last admission kept
+	// (admission.Result.CapacityHolds), which stand without a read while the
+	// nodes they depend on are laid out the same.
+	capacityHolds map[string]admission.CapacityHold
 	// freezeRecheck: when a freeze of the policy next starts or ends
 	// (policy.NextFreezeChange): a pass runs then, so that the notifier is
 	// handed the freezes in force at once, also with no host queued.

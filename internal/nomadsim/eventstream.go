@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-version"
@@ -328,6 +329,9 @@ type streamControl struct {
 	delay  time.Duration
 	// changed is closed and replaced at every change.
 	changed chan struct{}
+	// dropped counts the subscriptions cut off for falling more than the
+	// buffer's length behind.
+	dropped atomic.Int64
 }
 
 func (sc *streamControl) get() (hidden uint64, delay time.Duration, changed <-chan struct{}) {
@@ -589,6 +593,7 @@ func (s *Sim) serveSubscription(w http.ResponseWriter, r *http.Request, sub *sub
 			end(errStreamClosed)
 			return
 		case <-sub.cur.droppedCh:
+			s.stream.dropped.Add(1)
 			end(errStreamDropped)
 			return
 		default:
@@ -668,6 +673,9 @@ type EventStreamState struct {
 	SubscriberDelay string `json:"subscriber_delay"`
 	BufferSize      int    `json:"buffer_size"`
 	Subscriptions   int    `json:"subscriptions"`
+	// Dropped: the subscriptions cut off so far for reading too slowly
+	// ("event dropped from buffer").
+	Dropped int64 `json:"dropped"`
 }
 
 // EventStream returns the event stream's state.
@@ -677,7 +685,7 @@ func (s *Sim) EventStream() EventStreamState {
 	s.mu.Unlock()
 	hidden, delay, _ := s.stream.get()
 	return EventStreamState{BrokerDisabled: s.brokerOff.Load(), Silent: hidden != 0,
-		SubscriberDelay: delay.String(), BufferSize: s.cfg.EventBufferSize, Subscriptions: n}
+		SubscriberDelay: delay.String(), BufferSize: s.cfg.EventBufferSize, Subscriptions: n, Dropped: s.stream.dropped.Load()}
 }
 
 // RestoreSnapshot models the servers restoring a snapshot of their state (a

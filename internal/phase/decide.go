@@ -608,6 +608,14 @@ func NodeHold(n *NodeView) WaitReason {
 // eligibility and its system jobs, and the drain starts once it is stored.
 func grant(in Input, d Decision) Decision {
 	p := d.Plan
+	// Each attempt has a timeline of its own after the time the host was
+	// queued: a retried one keeping its predecessor's draining, drained or
+	// rejoining times would date its drain, its reboot and its rejoin from
+	// the failed attempt (the foreign-drain check, a stuck rejoin, history).
+	p.Timeline = map[string]time.Time{}
+	if at, ok := d.Plan.Timeline[store.PhasePending]; ok {
+		p.Timeline[store.PhasePending] = at
+	}
 	d.Plan = enter(p, store.PhaseDraining, in.Now)
 	d.Plan.GrantID = in.NewGrantID
 	d.Plan.Attempt = p.Attempt + 1

@@ -1,6 +1,7 @@
 package phase
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -72,5 +73,27 @@ func TestGrantKeepsDrainStarts(t *testing.T) {
 	d := Step(Input{Now: t0, Timing: timing, Plan: p, Host: host("b1", true), Node: node(nil), Admitted: true, NewGrantID: "g2"})
 	if d.Plan.Phase != store.PhaseDraining || len(d.Plan.DrainStarts) != 2 || !d.Plan.DrainStarts[1].Equal(t0) {
 		t.Errorf("phase %s, drain starts %v", d.Plan.Phase, d.Plan.DrainStarts)
+	}
+}
+
+// A retried attempt starts a timeline of its own: the time the host was
+// queued stays, the earlier attempt's draining, drained, rebooting and
+// rejoining times go, so that its drain, reboot and rejoin are dated from it.
+func TestRetriedGrantHasItsOwnTimeline(t *testing.T) {
+	queued := t0.Add(-time.Hour)
+	p := plan(store.PhasePending, func(p *store.Plan) {
+		p.GrantID = ""
+		for _, ph := range []string{store.PhaseDraining, store.PhaseDrained, store.PhaseRebooting, store.PhaseRejoining, store.PhaseBackoff} {
+			p.Timeline[ph] = t0.Add(-30 * time.Minute)
+		}
+		p.Timeline[store.PhasePending] = queued
+	})
+	d := Step(Input{Now: t0, Timing: timing, Plan: p, Host: host("b1", true), Node: node(nil), Admitted: true, NewGrantID: "g2"})
+	want := map[string]time.Time{store.PhasePending: queued, store.PhaseDraining: t0}
+	if d.Plan.Phase != store.PhaseDraining || !maps.EqualFunc(d.Plan.Timeline, want, time.Time.Equal) {
+		t.Errorf("phase %s, timeline %v, want %v", d.Plan.Phase, d.Plan.Timeline, want)
+	}
+	if !p.Timeline[store.PhaseRejoining].Equal(t0.Add(-30 * time.Minute)) {
+		t.Error("the grant changed the plan it was given")
 	}
 }
