@@ -180,3 +180,15 @@ func (a *admitter) approvalOf(p Pending) ApprovalVerdict {
 	}
 	return ApprovalOf(a.in.Rules.Approval, p, op, ans, a.in.Now)
 }
+
+// ValidApprovals are the operators' approvals of approvals valid at now, by
+// host.
+func ValidApprovals(approvals map[string]store.Approval, now time.Time) map[string]store.Approval {
+	out := map[string]store.Approval{}
+	for h, a := range approvals {
+		if a.Valid(now) {
+			out[h] = a
+		}
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/parallel"
+	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
@@ -78,6 +79,29 @@ func (k *Keeper) Standing(requested map[string]time.Time) map[string]admission.W
 		}
 	}
 	return out
+}
+
+// StandingFor returns the answers standing for the pending hosts of plans,
+// by host: those to each host's current request (a new request is asked
+// anew).
+func (k *Keeper) StandingFor(plans map[string]store.Plan) map[string]admission.WebhookAnswer {
+	requested := map[string]time.Time{}
+	for host, p := range plans {
+		if p.Phase == store.PhasePending {
+			requested[host] = p.RequestedAt
+		}
+	}
+	return k.Standing(requested)
+}
+
+// ForgetSettled drops the answers no longer standing under plans: the host
+// granted (its plan no longer pending on that request; an approving answer
+// stands through the backoffs of its retries), or gone.
+func (k *Keeper) ForgetSettled(plans map[string]store.Plan) {
+	k.Forget(func(host string, requestedAt time.Time, approved bool) bool {
+		p, ok := plans[host]
+		return ok && p.RequestedAt.Equal(requestedAt) && (p.Phase == store.PhasePending || p.Phase == store.PhaseBackoff && approved)
+	})
 }
 
 // Ask asks the webhook about each host, side by side, and keeps the answers;

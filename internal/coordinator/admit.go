@@ -87,8 +87,8 @@ func (c *Coordinator) admit(ctx context.Context, s *snapshot) admission.Result {
 
 // withReads is in with what the pass has read for admission so far.
 func (c *Coordinator) withReads(in admission.Input, s *snapshot) admission.Input {
-	in.Approvals = validApprovals(s.control, s.now)
-	in.Webhook = c.webhookAnswers(s)
+	in.Approvals = admission.ValidApprovals(s.control.Approvals, s.now)
+	in.Webhook = c.approvals.StandingFor(s.plans)
 	for h, a := range s.previewAnswers {
 		in.Webhook[h] = a
 	}
@@ -158,7 +158,7 @@ func admissionInput(r admission.Rules, s *snapshot) admission.Input {
 	in.Spare, in.ServersOut, in.Sealed = hostTallies(s)
 	in.PauseUntil, in.GroupPauses, in.HostPauses = s.control.PausedUntil, s.control.GroupPauses, s.control.HostPauses
 	in.OptOut, in.Urgent = s.optOut, urgentRequests(s.control)
-	in.WaveHolds, in.WaveRecheck = waveHolds(s, in.Queue) // waves.go
+	in.WaveHolds, in.WaveRecheck = waveHolds(s, in.Queue) // holds.go
 	in.Halts, in.HaltsUnknown = s.halts.Halts, s.haltsErr
 	if r.Rollout.MaxDrainsPerHour > 0 {
 		in.DrainStarts = drainStarts(s)

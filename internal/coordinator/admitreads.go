@@ -94,7 +94,7 @@ func (c *Coordinator) holdsSingletons() bool {
 // would move fit on the other nodes (package capacity decides). Package
 // capacityread reads what it decides on, when admission asks, and keeps each
 // node's capacity and a draining node's movers by its ModifyIndex; each
-// allocation read is kept for the pass (noteAllocRead, caches.go), so that an
+// allocation read is kept for the pass (package allocsource), so that an
 // allocation watch starts from it.
 
 // CapacityGate configures the capacity gate (the policy's capacity block).

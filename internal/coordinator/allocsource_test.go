@@ -2,9 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +10,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/rejoinwatch"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -64,9 +62,10 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	}
 
 	var pokes atomic.Int32
-	w := &allocWatchers{watchSet: watchSet{ctx: t.Context()}, poke: func() { pokes.Add(1) }, c: c}
-	defer w.stop()
-	w.set(map[string]store.Plan{"h1": {Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1", SystemJobs: []string{"default/agent"}}}, nil)
+	w := rejoinwatch.NewAllocs(t.Context(), c.opt.Nodes, &c.mail, func() { pokes.Add(1) })
+	defer w.Stop()
+	plans := map[string]store.Plan{"h1": {Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1", SystemJobs: []string{"default/agent"}}}
+	w.Set(rejoinwatch.AllocNodes(plans, nil), c.allocs.TakeReads())
 	select {
 	case <-n.blocked:
 	case <-time.After(30 * time.Second):
@@ -75,10 +74,10 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	if q := n.queries(); len(q) != 3 || q[2] != 7 {
 		t.Errorf("queries %v, want the pass's reads and then the watch's from index 7", q)
 	}
-	c.takeMail() // the next pass
-	kept := c.allocs.watched["n1"]
-	if len(kept) != 1 || kept[0].Name != "web.web[0]" || pokes.Load() != 0 {
-		t.Errorf("the watch kept %+v and poked %d passes, want the pass's read and none", kept, pokes.Load())
+	c.takeMail()                                   // the next pass
+	kept, err := c.allocsOnNode(t.Context(), "n1") // the watch's answer: no read
+	if err != nil || len(kept) != 1 || kept[0].Name != "web.web[0]" || pokes.Load() != 0 || len(n.queries()) != 3 {
+		t.Errorf("the watch kept %+v (%v) and poked %d passes, queries %v; want the pass's read, none and no new query", kept, err, pokes.Load(), n.queries())
 	}
 }
 
@@ -94,9 +93,9 @@ func TestCapacityReadsAreKept(t *testing.T) {
 	if q := n.queries(); len(q) != 2 {
 		t.Errorf("queries %v, want one per node", q)
 	}
-	kept := c.takeAllocReads()
+	kept := c.allocs.TakeReads()
 	for _, id := range []string{"n1", "n2"} {
-		if r, ok := kept[id]; !ok || r.index != 7 || len(r.allocs) != 1 {
+		if r, ok := kept[id]; !ok || r.Index != 7 || len(r.Allocs) != 1 {
 			t.Errorf("node %s: kept %+v (%v)", id, r, ok)
 		}
 	}
@@ -108,105 +107,4 @@ func capacityReads(c *Coordinator, ids ...string) error {
 	p := c.capacity.NewPass(nil, nil, 0, nil)
 	c.capacity.Read(context.Background(), p, admission.CapacityNeeds{Allocs: ids})
 	return p.Gate.Err
-}
-
-// allocWorld is a cluster whose nodes' allocations change; reads of them are
-// counted by node.
-type allocWorld struct {
-	NodesAPI
-	version map[string]uint64
-	reads   map[string]int
-}
-
-func (w *allocWorld) allocs(id string) []*api.Allocation {
-	return []*api.Allocation{{ID: fmt.Sprintf("%s-%d", id, w.version[id]), NodeID: id}}
-}
-
-func (w *allocWorld) Allocations(id string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
-	w.reads[id]++
-	return w.allocs(id), &api.QueryMeta{LastIndex: w.version[id]}, nil
-}
-
-// The allocations a pass sees of a node are, over a randomly changing world,
-// its watch's newest answer as the pass took it while the watch runs, else
-// what the pass's first read of the node said (its own or the capacity
-// gate's): a look reads only a node the pass did not read yet and no watch
-// answered for; and every read is kept, with its index, for the watches the
-// loop starts after the pass. The world: allocations changing, watches answering,
-// failing and ending, the capacity gate reading, passes.
-func TestAllocSourceEqualsFreshReads(t *testing.T) {
-	ids := []string{"n0", "n1", "n2", "n3"}
-	for seed := range uint64(200) {
-		rng := rand.New(rand.NewPCG(seed, 41))
-		w := &allocWorld{version: map[string]uint64{}, reads: map[string]int{}}
-		for _, id := range ids {
-			w.version[id] = 1
-		}
-		c := New(Options{Deps: Deps{Nodes: w}})
-		watched := map[string][]*api.Allocation{} // what each watch last answered
-		for pass := range 40 {
-			for range rng.IntN(4) { // what happens between two passes
-				id := ids[rng.IntN(len(ids))]
-				switch rng.IntN(4) {
-				case 0:
-					w.version[id]++
-				case 1: // the watch answers
-					watched[id] = w.allocs(id)
-					c.mail.setAllocs(id, watched[id])
-				case 2: // the watch fails or ends
-					delete(watched, id)
-					c.mail.setAllocs(id, nil)
-				}
-			}
-			c.takeMail()
-			clear(w.reads)
-			first := map[string][]*api.Allocation{} // what the pass saw first of each node
-			for range rng.IntN(8) {
-				id := ids[rng.IntN(len(ids))]
-				if rng.IntN(3) == 0 { // the capacity gate reads it
-					if _, done := first[id]; !done {
-						if err := capacityReads(c, id); err != nil {
-							t.Fatal(err)
-						}
-						first[id] = w.allocs(id) // what it read
-					}
-					continue
-				}
-				want, ok := watched[id]
-				if !ok {
-					want, ok = first[id]
-				}
-				reads := 0 // the reads this look makes
-				if !ok {
-					want, reads = w.allocs(id), 1
-				}
-				before := w.reads[id]
-				got, err := c.allocsOnNode(t.Context(), id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.EqualFunc(got, want, func(a, b *api.Allocation) bool { return a.ID == b.ID }) {
-					t.Fatalf("seed %d pass %d: node %s shows %s, want %s", seed, pass, id, got[0].ID, want[0].ID)
-				}
-				if n := w.reads[id] - before; n != reads {
-					t.Fatalf("seed %d pass %d: node %s read %d times, want %d", seed, pass, id, n, reads)
-				}
-				if _, ok := watched[id]; !ok {
-					first[id] = want
-				}
-				if rng.IntN(3) == 0 {
-					w.version[id]++ // a change during the pass: seen by the next one
-				}
-			}
-			reads := c.takeAllocReads()
-			for id := range w.reads {
-				if _, ok := reads[id]; !ok {
-					t.Fatalf("seed %d pass %d: the read of node %s is not kept for its watch", seed, pass, id)
-				}
-			}
-			if len(reads) != len(w.reads) {
-				t.Fatalf("seed %d pass %d: reads kept %v, made %v", seed, pass, reads, w.reads)
-			}
-		}
-	}
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/election"
+	"github.com/rollboot/rollboot/internal/haltkeep"
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/rejoin"
 	"github.com/rollboot/rollboot/internal/stopjobs"
 	"github.com/rollboot/rollboot/internal/store"
@@ -108,7 +110,7 @@ func (c *Coordinator) closeCycle(ctx context.Context, d phase.Decision) error {
 			return fmt.Errorf("history: %w", err)
 		}
 		c.metrics.State.Finished(*d.History)
-		c.slotFreed(d.History.Group, d.History.Finished)
+		c.handOffs.SlotFreed(d.History.Group, d.History.Finished)
 	}
 	return nil
 }
@@ -198,7 +200,7 @@ func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decis
 	}
 	log.Info("drain started", "node_id", in.Node.ID, "grant", p.GrantID)
 	if in.Plan.Phase == store.PhasePending { // the grant of this pass, not a drain issued again
-		c.drainStarted(in.Group, in.Plan.RequestedAt, in.Now)
+		c.handOffs.DrainStarted(in.Group, in.Plan.RequestedAt, in.Now)
 	}
 	return nil
 }
@@ -278,6 +280,25 @@ func (c *Coordinator) clearCancel(ctx context.Context, host string, at time.Time
 	}
 	if err != nil {
 		return fmt.Errorf("remove the cancel of %s: %w", host, err)
+	}
+	return nil
+}
+
+// consumeApproval removes the operator's approval of host that the cycle
+// ending used (valid until until), if it is still that one: a new approval
+// given since stays.
+func (c *Coordinator) consumeApproval(ctx context.Context, host string, until time.Time) error {
+	err := c.updateControl(ctx, func(ctl *store.Control) error {
+		if a, ok := ctl.Approvals[host]; ok && a.Until.Equal(until) {
+			delete(ctl.Approvals, host)
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrUnknownVersion) {
+		return nil // a newer rollboot's entries stay as they are (clearCancel)
+	}
+	if err != nil {
+		return fmt.Errorf("remove the approval of %s: %w", host, err)
 	}
 	return nil
 }
@@ -465,7 +486,7 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input
 	d2 := phase.Step(in)
 	c.noteRecheck(d2)
 	if !freesSlot(in, d2) || !givesBackOnly(in, d2) || d2.Failure != "" {
-		// A failed cycle is recorded before it is closed (halts.go): the
+		// A failed cycle is recorded before it is closed (recordFailures): the
 		// next pass does both.
 		return nil
 	}
@@ -488,4 +509,39 @@ func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, 
 	}
 	c.readChecks(ctx, s, o, group, nodeID)
 	return o
+}
+
+// recordFailures stores the failures of the decisions in failing, with the
+// halts they cause (package haltkeep), and returns the decisions that may be
+// carried out now: all of them once the write succeeded, none when it failed
+// (the next pass decides them again). s's halt state is the one written.
+func (c *Coordinator) recordFailures(ctx context.Context, s *snapshot, failing []pendingWrite) ([]pendingWrite, error) {
+	if len(failing) == 0 {
+		return nil, nil
+	}
+	fs := make([]policy.Failure, 0, len(failing))
+	for _, w := range failing {
+		fs = append(fs, haltkeep.FailureOf(w.in, w.d, planGroup(w.in.Plan, w.in.Group)))
+	}
+	wctx, cancel := c.stepContext(ctx)
+	defer cancel()
+	var ok bool
+	err := withHalts(s, func(p *haltkeep.Pass) (err error) {
+		ok, err = c.halts.Record(wctx, c.seen.halts.Gen, p, c.opt.FailureBudgets, fs, s.now)
+		return err
+	})
+	if !ok {
+		return nil, err
+	}
+	return failing, nil
+}
+
+// Halt halts group for reason, naming the hosts whose cycles made it (a
+// canary that failed, say), as the failure budget does: no new drain of the
+// group starts until `rollboot resume -group G`. A group already halted stays
+// as it is. Called from the pass's goroutine, with the pass's snapshot.
+func (c *Coordinator) Halt(ctx context.Context, s *snapshot, group, reason string, hosts []policy.Failure) error {
+	return withHalts(s, func(p *haltkeep.Pass) error {
+		return c.halts.Halt(ctx, c.seen.halts.Gen, p, group, reason, hosts, s.now)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/rejoinwatch"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -86,8 +87,16 @@ func TestPlansUnderWayAnswerAsAll(t *testing.T) {
 				t.Fatalf("round %d: plan of %s (%q) copied %v", round, name, p.Phase, in)
 			}
 		}
-		if got, want := allocWatchNodes(under, nil), allocWatchNodes(plans, nil); !maps.Equal(got, want) {
+		if got, want := rejoinwatch.AllocNodes(under, nil), rejoinwatch.AllocNodes(plans, nil); !maps.Equal(got, want) {
 			t.Errorf("round %d: allocations watched %v from the plans under way, %v from all", round, got, want)
 		}
 	}
+}
+
+// hostPhase is the phase of a host's plan, idle without one.
+func hostPhase(p store.Plan) string {
+	if p.Phase == "" {
+		return store.PhaseIdle
+	}
+	return p.Phase
 }

@@ -2,13 +2,17 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
-	"github.com/rollboot/rollboot/internal/parallel"
+	"github.com/rollboot/rollboot/internal/haltkeep"
+	"github.com/rollboot/rollboot/internal/heartbeatread"
+	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // The host records, from the host watch's list. The watch is a blocking query
@@ -37,8 +41,8 @@ import (
 // may lack records that pass saw (a host with a plan and no record is one whose
 // need went away), so the pass lists them itself until the watch catches up.
 func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []store.BadRecord, error) {
-	if w := c.seen.hosts; w.live && w.index >= c.hostsAtLeast {
-		return c.opt.Store.HostsIn(ctx, w.val)
+	if w := c.seen.hosts; w.Live && w.Index >= c.hostsAtLeast {
+		return c.opt.Store.HostsIn(ctx, w.Val)
 	}
 	recs, bad, index, err := c.opt.Store.HostsChecked(ctx, 0, 0)
 	if err != nil {
@@ -47,6 +51,24 @@ func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []st
 	c.hostsAtLeast = max(c.hostsAtLeast, index)
 	return recs, bad, nil
 }
+
+// The copies of the plans and host records (package copykeep) spare a new
+// leader's first pass a read of every plan and every record.
+
+// firstRead reports whether this pass reads every plan: the first of a term,
+// or the first after a write lost to another coordinator.
+func (c *Coordinator) firstRead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.plans == nil
+}
+
+// loadCopies loads the copies for the plans and records this pass reads.
+func (c *Coordinator) loadCopies(ctx context.Context) { c.copies.Load(ctx) }
+
+// copiesUsed logs how many of the plans and records this first read took
+// from their copies.
+func (c *Coordinator) copiesUsed() { c.copies.Used() }
 
 // The control state (the pause, and each host's request, cancel and release)
 // as the last pass read it, kept while the watches of the control variable and
@@ -66,21 +88,21 @@ func (c *Coordinator) hostRecords(ctx context.Context) ([]store.HostRecord, []st
 // and whether both watches are live.
 func (c *Coordinator) controlGen() (uint64, bool) {
 	ctl, req := c.seen.control, c.seen.requests
-	return ctl.gen + req.gen, ctl.live && req.live
+	return ctl.Gen + req.Gen, ctl.Live && req.Live
 }
 
 // control returns the control state: as the last pass read it while nothing
 // changed since, else read now.
 func (c *Coordinator) control(ctx context.Context) (store.Control, error) {
 	gen, live := c.controlGen()
-	if ctl, ok := c.controlRead.get(gen, live); ok {
+	if ctl, ok := c.controlRead.Get(gen, live); ok {
 		return ctl, nil
 	}
 	ctl, err := c.opt.Store.Control(ctx)
 	if err != nil {
 		return store.Control{}, err
 	}
-	c.controlRead.keep(gen, ctl)
+	c.controlRead.Keep(gen, ctl)
 	return ctl, nil
 }
 
@@ -90,13 +112,13 @@ func (c *Coordinator) control(ctx context.Context) (store.Control, error) {
 // (apply.go: storedTogether leaves them out).
 func (c *Coordinator) updateControl(ctx context.Context, fn func(*store.Control) error) error {
 	_, err := c.opt.Store.UpdateControl(ctx, fn)
-	c.controlRead.forget()
+	c.controlRead.Forget()
 	return err
 }
 
 func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, error) {
 	n, err := c.opt.Store.WatchControl(ctx, idx, 5*time.Minute)
-	c.controlAnswered(func(a *answers) *watched[struct{}] { return &a.control }, idx, n, err)
+	c.controlAnswered(func(a *answers) *watched.Value[struct{}] { return &a.control }, idx, n, err)
 	return n, err
 }
 
@@ -104,40 +126,31 @@ func (c *Coordinator) watchControl(ctx context.Context, idx uint64) (uint64, err
 // variable (<prefix>/requests/<host>) changes.
 func (c *Coordinator) watchRequests(ctx context.Context, idx uint64) (uint64, error) {
 	n, err := c.opt.Store.WatchRequests(ctx, idx, 5*time.Minute)
-	c.controlAnswered(func(a *answers) *watched[struct{}] { return &a.requests }, idx, n, err)
+	c.controlAnswered(func(a *answers) *watched.Value[struct{}] { return &a.requests }, idx, n, err)
 	return n, err
 }
 
 // controlAnswered leaves the answer of one of the two watches (which: its
 // place in the answers) in the mailbox.
-func (c *Coordinator) controlAnswered(which func(*answers) *watched[struct{}], idx, n uint64, err error) {
+func (c *Coordinator) controlAnswered(which func(*answers) *watched.Value[struct{}], idx, n uint64, err error) {
 	c.mail.update(func(a *answers) {
 		if err != nil {
-			which(a).failed()
+			which(a).Failed()
 			return
 		}
-		which(a).answered(n, struct{}{}, n != idx)
+		which(a).Answered(n, struct{}{}, n != idx)
 	})
 }
 
 // The heartbeat indexes of a node (its last missed heartbeat and last
 // re-registration, from its events) are read while its host should be
-// rebooting: at every pass, for every host drained, rebooting or stuck. A
-// node's events change only with a write to the node, which gives it a new
-// ModifyIndex (nomad/state/state_store.go upsertNodeEvents and
-// updateNodeStatusTxn set it with the events they add), so what a read found
-// holds while the node list shows the same ModifyIndex: the node is read again
-// only when it changed (byindex.Cache). What is kept is that of the nodes the last
-// pass asked for, and no other.
+// rebooting: at every pass, for every host drained, rebooting or stuck, and
+// kept while the node's ModifyIndex stays the same (package heartbeatread).
+// What is kept is that of the nodes the last pass asked for, and no other.
 
 // heartbeatIndexes is what a read of a node's events found (kept in
-// Coordinator.heartbeats, a byindex.Cache, for the nodes the last pass asked for).
-type heartbeatIndexes struct {
-	reregistered, missed uint64
-	// eligibility and drainDone: the indexes of the node's last eligibility
-	// event (either way) and last "Node drain complete" event.
-	eligibility, drainDone uint64
-}
+// Coordinator.heartbeats for the nodes the last pass asked for).
+type heartbeatIndexes = heartbeatread.Indexes
 
 // heartbeatIndexesOf returns the node's last re-registration and missed
 // heartbeat indexes from its events.
@@ -146,160 +159,153 @@ func heartbeatIndexesOf(n *api.Node) heartbeatIndexes {
 	for _, ev := range n.Events {
 		switch ev.Message {
 		case eventReregistered, eventReregisteredByHeartbeat:
-			e.reregistered = max(e.reregistered, ev.CreateIndex)
+			e.Reregistered = max(e.Reregistered, ev.CreateIndex)
 		case eventHeartbeatMissed:
-			e.missed = max(e.missed, ev.CreateIndex)
+			e.Missed = max(e.Missed, ev.CreateIndex)
 		case eventMarkedEligible, eventMarkedIneligible:
-			e.eligibility = max(e.eligibility, ev.CreateIndex)
+			e.Eligibility = max(e.Eligibility, ev.CreateIndex)
 		case eventDrainComplete:
-			e.drainDone = max(e.drainDone, ev.CreateIndex)
+			e.DrainDone = max(e.DrainDone, ev.CreateIndex)
 		}
 	}
 	return e
 }
 
 // readHeartbeats puts the heartbeat indexes of each node of nodes (those of
-// the hosts that should be rebooting) into it: as kept at the node's
-// ModifyIndex, or as the node follower saw the node at that ModifyIndex in
-// full (streamed: the node event stream carries the whole node, its events
-// included), else read, side by side (NodeReadParallelism). It returns the
-// error of each read that failed, by the position of its node. What is kept
-// then is what this pass found, and nothing else.
+// the hosts that should be rebooting) into it, side by side
+// (NodeReadParallelism), from what was kept or streamed at the node's
+// ModifyIndex, else read. It returns the error of each read that failed, by
+// the position of its node.
 func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeView) []error {
-	found := make([]heartbeatIndexes, len(nodes))
-	errs := make([]error, len(nodes))
-	index := make([]*uint64, len(nodes)) // the ModifyIndex of each node read
-	var todo []int
-	for i, v := range nodes {
-		if e, ok := c.heartbeats.Get(v.ID, v.ModifyIndex); ok {
-			found[i] = e
-			continue
-		}
-		if e, ok := c.streamed.Get(v.ID, v.ModifyIndex); ok {
-			found[i], index[i] = e, &nodes[i].ModifyIndex // kept below, as if read
-			continue
-		}
-		todo = append(todo, i)
-	}
-	parallel.Each(len(todo), NodeReadParallelism, nil, func(k int) {
-		i := todo[k]
-		n, _, err := c.opt.Nodes.Info(nodes[i].ID, (&api.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			errs[i] = fmt.Errorf("read node %s: %w", nodes[i].ID, err)
-			return
-		}
-		found[i], index[i] = heartbeatIndexesOf(n), &n.ModifyIndex
-	})
-	used := make(map[string]bool, len(nodes))
-	for i, v := range nodes {
-		if errs[i] != nil {
-			continue
-		}
-		if index[i] != nil {
-			c.heartbeats.Put(v.ID, *index[i], found[i])
-		}
-		used[v.ID] = true
-		e := found[i]
-		v.ReregisteredIndex = max(v.ReregisteredIndex, e.reregistered)
-		v.MissedHeartbeatIndex = max(v.MissedHeartbeatIndex, e.missed)
-		v.EligibilityIndex = max(v.EligibilityIndex, e.eligibility)
-		v.DrainDoneIndex = max(v.DrainDoneIndex, e.drainDone)
-	}
-	c.heartbeats.Retain(func(id string) bool { return used[id] })
-	return errs
+	return heartbeatread.Read(ctx, c.opt.Nodes, nodes, &c.heartbeats, &c.streamed, heartbeatIndexesOf, NodeReadParallelism)
 }
 
-// allocSource is where a pass finds the allocations on a node: the newest
-// answer of the node's allocation watch (taken from the mailbox as the pass
-// starts), else a read of this pass, else a read now, kept for the rest of
-// the pass. A rebooted node's allocations are so read once in the pass that
-// finds it back (its system jobs, then its workloads' health), and not at all
-// while its watch runs.
-//
-// The reads of a pass are kept with their index, for the allocation watches
-// the pass starts (wake.go allocWatchers): a new watch starts from what the
-// pass read, at the index Nomad answered it with, instead of reading the same
-// allocations again first, and that first answer does not poke one more pass
-// with nothing changed. Nomad's index for a node's allocations is the highest
-// ModifyIndex among them (nomad/node_endpoint.go GetAllocs; the allocations
-// table index when the node has none), and its blocking query answers once
-// that passes the index given, so a change since the pass read them wakes the
-// watch at once, as it would have woken the first read.
-type allocSource struct {
-	// watched: the allocation watches' answers as the pass took them (the
-	// pass goroutine's).
-	watched map[string][]*api.Allocation
-	// read: the reads of this pass, by node ID (under Coordinator.mu: the
-	// capacity gate reads side by side, admitreads.go).
-	read map[string]allocRead
-}
+// The allocations a pass sees of a node (package allocsource): its watch's
+// newest answer as the pass took it, else the pass's own read, kept for the
+// watches the loop starts after it (package rejoinwatch).
 
-// allocRead is one read of a node's allocations, with its index (0: Nomad
-// gave none).
-type allocRead struct {
-	index  uint64
-	allocs []*api.Allocation
-}
-
-// newAllocPass starts a pass from the allocation watches' answers: the last pass's
-// reads are forgotten (the loop took them: takeAllocReads).
-func (c *Coordinator) newAllocPass(watched map[string][]*api.Allocation) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.allocs.watched, c.allocs.read = watched, nil
-}
-
-// noteAllocRead keeps a read of the allocations of nodeID by the current pass.
-func (c *Coordinator) noteAllocRead(nodeID string, meta *api.QueryMeta, allocs []*api.Allocation) {
-	r := allocRead{allocs: allocs}
-	if meta != nil {
-		r.index = meta.LastIndex
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.allocs.read == nil {
-		c.allocs.read = map[string]allocRead{}
-	}
-	c.allocs.read[nodeID] = r
-}
-
-// takeAllocReads returns the reads of the last pass that a watch may start
-// from (those with an index).
-func (c *Coordinator) takeAllocReads() map[string]allocRead {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]allocRead{}
-	for id, r := range c.allocs.read {
-		if r.index > 0 {
-			out[id] = r
-		}
-	}
-	return out
-}
-
-// allocsOnNode returns the allocations on a node as this pass sees them
-// (allocSource).
+// allocsOnNode returns the allocations on a node as this pass sees them.
 func (c *Coordinator) allocsOnNode(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
-	if allocs, ok := c.allocs.watched[nodeID]; ok {
-		return allocs, nil
-	}
-	return c.allocsReadInPass(ctx, nodeID)
+	return c.allocs.OnNode(ctx, nodeID)
 }
 
 // allocsReadInPass returns the allocations on the node as this pass read them
-// from Nomad, reading them now if it has not: never a watch's answer, which
-// may lag.
+// from Nomad, reading them now if it has not: never a watch's answer.
 func (c *Coordinator) allocsReadInPass(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
+	return c.allocs.ReadInPass(ctx, nodeID)
+}
+
+// The failure budgets' halt state (package haltkeep) is read when its watch
+// saw it change, at the start of each term, and at every pass while the last
+// read failed.
+
+// watchHalts follows the halt state for the passes: a change (a resume, the
+// coordinator's own write) makes the next pass read it again.
+func (c *Coordinator) watchHalts(ctx context.Context, idx uint64) (uint64, error) {
+	n, err := c.opt.Store.WatchHalts(ctx, idx, 5*time.Minute)
+	c.mail.update(func(a *answers) {
+		if err != nil {
+			a.halts.Failed() // passes read it themselves
+			return
+		}
+		a.halts.Answered(n, struct{}{}, n != idx)
+	})
+	return n, err
+}
+
+// readHalts puts the halt state in s: as kept while its watch saw no change,
+// else read. A read that fails leaves s.haltsErr set: admission holds every
+// host.
+func (c *Coordinator) readHalts(ctx context.Context, s *snapshot) {
+	p := c.halts.Read(ctx, c.seen.halts.Gen, c.seen.halts.Live)
+	if p.Err != "" {
+		s.haltsErr = p.Err
+		return
+	}
+	s.halts, s.haltsIndex = p.State, p.Index
+}
+
+// withHalts runs fn on s's halt state, as package haltkeep takes it, and
+// keeps what fn leaves in s.
+func withHalts(s *snapshot, fn func(p *haltkeep.Pass) error) error {
+	p := haltkeep.Pass{State: s.halts, Index: s.haltsIndex, Err: s.haltsErr}
+	err := fn(&p)
+	s.halts, s.haltsIndex = p.State, p.Index
+	return err
+}
+
+// What hosts publish is checked before the coordinator uses it, and which
+// hosts lost their agent is told (package recordcheck, with the pure checks
+// of package hostcheck, shared with `rollboot status`).
+
+// agentJob returns the agent job's name ("" when not watched).
+func (c *Coordinator) agentJob() string {
+	if c.opt.Jobs == nil {
+		return ""
+	}
+	if c.opt.AgentJob == "" {
+		return hostcheck.DefaultAgentJob
+	}
+	return c.opt.AgentJob
+}
+
+func (c *Coordinator) watchAgentJob(ctx context.Context, idx uint64) (uint64, error) {
+	allocs, n, err := hostcheck.ReadAgentAllocs(ctx, c.opt.Jobs, c.agentJob(), c.opt.AgentJobNamespace, idx, 5*time.Minute)
+	c.mail.update(func(a *answers) {
+		if err != nil {
+			a.agentJob.Failed() // not known to be current: passes read them
+			return
+		}
+		a.agentJob.Answered(n, allocs, n != idx)
+	})
+	return n, err
+}
+
+// checkRecords drops the records the coordinator must not use and finds the
+// missing agents (package recordcheck); it logs both when they change.
+func (c *Coordinator) checkRecords(ctx context.Context, hosts []store.HostRecord, bad []store.BadRecord,
+	nodes map[string]*api.NodeListStub, ctl store.Control) ([]store.HostRecord, map[string]string) {
+	out := c.records.Check(ctx, hosts, bad, nodes, ctl, c.backing(), c.seen.agentJob)
 	c.mu.Lock()
-	r, ok := c.allocs.read[nodeID]
+	c.ignored = out.Ignored
 	c.mu.Unlock()
-	if ok {
-		return r.allocs, nil
+	return out.Records, out.Missing
+}
+
+// Ignored returns the host records the last reconcile did not use, and why.
+func (c *Coordinator) Ignored() []store.BadRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ignored)
+}
+
+func sortedKeys[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-	allocs, meta, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
+	sort.Strings(out)
+	return out
+}
+
+// backing is what the operator backs the hosts with, and the hosts under
+// way (the clusters' memberships are package recordcheck's to read).
+func (c *Coordinator) backing() hostcheck.Backing {
+	b := hostcheck.Backing{Nodeless: map[string]string{}, FleetLockIDs: map[string]bool{}, UnderWay: map[string]bool{}}
+	c.mu.Lock()
+	for name, p := range c.plans {
+		if planUnderWay(p) {
+			b.UnderWay[name] = true
+		}
 	}
-	c.noteAllocRead(nodeID, meta, allocs)
-	return allocs, nil
+	c.mu.Unlock()
+	for _, g := range c.opt.Groups {
+		for _, h := range g.HostsWithoutNode {
+			b.Nodeless[h] = g.Name
+		}
+	}
+	for _, id := range c.opt.FleetLockIDs {
+		b.FleetLockIDs[id] = true
+	}
+	return b
 }

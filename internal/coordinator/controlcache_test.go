@@ -11,6 +11,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // A pass reads the control state again only after its watches saw a change
@@ -93,7 +94,7 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	read("b")
 	reads.expect(t, 1, "after its own write: one pass reads")
 
-	co.mail.update(func(a *answers) { a.control.failed() })
+	co.mail.update(func(a *answers) { a.control.Failed() })
 	read("b")
 	read("b")
 	reads.expect(t, 2, "a watch failed: every pass reads")
@@ -133,13 +134,13 @@ func TestControlEqualsFreshOne(t *testing.T) {
 		type watchOf struct {
 			query   func(context.Context, uint64) (uint64, error)
 			current func(context.Context, uint64, time.Duration) (uint64, error)
-			which   func(*answers) *watched[struct{}]
+			which   func(*answers) *watched.Value[struct{}]
 			idx     uint64
 			live    bool
 		}
 		watches := []*watchOf{
-			{query: co.watchControl, current: world.WatchControl, which: func(a *answers) *watched[struct{}] { return &a.control }},
-			{query: co.watchRequests, current: world.WatchRequests, which: func(a *answers) *watched[struct{}] { return &a.requests }},
+			{query: co.watchControl, current: world.WatchControl, which: func(a *answers) *watched.Value[struct{}] { return &a.control }},
+			{query: co.watchRequests, current: world.WatchRequests, which: func(a *answers) *watched.Value[struct{}] { return &a.requests }},
 		}
 		pending := func() bool { // a change a live watch has not answered
 			t.Helper()
@@ -206,7 +207,7 @@ func TestControlEqualsFreshOne(t *testing.T) {
 				w.idx, w.live = idx, true
 			case 4: // a watch fails
 				w := watches[rng.IntN(2)]
-				co.mail.update(func(a *answers) { w.which(a).failed() })
+				co.mail.update(func(a *answers) { w.which(a).Failed() })
 				w.idx, w.live = 0, false
 			default: // a pass
 				co.takeMail()

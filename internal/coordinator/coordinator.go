@@ -2,9 +2,10 @@
 // whose every pass observes (observe.go: the hosts' records, the Nomad nodes, its own
 // plans, the server clusters' health, into a snapshot), admits (admit.go: the group
 // budgets of package policy and rollboot's own rules, pure), decides with the pure
-// phase machine (decide.go) and applies idempotent steps to Nomad in a crash-safe
-// order (apply.go). A coordinator killed at any instant and replaced by another
-// continues from what is stored.
+// phase machine (package phase) and applies idempotent steps to Nomad in a
+// crash-safe order (apply.go). A coordinator killed at any instant and
+// replaced by another continues from what is stored. It holds the loop only:
+// what is not the loop is in the packages it calls (docs/architecture.md).
 package coordinator
 
 import (
@@ -14,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,10 +24,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/allocsource"
 	"github.com/rollboot/rollboot/internal/approvalhook"
 	"github.com/rollboot/rollboot/internal/byindex"
 	"github.com/rollboot/rollboot/internal/capacityread"
+	"github.com/rollboot/rollboot/internal/copykeep"
+	"github.com/rollboot/rollboot/internal/enforcement"
 	"github.com/rollboot/rollboot/internal/gatepoll"
+	"github.com/rollboot/rollboot/internal/haltkeep"
+	"github.com/rollboot/rollboot/internal/handover"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/loopmetrics"
@@ -35,10 +42,15 @@ import (
 	"github.com/rollboot/rollboot/internal/optout"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/recordcheck"
+	"github.com/rollboot/rollboot/internal/rejoinwatch"
+	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/stopjobs"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/watch"
+	"github.com/rollboot/rollboot/internal/watched"
+	"github.com/rollboot/rollboot/internal/wavekeep"
 	"github.com/rollboot/rollboot/internal/workloadread"
 )
 
@@ -86,20 +98,20 @@ type Deps struct {
 	// Without it, hosts that run servers are never granted.
 	Clusters ClusterAccess
 	// Jobs tells which hosts lost their agent from the allocations of
-	// Runtime.AgentJob (records.go).
+	// Runtime.AgentJob (caches.go).
 	Jobs hostcheck.JobsAPI
 	// Policy is the stored policy: its rules replace Options.Rules, which hold
 	// the safe default until it is read (policy.go).
 	Policy PolicySource
 	// Notifier sends the rollout's notifications while this coordinator leads
 	// (sideoutputs.go).
-	Notifier Notifier
+	Notifier sideoutput.Notifier
 	// NodeMeta publishes each host's state as dynamic node metadata while this
 	// coordinator leads (sideoutputs.go).
-	NodeMeta MetaPublisher
+	NodeMeta sideoutput.MetaPublisher
 	// Silencer keeps the Alertmanager silences of the hosts out for their
 	// reboot while this coordinator leads (sideoutputs.go).
-	Silencer Silencer
+	Silencer sideoutput.Silencer
 	// AlertReader reads the alerts (nil: over HTTP, package alertread).
 	AlertReader gatepoll.AlertReader
 	// GateReader reads the health gates (nil: over HTTP alone, package
@@ -153,8 +165,8 @@ type Coordinator struct {
 	now func() time.Time
 
 	// mu guards what the steps of a pass that run side by side write (the
-	// plan writes, apply.go; the capacity gate's reads, noteAllocRead)
-	// and what callers read while Run runs: the fields below up to ignored.
+	// plan writes, apply.go) and what callers read while Run runs: the
+	// fields below up to ignored.
 	mu    sync.Mutex
 	plans map[string]store.Plan // our own writes; loaded on start
 	// plansGen counts the changes of plans (a write, a load): what was handed
@@ -165,12 +177,6 @@ type Coordinator struct {
 	// recheck: the earliest RecheckAt of the pass's decisions (wake.go runs
 	// the next pass then; zero: none).
 	recheck time.Time
-	// allocs: where the pass finds the allocations of nodes (caches.go).
-	allocs allocSource
-	// freed: when a cycle of each group last ended (its slot freed), until
-	// the group's next drain starts (sideoutputs.go, drainStarted).
-	freed   map[string]time.Time
-	overrun Overrun
 	ignored []store.BadRecord // the records the last pass dropped
 
 	// mail: the watches' newest answers (mailbox.go); seen: as the pass took
@@ -191,21 +197,23 @@ type Coordinator struct {
 
 	// Everything below is the pass goroutine's.
 
+	// allocs: where the pass finds the allocations of nodes (package
+	// allocsource: the capacity gate's reads side by side under its own
+	// lock).
+	allocs allocsource.Source
+
 	// noHandOver: hand-overs refused for lack of permission, by host/product,
 	// with the refusal (a hand-over runs only in the decisions a pass carries
 	// out one after the other).
 	noHandOver map[string]string
 	// members: the server clusters' memberships the records are
-	// corroborated with; corroborated: what was logged of it (records.go).
-	members      membership.Reader
-	corroborated membership.Reporter
-	// reported: what checkRecords last logged.
-	reported string
-	// hostsAtLeast and agentJobAtLeast: the index of the last list of the
-	// host records, and of the agent job's allocations, that a pass read
-	// itself: a watch's answer older than it (its first, racing with such a
-	// pass) is not used (caches.go, records.go).
-	hostsAtLeast, agentJobAtLeast uint64
+	// corroborated with; records: their checks (package recordcheck).
+	members membership.Reader
+	records recordcheck.Checker
+	// hostsAtLeast: the index of the last list of the host records that a
+	// pass read itself: a watch's answer older than it (its first, racing
+	// with such a pass) is not used (caches.go).
+	hostsAtLeast uint64
 	// groups: the nodes' groups as last asked of Nomad (nodes.go).
 	groups nodegroups.Asker
 	// optOut: the pending nodes' node meta opt-outs as last asked (nodes.go).
@@ -221,12 +229,19 @@ type Coordinator struct {
 	streamed byindex.Cache[heartbeatIndexes]
 	// controlRead: the control state as the last pass read it, while its
 	// watches see no change (caches.go).
-	controlRead keptRead[store.Control]
-	// sideOutputs: what was last handed to the notifier and the node metadata
-	// publisher (sideoutputs.go).
-	sideOutputs sideOutputs
+	controlRead watched.Kept[store.Control]
+	// side: the notifier, the node metadata publisher and the silence keeper,
+	// with what each was last handed (package sideoutput).
+	side sideoutput.Outputs
 
 	metrics *loopmetrics.Metrics
+	// passes: the passes' durations and overruns (what callers read while
+	// Run runs: Overruns).
+	passes *loopmetrics.Passes
+	// handOffs: the slots freed, until their group's next drain starts
+	// (the slot hand-off metric; its own lock: the plan writes run side by
+	// side).
+	handOffs *statemetrics.HandOffs
 	// stateHosts: the array of the last state handed to the state metrics
 	// (sideoutputs.go), reused by the next.
 	stateHosts []statemetrics.Host
@@ -247,23 +262,24 @@ type Coordinator struct {
 	// alerts and gates: the alert gate's and the health gates' state (package gatepoll).
 	alerts *gatepoll.Alerts
 	gates  *gatepoll.Gates
-	// approvals: the approval webhook's answers (approval.go).
+	// approvals: the approval webhook's answers (holds.go).
 	approvals *approvalhook.Keeper
-	// halts: the failure budgets' state (halts.go).
-	halts haltState
+	// halts: the failure budgets' halt state across passes (package haltkeep).
+	halts *haltkeep.Keeper
 	// checkNodes: the Consul nodes whose checks the last pass read for a host
 	// waiting for them (rejoinhealth.go); watched until it ends (wake.go).
 	checkNodes map[string]bool
-	// waves: <prefix>/waves as this term read and wrote it (waves.go).
-	waves waveState
+	// waves: <prefix>/waves as this term read and wrote it (package
+	// wavekeep).
+	waves *wavekeep.Keeper
 	// awaitingReport: the hosts under way whose agent had not reported their
 	// reboot as the last pass read their records (phase.AwaitsReport): their
 	// node's allocations are not read (observe.go, rejoinhealth.go) nor
-	// watched (wake.go allocWatchNodes) before it.
+	// watched (rejoinwatch.AllocNodes) before it.
 	awaitingReport map[string]bool
-	// copiesKick: wakes the term's writer of the copies (copies.go); nil
-	// outside Run.
-	copiesKick chan<- struct{}
+	// copies: the copies of the plans and host records, loaded by a term's
+	// first pass and written after passes (package copykeep).
+	copies copykeep.Keeper
 }
 
 // New returns a coordinator.
@@ -282,20 +298,28 @@ func New(opt Options) *Coordinator {
 		c.opt.Resync = 30 * time.Second
 	}
 	if c.opt.Store != nil {
-		c.opt.Store.KeepCopies() // copies.go
+		c.opt.Store.KeepCopies() // package copykeep
 	}
 	c.metrics = loopmetrics.New(c.opt.Registry)
+	c.handOffs = statemetrics.NewHandOffs(c.metrics.State)
+	c.passes = loopmetrics.NewPasses(c.metrics)
 	c.members = membership.Reader{Clusters: opt.Clusters, MaxAge: min(membership.MaxAge, c.opt.Resync), Now: c.now}
-	c.corroborated = membership.Reporter{Log: c.log}
+	c.records = recordcheck.Checker{Members: &c.members, Reporter: membership.Reporter{Log: c.log}, Jobs: c.opt.Jobs,
+		AgentJob: c.agentJob(), Namespace: c.opt.AgentJobNamespace, Unbacked: c.metrics.State.Unbacked, Log: c.log, Now: c.now}
 	if c.opt.Nodes != nil {
 		c.opt.Nodes = writeIndexNodes{NodesAPI: c.opt.Nodes, atLeast: &c.nodesAtLeast}
 	}
-	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.noteAllocRead}
+	c.copies = copykeep.Keeper{Store: c.opt.Store, Log: c.log}
+	c.policy.keep.Log = c.log
+	c.policy.record = enforcement.Publisher{Store: c.opt.Store, Leader: opt.Identity, Now: c.now, Log: c.log}
+	c.side = sideoutput.Outputs{Notifier: opt.Notifier, NodeMeta: opt.NodeMeta, Silencer: opt.Silencer}
+	c.allocs.Nodes = c.opt.Nodes
+	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.allocs.Noted}
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)
-	c.waves.failures = newWaveFailures(c.metrics.Registry)
-	c.halts = haltState{metrics: newHaltMetrics(c.metrics.Registry)}
+	c.waves = wavekeep.New(c.opt.Store, c.metrics.Registry, c.log)
+	c.halts = haltkeep.New(c.opt.Store, c.metrics.Registry, c.log)
 	return c
 }
 
@@ -319,20 +343,20 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer cancel()
 	c.groups = nodegroups.Asker{} // another coordinator may have written since we last led
 	c.nodesAtLeast.Store(0)
-	c.hostsAtLeast, c.agentJobAtLeast = 0, 0
+	c.hostsAtLeast = 0
+	c.records.NewTerm()
 	c.startWatches(ctx, &wg, poke) // a new term of the mailbox: no watch has answered yet
-	c.startBeside(ctx, &wg)
-	c.startCopies(ctx, &wg)
-	defer func() { c.copiesKick = nil }()
-	allocs := &allocWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c}
-	defer allocs.stop()
-	checks := &checkWatchers{watchSet: watchSet{ctx: ctx}, poke: poke, c: c} // wake.go
-	defer checks.stop()
+	c.side.Start(ctx, &wg)
+	defer c.copies.Start(ctx, &wg)()
+	allocs := rejoinwatch.NewAllocs(ctx, c.opt.Nodes, &c.mail, poke) // what rejoining hosts wait on
+	defer allocs.Stop()
+	checks := rejoinwatch.NewChecks(ctx, c.opt.ConsulHealth, poke)
+	defer checks.Stop()
 
 	c.mu.Lock()
 	c.plans = nil // reload: another coordinator may have written since we last led
-	clear(c.freed)
 	c.mu.Unlock()
+	c.handOffs.Forget()
 	t := time.NewTicker(c.opt.Resync)
 	defer t.Stop()
 	chained, failed := 0, 0
@@ -355,8 +379,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Lock()
 		changed, plans := c.changed, plansUnderWay(c.plans) // observe.go
 		c.mu.Unlock()
-		allocs.set(plans, c.awaitingReport)
-		checks.set()
+		allocs.Set(rejoinwatch.AllocNodes(plans, c.awaitingReport), c.allocs.TakeReads())
+		checks.Set(maps.Clone(c.checkNodes))
 		if c.nodeFollower != nil {
 			c.nodeFollower.Watch(cycleNodes(plans)) // followed one by one without the stream (nodes.go)
 		}
@@ -404,7 +428,7 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 	if c.opt.Policy != nil {
 		queries = append(queries, c.watchPolicy)
 	}
-	queries = append(queries, c.watchHalts) // halts.go
+	queries = append(queries, c.watchHalts) // caches.go
 	for _, q := range queries {
 		wg.Add(1)
 		go func() {
@@ -415,14 +439,10 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 }
 
 func (c *Coordinator) watchVars(ctx context.Context, idx uint64) (uint64, error) {
-	if taken := c.mail.untakenHosts(); taken != nil {
+	if !c.mail.hostsTaken(ctx) {
 		// List again once a pass took the last list (caches.go); the
 		// change that made it was told (poked) when it was answered.
-		select {
-		case <-taken:
-		case <-ctx.Done():
-			return idx, ctx.Err()
-		}
+		return idx, ctx.Err()
 	}
 	list, n, err := c.opt.Store.HostList(ctx, idx, 5*time.Minute)
 	if err != nil {
@@ -458,9 +478,9 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return c.stepFailed(octx, ctx, err)
 	}
-	c.forgetAnswers(s) // approval.go
-	c.logHalts(s)
-	c.storeWaves(octx, s) // a canary's failure, before any grant (waves.go)
+	c.approvals.ForgetSettled(s.plans) // holds.go
+	c.halts.Log(haltkeep.Pass{State: s.halts, Index: s.haltsIndex, Err: s.haltsErr})
+	c.storeWaves(octx, s) // a canary's failure, before any grant (holds.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt
 	c.freezeRecheck = policy.NextFreezeChange(c.allGroups(), s.now)
@@ -469,7 +489,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control, s.now) // the plans as read: another leader may have stored them
 	var errs error
 	var r routed
-	var failing []pendingWrite // decisions that fail a cycle, carried out once recorded (halts.go)
+	var failing []pendingWrite // decisions that fail a cycle, carried out once recorded (apply.go recordFailures)
 	waiting := map[phase.WaitKind]int{}
 	for _, name := range s.names {
 		hv := s.hosts[name]
@@ -494,7 +514,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		}
 		r.route(s, in, d)
 	}
-	recorded, err := c.recordFailures(ctx, s, failing) // before their plans: halts.go
+	recorded, err := c.recordFailures(ctx, s, failing) // before their plans (apply.go)
 	errs = errors.Join(errs, err)
 	for _, w := range recorded {
 		r.route(s, w.in, w.d)
@@ -513,7 +533,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.notifyPass(s.control, s.now)
 	c.publishMeta(s)
 	c.silencePass()
-	c.keepCopies(ctx)
+	c.copies.After(ctx)
 	return errs
 }
 
@@ -652,40 +672,18 @@ const (
 	metaBy             = "drained_by"
 )
 
-// handOver hands the leadership of product over from the host's server. Without
-// the permission to (Nomad's needs a management token) it says so once and lets
-// the host go: the cluster elects a new leader when the host goes down.
+// handOver hands the leadership of product over from the host's server
+// (package handover). A refusal for lack of permission lets the host go, or
+// holds it (HoldOnDeniedHandOver), and is kept for the next passes.
 func (c *Coordinator) handOver(ctx context.Context, rec *store.HostRecord, product string) error {
-	if rec == nil {
-		return nil
+	denied, err := handover.FromHost(ctx, c.opt.Clusters, rec, product, c.opt.HoldOnDeniedHandOver, c.log)
+	if denied != "" {
+		if c.noHandOver == nil {
+			c.noHandOver = map[string]string{}
+		}
+		c.noHandOver[rec.Host+"/"+product] = denied
 	}
-	for _, srv := range rec.Servers {
-		if srv.Product != product {
-			continue
-		}
-		hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := c.opt.Clusters.HandOver(hctx, product, srv.ID)
-		cancel()
-		if errors.Is(err, health.ErrDenied) {
-			if c.opt.HoldOnDeniedHandOver {
-				c.log.Error("leadership hand-over refused; holding the host (policy: hold)",
-					"host", rec.Host, "product", product, "err", err)
-			} else {
-				c.log.Error("leadership hand-over refused; the host reboots as leader and the cluster elects another (policy: continue)",
-					"host", rec.Host, "product", product, "err", err)
-			}
-			if c.noHandOver == nil {
-				c.noHandOver = map[string]string{}
-			}
-			c.noHandOver[rec.Host+"/"+product] = err.Error()
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("hand over %s leadership from %s: %w", product, rec.Host, err)
-		}
-		c.log.Info("leadership handed over", "host", rec.Host, "product", product)
-	}
-	return nil
+	return err
 }
 
 func newGrantID() string {
@@ -704,15 +702,14 @@ func newGrantID() string {
 // leads): it peeks at the host watch's newest list in the mailbox and touches
 // none of the pass's state.
 func (c *Coordinator) CountCandidates(ctx context.Context) (int, error) {
-	c.mail.mu.Lock()
-	w := c.mail.a.hosts
-	c.mail.mu.Unlock()
+	var w watched.Value[store.HostList]
+	c.mail.Read(func(a *answers, _ bool) { w = a.hosts })
 	var (
 		recs []store.HostRecord
 		err  error
 	)
-	if w.live {
-		recs, _, err = c.opt.Store.HostsIn(ctx, w.val)
+	if w.Live {
+		recs, _, err = c.opt.Store.HostsIn(ctx, w.Val)
 	} else {
 		recs, _, _, err = c.opt.Store.HostsChecked(ctx, 0, 0)
 	}
@@ -743,42 +740,32 @@ func (c *Coordinator) Follow(ctx context.Context) (stop func(), err error) {
 		cancel()
 		wg.Wait()
 	}
-	for !c.following() {
-		select {
-		case <-ctx.Done():
-			stop()
-			return nil, fmt.Errorf("the watches did not answer: %w", ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
+	answered := func(a *answers, _ bool) bool { // the watches a pass takes its reads from
+		return a.hosts.Live && a.nodes.Val != nil && (c.opt.Policy == nil || a.policy.Live)
+	}
+	if !c.mail.Wait(ctx, answered, 0) {
+		stop()
+		return nil, fmt.Errorf("the watches did not answer: %w", ctx.Err())
 	}
 	return stop, nil
-}
-
-// following reports whether the watches a pass takes its reads from answered.
-func (c *Coordinator) following() bool {
-	m := &c.mail
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.a.hosts.live && m.a.nodes.val != nil && (c.opt.Policy == nil || m.a.policy.live)
 }
 
 // WatchedHosts returns the index the host record watch last answered at: a
 // record written at or before it is read by the next pass.
 func (c *Coordinator) WatchedHosts() uint64 {
-	m := &c.mail
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.a.hosts.index
+	var idx uint64
+	c.mail.Read(func(a *answers, _ bool) { idx = a.hosts.Index })
+	return idx
 }
 
 // WatchedNodes returns the index of the node list the node watch last kept (0:
 // none, or it failed), for a benchmark that waits until a change is seen.
 func (c *Coordinator) WatchedNodes() uint64 {
-	m := &c.mail
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.a.nodes.val == nil {
-		return 0
-	}
-	return m.a.nodes.index
+	var idx uint64
+	c.mail.Read(func(a *answers, _ bool) {
+		if a.nodes.Val != nil {
+			idx = a.nodes.Index
+		}
+	})
+	return idx
 }

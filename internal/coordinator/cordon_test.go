@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,36 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/store"
 )
-
-// sameMeta tells apart two metadata that differ in any one field: a field it
-// forgets is never handed to the publisher when only it changes (a node
-// cordoned again, with the same phase as when it was last written).
-func TestSameMetaSeesEveryField(t *testing.T) {
-	typ := reflect.TypeFor[nodemeta.Meta]()
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		var m nodemeta.Meta
-		v := reflect.ValueOf(&m).Elem().Field(i)
-		switch f.Type.Kind() {
-		case reflect.Bool:
-			v.SetBool(true)
-		case reflect.String:
-			v.SetString("x")
-		default:
-			if f.Type != reflect.TypeFor[time.Time]() {
-				t.Fatalf("field %s of a kind this test does not set: add it", f.Name)
-			}
-			v.Set(reflect.ValueOf(time.Unix(1, 0)))
-		}
-		if sameMeta(nodemeta.Meta{}, m) {
-			t.Errorf("sameMeta does not see field %s", f.Name)
-		}
-	}
-}
 
 // A pass carries the cordons of the hosts next in line out before its other
 // decisions, drains among them, which keep their host order.
@@ -79,7 +52,7 @@ func handOutWithCordons(t *testing.T, n int) (map[string]store.Plan, []string) {
 	c := New(Options{
 		Deps: Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
 		Rules: Rules{Timing: timing, Capacity: CapacityGate{Enabled: true},
-			MetaKeys: NodeMetaRules{CordonNext: n}},
+			MetaKeys: sideoutput.MetaRules{CordonNext: n}},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
@@ -137,7 +110,7 @@ func TestNotCordonedIsCountedAndSaid(t *testing.T) {
 	}
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing, MetaKeys: NodeMetaRules{CordonNext: 1}}, // the capacity gate off
+		Rules:   Rules{Timing: timing, MetaKeys: sideoutput.MetaRules{CordonNext: 1}}, // the capacity gate off
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	if err := c.ReconcileOnce(ctx); err != nil {

@@ -85,11 +85,16 @@ func TestFailureHaltsBeforeTheSlotIsHandedOut(t *testing.T) {
 	if slices.Contains(nodeCalls, "drain n-h01") {
 		t.Errorf("h01 drained after the halt: %q", nodeCalls)
 	}
-	if got := testutil.ToFloat64(c.halts.metrics.halted.WithLabelValues("rollout")); got != 1 {
-		t.Errorf("rollboot_halted{scope=rollout} = %v, want 1", got)
-	}
-	if got := testutil.ToFloat64(c.halts.metrics.failures.WithLabelValues("default", "reboot_failed")); got != 1 {
-		t.Errorf("rollboot_cycle_failures_total = %v, want 1", got)
+	want := `
+# HELP rollboot_cycle_failures_total Cycles that failed, by group and kind (stuck, reboot_failed, unhealthy, drain_aborted), as the failure budgets count them.
+# TYPE rollboot_cycle_failures_total counter
+rollboot_cycle_failures_total{group="default",kind="reboot_failed"} 1
+# HELP rollboot_halted 1 while the scope (a group's name, or "rollout" for the whole rollout) is halted by its failure budget, until ` + "`rollboot resume`" + `; absent when it is not.
+# TYPE rollboot_halted gauge
+rollboot_halted{scope="rollout"} 1
+`
+	if err := testutil.GatherAndCompare(c.Registry(), strings.NewReader(want), "rollboot_halted", "rollboot_cycle_failures_total"); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -131,8 +131,8 @@ func TestHeartbeatIndexesEqualFreshReads(t *testing.T) {
 					continue
 				}
 				want := heartbeatIndexesOf(w.nodes[v.ID])
-				got := heartbeatIndexes{reregistered: v.ReregisteredIndex, missed: v.MissedHeartbeatIndex,
-					eligibility: v.EligibilityIndex, drainDone: v.DrainDoneIndex}
+				got := heartbeatIndexes{Reregistered: v.ReregisteredIndex, Missed: v.MissedHeartbeatIndex,
+					Eligibility: v.EligibilityIndex, DrainDone: v.DrainDoneIndex}
 				if got != want {
 					t.Fatalf("seed %d pass %d: node %s shows %+v, want %+v", seed, pass, v.ID, got, want)
 				}

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"maps"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -12,6 +11,7 @@ import (
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // Who owns what. The pass goroutine (Run's loop, or whoever calls
@@ -28,271 +28,165 @@ import (
 // Two locks are left. The mailbox's, between the watches and the pass. And
 // Coordinator.mu, for what the steps of a pass that run side by side write:
 // the plans (the parallel plan writes, apply.go), whether the pass
-// changed something and when to look again, the allocation reads (the
-// capacity gate's, side by side: admitreads.go), the slots freed (metrics);
-// and what callers read while Run runs (Overruns, Ignored).
-
-// watched is the newest answer of one blocking-query watch: the value it read
-// and the index it answered at, whether it is live (it answered since its last
-// failure, in this term) and its generation, which counts its answers that saw
-// a change, its failures and the terms. What a pass read of what the watch
-// follows holds while the watch is live and its generation has not moved
-// (keptRead).
-type watched[T any] struct {
-	val   T
-	index uint64
-	gen   uint64
-	live  bool
-}
-
-// answered records an answer at index with v; changed: its index moved.
-func (w *watched[T]) answered(index uint64, v T, changed bool) {
-	w.live = true
-	if changed {
-		w.gen++
-	}
-	w.val, w.index = v, index
-}
-
-// failed records a failure of the watch, or the start of a term: the value is
-// forgotten, and nothing read before counts any more.
-func (w *watched[T]) failed() {
-	var zero T
-	w.live, w.val = false, zero
-	w.gen++
-}
-
-// keptRead is what a pass read of what a watch follows, kept with the watch's
-// generation as the pass took it: it holds for a later pass while the watch is
-// live and its generation has not moved. A change during the read moves it
-// (the watch answers after the write), so the next pass reads again.
-type keptRead[T any] struct {
-	val T
-	gen uint64
-	ok  bool
-}
-
-// get returns the kept value if it holds at the watch's generation gen.
-func (k *keptRead[T]) get(gen uint64, live bool) (T, bool) {
-	if !live || !k.ok || k.gen != gen {
-		var zero T
-		return zero, false
-	}
-	return k.val, true
-}
-
-// keep keeps v, read at the watch's generation gen.
-func (k *keptRead[T]) keep(gen uint64, v T) { k.val, k.gen, k.ok = v, gen, true }
-
-// forget drops the kept value: the next pass reads again.
-func (k *keptRead[T]) forget() { *k = keptRead[T]{} }
+// changed something and when to look again; and what callers read while Run
+// runs (Ignored; the overruns are loopmetrics.Passes'). The capacity gate's
+// allocation reads, side by side, are kept under package allocsource's own
+// lock.
 
 // answers are the newest answers of the watches.
 type answers struct {
-	hosts    watched[store.HostList]
-	control  watched[struct{}] // the control variable
-	requests watched[struct{}] // the per-host control variables
-	policy   watched[struct{}]
-	halts    watched[struct{}] // the failure budgets' halt state (halts.go)
-	agentJob watched[hostcheck.AgentAllocs]
+	hosts    watched.Value[store.HostList]
+	control  watched.Value[struct{}] // the control variable
+	requests watched.Value[struct{}] // the per-host control variables
+	policy   watched.Value[struct{}]
+	halts    watched.Value[struct{}] // the failure budgets' halt state (caches.go readHalts)
+	agentJob watched.Value[hostcheck.AgentAllocs]
 	// nodes: the node list (nil while not live), from the node watch or the
 	// event stream's follower (nodes.go).
-	nodes watched[[]*api.NodeListStub]
+	nodes watched.Value[[]*api.NodeListStub]
 	// nodeWatch: how the nodes are followed (nodes.go followNodes).
 	nodeWatch nodestream.State
 	// allocs: the allocations of each node whose allocation watch answered
-	// (wake.go allocWatchers), until it ends.
+	// (package rejoinwatch), until it ends.
 	allocs map[string][]*api.Allocation
 	// nodeEvents: the heartbeat indexes of the nodes the node follower saw in
 	// full since the last pass took them (nodes.go nodeSink.NodesWritten),
 	// each at the node's ModifyIndex; the pass keeps them (caches.go
 	// streamed), and the mailbox starts afresh.
 	nodeEvents byindex.Cache[heartbeatIndexes]
+	// hostsUntaken: the host watch answered a change that no pass took yet
+	// (its next list waits for one: caches.go).
+	hostsUntaken bool
 }
 
 // mailbox is where the watches leave their newest answers for the pass.
 type mailbox struct {
-	// mu: the watches write from their goroutines; the pass takes.
-	mu sync.Mutex
-	// term: the context of the watches (nil: none, as in tests that answer
-	// for a watch): once it ends, no watch is live.
-	term context.Context
-	a    answers
-	// hostsTaken is closed when a pass takes the host watch's list answered
-	// after a change (nil: none waits to be taken; caches.go).
-	hostsTaken chan struct{}
-	// nodesKept is closed and replaced whenever a node list is kept
-	// (caughtUp).
-	nodesKept chan struct{}
+	watched.Box[answers]
 }
 
 // start begins a term of the watches: nothing answered before counts.
 func (m *mailbox) start(term context.Context) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.term = term
-	a := &m.a
-	a.hosts.failed()
-	a.control.failed()
-	a.requests.failed()
-	a.policy.failed()
-	a.halts.failed()
-	a.agentJob.failed()
-	a.nodes.failed()
-	a.allocs, a.nodeEvents = nil, byindex.Cache[heartbeatIndexes]{}
-	m.takeHostsLocked()
-	m.nodesKeptLocked()
+	m.Start(term, func(a *answers) {
+		a.hosts.Failed()
+		a.control.Failed()
+		a.requests.Failed()
+		a.policy.Failed()
+		a.halts.Failed()
+		a.agentJob.Failed()
+		a.nodes.Failed()
+		a.allocs, a.nodeEvents = nil, byindex.Cache[heartbeatIndexes]{}
+		a.hostsUntaken = false
+	})
 }
 
 // take returns the watches' newest answers, as a pass starts from them, and
 // marks the host watch's list as taken.
 func (m *mailbox) take() answers {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.takeHostsLocked()
-	a := m.a
-	// A copy, even of an empty map: the watches go on writing to theirs.
-	a.allocs = maps.Clone(m.a.allocs)
-	m.a.nodeEvents = byindex.Cache[heartbeatIndexes]{} // the pass's now: the follower starts a new one
-	if m.term != nil && m.term.Err() != nil {
-		// The term ended: its watches stopped answering.
-		for _, w := range []*watched[struct{}]{&a.control, &a.requests, &a.policy, &a.halts} {
-			w.live = false
+	return m.Take(func(mine *answers, ended bool) answers {
+		mine.hostsUntaken = false
+		a := *mine
+		// A copy, even of an empty map: the watches go on writing to theirs.
+		a.allocs = maps.Clone(mine.allocs)
+		mine.nodeEvents = byindex.Cache[heartbeatIndexes]{} // the pass's now: the follower starts a new one
+		if ended {
+			// The term ended: its watches stopped answering.
+			for _, w := range []*watched.Value[struct{}]{&a.control, &a.requests, &a.policy, &a.halts} {
+				w.Live = false
+			}
+			a.hosts.Live, a.agentJob.Live, a.nodes.Live = false, false, false
+			a.nodes.Val, a.allocs = nil, nil
 		}
-		a.hosts.live, a.agentJob.live, a.nodes.live = false, false, false
-		a.nodes.val, a.allocs = nil, nil
-	}
-	return a
+		return a
+	})
 }
 
 // update runs fn on the answers, for a watch's goroutine.
-func (m *mailbox) update(fn func(a *answers)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	fn(&m.a)
-}
-
-// takeHostsLocked marks the host watch's last list as taken (m.mu held).
-func (m *mailbox) takeHostsLocked() {
-	if m.hostsTaken != nil {
-		close(m.hostsTaken)
-		m.hostsTaken = nil
-	}
-}
+func (m *mailbox) update(fn func(a *answers)) { m.Update(fn) }
 
 // hostsAnswered records an answer of the host watch at index with its list;
 // changed: its index moved, and the watch lists again only once a pass took
-// this list (untakenHosts).
+// this list (hostsTaken).
 func (m *mailbox) hostsAnswered(index uint64, list store.HostList, changed bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.a.hosts.answered(index, list, changed)
-	if changed && m.hostsTaken == nil {
-		m.hostsTaken = make(chan struct{})
-	}
+	m.Update(func(a *answers) {
+		a.hosts.Answered(index, list, changed)
+		a.hostsUntaken = a.hostsUntaken || changed
+	})
 }
 
 // hostsFailed records a failure of the host watch: its next query, a retry,
 // waits for no pass.
 func (m *mailbox) hostsFailed() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.a.hosts.failed()
-	m.takeHostsLocked()
+	m.Update(func(a *answers) {
+		a.hosts.Failed()
+		a.hostsUntaken = false
+	})
 }
 
-// untakenHosts returns a channel closed once a pass takes the host watch's
-// last list after a change (nil: it has been taken, or no change waits).
-func (m *mailbox) untakenHosts() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.hostsTaken
+// hostsTaken waits until a pass took the host watch's last list answered
+// after a change (at once when none waits to be taken); false when ctx ended
+// first.
+func (m *mailbox) hostsTaken(ctx context.Context) bool {
+	return m.Wait(ctx, func(a *answers, _ bool) bool { return !a.hostsUntaken }, 0)
 }
 
 // setNodes keeps the node list answered at index (nil: forget it, the watch
 // failed), unless it is older than the one kept (an answer that took longer
 // than the next one).
 func (m *mailbox) setNodes(list []*api.NodeListStub, index uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := &m.a.nodes
-	switch {
-	case list == nil:
-		n.failed()
-	case n.val != nil && index < n.index:
-		return
-	default:
-		n.answered(index, list, true)
-	}
-	m.nodesKeptLocked()
+	m.Update(func(a *answers) {
+		switch n := &a.nodes; {
+		case list == nil:
+			n.Failed()
+		case n.Val != nil && index < n.Index:
+		default:
+			n.Answered(index, list, true)
+		}
+	})
 }
 
 // nodesAt reports whether the node list kept was answered at index.
-func (m *mailbox) nodesAt(index uint64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.a.nodes.val != nil && m.a.nodes.index == index
-}
-
-// nodesKeptLocked wakes the passes waiting for a node list (m.mu held).
-func (m *mailbox) nodesKeptLocked() {
-	if m.nodesKept != nil {
-		close(m.nodesKept)
-		m.nodesKept = nil
-	}
+func (m *mailbox) nodesAt(index uint64) (at bool) {
+	m.Read(func(a *answers, _ bool) { at = a.nodes.Val != nil && a.nodes.Index == index })
+	return at
 }
 
 // caughtUp returns the node list once one at index wrote or later is kept,
 // waiting up to wait; false when there is no list to wait for (or its term
 // ended), or it did not catch up in time.
-func (m *mailbox) caughtUp(ctx context.Context, wrote uint64, wait time.Duration) (watched[[]*api.NodeListStub], bool) {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		m.mu.Lock()
-		n := m.a.nodes
-		if n.val == nil || m.term != nil && m.term.Err() != nil {
-			m.mu.Unlock()
-			return watched[[]*api.NodeListStub]{}, false
+func (m *mailbox) caughtUp(ctx context.Context, wrote uint64, wait time.Duration) (n watched.Value[[]*api.NodeListStub], ok bool) {
+	m.Wait(ctx, func(a *answers, ended bool) bool {
+		if a.nodes.Val == nil || ended {
+			ok = false // nothing to wait for
+			return true
 		}
-		if n.index >= wrote {
-			m.mu.Unlock()
-			return n, true
-		}
-		if m.nodesKept == nil {
-			m.nodesKept = make(chan struct{})
-		}
-		kept := m.nodesKept
-		m.mu.Unlock()
-		select {
-		case <-kept:
-		case <-t.C:
-			return watched[[]*api.NodeListStub]{}, false
-		case <-ctx.Done():
-			return watched[[]*api.NodeListStub]{}, false
-		}
+		n, ok = a.nodes, a.nodes.Index >= wrote
+		return ok
+	}, wait)
+	if !ok {
+		return watched.Value[[]*api.NodeListStub]{}, false
 	}
+	return n, true
 }
 
-// setAllocs keeps the allocations the watch of nodeID read (nil: forget
+// SetAllocs keeps the allocations the watch of nodeID read (nil: forget
 // them, the watch failed or ended).
-func (m *mailbox) setAllocs(nodeID string, allocs []*api.Allocation) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if allocs == nil {
-		delete(m.a.allocs, nodeID)
-		return
-	}
-	if m.a.allocs == nil {
-		m.a.allocs = map[string][]*api.Allocation{}
-	}
-	m.a.allocs[nodeID] = allocs
+func (m *mailbox) SetAllocs(nodeID string, allocs []*api.Allocation) {
+	m.Update(func(a *answers) {
+		if allocs == nil {
+			delete(a.allocs, nodeID)
+			return
+		}
+		if a.allocs == nil {
+			a.allocs = map[string][]*api.Allocation{}
+		}
+		a.allocs[nodeID] = allocs
+	})
 }
 
 // takeMail starts a pass: it takes the watches' newest answers, and starts
 // the pass's allocation source from those of the allocation watches.
 func (c *Coordinator) takeMail() {
 	c.seen = c.mail.take()
-	c.newAllocPass(c.seen.allocs)
+	c.allocs.NewPass(c.seen.allocs)
 	c.streamed.PutAll(c.seen.nodeEvents)
 }

@@ -11,10 +11,10 @@ import (
 // show in it (it raced with the pass's reads).
 func TestTakenAllocationsAreACopy(t *testing.T) {
 	var m mailbox
-	m.setAllocs("n1", []*api.Allocation{{ID: "a1"}})
-	m.setAllocs("n1", nil) // the watch ended: an empty map is left
+	m.SetAllocs("n1", []*api.Allocation{{ID: "a1"}})
+	m.SetAllocs("n1", nil) // the watch ended: an empty map is left
 	taken := m.take()
-	m.setAllocs("n2", []*api.Allocation{{ID: "a2"}})
+	m.SetAllocs("n2", []*api.Allocation{{ID: "a2"}})
 	if _, ok := taken.allocs["n2"]; ok {
 		t.Fatal("a watch's write after the pass took its answers shows in them")
 	}

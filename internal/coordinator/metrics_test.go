@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -87,49 +86,4 @@ rollboot_reboots_total{outcome="rebooted"} 2
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rollboot_reboots_total"); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func TestSlotHandOff(t *testing.T) {
-	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name      string
-		freed     bool
-		requested time.Time
-		started   time.Time
-		want      string // the histogram's count and sum
-	}{
-		{"waiting host drains after the slot frees", true, t0.Add(-time.Hour), t0.Add(5 * time.Second), "count 1 sum 5"},
-		{"host asked after the slot freed", true, t0.Add(time.Minute), t0.Add(70 * time.Second), "count 1 sum 10"},
-		{"no slot seen freed", false, t0, t0.Add(time.Second), "count 0 sum 0"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := New(Options{})
-			if tt.freed {
-				c.slotFreed("web", t0)
-			}
-			c.drainStarted("web", tt.requested, tt.started)
-			c.drainStarted("web", tt.requested, tt.started.Add(time.Hour)) // a second drain: no slot freed since
-			if got := handOffs(t, c.Registry()); got != tt.want {
-				t.Errorf("hand-offs: %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
-// handOffs is the count and sum of the slot hand-offs reg holds.
-func handOffs(t *testing.T, reg *prometheus.Registry) string {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "rollboot_slot_handoff_seconds" {
-			h := mf.GetMetric()[0].GetHistogram()
-			return fmt.Sprintf("count %d sum %v", h.GetSampleCount(), h.GetSampleSum())
-		}
-	}
-	t.Fatal("no rollboot_slot_handoff_seconds")
-	return ""
 }

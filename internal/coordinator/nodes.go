@@ -10,6 +10,8 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
+	"github.com/rollboot/rollboot/internal/optout"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -65,8 +67,8 @@ func (w writeIndexNodes) ToggleEligibility(nodeID string, eligible bool, q *api.
 // catches up, waiting up to catchUpWait (nodes.go); nil when it does not.
 func (c *Coordinator) nodeList(ctx context.Context) []*api.NodeListStub {
 	least := c.nodesAtLeast.Load()
-	if w := c.seen.nodes; w.live && w.index >= least {
-		return w.val
+	if w := c.seen.nodes; w.Live && w.Index >= least {
+		return w.Val
 	}
 	wait := catchUpWait
 	if !c.suspected.IsZero() && c.now().Sub(c.suspected) < nodestream.CatchUp {
@@ -77,7 +79,7 @@ func (c *Coordinator) nodeList(ctx context.Context) []*api.NodeListStub {
 	}
 	if w, ok := c.mail.caughtUp(ctx, least, wait); ok {
 		c.seen.nodes, c.suspected = w, time.Time{}
-		return w.val
+		return w.Val
 	}
 	if c.nodeFollower != nil && least > 0 {
 		// The stream did not show a write of ours: it may be silent.
@@ -135,22 +137,15 @@ func (c *Coordinator) groupNames() []nodegroups.Group {
 // optout asks Nomad. A node that cannot be asked about holds its host (fail
 // closed), with the error as its reason.
 func (c *Coordinator) readOptOut(ctx context.Context, s *snapshot) {
-	hostOf := map[string]string{}  // node ID -> host
-	pending := map[string]uint64{} // node ID -> ModifyIndex
+	pending := map[string]optout.Pending{}
 	for _, name := range s.names {
-		hv := s.hosts[name]
-		if s.plans[name].Phase != store.PhasePending || hv.node == nil || s.nodes[hv.node.ID] == nil {
-			continue
+		if hv := s.hosts[name]; s.plans[name].Phase == store.PhasePending && hv.node != nil && s.nodes[hv.node.ID] != nil {
+			pending[name] = optout.Pending{NodeID: hv.node.ID, ModifyIndex: s.nodes[hv.node.ID].ModifyIndex}
 		}
-		hostOf[hv.node.ID], pending[hv.node.ID] = name, s.nodes[hv.node.ID].ModifyIndex
 	}
-	reasons, err := c.optOut.Reasons(ctx, c.opt.Nodes, pending)
-	if err != nil {
+	var err error
+	if s.optOut, err = c.optOut.HostReasons(ctx, c.opt.Nodes, pending); err != nil {
 		c.log.Warn("node meta opt-out cannot be read: holding the hosts asked about", "err", err)
-	}
-	s.optOut = make(map[string]string, len(reasons))
-	for id, why := range reasons {
-		s.optOut[hostOf[id]] = why
 	}
 }
 
@@ -164,7 +159,7 @@ func (c *Coordinator) newNodeFollower(poke func()) *nodestream.Follower {
 		Poke: poke, Log: c.log, Relist: c.opt.Resync, OnState: func(s nodestream.State) {
 			c.metrics.NodeWatch(s)
 			c.mail.update(func(a *answers) { a.nodeWatch = s })
-			poke() // status says how the nodes are followed (policy.go publishEnforcement)
+			poke() // status says how the nodes are followed (package enforcement)
 		}}
 }
 
@@ -181,15 +176,6 @@ func cycleNodes(plans map[string]store.Plan) []string {
 		}
 	}
 	return ids
-}
-
-// nodeWatchText is what `rollboot status` says of how the nodes are followed:
-// nothing while the event stream works.
-func nodeWatchText(s nodestream.State) string {
-	if s.Mode != nodestream.Blocking {
-		return ""
-	}
-	return "blocking queries: the node event stream cannot be had (" + s.Reason + "); it is tried again now and then"
 }
 
 // nodeSink is the mailbox as the node follower's sink.
@@ -215,3 +201,33 @@ func (s nodeSink) NodesAt(index uint64) bool { return s.m.nodesAt(index) }
 // follows the write's answer within milliseconds; a pass chained after a
 // drain or an eligibility change would otherwise read every node again.
 const catchUpWait = 250 * time.Millisecond
+
+// nodeGone says why the node p's cycle took out of service is no longer its
+// host's (phase.NodeGone), from the node list the pass read; "" for a host not
+// out of service. The nodes by name are indexed once per pass, the first time
+// a cycle's node is not listed as its host's.
+func (s *snapshot) nodeGone(p store.Plan) string {
+	if !p.Active() || p.NodeID == "" {
+		return ""
+	}
+	n := s.nodes[p.NodeID]
+	if n != nil && n.Name == p.Host && n.Status != api.NodeStatusDown {
+		return "" // the common case: no index needed
+	}
+	if s.nodesByName == nil {
+		s.nodesByName = make(map[string][]phase.ListedNode, len(s.nodes))
+		for _, m := range s.nodes {
+			s.nodesByName[m.Name] = append(s.nodesByName[m.Name], listedNode(m))
+		}
+	}
+	var planNode *phase.ListedNode
+	if n != nil {
+		l := listedNode(n)
+		planNode = &l
+	}
+	return phase.NodeGone(p.Host, p.NodeID, planNode, s.nodesByName[p.Host])
+}
+
+func listedNode(n *api.NodeListStub) phase.ListedNode {
+	return phase.ListedNode{ID: n.ID, Name: n.Name, Status: n.Status, CreateIndex: n.CreateIndex}
+}

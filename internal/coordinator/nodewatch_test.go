@@ -14,6 +14,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/watched"
 )
 
 // The follower keeps, from one list and the event stream, the node list a
@@ -117,9 +118,9 @@ func TestNodeListFromEvents(t *testing.T) {
 
 // mailedNodes returns the node list in co's mailbox, and its index.
 func mailedNodes(co *Coordinator) ([]*api.NodeListStub, uint64) {
-	co.mail.mu.Lock()
-	defer co.mail.mu.Unlock()
-	return co.mail.a.nodes.val, co.mail.a.nodes.index
+	var n watched.Value[[]*api.NodeListStub]
+	co.mail.Read(func(a *answers, _ bool) { n = a.nodes })
+	return n.Val, n.Index
 }
 
 // A pass after a node write of its own waits for the watch to show it, and
@@ -140,12 +141,12 @@ func TestMailboxNodesCaughtUp(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		m.setNodes(fresh, 7)
 	}()
-	if got, ok := m.caughtUp(t.Context(), 7, 10*time.Second); !ok || len(got.val) != 1 || got.val[0].ModifyIndex != 7 {
-		t.Fatalf("caught up: got %v (%v), want the list at 7", got.val, ok)
+	if got, ok := m.caughtUp(t.Context(), 7, 10*time.Second); !ok || len(got.Val) != 1 || got.Val[0].ModifyIndex != 7 {
+		t.Fatalf("caught up: got %v (%v), want the list at 7", got.Val, ok)
 	}
 	m.setNodes([]*api.NodeListStub{{ID: "a", ModifyIndex: 6}}, 6) // an answer older than the kept one
-	if got, _ := m.caughtUp(t.Context(), 0, time.Second); got.index != 7 {
-		t.Fatalf("an older answer replaced the list at 7: %d", got.index)
+	if got, _ := m.caughtUp(t.Context(), 0, time.Second); got.Index != 7 {
+		t.Fatalf("an older answer replaced the list at 7: %d", got.Index)
 	}
 }
 

@@ -37,11 +37,11 @@ type snapshot struct {
 	nodes   map[string]*api.NodeListStub // every Nomad node, by ID
 	groupOf map[string]string            // node ID -> the first group whose filter matches it
 	// nodesByName: the nodes by name, indexed when a cycle's node is not
-	// listed as its host's (nodegone.go); nil until then.
+	// listed as its host's (nodes.go); nil until then.
 	nodesByName map[string][]phase.ListedNode
 	hosts       map[string]*hostView // every host with a usable record or a plan
 	names       []string             // the keys of hosts, sorted
-	// missing: hosts whose agent is known not to run, and why (records.go).
+	// missing: hosts whose agent is known not to run, and why (caches.go).
 	missing map[string]string
 	// clusters holds the health of each server cluster (by product/cluster) of a
 	// host that is pending, draining or rejoining; nil without quorum gates.
@@ -70,13 +70,13 @@ type snapshot struct {
 	// after their reboot (rejoinhealth.go).
 	health map[string]*rejoin.Observed
 	// preview: the snapshot of `rollboot plan`, which asks the approval
-	// webhook nothing; previewAnswers stand in for its answers (approval.go).
+	// webhook nothing; previewAnswers stand in for its answers (holds.go).
 	preview        bool
 	previewAnswers map[string]admission.WebhookAnswer
-	// waves: the waves as this pass judged them (waves.go).
+	// waves: the waves as this pass judged them (holds.go).
 	waves waveView
 	// halts: the failure budgets' halt state and its variable's index
-	// (halts.go); haltsErr: why it cannot be read ("" when it can, or when no
+	// (package haltkeep); haltsErr: why it cannot be read ("" when it can, or when no
 	// budget needs it).
 	halts      policy.HaltState
 	haltsIndex uint64
@@ -110,7 +110,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	)
 	first := c.firstRead()
 	if first {
-		c.loadCopies(ctx) // most plans and records from their copies (copies.go)
+		c.loadCopies(ctx) // most plans and records from their copies (package copykeep)
 	}
 	loaded.Go(func() { plans, plansErr = c.loadPlans(ctx) })
 	recs, badRecs, err := c.hostRecords(ctx)
@@ -141,7 +141,7 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	c.readNodeDetails(ctx, s)
 	c.readClusters(ctx, s)
 	c.readRejoinHealth(ctx, s)
-	c.readHalts(ctx, s) // before the waves, which forget what a resume lifted (halts.go)
+	c.readHalts(ctx, s) // before the waves, which forget what a resume lifted (package haltkeep)
 	c.observeWaves(ctx, s)
 	s.noHandOver = maps.Clone(c.noHandOver)
 	return s, nil
@@ -231,7 +231,7 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 		}
 		if phase.AwaitsReport(hv.rec, p, true) {
 			// Also of a host this pass may move to rejoining: its node's
-			// allocations are not watched before the report (wake.go).
+			// allocations are not watched before the report (package rejoinwatch).
 			awaiting[name] = true
 		}
 		// A stuck host that had come back keeps meeting the rejoin checks.

@@ -2,18 +2,17 @@ package coordinator
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"maps"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/approvalhook"
+	"github.com/rollboot/rollboot/internal/enforcement"
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
-	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/policykeep"
+	"github.com/rollboot/rollboot/internal/sideoutput"
 )
 
 // The stored policy. With Options.Policy set, the coordinator decides only with
@@ -71,60 +70,30 @@ type Rules struct {
 	DefaultOptions GroupOptions
 	// MetaKeys is what the node metadata publisher writes beside rollboot's
 	// own keys (sideoutputs.go publishMeta).
-	MetaKeys NodeMetaRules
-	// Approval: the groups whose hosts await an approval (approval.go), and
+	MetaKeys sideoutput.MetaRules
+	// Approval: the groups whose hosts await an approval (holds.go), and
 	// ApprovalHook the webhook asked for those with approval = "webhook".
 	Approval     admission.ApprovalRules
 	ApprovalHook approvalhook.Settings
 	// FailureBudgets halt a group, or the rollout, after too many failed
-	// cycles (halts.go); RolloutBudget caps the hosts out and the drains
+	// cycles (package haltkeep); RolloutBudget caps the hosts out and the drains
 	// started per hour of all groups together (admission).
 	FailureBudgets policy.FailureBudgets
 	RolloutBudget  policy.RolloutBudget
 }
 
-// NodeMetaRules are the policy's node_meta block: how many hosts of each
-// group are marked next in line (0: none, rollboot_next removed), and the
-// operator's keys written before a drain and after the host is back
-// (nodemeta.OperatorKeys).
-type NodeMetaRules struct {
-	NextInLine int
-	// CordonNext: how many hosts at the head of each group's line have their
-	// node marked ineligible before their drain (admission.Cordons).
-	CordonNext               int
-	BeforeDrain, AfterRejoin map[string]string
-}
-
-// InvalidPolicyError is a stored policy that cannot be used: unreadable,
-// written by a newer rollboot, or failing validation (written by hand).
-type InvalidPolicyError struct {
-	Version int // the stored version, 0 when it cannot be read
-	Err     error
-}
-
-func (e *InvalidPolicyError) Error() string {
-	if e.Version > 0 {
-		return fmt.Sprintf("the stored policy (version %d) is invalid: %v", e.Version, e.Err)
-	}
-	return fmt.Sprintf("the stored policy cannot be read: %v", e.Err)
-}
-
-func (e *InvalidPolicyError) Unwrap() error { return e.Err }
+// InvalidPolicyError is a stored policy that cannot be used (package
+// policykeep).
+type InvalidPolicyError = policykeep.InvalidError
 
 // policyState is the coordinator's view of the stored policy.
 type policyState struct {
-	version int    // of the rules in c.opt
-	problem string // why the stored policy cannot be used; "" when it can
-	loaded  bool   // the source answered at least once this term
-	// published is what was last written to the enforcement record (and its
-	// index); zero: nothing yet this term.
-	published store.Enforcement
-	// slots: each group's slot limit as the last pass computed it, written
-	// with the enforcement record (publishSlots).
-	slots map[string]int
-	// read: that the source answered (the rules, or why they cannot be
-	// used), kept while the policy watch sees no change.
-	read keptRead[struct{}]
+	// keep: the version of the rules in c.opt, or why the stored policy
+	// cannot be used (package policykeep).
+	keep policykeep.Keeper
+	// record: the enforcement record of this coordinator (package
+	// enforcement).
+	record enforcement.Publisher
 }
 
 // setRules puts the stored policy's rules r in place of the rules in force.
@@ -142,41 +111,21 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 	if c.opt.Policy == nil {
 		return nil
 	}
-	ps := &c.policy
 	w := c.seen.policy
-	if _, ok := ps.read.get(w.gen, w.live); ok {
-		// Not changed since it was read (its watch says): keep what it said.
-		return c.policyEnforced(ctx)
+	r, take, err := policykeep.Refresh(ctx, &c.policy.keep, w.Gen, w.Live, c.opt.Policy.Rules, func(r Rules) int { return r.Version })
+	if err != nil {
+		return err
 	}
-	r, err := c.opt.Policy.Rules(ctx)
-	var bad *InvalidPolicyError
-	switch {
-	case errors.As(err, &bad):
-		if ps.problem != bad.Error() {
-			c.log.Error("the stored policy cannot be used: no new reboot starts until a valid one is applied (rollboot policy apply); hosts in a cycle finish it with the last good rules",
-				"err", bad, "enforced_version", ps.version)
-		}
-		ps.problem = bad.Error()
-	case err != nil:
-		return fmt.Errorf("read the stored policy: %w", err)
-	default:
-		if !ps.loaded || ps.problem != "" || r.Version != ps.version {
-			c.log.Info("enforcing the stored policy", "version", r.Version, "default", r.Version == 0)
-		}
-		ps.problem = ""
-		ps.version = r.Version
+	if take {
 		c.setRules(r)
 	}
-	ps.read.keep(w.gen, struct{}{})
 	return c.policyEnforced(ctx)
 }
 
 // policyEnforced records that the policy as last read is enforced: in the
 // metrics, and in the enforcement record.
 func (c *Coordinator) policyEnforced(ctx context.Context) error {
-	ps := &c.policy
-	ps.loaded = true
-	c.metrics.Policy(ps.version, ps.problem != "")
+	c.metrics.Policy(c.policy.keep.Version, c.policy.keep.Problem != "")
 	if err := c.publishEnforcement(ctx); err != nil {
 		// Only what status shows is late: the next pass writes it again.
 		c.log.Warn("cannot record the enforced policy for rollboot status", "err", err)
@@ -184,82 +133,33 @@ func (c *Coordinator) policyEnforced(ctx context.Context) error {
 	return nil
 }
 
+// enforced is what the enforcement record says this coordinator enforces.
+func (c *Coordinator) enforced() enforcement.Enforced {
+	return enforcement.Enforced{PolicyVersion: c.policy.keep.Version, PolicyProblem: c.policy.keep.Problem, Nodes: c.seen.nodeWatch}
+}
+
 // publishEnforcement writes who leads and what it enforces when that changed
 // since it last wrote it in this term.
 func (c *Coordinator) publishEnforcement(ctx context.Context) error {
-	ps := &c.policy
-	e := store.Enforcement{Leader: c.opt.Identity, PolicyVersion: ps.version, PolicyProblem: ps.problem,
-		NodeWatch: nodeWatchText(c.seen.nodeWatch), Slots: ps.slots}
-	if ps.published.ModifyIndex != 0 && ps.published.Equal(e) {
-		return nil
-	}
-	cur, err := c.opt.Store.Enforcement(ctx)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		// Unreadable (a newer rollboot wrote it): overwrite it all the same.
-		c.log.Warn("the enforcement record cannot be read: writing it again", "err", err)
-	}
-	e.Since = c.now()
-	if e.LockIndex, err = c.termLockIndex(ctx); err != nil {
-		return fmt.Errorf("publish the enforced policy: %w", err)
-	}
-	idx, err := c.opt.Store.PutEnforcement(ctx, e, cur.ModifyIndex)
-	if err != nil {
-		return fmt.Errorf("publish the enforced policy: %w", err)
-	}
-	e.ModifyIndex = idx
-	ps.published = e
-	return nil
+	return c.policy.record.Publish(ctx, c.enforced())
 }
 
 // publishSlots records each group's slot limit, as admission saw the groups
-// in this pass, in the enforcement record when it changed: every
-// coordinator's status page shows it from there, not only the leader's. A
-// group's limit changes with its size and the policy, rarely: so does the
-// record. A coordinator without a stored policy (c.opt.Policy nil) keeps no
-// enforcement record.
+// in this pass, in the enforcement record when it changed. A coordinator
+// without a stored policy (c.opt.Policy nil) keeps no enforcement record.
 func (c *Coordinator) publishSlots(ctx context.Context, groups []policy.GroupStatus) {
 	if c.opt.Policy == nil {
 		return
 	}
-	slots := make(map[string]int, len(groups))
-	for _, g := range groups {
-		slots[g.Group.Name] = policy.Slots(g.Group, g.Size)
-	}
-	if maps.Equal(slots, c.policy.slots) {
-		return
-	}
-	c.policy.slots = slots
-	if err := c.publishEnforcement(ctx); err != nil {
-		c.policy.slots = nil // written again at the next pass
-		c.log.Warn("cannot record the groups' slot limits for the status page", "err", err)
-	}
-}
-
-// termLockIndex is the election lock's index in this term, read at its first
-// publication: `rollboot status` compares it with the lock's index to tell
-// whether this coordinator still leads. 0 without a lock (a coordinator run
-// without an election).
-func (c *Coordinator) termLockIndex(ctx context.Context) (uint64, error) {
-	ps := &c.policy
-	if ps.published.ModifyIndex != 0 {
-		return ps.published.LockIndex, nil // read in this term already
-	}
-	idx, err := c.opt.Store.LeaderLockIndex(ctx)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read the election lock's index: %w", err)
-	}
-	return idx, nil
+	c.policy.record.Slots(ctx, groups, c.enforced())
 }
 
 // policyHold is why every new start is held: the stored policy cannot be used.
 func (c *Coordinator) policyHold() phase.WaitReason {
-	if c.policy.problem == "" {
+	if c.policy.keep.Problem == "" {
 		return phase.WaitReason{}
 	}
-	return phase.WaitFor(phase.WaitPolicyInvalid, c.policy.problem)
+	return phase.WaitFor(phase.WaitPolicyInvalid, c.policy.keep.Problem)
 }
 
 // watchPolicy wakes the reconcile loop when the stored policy changes.
@@ -267,10 +167,10 @@ func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, erro
 	n, err := c.opt.Policy.Watch(ctx, idx, 5*time.Minute)
 	c.mail.update(func(a *answers) {
 		if err != nil {
-			a.policy.failed() // passes read it themselves
+			a.policy.Failed() // passes read it themselves
 			return
 		}
-		a.policy.answered(n, struct{}{}, n != idx) // a pass reads it again after a change
+		a.policy.Answered(n, struct{}{}, n != idx) // a pass reads it again after a change
 	})
 	return n, err
 }
@@ -278,15 +178,12 @@ func (c *Coordinator) watchPolicy(ctx context.Context, idx uint64) (uint64, erro
 // endTerm forgets what this term published and read: the next term writes the
 // enforcement record again (another coordinator may have led in between).
 func (c *Coordinator) endTerm() {
-	c.policy.published = store.Enforcement{}
-	c.policy.loaded = false
-	c.waves.loaded = false // read again in the next term (waves.go)
-	c.policy.read.forget() // read again in the next term
+	c.policy.record.EndTerm()
+	c.waves.EndTerm()       // read again in the next term
+	c.policy.keep.EndTerm() // read again in the next term
 	c.metrics.Policy(0, false)
 	c.metrics.NodeBlocking.Set(0)
 	c.alerts.Forget()
-	c.halts.read.forget()
-	c.halts.metrics.halted.Reset()
-	c.halts.logged, c.halts.notified, c.halts.readErr = nil, nil, ""
-	c.sideOutputs.forget() // the next term's notifier and publisher start afresh
+	c.halts.EndTerm()
+	c.side.Forget() // the next term's notifier and publisher start afresh
 }

@@ -39,8 +39,8 @@ func TestStoredPolicyReadOnlyAfterAChange(t *testing.T) {
 		if err := co.refreshPolicy(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if src.reads != wantReads || co.policy.version != wantVersion {
-			t.Fatalf("%s: %d reads, version %d; want %d reads, version %d", what, src.reads, co.policy.version, wantReads, wantVersion)
+		if src.reads != wantReads || co.policy.keep.Version != wantVersion {
+			t.Fatalf("%s: %d reads, version %d; want %d reads, version %d", what, src.reads, co.policy.keep.Version, wantReads, wantVersion)
 		}
 	}
 	pass(1, 1, "no watch")

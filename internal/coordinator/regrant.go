@@ -117,7 +117,7 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		// the newcomers were not in: read again, after the pass's drains.
 		s2.workloads = nil
 	}
-	adm := c.grantWaves(octx, &s2, c.admit(octx, &s2)) // waves.go
+	adm := c.grantWaves(octx, &s2, c.admit(octx, &s2)) // holds.go
 	if err := octx.Err(); err != nil {
 		return nil, c.stepFailed(octx, ctx, err)
 	}

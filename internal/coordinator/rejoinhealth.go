@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/rejoinwatch"
 	"github.com/rollboot/rollboot/internal/wave"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -22,8 +23,8 @@ import (
 // must be running and healthy and, with healthy.consul_checks, the node's Consul
 // checks must pass (package rejoin decides). The observer reads them only for
 // the hosts that wait for it (rejoining, or stuck after they came back); the
-// node's allocations are watched meanwhile (wake.go allocWatchers: the pass
-// takes them from the watch), and its Consul checks (wake.go), so a
+// node's allocations are watched meanwhile (package rejoinwatch: the pass
+// takes them from the watch), and its Consul checks, so a
 // change wakes a pass. Past healthy.deadline the host is stuck (on_deadline =
 // "hold") or its slot is freed with an alert ("release").
 //
@@ -42,7 +43,7 @@ type GroupOptions struct {
 	HoldSingletons bool
 	// Silence: the Alertmanager silences of its hosts (sideoutputs.go).
 	Silence silence.Rules
-	// Wave: its canaries and the groups it follows (waves.go).
+	// Wave: its canaries and the groups it follows (holds.go).
 	Wave wave.GroupRules
 }
 
@@ -131,7 +132,7 @@ func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoin.Obs
 	if n := s.nodes[nodeID]; n != nil {
 		nodeName = n.Name
 	}
-	o.Checks, o.ChecksErr = c.consulChecks(ctx, nodeName)
+	o.Checks, o.ChecksErr = rejoinwatch.ReadChecks(ctx, c.opt.ConsulHealth, nodeName)
 	return nodeName
 }
 
@@ -145,21 +146,6 @@ func (c *Coordinator) nodeAllocs(ctx context.Context, nodeID string) ([]rejoin.A
 		return nil, fmt.Errorf("cannot read the %w", err)
 	}
 	return rejoin.NomadAllocs(allocs), nil
-}
-
-// consulChecks reads the node's Consul checks.
-func (c *Coordinator) consulChecks(ctx context.Context, node string) ([]rejoin.Check, error) {
-	if c.opt.ConsulHealth == nil {
-		return nil, fmt.Errorf("healthy.consul_checks is set but no Consul client is configured (CONSUL_HTTP_ADDR)")
-	}
-	if node == "" {
-		return nil, fmt.Errorf("cannot read Consul checks: the node's name is unknown")
-	}
-	checks, _, err := c.opt.ConsulHealth.Node(node, (&consulapi.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the Consul checks of node %s: %w", node, err)
-	}
-	return rejoin.ConsulChecks(checks), nil
 }
 
 // alertUnhealthy reports a host whose slot was freed past its healthy deadline

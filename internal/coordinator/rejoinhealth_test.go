@@ -79,13 +79,13 @@ func TestNodeAllocsFromTheWatch(t *testing.T) {
 	if _, err := c.systemJobs(t.Context(), "n1"); err != nil || n.reads != 1 {
 		t.Fatalf("%d reads for the system jobs in the same pass (%v), want 1", n.reads, err)
 	}
-	c.mail.setAllocs("n1", []*api.Allocation{run("web.web[0]", &yes)}) // the watch answers
+	c.mail.SetAllocs("n1", []*api.Allocation{run("web.web[0]", &yes)}) // the watch answers
 	c.takeMail()
 	got, _ = c.nodeAllocs(t.Context(), "n1")
 	if n.reads != 1 || got[0].Healthy == nil || !*got[0].Healthy {
 		t.Fatalf("from the watch: %+v, %d reads", got, n.reads)
 	}
-	c.mail.setAllocs("n1", nil) // the watch ended
+	c.mail.SetAllocs("n1", nil) // the watch ended
 	c.takeMail()
 	if _, err := c.nodeAllocs(t.Context(), "n1"); err != nil || n.reads != 2 {
 		t.Fatalf("%d reads after the watch ended, want 2", n.reads)

@@ -2,19 +2,12 @@ package coordinator
 
 import (
 	"context"
-	"maps"
-	"sync"
 	"time"
-
-	consulapi "github.com/hashicorp/consul/api"
-	"github.com/hashicorp/nomad/api"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/loopmetrics"
 	"github.com/rollboot/rollboot/internal/policy"
-	"github.com/rollboot/rollboot/internal/store"
-	"github.com/rollboot/rollboot/internal/watch"
 )
 
 // When the coordinator runs a pass.
@@ -33,7 +26,7 @@ import (
 //   - a host that waits for its node's system jobs to run again after its reboot,
 //     or for its workloads to be healthy, has its node's allocations watched (the
 //     node list does not change when an allocation starts), and its node's Consul
-//     checks with healthy.consul_checks (wake.go);
+//     checks with healthy.consul_checks (package rejoinwatch);
 //   - and a full pass runs at least every resync interval.
 
 // maxChainedPasses bounds the passes run back to back after changes: a decision
@@ -63,35 +56,19 @@ func afterPass(changed bool, chained int, poked bool) (again, spinning bool) {
 func (c *Coordinator) Registry() *prometheus.Registry { return c.metrics.Registry }
 
 // Overrun is a reconcile pass that took longer than the resync interval.
-type Overrun struct {
-	Count int           // overruns since the coordinator started
-	Last  time.Time     // when the last one ended
-	Took  time.Duration // how long it took
-}
+type Overrun = loopmetrics.Overrun
 
 // Overruns returns the passes that overran so far.
-func (c *Coordinator) Overruns() Overrun {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.overrun
-}
+func (c *Coordinator) Overruns() Overrun { return c.passes.Overruns() }
 
 // observePass records a pass's duration; one longer than the resync interval is an
 // overrun: logged and counted, since decisions waited for it (every request has a
 // deadline, so a pass cannot hang for ever, but a slow server still slows it).
 func (c *Coordinator) observePass(took time.Duration, end time.Time) {
-	c.metrics.Duration.Observe(took.Seconds())
-	if took <= c.opt.Resync {
-		return
+	if n := c.passes.Observe(took, c.opt.Resync, end); n > 0 {
+		c.log.Warn("reconcile pass overran the resync interval", "took", took.Round(time.Millisecond),
+			"resync_interval", c.opt.Resync, "overruns", n)
 	}
-	c.metrics.Overruns.Inc()
-	c.mu.Lock()
-	c.overrun.Count++
-	c.overrun.Last, c.overrun.Took = end, took
-	n := c.overrun.Count
-	c.mu.Unlock()
-	c.log.Warn("reconcile pass overran the resync interval", "took", took.Round(time.Millisecond),
-		"resync_interval", c.opt.Resync, "overruns", n)
 }
 
 // waitForPass waits for a reason to run the next pass: a change seen by a watch
@@ -134,129 +111,4 @@ func (c *Coordinator) waitForPass(ctx context.Context, kick <-chan struct{}, res
 	case <-timer:
 	}
 	return true
-}
-
-// allocWatchers watch the allocations of the nodes whose hosts wait for their
-// system jobs to run again (rejoining), and poke the reconcile loop when they
-// change. Each runs until its node no longer needs it or ctx ends.
-type allocWatchers struct {
-	watchSet
-	poke func()
-	c    *Coordinator
-}
-
-// allocWatchNodes are the nodes whose allocations the loop watches for plans:
-// those of hosts rejoining that wait for their system jobs, or for their
-// workloads to be healthy, but the hosts awaiting their agent's report
-// (phase.AwaitsReport, as the last pass found them): their node's allocations
-// are read once the report comes (the host watch wakes a pass for it), not
-// watched through every change before it, which at a reboot are many (the
-// agent's own allocation and the other system jobs placed again, the
-// workloads the scheduler brings back).
-func allocWatchNodes(plans map[string]store.Plan, awaiting map[string]bool) map[string]bool {
-	want := map[string]bool{}
-	for name, p := range plans {
-		if awaiting[name] {
-			continue
-		}
-		if (p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0) || phase.WaitsForHealth(p) {
-			want[p.NodeID] = true
-		}
-	}
-	return want
-}
-
-// set watches exactly the nodes allocWatchNodes names for plans.
-func (w *allocWatchers) set(plans map[string]store.Plan, awaiting map[string]bool) {
-	want := allocWatchNodes(plans, awaiting)
-	// A new watch starts from what the last pass read of its node
-	// (caches.go): kept as the watch's first answer, and asked past its index.
-	reads := w.c.takeAllocReads()
-	mail := &w.c.mail
-	w.watchSet.set(want, func(ctx context.Context, id string) {
-		defer mail.setAllocs(id, nil)
-		from := reads[id]
-		if from.index > 0 {
-			mail.setAllocs(id, from.allocs)
-		}
-		watch.Loop{Index: from.index, Query: func(ctx context.Context, idx uint64) (uint64, error) {
-			q := (&api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
-			allocs, meta, err := w.c.opt.Nodes.Allocations(id, q)
-			if err != nil {
-				mail.setAllocs(id, nil) // a pass reads them itself meanwhile
-				return 0, err
-			}
-			mail.setAllocs(id, allocs) // before the poke: the next pass takes it (caches.go)
-			return meta.LastIndex, nil
-		}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
-	})
-}
-
-// watchSet runs one watch per key of a set that each pass may change (the
-// nodes whose allocations, or whose Consul checks, a host waits for): set
-// starts the watches of new keys and ends those of keys no longer wanted. Each
-// runs until its key is dropped or ctx ends.
-type watchSet struct {
-	ctx     context.Context
-	wg      sync.WaitGroup
-	running map[string]context.CancelFunc
-}
-
-// set runs run for every key of want that has no watch yet, and ends the
-// watches of the keys not in want.
-func (w *watchSet) set(want map[string]bool, run func(ctx context.Context, key string)) {
-	if w.running == nil {
-		w.running = map[string]context.CancelFunc{}
-	}
-	for key, cancel := range w.running {
-		if !want[key] {
-			cancel()
-			delete(w.running, key)
-		}
-	}
-	for key := range want {
-		if _, ok := w.running[key]; ok {
-			continue
-		}
-		ctx, cancel := context.WithCancel(w.ctx)
-		w.running[key] = cancel
-		w.wg.Go(func() { run(ctx, key) })
-	}
-}
-
-// stop ends every watch and waits for them.
-func (w *watchSet) stop() {
-	for _, cancel := range w.running {
-		cancel()
-	}
-	w.wg.Wait()
-}
-
-// checkWatchers watch the Consul checks of the nodes whose hosts wait for them
-// to pass (healthy.consul_checks) with blocking queries on
-// /v1/health/node/<node>, and poke the reconcile loop when they change: a check
-// turns passing without any change Nomad would show. Each runs until its node no
-// longer needs it or ctx ends.
-type checkWatchers struct {
-	watchSet
-	poke func()
-	c    *Coordinator
-}
-
-// set watches exactly the Consul nodes the last pass read checks of (called
-// by the pass goroutine, between passes).
-func (w *checkWatchers) set() {
-	if w.c.opt.ConsulHealth == nil {
-		return
-	}
-	w.watchSet.set(maps.Clone(w.c.checkNodes), func(ctx context.Context, node string) {
-		watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
-			q := (&consulapi.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
-			_, meta, err := w.c.opt.ConsulHealth.Node(node, q)
-			if err != nil {
-				return 0, err
-			}
-			return meta.LastIndex, nil
-		}, OnChange: func(uint64) { w.poke() }}.Run(ctx)
-	})
 }

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -14,30 +13,6 @@ import (
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/wave"
 )
-
-// When <prefix>/waves cannot be read or stored, every queued host of a wave
-// in a group with canaries or an order waits, saying why (fail closed); a host
-// in no wave (no fingerprint) and a group without either go as before.
-func TestWaveHoldsFailClosed(t *testing.T) {
-	rec := func(name, fp string) *store.HostRecord {
-		return &store.HostRecord{Host: name, RebootRequired: true, Fingerprint: fp}
-	}
-	s := &snapshot{now: t0, plans: map[string]store.Plan{}, waves: waveView{
-		rules: wave.Rules{"web": {Canaries: 1}}, err: errors.New("read the waves: unexpected EOF")}}
-	var queue []admission.Pending
-	for _, q := range []struct{ host, group, fp string }{{"a", "web", "k1"}, {"b", "web", ""}, {"c", "db", "k1"}} {
-		s.plans[q.host] = store.Plan{Host: q.host, Phase: store.PhasePending}
-		queue = append(queue, admission.Pending{Request: policy.Request{Host: q.host, Group: q.group}, Rec: rec(q.host, q.fp)})
-	}
-	holds, _ := waveHolds(s, queue)
-	if len(holds) != 1 || holds["a"].Kind != phase.WaitWaveUnknown {
-		t.Fatalf("holds %v, want a alone held with wave_unknown", holds)
-	}
-	s.waves.err, s.waves.st = nil, wave.State{Waves: []wave.Wave{{Group: "web", Fingerprint: "k1", Seen: t0}}}
-	if holds, _ := waveHolds(s, queue); len(holds) != 0 {
-		t.Fatalf("with the waves read: holds %v, want none (a goes as the canary)", holds)
-	}
-}
 
 // A new leader reads <prefix>/waves once and keeps what the last one recorded:
 // the canary it granted, still out, holds the rest of its wave; once the

@@ -13,6 +13,7 @@ import (
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/storedpolicy"
 )
@@ -117,7 +118,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		Workloads:            cfg.Workloads.Settings(),
 		Capacity:             coordinator.CapacityGate{Enabled: cfg.Capacity.Enabled, Headroom: float64(cfg.Capacity.HeadroomPercent()) / 100},
 		DefaultOptions:       defaultGroupOptions(cfg),
-		MetaKeys: coordinator.NodeMetaRules{NextInLine: cfg.NodeMeta.NextInLine, CordonNext: cfg.NodeMeta.CordonNext,
+		MetaKeys: sideoutput.MetaRules{NextInLine: cfg.NodeMeta.NextInLine, CordonNext: cfg.NodeMeta.CordonNext,
 			BeforeDrain: cfg.NodeMeta.BeforeDrain, AfterRejoin: cfg.NodeMeta.AfterRejoin},
 		Approval: cfg.ApprovalRules(),
 		ApprovalHook: approvalhook.Settings{URL: cfg.Approval.Webhook, Timeout: cfg.Approval.Timeout,

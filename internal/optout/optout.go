@@ -91,6 +91,29 @@ func (a *Asker) Reasons(ctx context.Context, nodes Nodes, pending map[string]uin
 	return out, err
 }
 
+// Pending is the node of a pending host: its ID, and its ModifyIndex as the
+// node list shows it.
+type Pending struct {
+	NodeID      string
+	ModifyIndex uint64
+}
+
+// HostReasons is Reasons by host: the hosts of pending whose node opted out,
+// with the reason each gives.
+func (a *Asker) HostReasons(ctx context.Context, nodes Nodes, pending map[string]Pending) (map[string]string, error) {
+	hostOf := make(map[string]string, len(pending))
+	byNode := make(map[string]uint64, len(pending))
+	for host, p := range pending {
+		hostOf[p.NodeID], byNode[p.NodeID] = host, p.ModifyIndex
+	}
+	reasons, err := a.Reasons(ctx, nodes, byNode)
+	out := make(map[string]string, len(reasons))
+	for id, why := range reasons {
+		out[hostOf[id]] = why
+	}
+	return out, err
+}
+
 // ask asks Nomad which of the nodes ids have the opt-out key, and reads the
 // value on those that have it: in one node list, of those nodes when they are
 // few (nodegroups.MaxTargeted), else of every node that has the key (a new

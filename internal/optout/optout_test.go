@@ -118,3 +118,16 @@ func TestReasonsManyPending(t *testing.T) {
 		t.Errorf("%d lists, %d node reads, opt-outs %v (%v): want 1, 1 and n007's", n.lists, n.info, got, err)
 	}
 }
+
+// HostReasons answers by host what Reasons answers by node.
+func TestHostReasons(t *testing.T) {
+	n := &metaNodes{nodes: map[string]*api.Node{
+		"na": {ID: "na", ModifyIndex: 5, Meta: map[string]string{"rollboot_pause": "benchmark"}},
+		"nb": {ID: "nb", ModifyIndex: 5, Meta: map[string]string{}},
+	}}
+	var a Asker
+	got, err := a.HostReasons(t.Context(), n, map[string]Pending{"web-1": {NodeID: "na", ModifyIndex: 5}, "web-2": {NodeID: "nb", ModifyIndex: 5}})
+	if err != nil || len(got) != 1 || got["web-1"] != "benchmark" {
+		t.Errorf("opt-outs %v (%v), want web-1's alone", got, err)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -26,7 +25,7 @@ type Input struct {
 	Now time.Time
 	// Observed is what the coordinator's pass would decide now, under the
 	// policy being previewed.
-	Observed coordinator.PreviewResult
+	Observed Observed
 	// DrainDeadline is the policy's drain deadline: a drain starts only when
 	// its window stays open at least that long (policy.Schedule.CanStartDrain).
 	DrainDeadline time.Duration
@@ -148,7 +147,7 @@ func Build(in Input) Plan {
 
 // chainAfter returns the observed hosts with NotBefore set on those that wait
 // for groups whose finish p estimates, and whether it set any.
-func chainAfter(in Input, p Plan) ([]coordinator.PreviewHost, bool) {
+func chainAfter(in Input, p Plan) ([]ObservedHost, bool) {
 	finish, unestimated := map[string]time.Time{}, map[string]bool{}
 	for _, g := range p.Groups {
 		finish[g.Name] = g.Finish
@@ -188,7 +187,7 @@ func build(in Input) Plan {
 	if len(in.Observed.Unreadable) > 0 {
 		p.Unreadable = in.Observed.Unreadable
 	}
-	byGroup := map[string][]coordinator.PreviewHost{}
+	byGroup := map[string][]ObservedHost{}
 	for _, h := range in.Observed.Hosts {
 		byGroup[h.Group] = append(byGroup[h.Group], h)
 	}
@@ -293,7 +292,7 @@ func serve(parts []*groupPart, out serversOut, rc *rolloutCap) {
 // withUnknownGroups adds to the observed groups a group of no slot for each
 // group that a host names and the policy does not have (the group of a host
 // out of service since before a policy change): its hosts are still shown.
-func withUnknownGroups(o coordinator.PreviewResult) []coordinator.PreviewGroup {
+func withUnknownGroups(o Observed) []ObservedGroup {
 	out := slices.Clone(o.Groups)
 	known := map[string]bool{}
 	for _, g := range out {
@@ -302,13 +301,13 @@ func withUnknownGroups(o coordinator.PreviewResult) []coordinator.PreviewGroup {
 	for _, h := range o.Hosts {
 		if !known[h.Group] {
 			known[h.Group] = true
-			out = append(out, coordinator.PreviewGroup{GroupStatus: policy.GroupStatus{Group: policy.Group{Name: h.Group}}, Limit: -1})
+			out = append(out, ObservedGroup{GroupStatus: policy.GroupStatus{Group: policy.Group{Name: h.Group}}, Limit: -1})
 		}
 	}
 	return out
 }
 
-func newGroup(og coordinator.PreviewGroup, settle time.Duration, d Durations) Group {
+func newGroup(og ObservedGroup, settle time.Duration, d Durations) Group {
 	capacity := og.Slots
 	if og.Limit >= 0 {
 		capacity = min(capacity, og.Limit-og.Unavailable)
@@ -338,7 +337,7 @@ func later(a, b time.Time) time.Time {
 
 // fifo orders waiting hosts as admission does: first come, first served, by the
 // time of the request, then the host's name (policy.Admit).
-func fifo(a, b coordinator.PreviewHost) int {
+func fifo(a, b ObservedHost) int {
 	if c := a.Plan.RequestedAt.Compare(b.Plan.RequestedAt); c != 0 {
 		return c
 	}
@@ -355,7 +354,7 @@ type groupPart struct {
 }
 
 // hostOf is the part of ph's Host that the observation gives.
-func hostOf(ph coordinator.PreviewHost, group string) Host {
+func hostOf(ph ObservedHost, group string) Host {
 	return Host{Host: ph.Host, Group: group, Phase: ph.Plan.Phase, Starts: ph.Starts,
 		WaitKind: ph.Waiting.Kind.Name(), Reason: ph.Waiting.String(), Need: ph.Plan.Reason, Cordon: ph.Cordon, Canary: ph.Canary}
 }
@@ -363,10 +362,10 @@ func hostOf(ph coordinator.PreviewHost, group string) Host {
 // prepareGroup estimates the group's hosts in progress (they end one cycle
 // after they started, and count out of their server clusters in out) and
 // sets the queue up for serve.
-func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched policy.Calendar, lastBack time.Time, out serversOut) *groupPart {
+func prepareGroup(in Input, g Group, hosts []ObservedHost, sched policy.Calendar, lastBack time.Time, out serversOut) *groupPart {
 	gp := &groupPart{group: g}
 	var outs []time.Time // when each host out of service comes back (zero: never known)
-	var queue []coordinator.PreviewHost
+	var queue []ObservedHost
 	for _, ph := range hosts {
 		h := hostOf(ph, g.Name)
 		if ph.Waiting.Kind == phase.WaitHostPaused {
@@ -418,7 +417,7 @@ func prepareGroup(in Input, g Group, hosts []coordinator.PreviewHost, sched poli
 // start: once the last host out of the group (the canaries) is back and the
 // soak has passed. A canary that never comes back on its own (stuck) leaves
 // them without an estimate.
-func afterCanaries(queue []coordinator.PreviewHost, outs []time.Time, soak time.Duration) {
+func afterCanaries(queue []ObservedHost, outs []time.Time, soak time.Duration) {
 	var back time.Time
 	for _, t := range outs {
 		if t.IsZero() {

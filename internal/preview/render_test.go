@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -61,8 +60,8 @@ func sampleInput(candidate bool) Input {
 	w2.Plan.Reason = "uptime 31.4d > 30d"
 	return Input{
 		Now: now,
-		Observed: coordinator.PreviewResult{Now: now, Groups: []coordinator.PreviewGroup{web, batch},
-			Hosts: []coordinator.PreviewHost{w1,
+		Observed: Observed{Now: now, Groups: []ObservedGroup{web, batch},
+			Hosts: []ObservedHost{w1,
 				w2, w3, pending("web-4", "web", -3*m), pending("web-5", "web", -2*m), b1, b2},
 			Unreadable: map[string]string{"web-6": "list allocations: 500 Internal Server Error"}},
 		DrainDeadline: 30 * m,
@@ -100,8 +99,8 @@ func TestRenderDiffGolden(t *testing.T) {
 }
 
 func TestRenderNothingToDo(t *testing.T) {
-	p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now,
-		Groups: []coordinator.PreviewGroup{group("web", 1, 3, nil)}}})
+	p := Build(Input{Now: now, Observed: Observed{Now: now,
+		Groups: []ObservedGroup{group("web", 1, 3, nil)}}})
 	var txt bytes.Buffer
 	if err := WriteText(&txt, Report{Policy: Source{Name: "built-in defaults"}, Plan: p}); err != nil {
 		t.Fatal(err)

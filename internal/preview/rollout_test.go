@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -16,20 +15,20 @@ import (
 // group's hosts have no estimate, and the plan says it will not finish.
 func TestBuildRolloutBudgets(t *testing.T) {
 	always := policy.Schedule(nil)
-	two := []coordinator.PreviewGroup{group("web", 2, 4, always), group("db", 2, 4, always)}
-	hosts := []coordinator.PreviewHost{pending("a", "web", -4*m), pending("b", "db", -3*m), pending("c", "web", -2*m), pending("d", "db", -1*m)}
+	two := []ObservedGroup{group("web", 2, 4, always), group("db", 2, 4, always)}
+	hosts := []ObservedHost{pending("a", "web", -4*m), pending("b", "db", -3*m), pending("c", "web", -2*m), pending("d", "db", -1*m)}
 	tests := []struct {
 		name    string
 		rollout policy.RolloutBudget
 		starts  []time.Time
-		hosts   []coordinator.PreviewHost
+		hosts   []ObservedHost
 		want    string
 	}{
 		{name: "no cap: each group two at a time", hosts: hosts, want: "a 0/6, c 0/6, b 0/6, d 0/6"},
 		{name: "max_out 2 across groups: first come first served", rollout: policy.RolloutBudget{MaxOut: 2}, hosts: hosts,
 			want: "a 0/6, c 6/12, b 0/6, d 6/12"},
 		{name: "max_out 2 with one host out already", rollout: policy.RolloutBudget{MaxOut: 2},
-			hosts: append([]coordinator.PreviewHost{active("x", "web", store.PhaseDraining, -m)}, hosts...),
+			hosts: append([]ObservedHost{active("x", "web", store.PhaseDraining, -m)}, hosts...),
 			want:  "x -1/5, a 0/6, c 6/12, b 5/11, d 11/17"},
 		{name: "two drains an hour: the third an hour after the first", rollout: policy.RolloutBudget{MaxDrainsPerHour: 2}, hosts: hosts,
 			want: "a 0/6, c 60/66, b 0/6, d 60/66"},
@@ -38,7 +37,7 @@ func TestBuildRolloutBudgets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: two, Hosts: tt.hosts,
+			p := Build(Input{Now: now, Observed: Observed{Now: now, Groups: two, Hosts: tt.hosts,
 				Rollout: tt.rollout, DrainStarts: tt.starts}})
 			if got := est(p); got != tt.want {
 				t.Errorf("estimates %s\nwant      %s", got, tt.want)
@@ -51,8 +50,8 @@ func TestBuildHalted(t *testing.T) {
 	halted := pending("a", "web", -m)
 	halted.Waiting = phase.WaitReason{Kind: phase.WaitHalted, Detail: `group "web" halted`}
 	h := policy.Halt{Scope: "web", Since: now, Failures: []policy.Failure{{Host: "z", Kind: policy.FailStuck}}}
-	p := Build(Input{Now: now, Observed: coordinator.PreviewResult{Now: now, Groups: []coordinator.PreviewGroup{group("web", 1, 2, nil)},
-		Hosts: []coordinator.PreviewHost{halted}, Halts: []policy.Halt{h}}})
+	p := Build(Input{Now: now, Observed: Observed{Now: now, Groups: []ObservedGroup{group("web", 1, 2, nil)},
+		Hosts: []ObservedHost{halted}, Halts: []policy.Halt{h}}})
 	if p.Unestimated != 1 || !strings.HasPrefix(p.Groups[0].Hosts[0].NoEstimate, "halted") {
 		t.Errorf("halted host estimated: %+v", p.Groups[0].Hosts[0])
 	}

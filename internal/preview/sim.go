@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/policy"
 )
 
@@ -48,7 +47,7 @@ type sim struct {
 
 	// The queue being served (begin), in FIFO order, and the estimates of its
 	// hosts, in the same order.
-	queue []coordinator.PreviewHost
+	queue []ObservedHost
 	hosts []Host
 	ready []time.Time // when each host's backoff ends
 	done  []bool
@@ -58,7 +57,7 @@ type sim struct {
 
 // begin sets the queue of group to serve (FIFO order), and its hosts to
 // estimate (the same order).
-func (s *sim) begin(queue []coordinator.PreviewHost, group string) {
+func (s *sim) begin(queue []ObservedHost, group string) {
 	s.queue, s.t, s.left = queue, later(s.now, s.notBefore), len(queue)
 	s.hosts = make([]Host, len(queue))
 	s.ready, s.done = make([]time.Time, len(queue)), make([]bool, len(queue))
@@ -68,7 +67,7 @@ func (s *sim) begin(queue []coordinator.PreviewHost, group string) {
 		if ph.Plan.NextTry.After(s.now) {
 			s.ready[i] = ph.Plan.NextTry
 		}
-		s.ready[i] = later(s.ready[i], ph.NotBefore) // a wave's soak (coordinator.PreviewHost)
+		s.ready[i] = later(s.ready[i], ph.NotBefore) // a wave's soak (ObservedHost)
 	}
 }
 

@@ -1,0 +1,115 @@
+// Package allocsource is where a coordinator's pass finds the allocations on
+// a node: the newest answer of the node's allocation watch, else the pass's
+// own read, kept for the rest of the pass and for the watches the loop starts
+// after it.
+package allocsource
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// A rebooted node's allocations are so read once in the pass that finds it
+// back (its system jobs, then its workloads' health), and not at all while
+// its watch runs.
+//
+// The reads of a pass are kept with their index, for the allocation watches
+// the pass starts: a new watch starts from what the pass read, at the index
+// Nomad answered it with, instead of reading the same allocations again
+// first, and that first answer does not poke one more pass with nothing
+// changed. Nomad's index for a node's allocations is the highest ModifyIndex
+// among them (nomad/node_endpoint.go GetAllocs; the allocations table index
+// when the node has none), and its blocking query answers once that passes
+// the index given, so a change since the pass read them wakes the watch at
+// once, as it would have woken the first read.
+
+// Nodes reads a node's allocations; *api.Nodes implements it.
+type Nodes interface {
+	Allocations(nodeID string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error)
+}
+
+// Source is the allocations a pass sees.
+type Source struct {
+	Nodes Nodes
+	// watched: the allocation watches' answers as the pass took them (the
+	// pass goroutine's).
+	watched map[string][]*api.Allocation
+	// mu guards read: the capacity gate reads side by side.
+	mu sync.Mutex
+	// read: the reads of this pass, by node ID.
+	read map[string]Read
+}
+
+// Read is one read of a node's allocations, with its index (0: Nomad gave
+// none).
+type Read struct {
+	Index  uint64
+	Allocs []*api.Allocation
+}
+
+// NewPass starts a pass from the allocation watches' answers (the pass's
+// own, not shared with the watches): the last pass's reads are forgotten (the
+// loop took them: TakeReads).
+func (s *Source) NewPass(watched map[string][]*api.Allocation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watched, s.read = watched, nil
+}
+
+// Noted keeps a read of the allocations of nodeID by the current pass.
+func (s *Source) Noted(nodeID string, meta *api.QueryMeta, allocs []*api.Allocation) {
+	r := Read{Allocs: allocs}
+	if meta != nil {
+		r.Index = meta.LastIndex
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.read == nil {
+		s.read = map[string]Read{}
+	}
+	s.read[nodeID] = r
+}
+
+// TakeReads returns the reads of the last pass that a watch may start from
+// (those with an index).
+func (s *Source) TakeReads() map[string]Read {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]Read{}
+	for id, r := range s.read {
+		if r.Index > 0 {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// OnNode returns the allocations on a node as this pass sees them: the
+// watch's answer as the pass took it, else the pass's read (ReadInPass).
+func (s *Source) OnNode(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
+	if allocs, ok := s.watched[nodeID]; ok {
+		return allocs, nil
+	}
+	return s.ReadInPass(ctx, nodeID)
+}
+
+// ReadInPass returns the allocations on the node as this pass read them
+// from Nomad, reading them now if it has not: never a watch's answer, which
+// may lag.
+func (s *Source) ReadInPass(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
+	s.mu.Lock()
+	r, ok := s.read[nodeID]
+	s.mu.Unlock()
+	if ok {
+		return r.Allocs, nil
+	}
+	allocs, meta, err := s.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("allocations of node %s: %w", nodeID, err)
+	}
+	s.Noted(nodeID, meta, allocs)
+	return allocs, nil
+}

@@ -1,0 +1,108 @@
+package allocsource
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// allocWorld is a cluster whose nodes' allocations change; reads of them are
+// counted by node.
+type allocWorld struct {
+	version map[string]uint64
+	reads   map[string]int
+}
+
+func (w *allocWorld) allocs(id string) []*api.Allocation {
+	return []*api.Allocation{{ID: fmt.Sprintf("%s-%d", id, w.version[id]), NodeID: id}}
+}
+
+func (w *allocWorld) Allocations(id string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	w.reads[id]++
+	return w.allocs(id), &api.QueryMeta{LastIndex: w.version[id]}, nil
+}
+
+// The allocations a pass sees of a node are, over a randomly changing world,
+// its watch's newest answer as the pass took it while the watch runs, else
+// what the pass's first read of the node said (its own or the capacity
+// gate's): a look reads only a node the pass did not read yet and no watch
+// answered for; and every read is kept, with its index, for the watches the
+// loop starts after the pass. The world: allocations changing, watches answering,
+// failing and ending, the capacity gate reading, passes.
+func TestAllocSourceEqualsFreshReads(t *testing.T) {
+	ids := []string{"n0", "n1", "n2", "n3"}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 41))
+		w := &allocWorld{version: map[string]uint64{}, reads: map[string]int{}}
+		for _, id := range ids {
+			w.version[id] = 1
+		}
+		src := &Source{Nodes: w}
+		watched := map[string][]*api.Allocation{} // what each watch last answered
+		for pass := range 40 {
+			for range rng.IntN(4) { // what happens between two passes
+				id := ids[rng.IntN(len(ids))]
+				switch rng.IntN(4) {
+				case 0:
+					w.version[id]++
+				case 1: // the watch answers
+					watched[id] = w.allocs(id)
+				case 2: // the watch fails or ends
+					delete(watched, id)
+				}
+			}
+			src.NewPass(maps.Clone(watched)) // as the pass takes the watches' answers
+			clear(w.reads)
+			first := map[string][]*api.Allocation{} // what the pass saw first of each node
+			for range rng.IntN(8) {
+				id := ids[rng.IntN(len(ids))]
+				if rng.IntN(3) == 0 { // the capacity gate reads it
+					if _, done := first[id]; !done {
+						allocs, meta, _ := w.Allocations(id, nil)
+						src.Noted(id, meta, allocs)
+						first[id] = allocs // what it read
+					}
+					continue
+				}
+				want, ok := watched[id]
+				if !ok {
+					want, ok = first[id]
+				}
+				reads := 0 // the reads this look makes
+				if !ok {
+					want, reads = w.allocs(id), 1
+				}
+				before := w.reads[id]
+				got, err := src.OnNode(t.Context(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.EqualFunc(got, want, func(a, b *api.Allocation) bool { return a.ID == b.ID }) {
+					t.Fatalf("seed %d pass %d: node %s shows %s, want %s", seed, pass, id, got[0].ID, want[0].ID)
+				}
+				if n := w.reads[id] - before; n != reads {
+					t.Fatalf("seed %d pass %d: node %s read %d times, want %d", seed, pass, id, n, reads)
+				}
+				if _, ok := watched[id]; !ok {
+					first[id] = want
+				}
+				if rng.IntN(3) == 0 {
+					w.version[id]++ // a change during the pass: seen by the next one
+				}
+			}
+			reads := src.TakeReads()
+			for id := range w.reads {
+				if _, ok := reads[id]; !ok {
+					t.Fatalf("seed %d pass %d: the read of node %s is not kept for its watch", seed, pass, id)
+				}
+			}
+			if len(reads) != len(w.reads) {
+				t.Fatalf("seed %d pass %d: reads kept %v, made %v", seed, pass, reads, w.reads)
+			}
+		}
+	}
+}
