@@ -41,13 +41,13 @@ type Rollout struct {
 	WritesBy   map[string]int // by kind of variable: plan, hosts, history, requests, ...
 	LockWrites int            // the election's writes: its locks (acquire, renew, release) and census
 
-	Requests uint64                // requests rollboot sent to the emulator, coordinator and agents
+	Requests uint64 // requests rollboot sent to the emulator, coordinator and agents
 	// StreamDropped: the node event stream's subscriptions the emulator cut
 	// off as too slow during the rollout; the coordinator followed the nodes
 	// with blocking queries after each, for RetryAfter.
 	StreamDropped int64
-	Emulator nomadsim.RequestStats // the emulator's own time
-	Wall     time.Duration         // wall time of the measured part
+	Emulator      nomadsim.RequestStats // the emulator's own time
+	Wall          time.Duration         // wall time of the measured part
 
 	// CoordCPU is the coordinator's CPU time over the measured part, and
 	// ProcessCPU the whole process's (the agents and the emulator with it),
