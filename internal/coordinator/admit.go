@@ -10,6 +10,7 @@ import (
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/nodestream"
+	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -124,12 +125,12 @@ func (c *Coordinator) withReads(in admission.Input, s *snapshot) admission.Input
 // allocation a moment ago, and a grant then would leave nobody to reboot the
 // host.
 func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, hosts []string) {
-	for _, name := range hosts {
-		hv := s.hosts[name]
+	parallel.Each(len(hosts), NodeReadParallelism, nil, func(i int) { // side by side: a round trip each
+		hv := s.hosts[hosts[i]]
 		if hv.node == nil || hv.jobsRead {
-			continue
+			return
 		}
-		allocs, err := c.allocsReadInPass(ctx, hv.node.ID)
+		allocs, err := c.allocs.ReadInPass(ctx, hv.node.ID)
 		hv.jobs, hv.err, hv.jobsRead = systemJobsOf(allocs), err, true
 		if err == nil && c.seen.nodeWatch.Mode == nodestream.Blocking {
 			// Without the event stream, a pending host's node is in the list
@@ -138,7 +139,7 @@ func (c *Coordinator) readGrantJobs(ctx context.Context, s *snapshot, hosts []st
 			// now.
 			hv.err = c.freshNode(ctx, hv.node)
 		}
-	}
+	})
 }
 
 // freshNode reads v's node from Nomad and puts what its list stub says in v.

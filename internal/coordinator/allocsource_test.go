@@ -54,7 +54,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	if err := capacityReads(c, "n2"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := c.allocsOnNode(t.Context(), "n2"); err != nil || len(got) != 1 || got[0].Name != "web.web[0]" {
+	if got, err := c.allocs.OnNode(t.Context(), "n2"); err != nil || len(got) != 1 || got[0].Name != "web.web[0]" {
 		t.Fatalf("the capacity gate's read in the same pass: %+v, %v", got, err)
 	}
 	if q := n.queries(); len(q) != 2 {
@@ -75,7 +75,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 		t.Errorf("queries %v, want the pass's reads and then the watch's from index 7", q)
 	}
 	c.takeMail()                                   // the next pass
-	kept, err := c.allocsOnNode(t.Context(), "n1") // the watch's answer: no read
+	kept, err := c.allocs.OnNode(t.Context(), "n1") // the watch's answer: no read
 	if err != nil || len(kept) != 1 || kept[0].Name != "web.web[0]" || pokes.Load() != 0 || len(n.queries()) != 3 {
 		t.Errorf("the watch kept %+v (%v) and poked %d passes, queries %v; want the pass's read, none and no new query", kept, err, pokes.Load(), n.queries())
 	}

@@ -180,21 +180,6 @@ func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeVie
 	return heartbeatread.Read(ctx, c.opt.Nodes, nodes, &c.heartbeats, &c.streamed, heartbeatIndexesOf, NodeReadParallelism)
 }
 
-// The allocations a pass sees of a node (package allocsource): its watch's
-// newest answer as the pass took it, else the pass's own read, kept for the
-// watches the loop starts after it (package rejoinwatch).
-
-// allocsOnNode returns the allocations on a node as this pass sees them.
-func (c *Coordinator) allocsOnNode(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
-	return c.allocs.OnNode(ctx, nodeID)
-}
-
-// allocsReadInPass returns the allocations on the node as this pass read them
-// from Nomad, reading them now if it has not: never a watch's answer.
-func (c *Coordinator) allocsReadInPass(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
-	return c.allocs.ReadInPass(ctx, nodeID)
-}
-
 // The failure budgets' halt state (package haltkeep) is read when its watch
 // saw it change, at the start of each term, and at every pass while the last
 // read failed.

@@ -578,3 +578,56 @@ func TestCapacityHoldKeptWithoutReads(t *testing.T) {
 		t.Error("the recheck is due: no read, want the gate to read again")
 	}
 }
+
+// pairNodes answers the allocation reads of two nodes only once both have
+// begun: read one after the other, the first waits for the second in vain.
+type pairNodes struct {
+	*capNodes
+	probes map[string]*overlapProbe // by node ID: begun by its own read
+}
+
+func (n *pairNodes) Allocations(id string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	if p, ok := n.probes[id]; ok {
+		p.begin()
+		for other, o := range n.probes {
+			if other != id {
+				o.wait()
+			}
+		}
+	}
+	return n.capNodes.Allocations(id, q)
+}
+
+// The system jobs on the nodes of the hosts admitted together are read side
+// by side: one round trip for the hand-out, not one per host.
+func TestGrantJobsReadSideBySide(t *testing.T) {
+	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending}}, nil)
+	nodes := &pairNodes{capNodes: &capNodes{}, probes: map[string]*overlapProbe{"node-a": newOverlapProbe(), "node-b": newOverlapProbe()}}
+	c := New(Options{Deps: Deps{Nodes: nodes},
+		Rules: Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}})
+	if adm := c.admit(context.Background(), s); !adm.Admitted["a"] || !adm.Admitted["b"] {
+		t.Fatalf("admitted %v, want a and b", adm.Admitted)
+	}
+	for id, p := range nodes.probes {
+		if !p.overlap.Load() {
+			t.Errorf("the read of %s's allocations did not overlap the other's (reads %v)", id, nodes.reads)
+		}
+	}
+}
+
+// The allocations of the rejoining hosts' nodes are read side by side: a pass
+// with several hosts back waits one round trip for them, not one per host.
+func TestRejoinHealthReadSideBySide(t *testing.T) {
+	s := admitSnapshot([]testHost{{name: "a", phase: store.PhaseRejoining}, {name: "b", phase: store.PhaseRejoining}}, nil)
+	nodes := &pairNodes{capNodes: &capNodes{}, probes: map[string]*overlapProbe{"node-a": newOverlapProbe(), "node-b": newOverlapProbe()}}
+	c := New(Options{Deps: Deps{Nodes: nodes}, Rules: Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}})
+	c.readRejoinHealth(context.Background(), s)
+	if len(s.health) != 2 {
+		t.Fatalf("health read for %d hosts, want 2", len(s.health))
+	}
+	for id, p := range nodes.probes {
+		if !p.overlap.Load() {
+			t.Errorf("the read of %s's allocations did not overlap the other's (reads %v)", id, nodes.reads)
+		}
+	}
+}

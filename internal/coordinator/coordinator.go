@@ -197,9 +197,9 @@ type Coordinator struct {
 
 	// Everything below is the pass goroutine's.
 
-	// allocs: where the pass finds the allocations of nodes (package
-	// allocsource: the capacity gate's reads side by side under its own
-	// lock).
+	// allocs: where the pass finds the allocations of nodes: a watch's newest
+	// answer (OnNode), else the pass's own read, kept for the watches started
+	// after it (package allocsource; its lock: reads go side by side).
 	allocs allocsource.Source
 
 	// noHandOver: hand-overs refused for lack of permission, by host/product,

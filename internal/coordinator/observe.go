@@ -14,6 +14,7 @@ import (
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/healthgate"
+	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/rejoin"
@@ -254,11 +255,11 @@ func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 	for i, err := range c.readHeartbeats(ctx, nodes) { // caches.go
 		events[i].err = err
 	}
-	for _, hv := range jobs { // the pass's allocations read once per node (allocsOnNode)
-		if hv.err == nil {
+	parallel.Each(len(jobs), NodeReadParallelism, nil, func(i int) { // once per node (allocs.OnNode)
+		if hv := jobs[i]; hv.err == nil {
 			hv.err = c.systemRunning(ctx, hv.node)
 		}
-	}
+	})
 }
 
 // readClusters reads, once per pass, the health of every server cluster whose
@@ -335,9 +336,9 @@ const (
 )
 
 // systemJobs returns the system jobs running on a node, from its allocations
-// as the pass sees them (allocsOnNode).
+// as the pass sees them (allocs.OnNode).
 func (c *Coordinator) systemJobs(ctx context.Context, nodeID string) ([]string, error) {
-	allocs, err := c.allocsOnNode(ctx, nodeID)
+	allocs, err := c.allocs.OnNode(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}

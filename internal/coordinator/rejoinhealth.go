@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/rejoinwatch"
 	"github.com/rollboot/rollboot/internal/wave"
 
@@ -100,25 +101,29 @@ func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *phase.Input
 // healthy, its node's allocations and (with consul_checks) its Consul checks.
 // A read that fails is kept as the reason the host holds.
 func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
-	checkNodes := map[string]bool{}
-	defer func() { c.checkNodes = checkNodes }()
+	var names []string
 	for _, name := range busyNames(s) { // waitsForHealth: rejoining or stuck
 		hv, p := s.hosts[name], s.plans[name]
-		if hv.node == nil || !phase.WaitsForHealth(p) || hv.node.Status != "ready" || (p.EligibleBefore && !hv.node.Eligible) {
-			continue
+		if hv.node != nil && phase.WaitsForHealth(p) && hv.node.Status == "ready" && (!p.EligibleBefore || hv.node.Eligible) &&
+			!phase.AwaitsReport(hv.rec, p, true) { // read once the agent reported (stepRejoining)
+			names = append(names, name)
 		}
-		if phase.AwaitsReport(hv.rec, p, true) {
-			continue // read once the agent reported (stepRejoining)
-		}
-		o := &rejoin.Observed{}
+	}
+	seen, checked := make([]*rejoin.Observed, len(names)), make([]string, len(names))
+	parallel.Each(len(names), NodeReadParallelism, nil, func(i int) { // side by side: a round trip each
+		hv, o := s.hosts[names[i]], &rejoin.Observed{}
 		o.Allocs, o.AllocsErr = c.nodeAllocs(ctx, hv.node.ID)
-		if nodeName := c.readChecks(ctx, s, o, planGroup(p, hv.group), hv.node.ID); nodeName != "" {
-			checkNodes[nodeName] = true
-		}
+		seen[i], checked[i] = o, c.readChecks(ctx, s, o, planGroup(s.plans[names[i]], hv.group), hv.node.ID)
+	})
+	c.checkNodes = map[string]bool{}
+	for i, name := range names {
 		if s.health == nil {
 			s.health = map[string]*rejoin.Observed{}
 		}
-		s.health[name] = o
+		s.health[name] = seen[i]
+		if checked[i] != "" {
+			c.checkNodes[checked[i]] = true
+		}
 	}
 }
 
@@ -138,10 +143,10 @@ func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoin.Obs
 
 // nodeAllocs returns the allocations on the node, as package rejoin sees them:
 // as the node's watch last read them (a change pokes a pass after the watch kept
-// it), else as this pass read them (allocsOnNode: the first pass of a host
+// it), else as this pass read them (allocs.OnNode: the first pass of a host
 // waiting for them, before its watch starts).
 func (c *Coordinator) nodeAllocs(ctx context.Context, nodeID string) ([]rejoin.Alloc, error) {
-	allocs, err := c.allocsOnNode(ctx, nodeID)
+	allocs, err := c.allocs.OnNode(ctx, nodeID)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the %w", err)
 	}
