@@ -13,6 +13,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/capacityread"
+	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -628,6 +629,41 @@ func TestRejoinHealthReadSideBySide(t *testing.T) {
 	for id, p := range nodes.probes {
 		if !p.overlap.Load() {
 			t.Errorf("the read of %s's allocations did not overlap the other's (reads %v)", id, nodes.reads)
+		}
+	}
+}
+
+// pairClusters reads a cluster's health only once the probes' other reads
+// have begun too (pairNodes).
+type pairClusters struct{ probes map[string]*overlapProbe }
+
+func (p pairClusters) Read(context.Context, string, string) health.ClusterHealth {
+	p.probes["cluster"].begin()
+	for id, o := range p.probes {
+		if id != "cluster" {
+			o.wait()
+		}
+	}
+	return health.ClusterHealth{}
+}
+
+func (pairClusters) HandOver(context.Context, string, string) error { return nil }
+
+// A pass reads the server clusters' health beside its node reads (a rejoining
+// host's allocations here): one round trip, not two.
+func TestClustersReadBesideTheNodes(t *testing.T) {
+	s := admitSnapshot([]testHost{{name: "a", phase: store.PhaseRejoining},
+		{name: "srv", phase: store.PhaseRejoining, rec: nomadServer("srv")}}, nil)
+	probes := map[string]*overlapProbe{"node-a": newOverlapProbe(), "cluster": newOverlapProbe()}
+	c := New(Options{Deps: Deps{Nodes: &pairNodes{capNodes: &capNodes{}, probes: probes}, Clusters: pairClusters{probes}},
+		Rules: Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}})
+	c.readDetails(context.Background(), s)
+	if len(s.health) != 2 || len(s.clusters) != 1 {
+		t.Fatalf("health read for %d hosts, %d clusters: want 2 and 1", len(s.health), len(s.clusters))
+	}
+	for id, p := range probes {
+		if !p.overlap.Load() {
+			t.Errorf("the %s read did not overlap the other", id)
 		}
 	}
 }

@@ -138,14 +138,22 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	// An expired pause is ignored (store.Control.InForce).
 	s := &snapshot{now: now, plans: plans, control: ctl.InForce(now), nodes: nodes, groupOf: groupOf, missing: missing}
 	c.hostViews(s, recs)
-	c.readOptOut(ctx, s)
-	c.readNodeDetails(ctx, s)
-	c.readClusters(ctx, s)
-	c.readRejoinHealth(ctx, s)
+	c.readDetails(ctx, s)
 	c.readHalts(ctx, s) // before the waves, which forget what a resume lifted (package haltkeep)
 	c.observeWaves(ctx, s)
 	s.noHandOver = maps.Clone(c.noHandOver)
 	return s, nil
+}
+
+// readDetails reads what the pass decides on beyond the lists: opt-outs, node
+// events, system jobs, rejoin health, and beside them the clusters' health.
+func (c *Coordinator) readDetails(ctx context.Context, s *snapshot) {
+	var clusters sync.WaitGroup
+	clusters.Go(func() { c.readClusters(ctx, s) })
+	c.readOptOut(ctx, s)
+	c.readNodeDetails(ctx, s)
+	c.readRejoinHealth(ctx, s)
+	clusters.Wait()
 }
 
 // loadPlans returns the plans: the coordinator's own writes, read once after it
