@@ -74,7 +74,7 @@ func TestAllocWatchStartsFromThePassRead(t *testing.T) {
 	if q := n.queries(); len(q) != 3 || q[2] != 7 {
 		t.Errorf("queries %v, want the pass's reads and then the watch's from index 7", q)
 	}
-	c.takeMail()                                   // the next pass
+	c.takeMail()                                    // the next pass
 	kept, err := c.allocs.OnNode(t.Context(), "n1") // the watch's answer: no read
 	if err != nil || len(kept) != 1 || kept[0].Name != "web.web[0]" || pokes.Load() != 0 || len(n.queries()) != 3 {
 		t.Errorf("the watch kept %+v (%v) and poked %d passes, queries %v; want the pass's read, none and no new query", kept, err, pokes.Load(), n.queries())
