@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +66,7 @@ func admitSnapshot(hosts []testHost, mod func(*snapshot)) *snapshot {
 		}
 		s.hosts[h.name] = hv
 	}
-	s.names = sortedKeys(s.hosts)
+	s.names = slices.Sorted(maps.Keys(s.hosts))
 	if mod != nil {
 		mod(s)
 	}

@@ -37,7 +37,7 @@ func TestBusyNamesFollowPlans(t *testing.T) {
 				s.plans[name] = store.Plan{Host: name, Phase: all[rng.IntN(len(all))]}
 			}
 		}
-		s.names = sortedKeys(s.hosts)
+		s.names = slices.Sorted(maps.Keys(s.hosts))
 		for round := range 5 {
 			got := busyNames(s)
 			if w := want(s); !slices.Equal(got, w) {

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -262,15 +261,6 @@ func (c *Coordinator) Ignored() []store.BadRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.ignored)
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // backing is what the operator backs the hosts with, and the hosts under

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -196,7 +197,7 @@ func TestNodeEventsReadSideBySide(t *testing.T) {
 		s.plans[name] = store.Plan{Host: name, Phase: store.PhaseRebooting}
 		s.hosts[name] = &hostView{node: &phase.NodeView{ID: "n-" + name, ModifyIndex: 5}}
 	}
-	s.names = sortedKeys(s.hosts)
+	s.names = slices.Sorted(maps.Keys(s.hosts))
 	c.readNodeDetails(t.Context(), s)
 	for name, hv := range s.hosts {
 		if hv.err != nil {

@@ -203,7 +203,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 			s.hosts[name] = &hostView{group: p.Group, node: node}
 		}
 	}
-	s.names = sortedKeys(s.hosts)
+	s.names = slices.Sorted(maps.Keys(s.hosts))
 }
 
 // groupOfHost is the group of the host of r: its node's (groupOf), else the
