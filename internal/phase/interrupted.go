@@ -77,15 +77,17 @@ const interruptedPrefix = "attempt interrupted: "
 // operator's eligibility change can land between the agent's final go/no-go
 // and the reboot itself, too late to stop it. The plan still names the
 // interrupted grant (backing off, or pending again) and the host is back with
-// a boot other than the one granted. The reboot happened, so its cycle ends
+// a boot other than the one granted, as Nomad backs it (rebootSeen: its
+// node's client started again since the drain; a record's word alone is a
+// claim). The reboot happened, so its cycle ends
 // "rebooted", saying how the attempt had ended; left as the interruption, the
 // host would go idle (its need cleared by the reboot) with no rebooted cycle
 // in its history. Nothing is done to the node: the operator set it.
 func rebootedAnyway(in Input, d Decision) (Decision, bool) {
 	p := d.Plan
 	if p.GrantID == "" || p.BootIDAtGrant == "" || p.Timeline[store.PhaseRebooting].IsZero() ||
-		!strings.HasPrefix(p.LastError, interruptedPrefix) || in.Host == nil || in.Host.BootID == p.BootIDAtGrant {
-		return d, false
+		!strings.HasPrefix(p.LastError, interruptedPrefix) || rebootSeen(in, p) == "" {
+		return d, false // rebootSeen: the record's new boot, backed by Nomad's node
 	}
 	d = backInService(in, d, p)
 	d.History.Error = "the reboot went ahead after the " + p.LastError

@@ -99,6 +99,7 @@ func TestRebootedAfterTheInterruption(t *testing.T) {
 			p.LastError = interruptedPrefix + "the node was made eligible again during the cycle"
 			p.NextTry = t0.Add(time.Minute)
 			if began {
+				p.Timeline[store.PhaseDrained] = t0.Add(-3 * time.Minute)
 				p.Timeline[store.PhaseRebooting] = t0.Add(-2 * time.Minute)
 			}
 		})
@@ -117,12 +118,17 @@ func TestRebootedAfterTheInterruption(t *testing.T) {
 		{"backing off, back with a new boot", interruptedIn(store.PhaseBackoff, true), host("b2", false), true},
 		{"pending again, back with a new boot", interruptedIn(store.PhasePending, true), host("b2", true), true},
 		{"backing off, same boot", interruptedIn(store.PhaseBackoff, true), host("b1", true), false},
+		{"a new boot its node does not back", interruptedIn(store.PhaseBackoff, true), host("b2", false), false},
 		{"interrupted before the agent began", interruptedIn(store.PhaseBackoff, false), host("b2", false), false},
 		{"a failed attempt, rebooted later", failedIn, host("b2", false), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Step(Input{Plan: tt.plan, Host: tt.host, Node: node(nil), Now: t0, Timing: timing})
+			n := restartedNode(nil)
+			if strings.Contains(tt.name, "does not back") {
+				n = node(nil) // its client did not start again since the drain
+			}
+			d := Step(Input{Plan: tt.plan, Host: tt.host, Node: n, Now: t0, Timing: timing})
 			got := d.History != nil && d.History.Outcome == "rebooted"
 			if got != tt.rebooted {
 				t.Fatalf("history %+v, phase %s: want rebooted %v", d.History, d.Plan.Phase, tt.rebooted)
