@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/signal"
@@ -52,6 +53,7 @@ type benchFlags struct {
 	hosts      string
 	latency    string
 	logFile    string
+	requestLog string
 	cpuProfile string
 }
 
@@ -69,6 +71,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.o.AgentExe, "agent-exe", "", "the rollboot binary whose agent process is measured (default: a release build of the source tree in the working directory, built with go as scripts/release builds it; this binary when that fails)")
 	fs.IntVar(&f.o.Passes, "passes", 100, "reconcile passes timed at the largest host count")
 	fs.StringVar(&f.logFile, "log-file", "", "write rollboot's own logs to this file")
+	fs.StringVar(&f.requestLog, "request-log", "", "write a line per Nomad request of the rollouts to this file: when, how long, which listener, method and path (which requests go one after the other)")
 	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run (emulator, agents, coordinator) to this file")
 }
 
@@ -99,6 +102,16 @@ func (f *benchFlags) run(cmd *cobra.Command, lf *logFlags) error {
 		if o.Log, err = lf.logger(file); err != nil {
 			return err
 		}
+	}
+	if f.requestLog != "" {
+		file, err := os.Create(f.requestLog)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		w := bufio.NewWriter(file)
+		defer w.Flush()
+		o.RequestLog = w
 	}
 	if f.cpuProfile != "" {
 		file, err := os.Create(f.cpuProfile)

@@ -65,6 +65,10 @@ type Options struct {
 	ReleaseAgent bool
 	Out          io.Writer    // progress (nil: discarded)
 	Log          *slog.Logger // rollboot's own logs (nil: discarded)
+	// RequestLog, when set, gets a line per Nomad request of the rollouts'
+	// clusters (nomadsim Config.RequestLog): which requests go one after
+	// the other.
+	RequestLog io.Writer
 }
 
 func (o *Options) defaults() {

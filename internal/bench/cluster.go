@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -93,6 +94,7 @@ type clusterSpec struct {
 	candidates bool
 	agents     bool // run the agents (false: the records are written by the bench)
 	log        *slog.Logger
+	requestLog io.Writer // nomadsim Config.RequestLog (nil: none)
 }
 
 func groupName(i int) string { return fmt.Sprintf("g%02d", i+1) }
@@ -185,6 +187,7 @@ func startCluster(ctx context.Context, spec clusterSpec) (*cluster, error) {
 		BootTime:                bootTime,
 		MigrateTime:             migrateTime,
 		EventBufferSize:         eventBufferSize,
+		RequestLog:              spec.requestLog,
 		Seed:                    13,
 		UnencryptedHTTP2:        true, // agentTransport
 	})

@@ -153,7 +153,8 @@ func runRollout(ctx context.Context, o *Options, hosts int, latency time.Duratio
 // every agent wrote its record and the coordinator settled. c.stop stops the
 // coordinator too; stopCoord stops it alone, earlier.
 func startRolloutCluster(ctx context.Context, o *Options, hosts int) (c *cluster, stopCoord func(), err error) {
-	c, err = startCluster(ctx, clusterSpec{hosts: hosts, groups: o.Groups, concurrency: o.Concurrency, agents: true, log: o.Log})
+	c, err = startCluster(ctx, clusterSpec{hosts: hosts, groups: o.Groups, concurrency: o.Concurrency, agents: true, log: o.Log,
+		requestLog: o.RequestLog})
 	if err != nil {
 		return nil, nil, err
 	}

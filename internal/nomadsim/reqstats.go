@@ -3,6 +3,7 @@ package nomadsim
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -138,6 +139,7 @@ func (s *Sim) timed(next http.Handler) http.Handler {
 		req := r.WithContext(context.WithValue(r.Context(), ctxTimer, rt))
 		next.ServeHTTP(w, req)
 		h, _ := r.Context().Value(ctxHost).(*Host)
+		s.logRequest(r, h, start)
 		s.reqs.record(routeOf(req), variableOf(req), h != nil, time.Since(start)-rt.waited)
 	})
 }
@@ -221,4 +223,24 @@ func variableOf(r *http.Request) string {
 		return r.Method + " " + p
 	}
 	return ""
+}
+
+// logRequest writes one line about a request served to Config.RequestLog:
+// arrival time, duration, the listener that served it ("cluster" or the
+// host's name), method, path, and the index of a blocking query.
+func (s *Sim) logRequest(r *http.Request, h *Host, start time.Time) {
+	if s.cfg.RequestLog == nil {
+		return
+	}
+	by := "cluster"
+	if h != nil {
+		by = h.Name
+	}
+	line := fmt.Sprintf("%s %s %s %s %s", start.UTC().Format("15:04:05.000000"), time.Since(start).Round(time.Microsecond), by, r.Method, r.URL.Path)
+	if idx := r.URL.Query().Get("index"); idx != "" {
+		line += " index=" + idx
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintln(s.cfg.RequestLog, line)
 }

@@ -1,8 +1,12 @@
 package nomadsim
 
 import (
+	"bytes"
 	"maps"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -73,5 +77,44 @@ func TestRequestStatsLocalAndVariables(t *testing.T) {
 	want := map[string]uint64{"PUT rollboot/plan/*": 2, "GET rollboot/plan/*": 1, "LIST rollboot/plan/": 1}
 	if !maps.Equal(vars, want) {
 		t.Errorf("variables %v, want %v", vars, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the emulator's handlers to write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// Config.RequestLog gets a line per request: who served it, its method and
+// path, and a blocking query's index.
+func TestRequestLog(t *testing.T) {
+	var log syncBuffer
+	s, c := newTestSim(t, Config{Clients: 1, RequestLog: &log})
+	h, _ := s.Host("client-1")
+	if _, _, err := c.Nodes().Info(h.NodeID, &api.QueryOptions{WaitIndex: 1, WaitTime: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	local := newClient(t, "http://"+h.Addr, "")
+	if _, _, err := local.Variables().Create(&api.Variable{Path: "rollboot/x", Items: api.VariableItems{"k": "v"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := log.String()
+	for _, want := range []string{" cluster GET /v1/node/" + h.NodeID + " index=1\n", " client-1 PUT /v1/var/rollboot/x\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log has no line ending %q:\n%s", want, got)
+		}
 	}
 }

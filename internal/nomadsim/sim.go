@@ -11,6 +11,7 @@ package nomadsim
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -179,6 +180,14 @@ type Config struct {
 	// (/sim/v1/latency) change it at run time.
 	RequestLatency time.Duration
 
+	// RequestLog, when set, is told of every Nomad, Consul and Vault API
+	// request served, a line each (reqstats.go logRequest): when it arrived,
+	// how long it took (its latency included), who served it (the cluster's
+	// address, or a host's own listener), its method and path, and the index
+	// of a blocking query. It shows which requests a process sends one after
+	// the other. The control API is not logged.
+	RequestLog io.Writer
+
 	// Seed makes random choices (IDs, fault injection) repeatable. 0: random.
 	Seed uint64
 }
@@ -259,6 +268,8 @@ type Sim struct {
 	watches watchStats
 	// reqs times the requests the emulator answers (reqstats.go).
 	reqs reqStats
+	// logMu keeps the lines of Config.RequestLog whole.
+	logMu sync.Mutex
 	// latency is the request latency in nanoseconds (Config.RequestLatency),
 	// read without the state lock by every request.
 	latency atomic.Int64
