@@ -225,9 +225,10 @@ func variableOf(r *http.Request) string {
 	return ""
 }
 
-// logRequest writes one line about a request served to Config.RequestLog:
-// arrival time, duration, the listener that served it ("cluster" or the
-// host's name), method, path, and the index of a blocking query.
+// logRequest writes one line about a request served to Config.RequestLog: when
+// its handler began (after the request latency), how long the handler took
+// (a blocking query's sleep included), the listener that served it
+// ("cluster" or the host's name), method, path, and a blocking query's index.
 func (s *Sim) logRequest(r *http.Request, h *Host, start time.Time) {
 	if s.cfg.RequestLog == nil {
 		return

@@ -181,8 +181,9 @@ type Config struct {
 	RequestLatency time.Duration
 
 	// RequestLog, when set, is told of every Nomad, Consul and Vault API
-	// request served, a line each (reqstats.go logRequest): when it arrived,
-	// how long it took (its latency included), who served it (the cluster's
+	// request served, a line each (reqstats.go logRequest): when its handler
+	// began (after the request latency), how long the handler took, who
+	// served it (the cluster's
 	// address, or a host's own listener), its method and path, and the index
 	// of a blocking query. It shows which requests a process sends one after
 	// the other. The control API is not logged.
