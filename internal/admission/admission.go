@@ -241,7 +241,7 @@ func Admit(in Input) (Result, Needs) {
 	}
 	statuses := Statuses(in)
 	rest, urgent := splitUrgent(in, statuses, queue)
-	adm := policy.AdmitWith(statuses, policy.InQueueOrder(rest), a.accept)
+	adm := policy.AdmitInOrder(statuses, a.awaitingFirst(policy.InQueueOrder(rest)), a.accept)
 	if len(urgent) > 0 {
 		u := urgentRound(in, statuses, urgent, adm, a.accept)
 		adm.Admitted, adm.Waiting = append(adm.Admitted, u.Admitted...), append(adm.Waiting, u.Waiting...)

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/phase"
@@ -145,6 +146,29 @@ func (a *admitter) approval(p Pending) (takes, admitted bool) {
 		a.out.HoldsSlot[p.Host] = true
 	}
 	return v.KeepsSlot, false
+}
+
+// awaitingFirst puts the hosts that await their approval and still keep their
+// group's slot (ApprovalVerdict.KeepsSlot), or awaited it and are approved
+// now, at the head of the line, in the order they began to await, the others
+// after them in queue order. A host
+// keeps its place while it awaits: a host whose need was older but reached
+// the queue later (its agent reported it later) would otherwise take the slot
+// from one an operator was just told to approve, and hold it awaiting its own
+// approval while the approved one waits.
+func (a *admitter) awaitingFirst(queue []policy.Request) []policy.Request {
+	var first, rest []policy.Request
+	for _, r := range queue {
+		if p := a.pending(r.Host); !p.AwaitingSince.IsZero() && (a.approvalOf(p).KeepsSlot || a.approvalOf(p).Approved) {
+			first = append(first, r)
+			continue
+		}
+		rest = append(rest, r)
+	}
+	slices.SortStableFunc(first, func(x, y policy.Request) int {
+		return a.pending(x.Host).AwaitingSince.Compare(a.pending(y.Host).AwaitingSince)
+	})
+	return append(first, rest...)
 }
 
 // stillAwaiting keeps the reason of a host that awaited its approval and now

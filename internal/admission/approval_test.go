@@ -66,6 +66,16 @@ func TestAdmitApproval(t *testing.T) {
 			return in
 		}, admitted: []string{"b"}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitAwaitingApproval},
 			approved: map[string]Approved{"b": {By: "alice", Until: valid.Until}}},
+		{name: "manual: one awaiting keeps its place ahead of an older need that reached the queue later", in: func() Input {
+			return approvalInput(ApprovalManual, 1, pending("a", 0), awaiting(pending("b", time.Minute), time.Second))
+		}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitQueued, "b": phase.WaitAwaitingApproval}, holds: []string{"b"},
+			recheck: now.Add(time.Hour - time.Second)},
+		{name: "manual: approved, the one that awaited first goes ahead of one that took its place", in: func() Input {
+			in := approvalInput(ApprovalManual, 1, awaiting(pending("a", 0), time.Second), awaiting(pending("b", time.Minute), time.Minute))
+			in.Approvals = map[string]store.Approval{"b": valid}
+			return in
+		}, admitted: []string{"b"}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitAwaitingApproval},
+			approved: map[string]Approved{"b": {By: "alice", Until: valid.Until}}},
 		{name: "manual: approved by an operator", in: func() Input {
 			in := approvalInput(ApprovalManual, 1, pending("a", 0))
 			in.Approvals = map[string]store.Approval{"a": valid}

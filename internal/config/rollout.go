@@ -127,7 +127,7 @@ var groupTable = &table{typ: "group", of: reflect.TypeFor[GroupConfig](), label:
 				"`rollboot plan`, on the status page, in `rollboot_hosts_waiting{reason=\"awaiting_approval\"}` " +
 				"and by the notification `awaiting_approval`, until an operator runs `rollboot approve HOST` or " +
 				"`rollboot approve -group G` (recorded with the token's name in the plan and the history " +
-				"record). It keeps its group's slot while it awaits, for `approval.hold_slot`. `\"webhook\"`: " +
+				"record). It keeps its group's slot and its place in line while it awaits, for `approval.hold_slot`. `\"webhook\"`: " +
 				"the same, and the coordinator asks the approval webhook (`approval.webhook`), whose 2xx " +
 				"approves; an operator's approval also does. An approval is consumed by the cycle it let " +
 				"start: it ends with that cycle (or at its `-for`), and the host's next reboot awaits a new " +

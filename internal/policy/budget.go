@@ -138,6 +138,14 @@ func Admit(groups []GroupStatus, queue []Request) Admission { return AdmitWith(g
 // are admitted, so it may count what it accepted before. A nil accept accepts
 // every host.
 func AdmitWith(groups []GroupStatus, queue []Request, accept func(Request) bool) Admission {
+	return AdmitInOrder(groups, InQueueOrder(queue), accept)
+}
+
+// AdmitInOrder is AdmitWith serving the hosts in the order queue gives them,
+// not first come, first served: a caller that keeps a host's place in its
+// group's line for a reason of its own (a host awaiting its approval) orders
+// the queue itself.
+func AdmitInOrder(groups []GroupStatus, queue []Request, accept func(Request) bool) Admission {
 	byName := make(map[string]GroupStatus, len(groups))
 	for _, g := range groups {
 		if _, dup := byName[g.Group.Name]; !dup {
@@ -145,9 +153,6 @@ func AdmitWith(groups []GroupStatus, queue []Request, accept func(Request) bool)
 		}
 	}
 	q := queue // read only
-	if !slices.IsSortedFunc(q, fifoCompare) {
-		q = InQueueOrder(queue)
-	}
 
 	admitted := map[string]int{} // per group
 	blocked := map[string]Waiting{}
