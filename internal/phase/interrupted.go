@@ -73,24 +73,41 @@ func interrupted(in Input, d Decision, why string) Decision {
 const interruptedPrefix = "attempt interrupted: "
 
 // rebootedAnyway records the reboot of a host whose attempt was interrupted
-// after its agent had begun the reboot, and which rebooted all the same: the
-// operator's eligibility change can land between the agent's final go/no-go
-// and the reboot itself, too late to stop it. The plan still names the
-// interrupted grant (backing off, or pending again) and the host is back with
-// a boot other than the one granted, as Nomad backs it (rebootSeen: its
-// node's client started again since the drain; a record's word alone is a
-// claim). The reboot happened, so its cycle ends
+// after its drain completed, and which rebooted all the same: the operator's
+// eligibility change can land between the agent's final go/no-go and the
+// reboot itself, too late to stop it, and the coordinator may see it before it
+// sees the agent's announcement (takenBack comes first in stepDrained). The
+// plan still names the interrupted grant (backing off, or pending again) and
+// the host is back with a boot other than the one granted, as Nomad backs it
+// (rebootSeen: its node's client started again since the drain completed; a
+// record's word alone is a claim). The reboot happened, so its cycle ends
 // "rebooted", saying how the attempt had ended; left as the interruption, the
 // host would go idle (its need cleared by the reboot) with no rebooted cycle
 // in its history. Nothing is done to the node: the operator set it.
 func rebootedAnyway(in Input, d Decision) (Decision, bool) {
 	p := d.Plan
-	if p.GrantID == "" || p.BootIDAtGrant == "" || p.Timeline[store.PhaseRebooting].IsZero() ||
-		!strings.HasPrefix(p.LastError, interruptedPrefix) || rebootSeen(in, p) == "" {
-		return d, false // rebootSeen: the record's new boot, backed by Nomad's node
+	if !interruptedAfterDrain(p) || reportedBack(in.Host, p) == "" {
+		return d, false
+	}
+	if rebootSeen(in, p) == "" {
+		// The record says the host is back; its node does not show it yet (the
+		// agent's report can come before the client's registration): wait for
+		// Nomad's word, up to the rejoin timeout, rather than forget the
+		// reboot because the record's new boot also cleared the need.
+		if in.Now.Sub(p.PhaseSince) < in.Timing.RejoinTimeout {
+			d.Waiting = WaitFor(WaitRebooting, "the host reports a new boot; waiting for its node to show the reboot")
+			return d, true
+		}
+		return d, false
 	}
 	d = backInService(in, d, p)
 	d.History.Error = "the reboot went ahead after the " + p.LastError
 	d.Event = "host rebooted after its attempt was interrupted"
 	return d, true
+}
+
+// interruptedAfterDrain reports whether p names an attempt an operator
+// interrupted after its drain completed (rebootedAnyway).
+func interruptedAfterDrain(p store.Plan) bool {
+	return p.GrantID != "" && p.BootIDAtGrant != "" && !drainedAt(p).IsZero() && strings.HasPrefix(p.LastError, interruptedPrefix)
 }

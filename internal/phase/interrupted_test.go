@@ -90,17 +90,17 @@ func TestOperatorTakesTheNodeBack(t *testing.T) {
 
 // An eligibility change can land between the agent's final go/no-go and the
 // reboot: the attempt is interrupted, and the host reboots all the same. Once
-// it is back with a new boot, backing off or pending again, its cycle ends
-// "rebooted" saying how the attempt had ended; an attempt interrupted before
-// the agent began the reboot, or a host not rebooted, goes on backing off.
+// it is back with a new boot that its node backs, backing off or pending
+// again, its cycle ends "rebooted" saying how the attempt had ended; an
+// attempt interrupted before its drain completed, or a host not rebooted,
+// goes on backing off.
 func TestRebootedAfterTheInterruption(t *testing.T) {
-	interruptedIn := func(phase string, began bool) store.Plan {
+	interruptedIn := func(phase string, drained bool) store.Plan {
 		return plan(phase, func(p *store.Plan) {
 			p.LastError = interruptedPrefix + "the node was made eligible again during the cycle"
 			p.NextTry = t0.Add(time.Minute)
-			if began {
+			if drained {
 				p.Timeline[store.PhaseDrained] = t0.Add(-3 * time.Minute)
-				p.Timeline[store.PhaseRebooting] = t0.Add(-2 * time.Minute)
 			}
 		})
 	}
@@ -119,7 +119,12 @@ func TestRebootedAfterTheInterruption(t *testing.T) {
 		{"pending again, back with a new boot", interruptedIn(store.PhasePending, true), host("b2", true), true},
 		{"backing off, same boot", interruptedIn(store.PhaseBackoff, true), host("b1", true), false},
 		{"a new boot its node does not back", interruptedIn(store.PhaseBackoff, true), host("b2", false), false},
-		{"interrupted before the agent began", interruptedIn(store.PhaseBackoff, false), host("b2", false), false},
+		{"a new boot its node does not back past the rejoin timeout", func() store.Plan {
+			p := interruptedIn(store.PhaseBackoff, true)
+			p.PhaseSince = t0.Add(-timing.RejoinTimeout)
+			return p
+		}(), host("b2", false), false},
+		{"interrupted before its drain completed", interruptedIn(store.PhaseBackoff, false), host("b2", false), false},
 		{"a failed attempt, rebooted later", failedIn, host("b2", false), false},
 	}
 	for _, tt := range tests {
@@ -132,6 +137,12 @@ func TestRebootedAfterTheInterruption(t *testing.T) {
 			got := d.History != nil && d.History.Outcome == "rebooted"
 			if got != tt.rebooted {
 				t.Fatalf("history %+v, phase %s: want rebooted %v", d.History, d.Plan.Phase, tt.rebooted)
+			}
+			// Not backed by the node within the rejoin timeout: it waits for
+			// Nomad's word, keeping the plan (the need the new boot cleared
+			// would otherwise forget the reboot).
+			if waits := strings.HasSuffix(tt.name, "does not back"); waits != (d.Waiting.Kind == WaitRebooting && d.Plan.Phase == tt.plan.Phase) {
+				t.Fatalf("waiting %v, phase %s: want it to wait for the node %v", d.Waiting, d.Plan.Phase, waits)
 			}
 			if got && (d.Plan.Phase != store.PhaseIdle || !strings.Contains(d.History.Error, "made eligible again") || d.Plan.GrantID != "") {
 				t.Fatalf("plan %+v, history %+v: want the cycle ended idle, saying how the attempt had ended", d.Plan, d.History)

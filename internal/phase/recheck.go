@@ -17,6 +17,9 @@ func recheckAt(in Input, p store.Plan) time.Time {
 	switch p.Phase {
 	case store.PhasePending, store.PhaseBackoff:
 		at = append(at, p.NextTry)
+		if interruptedAfterDrain(p) && t.RejoinTimeout > 0 {
+			at = append(at, p.PhaseSince.Add(t.RejoinTimeout)) // rebootedAnyway's wait
+		}
 	case store.PhaseDraining:
 		if !t.ForceOnTimeout && t.DrainDeadline > 0 {
 			at = append(at, p.PhaseSince.Add(t.DrainDeadline))
