@@ -3,42 +3,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
-
-// lockedBuffer is an io.Writer the command writes to while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestSimCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd := newSimCmd()
 	cmd.SetOut(out)
 	cmd.SetErr(out)
@@ -124,8 +105,8 @@ func TestSimCommandBadFlags(t *testing.T) {
 		{"extra"},
 	} {
 		cmd := newSimCmd()
-		cmd.SetOut(&lockedBuffer{})
-		cmd.SetErr(&lockedBuffer{})
+		cmd.SetOut(&syncbuf.Buffer{})
+		cmd.SetErr(&syncbuf.Buffer{})
 		cmd.SetArgs(append([]string{"-listen", "127.0.0.1:0"}, args...))
 		if err := cmd.Execute(); err == nil {
 			t.Errorf("%v: no error", args)
@@ -144,8 +125,8 @@ func TestSimCtlCommand(t *testing.T) {
 	host := s.Hosts()[1]
 	run := func(args ...string) error {
 		cmd := newSimCtlCmd()
-		cmd.SetOut(&lockedBuffer{})
-		cmd.SetErr(&lockedBuffer{})
+		cmd.SetOut(&syncbuf.Buffer{})
+		cmd.SetErr(&syncbuf.Buffer{})
 		cmd.SetArgs(append(args, "--address", s.Address()))
 		return cmd.Execute()
 	}

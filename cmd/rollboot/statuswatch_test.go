@@ -11,12 +11,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // With -json the frames follow each other bare, a stream of documents, and a
 // failed read goes to stderr.
 func TestStatusWatchJSON(t *testing.T) {
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	w := statusWatch{out: out, errOut: errOut, json: true, interval: time.Hour}
 	w.draw(time.Now(), []byte("{\"hosts\": []}\n"), nil)
 	w.draw(time.Now(), nil, errors.New("nomad is away"))
@@ -72,7 +74,7 @@ func TestStatusWatch(t *testing.T) {
 				fmt.Fprintf(w, "frame %d\n", n)
 				return nil
 			}
-			out := &lockedBuffer{}
+			out := &syncbuf.Buffer{}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // countingRebooter records reboots and succeeds (the test plays the reboot).
@@ -41,24 +41,6 @@ func (c *countingRebooter) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.calls
-}
-
-// syncBuffer is a log sink shared by goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type agentEnv struct {
@@ -95,7 +77,7 @@ func tokenOf(sim *nomadsim.Sim) string {
 	return ""
 }
 
-func (e *agentEnv) options(reb Rebooter, log *syncBuffer) Options {
+func (e *agentEnv) options(reb Rebooter, log *syncbuf.Buffer) Options {
 	o := Options{Host: e.h.Name, Store: e.st, Local: e.client.Agent(), NodeList: e.client.Nodes(), BootIDFile: filepath.Join(e.h.Dir, "boot_id"),
 		Detectors: []Detector{FileDetector{Path: filepath.Join(e.h.Dir, "reboot-required")}},
 		Rebooter:  reb, RetryAfter: 100 * time.Millisecond, PollEvery: 20 * time.Millisecond,
@@ -362,7 +344,7 @@ func TestTransientErrorsDoNotStopTheAgent(t *testing.T) {
 	if err := e.sim.InjectFault(nomadsim.Fault{PathPrefix: "/v1/var", ErrorRate: 1, Status: 429, Count: 3}); err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	stop, _ := run(t, New(e.options(&countingRebooter{}, log)))
 	defer stop()
 	deadline := time.Now().Add(20 * time.Second)
@@ -387,7 +369,7 @@ func TestDeniedTokenIsReportedAndRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	o := e.options(&countingRebooter{}, log)
 	o.Local, o.NodeList, o.Store = bad.Agent(), bad.Nodes(), store.New(bad.Variables(), "rollboot", "")
 	stop, _ := run(t, New(o))

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // memVars is an in-memory store.Variables. A blocking read of a variable blocks
@@ -216,7 +217,7 @@ func TestWatchPlanFollowsThePlan(t *testing.T) {
 func TestWatchPlanDeniedIsLoggedAndRetried(t *testing.T) {
 	vars := newMemVars()
 	vars.failReads(errors.New("Unexpected response code: 403 (Permission denied)"))
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	a := New(Options{Host: "h1", Store: store.New(vars, "rollboot", ""), PollEvery: 5 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(log, nil))})
 	watchPlanFor(t, a)
@@ -237,7 +238,7 @@ func TestWatchPlanDeniedIsLoggedAndRetried(t *testing.T) {
 func TestWatchRecordDeniedIsLoggedAndRetried(t *testing.T) {
 	vars := newMemVars()
 	vars.failReads(errors.New("Unexpected response code: 403 (Permission denied)"))
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	a := New(Options{Host: "h1", Store: store.New(vars, "rollboot", ""), PollEvery: 5 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(log, nil))})
 	ctx, cancel := context.WithCancel(context.Background())

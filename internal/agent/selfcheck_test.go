@@ -12,6 +12,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 func TestNotAboutSelf(t *testing.T) {
@@ -61,7 +62,7 @@ func TestPlanAboutAnotherNodeIsRefused(t *testing.T) {
 	e := newAgentEnv(t, nomadsim.Config{Clients: 2})
 	other := e.sim.Hosts()[0].NodeID
 	reb := &countingRebooter{ch: make(chan struct{}, 4)}
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	o := e.options(reb, log)
 	var marker string
 	o.PreHooks, marker = markerHook(t)

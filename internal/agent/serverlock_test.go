@@ -20,6 +20,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simhost"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 func TestServerLockPath(t *testing.T) {
@@ -96,7 +97,7 @@ type serverEnv struct {
 	hosts []nomadsim.Host
 	files map[string]string // lock file by host
 	ttl   time.Duration
-	log   *syncBuffer
+	log   *syncbuf.Buffer
 	// rebooter replaces slowRebooter when set.
 	rebooter Rebooter
 }
@@ -114,7 +115,7 @@ func newServerEnv(t *testing.T, ttl time.Duration) *serverEnv {
 	}
 	t.Cleanup(c.Close)
 	e := &serverEnv{sim: sim, st: store.New(c.Variables(), "rollboot", ""), hosts: sim.Hosts()[:2],
-		files: map[string]string{}, ttl: ttl, log: &syncBuffer{}}
+		files: map[string]string{}, ttl: ttl, log: &syncbuf.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("agents' logs:\n%s", e.log.String())

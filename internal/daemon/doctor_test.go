@@ -1,41 +1,23 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simtest"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The leader logs doctor's findings once, the first time it leads, each at its
 // level with its fix: a second term logs nothing more.
 func TestLeaderLogsTheChecksOnce(t *testing.T) {
 	sim, _ := simtest.Start(t, nomadsim.Config{Clients: 2, NoRawExec: []string{"client-2"}}, nil)
 	cfg := compile(t, fmt.Sprintf("nomad { address = %q }\n", sim.Address()))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	checks := &startupChecks{cfg: cfg, log: slog.New(slog.NewTextHandler(&logs, nil))}
 	terms := 0
 	lead := checks.lead(func(context.Context) error { terms++; return nil })

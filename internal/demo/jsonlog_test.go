@@ -8,9 +8,10 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // duplicateKey returns the first key that appears twice in one JSON object of
@@ -115,7 +116,7 @@ func TestDemoJSONLogs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var out bytes.Buffer
 	sum, err := Run(t.Context(), Options{Out: &out, Log: log, Timeout: 90 * time.Second})
@@ -130,31 +131,6 @@ func TestDemoJSONLogs(t *testing.T) {
 		t.Fatalf("only %d log lines: the demo's logs did not reach the handler", n)
 	}
 	t.Logf("%d JSON log lines checked", n)
-}
-
-// syncBuffer is a bytes.Buffer safe for writes from many goroutines while the
-// test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // hostName matches the demo's host names.

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // With Keep the cluster and its agents outlive the rollout: the printed
@@ -27,7 +28,7 @@ func TestDemoKeepAndUI(t *testing.T) {
 	}
 	ui := ln.Addr().String()
 	ln.Close()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {

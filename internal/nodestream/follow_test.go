@@ -1,7 +1,6 @@
 package nodestream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simtest"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // sink keeps the follower's list, as the coordinator's mailbox does.
@@ -51,24 +51,6 @@ func (s *sink) eligibility(id string) string {
 	return ""
 }
 
-// syncBuffer is a log buffer the follower writes from its goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.b.String(), s)
-}
-
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -87,7 +69,7 @@ func TestFollowerWithoutTheStream(t *testing.T) {
 	for _, version := range []string{"1.11.1", "1.11.2"} {
 		t.Run(version, func(t *testing.T) {
 			sim, client := simtest.Start(t, nomadsim.Config{Clients: 2, NomadVersion: version, EventBrokerDisabled: true}, nil)
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			var states []State
 			var statesMu sync.Mutex
 			out := &sink{}
@@ -129,8 +111,8 @@ func TestFollowerWithoutTheStream(t *testing.T) {
 			if tries < 3 {
 				t.Errorf("%d failed tries of the stream told, want one per retry (at least 3)", tries)
 			}
-			if got := logs.count("cannot be had"); got != 1 {
-				t.Errorf("the fallback logged %d times over %d tries, want once:\n%s", got, tries, logs.b.String())
+			if got := strings.Count(logs.String(), "cannot be had"); got != 1 {
+				t.Errorf("the fallback logged %d times over %d tries, want once:\n%s", got, tries, logs.String())
 			}
 
 			sim.SetEventBrokerDisabled(false)
@@ -140,8 +122,8 @@ func TestFollowerWithoutTheStream(t *testing.T) {
 			waitUntil(t, "the stream's event", func() bool {
 				return f.State().Mode == Streaming && out.eligibility(n.ID) == api.NodeSchedulingEligible
 			})
-			if got := logs.count("stream is back"); got != 1 {
-				t.Errorf("the stream's return logged %d times, want once:\n%s", got, logs.b.String())
+			if got := strings.Count(logs.String(), "stream is back"); got != 1 {
+				t.Errorf("the stream's return logged %d times, want once:\n%s", got, logs.String())
 			}
 		})
 	}
@@ -162,7 +144,7 @@ func (silentEvents) NodeEvents(ctx context.Context, _ uint64) (<-chan *api.Event
 // with the stream's, and follows the nodes with blocking queries.
 func TestFollowerGivesUpASilentStream(t *testing.T) {
 	sim, client := simtest.Start(t, nomadsim.Config{Clients: 2}, nil)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	out := &sink{}
 	f := &Follower{Events: silentEvents{}, Nodes: client.Nodes(), Sink: out, Poke: func() {},
 		Log: slog.New(slog.NewTextHandler(&logs, nil)), CheckEvery: 50 * time.Millisecond,

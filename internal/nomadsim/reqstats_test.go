@@ -1,14 +1,13 @@
 package nomadsim
 
 import (
-	"bytes"
 	"maps"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // The request figures count each route by method and pattern, with a node's
@@ -80,28 +79,10 @@ func TestRequestStatsLocalAndVariables(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the emulator's handlers to write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // Config.RequestLog gets a line per request: who served it, its method and
 // path, and a blocking query's index.
 func TestRequestLog(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	s, c := newTestSim(t, Config{Clients: 1, RequestLog: &log})
 	h, _ := s.Host("client-1")
 	if _, _, err := c.Nodes().Info(h.NodeID, &api.QueryOptions{WaitIndex: 1, WaitTime: time.Millisecond}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // simStore is the store over the emulator, which refuses a variable whose
@@ -295,7 +296,7 @@ func TestNotifierConflictMerges(t *testing.T) {
 // A ledger that cannot be written is counted and logged, and tried again.
 func TestNotifierCountsLedgerFailures(t *testing.T) {
 	cs := &countingStore{LedgerStore: &memLedger{}, fail: map[string]error{PausePart: errors.New("refused")}}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	n := newNotifier(t, cs, nil, slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())
 	start(t, n)
 	n.Observe(State{Plans: fleet(3)})

@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -17,25 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
-
-// lockedBuffer is a buffer for logs written by one goroutine and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // memLedger is a LedgerStore in memory, with Nomad's check-and-set, that
 // counts the writes.
@@ -245,7 +227,7 @@ func TestNotifierRedacts(t *testing.T) {
 	rcv := &receiver{status: http.StatusInternalServerError}
 	url := serve(t, rcv, "/hooks/T0KEN-s3cr3t")
 	url = strings.Replace(url, "generic://", "generic://alice:pa55word@", 1) + "&token=qu3rys3cr3t"
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	st := &memLedger{}
 	n := newNotifier(t, st, []string{url}, log, nil)

@@ -1,7 +1,6 @@
 package statuspage_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/demo"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // chromium finds the browser; without one the test is skipped, unless
@@ -53,24 +52,6 @@ func browser(t *testing.T, ctx context.Context, exe string) context.Context {
 	bctx, bcancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { bcancel(); acancel() })
 	return bctx
-}
-
-// syncBuffer is the demo's output, read while the demo writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // freeAddr is a localhost address nothing listens on.
@@ -108,7 +89,7 @@ type pageState struct {
 // returns the last state read and whether a cycle under way was ever seen.
 //
 // shot, if not nil, is called once when two cycles or more are under way.
-func cyclesShown(t *testing.T, bctx context.Context, n int, out *syncBuffer, shot func()) (pageState, bool) {
+func cyclesShown(t *testing.T, bctx context.Context, n int, out *syncbuf.Buffer, shot func()) (pageState, bool) {
 	t.Helper()
 	var st pageState
 	sawOpen := false
@@ -150,7 +131,7 @@ func TestPageInChromium(t *testing.T) {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	type result struct {
 		sum *demo.Summary
 		err error
