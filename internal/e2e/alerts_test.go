@@ -11,13 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // The alert gate against a real Prometheus and a real Alertmanager (Debian's
@@ -68,14 +68,7 @@ type promProc struct {
 	name string
 	cmd  *exec.Cmd
 	addr string
-	mu   sync.Mutex
-	out  bytes.Buffer
-}
-
-func (d *promProc) Write(p []byte) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.out.Write(p)
+	out  syncbuf.Buffer // its output, read while it writes
 }
 
 // startPromProc runs bin with args, waits until http://addr/-/ready answers, and
@@ -83,7 +76,7 @@ func (d *promProc) Write(p []byte) (int, error) {
 func startPromProc(t *testing.T, name, bin, addr string, args ...string) *promProc {
 	t.Helper()
 	d := &promProc{name: name, addr: addr, cmd: exec.Command(bin, args...)}
-	d.cmd.Stdout, d.cmd.Stderr = d, d
+	d.cmd.Stdout, d.cmd.Stderr = &d.out, &d.out
 	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -93,9 +86,7 @@ func startPromProc(t *testing.T, name, bin, addr string, args ...string) *promPr
 		_ = d.cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
-			d.mu.Lock()
 			t.Logf("---- %s ----\n%s", name, promTail(d.out.String(), 4000))
-			d.mu.Unlock()
 		}
 	})
 	deadline := time.Now().Add(60 * time.Second)
