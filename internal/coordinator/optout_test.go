@@ -7,49 +7,34 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/optout/optouttest"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
-// metaNodes is a NodesAPI over nodes with meta: List answers the opt-out
-// filter with the nodes that have the key (any other filter: every node),
-// and counts its calls and Info's.
+// metaNodes is a NodesAPI over nodes with meta (optouttest.Nodes).
 type metaNodes struct {
 	NodesAPI
-	nodes       map[string]*api.Node
-	lists, info int
-	fail        error
+	*optouttest.Nodes
 }
 
-func (n *metaNodes) List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
-	n.lists++
-	if n.fail != nil {
-		return nil, nil, n.fail
-	}
-	var out []*api.NodeListStub
-	for id, node := range n.nodes {
-		byID := strings.Contains(q.Filter, "ID == ")
-		if _, ok := node.Meta["rollboot_pause"]; ok && (!byID || strings.Contains(q.Filter, `"`+id+`"`)) {
-			out = append(out, &api.NodeListStub{ID: id, ModifyIndex: node.ModifyIndex})
-		}
-	}
-	return out, &api.QueryMeta{LastIndex: 1}, nil
+func (n metaNodes) List(q *api.QueryOptions) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	return n.Nodes.List(q)
 }
 
-func (n *metaNodes) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
-	n.info++
-	return n.nodes[id], &api.QueryMeta{LastIndex: 1}, nil
+func (n metaNodes) Info(id string, q *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	return n.Nodes.Info(id, q)
 }
 
 // optOutSnapshot is a pass's snapshot with hosts a and b pending on nodes na
 // and nb, and c idle on nc, as the node list shows the nodes.
-func optOutSnapshot(n *metaNodes) *snapshot {
+func optOutSnapshot(n metaNodes) *snapshot {
 	s := &snapshot{names: []string{"a", "b", "c"}, hosts: map[string]*hostView{}, nodes: map[string]*api.NodeListStub{},
 		plans: map[string]store.Plan{"a": {Phase: store.PhasePending}, "b": {Phase: store.PhasePending}, "c": {Phase: store.PhaseIdle}}}
 	for _, h := range s.names {
 		id := "n" + h
 		s.hosts[h] = &hostView{node: &phase.NodeView{ID: id}}
-		s.nodes[id] = &api.NodeListStub{ID: id, ModifyIndex: n.nodes[id].ModifyIndex}
+		s.nodes[id] = &api.NodeListStub{ID: id, ModifyIndex: n.Nodes.Nodes[id].ModifyIndex}
 	}
 	return s
 }
@@ -58,23 +43,23 @@ func optOutSnapshot(n *metaNodes) *snapshot {
 // (package optout asks); only pending hosts' nodes are asked about, and one
 // that cannot be asked about holds its host.
 func TestReadOptOut(t *testing.T) {
-	n := &metaNodes{nodes: map[string]*api.Node{
+	n := metaNodes{Nodes: &optouttest.Nodes{Nodes: map[string]*api.Node{
 		"na": {ID: "na", ModifyIndex: 5, Meta: map[string]string{"rollboot_pause": "benchmark"}},
 		"nb": {ID: "nb", ModifyIndex: 5, Meta: map[string]string{}},
 		"nc": {ID: "nc", ModifyIndex: 5, Meta: map[string]string{"rollboot_pause": "idle host: not asked"}},
-	}}
+	}}}
 	c := New(Options{Deps: Deps{Nodes: n}})
 	s := optOutSnapshot(n)
 	c.readOptOut(t.Context(), s)
 	if len(s.optOut) != 1 || s.optOut["a"] != "benchmark" {
 		t.Fatalf("opt-outs %v, want a's alone", s.optOut)
 	}
-	if n.lists != 1 || n.info != 1 {
-		t.Errorf("%d lists and %d node reads, want 1 and 1 (the node that has the key)", n.lists, n.info)
+	if n.Lists != 1 || n.Reads != 1 {
+		t.Errorf("%d lists and %d node reads, want 1 and 1 (the node that has the key)", n.Lists, n.Reads)
 	}
 
 	// Fail closed: a node Nomad cannot say about holds its host.
-	n.nodes["na"].ModifyIndex, n.fail = 7, errors.New("permission denied")
+	n.Nodes.Nodes["na"].ModifyIndex, n.Fail = 7, errors.New("permission denied")
 	s = optOutSnapshot(n)
 	c.readOptOut(t.Context(), s)
 	if why := s.optOut["a"]; !strings.Contains(why, "cannot read the node's meta") || !strings.Contains(why, "permission denied") {
