@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/health"
@@ -31,6 +32,9 @@ type admitter struct {
 	// the last hour; each with the hosts admitted so far (the rollout budget).
 	rolloutOut int
 	starts     []time.Time
+	// layouts: the capacity gate's layout digests computed in this
+	// admission, by the pools they cover (layoutOf).
+	layouts map[string]uint64
 }
 
 // accept reports whether the host the budgets offer a slot to takes it.
@@ -123,7 +127,7 @@ func (a *admitter) capacity(p Pending) phase.WaitReason {
 	if v == nil {
 		v = &Capacity{}
 	}
-	if isKept && v.Err == nil && v.layout(kept.Pools) == kept.Layout {
+	if isKept && v.Err == nil && a.layoutOf(v, kept.Pools) == kept.Layout {
 		a.keepCapacityHold(p.Host, kept)
 		return kept.Why
 	}
@@ -133,11 +137,26 @@ func (a *admitter) capacity(p Pending) phase.WaitReason {
 	why, lacks, settled := v.gate(p.Node.ID, a.admitted, a.lacking)
 	a.needs.Capacity.add(lacks)
 	if settled != nil {
-		a.keepCapacityHold(p.Host, CapacityHold{Why: why, Pools: settled, Layout: v.layout(settled), Until: a.in.Now.Add(CapacityRecheck)})
+		a.keepCapacityHold(p.Host, CapacityHold{Why: why, Pools: settled, Layout: a.layoutOf(v, settled), Until: a.in.Now.Add(CapacityRecheck)})
 	} else if !why.IsZero() {
 		a.out.RecheckAt = phase.Earliest(a.out.RecheckAt, a.in.Now.Add(CapacityRecheck))
 	}
 	return why
+}
+
+// layoutOf is v.layout(pools), computed once per admission for each set of
+// pools: every kept hold of a pool asks for the same digest, over every
+// candidate of it.
+func (a *admitter) layoutOf(v *Capacity, pools []string) uint64 {
+	key := strings.Join(pools, "\x00")
+	if d, ok := a.layouts[key]; ok {
+		return d
+	}
+	if a.layouts == nil {
+		a.layouts = map[string]uint64{}
+	}
+	a.layouts[key] = v.layout(pools)
+	return a.layouts[key]
 }
 
 // keepCapacityHold notes h as p's capacity hold for the next pass, and looks

@@ -159,9 +159,11 @@ func (a *admitter) approval(p Pending) (takes, admitted bool) {
 func (a *admitter) awaitingFirst(queue []policy.Request) []policy.Request {
 	var first, rest []policy.Request
 	for _, r := range queue {
-		if p := a.pending(r.Host); !p.AwaitingSince.IsZero() && (a.approvalOf(p).KeepsSlot || a.approvalOf(p).Approved) {
-			first = append(first, r)
-			continue
+		if p := a.pending(r.Host); !p.AwaitingSince.IsZero() {
+			if v := a.approvalOf(p); v.KeepsSlot || v.Approved {
+				first = append(first, r)
+				continue
+			}
 		}
 		rest = append(rest, r)
 	}
