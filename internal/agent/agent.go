@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -158,6 +159,10 @@ type Agent struct {
 	// planResume: the loop is done with a plan that grants this boot's reboot
 	// (watchPlan holds its next query until then).
 	planResume chan struct{}
+	// guardHeld: the record's watch asks no more until guardResume
+	// (holdGuard, guard.go).
+	guardHeld   atomic.Bool
+	guardResume chan struct{}
 }
 
 type detection struct {
@@ -202,6 +207,7 @@ func New(opt Options) *Agent {
 	}
 	a.detected = make([]detection, len(opt.Detectors))
 	a.planResume = make(chan struct{}, 1)
+	a.guardResume = make(chan struct{}, 1)
 	return a
 }
 
@@ -558,9 +564,13 @@ func (a *Agent) mayReboot(p store.Plan, bootID string) bool {
 // go/no-go is made before anything runs and again as the last step, and a server
 // host holds its clusters' reboot locks from that last step until it is back.
 func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
-	cur, err := a.currentPlan(ctx, p)
-	if err != nil {
-		return err
+	once := a.checkedOnce()
+	cur := p
+	if !once {
+		var err error
+		if cur, err = a.currentPlan(ctx, p); err != nil {
+			return err
+		}
 	}
 	if why := notAboutSelf(cur, a.opt.Host, a.rec.NodeID); why != "" {
 		a.log.Error("plan refused: it is not about this host; no hook runs and the host does not reboot",
@@ -573,21 +583,27 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 		return refusal(p.GrantID, why, a.now())
 	}
 	a.log.Info("reboot granted", "grant", p.GrantID, "reason", p.Reason)
+	if once {
+		a.holdGuard() // the host goes down right after the announcement (guard.go)
+		defer a.resumeGuard()
+	}
 	a.rec.RebootingGrant, a.rec.HoldReason, a.rec.Failure = p.GrantID, "", nil
 	if err := a.retry(ctx, "report the reboot", func() error { return a.publish(ctx) }); err != nil {
 		return fmt.Errorf("report the reboot: %w", err)
 	}
-	// The node and quorum gates before anything runs: no hook runs while they
-	// hold. Its first check takes the plan just read (currentPlan) instead of
-	// reading it again a few milliseconds later; every later one reads it, as
-	// the final go/no-go does.
-	read := &cur
-	if err := a.holdUntilGo(ctx, p, "before the pre-reboot hooks", func(ctx context.Context) (string, error) {
-		plan := read
-		read = nil
-		return a.goNoGoOn(ctx, p, bootID, plan)
-	}); err != nil {
-		return err
+	if !once {
+		// The node and quorum gates before anything runs: no hook runs while
+		// they hold. Its first check takes the plan just read (currentPlan)
+		// instead of reading it again a few milliseconds later; every later
+		// one reads it, as the final go/no-go does.
+		read := &cur
+		if err := a.holdUntilGo(ctx, p, "before the pre-reboot hooks", func(ctx context.Context) (string, error) {
+			plan := read
+			read = nil
+			return a.goNoGoOn(ctx, p, bootID, plan)
+		}); err != nil {
+			return err
+		}
 	}
 	if err := a.prepare(ctx, p); err != nil {
 		return err
@@ -599,6 +615,31 @@ func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 		return err
 	}
 	return a.rebootNow(ctx, p)
+}
+
+// checkedOnce reports whether the final go/no-go is the attempt's only one,
+// and its only read of the plan: when nothing runs between the two (no
+// pre-reboot hook, no delay, no Consul maintenance) the first would guard
+// nothing the final does not, a few milliseconds later, on the plan and the
+// node read again. The watch's plan stands for the grant until then: the
+// host is refused on it (notAboutSelf, notItsNeed) and announces the reboot
+// on it, and a grant withdrawn meanwhile ends the attempt at the final
+// go/no-go, as one withdrawn after the first did. A host that runs a server
+// keeps both: its gates may hold long, and the coordinator candidate it
+// stops before the final one would stay stopped meanwhile. Two requests
+// fewer per reboot (docs/performance.md, "The floor of the requests per
+// rebooted host").
+func (a *Agent) checkedOnce() bool {
+	if len(a.opt.PreHooks) > 0 || a.opt.Delay > 0 {
+		return false
+	}
+	for _, r := range a.rec.Roles {
+		switch r {
+		case store.RoleNomadServer, store.RoleConsulServer, store.RoleVaultServer:
+			return false
+		}
+	}
+	return len(a.rec.Servers) == 0
 }
 
 // currentPlan reads the stored plan and checks that it still grants p's reboot.
@@ -706,6 +747,7 @@ func (a *Agent) holdUntilGo(ctx context.Context, p store.Plan, stage string, che
 			a.log.Warn("reboot held; checking again", "stage", stage, "grant", p.GrantID, "why", hold,
 				"recheck_every", a.opt.RecheckEvery)
 		}
+		a.resumeGuard() // the record is watched while the reboot waits
 		a.rec.HoldReason = hold
 		if err := a.publish(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("publish the hold reason", "err", err)

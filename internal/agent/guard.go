@@ -31,6 +31,13 @@ func (a *Agent) watchRecord(ctx context.Context, out chan recordChange, from uin
 	watch.Loop{
 		Index: from,
 		Query: func(ctx context.Context, idx uint64) (uint64, error) {
+			if a.guardHeld.Load() {
+				select {
+				case <-a.guardResume:
+				case <-ctx.Done():
+					return idx, ctx.Err()
+				}
+			}
 			rec, n, err := a.opt.Store.WatchHost(ctx, a.opt.Host, idx, 5*time.Minute)
 			gone := errors.Is(err, store.ErrNotFound)
 			switch {
@@ -86,6 +93,35 @@ func (a *Agent) sleepRestoring(ctx context.Context, d time.Duration) bool {
 			return true
 		case ch := <-a.changes:
 			a.restoreRecord(ctx, ch)
+		}
+	}
+}
+
+// holdGuard has the record's watch ask no more once its query under way
+// answers, until resumeGuard: a reboot attempt with nothing to run before the
+// reboot (checkedOnce) holds it before it announces the reboot, since the
+// query after the announcement's answer would only be cut by the reboot (a
+// request per reboot). The attempt resumes it when its go/no-go holds (a
+// forged record is then restored as the reboot waits) and when it ends
+// without the host going down. A record forged while the host goes down is
+// restored only if the host does not go down, once the attempt ends (at most
+// DownTimeout): the coordinator takes a record as a claim, and decides the
+// reboot from Nomad's word, so what the guard protects is the host's say, not
+// a decision.
+func (a *Agent) holdGuard() {
+	select {
+	case <-a.guardResume: // a resume it did not wait for
+	default:
+	}
+	a.guardHeld.Store(true)
+}
+
+// resumeGuard lets the record's watch ask again (holdGuard).
+func (a *Agent) resumeGuard() {
+	if a.guardHeld.Swap(false) {
+		select {
+		case a.guardResume <- struct{}{}:
+		default:
 		}
 	}
 }

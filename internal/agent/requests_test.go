@@ -43,61 +43,84 @@ func (s *sentRequests) matching(suffix string, blocking bool) []*http.Request {
 
 // An agent's requests for one granted reboot. The watch of its own record
 // never starts by reading back what the agent's start just wrote: its first
-// query waits past that write. The reboot reads the plan, outside its watch,
-// twice: the check that the grant is still current, whose read the first
-// go/no-go takes, and the final go/no-go; the watch itself waits meanwhile.
+// query waits past that write. With nothing to run before the reboot (no
+// pre-reboot hook, no delay) the reboot reads the plan and the node, outside
+// their watch, once: the final go/no-go; and the record's watch, answered by
+// the announcement of the reboot, asks no more (the reboot would cut its
+// query). With a hook it reads each twice: the check that the grant is still
+// current, whose read the first go/no-go takes (the node read again there),
+// and the final go/no-go; and the record is watched through the hooks. The
+// plan's watch waits meanwhile.
 func TestRequestsOfOneReboot(t *testing.T) {
-	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
-	sent := &sentRequests{}
-	c, err := api.NewClient(&api.Config{Address: "http://" + e.h.Addr, SecretID: tokenOf(e.sim), HttpClient: &http.Client{Transport: sent}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	idle, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseIdle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.drainFor(t, "g1")
-	reb := &countingRebooter{ch: make(chan struct{}, 4)}
-	o := e.options(reb, nil)
-	o.Store, o.Local, o.NodeList, o.Nodes = store.New(c.Variables(), "rollboot", ""), c.Agent(), c.Nodes(), c.Nodes()
-	stop, _ := run(t, New(o))
-	defer stop()
-	waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
-	for deadline := time.Now().Add(20 * time.Second); len(sent.matching("/plan/"+e.h.Name, true)) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("the plan's watch did not answer its first query")
-		}
-		time.Sleep(time.Millisecond) // the agent's own queries: nothing to block on
-	}
-	if _, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
-		BootIDAtGrant: e.bootID, NodeID: e.h.NodeID, ModifyIndex: idle}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-reb.ch:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no reboot")
-	}
-	watches := sent.matching("/hosts/"+e.h.Name, true)
-	if len(watches) == 0 {
-		t.Fatal("the record is not watched")
-	}
-	for _, r := range watches {
-		if i := r.URL.Query().Get("index"); i == "" || i == "0" {
-			t.Errorf("a watch of the record from index %q, want past the agent's own write: %s", i, r.URL)
-		}
-	}
-	if n := len(sent.matching("/hosts/"+e.h.Name, false)); n != 1 {
-		t.Errorf("%d reads of the record outside its watch, want 1 (the start's)", n)
-	}
-	if n := len(sent.matching("/plan/"+e.h.Name, false)); n != 2 {
-		t.Errorf("%d reads of the plan outside its watch, want 2 (the grant's check, the final go/no-go)", n)
-	}
-	// The plan's watch asks nothing more once it offered the grant, until
-	// the attempt is over: its first query, and the one the grant answered.
-	if n := len(sent.matching("/plan/"+e.h.Name, true)); n != 2 {
-		t.Errorf("%d queries of the plan's watch by the reboot, want 2", n)
+	for _, tc := range []struct {
+		name       string
+		hooks      [][]string
+		planReads  int
+		nodeReads  int
+		whatIsRead string
+		guards     int // the record watch's queries: exactly one, or at least two
+	}{
+		{"nothing before the reboot", nil, 1, 1, "the final go/no-go", 1},
+		{"a pre-reboot hook", [][]string{{"true"}}, 2, 2, "the grant's check or the first go/no-go, and the final go/no-go", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+			sent := &sentRequests{}
+			c, err := api.NewClient(&api.Config{Address: "http://" + e.h.Addr, SecretID: tokenOf(e.sim), HttpClient: &http.Client{Transport: sent}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			idle, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseIdle})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.drainFor(t, "g1")
+			reb := &countingRebooter{ch: make(chan struct{}, 4)}
+			o := e.options(reb, nil)
+			o.PreHooks = tc.hooks
+			o.Store, o.Local, o.NodeList, o.Nodes = store.New(c.Variables(), "rollboot", ""), c.Agent(), c.Nodes(), c.Nodes()
+			stop, _ := run(t, New(o))
+			defer stop()
+			waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+			for deadline := time.Now().Add(20 * time.Second); len(sent.matching("/plan/"+e.h.Name, true)) < 2; {
+				if time.Now().After(deadline) {
+					t.Fatal("the plan's watch did not answer its first query")
+				}
+				time.Sleep(time.Millisecond) // the agent's own queries: nothing to block on
+			}
+			if _, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
+				BootIDAtGrant: e.bootID, NodeID: e.h.NodeID, ModifyIndex: idle}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-reb.ch:
+			case <-time.After(20 * time.Second):
+				t.Fatal("no reboot")
+			}
+			watches := sent.matching("/hosts/"+e.h.Name, true)
+			if n := len(watches); tc.guards == 1 && n != 1 || n < tc.guards {
+				t.Errorf("%d queries of the record's watch, want %d", n, tc.guards)
+			}
+			for _, r := range watches {
+				if i := r.URL.Query().Get("index"); i == "" || i == "0" {
+					t.Errorf("a watch of the record from index %q, want past the agent's own write: %s", i, r.URL)
+				}
+			}
+			if n := len(sent.matching("/hosts/"+e.h.Name, false)); n != 1 {
+				t.Errorf("%d reads of the record outside its watch, want 1 (the start's)", n)
+			}
+			if n := len(sent.matching("/plan/"+e.h.Name, false)); n != tc.planReads {
+				t.Errorf("%d reads of the plan outside its watch, want %d (%s)", n, tc.planReads, tc.whatIsRead)
+			}
+			if n := len(sent.matching("/node/"+e.h.NodeID, false)); n != tc.nodeReads {
+				t.Errorf("%d reads of the node, want %d (%s)", n, tc.nodeReads, tc.whatIsRead)
+			}
+			// The plan's watch asks nothing more once it offered the grant, until
+			// the attempt is over: its first query, and the one the grant answered.
+			if n := len(sent.matching("/plan/"+e.h.Name, true)); n != 2 {
+				t.Errorf("%d queries of the plan's watch by the reboot, want 2", n)
+			}
+		})
 	}
 }
