@@ -151,32 +151,13 @@ func (c *Coordinator) controlAnswered(which func(*answers) *watched.Value[struct
 // Coordinator.heartbeats for the nodes the last pass asked for).
 type heartbeatIndexes = heartbeatread.Indexes
 
-// heartbeatIndexesOf returns the node's last re-registration and missed
-// heartbeat indexes from its events.
-func heartbeatIndexesOf(n *api.Node) heartbeatIndexes {
-	var e heartbeatIndexes
-	for _, ev := range n.Events {
-		switch ev.Message {
-		case eventReregistered, eventReregisteredByHeartbeat:
-			e.Reregistered = max(e.Reregistered, ev.CreateIndex)
-		case eventHeartbeatMissed:
-			e.Missed = max(e.Missed, ev.CreateIndex)
-		case eventMarkedEligible, eventMarkedIneligible:
-			e.Eligibility = max(e.Eligibility, ev.CreateIndex)
-		case eventDrainComplete:
-			e.DrainDone = max(e.DrainDone, ev.CreateIndex)
-		}
-	}
-	return e
-}
-
 // readHeartbeats puts the heartbeat indexes of each node of nodes (those of
 // the hosts that should be rebooting) into it, side by side
 // (NodeReadParallelism), from what was kept or streamed at the node's
 // ModifyIndex, else read. It returns the error of each read that failed, by
 // the position of its node.
 func (c *Coordinator) readHeartbeats(ctx context.Context, nodes []*phase.NodeView) []error {
-	return heartbeatread.Read(ctx, c.opt.Nodes, nodes, &c.heartbeats, &c.streamed, heartbeatIndexesOf, NodeReadParallelism)
+	return heartbeatread.Read(ctx, c.opt.Nodes, nodes, &c.heartbeats, &c.streamed, NodeReadParallelism)
 }
 
 // The failure budgets' halt state (package haltkeep) is read when its watch

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/heartbeatread"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -32,7 +33,7 @@ func (n *infoNodes) Info(string, *api.QueryOptions) (*api.Node, *api.QueryMeta, 
 // and forgotten once a pass no longer asks for them.
 func TestHeartbeatIndexesReadOnChange(t *testing.T) {
 	n := &infoNodes{node: &api.Node{ID: "n1", ModifyIndex: 10, Events: []*api.NodeEvent{
-		{Message: eventHeartbeatMissed, CreateIndex: 8}, {Message: eventReregisteredByHeartbeat, CreateIndex: 10}}}}
+		{Message: heartbeatread.EventHeartbeatMissed, CreateIndex: 8}, {Message: heartbeatread.EventReregisteredByHeartbeat, CreateIndex: 10}}}}
 	c := New(Options{Deps: Deps{Nodes: n}})
 	pass := func(modifyIndex uint64) *phase.NodeView {
 		t.Helper()
@@ -48,7 +49,7 @@ func TestHeartbeatIndexesReadOnChange(t *testing.T) {
 	if v := pass(10); n.reads != 1 || v.MissedHeartbeatIndex != 8 || v.ReregisteredIndex != 10 {
 		t.Fatalf("node unchanged: %d reads, want 1; %+v", n.reads, v)
 	}
-	n.node = &api.Node{ID: "n1", ModifyIndex: 12, Events: append(n.node.Events, &api.NodeEvent{Message: eventHeartbeatMissed, CreateIndex: 12})}
+	n.node = &api.Node{ID: "n1", ModifyIndex: 12, Events: append(n.node.Events, &api.NodeEvent{Message: heartbeatread.EventHeartbeatMissed, CreateIndex: 12})}
 	if v := pass(12); n.reads != 2 || v.MissedHeartbeatIndex != 12 {
 		t.Fatalf("node changed: %d reads, want 2; %+v", n.reads, v)
 	}
@@ -84,8 +85,8 @@ func (w *eventWorld) Info(id string, _ *api.QueryOptions) (*api.Node, *api.Query
 // coming back, changing eligibility, finishing drains, written without an
 // event; passes asking for some of them, with a read that sometimes fails.
 func TestHeartbeatIndexesEqualFreshReads(t *testing.T) {
-	messages := []string{eventHeartbeatMissed, eventReregisteredByHeartbeat, eventReregistered, eventMarkedEligible,
-		eventMarkedIneligible, eventDrainComplete, "Node registered"}
+	messages := []string{heartbeatread.EventHeartbeatMissed, heartbeatread.EventReregisteredByHeartbeat, heartbeatread.EventReregistered, heartbeatread.EventMarkedEligible,
+		heartbeatread.EventMarkedIneligible, heartbeatread.EventDrainComplete, "Node registered"}
 	ids := []string{"n0", "n1", "n2", "n3", "n4"}
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 43))
@@ -131,7 +132,7 @@ func TestHeartbeatIndexesEqualFreshReads(t *testing.T) {
 					}
 					continue
 				}
-				want := heartbeatIndexesOf(w.nodes[v.ID])
+				want := heartbeatread.Of(w.nodes[v.ID])
 				got := heartbeatIndexes{Reregistered: v.ReregisteredIndex, Missed: v.MissedHeartbeatIndex,
 					Eligibility: v.EligibilityIndex, DrainDone: v.DrainDoneIndex}
 				if got != want {
@@ -211,10 +212,10 @@ func TestNodeEventsReadSideBySide(t *testing.T) {
 // read; at another ModifyIndex the node is read.
 func TestHeartbeatIndexesFromTheFollower(t *testing.T) {
 	n := &infoNodes{node: &api.Node{ID: "n1", ModifyIndex: 12, Events: []*api.NodeEvent{
-		{Message: eventHeartbeatMissed, CreateIndex: 12}}}}
+		{Message: heartbeatread.EventHeartbeatMissed, CreateIndex: 12}}}}
 	c := New(Options{Deps: Deps{Nodes: n}})
 	nodeSink{&c.mail}.NodesWritten([]*api.Node{{ID: "n1", ModifyIndex: 10, Events: []*api.NodeEvent{
-		{Message: eventHeartbeatMissed, CreateIndex: 8}, {Message: eventReregisteredByHeartbeat, CreateIndex: 10}}}})
+		{Message: heartbeatread.EventHeartbeatMissed, CreateIndex: 8}, {Message: heartbeatread.EventReregisteredByHeartbeat, CreateIndex: 10}}}})
 	c.takeMail() // a pass
 	v := &phase.NodeView{ID: "n1", ModifyIndex: 10}
 	if err := c.readHeartbeats(t.Context(), []*phase.NodeView{v})[0]; err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/heartbeatread"
 	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/optout"
@@ -190,7 +191,7 @@ func (s nodeSink) SetNodes(list []*api.NodeListStub, index uint64) { s.m.setNode
 func (s nodeSink) NodesWritten(nodes []*api.Node) {
 	s.m.update(func(a *answers) {
 		for _, n := range nodes {
-			a.nodeEvents.Put(n.ID, n.ModifyIndex, heartbeatIndexesOf(n))
+			a.nodeEvents.Put(n.ID, n.ModifyIndex, heartbeatread.Of(n))
 		}
 	})
 }

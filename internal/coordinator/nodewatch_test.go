@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/heartbeatread"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
@@ -103,7 +104,7 @@ func TestNodeListFromEvents(t *testing.T) {
 	defer cancel2()
 	if err := sim.WaitFor(ctx2, func(v *nomadsim.View) bool {
 		n, ok := v.Node(h3.NodeID)
-		return ok && n.Status == api.NodeStatusReady && n.Events[len(n.Events)-1].Message == eventReregisteredByHeartbeat
+		return ok && n.Status == api.NodeStatusReady && n.Events[len(n.Events)-1].Message == heartbeatread.EventReregisteredByHeartbeat
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -38,11 +38,11 @@ type Nodes interface {
 // the node's ModifyIndex, or as the node follower saw the node at that
 // ModifyIndex in full (streamed: the node event stream carries the whole
 // node, its events included), else read with nodes, at most parallelism side
-// by side, and found in its events by of. It returns the error of each read
+// by side, and found in its events (Of). It returns the error of each read
 // that failed, by the position of its node. What is kept then is what this
 // call found, and nothing else.
 func Read(ctx context.Context, nodes Nodes, views []*phase.NodeView, kept, streamed *byindex.Cache[Indexes],
-	of func(*api.Node) Indexes, parallelism int) []error {
+	parallelism int) []error {
 	found := make([]Indexes, len(views))
 	errs := make([]error, len(views))
 	index := make([]*uint64, len(views)) // the ModifyIndex of each node read
@@ -65,7 +65,7 @@ func Read(ctx context.Context, nodes Nodes, views []*phase.NodeView, kept, strea
 			errs[i] = fmt.Errorf("read node %s: %w", views[i].ID, err)
 			return
 		}
-		found[i], index[i] = of(n), &n.ModifyIndex
+		found[i], index[i] = Of(n), &n.ModifyIndex
 	})
 	used := make(map[string]bool, len(views))
 	for i, v := range views {
@@ -84,4 +84,42 @@ func Read(ctx context.Context, nodes Nodes, views []*phase.NodeView, kept, strea
 	}
 	kept.Retain(func(id string) bool { return used[id] })
 	return errs
+}
+
+// Node event messages that tell a node missed heartbeats or came back from it.
+const (
+	// nomad/heartbeat.go NodeHeartbeatEventMissed: the node went down or
+	// disconnected.
+	EventHeartbeatMissed = "Node heartbeat missed"
+	// nomad/node_endpoint.go NodeHeartbeatEventReregistered: a down node
+	// heartbeats again (Nomad ≥ 1.5 keeps the status at registration).
+	EventReregisteredByHeartbeat = "Node reregistered by heartbeat"
+	// nomad/state/state_store.go NodeRegisterEventReregistered: a down node
+	// registered with a new status (before Nomad 1.5).
+	EventReregistered = "Node re-registered"
+	// nomad/node_endpoint.go NodeEligibilityEventEligible and
+	// NodeEligibilityEventIneligible: someone changed the node's eligibility.
+	EventMarkedEligible   = "Node marked as eligible for scheduling"
+	EventMarkedIneligible = "Node marked as ineligible for scheduling"
+	// nomad/drainer/drainer.go NodeDrainEventComplete.
+	EventDrainComplete = "Node drain complete"
+)
+
+// Of returns the node's last re-registration, missed heartbeat, eligibility
+// change and completed drain indexes, from its events.
+func Of(n *api.Node) Indexes {
+	var e Indexes
+	for _, ev := range n.Events {
+		switch ev.Message {
+		case EventReregistered, EventReregisteredByHeartbeat:
+			e.Reregistered = max(e.Reregistered, ev.CreateIndex)
+		case EventHeartbeatMissed:
+			e.Missed = max(e.Missed, ev.CreateIndex)
+		case EventMarkedEligible, EventMarkedIneligible:
+			e.Eligibility = max(e.Eligibility, ev.CreateIndex)
+		case EventDrainComplete:
+			e.DrainDone = max(e.DrainDone, ev.CreateIndex)
+		}
+	}
+	return e
 }

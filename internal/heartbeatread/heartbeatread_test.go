@@ -28,11 +28,10 @@ func (n *countedNodes) Info(id string, _ *api.QueryOptions) (*api.Node, *api.Que
 	if id == n.failing {
 		return nil, nil, errors.New("timeout")
 	}
-	return &api.Node{ID: id, ModifyIndex: n.modify[id]}, &api.QueryMeta{}, nil
+	// A heartbeat missed at its ModifyIndex: enough to tell reads apart.
+	return &api.Node{ID: id, ModifyIndex: n.modify[id], Events: []*api.NodeEvent{
+		{Message: EventHeartbeatMissed, CreateIndex: n.modify[id]}}}, &api.QueryMeta{}, nil
 }
-
-// of says a node's events as its ModifyIndex: enough to tell reads apart.
-func of(n *api.Node) Indexes { return Indexes{Missed: n.ModifyIndex} }
 
 // A node is read only when neither what was kept nor what was streamed is at
 // the ModifyIndex its view shows; a read that fails is returned at its
@@ -50,7 +49,7 @@ func TestReadOnlyWhatChanged(t *testing.T) {
 	}
 	streamed.Put("b", 7, Indexes{Missed: 70})
 	vs := views("a", "b")
-	if errs := Read(ctx, n, vs, &kept, &streamed, of, 4); errs[0] != nil || errs[1] != nil {
+	if errs := Read(ctx, n, vs, &kept, &streamed, 4); errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
 	if n.reads["a"] != 1 || n.reads["b"] != 0 || vs[0].MissedHeartbeatIndex != 5 || vs[1].MissedHeartbeatIndex != 70 {
@@ -58,18 +57,36 @@ func TestReadOnlyWhatChanged(t *testing.T) {
 	}
 	n.failing = "c"
 	vs = views("a", "b", "c")
-	errs := Read(ctx, n, vs, &kept, &streamed, of, 4)
+	errs := Read(ctx, n, vs, &kept, &streamed, 4)
 	if errs[2] == nil || errs[0] != nil || n.reads["a"] != 1 || n.reads["b"] != 0 {
 		t.Fatalf("errs %v, reads %v; want c failed and a, b kept", errs, n.reads)
 	}
-	if Read(ctx, n, views("b"), &kept, &streamed, of, 4); kept.Len() != 1 {
+	if Read(ctx, n, views("b"), &kept, &streamed, 4); kept.Len() != 1 {
 		t.Fatalf("%d kept after a call that asked for b alone", kept.Len())
 	}
-	if Read(ctx, n, views("a", "b"), &kept, &streamed, of, 4); n.reads["a"] != 2 || n.reads["b"] != 0 {
+	if Read(ctx, n, views("a", "b"), &kept, &streamed, 4); n.reads["a"] != 2 || n.reads["b"] != 0 {
 		t.Errorf("reads %v; want a read again (forgotten), b kept", n.reads)
 	}
 	n.modify["b"] = 8
-	if Read(ctx, n, views("b"), &kept, &streamed, of, 4); n.reads["b"] != 1 {
+	if Read(ctx, n, views("b"), &kept, &streamed, 4); n.reads["b"] != 1 {
 		t.Errorf("reads %v; want b read once its ModifyIndex moved", n.reads)
+	}
+}
+
+// Of takes each kind's newest event, whatever the order Nomad lists them in,
+// and ignores the other messages.
+func TestOf(t *testing.T) {
+	ev := func(msg string, idx uint64) *api.NodeEvent { return &api.NodeEvent{Message: msg, CreateIndex: idx} }
+	n := &api.Node{Events: []*api.NodeEvent{
+		ev("Node registered", 1), ev(EventHeartbeatMissed, 9), ev(EventHeartbeatMissed, 4),
+		ev(EventReregistered, 5), ev(EventReregisteredByHeartbeat, 11), ev(EventMarkedIneligible, 6),
+		ev(EventMarkedEligible, 3), ev(EventDrainComplete, 7), ev("Node drain strategy set", 12),
+	}}
+	want := Indexes{Reregistered: 11, Missed: 9, Eligibility: 6, DrainDone: 7}
+	if got := Of(n); got != want {
+		t.Errorf("Of = %+v, want %+v", got, want)
+	}
+	if got := Of(&api.Node{}); got != (Indexes{}) {
+		t.Errorf("Of a node without events = %+v, want none", got)
 	}
 }
