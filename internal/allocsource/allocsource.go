@@ -113,3 +113,69 @@ func (s *Source) ReadInPass(ctx context.Context, nodeID string) ([]*api.Allocati
 	s.Noted(nodeID, meta, allocs)
 	return allocs, nil
 }
+
+// Ahead is reads of node allocations started ahead of the pass step that
+// needs them, beside whatever the pass does meanwhile: a pass starts the read
+// of the node of the host next in a group's line as soon as the write that
+// frees a slot of the group is stored, beside the pass's other writes,
+// instead of after all of them. Each read is kept as a read of the pass
+// (Noted).
+type Ahead struct {
+	src   *Source
+	ctx   context.Context
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	lines map[string][]string
+	read  map[string][]*api.Allocation
+}
+
+// Ahead starts a set of reads ahead, for ctx, of the nodes in lines, by line
+// (a group), in the order they are to be read.
+func (s *Source) Ahead(ctx context.Context, lines map[string][]string) *Ahead {
+	return &Ahead{src: s, ctx: ctx, sem: make(chan struct{}, ReadAheadParallelism), lines: lines, read: map[string][]*api.Allocation{}}
+}
+
+// ReadNext starts reading the allocations of the next node of line, if any
+// is left, at most ReadAheadParallelism reads at a time; a read that fails is
+// left out, for the step that needs it to make again.
+func (a *Ahead) ReadNext(line string) {
+	a.mu.Lock()
+	ids := a.lines[line]
+	if len(ids) == 0 {
+		a.mu.Unlock()
+		return
+	}
+	nodeID := ids[0]
+	a.lines[line] = ids[1:]
+	a.mu.Unlock()
+	a.wg.Go(func() {
+		select {
+		case a.sem <- struct{}{}:
+		case <-a.ctx.Done():
+			return
+		}
+		defer func() { <-a.sem }()
+		allocs, meta, err := a.src.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(a.ctx))
+		if err != nil {
+			return
+		}
+		a.src.Noted(nodeID, meta, allocs)
+		a.mu.Lock()
+		a.read[nodeID] = allocs
+		a.mu.Unlock()
+	})
+}
+
+// Wait returns what the reads started read, by node ID, once they ended.
+// No read may be started after it is called.
+func (a *Ahead) Wait() map[string][]*api.Allocation {
+	a.wg.Wait()
+	return a.read
+}
+
+// ReadAheadParallelism bounds the reads of an Ahead sent at once. They go
+// beside a pass's writes and the allocation watches of the hosts coming
+// back, all under the connections Nomad accepts from one client (limits
+// http_max_conns_per_client, 100 by default).
+const ReadAheadParallelism = 8

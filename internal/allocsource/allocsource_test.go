@@ -1,10 +1,13 @@
 package allocsource
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
@@ -104,5 +107,58 @@ func TestAllocSourceEqualsFreshReads(t *testing.T) {
 				t.Fatalf("seed %d pass %d: reads kept %v, made %v", seed, pass, reads, w.reads)
 			}
 		}
+	}
+}
+
+// failingNodes fails the reads of one node and counts the others, safe for
+// reads side by side.
+type failingNodes struct {
+	mu      sync.Mutex
+	reads   map[string]int
+	failing string
+}
+
+func (n *failingNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.reads[id]++
+	if id == n.failing {
+		return nil, nil, errors.New("timeout")
+	}
+	return []*api.Allocation{{ID: id + "-a", NodeID: id}}, &api.QueryMeta{LastIndex: 3}, nil
+}
+
+// An Ahead reads each line's nodes in order, one per ReadNext, none once
+// the line is done. What it read is returned and kept as the pass's reads,
+// so that a look later in the pass reads it no more; a read that failed is
+// left out and made again by the look that needs it.
+func TestReadAhead(t *testing.T) {
+	n := &failingNodes{reads: map[string]int{}, failing: "bad"}
+	s := &Source{Nodes: n}
+	s.NewPass(nil)
+	ids := []string{"a", "b", "bad", "c", "d", "e", "f", "g", "h", "i"}
+	ahead := s.Ahead(context.Background(), map[string][]string{"x": ids[:5], "y": ids[5:], "z": {"unread"}})
+	for range 6 {
+		ahead.ReadNext("x")
+		ahead.ReadNext("y")
+	}
+	ahead.ReadNext("none")
+	got := ahead.Wait()
+	if n.reads["unread"] != 0 {
+		t.Error("a line not asked for was read")
+	}
+	if len(got) != len(ids)-1 || got["bad"] != nil || len(got["a"]) != 1 || got["a"][0].ID != "a-a" {
+		t.Fatalf("ReadAhead = %v, want every node but the failing one", got)
+	}
+	for _, id := range ids {
+		if _, err := s.OnNode(context.Background(), id); (err != nil) != (id == "bad") {
+			t.Errorf("OnNode(%s) err = %v", id, err)
+		}
+		if want := map[bool]int{true: 2, false: 1}[id == "bad"]; n.reads[id] != want {
+			t.Errorf("%s read %d times, want %d", id, n.reads[id], want)
+		}
+	}
+	if reads := s.TakeReads(); len(reads) != len(ids)-1 || reads["c"].Index != 3 {
+		t.Errorf("reads kept for the watches %v, want every node read, with its index", reads)
 	}
 }

@@ -83,7 +83,16 @@ type Pass struct {
 	// kept: the movers of draining nodes taken as kept (movers.go), not read
 	// in this pass.
 	kept map[string][]capacity.Alloc
+	// early: allocations read for this pass before it began (ReadEarly),
+	// by node ID; taken instead of a read.
+	early map[string][]*api.Allocation
 }
+
+// ReadEarly gives p the allocations of nodes read for it before it began, by
+// node ID: the gate takes them instead of reading them (their readers told
+// AllocsRead of them). They must have been read after whatever p is to see
+// (the pass's drains).
+func (p *Pass) ReadEarly(reads map[string][]*api.Allocation) { p.early = reads }
 
 // NewPass starts the reads of a pass, over its node list (nodes), with the
 // nodes of the hosts on their way out, each node's group (groupOf) and the
@@ -203,12 +212,21 @@ func (r *Reader) allocsOf(ctx context.Context, p *Pass, nodeID string) ([]*api.A
 	if allocs, ok := p.allocs[nodeID]; ok {
 		return allocs, nil
 	}
-	allocs, err := r.readAllocs(ctx, nodeID)
+	allocs, err := r.readOrEarly(ctx, p, nodeID)
 	if err != nil {
 		return nil, err
 	}
 	p.allocs[nodeID] = allocs
 	return allocs, nil
+}
+
+// readOrEarly is the allocations on a node as read early for p (ReadEarly),
+// else read now (readAllocs).
+func (r *Reader) readOrEarly(ctx context.Context, p *Pass, nodeID string) ([]*api.Allocation, error) {
+	if allocs, ok := p.early[nodeID]; ok {
+		return allocs, nil
+	}
+	return r.readAllocs(ctx, nodeID)
 }
 
 // readAllocs reads the allocations on a node, and tells AllocsRead.
@@ -247,7 +265,7 @@ func (r *Reader) readAllocsOf(ctx context.Context, p *Pass, ids []string) error 
 	}
 	// After a failure no more is read: the pass holds every queued host with it.
 	got, err := parallel.Map(len(todo), Parallelism, func(i int) ([]*api.Allocation, error) {
-		return r.readAllocs(ctx, todo[i])
+		return r.readOrEarly(ctx, p, todo[i])
 	})
 	if err != nil {
 		return err

@@ -412,6 +412,8 @@ type pendingWrite struct {
 	// eligibility: once it is carried out, the pass decides again for the host
 	// (rejoinNow); nil for any other decision.
 	rejoin *snapshot
+	// stored, when set, is called once the decision was carried out (readAhead).
+	stored func()
 }
 
 // storePlans carries the decisions of a pass stored together out, at most
@@ -424,6 +426,9 @@ func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite) err
 		err := c.carryOutBounded(ctx, w.in, w.d)
 		if err == nil && w.rejoin != nil {
 			err = c.rejoinNow(ctx, w.rejoin, w.in, w.d)
+		}
+		if err == nil && w.stored != nil {
+			w.stored()
 		}
 		errs[i] = err
 	})

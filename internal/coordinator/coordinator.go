@@ -523,10 +523,12 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		errs = errors.Join(errs, c.carryOutBounded(ctx, w.in, w.d))
 	}
 	first, rest, heads := headsFirst(s, r.writes) // regrant.go
+	ahead := c.readAhead(ctx, s, adm, first)      // beside the writes (regrant.go)
 	errs = errors.Join(errs, c.storePlans(ctx, first))
+	early := ahead()
 	var granted map[string]bool
 	if errs == nil {
-		granted, errs = c.regrantFreed(ctx, s, adm, r.freed, r.pended, heads) // the slots freed, at once (regrant.go)
+		granted, errs = c.regrantFreed(ctx, s, adm, r.freed, r.pended, heads, early) // the slots freed, at once (regrant.go)
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
 	c.metrics.State.Waiting(waiting)

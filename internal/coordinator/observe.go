@@ -65,6 +65,9 @@ type snapshot struct {
 	// capacity: what the capacity gate read; nil until admission asks for
 	// something (admitreads.go).
 	capacity *capacityView
+	// earlyAllocs: allocations the capacity gate takes instead of reading
+	// them (readAhead, regrant.go); nil but in a hand-out.
+	earlyAllocs map[string][]*api.Allocation
 	// statuses: the groups as admission saw them in this pass (admit).
 	statuses []policy.GroupStatus
 	// health: the workloads of the hosts that wait for them to be healthy
@@ -219,12 +222,12 @@ func (c *Coordinator) groupOfHost(r *store.HostRecord, groupOf map[string]string
 	return c.opt.DefaultGroup.Name
 }
 
-// NodeReadParallelism bounds the node reads of a pass sent at once: the events
-// of the nodes of hosts that should be rebooting. Mid-rollout a pass reads the
-// nodes that changed since the last (a node going down, coming back), up to
-// one per host out of service; one after the other, each is a round trip the
-// next cycle's step waits behind.
-const NodeReadParallelism = 8
+// NodeReadParallelism bounds the node reads of a pass sent at once (the events
+// of the nodes of hosts that should be rebooting, a host's allocations): one
+// after the other, each is a round trip the next cycle's step waits behind.
+// With the rejoining hosts' allocation watches and the loop's, 16 stay under
+// the 100 connections Nomad accepts from one client (http_max_conns_per_client).
+const NodeReadParallelism = 16
 
 // readNodeDetails reads what the node list does not say and a phase needs: the
 // node's events while the host should be rebooting (did it miss heartbeats and
@@ -323,25 +326,6 @@ func nodeView(n *api.NodeListStub) *phase.NodeView {
 	}
 	return &v
 }
-
-// Node event messages that tell a node missed heartbeats or came back from it.
-const (
-	// nomad/heartbeat.go NodeHeartbeatEventMissed: the node went down or
-	// disconnected.
-	eventHeartbeatMissed = "Node heartbeat missed"
-	// nomad/node_endpoint.go NodeHeartbeatEventReregistered: a down node
-	// heartbeats again (Nomad ≥ 1.5 keeps the status at registration).
-	eventReregisteredByHeartbeat = "Node reregistered by heartbeat"
-	// nomad/state/state_store.go NodeRegisterEventReregistered: a down node
-	// registered with a new status (before Nomad 1.5).
-	eventReregistered = "Node re-registered"
-	// nomad/node_endpoint.go NodeEligibilityEventEligible and
-	// NodeEligibilityEventIneligible: someone changed the node's eligibility.
-	eventMarkedEligible   = "Node marked as eligible for scheduling"
-	eventMarkedIneligible = "Node marked as ineligible for scheduling"
-	// nomad/drainer/drainer.go NodeDrainEventComplete.
-	eventDrainComplete = "Node drain complete"
-)
 
 // systemJobs returns the system jobs running on a node, from its allocations
 // as the pass sees them (allocs.OnNode).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"maps"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
@@ -32,7 +34,9 @@ import (
 //   - The hosts admitted again are only those the first admission queued for
 //     a slot and nothing else (phase.WaitQueued), and those this pass made pending.
 //     The capacity gate and the system jobs on their nodes are read again for
-//     them, as a pass does; with hosts made pending, the alerts (unless this
+//     them, as a pass does, after the pass's drains began: the nodes of the
+//     hosts likely to be admitted beside the pass's writes (nextInLine), the
+//     rest once admission asks; with hosts made pending, the alerts (unless this
 //     pass read them) and the workload blockers too, for the queue with them.
 //   - A host made pending first in its group's line (headsFirst) is admitted
 //     on its pending plan as decided, not stored: its grant, written with
@@ -67,6 +71,37 @@ func freesSlot(in phase.Input, d phase.Decision) bool {
 	return d.Write && in.Plan.Active() && !d.Plan.Active()
 }
 
+// readAhead has each of writes that may free a slot (freesSlot, or a
+// rejoin that may close), once carried out with its slot freed, start reading
+// the allocations of the node of the next host in its group's line
+// (admission.NextInLine, first the pass's admission), beside the pass's other
+// writes. The hand-out's capacity gate and system jobs take these reads
+// (capacityread.Pass.ReadEarly) instead of making them after all the writes.
+// It returns what was read, once the reads ended (after the writes).
+func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admission.Result, writes []pendingWrite) func() map[string][]*api.Allocation {
+	slots := map[string]int{}
+	for _, w := range writes {
+		if freesSlot(w.in, w.d) || w.rejoin != nil {
+			slots[s.hosts[w.in.Plan.Host].group]++
+		}
+	}
+	ahead := c.allocs.Ahead(ctx, admission.NextInLine(admissionQueue(s), first.Wait, slots))
+	for i, w := range writes {
+		name, group := w.in.Plan.Host, s.hosts[w.in.Plan.Host].group
+		if freesSlot(w.in, w.d) || w.rejoin != nil {
+			writes[i].stored = func() {
+				c.mu.Lock()
+				p, ok := c.plans[name]
+				c.mu.Unlock()
+				if ok && !p.Active() {
+					ahead.ReadNext(group) // its slot is free
+				}
+			}
+		}
+	}
+	return ahead.Wait
+}
+
 // regrantFreed admits again after the pass's decisions were carried out without an
 // error, when one of them freed a slot or made a host pending, and carries out
 // the grants of the hosts that get a slot now. freed and pended are the hosts
@@ -76,9 +111,9 @@ func freesSlot(in phase.Input, d phase.Decision) bool {
 // the heads whose grant it tried, stored or not: their pending plans are not to
 // be stored after it (a grant that failed leaves the plan as it was before the
 // pass, and the next pass decides again). first is the pass's admission; s its
-// snapshot.
+// snapshot; early the allocations read ahead for it (readAhead).
 func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission.Result, freed, pended []string,
-	heads []pendingWrite) (map[string]bool, error) {
+	heads []pendingWrite, early map[string][]*api.Allocation) (map[string]bool, error) {
 	c.mu.Lock()
 	stored := c.plans
 	closed := false
@@ -110,6 +145,7 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		newcomers[p.Host] = &heads[i]
 	}
 	s2.capacity = nil // read again, with the pass's drains
+	s2.earlyAllocs = early
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
 	if len(newcomers) > 0 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,4 +319,112 @@ func passThenPlans(t *testing.T, c *Coordinator, st *store.Store) map[string]sto
 		t.Fatal(err)
 	}
 	return plans
+}
+
+// aheadVars is memVars whose write of one path waits, up to a second, for
+// the read of one node's allocations to begin (readBegun).
+type aheadVars struct {
+	*memVars
+	path      string
+	readBegun chan struct{}
+	waited    atomic.Bool // the write saw the read begin first
+}
+
+func (v *aheadVars) put(p *api.Variable, create bool) (*api.Variable, *api.WriteMeta, error) {
+	if p.Path == v.path {
+		select {
+		case <-v.readBegun:
+			v.waited.Store(true)
+		case <-time.After(time.Second):
+		}
+	}
+	return v.memVars.put(p, create)
+}
+
+func (v *aheadVars) CheckedCreate(p *api.Variable, _ *api.WriteOptions) (*api.Variable, *api.WriteMeta, error) {
+	return v.put(p, true)
+}
+
+func (v *aheadVars) CheckedUpdate(p *api.Variable, _ *api.WriteOptions) (*api.Variable, *api.WriteMeta, error) {
+	return v.put(p, false)
+}
+
+// aheadNodes is recNodes that counts the reads of each node's allocations and
+// tells when the read of one node's begins.
+type aheadNodes struct {
+	recNodes
+	node  string
+	begun chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (n *aheadNodes) Allocations(id string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	n.mu.Lock()
+	n.reads[id]++
+	n.mu.Unlock()
+	if id == n.node {
+		n.once.Do(func() { close(n.begun) })
+	}
+	return n.recNodes.Allocations(id, q)
+}
+
+// The allocations of the node of the host next in line are read as soon as
+// the close that frees its slot is stored, beside the pass's other writes,
+// and the hand-out takes that read. Two cycles close in a group of two slots
+// (h00, h02), two hosts wait (h01, h03); h02's plan write waits here until the
+// read of h01's node has begun, which h00's close starts: it would wait in
+// vain if the reads came after all the writes. Each node is read once.
+func TestNextInLineReadBesideTheCloses(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	begun := make(chan struct{})
+	vars := &aheadVars{memVars: newMemVars(log), readBegun: begun}
+	st := store.New(vars, "rollboot", "")
+	stubs := putHosts(t, st, 4, func(i int, r *store.HostRecord) {
+		r.BootID = "b2"
+		if i%2 == 1 {
+			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
+		}
+	})
+	for i := range 4 {
+		name := fmt.Sprintf("h%02d", i)
+		p := plan(store.PhaseRejoining, func(p *store.Plan) {
+			p.Host, p.NodeID, p.Group = name, "n-"+name, "default"
+			p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
+		})
+		if i%2 == 1 {
+			p = store.Plan{Host: name, Phase: store.PhasePending, Group: "default", PhaseSince: t0.Add(-time.Hour),
+				RequestedAt: t0.Add(-time.Hour + time.Duration(i)*time.Minute), Reason: "kernel",
+				Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
+		}
+		if _, err := st.PutPlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars.path = "rollboot/plan/h02"
+	nodes := &aheadNodes{recNodes: recNodes{log: log, nodes: stubs}, node: "n-h01", begun: begun, reads: map[string]int{}}
+	c := New(Options{
+		Deps:    Deps{Nodes: nodes, Store: st},
+		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, nodeWrites := plansAndNodeCalls(t, st, log)
+	for _, h := range []string{"h01", "h03"} {
+		if got := plans[h].Phase; got != store.PhaseDraining || !slices.Contains(nodeWrites, "drain n-"+h) {
+			t.Fatalf("%s is %s with node writes %q, want draining, its node's drain started in the pass", h, got, nodeWrites)
+		}
+	}
+	if !vars.waited.Load() {
+		t.Error("h02's close was stored before h01's node was read: the read did not start beside the writes")
+	}
+	for _, n := range []string{"n-h01", "n-h03"} {
+		if got := nodes.reads[n]; got != 1 {
+			t.Errorf("the allocations of %s read %d times in the pass, want once", n, got)
+		}
+	}
 }
