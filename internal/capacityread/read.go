@@ -47,9 +47,12 @@ type Nodes interface {
 // its way out (each draining or rebooting host of the rollout), read again in
 // each pass that checks, all of it between a slot being freed and the next
 // drain: one after the other they add a round trip each (docs/performance.md,
-// "How each figure is measured"). Like the coordinator's
-// PlanWriteParallelism, the bound keeps the burst on the Nomad servers small.
-const Parallelism = 8
+// "How each figure is measured"). A hand-out after a wave of closes checks
+// dozens of hosts, each with its pool's candidates: 8 at a time they took
+// most of its time. The 32 reads in flight, sent when the pass's writes are
+// done, stay under the 100 connections Nomad accepts from one client beside
+// the watches, as a new leader's 64 do (store.ReadParallelism).
+const Parallelism = 16
 
 // Reader reads for the capacity gate. It keeps each node's capacity by its
 // ModifyIndex, and the movers of each draining node (movers.go), from pass to

@@ -368,12 +368,19 @@ func acts(in phase.Input, d phase.Decision) bool {
 }
 
 // PlanWriteParallelism bounds the plans a pass stores at once. When many hosts
-// need a reboot together (a patch day: every host's sentinel appears within
-// minutes), one pass turns each of them from idle to pending, a write per host;
-// one after the other they took about a second per thousand hosts before the
-// first of them could be admitted. Like the parallel reads of a new leader
-// (store.ReadParallelism), the bound keeps the burst on the Nomad servers small.
-const PlanWriteParallelism = 16
+// need a reboot together (a patch day), one pass turns each of them from idle
+// to pending, a write per host, and when a wave of cycles ends one pass closes
+// dozens, each close a few writes one after the other. One after the other
+// they took about a second per thousand hosts. With the reads started beside
+// them (allocsource.ReadAheadParallelism) they keep 32 requests in flight,
+// and so do a hand-out's grants (handOutParallelism), sent once the pass's
+// other writes and reads are done: under the 100 connections Nomad accepts
+// from one client beside the watches, as a new leader's 64 reads are
+// (store.ReadParallelism).
+const (
+	PlanWriteParallelism = 24
+	handOutParallelism   = 32
+)
 
 // planOnly reports whether carrying d out is only storing its plan: no node is
 // given back or taken out, no cycle closed, nothing in the control state
@@ -417,11 +424,11 @@ type pendingWrite struct {
 }
 
 // storePlans carries the decisions of a pass stored together out, at most
-// PlanWriteParallelism at a time, each within its own step as any other
-// decision (carryOutBounded). It returns every error, joined.
-func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite) error {
+// limit at a time, each within its own step as any other decision
+// (carryOutBounded). It returns every error, joined.
+func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite, limit int) error {
 	errs := make([]error, len(writes)) // each write's, at its index
-	parallel.Each(len(writes), PlanWriteParallelism, nil, func(i int) {
+	parallel.Each(len(writes), limit, nil, func(i int) {
 		w := writes[i]
 		err := c.carryOutBounded(ctx, w.in, w.d)
 		if err == nil && w.rejoin != nil {

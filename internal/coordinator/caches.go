@@ -62,13 +62,6 @@ func (c *Coordinator) firstRead() bool {
 	return c.plans == nil
 }
 
-// loadCopies loads the copies for the plans and records this pass reads.
-func (c *Coordinator) loadCopies(ctx context.Context) { c.copies.Load(ctx) }
-
-// copiesUsed logs how many of the plans and records this first read took
-// from their copies.
-func (c *Coordinator) copiesUsed() { c.copies.Used() }
-
 // The control state (the pause, and each host's request, cancel and release)
 // as the last pass read it, kept while the watches of the control variable and
 // of the requests have seen no change since: a pass over a cluster whose

@@ -524,13 +524,13 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	}
 	first, rest, heads := headsFirst(s, r.writes) // regrant.go
 	ahead := c.readAhead(ctx, s, adm, first)      // beside the writes (regrant.go)
-	errs = errors.Join(errs, c.storePlans(ctx, first))
+	errs = errors.Join(errs, c.storePlans(ctx, first, PlanWriteParallelism))
 	early := ahead()
 	var granted map[string]bool
 	if errs == nil {
 		granted, errs = c.regrantFreed(ctx, s, adm, r.freed, r.pended, heads, early) // the slots freed, at once (regrant.go)
 	}
-	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...)))
+	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...), PlanWriteParallelism))
 	c.metrics.State.Waiting(waiting)
 	c.notifyPass(s.control, s.now)
 	c.publishMeta(s)

@@ -114,13 +114,13 @@ func (c *Coordinator) observe(ctx context.Context) (*snapshot, error) {
 	)
 	first := c.firstRead()
 	if first {
-		c.loadCopies(ctx) // most plans and records from their copies (package copykeep)
+		c.copies.Load(ctx) // most plans and records from their copies (package copykeep)
 	}
 	loaded.Go(func() { plans, plansErr = c.loadPlans(ctx) })
 	recs, badRecs, err := c.hostRecords(ctx)
 	loaded.Wait()
 	if first {
-		c.copiesUsed()
+		c.copies.Used() // logs how many it took from them
 	}
 	if plansErr != nil {
 		return nil, plansErr

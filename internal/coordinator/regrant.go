@@ -187,10 +187,10 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 	if len(writes) > 0 {
 		c.log.Debug("slots freed in this pass handed out", "hosts", len(writes))
 	}
-	if err := c.storePlans(ctx, cordons); err != nil {
+	if err := c.storePlans(ctx, cordons, PlanWriteParallelism); err != nil {
 		return granted, err // no drain without the cordons before it
 	}
-	return granted, c.storePlans(ctx, writes)
+	return granted, c.storePlans(ctx, writes, handOutParallelism)
 }
 
 // cordonNow is the cordon of a host that the hand-out makes next in line
