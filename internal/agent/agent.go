@@ -561,8 +561,9 @@ func (a *Agent) mayReboot(p store.Plan, bootID string) bool {
 }
 
 // reboot carries out the grant in p: the plan must be about this host, the
-// go/no-go is made before anything runs and again as the last step, and a server
-// host holds its clusters' reboot locks from that last step until it is back.
+// go/no-go is made before anything runs and again as the last step (only
+// then when nothing runs between: checkedOnce), and a server host holds its
+// clusters' reboot locks from that last step until it is back.
 func (a *Agent) reboot(ctx context.Context, p store.Plan, bootID string) error {
 	once := a.checkedOnce()
 	cur := p

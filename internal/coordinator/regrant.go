@@ -35,7 +35,7 @@ import (
 //     a slot and nothing else (phase.WaitQueued), and those this pass made pending.
 //     The capacity gate and the system jobs on their nodes are read again for
 //     them, as a pass does, after the pass's drains began: the nodes of the
-//     hosts likely to be admitted beside the pass's writes (nextInLine), the
+//     hosts likely to be admitted beside the pass's writes (readAhead), the
 //     rest once admission asks; with hosts made pending, the alerts (unless this
 //     pass read them) and the workload blockers too, for the queue with them.
 //   - A host made pending first in its group's line (headsFirst) is admitted
