@@ -367,16 +367,15 @@ func acts(in phase.Input, d phase.Decision) bool {
 	return d.Changes() || d.ClearCancel
 }
 
-// PlanWriteParallelism bounds the plans a pass stores at once. When many hosts
-// need a reboot together (a patch day), one pass turns each of them from idle
-// to pending, a write per host, and when a wave of cycles ends one pass closes
-// dozens, each close a few writes one after the other. One after the other
-// they took about a second per thousand hosts. With the reads started beside
-// them (allocsource.ReadAheadParallelism) they keep 32 requests in flight,
-// and so do a hand-out's grants (handOutParallelism), sent once the pass's
-// other writes and reads are done: under the 100 connections Nomad accepts
-// from one client beside the watches, as a new leader's 64 reads are
-// (store.ReadParallelism).
+// PlanWriteParallelism bounds the plans a pass stores at once. On a patch day
+// one pass turns every host with a need pending, a write per host, and when a
+// wave of cycles ends one pass closes dozens, each close a few writes one after
+// the other: one after the other they took about a second per thousand hosts.
+// With the reads started beside them (allocsource.ReadAheadParallelism) they
+// keep 32 requests in flight, as do a hand-out's grants (handOutParallelism),
+// sent once the pass's other writes and reads are done: under the 100
+// connections Nomad accepts from one client beside the watches, as a new
+// leader's 64 reads are (store.ReadParallelism).
 const (
 	PlanWriteParallelism = 24
 	handOutParallelism   = 32

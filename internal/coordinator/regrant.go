@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/allocsource"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
@@ -71,34 +72,34 @@ func freesSlot(in phase.Input, d phase.Decision) bool {
 	return d.Write && in.Plan.Active() && !d.Plan.Active()
 }
 
-// readAhead has each of writes that may free a slot (freesSlot, or a
-// rejoin that may close), once carried out with its slot freed, start reading
-// the allocations of the node of the next host in its group's line
-// (admission.NextInLine, first the pass's admission), beside the pass's other
-// writes. The hand-out's capacity gate and system jobs take these reads
-// (capacityread.Pass.ReadEarly) instead of making them after all the writes.
-// It returns what was read, once the reads ended (after the writes).
+// readAhead has each of writes that may free a slot (a close, a rejoin that
+// may close), once carried out with its slot freed, start reading the
+// allocations of the node of the next host in its group's line
+// (admission.NextInLine; first, the pass's admission) beside the pass's other
+// writes, for the hand-out's capacity gate and system jobs
+// (capacityread.Pass.ReadEarly). It returns what was read, once read.
 func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admission.Result, writes []pendingWrite) func() map[string][]*api.Allocation {
+	var ahead *allocsource.Ahead // made below, before any write is carried out
 	slots := map[string]int{}
-	for _, w := range writes {
-		if freesSlot(w.in, w.d) || w.rejoin != nil {
-			slots[s.hosts[w.in.Plan.Host].group]++
-		}
-	}
-	ahead := c.allocs.Ahead(ctx, admission.NextInLine(admissionQueue(s), first.Wait, slots))
 	for i, w := range writes {
+		if !freesSlot(w.in, w.d) && w.rejoin == nil {
+			continue
+		}
 		name, group := w.in.Plan.Host, s.hosts[w.in.Plan.Host].group
-		if freesSlot(w.in, w.d) || w.rejoin != nil {
-			writes[i].stored = func() {
-				c.mu.Lock()
-				p, ok := c.plans[name]
-				c.mu.Unlock()
-				if ok && !p.Active() {
-					ahead.ReadNext(group) // its slot is free
-				}
+		slots[group]++
+		writes[i].stored = func() {
+			c.mu.Lock()
+			p, ok := c.plans[name]
+			c.mu.Unlock()
+			if ok && !p.Active() {
+				ahead.ReadNext(group) // its slot is free
 			}
 		}
 	}
+	if len(slots) == 0 {
+		return func() map[string][]*api.Allocation { return nil } // no queue to build
+	}
+	ahead = c.allocs.Ahead(ctx, admission.NextInLine(admissionQueue(s), first.Wait, slots))
 	return ahead.Wait
 }
 
