@@ -57,6 +57,10 @@ type Options struct {
 	// the host is in Nomad (Identity).
 	Local    HealthAPI
 	NodeList discovery.NodeLister
+	// NomadVersion, when set, checks the local Nomad's version once the host
+	// is identified: its client's, as its node lists it, or "" on a host
+	// without a client. An error stops the agent.
+	NomadVersion func(clientVersion string) error
 
 	// Servers, when set, discovers the Nomad, Consul and Vault servers on the host
 	// (roles come from the local Nomad agent alone otherwise).
@@ -215,29 +219,32 @@ func New(opt Options) *Agent {
 // client and a server (GET /v1/agent/health: the keys "client" and "server",
 // whatever their health), and, with a client, its node: the node of the host's
 // name, as the cluster lists it (discovery.HostNode, node:read), never a node
-// ID the host reports. A client whose node is not listed (yet) is an error: the
-// caller tries again.
-func Identity(ctx context.Context, local HealthAPI, nodes discovery.NodeLister, host string) (nodeID string, roles []string, err error) {
+// ID the host reports, and that node's Nomad version, its client's as Nomad
+// lists it ("" without a client). A client whose node is not listed (yet) is
+// an error: the caller tries again.
+func Identity(ctx context.Context, local HealthAPI, nodes discovery.NodeLister, host string) (nodeID string, roles []string, nomadVersion string, err error) {
 	h, err := local.Health()
 	if err != nil {
-		return "", nil, fmt.Errorf("local Nomad agent: %w", err)
+		return "", nil, "", fmt.Errorf("local Nomad agent: %w", err)
 	}
 	if h.Client == nil && h.Server == nil {
-		return "", nil, errors.New("local Nomad agent: its health names neither a client nor a server")
+		return "", nil, "", errors.New("local Nomad agent: its health names neither a client nor a server")
 	}
 	if h.Client != nil {
-		if nodeID, err = discovery.HostNode(ctx, nodes, host); err != nil {
-			return "", nil, err
+		n, err := discovery.HostNodeStub(ctx, nodes, host)
+		if err != nil {
+			return "", nil, "", err
 		}
-		if nodeID == "" {
-			return "", nil, fmt.Errorf("the local Nomad agent runs a client, but no Nomad node is named %q", host)
+		if n == nil {
+			return "", nil, "", fmt.Errorf("the local Nomad agent runs a client, but no Nomad node is named %q", host)
 		}
+		nodeID, nomadVersion = n.ID, n.Version
 		roles = append(roles, store.RoleNomadClient)
 	}
 	if h.Server != nil {
 		roles = append(roles, store.RoleNomadServer)
 	}
-	return nodeID, roles, nil
+	return nodeID, roles, nomadVersion, nil
 }
 
 // Run runs the agent until ctx ends. The goroutines it starts (the watches of
@@ -313,12 +320,18 @@ func (a *Agent) start(ctx context.Context) (bootID string, err error) {
 	return bootID, nil
 }
 
-// identify asks the local Nomad agent, until it answers, who this host is.
+// identify asks the local Nomad agent, until it answers, who this host is,
+// then checks the local Nomad's version (Options.NomadVersion): a Nomad too
+// old is an error the agent stops on.
 func (a *Agent) identify(ctx context.Context) (nodeID string, roles []string, err error) {
+	var v string
 	err = a.retry(ctx, "ask the local Nomad agent who this host is", func() (err error) {
-		nodeID, roles, err = Identity(ctx, a.opt.Local, a.opt.NodeList, a.opt.Host)
+		nodeID, roles, v, err = Identity(ctx, a.opt.Local, a.opt.NodeList, a.opt.Host)
 		return err
 	})
+	if err == nil && a.opt.NomadVersion != nil {
+		err = a.opt.NomadVersion(v)
+	}
 	return nodeID, roles, err
 }
 

@@ -32,9 +32,11 @@ func shippedToken(t *testing.T, sim *nomadsim.Sim, policy string) string {
 
 // Who a host is comes from its local agent's health (what it runs) and the
 // node of its name, both open to the shipped agent tokens, which cannot read
-// /v1/agent/self: a client host, a server host and a host that runs both.
+// /v1/agent/self: a client host, a server host and a host that runs both. The
+// node also gives its client's Nomad version, which the agent checks.
 func TestIdentityWithTheAgentTokens(t *testing.T) {
-	sim, err := nomadsim.New(nomadsim.Config{Servers: 1, Clients: 1, ACL: true})
+	const nomadVersion = "1.9.4"
+	sim, err := nomadsim.New(nomadsim.Config{Servers: 1, Clients: 1, ACL: true, NomadVersion: nomadVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +68,12 @@ func TestIdentityWithTheAgentTokens(t *testing.T) {
 			if h.Server != nil {
 				want = append(want, store.RoleNomadServer)
 			}
-			nodeID, roles, err := Identity(ctx, c.Agent(), c.Nodes(), h.Name)
+			nodeID, roles, v, err := Identity(ctx, c.Agent(), c.Nodes(), h.Name)
 			if err != nil || nodeID != h.NodeID || !slices.Equal(roles, want) {
 				t.Errorf("%s: %s: node %q, roles %v, %v; want node %q, roles %v", when, h.Name, nodeID, roles, err, h.NodeID, want)
+			}
+			if wantV := map[bool]string{true: nomadVersion, false: ""}[h.NodeID != ""]; v != wantV {
+				t.Errorf("%s: %s: Nomad version %q, want %q (its node's client, none without one)", when, h.Name, v, wantV)
 			}
 		}
 	}
@@ -90,7 +95,7 @@ func TestIdentityWithTheAgentTokens(t *testing.T) {
 // agent does not take "no node" for a client host.
 func TestIdentityOfAClientWithoutItsNode(t *testing.T) {
 	_, h, client := simHost(t, 1)
-	_, _, err := Identity(context.Background(), client.Agent(), client.Nodes(), h.Name+"-renamed")
+	_, _, _, err := Identity(context.Background(), client.Agent(), client.Nodes(), h.Name+"-renamed")
 	if err == nil || !strings.Contains(err.Error(), `no Nomad node is named "client-1-renamed"`) {
 		t.Fatalf("err = %v", err)
 	}

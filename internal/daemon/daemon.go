@@ -218,9 +218,6 @@ func RunAgent(ctx context.Context, cfg *config.Compiled, opt AgentOptions) error
 	if err != nil {
 		return err
 	}
-	if err := CheckNomadVersion(c.Agent(), log); err != nil {
-		return err
-	}
 	host, hostname, err := agentHost(cfg.Agent.Host, os.Hostname)
 	if err != nil {
 		return err
@@ -325,8 +322,9 @@ func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, lo
 		Log:          log.With("component", "agent"),
 		// Who the host is: what its local Nomad agent runs, and the node of its
 		// name (agent.Identity).
-		Local:    c.Agent(),
-		NodeList: c.Nodes(),
+		Local:        c.Agent(),
+		NodeList:     c.Nodes(),
+		NomadVersion: AgentNomadVersion(c.Agent(), host, log),
 		// The final go/no-go: the node as Nomad reports it, and for a server host
 		// its clusters' health through the host's local agents.
 		Nodes:        c.Nodes(),

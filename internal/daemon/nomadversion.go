@@ -34,3 +34,23 @@ func CheckNomadVersion(a AgentSelfAPI, log *slog.Logger) error {
 	}
 	return tooOld
 }
+
+// AgentNomadVersion is the agent's check of its local Nomad
+// (agent.Options.NomadVersion): on a host with a client, the version its node
+// lists (NodeListStub.Version, the client's nomad.version attribute: the node
+// list the agent reads anyway to find its node, with node:read, where
+// /v1/agent/self needs agent:read, which the shipped agent tokens lack); on
+// a host without one, or a node that does not say, the local agent's self,
+// as CheckNomadVersion reads it.
+func AgentNomadVersion(a AgentSelfAPI, host string, log *slog.Logger) func(clientVersion string) error {
+	return func(v string) error {
+		if v == "" {
+			return CheckNomadVersion(a, log)
+		}
+		tooOld, unknown := doctor.VersionOf(v, "the client version of node "+host)
+		if unknown != "" {
+			log.Warn(unknown+": going on without checking it", "needed", ">= "+MinNomadVersion)
+		}
+		return tooOld
+	}
+}

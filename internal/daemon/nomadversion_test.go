@@ -69,3 +69,43 @@ func TestCheckNomadVersionUnknown(t *testing.T) {
 		t.Fatalf("an old server build: err = %v, want it refused", err)
 	}
 }
+
+// An agent on a client host checks the version its node lists, and does not
+// ask its local agent's self (agent:read, which its token lacks); a host
+// without a client asks it.
+func TestAgentNomadVersion(t *testing.T) {
+	asked := 0
+	self := selfFunc(func() (*api.AgentSelf, error) {
+		asked++
+		return &api.AgentSelf{Config: map[string]any{"Version": map[string]any{"Version": "1.6.2"}}}, nil
+	})
+	var logs bytes.Buffer
+	check := AgentNomadVersion(self, "web-1", slog.New(slog.NewTextHandler(&logs, nil)))
+	for _, tt := range []struct {
+		client, err string
+		warns       bool
+	}{
+		{client: "1.9.4"},
+		{client: "1.7.0-rc.1"},
+		{client: "1.6.5", err: "nomad 1.6.5 (the client version of node web-1) is too old: rollboot needs Nomad 1.7.0 or newer"},
+		{client: "dev", warns: true},
+	} {
+		logs.Reset()
+		err := check(tt.client)
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || err.Error() != tt.err+" (Variable locks)") {
+			t.Errorf("client %s: err = %v, want %q", tt.client, err, tt.err)
+		}
+		if warned := strings.Contains(logs.String(), "level=WARN"); warned != tt.warns {
+			t.Errorf("client %s: logs %q, want a warning: %v", tt.client, logs.String(), tt.warns)
+		}
+	}
+	if asked != 0 {
+		t.Fatalf("the agent's self was read %d times on a client host", asked)
+	}
+	if err := check(""); err == nil || !strings.Contains(err.Error(), "the version of the agent at the configured address") {
+		t.Errorf("no client: err = %v, want the agent's self checked", err)
+	}
+	if asked != 1 {
+		t.Errorf("no client: the agent's self was read %d times, want once", asked)
+	}
+}

@@ -166,3 +166,29 @@ func TestRunAgentLocalClientsError(t *testing.T) {
 		t.Fatalf("RunAgent = %v, want the vault client's error", err)
 	}
 }
+
+// An agent on a client of a Nomad too old stops at start, with an error that
+// names the version its node lists.
+func TestRunAgentRefusesAnOldClient(t *testing.T) {
+	sim, err := nomadsim.New(nomadsim.Config{Clients: 1, NomadVersion: "1.6.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	var h nomadsim.Host
+	for _, x := range sim.Hosts() {
+		if x.NodeID != "" {
+			h = x
+		}
+	}
+	cc := compile(t, fmt.Sprintf("nomad { address = \"http://%s\" }\nagent {\n  host = %q\n  boot_id_file = %q\n}\n",
+		h.Addr, h.Name, filepath.Join(h.Dir, "boot_id")))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = RunAgent(ctx, cc, AgentOptions{Log: slog.New(slog.DiscardHandler), Local: &discovery.Local{},
+		Rebooter: rebootFunc(func() error { return nil })})
+	want := "nomad 1.6.5 (the client version of node " + h.Name + ") is too old"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("RunAgent = %v, want %q", err, want)
+	}
+}

@@ -319,17 +319,27 @@ type NodeLister interface {
 // stale, from whichever server answers, as /v1/agent/self was answered by the
 // local agent: a host learns who it is while the cluster has no leader.
 func HostNode(ctx context.Context, nodes NodeLister, host string) (string, error) {
+	n, err := HostNodeStub(ctx, nodes, host)
+	if n == nil {
+		return "", err
+	}
+	return n.ID, nil
+}
+
+// HostNodeStub is HostNode's node as the list shows it (its client's Nomad
+// version among the rest); nil when no node has the host's name.
+func HostNodeStub(ctx context.Context, nodes NodeLister, host string) (*nomadapi.NodeListStub, error) {
 	q := (&nomadapi.QueryOptions{Filter: "Name == " + strconv.Quote(host), AllowStale: true}).WithContext(ctx)
 	stubs, _, err := nodes.List(q)
 	if err != nil {
-		return "", fmt.Errorf("nodes named %q: %w", host, err)
+		return nil, fmt.Errorf("nodes named %q: %w", host, err)
 	}
 	return pickHostNode(stubs, host), nil
 }
 
 // pickHostNode is HostNode's choice among stubs (whatever the filter let
 // through: the name is checked again).
-func pickHostNode(stubs []*nomadapi.NodeListStub, host string) string {
+func pickHostNode(stubs []*nomadapi.NodeListStub, host string) *nomadapi.NodeListStub {
 	var best *nomadapi.NodeListStub
 	better := func(n *nomadapi.NodeListStub) bool {
 		nUp, bestUp := n.Status != nomadapi.NodeStatusDown, best.Status != nomadapi.NodeStatusDown
@@ -343,10 +353,7 @@ func pickHostNode(stubs []*nomadapi.NodeListStub, host string) string {
 			best = n
 		}
 	}
-	if best == nil {
-		return ""
-	}
-	return best.ID
+	return best
 }
 
 // discoverConsul reads /v1/agent/self (Config.Server, NodeID, NodeName,

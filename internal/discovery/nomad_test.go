@@ -136,7 +136,11 @@ func TestPickHostNode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := pickHostNode(tc.stubs, "web-1"); got != tc.want {
+			got := ""
+			if n := pickHostNode(tc.stubs, "web-1"); n != nil {
+				got = n.ID
+			}
+			if got != tc.want {
 				t.Errorf("pickHostNode = %q, want %q", got, tc.want)
 			}
 		})

@@ -40,15 +40,22 @@ func VersionVerdict(self *api.AgentSelf) (v string, tooOld error, unknown string
 	if v == "" {
 		return "", nil, "the Nomad agent does not say its version"
 	}
+	tooOld, unknown = VersionOf(v, "the "+where+" of the agent at the configured address")
+	return v, tooOld, unknown
+}
+
+// VersionOf compares v, a Nomad version found in source (what the messages
+// call it), with MinNomadVersion, as VersionVerdict does.
+func VersionOf(v, source string) (tooOld error, unknown string) {
 	have, err := version.NewVersion(v)
 	if err != nil {
-		return v, nil, fmt.Sprintf("cannot parse the Nomad agent's version %q: %v", v, err)
+		return nil, fmt.Sprintf("cannot parse the Nomad version %q (%s): %v", v, source, err)
 	}
 	if have.Core().LessThan(version.Must(version.NewVersion(MinNomadVersion))) {
-		return v, fmt.Errorf("nomad %s (the %s of the agent at the configured address) is too old: rollboot needs Nomad %s or newer (Variable locks)",
-			v, where, MinNomadVersion), ""
+		return fmt.Errorf("nomad %s (%s) is too old: rollboot needs Nomad %s or newer (Variable locks)",
+			v, source, MinNomadVersion), ""
 	}
-	return v, nil, ""
+	return nil, ""
 }
 
 // checkVersion: a Nomad older than MinNomadVersion blocks everything. Without
