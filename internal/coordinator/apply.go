@@ -32,7 +32,8 @@ import (
 //     over, start the drain;
 //  5. forget a release that was carried out.
 //
-// Each step runs only if the ones before it succeeded.
+// Each step runs only if the ones before it succeeded. A rejoin closed in the
+// pass that gives its node back stores no plan between (rejoinTogether).
 func (c *Coordinator) apply(ctx context.Context, in phase.Input, d phase.Decision) error {
 	log := c.hostLog(d)
 	if err := c.giveBack(ctx, in, d, log); err != nil {
@@ -429,9 +430,11 @@ func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite, lim
 	errs := make([]error, len(writes)) // each write's, at its index
 	parallel.Each(len(writes), limit, nil, func(i int) {
 		w := writes[i]
-		err := c.carryOutBounded(ctx, w.in, w.d)
-		if err == nil && w.rejoin != nil {
-			err = c.rejoinNow(ctx, w.rejoin, w.in, w.d)
+		var err error
+		if w.rejoin != nil {
+			err = c.rejoinTogether(ctx, w.rejoin, w.in, w.d)
+		} else {
+			err = c.carryOutBounded(ctx, w.in, w.d)
 		}
 		if err == nil && w.stored != nil {
 			w.stored()
@@ -441,55 +444,57 @@ func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite, lim
 	return errors.Join(errs...)
 }
 
-// Closing a cycle in the pass that restores its node's eligibility. A rejoining
-// host whose node is ready again first has its eligibility restored (Nomad keeps
-// a drained node ineligible across a reboot); what the rejoin waits for after
-// that (the system jobs, the workloads' health) is read only once the node is
-// eligible, since Nomad places allocations only on eligible nodes. That used to
-// take a pass of its own: the node stream showed the coordinator's eligibility
-// write, and the next pass read the health and closed the cycle: that pass's
-// reads stood between every node back and its slot handed on.
-//
-// So once the write that restores eligibility succeeded, the same pass decides
-// again for that host (rejoinNow), with the node as the write left it (eligible,
-// not draining) and its workloads' health read after the write, as the next
-// pass would have read them. Everything else is the pass's snapshot. A decision
-// that closes the cycle is carried out then, and the hand-out gives its slot
-// away in the same pass (regrant.go); any other is left to the next pass.
-//
-// What keeps it as safe as the pass it saves:
-//   - The health is read after the eligibility write, as before: the healthy
-//     checks see what Nomad runs on the eligible node.
-//   - The system jobs are those of the pass's node read, from before the write:
-//     a job that ran on the ineligible node still runs (eligibility stops
-//     nothing), and one that did not is waited for, as before.
-//   - Hosts that run servers are left to the next pass: their clusters' health
-//     is read again first, as for the hand-out.
-//   - A host that the pass saw before its rejoin (rebooting, drained) has the
-//     gate of a rejoining host in its input: its roles unknown or its Vault
-//     sealed hold it. Its system jobs were not read as a rejoining host's: a
-//     job it had is waited for.
-//   - Only a decision that just closes the cycle is carried out (freesSlot and
-//     givesBackOnly): nothing shared is written side by side with the pass's
-//     other writes. A manual request to clear waits for the next pass.
+// Closing a cycle in the pass that restores its node's eligibility, and why it
+// is as safe as the pass it saves: docs/architecture.md, "Crash safety", step 4.
 
-// rejoinNow decides again for a host whose eligibility d restored, with the
-// node as the write left it and its health read after the write, and carries
-// the decision out if it closes the cycle. s is the pass's snapshot, only read:
-// the pass's writes run side by side.
-func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input, d phase.Decision) error {
-	name := in.Plan.Host
-	c.mu.Lock()
-	p, ok := c.plans[name] // as d stored it, or as it was
-	c.mu.Unlock()
-	if !ok || p.Phase != store.PhaseRejoining {
-		return nil
+// rejoinTogether carries out d, which restores a rejoining host's eligibility
+// (phase.EligibleAgain), and decides again for the host at once (rejoinNow).
+// d's plan is stored only when that second decision leaves the cycle open
+// (deferredRejoin): a close's idle plan is then the pass's only write of it.
+func (c *Coordinator) rejoinTogether(ctx context.Context, s *snapshot, in phase.Input, d phase.Decision) error {
+	first, p, deferred := d, d.Plan, deferredRejoin(d)
+	if deferred {
+		first.Write, first.Event = false, ""
+	}
+	if err := c.carryOutBounded(ctx, in, first); err != nil {
+		return err
+	}
+	if deferred {
+		logEvent(c.hostLog(d), d)           // the node is given back: what d says happened
+		p.ModifyIndex = in.Plan.ModifyIndex // the stored plan's: the next write's check-and-set
+	} else {
+		c.mu.Lock()
+		p = c.plans[in.Plan.Host] // as d stored it (none after a conflict)
+		c.mu.Unlock()
+	}
+	if closed, err := c.rejoinNow(ctx, s, in, p); closed || err != nil || !deferred {
+		return err
+	}
+	rest := d
+	rest.SetEligible, rest.CancelDrain, rest.MarkEligible, rest.Event = false, false, false, ""
+	return c.carryOutBounded(ctx, in, rest)
+}
+
+// deferredRejoin reports whether d's plan may wait for the pass's second
+// decision for the host: d does nothing but give the node back and store it.
+func deferredRejoin(d phase.Decision) bool {
+	return d.Write && d.History == nil && d.ClearApproval.IsZero() && d.Unhealthy == "" && d.Failure == ""
+}
+
+// rejoinNow decides again, on its plan p (its ModifyIndex the stored one), for
+// a host whose eligibility was just restored, with the node as the write left
+// it and its health read after the write, and carries the decision out if it
+// closes the cycle; it reports whether it did. s, the pass's snapshot, is only
+// read: the pass's writes run side by side.
+func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input, p store.Plan) (closed bool, err error) {
+	if p.Phase != store.PhaseRejoining {
+		return false, nil
 	}
 	node := *in.Node // phase.EligibleAgain: the decision wrote to it
 	node.Eligible, node.Draining = true, false
 	in.Node, in.Plan, in.Now = &node, p, c.now()
 	if phase.AwaitsReport(in.Host, p, true) {
-		return nil // nothing read before the agent's report (stepRejoining)
+		return false, nil // nothing read before the agent's report (stepRejoining)
 	}
 	rctx, cancel := c.stepContext(ctx)
 	in.Health = c.healthNow(rctx, s, p, planGroup(p, in.Group), node.ID) // a read that failed holds the host
@@ -499,9 +504,12 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input
 	if !freesSlot(in, d2) || !givesBackOnly(in, d2) || d2.Failure != "" {
 		// A failed cycle is recorded before it is closed (recordFailures): the
 		// next pass does both.
-		return nil
+		return false, nil
 	}
-	return c.carryOutBounded(ctx, in, d2)
+	if err := c.carryOutBounded(ctx, in, d2); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // healthNow reads the host's workloads, and its Consul checks when its group

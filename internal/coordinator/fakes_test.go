@@ -54,6 +54,8 @@ type callLog struct {
 	mu     sync.Mutex
 	calls  []string
 	failAt int
+	// failOn, when set, fails the next call of that name, once.
+	failOn string
 }
 
 func (l *callLog) do(call string) error {
@@ -61,6 +63,10 @@ func (l *callLog) do(call string) error {
 	defer l.mu.Unlock()
 	l.calls = append(l.calls, call)
 	if len(l.calls) == l.failAt {
+		return errInjected
+	}
+	if l.failOn != "" && call == l.failOn {
+		l.failOn = ""
 		return errInjected
 	}
 	return nil

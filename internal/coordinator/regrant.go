@@ -15,50 +15,15 @@ import (
 
 // Handing a freed slot out in the pass that freed it. A cycle that closes frees
 // its group's slot once its plan is stored; the next host in line used to wait
-// for the next pass to see it: the rest of the closing pass, then a chained
-// pass that reads the control state, waits for the node stream to show the
-// pass's own node writes, reads what the gates need, and admits. At a thousand
-// hosts that was most of the time between two cycles of a group, and the whole
-// overhead of the makespan over its bound. So after the pass's decisions are
-// carried out, a pass that closed a cycle admits again (regrantFreed) and starts the
-// drains of the hosts that get the slots freed. A pass that made hosts pending
-// does the same: a host whose need appears while its group has room is granted
-// in that pass, not the next (the first wave of a rollout, a single host on an
-// idle cluster).
-//
-// What makes it safe:
-//   - Admission runs on the plans as stored: the coordinator's own plan cache,
-//     which a plan write changes only once Nomad stored it (storePlan), after
-//     the close's other writes in their crash-safe order (apply). A close
-//     whose write failed left its active plan there: its slot stays taken. A
-//     write lost to another coordinator's drops the cache: no second round.
-//   - The hosts admitted again are only those the first admission queued for
-//     a slot and nothing else (phase.WaitQueued), and those this pass made pending.
-//     The capacity gate and the system jobs on their nodes are read again for
-//     them, as a pass does, after the pass's drains began: the nodes of the
-//     hosts likely to be admitted beside the pass's writes (readAhead), the
-//     rest once admission asks; with hosts made pending, the alerts (unless this
-//     pass read them) and the workload blockers too, for the queue with them.
-//   - A host made pending first in its group's line (headsFirst) is admitted
-//     on its pending plan as decided, not stored: its grant, written with
-//     check-and-set on the plan stored before the pass, is its first write,
-//     and the drain follows it as in any grant. A crash before the grant
-//     leaves the plan as it was and the host's need in its record: the next
-//     pass makes it pending again, as it does after a grant that failed. A
-//     head the hand-out does not try to grant has its pending plan stored
-//     after the hand-out.
-//   - Only a pass all of whose reads and writes succeeded hands out: a write
-//     that failed may still have been applied (a timeout), and the plan cache
-//     would not show it; the next pass, which reads again, decides.
-//     The exception is the pending plans of the heads not granted and of the
-//     hosts that come after them in their group's line: they are stored after
-//     the hand-out, for they take no slot and free none.
-//   - Hosts that run servers wait for the next pass: their clusters' health,
-//     read before the close, is read again first.
-//   - Every other input is the pass's snapshot, from before its writes. The
-//     nodes this pass drained show not draining there, but their plans count
-//     them out; a node this pass gave back still shows ineligible, which only
-//     counts against its group's budget: the stale views err the safe way.
+// for the next pass to see it. So after the pass's decisions are carried out,
+// a pass that closed a cycle admits again (regrantFreed) and starts the drains
+// of the hosts that get the slots freed; a pass that made hosts pending does
+// the same, so that a host whose need appears while its group has room is
+// granted in that pass. What makes it safe (admission on the plans as stored,
+// only after a pass whose reads and writes all succeeded, the heads of each
+// line granted on their pending plans as decided, hosts that run servers left
+// to the next pass, stale views that err the safe way): docs/architecture.md,
+// "Crash safety", step 5.
 
 // becomesPending reports whether carrying d out makes the host pending (its
 // need seen, or its backoff over).

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -34,9 +35,9 @@ func (n eligibleNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Alloc
 // node ready again but still ineligible, as Nomad keeps a drained node across
 // its reboot, and h01 pending for the slot; h00's agent is back with a new boot
 // ID. It runs one pass, with the server gates on, h00's node running allocs and
-// its record changed by rec, and returns the plans after it and the calls to
-// Nomad's nodes API, in order.
-func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*store.HostRecord), checks consulapi.HealthChecks) (map[string]store.Plan, []string) {
+// its record changed by rec, and returns the plans after it, the calls to
+// Nomad's nodes API, in order, and the pass's writes of h00's plan.
+func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*store.HostRecord), checks consulapi.HealthChecks) (map[string]store.Plan, []string, int) {
 	t.Helper()
 	ctx := context.Background()
 	log := &callLog{}
@@ -62,8 +63,9 @@ func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*
 	if err := c.ReconcileOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
+	planWrites := len(slices.DeleteFunc(log.get(), func(call string) bool { return call != "put plan/h00" }))
 	byHost, calls := plansAndNodeCalls(t, st, log)
-	return byHost, slices.DeleteFunc(calls, func(call string) bool { return strings.HasSuffix(call, "n-h01") })
+	return byHost, slices.DeleteFunc(calls, func(call string) bool { return strings.HasSuffix(call, "n-h01") }), planWrites
 }
 
 // loggedChecks answers every node's Consul checks with checks, each read
@@ -93,7 +95,9 @@ func healthyAlloc(healthy *bool) *api.Allocation {
 // That holds too for the pass that sees the reboot (the host rebooting or
 // drained before it). When the workloads or Consul checks read after the write
 // are not healthy, the host runs servers, or its roles could not be read, the
-// cycle stays open for the next pass.
+// cycle stays open for the next pass. A cycle that closes goes from the plan
+// stored before the pass to idle in one write, with no rejoining plan stored
+// between (rejoinTogether).
 func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
 	yes := true
 	rolesUnknown := func(r *store.HostRecord) { r.DiscoverError = "consul: connection refused" }
@@ -135,7 +139,7 @@ func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			phase := cmp.Or(tc.phase, store.PhaseRejoining)
-			plans, calls := rejoinPass(t, phase, tc.allocs, tc.rec, tc.checks)
+			plans, calls, planWrites := rejoinPass(t, phase, tc.allocs, tc.rec, tc.checks)
 			want := store.PhaseRejoining
 			if tc.closes {
 				want = store.PhaseIdle
@@ -149,6 +153,65 @@ func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
 			if !slices.Equal(calls, tc.reads) {
 				t.Errorf("calls on h00's node %q, want %q", calls, tc.reads)
 			}
+			wantWrites := 1 // its close, or its rejoin entered
+			if !tc.closes && tc.phase == "" {
+				wantWrites = 0 // rejoining still, as stored
+			}
+			if planWrites != wantWrites {
+				t.Errorf("h00's plan written %d times in the pass, want %d", planWrites, wantWrites)
+			}
 		})
+	}
+}
+
+// A pass that restored the eligibility of a host it saw back from its reboot
+// and failed to store the close leaves the plan as stored before it (the host
+// rebooting, its slot held), with the node eligible: the next passes see the
+// reboot again and take the rejoin from there, as after a failure right after
+// the eligibility write, without writing the eligibility again.
+func TestRejoinAfterAFailedClose(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	st := store.New(newMemVars(log), "rollboot", "")
+	stubs := putHosts(t, st, 2, backAndNextRecords(nil))
+	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
+	stubs[0].Drivers = map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true, UpdateTime: t0.Add(-time.Second)}}
+	putBackAndNext(t, st, store.PhaseRebooting)
+	c := New(Options{
+		Deps:    Deps{Nodes: eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}}, Store: st, Clusters: &recClusters{log: log}},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
+	log.reset(0)
+	log.failOn = "put plan/h00"
+	if err := c.ReconcileOnce(ctx); !errors.Is(err, errInjected) {
+		t.Fatalf("the pass returned %v, want the injected failure", err)
+	}
+	plans, calls := plansAndNodeCalls(t, st, log)
+	if got := plans["h00"].Phase; got != store.PhaseRebooting {
+		t.Fatalf("h00 is %s after the failed close, want %s as stored before", got, store.PhaseRebooting)
+	}
+	if got := plans["h01"].Phase; got != store.PhasePending {
+		t.Fatalf("h01 is %s after the failed close, want %s: the slot is held", got, store.PhasePending)
+	}
+	if !slices.Contains(calls, "eligible n-h00") {
+		t.Fatalf("calls %q: the eligibility was not restored", calls)
+	}
+	stubs[0].SchedulingEligibility = api.NodeSchedulingEligible // as the write left it
+	log.reset(0)
+	for range 2 {
+		if err := c.ReconcileOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plans, calls = plansAndNodeCalls(t, st, log)
+	if got := plans["h00"].Phase; got != store.PhaseIdle {
+		t.Errorf("h00 is %s after two more passes, want %s", got, store.PhaseIdle)
+	}
+	if got := plans["h01"].Phase; got != store.PhaseDraining {
+		t.Errorf("h01 is %s after two more passes, want %s", got, store.PhaseDraining)
+	}
+	if slices.Contains(calls, "eligible n-h00") {
+		t.Errorf("calls %q: the eligibility was written again", calls)
 	}
 }
