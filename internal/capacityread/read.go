@@ -42,17 +42,19 @@ type Nodes interface {
 	Allocations(nodeID string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error)
 }
 
-// Parallelism bounds the allocation reads of one round sent at once, and the
-// node reads sent beside them. A check counts the allocations of every node on
-// its way out (each draining or rebooting host of the rollout), read again in
+// Parallelism bounds the reads of one round in flight, the allocation and
+// node reads together. A check counts the allocations of every node on its
+// way out (each draining or rebooting host of the rollout), read again in
 // each pass that checks, all of it between a slot being freed and the next
 // drain: one after the other they add a round trip each (docs/performance.md,
 // "How each figure is measured"). A hand-out after a wave of closes checks
-// dozens of hosts, each with its pool's candidates: 8 at a time they took
-// most of its time. The 32 reads in flight, sent when the pass's writes are
-// done, stay under the 100 connections Nomad accepts from one client beside
-// the watches, as a new leader's 64 do (store.ReadParallelism).
-const Parallelism = 16
+// dozens of hosts, each with its pool's candidates, about a hundred reads:
+// 8, then 16 of each kind at a time, they took most of its time, and a round
+// with few node reads left their share idle. The 32 in flight, sent when the
+// pass's writes are done, stay under the 100 connections Nomad accepts from
+// one client beside the watches, as a new leader's 64 do
+// (store.ReadParallelism).
+const Parallelism = 32
 
 // Reader reads for the capacity gate. It keeps each node's capacity by its
 // ModifyIndex, and the movers of each draining node (movers.go), from pass to
@@ -148,9 +150,10 @@ func (r *Reader) round(ctx context.Context, p *Pass, needs admission.CapacityNee
 		nodes            []capacity.Node
 		allocErr, nodErr error
 		wg               sync.WaitGroup
+		slots            = make(chan struct{}, Parallelism) // the round's reads in flight, both kinds
 	)
-	wg.Go(func() { allocErr = r.readAllocsOf(ctx, p, append(slices.Clone(needs.Allocs), todo...)) })
-	wg.Go(func() { nodes, nodErr = r.capacityNodes(ctx, p.nodes, todo) })
+	wg.Go(func() { allocErr = r.readAllocsOf(ctx, p, append(slices.Clone(needs.Allocs), todo...), slots) })
+	wg.Go(func() { nodes, nodErr = r.capacityNodes(ctx, p.nodes, todo, slots) })
 	wg.Wait()
 	if err := cmp.Or(allocErr, nodErr); err != nil {
 		return err
@@ -171,11 +174,12 @@ func (r *Reader) round(ctx context.Context, p *Pass, needs admission.CapacityNee
 }
 
 // capacityNodes returns the capacity of the nodes ids: as kept at their
-// ModifyIndex in nodes, the others read side by side (readNode): a new leader
-// knows none, and one after the other they took most of a second on a loaded
-// machine before the first grant of a rollout. Only this runs on the kept
-// capacities (round waits for it).
-func (r *Reader) capacityNodes(ctx context.Context, nodes map[string]*api.NodeListStub, ids []string) ([]capacity.Node, error) {
+// ModifyIndex in nodes, the others read side by side (readNode), each holding
+// one of slots (nil: Parallelism at once): a new leader knows none, and one
+// after the other they took most of a second on a loaded machine before the
+// first grant of a rollout. Only this runs on the kept capacities (round
+// waits for it).
+func (r *Reader) capacityNodes(ctx context.Context, nodes map[string]*api.NodeListStub, ids []string, slots chan struct{}) ([]capacity.Node, error) {
 	out := make([]capacity.Node, len(ids))
 	var todo []int
 	for i, id := range ids {
@@ -187,7 +191,7 @@ func (r *Reader) capacityNodes(ctx context.Context, nodes map[string]*api.NodeLi
 	}
 	// After a failure no more is read: the pass holds every queued host with it.
 	read, err := parallel.Map(len(todo), Parallelism, func(k int) (capacity.Node, error) {
-		return r.readNode(ctx, ids[todo[k]])
+		return holding(slots, func() (capacity.Node, error) { return r.readNode(ctx, ids[todo[k]]) })
 	})
 	if err != nil {
 		return nil, err
@@ -244,11 +248,11 @@ func (r *Reader) readAllocs(ctx context.Context, nodeID string) ([]*api.Allocati
 	return allocs, nil
 }
 
-// readAllocsOf reads, side by side, the allocations of the nodes ids whose
-// allocations this pass has not read yet, into p (an ID given twice is read
-// once). A draining node's movers kept since an earlier pass are taken
-// instead (movers.go).
-func (r *Reader) readAllocsOf(ctx context.Context, p *Pass, ids []string) error {
+// readAllocsOf reads, side by side, each read holding one of slots, the
+// allocations of the nodes ids whose allocations this pass has not read yet,
+// into p (an ID given twice is read once). A draining node's movers kept
+// since an earlier pass are taken instead (movers.go).
+func (r *Reader) readAllocsOf(ctx context.Context, p *Pass, ids []string, slots chan struct{}) error {
 	var todo []string
 	for _, id := range ids {
 		if _, ok := p.allocs[id]; ok || slices.Contains(todo, id) {
@@ -268,7 +272,7 @@ func (r *Reader) readAllocsOf(ctx context.Context, p *Pass, ids []string) error 
 	}
 	// After a failure no more is read: the pass holds every queued host with it.
 	got, err := parallel.Map(len(todo), Parallelism, func(i int) ([]*api.Allocation, error) {
-		return r.readOrEarly(ctx, p, todo[i])
+		return holding(slots, func() ([]*api.Allocation, error) { return r.readOrEarly(ctx, p, todo[i]) })
 	})
 	if err != nil {
 		return err
@@ -297,4 +301,14 @@ func candidatesToRead(v *admission.Capacity, pools []string) []string {
 		}
 	}
 	return ids
+}
+
+// holding runs read holding one of slots (nil: none to hold), so that reads
+// of several kinds side by side share one bound.
+func holding[T any](slots chan struct{}, read func() (T, error)) (T, error) {
+	if slots != nil {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+	}
+	return read()
 }

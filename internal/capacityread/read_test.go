@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -71,7 +72,7 @@ func TestCapacityNodesEqualFreshReads(t *testing.T) {
 			}
 			clear(w.reads)
 			r.nodes.Prune(nodes) // as NewPass does
-			got, err := r.capacityNodes(t.Context(), nodes, ids)
+			got, err := r.capacityNodes(t.Context(), nodes, ids, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,5 +136,101 @@ func TestAllocsReadToldOfEachRead(t *testing.T) {
 	want := map[string]uint64{"n1": 7, "n2": 7, "n3": 7}
 	if !maps.Equal(told, want) || !maps.Equal(n.reads, map[string]int{"n1": 1, "n2": 1, "n3": 1}) {
 		t.Errorf("told %v after reads %v, want each node once at index 7", told, n.reads)
+	}
+}
+
+// slowWorld holds every read until Parallelism are in flight (or a second
+// passed: a bound lower than that), then a little more, and counts the reads
+// in flight, of both kinds together.
+type slowWorld struct {
+	mu                sync.Mutex
+	inFlight, most    int
+	infos, allocReads int
+	full              chan struct{}
+}
+
+func (w *slowWorld) enter(info bool) {
+	w.mu.Lock()
+	w.inFlight++
+	if w.inFlight == Parallelism && w.most < Parallelism {
+		close(w.full)
+	}
+	w.most = max(w.most, w.inFlight)
+	if info {
+		w.infos++
+	} else {
+		w.allocReads++
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.full:
+	case <-time.After(time.Second):
+	}
+}
+
+func (w *slowWorld) leave() {
+	time.Sleep(2 * time.Millisecond) // long enough for the reads beside it to show
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inFlight--
+}
+
+func (w *slowWorld) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMeta, error) {
+	w.enter(true)
+	defer w.leave()
+	return &api.Node{ID: id, Name: id, NodePool: "p", Datacenter: "dc1"}, &api.QueryMeta{}, nil
+}
+
+func (w *slowWorld) Allocations(string, *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	w.enter(false)
+	defer w.leave()
+	return nil, &api.QueryMeta{}, nil
+}
+
+// A round's allocation and node reads share one bound, Parallelism: a round
+// of allocation reads alone sends that many at once, and one of both kinds
+// never more.
+func TestRoundReadsShareOneBound(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		out, candidates   int
+		infos, allocReads int
+	}{
+		{"allocations only", 3 * Parallelism, 0, 0, 3 * Parallelism},
+		{"both kinds", 3 * Parallelism, 16, 16, 3*Parallelism + 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := map[string]*api.NodeListStub{}
+			var out []Leaving
+			var needs admission.CapacityNeeds
+			for i := range tc.out {
+				id := fmt.Sprintf("out-%03d", i)
+				nodes[id] = &api.NodeListStub{ID: id, NodePool: "p", Status: api.NodeStatusReady, Drain: true}
+				out = append(out, Leaving{NodeID: id, Draining: true})
+				needs.Allocs = append(needs.Allocs, id)
+			}
+			for i := range tc.candidates {
+				id := fmt.Sprintf("cand-%03d", i)
+				nodes[id] = &api.NodeListStub{ID: id, NodePool: "p", Status: api.NodeStatusReady,
+					SchedulingEligibility: api.NodeSchedulingEligible}
+			}
+			w := &slowWorld{full: make(chan struct{})}
+			r := &Reader{Nodes: w}
+			p := r.NewPass(nodes, out, 0, nil)
+			if tc.candidates > 0 {
+				p.Gate.Read["p"] = tc.candidates / 2 // the next read is all of them
+				needs.Pools = []string{"p"}
+			}
+			r.Read(t.Context(), p, needs)
+			if p.Gate.Err != nil {
+				t.Fatal(p.Gate.Err)
+			}
+			if w.infos != tc.infos || w.allocReads != tc.allocReads {
+				t.Errorf("%d node and %d allocation reads, want %d and %d", w.infos, w.allocReads, tc.infos, tc.allocReads)
+			}
+			if w.most != Parallelism {
+				t.Errorf("at most %d reads in flight, want %d", w.most, Parallelism)
+			}
+		})
 	}
 }
