@@ -143,9 +143,13 @@ type Agent struct {
 	rec       store.HostRecord
 	last      store.HostRecord // what was last written
 	published bool
-	detected  []detection // last answer of each detector
-	pubFails  int         // consecutive failed publishes
-	pubNext   time.Time   // no publish before this (backoff after failures)
+	conflicts int // the record's writes that lost their check-and-set
+	// planFrom is where the plan's watch starts (planWatchFrom): 0, or the
+	// index of the start's write of a boot no record named before.
+	planFrom uint64
+	detected []detection // last answer of each detector
+	pubFails int         // consecutive failed publishes
+	pubNext  time.Time   // no publish before this (backoff after failures)
 
 	// changes are the versions of the own record its watch saw: the loop
 	// restores the record from them, and so does a reboot attempt while it
@@ -305,8 +309,9 @@ func (a *Agent) start(ctx context.Context) (bootID string, err error) {
 			return "", nil
 		}
 	}
-	a.rec.DiscoverError = "" // also one left by an earlier agent that discovered servers
-	a.rec.HoldReason = ""    // a hold is re-established by the go/no-go, if it still applies
+	rebooted := a.published && a.rec.BootID != "" && a.rec.BootID != bootID // the record names the boot before
+	a.rec.DiscoverError = ""                                                // also one left by an earlier agent that discovered servers
+	a.rec.HoldReason = ""                                                   // a hold is re-established by the go/no-go, if it still applies
 	if a.published && a.rec.BootID != bootID && a.rec.RebootingGrant != "" && !a.afterReboot(ctx, roles) {
 		return "", nil
 	}
@@ -315,9 +320,26 @@ func (a *Agent) start(ctx context.Context) (bootID string, err error) {
 	}
 	a.setIdentity(ctx, nodeID, roles, servers, bootID)
 	a.detect(ctx, true)
+	conflicts := a.conflicts
 	a.publishSoon(ctx)
+	a.planFrom = a.planWatchFrom(rebooted && a.conflicts == conflicts, bootID)
 	a.log.Info("agent started", "boot_id", bootID, "roles", strings.Join(roles, ","))
 	return bootID, nil
+}
+
+// planWatchFrom is the index the plan's watch starts from: past the start's
+// own write of the record when the record named the boot before this one and
+// that write, the first to name this boot, won its check-and-set at once
+// (rebooted); else 0, read first. A grant names the boot of the record it was
+// given for, so no plan written before that write can grant this boot: the
+// plan then is the cycle's that led here, which its close rewrites soon
+// anyway, and the watch need not read it: one request fewer per reboot. A
+// host without a record, or with one it cannot read, reads its plan first.
+func (a *Agent) planWatchFrom(rebooted bool, bootID string) uint64 {
+	if !rebooted || !a.published || a.last.BootID != bootID || !a.last.Equal(a.rec) {
+		return 0
+	}
+	return a.rec.ModifyIndex
 }
 
 // identify asks the local Nomad agent, until it answers, who this host is,
@@ -909,6 +931,7 @@ func (a *Agent) publish(ctx context.Context) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		idx, err := a.opt.Store.PutHost(ctx, a.rec)
 		if errors.Is(err, store.ErrConflict) {
+			a.conflicts++
 			cur, rerr := a.opt.Store.Host(ctx, a.opt.Host)
 			switch {
 			case errors.Is(rerr, store.ErrNotFound):
@@ -1028,6 +1051,7 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan, bootID strin
 		},
 		Retry:   watchRetry,
 		OnError: a.watchFailed("watch plan"),
+		Index:   a.planFrom, // past the start's own write, when no plan before it can grant this boot
 	}.Run(ctx)
 }
 
