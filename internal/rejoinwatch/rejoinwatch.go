@@ -7,6 +7,8 @@ package rejoinwatch
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,10 +80,21 @@ func AllocNodes(plans map[string]store.Plan, awaiting map[string]bool) map[strin
 	return want
 }
 
+// MaxAllocWatches bounds the allocation watches that run at once. Each holds
+// a connection to Nomad while it waits (HTTP/1.1 carries one request at a
+// time), and Nomad accepts 100 connections from one client by default
+// (http_max_conns_per_client, command/agent/config.go): beside the 32
+// requests a step of a pass keeps in flight and the coordinator's other
+// watches, one watch per rejoining host would pass it once about sixty hosts
+// rejoin at once, and Nomad would refuse the pass's own requests. A node
+// wanted beyond the bound is not watched: each pass reads its allocations
+// (package allocsource), and a change on it waits for the next pass.
+const MaxAllocWatches = 24
+
 // Allocs watch the allocations of the nodes whose hosts wait for their
 // system jobs to run again, or for their workloads to be healthy, and poke
-// the loop when they change. Each runs until its node is no longer wanted or
-// the context of NewAllocs ends.
+// the loop when they change, at most MaxAllocWatches at once. Each runs until
+// its node is no longer wanted or the context of NewAllocs ends.
 type Allocs struct {
 	set   set
 	nodes Allocations
@@ -94,11 +107,12 @@ func NewAllocs(ctx context.Context, nodes Allocations, sink Sink, poke func()) *
 	return &Allocs{set: set{ctx: ctx}, nodes: nodes, sink: sink, poke: poke}
 }
 
-// Set watches exactly the nodes of want. A new watch starts from what the
-// last pass read of its node (reads): kept as the watch's first answer, and
-// asked past its index.
+// Set watches the nodes of want, at most MaxAllocWatches: those watched
+// already first, then the others in the order of their IDs. A new watch
+// starts from what the last pass read of its node (reads): kept as the
+// watch's first answer, and asked past its index.
 func (w *Allocs) Set(want map[string]bool, reads map[string]allocsource.Read) {
-	w.set.keep(want, func(ctx context.Context, id string) {
+	w.set.keep(want, MaxAllocWatches, func(ctx context.Context, id string) {
 		defer w.sink.SetAllocs(id, nil)
 		from := reads[id]
 		if from.Index > 0 {
@@ -142,7 +156,7 @@ func (w *Checks) Set(want map[string]bool) {
 	if w.consul == nil {
 		return
 	}
-	w.set.keep(want, func(ctx context.Context, node string) {
+	w.set.keep(want, 0, func(ctx context.Context, node string) {
 		watch.Loop{Query: func(ctx context.Context, idx uint64) (uint64, error) {
 			q := (&consulapi.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Minute}).WithContext(ctx)
 			_, meta, err := w.consul.Node(node, q)
@@ -166,9 +180,10 @@ type set struct {
 	running map[string]context.CancelFunc
 }
 
-// keep runs run for every key of want that has no watch yet, and ends the
-// watches of the keys not in want.
-func (w *set) keep(want map[string]bool, run func(ctx context.Context, key string)) {
+// keep ends the watches of the keys not in want, and runs run for the keys
+// of want that have no watch yet, in the order of the keys, while fewer than
+// most run (0: no bound).
+func (w *set) keep(want map[string]bool, most int, run func(ctx context.Context, key string)) {
 	if w.running == nil {
 		w.running = map[string]context.CancelFunc{}
 	}
@@ -178,9 +193,12 @@ func (w *set) keep(want map[string]bool, run func(ctx context.Context, key strin
 			delete(w.running, key)
 		}
 	}
-	for key := range want {
+	for _, key := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := w.running[key]; ok {
 			continue
+		}
+		if most > 0 && len(w.running) >= most {
+			return
 		}
 		ctx, cancel := context.WithCancel(w.ctx)
 		w.running[key] = cancel

@@ -52,11 +52,12 @@ type fakeAllocs struct {
 	index   map[string]uint64
 	allocs  map[string][]*api.Allocation
 	asked   []uint64
+	nodes   map[string]bool // the nodes asked about
 	fail    error
 }
 
 func newFakeAllocs() *fakeAllocs {
-	return &fakeAllocs{changed: make(chan struct{}), index: map[string]uint64{}, allocs: map[string][]*api.Allocation{}}
+	return &fakeAllocs{changed: make(chan struct{}), index: map[string]uint64{}, allocs: map[string][]*api.Allocation{}, nodes: map[string]bool{}}
 }
 
 func (f *fakeAllocs) set(node string, index uint64, allocs ...*api.Allocation) {
@@ -70,7 +71,7 @@ func (f *fakeAllocs) set(node string, index uint64, allocs ...*api.Allocation) {
 func (f *fakeAllocs) Allocations(node string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
 	for {
 		f.mu.Lock()
-		f.asked = append(f.asked, q.WaitIndex)
+		f.asked, f.nodes[node] = append(f.asked, q.WaitIndex), true
 		if f.fail != nil {
 			f.mu.Unlock()
 			return nil, nil, f.fail
@@ -199,5 +200,41 @@ func TestReadChecks(t *testing.T) {
 	checks, err := ReadChecks(ctx, consulNodes{statuses: []string{consulapi.HealthPassing, consulapi.HealthCritical}}, "n1")
 	if err != nil || len(checks) != 2 {
 		t.Fatalf("ReadChecks = %v, %v; want the node's two checks", checks, err)
+	}
+}
+
+// At most MaxAllocWatches nodes are watched at once, the first by ID; when
+// wanted nodes drop out, those left over are watched in their place.
+func TestAllocWatchesBounded(t *testing.T) {
+	f := newFakeAllocs()
+	want := map[string]bool{}
+	var ids []string
+	for i := range MaxAllocWatches + 6 {
+		id := fmt.Sprintf("n%02d", i)
+		f.set(id, 1)
+		want[id] = true
+		ids = append(ids, id)
+	}
+	s := &sink{last: map[string][]*api.Allocation{}, set: map[string]bool{}}
+	w := NewAllocs(context.Background(), f, s, func() {})
+	defer w.Stop()
+	asked := func() []string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return slices.Sorted(maps.Keys(f.nodes))
+	}
+	w.Set(want, nil)
+	eventually(t, "the first nodes not watched", func() bool { return len(asked()) >= MaxAllocWatches })
+	time.Sleep(20 * time.Millisecond) // time for a watch past the bound to show
+	if got := asked(); !slices.Equal(got, ids[:MaxAllocWatches]) {
+		t.Fatalf("watched %v, want the first %d by ID", got, MaxAllocWatches)
+	}
+	for _, id := range ids[:6] {
+		delete(want, id)
+	}
+	w.Set(want, nil)
+	eventually(t, "the nodes left over not watched once others dropped out", func() bool { return len(asked()) == len(ids) })
+	for _, id := range ids[:6] {
+		eventually(t, "a node no longer wanted is not forgotten", func() bool { _, ok := s.get(id); return !ok })
 	}
 }
