@@ -40,20 +40,7 @@ func (n eligibleNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Alloc
 func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*store.HostRecord), checks consulapi.HealthChecks) (map[string]store.Plan, []string, int) {
 	t.Helper()
 	ctx := context.Background()
-	log := &callLog{}
-	st := store.New(newMemVars(log), "rollboot", "")
-	stubs := putHosts(t, st, 2, backAndNextRecords(rec))
-	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
-	// Its Nomad client started again after the drain: the sign from Nomad
-	// that its host rebooted.
-	stubs[0].Drivers = map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true, UpdateTime: t0.Add(-time.Second)}}
-	putBackAndNext(t, st, phase)
-	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
-	opt := Options{
-		Deps:    Deps{Nodes: nodes, Store: st, Clusters: &recClusters{log: log}},
-		Rules:   Rules{Timing: timing},
-		Runtime: Runtime{Now: func() time.Time { return t0 }},
-	}
+	st, _, log, opt := rejoinFixture(t, phase, allocs, rec)
 	if checks != nil { // the group waits for the node's Consul checks, read after the write
 		opt.DefaultOptions.Healthy = rejoin.Settings{Deadline: time.Hour, OnDeadline: "hold", ConsulChecks: true}
 		opt.ConsulHealth = loggedChecks{log: log, checks: checks}
@@ -66,6 +53,28 @@ func rejoinPass(t *testing.T, phase string, allocs []*api.Allocation, rec func(*
 	planWrites := len(slices.DeleteFunc(log.get(), func(call string) bool { return call != "put plan/h00" }))
 	byHost, calls := plansAndNodeCalls(t, st, log)
 	return byHost, slices.DeleteFunc(calls, func(call string) bool { return strings.HasSuffix(call, "n-h01") }), planWrites
+}
+
+// rejoinFixture stores, in the default group, h00 in phase with its node ready
+// again but still ineligible and h01 pending for the slot, as rejoinPass
+// describes, and returns the store, the node stubs, the log of the calls and
+// the coordinator's options over them.
+func rejoinFixture(t *testing.T, phase string, allocs []*api.Allocation, rec func(*store.HostRecord)) (*store.Store, []*api.NodeListStub, *callLog, Options) {
+	t.Helper()
+	log := &callLog{}
+	st := store.New(newMemVars(log), "rollboot", "")
+	stubs := putHosts(t, st, 2, backAndNextRecords(rec))
+	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
+	// Its Nomad client started again after the drain: the sign from Nomad
+	// that its host rebooted.
+	stubs[0].Drivers = map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true, UpdateTime: t0.Add(-time.Second)}}
+	putBackAndNext(t, st, phase)
+	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
+	return st, stubs, log, Options{
+		Deps:    Deps{Nodes: nodes, Store: st, Clusters: &recClusters{log: log}},
+		Rules:   Rules{Timing: timing},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	}
 }
 
 // loggedChecks answers every node's Consul checks with checks, each read
@@ -171,17 +180,8 @@ func TestCycleClosesInThePassThatRestoresEligibility(t *testing.T) {
 // the eligibility write, without writing the eligibility again.
 func TestRejoinAfterAFailedClose(t *testing.T) {
 	ctx := context.Background()
-	log := &callLog{}
-	st := store.New(newMemVars(log), "rollboot", "")
-	stubs := putHosts(t, st, 2, backAndNextRecords(nil))
-	stubs[0].SchedulingEligibility = api.NodeSchedulingIneligible
-	stubs[0].Drivers = map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true, UpdateTime: t0.Add(-time.Second)}}
-	putBackAndNext(t, st, store.PhaseRebooting)
-	c := New(Options{
-		Deps:    Deps{Nodes: eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}}, Store: st, Clusters: &recClusters{log: log}},
-		Rules:   Rules{Timing: timing},
-		Runtime: Runtime{Now: func() time.Time { return t0 }},
-	})
+	st, stubs, log, opt := rejoinFixture(t, store.PhaseRebooting, nil, nil)
+	c := New(opt)
 	log.reset(0)
 	log.failOn = "put plan/h00"
 	if err := c.ReconcileOnce(ctx); !errors.Is(err, errInjected) {

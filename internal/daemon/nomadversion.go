@@ -28,6 +28,12 @@ func CheckNomadVersion(a AgentSelfAPI, log *slog.Logger) error {
 		return nil
 	}
 	v, tooOld, unknown := doctor.VersionVerdict(self)
+	return judged(v, tooOld, unknown, log)
+}
+
+// judged is the verdict on version v: tooOld, or nil with a warning when it
+// could not be told (unknown, doctor.VersionOf).
+func judged(v string, tooOld error, unknown string, log *slog.Logger) error {
 	if unknown != "" {
 		log.Warn(unknown+": going on without checking it", "version", v, "needed", ">= "+MinNomadVersion)
 		return nil
@@ -48,9 +54,6 @@ func AgentNomadVersion(a AgentSelfAPI, host string, log *slog.Logger) func(clien
 			return CheckNomadVersion(a, log)
 		}
 		tooOld, unknown := doctor.VersionOf(v, "the client version of node "+host)
-		if unknown != "" {
-			log.Warn(unknown+": going on without checking it", "needed", ">= "+MinNomadVersion)
-		}
-		return tooOld
+		return judged(v, tooOld, unknown, log)
 	}
 }
