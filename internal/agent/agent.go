@@ -48,6 +48,9 @@ type Options struct {
 	Hostname   string
 	Store      *store.Store
 	BootIDFile string
+	// RecordFile keeps, across the reboot, the last record the agent wrote
+	// (recordfile.go); "" keeps none: the record is read at every start.
+	RecordFile string
 	// BootTimeFile is the kernel's /proc/stat, whose btime line is the boot
 	// time published for max_uptime; "" publishes none.
 	BootTimeFile string
@@ -144,6 +147,8 @@ type Agent struct {
 	last      store.HostRecord // what was last written
 	published bool
 	conflicts int // the record's writes that lost their check-and-set
+	// recordFileErr: the last failure to keep the record file, logged once.
+	recordFileErr string
 	// planFrom is where the plan's watch starts (planWatchFrom): 0, or the
 	// index of the start's write of a boot no record named before.
 	planFrom uint64
@@ -299,7 +304,9 @@ func (a *Agent) start(ctx context.Context) (bootID string, err error) {
 		return "", err
 	}
 	a.log = a.log.With("node_id", nodeID)
-	if err := a.readOwnRecord(ctx); err != nil || ctx.Err() != nil {
+	if rec, ok := a.recordFromFile(); ok {
+		a.rec, a.last, a.published = rec, rec, true // its own last write (recordfile.go)
+	} else if err := a.readOwnRecord(ctx); err != nil || ctx.Err() != nil {
 		return "", err
 	}
 	var servers []store.Server
@@ -948,6 +955,7 @@ func (a *Agent) publish(ctx context.Context) error {
 		}
 		a.rec.ModifyIndex, a.published = idx, true
 		a.last = a.rec
+		a.keepRecord(a.rec)
 		return nil
 	}
 	return errors.New("host record kept changing under the agent")

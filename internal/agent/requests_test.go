@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,7 +53,8 @@ func (s *sentRequests) matching(suffix string, blocking bool) []*http.Request {
 // current, whose read the first go/no-go takes (the node read again there),
 // and the final go/no-go; and the record is watched through the hooks. The
 // plan's watch waits meanwhile, and after a reboot starts past the agent's
-// first write of its record.
+// first write of its record. With the record it wrote before the reboot in
+// its record file (recordfile.go), the start does not read the record back.
 func TestRequestsOfOneReboot(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -60,10 +62,12 @@ func TestRequestsOfOneReboot(t *testing.T) {
 		planReads  int
 		nodeReads  int
 		whatIsRead string
-		guards     int // the record watch's queries: exactly one, or at least two
+		guards     int  // the record watch's queries: exactly one, or at least two
+		file       bool // the record of the boot before is in the record file
 	}{
-		{"nothing before the reboot", nil, 1, 1, "the final go/no-go", 1},
-		{"a pre-reboot hook", [][]string{{"true"}}, 2, 2, "the grant's check or the first go/no-go, and the final go/no-go", 2},
+		{"nothing before the reboot", nil, 1, 1, "the final go/no-go", 1, false},
+		{"a pre-reboot hook", [][]string{{"true"}}, 2, 2, "the grant's check or the first go/no-go, and the final go/no-go", 2, false},
+		{"a record file", nil, 1, 1, "the final go/no-go", 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newAgentEnv(t, nomadsim.Config{Clients: 1})
@@ -78,13 +82,18 @@ func TestRequestsOfOneReboot(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The record of the boot before, as after a reboot.
-			if _, err := e.st.PutHost(ctx, store.HostRecord{Host: e.h.Name, NodeID: e.h.NodeID, BootID: "the-boot-before"}); err != nil {
+			before := store.HostRecord{Host: e.h.Name, NodeID: e.h.NodeID, BootID: "the-boot-before"}
+			if before.ModifyIndex, err = e.st.PutHost(ctx, before); err != nil {
 				t.Fatal(err)
 			}
 			e.drainFor(t, "g1")
 			reb := &countingRebooter{ch: make(chan struct{}, 4)}
 			o := e.options(reb, nil)
 			o.PreHooks = tc.hooks
+			if tc.file {
+				o.RecordFile = filepath.Join(t.TempDir(), "record.json")
+				New(Options{Host: e.h.Name, RecordFile: o.RecordFile}).keepRecord(before) // as the agent before the reboot did
+			}
 			o.Store, o.Local, o.NodeList, o.Nodes = store.New(c.Variables(), "rollboot", ""), c.Agent(), c.Nodes(), c.Nodes()
 			stop, _ := run(t, New(o))
 			defer stop()
@@ -113,8 +122,8 @@ func TestRequestsOfOneReboot(t *testing.T) {
 					t.Errorf("a watch of the record from index %q, want past the agent's own write: %s", i, r.URL)
 				}
 			}
-			if n := len(sent.matching("/hosts/"+e.h.Name, false)); n != 1 {
-				t.Errorf("%d reads of the record outside its watch, want 1 (the start's)", n)
+			if n, want := len(sent.matching("/hosts/"+e.h.Name, false)), map[bool]int{false: 1, true: 0}[tc.file]; n != want {
+				t.Errorf("%d reads of the record outside its watch, want %d (the start's, without a record file)", n, want)
 			}
 			if n := len(sent.matching("/plan/"+e.h.Name, false)); n != tc.planReads {
 				t.Errorf("%d reads of the plan outside its watch, want %d (%s)", n, tc.planReads, tc.whatIsRead)

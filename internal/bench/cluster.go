@@ -256,6 +256,7 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 	cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
 	cfg.Agent.BootTimeFile = filepath.Join(h.Dir, nomadsim.StatFile)
 	cfg.Agent.ServerLockFile = filepath.Join(h.Dir, "server-lock.json")
+	cfg.Agent.RecordFile = filepath.Join(h.Dir, "record.json")
 	cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
 	cfg.Agent.DetectorRoot = h.Dir // the emulated host's files, not the machine's
 	clusters, err := c.clusters()

@@ -129,6 +129,9 @@ type AgentConfig struct {
 	// passwords: agent.IsSecretEnv) that hooks, the sentinel command and the reboot
 	// command still get; every other one is removed from their environment.
 	PassEnv []string
+	// RecordFile keeps, across the reboot, the last host record the agent
+	// wrote (agent/recordfile.go).
+	RecordFile string
 	// ServerLockFile keeps, across the reboot of a server host, the IDs of the
 	// server reboot locks its agent holds (docs/architecture.md, "Server
 	// reboot lock"); ServerLockTTL is those locks' TTL.

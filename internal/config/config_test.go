@@ -67,6 +67,7 @@ func TestDefault(t *testing.T) {
 		{"agent.reboot.hook_timeout", c.Agent.Reboot.HookTimeout, 5 * time.Minute},
 		{"agent.reboot.recheck_interval", c.Agent.Reboot.RecheckInterval, 5 * time.Second},
 		{"agent.server_lock_file", c.Agent.ServerLockFile, "/var/lib/rollboot/server-lock.json"},
+		{"agent.record_file", c.Agent.RecordFile, "/var/lib/rollboot/record.json"},
 		{"agent.server_lock_ttl", c.Agent.ServerLockTTL, 15 * time.Minute},
 		{"coordinator.enabled", c.Coordinator.Enabled, false},
 		{"coordinator.lock_ttl", c.Coordinator.LockTTL, 15 * time.Second},
@@ -152,6 +153,7 @@ func TestLoadFullExample(t *testing.T) {
 			DetectorRoot:            "/",
 			DetectorTimeout:         2 * time.Minute,
 			KernelOnly:              true,
+			RecordFile:              "/var/lib/rollboot/record.json",
 			ServerLockFile:          "/var/lib/rollboot/server-lock.json",
 			ServerLockTTL:           15 * time.Minute,
 			Reboot: RebootConfig{

@@ -140,6 +140,16 @@ var agentTable = &table{typ: "agent", of: reflect.TypeFor[AgentConfig](), settin
 			"`UNSEAL` (case-insensitive), or ending in `_AUTH` (`NOMAD_HTTP_AUTH`, `CONSUL_HTTP_AUTH`). So " +
 			"by default no command sees `NOMAD_TOKEN`, `CONSUL_HTTP_TOKEN` or `VAULT_TOKEN`. Each element " +
 			"must be a variable name (letters, digits, `_`): no `NAME=value`, no wildcards."},
+	{name: "record_file", field: "RecordFile", def: "/var/lib/rollboot/record.json", check: value(requiredPath(" (the file should outlive a reboot)")),
+		doc: "Where the agent keeps a copy of the last host record it wrote (mode 0600 in a directory " +
+			"created 0700), so that its next start, after a reboot above all, takes the record from there " +
+			"instead of reading it back from Nomad: one request fewer per reboot ([performance](performance.md)). " +
+			"It decides nothing: the agent's first write is check-and-set on the index the file keeps, so a " +
+			"record written since by anyone makes it read the stored record, as it does when the file is " +
+			"missing, unreadable or of another host (logged as a warning). It should outlive a reboot (the " +
+			"systemd unit's state directory; with the docker job, a directory of the host mounted into the " +
+			"container, or the saving is lost). A failure to write it is logged once and changes nothing " +
+			"else. Absolute path."},
 	{name: "server_lock_file", field: "ServerLockFile", def: "/var/lib/rollboot/server-lock.json", check: value(requiredPath(" (the file must outlive a reboot)")),
 		doc: "Where the agent of a host that runs a Nomad, Consul or Vault server keeps, across the reboot, " +
 			"the IDs of the [server reboot locks](architecture.md#server-reboot-lock) it holds (mode 0600 " +

@@ -308,6 +308,7 @@ func agentOptions(cfg *config.Compiled, c *api.Client, host, hostname string, lo
 		Hostname:     hostname,
 		Store:        Store(cfg, c),
 		BootIDFile:   cfg.Agent.BootIDFile,
+		RecordFile:   cfg.Agent.RecordFile,
 		BootTimeFile: cfg.Agent.BootTimeFile,
 		FleetLockID:  AgentFleetLockID(cfg.Agent, log),
 		Detectors:    dets,

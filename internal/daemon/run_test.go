@@ -82,6 +82,7 @@ agent {
   host = %q
   boot_id_file = %q
   sentinel_file = %q
+  record_file = %q
 }
 coordinator {
   enabled = true
@@ -90,7 +91,7 @@ coordinator {
   agent_job = ""
   node_meta = %t
 }
-`, h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"), nodeMeta))
+`, h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"), filepath.Join(h.Dir, "record.json"), nodeMeta))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -181,8 +182,8 @@ func TestRunAgentRefusesAnOldClient(t *testing.T) {
 			h = x
 		}
 	}
-	cc := compile(t, fmt.Sprintf("nomad { address = \"http://%s\" }\nagent {\n  host = %q\n  boot_id_file = %q\n}\n",
-		h.Addr, h.Name, filepath.Join(h.Dir, "boot_id")))
+	cc := compile(t, fmt.Sprintf("nomad { address = \"http://%s\" }\nagent {\n  host = %q\n  boot_id_file = %q\n  record_file = %q\n}\n",
+		h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "record.json")))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = RunAgent(ctx, cc, AgentOptions{Log: slog.New(slog.DiscardHandler), Local: &discovery.Local{},

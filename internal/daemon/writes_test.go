@@ -78,6 +78,7 @@ agent {
   host = %q
   boot_id_file = %q
   sentinel_file = %q
+  record_file = %q
   reboot { delay = "0s" }
 }
 coordinator {
@@ -86,7 +87,7 @@ coordinator {
   resync_interval = "250ms"
   agent_job = ""
 }
-`, h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required")))
+`, h.Addr, h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, "reboot-required"), filepath.Join(h.Dir, "record.json")))
 		_ = RunAgent(ctx, cc, AgentOptions{
 			Log:      slog.New(slog.DiscardHandler),
 			Rebooter: rebootFunc(func() error { return sim.Reboot(h.Name) }),

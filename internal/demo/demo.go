@@ -293,6 +293,7 @@ func (c *cluster) agentSupervisor(base *config.Compiled, clusters *daemon.Cluste
 		cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
 		cfg.Agent.BootTimeFile = filepath.Join(h.Dir, nomadsim.StatFile)
 		cfg.Agent.ServerLockFile = filepath.Join(h.Dir, "server-lock.json")
+		cfg.Agent.RecordFile = filepath.Join(h.Dir, "record.json")
 		cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
 		cfg.Agent.DetectorRoot = h.Dir // the emulated host's files, not the machine's
 		// Debian's files too, under the host's folder, so that `sim-ctl

@@ -341,9 +341,9 @@ func (c *cluster) configFor(host, address string) string {
 	h, _ := c.sim.Host(host)
 	// The detectors look at the host's folder, not at the machine running the
 	// tests: without an os-release file there, "auto" chooses none.
-	fmt.Fprintf(&b, "agent {\n  host = %q\n  boot_id_file = %q\n  boot_time_file = %q\n  sentinel_file = %q\n  server_lock_file = %q\n  detector_root = %q\n%s\n",
+	fmt.Fprintf(&b, "agent {\n  host = %q\n  boot_id_file = %q\n  boot_time_file = %q\n  sentinel_file = %q\n  server_lock_file = %q\n  record_file = %q\n  detector_root = %q\n%s\n",
 		host, filepath.Join(h.Dir, nomadsim.BootIDFile), filepath.Join(h.Dir, nomadsim.StatFile), filepath.Join(h.Dir, "reboot-required"),
-		filepath.Join(h.Dir, "server-lock.json"), h.Dir, c.opts.agentExtra)
+		filepath.Join(h.Dir, "server-lock.json"), filepath.Join(h.Dir, "record.json"), h.Dir, c.opts.agentExtra)
 	command := fmt.Sprintf("[%q, \"sim-ctl\", \"reboot\", \"--address\", %q, %q]", rollbootBin, c.sim.Address(), host)
 	if len(c.opts.rebootCommand) > 0 {
 		var args []string

@@ -103,6 +103,7 @@ group "b" {
 		cfg.Agent.Host = h.Name
 		cfg.Agent.BootIDFile = filepath.Join(h.Dir, "boot_id")
 		cfg.Agent.ServerLockFile = filepath.Join(h.Dir, "server-lock.json")
+		cfg.Agent.RecordFile = filepath.Join(h.Dir, "record.json")
 		cfg.Agent.SentinelFile = filepath.Join(h.Dir, "reboot-required")
 		_ = daemon.RunAgent(ctx, &cfg, daemon.AgentOptions{Rebooter: rebootFunc(func() error { return sim.Reboot(h.Name) })})
 	}}

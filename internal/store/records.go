@@ -446,6 +446,15 @@ func (r HostRecord) Equal(o HostRecord) bool {
 	return r.identical(o) || maps.Equal(r.items(), o.items())
 }
 
+// Items is the record as the items of its variable, as PutHost writes them.
+func (r HostRecord) Items() map[string]string { return r.items() }
+
+// HostFromItems decodes a record from the items of its variable, written at
+// index; where names it in errors.
+func HostFromItems(where string, items map[string]string, index uint64) (HostRecord, error) {
+	return decodeHost(&api.Variable{Path: where, Items: items, ModifyIndex: index})
+}
+
 func decodeHost(v *api.Variable) (HostRecord, error) {
 	r, err := decodeStrict(hostCodec, v.Path, v.Items)
 	r.ModifyIndex = v.ModifyIndex

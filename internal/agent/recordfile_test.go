@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
+)
+
+// readRecordFile returns what the record file at path keeps.
+func readRecordFile(t *testing.T, path string) recordFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f recordFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The record file keeps every record the agent wrote, with the index Nomad
+// gave it, readable by the agent's user only.
+func TestRecordFileKeepsEachWrite(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	o := e.options(&countingRebooter{ch: make(chan struct{}, 1)}, nil)
+	o.RecordFile = filepath.Join(t.TempDir(), "state", "record.json")
+	o.NotifiedPollEvery = o.PollEvery // the sentinel seen at once
+	stop, _ := run(t, New(o))
+	defer stop()
+	rec := waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+	if err := os.WriteFile(filepath.Join(e.h.Dir, "reboot-required"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec = waitRecord(t, e.st, e.h.Name, "the need", func(r store.HostRecord) bool { return r.RebootRequired })
+	waitFor(t, "the file to keep the need's write", func() bool {
+		f := readRecordFile(t, o.RecordFile)
+		return f.Index == rec.ModifyIndex
+	})
+	f := readRecordFile(t, o.RecordFile)
+	kept, err := store.HostFromItems("file", f.Items, f.Index)
+	if err != nil || f.Host != e.h.Name || !kept.Equal(rec) {
+		t.Fatalf("file keeps %+v (host %q, err %v), want the stored record %+v", kept, f.Host, err, rec)
+	}
+	if fi, err := os.Stat(o.RecordFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file mode %v (err %v), want 0600", fi.Mode(), err)
+	}
+}
+
+// A record written since the file was kept (here a forged one) makes the
+// start's write conflict: the agent reads the stored record then and writes
+// its own over it. A file of another host, or one that does not decode, is
+// not used: the record is read from Nomad, and the warning says why.
+func TestRecordFileNotTrustedOverNomad(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file func(t *testing.T, e *agentEnv, path string, before store.HostRecord)
+		warn string
+	}{
+		{"written since", func(t *testing.T, e *agentEnv, path string, before store.HostRecord) {
+			New(Options{Host: e.h.Name, RecordFile: path}).keepRecord(before)
+			forged := before
+			forged.RebootRequired, forged.Reason = true, "forged"
+			if _, err := e.st.PutHost(context.Background(), forged); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+		{"another host", func(t *testing.T, e *agentEnv, path string, before store.HostRecord) {
+			other := before
+			other.Host = "someone-else"
+			New(Options{Host: "someone-else", RecordFile: path}).keepRecord(other)
+		}, "host record file of another host"},
+		{"garbled", func(t *testing.T, _ *agentEnv, path string, _ store.HostRecord) {
+			if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "host record file unreadable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+			before := store.HostRecord{Host: e.h.Name, NodeID: e.h.NodeID, BootID: "the-boot-before"}
+			var err error
+			if before.ModifyIndex, err = e.st.PutHost(context.Background(), before); err != nil {
+				t.Fatal(err)
+			}
+			log := &syncbuf.Buffer{}
+			o := e.options(&countingRebooter{ch: make(chan struct{}, 1)}, log)
+			o.RecordFile = filepath.Join(t.TempDir(), "record.json")
+			tc.file(t, e, o.RecordFile, before)
+			stop, _ := run(t, New(o))
+			defer stop()
+			rec := waitRecord(t, e.st, e.h.Name, "the record of this boot", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+			if rec.RebootRequired || rec.Reason == "forged" {
+				t.Fatalf("stored record %+v, want the agent's own (no need)", rec)
+			}
+			waitFor(t, "the file to keep the start's write", func() bool {
+				return readRecordFile(t, o.RecordFile).Index == rec.ModifyIndex
+			})
+			if tc.warn != "" && !strings.Contains(log.String(), tc.warn) {
+				t.Fatalf("no warning %q in the log:\n%s", tc.warn, log.String())
+			}
+		})
+	}
+}
+
+// A file that cannot be kept changes nothing else: the agent publishes, and
+// says once why the next start reads the record from Nomad.
+func TestRecordFileThatCannotBeKept(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "not-a-dir")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := &syncbuf.Buffer{}
+	o := e.options(&countingRebooter{ch: make(chan struct{}, 1)}, log)
+	o.RecordFile = filepath.Join(blocker, "record.json")
+	o.NotifiedPollEvery = o.PollEvery
+	stop, _ := run(t, New(o))
+	defer stop()
+	waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+	if err := os.WriteFile(filepath.Join(e.h.Dir, "reboot-required"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, e.st, e.h.Name, "the need", func(r store.HostRecord) bool { return r.RebootRequired })
+	if n := strings.Count(log.String(), "cannot keep the host record file"); n != 1 {
+		t.Fatalf("%d warnings about the file, want 1:\n%s", n, log.String())
+	}
+}
+
+// waitFor waits up to 20 s for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
