@@ -72,7 +72,7 @@ func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot, names []st
 		hosts = append(hosts, h)
 	}
 	r := workloadread.Reader{API: c.opt.WorkloadsAPI, Nodes: c.opt.Nodes, Settings: c.opt.Workloads,
-		Now: func() time.Time { return s.now }}
+		Deployments: c.deployments, Now: func() time.Time { return s.now }}
 	s.workloads = &workloadView{holds: r.Holds(ctx, hosts)}
 }
 

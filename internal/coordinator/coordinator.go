@@ -233,6 +233,8 @@ type Coordinator struct {
 	// side: the notifier, the node metadata publisher and the silence keeper,
 	// with what each was last handed (package sideoutput).
 	side sideoutput.Outputs
+	// deployments: the deployments this term follows (nil: read by passes).
+	deployments *workloadread.Deployments
 
 	metrics *loopmetrics.Metrics
 	// passes: the passes' durations and overruns (what callers read while
@@ -429,6 +431,12 @@ func (c *Coordinator) startWatches(ctx context.Context, wg *sync.WaitGroup, poke
 		queries = append(queries, c.watchPolicy)
 	}
 	queries = append(queries, c.watchHalts) // caches.go
+	c.deployments = nil
+	if c.opt.WorkloadsAPI != nil && c.opt.Workloads.Deployments {
+		d := &workloadread.Deployments{} // taken by the passes of this term (admitreads.go)
+		c.deployments = d
+		wg.Go(func() { d.Follow(ctx, c.opt.WorkloadsAPI, poke) })
+	}
 	for _, q := range queries {
 		wg.Add(1)
 		go func() {

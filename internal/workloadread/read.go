@@ -98,6 +98,9 @@ type Reader struct {
 	API      API
 	Nodes    NodeAllocs
 	Settings workload.Settings
+	// Deployments, when it has an answer, gives the deployments instead of
+	// a read (deployments.go).
+	Deployments *Deployments
 	// Now is the pass's clock, for approvals (nil: time.Now).
 	Now func() time.Time
 }
@@ -273,17 +276,18 @@ func (r Reader) readPoolLists(ctx context.Context) ([]workload.Deployment, []wor
 		depsErr, evalErr error
 		wg               sync.WaitGroup
 	)
-	if set.Deployments {
+	followed, ok := r.Deployments.Latest()
+	switch {
+	case set.Deployments && ok:
+		deps = followed // deployments.go
+	case set.Deployments:
 		wg.Go(func() {
 			list, _, err := wapi.ListDeployments(allNamespaces(ctx, ""))
 			if err != nil {
 				depsErr = fmt.Errorf("list the deployments: %w", err)
 				return
 			}
-			for _, d := range list {
-				deps = append(deps, workload.Deployment{ID: d.ID, Job: workload.JobKey{Namespace: d.Namespace, ID: d.JobID},
-					JobCreateIndex: d.JobCreateIndex, Status: d.Status, CreateIndex: d.CreateIndex})
-			}
+			deps = deploymentsOf(list)
 		})
 	}
 	if set.BlockedEvals {
@@ -304,6 +308,16 @@ func (r Reader) readPoolLists(ctx context.Context) ([]workload.Deployment, []wor
 		return nil, nil, err
 	}
 	return deps, evals, nil
+}
+
+// deploymentsOf is what the blockers take of each deployment listed.
+func deploymentsOf(list []*api.Deployment) []workload.Deployment {
+	out := make([]workload.Deployment, 0, len(list))
+	for _, d := range list {
+		out = append(out, workload.Deployment{ID: d.ID, Job: workload.JobKey{Namespace: d.Namespace, ID: d.JobID},
+			JobCreateIndex: d.JobCreateIndex, Status: d.Status, CreateIndex: d.CreateIndex})
+	}
+	return out
 }
 
 // poolJobs lists the jobs that can place allocations in pool, and those of
