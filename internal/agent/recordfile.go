@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -70,7 +71,7 @@ func (a *Agent) keepRecord(rec store.HostRecord) {
 	}
 	b, err := json.Marshal(recordFile{Host: rec.Host, Index: rec.ModifyIndex, Items: rec.Items()})
 	if err == nil {
-		err = replaceFile(path, b, false)
+		err = replaceRecordFile(path, b)
 	}
 	switch {
 	case err != nil && err.Error() != a.recordFileErr:
@@ -80,4 +81,23 @@ func (a *Agent) keepRecord(rec store.HostRecord) {
 		a.log.Info("host record file kept again", "file", path)
 		a.recordFileErr = ""
 	}
+}
+
+// replaceRecordFile replaces the file at path with b, readable by the agent's
+// user only: written beside it, then renamed over it, so that a reader finds
+// the old record or the new one whole. The directory is made (0700) only when
+// it is missing: a write costs the write and the rename, at every record the
+// agent writes.
+func replaceRecordFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, b, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			err = os.WriteFile(tmp, b, 0o600)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -414,14 +414,6 @@ func writeLockFile(path string, lf lockFile) error {
 	if err != nil {
 		return err
 	}
-	return replaceFile(path, b, true)
-}
-
-// replaceFile replaces the file at path with b, readable by the agent's user
-// only, in a directory created 0700: written beside it, then renamed over it,
-// so that a reader finds the old file or the new one whole. With sync, the new
-// file and the directory are synced first (a crash right after keeps it).
-func replaceFile(path string, b []byte, sync bool) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -435,20 +427,15 @@ func replaceFile(path string, b []byte, sync bool) error {
 		f.Close()
 		return err
 	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return err
-	}
-	if !sync {
-		return nil
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
