@@ -26,7 +26,6 @@ import (
 // recordFile is what the file holds: the record as its variable's items, and
 // the index Nomad gave that write.
 type recordFile struct {
-	Host  string            `json:"host"`
 	Index uint64            `json:"index"`
 	Items map[string]string `json:"items"`
 }
@@ -53,8 +52,8 @@ func (a *Agent) recordFromFile() (store.HostRecord, bool) {
 	switch {
 	case err != nil:
 		a.log.Warn("host record file unreadable: reading the record from Nomad", "file", path, "err", err)
-	case f.Host != a.opt.Host || rec.Host != a.opt.Host || f.Index == 0:
-		a.log.Warn("host record file of another host: reading the record from Nomad", "file", path, "file_host", f.Host)
+	case rec.Host != a.opt.Host || f.Index == 0:
+		a.log.Warn("host record file of another host: reading the record from Nomad", "file", path, "file_host", rec.Host)
 	default:
 		return rec, true
 	}
@@ -69,7 +68,7 @@ func (a *Agent) keepRecord(rec store.HostRecord) {
 	if path == "" {
 		return
 	}
-	b, err := json.Marshal(recordFile{Host: rec.Host, Index: rec.ModifyIndex, Items: rec.Items()})
+	b, err := json.Marshal(recordFile{Index: rec.ModifyIndex, Items: rec.Items()})
 	if err == nil {
 		err = replaceRecordFile(path, b)
 	}

@@ -193,7 +193,11 @@ func (w *set) keep(want map[string]bool, most int, run func(ctx context.Context,
 			delete(w.running, key)
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(want)) {
+	keys := maps.Keys(want)
+	if most > 0 {
+		keys = slices.Values(slices.Sorted(keys)) // which ones are watched is then a choice: the same each time
+	}
+	for key := range keys {
 		if _, ok := w.running[key]; ok {
 			continue
 		}
