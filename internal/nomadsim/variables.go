@@ -102,8 +102,12 @@ func (v *varState) put(k varKey, nv *simVar) {
 	}
 }
 
-// del deletes the variable k.
+// del deletes the variable k, waking the queries of the radix node the delete
+// merges away (radixwatch.go); the caller wakes those of its path.
 func (v *varState) del(k varKey) {
+	if merged, ok := v.mergedByDelete(k); ok && v.topics != nil {
+		fire(v.topics.varPfx, merged)
+	}
 	delete(v.vars, k)
 	if i, found := slices.BinarySearchFunc(v.sorted, k, varCompare); found {
 		v.sorted = slices.Delete(v.sorted, i, i+1)

@@ -54,7 +54,7 @@ type watcher struct {
 // the radix nodes a query read).
 type topics struct {
 	vars      map[varKey]chan struct{} // one variable, by namespace and path
-	varPfx    map[varKey]chan struct{} // variables under a path prefix ("*": every namespace)
+	varPfx    map[string]chan struct{} // the variables whose id-index key has the prefix (radixwatch.go)
 	nodePfx   map[string]chan struct{} // nodes whose ID starts with the prefix
 	allocs    map[string]chan struct{} // one node's allocations, by node ID
 	jobAllocs map[varKey]chan struct{} // one job's allocations, by namespace and job ID
@@ -79,16 +79,14 @@ func fire[K comparable](m map[K]chan struct{}, k K) {
 	}
 }
 
-// varWrittenLocked wakes the queries watching variable k: its own, and those of
-// every prefix of its path in its namespace or in all of them (the radix nodes
-// on the path to the key; state_store_variables.go writes through the "id" index).
+// varWrittenLocked wakes the queries watching variable k: its own, and those
+// watching a radix node on the path to its key in the "id" index
+// (state_store_variables.go writes through it; radixwatch.go).
 func (t *topics) varWrittenLocked(k varKey) {
 	fire(t.vars, k)
-	for pk, ch := range t.varPfx {
-		if (pk.ns == "*" || pk.ns == k.ns) && strings.HasPrefix(k.path, pk.path) {
-			close(ch)
-			delete(t.varPfx, pk)
-		}
+	key := idKey(k.ns, k.path)
+	for i := range len(key) + 1 {
+		fire(t.varPfx, key[:i])
 	}
 }
 
@@ -111,12 +109,12 @@ func (t *topics) allocWrittenLocked(a *api.Allocation) {
 
 // allLocked wakes every query (a leadership change, the emulator closing).
 func (t *topics) allLocked() {
-	for _, m := range []map[varKey]chan struct{}{t.vars, t.varPfx, t.jobAllocs} {
+	for _, m := range []map[varKey]chan struct{}{t.vars, t.jobAllocs} {
 		for k := range m {
 			fire(m, k)
 		}
 	}
-	for _, m := range []map[string]chan struct{}{t.nodePfx, t.allocs} {
+	for _, m := range []map[string]chan struct{}{t.varPfx, t.nodePfx, t.allocs} {
 		for k := range m {
 			fire(m, k)
 		}
@@ -125,20 +123,32 @@ func (t *topics) allLocked() {
 
 // watchVarPrefix watches the variables of namespace ns ("*": all of them) whose
 // path starts with prefix: the iterator watch channel of the prefix in the
-// variables id index (state_store_variables.go GetVariablesByNamespaceAndPrefix;
-// listAllVariables walks the whole table). Called with s.mu held.
+// variables id index (state_store_variables.go GetVariablesByNamespaceAndPrefix,
+// go-immutable-radix Iterator.SeekPrefixWatch), that of the node under which
+// those variables are, or while there are none the deepest node the search
+// reached, which closes for writes near the prefix (radixwatch.go);
+// listAllVariables watches the whole table (state_store_variables.go Variables).
+// Called with s.mu held.
 func (s *Sim) watchVarPrefix(ns, prefix string) watcher {
-	return watcher{topic: func() <-chan struct{} { return topicChan(&s.topics.varPfx, varKey{ns, prefix}) }}
+	return watcher{topic: func() <-chan struct{} {
+		if ns == "*" {
+			return topicChan(&s.topics.varPfx, "")
+		}
+		return topicChan(&s.topics.varPfx, s.vars.radixWatch(idPrefix(ns, prefix), true))
+	}}
 }
 
 // watchVar watches one variable (state_store_variables.go GetVariable, a
-// FirstWatch on the exact key). While it does not exist Nomad watches the
-// deepest radix node on its path (go-immutable-radix GetWatch), which also fires
-// for writes near the key; the emulator wakes only when the key itself is
-// created: the query answers on the same writes as in Nomad, since one that
-// wakes for a write near the key finds its index unchanged and sleeps again.
+// FirstWatch on the exact key): its own leaf while it exists; while it does not,
+// the deepest radix node on its path (go-immutable-radix Node.GetWatch), which
+// closes for writes near the key too (radixwatch.go). Called with s.mu held.
 func (s *Sim) watchVar(ns, path string) watcher {
-	return watcher{topic: func() <-chan struct{} { return topicChan(&s.topics.vars, varKey{ns, path}) }}
+	return watcher{topic: func() <-chan struct{} {
+		if _, ok := s.vars.vars[varKey{ns, path}]; ok {
+			return topicChan(&s.topics.vars, varKey{ns, path})
+		}
+		return topicChan(&s.topics.varPfx, s.vars.radixWatch(idKey(ns, path), false))
+	}}
 }
 
 // watchNodePrefix watches the nodes whose ID starts with prefix (all of them for

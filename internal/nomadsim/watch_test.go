@@ -120,7 +120,7 @@ func TestBlockingQueryWakesOnlyOnItsData(t *testing.T) {
 		inside  write
 	}{
 		{"variable list, write under another prefix", varList("rollboot/hosts/"), putVar("rollboot/control"), putVar("rollboot/hosts/client-1")},
-		{"variable list, write to a sibling prefix", varList("rollboot/hosts/"), putVar("rollboot/hostsx"), putVar("rollboot/hosts/client-2")},
+		{"variable list, write to a sibling folder", varList("rollboot/hosts/"), putVar("rollboot/history/h1"), putVar("rollboot/hosts/client-2")},
 		{"variable list, node write", varList("rollboot/"), ineligible("client-1"), putVar("rollboot/plan/client-1")},
 		{"variable read, another variable", varRead("rollboot/plan/client-1"), putVar("rollboot/plan/client-2"), putVar("rollboot/plan/client-1")},
 		{"node list, variable write", nodeList, putVar("rollboot/hosts/client-1"), ineligible("client-2")},
@@ -131,8 +131,12 @@ func TestBlockingQueryWakesOnlyOnItsData(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := vtSim(t, Config{Servers: 1, Clients: 2, ClientPools: []string{"a", "b"}})
 			c := vtClient(t, s, "", "")
-			// The variables the queries read exist, so a read is of an existing one.
-			putVar("rollboot/plan/client-1")(t, c, s)
+			// The variables the queries read exist, and so do variables under
+			// each prefix listed and beside it: a query on what does not exist
+			// watches a radix node near it (radixwatch.go).
+			for _, p := range []string{"rollboot/plan/client-1", "rollboot/hosts/client-0", "rollboot/history/h0"} {
+				putVar(p)(t, c, s)
+			}
 			start, err := tc.query(s, c, t.Context(), 0)
 			if err != nil {
 				t.Fatalf("first query: %v", err)
