@@ -107,6 +107,11 @@ type Options struct {
 	Clusters ClusterReader
 	// RecheckEvery is how often a held reboot checks its go/no-go again; default 5s.
 	RecheckEvery time.Duration
+	// AbsentPlanWait is the first wait of the plan's watch, while the host
+	// has no plan, after Nomad answered it for a write near the plan's path;
+	// it doubles at each such answer in a row up to 5 minutes, and starts over
+	// when the agent writes its record (watchPlan). Default 1s.
+	AbsentPlanWait time.Duration
 	// DownTimeout is how long the host may take to go down after the reboot
 	// method succeeded before the attempt counts as failed; default 5m.
 	DownTimeout time.Duration
@@ -172,6 +177,11 @@ type Agent struct {
 	// planResume: the loop is done with a plan that grants this boot's reboot
 	// (watchPlan holds its next query until then).
 	planResume chan struct{}
+	// recordWrites counts the agent's writes of its record, and planExpected
+	// tells of each: a plan-less host's plan watch asks at once after one
+	// (awaitPlan).
+	recordWrites atomic.Uint64
+	planExpected chan struct{}
 	// guardHeld: the record's watch asks no more until guardResume
 	// (holdGuard, guard.go).
 	guardHeld   atomic.Bool
@@ -212,6 +222,9 @@ func New(opt Options) *Agent {
 	if a.opt.RecheckEvery <= 0 {
 		a.opt.RecheckEvery = 5 * time.Second
 	}
+	if a.opt.AbsentPlanWait <= 0 {
+		a.opt.AbsentPlanWait = time.Second
+	}
 	if a.opt.DownTimeout <= 0 {
 		a.opt.DownTimeout = 5 * time.Minute
 	}
@@ -220,6 +233,7 @@ func New(opt Options) *Agent {
 	}
 	a.detected = make([]detection, len(opt.Detectors))
 	a.planResume = make(chan struct{}, 1)
+	a.planExpected = make(chan struct{}, 1)
 	a.guardResume = make(chan struct{}, 1)
 	return a
 }
@@ -956,6 +970,11 @@ func (a *Agent) publish(ctx context.Context) error {
 		a.rec.ModifyIndex, a.published = idx, true
 		a.last = a.rec
 		a.keepRecord(a.rec)
+		a.recordWrites.Add(1) // the coordinator may plan the host now
+		select {
+		case a.planExpected <- struct{}{}:
+		default:
+		}
 		return nil
 	}
 	return errors.New("host record kept changing under the agent")
@@ -1023,9 +1042,18 @@ func hasRole(roles []string, role string) bool { return slices.Contains(roles, r
 // the host goes down at its end. Meanwhile the coordinator's next write (it
 // records the agent's announcement) would only wake a query for nothing, and
 // the query after it would be cut by the reboot: two requests per reboot.
+//
+// While the host has no plan (before the coordinator first queued it), Nomad
+// answers the query at the writes of other plans near its path, not only at
+// its plan's creation (store/absent.go, "Watching what is not there"): after
+// such an answer the watch waits before it asks again (AbsentPlanWait,
+// doubling up to 5 minutes), and starts over at once when the agent writes its
+// record, the write the coordinator answers with the host's first plan.
 func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan, bootID string) {
 	var plan store.Plan
 	var found, hold bool
+	absentWoken := 0
+	var written uint64 // the agent's record writes when the last query was sent
 	watch.Loop{
 		Query: func(ctx context.Context, idx uint64) (uint64, error) {
 			if hold {
@@ -1036,7 +1064,21 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan, bootID strin
 				}
 				hold = false
 			}
-			p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, idx, 5*time.Minute)
+			ask := idx
+			if absentWoken > 0 {
+				expected, ok := a.awaitPlan(ctx, absentWoken, written)
+				if !ok {
+					return idx, ctx.Err()
+				}
+				if expected {
+					// The index asked with is stale: the writes near the
+					// path moved it during the wait. Ask where it is now, and
+					// block from there.
+					absentWoken, ask = 0, 0
+				}
+			}
+			written = a.recordWrites.Load()
+			p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, ask, 5*time.Minute)
 			missing := errors.Is(err, store.ErrNotFound)
 			switch {
 			case err != nil && !missing:
@@ -1046,8 +1088,15 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan, bootID strin
 				watch.Sleep(ctx, a.opt.PollEvery)
 				return idx, ctx.Err()
 			case n == idx:
+				absentWoken = 0
 				return idx, nil // the wait ran out with no change
+			case missing:
+				if ask > 0 {
+					absentWoken++ // woken by a write near its path
+				}
+				return n, nil
 			}
+			absentWoken = 0
 			plan, found = p, !missing
 			hold = found && a.mayReboot(p, bootID)
 			return n, nil
@@ -1061,6 +1110,31 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan, bootID strin
 		OnError: a.watchFailed("watch plan"),
 		Index:   a.planFrom, // past the start's own write, when no plan before it can grant this boot
 	}.Run(ctx)
+}
+
+// awaitPlan waits before the plan's watch asks again for a plan still
+// absent after woken answers in a row (watchPlan), unless the agent wrote its
+// record since the last query was sent (written: its count of writes then),
+// or until it does. It reports whether a record write ended it (expected),
+// and false (ok) when ctx ended.
+func (a *Agent) awaitPlan(ctx context.Context, woken int, written uint64) (expected, ok bool) {
+	select {
+	case <-a.planExpected: // told of a write the count below shows, or of one before it
+	default:
+	}
+	if a.recordWrites.Load() != written {
+		return true, true
+	}
+	t := time.NewTimer(policy.Backoff(a.opt.AbsentPlanWait, 5*time.Minute, woken))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false, true
+	case <-a.planExpected:
+		return true, true
+	case <-ctx.Done():
+		return false, false
+	}
 }
 
 // resumePlanWatch lets the plan's watch ask again after a plan that granted

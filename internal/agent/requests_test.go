@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/syncbuf"
 )
 
 // sentRequests records the requests an agent sends, as it sends them.
@@ -145,5 +147,69 @@ func TestRequestsOfOneReboot(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A host without a plan (the coordinator never queued it): Nomad answers its
+// plan's watch at the writes of other plans near its path (store/absent.go),
+// and the watch waits after such an answer instead of asking again at once; a
+// write of the agent's record (its need) ends the wait, so the plan the
+// coordinator answers it with is seen at once.
+func TestPlanWatchWithoutAPlan(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	sent := &sentRequests{}
+	c, err := api.NewClient(&api.Config{Address: "http://" + e.h.Addr, SecretID: tokenOf(e.sim), HttpClient: &http.Client{Transport: sent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	neighbour := store.Plan{Host: e.h.Name + "x", Phase: store.PhaseIdle} // beside the host's plan in Nomad's radix tree
+	if neighbour.ModifyIndex, err = e.st.PutPlan(ctx, neighbour); err != nil {
+		t.Fatal(err)
+	}
+	reb := &countingRebooter{ch: make(chan struct{}, 4)}
+	var log syncbuf.Buffer
+	o := e.options(reb, &log)
+	defer func() {
+		if t.Failed() {
+			t.Log(log.String())
+		}
+	}()
+	o.AbsentPlanWait = 30 * time.Second // longer than the test: a wait not ended by the need fails it
+	o.Store, o.Local, o.NodeList, o.Nodes = store.New(c.Variables(), "rollboot", ""), c.Agent(), c.Nodes(), c.Nodes()
+	stop, _ := run(t, New(o))
+	defer stop()
+	waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+	for deadline := time.Now().Add(20 * time.Second); len(sent.matching("/plan/"+e.h.Name, true)) < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the plan's watch sent no query")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for range 50 {
+		neighbour.LastError = time.Now().String()
+		if neighbour.ModifyIndex, err = e.st.PutPlan(ctx, neighbour); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(sent.matching("/plan/"+e.h.Name, true)); n > 2 {
+		t.Fatalf("%d queries of the absent plan's watch while 50 plans beside it were written, want 2 at most", n)
+	}
+
+	// The need: the agent writes its record, and the coordinator grants it.
+	e.drainFor(t, "g1")
+	if err := os.WriteFile(filepath.Join(e.h.Dir, "reboot-required"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, e.st, e.h.Name, "the need", func(r store.HostRecord) bool { return r.RebootRequired })
+	if _, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
+		BootIDAtGrant: e.bootID, NodeID: e.h.NodeID}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reb.ch:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no reboot: the plan's watch still waited after the agent wrote its need")
 	}
 }

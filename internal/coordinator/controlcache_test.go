@@ -98,8 +98,12 @@ func TestControlReadOnlyAfterAChange(t *testing.T) {
 	read("b")
 	read("b")
 	reads.expect(t, 2, "a watch failed: every pass reads")
-	if _, err := co.watchControl(term, cidx); err != nil {
+	if _, err := st.UpdateControl(ctx, func(ctl *store.Control) error { ctl.Paused = true; return nil }); err != nil {
 		t.Fatal(err)
+	}
+	reads.n.Store(0) // the write's own read is not a pass's
+	if n, err := co.watchControl(term, cidx); err != nil || n == cidx {
+		t.Fatalf("watch: %d, %v; want a change past %d", n, err, cidx)
 	}
 	read("b")
 	read("b")
@@ -129,6 +133,14 @@ func TestControlEqualsFreshOne(t *testing.T) {
 		_, client, world := simStoreVia(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour}, reads)
 		ctx := t.Context()
 		co := New(Options{Deps: Deps{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")}})
+		// What the two watches keep (the control variable, the requests'
+		// marker: store/absent.go) exists, as a coordinator's first term
+		// leaves it: asking the world's index below never creates it.
+		for _, keep := range []func(context.Context, uint64, time.Duration) (uint64, error){world.WatchControl, world.WatchRequests} {
+			if _, err := keep(ctx, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
 		term, end := context.WithCancel(ctx)
 		co.mail.start(term)
 		type watchOf struct {

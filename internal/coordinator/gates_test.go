@@ -51,6 +51,9 @@ func TestReconcileServerHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := st.PutPlan(ctx, store.Plan{Host: "c", Phase: store.PhaseIdle}); err != nil { // not first seen: no plan to store
+		t.Fatal(err)
+	}
 	clusters := &recClusters{log: log, health: map[string]health.ClusterHealth{
 		"nomad/global": cluster(health.Nomad, "global", func(h *health.ClusterHealth) {
 			h.Servers[0].Name, h.Servers[1].Name = "a.global", "b.global"
@@ -180,8 +183,10 @@ func TestReconcileSkipsAHostWhoseReadFails(t *testing.T) {
 		}
 	}
 	drained := plan(store.PhaseDrained, func(p *store.Plan) { p.Host, p.NodeID = "a", "n-a" })
-	if _, err := st.PutPlan(ctx, drained); err != nil {
-		t.Fatal(err)
+	for _, p := range []store.Plan{drained, {Host: "b", Phase: store.PhaseIdle}} {
+		if _, err := st.PutPlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := st.UpdateControl(ctx, func(ctl *store.Control) error {
 		ctl.Cancels = map[string]time.Time{"b": t0.Add(-time.Minute)}

@@ -43,9 +43,9 @@ func TestQuietSteps(t *testing.T) {
 			case 0: // no plan
 			case 1:
 				s.plans[name] = store.Plan{Host: name, Phase: store.PhaseIdle, GoneBootID: "boot-0",
-					LastCompleted: at(rng), Waiting: []string{"", "paused"}[rng.IntN(2)]}
+					LastCompleted: at(rng), Waiting: []string{"", "paused"}[rng.IntN(2)], ModifyIndex: uint64(i + 1)}
 			case 2:
-				s.plans[name] = store.Plan{Host: name} // a plan without a phase is idle
+				s.plans[name] = store.Plan{Host: name, ModifyIndex: uint64(i + 1)} // a plan without a phase is idle
 			default:
 				s.plans[name] = store.Plan{Host: name, Phase: store.PhasePending, RequestedAt: at(rng),
 					Timeline: map[string]time.Time{store.PhasePending: at(rng)}}

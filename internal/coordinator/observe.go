@@ -403,8 +403,8 @@ func plansUnderWay(plans map[string]store.Plan) map[string]store.Plan {
 func planUnderWay(p store.Plan) bool { return p.Phase != "" && p.Phase != store.PhaseIdle }
 
 // nothingToDecide reports whether the phase machine has nothing to decide for a host this
-// pass, without building its Input: the host is idle (no plan, or an idle one),
-// its record does not ask for a reboot, and no request, cancel or release names
+// pass, without building its Input: the host is idle (an idle plan, or none
+// and no record), its record does not ask for a reboot, and no request, cancel or release names
 // it. phase.Step then keeps its plan as it is, waits for nothing and writes nothing,
 // so the pass only counts it among the hosts not waiting. Most hosts of a large
 // cluster are idle at any time.
@@ -429,6 +429,9 @@ func nothingToDecide(s *snapshot, hv *hostView, name string, underWay bool, maxU
 	}
 	if hv.rec == nil && hv.node == nil {
 		return false // a host gone, whose plan may be deleted (forgotten)
+	}
+	if hv.rec != nil && s.plans[name].ModifyIndex == 0 {
+		return false // a host first seen, whose idle plan is stored (stepIdle)
 	}
 	if n := hv.node; n != nil && n.DrainGrant != "" && (n.Draining || !n.Eligible) && phase.IsStaleDrain(n, s.plans[name]) {
 		return false // a drain of ours that no cycle holds (staleDrain); the plan looked up only then

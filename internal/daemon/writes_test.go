@@ -104,9 +104,14 @@ coordinator {
 	go func() { defer close(done); sup.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	// Every agent has published its record.
-	if err := sim.WaitFor(ctx, func(v *nomadsim.View) bool { return len(varWrites(v, "rollboot/hosts/")) >= hosts }); err != nil {
-		t.Fatalf("agents did not publish: %v", err)
+	// Every agent has published its record, and the coordinator has stored
+	// what it creates once in a cluster's life: each host's first plan, the
+	// control variable and the requests' marker (store/absent.go).
+	if err := sim.WaitFor(ctx, func(v *nomadsim.View) bool {
+		return len(varWrites(v, "rollboot/hosts/")) >= hosts && len(varWrites(v, "rollboot/plan/")) >= hosts &&
+			len(varWrites(v, "rollboot/control")) >= 1 && len(varWrites(v, "rollboot/requests/")) >= 1
+	}); err != nil {
+		t.Fatalf("agents did not publish, or the coordinator did not plan them: %v", err)
 	}
 	start := 0
 	_ = sim.WaitFor(ctx, func(v *nomadsim.View) bool { start = len(v.Events()); return true })

@@ -508,6 +508,10 @@ func stepIdle(in Input, d Decision, n needed) Decision {
 	p := d.Plan
 	if !n.ok {
 		d.DeletePlan = forgotten(in)
+		// A host first seen (a record the pass uses, no stored plan) gets an
+		// idle plan: its agent's watch then waits on a variable that exists,
+		// which Nomad wakes only at its writes (store/absent.go).
+		d.Write = in.Host != nil && p.ModifyIndex == 0
 		return d
 	}
 	d.Plan = enter(p, store.PhasePending, in.Now)

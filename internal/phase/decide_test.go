@@ -73,7 +73,7 @@ func node(mod func(*NodeView)) *NodeView {
 }
 
 func plan(phase string, mod func(*store.Plan)) store.Plan {
-	p := store.Plan{Host: "h1", Phase: phase, PhaseSince: t0.Add(-time.Minute), GrantID: "g1",
+	p := store.Plan{Host: "h1", Phase: phase, ModifyIndex: 7, PhaseSince: t0.Add(-time.Minute), GrantID: "g1",
 		BootIDAtGrant: "b1", NodeID: "n1", EligibleBefore: true, Attempt: 1, Group: "web",
 		RequestedAt: t0.Add(-time.Hour),
 		Timeline:    map[string]time.Time{store.PhasePending: t0.Add(-time.Hour), phase: t0.Add(-time.Minute)}}
@@ -120,6 +120,21 @@ func TestStep(t *testing.T) {
 		{
 			name:  "idle without a need stays idle and writes nothing",
 			in:    Input{Plan: plan(store.PhaseIdle, nil), Host: host("b1", false), Node: node(nil)},
+			phase: store.PhaseIdle,
+		},
+		{
+			name:  "a host first seen gets an idle plan stored, and nothing else",
+			in:    Input{Plan: store.Plan{Host: "h1", Phase: store.PhaseIdle}, Host: host("b1", false), Node: node(nil)},
+			phase: store.PhaseIdle, write: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Plan.ModifyIndex != 0 || d.Event != "" || d.DeletePlan || d.StartDrain {
+					t.Errorf("decision for a host first seen: %+v", d)
+				}
+			},
+		},
+		{
+			name:  "no plan is stored for a host without a record",
+			in:    Input{Plan: store.Plan{Host: "h1", Phase: store.PhaseIdle}, Node: node(nil)},
 			phase: store.PhaseIdle,
 		},
 		{

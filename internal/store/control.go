@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -335,6 +336,7 @@ func (s *Store) readControl(ctx context.Context) (Control, error) {
 	if err != nil {
 		return Control{}, err
 	}
+	metas = slices.DeleteFunc(metas, func(m *api.VariableMetadata) bool { return s.isRequestsMarker(m.Path) })
 	sort.Slice(metas, func(i, j int) bool { return metas[i].Path < metas[j].Path })
 	c.hostIdx = map[string]uint64{}
 	var ccs []cachedControl

@@ -84,13 +84,9 @@ func (s *Store) PutHalts(ctx context.Context, st policy.HaltState, index uint64)
 }
 
 // WatchHalts blocks until the halts variable changes past index (with index >
-// 0) or wait passes, and returns its index.
+// 0) or wait passes, and returns its index (while it does not exist: absent.go).
 func (s *Store) WatchHalts(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
-	_, idx, err := s.read(ctx, s.haltsPath(), index, wait)
-	if errors.Is(err, ErrNotFound) {
-		return idx, nil
-	}
-	return idx, err
+	return s.watchOne(ctx, s.haltsPath(), index, wait)
 }
 
 // UpdateHalts applies fn to the halt state as stored and writes the result

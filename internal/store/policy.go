@@ -81,13 +81,9 @@ func (s *Store) Policy(ctx context.Context) (PolicyRecord, error) {
 }
 
 // WatchPolicy blocks until the policy variable changes past index (with index >
-// 0) or wait passes, and returns its index.
+// 0) or wait passes, and returns its index (while none is stored: absent.go).
 func (s *Store) WatchPolicy(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
-	_, idx, err := s.read(ctx, s.policyPath(), index, wait)
-	if errors.Is(err, ErrNotFound) {
-		return idx, nil
-	}
-	return idx, err
+	return s.watchOne(ctx, s.policyPath(), index, wait)
 }
 
 // PutPolicy stores rec with check-and-set on checkIndex (0: only if no policy

@@ -5,6 +5,8 @@
 //	<prefix>/hosts/<host>    written by that host's agent: identity, boot ID, reboot need
 //	<prefix>/plan/<host>     written by the coordinator only: phase and its bookkeeping
 //	<prefix>/control         written by the CLI and the coordinator, always with CAS
+//	<prefix>/requests/<host> one host's request, cancel and release (control.go); and
+//	                         requests/-/watched, a marker kept by the coordinator (absent.go)
 //	<prefix>/history/<id>    written by the coordinator: finished reboots, bounded
 //	<prefix>/notify/<part>   written by the coordinator: the notifications sent, in
 //	                         shards by host and a part for the pause (notify.go)
@@ -21,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,6 +60,7 @@ type Store struct {
 	controls pathCache[cachedControl] // per-host control variables
 	history  historyKnown             // the history records, to prune (historyprune.go)
 	copies   copyBook                 // the coordinator's copies of plans and records (copies.go)
+	absent   absence                  // what the watches found absent (absent.go)
 }
 
 type cachedHost struct {
@@ -173,14 +177,9 @@ func (s *Store) HasState(ctx context.Context) (bool, error) {
 
 // WatchLeader blocks until the election lock variable changes past index (with
 // index > 0) or wait passes, and returns its index (LeaderLockIndex says what
-// changes it); a variable not yet created answers with the index of the
-// variables.
+// changes it); while it does not exist, the index of the variables (absent.go).
 func (s *Store) WatchLeader(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
-	_, idx, err := s.read(ctx, s.LeaderPath(), index, wait)
-	if errors.Is(err, ErrNotFound) {
-		return idx, nil
-	}
-	return idx, err
+	return s.watchOne(ctx, s.LeaderPath(), index, wait)
 }
 
 // ---- host records ----------------------------------------------------------------
@@ -306,21 +305,27 @@ func (s *Store) Control(ctx context.Context) (Control, error) {
 }
 
 // WatchControl blocks until the control variable changes past index (with index
-// > 0) or wait passes, and returns its index (the variables table index while it
-// does not exist). Nomad wakes such a query only for a write to this variable.
+// > 0) or wait passes, and returns its index. It creates the variable, unpaused,
+// when it finds none: Nomad wakes a query precisely only for a variable that
+// exists (absent.go).
 func (s *Store) WatchControl(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
 	_, idx, err := s.read(ctx, s.controlPath(), index, wait)
 	if errors.Is(err, ErrNotFound) {
-		return idx, nil
+		return s.createMissing(ctx, s.controlPath(), controlItems(&Control{}, true, nil), idx)
 	}
 	return idx, err
 }
 
 // WatchRequests blocks until a per-host request variable (<prefix>/requests/)
 // changes past index (with index > 0) or wait passes, and returns the list's
-// index. Nomad wakes such a list only for writes under the prefix.
+// index. Nomad wakes such a list only for writes under the prefix while a
+// variable is under it: the watch keeps a marker there (absent.go).
 func (s *Store) WatchRequests(ctx context.Context, index uint64, wait time.Duration) (uint64, error) {
-	_, idx, err := s.list(ctx, s.requestsPrefix(), index, wait)
+	l, idx, err := s.list(ctx, s.requestsPrefix(), index, wait)
+	if err == nil && !slices.ContainsFunc(l, func(m *api.VariableMetadata) bool { return s.isRequestsMarker(m.Path) }) {
+		return s.createMissing(ctx, s.requestsMarker(), map[string]string{
+			"note": "kept by the rollboot coordinator: a watch of this folder wakes only for writes in it while a variable is under it"}, idx)
+	}
 	return idx, err
 }
 

@@ -310,3 +310,190 @@ func TestControlApprovals(t *testing.T) {
 		t.Errorf("after removing the approval: %+v", c)
 	}
 }
+
+// TestWatchOfSomethingAbsent: Nomad answers a blocking query on a variable
+// that does not exist, or a prefix no variable is under, at the writes of the
+// variables near it (the emulator models go-immutable-radix's watch). The
+// store's watch of an absent policy or halt state makes a few queries while
+// plans are written beside them, not one per write, reports no change
+// meanwhile, and reports the policy once it is stored.
+func TestWatchOfSomethingAbsent(t *testing.T) {
+	st, cv, c := newStore(t)
+	other := store.New(c.Variables(), "rollboot", "") // the writer's requests are not counted
+	ctx := t.Context()
+	for _, h := range []string{"a", "b"} {
+		if _, err := other.PutPlan(ctx, store.Plan{Host: h, Phase: store.PhaseIdle}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type watcher struct {
+		name  string
+		watch func(context.Context, uint64, time.Duration) (uint64, error)
+		reads func() int64
+	}
+	watchers := []watcher{
+		{"policy", st.WatchPolicy, cv.reads.Load},
+		{"halts", st.WatchHalts, cv.reads.Load},
+	}
+	for _, w := range watchers {
+		t.Run(w.name, func(t *testing.T) {
+			idx, err := w.watch(ctx, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			writes := make(chan int)
+			go func() { // a plan written every 20ms for 2s: 100 writes near the policy
+				n := 0
+				defer func() { writes <- n }()
+				tick := time.NewTicker(20 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						p, err := other.Plan(ctx, "a")
+						if err == nil {
+							p.LastError = time.Now().String()
+							_, err = other.PutPlan(ctx, p)
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						n++
+					}
+				}
+			}()
+			time.AfterFunc(2*time.Second, func() { close(stop) })
+			before := w.reads()
+			for start := time.Now(); time.Since(start) < 2*time.Second; {
+				n, err := w.watch(ctx, idx, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != idx {
+					t.Fatalf("the watch of an absent %s reported a change: %d after %d", w.name, n, idx)
+				}
+			}
+			made, wrote := w.reads()-before, <-writes
+			// Waits of 1s, then 2s: three or four queries, however many writes.
+			if wrote < 50 || made > 4 {
+				t.Fatalf("%d queries of the absent %s while %d plans were written beside it", made, w.name, wrote)
+			}
+		})
+	}
+
+	// Stored, the policy is reported at the next query, which comes after
+	// the wait the writes above left.
+	idx, err := st.WatchPolicy(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan uint64, 1)
+	go func() {
+		n, err := st.WatchPolicy(ctx, idx, 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- n
+	}()
+	rec := store.PolicyRecord{PolicyVersion: store.PolicyVersion{Version: 1, Source: "group \"all\" {\n  concurrency = 1\n}\n"}}
+	put, err := other.PutPolicy(ctx, rec, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n != put {
+			t.Fatalf("the watch reported %d, the policy was stored at %d", n, put)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stored policy was not reported")
+	}
+}
+
+// TestWatchesThatKeepWhatTheyWatch: the watches of the control variable and of
+// the requests' folder create what they watch when it is absent (the control
+// variable unpaused, a marker in the folder), so that Nomad answers them only
+// for their own writes: they sleep through writes of plans beside them, and
+// answer a pause, or a host's request, as it is written. The marker is no
+// host's request.
+func TestWatchesThatKeepWhatTheyWatch(t *testing.T) {
+	st, _, c := newStore(t)
+	other := store.New(c.Variables(), "rollboot", "")
+	ctx := t.Context()
+	if _, err := other.PutPlan(ctx, store.Plan{Host: "a", Phase: store.PhaseIdle}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name  string
+		watch func(context.Context, uint64, time.Duration) (uint64, error)
+		write func() error
+	}{
+		{"control", st.WatchControl, func() error {
+			_, err := other.UpdateControl(ctx, func(c *store.Control) error { c.Paused, c.PauseReason = true, "test"; return nil })
+			return err
+		}},
+		{"requests", st.WatchRequests, func() error {
+			_, err := other.UpdateControl(ctx, func(c *store.Control) error {
+				c.Requests = map[string]store.Request{"a": {At: time.Now().UTC(), By: "test"}}
+				return nil
+			})
+			return err
+		}},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			idx, err := w.watch(ctx, 0, 0) // absent: created
+			if err != nil {
+				t.Fatal(err)
+			}
+			if idx, err = w.watch(ctx, idx, time.Second); err != nil { // the creation's answer
+				t.Fatal(err)
+			}
+			answered := make(chan uint64, 1)
+			go func() {
+				n, err := w.watch(ctx, idx, 10*time.Second)
+				if err != nil {
+					t.Error(err)
+				}
+				answered <- n
+			}()
+			for range 20 {
+				p, err := other.Plan(ctx, "a")
+				if err == nil {
+					p.LastError = time.Now().String()
+					_, err = other.PutPlan(ctx, p)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+			select {
+			case n := <-answered:
+				t.Fatalf("the watch answered plan writes beside what it watches (%d after %d)", n, idx)
+			default:
+			}
+			if err := w.write(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case n := <-answered:
+				if n <= idx {
+					t.Fatalf("answered %d after %d", n, idx)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the watch did not answer its own write")
+			}
+		})
+	}
+	ctl, err := st.Control(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ctl.Problems) > 0 || len(ctl.Requests) != 1 || !ctl.Paused {
+		t.Fatalf("control read beside the marker: %+v", ctl)
+	}
+}
