@@ -74,10 +74,6 @@ func TestRequestsOfOneReboot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newAgentEnv(t, nomadsim.Config{Clients: 1})
 			sent := &sentRequests{}
-			c, err := api.NewClient(&api.Config{Address: "http://" + e.h.Addr, SecretID: tokenOf(e.sim), HttpClient: &http.Client{Transport: sent}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx := context.Background()
 			idle, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseIdle})
 			if err != nil {
@@ -96,16 +92,7 @@ func TestRequestsOfOneReboot(t *testing.T) {
 				o.RecordFile = filepath.Join(t.TempDir(), "record.json")
 				New(Options{Host: e.h.Name, RecordFile: o.RecordFile}).keepRecord(before) // as the agent before the reboot did
 			}
-			o.Store, o.Local, o.NodeList, o.Nodes = store.New(c.Variables(), "rollboot", ""), c.Agent(), c.Nodes(), c.Nodes()
-			stop, _ := run(t, New(o))
-			defer stop()
-			waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
-			for deadline := time.Now().Add(20 * time.Second); len(sent.matching("/plan/"+e.h.Name, true)) < 1; {
-				if time.Now().After(deadline) {
-					t.Fatal("the plan's watch sent no query")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			defer runCounted(t, e, o, sent)()
 			if _, err := e.st.PutPlan(ctx, store.Plan{Host: e.h.Name, Phase: store.PhaseDrained, ManualRequest: true, GrantID: "g1",
 				BootIDAtGrant: e.bootID, NodeID: e.h.NodeID, ModifyIndex: idle}); err != nil {
 				t.Fatal(err)
@@ -158,12 +145,9 @@ func TestRequestsOfOneReboot(t *testing.T) {
 func TestPlanWatchWithoutAPlan(t *testing.T) {
 	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
 	sent := &sentRequests{}
-	c, err := api.NewClient(&api.Config{Address: "http://" + e.h.Addr, SecretID: tokenOf(e.sim), HttpClient: &http.Client{Transport: sent}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := t.Context()
 	neighbour := store.Plan{Host: e.h.Name + "x", Phase: store.PhaseIdle} // beside the host's plan in Nomad's radix tree
+	var err error
 	if neighbour.ModifyIndex, err = e.st.PutPlan(ctx, neighbour); err != nil {
 		t.Fatal(err)
 	}
@@ -176,16 +160,7 @@ func TestPlanWatchWithoutAPlan(t *testing.T) {
 		}
 	}()
 	o.AbsentPlanWait = 30 * time.Second // longer than the test: a wait not ended by the need fails it
-	o.Store, o.Local, o.NodeList, o.Nodes = store.New(c.Variables(), "rollboot", ""), c.Agent(), c.Nodes(), c.Nodes()
-	stop, _ := run(t, New(o))
-	defer stop()
-	waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
-	for deadline := time.Now().Add(20 * time.Second); len(sent.matching("/plan/"+e.h.Name, true)) < 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("the plan's watch sent no query")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	defer runCounted(t, e, o, sent)()
 	for range 50 {
 		neighbour.LastError = time.Now().String()
 		if neighbour.ModifyIndex, err = e.st.PutPlan(ctx, neighbour); err != nil {
@@ -212,4 +187,26 @@ func TestPlanWatchWithoutAPlan(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("no reboot: the plan's watch still waited after the agent wrote its need")
 	}
+}
+
+// runCounted runs the agent with o, every request it sends to Nomad through
+// sent, until it wrote its first record of this boot and its plan's watch sent
+// a query. It returns the agent's stop.
+func runCounted(t *testing.T, e *agentEnv, o Options, sent *sentRequests) (stop func()) {
+	t.Helper()
+	c, err := api.NewClient(&api.Config{Address: "http://" + e.h.Addr, SecretID: tokenOf(e.sim), HttpClient: &http.Client{Transport: sent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Store, o.Local, o.NodeList, o.Nodes = store.New(c.Variables(), "rollboot", ""), c.Agent(), c.Nodes(), c.Nodes()
+	stop, _ = run(t, New(o))
+	waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+	for deadline := time.Now().Add(20 * time.Second); len(sent.matching("/plan/"+e.h.Name, true)) < 1; {
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatal("the plan's watch sent no query")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return stop
 }

@@ -353,12 +353,7 @@ func TestWatchOfSomethingAbsent(t *testing.T) {
 					case <-stop:
 						return
 					case <-tick.C:
-						p, err := other.Plan(ctx, "a")
-						if err == nil {
-							p.LastError = time.Now().String()
-							_, err = other.PutPlan(ctx, p)
-						}
-						if err != nil {
+						if err := touchPlan(ctx, other, "a"); err != nil {
 							t.Error(err)
 							return
 						}
@@ -385,20 +380,12 @@ func TestWatchOfSomethingAbsent(t *testing.T) {
 		})
 	}
 
-	// Stored, the policy is reported at the next query, which comes after
-	// the wait the writes above left.
+	// Stored, the policy is reported by a watch blocked on its absence.
 	idx, err := st.WatchPolicy(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan uint64, 1)
-	go func() {
-		n, err := st.WatchPolicy(ctx, idx, 10*time.Second)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- n
-	}()
+	got := watchAside(t, st.WatchPolicy, idx)
 	rec := store.PolicyRecord{PolicyVersion: store.PolicyVersion{Version: 1, Source: "group \"all\" {\n  concurrency = 1\n}\n"}}
 	put, err := other.PutPolicy(ctx, rec, 0)
 	if err != nil {
@@ -452,21 +439,9 @@ func TestWatchesThatKeepWhatTheyWatch(t *testing.T) {
 			if idx, err = w.watch(ctx, idx, time.Second); err != nil { // the creation's answer
 				t.Fatal(err)
 			}
-			answered := make(chan uint64, 1)
-			go func() {
-				n, err := w.watch(ctx, idx, 10*time.Second)
-				if err != nil {
-					t.Error(err)
-				}
-				answered <- n
-			}()
+			answered := watchAside(t, w.watch, idx)
 			for range 20 {
-				p, err := other.Plan(ctx, "a")
-				if err == nil {
-					p.LastError = time.Now().String()
-					_, err = other.PutPlan(ctx, p)
-				}
-				if err != nil {
+				if err := touchPlan(ctx, other, "a"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -496,4 +471,29 @@ func TestWatchesThatKeepWhatTheyWatch(t *testing.T) {
 	if len(ctl.Problems) > 0 || len(ctl.Requests) != 1 || !ctl.Paused {
 		t.Fatalf("control read beside the marker: %+v", ctl)
 	}
+}
+
+// watchAside runs one query of watch from idx (a wait of 10 s) beside the
+// test, and gives its answer.
+func watchAside(t *testing.T, watch func(context.Context, uint64, time.Duration) (uint64, error), idx uint64) <-chan uint64 {
+	answered := make(chan uint64, 1)
+	go func() {
+		n, err := watch(t.Context(), idx, 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- n
+	}()
+	return answered
+}
+
+// touchPlan writes host's plan again, changed.
+func touchPlan(ctx context.Context, st *store.Store, host string) error {
+	p, err := st.Plan(ctx, host)
+	if err != nil {
+		return err
+	}
+	p.LastError = time.Now().String()
+	_, err = st.PutPlan(ctx, p)
+	return err
 }
