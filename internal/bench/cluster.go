@@ -274,7 +274,6 @@ func (c *cluster) runAgent(ctx context.Context, h nomadsim.Host) {
 		Local:          &discovery.Local{Hostname: h.Name},
 		Clusters:       clusters,
 		NomadTransport: tr,
-		AbsentPlanWait: time.Second / timeScale,
 	})
 	if err != nil && ctx.Err() == nil {
 		c.log.Error("agent stopped", "host", h.Name, "err", err)

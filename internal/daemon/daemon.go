@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
@@ -205,10 +204,6 @@ type AgentOptions struct {
 	// gives its in-process agents one that speaks HTTP/2 (docs/performance.md,
 	// "At 5,000 hosts").
 	NomadTransport http.RoundTripper
-	// AbsentPlanWait replaces the agent's first wait before it asks again for
-	// a plan its host does not have yet (agent.Options.AbsentPlanWait; the
-	// bench scales it like its machines).
-	AbsentPlanWait time.Duration
 }
 
 // RunAgent runs the agent for the configuration and, when coordinator.enabled, a
@@ -240,7 +235,6 @@ func RunAgent(ctx context.Context, cfg *config.Compiled, opt AgentOptions) error
 	opts := agentOptions(cfg, c, host, hostname, local, log)
 	opts.Rebooter = reb
 	opts.Started = opt.Started
-	opts.AbsentPlanWait = opt.AbsentPlanWait
 
 	cand := &candidate{parent: ctx, run: func(ctx context.Context) error {
 		// "coordinator_host", not "host": the coordinator logs each host it
