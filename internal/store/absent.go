@@ -56,8 +56,8 @@ const (
 	AbsentMaxWait = 30 * time.Second
 )
 
-// absence is what the store's watches know of the things they found absent,
-// by path (or prefix, for a list).
+// absence is what the store's watches know of the variables they found
+// absent, by path.
 type absence struct {
 	mu sync.Mutex
 	by map[string]absentAt
@@ -127,20 +127,6 @@ func (s *Store) watchOne(ctx context.Context, path string, index uint64, wait ti
 		return n, err
 	}
 	return s.absent.after(path, index, asked, n, missing), nil
-}
-
-// watchList is a watch of the variables under prefix: the list's index past
-// index, or the index reported before while none is under it.
-func (s *Store) watchList(ctx context.Context, prefix string, index uint64, wait time.Duration) (uint64, error) {
-	asked, ok := s.absent.before(ctx, prefix, index)
-	if !ok {
-		return index, ctx.Err()
-	}
-	l, n, err := s.list(ctx, prefix, asked, wait)
-	if err != nil {
-		return n, err
-	}
-	return s.absent.after(prefix, index, asked, n, len(l) == 0), nil
 }
 
 // requestsMarker is the path of the variable that keeps the requests' folder
