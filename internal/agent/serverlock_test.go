@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -128,9 +129,17 @@ func newServerEnv(t *testing.T, ttl time.Duration) *serverEnv {
 	return e
 }
 
-// start runs the agents until the test ends.
+// start runs the agents until the test ends. Each host has an idle plan
+// first, as the coordinator stores for a host it first sees (phase stepIdle):
+// an agent whose host has no plan waits after a write of another plan near
+// its own (watchPlan).
 func (e *serverEnv) start(t *testing.T) {
 	t.Helper()
+	for _, h := range e.hosts {
+		if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: h.Name, Phase: store.PhaseIdle}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var reboots sync.WaitGroup
 	sup := &simhost.Supervisor{Sim: e.sim, Hosts: []string{e.hosts[0].Name, e.hosts[1].Name},
 		Start: func(ctx context.Context, h nomadsim.Host) {
@@ -174,13 +183,26 @@ func (e *serverEnv) grantBoth(t *testing.T) {
 	e.grant(t, e.hosts...)
 }
 
-// grant grants hosts a reboot: plans drained for their current boots.
+// grant grants hosts a reboot: plans drained for their current boots. It
+// waits for every host's record first, then writes the plans one right after
+// the other, so that granted together the hosts check their go/no-go together:
+// a host granted once another's server went down would be held by the quorum
+// gate before it reached the other's lock.
 func (e *serverEnv) grant(t *testing.T, hosts ...nomadsim.Host) {
 	t.Helper()
-	for _, h := range hosts {
+	ctx := context.Background()
+	plans := make([]store.Plan, len(hosts))
+	for i, h := range hosts {
 		rec := waitRecord(t, e.st, h.Name, "the agent's record", func(r store.HostRecord) bool { return len(r.Servers) == 1 })
-		if _, err := e.st.PutPlan(context.Background(), store.Plan{Host: h.Name, Phase: store.PhaseDrained, ManualRequest: true,
-			GrantID: "g-" + h.Name, BootIDAtGrant: rec.BootID}); err != nil {
+		at, err := e.st.Plan(ctx, h.Name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+		plans[i] = store.Plan{Host: h.Name, Phase: store.PhaseDrained, ManualRequest: true,
+			GrantID: "g-" + h.Name, BootIDAtGrant: rec.BootID, ModifyIndex: at.ModifyIndex}
+	}
+	for _, p := range plans {
+		if _, err := e.st.PutPlan(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
