@@ -37,23 +37,23 @@ import (
 // The other watches of what may be absent (WatchHalts, WatchPolicy,
 // WatchLeader) report no change while it stays absent, whatever
 // index Nomad answered with, and after such an answer waits before it asks
-// again: AbsentMinWait, doubling at each answer in a row that found it still
-// absent, up to AbsentMaxWait; a query that ran its whole wait without a wake
+// again: absentMinWait, doubling at each answer in a row that found it still
+// absent, up to absentMaxWait; a query that ran its whole wait without a wake
 // starts the waits over. A query asked after the wait still answers at
 // once when the thing appeared meanwhile (its index is past the one asked
 // with), and one blocked when it appears answers then. The cost is bounded: at
-// most one request per AbsentMaxWait for each absent thing while writes land
+// most one request per absentMaxWait for each absent thing while writes land
 // near it, and a blocking query's usual one per wait when none do. What it
 // delays is only the sight of a first write made while such a wait runs, by
-// AbsentMaxWait at most: the first stored policy ever (the configuration's rules
+// absentMaxWait at most: the first stored policy ever (the configuration's rules
 // hold meanwhile), a first halt (which the coordinator writes itself, and
 // keeps), a first leader.
 
 // Bounds of the wait between two blocking queries of something absent that
 // Nomad woke for a write near it.
 const (
-	AbsentMinWait = time.Second
-	AbsentMaxWait = 30 * time.Second
+	absentMinWait = time.Second
+	absentMaxWait = 30 * time.Second
 )
 
 // absence is what the store's watches know of the variables they found
@@ -81,7 +81,7 @@ func (a *absence) before(ctx context.Context, path string, index uint64) (uint64
 	if !ok || index == 0 || at.reported != index {
 		return index, true
 	}
-	if at.woken > 0 && !watch.Sleep(ctx, policy.Backoff(AbsentMinWait, AbsentMaxWait, at.woken)) {
+	if at.woken > 0 && !watch.Sleep(ctx, policy.Backoff(absentMinWait, absentMaxWait, at.woken)) {
 		return index, false
 	}
 	return at.nomad, true
