@@ -16,7 +16,8 @@
 // own writes; after a failed write, written again without a read), beside the reconcile loop, so a node whose
 // client does not answer (it is rebooting) never slows a pass. A failed write is
 // logged, counted and tried again: as an error, or, while the host may be down
-// in its reboot, as deferred (every reboot defers one or two).
+// in its reboot, as deferred. A drained host's phase is written only once it has
+// lasted (Options.Settle): the host goes down as soon as its agent sees the go.
 package nodemeta
 
 import (
@@ -30,6 +31,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
 )
 
@@ -108,7 +110,10 @@ type Options struct {
 	Timeout time.Duration
 	// Retry is how long a node whose read or write failed waits before the
 	// next try (default 15s), unless the metadata wanted of it changes.
-	Retry    time.Duration
+	Retry time.Duration
+	// Settle is how long a node's host must have been drained before the
+	// phase is written (default 15s; settles).
+	Settle   time.Duration
 	Registry *prometheus.Registry // nil: metrics not exported
 	Log      *slog.Logger
 }
@@ -134,6 +139,9 @@ func New(opt Options) *Publisher {
 	}
 	if opt.Retry <= 0 {
 		opt.Retry = 15 * time.Second
+	}
+	if opt.Settle <= 0 {
+		opt.Settle = 15 * time.Second
 	}
 	var reg prometheus.Registerer = prometheus.NewRegistry()
 	if opt.Registry != nil {
@@ -183,6 +191,7 @@ func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) 
 	// whose writes fail are those of hosts down in their reboot, each a
 	// request the servers forward to a client that is not there.
 	blind := map[string]bool{}
+	drained := map[string]time.Time{} // a node whose host is drained: since when (settles)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -206,9 +215,15 @@ func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) 
 			}
 		}
 		slices.Sort(todo)
+		now := time.Now()
+		trackDrained(drained, want, now)
 		for _, id := range todo {
 			if ctx.Err() != nil {
 				return
+			}
+			if left := p.settling(drained, id, now); left > 0 {
+				wait = minPositive(wait, left)
+				continue
 			}
 			if f, ok := next[id]; ok && f.want == want[id] && time.Now().Before(f.retry) {
 				wait = minPositive(wait, time.Until(f.retry))
@@ -233,6 +248,39 @@ func (p *Publisher) Run(ctx context.Context, fence func(context.Context) error) 
 			timer.Reset(wait)
 		}
 	}
+}
+
+// A drained host goes down as soon as its agent sees the go, unless it holds
+// first (pre-reboot hooks, a delay, a hold at its go/no-go): a write of
+// "drained" forwarded to its client races the shutdown, and mostly fails
+// with "No path to node", a request and a forwarded RPC for nothing. So the
+// phase is written only once the host has been drained for Settle: a host
+// that reboots at once keeps showing "draining" until it is back, and one
+// that holds shows "drained" after Settle.
+
+// trackDrained keeps, in since, when each node wanted drained (want) was
+// first seen so, and forgets the others.
+func trackDrained(since map[string]time.Time, want map[string]Meta, now time.Time) {
+	for id := range since {
+		if want[id].Phase != store.PhaseDrained {
+			delete(since, id)
+		}
+	}
+	for id, m := range want {
+		if _, ok := since[id]; !ok && m.Phase == store.PhaseDrained {
+			since[id] = now
+		}
+	}
+}
+
+// settling is how long the node must still wait before its drained phase is
+// written (0: it may be written now, or it is not drained).
+func (p *Publisher) settling(since map[string]time.Time, id string, now time.Time) time.Duration {
+	t, ok := since[id]
+	if !ok {
+		return 0
+	}
+	return max(0, t.Add(p.opt.Settle).Sub(now))
 }
 
 // failure is a node whose read or write failed: it is tried again at retry, or

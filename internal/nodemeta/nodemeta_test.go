@@ -138,7 +138,7 @@ func TestFailingNode(t *testing.T) {
 		calls: map[string]int{}, meta: map[string]map[string]string{}}
 	var logs strings.Builder
 	var mu sync.Mutex
-	p := New(Options{API: f, Retry: 50 * time.Millisecond, Log: newLogger(&mu, &logs)})
+	p := New(Options{API: f, Retry: 50 * time.Millisecond, Settle: time.Nanosecond, Log: newLogger(&mu, &logs)})
 	want := map[string]Meta{"down": {Phase: "idle"}, "booting": {Phase: "rebooting"}, "granted": {Phase: "drained"},
 		"late": {Phase: "draining"}, "gone": {Phase: "draining"}, "up": {Phase: "draining"}}
 	// The host late is granted its reboot and goes down while the round that
@@ -237,7 +237,7 @@ func TestRetryWhenWantChanges(t *testing.T) {
 func TestReadOncePerTerm(t *testing.T) {
 	f := &failing{bad: map[string]bool{}, calls: map[string]int{}, meta: map[string]map[string]string{
 		"n1": {KeyPhase: "idle", KeyRebootRequired: "false"}}}
-	p := New(Options{API: f, Retry: 10 * time.Millisecond})
+	p := New(Options{API: f, Retry: 10 * time.Millisecond, Settle: time.Nanosecond})
 	run(t, p)
 	phase := func(id string) string {
 		f.mu.Lock()
@@ -303,7 +303,7 @@ func TestReadOncePerTerm(t *testing.T) {
 func TestWriteAgainAfterFailedWrite(t *testing.T) {
 	f := &failing{bad: map[string]bool{}, calls: map[string]int{}, meta: map[string]map[string]string{
 		"n1": {KeyPhase: "idle", KeyRebootRequired: "false"}}}
-	p := New(Options{API: f, Retry: 10 * time.Millisecond})
+	p := New(Options{API: f, Retry: 10 * time.Millisecond, Settle: time.Nanosecond})
 	run(t, p)
 	p.Observe(map[string]Meta{"n1": {Phase: "idle"}})
 	waitFor(t, "the first read", func() bool {
@@ -326,4 +326,42 @@ func TestWriteAgainAfterFailedWrite(t *testing.T) {
 		defer f.mu.Unlock()
 		return f.meta["n1"][KeyPhase] == "idle"
 	})
+}
+
+// A drained host's phase is written only once it has been drained for Settle:
+// one that moves on before (it rebooted at once) never has it written, and
+// keeps what it showed before until then; one that stays drained (its hooks
+// run, it holds at its go/no-go) has it written once Settle has passed. The
+// other nodes are written meanwhile.
+func TestDrainedSettles(t *testing.T) {
+	f := &failing{bad: map[string]bool{}, calls: map[string]int{}, meta: map[string]map[string]string{}}
+	p := New(Options{API: f, Retry: time.Hour, Settle: 300 * time.Millisecond})
+	run(t, p)
+	phase := func(id string) string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.meta[id][KeyPhase]
+	}
+	p.Observe(map[string]Meta{"quick": {Phase: "draining"}, "slow": {Phase: "draining"}})
+	waitFor(t, "both draining", func() bool { return phase("quick") == "draining" && phase("slow") == "draining" })
+	start := time.Now()
+	p.Observe(map[string]Meta{"quick": {Phase: "drained"}, "slow": {Phase: "drained"}, "other": {Phase: "pending"}})
+	waitFor(t, "the other node written", func() bool { return phase("other") == "pending" })
+	time.Sleep(100 * time.Millisecond)
+	if phase("quick") != "draining" || phase("slow") != "draining" {
+		t.Fatalf("drained written before it settled: quick %q, slow %q", phase("quick"), phase("slow"))
+	}
+	// quick reboots and is back before it settled.
+	p.Observe(map[string]Meta{"quick": {Phase: "rejoining"}, "slow": {Phase: "drained"}, "other": {Phase: "pending"}})
+	waitFor(t, "quick rejoining", func() bool { return phase("quick") == "rejoining" })
+	if time.Since(start) < 300*time.Millisecond && phase("slow") != "draining" {
+		t.Fatalf("slow written %q before it settled", phase("slow"))
+	}
+	waitFor(t, "slow drained once settled", func() bool { return phase("slow") == "drained" })
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("slow written drained after %s, before it settled", d)
+	}
+	if n := testutil.ToFloat64(p.writes); n != 5 {
+		t.Errorf("%v writes, want 5 (two draining, pending, rejoining, drained once settled: never quick's drained)", n)
+	}
 }
