@@ -108,3 +108,29 @@ func capacityReads(c *Coordinator, ids ...string) error {
 	c.capacity.Read(context.Background(), p, admission.CapacityNeeds{Allocs: ids})
 	return p.Gate.Err
 }
+
+// The read of a rejoining host's workloads right after its eligibility is
+// given back (healthNow) is the pass's: the allocation watch the pass then
+// starts for the host, which still waits for them, asks past its index
+// instead of reading the same allocations again.
+func TestHealthReadIsKeptForTheWatch(t *testing.T) {
+	n := &blockingNodes{blocked: make(chan struct{}, 1)}
+	c := New(Options{Deps: Deps{Nodes: n}})
+	c.takeMail() // a pass
+	p := store.Plan{Host: "h1", Phase: store.PhaseRejoining, NodeID: "n1"}
+	o := c.healthNow(t.Context(), &snapshot{}, p, "", "n1")
+	if o == nil || o.AllocsErr != nil || len(o.Allocs) != 1 {
+		t.Fatalf("health read: %+v", o)
+	}
+	w := rejoinwatch.NewAllocs(t.Context(), c.opt.Nodes, &c.mail, func() {})
+	defer w.Stop()
+	w.Set(rejoinwatch.AllocNodes(map[string]store.Plan{"h1": p}, nil), c.allocs.TakeReads())
+	select {
+	case <-n.blocked:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the watch did not block; queries %v", n.queries())
+	}
+	if q := n.queries(); len(q) != 2 || q[0] != 0 || q[1] != 7 {
+		t.Errorf("queries %v, want the health read and then the watch's from its index 7", q)
+	}
+}

@@ -514,16 +514,20 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input
 
 // healthNow reads the host's workloads, and its Consul checks when its group
 // waits for them, straight from Nomad and Consul: neither the watch's
-// allocations nor the pass's were read after the eligibility write.
+// allocations nor the pass's were read after the eligibility write. The read
+// is the pass's (allocsource.Source.Noted): when the host still waits for its
+// workloads, its allocation watch starts past it, instead of reading the same
+// allocations again first.
 func (c *Coordinator) healthNow(ctx context.Context, s *snapshot, p store.Plan, group, nodeID string) *rejoin.Observed {
 	if !phase.WaitsForHealth(p) {
 		return nil
 	}
 	o := &rejoin.Observed{}
-	allocs, _, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
+	allocs, meta, err := c.opt.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		o.AllocsErr = fmt.Errorf("cannot read the allocations of node %s: %w", nodeID, err)
 	} else {
+		c.allocs.Noted(nodeID, meta, allocs)
 		o.Allocs = rejoin.NomadAllocs(allocs)
 	}
 	c.readChecks(ctx, s, o, group, nodeID)
