@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoinwatch"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -132,5 +135,29 @@ func TestHealthReadIsKeptForTheWatch(t *testing.T) {
 	}
 	if q := n.queries(); len(q) != 2 || q[0] != 0 || q[1] != 7 {
 		t.Errorf("queries %v, want the health read and then the watch's from its index 7", q)
+	}
+}
+
+// A rejoining host's allocations are watched only once its rejoin has come to
+// their checks: not while its agent has not reported the reboot, nor while its
+// node is not ready (its readiness comes with the node list, which wakes a
+// pass): a watch then would read them for nothing.
+func TestAllocsNotWatchedBeforeTheChecks(t *testing.T) {
+	n := &blockingNodes{blocked: make(chan struct{}, 1)}
+	c := New(Options{Deps: Deps{Nodes: n}})
+	c.takeMail() // a pass
+	s := &snapshot{plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
+	for _, h := range []struct {
+		name, boot, status string
+	}{{"back", "b2", api.NodeStatusReady}, {"booting", "b2", api.NodeStatusInit}, {"silent", "b1", api.NodeStatusReady}} {
+		s.plans[h.name] = store.Plan{Host: h.name, Phase: store.PhaseRejoining, NodeID: "n-" + h.name, BootIDAtGrant: "b1", EligibleBefore: true}
+		s.hosts[h.name] = &hostView{rec: &store.HostRecord{Host: h.name, BootID: h.boot},
+			node: &phase.NodeView{ID: "n-" + h.name, Status: h.status, Eligible: h.status == api.NodeStatusReady}}
+	}
+	s.names = slices.Sorted(maps.Keys(s.hosts))
+	c.readNodeDetails(t.Context(), s)
+	got := slices.Sorted(maps.Keys(rejoinwatch.AllocNodes(s.plans, c.beforeChecks)))
+	if !slices.Equal(got, []string{"n-back"}) {
+		t.Errorf("watched %v, want n-back alone (booting's node is not ready, silent's agent has not reported)", got)
 	}
 }

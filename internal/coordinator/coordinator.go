@@ -274,11 +274,13 @@ type Coordinator struct {
 	// waves: <prefix>/waves as this term read and wrote it (package
 	// wavekeep).
 	waves *wavekeep.Keeper
-	// awaitingReport: the hosts under way whose agent had not reported their
-	// reboot as the last pass read their records (phase.AwaitsReport): their
-	// node's allocations are not read (observe.go, rejoinhealth.go) nor
-	// watched (rejoinwatch.AllocNodes) before it.
-	awaitingReport map[string]bool
+	// beforeChecks: the hosts under way whose rejoin had not come to the
+	// checks of their node's allocations as the last pass found them: their
+	// agent had not reported the reboot (phase.AwaitsReport), or their node
+	// was not ready (the rejoin waits for it first). Their allocations are
+	// not watched (rejoinwatch.AllocNodes) before: the node's readiness comes
+	// with the node list, and the agent's report with its record.
+	beforeChecks map[string]bool
 	// copies: the copies of the plans and host records, loaded by a term's
 	// first pass and written after passes (package copykeep).
 	copies copykeep.Keeper
@@ -381,7 +383,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Lock()
 		changed, plans := c.changed, plansUnderWay(c.plans) // observe.go
 		c.mu.Unlock()
-		allocs.Set(rejoinwatch.AllocNodes(plans, c.awaitingReport), c.allocs.TakeReads())
+		allocs.Set(rejoinwatch.AllocNodes(plans, c.beforeChecks), c.allocs.TakeReads())
 		checks.Set(maps.Clone(c.checkNodes))
 		if c.nodeFollower != nil {
 			c.nodeFollower.Watch(cycleNodes(plans)) // followed one by one without the stream (nodes.go)

@@ -234,17 +234,18 @@ const NodeReadParallelism = 16
 // come back?), side by side, then its system jobs while it rejoins.
 func (c *Coordinator) readNodeDetails(ctx context.Context, s *snapshot) {
 	var events, jobs []*hostView
-	awaiting := map[string]bool{}
-	defer func() { c.awaitingReport = awaiting }()
+	before := map[string]bool{}
+	defer func() { c.beforeChecks = before }()
 	for _, name := range busyNames(s) {
 		hv, p := s.hosts[name], s.plans[name]
 		if hv.node == nil {
 			continue
 		}
-		if phase.AwaitsReport(hv.rec, p, true) {
+		if phase.AwaitsReport(hv.rec, p, true) || hv.node.Status != api.NodeStatusReady {
 			// Also of a host this pass may move to rejoining: its node's
-			// allocations are not watched before the report (package rejoinwatch).
-			awaiting[name] = true
+			// allocations are not watched before the report, nor while the
+			// node is not ready (package rejoinwatch).
+			before[name] = true
 		}
 		// A stuck host that had come back keeps meeting the rejoin checks.
 		rejoins := p.Phase == store.PhaseRejoining || (p.Phase == store.PhaseStuck && !p.Timeline[store.PhaseRejoining].IsZero())

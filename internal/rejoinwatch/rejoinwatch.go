@@ -61,16 +61,18 @@ type Sink interface {
 
 // AllocNodes are the nodes whose allocations the loop watches for plans:
 // those of hosts rejoining that wait for their system jobs, or for their
-// workloads to be healthy, but the hosts awaiting their agent's report
-// (phase.AwaitsReport, as the last pass found them): their node's allocations
-// are read once the report comes (the host watch wakes a pass for it), not
-// watched through every change before it, which at a reboot are many (the
+// workloads to be healthy, but the hosts whose rejoin has not come to these
+// checks (before, as the last pass found them): those awaiting their agent's
+// report (phase.AwaitsReport), and those whose node is not ready. Their
+// node's allocations are read once the report comes (the host watch wakes a
+// pass for it) and the node is ready (the node list's watch does), not
+// watched through every change before, which at a reboot are many (the
 // agent's own allocation and the other system jobs placed again, the
 // workloads the scheduler brings back).
-func AllocNodes(plans map[string]store.Plan, awaiting map[string]bool) map[string]bool {
+func AllocNodes(plans map[string]store.Plan, before map[string]bool) map[string]bool {
 	want := map[string]bool{}
 	for name, p := range plans {
-		if awaiting[name] {
+		if before[name] {
 			continue
 		}
 		if (p.Phase == store.PhaseRejoining && p.NodeID != "" && len(p.SystemJobs) > 0) || phase.WaitsForHealth(p) {
