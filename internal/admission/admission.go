@@ -118,8 +118,9 @@ type Input struct {
 	Alerts *alertgate.Verdict
 	// HealthGates: each health gate's verdict, by name (nil: not read).
 	HealthGates map[string]healthgate.Verdict
-	// WorkloadHolds: why the workload blockers hold a queued host (nil: not
-	// read; a host missing from a map read is not held).
+	// WorkloadHolds: why the workload blockers hold a queued host, by host
+	// read for (the zero reason: not held; a host missing: not read, asked
+	// for when its group has a slot free: slotFree).
 	WorkloadHolds map[string]phase.WaitReason
 	// Capacity: what the capacity gate read (nil: nothing yet).
 	Capacity *Capacity
@@ -286,6 +287,7 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 		return nil, Needs{HealthGates: true}
 	}
 	settling, until := settle(in)
+	room := slotFree(in)
 	var queue []policy.Request
 	var workloads []string
 	for _, p := range hostHolds(in, in.Queue, out) {
@@ -308,12 +310,13 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 			out.RecheckAt = phase.Earliest(out.RecheckAt, in.WaveRecheck)
 			continue
 		}
-		if in.Rules.Workloads && p.Pool != "" {
-			if in.WorkloadHolds == nil {
+		if in.Rules.Workloads && p.Pool != "" && (room == nil || room[p.Group]) {
+			why, read := in.WorkloadHolds[p.Host]
+			if !read {
 				workloads = append(workloads, p.Host)
 				continue
 			}
-			if why := in.WorkloadHolds[p.Host]; !why.IsZero() {
+			if !why.IsZero() {
 				out.Wait[p.Host] = why
 				out.RecheckAt = phase.Earliest(out.RecheckAt, in.Now.Add(WorkloadRecheck))
 				continue
@@ -322,6 +325,29 @@ func holds(in Input, out *Result) ([]policy.Request, Needs) {
 		queue = append(queue, p.Request)
 	}
 	return queue, Needs{Workloads: workloads}
+}
+
+// slotFree gives, by group, whether one of its hosts could take a slot in
+// this admission (policy.GroupStatus.SlotFree). The workload blockers are
+// read only for the hosts of such groups: the others wait for a slot
+// whatever the blockers say (AdmitInOrder, and urgentRound, which skips a
+// group's hold but not its slots), and a read for them would be a list of
+// the cluster's blocked evaluations in every pass, most of which have no
+// slot to give. A host of a group whose slot frees later in the pass is read
+// for then (regrantFreed admits again, and asks for the hosts not read).
+// With cordon_next, nil: every host is read for, since the cordons go to the
+// hosts that wait for a slot alone, not to those a blocker holds (cordons).
+func slotFree(in Input) map[string]bool {
+	if in.Rules.CordonNext > 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, gs := range Statuses(in) {
+		if _, dup := out[gs.Group.Name]; !dup {
+			out[gs.Group.Name] = gs.SlotFree()
+		}
+	}
+	return out
 }
 
 // HealthGateHold is why the health gates hold the drains of group (zero:

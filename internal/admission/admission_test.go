@@ -68,9 +68,36 @@ func TestAdmitNeeds(t *testing.T) {
 		{name: "a workload hold gives the slot to the next host", in: func() Input {
 			in := input(1, pending("a", 0), pending("b", time.Minute))
 			in.Rules.Workloads = true
-			in.WorkloadHolds = map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitBlockingJob, "job etl")}
+			in.WorkloadHolds = map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitBlockingJob, "job etl"), "b": {}}
 			return in
 		}, admitted: []string{"b"}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitBlockingJob}},
+		{name: "workload blockers: not read for the hosts of a full group", in: func() Input {
+			in := input(1, pending("a", 0), pending("b", time.Minute))
+			in.Rules.Workloads = true
+			in.Groups[policy.DefaultGroupName] = GroupCount{Size: 10, Active: 1}
+			return in
+		}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitQueued, "b": phase.WaitQueued}},
+		{name: "workload blockers: read for a full group's hosts with cordon_next (the cordons skip a held host)", in: func() Input {
+			in := input(1, pending("a", 0), pending("b", time.Minute))
+			in.Rules.Workloads, in.Rules.CordonNext = true, 1
+			in.Groups[policy.DefaultGroupName] = GroupCount{Size: 10, Active: 1}
+			return in
+		}, needs: Needs{Workloads: []string{"a", "b"}}},
+		{name: "workload blockers: not read for a full group's hosts, read for those of one with a slot", in: func() Input {
+			in := input(1, pending("a", 0), pending("b", time.Minute))
+			in.Rules.Groups = append(in.Rules.Groups, policy.Group{Name: "web", Concurrency: 1})
+			in.Queue[1].Group = "web"
+			in.Rules.Workloads = true
+			in.Groups[policy.DefaultGroupName] = GroupCount{Size: 10, Active: 1}
+			in.Groups["web"] = GroupCount{Size: 10}
+			return in
+		}, needs: Needs{Workloads: []string{"b"}}},
+		{name: "workload blockers: read for the hosts not read yet, once their group has a slot", in: func() Input {
+			in := input(2, pending("a", 0), pending("b", time.Minute))
+			in.Rules.Workloads = true
+			in.WorkloadHolds = map[string]phase.WaitReason{"a": {}}
+			return in
+		}, needs: Needs{Workloads: []string{"b"}}},
 		{name: "system jobs of a host offered a slot: read", in: func() Input {
 			in := input(1, pending("a", 0))
 			delete(in.Jobs, "a")

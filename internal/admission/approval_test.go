@@ -92,7 +92,7 @@ func TestAdmitApproval(t *testing.T) {
 		{name: "manual: a host held by a gate does not await: only a host whose turn comes", in: func() Input {
 			in := approvalInput(ApprovalManual, 1, pending("a", 0), pending("b", time.Minute))
 			in.Rules.Workloads = true
-			in.WorkloadHolds = map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitBlockingJob, "job etl")}
+			in.WorkloadHolds = map[string]phase.WaitReason{"a": phase.WaitFor(phase.WaitBlockingJob, "job etl"), "b": {}}
 			return in
 		}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitBlockingJob, "b": phase.WaitAwaitingApproval}, recheck: now.Add(WorkloadRecheck)},
 		{name: "manual: the node's system jobs are read before the approval is decided", in: func() Input {

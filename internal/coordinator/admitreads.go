@@ -60,8 +60,24 @@ func hostPool(s *snapshot, hv *hostView) string {
 }
 
 // readWorkloads reads what the workload blockers need to decide on hosts
-// (queued hosts with a node), and why each is held.
+// (queued hosts with a node), and why each is held, beside the hosts read for
+// earlier in the pass (a hand-out asks for the hosts of the groups it frees a
+// slot in: admission.Input.WorkloadHolds).
 func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot, names []string) {
+	holds := c.workloadHolds(ctx, s, names)
+	if s.workloads != nil {
+		for name, why := range s.workloads.holds {
+			if _, ok := holds[name]; !ok {
+				holds[name] = why
+			}
+		}
+	}
+	s.workloads = &workloadView{holds: holds}
+}
+
+// workloadHolds reads what the workload blockers need to decide on hosts, and
+// says why each is held; s is only read.
+func (c *Coordinator) workloadHolds(ctx context.Context, s *snapshot, names []string) map[string]phase.WaitReason {
 	hosts := make([]workloadread.Host, 0, len(names))
 	for _, name := range names {
 		hv := s.hosts[name]
@@ -73,7 +89,7 @@ func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot, names []st
 	}
 	r := workloadread.Reader{API: c.opt.WorkloadsAPI, Nodes: c.opt.Nodes, Settings: c.opt.Workloads,
 		Deployments: c.deployments, Now: func() time.Time { return s.now }}
-	s.workloads = &workloadView{holds: r.Holds(ctx, hosts)}
+	return r.Holds(ctx, hosts)
 }
 
 // holdsSingletons reports whether some group holds its singletons

@@ -42,8 +42,9 @@ func freesSlot(in phase.Input, d phase.Decision) bool {
 // allocations of the node of the next host in its group's line
 // (admission.NextInLine; first, the pass's admission) beside the pass's other
 // writes, for the hand-out's capacity gate and system jobs
-// (capacityread.Pass.ReadEarly). It returns what was read, once read.
-func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admission.Result, writes []pendingWrite) func() map[string][]*api.Allocation {
+// (capacityread.Pass.ReadEarly); and the workload blockers of those groups'
+// queued hosts (workloadsAhead). It returns what was read, once read.
+func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admission.Result, writes []pendingWrite) func() aheadReads {
 	var ahead *allocsource.Ahead // made below, before any write is carried out
 	slots := map[string]int{}
 	for i, w := range writes {
@@ -62,10 +63,51 @@ func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admissio
 		}
 	}
 	if len(slots) == 0 {
-		return func() map[string][]*api.Allocation { return nil } // no queue to build
+		return func() aheadReads { return aheadReads{} } // no queue to build
 	}
-	ahead = c.allocs.Ahead(ctx, admission.NextInLine(admissionQueue(s), first.Wait, slots))
-	return ahead.Wait
+	queue := admissionQueue(s)
+	ahead = c.allocs.Ahead(ctx, admission.NextInLine(queue, first.Wait, slots))
+	holds := c.workloadsAhead(ctx, s, queue, slots)
+	return func() aheadReads { return aheadReads{allocs: ahead.Wait(), holds: holds()} }
+}
+
+// aheadReads is what readAhead read for the hand-out.
+type aheadReads struct {
+	allocs map[string][]*api.Allocation // by node ID
+	holds  map[string]phase.WaitReason  // the workload blockers, by host
+}
+
+// workloadsAhead reads, beside the pass's writes, the workload blockers of
+// the queued hosts of the groups whose slots the pass may free (groups) that
+// the pass's admission did not read for: it reads only for the groups with a
+// slot free (admission, slotFree), so the hand-out would otherwise wait for
+// the lists it then asks for. It returns the holds, once read (none when the
+// blockers are off or every such host was read).
+func (c *Coordinator) workloadsAhead(ctx context.Context, s *snapshot, queue []admission.Pending, groups map[string]int) func() map[string]phase.WaitReason {
+	var names []string
+	if c.admitRules().Workloads {
+		for _, p := range queue {
+			if groups[p.Group] == 0 || p.Pool == "" {
+				continue
+			}
+			if s.workloads != nil {
+				if _, read := s.workloads.holds[p.Host]; read {
+					continue
+				}
+			}
+			names = append(names, p.Host)
+		}
+	}
+	if len(names) == 0 {
+		return func() map[string]phase.WaitReason { return nil }
+	}
+	done := make(chan struct{})
+	var holds map[string]phase.WaitReason
+	go func() {
+		defer close(done)
+		holds = c.workloadHolds(ctx, s, names)
+	}()
+	return func() map[string]phase.WaitReason { <-done; return holds }
 }
 
 // regrantFreed admits again after the pass's decisions were carried out without an
@@ -77,9 +119,9 @@ func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admissio
 // the heads whose grant it tried, stored or not: their pending plans are not to
 // be stored after it (a grant that failed leaves the plan as it was before the
 // pass, and the next pass decides again). first is the pass's admission; s its
-// snapshot; early the allocations read ahead for it (readAhead).
+// snapshot; early what was read ahead for it (readAhead).
 func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission.Result, freed, pended []string,
-	heads []pendingWrite, early map[string][]*api.Allocation) (map[string]bool, error) {
+	heads []pendingWrite, early aheadReads) (map[string]bool, error) {
 	c.mu.Lock()
 	stored := c.plans
 	closed := false
@@ -111,13 +153,22 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		newcomers[p.Host] = &heads[i]
 	}
 	s2.capacity = nil // read again, with the pass's drains
-	s2.earlyAllocs = early
+	s2.earlyAllocs = early.allocs
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
-	if len(newcomers) > 0 {
+	switch {
+	case len(newcomers) > 0:
 		// What this pass read of the workloads was for its own queue, which
 		// the newcomers were not in: read again, after the pass's drains.
 		s2.workloads = nil
+	case len(early.holds) > 0:
+		holds := maps.Clone(early.holds)
+		if s.workloads != nil {
+			for name, why := range s.workloads.holds {
+				holds[name] = why
+			}
+		}
+		s2.workloads = &workloadView{holds: holds}
 	}
 	adm := c.grantWaves(octx, &s2, c.admit(octx, &s2)) // holds.go
 	if err := octx.Err(); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/store"
+	"github.com/rollboot/rollboot/internal/workload"
 )
 
 // failingVars is memVars whose writes to paths starting with failPrefix fail.
@@ -426,5 +427,89 @@ func TestNextInLineReadBesideTheCloses(t *testing.T) {
 		if got := nodes.reads[n]; got != 1 {
 			t.Errorf("the allocations of %s read %d times in the pass, want once", n, got)
 		}
+	}
+}
+
+// evalsBegun is fakeWorkloads that tells when a list of the evaluations
+// begins.
+type evalsBegun struct {
+	*fakeWorkloads
+	begun chan struct{}
+	once  sync.Once
+}
+
+func (f *evalsBegun) ListEvaluations(q *api.QueryOptions) ([]*api.Evaluation, *api.QueryMeta, error) {
+	f.once.Do(func() { close(f.begun) })
+	return f.fakeWorkloads.ListEvaluations(q)
+}
+
+// The workload blockers are read for a group's hosts only while it has a slot
+// free: the pass that closes h00's cycle starts with the group full, so its
+// admission lists no blocked evaluation for h01; the list for h01 is read
+// beside the close's write (h00's plan write waits here until it has begun),
+// and the hand-out decides on it. With an evaluation blocked in its pool, h01
+// stays pending, held, and its node is not drained; with none, it is granted
+// in the same pass, after one list.
+func TestHandOutReadsTheBlockersOfTheFreedGroup(t *testing.T) {
+	for _, blocked := range []bool{true, false} {
+		t.Run(fmt.Sprint("blocked ", blocked), func(t *testing.T) {
+			ctx := context.Background()
+			log := &callLog{}
+			begun := make(chan struct{})
+			vars := &aheadVars{memVars: newMemVars(log), readBegun: begun}
+			st := store.New(vars, "rollboot", "")
+			stubs := putHosts(t, st, 2, backAndNextRecords(nil))
+			for _, n := range stubs {
+				n.NodePool = "default"
+			}
+			putBackAndNext(t, st, store.PhaseRejoining)
+			vars.path = "rollboot/plan/h00"
+			f := &fakeWorkloads{jobs: []*api.Job{testJob("default", "etl", "default", nil)}}
+			if blocked {
+				f.evals = []*api.Evaluation{{ID: "e1", Namespace: "default", JobID: "etl", Status: "blocked"}}
+			}
+			c := New(Options{
+				Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st, WorkloadsAPI: &evalsBegun{fakeWorkloads: f, begun: begun}},
+				Rules:   Rules{Timing: timing, Workloads: workload.Default()},
+				Runtime: Runtime{Now: func() time.Time { return t0 }},
+			})
+			log.reset(0)
+			if err := c.ReconcileOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			plans, nodeWrites := plansAndNodeCalls(t, st, log)
+			if got := plans["h00"].Phase; got != store.PhaseIdle {
+				t.Fatalf("h00 is %s after the pass, want idle (its cycle closed)", got)
+			}
+			var lists int
+			for _, call := range f.calls {
+				if strings.HasPrefix(call, "evals ") {
+					lists++
+				}
+			}
+			if lists != 1 {
+				t.Errorf("blocked evaluations listed %d times (requests %q), want once, for the hand-out", lists, f.calls)
+			}
+			if !vars.waited.Load() {
+				t.Error("h00's close was stored before the evaluations were listed: the list did not start beside the writes")
+			}
+			switch {
+			case blocked && (plans["h01"].Phase != store.PhasePending || slices.Contains(nodeWrites, "drain n-h01")):
+				t.Errorf("h01 is %s, node writes %q: want it pending and its node not drained (an evaluation is blocked in its pool)", plans["h01"].Phase, nodeWrites)
+			case !blocked && plans["h01"].Phase != store.PhaseDraining:
+				t.Errorf("h01 is %s, want draining (nothing blocked)", plans["h01"].Phase)
+			}
+			if !blocked {
+				return
+			}
+			// The next pass, its group with a slot free, says why it waits.
+			if err := c.ReconcileOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			plans, _ = plansAndNodeCalls(t, st, log)
+			if p := plans["h01"]; p.Phase != store.PhasePending || !strings.Contains(p.Waiting, "evaluation is blocked") {
+				t.Errorf("h01 is %s, waiting for %q; want pending, held by the blocked evaluation", p.Phase, p.Waiting)
+			}
+		})
 	}
 }

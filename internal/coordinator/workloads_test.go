@@ -377,3 +377,24 @@ func requestReboot(ctx context.Context, t *testing.T, st *store.Store, h nomadsi
 		t.Fatal(err)
 	}
 }
+
+// The workload blockers read for more hosts later in a pass (a hand-out, for
+// the hosts of the group it frees a slot in) are kept beside those read
+// before: a host read for earlier is not asked about again, nor forgotten.
+func TestWorkloadReadsOfAPassAddUp(t *testing.T) {
+	f := &fakeWorkloads{jobs: []*api.Job{testJob("default", "etl", "batch", nil)},
+		evals: []*api.Evaluation{{ID: "e1", Namespace: "default", JobID: "etl", Status: "blocked"}}}
+	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending, at: time.Minute}}, nil)
+	s.nodes["node-a"].NodePool = "default"
+	s.nodes["node-b"].NodePool = "batch"
+	c := &Coordinator{opt: Options{Deps: Deps{WorkloadsAPI: f, Nodes: workloadNodes{f: f}}, Rules: Rules{Workloads: workload.Default()}}}
+	c.readWorkloads(context.Background(), s, []string{"b"})
+	c.readWorkloads(context.Background(), s, []string{"a"})
+	holds := s.workloads.holds
+	if why, ok := holds["b"]; !ok || !strings.Contains(why.String(), "evaluation is blocked") {
+		t.Errorf("b: %v (read: %v), want the blocked evaluation kept from the first read", why, ok)
+	}
+	if why, ok := holds["a"]; !ok || !why.IsZero() {
+		t.Errorf("a: %v (read: %v), want read and not held", why, ok)
+	}
+}

@@ -192,6 +192,14 @@ func AdmitInOrder(groups []GroupStatus, queue []Request, accept func(Request) bo
 	return out
 }
 
+// SlotFree reports whether one more host of the group could start, the
+// group's hold aside (a hold an urgent request skips, or one that lifts): a
+// slot is free and the group's unavailability allows one more.
+func (g GroupStatus) SlotFree() bool {
+	g.Hold = ""
+	return g.full(0) == ""
+}
+
 // full returns why one more host cannot start, given n already admitted in
 // this round, or "" if it can.
 func (g GroupStatus) full(n int) string {
