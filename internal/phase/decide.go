@@ -727,6 +727,8 @@ func stepDrained(in Input, d Decision) Decision {
 		return r
 	}
 	switch ev := rebootSeen(in, p); {
+	case ev != "" && notReadyYet(in):
+		return awaitReady(in, d, p)
 	case ev != "":
 		d.Plan = enter(enter(p, store.PhaseRebooting, in.Now), store.PhaseRejoining, in.Now)
 		d.Write, d.Event = true, ev
@@ -756,6 +758,8 @@ func stepRebooting(in Input, d Decision) Decision {
 		return r
 	}
 	switch ev := rebootSeen(in, p); {
+	case ev != "" && notReadyYet(in):
+		return awaitReady(in, d, p)
 	case ev != "":
 		d.Plan = enter(p, store.PhaseRejoining, in.Now)
 		d.Write, d.Event = true, ev
@@ -771,6 +775,28 @@ func stepRebooting(in Input, d Decision) Decision {
 	return d
 }
 
+// notReadyYet reports whether the host's node, back from the reboot (its
+// client registered again: rebootSeen), is not ready yet. The rejoin's first
+// step waits for it (restoreEligibility, stepRejoining), so the host stays in
+// its phase until then: entering the rejoin earlier would be a plan write,
+// and a wake of the host's agent, that decides nothing, and in the pass that
+// sees the node ready the rejoin gives it back and may close at once, with
+// one write.
+func notReadyYet(in Input) bool {
+	return in.Node != nil && in.Node.Status != "ready"
+}
+
+// awaitReady holds a host back from its reboot whose node is not ready yet
+// (notReadyYet), stuck once rejoin_timeout has passed since the phase began
+// (the reboot, or the drain's end when the reboot was seen from drained).
+func awaitReady(in Input, d Decision, p store.Plan) Decision {
+	if in.Now.Sub(p.PhaseSince) >= in.Timing.RejoinTimeout {
+		return toStuck(in, d, p, fmt.Sprintf("the node was not ready within %s of the reboot", in.Timing.RejoinTimeout))
+	}
+	d.Waiting = WaitFor(WaitNodeToBeReady, in.Node.Status)
+	return d
+}
+
 // stepStuck: a stuck host keeps its slot until it comes back, is released, or
 // turns out never to have gone down.
 func stepStuck(in Input, d Decision) Decision {
@@ -778,6 +804,10 @@ func stepStuck(in Input, d Decision) Decision {
 	if rebootSeen(in, p) != "" {
 		if !p.Timeline[store.PhaseRejoining].IsZero() {
 			return stuckRejoin(in, d)
+		}
+		if notReadyYet(in) {
+			d.Waiting = stuckWait(p) // back, but its node not ready yet (awaitReady)
+			return d
 		}
 		// Late, but back: carry on with the rejoin checks.
 		d.Plan = enter(p, store.PhaseRejoining, in.Now)

@@ -1,7 +1,9 @@
 package phase
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -26,9 +28,6 @@ func TestEligibilityRestoredAsTheRebootIsSeen(t *testing.T) {
 		{name: "rebooting, node missed heartbeats and is ready, still draining", give: "cancel",
 			in: Input{Host: rebootingHost("g1"), Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.DrainedIndex = 50 }),
 				Node: node(func(n *NodeView) { n.Eligible, n.Draining, n.MissedHeartbeatIndex = false, true, 60 })}},
-		{name: "node not ready yet",
-			in: Input{Host: host("b2", false), Plan: plan(store.PhaseRebooting, nil),
-				Node: restartedNode(func(n *NodeView) { n.Eligible, n.Status = false, "initializing" })}},
 		{name: "node ineligible before the cycle",
 			in: Input{Host: host("b2", false), Plan: plan(store.PhaseRebooting, func(p *store.Plan) { p.EligibleBefore = false }),
 				Node: node(ineligible)}},
@@ -66,6 +65,61 @@ func TestEligibilityRestoredAsTheRebootIsSeen(t *testing.T) {
 			}
 			if EligibleAgain(tc.in, d) != (tc.give != "") {
 				t.Errorf("EligibleAgain = %v, want %v", !(tc.give != ""), tc.give != "")
+			}
+		})
+	}
+}
+
+// A host back from its reboot (a new boot ID, its client registered again)
+// whose node is not ready yet stays in its phase, writing nothing: the
+// rejoin's first step waits for the node, and the pass that sees it ready
+// enters the rejoin and gives the node back at once. Past rejoin_timeout
+// since the phase began it is stuck, with why; a stuck host whose node is not
+// ready yet stays stuck, and carries on once it is.
+func TestRejoinWaitsForTheNodeToBeReady(t *testing.T) {
+	initializing := func(n *NodeView) { n.Eligible, n.Status = false, "initializing" }
+	late := func(p *store.Plan) { p.PhaseSince = t0.Add(-timing.RejoinTimeout) }
+	stuck := plan(store.PhaseStuck, func(p *store.Plan) {
+		p.LastError = "the node was not ready within 30m0s of the reboot"
+		p.Timeline[store.PhaseRebooting] = t0.Add(-time.Hour)
+		p.Waiting, p.WaitingKind = stuckWait(*p).Stored(), WaitStuck.Name() // as stored when it got stuck
+	})
+	for _, tc := range []struct {
+		name  string
+		plan  store.Plan
+		node  func(*NodeView)
+		phase string // after the step
+		write bool
+		wait  WaitKind
+		err   string // part of the stuck reason
+	}{
+		{name: "rebooting", plan: plan(store.PhaseRebooting, nil), node: initializing,
+			phase: store.PhaseRebooting, wait: WaitNodeToBeReady},
+		{name: "drained, the reboot seen from there", plan: plan(store.PhaseDrained, nil), node: initializing,
+			phase: store.PhaseDrained, wait: WaitNodeToBeReady},
+		{name: "rebooting, past rejoin_timeout", plan: plan(store.PhaseRebooting, late), node: initializing,
+			phase: store.PhaseStuck, write: true, err: "the node was not ready within 30m0s of the reboot"},
+		{name: "drained, past rejoin_timeout", plan: plan(store.PhaseDrained, late), node: initializing,
+			phase: store.PhaseStuck, write: true, err: "the node was not ready within 30m0s of the reboot"},
+		{name: "stuck, the node not ready yet", plan: stuck, node: initializing, phase: store.PhaseStuck, wait: WaitStuck},
+		{name: "rebooting, the node ready", plan: plan(store.PhaseRebooting, nil), node: func(n *NodeView) { n.Eligible = false },
+			phase: store.PhaseRejoining, write: true, wait: WaitEligibility},
+		{name: "stuck, the node ready", plan: stuck, node: func(n *NodeView) { n.Eligible = false },
+			phase: store.PhaseRejoining, write: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Step(Input{Now: t0, Timing: timing, Host: host("b2", false), Plan: tc.plan, Node: restartedNode(tc.node)})
+			if d.Plan.Phase != tc.phase || d.Write != tc.write {
+				t.Fatalf("phase %s, write %v; want %s, %v", d.Plan.Phase, d.Write, tc.phase, tc.write)
+			}
+			if tc.wait != NotWaiting && d.Waiting.Kind != tc.wait {
+				t.Errorf("waits for %v, want %v", d.Waiting, tc.wait)
+			}
+			if !strings.Contains(d.Plan.LastError, tc.err) {
+				t.Errorf("last error %q, want %q", d.Plan.LastError, tc.err)
+			}
+			if d.SetEligible != (tc.wait == WaitEligibility) {
+				t.Errorf("gives the node back: %v", d.SetEligible)
 			}
 		})
 	}
