@@ -156,20 +156,7 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 	s2.earlyAllocs = early.allocs
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
-	switch {
-	case len(newcomers) > 0:
-		// What this pass read of the workloads was for its own queue, which
-		// the newcomers were not in: read again, after the pass's drains.
-		s2.workloads = nil
-	case len(early.holds) > 0:
-		holds := maps.Clone(early.holds)
-		if s.workloads != nil {
-			for name, why := range s.workloads.holds {
-				holds[name] = why
-			}
-		}
-		s2.workloads = &workloadView{holds: holds}
-	}
+	s2.workloads = handOutWorkloads(s, early.holds, len(newcomers) > 0)
 	adm := c.grantWaves(octx, &s2, c.admit(octx, &s2)) // holds.go
 	if err := octx.Err(); err != nil {
 		return nil, c.stepFailed(octx, ctx, err)
@@ -208,6 +195,26 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		return granted, err // no drain without the cordons before it
 	}
 	return granted, c.storePlans(ctx, writes, handOutParallelism)
+}
+
+// handOutWorkloads is what a hand-out knows of the workload blockers before
+// it admits: nothing with newcomers (what the pass read was for its own
+// queue, which they were not in: read again, after the pass's drains), else
+// the pass's reads with those made beside its writes (workloadsAhead).
+func handOutWorkloads(s *snapshot, ahead map[string]phase.WaitReason, newcomers bool) *workloadView {
+	switch {
+	case newcomers:
+		return nil
+	case len(ahead) == 0:
+		return s.workloads
+	}
+	holds := maps.Clone(ahead)
+	if s.workloads != nil {
+		for name, why := range s.workloads.holds {
+			holds[name] = why
+		}
+	}
+	return &workloadView{holds: holds}
 }
 
 // cordonNow is the cordon of a host that the hand-out makes next in line
