@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/rollboot/rollboot/internal/admission"
@@ -48,6 +49,32 @@ type workloadView struct {
 	holds map[string]phase.WaitReason
 }
 
+// with is v and more: the hosts read for in either (v may be nil; a host in
+// both takes more's).
+func (v *workloadView) with(more map[string]phase.WaitReason) *workloadView {
+	holds := maps.Clone(more)
+	if holds == nil {
+		holds = map[string]phase.WaitReason{}
+	}
+	if v != nil {
+		for name, why := range v.holds {
+			if _, ok := holds[name]; !ok {
+				holds[name] = why
+			}
+		}
+	}
+	return &workloadView{holds: holds}
+}
+
+// read reports whether the host was read for.
+func (v *workloadView) read(host string) bool {
+	if v == nil {
+		return false
+	}
+	_, ok := v.holds[host]
+	return ok
+}
+
 // hostPool is the node pool of a host's node ("" without a known node).
 func hostPool(s *snapshot, hv *hostView) string {
 	if hv.node == nil {
@@ -64,15 +91,7 @@ func hostPool(s *snapshot, hv *hostView) string {
 // earlier in the pass (a hand-out asks for the hosts of the groups it frees a
 // slot in: admission.Input.WorkloadHolds).
 func (c *Coordinator) readWorkloads(ctx context.Context, s *snapshot, names []string) {
-	holds := c.workloadHolds(ctx, s, names)
-	if s.workloads != nil {
-		for name, why := range s.workloads.holds {
-			if _, ok := holds[name]; !ok {
-				holds[name] = why
-			}
-		}
-	}
-	s.workloads = &workloadView{holds: holds}
+	s.workloads = s.workloads.with(c.workloadHolds(ctx, s, names))
 }
 
 // workloadHolds reads what the workload blockers need to decide on hosts, and

@@ -87,15 +87,9 @@ func (c *Coordinator) workloadsAhead(ctx context.Context, s *snapshot, queue []a
 	var names []string
 	if c.admitRules().Workloads {
 		for _, p := range queue {
-			if groups[p.Group] == 0 || p.Pool == "" {
-				continue
+			if groups[p.Group] > 0 && p.Pool != "" && !s.workloads.read(p.Host) {
+				names = append(names, p.Host)
 			}
-			if s.workloads != nil {
-				if _, read := s.workloads.holds[p.Host]; read {
-					continue
-				}
-			}
-			names = append(names, p.Host)
 		}
 	}
 	if len(names) == 0 {
@@ -208,13 +202,7 @@ func handOutWorkloads(s *snapshot, ahead map[string]phase.WaitReason, newcomers 
 	case len(ahead) == 0:
 		return s.workloads
 	}
-	holds := maps.Clone(ahead)
-	if s.workloads != nil {
-		for name, why := range s.workloads.holds {
-			holds[name] = why
-		}
-	}
-	return &workloadView{holds: holds}
+	return s.workloads.with(ahead)
 }
 
 // cordonNow is the cordon of a host that the hand-out makes next in line
