@@ -274,6 +274,9 @@ func Identity(ctx context.Context, local HealthAPI, nodes discovery.NodeLister, 
 // its plan and of its own record, the release of server locks) have ended when
 // it returns.
 func (a *Agent) Run(ctx context.Context) error {
+	// The detectors' notifications are asked for before the start's look, so
+	// that a change right after that look is not left to the next poll.
+	notified, allNotify := a.notifications(ctx)
 	bootID, err := a.start(ctx)
 	if ctx.Err() != nil {
 		return nil
@@ -301,7 +304,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if lf, ok := a.lockFileAtStart(); ok {
 		a.startRelease(ctx, lf) // the locks of the reboot that led here, or of an attempt cut short
 	}
-	a.loop(ctx, bootID, plans, changes)
+	a.loop(ctx, bootID, plans, changes, notified, allNotify)
 	return nil
 }
 
@@ -473,8 +476,8 @@ func (a *Agent) bootTime() time.Time {
 // agent has started: it runs the detectors on their tickers, takes the newest
 // plan, restores the record when someone else changed it, publishes what changed,
 // and reboots when the plan grants it. It returns when ctx ends.
-func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan, changes <-chan recordChange) {
-	notified, allNotify := a.notifications(ctx)
+func (a *Agent) loop(ctx context.Context, bootID string, plans <-chan store.Plan, changes <-chan recordChange,
+	notified <-chan struct{}, allNotify bool) {
 	every := a.fastEvery(allNotify)
 	fast := time.NewTicker(every)
 	defer fast.Stop()

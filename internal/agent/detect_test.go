@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -343,5 +344,44 @@ func TestCommandDetectorChildHoldsOutput(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the detector waited for the command's child")
+	}
+}
+
+// writtenAfterLook is a FileDetector whose file is written right after its
+// first look: the need appears between the agent's start and its loop.
+type writtenAfterLook struct {
+	FileDetector
+	once sync.Once
+}
+
+func (d *writtenAfterLook) RebootRequired(ctx context.Context) (Need, error) {
+	n, err := d.FileDetector.RebootRequired(ctx)
+	d.once.Do(func() {
+		err = errors.Join(err, os.WriteFile(d.Path, []byte("*** System restart required ***\n"), 0o644))
+	})
+	return n, err
+}
+
+// A sentinel written right after the start's look is seen when it is
+// written, not at the next poll: the agent watches the file from before that
+// look.
+func TestSentinelWrittenRightAfterTheStart(t *testing.T) {
+	_, h, client := simHost(t, 1)
+	st := store.New(client.Variables(), "rollboot", "")
+	d := &writtenAfterLook{FileDetector: FileDetector{Path: filepath.Join(h.Dir, "reboot-required")}}
+	a := New(Options{Host: h.Name, Store: st, Local: client.Agent(), NodeList: client.Nodes(), BootIDFile: filepath.Join(h.Dir, "boot_id"),
+		Detectors: []Detector{d}, Rebooter: &flakyRebooter{ch: make(chan struct{}, 1)},
+		PollEvery: time.Hour, SlowEvery: time.Hour})
+	run(t, a)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := st.Host(t.Context(), h.Name)
+		if err == nil && rec.RebootRequired {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record %+v (%v): reboot required is not true 10s after the sentinel was written", rec, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
