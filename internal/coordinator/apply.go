@@ -106,12 +106,33 @@ func (c *Coordinator) closeCycle(ctx context.Context, d phase.Decision) error {
 	}
 	if d.History != nil {
 		// The record's path is fixed by the cycle, so writing it again after a
-		// crash or an error is harmless.
-		if err := c.opt.Store.AppendHistory(ctx, *d.History, c.opt.HistorySize); err != nil {
+		// crash or an error is harmless. The oldest records are pruned once the
+		// pass's writes are done (pruneHistory), not in each close's way.
+		if err := c.opt.Store.WriteHistory(ctx, *d.History); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
+		c.historyWritten.Store(true)
 		c.metrics.State.Finished(*d.History)
 		c.handOffs.SlotFreed(d.History.Group, d.History.Finished)
+	}
+	return nil
+}
+
+// pruneHistory deletes the history records beyond coordinator.history_size
+// once a pass that wrote some has carried out its writes: one list of the
+// history when it must be listed, instead of one per close of a wave, and the
+// deletes side by side, after the hand-out rather than between each close's
+// history record and its plan. A prune that failed is tried again by the
+// next pass.
+func (c *Coordinator) pruneHistory(ctx context.Context) error {
+	if c.opt.HistorySize <= 0 || !c.historyWritten.Swap(false) {
+		return nil
+	}
+	wctx, cancel := c.stepContext(ctx)
+	defer cancel()
+	if err := c.opt.Store.PruneHistory(wctx, c.opt.HistorySize); err != nil {
+		c.historyWritten.Store(true) // the next pass tries again
+		return fmt.Errorf("prune the history to %d records: %w", c.opt.HistorySize, err)
 	}
 	return nil
 }

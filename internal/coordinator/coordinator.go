@@ -235,6 +235,9 @@ type Coordinator struct {
 	side sideoutput.Outputs
 	// deployments: the deployments this term follows (nil: read by passes).
 	deployments *workloadread.Deployments
+	// historyWritten: a history record was written since the last prune
+	// (apply.go closeCycle, set by the pass's writes side by side).
+	historyWritten atomic.Bool
 
 	metrics *loopmetrics.Metrics
 	// passes: the passes' durations and overruns (what callers read while
@@ -541,6 +544,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		granted, errs = c.regrantFreed(ctx, s, adm, r.freed, r.pended, heads, early) // the slots freed, at once (regrant.go)
 	}
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...), PlanWriteParallelism))
+	errs = errors.Join(errs, c.pruneHistory(ctx))
 	c.metrics.State.Waiting(waiting)
 	c.notifyPass(s.control, s.now)
 	c.publishMeta(s)

@@ -115,6 +115,49 @@ func plansAndNodeCalls(t *testing.T, st *store.Store, log *callLog) (map[string]
 	return byHost, calls
 }
 
+// The history beyond coordinator.history_size is pruned once the pass's
+// writes are done: after the close's plan and the hand-out's drain, not
+// between the close's history record and its plan.
+func TestHistoryPrunedAfterTheHandOut(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	st := store.New(newMemVars(log), "rollboot", "")
+	stubs := putHosts(t, st, 2, backAndNextRecords(nil))
+	putBackAndNext(t, st, store.PhaseRejoining)
+	old := store.HistoryRecord{Host: "h09", GrantID: "g0", Outcome: "rebooted", Finished: t0.Add(-48 * time.Hour)}
+	if err := st.AppendHistory(ctx, old, 0); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{
+		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
+		Rules:   Rules{Timing: timing, HistorySize: 1},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
+	log.reset(0)
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls := log.get()
+	at := func(call string) int {
+		t.Helper()
+		i := slices.Index(calls, call)
+		if i < 0 {
+			t.Fatalf("no %q in %q", call, calls)
+		}
+		return i
+	}
+	if del := at("delete history"); del < at("put plan/h00") || del < at("drain n-h01") {
+		t.Errorf("the history pruned before the pass's writes were done: %q", calls)
+	}
+	h, err := st.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 1 || h[0].Host != "h00" {
+		t.Errorf("history after the pass %+v, want h00's cycle only", h)
+	}
+}
+
 // A slot freed by a cycle that closes is handed to the next host in line in
 // the same pass: its drain starts without waiting for another pass.
 func TestFreedSlotIsHandedOutInTheSamePass(t *testing.T) {

@@ -339,11 +339,22 @@ func (s *Store) UpdateControl(ctx context.Context, fn func(*Control) error) (Con
 
 // ---- history ---------------------------------------------------------------------
 
-// AppendHistory stores a finished cycle and prunes the oldest records beyond keep
-// (listing the history only now and then: historyprune.go).
-// The record's path is fixed by the cycle (its request time, host and grant), so
-// storing the same cycle twice keeps the first record: callers may retry freely.
+// AppendHistory stores a finished cycle (WriteHistory) and prunes the oldest
+// records beyond keep (PruneHistory); keep <= 0 prunes nothing.
 func (s *Store) AppendHistory(ctx context.Context, rec HistoryRecord, keep int) error {
+	if err := s.WriteHistory(ctx, rec); err != nil {
+		return err
+	}
+	if keep <= 0 {
+		return nil
+	}
+	return s.PruneHistory(ctx, keep)
+}
+
+// WriteHistory stores a finished cycle. The record's path is fixed by the
+// cycle (its request time, host and grant), so storing the same cycle twice
+// keeps the first record: callers may retry freely.
+func (s *Store) WriteHistory(ctx context.Context, rec HistoryRecord) error {
 	start := rec.Timeline[PhasePending]
 	if start.IsZero() {
 		start = rec.Finished
@@ -359,10 +370,7 @@ func (s *Store) AppendHistory(ctx context.Context, rec HistoryRecord, keep int) 
 	default:
 		s.history.added(path, idx)
 	}
-	if keep <= 0 {
-		return nil
-	}
-	return s.pruneHistory(ctx, keep)
+	return nil
 }
 
 // History returns the stored history, oldest first.

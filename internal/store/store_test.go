@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -261,6 +263,40 @@ func TestHistoryPrunesWithoutListing(t *testing.T) {
 	// themselves listed only every few hundred.
 	if lists := cv.lists.Load() - n; lists > 4 {
 		t.Errorf("the appends listed the history %d times, want a few", lists)
+	}
+}
+
+// Appends side by side on a store that must list its history (a new
+// leader's first wave of closes) list it once between them, not once each,
+// and keep the newest keep records.
+func TestHistoryAppendsSideBySideListOnce(t *testing.T) {
+	st, cv, _ := newStore(t)
+	ctx := context.Background()
+	base := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	const n, keep = 24, 10
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			rec := store.HistoryRecord{Host: fmt.Sprintf("h%02d", i), Outcome: "rebooted", Finished: base.Add(time.Duration(i) * time.Minute)}
+			errs[i] = st.AppendHistory(ctx, rec, keep)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if lists := cv.lists.Load(); lists != 1 {
+		t.Errorf("%d appends side by side listed the history %d times, want once", n, lists)
+	}
+	h, err := st.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A record written while the list was under way may be unseen by it, and
+	// stay until the next list (historyKnown): never one of the newest.
+	if len(h) < keep || len(h) == n || !h[len(h)-keep].Finished.Equal(base.Add((n-keep)*time.Minute)) {
+		t.Errorf("history = %d records, want the %d newest and the oldest pruned", len(h), keep)
 	}
 }
 
