@@ -7,6 +7,8 @@ package allocsource
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/nomad/api"
@@ -57,6 +59,16 @@ func (s *Source) NewPass(watched map[string][]*api.Allocation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watched, s.read = watched, nil
+}
+
+// InPass returns the allocations on nodeID as the current pass read them (its
+// own reads, the capacity gate's, those read ahead), never a watch's answer;
+// ok is false when the pass did not read them.
+func (s *Source) InPass(nodeID string) (allocs []*api.Allocation, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.read[nodeID]
+	return r.Allocs, ok
 }
 
 // Noted keeps a read of the allocations of nodeID by the current pass.
@@ -121,23 +133,47 @@ func (s *Source) ReadInPass(ctx context.Context, nodeID string) ([]*api.Allocati
 // instead of after all of them. Each read is kept as a read of the pass
 // (Noted).
 type Ahead struct {
-	src   *Source
-	ctx   context.Context
+	src *Source
+	ctx context.Context
+	// sem holds a token per read in flight, and until Widen the tokens that
+	// keep the reads at ReadAheadParallelism.
 	sem   chan struct{}
+	widen sync.Once
 	wg    sync.WaitGroup
 	mu    sync.Mutex
+	ended *sync.Cond // on mu: a read ended
 	lines map[string][]string
-	read  map[string][]*api.Allocation
+	// reading: the reads of each line started and not ended
+	reading map[string]int
+	read    map[string][]*api.Allocation
 }
 
 // Ahead starts a set of reads ahead, for ctx, of the nodes in lines, by line
 // (a group), in the order they are to be read.
 func (s *Source) Ahead(ctx context.Context, lines map[string][]string) *Ahead {
-	return &Ahead{src: s, ctx: ctx, sem: make(chan struct{}, ReadAheadParallelism), lines: lines, read: map[string][]*api.Allocation{}}
+	sem := make(chan struct{}, ReadAheadWidened)
+	for range ReadAheadWidened - ReadAheadParallelism {
+		sem <- struct{}{} // given back by Widen
+	}
+	a := &Ahead{src: s, ctx: ctx, sem: sem, lines: lines, reading: map[string]int{}, read: map[string][]*api.Allocation{}}
+	a.ended = sync.NewCond(&a.mu)
+	return a
+}
+
+// Widen lets the reads still to start go ReadAheadWidened at a time: the
+// writes they went beside are done, and what is left of them is all the
+// hand-out waits for.
+func (a *Ahead) Widen() {
+	a.widen.Do(func() {
+		for range ReadAheadWidened - ReadAheadParallelism {
+			<-a.sem
+		}
+	})
 }
 
 // ReadNext starts reading the allocations of the next node of line, if any
-// is left, at most ReadAheadParallelism reads at a time; a read that fails is
+// is left, at most ReadAheadParallelism reads at a time (ReadAheadWidened
+// once widened); a read that fails is
 // left out, for the step that needs it to make again.
 func (a *Ahead) ReadNext(line string) {
 	a.mu.Lock()
@@ -148,23 +184,47 @@ func (a *Ahead) ReadNext(line string) {
 	}
 	nodeID := ids[0]
 	a.lines[line] = ids[1:]
+	a.reading[line]++
 	a.mu.Unlock()
 	a.wg.Go(func() {
+		var allocs []*api.Allocation
+		defer func() {
+			a.mu.Lock()
+			if allocs != nil {
+				a.read[nodeID] = allocs
+			}
+			a.reading[line]--
+			a.ended.Broadcast()
+			a.mu.Unlock()
+		}()
 		select {
 		case a.sem <- struct{}{}:
 		case <-a.ctx.Done():
 			return
 		}
 		defer func() { <-a.sem }()
-		allocs, meta, err := a.src.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(a.ctx))
+		read, meta, err := a.src.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(a.ctx))
 		if err != nil {
 			return
 		}
-		a.src.Noted(nodeID, meta, allocs)
-		a.mu.Lock()
-		a.read[nodeID] = allocs
-		a.mu.Unlock()
+		a.src.Noted(nodeID, meta, read)
+		allocs = read
+		if allocs == nil {
+			allocs = []*api.Allocation{} // read: none on the node
+		}
 	})
+}
+
+// Read returns what the reads started so far read, by node ID, once those of
+// lines ended: a hand-out of the slots freed so far, while others may still
+// free (reads of other lines may still start).
+func (a *Ahead) Read(lines ...string) map[string][]*api.Allocation {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for slices.ContainsFunc(lines, func(l string) bool { return a.reading[l] > 0 }) {
+		a.ended.Wait()
+	}
+	return maps.Clone(a.read)
 }
 
 // Wait returns what the reads started read, by node ID, once they ended.
@@ -177,5 +237,12 @@ func (a *Ahead) Wait() map[string][]*api.Allocation {
 // ReadAheadParallelism bounds the reads of an Ahead sent at once. They go
 // beside a pass's writes and the allocation watches of the hosts coming
 // back, all under the connections Nomad accepts from one client (limits
-// http_max_conns_per_client, 100 by default).
-const ReadAheadParallelism = 8
+// http_max_conns_per_client, 100 by default). Once the writes are done
+// (Widen), the reads left go ReadAheadWidened at a time, the bound of every
+// other step of a pass: after a wave of closes, dozens of them were still
+// to be read 8 at a time, a round trip per 8 that each hand-out of the wave
+// waited for (docs/performance.md, the slot hand-off).
+const (
+	ReadAheadParallelism = 8
+	ReadAheadWidened     = 32
+)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -160,5 +161,65 @@ func TestReadAhead(t *testing.T) {
 	}
 	if reads := s.TakeReads(); len(reads) != len(ids)-1 || reads["c"].Index != 3 {
 		t.Errorf("reads kept for the watches %v, want every node read, with its index", reads)
+	}
+}
+
+// gatedNodes answers each read once released, and counts the reads in flight.
+type gatedNodes struct {
+	mu            sync.Mutex
+	inFlight, max int
+	release       chan struct{}
+	started       chan struct{}
+}
+
+func (n *gatedNodes) Allocations(id string, q *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	n.mu.Lock()
+	n.inFlight++
+	n.max = max(n.max, n.inFlight)
+	n.mu.Unlock()
+	n.started <- struct{}{}
+	<-n.release
+	n.mu.Lock()
+	n.inFlight--
+	n.mu.Unlock()
+	return []*api.Allocation{{ID: id + "-a", NodeID: id}}, &api.QueryMeta{LastIndex: 1}, nil
+}
+
+// An Ahead's reads go ReadAheadParallelism at a time beside the pass's
+// writes, and once widened (the writes done) ReadAheadWidened at a time;
+// every node asked for is read either way.
+func TestReadAheadWidens(t *testing.T) {
+	const nodes = 2 * ReadAheadWidened
+	n := &gatedNodes{release: make(chan struct{}), started: make(chan struct{}, nodes)}
+	s := &Source{Nodes: n}
+	s.NewPass(nil)
+	ids := make([]string, nodes)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("n%02d", i)
+	}
+	ahead := s.Ahead(context.Background(), map[string][]string{"g": ids})
+	for range nodes {
+		ahead.ReadNext("g")
+	}
+	for range ReadAheadParallelism {
+		<-n.started
+	}
+	select {
+	case <-n.started:
+		t.Fatalf("more than %d reads in flight before Widen", ReadAheadParallelism)
+	case <-time.After(50 * time.Millisecond):
+	}
+	ahead.Widen()
+	ahead.Widen() // once only
+	for range ReadAheadWidened - ReadAheadParallelism {
+		<-n.started // blocks, and the test times out, unless the bound widened
+	}
+	close(n.release)
+	got := ahead.Wait()
+	if len(got) != nodes {
+		t.Errorf("read %d nodes, want %d", len(got), nodes)
+	}
+	if n.max != ReadAheadWidened {
+		t.Errorf("at most %d reads in flight once widened, want %d", n.max, ReadAheadWidened)
 	}
 }

@@ -66,10 +66,20 @@ type Reader struct {
 	// answer's meta (nil: nobody is told); it may be called from several
 	// goroutines at once.
 	AllocsRead func(nodeID string, meta *api.QueryMeta, allocs []*api.Allocation)
+	// InPass, when set, gives a node's allocations as the coordinator's pass
+	// read them already (ok false: not read), taken instead of a read: a
+	// hand-out's gate, after the pass's own and those of an earlier hand-out
+	// in the pass, reads only the nodes none of them read.
+	InPass func(nodeID string) (allocs []*api.Allocation, ok bool)
 
 	nodes  byindex.Cache[capacity.Node]
 	movers byindex.Cache[[]capacity.Alloc]
 }
+
+// Streamed keeps the capacity of nodes seen in full elsewhere (the node
+// event stream's payload is the whole node, as GET /v1/node/:id answers it),
+// each at its ModifyIndex: the gate does not read them while it stays so.
+func (r *Reader) Streamed(nodes byindex.Cache[capacity.Node]) { r.nodes.PutAll(nodes) }
 
 // Leaving is the node of a host on its way out: draining (Draining), or
 // drained or rebooting.
@@ -227,11 +237,16 @@ func (r *Reader) allocsOf(ctx context.Context, p *Pass, nodeID string) ([]*api.A
 	return allocs, nil
 }
 
-// readOrEarly is the allocations on a node as read early for p (ReadEarly),
-// else read now (readAllocs).
+// readOrEarly is the allocations on a node as read early for p (ReadEarly)
+// or earlier in the coordinator's pass (InPass), else read now (readAllocs).
 func (r *Reader) readOrEarly(ctx context.Context, p *Pass, nodeID string) ([]*api.Allocation, error) {
 	if allocs, ok := p.early[nodeID]; ok {
 		return allocs, nil
+	}
+	if r.InPass != nil {
+		if allocs, ok := r.InPass(nodeID); ok {
+			return allocs, nil
+		}
 	}
 	return r.readAllocs(ctx, nodeID)
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/admission"
+	"github.com/rollboot/rollboot/internal/byindex"
+	"github.com/rollboot/rollboot/internal/capacity"
 )
 
 // capWorld is a cluster whose nodes change (their memory, with their
@@ -27,15 +29,22 @@ func (w *capWorld) Info(id string, _ *api.QueryOptions) (*api.Node, *api.QueryMe
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.reads[id]++
+	return w.node(id), &api.QueryMeta{}, nil
+}
+
+// node is node id as it is now.
+func (w *capWorld) node(id string) *api.Node {
 	return &api.Node{ID: id, Name: id, NodePool: "default", Datacenter: "dc1",
-		NodeResources: &api.NodeResources{Memory: api.NodeMemoryResources{MemoryMB: w.memory[id]}}}, &api.QueryMeta{}, nil
+		NodeResources: &api.NodeResources{Memory: api.NodeMemoryResources{MemoryMB: w.memory[id]}}}
 }
 
 // The capacity of the nodes a pass asks for is, over a randomly changing
-// world, what a read of each says now; a node is read only when no pass read
-// it at the ModifyIndex the list shows now; and the nodes gone are forgotten.
-// The world: nodes resized (a write: a new ModifyIndex), written without a
-// change that matters, added and removed; passes asking for some of them.
+// world, what a read of each says now; a node is read only when neither a pass
+// read it nor the node stream showed it (Streamed) at the ModifyIndex the list
+// shows now; and the nodes gone are forgotten. The world: nodes resized (a
+// write: a new ModifyIndex), written without a change that matters, added and
+// removed, each write seen by the stream or not; passes asking for some of
+// them.
 func TestCapacityNodesEqualFreshReads(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 47))
@@ -47,8 +56,10 @@ func TestCapacityNodesEqualFreshReads(t *testing.T) {
 			w.memory[id], nodes[id] = 1024, &api.NodeListStub{ID: id, ModifyIndex: index}
 		}
 		r := &Reader{Nodes: w}
-		read := map[string]uint64{} // the ModifyIndex each node was last read at
+		read := map[string]uint64{} // the ModifyIndex each node was last read or streamed at
 		for pass := range 40 {
+			var streamed byindex.Cache[capacity.Node]
+			streamedAt := map[string]uint64{}
 			for range rng.IntN(4) {
 				id := fmt.Sprintf("n%d", rng.IntN(7))
 				index++
@@ -57,12 +68,21 @@ func TestCapacityNodesEqualFreshReads(t *testing.T) {
 					w.memory[id], nodes[id] = int64(rng.IntN(4)+1)*1024, &api.NodeListStub{ID: id, ModifyIndex: index}
 				case rng.IntN(4) == 0:
 					delete(nodes, id)
+					continue
 				default:
 					if rng.IntN(2) == 0 {
 						w.memory[id] = int64(rng.IntN(4)+1) * 1024
 					}
 					nodes[id] = &api.NodeListStub{ID: id, ModifyIndex: index}
 				}
+				if rng.IntN(2) == 0 {
+					streamed.Put(id, index, capacity.NodeOf(w.node(id)))
+					streamedAt[id] = index
+				}
+			}
+			r.Streamed(streamed) // as the pass takes them (coordinator takeMail)
+			for id, e := range streamedAt {
+				read[id] = e // kept at that index, which a later write may have passed
 			}
 			var ids []string
 			for _, id := range slices.Sorted(maps.Keys(nodes)) {
@@ -136,6 +156,27 @@ func TestAllocsReadToldOfEachRead(t *testing.T) {
 	want := map[string]uint64{"n1": 7, "n2": 7, "n3": 7}
 	if !maps.Equal(told, want) || !maps.Equal(n.reads, map[string]int{"n1": 1, "n2": 1, "n3": 1}) {
 		t.Errorf("told %v after reads %v, want each node once at index 7", told, n.reads)
+	}
+}
+
+// A node whose allocations the coordinator's pass read already (InPass) is
+// taken as read, not read again: its movers are what that read shows.
+func TestAllocsReadInThePassTaken(t *testing.T) {
+	n := &sameIndexNodes{reads: map[string]int{}}
+	service := "service"
+	inPass := map[string][]*api.Allocation{"n1": {{ID: "n1-x", NodeID: "n1", JobID: "x", TaskGroup: "x",
+		DesiredStatus: "run", ClientStatus: "running", Job: &api.Job{Type: &service}}}}
+	r := &Reader{Nodes: n, InPass: func(id string) ([]*api.Allocation, bool) { a, ok := inPass[id]; return a, ok }}
+	p := r.NewPass(nil, nil, 0, nil)
+	r.Read(t.Context(), p, admission.CapacityNeeds{Allocs: []string{"n1", "n2"}})
+	if p.Gate.Err != nil {
+		t.Fatal(p.Gate.Err)
+	}
+	if !maps.Equal(n.reads, map[string]int{"n2": 1}) {
+		t.Errorf("reads %v, want n2's only", n.reads)
+	}
+	if m := p.Gate.Movers["n1"]; len(m) != 1 || m[0].ID != "n1-x" {
+		t.Errorf("n1's movers %v, want those of the pass's read", m)
 	}
 }
 

@@ -440,8 +440,9 @@ type pendingWrite struct {
 	// eligibility: once it is carried out, the pass decides again for the host
 	// (rejoinNow); nil for any other decision.
 	rejoin *snapshot
-	// stored, when set, is called once the decision was carried out (readAhead).
-	stored func()
+	// done, when set, is called once the decision was carried out, with its
+	// error (readAhead).
+	done func(err error)
 }
 
 // storePlans carries the decisions of a pass stored together out, at most
@@ -457,8 +458,8 @@ func (c *Coordinator) storePlans(ctx context.Context, writes []pendingWrite, lim
 		} else {
 			err = c.carryOutBounded(ctx, w.in, w.d)
 		}
-		if err == nil && w.stored != nil {
-			w.stored()
+		if w.done != nil {
+			w.done(err)
 		}
 		errs[i] = err
 	})

@@ -321,7 +321,7 @@ func New(opt Options) *Coordinator {
 	c.policy.record = enforcement.Publisher{Store: c.opt.Store, Leader: opt.Identity, Now: c.now, Log: c.log}
 	c.side = sideoutput.Outputs{Notifier: opt.Notifier, NodeMeta: opt.NodeMeta, Silencer: opt.Silencer}
 	c.allocs.Nodes = c.opt.Nodes
-	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.allocs.Noted}
+	c.capacity = capacityread.Reader{Nodes: c.opt.Nodes, AllocsRead: c.allocs.Noted, InPass: c.allocs.InPass}
 	c.alerts = gatepoll.NewAlerts(opt.AlertReader, c.metrics.Registry, c.log)
 	c.gates = gatepoll.NewGates(opt.GateReader, c.metrics.Registry, c.log)
 	c.approvals = approvalhook.NewKeeper(opt.ApprovalAsker, c.metrics.Registry, c.log)
@@ -536,13 +536,9 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		errs = errors.Join(errs, c.carryOutBounded(ctx, w.in, w.d))
 	}
 	first, rest, heads := headsFirst(s, r.writes) // regrant.go
-	ahead := c.readAhead(ctx, s, adm, first)      // beside the writes (regrant.go)
-	errs = errors.Join(errs, c.storePlans(ctx, first, PlanWriteParallelism))
-	early := ahead()
-	var granted map[string]bool
-	if errs == nil {
-		granted, errs = c.regrantFreed(ctx, s, adm, r.freed, r.pended, heads, early) // the slots freed, at once (regrant.go)
-	}
+	// The slots freed, handed out at once (regrant.go).
+	granted, err := c.storeAndHandOut(ctx, s, adm, r, first, heads, errs == nil)
+	errs = errors.Join(errs, err)
 	errs = errors.Join(errs, c.storePlans(ctx, append(notGranted(heads, granted), rest...), PlanWriteParallelism))
 	errs = errors.Join(errs, c.pruneHistory(ctx))
 	c.metrics.State.Waiting(waiting)

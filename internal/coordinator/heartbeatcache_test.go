@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/heartbeatread"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
@@ -231,5 +232,41 @@ func TestHeartbeatIndexesFromTheFollower(t *testing.T) {
 	}
 	if n.reads != 1 || v.MissedHeartbeatIndex != 12 {
 		t.Fatalf("not seen at its ModifyIndex: %d reads, want 1; %+v", n.reads, v)
+	}
+}
+
+// allocInfoNodes is infoNodes whose nodes have no allocations.
+type allocInfoNodes struct{ *infoNodes }
+
+func (allocInfoNodes) Allocations(string, *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	return nil, &api.QueryMeta{LastIndex: 1}, nil
+}
+
+// A node the node follower saw in full gives the capacity gate its resources
+// at that ModifyIndex without a read of the node; at another it is read.
+func TestCapacityFromTheFollower(t *testing.T) {
+	n := &infoNodes{node: &api.Node{ID: "n1", Name: "n1", NodePool: "default", ModifyIndex: 12,
+		NodeResources: &api.NodeResources{Memory: api.NodeMemoryResources{MemoryMB: 4096}}}}
+	c := New(Options{Deps: Deps{Nodes: allocInfoNodes{n}}})
+	streamed := *n.node
+	streamed.ModifyIndex, streamed.NodeResources = 10, &api.NodeResources{Memory: api.NodeMemoryResources{MemoryMB: 2048}}
+	nodeSink{&c.mail}.NodesWritten([]*api.Node{&streamed})
+	gate := func(modifyIndex uint64) int64 {
+		t.Helper()
+		c.takeMail() // a pass
+		list := map[string]*api.NodeListStub{"n1": {ID: "n1", Name: "n1", NodePool: "default", Status: api.NodeStatusReady,
+			SchedulingEligibility: api.NodeSchedulingEligible, ModifyIndex: modifyIndex}}
+		p := c.capacity.NewPass(list, nil, 0, nil)
+		c.capacity.Read(t.Context(), p, admission.CapacityNeeds{Pools: []string{"default"}})
+		if p.Gate.Err != nil {
+			t.Fatal(p.Gate.Err)
+		}
+		return p.Gate.Nodes["n1"].Capacity.MemoryMB
+	}
+	if mb := gate(10); n.reads != 0 || mb != 2048 {
+		t.Fatalf("seen in full at its ModifyIndex: %d reads, want none; %d MB, want 2048", n.reads, mb)
+	}
+	if mb := gate(12); n.reads != 1 || mb != 4096 {
+		t.Fatalf("not seen at its ModifyIndex: %d reads, want 1; %d MB, want 4096", n.reads, mb)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/byindex"
+	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/store"
@@ -54,6 +55,9 @@ type answers struct {
 	// each at the node's ModifyIndex; the pass keeps them (caches.go
 	// streamed), and the mailbox starts afresh.
 	nodeEvents byindex.Cache[heartbeatIndexes]
+	// nodeCapacity: the capacity of the same nodes (capacity.NodeOf), for the
+	// capacity gate, taken and started afresh with nodeEvents.
+	nodeCapacity byindex.Cache[capacity.Node]
 	// hostsUntaken: the host watch answered a change that no pass took yet
 	// (its next list waits for one: caches.go).
 	hostsUntaken bool
@@ -74,7 +78,7 @@ func (m *mailbox) start(term context.Context) {
 		a.halts.Failed()
 		a.agentJob.Failed()
 		a.nodes.Failed()
-		a.allocs, a.nodeEvents = nil, byindex.Cache[heartbeatIndexes]{}
+		a.allocs, a.nodeEvents, a.nodeCapacity = nil, byindex.Cache[heartbeatIndexes]{}, byindex.Cache[capacity.Node]{}
 		a.hostsUntaken = false
 	})
 }
@@ -87,7 +91,8 @@ func (m *mailbox) take() answers {
 		a := *mine
 		// A copy, even of an empty map: the watches go on writing to theirs.
 		a.allocs = maps.Clone(mine.allocs)
-		mine.nodeEvents = byindex.Cache[heartbeatIndexes]{} // the pass's now: the follower starts a new one
+		// The pass's now: the follower starts new ones.
+		mine.nodeEvents, mine.nodeCapacity = byindex.Cache[heartbeatIndexes]{}, byindex.Cache[capacity.Node]{}
 		if ended {
 			// The term ended: its watches stopped answering.
 			for _, w := range []*watched.Value[struct{}]{&a.control, &a.requests, &a.policy, &a.halts} {
@@ -189,4 +194,5 @@ func (c *Coordinator) takeMail() {
 	c.seen = c.mail.take()
 	c.allocs.NewPass(c.seen.allocs)
 	c.streamed.PutAll(c.seen.nodeEvents)
+	c.capacity.Streamed(c.seen.nodeCapacity)
 }

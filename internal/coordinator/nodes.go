@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/heartbeatread"
 	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
@@ -184,14 +185,16 @@ type nodeSink struct{ m *mailbox }
 
 func (s nodeSink) SetNodes(list []*api.NodeListStub, index uint64) { s.m.setNodes(list, index) }
 
-// NodesWritten keeps the heartbeat indexes of nodes the follower saw in full
-// (the event stream's payload, or a node's own blocking query): a pass that
-// needs a node's events at the ModifyIndex its list shows takes them instead
-// of reading the node (caches.go readHeartbeats).
+// NodesWritten keeps the heartbeat indexes and the capacity of nodes the
+// follower saw in full (the event stream's payload, or a node's own blocking
+// query): a pass that needs a node's events at the ModifyIndex its list shows
+// takes them instead of reading the node (caches.go readHeartbeats), and so
+// does the capacity gate for the node's resources (capacityread.Reader.Streamed).
 func (s nodeSink) NodesWritten(nodes []*api.Node) {
 	s.m.update(func(a *answers) {
 		for _, n := range nodes {
 			a.nodeEvents.Put(n.ID, n.ModifyIndex, heartbeatread.Of(n))
+			a.nodeCapacity.Put(n.ID, n.ModifyIndex, capacity.NodeOf(n))
 		}
 	})
 }

@@ -2,7 +2,9 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"sync/atomic"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -37,38 +39,170 @@ func freesSlot(in phase.Input, d phase.Decision) bool {
 	return d.Write && in.Plan.Active() && !d.Plan.Active()
 }
 
+// writeSignals is what the writes a pass stores together tell its hand-out
+// while they are carried out (storeAndHandOut).
+type writeSignals struct {
+	freed  chan struct{} // a slot was freed (at most one waiting)
+	failed atomic.Bool   // a write failed
+}
+
+func newWriteSignals() *writeSignals { return &writeSignals{freed: make(chan struct{}, 1)} }
+
+// slotFreed tells that a write freed a slot.
+func (w *writeSignals) slotFreed() {
+	select {
+	case w.freed <- struct{}{}:
+	default: // one is waiting already
+	}
+}
+
+// carriedOut is a pendingWrite's done: a failure is noted, then, after a
+// success, stored (nil: nothing) runs.
+func (w *writeSignals) carriedOut(stored func()) func(error) {
+	return func(err error) {
+		if err != nil {
+			w.failed.Store(true)
+			return
+		}
+		if stored != nil {
+			stored()
+		}
+	}
+}
+
+// storeAndHandOut carries out the pass's writes stored together (first) and
+// hands out the slots they free (regrantFreed) as they free them: while the
+// writes go on, a hand-out starts each time a slot was freed and no hand-out
+// runs, over the slots freed since the last one; once every write is done, a
+// last one hands out the rest, with the hosts the pass made pending and the
+// heads of the lines (heads, whose grants it tried: the result). A wave of
+// closes, 24 at a time, so no longer holds the slots its first closes free
+// until its last close is stored. None hands out once a write failed, nor
+// when the pass failed before (!mayHandOut). Why a hand-out beside the
+// writes is as safe as after them: docs/architecture.md, "Crash safety",
+// step 5.
+func (c *Coordinator) storeAndHandOut(ctx context.Context, s *snapshot, adm admission.Result, r routed,
+	first, heads []pendingWrite, mayHandOut bool) (map[string]bool, error) {
+	sig := newWriteSignals()
+	ahead := c.readAhead(ctx, s, adm, first, sig)
+	done := make(chan error, 1)
+	go func() { done <- c.storePlans(ctx, first, PlanWriteParallelism) }()
+	handed, writing := map[string]bool{}, map[string]bool{}
+	for _, w := range first {
+		writing[w.in.Plan.Host] = true
+	}
+	var writesErr, handOutErr error
+	skipped := false // an early hand-out left a host admitted to the last one
+	for more := true; more; {
+		select {
+		case writesErr = <-done:
+			more = false
+		case <-sig.freed:
+			if !mayHandOut || sig.failed.Load() {
+				continue
+			}
+			frees := c.freedSince(r.freed, handed)
+			if len(frees) == 0 {
+				continue
+			}
+			h := handOut{freed: frees, early: ahead.sofar(frees), writing: writing, skipped: &skipped}
+			if _, err := c.regrantFreed(ctx, s, adm, h); err != nil {
+				handOutErr, mayHandOut = err, false
+			}
+		}
+	}
+	early := ahead.all()
+	if writesErr != nil || !mayHandOut {
+		return nil, errors.Join(writesErr, handOutErr)
+	}
+	if skipped {
+		clear(handed) // the last hand-out admits again for every slot freed
+	}
+	return c.regrantFreed(ctx, s, adm, handOut{freed: c.freedSince(r.freed, handed), pended: r.pended, heads: heads, early: early})
+}
+
+// freedSince returns the hosts of freed whose slot is free as stored and
+// not handed out yet, and notes them handed out.
+func (c *Coordinator) freedSince(freed []string, handed map[string]bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, name := range freed {
+		if p, ok := c.plans[name]; ok && !p.Active() && !handed[name] {
+			handed[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // readAhead has each of writes that may free a slot (a close, a rejoin that
 // may close), once carried out with its slot freed, start reading the
 // allocations of the node of the next host in its group's line
 // (admission.NextInLine; first, the pass's admission) beside the pass's other
 // writes, for the hand-out's capacity gate and system jobs
-// (capacityread.Pass.ReadEarly); and the workload blockers of those groups'
-// queued hosts (workloadsAhead). It returns what was read, once read.
-func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admission.Result, writes []pendingWrite) func() aheadReads {
-	var ahead *allocsource.Ahead // made below, before any write is carried out
+// (capacityread.Pass.ReadEarly), and tell sig; and it reads the workload
+// blockers of those groups' queued hosts (workloadsAhead). Every write tells
+// sig when it failed.
+func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admission.Result, writes []pendingWrite, sig *writeSignals) *readsAhead {
+	r := &readsAhead{group: map[string]string{}}
 	slots := map[string]int{}
 	for i, w := range writes {
 		if !freesSlot(w.in, w.d) && w.rejoin == nil {
+			writes[i].done = sig.carriedOut(nil)
 			continue
 		}
 		name, group := w.in.Plan.Host, s.hosts[w.in.Plan.Host].group
 		slots[group]++
-		writes[i].stored = func() {
+		r.group[name] = group
+		writes[i].done = sig.carriedOut(func() {
 			c.mu.Lock()
 			p, ok := c.plans[name]
 			c.mu.Unlock()
 			if ok && !p.Active() {
-				ahead.ReadNext(group) // its slot is free
+				r.allocs.ReadNext(group) // its slot is free
+				sig.slotFreed()
 			}
-		}
+		})
 	}
 	if len(slots) == 0 {
-		return func() aheadReads { return aheadReads{} } // no queue to build
+		return r // no queue to build
 	}
 	queue := admissionQueue(s)
-	ahead = c.allocs.Ahead(ctx, admission.NextInLine(queue, first.Wait, slots))
-	holds := c.workloadsAhead(ctx, s, queue, slots)
-	return func() aheadReads { return aheadReads{allocs: ahead.Wait(), holds: holds()} }
+	r.allocs = c.allocs.Ahead(ctx, admission.NextInLine(queue, first.Wait, slots))
+	r.holds = c.workloadsAhead(ctx, s, queue, slots)
+	return r
+}
+
+// readsAhead is what readAhead reads beside the pass's writes.
+type readsAhead struct {
+	allocs *allocsource.Ahead // nil: no write may free a slot
+	holds  func() map[string]phase.WaitReason
+	group  map[string]string // of each host whose write may free a slot
+}
+
+// sofar is what was read ahead for a hand-out of the slots of hosts (freed
+// while the pass's other writes go on), once the reads started for their
+// groups ended.
+func (r *readsAhead) sofar(hosts []string) aheadReads {
+	if r.allocs == nil {
+		return aheadReads{}
+	}
+	var lines []string
+	for _, h := range hosts {
+		lines = append(lines, r.group[h])
+	}
+	return aheadReads{allocs: r.allocs.Read(lines...), holds: r.holds()}
+}
+
+// all is everything read ahead, once read; called once the writes are done,
+// the reads left then go ReadAheadWidened at a time (allocsource.Ahead.Widen).
+func (r *readsAhead) all() aheadReads {
+	if r.allocs == nil {
+		return aheadReads{}
+	}
+	r.allocs.Widen()
+	return aheadReads{allocs: r.allocs.Wait(), holds: r.holds()}
 }
 
 // aheadReads is what readAhead read for the hand-out.
@@ -104,33 +238,45 @@ func (c *Coordinator) workloadsAhead(ctx context.Context, s *snapshot, queue []a
 	return func() map[string]phase.WaitReason { <-done; return holds }
 }
 
-// regrantFreed admits again after the pass's decisions were carried out without an
-// error, when one of them freed a slot or made a host pending, and carries out
-// the grants of the hosts that get a slot now. freed and pended are the hosts
-// whose decision frees their slot or makes them pending (carried out or not);
-// heads are the pending decisions of the hosts first in their group's line
-// (headsFirst), not stored yet: a head's grant is its first write. It returns
-// the heads whose grant it tried, stored or not: their pending plans are not to
+// handOut is what a hand-out hands out (regrantFreed): the slots of freed,
+// the hosts whose decision frees their slot (carried out or not); the hosts
+// of pended, whose decision makes them pending; heads, the pending decisions
+// of the hosts first in their group's line (headsFirst), not stored yet: a
+// head's grant is its first write; early, what was read ahead for it
+// (readAhead); writing, the hosts whose write may still be under way, which
+// it leaves alone (a grant of one would race that write's check-and-set),
+// noting in skipped that it left one it admitted.
+type handOut struct {
+	freed, pended []string
+	heads         []pendingWrite
+	early         aheadReads
+	writing       map[string]bool
+	skipped       *bool
+}
+
+// regrantFreed admits again, once the writes of the pass carried out so far
+// succeeded, when one of them freed a slot or made a host pending (h), and
+// carries out the grants of the hosts that get a slot now. It returns the
+// heads whose grant it tried, stored or not: their pending plans are not to
 // be stored after it (a grant that failed leaves the plan as it was before the
-// pass, and the next pass decides again). first is the pass's admission; s its
-// snapshot; early what was read ahead for it (readAhead).
-func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission.Result, freed, pended []string,
-	heads []pendingWrite, early aheadReads) (map[string]bool, error) {
+// pass, and the next pass decides again). first is the pass's admission; s
+// its snapshot.
+func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission.Result, h handOut) (map[string]bool, error) {
 	c.mu.Lock()
 	stored := c.plans
 	closed := false
-	for _, name := range freed {
+	for _, name := range h.freed {
 		if p, ok := stored[name]; ok && !p.Active() {
 			closed = true // its close is stored
 		}
 	}
 	newcomers := map[string]*pendingWrite{}
-	for _, name := range pended {
+	for _, name := range h.pended {
 		if p, ok := stored[name]; ok && p.Phase == store.PhasePending {
 			newcomers[name] = nil // stored pending
 		}
 	}
-	if stored == nil || !closed && len(newcomers) == 0 && len(heads) == 0 {
+	if stored == nil || !closed && len(newcomers) == 0 && len(h.heads) == 0 {
 		c.mu.Unlock()
 		return nil, nil
 	}
@@ -138,19 +284,19 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 	s2.now = c.now()
 	s2.plans = maps.Clone(stored)
 	c.mu.Unlock()
-	for i, h := range heads {
+	for i, head := range h.heads {
 		// Pending as decided, its plan as stored before the pass: the grant's
 		// check-and-set is on that one.
-		p := h.d.Plan
-		p.ModifyIndex = h.in.Plan.ModifyIndex
+		p := head.d.Plan
+		p.ModifyIndex = head.in.Plan.ModifyIndex
 		s2.plans[p.Host] = p
-		newcomers[p.Host] = &heads[i]
+		newcomers[p.Host] = &h.heads[i]
 	}
-	s2.capacity = nil // read again, with the pass's drains
-	s2.earlyAllocs = early.allocs
+	s2.capacity = nil // a gate of its own, with the pass's drains out; what the pass read is taken as read (capacityread.Reader.InPass)
+	s2.earlyAllocs = h.early.allocs
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
-	s2.workloads = handOutWorkloads(s, early.holds, len(newcomers) > 0)
+	s2.workloads = handOutWorkloads(s, h.early.holds, len(newcomers) > 0)
 	adm := c.grantWaves(octx, &s2, c.admit(octx, &s2)) // holds.go
 	if err := octx.Err(); err != nil {
 		return nil, c.stepFailed(octx, ctx, err)
@@ -158,6 +304,10 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 	var writes, cordons []pendingWrite
 	granted := map[string]bool{}
 	for _, name := range busyNames(&s2) { // the hosts admitted are pending
+		if h.writing[name] {
+			*h.skipped = *h.skipped || adm.Admitted[name] || adm.Cordon[name]
+			continue // its write may still be under way: the last hand-out's
+		}
 		hv := s2.hosts[name]
 		head, isNew := newcomers[name]
 		if w, ok := c.cordonNow(&s2, adm, name, isNew); ok {

@@ -473,6 +473,78 @@ func TestNextInLineReadBesideTheCloses(t *testing.T) {
 	}
 }
 
+// drainBegunNodes is recNodes that tells when the drain of one node begins.
+type drainBegunNodes struct {
+	recNodes
+	node  string
+	begun chan struct{}
+	once  sync.Once
+}
+
+func (n *drainBegunNodes) UpdateDrainOpts(id string, opts *api.DrainOptions, q *api.WriteOptions) (*api.NodeDrainUpdateResponse, error) {
+	if id == n.node && opts.DrainSpec != nil {
+		n.once.Do(func() { close(n.begun) })
+	}
+	return n.recNodes.UpdateDrainOpts(id, opts, q)
+}
+
+// A slot freed while the pass's other writes go on is handed out before they
+// end. Two cycles close in a group of two slots (h00, h02), two hosts wait
+// (h01, h03); h02's plan write waits here until the drain of h01's node has
+// begun, which the slot h00's close frees starts: it would wait in vain if
+// the hand-out came after all the writes. Both waiting hosts are granted in
+// the pass, h01 first (it asked first).
+func TestSlotHandedOutBeforeThePassWritesEnd(t *testing.T) {
+	ctx := context.Background()
+	log := &callLog{}
+	begun := make(chan struct{})
+	vars := &aheadVars{memVars: newMemVars(log), readBegun: begun}
+	st := store.New(vars, "rollboot", "")
+	stubs := putHosts(t, st, 4, func(i int, r *store.HostRecord) {
+		r.BootID = "b2"
+		if i%2 == 1 {
+			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
+		}
+	})
+	for i := range 4 {
+		name := fmt.Sprintf("h%02d", i)
+		p := plan(store.PhaseRejoining, func(p *store.Plan) {
+			p.Host, p.NodeID, p.Group = name, "n-"+name, "default"
+			p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
+		})
+		if i%2 == 1 {
+			p = store.Plan{Host: name, Phase: store.PhasePending, Group: "default", PhaseSince: t0.Add(-time.Hour),
+				RequestedAt: t0.Add(-time.Hour + time.Duration(i)*time.Minute), Reason: "kernel",
+				Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
+		}
+		if _, err := st.PutPlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars.path = "rollboot/plan/h02"
+	nodes := &drainBegunNodes{recNodes: recNodes{log: log, nodes: stubs}, node: "n-h01", begun: begun}
+	c := New(Options{
+		Deps:    Deps{Nodes: nodes, Store: st},
+		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
+	if err := c.ReconcileOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plans, nodeWrites := plansAndNodeCalls(t, st, log)
+	for _, h := range []string{"h01", "h03"} {
+		if got := plans[h].Phase; got != store.PhaseDraining || !slices.Contains(nodeWrites, "drain n-"+h) {
+			t.Fatalf("%s is %s with node writes %q, want draining, its node's drain started in the pass", h, got, nodeWrites)
+		}
+	}
+	if !vars.waited.Load() {
+		t.Errorf("h02's close was stored before h01's drain began: the slot h00 freed waited for the pass's writes (node writes %q)", nodeWrites)
+	}
+	if i, j := slices.Index(nodeWrites, "drain n-h01"), slices.Index(nodeWrites, "drain n-h03"); i > j {
+		t.Errorf("h03 drained before h01, which asked first: %q", nodeWrites)
+	}
+}
+
 // evalsBegun is fakeWorkloads that tells when a list of the evaluations
 // begins.
 type evalsBegun struct {
