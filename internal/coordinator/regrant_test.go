@@ -414,18 +414,11 @@ func (n *aheadNodes) Allocations(id string, q *api.QueryOptions) ([]*api.Allocat
 	return n.recNodes.Allocations(id, q)
 }
 
-// The allocations of the node of the host next in line are read as soon as
-// the close that frees its slot is stored, beside the pass's other writes,
-// and the hand-out takes that read. Two cycles close in a group of two slots
-// (h00, h02), two hosts wait (h01, h03); h02's plan write waits here until the
-// read of h01's node has begun, which h00's close starts: it would wait in
-// vain if the reads came after all the writes. Each node is read once.
-func TestNextInLineReadBesideTheCloses(t *testing.T) {
-	ctx := context.Background()
-	log := &callLog{}
-	begun := make(chan struct{})
-	vars := &aheadVars{memVars: newMemVars(log), readBegun: begun}
-	st := store.New(vars, "rollboot", "")
+// putTwoBackTwoNext stores, in the default group, h00 and h02 rejoining and
+// back (their cycles close in the next pass) and h01 and h03 pending, h01
+// first in line; it returns the hosts' node stubs.
+func putTwoBackTwoNext(t *testing.T, st *store.Store) []*api.NodeListStub {
+	t.Helper()
 	stubs := putHosts(t, st, 4, func(i int, r *store.HostRecord) {
 		r.BootID = "b2"
 		if i%2 == 1 {
@@ -443,26 +436,26 @@ func TestNextInLineReadBesideTheCloses(t *testing.T) {
 				RequestedAt: t0.Add(-time.Hour + time.Duration(i)*time.Minute), Reason: "kernel",
 				Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
 		}
-		if _, err := st.PutPlan(ctx, p); err != nil {
+		if _, err := st.PutPlan(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	vars.path = "rollboot/plan/h02"
-	nodes := &aheadNodes{recNodes: recNodes{log: log, nodes: stubs}, node: "n-h01", begun: begun, reads: map[string]int{}}
-	c := New(Options{
-		Deps:    Deps{Nodes: nodes, Store: st},
-		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
-		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	return stubs
+}
+
+// The allocations of the node of the host next in line are read as soon as
+// the close that frees its slot is stored, beside the pass's other writes,
+// and the hand-out takes that read. Two cycles close in a group of two slots
+// (h00, h02), two hosts wait (h01, h03); h02's plan write waits here until the
+// read of h01's node has begun, which h00's close starts: it would wait in
+// vain if the reads came after all the writes. Each node is read once.
+func TestNextInLineReadBesideTheCloses(t *testing.T) {
+	begun := make(chan struct{})
+	var nodes *aheadNodes
+	vars, _ := twoBackTwoNextPass(t, begun, func(rec recNodes) NodesAPI {
+		nodes = &aheadNodes{recNodes: rec, node: "n-h01", begun: begun, reads: map[string]int{}}
+		return nodes
 	})
-	if err := c.ReconcileOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	plans, nodeWrites := plansAndNodeCalls(t, st, log)
-	for _, h := range []string{"h01", "h03"} {
-		if got := plans[h].Phase; got != store.PhaseDraining || !slices.Contains(nodeWrites, "drain n-"+h) {
-			t.Fatalf("%s is %s with node writes %q, want draining, its node's drain started in the pass", h, got, nodeWrites)
-		}
-	}
 	if !vars.waited.Load() {
 		t.Error("h02's close was stored before h01's node was read: the read did not start beside the writes")
 	}
@@ -471,6 +464,35 @@ func TestNextInLineReadBesideTheCloses(t *testing.T) {
 			t.Errorf("the allocations of %s read %d times in the pass, want once", n, got)
 		}
 	}
+}
+
+// twoBackTwoNextPass runs a pass of a coordinator whose default group has two
+// slots, over putTwoBackTwoNext's hosts, on the nodes nodesOf makes of the
+// recording nodes; h02's plan write waits for begun (a second at most). It
+// checks that both waiting hosts were granted and their drains started in
+// the pass, and returns the variables and the node writes.
+func twoBackTwoNextPass(t *testing.T, begun chan struct{}, nodesOf func(recNodes) NodesAPI) (*aheadVars, []string) {
+	t.Helper()
+	log := &callLog{}
+	vars := &aheadVars{memVars: newMemVars(log), readBegun: begun}
+	st := store.New(vars, "rollboot", "")
+	stubs := putTwoBackTwoNext(t, st)
+	vars.path = "rollboot/plan/h02"
+	c := New(Options{
+		Deps:    Deps{Nodes: nodesOf(recNodes{log: log, nodes: stubs}), Store: st},
+		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
+		Runtime: Runtime{Now: func() time.Time { return t0 }},
+	})
+	if err := c.ReconcileOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	plans, nodeWrites := plansAndNodeCalls(t, st, log)
+	for _, h := range []string{"h01", "h03"} {
+		if got := plans[h].Phase; got != store.PhaseDraining || !slices.Contains(nodeWrites, "drain n-"+h) {
+			t.Fatalf("%s is %s with node writes %q, want draining, its node's drain started in the pass", h, got, nodeWrites)
+		}
+	}
+	return vars, nodeWrites
 }
 
 // drainBegunNodes is recNodes that tells when the drain of one node begins.
@@ -495,48 +517,10 @@ func (n *drainBegunNodes) UpdateDrainOpts(id string, opts *api.DrainOptions, q *
 // the hand-out came after all the writes. Both waiting hosts are granted in
 // the pass, h01 first (it asked first).
 func TestSlotHandedOutBeforeThePassWritesEnd(t *testing.T) {
-	ctx := context.Background()
-	log := &callLog{}
 	begun := make(chan struct{})
-	vars := &aheadVars{memVars: newMemVars(log), readBegun: begun}
-	st := store.New(vars, "rollboot", "")
-	stubs := putHosts(t, st, 4, func(i int, r *store.HostRecord) {
-		r.BootID = "b2"
-		if i%2 == 1 {
-			r.BootID, r.RebootRequired, r.RequestedAt = "b1", true, t0.Add(-time.Hour)
-		}
+	vars, nodeWrites := twoBackTwoNextPass(t, begun, func(rec recNodes) NodesAPI {
+		return &drainBegunNodes{recNodes: rec, node: "n-h01", begun: begun}
 	})
-	for i := range 4 {
-		name := fmt.Sprintf("h%02d", i)
-		p := plan(store.PhaseRejoining, func(p *store.Plan) {
-			p.Host, p.NodeID, p.Group = name, "n-"+name, "default"
-			p.Timeline[store.PhaseDraining] = t0.Add(-50 * time.Minute)
-		})
-		if i%2 == 1 {
-			p = store.Plan{Host: name, Phase: store.PhasePending, Group: "default", PhaseSince: t0.Add(-time.Hour),
-				RequestedAt: t0.Add(-time.Hour + time.Duration(i)*time.Minute), Reason: "kernel",
-				Timeline: map[string]time.Time{store.PhasePending: t0.Add(-time.Hour)}}
-		}
-		if _, err := st.PutPlan(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	vars.path = "rollboot/plan/h02"
-	nodes := &drainBegunNodes{recNodes: recNodes{log: log, nodes: stubs}, node: "n-h01", begun: begun}
-	c := New(Options{
-		Deps:    Deps{Nodes: nodes, Store: st},
-		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
-		Runtime: Runtime{Now: func() time.Time { return t0 }},
-	})
-	if err := c.ReconcileOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	plans, nodeWrites := plansAndNodeCalls(t, st, log)
-	for _, h := range []string{"h01", "h03"} {
-		if got := plans[h].Phase; got != store.PhaseDraining || !slices.Contains(nodeWrites, "drain n-"+h) {
-			t.Fatalf("%s is %s with node writes %q, want draining, its node's drain started in the pass", h, got, nodeWrites)
-		}
-	}
 	if !vars.waited.Load() {
 		t.Errorf("h02's close was stored before h01's drain began: the slot h00 freed waited for the pass's writes (node writes %q)", nodeWrites)
 	}
