@@ -173,8 +173,8 @@ func (a *Ahead) Widen() {
 
 // ReadNext starts reading the allocations of the next node of line, if any
 // is left, at most ReadAheadParallelism reads at a time (ReadAheadWidened
-// once widened); a read that fails is
-// left out, for the step that needs it to make again.
+// once widened); a read that fails is left out, for the step that needs it
+// to make again.
 func (a *Ahead) ReadNext(line string) {
 	a.mu.Lock()
 	ids := a.lines[line]
