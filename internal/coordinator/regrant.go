@@ -73,7 +73,8 @@ func (w *writeSignals) carriedOut(stored func()) func(error) {
 // storeAndHandOut carries out the pass's writes stored together (first) and
 // hands out the slots they free (regrantFreed) as they free them: while the
 // writes go on, a hand-out starts each time a slot was freed and no hand-out
-// runs, over the slots freed since the last one; once every write is done, a
+// runs, over the slots freed since the last one and those freed while it
+// waits for their reads ahead; once every write is done, a
 // last one hands out the rest, with the hosts the pass made pending and the
 // heads of the lines (heads, whose grants it tried: the result). A wave of
 // closes, 24 at a time, so no longer holds the slots its first closes free
@@ -105,7 +106,14 @@ func (c *Coordinator) storeAndHandOut(ctx context.Context, s *snapshot, adm admi
 			if len(frees) == 0 {
 				continue
 			}
-			h := handOut{freed: frees, early: ahead.sofar(frees), writing: writing, skipped: &skipped}
+			early := ahead.sofar(frees)
+			if more := c.freedSince(r.freed, handed); len(more) > 0 {
+				// Freed while this one waited for its reads: a wave's closes
+				// land together, and a hand-out each would read and admit twice.
+				frees = append(frees, more...)
+				early = ahead.sofar(frees)
+			}
+			h := handOut{freed: frees, early: early, writing: writing, skipped: &skipped}
 			if _, err := c.regrantFreed(ctx, s, adm, h); err != nil {
 				handOutErr, mayHandOut = err, false
 			}
