@@ -139,7 +139,6 @@ type Ahead struct {
 	// keep the reads at ReadAheadParallelism.
 	sem   chan struct{}
 	widen sync.Once
-	wg    sync.WaitGroup
 	mu    sync.Mutex
 	ended *sync.Cond // on mu: a read ended
 	lines map[string][]string
@@ -186,7 +185,7 @@ func (a *Ahead) ReadNext(line string) {
 	a.lines[line] = ids[1:]
 	a.reading[line]++
 	a.mu.Unlock()
-	a.wg.Go(func() {
+	go func() {
 		var allocs []*api.Allocation
 		defer func() {
 			a.mu.Lock()
@@ -212,26 +211,30 @@ func (a *Ahead) ReadNext(line string) {
 		if allocs == nil {
 			allocs = []*api.Allocation{} // read: none on the node
 		}
-	})
+	}()
 }
 
 // Read returns what the reads started so far read, by node ID, once those of
 // lines ended: a hand-out of the slots freed so far, while others may still
 // free (reads of other lines may still start).
 func (a *Ahead) Read(lines ...string) map[string][]*api.Allocation {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for slices.ContainsFunc(lines, func(l string) bool { return a.reading[l] > 0 }) {
-		a.ended.Wait()
-	}
-	return maps.Clone(a.read)
+	return a.readOnce(func(l string) bool { return a.reading[l] > 0 && slices.Contains(lines, l) })
 }
 
 // Wait returns what the reads started read, by node ID, once they ended.
 // No read may be started after it is called.
 func (a *Ahead) Wait() map[string][]*api.Allocation {
-	a.wg.Wait()
-	return a.read
+	return a.readOnce(func(l string) bool { return a.reading[l] > 0 })
+}
+
+// readOnce returns a copy of what was read, once no line is busy.
+func (a *Ahead) readOnce(busy func(line string) bool) map[string][]*api.Allocation {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for slices.ContainsFunc(slices.Collect(maps.Keys(a.reading)), busy) {
+		a.ended.Wait()
+	}
+	return maps.Clone(a.read)
 }
 
 // ReadAheadParallelism bounds the reads of an Ahead sent at once. They go

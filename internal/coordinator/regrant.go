@@ -153,7 +153,7 @@ func (c *Coordinator) freedSince(freed []string, handed map[string]bool) []strin
 // blockers of those groups' queued hosts (workloadsAhead). Every write tells
 // sig when it failed.
 func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admission.Result, writes []pendingWrite, sig *writeSignals) *readsAhead {
-	r := &readsAhead{group: map[string]string{}}
+	r := &readsAhead{s: s}
 	slots := map[string]int{}
 	for i, w := range writes {
 		if !freesSlot(w.in, w.d) && w.rejoin == nil {
@@ -162,7 +162,6 @@ func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admissio
 		}
 		name, group := w.in.Plan.Host, s.hosts[w.in.Plan.Host].group
 		slots[group]++
-		r.group[name] = group
 		writes[i].done = sig.carriedOut(func() {
 			c.mu.Lock()
 			p, ok := c.plans[name]
@@ -186,7 +185,7 @@ func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admissio
 type readsAhead struct {
 	allocs *allocsource.Ahead // nil: no write may free a slot
 	holds  func() map[string]phase.WaitReason
-	group  map[string]string // of each host whose write may free a slot
+	s      *snapshot // the pass's: each host's group
 }
 
 // sofar is what was read ahead for a hand-out of the slots of hosts (freed
@@ -198,7 +197,7 @@ func (r *readsAhead) sofar(hosts []string) aheadReads {
 	}
 	var lines []string
 	for _, h := range hosts {
-		lines = append(lines, r.group[h])
+		lines = append(lines, r.s.hosts[h].group)
 	}
 	return aheadReads{allocs: r.allocs.Read(lines...), holds: r.holds()}
 }
