@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/health"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -23,10 +24,6 @@ type NodeAPI interface {
 type ClusterReader interface {
 	Read(ctx context.Context, product, cluster string) health.ClusterHealth
 }
-
-// drainMetaGrant is the drain Meta key naming the grant a drain was started for
-// (the coordinator sets it).
-const drainMetaGrant = "rollboot_grant"
 
 // errWithdrawn: the stored plan no longer grants the reboot being prepared.
 type errWithdrawn struct{ msg string }
@@ -178,8 +175,8 @@ func nodeDrainedFor(n *api.Node, grant string) string {
 		return "the node is being drained"
 	case n.LastDrain == nil:
 		return "the node has no completed drain"
-	case n.LastDrain.Meta[drainMetaGrant] != grant:
-		return fmt.Sprintf("the node's last drain is not rollboot's for grant %s (it names %q)", grant, n.LastDrain.Meta[drainMetaGrant])
+	case n.LastDrain.Meta[phase.DrainMetaGrant] != grant:
+		return fmt.Sprintf("the node's last drain is not rollboot's for grant %s (it names %q)", grant, n.LastDrain.Meta[phase.DrainMetaGrant])
 	case n.LastDrain.Status != api.DrainStatusComplete:
 		return "the node's last drain is " + string(n.LastDrain.Status) + ", not complete"
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/syncbuf"
 )
@@ -93,7 +94,7 @@ func (e *agentEnv) options(reb Rebooter, log *syncbuf.Buffer) Options {
 func (e *agentEnv) drainFor(t *testing.T, grant string) {
 	t.Helper()
 	_, err := e.client.Nodes().UpdateDrainOpts(e.h.NodeID, &api.DrainOptions{
-		DrainSpec: &api.DrainSpec{IgnoreSystemJobs: true}, Meta: map[string]string{drainMetaGrant: grant}}, nil)
+		DrainSpec: &api.DrainSpec{IgnoreSystemJobs: true}, Meta: map[string]string{phase.DrainMetaGrant: grant}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestNodeGate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			n := &api.Node{SchedulingEligibility: api.NodeSchedulingIneligible, Events: tc.events,
-				LastDrain: &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{drainMetaGrant: "g1"}}}
+				LastDrain: &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{phase.DrainMetaGrant: "g1"}}}
 			a := New(Options{Host: "h1", Nodes: fakeNode{n}})
 			a.rec.NodeID = "node-1"
 			got := a.nodeGate(context.Background(), store.Plan{GrantID: "g1", Forced: tc.forced})
@@ -260,7 +261,7 @@ func TestNodeGate(t *testing.T) {
 
 // Each way the node can disagree with the plan holds the reboot.
 func TestNodeDrainedFor(t *testing.T) {
-	done := &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{drainMetaGrant: "g1"}}
+	done := &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{phase.DrainMetaGrant: "g1"}}
 	tests := []struct {
 		name string
 		node api.Node
@@ -273,9 +274,9 @@ func TestNodeDrainedFor(t *testing.T) {
 		{"someone else's drain", api.Node{SchedulingEligibility: "ineligible",
 			LastDrain: &api.DrainMetadata{Status: api.DrainStatusComplete}}, "not rollboot's"},
 		{"another grant's drain", api.Node{SchedulingEligibility: "ineligible",
-			LastDrain: &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{drainMetaGrant: "g0"}}}, "not rollboot's"},
+			LastDrain: &api.DrainMetadata{Status: api.DrainStatusComplete, Meta: map[string]string{phase.DrainMetaGrant: "g0"}}}, "not rollboot's"},
 		{"canceled", api.Node{SchedulingEligibility: "ineligible",
-			LastDrain: &api.DrainMetadata{Status: api.DrainStatusCanceled, Meta: map[string]string{drainMetaGrant: "g1"}}}, "canceled"},
+			LastDrain: &api.DrainMetadata{Status: api.DrainStatusCanceled, Meta: map[string]string{phase.DrainMetaGrant: "g1"}}}, "canceled"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/nodestream"
@@ -28,23 +29,7 @@ const maxAdmitRounds = 64
 
 // admitRules returns the coordinator's admission configuration.
 func (c *Coordinator) admitRules() admission.Rules {
-	r := admission.Rules{Groups: c.allGroups(), DrainDeadline: c.opt.Timing.DrainDeadline,
-		GroupDeadlines: c.groupDrainDeadlines(), Gates: c.opt.Clusters != nil, Hold: c.policyHold(),
-		Alerts: c.opt.Alerts.Enabled(), Workloads: c.opt.WorkloadsAPI != nil && (c.opt.Workloads.Enabled() || c.holdsSingletons()),
-		Capacity: c.opt.Capacity.Enabled, HealthGates: c.opt.HealthGates, Approval: c.opt.Approval,
-		CordonNext: c.opt.MetaKeys.CordonNext, Rollout: c.opt.RolloutBudget}
-	return r
-}
-
-// allGroups returns the policy's groups: the default group, then the
-// configured ones in match order.
-func (c *Coordinator) allGroups() []policy.Group {
-	gs := make([]policy.Group, 0, len(c.opt.Groups)+1)
-	gs = append(gs, c.opt.DefaultGroup)
-	for _, g := range c.opt.Groups {
-		gs = append(gs, g.Group)
-	}
-	return gs
+	return c.opt.Rules.Admission(c.opt.Clusters != nil, c.opt.WorkloadsAPI != nil, c.policyHold())
 }
 
 // admit runs admission over s, reading what it asks for between rounds, and
@@ -148,7 +133,7 @@ func (c *Coordinator) freshNode(ctx context.Context, v *phase.NodeView) error {
 	if err != nil {
 		return fmt.Errorf("read node %s: %w", v.ID, err)
 	}
-	*v = *nodeView(nodestream.Stub(n))
+	*v = *phase.ViewOfNode(nodestream.Stub(n))
 	return nil
 }
 

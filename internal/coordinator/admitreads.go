@@ -9,7 +9,6 @@ import (
 	"github.com/rollboot/rollboot/internal/capacityread"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/store"
-	"github.com/rollboot/rollboot/internal/workload"
 	"github.com/rollboot/rollboot/internal/workloadread"
 )
 
@@ -39,9 +38,6 @@ func (c *Coordinator) readHealthGates(ctx context.Context, s *snapshot) {
 // offers any slot, as settling does: a held host takes no slot, and hosts of
 // other pools still go. Package workloadread reads what they decide on, when
 // admission asks.
-
-// WorkloadSettings are the policy's workloads block.
-type WorkloadSettings = workload.Settings
 
 // workloadView is what a pass read for the workload blockers: why each host
 // read for is held (zero: it is not).
@@ -101,7 +97,7 @@ func (c *Coordinator) workloadHolds(ctx context.Context, s *snapshot, names []st
 	for _, name := range names {
 		hv := s.hosts[name]
 		h := workloadread.Host{Name: name, NodeID: hv.node.ID, Pool: hostPool(s, hv)}
-		if c.groupOptions(hv.group).HoldSingletons {
+		if c.opt.Rules.Options(hv.group).HoldSingletons {
 			h.Singletons, h.ApprovedUntil = true, s.control.Approvals[name].Until
 		}
 		hosts = append(hosts, h)
@@ -111,33 +107,12 @@ func (c *Coordinator) workloadHolds(ctx context.Context, s *snapshot, names []st
 	return r.Holds(ctx, hosts)
 }
 
-// holdsSingletons reports whether some group holds its singletons
-// (singletons = "hold"): the workload blockers then read for it.
-func (c *Coordinator) holdsSingletons() bool {
-	if c.opt.DefaultOptions.HoldSingletons {
-		return true
-	}
-	for _, g := range c.opt.Groups {
-		if g.Options.HoldSingletons {
-			return true
-		}
-	}
-	return false
-}
-
 // The capacity gate: a host is admitted only if the allocations its drain
 // would move fit on the other nodes (package capacity decides). Package
 // capacityread reads what it decides on, when admission asks, and keeps each
 // node's capacity and a draining node's movers by its ModifyIndex; each
 // allocation read is kept for the pass (package allocsource), so that an
 // allocation watch starts from it.
-
-// CapacityGate configures the capacity gate (the policy's capacity block).
-type CapacityGate struct {
-	Enabled bool
-	// Headroom is the share of each node's capacity kept free, in [0, 1).
-	Headroom float64
-}
 
 // capacityView is what the capacity gate read in a pass.
 type capacityView = capacityread.Pass

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -55,7 +56,7 @@ func TestAgentLostGivesItsSlotToTheNextHost(t *testing.T) {
 	}
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
 		Runtime: Runtime{Resync: 30 * time.Second},

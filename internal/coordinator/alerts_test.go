@@ -13,6 +13,7 @@ import (
 	"github.com/rollboot/rollboot/internal/alertgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -137,7 +138,7 @@ func TestReadAlerts(t *testing.T) {
 			f := &fakeAlerts{obs: tt.obs}
 			c := New(Options{
 				Deps:    Deps{Nodes: &capNodes{}, AlertReader: f},
-				Rules:   Rules{Alerts: tt.rules},
+				Rules:   rules.Rules{Alerts: tt.rules},
 				Runtime: Runtime{Now: func() time.Time { return t0 }},
 			})
 			s := admitSnapshot(tt.hosts, nil)
@@ -169,7 +170,7 @@ func TestReadAlertsForPreviewedPendingHosts(t *testing.T) {
 	f := &fakeAlerts{obs: alertgate.Observation{Prometheus: []alertgate.Alert{{Labels: map[string]string{"alertname": "X"}, State: "firing"}}}}
 	c := New(Options{
 		Deps: Deps{Nodes: &capNodes{}, AlertReader: f},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Alerts: alertgate.Rules{PrometheusURL: "http://p", Recheck: time.Second, Timeout: time.Second},
 		},
 	})

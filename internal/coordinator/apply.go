@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -203,13 +202,7 @@ func (c *Coordinator) takeOut(ctx context.Context, in phase.Input, d phase.Decis
 		return nil
 	}
 	p := d.Plan
-	opts := &api.DrainOptions{DrainSpec: phase.DrainSpec(in), MarkEligible: false, Meta: map[string]string{
-		metaGrant: p.GrantID,
-		metaBy:    "rollboot",
-		// What a drain left behind needs to be given back (staleDrain).
-		metaEligibleBefore: strconv.FormatBool(p.EligibleBefore),
-		metaMessage:        "rollboot: reboot of " + p.Host + " (" + p.Reason + ")",
-	}}
+	opts := phase.NomadDrain(in, p)
 	w := (&api.WriteOptions{}).WithContext(ctx)
 	if err := stopjobs.Stop(ctx, c.opt.Nodes, c.opt.Allocs, in.Node.ID, in.Drain.StopJobs, log); err != nil {
 		return err
@@ -370,7 +363,7 @@ func (c *Coordinator) stepFailed(step, parent context.Context, err error) error 
 // carryOutBounded carries one host's decision out within its own step. A
 // decision that writes nothing costs nothing: most hosts, most passes.
 func (c *Coordinator) carryOutBounded(ctx context.Context, in phase.Input, d phase.Decision) error {
-	if !acts(in, d) {
+	if !d.Acts() {
 		return nil
 	}
 	hctx, cancel := c.stepContext(ctx)
@@ -379,14 +372,6 @@ func (c *Coordinator) carryOutBounded(ctx context.Context, in phase.Input, d pha
 		return c.stepFailed(hctx, ctx, err)
 	}
 	return nil
-}
-
-// acts reports whether carrying d out does anything: a write, a drain, a
-// cancel carried out. A pass mid-rollout decides nothing new for most hosts
-// under way, and queueing those decisions with the plan writes copied each
-// one's phase.Input and phase.Decision for nothing.
-func acts(in phase.Input, d phase.Decision) bool {
-	return d.Changes() || d.ClearCancel
 }
 
 // PlanWriteParallelism bounds the plans a pass stores at once. On a patch day
@@ -403,36 +388,8 @@ const (
 	handOutParallelism   = 32
 )
 
-// planOnly reports whether carrying d out is only storing its plan: no node is
-// given back or taken out, no cycle closed, nothing in the control state
-// cleared, nothing to alert. Such decisions of different hosts touch different
-// variables and nothing else, so they may be stored in any order and at once.
-func planOnly(in phase.Input, d phase.Decision) bool {
-	return d.Write && !d.StartDrain && !d.CancelDrain && !d.SetEligible && !d.Cordon && !d.ClearRequest && !d.ClearRelease &&
-		d.History == nil && len(d.HandOver) == 0 && d.Unhealthy == "" && !d.ClearCancel
-}
-
-// givesBackOnly reports whether carrying d out only gives a node back and closes
-// its cycle: cancel the drain, restore eligibility, write the history record (its
-// path is the cycle's own), store the plan. Nothing is taken out of service and
-// no shared variable is written (a cleared request or release may be an entry
-// of the control variable, so those are left out). When a wave of hosts comes
-// back together, one pass closes many cycles: one after the other, each closing
-// a few writes, the slots they free reached the next hosts only after all of
-// them. Each host's own writes keep their crash-safe order (apply).
-func givesBackOnly(in phase.Input, d phase.Decision) bool {
-	return !d.StartDrain && !d.Cordon && len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !d.ClearCancel
-}
-
-// storedTogether reports whether d may be carried out side by side with the
-// other such decisions of the pass, after the rest: plan-only decisions and
-// those that only give a node back (neither takes anything out of service).
-func storedTogether(in phase.Input, d phase.Decision) bool {
-	return planOnly(in, d) || givesBackOnly(in, d)
-}
-
 // pendingWrite is a decision carried out with the others of its pass
-// (storedTogether).
+// (phase.Decision.StoredTogether).
 type pendingWrite struct {
 	in phase.Input
 	d  phase.Decision
@@ -523,7 +480,7 @@ func (c *Coordinator) rejoinNow(ctx context.Context, s *snapshot, in phase.Input
 	cancel()
 	d2 := phase.Step(in)
 	c.noteRecheck(d2)
-	if !freesSlot(in, d2) || !givesBackOnly(in, d2) || d2.Failure != "" {
+	if !d2.FreesSlot(in) || !d2.GivesBackOnly() || d2.Failure != "" {
 		// A failed cycle is recorded before it is closed (recordFailures): the
 		// next pass does both.
 		return false, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -109,7 +110,7 @@ func applyFixture(t *testing.T, tc applyCase) (*Coordinator, *callLog, *memVars,
 	st := store.New(vars, "rollboot", "")
 	c := New(Options{
 		Deps:  Deps{Nodes: recNodes{log: log}, Store: st, Clusters: &recClusters{log: log}},
-		Rules: Rules{Timing: timing},
+		Rules: rules.Rules{Timing: timing},
 	})
 	ctx := context.Background()
 	in := tc.in

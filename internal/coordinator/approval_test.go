@@ -12,6 +12,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -53,8 +54,8 @@ func TestApprovalWebhookAsked(t *testing.T) {
 	co := New(Options{
 		Deps:    Deps{Nodes: client.Nodes(), Store: st, ApprovalAsker: hook},
 		Runtime: Runtime{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }},
-		Rules: Rules{
-			Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
+		Rules: rules.Rules{
+			Groups: []rules.GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 			Approval: admission.ApprovalRules{Groups: map[string]string{"all": admission.ApprovalWebhook},
 				HoldSlot: time.Hour, Recheck: time.Minute},

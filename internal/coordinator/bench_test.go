@@ -17,6 +17,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -34,7 +35,7 @@ type benchCluster struct {
 	sim     *nomadsim.Sim
 	client  *api.Client
 	store   *store.Store
-	groups  []GroupSpec
+	groups  []rules.GroupSpec
 	counter *countingTransport
 }
 
@@ -58,10 +59,10 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func newBenchCluster(tb testing.TB, hosts int) *benchCluster {
 	tb.Helper()
 	pools := make([]string, 10)
-	groups := make([]GroupSpec, 10)
+	groups := make([]rules.GroupSpec, 10)
 	for i := range pools {
 		pools[i] = fmt.Sprintf("pool%d", i)
-		groups[i] = GroupSpec{Group: policy.Group{Name: pools[i], Concurrency: 1}, Filter: fmt.Sprintf("NodePool == %q", pools[i])}
+		groups[i] = rules.GroupSpec{Group: policy.Group{Name: pools[i], Concurrency: 1}, Filter: fmt.Sprintf("NodePool == %q", pools[i])}
 	}
 	// Heartbeats far apart: the emulator's own load stays out of the figures.
 	sim, err := nomadsim.New(nomadsim.Config{Clients: hosts, ClientPools: pools, HeartbeatTTL: time.Hour})
@@ -112,7 +113,7 @@ func newBenchCluster(tb testing.TB, hosts int) *benchCluster {
 func (b *benchCluster) coordinator() *Coordinator {
 	return New(Options{
 		Deps: Deps{Nodes: b.client.Nodes(), Store: store.New(b.client.Variables(), "rollboot", "")},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Groups: b.groups,
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/haltkeep"
 	"github.com/rollboot/rollboot/internal/heartbeatread"
 	"github.com/rollboot/rollboot/internal/hostcheck"
@@ -101,7 +102,7 @@ func (c *Coordinator) control(ctx context.Context) (store.Control, error) {
 // updateControl is Store.UpdateControl, after which the next pass reads the
 // control state again (whether or not the write went through). Only the
 // decisions a pass carries out one after the other write the control state
-// (apply.go: storedTogether leaves them out).
+// (apply.go: phase.Decision.StoredTogether leaves them out).
 func (c *Coordinator) updateControl(ctx context.Context, fn func(*store.Control) error) error {
 	_, err := c.opt.Store.UpdateControl(ctx, fn)
 	c.controlRead.Forget()

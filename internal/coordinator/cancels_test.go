@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -28,7 +29,7 @@ func TestNewerRequestVariableDoesNotFailThePass(t *testing.T) {
 	stubs := []*api.NodeListStub{{ID: "n-a", Name: "a", Status: "ready", SchedulingEligibility: "eligible"}}
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing},
+		Rules:   rules.Rules{Timing: timing},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	for pass := 1; pass <= 2; pass++ {

@@ -16,6 +16,7 @@ import (
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -197,8 +198,8 @@ func TestCapacityGate(t *testing.T) {
 			nodes := &capNodes{allocs: tt.allocs, failAlloc: tt.failAlloc}
 			c := New(Options{
 				Deps: Deps{Nodes: nodes},
-				Rules: Rules{
-					Capacity:     CapacityGate{Enabled: !tt.off, Headroom: tt.headroom},
+				Rules: rules.Rules{
+					Capacity:     rules.CapacityGate{Enabled: !tt.off, Headroom: tt.headroom},
 					DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: tt.concurrency},
 				},
 			})
@@ -523,8 +524,8 @@ func inDefaultPool(s *snapshot) {
 func capacityCoordinator(nodes NodesAPI, concurrency int) *Coordinator {
 	return New(Options{
 		Deps: Deps{Nodes: nodes},
-		Rules: Rules{
-			Capacity:     CapacityGate{Enabled: true},
+		Rules: rules.Rules{
+			Capacity:     rules.CapacityGate{Enabled: true},
 			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: concurrency},
 		},
 	})
@@ -606,7 +607,7 @@ func TestGrantJobsReadSideBySide(t *testing.T) {
 	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending}}, nil)
 	nodes := &pairNodes{capNodes: &capNodes{}, probes: map[string]*overlapProbe{"node-a": newOverlapProbe(), "node-b": newOverlapProbe()}}
 	c := New(Options{Deps: Deps{Nodes: nodes},
-		Rules: Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}})
+		Rules: rules.Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}})
 	if adm := c.admit(context.Background(), s); !adm.Admitted["a"] || !adm.Admitted["b"] {
 		t.Fatalf("admitted %v, want a and b", adm.Admitted)
 	}
@@ -622,7 +623,7 @@ func TestGrantJobsReadSideBySide(t *testing.T) {
 func TestRejoinHealthReadSideBySide(t *testing.T) {
 	s := admitSnapshot([]testHost{{name: "a", phase: store.PhaseRejoining}, {name: "b", phase: store.PhaseRejoining}}, nil)
 	nodes := &pairNodes{capNodes: &capNodes{}, probes: map[string]*overlapProbe{"node-a": newOverlapProbe(), "node-b": newOverlapProbe()}}
-	c := New(Options{Deps: Deps{Nodes: nodes}, Rules: Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}})
+	c := New(Options{Deps: Deps{Nodes: nodes}, Rules: rules.Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}}})
 	c.readRejoinHealth(context.Background(), s)
 	if len(s.health) != 2 {
 		t.Fatalf("health read for %d hosts, want 2", len(s.health))
@@ -657,7 +658,7 @@ func TestClustersReadBesideTheNodes(t *testing.T) {
 		{name: "srv", phase: store.PhaseRejoining, rec: nomadServer("srv")}}, nil)
 	probes := map[string]*overlapProbe{"node-a": newOverlapProbe(), "cluster": newOverlapProbe()}
 	c := New(Options{Deps: Deps{Nodes: &pairNodes{capNodes: &capNodes{}, probes: probes}, Clusters: pairClusters{probes}},
-		Rules: Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}})
+		Rules: rules.Rules{DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}}})
 	c.readDetails(context.Background(), s)
 	if len(s.health) != 2 || len(s.clusters) != 1 {
 		t.Fatalf("health read for %d hosts, %d clusters: want 2 and 1", len(s.health), len(s.clusters))

@@ -12,6 +12,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 )
 
 // Room freed by an allocation ending on another node changes nothing in the
@@ -52,10 +53,10 @@ func TestCapacityHoldReleasedByRecheck(t *testing.T) {
 	requestReboot(ctx, t, st, h)
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st},
-		Rules: Rules{
+		Rules: rules.Rules{
 			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
 			Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
-			Capacity:     CapacityGate{Enabled: true},
+			Capacity:     rules.CapacityGate{Enabled: true},
 		},
 		Runtime: Runtime{Resync: 10 * time.Minute},
 	})

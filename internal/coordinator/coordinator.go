@@ -44,6 +44,7 @@ import (
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/recordcheck"
 	"github.com/rollboot/rollboot/internal/rejoinwatch"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/stopjobs"
@@ -71,21 +72,11 @@ type ClusterAccess interface {
 	HandOver(ctx context.Context, product, serverID string) error
 }
 
-// GroupSpec is a configured group: its budget and schedule, and the Nomad filter
-// expression that selects its nodes (evaluated by Nomad, on the full node).
-type GroupSpec struct {
-	policy.Group
-	Filter string // "" matches every node
-	// Options are the group's drain options and healthy settings
-	// (rejoinhealth.go).
-	Options GroupOptions
-}
-
 // Options configure a coordinator: what it talks to, the rollout rules it
 // starts with, and how its loop runs.
 type Options struct {
 	Deps
-	Rules
+	rules.Rules
 	Runtime
 }
 
@@ -298,9 +289,7 @@ func New(opt Options) *Coordinator {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	if c.opt.DefaultGroup.Name == "" {
-		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
-	}
+	c.opt.Rules = c.opt.Rules.WithDefaults()
 	if c.opt.Resync <= 0 {
 		c.opt.Resync = 30 * time.Second
 	}
@@ -496,7 +485,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 	c.storeWaves(octx, s) // a canary's failure, before any grant (holds.go)
 	adm := c.grantWaves(octx, s, c.admit(octx, s))
 	c.admitRecheck = adm.RecheckAt
-	c.freezeRecheck = policy.NextFreezeChange(c.allGroups(), s.now)
+	c.freezeRecheck = policy.NextFreezeChange(c.opt.Rules.AllGroups(), s.now)
 	c.exportState(s)
 	c.publishSlots(octx, s.statuses)
 	c.notifyPass(s.control, s.now) // the plans as read: another leader may have stored them
@@ -510,7 +499,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 			errs = errors.Join(errs, err)
 			continue
 		}
-		if nothingToDecide(s, hv, name, planUnderWay(s.plans[name]), c.groupOptions(hv.group).MaxUptime) {
+		if nothingToDecide(s, hv, name, planUnderWay(s.plans[name]), c.opt.Rules.Options(hv.group).MaxUptime) {
 			waiting[phase.NotWaiting]++ // phase.Step's decision for it (observe.go)
 			continue
 		}
@@ -518,7 +507,7 @@ func (c *Coordinator) ReconcileOnce(ctx context.Context) error {
 		d := phase.Step(in)
 		c.noteRecheck(d)
 		waiting[d.Waiting.Kind]++
-		if !acts(in, d) {
+		if !d.Acts() {
 			continue // nothing to carry out (apply.go)
 		}
 		if d.Failure != "" {
@@ -580,13 +569,13 @@ type routed struct {
 // with the others; it notes the slot it frees or the host it makes pending.
 func (r *routed) route(s *snapshot, in phase.Input, d phase.Decision) {
 	name := in.Plan.Host
-	if freesSlot(in, d) {
+	if d.FreesSlot(in) {
 		r.freed = append(r.freed, name)
 	}
-	if becomesPending(in, d) {
+	if d.BecomesPending(in) {
 		r.pended = append(r.pended, name)
 	}
-	if !storedTogether(in, d) {
+	if !d.StoredTogether() {
 		r.apart = append(r.apart, pendingWrite{in: in, d: d})
 		return
 	}
@@ -661,28 +650,6 @@ func (c *Coordinator) noteRecheck(d phase.Decision) {
 	c.recheck = phase.Earliest(c.recheck, d.RecheckAt)
 	c.mu.Unlock()
 }
-
-// knownGroup reports whether name is a configured group or the default one.
-func (c *Coordinator) knownGroup(name string) bool {
-	if name == c.opt.DefaultGroup.Name {
-		return true
-	}
-	for _, g := range c.opt.Groups {
-		if g.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// Drain meta keys: they tell an operator (and a restarted coordinator) that rollboot
-// started a drain, for which grant and why (like nomad-autoscaler's drained_by).
-const (
-	metaGrant          = "rollboot_grant"
-	metaEligibleBefore = "rollboot_eligible_before"
-	metaMessage        = "message"
-	metaBy             = "drained_by"
-)
 
 // handOver hands the leadership of product over from the host's server
 // (package handover). A refusal for lack of permission lets the host go, or

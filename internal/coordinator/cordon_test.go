@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -51,7 +52,7 @@ func handOutWithCordons(t *testing.T, n int) (map[string]store.Plan, []string) {
 	}
 	c := New(Options{
 		Deps: Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules: Rules{Timing: timing, Capacity: CapacityGate{Enabled: true},
+		Rules: rules.Rules{Timing: timing, Capacity: rules.CapacityGate{Enabled: true},
 			MetaKeys: sideoutput.MetaRules{CordonNext: n}},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
@@ -110,7 +111,7 @@ func TestNotCordonedIsCountedAndSaid(t *testing.T) {
 	}
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing, MetaKeys: sideoutput.MetaRules{CordonNext: 1}}, // the capacity gate off
+		Rules:   rules.Rules{Timing: timing, MetaKeys: sideoutput.MetaRules{CordonNext: 1}}, // the capacity gate off
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	if err := c.ReconcileOnce(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 )
 
 // A freeze starting changes neither the plans nor the pause, yet the notifier
@@ -23,12 +24,12 @@ func TestFreezeHandedAtItsStartAndEnd(t *testing.T) {
 		midnight := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 		return policy.Date{Year: y, Month: m, Day: d, Clock: at.Sub(midnight), HasClock: true}
 	}
-	groups := append([]GroupSpec(nil), cl.groups...)
+	groups := append([]rules.GroupSpec(nil), cl.groups...)
 	groups[1].Group.Freezes = policy.Freezes{{Name: "launch", From: day(start), To: day(end)}}
 	h := &handedOn{}
 	co := New(Options{
 		Deps: Deps{Nodes: cl.client.Nodes(), Store: cl.store, Notifier: h},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Groups: groups,
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},

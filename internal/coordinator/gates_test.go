@@ -15,6 +15,7 @@ import (
 	"github.com/rollboot/rollboot/internal/health"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -60,7 +61,7 @@ func TestReconcileServerHosts(t *testing.T) {
 		})}}
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st, Clusters: clusters},
-		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 3}},
+		Rules:   rules.Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 3}},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
@@ -97,7 +98,7 @@ func TestHandOverRefused(t *testing.T) {
 		log := &callLog{}
 		c := New(Options{
 			Deps:  Deps{Clusters: &recClusters{log: log, handOverErr: health.ErrDenied}},
-			Rules: Rules{HoldOnDeniedHandOver: hold},
+			Rules: rules.Rules{HoldOnDeniedHandOver: hold},
 		})
 		if products, blocked := leads(clusters, rec, c.noHandOver, hold); !slices.Equal(products, []string{"nomad"}) || !blocked.IsZero() {
 			t.Fatalf("hold=%v, before any refusal: leads %v, blocked %+v", hold, products, blocked)
@@ -196,7 +197,7 @@ func TestReconcileSkipsAHostWhoseReadFails(t *testing.T) {
 	}
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs, failInfo: "n-a"}, Store: st},
-		Rules:   Rules{Timing: timing},
+		Rules:   rules.Rules{Timing: timing},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -48,7 +49,7 @@ func failurePass(t *testing.T, failPrefix string, prepare func(*failingVars)) fa
 	budget := policy.FailureBudget{MaxFailures: 1, Window: time.Hour, Count: policy.FailureKinds}
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing, FailureBudgets: policy.FailureBudgets{Rollout: budget}},
+		Rules:   rules.Rules{Timing: timing, FailureBudgets: policy.FailureBudgets{Rollout: budget}},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)

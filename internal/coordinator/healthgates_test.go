@@ -9,6 +9,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -38,7 +39,7 @@ func TestReadHealthGates(t *testing.T) {
 		"http": {Status: 200},
 		"prom": {Err: errors.New("unreachable")},
 	}}
-	c := New(Options{Deps: Deps{Nodes: &capNodes{}, GateReader: f}, Rules: Rules{HealthGates: gates},
+	c := New(Options{Deps: Deps{Nodes: &capNodes{}, GateReader: f}, Rules: rules.Rules{HealthGates: gates},
 		Runtime: Runtime{Now: func() time.Time { return t0 }}})
 
 	idle := admitSnapshot([]testHost{{name: "a"}}, nil)

@@ -38,17 +38,6 @@ import (
 // waveView is what a pass knows of the waves.
 type waveView = wavekeep.View
 
-// waveRules are the groups' wave settings.
-func (c *Coordinator) waveRules() wave.Rules {
-	r := wave.Rules{}
-	for _, g := range c.opt.Groups {
-		if w := g.Options.Wave; w.Canaries > 0 || len(w.After) > 0 {
-			r[g.Name] = w
-		}
-	}
-	return r
-}
-
 // observeWaves reads the waves once per term and judges them from the
 // pass's plans (nothing stored: storeWaves does); readHalts ran first, so a
 // group resumed since has its failures forgotten.
@@ -57,7 +46,7 @@ func (c *Coordinator) observeWaves(ctx context.Context, s *snapshot) {
 	if s.haltsErr == "" {
 		resumes = s.halts.Resumes
 	}
-	s.waves = c.waves.Observe(ctx, c.waveRules(), resumes, func() []wave.Host { return waveHosts(s, s.plans) }, s.now)
+	s.waves = c.waves.Observe(ctx, c.opt.Rules.Waves(), resumes, func() []wave.Host { return waveHosts(s, s.plans) }, s.now)
 }
 
 // waveHosts is what package wave sees of the hosts.

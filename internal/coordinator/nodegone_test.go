@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
+
 	"github.com/rollboot/rollboot/internal/store"
 )
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rollboot/rollboot/internal/capacity"
 	"github.com/rollboot/rollboot/internal/heartbeatread"
-	"github.com/rollboot/rollboot/internal/nodegroups"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/optout"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -117,21 +116,11 @@ func (c *Coordinator) readNodes(ctx context.Context) (map[string]*api.NodeListSt
 	for _, n := range list {
 		nodes[n.ID] = n
 	}
-	groupOf, err := c.groups.Groups(ctx, c.opt.Nodes, c.groupNames(), list, nodes)
+	groupOf, err := c.groups.Groups(ctx, c.opt.Nodes, c.opt.Rules.NodeGroups(), list, nodes)
 	if err != nil {
 		return nil, nil, err
 	}
 	return nodes, groupOf, nil
-}
-
-// groupNames are the configured groups, in match order, as package
-// nodegroups asks Nomad about them.
-func (c *Coordinator) groupNames() []nodegroups.Group {
-	out := make([]nodegroups.Group, len(c.opt.Groups))
-	for i, g := range c.opt.Groups {
-		out[i] = nodegroups.Group{Name: g.Name, Filter: g.Filter}
-	}
-	return out
 }
 
 // readOptOut puts in s.optOut the pending hosts whose node's owner holds it

@@ -16,6 +16,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -47,13 +48,13 @@ func (n *nodeLists) take() []string {
 // groupsFixture starts an emulator of clients nodes and a coordinator of
 // groups over it, whose node lists lists records; groups reads the nodes as a
 // pass does and returns each node's group by name.
-func groupsFixture(t *testing.T, clients int, specs []GroupSpec) (*nomadsim.Sim, *Coordinator, *nodeLists, func() map[string]string) {
+func groupsFixture(t *testing.T, clients int, specs []rules.GroupSpec) (*nomadsim.Sim, *Coordinator, *nodeLists, func() map[string]string) {
 	t.Helper()
 	lists := &nodeLists{base: http.DefaultTransport}
 	sim, client := simtest.Start(t, nomadsim.Config{Clients: clients, HeartbeatTTL: time.Hour}, lists)
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", "")},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Groups: specs,
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
@@ -81,7 +82,7 @@ func groupsFixture(t *testing.T, clients int, specs []GroupSpec) (*nomadsim.Sim,
 // filter, and a change of meta moves a node to the group whose filter now
 // matches it, as Nomad evaluates it.
 func TestOneNodeListPerPass(t *testing.T) {
-	sim, co, lists, groups := groupsFixture(t, 4, []GroupSpec{
+	sim, co, lists, groups := groupsFixture(t, 4, []rules.GroupSpec{
 		{Group: policy.Group{Name: "db", Concurrency: 1}, Filter: `Meta.tier == "db"`},
 		{Group: policy.Group{Name: "rest", Concurrency: 1}},
 	})
@@ -140,7 +141,7 @@ func TestOneNodeListPerPass(t *testing.T) {
 // identity, a node whose drain, eligibility or status changed keeps its group
 // without a question to Nomad; one whose identity changed is asked for.
 func TestGroupsAskedOnlyWhenIdentityChanges(t *testing.T) {
-	sim, co, lists, groups := groupsFixture(t, 3, []GroupSpec{
+	sim, co, lists, groups := groupsFixture(t, 3, []rules.GroupSpec{
 		{Group: policy.Group{Name: "gpu", Concurrency: 1}, Filter: `NodeClass == "gpu"`},
 		{Group: policy.Group{Name: "rest", Concurrency: 1}},
 	})
@@ -189,11 +190,11 @@ func TestGroupsAskedOnlyWhenIdentityChanges(t *testing.T) {
 func TestNodeGroupsEqualFreshOnes(t *testing.T) {
 	for seed := range uint64(16) {
 		rng := rand.New(rand.NewPCG(seed, 53))
-		specs := []GroupSpec{{Group: policy.Group{Name: "gpu", Concurrency: 1}, Filter: `NodeClass == "gpu"`}}
+		specs := []rules.GroupSpec{{Group: policy.Group{Name: "gpu", Concurrency: 1}, Filter: `NodeClass == "gpu"`}}
 		if seed%2 == 1 {
-			specs = append([]GroupSpec{{Group: policy.Group{Name: "db", Concurrency: 1}, Filter: `Meta.tier == "db"`}}, specs...)
+			specs = append([]rules.GroupSpec{{Group: policy.Group{Name: "db", Concurrency: 1}, Filter: `Meta.tier == "db"`}}, specs...)
 		}
-		specs = append(specs, GroupSpec{Group: policy.Group{Name: "rest", Concurrency: 1}})
+		specs = append(specs, rules.GroupSpec{Group: policy.Group{Name: "rest", Concurrency: 1}})
 		sim, co, lists, _ := groupsFixture(t, 4, specs)
 		plain, err := api.NewClient(&api.Config{Address: sim.Address()}) // its requests are not counted
 		if err != nil {
@@ -332,7 +333,7 @@ func TestNodeGroupsEqualFreshOnes(t *testing.T) {
 // first answer, read before the pass listed the nodes and coming after it,
 // would show a node as it was before.
 func TestNodeListNeverOlderThanAPassSaw(t *testing.T) {
-	sim, co, _, _ := groupsFixture(t, 2, []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}})
+	sim, co, _, _ := groupsFixture(t, 2, []rules.GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}})
 	ctx := t.Context()
 	old, meta, err := co.opt.Nodes.List(nil) // the watch's first answer, read now
 	if err != nil {

@@ -191,7 +191,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 		r := &recs[i]
 		hv := &hostView{rec: r, group: c.groupOfHost(r, s.groupOf)}
 		if n := s.nodes[r.NodeID]; r.NodeID != "" && n != nil {
-			hv.node = nodeView(n)
+			hv.node = phase.ViewOfNode(n)
 		}
 		s.hosts[r.Host] = hv
 	}
@@ -201,7 +201,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 			// of service is still the one to give back.
 			var node *phase.NodeView
 			if n := s.nodes[p.NodeID]; n != nil {
-				node = nodeView(n)
+				node = phase.ViewOfNode(n)
 			}
 			s.hosts[name] = &hostView{group: p.Group, node: node}
 		}
@@ -216,7 +216,7 @@ func (c *Coordinator) groupOfHost(r *store.HostRecord, groupOf map[string]string
 		if g, ok := groupOf[r.NodeID]; ok {
 			return g
 		}
-	} else if r.Group != "" && c.knownGroup(r.Group) {
+	} else if r.Group != "" && c.opt.Rules.Known(r.Group) {
 		return r.Group
 	}
 	return c.opt.DefaultGroup.Name
@@ -308,24 +308,6 @@ func (c *Coordinator) readClusters(ctx context.Context, s *snapshot) {
 			}
 		}
 	}
-}
-
-func nodeView(n *api.NodeListStub) *phase.NodeView {
-	v := phase.NodeView{ID: n.ID, Status: n.Status, Eligible: n.SchedulingEligibility == "eligible", Draining: n.Drain,
-		ModifyIndex: n.ModifyIndex}
-	for _, d := range n.Drivers {
-		if d != nil && d.UpdateTime.After(v.ClientStartedAt) {
-			v.ClientStartedAt = d.UpdateTime
-		}
-	}
-	if n.LastDrain != nil {
-		v.DrainStatus = string(n.LastDrain.Status)
-		v.DrainGrant = n.LastDrain.Meta[metaGrant]
-		v.DrainRestores = n.LastDrain.Meta[metaEligibleBefore] == "true"
-		v.DrainStartedAt = n.LastDrain.StartedAt
-		v.DrainBySelf = n.LastDrain.AccessorID == "client:"+n.ID // phase/selfdrain.go
-	}
-	return &v
 }
 
 // systemJobs returns the system jobs running on a node, from its allocations

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -76,7 +77,7 @@ func passAndCount(t *testing.T, st *store.Store, nodes []*api.NodeListStub, now 
 	ctx := context.Background()
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: &callLog{}, nodes: nodes}, Store: st},
-		Rules:   Rules{Timing: timing},
+		Rules:   rules.Rules{Timing: timing},
 		Runtime: Runtime{Now: func() time.Time { return now }},
 	})
 	if err := c.ReconcileOnce(ctx); err != nil {

@@ -4,15 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/rollboot/rollboot/internal/admission"
-	"github.com/rollboot/rollboot/internal/alertgate"
-	"github.com/rollboot/rollboot/internal/approvalhook"
 	"github.com/rollboot/rollboot/internal/enforcement"
-	"github.com/rollboot/rollboot/internal/healthgate"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
 	"github.com/rollboot/rollboot/internal/policykeep"
-	"github.com/rollboot/rollboot/internal/sideoutput"
+	"github.com/rollboot/rollboot/internal/rules"
 )
 
 // The stored policy. With Options.Policy set, the coordinator decides only with
@@ -32,54 +28,10 @@ type PolicySource interface {
 	// Rules reads the stored policy and compiles it: the safe default rules
 	// (Version 0) when none is stored, an *InvalidPolicyError when one is
 	// stored that cannot be used, any other error when it cannot be read.
-	Rules(ctx context.Context) (Rules, error)
+	Rules(ctx context.Context) (rules.Rules, error)
 	// Watch blocks until the stored policy changes past index (with index >
 	// 0) or wait passes, and returns its index.
 	Watch(ctx context.Context, index uint64, wait time.Duration) (uint64, error)
-}
-
-// Rules are the options that come from the stored policy.
-type Rules struct {
-	// Version is the stored policy's version; 0: none is stored, these are the
-	// safe default rules.
-	Version int
-	// Groups are in match order; nodes no group matches fall in DefaultGroup
-	// (concurrency 1 by default).
-	Groups       []GroupSpec
-	DefaultGroup policy.Group
-	Timing       phase.Timing
-	HistorySize  int
-	// ServerStableFor is how long a server must have been stable (autopilot's
-	// StableSince) after its reboot before its host's slot is freed.
-	ServerStableFor time.Duration
-	// HoldOnDeniedHandOver: when a leadership hand-over is refused for lack of
-	// permission, keep the host waiting instead of rebooting the leader.
-	HoldOnDeniedHandOver bool
-	// Alerts: no new drain starts while alerts fire (admitreads.go); off without
-	// a URL.
-	Alerts alertgate.Rules
-	// HealthGates: no drain of a group starts while a gate guarding it is
-	// closed (healthgates.go).
-	HealthGates []healthgate.Gate
-	// Workloads are the workload blockers' settings (admitreads.go).
-	Workloads WorkloadSettings
-	// Capacity configures the capacity gate (admitreads.go).
-	Capacity CapacityGate
-	// DefaultOptions are the default group's drain options and healthy
-	// settings (zero: DefaultGroupOptions).
-	DefaultOptions GroupOptions
-	// MetaKeys is what the node metadata publisher writes beside rollboot's
-	// own keys (sideoutputs.go publishMeta).
-	MetaKeys sideoutput.MetaRules
-	// Approval: the groups whose hosts await an approval (holds.go), and
-	// ApprovalHook the webhook asked for those with approval = "webhook".
-	Approval     admission.ApprovalRules
-	ApprovalHook approvalhook.Settings
-	// FailureBudgets halt a group, or the rollout, after too many failed
-	// cycles (package haltkeep); RolloutBudget caps the hosts out and the drains
-	// started per hour of all groups together (admission).
-	FailureBudgets policy.FailureBudgets
-	RolloutBudget  policy.RolloutBudget
 }
 
 // InvalidPolicyError is a stored policy that cannot be used (package
@@ -97,12 +49,7 @@ type policyState struct {
 }
 
 // setRules puts the stored policy's rules r in place of the rules in force.
-func (c *Coordinator) setRules(r Rules) {
-	c.opt.Rules = r
-	if c.opt.DefaultGroup.Name == "" {
-		c.opt.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
-	}
-}
+func (c *Coordinator) setRules(r rules.Rules) { c.opt.Rules = r.WithDefaults() }
 
 // refreshPolicy reads the stored policy at the start of a pass, takes its rules
 // when it can be used, and says loudly when it cannot. An error means it could
@@ -112,7 +59,7 @@ func (c *Coordinator) refreshPolicy(ctx context.Context) error {
 		return nil
 	}
 	w := c.seen.policy
-	r, take, err := policykeep.Refresh(ctx, &c.policy.keep, w.Gen, w.Live, c.opt.Policy.Rules, func(r Rules) int { return r.Version })
+	r, take, err := policykeep.Refresh(ctx, &c.policy.keep, w.Gen, w.Live, c.opt.Policy.Rules, func(r rules.Rules) int { return r.Version })
 	if err != nil {
 		return err
 	}

@@ -10,16 +10,17 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // scriptedPolicy is a PolicySource that answers what the test set last.
 type scriptedPolicy struct {
-	rules Rules
+	rules rules.Rules
 	err   error
 }
 
-func (p *scriptedPolicy) Rules(context.Context) (Rules, error) { return p.rules, p.err }
+func (p *scriptedPolicy) Rules(context.Context) (rules.Rules, error) { return p.rules, p.err }
 func (p *scriptedPolicy) Watch(ctx context.Context, idx uint64, _ time.Duration) (uint64, error) {
 	<-ctx.Done()
 	return idx, ctx.Err()
@@ -86,7 +87,7 @@ func TestStoredPolicyRules(t *testing.T) {
 	src := &scriptedPolicy{err: &InvalidPolicyError{Version: 1, Err: errors.New("p.hcl:1:9: Invalid expression")}}
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st, Policy: src},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
 		Runtime: Runtime{Identity: "test (pid 1)"},
@@ -123,7 +124,7 @@ func TestStoredPolicyRules(t *testing.T) {
 	}
 
 	// A good policy is taken: the host is admitted into its group.
-	src.rules, src.err = Rules{Version: 2, Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
+	src.rules, src.err = rules.Rules{Version: 2, Groups: []rules.GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
 		Timing: co.opt.Timing, HistorySize: 10}, nil
 	pass()
 	p, _ = st.Plan(ctx, "client-1")

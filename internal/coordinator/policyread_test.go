@@ -7,19 +7,20 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // countedPolicy is a PolicySource that counts its reads; its watch answers
 // with the index the test set.
 type countedPolicy struct {
-	rules Rules
+	rules rules.Rules
 	reads int
 	index uint64
 	err   error
 }
 
-func (p *countedPolicy) Rules(context.Context) (Rules, error) { p.reads++; return p.rules, nil }
+func (p *countedPolicy) Rules(context.Context) (rules.Rules, error) { p.reads++; return p.rules, nil }
 func (p *countedPolicy) Watch(context.Context, uint64, time.Duration) (uint64, error) {
 	return p.index, p.err
 }
@@ -29,7 +30,7 @@ func (p *countedPolicy) Watch(context.Context, uint64, time.Duration) (uint64, e
 func TestStoredPolicyReadOnlyAfterAChange(t *testing.T) {
 	_, client, _ := simStore(t, nomadsim.Config{Clients: 1, HeartbeatTTL: time.Hour})
 	ctx := t.Context()
-	src := &countedPolicy{rules: Rules{Version: 1, DefaultGroup: policy.Group{Name: "all", Concurrency: 2}}, index: 10}
+	src := &countedPolicy{rules: rules.Rules{Version: 1, DefaultGroup: policy.Group{Name: "all", Concurrency: 2}}, index: 10}
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: store.New(client.Variables(), "rollboot", ""), Policy: src},
 	})

@@ -7,6 +7,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -28,8 +29,8 @@ func TestPreviewAgreesWithThePassAndWritesNothing(t *testing.T) {
 	}
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st},
-		Rules: Rules{
-			Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
+		Rules: rules.Rules{
+			Groups: []rules.GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
 	})
@@ -96,8 +97,8 @@ func TestPreviewNamesAServersClusters(t *testing.T) {
 	}
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st},
-		Rules: Rules{
-			Groups: []GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
+		Rules: rules.Rules{
+			Groups: []rules.GroupSpec{{Group: policy.Group{Name: "all", Concurrency: 1}}},
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -48,7 +49,7 @@ func TestBadRecordsDoNotStopReconcile(t *testing.T) {
 
 	co := New(Options{
 		Deps: Deps{Nodes: c.Nodes(), Store: st, Jobs: c.Jobs()},
-		Rules: Rules{
+		Rules: rules.Rules{
 			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2},
 			Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour},
 		},
@@ -102,7 +103,7 @@ func TestIgnoredRecordStillGivesTheNodeBack(t *testing.T) {
 	}
 	co := New(Options{
 		Deps: Deps{Nodes: c.Nodes(), Store: st},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Minute, RetryMaxBackoff: time.Hour},
 		},
 	})

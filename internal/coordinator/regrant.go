@@ -27,18 +27,6 @@ import (
 // to the next pass, stale views that err the safe way): docs/architecture.md,
 // "Crash safety", step 5.
 
-// becomesPending reports whether carrying d out makes the host pending (its
-// need seen, or its backoff over).
-func becomesPending(in phase.Input, d phase.Decision) bool {
-	return d.Write && in.Plan.Phase != store.PhasePending && d.Plan.Phase == store.PhasePending
-}
-
-// freesSlot reports whether carrying d out frees the host's slot: its plan
-// leaves an active phase (a cycle closed, released, aborted).
-func freesSlot(in phase.Input, d phase.Decision) bool {
-	return d.Write && in.Plan.Active() && !d.Plan.Active()
-}
-
 // writeSignals is what the writes a pass stores together tell its hand-out
 // while they are carried out (storeAndHandOut).
 type writeSignals struct {
@@ -156,7 +144,7 @@ func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admissio
 	r := &readsAhead{s: s}
 	slots := map[string]int{}
 	for i, w := range writes {
-		if !freesSlot(w.in, w.d) && w.rejoin == nil {
+		if !w.d.FreesSlot(w.in) && w.rejoin == nil {
 			writes[i].done = sig.carriedOut(nil)
 			continue
 		}
@@ -330,7 +318,7 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		in := c.input(&s2, adm, name)
 		d := phase.Step(in)
 		c.noteRecheck(d)
-		if in.Plan.Phase != store.PhasePending || !d.StartDrain || !storedApart(in, d) {
+		if in.Plan.Phase != store.PhasePending || !d.StartDrain || !d.StoredApart() {
 			continue // not a plain grant: the next pass decides for it
 		}
 		if head != nil {
@@ -374,7 +362,7 @@ func (c *Coordinator) cordonNow(s *snapshot, adm admission.Result, name string, 
 	}
 	in := c.input(s, adm, name)
 	d := phase.Step(in)
-	if !d.Cordon || d.StartDrain || d.Plan.Phase != store.PhasePending || !storedApart(in, d) {
+	if !d.Cordon || d.StartDrain || d.Plan.Phase != store.PhasePending || !d.StoredApart() {
 		return pendingWrite{}, false
 	}
 	c.noteRecheck(d)
@@ -393,14 +381,6 @@ func notGranted(heads []pendingWrite, granted map[string]bool) []pendingWrite {
 	return out
 }
 
-// storedApart reports whether a grant touches nothing but its own host's plan
-// and node (no shared variable cleared, no leadership handed over), so that
-// the grants of a hand-out may be carried out side by side, each in its own
-// crash-safe order.
-func storedApart(in phase.Input, d phase.Decision) bool {
-	return len(d.HandOver) == 0 && !d.ClearRequest && !d.ClearRelease && !d.ClearCancel
-}
-
 // headsFirst splits a pass's writes stored together: first, every write but
 // those that only make a host pending; heads, the pending decisions of the
 // hosts that may get a slot now, in each group as many as it has slots
@@ -416,7 +396,7 @@ func headsFirst(s *snapshot, writes []pendingWrite) (first, rest, heads []pendin
 	var newcomers []policy.Request
 	byHost := map[string]pendingWrite{}
 	for _, w := range writes {
-		if becomesPending(w.in, w.d) && planOnly(w.in, w.d) {
+		if w.d.BecomesPending(w.in) && w.d.PlanOnly() {
 			name := w.in.Plan.Host
 			newcomers = append(newcomers, policy.Request{Host: name, Group: s.hosts[name].group, RequestedAt: w.d.Plan.RequestedAt})
 			byHost[w.in.Plan.Host] = w

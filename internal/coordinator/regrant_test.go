@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/workload"
 )
@@ -53,7 +54,7 @@ func handOffPass(t *testing.T, failPrefix string) (map[string]store.Plan, []stri
 	vars.failPrefix = failPrefix
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing},
+		Rules:   rules.Rules{Timing: timing},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
@@ -130,7 +131,7 @@ func TestHistoryPrunedAfterTheHandOut(t *testing.T) {
 	}
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing, HistorySize: 1},
+		Rules:   rules.Rules{Timing: timing, HistorySize: 1},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
@@ -210,7 +211,7 @@ func TestNewNeedIsGrantedInTheSamePass(t *testing.T) {
 	})
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing},
+		Rules:   rules.Rules{Timing: timing},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
@@ -257,7 +258,7 @@ func TestHeadNotGrantedIsStoredPending(t *testing.T) {
 	}
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing},
+		Rules:   rules.Rules{Timing: timing},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
@@ -284,7 +285,7 @@ func TestHeadWhoseGrantFailedIsDecidedAgain(t *testing.T) {
 	})
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing},
+		Rules:   rules.Rules{Timing: timing},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	vars.failPrefix = "rollboot/plan/h00"
@@ -315,7 +316,7 @@ func TestHeadsOfTheQueueGrantedBeforeTheRestPending(t *testing.T) {
 	})
 	c := New(Options{
 		Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st},
-		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
+		Rules:   rules.Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	log.reset(0)
@@ -480,7 +481,7 @@ func twoBackTwoNextPass(t *testing.T, begun chan struct{}, nodesOf func(recNodes
 	vars.path = "rollboot/plan/h02"
 	c := New(Options{
 		Deps:    Deps{Nodes: nodesOf(recNodes{log: log, nodes: stubs}), Store: st},
-		Rules:   Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
+		Rules:   rules.Rules{Timing: timing, DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 2}},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	})
 	if err := c.ReconcileOnce(t.Context()); err != nil {
@@ -569,7 +570,7 @@ func TestHandOutReadsTheBlockersOfTheFreedGroup(t *testing.T) {
 			}
 			c := New(Options{
 				Deps:    Deps{Nodes: recNodes{log: log, nodes: stubs}, Store: st, WorkloadsAPI: &evalsBegun{fakeWorkloads: f, begun: begun}},
-				Rules:   Rules{Timing: timing, Workloads: workload.Default()},
+				Rules:   rules.Rules{Timing: timing, Workloads: workload.Default()},
 				Runtime: Runtime{Now: func() time.Time { return t0 }},
 			})
 			log.reset(0)

@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/rollboot/rollboot/internal/parallel"
 	"github.com/rollboot/rollboot/internal/rejoinwatch"
-	"github.com/rollboot/rollboot/internal/wave"
 
 	consulapi "github.com/hashicorp/consul/api"
 
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
-	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -33,49 +30,10 @@ import (
 // system jobs running, and the jobs whose allocations are stopped (Nomad's alloc
 // stop, package stopjobs) when the drain starts rather than migrated by it.
 
-// GroupOptions are a group's drain options and healthy settings.
-type GroupOptions struct {
-	Drain   phase.DrainOptions
-	Healthy rejoin.Settings
-	// MaxUptime: a host of the group up longer (its jitter added) needs a
-	// reboot; 0: no limit.
-	MaxUptime time.Duration
-	// HoldSingletons: the group's singletons = "hold".
-	HoldSingletons bool
-	// Silence: the Alertmanager silences of its hosts (sideoutputs.go).
-	Silence silence.Rules
-	// Wave: its canaries and the groups it follows (holds.go).
-	Wave wave.GroupRules
-}
-
 // ConsulHealthAPI reads a node's Consul checks (healthy.consul_checks);
 // *consulapi.Health implements it.
 type ConsulHealthAPI interface {
 	Node(node string, q *consulapi.QueryOptions) (consulapi.HealthChecks, *consulapi.QueryMeta, error)
-}
-
-// DefaultGroupOptions are the options of a group that sets none: the safe
-// defaults of package config.
-var DefaultGroupOptions = GroupOptions{
-	Drain:   phase.DrainOptions{},
-	Healthy: rejoin.Settings{Deadline: 10 * time.Minute, OnDeadline: rejoin.OnDeadlineHold},
-}
-
-// groupOptions are the options of the group named name (the default group's
-// for an unknown name). Healthy settings left zero (options built without
-// them) are the defaults: a zero deadline would make every host stuck at once.
-func (c *Coordinator) groupOptions(name string) GroupOptions {
-	o := c.opt.DefaultOptions
-	for _, g := range c.opt.Groups {
-		if g.Name == name {
-			o = g.Options
-			break
-		}
-	}
-	if o.Healthy.Deadline <= 0 || o.Healthy.OnDeadline == "" {
-		o.Healthy = DefaultGroupOptions.Healthy
-	}
-	return o
 }
 
 // planGroup is the group whose options apply to a host: its plan's, recorded
@@ -89,7 +47,7 @@ func planGroup(p store.Plan, group string) string {
 
 // withGroupOptions puts the options of the host's group into its input.
 func (c *Coordinator) withGroupOptions(s *snapshot, name string, in *phase.Input) {
-	o := c.groupOptions(planGroup(in.Plan, in.Group))
+	o := c.opt.Rules.Options(planGroup(in.Plan, in.Group))
 	in.Drain, in.Healthy, in.MaxUptime = o.Drain, o.Healthy, o.MaxUptime
 	if o.Drain.Deadline > 0 {
 		in.Timing.DrainDeadline = o.Drain.Deadline
@@ -131,7 +89,7 @@ func (c *Coordinator) readRejoinHealth(ctx context.Context, s *snapshot) {
 // for them (healthy.consul_checks), and returns the node's name: "" when its
 // checks are not read, or its name is unknown (o then holds that error).
 func (c *Coordinator) readChecks(ctx context.Context, s *snapshot, o *rejoin.Observed, group, nodeID string) (nodeName string) {
-	if !c.groupOptions(group).Healthy.ConsulChecks {
+	if !c.opt.Rules.Options(group).Healthy.ConsulChecks {
 		return ""
 	}
 	if n := s.nodes[nodeID]; n != nil {
@@ -162,19 +120,4 @@ func (c *Coordinator) alertUnhealthy(in phase.Input, d phase.Decision, log *slog
 	log.Error("slot freed with unhealthy workloads: the healthy deadline passed (healthy.on_deadline = \"release\")",
 		"deadline", in.Healthy.Deadline, "unhealthy", d.Unhealthy)
 	c.metrics.UnhealthyReleased.WithLabelValues(d.Plan.Group).Inc()
-}
-
-// groupDrainDeadlines are the drain deadlines the groups set for themselves
-// (the default group's too): a window must leave room for the group's own drain.
-func (c *Coordinator) groupDrainDeadlines() map[string]time.Duration {
-	out := map[string]time.Duration{}
-	if d := c.opt.DefaultOptions.Drain.Deadline; d > 0 {
-		out[c.opt.DefaultGroup.Name] = d
-	}
-	for _, g := range c.opt.Groups {
-		if g.Options.Drain.Deadline > 0 {
-			out[g.Name] = g.Options.Drain.Deadline
-		}
-	}
-	return out
 }

@@ -8,14 +8,15 @@ import (
 
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
 // A group's options apply to its hosts; the default group's without them.
 func TestGroupOptionsInInput(t *testing.T) {
-	web := GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour, StopJobs: []string{"cache"}},
+	web := rules.GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour, StopJobs: []string{"cache"}},
 		Healthy: rejoin.Settings{Deadline: time.Minute, OnDeadline: "release"}}
-	c := New(Options{Rules: Rules{Timing: timing, Groups: []GroupSpec{{Options: web}}}})
+	c := New(Options{Rules: rules.Rules{Timing: timing, Groups: []rules.GroupSpec{{Options: web}}}})
 	c.opt.Groups[0].Name = "web"
 	s := &snapshot{}
 	in := phase.Input{Plan: plan(store.PhaseDraining, nil), Group: "other", Timing: timing}
@@ -25,7 +26,7 @@ func TestGroupOptionsInInput(t *testing.T) {
 	}
 	in = phase.Input{Plan: plan(store.PhaseIdle, nil), Group: "other", Timing: timing}
 	c.withGroupOptions(s, "h1", &in)
-	if in.Timing.DrainDeadline != timing.DrainDeadline || in.Healthy != DefaultGroupOptions.Healthy {
+	if in.Timing.DrainDeadline != timing.DrainDeadline || in.Healthy != rules.DefaultGroupOptions.Healthy {
 		t.Errorf("default group: %+v %+v", in.Timing, in.Healthy)
 	}
 }
@@ -33,9 +34,9 @@ func TestGroupOptionsInInput(t *testing.T) {
 // A window must leave room for the group's own drain deadline.
 func TestGroupDrainDeadlineForWindows(t *testing.T) {
 	c := New(Options{
-		Rules: Rules{
+		Rules: rules.Rules{
 			Timing: timing,
-			Groups: []GroupSpec{{Options: GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour}}}},
+			Groups: []rules.GroupSpec{{Options: rules.GroupOptions{Drain: phase.DrainOptions{Deadline: 2 * time.Hour}}}},
 		},
 	})
 	c.opt.Groups[0].Name = "batch"

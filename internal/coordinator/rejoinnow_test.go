@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -72,7 +73,7 @@ func rejoinFixture(t *testing.T, phase string, allocs []*api.Allocation, rec fun
 	nodes := eligibleNodes{recNodes: recNodes{log: log, nodes: stubs}, allocs: map[string][]*api.Allocation{"n-h00": allocs}}
 	return st, stubs, log, Options{
 		Deps:    Deps{Nodes: nodes, Store: st, Clusters: &recClusters{log: log}},
-		Rules:   Rules{Timing: timing},
+		Rules:   rules.Rules{Timing: timing},
 		Runtime: Runtime{Now: func() time.Time { return t0 }},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -55,8 +56,8 @@ func TestCoordinatorKeepsDecidingWhileARequestHangs(t *testing.T) {
 
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st},
-		Rules: Rules{
-			Groups: []GroupSpec{
+		Rules: rules.Rules{
+			Groups: []rules.GroupSpec{
 				{Group: policy.Group{Name: "a", Concurrency: 1}, Filter: `NodePool == "a"`},
 				{Group: policy.Group{Name: "b", Concurrency: 1}, Filter: `NodePool == "b"`},
 			},
@@ -149,7 +150,7 @@ func TestRejoinSeesSystemJobsWithoutResync(t *testing.T) {
 	}
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
 		Runtime: Runtime{Resync: 30 * time.Second},

@@ -5,7 +5,6 @@ import (
 
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/sideoutput"
-	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/statemetrics"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -32,7 +31,7 @@ func (p storedPlans) With(fn func(plans map[string]store.Plan, gen uint64)) {
 // plans another leader stored may be about to move on) and after them (a
 // freeze's start or end runs a pass: wake.go).
 func (c *Coordinator) notifyPass(ctl store.Control, now time.Time) {
-	c.side.Notify(storedPlans{c}, ctl, c.halts.Notified(), c.allGroups, now)
+	c.side.Notify(storedPlans{c}, ctl, c.halts.Notified(), c.opt.Rules.AllGroups, now)
 }
 
 // publishMeta hands the node metadata publisher what each host's node says
@@ -51,14 +50,7 @@ func (c *Coordinator) publishMeta(s *snapshot) {
 // silencePass hands the silence keeper the plans as stored and the groups'
 // silence rules, after the pass.
 func (c *Coordinator) silencePass() {
-	c.side.Silence(storedPlans{c}, c.opt.Version, func() sideoutput.SilenceRules {
-		r := sideoutput.SilenceRules{ByGroup: map[string]silence.Rules{}, Default: c.opt.DefaultOptions.Silence,
-			AlertmanagerURL: c.opt.Alerts.AlertmanagerURL, Timeout: c.opt.Alerts.Timeout}
-		for _, g := range c.opt.Groups {
-			r.ByGroup[g.Name] = g.Options.Silence
-		}
-		return r
-	})
+	c.side.Silence(storedPlans{c}, c.opt.Version, c.opt.Rules.Silences)
 }
 
 // The state metrics (package statemetrics, docs/metrics.md) are set from what

@@ -8,6 +8,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nodemeta"
 	"github.com/rollboot/rollboot/internal/notify"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -33,7 +34,7 @@ func TestHandedOnOnlyAfterAChange(t *testing.T) {
 	h := &handedOn{}
 	co := New(Options{
 		Deps: Deps{Nodes: cl.client.Nodes(), Store: cl.store, Notifier: h, NodeMeta: metaHanded{h}},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Groups: cl.groups,
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},
@@ -116,7 +117,7 @@ func TestRebootingNodeMetaLeftOut(t *testing.T) {
 	h := &handedOn{}
 	co := New(Options{
 		Deps: Deps{Nodes: cl.client.Nodes(), Store: cl.store, Notifier: h, NodeMeta: metaHanded{h}},
-		Rules: Rules{
+		Rules: rules.Rules{
 			Groups: cl.groups,
 			Timing: phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 		},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestSlotsInEnforcementRecord(t *testing.T) {
 	_, client, st := simStore(t, nomadsim.Config{Clients: 4, HeartbeatTTL: time.Hour})
 	ctx := t.Context()
-	src := &countedPolicy{rules: Rules{Version: 1, DefaultGroup: policy.Group{Name: "all", Concurrency: 2}}, index: 10}
+	src := &countedPolicy{rules: rules.Rules{Version: 1, DefaultGroup: policy.Group{Name: "all", Concurrency: 2}}, index: 10}
 	co := New(Options{Deps: Deps{Nodes: client.Nodes(), Store: st, Policy: src}})
 	pass := func() store.Enforcement {
 		t.Helper()

@@ -10,6 +10,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -53,8 +54,8 @@ func TestHungRequestIsAbandonedAndThePassRetried(t *testing.T) {
 	}
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st},
-		Rules: Rules{
-			Groups: []GroupSpec{
+		Rules: rules.Rules{
+			Groups: []rules.GroupSpec{
 				{Group: policy.Group{Name: "a", Concurrency: 1}, Filter: `NodePool == "a"`},
 				{Group: policy.Group{Name: "b", Concurrency: 1}, Filter: `NodePool == "b"`},
 			},

@@ -10,6 +10,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/wave"
 )
@@ -21,14 +22,14 @@ import (
 func TestWavesKeptAcrossLeaders(t *testing.T) {
 	_, _, st := simStore(t, nomadsim.Config{Servers: 1})
 	ctx := context.Background()
-	rules := wave.Rules{"web": {Canaries: 1}}
+	waves := wave.Rules{"web": {Canaries: 1}}
 	before := wave.State{Waves: []wave.Wave{{Group: "web", Fingerprint: "k1", Seen: t0,
 		Members: []wave.Member{{Host: "a", At: t0, Canary: true}}}}}
 	if _, err := st.PutWaves(ctx, wave.Items(before), 0); err != nil {
 		t.Fatal(err)
 	}
 	c := New(Options{Deps: Deps{Store: st},
-		Rules: Rules{Groups: []GroupSpec{{Group: policy.Group{Name: "web", Concurrency: 3}, Options: GroupOptions{Wave: rules["web"]}}}}})
+		Rules: rules.Rules{Groups: []rules.GroupSpec{{Group: policy.Group{Name: "web", Concurrency: 3}, Options: rules.GroupOptions{Wave: waves["web"]}}}}})
 	snap := func(aPhase string) *snapshot {
 		s := &snapshot{now: t0.Add(time.Minute), plans: map[string]store.Plan{}, hosts: map[string]*hostView{}}
 		for _, h := range []string{"a", "b"} {

@@ -15,6 +15,7 @@ import (
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/workload"
 	"github.com/rollboot/rollboot/internal/workloadread"
@@ -223,7 +224,7 @@ func TestWorkloadBlockers(t *testing.T) {
 			s.nodes["node-b"].NodePool = "batch"
 			c := &Coordinator{opt: Options{
 				Deps:  Deps{WorkloadsAPI: tt.f, Nodes: workloadNodes{f: tt.f}},
-				Rules: Rules{Workloads: tt.set},
+				Rules: rules.Rules{Workloads: tt.set},
 			}}
 			c.readWorkloads(context.Background(), s, []string{"a", "b"})
 			adm := admitSnap(admission.Rules{Groups: []policy.Group{{Name: policy.DefaultGroupName, Concurrency: 2}}, Gates: true, Workloads: true}, s)
@@ -275,7 +276,7 @@ func TestWorkloadListsSideBySide(t *testing.T) {
 	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}}, inDefaultPool)
 	c := &Coordinator{opt: Options{
 		Deps:  Deps{WorkloadsAPI: f, Nodes: workloadNodes{f: f.fakeWorkloads}},
-		Rules: Rules{Workloads: workload.Default()},
+		Rules: rules.Rules{Workloads: workload.Default()},
 	}}
 	c.readWorkloads(context.Background(), s, []string{"a"})
 	if !f.probe.overlap.Load() {
@@ -304,7 +305,7 @@ func TestWorkloadHoldReleasedByRecheck(t *testing.T) {
 	requestReboot(ctx, t, st, h)
 	co := New(Options{
 		Deps: Deps{Nodes: client.Nodes(), Store: st, WorkloadsAPI: workloadread.Nomad{Client: client}},
-		Rules: Rules{
+		Rules: rules.Rules{
 			DefaultGroup: policy.Group{Name: policy.DefaultGroupName, Concurrency: 1},
 			Timing:       phase.Timing{DrainDeadline: time.Hour, RejoinTimeout: time.Hour, RetryBackoff: time.Second, RetryMaxBackoff: time.Minute},
 			Workloads:    workload.Settings{JobFilter: `Meta.rollboot_block == "true"`},
@@ -387,7 +388,7 @@ func TestWorkloadReadsOfAPassAddUp(t *testing.T) {
 	s := admitSnapshot([]testHost{{name: "a", phase: store.PhasePending}, {name: "b", phase: store.PhasePending, at: time.Minute}}, nil)
 	s.nodes["node-a"].NodePool = "default"
 	s.nodes["node-b"].NodePool = "batch"
-	c := &Coordinator{opt: Options{Deps: Deps{WorkloadsAPI: f, Nodes: workloadNodes{f: f}}, Rules: Rules{Workloads: workload.Default()}}}
+	c := &Coordinator{opt: Options{Deps: Deps{WorkloadsAPI: f, Nodes: workloadNodes{f: f}}, Rules: rules.Rules{Workloads: workload.Default()}}}
 	c.readWorkloads(context.Background(), s, []string{"b"})
 	c.readWorkloads(context.Background(), s, []string{"a"})
 	holds := s.workloads.holds

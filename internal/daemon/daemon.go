@@ -26,6 +26,7 @@ import (
 	"github.com/rollboot/rollboot/internal/hostcheck"
 	"github.com/rollboot/rollboot/internal/nodestream"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/silence"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/telemetry"
@@ -101,10 +102,10 @@ func coordinatorOptions(cfg *config.Compiled, c *api.Client, st *store.Store, lo
 
 // groupSpecs are the coordinator's groups: the compiled groups in match order,
 // each with the filter expression that Nomad evaluates to list its nodes.
-func groupSpecs(p policy.Policy) []coordinator.GroupSpec {
-	specs := make([]coordinator.GroupSpec, 0, len(p.Groups))
+func groupSpecs(p policy.Policy) []rules.GroupSpec {
+	specs := make([]rules.GroupSpec, 0, len(p.Groups))
 	for _, g := range p.Groups {
-		specs = append(specs, coordinator.GroupSpec{Group: g, Filter: g.FilterExpression()})
+		specs = append(specs, rules.GroupSpec{Group: g, Filter: g.FilterExpression()})
 	}
 	return specs
 }

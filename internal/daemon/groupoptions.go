@@ -8,12 +8,13 @@ import (
 	"github.com/rollboot/rollboot/internal/gateread"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/rejoin"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/workload"
 )
 
 // withGroupOptions gives each of the coordinator's groups its drain options and
 // healthy settings: cfg.Groups and the compiled groups are in the same order.
-func withGroupOptions(specs []coordinator.GroupSpec, cfg *config.Compiled) []coordinator.GroupSpec {
+func withGroupOptions(specs []rules.GroupSpec, cfg *config.Compiled) []rules.GroupSpec {
 	for i := range specs {
 		if i < len(cfg.Groups) && cfg.Groups[i].Name == specs[i].Name {
 			g := cfg.Groups[i]
@@ -29,15 +30,15 @@ func withGroupOptions(specs []coordinator.GroupSpec, cfg *config.Compiled) []coo
 
 // defaultGroupOptions are the default group's: the top-level drain, healthy
 // and silence blocks.
-func defaultGroupOptions(cfg *config.Compiled) coordinator.GroupOptions {
+func defaultGroupOptions(cfg *config.Compiled) rules.GroupOptions {
 	o := groupOptions(config.GroupDrainConfig{Deadline: cfg.Drain.Deadline, IgnoreSystemJobs: cfg.Drain.IgnoreSystemJobs,
 		StopJobs: cfg.Drain.StopJobs}, cfg.Healthy)
 	o.Silence = cfg.Silence.Rules()
 	return o
 }
 
-func groupOptions(d config.GroupDrainConfig, h config.HealthyConfig) coordinator.GroupOptions {
-	return coordinator.GroupOptions{
+func groupOptions(d config.GroupDrainConfig, h config.HealthyConfig) rules.GroupOptions {
+	return rules.GroupOptions{
 		Drain:   phase.DrainOptions{Deadline: d.Deadline, DrainSystemJobs: !d.IgnoreSystemJobs, StopJobs: d.StopJobs},
 		Healthy: rejoin.Settings{Deadline: h.Deadline, OnDeadline: h.OnDeadline, ConsulChecks: h.ConsulChecks},
 	}

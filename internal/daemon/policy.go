@@ -13,6 +13,7 @@ import (
 	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/sideoutput"
 	"github.com/rollboot/rollboot/internal/store"
 	"github.com/rollboot/rollboot/internal/storedpolicy"
@@ -27,17 +28,17 @@ type storedPolicy struct {
 
 	mu     sync.Mutex
 	index  uint64 // ModifyIndex of the record compiled last
-	rules  coordinator.Rules
+	rules  rules.Rules
 	invErr error
 }
 
 // Rules implements coordinator.PolicySource. A stored version is compiled once.
-func (p *storedPolicy) Rules(ctx context.Context) (coordinator.Rules, error) {
+func (p *storedPolicy) Rules(ctx context.Context) (rules.Rules, error) {
 	rec, err := p.st.Policy(ctx)
 	if err != nil {
 		cfg, version, err := inForce(p.local, rec, err)
 		if err != nil {
-			return coordinator.Rules{}, err
+			return rules.Rules{}, err
 		}
 		return coordinatorRules(cfg, version), nil
 	}
@@ -45,7 +46,7 @@ func (p *storedPolicy) Rules(ctx context.Context) (coordinator.Rules, error) {
 	defer p.mu.Unlock()
 	if rec.ModifyIndex != p.index {
 		cfg, version, err := inForce(p.local, rec, nil)
-		p.rules, p.invErr = coordinator.Rules{}, err
+		p.rules, p.invErr = rules.Rules{}, err
 		if err == nil {
 			p.rules = coordinatorRules(cfg, version)
 		}
@@ -95,8 +96,8 @@ func (p *storedPolicy) Watch(ctx context.Context, index uint64, wait time.Durati
 
 // coordinatorRules are the coordinator's rules from a configuration: its
 // compiled groups and timings as they are.
-func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
-	return coordinator.Rules{
+func coordinatorRules(cfg *config.Compiled, version int) rules.Rules {
+	return rules.Rules{
 		Version:      version,
 		Groups:       withGroupOptions(groupSpecs(cfg.Policy), cfg),
 		DefaultGroup: cfg.Policy.Default,
@@ -116,7 +117,7 @@ func coordinatorRules(cfg *config.Compiled, version int) coordinator.Rules {
 		Alerts:               cfg.AlertGate,
 		HealthGates:          cfg.HealthGates,
 		Workloads:            cfg.Workloads.Settings(),
-		Capacity:             coordinator.CapacityGate{Enabled: cfg.Capacity.Enabled, Headroom: float64(cfg.Capacity.HeadroomPercent()) / 100},
+		Capacity:             rules.CapacityGate{Enabled: cfg.Capacity.Enabled, Headroom: float64(cfg.Capacity.HeadroomPercent()) / 100},
 		DefaultOptions:       defaultGroupOptions(cfg),
 		MetaKeys: sideoutput.MetaRules{NextInLine: cfg.NodeMeta.NextInLine, CordonNext: cfg.NodeMeta.CordonNext,
 			BeforeDrain: cfg.NodeMeta.BeforeDrain, AfterRejoin: cfg.NodeMeta.AfterRejoin},

@@ -13,9 +13,9 @@ import (
 
 	"github.com/rollboot/rollboot/internal/agent"
 	"github.com/rollboot/rollboot/internal/config"
-	"github.com/rollboot/rollboot/internal/coordinator"
 	"github.com/rollboot/rollboot/internal/discovery"
 	"github.com/rollboot/rollboot/internal/policy"
+	"github.com/rollboot/rollboot/internal/rules"
 )
 
 func compile(t *testing.T, src string) *config.Compiled {
@@ -176,7 +176,7 @@ capacity {
 	if o.Resync != 7*time.Second || o.HistorySize != 12 || o.ServerStableFor != 11*time.Second || !o.HoldOnDeniedHandOver {
 		t.Errorf("options = %+v", o)
 	}
-	if want := (coordinator.CapacityGate{Enabled: true, Headroom: 0.2}); r.Capacity != want {
+	if want := (rules.CapacityGate{Enabled: true, Headroom: 0.2}); r.Capacity != want {
 		t.Errorf("capacity = %+v, want %+v", r.Capacity, want)
 	}
 	if o.Jobs != nil || o.AgentJob != "" || o.AgentJobNamespace != "ops" {

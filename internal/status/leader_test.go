@@ -10,6 +10,7 @@ import (
 	"github.com/rollboot/rollboot/internal/election"
 	"github.com/rollboot/rollboot/internal/nomadsim"
 	"github.com/rollboot/rollboot/internal/phase"
+	"github.com/rollboot/rollboot/internal/rules"
 	"github.com/rollboot/rollboot/internal/simtest"
 	"github.com/rollboot/rollboot/internal/store"
 )
@@ -33,8 +34,8 @@ func waitPolicy(t *testing.T, st PolicyStore, what string, ok func(Policy) bool)
 // safeDefault is a policy source with no policy stored: the safe default.
 type safeDefault struct{ timing phase.Timing }
 
-func (p safeDefault) Rules(context.Context) (coordinator.Rules, error) {
-	return coordinator.Rules{Timing: p.timing, HistorySize: 10}, nil
+func (p safeDefault) Rules(context.Context) (rules.Rules, error) {
+	return rules.Rules{Timing: p.timing, HistorySize: 10}, nil
 }
 
 func (safeDefault) Watch(ctx context.Context, idx uint64, _ time.Duration) (uint64, error) {
@@ -52,7 +53,7 @@ func TestStatusTellsWhetherTheLeaderStillLeads(t *testing.T) {
 	lead := func(identity string) (stop func()) {
 		co := coordinator.New(coordinator.Options{
 			Deps:    coordinator.Deps{Nodes: c.Nodes(), Store: st, Policy: safeDefault{timing}},
-			Rules:   coordinator.Rules{Timing: timing},
+			Rules:   rules.Rules{Timing: timing},
 			Runtime: coordinator.Runtime{Identity: identity, Resync: time.Second},
 		})
 		ctx, cancel := context.WithCancel(context.Background())
