@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -510,16 +511,30 @@ func TestWatchesThatKeepWhatTheyWatch(t *testing.T) {
 }
 
 // watchAside runs one query of watch from idx (a wait of 10 s) beside the
-// test, and gives its answer.
+// test, and gives its answer. It returns once the query was sent and had time
+// to block: a list's index is the variables table's, so a query that reached
+// Nomad only after a write beside it would answer at once, as Nomad's
+// blockingRPC does, before it ever waited.
 func watchAside(t *testing.T, watch func(context.Context, uint64, time.Duration) (uint64, error), idx uint64) <-chan uint64 {
 	answered := make(chan uint64, 1)
+	sent := make(chan struct{})
+	var once sync.Once
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(sent) }) },
+	})
 	go func() {
-		n, err := watch(t.Context(), idx, 10*time.Second)
+		n, err := watch(ctx, idx, 10*time.Second)
 		if err != nil {
 			t.Error(err)
 		}
 		answered <- n
 	}()
+	select {
+	case <-sent:
+		time.Sleep(50 * time.Millisecond) // the emulator answers in process
+	case n := <-answered:
+		answered <- n
+	}
 	return answered
 }
 
