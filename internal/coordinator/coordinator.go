@@ -289,7 +289,7 @@ func New(opt Options) *Coordinator {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	c.opt.Rules = c.opt.Rules.WithDefaults()
+	c.opt.Rules.SetDefaults()
 	if c.opt.Resync <= 0 {
 		c.opt.Resync = 30 * time.Second
 	}

@@ -49,7 +49,10 @@ type policyState struct {
 }
 
 // setRules puts the stored policy's rules r in place of the rules in force.
-func (c *Coordinator) setRules(r rules.Rules) { c.opt.Rules = r.WithDefaults() }
+func (c *Coordinator) setRules(r rules.Rules) {
+	c.opt.Rules = r
+	c.opt.Rules.SetDefaults()
+}
 
 // refreshPolicy reads the stored policy at the start of a pass, takes its rules
 // when it can be used, and says loudly when it cannot. An error means it could

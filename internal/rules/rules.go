@@ -25,7 +25,7 @@ type Rules struct {
 	// safe default rules.
 	Version int
 	// Groups are in match order; nodes no group matches fall in DefaultGroup
-	// (concurrency 1 by default: WithDefaults).
+	// (concurrency 1 by default: SetDefaults).
 	Groups       []GroupSpec
 	DefaultGroup policy.Group
 	Timing       phase.Timing
@@ -100,18 +100,17 @@ type CapacityGate struct {
 	Headroom float64
 }
 
-// WithDefaults returns r with a default group when it names none: the group
+// SetDefaults gives r a default group when it names none: the group
 // "default", one host at a time.
-func (r Rules) WithDefaults() Rules {
+func (r *Rules) SetDefaults() {
 	if r.DefaultGroup.Name == "" {
 		r.DefaultGroup = policy.Group{Name: policy.DefaultGroupName, Concurrency: 1}
 	}
-	return r
 }
 
 // AllGroups returns the policy's groups: the default group, then the
 // configured ones in match order.
-func (r Rules) AllGroups() []policy.Group {
+func (r *Rules) AllGroups() []policy.Group {
 	gs := make([]policy.Group, 0, len(r.Groups)+1)
 	gs = append(gs, r.DefaultGroup)
 	for _, g := range r.Groups {
@@ -121,7 +120,7 @@ func (r Rules) AllGroups() []policy.Group {
 }
 
 // Known reports whether name is a configured group or the default one.
-func (r Rules) Known(name string) bool {
+func (r *Rules) Known(name string) bool {
 	if name == r.DefaultGroup.Name {
 		return true
 	}
@@ -135,7 +134,7 @@ func (r Rules) Known(name string) bool {
 
 // NodeGroups are the configured groups, in match order, as package
 // nodegroups asks Nomad about them.
-func (r Rules) NodeGroups() []nodegroups.Group {
+func (r *Rules) NodeGroups() []nodegroups.Group {
 	out := make([]nodegroups.Group, len(r.Groups))
 	for i, g := range r.Groups {
 		out[i] = nodegroups.Group{Name: g.Name, Filter: g.Filter}
@@ -146,7 +145,7 @@ func (r Rules) NodeGroups() []nodegroups.Group {
 // Options are the options of the group named name (the default group's for
 // an unknown name). Healthy settings left zero (options built without them)
 // are the defaults: a zero deadline would make every host stuck at once.
-func (r Rules) Options(name string) GroupOptions {
+func (r *Rules) Options(name string) GroupOptions {
 	o := r.DefaultOptions
 	for _, g := range r.Groups {
 		if g.Name == name {
@@ -162,7 +161,7 @@ func (r Rules) Options(name string) GroupOptions {
 
 // DrainDeadlines are the drain deadlines the groups set for themselves (the
 // default group's too): a window must leave room for the group's own drain.
-func (r Rules) DrainDeadlines() map[string]time.Duration {
+func (r *Rules) DrainDeadlines() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	if d := r.DefaultOptions.Drain.Deadline; d > 0 {
 		out[r.DefaultGroup.Name] = d
@@ -177,7 +176,7 @@ func (r Rules) DrainDeadlines() map[string]time.Duration {
 
 // HoldsSingletons reports whether some group holds its singletons
 // (singletons = "hold"): the workload blockers then read for it.
-func (r Rules) HoldsSingletons() bool {
+func (r *Rules) HoldsSingletons() bool {
 	if r.DefaultOptions.HoldSingletons {
 		return true
 	}
@@ -190,7 +189,7 @@ func (r Rules) HoldsSingletons() bool {
 }
 
 // Waves are the groups' wave settings, of the groups that have any.
-func (r Rules) Waves() wave.Rules {
+func (r *Rules) Waves() wave.Rules {
 	out := wave.Rules{}
 	for _, g := range r.Groups {
 		if w := g.Options.Wave; w.Canaries > 0 || len(w.After) > 0 {
@@ -202,7 +201,7 @@ func (r Rules) Waves() wave.Rules {
 
 // Silences are the groups' silence rules and the Alertmanager they are
 // written to.
-func (r Rules) Silences() sideoutput.SilenceRules {
+func (r *Rules) Silences() sideoutput.SilenceRules {
 	out := sideoutput.SilenceRules{ByGroup: map[string]silence.Rules{}, Default: r.DefaultOptions.Silence,
 		AlertmanagerURL: r.Alerts.AlertmanagerURL, Timeout: r.Alerts.Timeout}
 	for _, g := range r.Groups {
@@ -214,7 +213,7 @@ func (r Rules) Silences() sideoutput.SilenceRules {
 // Admission is admission's configuration under r: gates says whether the
 // server quorum gates can be read, workloads whether the workload blockers
 // can, and hold why every new start is held (zero: none is).
-func (r Rules) Admission(gates, workloads bool, hold phase.WaitReason) admission.Rules {
+func (r *Rules) Admission(gates, workloads bool, hold phase.WaitReason) admission.Rules {
 	return admission.Rules{Groups: r.AllGroups(), DrainDeadline: r.Timing.DrainDeadline,
 		GroupDeadlines: r.DrainDeadlines(), Gates: gates, Hold: hold,
 		Alerts: r.Alerts.Enabled(), Workloads: workloads && (r.Workloads.Enabled() || r.HoldsSingletons()),

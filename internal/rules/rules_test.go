@@ -71,11 +71,16 @@ func TestGroupLookups(t *testing.T) {
 	}
 }
 
-func TestWithDefaults(t *testing.T) {
-	if g := (Rules{}).WithDefaults().DefaultGroup; g.Name != policy.DefaultGroupName || g.Concurrency != 1 {
+func TestSetDefaults(t *testing.T) {
+	var r Rules
+	r.SetDefaults()
+	if g := r.DefaultGroup; g.Name != policy.DefaultGroupName || g.Concurrency != 1 {
 		t.Errorf("default group = %+v, want %q of concurrency 1", g, policy.DefaultGroupName)
 	}
-	if g := sample().WithDefaults().DefaultGroup; g.Name != "default" {
+	r = sample()
+	r.DefaultGroup.Name = "base"
+	r.SetDefaults()
+	if g := r.DefaultGroup; g.Name != "base" {
 		t.Errorf("a named default group was replaced: %+v", g)
 	}
 }
