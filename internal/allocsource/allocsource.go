@@ -231,10 +231,20 @@ func (a *Ahead) Wait() map[string][]*api.Allocation {
 func (a *Ahead) readOnce(busy func(line string) bool) map[string][]*api.Allocation {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for slices.ContainsFunc(slices.Collect(maps.Keys(a.reading)), busy) {
+	for a.anyLocked(busy) {
 		a.ended.Wait()
 	}
 	return maps.Clone(a.read)
+}
+
+// anyLocked reports whether some line is busy; a.mu is held.
+func (a *Ahead) anyLocked(busy func(line string) bool) bool {
+	for line := range a.reading {
+		if busy(line) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadAheadParallelism bounds the reads of an Ahead sent at once. They go
