@@ -67,6 +67,22 @@ func (c *cluster) eventAfter(seq int, match func(nomadsim.Event) bool) (nomadsim
 	return nomadsim.Event{}, false
 }
 
+// isDeployment matches the end of a deployment of job with status.
+func isDeployment(job, status string) func(nomadsim.Event) bool {
+	return func(e nomadsim.Event) bool {
+		return e.Type == nomadsim.EventDeployment && e.Details["job"] == job && e.Details["status"] == status
+	}
+}
+
+// deploymentEnded reports whether a deployment of job ended with status
+// since event seq.
+func (c *cluster) deploymentEnded(seq int, job, status string) func() bool {
+	return func() bool {
+		_, ok := c.eventAfter(seq, isDeployment(job, status))
+		return ok
+	}
+}
+
 // A batch job whose meta marks it as blocking holds the node it runs on, and
 // only that node: the other pending host goes. Once the job finishes, the node
 // is drained.
@@ -124,10 +140,19 @@ func TestDeploymentHoldsItsPool(t *testing.T) {
 		}
 	}
 	c.waitFor("agents to publish", 30*time.Second, func() bool { return len(c.status().Hosts) == len(c.clients()) })
+	seq := len(c.sim.Events(0))
 	if err := c.sim.AddJob(nomadsim.JobSpec{ID: "api", NodePool: "web", Update: true,
 		Groups: []nomadsim.GroupSpec{{Name: "api", Count: 2, FailHealthChecks: true, MigrateHealthyDeadline: time.Second}}}); err != nil {
 		t.Fatal(err)
 	}
+	// The hosts ask once the deployment has failed. A request made as the
+	// job is registered races the deployment itself: Nomad creates it only
+	// when a scheduler worker has processed the registration's evaluation
+	// (scheduler/reconciler/reconcile_cluster.go), and the leading
+	// coordinator sees it one answer of its deployments watch later
+	// (workloadread/deployments.go); a grant in between is one no reader of
+	// Nomad could have held.
+	c.waitFor("the deployment to fail", 30*time.Second, c.deploymentEnded(seq, "api", api.DeploymentStatusFailed))
 	c.needReboot(web[0], batch[0])
 	c.waitFor("the web host held by the failed deployment", 30*time.Second, func() bool {
 		return c.waitingFor(web[0], "pool web: deployment") && c.waitingFor(web[0], "of job api is failed")
@@ -140,19 +165,12 @@ func TestDeploymentHoldsItsPool(t *testing.T) {
 		t.Fatalf("%s is %s during a failed deployment", web[0], p.Phase)
 	}
 	// The job is fixed: a new version deploys, and once it succeeds the web host goes.
-	seq := len(c.sim.Events(0))
+	seq = len(c.sim.Events(0))
 	if err := c.sim.UpdateJob(nomadsim.JobSpec{ID: "api", Update: true}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitFor("the new deployment to succeed", 60*time.Second, func() bool {
-		_, ok := c.eventAfter(seq, func(e nomadsim.Event) bool {
-			return e.Type == nomadsim.EventDeployment && e.Details["status"] == api.DeploymentStatusSuccessful
-		})
-		return ok
-	})
-	ok, _ := c.eventAfter(seq, func(e nomadsim.Event) bool {
-		return e.Type == nomadsim.EventDeployment && e.Details["status"] == api.DeploymentStatusSuccessful
-	})
+	c.waitFor("the new deployment to succeed", 60*time.Second, c.deploymentEnded(seq, "api", api.DeploymentStatusSuccessful))
+	ok, _ := c.eventAfter(seq, isDeployment("api", api.DeploymentStatusSuccessful))
 	c.within("the web host drained after the deployment succeeded", ok.Time, func() bool { return c.plans()[web[0]].Phase != store.PhasePending })
 	c.waitFor("both hosts rebooted", 60*time.Second, c.rebootedAll([]string{web[0], batch[0]}))
 }
