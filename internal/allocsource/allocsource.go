@@ -7,7 +7,6 @@ package allocsource
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -131,7 +130,8 @@ func (s *Source) ReadInPass(ctx context.Context, nodeID string) ([]*api.Allocati
 // of the node of the host next in a group's line as soon as the write that
 // frees a slot of the group is stored, beside the pass's other writes,
 // instead of after all of them. Each read is kept as a read of the pass
-// (Noted).
+// (Noted), where the step that needs it finds it (InPass, ReadInPass) once it
+// waited for the reads of its lines (Wait, WaitFor).
 type Ahead struct {
 	src *Source
 	ctx context.Context
@@ -144,7 +144,6 @@ type Ahead struct {
 	lines map[string][]string
 	// reading: the reads of each line started and not ended
 	reading map[string]int
-	read    map[string][]*api.Allocation
 }
 
 // Ahead starts a set of reads ahead, for ctx, of the nodes in lines, by line
@@ -154,7 +153,7 @@ func (s *Source) Ahead(ctx context.Context, lines map[string][]string) *Ahead {
 	for range ReadAheadWidened - ReadAheadParallelism {
 		sem <- struct{}{} // given back by Widen
 	}
-	a := &Ahead{src: s, ctx: ctx, sem: sem, lines: lines, reading: map[string]int{}, read: map[string][]*api.Allocation{}}
+	a := &Ahead{src: s, ctx: ctx, sem: sem, lines: lines, reading: map[string]int{}}
 	a.ended = sync.NewCond(&a.mu)
 	return a
 }
@@ -186,12 +185,8 @@ func (a *Ahead) ReadNext(line string) {
 	a.reading[line]++
 	a.mu.Unlock()
 	go func() {
-		var allocs []*api.Allocation
 		defer func() {
 			a.mu.Lock()
-			if allocs != nil {
-				a.read[nodeID] = allocs
-			}
 			a.reading[line]--
 			a.ended.Broadcast()
 			a.mu.Unlock()
@@ -202,39 +197,33 @@ func (a *Ahead) ReadNext(line string) {
 			return
 		}
 		defer func() { <-a.sem }()
-		read, meta, err := a.src.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(a.ctx))
-		if err != nil {
-			return
-		}
-		a.src.Noted(nodeID, meta, read)
-		allocs = read
-		if allocs == nil {
-			allocs = []*api.Allocation{} // read: none on the node
+		allocs, meta, err := a.src.Nodes.Allocations(nodeID, (&api.QueryOptions{}).WithContext(a.ctx))
+		if err == nil {
+			a.src.Noted(nodeID, meta, allocs)
 		}
 	}()
 }
 
-// Read returns what the reads started so far read, by node ID, once those of
-// lines ended: a hand-out of the slots freed so far, while others may still
-// free (reads of other lines may still start).
-func (a *Ahead) Read(lines ...string) map[string][]*api.Allocation {
-	return a.readOnce(func(l string) bool { return a.reading[l] > 0 && slices.Contains(lines, l) })
+// WaitFor returns once the reads started so far for lines ended: a hand-out
+// of the slots freed so far, while others may still free (reads of other
+// lines may still start).
+func (a *Ahead) WaitFor(lines ...string) {
+	a.waitUntilIdle(func(l string) bool { return a.reading[l] > 0 && slices.Contains(lines, l) })
 }
 
-// Wait returns what the reads started read, by node ID, once they ended.
-// No read may be started after it is called.
-func (a *Ahead) Wait() map[string][]*api.Allocation {
-	return a.readOnce(func(l string) bool { return a.reading[l] > 0 })
+// Wait returns once every read started ended. No read may be started after
+// it is called.
+func (a *Ahead) Wait() {
+	a.waitUntilIdle(func(l string) bool { return a.reading[l] > 0 })
 }
 
-// readOnce returns a copy of what was read, once no line is busy.
-func (a *Ahead) readOnce(busy func(line string) bool) map[string][]*api.Allocation {
+// waitUntilIdle returns once no line is busy.
+func (a *Ahead) waitUntilIdle(busy func(line string) bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for a.anyLocked(busy) {
 		a.ended.Wait()
 	}
-	return maps.Clone(a.read)
 }
 
 // anyLocked reports whether some line is busy; a.mu is held.

@@ -130,9 +130,9 @@ func (n *failingNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Alloc
 }
 
 // An Ahead reads each line's nodes in order, one per ReadNext, none once
-// the line is done. What it read is returned and kept as the pass's reads,
-// so that a look later in the pass reads it no more; a read that failed is
-// left out and made again by the look that needs it.
+// the line is done. What it read is kept as the pass's reads, so that a look
+// later in the pass reads it no more; a read that failed is left out and made
+// again by the look that needs it.
 func TestReadAhead(t *testing.T) {
 	n := &failingNodes{reads: map[string]int{}, failing: "bad"}
 	s := &Source{Nodes: n}
@@ -144,12 +144,15 @@ func TestReadAhead(t *testing.T) {
 		ahead.ReadNext("y")
 	}
 	ahead.ReadNext("none")
-	got := ahead.Wait()
+	ahead.Wait()
 	if n.reads["unread"] != 0 {
 		t.Error("a line not asked for was read")
 	}
-	if len(got) != len(ids)-1 || got["bad"] != nil || len(got["a"]) != 1 || got["a"][0].ID != "a-a" {
-		t.Fatalf("ReadAhead = %v, want every node but the failing one", got)
+	for _, id := range ids {
+		got, ok := s.InPass(id)
+		if ok != (id != "bad") || ok && (len(got) != 1 || got[0].ID != id+"-a") {
+			t.Errorf("InPass(%s) = %v, %v after the reads ahead, want every node but the failing one", id, got, ok)
+		}
 	}
 	for _, id := range ids {
 		if _, err := s.OnNode(context.Background(), id); (err != nil) != (id == "bad") {
@@ -215,11 +218,55 @@ func TestReadAheadWidens(t *testing.T) {
 		<-n.started // blocks, and the test times out, unless the bound widened
 	}
 	close(n.release)
-	got := ahead.Wait()
-	if len(got) != nodes {
+	ahead.Wait()
+	if got := s.TakeReads(); len(got) != nodes {
 		t.Errorf("read %d nodes, want %d", len(got), nodes)
 	}
 	if n.max != ReadAheadWidened {
 		t.Errorf("at most %d reads in flight once widened, want %d", n.max, ReadAheadWidened)
+	}
+}
+
+// heldNodes answers the reads of the nodes in held once released, the others
+// at once.
+type heldNodes struct {
+	held    map[string]bool
+	release chan struct{}
+}
+
+func (n heldNodes) Allocations(id string, _ *api.QueryOptions) ([]*api.Allocation, *api.QueryMeta, error) {
+	if n.held[id] {
+		<-n.release
+	}
+	return []*api.Allocation{{ID: id + "-a", NodeID: id}}, &api.QueryMeta{LastIndex: 1}, nil
+}
+
+// WaitFor waits for the reads of the lines it names only: a hand-out of one
+// group's slot does not wait for a slow read of another's, and finds its own
+// line's read as the pass's.
+func TestReadAheadWaitsForItsLines(t *testing.T) {
+	n := heldNodes{held: map[string]bool{"slow": true}, release: make(chan struct{})}
+	s := &Source{Nodes: n}
+	s.NewPass(nil)
+	ahead := s.Ahead(context.Background(), map[string][]string{"x": {"fast"}, "y": {"slow"}})
+	ahead.ReadNext("y")
+	ahead.ReadNext("x")
+	waited := make(chan struct{})
+	go func() { ahead.WaitFor("x"); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitFor(x) waited for line y's read")
+	}
+	if _, ok := s.InPass("fast"); !ok {
+		t.Error("line x's read is not the pass's once WaitFor(x) returned")
+	}
+	if _, ok := s.InPass("slow"); ok {
+		t.Error("line y's read ended before it was released")
+	}
+	go func() { time.Sleep(20 * time.Millisecond); close(n.release) }()
+	ahead.WaitFor("x", "y")
+	if _, ok := s.InPass("slow"); !ok {
+		t.Error("WaitFor(x, y) returned before line y's read ended")
 	}
 }

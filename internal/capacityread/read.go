@@ -98,16 +98,7 @@ type Pass struct {
 	// kept: the movers of draining nodes taken as kept (movers.go), not read
 	// in this pass.
 	kept map[string][]capacity.Alloc
-	// early: allocations read for this pass before it began (ReadEarly),
-	// by node ID; taken instead of a read.
-	early map[string][]*api.Allocation
 }
-
-// ReadEarly gives p the allocations of nodes read for it before it began, by
-// node ID: the gate takes them instead of reading them (their readers told
-// AllocsRead of them). They must have been read after whatever p is to see
-// (the pass's drains).
-func (p *Pass) ReadEarly(reads map[string][]*api.Allocation) { p.early = reads }
 
 // NewPass starts the reads of a pass, over its node list (nodes), with the
 // nodes of the hosts on their way out, each node's group (groupOf) and the
@@ -229,7 +220,7 @@ func (r *Reader) allocsOf(ctx context.Context, p *Pass, nodeID string) ([]*api.A
 	if allocs, ok := p.allocs[nodeID]; ok {
 		return allocs, nil
 	}
-	allocs, err := r.readOrEarly(ctx, p, nodeID)
+	allocs, err := r.readOrInPass(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -237,12 +228,9 @@ func (r *Reader) allocsOf(ctx context.Context, p *Pass, nodeID string) ([]*api.A
 	return allocs, nil
 }
 
-// readOrEarly is the allocations on a node as read early for p (ReadEarly)
-// or earlier in the coordinator's pass (InPass), else read now (readAllocs).
-func (r *Reader) readOrEarly(ctx context.Context, p *Pass, nodeID string) ([]*api.Allocation, error) {
-	if allocs, ok := p.early[nodeID]; ok {
-		return allocs, nil
-	}
+// readOrInPass is the allocations on a node as read earlier in the
+// coordinator's pass (InPass), else read now (readAllocs).
+func (r *Reader) readOrInPass(ctx context.Context, nodeID string) ([]*api.Allocation, error) {
 	if r.InPass != nil {
 		if allocs, ok := r.InPass(nodeID); ok {
 			return allocs, nil
@@ -287,7 +275,7 @@ func (r *Reader) readAllocsOf(ctx context.Context, p *Pass, ids []string, slots 
 	}
 	// After a failure no more is read: the pass holds every queued host with it.
 	got, err := parallel.Map(len(todo), Parallelism, func(i int) ([]*api.Allocation, error) {
-		return holding(slots, func() ([]*api.Allocation, error) { return r.readOrEarly(ctx, p, todo[i]) })
+		return holding(slots, func() ([]*api.Allocation, error) { return r.readOrInPass(ctx, todo[i]) })
 	})
 	if err != nil {
 		return err

@@ -122,7 +122,6 @@ type capacityView = capacityread.Pass
 func (c *Coordinator) readCapacity(ctx context.Context, s *snapshot, needs admission.CapacityNeeds) {
 	if s.capacity == nil {
 		s.capacity = c.capacity.NewPass(s.nodes, leavingNodes(s), c.opt.Capacity.Headroom, s.groupOf)
-		s.capacity.ReadEarly(s.earlyAllocs)
 	}
 	c.capacity.Read(ctx, s.capacity, needs)
 }

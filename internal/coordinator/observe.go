@@ -65,9 +65,6 @@ type snapshot struct {
 	// capacity: what the capacity gate read; nil until admission asks for
 	// something (admitreads.go).
 	capacity *capacityView
-	// earlyAllocs: allocations the capacity gate takes instead of reading
-	// them (readAhead, regrant.go); nil but in a hand-out.
-	earlyAllocs map[string][]*api.Allocation
 	// statuses: the groups as admission saw them in this pass (admit).
 	statuses []policy.GroupStatus
 	// health: the workloads of the hosts that wait for them to be healthy

@@ -6,8 +6,6 @@ import (
 	"maps"
 	"sync/atomic"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/rollboot/rollboot/internal/admission"
 	"github.com/rollboot/rollboot/internal/allocsource"
 	"github.com/rollboot/rollboot/internal/phase"
@@ -94,27 +92,29 @@ func (c *Coordinator) storeAndHandOut(ctx context.Context, s *snapshot, adm admi
 			if len(frees) == 0 {
 				continue
 			}
-			early := ahead.sofar(frees)
+			holds := ahead.sofar(frees)
 			if more := c.freedSince(r.freed, handed); len(more) > 0 {
 				// Freed while this one waited for its reads: a wave's closes
 				// land together, and a hand-out each would read and admit twice.
 				frees = append(frees, more...)
-				early = ahead.sofar(frees)
+				holds = ahead.sofar(frees)
 			}
-			h := handOut{freed: frees, early: early, writing: writing, skipped: &skipped}
-			if _, err := c.regrantFreed(ctx, s, adm, h); err != nil {
+			out, err := c.regrantFreed(ctx, s, adm, handOut{freed: frees, holdsAhead: holds, writing: writing})
+			if err != nil {
 				handOutErr, mayHandOut = err, false
 			}
+			skipped = skipped || out.skipped
 		}
 	}
-	early := ahead.all()
+	holds := ahead.all()
 	if writesErr != nil || !mayHandOut {
 		return nil, errors.Join(writesErr, handOutErr)
 	}
 	if skipped {
 		clear(handed) // the last hand-out admits again for every slot freed
 	}
-	return c.regrantFreed(ctx, s, adm, handOut{freed: c.freedSince(r.freed, handed), pended: r.pended, heads: heads, early: early})
+	out, err := c.regrantFreed(ctx, s, adm, handOut{freed: c.freedSince(r.freed, handed), pended: r.pended, heads: heads, holdsAhead: holds})
+	return out.granted, err
 }
 
 // freedSince returns the hosts of freed whose slot is free as stored and
@@ -136,10 +136,10 @@ func (c *Coordinator) freedSince(freed []string, handed map[string]bool) []strin
 // may close), once carried out with its slot freed, start reading the
 // allocations of the node of the next host in its group's line
 // (admission.NextInLine; first, the pass's admission) beside the pass's other
-// writes, for the hand-out's capacity gate and system jobs
-// (capacityread.Pass.ReadEarly), and tell sig; and it reads the workload
-// blockers of those groups' queued hosts (workloadsAhead). Every write tells
-// sig when it failed.
+// writes, for the hand-out's capacity gate and system jobs (they find them as
+// the pass's reads: allocsource.Source.InPass), and tell sig; and it reads the
+// workload blockers of those groups' queued hosts (workloadsAhead). Every
+// write tells sig when it failed.
 func (c *Coordinator) readAhead(ctx context.Context, s *snapshot, first admission.Result, writes []pendingWrite, sig *writeSignals) *readsAhead {
 	r := &readsAhead{s: s}
 	slots := map[string]int{}
@@ -176,34 +176,31 @@ type readsAhead struct {
 	s      *snapshot // the pass's: each host's group
 }
 
-// sofar is what was read ahead for a hand-out of the slots of hosts (freed
-// while the pass's other writes go on), once the reads started for their
-// groups ended.
-func (r *readsAhead) sofar(hosts []string) aheadReads {
+// sofar returns, once the reads ahead started for the groups of hosts (whose
+// slots were freed while the pass's other writes go on) ended, the workload
+// blockers' holds read ahead, by host.
+func (r *readsAhead) sofar(hosts []string) map[string]phase.WaitReason {
 	if r.allocs == nil {
-		return aheadReads{}
+		return nil
 	}
 	var lines []string
 	for _, h := range hosts {
 		lines = append(lines, r.s.hosts[h].group)
 	}
-	return aheadReads{allocs: r.allocs.Read(lines...), holds: r.holds()}
+	r.allocs.WaitFor(lines...)
+	return r.holds()
 }
 
-// all is everything read ahead, once read; called once the writes are done,
-// the reads left then go ReadAheadWidened at a time (allocsource.Ahead.Widen).
-func (r *readsAhead) all() aheadReads {
+// all returns, once every read ahead ended, the workload blockers' holds read
+// ahead; called once the writes are done, the reads left then go
+// ReadAheadWidened at a time (allocsource.Ahead.Widen).
+func (r *readsAhead) all() map[string]phase.WaitReason {
 	if r.allocs == nil {
-		return aheadReads{}
+		return nil
 	}
 	r.allocs.Widen()
-	return aheadReads{allocs: r.allocs.Wait(), holds: r.holds()}
-}
-
-// aheadReads is what readAhead read for the hand-out.
-type aheadReads struct {
-	allocs map[string][]*api.Allocation // by node ID
-	holds  map[string]phase.WaitReason  // the workload blockers, by host
+	r.allocs.Wait()
+	return r.holds()
 }
 
 // workloadsAhead reads, beside the pass's writes, the workload blockers of
@@ -237,26 +234,32 @@ func (c *Coordinator) workloadsAhead(ctx context.Context, s *snapshot, queue []a
 // the hosts whose decision frees their slot (carried out or not); the hosts
 // of pended, whose decision makes them pending; heads, the pending decisions
 // of the hosts first in their group's line (headsFirst), not stored yet: a
-// head's grant is its first write; early, what was read ahead for it
-// (readAhead); writing, the hosts whose write may still be under way, which
-// it leaves alone (a grant of one would race that write's check-and-set),
-// noting in skipped that it left one it admitted.
+// head's grant is its first write; holdsAhead, the workload blockers' holds
+// read ahead for it (readAhead); writing, the hosts whose write may still be
+// under way, which it leaves alone (a grant of one would race that write's
+// check-and-set).
 type handOut struct {
 	freed, pended []string
 	heads         []pendingWrite
-	early         aheadReads
+	holdsAhead    map[string]phase.WaitReason
 	writing       map[string]bool
-	skipped       *bool
+}
+
+// handedOut is what a hand-out did: granted, the heads whose grant it tried,
+// stored or not; skipped, whether it left alone a host it admitted, whose
+// write may have been under way (handOut.writing).
+type handedOut struct {
+	granted map[string]bool
+	skipped bool
 }
 
 // regrantFreed admits again, once the writes of the pass carried out so far
 // succeeded, when one of them freed a slot or made a host pending (h), and
-// carries out the grants of the hosts that get a slot now. It returns the
-// heads whose grant it tried, stored or not: their pending plans are not to
-// be stored after it (a grant that failed leaves the plan as it was before the
-// pass, and the next pass decides again). first is the pass's admission; s
-// its snapshot.
-func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission.Result, h handOut) (map[string]bool, error) {
+// carries out the grants of the hosts that get a slot now. The heads whose
+// grant it tried are not to be stored pending after it (a grant that failed
+// leaves the plan as it was before the pass, and the next pass decides
+// again). first is the pass's admission; s its snapshot.
+func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admission.Result, h handOut) (handedOut, error) {
 	c.mu.Lock()
 	stored := c.plans
 	closed := false
@@ -273,7 +276,7 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 	}
 	if stored == nil || !closed && len(newcomers) == 0 && len(h.heads) == 0 {
 		c.mu.Unlock()
-		return nil, nil
+		return handedOut{}, nil
 	}
 	s2 := *s
 	s2.now = c.now()
@@ -288,19 +291,18 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		newcomers[p.Host] = &h.heads[i]
 	}
 	s2.capacity = nil // a gate of its own, with the pass's drains out; what the pass read is taken as read (capacityread.Reader.InPass)
-	s2.earlyAllocs = h.early.allocs
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
-	s2.workloads = handOutWorkloads(s, h.early.holds, len(newcomers) > 0)
+	s2.workloads = handOutWorkloads(s, h.holdsAhead, len(newcomers) > 0)
 	adm := c.grantWaves(octx, &s2, c.admit(octx, &s2)) // holds.go
 	if err := octx.Err(); err != nil {
-		return nil, c.stepFailed(octx, ctx, err)
+		return handedOut{}, c.stepFailed(octx, ctx, err)
 	}
 	var writes, cordons []pendingWrite
-	granted := map[string]bool{}
+	out := handedOut{granted: map[string]bool{}}
 	for _, name := range busyNames(&s2) { // the hosts admitted are pending
 		if h.writing[name] {
-			*h.skipped = *h.skipped || adm.Admitted[name] || adm.Cordon[name]
+			out.skipped = out.skipped || adm.Admitted[name] || adm.Cordon[name]
 			continue // its write may still be under way: the last hand-out's
 		}
 		hv := s2.hosts[name]
@@ -322,7 +324,7 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 			continue // not a plain grant: the next pass decides for it
 		}
 		if head != nil {
-			granted[name] = true
+			out.granted[name] = true
 			logEvent(c.hostLog(head.d), head.d) // what storing its pending plan would have logged
 		}
 		writes = append(writes, pendingWrite{in: in, d: d})
@@ -331,9 +333,9 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		c.log.Debug("slots freed in this pass handed out", "hosts", len(writes))
 	}
 	if err := c.storePlans(ctx, cordons, PlanWriteParallelism); err != nil {
-		return granted, err // no drain without the cordons before it
+		return out, err // no drain without the cordons before it
 	}
-	return granted, c.storePlans(ctx, writes, handOutParallelism)
+	return out, c.storePlans(ctx, writes, handOutParallelism)
 }
 
 // handOutWorkloads is what a hand-out knows of the workload blockers before
