@@ -51,6 +51,10 @@ type Options struct {
 	// RecordFile keeps, across the reboot, the last record the agent wrote
 	// (recordfile.go); "" keeps none: the record is read at every start.
 	RecordFile string
+	// WatchWait is how long each blocking query of the agent's watches (its
+	// plan, its record) waits for a change; default, and Nomad's cap,
+	// watch.MaxWait.
+	WatchWait time.Duration
 	// BootTimeFile is the kernel's /proc/stat, whose btime line is the boot
 	// time published for max_uptime; "" publishes none.
 	BootTimeFile string
@@ -154,6 +158,9 @@ type Agent struct {
 	conflicts int // the record's writes that lost their check-and-set
 	// recordFileErr: the last failure to keep the record file, logged once.
 	recordFileErr string
+	// fileIndex: the index of the record the start took from the record
+	// file (0: none).
+	fileIndex uint64
 	// planFrom is where the plan's watch starts (planWatchFrom): 0, or the
 	// index of the start's write of a boot no record named before.
 	planFrom uint64
@@ -231,6 +238,9 @@ func New(opt Options) *Agent {
 	if a.opt.ServerLockTTL <= 0 {
 		a.opt.ServerLockTTL = 15 * time.Minute
 	}
+	if a.opt.WatchWait <= 0 || a.opt.WatchWait > watch.MaxWait {
+		a.opt.WatchWait = watch.MaxWait
+	}
 	a.detected = make([]detection, len(opt.Detectors))
 	a.planResume = make(chan struct{}, 1)
 	a.planExpected = make(chan struct{}, 1)
@@ -297,8 +307,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	changes := make(chan recordChange, 1)
 	a.changes = changes
 	from := uint64(0)
-	if a.published {
-		from = a.rec.ModifyIndex // start's own read or write: nothing to read back
+	if a.published && a.rec.ModifyIndex != a.fileIndex {
+		// The start's own read or write: nothing to read back. A record
+		// only the file gave (a start with nothing new to write, as after
+		// a restart without a reboot) is read: Nomad's state may have gone
+		// back under it (guard.go).
+		from = a.rec.ModifyIndex
 	}
 	wg.Go(func() { a.watchRecord(ctx, changes, from) })
 	if lf, ok := a.lockFileAtStart(); ok {
@@ -323,6 +337,7 @@ func (a *Agent) start(ctx context.Context) (bootID string, err error) {
 	a.log = a.log.With("node_id", nodeID)
 	if rec, ok := a.recordFromFile(); ok {
 		a.rec, a.last, a.published = rec, rec, true // its own last write (recordfile.go)
+		a.fileIndex = rec.ModifyIndex
 	} else if err := a.readOwnRecord(ctx); err != nil || ctx.Err() != nil {
 		return "", err
 	}
@@ -1081,7 +1096,7 @@ func (a *Agent) watchPlan(ctx context.Context, out chan store.Plan, bootID strin
 				}
 			}
 			written = a.recordWrites.Load()
-			p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, ask, 5*time.Minute)
+			p, n, err := a.opt.Store.WatchPlan(ctx, a.opt.Host, ask, a.opt.WatchWait)
 			missing := errors.Is(err, store.ErrNotFound)
 			switch {
 			case err != nil && !missing:

@@ -18,6 +18,9 @@ type recordChange struct {
 	rec     store.HostRecord
 	index   uint64 // ModifyIndex; 0 when the record is gone
 	decoded bool
+	// behind: the record is gone at an index of Nomad's behind the one the
+	// watch asked from (the agent's last write, or its record file's).
+	behind uint64
 }
 
 // watchRecord follows this host's record with blocking queries and offers every
@@ -26,6 +29,11 @@ type recordChange struct {
 // index of the record as the agent last read or wrote it (0: none): the watch
 // starts past it, since reading the agent's own write back tells it nothing
 // (two requests per start: the first read, and the answer to the start's write).
+// A record gone at an index of Nomad's behind the one asked from is offered
+// too: no deletion in Nomad lowers its index, so its state went back (a
+// snapshot restored, a cluster built anew under the agent's record file), and
+// waiting for its index to pass the agent's would leave the host without a
+// record until then.
 func (a *Agent) watchRecord(ctx context.Context, out chan recordChange, from uint64) {
 	var seen recordChange
 	watch.Loop{
@@ -38,13 +46,16 @@ func (a *Agent) watchRecord(ctx context.Context, out chan recordChange, from uin
 					return idx, ctx.Err()
 				}
 			}
-			rec, n, err := a.opt.Store.WatchHost(ctx, a.opt.Host, idx, 5*time.Minute)
+			rec, n, err := a.opt.Store.WatchHost(ctx, a.opt.Host, idx, a.opt.WatchWait)
 			gone := errors.Is(err, store.ErrNotFound)
 			switch {
 			case err != nil && !gone && rec.ModifyIndex == 0:
 				return 0, err // a garbled record has an index: it is a version seen
 			case n == idx && n != 0:
 				return idx, nil // the wait ran out with no change
+			case gone && n < idx:
+				seen = recordChange{behind: idx}
+				return n, nil // the loop starts over from 0 (watch.Loop)
 			case gone && n <= idx:
 				watch.Sleep(ctx, a.opt.PollEvery)
 				return idx, ctx.Err()
@@ -70,7 +81,12 @@ func (a *Agent) restoreRecord(ctx context.Context, ch recordChange) {
 		a.last.ModifyIndex = ch.index
 		return
 	}
-	a.log.Warn("host record changed by someone else; restoring it", "modify_index", ch.index, "decoded", ch.decoded)
+	if ch.behind != 0 {
+		a.log.Warn("host record gone from Nomad at an index behind the agent's last write (Nomad's state went back: a snapshot restored?); writing it again",
+			"last_write_index", ch.behind)
+	} else {
+		a.log.Warn("host record changed by someone else; restoring it", "modify_index", ch.index, "decoded", ch.decoded)
+	}
 	a.rec.ModifyIndex = ch.index
 	a.published = false // publish writes even though a.rec equals a.last
 	if err := a.publish(ctx); err != nil {

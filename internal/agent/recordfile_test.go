@@ -154,3 +154,66 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A file that names this boot (a restart without a reboot), at an index
+// Nomad has not reached, over a record Nomad does not have (Nomad's state
+// restored from a snapshot older than the file, or a cluster built anew): the
+// start has nothing to write, and the record's watch, had it started past the
+// file's index, would have waited for Nomad's index to pass it. It reads the
+// record first instead, finds it gone, and the agent writes it again.
+func TestRecordFileAheadOfNomad(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	log := &syncbuf.Buffer{}
+	o := e.options(&countingRebooter{ch: make(chan struct{}, 1)}, log)
+	o.RecordFile = filepath.Join(t.TempDir(), "record.json")
+	stop, _ := run(t, New(o))
+	rec := waitRecord(t, e.st, e.h.Name, "the first record", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+	waitFor(t, "the file to keep it", func() bool {
+		f, err := recordFileAt(o.RecordFile)
+		return err == nil && f.Index == rec.ModifyIndex
+	})
+	stop()
+	// The agent's record as a state of Nomad's ahead of this one keeps it.
+	ahead := rec
+	ahead.ModifyIndex += 1 << 40
+	New(Options{Host: e.h.Name, RecordFile: o.RecordFile}).keepRecord(ahead)
+	if err := e.st.DeleteHost(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	stop, _ = run(t, New(o))
+	defer stop()
+	again := waitRecord(t, e.st, e.h.Name, "the record written again", func(r store.HostRecord) bool { return r.BootID == e.bootID })
+	if !again.Equal(rec) {
+		t.Fatalf("stored record %+v, want the agent's own %+v", again, rec)
+	}
+	if !strings.Contains(log.String(), "restoring it") {
+		t.Fatalf("no warning that the record was written again in the log:\n%s", log.String())
+	}
+}
+
+// A record gone at an index of Nomad's behind the one the record's watch
+// asks from (Nomad's state went back under a running agent) is offered to
+// the loop as gone, once Nomad's wait runs out, instead of being waited for
+// until Nomad's index passes the agent's.
+func TestWatchRecordGoneBehindItsIndex(t *testing.T) {
+	e := newAgentEnv(t, nomadsim.Config{Clients: 1})
+	o := e.options(&countingRebooter{ch: make(chan struct{}, 1)}, nil)
+	o.WatchWait = 100 * time.Millisecond
+	a := New(o)
+	ctx, cancel := context.WithCancel(context.Background())
+	changes := make(chan recordChange, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.watchRecord(ctx, changes, 1<<40) // the agent's last write, in a state Nomad no longer has
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case ch := <-changes:
+		if ch.index != 0 || ch.behind != 1<<40 {
+			t.Fatalf("offered %+v, want the record gone behind index %d", ch, uint64(1<<40))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the record gone behind the watch's index was never offered")
+	}
+}

@@ -146,7 +146,9 @@ var agentTable = &table{typ: "agent", of: reflect.TypeFor[AgentConfig](), settin
 			"instead of reading it back from Nomad: one request fewer per reboot ([performance](performance.md)). " +
 			"It decides nothing: the agent's first write is check-and-set on the index the file keeps, so a " +
 			"record written since by anyone makes it read the stored record, as it does when the file is " +
-			"missing, unreadable or of another host (logged as a warning). It should outlive a reboot (the " +
+			"missing, unreadable or of another host (logged as a warning); a start with nothing new to write " +
+			"(a restart without a reboot) reads it too, so that a record gone from a Nomad whose state went " +
+			"back (a snapshot restored) is written again at once. It should outlive a reboot (the " +
 			"systemd unit's state directory; with the docker job, a directory of the host mounted into the " +
 			"container, or the saving is lost). A failure to write it is logged once and changes nothing " +
 			"else. Absolute path."},
