@@ -65,7 +65,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.o.RolloutMax, "rollout-max", 5000, "largest host count that runs a full rollout; above it the coordinator alone is measured")
 	fs.IntVar(&f.o.IdleMax, "idle-max", 1000, "largest host count whose idle load is measured")
 	fs.StringVar(&f.latency, "latency", "0", "Nomad request latencies the rollouts and a new leader's first pass run at, each in turn, comma-separated (0,10ms,50ms)")
-	fs.DurationVar(&f.o.Idle, "idle", time.Minute, "length of the idle windows (requests on an idle cluster, agent CPU)")
+	fs.DurationVar(&f.o.Idle, "idle", bench.DefaultIdle, "length of the idle windows (requests on an idle cluster, agent CPU); shorter than Nomad's longest blocking wait (5m19s), it misses the watches' asks")
 	fs.DurationVar(&f.o.Settle, "settle", 10*time.Second, "time given to settle before each idle window")
 	fs.StringVar(&f.o.Only, "only", "", "measure only part of the figures: idle (the idle load and the agent process), agent (the agent process) or rollout (the rollouts and a new leader's first pass)")
 	fs.StringVar(&f.o.AgentExe, "agent-exe", "", "the rollboot binary whose agent process is measured (default: a release build of the source tree in the working directory, built with go as scripts/release builds it; this binary when that fails)")

@@ -42,8 +42,13 @@ func runAgentProcess(ctx context.Context, o *Options, exe string) (*AgentProc, e
 	}
 	defer c.stop()
 	h := c.hosts[0]
-	agent := fmt.Sprintf("agent {\n  host          = %q\n  boot_id_file  = %q\n  boot_time_file = %q\n  sentinel_file = %q\n  detector_root = %q\n",
-		h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, nomadsim.StatFile), filepath.Join(h.Dir, "reboot-required"), h.Dir)
+	// Every file of the host's is the emulated host's, never the machine's:
+	// a record file left at the default path by an earlier run (the
+	// emulator's seed gives the host the same node and boot) would be taken
+	// for this cluster's.
+	agent := fmt.Sprintf("agent {\n  host          = %q\n  boot_id_file  = %q\n  boot_time_file = %q\n  sentinel_file = %q\n  detector_root = %q\n  record_file = %q\n  server_lock_file = %q\n",
+		h.Name, filepath.Join(h.Dir, "boot_id"), filepath.Join(h.Dir, nomadsim.StatFile), filepath.Join(h.Dir, "reboot-required"), h.Dir,
+		filepath.Join(h.Dir, "record.json"), filepath.Join(h.Dir, "server-lock.json"))
 	hcl := fmt.Sprintf("nomad {\n  address = %q\n}\n%s", "http://"+h.Addr, strings.Replace(c.policy, "agent {\n", agent, 1))
 	p, err := startProcess(ctx, exe, "agent", hcl, o.Log, agentEnv...)
 	if err != nil {

@@ -39,7 +39,7 @@ type Options struct {
 	// but for the makespan ratio, judged on their mean. Default 1.
 	Rollouts       int
 	RolloutTimeout time.Duration // per rollout; default 10m + 1s per host
-	Idle           time.Duration // the idle windows (requests, agent CPU); default 1m
+	Idle           time.Duration // the idle windows (requests, agent CPU); default DefaultIdle
 	Settle         time.Duration // time given to settle before an idle window; default 10s
 	// QuietSettle is added to Settle before the idle-load window: the
 	// candidates' time to read the census the leader published (one that
@@ -94,7 +94,7 @@ func (o *Options) defaults() {
 		o.Rollouts = 1
 	}
 	if o.Idle <= 0 {
-		o.Idle = time.Minute
+		o.Idle = DefaultIdle
 	}
 	if o.Settle <= 0 {
 		o.Settle = 10 * time.Second

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/rollboot/rollboot/internal/nomadsim"
 )
 
 // Idle is the load an idle cluster puts on Nomad.
@@ -12,7 +15,29 @@ type Idle struct {
 	Window    time.Duration
 	Requests  uint64  // requests rollboot sent during the window
 	PerMinute float64 // the same, per minute
+	// Watches are the requests of Requests that read a host's plan or
+	// record (GET <prefix>/plan/* and <prefix>/hosts/*): on an idle cluster
+	// the agents' watches of their own, each answered when Nomad's longest
+	// wait runs out (an idle pass reads neither).
+	Watches uint64
+	// Variables are the window's variable requests by method and folder.
+	Variables []nomadsim.RouteStats
 }
+
+// LongestWait is how long one of Nomad's blocking queries waits at most: its
+// cap, 300 s, plus its jitter of up to a sixteenth of that
+// (nomad/rpc.go blockingRPC; nomadsim http.go maxQueryTime). An idle
+// cluster's watches each ask again once per such wait, so an idle window
+// shorter than it misses the asks of the watches started before it, every
+// agent's included.
+const LongestWait = 300*time.Second + 300*time.Second/16
+
+// DefaultIdle is the idle window when none is given: one longest wait, and
+// a few seconds for the answers.
+const DefaultIdle = 5*time.Minute + 30*time.Second
+
+// hostWatches are the folders of the agents' watches of their own variables.
+var hostWatches = []string{"GET rollboot/plan/*", "GET rollboot/hosts/*"}
 
 // runIdle runs the one-job deployment (every agent a coordinator candidate,
 // production timings) on an idle cluster, lets it settle (every record written,
@@ -46,8 +71,15 @@ func runIdle(ctx context.Context, o *Options, hosts int) (*Idle, error) {
 		return nil, err
 	}
 	wall := time.Since(start)
-	n := c.sim.RequestStats().Requests - (c.own.n.Load() - own)
-	return &Idle{Hosts: hosts, Window: wall, Requests: n, PerMinute: float64(n) / wall.Minutes()}, nil
+	stats := c.sim.RequestStats()
+	n := stats.Requests - (c.own.n.Load() - own)
+	idle := &Idle{Hosts: hosts, Window: wall, Requests: n, PerMinute: float64(n) / wall.Minutes(), Variables: stats.Variables}
+	for _, v := range stats.Variables {
+		if slices.Contains(hostWatches, v.Route) {
+			idle.Watches += v.Requests
+		}
+	}
+	return idle, nil
 }
 
 // waitCensus waits until the leader's census counts every host.

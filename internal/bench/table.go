@@ -147,24 +147,56 @@ func writesRows(r *Rollout) []Row {
 		verdict(per <= 10))}
 }
 
-// idleRows are the idle clusters' Nomad requests a minute, each judged
-// against the smallest cluster's.
+// watchesPerHostHour is the goal of an idle agent's watches: its plan's and
+// its record's, each asked again once per wait of Nomad's (300 s and, on
+// average, half the jitter of up to a sixteenth), about 23.3 an hour, and
+// no request more.
+const watchesPerHostHour = 24
+
+// idleRows are the idle clusters' Nomad requests: the agents' watches of
+// their own plan and record, per host and hour, judged against one ask of
+// each per Nomad's wait; the rest (the leader's passes and lock, the
+// candidates) a minute, judged against the smallest cluster's. A window
+// shorter than Nomad's longest wait sees only the watches' asks that fell in
+// it, and is not judged.
 func idleRows(rep *Report) []Row {
 	var rows []Row
 	for i, id := range rep.Idle {
+		short := id.Window < LongestWait
+		judged := func(ok bool) string {
+			if short {
+				return "info"
+			}
+			return verdict(ok)
+		}
+		note := ""
+		if short {
+			note = fmt.Sprintf("; the window, %s, is shorter than Nomad's longest wait (%s): not every watch asked in it", dur(id.Window), dur(LongestWait))
+		}
+		perHour := float64(id.Watches) / float64(max(1, id.Hosts)) / id.Window.Hours()
+		rows = append(rows, hostsRow("Nomad requests per idle hour, an agent's watches", id.Hosts,
+			fmt.Sprintf("%.1f per host (its plan's and its record's, %d asks in %s%s)", perHour, id.Watches, dur(id.Window), note),
+			fmt.Sprintf("<= %d per host", watchesPerHostHour), judged(perHour <= watchesPerHostHour)))
+		rest := restPerMinute(id)
 		v := "info"
-		val := fmt.Sprintf("%.1f", id.PerMinute)
+		val := fmt.Sprintf("%.1f", rest)
 		if i > 0 {
 			base := rep.Idle[0]
-			ratio := id.PerMinute / max(base.PerMinute, 0.1)
-			val += fmt.Sprintf(" (%.2fx the %d-host figure)", ratio, base.Hosts)
+			val += fmt.Sprintf(" (%.2fx the %d-host figure)", rest/max(restPerMinute(base), 0.1), base.Hosts)
 			// O(1): at most half again the smaller cluster's (and any rate
 			// under one a minute per 100 hosts is noise).
-			v = verdict(id.PerMinute <= max(1.5*base.PerMinute, float64(base.Hosts)/100))
+			v = judged(rest <= max(1.5*restPerMinute(base), float64(base.Hosts)/100))
 		}
-		rows = append(rows, hostsRow("Nomad requests / min, idle, every agent a candidate", id.Hosts, val, "independent of hosts", v))
+		rows = append(rows, hostsRow("Nomad requests / min, idle, but the agents' watches (every agent a candidate)", id.Hosts,
+			val+fmt.Sprintf("; with the watches %.1f", id.PerMinute), "independent of hosts", v))
 	}
 	return rows
+}
+
+// restPerMinute are an idle cluster's requests a minute but its agents'
+// watches.
+func restPerMinute(id *Idle) float64 {
+	return float64(id.Requests-min(id.Watches, id.Requests)) / id.Window.Minutes()
 }
 
 // coordRows are the coordinator's figures on the largest cluster: cold start,
@@ -286,6 +318,9 @@ func (rep *Report) Print(out io.Writer) {
 	for _, r := range rep.Rollouts {
 		printRoutes(out, r)
 	}
+	for _, id := range rep.Idle {
+		printIdleVariables(out, id)
+	}
 	rep.printHow(out)
 }
 
@@ -397,6 +432,26 @@ func printRoutes(out io.Writer, r *Rollout) {
 	}
 	tw.Flush()
 	printVariables(out, r)
+}
+
+// printIdleVariables shows an idle cluster's variable requests by method and
+// folder, an hour and per host an hour.
+func printIdleVariables(out io.Writer, id *Idle) {
+	if len(id.Variables) == 0 || id.Window <= 0 {
+		return
+	}
+	shares, other := routeShares(id.Variables, id.Hosts, topRoutes)
+	fmt.Fprintf(out, "\nVariable requests by folder, idle cluster of %d hosts over %s (LIST: a list of the prefix):\n", id.Hosts, dur(id.Window))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLES\tREQUESTS\tAN HOUR\tPER HOST AN HOUR")
+	if other.Route != "" {
+		shares = append(shares, other)
+	}
+	for _, rs := range shares {
+		hour := float64(rs.Requests) / id.Window.Hours()
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\n", rs.Route, rs.Requests, hour, hour/float64(max(1, id.Hosts)))
+	}
+	tw.Flush()
 }
 
 // printVariables shows a rollout's variable requests by method and folder,

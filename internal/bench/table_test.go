@@ -258,3 +258,47 @@ func TestFailoverRows(t *testing.T) {
 		}
 	}
 }
+
+// An idle cluster's agents' watches are judged per host and hour against
+// one ask of each per Nomad's wait, the rest of its requests against the
+// smallest cluster's; a window shorter than Nomad's longest wait judges
+// neither, and says so.
+func TestIdleRows(t *testing.T) {
+	window := DefaultIdle
+	idle := func(hosts int, watchesPerHost float64, rest uint64) *Idle {
+		w := uint64(watchesPerHost * float64(hosts))
+		return &Idle{Hosts: hosts, Window: window, Watches: w, Requests: w + rest,
+			PerMinute: float64(w+rest) / window.Minutes()}
+	}
+	twoAsks := 2.0 // each of the two watches asked once in the window
+	for _, tc := range []struct {
+		name  string
+		idle  []*Idle
+		short bool
+		want  []string // the verdicts, two rows per cluster
+	}{
+		{"each watch once per wait", []*Idle{idle(100, twoAsks, 400), idle(1000, twoAsks, 420)}, false, []string{"pass", "info", "pass", "pass"}},
+		{"a watch asking three times a wait", []*Idle{idle(100, 3*twoAsks, 400)}, false, []string{"FAIL", "info"}},
+		{"the rest growing with the hosts", []*Idle{idle(100, twoAsks, 400), idle(1000, twoAsks, 4000)}, false, []string{"pass", "info", "pass", "FAIL"}},
+		{"a window too short to tell", []*Idle{idle(100, 3*twoAsks, 400), idle(1000, twoAsks, 4000)}, true, []string{"info", "info", "info", "info"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.short {
+				for _, id := range tc.idle {
+					id.Window = LongestWait / 2
+				}
+			}
+			rows := idleRows(&Report{Idle: tc.idle})
+			var got []string
+			for _, r := range rows {
+				got = append(got, r.Verdict)
+				if tc.short && !strings.Contains(r.Value, "shorter than Nomad's longest wait") && strings.HasPrefix(r.Figure, "Nomad requests per idle hour") {
+					t.Errorf("row %q: %q does not say the window was too short", r.Figure, r.Value)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("verdicts %v, want %v (rows %+v)", got, tc.want, rows)
+			}
+		})
+	}
+}
