@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rollboot/rollboot/internal/nomadsim"
+	"github.com/rollboot/rollboot/internal/watch"
 )
 
 // Idle is the load an idle cluster puts on Nomad.
@@ -25,12 +26,11 @@ type Idle struct {
 }
 
 // LongestWait is how long one of Nomad's blocking queries waits at most: its
-// cap, 300 s, plus its jitter of up to a sixteenth of that
-// (nomad/rpc.go blockingRPC; nomadsim http.go maxQueryTime). An idle
-// cluster's watches each ask again once per such wait, so an idle window
-// shorter than it misses the asks of the watches started before it, every
-// agent's included.
-const LongestWait = 300*time.Second + 300*time.Second/16
+// cap, 300 s, plus its jitter of up to a sixteenth of that (watch.LongestWait;
+// nomadsim http.go maxQueryTime). An idle cluster's watches each ask again
+// once per such wait, so an idle window shorter than it misses the asks of
+// the watches started before it, every agent's included.
+const LongestWait = watch.LongestWait
 
 // DefaultIdle is the idle window when none is given: one longest wait, and
 // a few seconds for the answers.

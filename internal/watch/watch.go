@@ -69,10 +69,14 @@ type Loop struct {
 // agent/consul/rpc.go maxQueryTime).
 const MaxWait = 5 * time.Minute
 
-// DefaultTimeout bounds a query of a Loop that sets no Timeout: the longest wait,
-// plus the jitter the server may add to it (wait/16, nomad/rpc.go blockingRPC),
-// plus time for the answer to travel.
-const DefaultTimeout = MaxWait + MaxWait/16 + 10*time.Second
+// LongestWait is how long a blocking query of MaxWait may wait at most: the
+// wait, plus the jitter the server may add to it (wait/16, nomad/rpc.go
+// blockingRPC).
+const LongestWait = MaxWait + MaxWait/16
+
+// DefaultTimeout bounds a query of a Loop that sets no Timeout: the longest
+// wait, plus time for the answer to travel.
+const DefaultTimeout = LongestWait + 10*time.Second
 
 // DefaultRetry backs off from 100 ms to 5 s, doubling per error in a row.
 func DefaultRetry(_ error, fails int) time.Duration {
