@@ -38,10 +38,13 @@ func HeldSlots(ctx context.Context, st *store.Store) ([]string, error) {
 
 // Destroy removes what setup installed, refusing while any host holds a slot
 // (its node may be drained, and nothing would give it back). In order: the
-// jobs (purged), rollboot's state variables, the tokens setup minted, the ACL
-// policies, and the coordinator's namespace once its allocations are gone. A
-// variable still locked by a stopping coordinator, or a namespace whose
-// allocations are still stopping, is tried again until ctx ends.
+// jobs (purged), and once their allocations have stopped, rollboot's state
+// variables, the tokens setup minted, the ACL policies, and the coordinator's
+// namespace. The state waits for the allocations: an agent still running
+// writes its host record again when it sees it deleted (agent/guard.go). A
+// variable still locked by a stopping coordinator, an allocation still
+// stopping, or a namespace whose allocations are still stopping, is tried
+// again until ctx ends.
 func Destroy(ctx context.Context, c *api.Client, st *store.Store, stateNS string, d Desired, acls bool, w io.Writer) error {
 	held, err := HeldSlots(ctx, st)
 	if err != nil {
@@ -56,6 +59,9 @@ func Destroy(ctx context.Context, c *api.Client, st *store.Store, stateNS string
 			return fmt.Errorf("stop and purge job %s/%s: %w", j.Namespace, j.ID, err)
 		}
 		fmt.Fprintf(w, "purged job %s/%s\n", j.Namespace, j.ID)
+	}
+	if err := retry(ctx, func() error { return jobsStopped(ctx, c, d.Jobs) }); err != nil {
+		return err
 	}
 	if err := retry(ctx, func() error { return deleteState(ctx, c, st.Prefix(), stateNS, w) }); err != nil {
 		return err
@@ -76,6 +82,27 @@ func Destroy(ctx context.Context, c *api.Client, st *store.Store, stateNS string
 		return fmt.Errorf("delete namespace %s: %w", d.Namespace.Name, err)
 	}
 	fmt.Fprintf(w, "deleted namespace %s\n", d.Namespace.Name)
+	return nil
+}
+
+// jobsStopped returns an error naming an allocation of jobs whose tasks have
+// not stopped yet: its client status is not terminal (complete, failed or
+// lost: the client marks it so once its tasks exited).
+func jobsStopped(ctx context.Context, c *api.Client, jobs []DesiredJob) error {
+	for _, j := range jobs {
+		allocs, _, err := c.Jobs().Allocations(j.ID, false, (&api.QueryOptions{Namespace: j.Namespace}).WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("allocations of job %s/%s: %w", j.Namespace, j.ID, err)
+		}
+		for _, a := range allocs {
+			switch a.ClientStatus {
+			case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
+				continue
+			}
+			return fmt.Errorf("allocation %s of job %s/%s on node %s is still %s: waiting for it to stop before deleting rollboot's state",
+				a.ID, j.Namespace, j.ID, a.NodeName, a.ClientStatus)
+		}
+	}
 	return nil
 }
 

@@ -160,3 +160,40 @@ func TestCoordinatorNodeWarning(t *testing.T) {
 		t.Errorf("three marked: %q, %v", w, err)
 	}
 }
+
+// Destroy deletes rollboot's state only once the purged jobs' allocations
+// have stopped: an agent still running would write its host record again.
+func TestDestroyWaitsForTheAgentsToStop(t *testing.T) {
+	_, c, st := installed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := want(t, release)
+	running := func() int {
+		n := 0
+		for _, j := range d.Jobs {
+			allocs, _, err := c.Jobs().Allocations(j.ID, false, &api.QueryOptions{Namespace: j.Namespace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range allocs {
+				if a.ClientStatus == api.AllocClientStatusRunning || a.ClientStatus == api.AllocClientStatusPending {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for running() == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("no allocation of the installed jobs ever ran")
+		}
+		time.Sleep(50 * time.Millisecond) // the clients start them: no condition to block on here
+	}
+	var out bytes.Buffer
+	if err := Destroy(ctx, c, st, "default", d, true, &out); err != nil {
+		t.Fatalf("destroy: %v\n%s", err, out.String())
+	}
+	if n := running(); n != 0 {
+		t.Errorf("%d allocations of the purged jobs still running once the state was deleted", n)
+	}
+}
