@@ -419,18 +419,13 @@ func printRoutes(out io.Writer, r *Rollout) {
 		return
 	}
 	shares, other := routeShares(routes, r.Rebooted(), topRoutes)
-	fmt.Fprintf(out, "\nNomad requests by route, rollout of %s (%.1f per rebooted host; the %d routes with the most requests):\n",
+	title := fmt.Sprintf("Nomad requests by route, rollout of %s (%.1f per rebooted host; the %d routes with the most requests)",
 		r.Label(), requestsPerHost(r), len(shares))
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tREQUESTS\tPER REBOOTED HOST\tCOORDINATOR\tAGENTS\tBUSY\tSHARE OF BUSY")
-	if other.Route != "" {
-		shares = append(shares, other)
-	}
-	for _, rs := range shares {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%.0f%%\n", rs.Route, rs.Requests, rs.PerHost, rs.PerHost-rs.Agents, rs.Agents, dur(rs.Busy),
-			100*rs.Busy.Seconds()/max(r.Emulator.Busy.Seconds(), 1e-9))
-	}
-	tw.Flush()
+	printShares(out, title, "ROUTE\tREQUESTS\tPER REBOOTED HOST\tCOORDINATOR\tAGENTS\tBUSY\tSHARE OF BUSY", shares, other,
+		func(rs routeShare) string {
+			return fmt.Sprintf("%.2f\t%.2f\t%.2f\t%s\t%.0f%%", rs.PerHost, rs.PerHost-rs.Agents, rs.Agents, dur(rs.Busy),
+				100*rs.Busy.Seconds()/max(r.Emulator.Busy.Seconds(), 1e-9))
+		})
 	printVariables(out, r)
 }
 
@@ -441,15 +436,25 @@ func printIdleVariables(out io.Writer, id *Idle) {
 		return
 	}
 	shares, other := routeShares(id.Variables, id.Hosts, topRoutes)
-	fmt.Fprintf(out, "\nVariable requests by folder, idle cluster of %d hosts over %s (LIST: a list of the prefix):\n", id.Hosts, dur(id.Window))
+	title := fmt.Sprintf("Variable requests by folder, idle cluster of %d hosts over %s (LIST: a list of the prefix)", id.Hosts, dur(id.Window))
+	printShares(out, title, "VARIABLES\tREQUESTS\tAN HOUR\tPER HOST AN HOUR", shares, other, func(rs routeShare) string {
+		hour := float64(rs.Requests) / id.Window.Hours()
+		return fmt.Sprintf("%.0f\t%.2f", hour, hour/float64(max(1, id.Hosts)))
+	})
+}
+
+// printShares writes a table of requests by route or folder under title:
+// columns, then a row per share (and other, when it holds routes) of its
+// route, its requests and what cells says of it.
+func printShares(out io.Writer, title, columns string, shares []routeShare, other routeShare, cells func(routeShare) string) {
+	fmt.Fprintf(out, "\n%s:\n", title)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VARIABLES\tREQUESTS\tAN HOUR\tPER HOST AN HOUR")
+	fmt.Fprintln(tw, columns)
 	if other.Route != "" {
 		shares = append(shares, other)
 	}
 	for _, rs := range shares {
-		hour := float64(rs.Requests) / id.Window.Hours()
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\n", rs.Route, rs.Requests, hour, hour/float64(max(1, id.Hosts)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", rs.Route, rs.Requests, cells(rs))
 	}
 	tw.Flush()
 }
@@ -462,14 +467,8 @@ func printVariables(out io.Writer, r *Rollout) {
 		return
 	}
 	shares, other := routeShares(vars, r.Rebooted(), topRoutes)
-	fmt.Fprintf(out, "\nVariable requests by folder, rollout of %s (LIST: a list of the prefix):\n", r.Label())
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VARIABLES\tREQUESTS\tPER REBOOTED HOST\tCOORDINATOR\tAGENTS")
-	if other.Route != "" {
-		shares = append(shares, other)
-	}
-	for _, rs := range shares {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\n", rs.Route, rs.Requests, rs.PerHost, rs.PerHost-rs.Agents, rs.Agents)
-	}
-	tw.Flush()
+	title := fmt.Sprintf("Variable requests by folder, rollout of %s (LIST: a list of the prefix)", r.Label())
+	printShares(out, title, "VARIABLES\tREQUESTS\tPER REBOOTED HOST\tCOORDINATOR\tAGENTS", shares, other, func(rs routeShare) string {
+		return fmt.Sprintf("%.2f\t%.2f\t%.2f", rs.PerHost, rs.PerHost-rs.Agents, rs.Agents)
+	})
 }
