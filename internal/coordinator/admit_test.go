@@ -70,6 +70,7 @@ func admitSnapshot(hosts []testHost, mod func(*snapshot)) *snapshot {
 	if mod != nil {
 		mod(s)
 	}
+	s.listBusy()
 	return s
 }
 

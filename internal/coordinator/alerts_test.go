@@ -181,6 +181,7 @@ func TestReadAlertsForPreviewedPendingHosts(t *testing.T) {
 	}
 	s.plans = maps.Clone(s.plans) // as Preview: a snapshot's plans map is never changed in place
 	s.plans["a"] = store.Plan{Host: "a", Phase: store.PhasePending, NodeID: "node-a"}
+	s.listBusy()
 	c.admit(context.Background(), s)
 	if f.reads != 1 || s.alerts == nil || !s.alerts.Holds() {
 		t.Fatalf("not read for the previewed pending host: %d reads, %+v", f.reads, s.alerts)

@@ -155,6 +155,7 @@ func TestAllocsNotWatchedBeforeTheChecks(t *testing.T) {
 			node: &phase.NodeView{ID: "n-" + h.name, Status: h.status, Eligible: h.status == api.NodeStatusReady}}
 	}
 	s.names = slices.Sorted(maps.Keys(s.hosts))
+	s.listBusy()
 	c.readNodeDetails(t.Context(), s)
 	got := slices.Sorted(maps.Keys(rejoinwatch.AllocNodes(s.plans, c.beforeChecks)))
 	if !slices.Equal(got, []string{"n-back"}) {

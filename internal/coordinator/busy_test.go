@@ -39,6 +39,7 @@ func TestBusyNamesFollowPlans(t *testing.T) {
 		}
 		s.names = slices.Sorted(maps.Keys(s.hosts))
 		for round := range 5 {
+			s.listBusy()
 			got := busyNames(s)
 			if w := want(s); !slices.Equal(got, w) {
 				t.Fatalf("seed %d round %d: busy %v, want %v", seed, round, got, w)

@@ -200,7 +200,11 @@ func TestNodeEventsReadSideBySide(t *testing.T) {
 		s.hosts[name] = &hostView{node: &phase.NodeView{ID: "n-" + name, ModifyIndex: 5}}
 	}
 	s.names = slices.Sorted(maps.Keys(s.hosts))
+	s.listBusy()
 	c.readNodeDetails(t.Context(), s)
+	if n.arrived != hosts {
+		t.Errorf("%d node reads, want %d", n.arrived, hosts)
+	}
 	for name, hv := range s.hosts {
 		if hv.err != nil {
 			t.Errorf("%s: %v", name, hv.err)

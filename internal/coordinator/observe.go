@@ -42,6 +42,7 @@ type snapshot struct {
 	nodesByName map[string][]phase.ListedNode
 	hosts       map[string]*hostView // every host with a usable record or a plan
 	names       []string             // the keys of hosts, sorted
+	busy        []string             // the hosts of names whose plan is under way (busyNames)
 	// missing: hosts whose agent is known not to run, and why (caches.go).
 	missing map[string]string
 	// clusters holds the health of each server cluster (by product/cluster) of a
@@ -204,6 +205,7 @@ func (c *Coordinator) hostViews(s *snapshot, recs []store.HostRecord) {
 		}
 	}
 	s.names = slices.Sorted(maps.Keys(s.hosts))
+	s.listBusy()
 }
 
 // groupOfHost is the group of the host of r: its node's (groupOf), else the
@@ -351,8 +353,16 @@ func (c *Coordinator) systemRunning(ctx context.Context, v *phase.NodeView) erro
 // idle), sorted: the reads and the steps that only look at such hosts (the
 // node events of rebooting hosts, the clusters of the hosts that meet server
 // gates, the hosts on their way out for the capacity gate, the admission
-// queue) walk them.
-func busyNames(s *snapshot) []string {
+// queue) walk them. They are listed once, when the snapshot's hosts and plans
+// are set (listBusy): in a rollout every host is under way, and a pass walks
+// them several times.
+func busyNames(s *snapshot) []string { return s.busy }
+
+// listBusy lists the hosts under way for busyNames. Whatever sets s's hosts or
+// changes its plans calls it after: observe once it has the hosts, Preview and
+// a hand-out once they put their pending plans in.
+// A new slice each time: a hand-out's snapshot is a copy of its pass's.
+func (s *snapshot) listBusy() {
 	var busy []string
 	for name, p := range s.plans {
 		if !planUnderWay(p) {
@@ -363,7 +373,7 @@ func busyNames(s *snapshot) []string {
 		}
 	}
 	slices.Sort(busy)
-	return busy
+	s.busy = busy
 }
 
 // plansUnderWay copies the plans under way (any phase but idle) of plans: all

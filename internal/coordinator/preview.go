@@ -42,6 +42,7 @@ func (c *Coordinator) Preview(ctx context.Context) (preview.Observed, error) {
 			s.plans[name] = d.Plan
 		}
 	}
+	s.listBusy()
 	adm := c.admit(ctx, s) // its reads (alerts, workloads, capacity, an admitted host's system jobs) are reads too
 	_, soaks := wavekeep.HoldsUntil(s.waves, s.plans, admissionQueue(s), s.now)
 	canaries := wavekeep.Canaries(s.waves, waveHosts(s, s.plans), adm.Admitted, s.now)

@@ -290,6 +290,7 @@ func (c *Coordinator) regrantFreed(ctx context.Context, s *snapshot, first admis
 		s2.plans[p.Host] = p
 		newcomers[p.Host] = &h.heads[i]
 	}
+	s2.listBusy()
 	s2.capacity = nil // a gate of its own, with the pass's drains out; what the pass read is taken as read (capacityread.Reader.InPass)
 	octx, cancel := c.stepContext(ctx)
 	defer cancel()
