@@ -25,8 +25,8 @@ type cachedVar[T any] struct {
 }
 
 // refresh hands each the decoded value of every variable in metas, in their
-// order: those whose ModifyIndex changed since the cache (every one, the first
-// time) are read in parallel and decoded again; one deleted since the list is
+// order: those the cache holds at an older ModifyIndex than metas name (every
+// one, the first time) are read in parallel and decoded again; one deleted since the list is
 // left out, and paths no longer listed are forgotten. The cache is updated in
 // place: a list where little changed costs no copy of every entry, and each
 // makes the caller's only copy (each is called with the cache locked).
@@ -37,7 +37,11 @@ func refresh[T any](ctx context.Context, s *Store, c *pathCache[T], metas []*api
 	var stale []string
 	c.mu.Lock()
 	for i, m := range metas {
-		if e := c.m[m.Path]; e != nil && e.modify == m.ModifyIndex {
+		// A cached entry newer than the list is current too: a read after an
+		// older list (a watch's answer a pass takes again while the watch has
+		// not answered the writes since) got the newer one, and reading it
+		// again at each such pass would get it again.
+		if e := c.m[m.Path]; e != nil && e.modify >= m.ModifyIndex {
 			kept[i] = e
 			continue
 		}

@@ -76,6 +76,40 @@ func TestHostRecordRoundTripAndCAS(t *testing.T) {
 	}
 }
 
+// A list older than the records read after it (a watch's answer taken again
+// by a pass before the watch answered the writes since) makes no read of a
+// record the store already holds at a newer index than the list names: at 50 ms
+// of Nomad latency and 5,000 hosts, such reads were 0.7 per rebooted host.
+func TestHostsFromAnOlderListReadNothingAgain(t *testing.T) {
+	st, cv, _ := newStore(t)
+	ctx := t.Context()
+	idx, err := st.PutHost(ctx, store.HostRecord{Host: "a", BootID: "b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := st.HostList(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutHost(ctx, store.HostRecord{Host: "a", BootID: "b1", RebootRequired: true, ModifyIndex: idx}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		before := cv.reads.Load()
+		recs, _, err := st.HostsIn(ctx, old)
+		if err != nil || len(recs) != 1 || !recs[0].RebootRequired {
+			t.Fatalf("take %d: %+v, %v; want a's newer record", i, recs, err)
+		}
+		want := int64(0)
+		if i == 0 {
+			want = 1 // the record changed since the store last read it
+		}
+		if n := cv.reads.Load() - before; n != want {
+			t.Errorf("take %d of the older list: %d reads, want %d", i, n, want)
+		}
+	}
+}
+
 func TestHostsReadsOnlyChangedRecords(t *testing.T) {
 	st, cv, _ := newStore(t)
 	ctx := context.Background()
