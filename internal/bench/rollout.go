@@ -42,6 +42,13 @@ type Rollout struct {
 	LockWrites int            // the election's writes: its locks (acquire, renew, release) and census
 
 	Requests uint64 // requests rollboot sent to the emulator, coordinator and agents
+	// Renewals are the requests of Requests that were idle watches asking
+	// again: blocking queries whose wait ran out with no change
+	// (nomadsim.RequestStats.RanOut). They are the idle load, judged on its
+	// own, and grow with the rollout's length, not with its reboots: a rollout
+	// longer than Nomad's wait (5 minutes) has the idle hosts' watches renewed
+	// in it, a production rollout of hours many times over.
+	Renewals uint64
 	// StreamDropped: the node event stream's subscriptions the emulator cut
 	// off as too slow during the rollout; the coordinator followed the nodes
 	// with blocking queries after each, for RetryAfter.
@@ -119,6 +126,7 @@ func runRollout(ctx context.Context, o *Options, hosts int, latency time.Duratio
 	r.Wall = time.Since(start)
 	r.Emulator = c.sim.RequestStats()
 	r.Requests = r.Emulator.Requests - (c.own.n.Load() - ownBefore)
+	r.Renewals = r.Emulator.RanOut
 	r.StreamDropped = c.sim.EventStream().Dropped - droppedBefore
 	r.measureCPU(prof, profErr)
 	if err := c.sim.SetRequestLatency(0); err != nil { // the bench's reads that follow are not measured

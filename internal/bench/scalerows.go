@@ -71,13 +71,14 @@ func makespanMeanRows(rep *Report) []Row {
 	return rows
 }
 
-// requestsPerHost is the Nomad requests a rollout's rollboot processes sent,
-// coordinator and agents together, per host it rebooted (0: none rebooted).
+// requestsPerHost is the Nomad requests a rollout's rollboot processes sent
+// for its cycles, coordinator and agents together, per host it rebooted (0:
+// none rebooted): the idle watches' renewals (Rollout.Renewals) left out.
 func requestsPerHost(r *Rollout) float64 {
 	if r.Rebooted() == 0 {
 		return 0
 	}
-	return float64(r.Requests) / float64(r.Rebooted())
+	return float64(r.Requests-r.Renewals) / float64(r.Rebooted())
 }
 
 // requestRows are a rollout's Nomad requests per rebooted host: a count, flat
@@ -93,17 +94,22 @@ func requestRows(r *Rollout) []Row {
 	if r.StreamDropped > 0 {
 		stream = fmt.Sprintf("the node event stream cut off %d times as slow", r.StreamDropped)
 	}
-	return []Row{rolloutRow("Nomad requests per rebooted host", r, fmt.Sprintf("%.1f: coordinator %.1f, agents %.1f (%d requests, %d hosts rebooted; %s; by route below)",
-		per, per-agents, agents, r.Requests, r.Rebooted(), stream),
+	renewed := ""
+	if r.Renewals > 0 {
+		renewed = fmt.Sprintf(" and %d more that renewed idle watches", r.Renewals)
+	}
+	return []Row{rolloutRow("Nomad requests per rebooted host", r, fmt.Sprintf("%.1f: coordinator %.1f, agents %.1f (%d requests%s, %d hosts rebooted; %s; by route below)",
+		per, per-agents, agents, r.Requests-r.Renewals, renewed, r.Rebooted(), stream),
 		goal, verdict(per <= requestsGoal))}
 }
 
 // localRequests are the requests of routes the agents sent, through their
-// hosts' own listeners.
+// hosts' own listeners, the renewals of idle watches left out
+// (Rollout.Renewals).
 func localRequests(routes []nomadsim.RouteStats) uint64 {
 	var n uint64
 	for _, rs := range routes {
-		n += rs.Local
+		n += rs.Local - rs.LocalRanOut
 	}
 	return n
 }

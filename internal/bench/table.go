@@ -419,8 +419,12 @@ func printRoutes(out io.Writer, r *Rollout) {
 		return
 	}
 	shares, other := routeShares(routes, r.Rebooted(), topRoutes)
-	title := fmt.Sprintf("Nomad requests by route, rollout of %s (%.1f per rebooted host; the %d routes with the most requests)",
-		r.Label(), requestsPerHost(r), len(shares))
+	renewed := ""
+	if r.Renewals > 0 {
+		renewed = fmt.Sprintf(" without the %d renewals of idle watches the routes count", r.Renewals)
+	}
+	title := fmt.Sprintf("Nomad requests by route, rollout of %s (%.1f per rebooted host%s; the %d routes with the most requests)",
+		r.Label(), requestsPerHost(r), renewed, len(shares))
 	printShares(out, title, "ROUTE\tREQUESTS\tPER REBOOTED HOST\tCOORDINATOR\tAGENTS\tBUSY\tSHARE OF BUSY", shares, other,
 		func(rs routeShare) string {
 			return fmt.Sprintf("%.2f\t%.2f\t%.2f\t%s\t%.0f%%", rs.PerHost, rs.PerHost-rs.Agents, rs.Agents, dur(rs.Busy),

@@ -174,6 +174,9 @@ func TestRequestRows(t *testing.T) {
 		{"over, at a latency", Rollout{Hosts: 5000, Latency: 50 * time.Millisecond, Requests: 130000, Cycles: cycles(5000)}, 26, "FAIL", "26.0"},
 		{"per rebooted host, not per host", Rollout{Hosts: 100, Requests: 1000, Cycles: cycles(50)}, 20, "pass", "50 hosts rebooted"},
 		{"none rebooted", Rollout{Hosts: 100, Requests: 1000}, 0, "FAIL", "none rebooted"},
+		{"idle watches renewed, left out", Rollout{Hosts: 100, Requests: 2700, Renewals: 200, Cycles: cycles(100), Emulator: nomadsim.RequestStats{
+			RanOut: 200, Routes: []nomadsim.RouteStats{{Route: "GET /v1/var/...", Requests: 2700, Local: 1500, RanOut: 200, LocalRanOut: 150}}}},
+			25, "pass", "25.0: coordinator 11.5, agents 13.5 (2500 requests and 200 more that renewed idle watches, 100 hosts rebooted"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := requestsPerHost(&tt.r); math.Abs(got-tt.per) > 1e-9 {

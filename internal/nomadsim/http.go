@@ -316,6 +316,9 @@ func (s *Sim) blockingReadWatch(w http.ResponseWriter, r *http.Request, watch *w
 		}
 		if !changed {
 			qp.minIndex = 0 // the wait ran out: answer with what there is now
+			if rt := requestTimer(r.Context()); rt != nil {
+				rt.ranOut = true
+			}
 		}
 	}
 }

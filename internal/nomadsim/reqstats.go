@@ -22,7 +22,12 @@ import (
 
 // RequestStats are the emulator's request figures since the last ResetRequestStats.
 type RequestStats struct {
-	Requests uint64        // requests answered
+	Requests uint64 // requests answered
+	// RanOut are the requests of Requests that were blocking queries answered
+	// because their wait ran out with no change (command/agent/http.go
+	// parseWait, nomad/rpc.go blockingRPC): an idle watch's renewal, which its
+	// client asks again. They are counted by route too.
+	RanOut   uint64
 	Busy     time.Duration // time inside the handlers, blocking-query sleeps excluded
 	P50, P99 time.Duration // busy time of one request
 	// Latency is the time Nomad API requests waited for the request latency
@@ -54,7 +59,10 @@ type RouteStats struct {
 	// agent talks to its own host's Nomad agent and the coordinator to the
 	// cluster.
 	Local uint64
-	Busy  time.Duration
+	// RanOut and LocalRanOut are the requests of Requests and of Local whose
+	// wait ran out (RequestStats.RanOut).
+	RanOut, LocalRanOut uint64
+	Busy                time.Duration
 }
 
 // maxReqSamples bounds the per-request samples kept for the percentiles; past
@@ -64,6 +72,7 @@ const maxReqSamples = 1 << 18
 type reqStats struct {
 	mu          sync.Mutex
 	n           uint64
+	ranOut      uint64
 	busy        time.Duration
 	samples     []time.Duration
 	backgroundT time.Duration
@@ -88,7 +97,7 @@ func (r *reqStats) background(d time.Duration) {
 }
 
 // count adds one request to key's entry of m, creating both as needed.
-func count(m *map[string]*RouteStats, key string, local bool, d time.Duration) {
+func count(m *map[string]*RouteStats, key string, local, ranOut bool, d time.Duration) {
 	if *m == nil {
 		*m = make(map[string]*RouteStats)
 	}
@@ -102,14 +111,23 @@ func count(m *map[string]*RouteStats, key string, local bool, d time.Duration) {
 	if local {
 		rs.Local++
 	}
+	if ranOut {
+		rs.RanOut++
+		if local {
+			rs.LocalRanOut++
+		}
+	}
 }
 
-func (r *reqStats) record(route, variable string, local bool, d time.Duration) {
+func (r *reqStats) record(route, variable string, local, ranOut bool, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	count(&r.routes, route, local, d)
+	count(&r.routes, route, local, ranOut, d)
 	if variable != "" {
-		count(&r.vars, variable, local, d)
+		count(&r.vars, variable, local, ranOut, d)
+	}
+	if ranOut {
+		r.ranOut++
 	}
 	if len(r.samples) < maxReqSamples {
 		r.samples = append(r.samples, d)
@@ -120,8 +138,12 @@ func (r *reqStats) record(route, variable string, local bool, d time.Duration) {
 	r.busy += d
 }
 
-// reqTimer collects, for one request, the time it slept in blocking-query waits.
-type reqTimer struct{ waited time.Duration }
+// reqTimer collects, for one request, the time it slept in blocking-query
+// waits, and whether its wait ran out with no change.
+type reqTimer struct {
+	waited time.Duration
+	ranOut bool
+}
 
 const ctxTimer ctxKey = 100
 
@@ -140,7 +162,7 @@ func (s *Sim) timed(next http.Handler) http.Handler {
 		next.ServeHTTP(w, req)
 		h, _ := r.Context().Value(ctxHost).(*Host)
 		s.logRequest(r, h, start)
-		s.reqs.record(routeOf(req), variableOf(req), h != nil, time.Since(start)-rt.waited)
+		s.reqs.record(routeOf(req), variableOf(req), h != nil, rt.ranOut, time.Since(start)-rt.waited)
 	})
 }
 
@@ -149,7 +171,7 @@ func (s *Sim) timed(next http.Handler) http.Handler {
 func (s *Sim) RequestStats() RequestStats {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
-	out := RequestStats{Requests: s.reqs.n, Busy: s.reqs.busy, Background: s.reqs.backgroundT, Latency: s.reqs.latencyT}
+	out := RequestStats{Requests: s.reqs.n, RanOut: s.reqs.ranOut, Busy: s.reqs.busy, Background: s.reqs.backgroundT, Latency: s.reqs.latencyT}
 	if len(s.reqs.samples) > 0 {
 		sorted := slices.Clone(s.reqs.samples)
 		slices.Sort(sorted)
@@ -182,6 +204,7 @@ func (s *Sim) ResetRequestStats() {
 	s.reqs.mu.Lock()
 	defer s.reqs.mu.Unlock()
 	s.reqs.n, s.reqs.busy, s.reqs.samples, s.reqs.backgroundT, s.reqs.routes = 0, 0, nil, 0, nil
+	s.reqs.ranOut = 0
 	s.reqs.vars = nil
 	s.reqs.latencyT = 0
 }

@@ -99,3 +99,49 @@ func TestRequestLog(t *testing.T) {
 		}
 	}
 }
+
+// A blocking query whose wait runs out with no change is counted as run out
+// (an idle watch's renewal), in the total and in its route, its host's share
+// apart; one a write answers, or a read that does not block, is not.
+func TestRequestStatsRanOut(t *testing.T) {
+	s, c := newTestSim(t, Config{Clients: 1})
+	h, ok := s.Host("client-1")
+	if !ok {
+		t.Fatal("no host client-1")
+	}
+	local := newClient(t, "http://"+h.Addr, "")
+	_, meta, err := c.Variables().Create(&api.Variable{Path: "rollboot/plan/a", Items: api.VariableItems{"k": "v"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ResetRequestStats()
+	if _, _, err := local.Variables().Read("rollboot/plan/a", &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan error, 1)
+	go func() {
+		_, _, err := c.Variables().Read("rollboot/plan/a", &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: time.Minute})
+		answered <- err
+	}()
+	for {
+		if sleeping, _ := s.WatchStats(); sleeping == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, _, err := c.Variables().Update(&api.Variable{Path: "rollboot/plan/a", Items: api.VariableItems{"k": "w"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	st := s.RequestStats()
+	if st.Requests != 3 || st.RanOut != 1 {
+		t.Errorf("%d requests, %d run out; want 3 and 1 (the read the write answered is not)", st.Requests, st.RanOut)
+	}
+	for _, r := range st.Routes {
+		if r.Route == "GET /v1/var/..." && (r.Requests != 2 || r.RanOut != 1 || r.LocalRanOut != 1) {
+			t.Errorf("GET /v1/var/...: %+v, want 2 requests, 1 run out, on the host's listener", r)
+		}
+	}
+}
