@@ -40,12 +40,7 @@ func TestRequestStatsByRoute(t *testing.T) {
 // (Local: the agents' share in the demo and the bench), and the variable
 // requests again by folder, never by a variable's own name.
 func TestRequestStatsLocalAndVariables(t *testing.T) {
-	s, c := newTestSim(t, Config{Clients: 1})
-	h, ok := s.Host("client-1")
-	if !ok {
-		t.Fatal("no host client-1")
-	}
-	local := newClient(t, "http://"+h.Addr, "")
+	s, c, local := simWithHostClient(t)
 	s.ResetRequestStats()
 	for _, p := range []string{"rollboot/plan/a", "rollboot/plan/b"} {
 		if _, _, err := c.Variables().Create(&api.Variable{Path: p, Items: api.VariableItems{"k": "v"}}, nil); err != nil {
@@ -104,12 +99,7 @@ func TestRequestLog(t *testing.T) {
 // (an idle watch's renewal), in the total and in its route, its host's share
 // apart; one a write answers, or a read that does not block, is not.
 func TestRequestStatsRanOut(t *testing.T) {
-	s, c := newTestSim(t, Config{Clients: 1})
-	h, ok := s.Host("client-1")
-	if !ok {
-		t.Fatal("no host client-1")
-	}
-	local := newClient(t, "http://"+h.Addr, "")
+	s, c, local := simWithHostClient(t)
 	_, meta, err := c.Variables().Create(&api.Variable{Path: "rollboot/plan/a", Items: api.VariableItems{"k": "v"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -144,4 +134,16 @@ func TestRequestStatsRanOut(t *testing.T) {
 			t.Errorf("GET /v1/var/...: %+v, want 2 requests, 1 run out, on the host's listener", r)
 		}
 	}
+}
+
+// simWithHostClient is an emulator of one client host, a client of its
+// cluster address, and one of the host's own listener (an agent's).
+func simWithHostClient(t *testing.T) (*Sim, *api.Client, *api.Client) {
+	t.Helper()
+	s, c := newTestSim(t, Config{Clients: 1})
+	h, ok := s.Host("client-1")
+	if !ok {
+		t.Fatal("no host client-1")
+	}
+	return s, c, newClient(t, "http://"+h.Addr, "")
 }
