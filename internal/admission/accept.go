@@ -25,7 +25,10 @@ type admitter struct {
 	// group, the hosts held for what the capacity gate lacks.
 	admitted []string
 	lacking  map[string]int
-	needs    Needs
+	// free: by group, how many of its hosts could start when this admission
+	// began (policy.GroupStatus.Free).
+	free  map[string]int
+	needs Needs
 	// index: the position of each queued host in the input's queue.
 	index map[string]int
 	// out: the hosts out for rollboot, every group's; starts: the drains of
@@ -134,7 +137,7 @@ func (a *admitter) capacity(p Pending) phase.WaitReason {
 	if a.lacking == nil {
 		a.lacking = map[string]int{}
 	}
-	why, lacks, settled := v.gate(p.Node.ID, a.admitted, a.lacking)
+	why, lacks, settled := v.gate(p.Node.ID, a.admitted, a.lacking, a.free[p.Group])
 	a.needs.Capacity.add(lacks)
 	if settled != nil {
 		a.keepCapacityHold(p.Host, CapacityHold{Why: why, Pools: settled, Layout: a.layoutOf(v, settled), Until: a.in.Now.Add(CapacityRecheck)})

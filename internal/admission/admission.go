@@ -241,6 +241,10 @@ func Admit(in Input) (Result, Needs) {
 		a.index[p.Host] = i
 	}
 	statuses := Statuses(in)
+	a.free = map[string]int{}
+	for _, st := range statuses {
+		a.free[st.Group.Name] = st.Free()
+	}
 	rest, urgent := splitUrgent(in, statuses, queue)
 	adm := policy.AdmitInOrder(statuses, a.awaitingFirst(policy.InQueueOrder(rest)), a.accept)
 	if len(urgent) > 0 {

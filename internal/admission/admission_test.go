@@ -113,6 +113,12 @@ func TestAdmitNeeds(t *testing.T) {
 			in.Rules.Capacity = true
 			return in
 		}, needs: Needs{Capacity: CapacityNeeds{Allocs: []string{"node-a"}}}, waitKinds: map[string]phase.WaitKind{"a": phase.WaitCapacity}},
+		{name: "capacity: as many hosts' allocations at once as the group has slots free", in: func() Input {
+			in := input(3, pending("a", 0), pending("b", time.Minute), pending("c", 2*time.Minute), pending("d", 3*time.Minute))
+			in.Rules.Capacity = true
+			return in
+		}, needs: Needs{Capacity: CapacityNeeds{Allocs: []string{"node-a", "node-b", "node-c"}}},
+			waitKinds: map[string]phase.WaitKind{"a": phase.WaitCapacity, "b": phase.WaitCapacity, "c": phase.WaitCapacity, "d": phase.WaitCapacity}},
 		{name: "capacity: then candidates of the pool", in: func() Input {
 			in := input(1, pending("a", 0))
 			in.Rules.Capacity = true

@@ -133,12 +133,12 @@ func (v *Capacity) NextRead(pool string) int {
 // what it lacks to tell; and, when it read all it could and found no room,
 // the pools the drain's allocations go to (settled: a hold to keep). lacking
 // counts, by group, the hosts held so far in this admission for what the gate
-// lacks.
-func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) (why phase.WaitReason, needs CapacityNeeds, settled []string) {
+// lacks; free is how many hosts of node's group could start in it.
+func (v *Capacity) gate(node string, admitted []string, lacking map[string]int, free int) (why phase.WaitReason, needs CapacityNeeds, settled []string) {
 	if v.Err != nil {
 		return phase.WaitFor(phase.WaitCapacity, "cannot tell: "+v.Err.Error()), needs, nil
 	}
-	if _, ok := v.Movers[node]; !ok && v.askedEnough(node, lacking) {
+	if _, ok := v.Movers[node]; !ok && v.askedEnough(node, lacking, free) {
 		return phase.WaitFor(phase.WaitCapacity, "its allocations are not read yet"), needs, nil
 	}
 	leaving := append(slices.Clone(v.Out), admitted...)
@@ -172,14 +172,17 @@ func (v *Capacity) gate(node string, admitted []string, lacking map[string]int) 
 }
 
 // askedEnough reports whether this admission already holds as many hosts of
-// node's group for what the gate lacks as it has read nodes of that group (at
-// least one): then the host waits for a later read instead of asking for its
+// node's group for what the gate lacks as the group has slots free in it
+// (free), or as it has read nodes of that group, whichever is more (at least
+// one): then the host waits for a later read instead of asking for its
 // allocations too. A host the gate holds gives its slot to the next in line,
 // and one whose allocations are not read yet is held: without this bound the
 // first read asked for the allocations of every queued host of a group with a
 // slot free (hundreds, when every host asked at once), though a slot goes to
-// the first that fits.
-func (v *Capacity) askedEnough(node string, lacking map[string]int) bool {
+// the first that fits. Bounded by the reads alone, a group with k slots free
+// (a wave of closes) asked for one more host's allocations at each round of
+// reads, its k-th host granted rounds after the first.
+func (v *Capacity) askedEnough(node string, lacking map[string]int, free int) bool {
 	group := v.GroupOf[node]
 	read := 0
 	for id := range v.Movers {
@@ -187,7 +190,7 @@ func (v *Capacity) askedEnough(node string, lacking map[string]int) bool {
 			read++
 		}
 	}
-	return lacking[group] >= max(1, read)
+	return lacking[group] >= max(1, read, free)
 }
 
 // moversOf returns the allocations that the drains of the nodes ids move (none

@@ -200,6 +200,16 @@ func (g GroupStatus) SlotFree() bool {
 	return g.full(0) == ""
 }
 
+// Free is how many more of the group's hosts could start now: its free slots,
+// as its unavailability allows; none while it is held.
+func (g GroupStatus) Free() int {
+	n := 0
+	for g.full(n) == "" {
+		n++
+	}
+	return n
+}
+
 // full returns why one more host cannot start, given n already admitted in
 // this round, or "" if it can.
 func (g GroupStatus) full(n int) string {

@@ -424,3 +424,29 @@ func TestAdmitWith(t *testing.T) {
 		})
 	}
 }
+
+// Free counts the hosts that could start now: the slots left, as the group's
+// unavailability allows; none while the group is held.
+func TestGroupStatusFree(t *testing.T) {
+	for _, tt := range []struct {
+		name                      string
+		conc, pct                 int
+		size, active, unavailable int
+		hold                      string
+		want                      int
+	}{
+		{name: "every slot free", conc: 5, size: 100, want: 5},
+		{name: "two out", conc: 5, size: 100, active: 2, want: 3},
+		{name: "full", conc: 5, size: 100, active: 5, want: 0},
+		{name: "unavailability allows fewer", conc: 5, pct: 10, size: 40, active: 1, unavailable: 1, want: 2},
+		{name: "held", conc: 5, size: 100, hold: "window closed", want: 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := GroupStatus{Group: Group{Name: "g", Concurrency: tt.conc, MaxUnavailablePct: tt.pct}, Size: tt.size,
+				Active: tt.active, Unavailable: tt.unavailable, Hold: tt.hold}
+			if got := g.Free(); got != tt.want {
+				t.Errorf("Free() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
