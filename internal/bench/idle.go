@@ -12,10 +12,9 @@ import (
 
 // Idle is the load an idle cluster puts on Nomad.
 type Idle struct {
-	Hosts     int
-	Window    time.Duration
-	Requests  uint64  // requests rollboot sent during the window
-	PerMinute float64 // the same, per minute
+	Hosts    int
+	Window   time.Duration
+	Requests uint64 // requests rollboot sent during the window
 	// Watches are the requests of Requests that read a host's plan or
 	// record (GET <prefix>/plan/* and <prefix>/hosts/*): on an idle cluster
 	// the agents' watches of their own, each answered when Nomad's longest
@@ -36,8 +35,14 @@ const LongestWait = watch.LongestWait
 // a few seconds for the answers.
 const DefaultIdle = 5*time.Minute + 30*time.Second
 
-// hostWatches are the folders of the agents' watches of their own variables.
-var hostWatches = []string{"GET rollboot/plan/*", "GET rollboot/hosts/*"}
+// PerMinute is the window's requests a minute.
+func (id *Idle) PerMinute() float64 { return float64(id.Requests) / id.Window.Minutes() }
+
+// hostWatches are the folders, under the state's prefix, of the agents'
+// watches of their own variables.
+func hostWatches(prefix string) []string {
+	return []string{"GET " + prefix + "/plan/*", "GET " + prefix + "/hosts/*"}
+}
 
 // runIdle runs the one-job deployment (every agent a coordinator candidate,
 // production timings) on an idle cluster, lets it settle (every record written,
@@ -73,9 +78,10 @@ func runIdle(ctx context.Context, o *Options, hosts int) (*Idle, error) {
 	wall := time.Since(start)
 	stats := c.sim.RequestStats()
 	n := stats.Requests - (c.own.n.Load() - own)
-	idle := &Idle{Hosts: hosts, Window: wall, Requests: n, PerMinute: float64(n) / wall.Minutes(), Variables: stats.Variables}
+	idle := &Idle{Hosts: hosts, Window: wall, Requests: n, Variables: stats.Variables}
+	watches := hostWatches(c.st.Prefix())
 	for _, v := range stats.Variables {
-		if slices.Contains(hostWatches, v.Route) {
+		if slices.Contains(watches, v.Route) {
 			idle.Watches += v.Requests
 		}
 	}

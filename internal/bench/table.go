@@ -188,7 +188,7 @@ func idleRows(rep *Report) []Row {
 			v = judged(rest <= max(1.5*restPerMinute(base), float64(base.Hosts)/100))
 		}
 		rows = append(rows, hostsRow("Nomad requests / min, idle, but the agents' watches (every agent a candidate)", id.Hosts,
-			val+fmt.Sprintf("; with the watches %.1f", id.PerMinute), "independent of hosts", v))
+			val+fmt.Sprintf("; with the watches %.1f", id.PerMinute()), "independent of hosts", v))
 	}
 	return rows
 }

@@ -270,8 +270,7 @@ func TestIdleRows(t *testing.T) {
 	window := DefaultIdle
 	idle := func(hosts int, watchesPerHost float64, rest uint64) *Idle {
 		w := uint64(watchesPerHost * float64(hosts))
-		return &Idle{Hosts: hosts, Window: window, Watches: w, Requests: w + rest,
-			PerMinute: float64(w+rest) / window.Minutes()}
+		return &Idle{Hosts: hosts, Window: window, Watches: w, Requests: w + rest}
 	}
 	twoAsks := 2.0 // each of the two watches asked once in the window
 	for _, tc := range []struct {

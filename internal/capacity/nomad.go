@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/allocstatus"
 	"github.com/rollboot/rollboot/internal/constraint"
 )
 
@@ -130,16 +131,10 @@ func Running(allocs []*api.Allocation) []Group {
 }
 
 // gone reports whether an allocation uses no room: its client stopped it
-// (structs.Allocation.ClientTerminalStatus: AllocsFit and the scheduler's
-// proposed allocations, scheduler/feasible/context.go ProposedAllocs, count one
-// the scheduler stopped until its client reports it stopped).
-func gone(a *api.Allocation) bool {
-	switch a.ClientStatus {
-	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
-		return true
-	}
-	return false
-}
+// (allocstatus.ClientTerminal: AllocsFit and the scheduler's proposed
+// allocations, scheduler/feasible/context.go ProposedAllocs, count one the
+// scheduler stopped until its client reports it stopped).
+func gone(a *api.Allocation) bool { return allocstatus.ClientTerminal(a.ClientStatus) }
 
 // moves reports whether a drain moves the allocation: meant to run, not stopped
 // by its client, and not of a system or sysbatch job (they stay on their node

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/allocstatus"
 	"github.com/rollboot/rollboot/internal/store"
 )
 
@@ -95,8 +96,7 @@ func jobsStopped(ctx context.Context, c *api.Client, jobs []DesiredJob) error {
 			return fmt.Errorf("allocations of job %s/%s: %w", j.Namespace, j.ID, err)
 		}
 		for _, a := range allocs {
-			switch a.ClientStatus {
-			case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
+			if allocstatus.ClientTerminal(a.ClientStatus) {
 				continue
 			}
 			return fmt.Errorf("allocation %s of job %s/%s on node %s is still %s: waiting for it to stop before deleting rollboot's state",

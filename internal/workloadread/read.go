@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/allocstatus"
 	"github.com/rollboot/rollboot/internal/phase"
 	"github.com/rollboot/rollboot/internal/workload"
 )
@@ -188,7 +189,7 @@ func (r Reader) readBlockingJobs(ctx context.Context, v *view, hosts []Host) {
 		}
 		out := make([]workload.Alloc, 0, len(allocs))
 		for _, a := range allocs {
-			out = append(out, workload.Alloc{Job: workload.JobKey{Namespace: a.Namespace, ID: a.JobID}, Terminal: allocTerminalStatus(a)})
+			out = append(out, workload.Alloc{Job: workload.JobKey{Namespace: a.Namespace, ID: a.JobID}, Terminal: allocstatus.Terminal(a.DesiredStatus, a.ClientStatus)})
 		}
 		v.allocs[h] = out
 	}
@@ -214,25 +215,10 @@ func (r Reader) readBlockingAllocs(ctx context.Context, v *view, hosts []Host) {
 		}
 		for _, a := range stubs {
 			if h, ok := byNode[a.NodeID]; ok {
-				v.allocs[h] = append(v.allocs[h], workload.Alloc{Job: k, Terminal: allocTerminalStatus(&api.Allocation{
-					DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus})})
+				v.allocs[h] = append(v.allocs[h], workload.Alloc{Job: k, Terminal: allocstatus.Terminal(a.DesiredStatus, a.ClientStatus)})
 			}
 		}
 	}
-}
-
-// allocTerminalStatus is nomad/structs Allocation.TerminalStatus: desired stop
-// or evict, or client status complete, failed or lost.
-func allocTerminalStatus(a *api.Allocation) bool {
-	switch a.DesiredStatus {
-	case api.AllocDesiredStatusStop, api.AllocDesiredStatusEvict:
-		return true
-	}
-	switch a.ClientStatus {
-	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
-		return true
-	}
-	return false
 }
 
 // readPools takes the deployments and blocked evaluations from lists, then

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/rollboot/rollboot/internal/allocstatus"
 	"github.com/rollboot/rollboot/internal/workload"
 )
 
@@ -60,7 +61,7 @@ func (r Reader) readSingletons(ctx context.Context, v *view, hosts []Host) {
 // group's count from the job version it runs.
 func groupAlloc(a *api.Allocation) workload.GroupAlloc {
 	g := workload.GroupAlloc{TaskGroup: workload.TaskGroup{Job: workload.JobKey{Namespace: a.Namespace, ID: a.JobID}, Group: a.TaskGroup},
-		NodeID: a.NodeID, Terminal: allocTerminalStatus(a), Healthy: healthy(a.ClientStatus, a.DeploymentStatus)}
+		NodeID: a.NodeID, Terminal: allocstatus.Terminal(a.DesiredStatus, a.ClientStatus), Healthy: healthy(a.ClientStatus, a.DeploymentStatus)}
 	if j := a.Job; j != nil {
 		if j.Type != nil {
 			g.JobType = *j.Type
@@ -77,7 +78,7 @@ func groupAlloc(a *api.Allocation) workload.GroupAlloc {
 // stubAlloc is an allocation of job as its list shows it.
 func stubAlloc(job workload.JobKey, a *api.AllocationListStub) workload.GroupAlloc {
 	return workload.GroupAlloc{TaskGroup: workload.TaskGroup{Job: job, Group: a.TaskGroup}, NodeID: a.NodeID,
-		Terminal: allocTerminalStatus(&api.Allocation{DesiredStatus: a.DesiredStatus, ClientStatus: a.ClientStatus}),
+		Terminal: allocstatus.Terminal(a.DesiredStatus, a.ClientStatus),
 		Healthy:  healthy(a.ClientStatus, a.DeploymentStatus)}
 }
 
